@@ -1,0 +1,47 @@
+"""oxide: CUDA kernels in typed Python, compiled ahead of time into the wheel.
+
+Importing oxide does no CUDA work; the driver is touched on the first launch.
+"""
+from __future__ import annotations
+
+from .errors import CompileError, CudaError, KernelError, LinkError, OxideError, ToolchainError
+from .lang import (
+    SCALAR_TYPES,
+    Constexpr,
+    DisjointSlice,
+    MutSlice,
+    ScalarType,
+    Slice,
+    ThreadIndex,
+    TypeVar,
+    bf16,
+    block,
+    boolean,
+    device,
+    extern,
+    f16,
+    f32,
+    f64,
+    grid,
+    i8,
+    i16,
+    i32,
+    i64,
+    kernel,
+    thread,
+    u8,
+    u16,
+    u32,
+    u64,
+    unsafe,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CompileError", "CudaError", "KernelError", "LinkError", "OxideError", "ToolchainError",
+    "kernel", "device", "extern", "thread", "block", "grid", "unsafe",
+    "ScalarType", "SCALAR_TYPES", "TypeVar", "Constexpr", "Slice", "DisjointSlice", "MutSlice",
+    "ThreadIndex", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",
+    "f64", "boolean", "__version__",
+]

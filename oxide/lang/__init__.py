@@ -1,0 +1,35 @@
+"""The kernel language: types, intrinsics and decorators."""
+from __future__ import annotations
+
+from .decorators import device, extern, kernel
+from .intrinsics import block, grid, thread, unsafe
+from .types import (
+    SCALAR_TYPES,
+    Constexpr,
+    DisjointSlice,
+    MutSlice,
+    ScalarType,
+    Slice,
+    ThreadIndex,
+    TypeVar,
+    bf16,
+    boolean,
+    f16,
+    f32,
+    f64,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+)
+
+__all__ = [
+    "kernel", "device", "extern", "thread", "block", "grid", "unsafe",
+    "ScalarType", "SCALAR_TYPES", "TypeVar", "Constexpr", "Slice", "DisjointSlice", "MutSlice",
+    "ThreadIndex", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",
+    "f64", "boolean",
+]

@@ -1,0 +1,225 @@
+"""Reading device arrays from other libraries: the CUDA array interface and DLPack.
+
+:func:`view_of` turns any array object into an :class:`ArrayView` (pointer, length, dtype)
+without copying and without importing the producing library. The order is: PyTorch tensors
+through their own fast accessors (their ``__cuda_array_interface__`` is slow Python), then
+``__cuda_array_interface__`` (CuPy, Numba, PyTorch, oxide.DeviceArray), then DLPack.
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ArrayView", "ViewError", "view_of", "type_name", "TYPESTR_DTYPES", "DLPACK_CUDA_DEVICES"]
+
+# typestr of the CUDA array interface (NumPy's array-interface codes) -> oxide scalar name
+TYPESTR_DTYPES: dict[str, str] = {}
+for _name, _code, _size in (
+    ("i8", "i", 1), ("i16", "i", 2), ("i32", "i", 4), ("i64", "i", 8),
+    ("u8", "u", 1), ("u16", "u", 2), ("u32", "u", 4), ("u64", "u", 8),
+    ("f16", "f", 2), ("f32", "f", 4), ("f64", "f", 8), ("bool", "b", 1),
+):  # fmt: skip
+    for _order in ("<", "|", "="):
+        TYPESTR_DTYPES[f"{_order}{_code}{_size}"] = _name
+if sys.byteorder == "big":  # pragma: no cover - no big-endian CUDA host exists
+    TYPESTR_DTYPES = {k.replace("<", ">"): v for k, v in TYPESTR_DTYPES.items()}
+
+_ITEMSIZE = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "u8": 1, "u16": 2, "u32": 4, "u64": 8,
+             "f16": 2, "bf16": 2, "f32": 4, "f64": 8, "bool": 1}  # fmt: skip
+
+_TORCH_DTYPES = {
+    "torch.float32": "f32", "torch.float64": "f64", "torch.float16": "f16",
+    "torch.bfloat16": "bf16", "torch.int8": "i8", "torch.int16": "i16", "torch.int32": "i32",
+    "torch.int64": "i64", "torch.uint8": "u8", "torch.uint16": "u16", "torch.uint32": "u32",
+    "torch.uint64": "u64", "torch.bool": "bool",
+}  # fmt: skip
+_torch_dtype_cache: dict[Any, str] = {}
+
+# DLPack: DLDeviceType codes of memory a kernel can read, and DLDataTypeCode -> oxide names
+DLPACK_CUDA_DEVICES = (2, 13)  # kDLCUDA, kDLCUDAManaged
+_DLPACK_HOST_DEVICES = (1, 3)  # kDLCPU, kDLCUDAHost
+_DLPACK_CODES = {0: "i", 1: "u", 2: "f", 4: "bf", 6: "bool"}
+
+HOST_ARRAY_HINT = (
+    "copy it to the GPU first, e.g. torch.as_tensor({param}, device='cuda') or cupy.asarray({param})"
+)
+
+
+@dataclass(frozen=True)
+class ArrayView:
+    """A 1-D contiguous device array as a kernel sees it."""
+
+    ptr: int
+    length: int  # in elements
+    dtype: str  # oxide scalar name ("f32"), or a description of an unsupported element type
+    readonly: bool
+    owner: Any  # keeps the producer's memory alive until the launch returns
+
+
+class ViewError(TypeError):
+    """Why an object cannot be a view. ``template`` reads after "parameter 'x' of k " and may
+    use ``{param}``; the launcher fills in the names."""
+
+    def __init__(self, template: str) -> None:
+        self.template = template
+        super().__init__(template)
+
+    def render(self, param: str, kernel: str) -> str:
+        return f"parameter {param!r} of {kernel} " + self.template.replace("{param}", param)
+
+
+def type_name(obj: Any) -> str:
+    """``numpy.ndarray``, ``torch.Tensor``, ``cupy.ndarray``, ``list``: the public name of a type."""
+    cls = type(obj)
+    module = cls.__module__ or ""
+    if module == "builtins":
+        return cls.__qualname__
+    parts = module.split(".")
+    if any(p.startswith("_") for p in parts):
+        module = parts[0]
+    return f"{module}.{cls.__qualname__}"
+
+
+def _host_error(obj: Any) -> ViewError:
+    return ViewError(f"needs a device array; got a {type_name(obj)} (host memory) — {HOST_ARRAY_HINT}")
+
+
+def _check_1d_contiguous(shape: tuple[int, ...], stride_elems: int | None) -> int:
+    if len(shape) != 1:
+        raise ViewError(f"needs a 1-D array; got shape {tuple(shape)}")
+    n = int(shape[0])
+    if stride_elems is not None and n > 1 and stride_elems != 1:
+        raise ViewError(f"needs a contiguous 1-D array; got a stride of {stride_elems} elements")
+    return n
+
+
+def view_of(obj: Any) -> ArrayView:
+    """The device memory of ``obj``; ViewError (a TypeError) when it is not a usable view."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.Tensor):
+        return _torch_view(obj)
+    try:
+        cai = obj.__cuda_array_interface__
+    except AttributeError:
+        cai = None
+    except Exception as e:  # e.g. a tensor that requires grad refuses to export itself
+        raise ViewError(f"needs a device array; reading __cuda_array_interface__ of a {type_name(obj)} failed: {e}") from None
+    if cai is not None:
+        return _cai_view(obj, cai)
+    dl_device = getattr(obj, "__dlpack_device__", None)
+    if dl_device is not None and hasattr(obj, "__dlpack__"):
+        return _dlpack_view(obj, dl_device)
+    if type_name(obj) == "numpy.ndarray":
+        raise _host_error(obj)
+    raise ViewError(
+        f"needs a device array (an object with __cuda_array_interface__ or __dlpack__); got a {type_name(obj)}"
+    )
+
+
+def _cai_view(obj: Any, cai: dict[str, Any]) -> ArrayView:
+    if cai.get("mask") is not None:
+        raise ViewError("needs an array without a mask; got a masked __cuda_array_interface__")
+    typestr = cai["typestr"]
+    dtype = TYPESTR_DTYPES.get(typestr)
+    itemsize = _ITEMSIZE[dtype] if dtype is not None else 0
+    if dtype is None:
+        dtype = f"unsupported element type {typestr!r}"
+    shape = tuple(cai["shape"])
+    strides = cai.get("strides")
+    stride_elems: int | None = None
+    if strides is not None and len(strides) == 1 and len(shape) == 1:
+        stride_bytes = int(strides[0])
+        if itemsize and stride_bytes % itemsize == 0:
+            stride_elems = stride_bytes // itemsize
+        elif shape[0] > 1:
+            raise ViewError(f"needs a contiguous 1-D array; got a stride of {stride_bytes} bytes")
+    n = _check_1d_contiguous(shape, stride_elems)
+    ptr, readonly = cai["data"]
+    return ArrayView(int(ptr or 0), n, dtype, bool(readonly), obj)
+
+
+def _torch_view(t: Any) -> ArrayView:
+    if not t.is_cuda:
+        if t.device.type == "cpu":
+            raise _host_error(t)
+        raise ViewError(f"needs a CUDA device array; got a torch.Tensor on device {t.device}")
+    if t.dim() != 1:
+        raise ViewError(f"needs a 1-D array; got shape {tuple(t.shape)}")
+    n = _check_1d_contiguous((t.shape[0],), t.stride(0))
+    key = t.dtype
+    dtype = _torch_dtype_cache.get(key)
+    if dtype is None:
+        dtype = _TORCH_DTYPES.get(str(key), f"unsupported element type {key}")
+        _torch_dtype_cache[key] = dtype
+    return ArrayView(t.data_ptr(), n, dtype, False, t)
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+_capsule_get_pointer: Any = None
+
+
+def _dltensor_of(capsule: Any) -> _DLTensor:
+    global _capsule_get_pointer
+    if _capsule_get_pointer is None:
+        fn = ctypes.pythonapi.PyCapsule_GetPointer
+        fn.restype = ctypes.c_void_p
+        fn.argtypes = [ctypes.py_object, ctypes.c_char_p]
+        _capsule_get_pointer = fn
+    # A legacy capsule holds a DLManagedTensor whose first member is the DLTensor. We do not
+    # rename the capsule: it stays the producer's, and dropping it after the launch frees it.
+    address = _capsule_get_pointer(capsule, b"dltensor")
+    return _DLTensor.from_address(address)
+
+
+def dlpack_dtype(code: int, bits: int, lanes: int) -> str:
+    """The oxide name of a DLPack element type, or a description when oxide has none."""
+    kind = _DLPACK_CODES.get(code)
+    if lanes == 1 and kind is not None:
+        name = "bool" if kind == "bool" and bits == 8 else f"{kind}{bits}"
+        if name in _ITEMSIZE:
+            return name
+    return f"unsupported element type (DLPack code {code}, {bits} bits, {lanes} lanes)"
+
+
+def _dlpack_view(obj: Any, dl_device: Any) -> ArrayView:
+    device_type, _device_id = dl_device()
+    device_type = int(device_type)
+    if device_type in _DLPACK_HOST_DEVICES:
+        raise _host_error(obj)
+    if device_type not in DLPACK_CUDA_DEVICES:
+        raise ViewError(f"needs a CUDA device array; got a {type_name(obj)} on DLPack device type {device_type}")
+    try:
+        capsule = obj.__dlpack__(stream=None)
+    except TypeError:
+        capsule = obj.__dlpack__()
+    t = _dltensor_of(capsule)
+    ndim = int(t.ndim)
+    shape = tuple(int(t.shape[i]) for i in range(ndim))
+    stride: int | None = None
+    if ndim == 1 and t.strides:
+        stride = int(t.strides[0])
+    n = _check_1d_contiguous(shape, stride)
+    dtype = dlpack_dtype(t.dtype.code, t.dtype.bits, t.dtype.lanes)
+    ptr = int(t.data or 0) + int(t.byte_offset)
+    return ArrayView(ptr, n, dtype, False, (obj, capsule))

@@ -1,0 +1,152 @@
+"""Finding a kernel module's compiled code: the manifest next to the source, or a JIT build.
+
+A module ``M`` whose source is ``<dir>/<file>.py`` has its manifest at ``<dir>/_oxide/M.json``
+(written by ``oxide_build`` into the wheel). Without one, or when the source changed since the
+build (its sha256 differs from the manifest's), and with ``oxide_build`` installed and
+``OXIDE_JIT`` not ``"0"``, ``oxide_build.jit.jit_manifest`` compiles the module into a cache
+and returns that manifest's path. A stale manifest without a compiler is still used, with one
+warning per module.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import threading
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from oxide.errors import CudaError
+from oxide.runtime.manifest import ModuleManifest, load_manifest, manifest_path
+
+__all__ = [
+    "StaleCodeWarning",
+    "LocatedManifest",
+    "kernel_source",
+    "file_sha256",
+    "jit_enabled",
+    "locate_manifest",
+]
+
+
+class StaleCodeWarning(RuntimeWarning):
+    """The precompiled kernels were built from a different version of their source."""
+
+
+@dataclass(frozen=True)
+class LocatedManifest:
+    manifest: ModuleManifest
+    path: Path  # the manifest file
+    directory: Path  # where its code files are (the manifest's directory)
+    jit: bool  # compiled on this machine rather than shipped
+
+
+_lock = threading.RLock()
+_located: dict[tuple[str, str], LocatedManifest] = {}
+_warned: set[str] = set()
+
+
+def kernel_source(func: Callable[..., Any]) -> tuple[Path | None, str]:
+    """The source file of ``func`` (None if it has none, e.g. a REPL) and its module name."""
+    filename = func.__code__.co_filename
+    path: Path | None = Path(filename)
+    if filename.startswith("<") or not filename:
+        path = None
+    module = func.__module__ or ""
+    if module == "__main__" or not module:
+        module = path.stem if path is not None else "__main__"
+    return path, module
+
+
+def file_sha256(path: Path) -> str:
+    import hashlib  # only a first launch needs it; keep kernel-module imports fast
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def jit_enabled() -> bool:
+    """JIT compiling is allowed (``OXIDE_JIT`` is not ``"0"``) and ``oxide_build`` is installed."""
+    if os.environ.get("OXIDE_JIT", "1").strip() == "0":
+        return False
+    return importlib.util.find_spec("oxide_build") is not None
+
+
+def _jit(source: Path, module: str, arch: Callable[[], str]) -> LocatedManifest:
+    jit = importlib.import_module("oxide_build.jit")
+    path = Path(jit.jit_manifest(source, module, arch()))
+    return LocatedManifest(_read(path, module), path, path.parent, jit=True)
+
+
+def _read(path: Path, module: str) -> ModuleManifest:
+    try:
+        return load_manifest(path)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise CudaError(
+            f"cannot read the kernel manifest of module {module} ({path}): {e}; rebuild the package "
+            "with this version of oxide"
+        ) from None
+
+
+def _no_code_message(source: Path, module: str, expected: Path) -> str:
+    if os.environ.get("OXIDE_JIT", "1").strip() == "0" and importlib.util.find_spec("oxide_build") is not None:
+        how = "or unset OXIDE_JIT=0 to let oxide_build compile it on first launch"
+    else:
+        how = "or install oxide-cuda[build] to compile kernels on first launch"
+    return (
+        f"no precompiled code for module {module}: {expected} does not exist. Build the package "
+        f"with its oxide_build backend (pip install . installs it with its kernels compiled), {how}"
+    )
+
+
+def locate_manifest(source: Path | None, module: str, arch: Callable[[], str]) -> LocatedManifest:
+    """The manifest to run ``module`` from, found once per module and cached.
+
+    ``arch`` gives the device's arch (e.g. ``"sm_90"``); it is called only to JIT compile,
+    because it initializes CUDA.
+    """
+    key = (str(source), module)
+    located = _located.get(key)
+    if located is not None:
+        return located
+    with _lock:
+        located = _located.get(key)
+        if located is None:
+            located = _locate(source, module, arch)
+            _located[key] = located
+        return located
+
+
+def _locate(source: Path | None, module: str, arch: Callable[[], str]) -> LocatedManifest:
+    if source is None:
+        raise CudaError(
+            f"kernels of module {module} have no source file (defined in a REPL or exec?): oxide "
+            "compiles kernels from their source file; put them in a .py file"
+        )
+    path = manifest_path(source.parent, module)
+    if not path.is_file():
+        if jit_enabled():
+            return _jit(source, module, arch)
+        raise CudaError(_no_code_message(source, module, path))
+    manifest = _read(path, module)
+    built_from = source.parent / manifest.source if manifest.source else source
+    if built_from.is_file() and manifest.source_sha256 and file_sha256(built_from) != manifest.source_sha256:
+        if jit_enabled():
+            return _jit(built_from, module, arch)
+        if module not in _warned:
+            _warned.add(module)
+            warnings.warn(
+                f"oxide: the precompiled kernels of module {module} ({path}) were built from a "
+                f"different version of {built_from}; running the old code. Rebuild the package "
+                "(pip install .) or install oxide-cuda[build] to recompile on first launch.",
+                StaleCodeWarning,
+                stacklevel=4,
+            )
+    return LocatedManifest(manifest, path, path.parent, jit=False)
+
+
+def _reset_for_tests() -> None:
+    with _lock:
+        _located.clear()
+        _warned.clear()

@@ -1,0 +1,194 @@
+"""The CUDA driver, the current context and the device behind it.
+
+Everything here is lazy: importing this module does not import ``cuda.bindings``. The first
+call to :func:`driver` loads the driver and runs ``cuInit``; a machine without a driver or GPU
+gets one :class:`~oxide.errors.CudaError` line instead of a traceback from the bindings.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from oxide.errors import CudaError
+
+__all__ = [
+    "NO_DRIVER_MESSAGE",
+    "NO_DEVICE_MESSAGE",
+    "DeviceInfo",
+    "driver",
+    "check",
+    "raise_cuda_error",
+    "current_context",
+    "context_device",
+    "synchronize",
+]
+
+_DRIVER_LIB = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so"
+
+NO_DRIVER_MESSAGE = (
+    f"no CUDA driver found ({_DRIVER_LIB} could not be loaded): "
+    "oxide kernels need an NVIDIA GPU and driver"
+)
+NO_DEVICE_MESSAGE = "no CUDA device found (cuInit: CUDA_ERROR_NO_DEVICE): oxide kernels need an NVIDIA GPU"
+NO_BINDINGS_MESSAGE = (
+    "cuda-bindings is not installed (cuda.bindings.driver could not be imported): "
+    "pip install cuda-bindings"
+)
+
+_lock = threading.Lock()
+_drv: Any = None
+_primary: dict[int, Any] = {}  # device ordinal -> retained primary CUcontext (never released)
+_devices: dict[int, DeviceInfo] = {}  # context handle -> the device it runs on
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """A GPU as the code selection sees it."""
+
+    ordinal: int
+    name: str
+    major: int
+    minor: int
+
+    @property
+    def arch(self) -> str:
+        """The real architecture, e.g. ``"sm_90"``."""
+        return f"sm_{self.major}{self.minor}"
+
+
+def _import_bindings() -> Any:
+    # A separate function so tests can replace it to simulate a machine without cuda-bindings.
+    from cuda.bindings import driver as drv
+
+    return drv
+
+
+def driver() -> Any:
+    """``cuda.bindings.driver`` after a successful ``cuInit``; CudaError when there is no GPU."""
+    drv = _drv
+    if drv is not None:
+        return drv
+    return _init_driver()
+
+
+def _init_driver() -> Any:
+    global _drv
+    with _lock:
+        if _drv is not None:
+            return _drv
+        try:
+            drv = _import_bindings()
+        except ImportError:
+            raise CudaError(NO_BINDINGS_MESSAGE) from None
+        try:
+            (err,) = drv.cuInit(0)
+        except Exception:
+            # cuda.bindings raises from deep inside its loader (DynamicLibNotFoundError, OSError).
+            raise CudaError(NO_DRIVER_MESSAGE) from None
+        if int(err) == int(drv.CUresult.CUDA_ERROR_NO_DEVICE):
+            raise CudaError(NO_DEVICE_MESSAGE, code=int(err), name="CUDA_ERROR_NO_DEVICE")
+        _check_with(drv, err, "cuInit")
+        _drv = drv
+        return drv
+
+
+def _reset_for_tests() -> None:
+    global _drv
+    with _lock:
+        _drv = None
+        _primary.clear()
+        _devices.clear()
+
+
+def _error_name(drv: Any, err: Any) -> str:
+    try:
+        return str(drv.CUresult(int(err)).name)
+    except Exception:
+        return f"CUresult {int(err)}"
+
+
+def _error_text(drv: Any, err: Any) -> str:
+    try:
+        e, text = drv.cuGetErrorString(err)
+        if int(e) == 0 and text:
+            return text.decode() if isinstance(text, bytes) else str(text)
+    except Exception:
+        pass
+    return ""
+
+
+def raise_cuda_error(err: Any, what: str, hint: str = "") -> NoReturn:
+    """Raises CudaError for a failed driver call ``what`` with the error's name and text."""
+    drv = _drv if _drv is not None else _import_bindings()
+    name = _error_name(drv, err)
+    text = _error_text(drv, err)
+    message = f"{what} failed: {name}" + (f" ({text})" if text else "")
+    if hint:
+        message += f"; {hint}"
+    raise CudaError(message, code=int(err), name=name)
+
+
+def _check_with(drv: Any, err: Any, what: str) -> None:
+    if int(err) != 0:
+        raise_cuda_error(err, what)
+
+
+def check(err: Any, what: str) -> None:
+    """Turns a CUresult other than CUDA_SUCCESS into CudaError naming ``what``."""
+    if err != 0:
+        raise_cuda_error(err, what)
+
+
+def current_context() -> int:
+    """The handle of the calling thread's current context.
+
+    With none current, retains the primary context of device 0 and makes it current: PyTorch,
+    CuPy and the CUDA runtime use primary contexts, so memory they allocate works here.
+    """
+    drv = driver()
+    err, ctx = drv.cuCtxGetCurrent()
+    check(err, "cuCtxGetCurrent")
+    handle = int(ctx)
+    if handle:
+        return handle
+    with _lock:
+        primary = _primary.get(0)
+        if primary is None:
+            err, dev = drv.cuDeviceGet(0)
+            check(err, "cuDeviceGet(0)")
+            err, primary = drv.cuDevicePrimaryCtxRetain(dev)
+            check(err, "cuDevicePrimaryCtxRetain")
+            _primary[0] = primary
+    (err,) = drv.cuCtxSetCurrent(primary)
+    check(err, "cuCtxSetCurrent")
+    return int(primary)
+
+
+def context_device(ctx: int) -> DeviceInfo:
+    """The device of context ``ctx``, which must be current on the calling thread."""
+    info = _devices.get(ctx)
+    if info is not None:
+        return info
+    drv = driver()
+    err, dev = drv.cuCtxGetDevice()
+    check(err, "cuCtxGetDevice")
+    attr = drv.CUdevice_attribute
+    err, major = drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+    check(err, "cuDeviceGetAttribute")
+    err, minor = drv.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+    check(err, "cuDeviceGetAttribute")
+    err, raw = drv.cuDeviceGetName(256, dev)
+    check(err, "cuDeviceGetName")
+    name = raw.split(b"\0", 1)[0].decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+    info = DeviceInfo(ordinal=int(dev), name=name, major=int(major), minor=int(minor))
+    _devices[ctx] = info
+    return info
+
+
+def synchronize() -> None:
+    """Waits until every kernel and copy issued in the current context has finished."""
+    current_context()
+    (err,) = driver().cuCtxSynchronize()
+    check(err, "cuCtxSynchronize")

@@ -1,0 +1,331 @@
+"""``Kernel``: the launchable handle ``@oxide.kernel`` returns.
+
+Constructing one does nothing but remember the function, so importing a module of kernels
+costs no CUDA work and no file I/O. The first launch finds the module's manifest (CPU only),
+checks and converts the arguments, then initializes CUDA and loads the code for the device.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from oxide.errors import CudaError
+from oxide.runtime import artifacts, device, loader
+from oxide.runtime.arrays import ArrayView, ViewError, view_of
+from oxide.runtime.launch import ArgPacker, ScalarError, grid_for, normalize_dims, scalar_converter
+from oxide.runtime.manifest import KernelSpec
+from oxide.runtime.streams import stream_handle
+
+__all__ = ["Kernel", "LaunchConfig", "Specialization"]
+
+_CONFIG_CACHE_SIZE = 64
+
+
+@dataclass
+class Specialization:
+    """One compiled instance of a kernel (one per TypeVar assignment) and its launch state."""
+
+    spec: KernelSpec
+    packer: ArgPacker
+    converters: list[Callable[[Any], Any] | None]  # per parameter; None for views
+    functions: dict[int, Any] = field(default_factory=dict)  # context handle -> CUfunction
+
+    @property
+    def label(self) -> str:
+        if not self.spec.specialization:
+            return "(" + ", ".join(f"{p.name}: {p.dtype}" for p in self.spec.params) + ")"
+        return "(" + ", ".join(f"{k}={v}" for k, v in sorted(self.spec.specialization.items())) + ")"
+
+
+@dataclass
+class _Dispatch:
+    """What a kernel's manifest says about it, arranged for a fast launch."""
+
+    located: artifacts.LocatedManifest
+    names: tuple[str, ...]
+    view_index: tuple[int, ...]  # positions of the view parameters
+    mutable: tuple[bool, ...]  # per view parameter: written by the kernel
+    variants: list[Specialization]
+    by_view_dtypes: dict[tuple[str, ...], list[Specialization]]
+
+
+class LaunchConfig:
+    """``kernel[grid, block, stream, shared_mem]``: call it with the kernel's arguments."""
+
+    __slots__ = ("kernel", "grid", "block", "stream", "shared_mem")
+
+    def __init__(self, kernel: Kernel, grid: Any, block: Any, stream: Any = None, shared_mem: int = 0) -> None:
+        self.kernel = kernel
+        self.grid, self.block = normalize_dims(grid, block)
+        self.stream = stream_handle(stream)
+        if not isinstance(shared_mem, int) or shared_mem < 0:
+            raise ValueError(f"shared_mem must be a non-negative int of bytes; got {shared_mem!r}")
+        self.shared_mem = shared_mem
+
+    def __call__(self, *args: Any) -> None:
+        self.kernel._launch(args, self.grid, self.block, self.stream, self.shared_mem)
+
+    def __repr__(self) -> str:
+        return f"<launch of {self.kernel.name} grid={self.grid} block={self.block} stream={self.stream:#x}>"
+
+
+class Kernel:
+    """A GPU kernel. Launch with ``k[grid, block](*args)`` or ``k.launch(*args, grid=, block=)``."""
+
+    def __init__(self, func: Callable[..., Any], options: dict[str, Any]) -> None:
+        self.func = func
+        self.options = options
+        self.name: str = func.__name__
+        functools.update_wrapper(self, func)  # type: ignore[arg-type]
+        self._dispatch: _Dispatch | None = None
+        self._configs: dict[Any, LaunchConfig] = {}
+
+    def __repr__(self) -> str:
+        return f"<oxide kernel {self.func.__module__}.{self.func.__qualname__}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            f"kernel {self.name} runs on the GPU: launch it with {self.name}[grid, block](...) "
+            f"or {self.name}.launch(..., grid=..., block=...)"
+        )
+
+    # launching --------------------------------------------------------------------------
+
+    def __getitem__(self, config: Any) -> LaunchConfig:
+        try:
+            cached = self._configs.get(config)
+        except TypeError:  # unhashable (a list, a stream object without __hash__)
+            cached = None
+        if cached is not None:
+            return cached
+        if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
+            raise TypeError(
+                f"launch {self.name} with {self.name}[grid, block], {self.name}[grid, block, stream] "
+                f"or {self.name}[grid, block, stream, shared_mem_bytes]; got {self.name}[{config!r}]"
+            )
+        launch = LaunchConfig(self, *config)
+        try:
+            if len(self._configs) >= _CONFIG_CACHE_SIZE:
+                self._configs.clear()
+            self._configs[config] = launch
+        except TypeError:
+            pass
+        return launch
+
+    def launch(self, *args: Any, grid: Any, block: Any, stream: Any = None, shared_mem: int = 0) -> None:
+        """Launches on ``grid`` blocks of ``block`` threads (ints or tuples of up to 3 ints)."""
+        LaunchConfig(self, grid, block, stream, shared_mem)(*args)
+
+    @staticmethod
+    def grid_for(n: int, block: int = 256) -> int:
+        """The 1-D grid size that covers ``n`` elements with ``block`` threads per block."""
+        return grid_for(n, block)
+
+    def _launch(
+        self,
+        args: Sequence[Any],
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        stream: int,
+        shared_mem: int,
+    ) -> None:
+        variant, values, keep = self._prepare(args)
+        if grid[0] == 0 or grid[1] == 0 or grid[2] == 0:
+            return  # an empty grid (grid_for(0)) is a launch of nothing, not an error
+        drv = device.driver()
+        err, ctx = drv.cuCtxGetCurrent()
+        handle = int(ctx)
+        fn = variant.functions.get(handle) if handle else None
+        if fn is None:
+            fn = self._load(variant)
+        packer = variant.packer
+        with packer.lock:
+            params = packer.pack(values)
+            (err,) = drv.cuLaunchKernel(
+                fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, params, 0
+            )
+        if err != 0:
+            device.raise_cuda_error(err, f"launching kernel {self.name} (grid {grid}, block {block})")
+        del keep  # the argument arrays stay alive until the driver has taken the launch
+
+    # arguments ----------------------------------------------------------------------------
+
+    def _prepare(self, args: Sequence[Any]) -> tuple[Specialization, list[Any], list[ArrayView]]:
+        """Checks ``args`` and converts them into slot values: all on the CPU."""
+        d = self._dispatch or self._build_dispatch()
+        if len(args) != len(d.names):
+            raise TypeError(
+                f"{self.name}() takes {len(d.names)} argument{'s' if len(d.names) != 1 else ''} "
+                f"({', '.join(d.names)}); got {len(args)}"
+            )
+        views: list[ArrayView] = []
+        for i in d.view_index:
+            try:
+                views.append(view_of(args[i]))
+            except ViewError as e:
+                raise TypeError(e.render(d.names[i], self.name)) from None
+        key = tuple(v.dtype for v in views)
+        candidates = d.by_view_dtypes.get(key)
+        if candidates is None:
+            raise TypeError(self._no_match(d, views))
+        if len(candidates) == 1:
+            variant = candidates[0]
+            values = self._values(variant, args, views)
+        else:
+            variant, values = self._choose_by_scalars(candidates, args, views)
+        for view, writable, i in zip(views, d.mutable, d.view_index):
+            if writable and view.readonly:
+                raise TypeError(
+                    f"parameter {d.names[i]!r} of {self.name} is written by the kernel; got a read-only array"
+                )
+        return variant, values, views
+
+    def _values(self, variant: Specialization, args: Sequence[Any], views: list[ArrayView]) -> list[Any]:
+        values: list[Any] = []
+        append = values.append
+        v = 0
+        for i, conv in enumerate(variant.converters):
+            if conv is None:
+                view = views[v]
+                v += 1
+                append(view.ptr)
+                append(view.length)
+            else:
+                try:
+                    append(conv(args[i]))
+                except ScalarError as e:
+                    raise TypeError(f"parameter {variant.spec.params[i].name!r} of {self.name} {e}") from None
+        return values
+
+    def _choose_by_scalars(
+        self, candidates: list[Specialization], args: Sequence[Any], views: list[ArrayView]
+    ) -> tuple[Specialization, list[Any]]:
+        # Only scalars tell these specializations apart: a NumPy scalar picks by its dtype,
+        # a Python number the first specialization it converts to.
+        assert self._dispatch is not None
+        for variant in candidates:
+            if all(
+                _numpy_scalar_dtype(a) in (None, p.dtype)
+                for a, p in zip(args, variant.spec.params)
+                if not p.is_view
+            ):
+                try:
+                    return variant, self._values(variant, args, views)
+                except TypeError:
+                    continue
+        raise TypeError(self._no_match(self._dispatch, views, args))
+
+    def _no_match(self, d: _Dispatch, views: list[ArrayView], args: Sequence[Any] = ()) -> str:
+        if len(d.variants) == 1:
+            params = d.variants[0].spec.params
+            for view, i in zip(views, d.view_index):
+                if view.dtype != params[i].dtype:
+                    return f"parameter {d.names[i]!r} of {self.name} needs {params[i].dtype} elements; got {view.dtype}"
+        got = ", ".join(f"{d.names[i]}: {v.dtype}" for v, i in zip(views, d.view_index))
+        if args:
+            scalars = [i for i in range(len(d.names)) if i not in d.view_index]
+            got = ", ".join(filter(None, [got] + [f"{d.names[i]}: {type(args[i]).__name__}" for i in scalars]))
+        available = ", ".join(v.label for v in d.variants)
+        return f"{self.name} has no specialization for these arguments ({got}); available: {available}"
+
+    # code ---------------------------------------------------------------------------------
+
+    def _arch(self) -> str:
+        return device.context_device(device.current_context()).arch
+
+    def _build_dispatch(self) -> _Dispatch:
+        source, module = artifacts.kernel_source(self.func)
+        located = artifacts.locate_manifest(source, module, self._arch)
+        specs = located.manifest.kernels_named(self.name)
+        if not specs:
+            raise CudaError(
+                f"kernel {self.name} is not in the compiled module {module} ({located.path}): "
+                "the package was built before the kernel was added; rebuild it"
+            )
+        first = specs[0].params
+        for s in specs[1:]:
+            if [(p.name, p.is_view) for p in s.params] != [(p.name, p.is_view) for p in first]:
+                raise CudaError(f"the specializations of kernel {self.name} in {located.path} disagree on its parameters")
+        variants = [
+            Specialization(s, ArgPacker(s.params), [None if p.is_view else scalar_converter(p.dtype) for p in s.params])
+            for s in specs
+        ]
+        view_index = tuple(i for i, p in enumerate(first) if p.is_view)
+        by_dtypes: dict[tuple[str, ...], list[Specialization]] = {}
+        for var in variants:
+            by_dtypes.setdefault(tuple(var.spec.params[i].dtype for i in view_index), []).append(var)
+        d = _Dispatch(
+            located=located,
+            names=tuple(p.name for p in first),
+            view_index=view_index,
+            mutable=tuple(first[i].is_mutable_view for i in view_index),
+            variants=variants,
+            by_view_dtypes=by_dtypes,
+        )
+        self._dispatch = d
+        return d
+
+    def _load(self, variant: Specialization) -> Any:
+        """The CUfunction of ``variant`` in the current context, loading the module once."""
+        assert self._dispatch is not None
+        located = self._dispatch.located
+        with loader.LOAD_LOCK:
+            ctx = device.current_context()
+            fn = variant.functions.get(ctx)
+            if fn is not None:
+                return fn
+            info = device.context_device(ctx)
+            m = located.manifest
+            choice = loader.select_code(m.cubins, m.ptx, (info.major, info.minor), module=m.module, device_name=info.name)
+            mod = loader.load_module(ctx, located.directory / choice.file, choice.kind, module=m.module, arch=choice.arch)
+            fn = loader.get_function(mod, variant.spec.symbol, kernel=self.name)
+            variant.functions[ctx] = fn
+            return fn
+
+    # introspection --------------------------------------------------------------------------
+
+    @property
+    def specializations(self) -> list[dict[str, str]]:
+        """The TypeVar assignments compiled for this kernel (``[{}]`` for a non-generic kernel)."""
+        d = self._dispatch or self._build_dispatch()
+        return [dict(v.spec.specialization) for v in d.variants]
+
+    @property
+    def attributes(self) -> dict[str, int]:
+        """Registers per thread, static shared, local and constant memory of the first
+        specialization on the current device (``cuFuncGetAttribute``)."""
+        d = self._dispatch or self._build_dispatch()
+        variant = d.variants[0]
+        fn = self._load(variant)
+        drv = device.driver()
+        a = drv.CUfunction_attribute
+        out: dict[str, int] = {}
+        for key, attr in (
+            ("registers", a.CU_FUNC_ATTRIBUTE_NUM_REGS),
+            ("shared_bytes", a.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
+            ("local_bytes", a.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES),
+            ("const_bytes", a.CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES),
+            ("max_threads_per_block", a.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
+            ("ptx_version", a.CU_FUNC_ATTRIBUTE_PTX_VERSION),
+            ("binary_version", a.CU_FUNC_ATTRIBUTE_BINARY_VERSION),
+        ):
+            err, value = drv.cuFuncGetAttribute(attr, fn)
+            device.check(err, f"cuFuncGetAttribute({key}) of kernel {self.name}")
+            out[key] = int(value)
+        return out
+
+    def max_block_size(self) -> int:
+        """The most threads per block this kernel can launch with on the current device."""
+        return self.attributes["max_threads_per_block"]
+
+
+def _numpy_scalar_dtype(value: Any) -> str | None:
+    cls = type(value)
+    if cls.__module__ != "numpy":
+        return None
+    from oxide.runtime.arrays import TYPESTR_DTYPES
+
+    dtype = getattr(value, "dtype", None)
+    return TYPESTR_DTYPES.get(getattr(dtype, "str", ""), None)
+

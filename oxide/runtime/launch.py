@@ -1,0 +1,223 @@
+"""Launch arguments: scalar conversion, launch dimensions and the packed parameter block.
+
+The ABI (see :mod:`oxide.runtime.manifest`): a scalar parameter is one value of its dtype; a
+view parameter is a device pointer (u64) then its length in elements (i64). Every kernel
+parameter gets one 8-byte slot in a buffer made once per specialization; ``kernelParams`` is a
+``void**`` array made once too, pointing at the slots. A launch only packs the new values with
+one precompiled ``struct.Struct.pack_into`` and hands the array's address to the driver.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import operator
+import struct
+import threading
+from typing import Any, Callable, Sequence
+
+from oxide.runtime.manifest import ParamSpec
+
+__all__ = [
+    "ScalarError",
+    "scalar_converter",
+    "ArgPacker",
+    "normalize_dims",
+    "grid_for",
+    "MAX_BLOCK_THREADS",
+]
+
+MAX_BLOCK_THREADS = 1024  # every architecture oxide targets (sm_50 and newer)
+
+_SLOT = 8
+
+# struct codes (standard sizes with "=") of each scalar as the kernel reads it
+_FORMATS = {
+    "i8": "b", "i16": "h", "i32": "i", "i64": "q",
+    "u8": "B", "u16": "H", "u32": "I", "u64": "Q",
+    "f16": "e", "bf16": "H", "f32": "f", "f64": "d", "bool": "B",
+}  # fmt: skip
+
+_INT_RANGES = {
+    "i8": (-(2**7), 2**7 - 1), "i16": (-(2**15), 2**15 - 1),
+    "i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1),
+    "u8": (0, 2**8 - 1), "u16": (0, 2**16 - 1), "u32": (0, 2**32 - 1), "u64": (0, 2**64 - 1),
+}  # fmt: skip
+
+_FLOAT_MAX = {"f16": 65504.0, "bf16": 3.3895313892515355e38, "f32": 3.4028234663852886e38}
+
+
+class ScalarError(TypeError):
+    """Why a value cannot be a scalar argument; reads after "parameter 'a' of k "."""
+
+
+def _describe(value: Any) -> str:
+    from oxide.runtime.arrays import type_name
+
+    text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{type_name(value)} {text}"
+
+
+def _is_numpy_bool(value: Any) -> bool:
+    cls = type(value)
+    return cls.__module__ == "numpy" and cls.__name__ in ("bool_", "bool")
+
+
+def _int_converter(dtype: str) -> Callable[[Any], int]:
+    lo, hi = _INT_RANGES[dtype]
+
+    def convert(value: Any) -> int:
+        if type(value) is int:
+            x = value
+        else:
+            try:
+                x = operator.index(value)
+            except TypeError:
+                raise ScalarError(f"needs an integer ({dtype}); got {_describe(value)}") from None
+        if lo <= x <= hi:
+            return x
+        raise ScalarError(f"needs an integer in the range of {dtype} ({lo}..{hi}); got {x}")
+
+    return convert
+
+
+def _to_float(value: Any, dtype: str) -> float:
+    if type(value) is float or type(value) is int:
+        return float(value)
+    if isinstance(value, (str, bytes, complex)):
+        raise ScalarError(f"needs a number ({dtype}); got {_describe(value)}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ScalarError(f"needs a number ({dtype}); got {_describe(value)}") from None
+
+
+def _narrow_float(x: float, dtype: str) -> float:
+    # Out of the narrow type's range: round the way a cast on the GPU does (to +-inf), rather
+    # than let struct refuse the value.
+    limit = _FLOAT_MAX.get(dtype)
+    if limit is not None and abs(x) > limit and not math.isinf(x):
+        import numpy as np
+
+        with np.errstate(over="ignore"):
+            return float(np.array(x).astype("float16" if dtype == "f16" else "float32"))
+    return x
+
+
+def _float_converter(dtype: str) -> Callable[[Any], float]:
+    if dtype == "f64":
+        return lambda value: _to_float(value, "f64")
+
+    def convert(value: Any) -> float:
+        return _narrow_float(_to_float(value, dtype), dtype)
+
+    return convert
+
+
+def _bf16_bits(value: Any) -> int:
+    x = _narrow_float(_to_float(value, "bf16"), "bf16")
+    if math.isnan(x):
+        return 0x7FC0
+    (bits,) = struct.unpack("=I", struct.pack("=f", x))
+    bits += 0x7FFF + ((bits >> 16) & 1)  # round to nearest even
+    return (bits >> 16) & 0xFFFF
+
+
+def _bool_converter(value: Any) -> int:
+    if value is True or value is False or _is_numpy_bool(value):
+        return 1 if value else 0
+    if type(value) is int and value in (0, 1):
+        return value
+    raise ScalarError(f"needs a bool; got {_describe(value)}")
+
+
+def scalar_converter(dtype: str) -> Callable[[Any], Any]:
+    """The function that turns a Python or NumPy scalar into what ``dtype``'s slot packs."""
+    if dtype in _INT_RANGES:
+        return _int_converter(dtype)
+    if dtype == "bool":
+        return _bool_converter
+    if dtype == "bf16":
+        return _bf16_bits
+    if dtype in ("f16", "f32", "f64"):
+        return _float_converter(dtype)
+    raise ValueError(f"unknown scalar type {dtype!r} in the manifest")
+
+
+class ArgPacker:
+    """The kernel parameter block of one specialization, built once, refilled per launch.
+
+    Not reentrant: hold :attr:`lock` from :meth:`pack` until the driver has copied the block
+    (``cuLaunchKernel`` copies the parameters before it returns).
+    """
+
+    def __init__(self, params: Sequence[ParamSpec]) -> None:
+        fmt = "="
+        for p in params:
+            if p.is_view:
+                fmt += "Qq"
+            else:
+                code = _FORMATS.get(p.dtype)
+                if code is None:
+                    raise ValueError(f"unknown scalar type {p.dtype!r} of parameter {p.name!r} in the manifest")
+                fmt += code + f"{_SLOT - struct.calcsize('=' + code)}x"
+        self.struct = struct.Struct(fmt)
+        self.slots = self.struct.size // _SLOT
+        self.buffer = ctypes.create_string_buffer(max(self.struct.size, _SLOT))
+        base = ctypes.addressof(self.buffer)
+        self.pointers = (ctypes.c_void_p * max(self.slots, 1))(*(base + _SLOT * i for i in range(self.slots)))
+        self.address = ctypes.addressof(self.pointers) if self.slots else 0
+        self.lock = threading.Lock()
+
+    def pack(self, values: Sequence[Any]) -> int:
+        """Writes the slot values; returns the ``void**`` address for ``kernelParams``."""
+        self.struct.pack_into(self.buffer, 0, *values)
+        return self.address
+
+
+def _dims(value: Any, what: str) -> tuple[int, int, int]:
+    if type(value) is int:
+        dims: tuple[Any, ...] = (value,)
+    elif isinstance(value, (tuple, list)) and 1 <= len(value) <= 3:
+        dims = tuple(value)
+    else:
+        try:
+            dims = (operator.index(value),)
+        except TypeError:
+            raise TypeError(f"{what} must be an int or a tuple of 1 to 3 ints; got {value!r}") from None
+    out = []
+    for d in dims:
+        try:
+            n = operator.index(d)
+        except TypeError:
+            raise TypeError(f"{what} must be an int or a tuple of 1 to 3 ints; got {value!r}") from None
+        if n < 0 or n > 0xFFFFFFFF:
+            raise ValueError(f"{what} dimensions must be between 0 and 2**32-1; got {value!r}")
+        out.append(n)
+    while len(out) < 3:
+        out.append(1)
+    return (out[0], out[1], out[2])
+
+
+def normalize_dims(grid: Any, block: Any) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` as 3-tuples; a block of more than 1024 threads is refused here."""
+    g = _dims(grid, "grid")
+    b = _dims(block, "block")
+    threads = b[0] * b[1] * b[2]
+    if threads > MAX_BLOCK_THREADS:
+        raise ValueError(f"a block has at most {MAX_BLOCK_THREADS} threads; got block {b} = {threads} threads")
+    if threads == 0:
+        raise ValueError(f"a block needs at least one thread; got block {block!r}")
+    return g, b
+
+
+def grid_for(n: int, block: int = 256) -> int:
+    """The number of blocks of ``block`` threads that cover ``n`` elements: ceil(n / block)."""
+    n = operator.index(n)
+    block = operator.index(block)
+    if block <= 0:
+        raise ValueError(f"block must be positive; got {block}")
+    if n < 0:
+        raise ValueError(f"n must not be negative; got {n}")
+    return -(-n // block)

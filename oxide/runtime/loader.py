@@ -1,0 +1,137 @@
+"""Code for a device: which file of a package runs on this GPU, and loading it.
+
+:func:`select_code` is a pure function of the manifest's code files and the device's compute
+capability, so every rule is testable without a GPU: an exact cubin, else a cubin of the same
+major version with a lower minor (binary compatible), else PTX the driver compiles, else an
+error that lists what the package has.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from oxide.errors import CudaError
+from oxide.runtime import device
+
+__all__ = ["CodeChoice", "parse_arch", "select_code", "load_module", "get_function", "LOAD_LOCK"]
+
+_ARCH = re.compile(r"^(?:sm|compute)_(\d+)([af]?)$")
+
+# Loading is rare and may compile PTX: one lock for all of it keeps it simple and thread-safe.
+LOAD_LOCK = threading.RLock()
+_modules: dict[tuple[int, str], Any] = {}  # (context handle, code file) -> CUmodule
+
+
+@dataclass(frozen=True)
+class CodeChoice:
+    kind: str  # "cubin" or "ptx"
+    arch: str  # the manifest key, e.g. "sm_90"
+    file: str  # file name inside the artifact directory
+
+
+def parse_arch(arch: str) -> tuple[int, int, str] | None:
+    """``"sm_90a"`` -> ``(9, 0, "a")``; ``"sm_120"`` -> ``(12, 0, "")``; None if unreadable."""
+    m = _ARCH.match(arch)
+    if m is None or len(m.group(1)) < 2:
+        return None
+    digits = m.group(1)
+    return int(digits[:-1]), int(digits[-1]), m.group(2)
+
+
+def _list(keys: dict[str, str]) -> str:
+    return ", ".join(sorted(keys, key=lambda a: (parse_arch(a) or (0, 0, ""), a))) or "none"
+
+
+def select_code(
+    cubins: dict[str, str],
+    ptx: dict[str, str],
+    capability: tuple[int, int],
+    *,
+    module: str = "",
+    device_name: str = "",
+) -> CodeChoice:
+    """The code file to load on a device of compute capability ``capability``.
+
+    1. a cubin for exactly this arch (``sm_90a`` before ``sm_90``: the builder added it for this GPU);
+    2. a cubin of the same major version and the highest lower minor (``sm_80`` runs on sm_86);
+       arch-specific ``a`` cubins run only on their exact arch;
+    3. PTX for the highest arch not above the device (the driver compiles it);
+    4. otherwise CudaError naming the device's arch and the arches the package has.
+    """
+    major, minor = capability
+    best: tuple[tuple[int, int], str] | None = None
+    for arch in cubins:
+        parsed = parse_arch(arch)
+        if parsed is None:
+            continue
+        a_major, a_minor, suffix = parsed
+        if a_major != major or a_minor > minor or (suffix == "a" and a_minor != minor):
+            continue
+        rank = (a_minor, 2 if suffix == "a" else (1 if a_minor == minor and suffix == "" else 0))
+        if best is None or rank > best[0]:
+            best = (rank, arch)
+    if best is not None:
+        return CodeChoice("cubin", best[1], cubins[best[1]])
+    best_ptx: tuple[tuple[int, int], str] | None = None
+    for arch in ptx:
+        parsed = parse_arch(arch)
+        if parsed is None:
+            continue
+        a_major, a_minor, suffix = parsed
+        if (a_major, a_minor) > (major, minor):
+            continue
+        if suffix == "a" and (a_major, a_minor) != (major, minor):
+            continue
+        if suffix == "f" and a_major != major:
+            continue
+        if best_ptx is None or (a_major, a_minor) > best_ptx[0]:
+            best_ptx = ((a_major, a_minor), arch)
+    if best_ptx is not None:
+        return CodeChoice("ptx", best_ptx[1], ptx[best_ptx[1]])
+    what = f"module {module}" if module else "this package"
+    gpu = f"sm_{major}{minor}" + (f" ({device_name})" if device_name else "")
+    raise CudaError(
+        f"{what} has no code for this GPU: the device is {gpu}; the package has cubins for "
+        f"{_list(cubins)} and PTX for {_list(ptx)}. Rebuild the package with sm_{major}{minor} "
+        "among its target architectures."
+    )
+
+
+def load_module(ctx: int, path: Path, kind: str, *, module: str = "", arch: str = "") -> Any:
+    """The ``CUmodule`` of code file ``path`` in context ``ctx`` (current), loaded once."""
+    key = (ctx, str(path))
+    with LOAD_LOCK:
+        mod = _modules.get(key)
+        if mod is not None:
+            return mod
+        try:
+            image = path.read_bytes()
+        except OSError as e:
+            raise CudaError(f"cannot read the {kind} of module {module or path.stem}: {e}") from None
+        if kind == "ptx" and not image.endswith(b"\0"):
+            image += b"\0"
+        drv = device.driver()
+        err, mod = drv.cuModuleLoadData(image)
+        if err != 0:
+            hint = ""
+            name = device._error_name(drv, err)
+            if kind == "ptx" and name in ("CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "CUDA_ERROR_INVALID_PTX"):
+                hint = (
+                    f"the PTX for {arch} is newer than this driver can compile: update the NVIDIA "
+                    "driver, or rebuild the package with a cubin for this GPU's arch"
+                )
+            device.raise_cuda_error(err, f"loading the {kind} {path.name} of module {module or path.stem}", hint)
+        _modules[key] = mod
+        return mod
+
+
+def get_function(mod: Any, symbol: str, *, kernel: str = "") -> Any:
+    """The ``CUfunction`` ``symbol`` of ``mod``."""
+    drv = device.driver()
+    err, fn = drv.cuModuleGetFunction(mod, symbol.encode())
+    if err != 0:
+        device.raise_cuda_error(err, f"finding entry point {symbol!r} of kernel {kernel or symbol}")
+    return fn

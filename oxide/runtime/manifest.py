@@ -1,0 +1,123 @@
+"""The manifest: what an installed package knows about its precompiled kernels.
+
+Written by ``oxide_build`` next to each compiled module as ``_oxide/<module>.json`` with the
+code files beside it; read by the runtime on first launch. Plain JSON, so a wheel can be
+inspected with ``unzip -p``.
+
+Kernel ABI (what the runtime packs): a scalar parameter is one value of its dtype; a view
+parameter (``Slice``, ``DisjointSlice``, ``MutSlice``) is a device pointer (u64) followed by its
+length in elements (i64).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "MANIFEST_FORMAT",
+    "ARTIFACT_DIR",
+    "ParamSpec",
+    "KernelSpec",
+    "ErrorSite",
+    "ModuleManifest",
+    "manifest_path",
+    "load_manifest",
+]
+
+MANIFEST_FORMAT = 1
+ARTIFACT_DIR = "_oxide"
+
+VIEW_KINDS = ("slice", "disjoint_slice", "mut_slice")
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    kind: str  # "scalar" or one of VIEW_KINDS
+    dtype: str  # scalar type name: "f32", "i64", ...
+
+    @property
+    def is_view(self) -> bool:
+        return self.kind in VIEW_KINDS
+
+    @property
+    def is_mutable_view(self) -> bool:
+        return self.kind in ("disjoint_slice", "mut_slice")
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str  # the Python name of the kernel
+    symbol: str  # the entry point in the cubin
+    params: tuple[ParamSpec, ...]
+    specialization: dict[str, str] = field(default_factory=dict)  # TypeVar name -> scalar name
+    file: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class ErrorSite:
+    """A place in the source where a device-side check can fail (bounds check, assert)."""
+
+    id: int
+    kind: str  # "bounds" or "assert"
+    kernel: str
+    file: str
+    line: int
+    col: int
+    what: str  # e.g. "x[i]"
+
+
+@dataclass(frozen=True)
+class ModuleManifest:
+    module: str  # dotted module name, e.g. "sample.kernels"
+    source: str  # source file name, relative to the module's directory
+    source_sha256: str
+    kernels: tuple[KernelSpec, ...]
+    cubins: dict[str, str]  # arch ("sm_90") -> file name inside ARTIFACT_DIR
+    ptx: dict[str, str] = field(default_factory=dict)  # arch -> file name, forward-compat fallback
+    error_sites: tuple[ErrorSite, ...] = ()
+    format: int = MANIFEST_FORMAT
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1, sort_keys=True) + "\n"
+
+    @staticmethod
+    def from_json(text: str) -> ModuleManifest:
+        data: dict[str, Any] = json.loads(text)
+        if data.get("format") != MANIFEST_FORMAT:
+            raise ValueError(f"manifest format {data.get('format')!r}, this oxide reads {MANIFEST_FORMAT}")
+        kernels = tuple(
+            KernelSpec(
+                name=k["name"],
+                symbol=k["symbol"],
+                params=tuple(ParamSpec(**p) for p in k["params"]),
+                specialization=dict(k.get("specialization", {})),
+                file=k.get("file", ""),
+                line=k.get("line", 0),
+            )
+            for k in data["kernels"]
+        )
+        return ModuleManifest(
+            module=data["module"],
+            source=data["source"],
+            source_sha256=data["source_sha256"],
+            kernels=kernels,
+            cubins=dict(data["cubins"]),
+            ptx=dict(data.get("ptx", {})),
+            error_sites=tuple(ErrorSite(**e) for e in data.get("error_sites", [])),
+        )
+
+    def kernels_named(self, name: str) -> list[KernelSpec]:
+        return [k for k in self.kernels if k.name == name]
+
+
+def manifest_path(module_dir: Path, module_name: str) -> Path:
+    """Where the manifest of ``module_name`` (whose source lies in ``module_dir``) lives."""
+    return module_dir / ARTIFACT_DIR / f"{module_name}.json"
+
+
+def load_manifest(path: Path) -> ModuleManifest:
+    return ModuleManifest.from_json(path.read_text(encoding="utf-8"))

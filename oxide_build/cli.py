@@ -1,0 +1,200 @@
+"""The ``oxide`` command: compile one file to LLVM IR, PTX or cubins; list a tree's kernels.
+
+Errors (a compile error, a missing toolchain component) print their diagnostic and exit with
+status 1; a compiler traceback never reaches the terminal.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from oxide.errors import OxideError
+
+__all__ = ["EMIT_KINDS", "main"]
+
+EMIT_KINDS = ("llvm", "ptx", "cubin")
+
+
+class UsageError(OxideError):
+    """A bad command line that argparse cannot see (a missing file, an unknown arch)."""
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("oxide-cuda")
+    except Exception:  # not installed: running from a checkout
+        import oxide
+
+        return oxide.__version__
+
+
+def _parser() -> argparse.ArgumentParser:
+    from oxide_build.compile import DEFAULT_ARCHS, SUPPORTED_ARCHS
+
+    parser = argparse.ArgumentParser(
+        prog="oxide",
+        description="Compile CUDA kernels written in typed Python (oxide) ahead of time.",
+        epilog="Wheels are built by the PEP 517 backend: build-backend = \"oxide_build\" in pyproject.toml.",
+    )
+    parser.add_argument("--version", action="version", version=f"oxide {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    compile_cmd = commands.add_parser(
+        "compile",
+        help="compile the kernels of one Python file",
+        description=(
+            "Compile every @kernel of FILE (and the device functions it calls) for each arch. "
+            "Writes DIR/<module>.ll (--emit llvm), DIR/<module>.<arch>.ptx (--emit ptx) and "
+            "DIR/<module>.<arch>.cubin (--emit cubin)."
+        ),
+    )
+    compile_cmd.add_argument("file", metavar="FILE", type=Path, help="the Python source file")
+    compile_cmd.add_argument(
+        "--arch",
+        action="append",
+        metavar="ARCH",
+        help=(
+            "GPU architecture; repeat it or separate with commas "
+            f"(supported: {', '.join(SUPPORTED_ARCHS)}; default: {','.join(DEFAULT_ARCHS)})"
+        ),
+    )
+    compile_cmd.add_argument(
+        "--emit",
+        action="append",
+        choices=EMIT_KINDS,
+        help="what to write; repeat for several (default: cubin)",
+    )
+    compile_cmd.add_argument("-o", "--output", metavar="DIR", type=Path, required=True, help="output directory (created if missing)")
+    compile_cmd.add_argument("--module", metavar="NAME", help="module name used in file names and symbols (default: FILE's stem)")
+    compile_cmd.add_argument(
+        "--root",
+        metavar="DIR",
+        type=Path,
+        help=(
+            "source tree in which imported modules are looked up (default: the directory that "
+            "holds the module's top-level package, i.e. FILE's directory for a name without dots)"
+        ),
+    )
+    compile_cmd.add_argument("-O", dest="opt_level", type=int, choices=range(4), default=3, metavar="N", help="optimization level 0-3 (default: 3)")
+    compile_cmd.add_argument("--no-bounds-check", action="store_true", help="do not check view reads on the device")
+
+    scan_cmd = commands.add_parser(
+        "scan",
+        help="list the kernels found in a source tree",
+        description="List every module under DIR that defines a @kernel, with its kernels. Reads source only; imports nothing.",
+    )
+    scan_cmd.add_argument("dir", metavar="DIR", type=Path, nargs="?", default=Path("."), help="project or source root (default: .)")
+    scan_cmd.add_argument(
+        "--package",
+        action="append",
+        metavar="NAME",
+        help="top-level package to scan; repeat for several (default: every package under DIR)",
+    )
+    return parser
+
+
+def _archs(values: list[str] | None) -> tuple[str, ...]:
+    from oxide_build.compile import DEFAULT_ARCHS, SUPPORTED_ARCHS
+
+    if not values:
+        return DEFAULT_ARCHS
+    archs = [a.strip() for v in values for a in v.split(",") if a.strip()]
+    for arch in archs:
+        if arch not in SUPPORTED_ARCHS:
+            raise UsageError(f"oxide: error: unsupported arch {arch!r}; supported archs: {', '.join(SUPPORTED_ARCHS)}")
+    return tuple(dict.fromkeys(archs))
+
+
+def _default_root(source: Path, module: str) -> Path:
+    """The directory ``root`` with ``root/<module as a path>.py == source``; FILE's own
+    directory when the module name does not match the file's place."""
+    parts = module.split(".")
+    directory = source.resolve().parent
+    if source.name == "__init__.py":
+        parts.append("__init__")
+    if source.stem != parts[-1]:
+        return directory
+    for package in reversed(parts[:-1]):
+        if directory.name != package:
+            return source.resolve().parent
+        directory = directory.parent
+    return directory
+
+
+def _compile(args: argparse.Namespace) -> int:
+    from oxide_build.compile import CompileOptions, compile_module
+
+    source: Path = args.file
+    if not source.is_file():
+        raise UsageError(f"oxide: error: {source}: no such file")
+    emit: list[str] = list(dict.fromkeys(args.emit or ["cubin"]))
+    module = args.module or source.stem
+    options = CompileOptions(
+        archs=_archs(args.arch),
+        opt_level=args.opt_level,
+        bounds_check=not args.no_bounds_check,
+        link_cubins="cubin" in emit,
+    )
+    compiled = compile_module(source, module, options, root=args.root or _default_root(source, module))
+    out: Path = args.output
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    if "llvm" in emit:
+        path = out / f"{module}.ll"
+        path.write_text(compiled.llvm_ir, encoding="utf-8")
+        written.append(path)
+    for arch in options.archs:
+        if "ptx" in emit:
+            path = out / f"{module}.{arch}.ptx"
+            path.write_text(compiled.ptx[arch], encoding="utf-8")
+            written.append(path)
+        if "cubin" in emit:
+            path = out / f"{module}.{arch}.cubin"
+            path.write_bytes(compiled.cubins[arch])
+            written.append(path)
+    kernels = ", ".join(sorted({k.name for k in compiled.kernels})) or "no kernels"
+    print(f"{module}: {kernels}")
+    for path in written:
+        print(f"  wrote {path}")
+    return 0
+
+
+def _scan(args: argparse.Namespace) -> int:
+    from oxide_build.build import scan_root
+    from oxide_build.scan import scan_tree
+
+    directory: Path = args.dir
+    if not directory.is_dir():
+        raise UsageError(f"oxide: error: {directory}: no such directory")
+    root = scan_root(directory)
+    result = scan_tree(root, args.package)
+    modules = sorted(result.modules, key=lambda m: m.name)
+    for module in modules:
+        try:
+            shown = Path(module.path).resolve().relative_to(root.resolve())
+        except ValueError:
+            shown = Path(module.path)
+        print(f"{module.name} ({shown.as_posix()}): {', '.join(module.kernels)}")
+    count = sum(len(m.kernels) for m in modules)
+    print(f"{count} kernel{'s' if count != 1 else ''} in {len(modules)} module{'s' if len(modules) != 1 else ''}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "compile":
+            return _compile(args)
+        return _scan(args)
+    except OxideError as exc:
+        sys.stdout.flush()
+        print(exc, file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,307 @@
+"""Builds the typed IR program for one module: every kernel instance (one per TypeVar
+constraint) and every device-function instance they reach (one per call-site types)."""
+from __future__ import annotations
+
+import ast
+import itertools
+from dataclasses import dataclass, field
+
+from oxide.errors import CompileError, SourceLocation
+from oxide.lang.types import ScalarType
+from oxide.runtime.manifest import ErrorSite, KernelSpec, ParamSpec
+
+from ..ir import nodes as ir
+from ..ir.types import ThreadIndexType, Type, ViewType, VoidType, as_scalar, type_name
+from ..scan import ModuleSource, ProjectIndex, _names_oxide
+from .translate import FunctionTranslator, TypeVarBinding, _dotted, oxide_name, resolve_annotation
+
+__all__ = ["ProgramBuilder", "build_program", "FrontendResult"]
+
+
+@dataclass
+class FrontendResult:
+    program: ir.Program
+    kernels: list[KernelSpec]
+    error_sites: list[ErrorSite]
+
+
+@dataclass
+class _Instance:
+    function: ir.Function | None  # None while being translated (recursion check)
+
+
+@dataclass
+class ProgramBuilder:
+    index: ProjectIndex
+    module: ModuleSource
+    bounds_check: bool = True
+    functions: list[ir.Function] = field(default_factory=list)
+    instances: dict[tuple[str, str, tuple[str, ...]], _Instance] = field(default_factory=dict)
+    error_sites: list[ErrorSite] = field(default_factory=list)
+    call_stack: list[tuple[str, str]] = field(default_factory=list)
+    _counter: int = 0
+
+    def fresh_name(self, hint: str) -> str:
+        self._counter += 1
+        return f"${hint}{self._counter}"
+
+    def error_at(self, module: ModuleSource, loc: ir.Loc, message: str, hint: str = "") -> CompileError:
+        lines = module.lines
+        src = lines[loc.line - 1] if 0 < loc.line <= len(lines) else ""
+        return CompileError(message, SourceLocation(str(module.path), loc.line, loc.col, src), hint)
+
+    def add_error_site(self, kind: str, kernel: str, module: ModuleSource, node: ast.AST, what: str) -> int:
+        site = ErrorSite(
+            id=len(self.error_sites) + 1, kind=kind, kernel=kernel, file=str(module.path),
+            line=getattr(node, "lineno", 0), col=getattr(node, "col_offset", 0) + 1, what=what,
+        )
+        self.error_sites.append(site)
+        return site.id
+
+    # ---- name resolution ---------------------------------------------------------------------
+
+    def resolve_function(self, module: ModuleSource, func: ast.expr, depth: int = 0) -> tuple[ModuleSource, ast.FunctionDef] | None:
+        if depth > 8:
+            return None
+        if isinstance(func, ast.Name):
+            return self._resolve_symbol(module, func.id, depth)
+        parts = _dotted(func)
+        if not parts or len(parts) < 2:
+            return None
+        sym = module.symbols.get(parts[0])
+        if sym is None:
+            return None
+        if sym.kind == "module":
+            base = sym.target
+        elif sym.kind == "from":
+            src, name = sym.target.split(":")
+            base = f"{src}.{name}" if src else name
+        else:
+            return None
+        mod_name = ".".join([base, *parts[1:-1]])
+        target = self.index.module(mod_name)
+        if target is None:
+            return None
+        return self._resolve_symbol(target, parts[-1], depth + 1)
+
+    def _resolve_symbol(self, module: ModuleSource, name: str, depth: int) -> tuple[ModuleSource, ast.FunctionDef] | None:
+        sym = module.symbols.get(name)
+        if sym is None:
+            return None
+        if sym.kind == "function":
+            return module, module.functions[name]
+        if sym.kind == "from":
+            src, attr = sym.target.split(":")
+            target = self.index.module(src) if src else None
+            if target is None:
+                return None
+            return self._resolve_symbol(target, attr, depth + 1) if depth < 8 else None
+        return None
+
+    def typevars_of(self, module: ModuleSource, fdef: ast.FunctionDef) -> dict[str, TypeVarBinding]:
+        result: dict[str, TypeVarBinding] = {}
+        annotations = [a.annotation for a in fdef.args.args if a.annotation is not None]
+        if fdef.returns is not None:
+            annotations.append(fdef.returns)
+        for ann in annotations:
+            for n in ast.walk(ann):
+                if isinstance(n, ast.Name) and n.id not in result:
+                    sym = module.symbols.get(n.id)
+                    if sym is not None and sym.kind == "typevar":
+                        result[n.id] = TypeVarBinding(n.id, self._constraints(module, sym.node))
+        return result
+
+    def _constraints(self, module: ModuleSource, node: ast.AST | None) -> tuple[ScalarType, ...]:
+        assert isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call)
+        call = node.value
+        if not call.args or not isinstance(call.args[0], ast.Constant):
+            raise module.error(call, "TypeVar needs a name string first: TypeVar(\"T\", f32, f64)")
+        if len(call.args) < 2:
+            raise module.error(call, "a TypeVar needs its constraints listed",
+                               "write e.g. TypeVar(\"T\", f32, f64); every constraint is compiled")
+        out = []
+        for arg in call.args[1:]:
+            ty = resolve_annotation(module, arg, {}, "a TypeVar constraint")
+            if not isinstance(ty, ScalarType):
+                raise module.error(arg, "TypeVar constraints must be scalar types")
+            out.append(ty)
+        return tuple(out)
+
+    # ---- kernels -----------------------------------------------------------------------------
+
+    def kernel_options(self, module: ModuleSource, fdef: ast.FunctionDef) -> dict[str, bool]:
+        for dec in fdef.decorator_list:
+            if isinstance(dec, ast.Call) and _names_oxide(module, dec.func, "kernel"):
+                opts: dict[str, bool] = {}
+                if dec.args:
+                    raise module.error(dec, "@kernel options are keywords, e.g. @kernel(bounds_check=False)")
+                for kw in dec.keywords:
+                    if kw.arg != "bounds_check":
+                        raise module.error(kw.value, f"unknown @kernel option {kw.arg!r}", "known options: bounds_check")
+                    if not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)):
+                        raise module.error(kw.value, "bounds_check must be True or False")
+                    opts["bounds_check"] = kw.value.value
+                return opts
+        return {}
+
+    def build_kernels(self) -> list[KernelSpec]:
+        specs: list[KernelSpec] = []
+        for name in self.module.kernels:
+            fdef = self.module.functions[name]
+            opts = self.kernel_options(self.module, fdef)
+            bounds = opts.get("bounds_check", self.bounds_check)
+            typevars = self.typevars_of(self.module, fdef)
+            names = list(typevars)
+            combos = list(itertools.product(*(typevars[n].constraints for n in names))) or [()]
+            for combo in combos:
+                bound = {n: TypeVarBinding(n, typevars[n].constraints, t) for n, t in zip(names, combo)}
+                symbol = name if not combo else f"{name}_{'_'.join(t.name for t in combo)}"
+                translator = FunctionTranslator(self, self.module, fdef, bound, True, name, bounds)
+                self.call_stack.append((self.module.name, name))
+                try:
+                    translator.translate_signature()
+                    body = translator.translate_body()
+                finally:
+                    self.call_stack.pop()
+                spec = {n: t.name for n, t in zip(names, combo)}
+                self.functions.append(ir.Function(
+                    symbol=symbol, python_name=name, file=str(self.module.path), params=translator.params,
+                    ret=translator.ret or VoidType(), body=body, locals=translator.locals, is_kernel=True,
+                    line=fdef.lineno, specialization=spec,
+                ))
+                specs.append(KernelSpec(
+                    name=name, symbol=symbol,
+                    params=tuple(_param_spec(p) for p in translator.params),
+                    specialization=spec, file=self.module.path.name, line=fdef.lineno,
+                ))
+        return specs
+
+    # ---- device functions ------------------------------------------------------------------
+
+    def call_device(
+        self, caller: FunctionTranslator, module: ModuleSource, fdef: ast.FunctionDef,
+        args: list[ir.Expr], node: ast.Call,
+    ) -> ir.Expr:
+        if fdef.name in module.kernels:
+            raise caller.error(node, f"{fdef.name!r} is a kernel and cannot be called from device code",
+                               "move the shared code into a plain function and call that")
+        for dec in fdef.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            if _names_oxide(module, target, "extern"):
+                raise caller.error(node, f"calling the C++ function {fdef.name!r} (@extern) is not supported yet",
+                                   "CUDA C++ interop lands with the LTO linker")
+            if oxide_name(module, target) not in ("device",):
+                raise caller.error(node, f"{fdef.name!r} has a decorator ({ast.unparse(dec)}) oxide cannot compile",
+                                   "device functions are plain functions, optionally marked @oxide.device")
+        params = fdef.args.args
+        if fdef.args.vararg or fdef.args.kwarg or fdef.args.kwonlyargs or fdef.args.defaults:
+            raise module.error(fdef, f"device function {fdef.name!r} must take plain positional parameters")
+        if len(args) != len(params):
+            raise caller.error(node, f"{fdef.name}() takes {len(params)} argument(s), got {len(args)}",
+                               f"see its definition at {module.path.name}:{fdef.lineno}")
+        typevars = self.typevars_of(module, fdef)
+        # bind TypeVars from the argument types: typed arguments first, literals after
+        for weak_pass in (False, True):
+            for arg, param in zip(args, params):
+                is_weak = isinstance(arg, ir.Const) and arg.weak
+                if is_weak != weak_pass:
+                    continue
+                ann = resolve_annotation(module, param.annotation, typevars, f"parameter {param.arg!r}")
+                if param.annotation is None:
+                    raise module.error(param, f"parameter {param.arg!r} has no type annotation",
+                                       "annotate it, e.g. `x: f32`")
+                if isinstance(ann, TypeVarBinding):
+                    ty = arg.ty
+                    if isinstance(ty, ViewType):
+                        raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() is a scalar {ann.name}, "
+                                           f"got {type_name(ty)}")
+                    scalar = as_scalar(ty)
+                    if scalar is None:
+                        raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() has no value")
+                    if scalar not in ann.constraints:
+                        raise caller.error(
+                            node, f"argument {param.arg!r} of {fdef.name}() is {scalar.name}, but {ann.name} allows "
+                            f"only {', '.join(c.name for c in ann.constraints)}",
+                            "convert the argument, or add the type to the TypeVar's constraints",
+                        )
+                    typevars[ann.name] = TypeVarBinding(ann.name, ann.constraints, scalar)
+                elif isinstance(param.annotation, ast.Subscript):
+                    inner = param.annotation.slice
+                    if isinstance(inner, ast.Name) and inner.id in typevars and typevars[inner.id].bound is None:
+                        if not isinstance(arg.ty, ViewType):
+                            raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() needs a view, "
+                                               f"got {type_name(arg.ty)}")
+                        tv = typevars[inner.id]
+                        if arg.ty.elem not in tv.constraints:
+                            raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() has elements "
+                                               f"{arg.ty.elem.name}, not allowed by {tv.name}")
+                        typevars[inner.id] = TypeVarBinding(tv.name, tv.constraints, arg.ty.elem)
+        param_types: list[Type] = []
+        for arg, param in zip(args, params):
+            ann = resolve_annotation(module, param.annotation, typevars, f"parameter {param.arg!r}")
+            if isinstance(ann, TypeVarBinding):
+                raise caller.error(node, f"cannot infer {ann.name} for {fdef.name}()")
+            param_types.append(ann)
+        converted: list[ir.Expr] = []
+        for arg, param, pty in zip(args, params, param_types):
+            what = f"argument {param.arg!r} of {fdef.name}()"
+            if isinstance(pty, ViewType):
+                if not isinstance(arg.ty, ViewType):
+                    raise caller.error(node, f"{what} needs {type_name(pty)}, got {type_name(arg.ty)}")
+                if arg.ty.elem != pty.elem or (pty.kind != "slice" and pty.kind != arg.ty.kind):
+                    raise caller.error(node, f"{what} needs {type_name(pty)}, got {type_name(arg.ty)}",
+                                       "a writable view can be passed where a Slice is expected, not the reverse")
+                converted.append(arg)
+            else:
+                converted.append(caller.convert_implicit(arg, pty, node, what))
+        key = (module.name, fdef.name, tuple(type_name(t) + (":" + t.kind if isinstance(t, ViewType) else "") for t in param_types))
+        inst = self.instances.get(key)
+        if inst is None:
+            if (module.name, fdef.name) in self.call_stack:
+                chain = " -> ".join(n for _, n in self.call_stack) + f" -> {fdef.name}"
+                raise caller.error(node, f"recursion is not supported on the GPU ({chain})",
+                                   "rewrite the recursion as a loop")
+            inst = _Instance(None)
+            self.instances[key] = inst
+            translator = FunctionTranslator(self, module, fdef, typevars, False, caller.kernel_name, caller.bounds_check)
+            self.call_stack.append((module.name, fdef.name))
+            try:
+                translator.translate_signature(param_types)
+                body = translator.translate_body()
+            except CompileError:
+                del self.instances[key]
+                raise
+            finally:
+                self.call_stack.pop()
+            suffix = "_".join(type_name(t).replace("[", "_").replace("]", "") for t in param_types)
+            symbol = f"__ox_{module.name.replace('.', '_')}_{fdef.name}" + (f"__{suffix}" if suffix else "")
+            inst.function = ir.Function(
+                symbol=symbol, python_name=fdef.name, file=str(module.path), params=translator.params,
+                ret=translator.ret or VoidType(), body=body, locals=translator.locals, is_kernel=False,
+                line=fdef.lineno,
+            )
+            self.functions.append(inst.function)
+        elif inst.function is None:
+            chain = " -> ".join(n for _, n in self.call_stack) + f" -> {fdef.name}"
+            raise caller.error(node, f"recursion is not supported on the GPU ({chain})",
+                               "rewrite the recursion as a loop")
+        fn = inst.function
+        ret = fn.ret
+        if isinstance(ret, ThreadIndexType):
+            ret = ret
+        return ir.Call(fn.symbol, converted, ret, caller.loc(node))
+
+
+def _param_spec(p: ir.Param) -> ParamSpec:
+    if isinstance(p.ty, ViewType):
+        return ParamSpec(p.name, p.ty.kind, p.ty.elem.name)
+    scalar = as_scalar(p.ty)
+    assert scalar is not None
+    return ParamSpec(p.name, "scalar", scalar.name)
+
+
+def build_program(index: ProjectIndex, module: ModuleSource, bounds_check: bool = True) -> FrontendResult:
+    builder = ProgramBuilder(index, module, bounds_check)
+    kernels = builder.build_kernels()
+    program = ir.Program(builder.functions)
+    return FrontendResult(program, kernels, builder.error_sites)

@@ -1,0 +1,1008 @@
+"""Python AST → typed IR, one function instance at a time.
+
+``FunctionTranslator.visit`` turns any exception that is not already a ``CompileError`` into a
+``CompileError`` at the node being translated, so a compiler bug still points at user source
+instead of showing our traceback.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from oxide.errors import CompileError
+from oxide.lang.types import SCALAR_TYPES, ScalarType
+
+from ..ir import nodes as ir
+from ..ir.types import (
+    BOOL, F64, I32, I64, THREAD_INDEX, VIEW_KINDS, VOID, ThreadIndexType, Type, ViewType, VoidType,
+    as_scalar, is_float, is_int, type_name,
+)
+from ..scan import ModuleSource, Symbol
+from .promotion import PromotionError, fits, literal_type, promote
+
+if TYPE_CHECKING:
+    from .program import ProgramBuilder
+
+__all__ = ["FunctionTranslator", "TypeVarBinding", "resolve_annotation"]
+
+PYTHON_SCALARS = {"int": I64, "float": F64, "bool": BOOL}
+BIN_OPS: dict[type, str] = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
+}
+CMP_OPS: dict[type, str] = {
+    ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
+}
+SPECIAL_REGS = {
+    ("thread", "idx"): "tid", ("block", "idx"): "ctaid", ("block", "dim"): "ntid", ("grid", "dim"): "nctaid",
+}
+UNSUPPORTED_STMTS: dict[type, tuple[str, str]] = {
+    ast.Try: ("try/except", "kernels cannot raise or catch exceptions; use `assert` for checks"),
+    ast.Raise: ("raise", "kernels cannot raise exceptions; use `assert` for checks"),
+    ast.ClassDef: ("class definitions", "define classes outside kernels"),
+    ast.FunctionDef: ("nested functions", "define device functions at module level"),
+    ast.Lambda: ("lambda", "define a device function at module level"),
+    ast.Global: ("global", "kernels cannot assign module globals; pass a view instead"),
+    ast.Nonlocal: ("nonlocal", "kernels have no closures"),
+    ast.Delete: ("del", "remove the `del` statement"),
+    ast.Import: ("import", "import at module level"),
+    ast.ImportFrom: ("import", "import at module level"),
+    ast.AsyncFunctionDef: ("async functions", "kernels are not coroutines"),
+}
+
+
+@dataclass
+class TypeVarBinding:
+    name: str
+    constraints: tuple[ScalarType, ...]
+    bound: ScalarType | None = None
+
+
+def _dotted(node: ast.AST) -> list[str] | None:
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else [*base, node.attr]
+    return None
+
+
+def oxide_name(module: ModuleSource, node: ast.AST) -> str | None:
+    """``f32`` / ``ox.f32`` / ``oxide.lang.f32`` → "f32" when it names something from oxide."""
+    parts = _dotted(node)
+    if not parts:
+        return None
+    sym = module.symbols.get(parts[0])
+    if sym is None or sym.kind != "oxide":
+        return None
+    rest = ([sym.target] if sym.target else []) + parts[1:]
+    if not rest:
+        return ""
+    # `ox.lang.f32`, `ox.lang.types.f32`: submodules of oxide flatten to the final name
+    while len(rest) > 1 and rest[0] in ("lang", "types", "intrinsics", "decorators"):
+        rest = rest[1:]
+    return ".".join(rest)
+
+
+def resolve_annotation(
+    module: ModuleSource, node: ast.expr | None, typevars: dict[str, TypeVarBinding], what: str
+) -> Type | TypeVarBinding:
+    if node is None:
+        raise module.error(
+            _anchor(node, module), f"{what} has no type annotation",
+            "annotate every parameter, e.g. `x: Slice[f32]` or `a: f32`",
+        )
+    if isinstance(node, ast.Constant) and node.value is None:
+        return VOID
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        raise module.error(node, f"string annotations are not supported ({what})",
+                           "write the type itself, not a string")
+    if isinstance(node, ast.Subscript):
+        view = oxide_name(module, node.value)
+        if view not in VIEW_KINDS:
+            raise module.error(node, f"unknown generic type {ast.unparse(node.value)!r} in {what}",
+                               "views are Slice[T], DisjointSlice[T] and MutSlice[T] from oxide")
+        elem = resolve_annotation(module, node.slice, typevars, what)
+        if isinstance(elem, TypeVarBinding):
+            if elem.bound is None:
+                return elem
+            elem = elem.bound
+        if not isinstance(elem, ScalarType):
+            raise module.error(node.slice, f"{view} elements must be scalars, not {type_name(elem)}")
+        return ViewType(VIEW_KINDS[view], elem)
+    if isinstance(node, ast.Name):
+        if node.id in typevars:
+            tv = typevars[node.id]
+            return tv.bound if tv.bound is not None else tv
+        if node.id in PYTHON_SCALARS and node.id not in module.symbols:
+            return PYTHON_SCALARS[node.id]
+    name = oxide_name(module, node)
+    if name is not None:
+        if name == "boolean":
+            return BOOL
+        if name in SCALAR_TYPES:
+            return SCALAR_TYPES[name]
+        if name == "ThreadIndex":
+            return THREAD_INDEX
+        if name in VIEW_KINDS:
+            raise module.error(node, f"{name} needs an element type ({what})", f"write {name}[f32]")
+    raise module.error(
+        node, f"unknown type {ast.unparse(node)!r} in {what}",
+        "use a scalar type from oxide (i32, i64, u32, u64, f32, f64, bool), a view like Slice[f32], "
+        "or a TypeVar",
+    )
+
+
+def _anchor(node: ast.AST | None, module: ModuleSource) -> ast.AST:
+    return node if node is not None else module.tree
+
+
+@dataclass
+class Scope:
+    """Per-block facts for bounds-check elimination: (index var, view var) pairs proven in range."""
+
+    proven: set[tuple[str, str]] = field(default_factory=set)
+
+
+class FunctionTranslator(ast.NodeVisitor):
+    def __init__(
+        self,
+        builder: ProgramBuilder,
+        module: ModuleSource,
+        fdef: ast.FunctionDef,
+        typevars: dict[str, TypeVarBinding],
+        is_kernel: bool,
+        kernel_name: str,
+        bounds_check: bool,
+    ) -> None:
+        self.builder = builder
+        self.module = module
+        self.fdef = fdef
+        self.typevars = typevars
+        self.is_kernel = is_kernel
+        self.kernel_name = kernel_name
+        self.bounds_check = bounds_check
+        self.locals: dict[str, Type] = {}
+        self.local_decl_line: dict[str, int] = {}
+        self.params: list[ir.Param] = []
+        self.param_names: set[str] = set()
+        self.ret: Type | None = None
+        self.loop_depth = 0
+        self.unsafe_depth = 0
+        self.scopes: list[Scope] = [Scope()]
+        self.assign_counts = _count_assignments(fdef)
+
+    # ---- entry points -------------------------------------------------------------------
+
+    def visit(self, node: ast.AST) -> Any:
+        try:
+            return super().visit(node)
+        except CompileError:
+            raise
+        except Exception as exc:  # a compiler bug must still point at the user's source
+            raise self.module.error(
+                node, f"internal compiler error: {type(exc).__name__}: {exc}",
+                "please report this at the oxide issue tracker with the kernel source",
+            ) from None
+
+    def error(self, node: ast.AST, message: str, hint: str = "") -> CompileError:
+        return self.module.error(node, message, hint)
+
+    def loc(self, node: ast.AST) -> ir.Loc:
+        return ir.Loc(getattr(node, "lineno", 0), getattr(node, "col_offset", 0) + 1)
+
+    def translate_signature(self, param_types: list[Type] | None = None) -> None:
+        args = self.fdef.args
+        for bad, label in ((args.vararg, "*args"), (args.kwarg, "**kwargs")):
+            if bad is not None:
+                raise self.error(bad, f"{label} parameters are not supported", "list every parameter with its type")
+        if args.kwonlyargs or args.posonlyargs:
+            node = (args.kwonlyargs or args.posonlyargs)[0]
+            raise self.error(node, "keyword-only and positional-only parameters are not supported",
+                             "use plain positional parameters")
+        if args.defaults:
+            raise self.error(args.defaults[0], "default parameter values are not supported",
+                             "pass every argument explicitly")
+        for i, arg in enumerate(args.args):
+            if param_types is not None:
+                ty = param_types[i]
+            else:
+                resolved = resolve_annotation(self.module, arg.annotation, self.typevars,
+                                              f"parameter {arg.arg!r}")
+                if arg.annotation is None:
+                    raise self.error(arg, f"parameter {arg.arg!r} has no type annotation",
+                                     "annotate it, e.g. `x: Slice[f32]` or `a: f32`")
+                if isinstance(resolved, TypeVarBinding):
+                    raise self.error(arg, f"type variable {resolved.name} of {arg.arg!r} is not bound")
+                ty = resolved
+            if isinstance(ty, VoidType):
+                raise self.error(arg, f"parameter {arg.arg!r} cannot be None")
+            if self.is_kernel and isinstance(ty, ThreadIndexType):
+                raise self.error(arg, "a kernel parameter cannot be a ThreadIndex",
+                                 "call thread.index_1d() inside the kernel")
+            self.params.append(ir.Param(arg.arg, ty))
+            self.param_names.add(arg.arg)
+            self.locals[arg.arg] = ty
+        if self.fdef.returns is not None:
+            ret = resolve_annotation(self.module, self.fdef.returns, self.typevars, "the return type")
+            if isinstance(ret, TypeVarBinding):
+                raise self.error(self.fdef.returns, f"the return type {ret.name} is not bound by any parameter",
+                                 "a TypeVar in the return type must also appear in a parameter")
+            if isinstance(ret, ViewType):
+                raise self.error(self.fdef.returns, "functions cannot return views",
+                                 "return scalars; write results into a view parameter")
+            self.ret = ret
+        if self.is_kernel and self.ret not in (None, VOID):
+            raise self.error(self.fdef.returns or self.fdef, "a kernel cannot return a value",
+                             "annotate it `-> None` and write results into a DisjointSlice parameter")
+        if self.is_kernel:
+            self.ret = VOID
+
+    def translate_body(self) -> list[ir.Stmt]:
+        body = self.block(self.fdef.body)
+        if self.ret is None:
+            self.ret = VOID
+        return body
+
+    # ---- statements ---------------------------------------------------------------------
+
+    def block(self, stmts: list[ast.stmt], scope: Scope | None = None) -> list[ir.Stmt]:
+        parent = self.scopes[-1]
+        self.scopes.append(scope or Scope(set(parent.proven)))
+        out: list[ir.Stmt] = []
+        try:
+            for stmt in stmts:
+                result = self.visit(stmt)
+                if result is None:
+                    continue
+                if isinstance(result, list):
+                    out.extend(result)
+                else:
+                    out.append(result)
+                if isinstance(stmt, ast.If) and not stmt.orelse and _always_exits(stmt.body):
+                    # `if i >= len(x): return` proves `i < len(x)` for the rest of the block
+                    self.scopes[-1].proven |= self.facts(stmt.test, negated=True)
+        finally:
+            self.scopes.pop()
+        return out
+
+    def generic_visit(self, node: ast.AST) -> Any:
+        for cls, (what, hint) in UNSUPPORTED_STMTS.items():
+            if isinstance(node, cls):
+                raise self.error(node, f"{what} is not supported in kernels or device functions", hint)
+        raise self.error(node, f"{type(node).__name__} is not supported in kernels or device functions",
+                         "see docs/language.md for the supported subset")
+
+    def visit_Pass(self, node: ast.Pass) -> None:
+        return None
+
+    def visit_Expr(self, node: ast.Expr) -> ir.Stmt | None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return None  # docstring
+        if isinstance(node.value, ast.Constant) and node.value.value is Ellipsis:
+            return None
+        if not isinstance(node.value, ast.Call):
+            raise self.error(node, "this expression has no effect", "remove it or assign its value")
+        value = self.expr(node.value)
+        return ir.ExprStmt(value, self.loc(node))
+
+    def visit_Assign(self, node: ast.Assign) -> ir.Stmt:
+        if len(node.targets) != 1:
+            raise self.error(node, "chained assignment (a = b = ...) is not supported",
+                             "assign each name separately")
+        target = node.targets[0]
+        if isinstance(target, ast.Subscript):
+            return self.store(target, node.value, node)
+        if isinstance(target, (ast.Tuple, ast.List)):
+            raise self.error(target, "tuple unpacking is not supported yet", "assign each name separately")
+        if not isinstance(target, ast.Name):
+            raise self.error(target, f"cannot assign to {ast.unparse(target)!r}",
+                             "assign to a local name or to a view element like out[i]")
+        return self.assign_name(target, self.expr(node.value), node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ir.Stmt | None:
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, "annotated assignment needs a plain name")
+        ty = resolve_annotation(self.module, node.annotation, self.typevars, f"local {node.target.id!r}")
+        if not isinstance(ty, ScalarType):
+            raise self.error(node.annotation, "local variables can only be declared with a scalar type")
+        name = node.target.id
+        if name in self.locals and self.locals[name] != ty:
+            raise self.error(node, f"{name!r} was declared {type_name(self.locals[name])} at line "
+                             f"{self.local_decl_line.get(name, '?')}, cannot redeclare it as {ty.name}")
+        self.locals.setdefault(name, ty)
+        self.local_decl_line.setdefault(name, node.lineno)
+        if node.value is None:
+            return ir.Assign(name, ir.Const(0, ty, self.loc(node)), self.loc(node))
+        return self.assign_name(node.target, self.expr(node.value), node)
+
+    def assign_name(self, target: ast.Name, value: ir.Expr, node: ast.AST) -> ir.Stmt:
+        name = target.id
+        if name in self.param_names and isinstance(self.locals[name], ViewType):
+            raise self.error(target, f"cannot assign to the view parameter {name!r}",
+                             "views are fixed for the whole kernel; use a new local name")
+        if isinstance(value.ty, ViewType):
+            raise self.error(node, "views cannot be copied into local variables",
+                             "use the parameter directly")
+        if isinstance(value.ty, VoidType):
+            raise self.error(node, "this call returns nothing; there is no value to assign")
+        if name not in self.locals:
+            value = self.materialize(value)
+            self.locals[name] = value.ty
+            self.local_decl_line[name] = getattr(node, "lineno", 0)
+            return ir.Assign(name, value, self.loc(node))
+        declared = self.locals[name]
+        if isinstance(declared, ThreadIndexType):
+            raise self.error(target, f"{name!r} holds a ThreadIndex and cannot be reassigned",
+                             "use another name for the new value")
+        value = self.convert_implicit(value, declared, node, f"assignment to {name!r}")
+        return ir.Assign(name, value, self.loc(node))
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ir.Stmt:
+        op = BIN_OPS.get(type(node.op))
+        if op is None:
+            raise self.error(node, f"operator {type(node.op).__name__} is not supported")
+        if isinstance(node.target, ast.Subscript):
+            load = ast.copy_location(ast.Subscript(node.target.value, node.target.slice, ast.Load()), node.target)
+            value = ast.copy_location(ast.BinOp(load, node.op, node.value), node)
+            return self.store(node.target, value, node)
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, f"cannot assign to {ast.unparse(node.target)!r}")
+        if node.target.id not in self.locals:
+            raise self.error(node.target, f"{node.target.id!r} is used before it is assigned",
+                             "assign it a value first")
+        current = ir.Var(node.target.id, self.locals[node.target.id], self.loc(node.target))
+        result = self.binop(op, current, self.expr(node.value), node)
+        return self.assign_name(node.target, result, node)
+
+    def store(self, target: ast.Subscript, value_node: ast.expr, node: ast.AST) -> ir.Stmt:
+        view = self.expr(target.value)
+        if not isinstance(view.ty, ViewType):
+            raise self.error(target.value, f"{ast.unparse(target.value)!r} is {type_name(view.ty)}, not a view",
+                             "only Slice/DisjointSlice/MutSlice parameters can be indexed")
+        vt = view.ty
+        index = self.index_expr(target.slice)
+        if vt.kind == "slice":
+            raise self.error(target, f"{ast.unparse(target.value)!r} is a read-only Slice",
+                             "declare the parameter DisjointSlice[T] to write one element per thread")
+        if vt.kind == "disjoint_slice" and not isinstance(index.ty, ThreadIndexType):
+            raise self.error(
+                target.slice,
+                f"a DisjointSlice can only be written at the calling thread's ThreadIndex; "
+                f"{ast.unparse(target.slice)!r} is {type_name(index.ty)}",
+                "index with the value of thread.index_1d(), or use MutSlice inside `with oxide.unsafe():`",
+            )
+        if vt.kind == "mut_slice" and self.unsafe_depth == 0:
+            raise self.error(target, f"writing the MutSlice {ast.unparse(target.value)!r} needs `with oxide.unsafe():`",
+                             "wrap the write in `with oxide.unsafe():`, or use a DisjointSlice")
+        value = self.convert_implicit(self.expr(value_node), vt.elem, value_node,
+                                      f"store into {ast.unparse(target.value)}")
+        site = self.check_site(target, view, index, f"{ast.unparse(target.value)}[{ast.unparse(target.slice)}]")
+        return ir.Store(view, index, value, self.loc(node), site)
+
+    def visit_If(self, node: ast.If) -> ir.Stmt:
+        cond = self.condition(node.test)
+        facts = self.facts(node.test, negated=False)
+        parent = self.scopes[-1].proven
+        then = self.block(node.body, Scope(parent | facts))
+        orelse = self.block(node.orelse, Scope(parent | self.facts(node.test, negated=True)))
+        return ir.If(cond, then, orelse, self.loc(node))
+
+    def visit_While(self, node: ast.While) -> ir.Stmt:
+        if node.orelse:
+            raise self.error(node.orelse[0], "while/else is not supported", "move the else block after the loop")
+        cond = self.condition(node.test)
+        self.loop_depth += 1
+        try:
+            body = self.block(node.body, Scope(self.scopes[-1].proven | self.facts(node.test, negated=False)))
+        finally:
+            self.loop_depth -= 1
+        return ir.While(cond, body, self.loc(node))
+
+    def visit_For(self, node: ast.For) -> list[ir.Stmt]:
+        if node.orelse:
+            raise self.error(node.orelse[0], "for/else is not supported", "move the else block after the loop")
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, "the loop variable must be a single name")
+        it = node.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and "range" not in self.module.symbols):
+            raise self.error(it, f"only `for ... in range(...)` loops are supported, not {ast.unparse(it)!r}",
+                             "iterate over range(start, stop, step)")
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            raise self.error(it, "range() takes 1 to 3 positional arguments")
+        args = [self.expr(a) for a in it.args]
+        if len(args) == 1:
+            start, stop, step = ir.Const(0, I64, self.loc(it), weak=True), args[0], ir.Const(1, I64, self.loc(it), weak=True)
+        elif len(args) == 2:
+            start, stop, step = args[0], args[1], ir.Const(1, I64, self.loc(it), weak=True)
+        else:
+            start, stop, step = args
+        for a, n in zip((start, stop, step), ("start", "stop", "step")):
+            if not is_int(a.ty):
+                raise self.error(it, f"range() {n} must be an integer, got {type_name(a.ty)}")
+        ty = self.common_type([start, stop, step], it)
+        if isinstance(step, ir.Const) and step.value == 0:
+            raise self.error(it, "range() step must not be zero")
+        name = node.target.id
+        if name in self.locals and self.locals[name] != ty:
+            raise self.error(node.target, f"loop variable {name!r} is {type_name(self.locals[name])} "
+                             f"but the range is {ty.name}")
+        self.locals.setdefault(name, ty)
+        stop_name = self.builder.fresh_name("stop")
+        step_name = self.builder.fresh_name("step")
+        self.locals[stop_name] = ty
+        self.locals[step_name] = ty
+        loc = self.loc(node)
+        init = [
+            ir.Assign(name, self.convert(start, ty, it), loc),
+            ir.Assign(stop_name, self.convert(stop, ty, it), loc),
+            ir.Assign(step_name, self.convert(step, ty, it), loc),
+        ]
+        var = ir.Var(name, ty, loc)
+        stop_v, step_v = ir.Var(stop_name, ty, loc), ir.Var(step_name, ty, loc)
+        if isinstance(step, ir.Const):
+            op = "<" if step.value > 0 else ">"
+            cond: ir.Expr = ir.Compare(op, var, stop_v, ty, BOOL, loc)
+        else:
+            zero = ir.Const(0, ty, loc)
+            cond = ir.BoolOp("or", [
+                ir.BoolOp("and", [ir.Compare(">", step_v, zero, ty, BOOL, loc), ir.Compare("<", var, stop_v, ty, BOOL, loc)], BOOL, loc),
+                ir.BoolOp("and", [ir.Compare("<", step_v, zero, ty, BOOL, loc), ir.Compare(">", var, stop_v, ty, BOOL, loc)], BOOL, loc),
+            ], BOOL, loc)
+        self.loop_depth += 1
+        try:
+            body = self.block(node.body)
+        finally:
+            self.loop_depth -= 1
+        step_stmt = ir.Assign(name, ir.BinOp("+", var, step_v, ty, loc), loc)
+        return [*init, ir.While(cond, body, loc, step=[step_stmt])]
+
+    def visit_Break(self, node: ast.Break) -> ir.Stmt:
+        if self.loop_depth == 0:
+            raise self.error(node, "`break` outside a loop")
+        return ir.Break(self.loc(node))
+
+    def visit_Continue(self, node: ast.Continue) -> ir.Stmt:
+        if self.loop_depth == 0:
+            raise self.error(node, "`continue` outside a loop")
+        return ir.Continue(self.loc(node))
+
+    def visit_Return(self, node: ast.Return) -> ir.Stmt:
+        if node.value is None:
+            if self.ret not in (None, VOID):
+                raise self.error(node, f"this function returns {type_name(self.ret)}; `return` needs a value")  # type: ignore[arg-type]
+            self.ret = VOID
+            return ir.Return(None, self.loc(node))
+        if self.is_kernel:
+            raise self.error(node, "a kernel cannot return a value",
+                             "write results into a DisjointSlice parameter")
+        value = self.expr(node.value)
+        if isinstance(value.ty, (ViewType, VoidType)):
+            raise self.error(node.value, f"cannot return {type_name(value.ty)}")
+        if self.ret is None:
+            value = self.materialize(value)
+            if isinstance(value.ty, ThreadIndexType):
+                value = ir.Cast(value, I64, value.loc)
+            self.ret = value.ty
+        else:
+            if isinstance(self.ret, VoidType):
+                raise self.error(node, "this function is declared `-> None` but returns a value")
+            value = self.convert_implicit(value, self.ret, node.value, "return value")  # type: ignore[arg-type]
+        return ir.Return(value, self.loc(node))
+
+    def visit_With(self, node: ast.With) -> list[ir.Stmt]:
+        if len(node.items) != 1:
+            raise self.error(node, "only `with oxide.unsafe():` is supported")
+        item = node.items[0]
+        ctx = item.context_expr
+        if not (isinstance(ctx, ast.Call) and oxide_name(self.module, ctx.func) == "unsafe" and not ctx.args):
+            raise self.error(ctx, f"`with {ast.unparse(ctx)}` is not supported in kernels",
+                             "the only context manager is `with oxide.unsafe():`")
+        if item.optional_vars is not None:
+            raise self.error(item.optional_vars, "`with oxide.unsafe()` binds no name")
+        self.unsafe_depth += 1
+        try:
+            return self.block(node.body, Scope(set(self.scopes[-1].proven)))
+        finally:
+            self.unsafe_depth -= 1
+
+    def visit_Assert(self, node: ast.Assert) -> ir.Stmt:
+        raise self.error(node, "assert is not supported yet", "check with `if` and return early")
+
+    # ---- bounds-check facts ---------------------------------------------------------------
+
+    def facts(self, test: ast.expr, negated: bool) -> set[tuple[str, str]]:
+        """(index, view) pairs that hold when ``test`` is true (or false, when negated)."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.facts(test.operand, not negated)
+        if isinstance(test, ast.BoolOp):
+            if isinstance(test.op, ast.And) and not negated:
+                return set().union(*(self.facts(v, False) for v in test.values))
+            if isinstance(test.op, ast.Or) and negated:
+                return set().union(*(self.facts(v, True) for v in test.values))
+            return set()
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return set()
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        # normalise to `idx < len(view)` (when true) for the forms a guard takes
+        if not negated and isinstance(op, ast.Lt):
+            pair = self._index_len_pair(left, right)
+        elif not negated and isinstance(op, ast.Gt):
+            pair = self._index_len_pair(right, left)
+        elif negated and isinstance(op, ast.GtE):
+            pair = self._index_len_pair(left, right)
+        elif negated and isinstance(op, ast.LtE):
+            pair = self._index_len_pair(right, left)
+        else:
+            pair = None
+        return {pair} if pair else set()
+
+    def _index_len_pair(self, idx: ast.expr, length: ast.expr) -> tuple[str, str] | None:
+        if not (isinstance(idx, ast.Name) and isinstance(length, ast.Call)
+                and isinstance(length.func, ast.Name) and length.func.id == "len"
+                and len(length.args) == 1 and isinstance(length.args[0], ast.Name)):
+            return None
+        name, view = idx.id, length.args[0].id
+        ty = self.locals.get(name)
+        # proven only for a never-reassigned, non-negative index and a view parameter
+        if ty is None or self.assign_counts.get(name, 0) > 1 or name in self.param_names and self.assign_counts.get(name, 0):
+            return None
+        scalar = as_scalar(ty)
+        if not (isinstance(ty, ThreadIndexType) or (scalar is not None and scalar.kind == "uint")):
+            return None
+        if not isinstance(self.locals.get(view), ViewType) or view not in self.param_names:
+            return None
+        return (name, view)
+
+    def check_site(self, node: ast.Subscript, view: ir.Expr, index: ir.Expr, what: str) -> int | None:
+        if not self.bounds_check:
+            return None
+        if (isinstance(index, ir.Var) and isinstance(view, ir.Var)
+                and (index.name, view.name) in self.scopes[-1].proven):
+            return None
+        if isinstance(index, ir.Const) and isinstance(index.value, int) and index.value < 0:
+            raise self.error(node.slice, "negative indices are not supported",
+                             "views have no wrap-around indexing; index from 0")
+        return self.builder.add_error_site("bounds", self.kernel_name, self.module, node, what)
+
+    # ---- expressions --------------------------------------------------------------------
+
+    def expr(self, node: ast.expr) -> ir.Expr:
+        result = self.visit(node)
+        assert result is not None
+        return result  # type: ignore[no-any-return]
+
+    def condition(self, node: ast.expr) -> ir.Expr:
+        value = self.expr(node)
+        return self.truth(value, node)
+
+    def truth(self, value: ir.Expr, node: ast.AST) -> ir.Expr:
+        if value.ty == BOOL:
+            return value
+        if isinstance(value.ty, ViewType):
+            raise self.error(node, f"a view ({type_name(value.ty)}) has no truth value",
+                             "compare len(view) with 0 instead")
+        if isinstance(value.ty, VoidType):
+            raise self.error(node, "this call returns nothing and has no truth value")
+        scalar = self.materialize(value)
+        st = as_scalar(scalar.ty)
+        assert st is not None
+        return ir.Compare("!=", scalar, ir.Const(0, st, value.loc), st, BOOL, value.loc)
+
+    def visit_Constant(self, node: ast.Constant) -> ir.Expr:
+        v = node.value
+        if isinstance(v, bool):
+            return ir.Const(v, BOOL, self.loc(node))
+        if isinstance(v, (int, float)):
+            return ir.Const(v, literal_type(v), self.loc(node), weak=True)
+        what = "None" if v is None else type(v).__name__
+        raise self.error(node, f"{what} constants are not supported in kernels",
+                         "kernels compute with numbers and booleans only")
+
+    def visit_Name(self, node: ast.Name) -> ir.Expr:
+        name = node.id
+        if name in self.locals:
+            return ir.Var(name, self.locals[name], self.loc(node))
+        sym = self.module.symbols.get(name)
+        if sym is not None and sym.kind == "constant":
+            value = _constant_value(sym)
+            if isinstance(value, bool):
+                return ir.Const(value, BOOL, self.loc(node))
+            return ir.Const(value, literal_type(value), self.loc(node), weak=True)
+        if _assigned_later(self.fdef, name):
+            raise self.error(node, f"{name!r} is used before it is assigned",
+                             "assign it on every path before this use")
+        if sym is not None:
+            raise self.error(node, f"{name!r} cannot be used as a value in a kernel",
+                             "only local variables, parameters and module-level number constants are values")
+        raise self.error(node, f"unknown name {name!r}", "define it, or pass it as a parameter")
+
+    def visit_Attribute(self, node: ast.Attribute) -> ir.Expr:
+        parts = _dotted(node)
+        if parts and len(parts) >= 2:
+            full = oxide_name(self.module, node.value)
+            if full is not None:
+                pieces = tuple(full.split("."))
+                if len(pieces) == 2 and pieces in SPECIAL_REGS and node.attr in ("x", "y", "z"):
+                    return ir.SpecialReg(f"{SPECIAL_REGS[pieces]}.{node.attr}", I32, self.loc(node))
+        base = node.value
+        if isinstance(base, ast.Name) and base.id in self.locals:
+            raise self.error(node, f"{type_name(self.locals[base.id])} has no attribute {node.attr!r}")
+        raise self.error(node, f"unknown attribute {ast.unparse(node)!r}",
+                         "available: thread.idx.x/y/z, block.idx.x, block.dim.x, grid.dim.x")
+
+    def visit_Subscript(self, node: ast.Subscript) -> ir.Expr:
+        view = self.expr(node.value)
+        if not isinstance(view.ty, ViewType):
+            raise self.error(node.value, f"{ast.unparse(node.value)!r} is {type_name(view.ty)}, not a view",
+                             "only Slice/DisjointSlice/MutSlice parameters can be indexed")
+        index = self.index_expr(node.slice)
+        site = self.check_site(node, view, index, f"{ast.unparse(node.value)}[{ast.unparse(node.slice)}]")
+        return ir.ViewLoad(view, index, view.ty.elem, self.loc(node), site)
+
+    def index_expr(self, node: ast.expr) -> ir.Expr:
+        if isinstance(node, ast.Slice):
+            raise self.error(node, "slicing a view is not supported", "index one element at a time")
+        if isinstance(node, ast.Tuple):
+            raise self.error(node, "1-D views take one index", "use a single integer index")
+        index = self.expr(node)
+        if not is_int(index.ty):
+            raise self.error(node, f"view index must be an integer, got {type_name(index.ty)}",
+                             "convert it with i64(...)")
+        return index
+
+    def visit_BinOp(self, node: ast.BinOp) -> ir.Expr:
+        op = BIN_OPS.get(type(node.op))
+        if op is None:
+            what = {ast.Pow: "**", ast.MatMult: "@"}.get(type(node.op), type(node.op).__name__)
+            raise self.error(node, f"operator {what} is not supported",
+                             "write x * x for squares" if what == "**" else "")
+        return self.binop(op, self.expr(node.left), self.expr(node.right), node)
+
+    def binop(self, op: str, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
+        for side in (left, right):
+            if isinstance(side.ty, (ViewType, VoidType)):
+                raise self.error(node, f"operator {op} cannot take {type_name(side.ty)}",
+                                 "index the view to get an element" if isinstance(side.ty, ViewType) else "")
+        loc = self.loc(node)
+        if isinstance(left, ir.Const) and isinstance(right, ir.Const) and left.weak and right.weak:
+            return self.fold(op, left, right, node)
+        left, right, ty = self.unify(left, right, node, op)
+        if ty.kind == "bool":
+            if op in ("&", "|", "^"):
+                return ir.BinOp(op, left, right, ty, loc)
+            raise self.error(node, f"operator {op} cannot take bool operands", "convert with i32(...) first")
+        if op in ("&", "|", "^", "<<", ">>") and ty.kind == "float":
+            raise self.error(node, f"operator {op} needs integers, got {ty.name}")
+        if op == "/" and ty.kind != "float":
+            left, right, ty = self.convert(left, F64, node), self.convert(right, F64, node), F64
+        return ir.BinOp(op, left, right, ty, loc)
+
+    def fold(self, op: str, left: ir.Const, right: ir.Const, node: ast.AST) -> ir.Expr:
+        a, b = left.value, right.value
+        try:
+            ops: dict[str, Callable[[Any, Any], Any]] = {
+                "+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+                "/": lambda x, y: x / y, "//": lambda x, y: x // y, "%": lambda x, y: x % y,
+                "&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y,
+                "<<": lambda x, y: x << y, ">>": lambda x, y: x >> y,
+            }
+            value = ops[op](a, b)
+        except ZeroDivisionError:
+            raise self.error(node, "division by zero in a constant expression") from None
+        except TypeError:
+            raise self.error(node, f"operator {op} cannot take these constants") from None
+        return ir.Const(value, literal_type(value), self.loc(node), weak=True)
+
+    def unify(self, left: ir.Expr, right: ir.Expr, node: ast.AST, op: str) -> tuple[ir.Expr, ir.Expr, ScalarType]:
+        lw = isinstance(left, ir.Const) and left.weak
+        rw = isinstance(right, ir.Const) and right.weak
+        lt, rt = as_scalar(left.ty), as_scalar(right.ty)
+        assert lt is not None and rt is not None
+        if lw and not rw:
+            ty = self.literal_partner_type(left, rt)  # type: ignore[arg-type]
+        elif rw and not lw:
+            ty = self.literal_partner_type(right, lt)  # type: ignore[arg-type]
+        else:
+            try:
+                ty = promote(lt, rt)
+            except PromotionError as exc:
+                raise self.error(node, f"operator {op}: {exc}",
+                                 f"convert one side explicitly, e.g. {rt.name}(...) or {lt.name}(...)") from None
+        return self.convert(left, ty, node), self.convert(right, ty, node), ty
+
+    def literal_partner_type(self, lit: ir.Const, other: ScalarType) -> ScalarType:
+        if other.kind == "bool":
+            return lit.ty if lit.ty.kind != "bool" else other
+        if isinstance(lit.value, float) and other.kind != "float":
+            return F64
+        if isinstance(lit.value, int) and other.kind in ("int", "uint") and not fits(lit.value, other):
+            raise self.builder.error_at(self.module, lit.loc,
+                                        f"the literal {lit.value} does not fit in {other.name}",
+                                        "use a wider type")
+        return other
+
+    def common_type(self, values: list[ir.Expr], node: ast.AST) -> ScalarType:
+        strong = [as_scalar(v.ty) for v in values if not (isinstance(v, ir.Const) and v.weak)]
+        if not strong:
+            return I64
+        ty = strong[0]
+        assert ty is not None
+        for other in strong[1:]:
+            assert other is not None
+            try:
+                ty = promote(ty, other)
+            except PromotionError as exc:
+                raise self.error(node, str(exc), "convert explicitly") from None
+        return ty
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ir.Expr:
+        operand = self.expr(node.operand)
+        loc = self.loc(node)
+        if isinstance(node.op, ast.Not):
+            return ir.Not(self.truth(operand, node.operand), BOOL, loc)
+        if isinstance(operand.ty, (ViewType, VoidType)):
+            raise self.error(node, f"unary operator cannot take {type_name(operand.ty)}")
+        if isinstance(node.op, ast.UAdd):
+            return operand
+        if isinstance(node.op, ast.USub):
+            if isinstance(operand, ir.Const) and operand.weak:
+                return ir.Const(-operand.value, operand.ty, loc, weak=True)
+            operand = self.materialize(operand)
+            st = as_scalar(operand.ty)
+            assert st is not None
+            if st.kind == "bool":
+                raise self.error(node, "cannot negate a bool")
+            if isinstance(operand.ty, ThreadIndexType):
+                operand = ir.Cast(operand, I64, loc)
+            return ir.Neg(operand, st, loc)
+        # Invert
+        operand = self.materialize(operand)
+        st = as_scalar(operand.ty)
+        assert st is not None
+        if st.kind not in ("int", "uint"):
+            raise self.error(node, f"operator ~ needs an integer, got {st.name}")
+        return ir.BinOp("^", self.convert(operand, st, node), ir.Const(-1 if st.kind == "int" else (1 << st.bits) - 1, st, loc), st, loc)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ir.Expr:
+        values = [self.truth(self.expr(v), v) for v in node.values]
+        return ir.BoolOp("and" if isinstance(node.op, ast.And) else "or", values, BOOL, self.loc(node))
+
+    def visit_Compare(self, node: ast.Compare) -> ir.Expr:
+        parts: list[ir.Expr] = []
+        left_node = node.left
+        left = self.expr(left_node)
+        for op_node, right_node in zip(node.ops, node.comparators):
+            op = CMP_OPS.get(type(op_node))
+            if op is None:
+                raise self.error(node, f"comparison {type(op_node).__name__} is not supported",
+                                 "use <, <=, >, >=, == or !=")
+            if len(node.ops) > 1 and not isinstance(right_node, (ast.Name, ast.Constant)):
+                raise self.error(right_node, "chained comparisons need plain names or constants in the middle",
+                                 "split it into two comparisons joined by `and`")
+            right = self.expr(right_node)
+            for side in (left, right):
+                if isinstance(side.ty, (ViewType, VoidType)):
+                    raise self.error(node, f"cannot compare {type_name(side.ty)}")
+            if isinstance(left, ir.Const) and isinstance(right, ir.Const) and left.weak and right.weak:
+                left, right = self.materialize(left), self.materialize(right)
+            l2, r2, ty = self.unify(left, right, node, op)
+            if ty.kind == "bool" and op not in ("==", "!="):
+                raise self.error(node, f"cannot order booleans with {op}")
+            parts.append(ir.Compare(op, l2, r2, ty, BOOL, self.loc(node)))
+            left = right
+        if len(parts) == 1:
+            return parts[0]
+        return ir.BoolOp("and", parts, BOOL, self.loc(node))
+
+    def visit_IfExp(self, node: ast.IfExp) -> ir.Expr:
+        cond = self.condition(node.test)
+        a, b = self.expr(node.body), self.expr(node.orelse)
+        if isinstance(a.ty, (ViewType, VoidType)) or isinstance(b.ty, (ViewType, VoidType)):
+            raise self.error(node, "a conditional expression must produce scalars")
+        if isinstance(a, ir.Const) and isinstance(b, ir.Const) and a.weak and b.weak:
+            a, b = self.materialize(a), self.materialize(b)
+        a2, b2, ty = self.unify(a, b, node, "if/else")
+        return ir.Select(cond, a2, b2, ty, self.loc(node))
+
+    def visit_Call(self, node: ast.Call) -> ir.Expr:
+        if node.keywords:
+            raise self.error(node.keywords[0].value if node.keywords[0].value else node,
+                             "keyword arguments are not supported in kernel calls", "pass arguments by position")
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                raise self.error(a, "*args in calls is not supported")
+        loc = self.loc(node)
+        func = node.func
+        name = oxide_name(self.module, func)
+        if name is not None:
+            return self.oxide_call(name, node)
+        if isinstance(func, ast.Name) and func.id not in self.module.symbols and func.id not in self.locals:
+            builtin = func.id
+            if builtin == "len":
+                if len(node.args) != 1:
+                    raise self.error(node, "len() takes one view")
+                view = self.expr(node.args[0])
+                if not isinstance(view.ty, ViewType):
+                    raise self.error(node.args[0], f"len() needs a view, got {type_name(view.ty)}")
+                return ir.ViewLen(view, I64, loc)
+            if builtin in PYTHON_SCALARS:
+                return self.conversion(PYTHON_SCALARS[builtin], node)
+            if builtin in ("min", "max"):
+                return self.minmax(builtin, node)
+            if builtin == "abs":
+                if len(node.args) != 1:
+                    raise self.error(node, "abs() takes one argument")
+                value = self.materialize(self.expr(node.args[0]))
+                st = as_scalar(value.ty)
+                if st is None or st.kind == "bool":
+                    raise self.error(node, f"abs() needs a number, got {type_name(value.ty)}")
+                value = self.convert(value, st, node)
+                if st.kind == "uint":
+                    return value
+                zero = ir.Const(0, st, loc)
+                return ir.Select(ir.Compare("<", value, zero, st, BOOL, loc), ir.Neg(value, st, loc), value, st, loc)
+            if builtin == "range":
+                raise self.error(node, "range() is only allowed as the iterable of a for loop")
+            if builtin in ("print", "input", "open"):
+                raise self.error(node, f"{builtin}() is not available on the GPU",
+                                 "return values through a view and print them on the host")
+        target = self.builder.resolve_function(self.module, func)
+        if target is None:
+            raise self.error(func, f"unknown function {ast.unparse(func)!r}",
+                             "call a function defined at module level in this project, or an oxide intrinsic")
+        callee_module, callee = target
+        args = [self.expr(a) for a in node.args]
+        return self.builder.call_device(self, callee_module, callee, args, node)
+
+    def oxide_call(self, name: str, node: ast.Call) -> ir.Expr:
+        loc = self.loc(node)
+        if name == "thread.index_1d":
+            if node.args:
+                raise self.error(node, "thread.index_1d() takes no arguments")
+            return ir.ThreadIndex1D(THREAD_INDEX, loc)
+        if name == "block.sync":
+            if node.args:
+                raise self.error(node, "block.sync() takes no arguments")
+            return ir.Call("llvm.nvvm.barrier0", [], VOID, loc)
+        if name == "boolean":
+            return self.conversion(BOOL, node)
+        if name in SCALAR_TYPES:
+            return self.conversion(SCALAR_TYPES[name], node)
+        if name in ("kernel", "device", "extern", "TypeVar"):
+            raise self.error(node, f"oxide.{name} cannot be called inside a kernel")
+        raise self.error(node.func, f"oxide.{name} is not a device intrinsic (or not supported yet)",
+                         "see docs/language.md for the intrinsics available in kernels")
+
+    def conversion(self, ty: ScalarType, node: ast.Call) -> ir.Expr:
+        if len(node.args) != 1:
+            raise self.error(node, f"{ty.name}() takes exactly one argument")
+        value = self.expr(node.args[0])
+        if isinstance(value.ty, (ViewType, VoidType)):
+            raise self.error(node.args[0], f"cannot convert {type_name(value.ty)} to {ty.name}")
+        if isinstance(value, ir.Const) and value.weak:
+            if ty.kind in ("int", "uint"):
+                if isinstance(value.value, float):
+                    v: int | float | bool = int(value.value)
+                else:
+                    v = value.value
+                if not fits(int(v), ty):
+                    raise self.error(node, f"{value.value} does not fit in {ty.name}")
+                return ir.Const(int(v), ty, self.loc(node))
+            if ty.kind == "float":
+                return ir.Const(float(value.value), ty, self.loc(node))
+            return ir.Const(bool(value.value), ty, self.loc(node))
+        return self.convert(value, ty, node)
+
+    def minmax(self, which: str, node: ast.Call) -> ir.Expr:
+        if len(node.args) < 2:
+            raise self.error(node, f"{which}() takes two or more numbers")
+        values = [self.expr(a) for a in node.args]
+        result = values[0]
+        for v in values[1:]:
+            for side in (result, v):
+                if isinstance(side.ty, (ViewType, VoidType)):
+                    raise self.error(node, f"{which}() needs numbers, got {type_name(side.ty)}")
+            if isinstance(result, ir.Const) and isinstance(v, ir.Const) and result.weak and v.weak:
+                result = ir.Const(min(result.value, v.value) if which == "min" else max(result.value, v.value),
+                                  literal_type(result.value), self.loc(node), weak=True)
+                continue
+            a, b, ty = self.unify(result, v, node, which)
+            op = "<" if which == "min" else ">"
+            result = ir.Select(ir.Compare(op, a, b, ty, BOOL, self.loc(node)), a, b, ty, self.loc(node))
+        return result
+
+    # ---- conversions ----------------------------------------------------------------------
+
+    def materialize(self, value: ir.Expr) -> ir.Expr:
+        """Gives a weak literal its default type (i64 / f64)."""
+        if isinstance(value, ir.Const) and value.weak:
+            return ir.Const(value.value, value.ty, value.loc)
+        return value
+
+    def convert(self, value: ir.Expr, ty: ScalarType, node: ast.AST) -> ir.Expr:
+        if isinstance(value, ir.Const) and value.weak:
+            if ty.kind in ("int", "uint"):
+                if isinstance(value.value, float):
+                    raise self.error(node, f"the float literal {value.value} cannot become {ty.name}",
+                                     f"write an integer, or convert with {ty.name}(...)")
+                if not fits(int(value.value), ty):
+                    raise self.error(node, f"the literal {value.value} does not fit in {ty.name}")
+                return ir.Const(int(value.value), ty, value.loc)
+            if ty.kind == "float":
+                return ir.Const(float(value.value), ty, value.loc)
+            return ir.Const(bool(value.value), ty, value.loc)
+        if value.ty == ty:
+            return value
+        return ir.Cast(value, ty, value.loc)
+
+    def convert_implicit(self, value: ir.Expr, ty: Type, node: ast.AST, what: str) -> ir.Expr:
+        """Implicit conversion at an assignment, argument or return: literals adapt; other
+        values must already have the type, or widen without loss (i32 → i64, f32 → f64)."""
+        if isinstance(ty, ThreadIndexType):
+            if isinstance(value.ty, ThreadIndexType):
+                return value
+            raise self.error(node, f"{what} needs a ThreadIndex, got {type_name(value.ty)}",
+                             "only thread.index_1d() makes a ThreadIndex")
+        if isinstance(ty, (ViewType, VoidType)):
+            if value.ty == ty:
+                return value
+            raise self.error(node, f"{what} needs {type_name(ty)}, got {type_name(value.ty)}")
+        if isinstance(value.ty, (ViewType, VoidType)):
+            raise self.error(node, f"{what} needs {ty.name}, got {type_name(value.ty)}")
+        if isinstance(value, ir.Const) and value.weak:
+            if isinstance(value.value, float) and ty.kind != "float":
+                raise self.error(node, f"{what} needs {ty.name}, got the float literal {value.value}",
+                                 f"convert explicitly with {ty.name}(...)")
+            return self.convert(value, ty, node)
+        src = as_scalar(value.ty)
+        assert src is not None
+        if src == ty:
+            return self.convert(value, ty, node)
+        if _widens(src, ty):
+            return ir.Cast(value, ty, value.loc)
+        raise self.error(node, f"{what} needs {ty.name}, got {src.name}",
+                         f"convert explicitly with {ty.name}(...)")
+
+
+def _widens(src: ScalarType, dst: ScalarType) -> bool:
+    if src.kind == dst.kind and src.kind in ("int", "uint", "float"):
+        return dst.bits > src.bits
+    if src.kind == "uint" and dst.kind == "int":
+        return dst.bits > src.bits
+    return False
+
+
+def _always_exits(stmts: list[ast.stmt]) -> bool:
+    return bool(stmts) and isinstance(stmts[-1], ast.Return)
+
+
+def _count_assignments(fdef: ast.FunctionDef) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for node in ast.walk(fdef):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.For):
+            targets = [node.target]
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name):
+                    counts[n.id] = counts.get(n.id, 0) + 1
+    return counts
+
+
+def _assigned_later(fdef: ast.FunctionDef, name: str) -> bool:
+    return name in _count_assignments(fdef)
+
+
+def _constant_value(sym: Symbol) -> int | float | bool:
+    node = sym.node
+    assert isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Constant)
+    value = node.value.value
+    assert isinstance(value, (int, float, bool))
+    return value

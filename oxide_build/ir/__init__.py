@@ -1,0 +1,1 @@
+"""The typed kernel IR: a structured tree of typed statements and expressions."""

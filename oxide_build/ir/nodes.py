@@ -1,0 +1,223 @@
+"""IR nodes. Every expression carries its type; every node carries its source location
+(``loc``: line, col in the function's file) so later stages can still point at the source."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from .types import ScalarType, Type, ViewType
+
+__all__ = [
+    "Loc", "Expr", "Stmt",
+    "Const", "Var", "BinOp", "Compare", "BoolOp", "Not", "Neg", "Cast", "Call", "ViewLen",
+    "ViewLoad", "ThreadIndex1D", "SpecialReg", "Select",
+    "Assign", "Store", "If", "While", "Return", "ExprStmt", "Break", "Continue",
+    "Param", "Function", "Program",
+]
+
+
+@dataclass(frozen=True)
+class Loc:
+    line: int
+    col: int
+
+
+@dataclass
+class Const:
+    value: int | float | bool
+    ty: ScalarType
+    loc: Loc
+    weak: bool = False  # a literal whose type still adapts to the other operand
+
+
+@dataclass
+class Var:
+    name: str
+    ty: Type
+    loc: Loc
+
+
+@dataclass
+class BinOp:
+    op: str  # + - * / // % & | ^ << >>
+    left: Expr
+    right: Expr
+    ty: ScalarType
+    loc: Loc
+
+
+@dataclass
+class Compare:
+    op: str  # < <= > >= == !=
+    left: Expr
+    right: Expr
+    operand_ty: ScalarType
+    ty: ScalarType
+    loc: Loc
+
+
+@dataclass
+class BoolOp:
+    op: str  # and / or (short-circuit)
+    values: list[Expr]
+    ty: ScalarType
+    loc: Loc
+
+
+@dataclass
+class Not:
+    operand: Expr
+    ty: ScalarType
+    loc: Loc
+
+
+@dataclass
+class Neg:
+    operand: Expr
+    ty: ScalarType
+    loc: Loc
+
+
+@dataclass
+class Cast:
+    operand: Expr
+    ty: ScalarType
+    loc: Loc
+
+
+@dataclass
+class Call:
+    symbol: str  # the callee's IR function symbol
+    args: list[Expr]
+    ty: Type
+    loc: Loc
+
+
+@dataclass
+class ViewLen:
+    view: Expr
+    ty: ScalarType
+    loc: Loc
+
+
+@dataclass
+class ViewLoad:
+    view: Expr
+    index: Expr
+    ty: ScalarType
+    loc: Loc
+    check_site: int | None = None  # ErrorSite id when bounds-checked
+
+
+@dataclass
+class ThreadIndex1D:
+    ty: Type
+    loc: Loc
+
+
+@dataclass
+class SpecialReg:
+    name: str  # "tid.x", "ctaid.x", "ntid.x", "nctaid.x", ...
+    ty: ScalarType
+    loc: Loc
+
+
+@dataclass
+class Select:
+    cond: Expr
+    if_true: Expr
+    if_false: Expr
+    ty: ScalarType
+    loc: Loc
+
+
+Expr = Union[
+    Const, Var, BinOp, Compare, BoolOp, Not, Neg, Cast, Call, ViewLen, ViewLoad, ThreadIndex1D,
+    SpecialReg, Select,
+]
+
+
+@dataclass
+class Assign:
+    name: str
+    value: Expr
+    loc: Loc
+
+
+@dataclass
+class Store:
+    view: Expr
+    index: Expr
+    value: Expr
+    loc: Loc
+    check_site: int | None = None
+
+
+@dataclass
+class If:
+    cond: Expr
+    then: list[Stmt]
+    orelse: list[Stmt]
+    loc: Loc
+
+
+@dataclass
+class While:
+    cond: Expr
+    body: list[Stmt]
+    loc: Loc
+    step: list[Stmt] = field(default_factory=list)  # runs after body and on `continue` (for-range)
+
+
+@dataclass
+class Return:
+    value: Expr | None
+    loc: Loc
+
+
+@dataclass
+class ExprStmt:
+    value: Expr
+    loc: Loc
+
+
+@dataclass
+class Break:
+    loc: Loc
+
+
+@dataclass
+class Continue:
+    loc: Loc
+
+
+Stmt = Union[Assign, Store, If, While, Return, ExprStmt, Break, Continue]
+
+
+@dataclass
+class Param:
+    name: str
+    ty: Type
+
+
+@dataclass
+class Function:
+    symbol: str
+    python_name: str
+    file: str
+    params: list[Param]
+    ret: Type
+    body: list[Stmt]
+    locals: dict[str, Type]
+    is_kernel: bool
+    line: int
+    specialization: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Program:
+    """Every function one module's kernels need, kernels first, plus the check sites."""
+
+    functions: list[Function]
+    error_sites: list[tuple[int, str, str, str, int, int, str]] = field(default_factory=list)
+    # (id, kind, kernel, file, line, col, what)

@@ -1,0 +1,75 @@
+"""Types as the compiler sees them. Scalars are the language's own ``ScalarType`` objects."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from oxide.lang.types import SCALAR_TYPES, ScalarType, boolean, f32, f64, i32, i64
+
+__all__ = [
+    "ScalarType", "ViewType", "ThreadIndexType", "VoidType", "Type",
+    "THREAD_INDEX", "VOID", "BOOL", "I64", "I32", "F32", "F64", "SCALAR_TYPES",
+    "VIEW_KINDS", "type_name", "is_int", "is_float", "as_scalar",
+]
+
+BOOL, I32, I64, F32, F64 = boolean, i32, i64, f32, f64
+
+# language name -> manifest kind
+VIEW_KINDS = {"Slice": "slice", "DisjointSlice": "disjoint_slice", "MutSlice": "mut_slice"}
+
+
+@dataclass(frozen=True)
+class ViewType:
+    kind: str  # "slice", "disjoint_slice", "mut_slice"
+    elem: ScalarType
+
+    @property
+    def writable(self) -> bool:
+        return self.kind != "slice"
+
+    def __str__(self) -> str:
+        lang = {v: k for k, v in VIEW_KINDS.items()}[self.kind]
+        return f"{lang}[{self.elem.name}]"
+
+
+@dataclass(frozen=True)
+class ThreadIndexType:
+    """An i64 known to be the calling thread's own global index (and so ≥ 0)."""
+
+    def __str__(self) -> str:
+        return "ThreadIndex"
+
+
+@dataclass(frozen=True)
+class VoidType:
+    def __str__(self) -> str:
+        return "None"
+
+
+THREAD_INDEX = ThreadIndexType()
+VOID = VoidType()
+
+Type = Union[ScalarType, ViewType, ThreadIndexType, VoidType]
+
+
+def type_name(ty: Type) -> str:
+    return ty.name if isinstance(ty, ScalarType) else str(ty)
+
+
+def as_scalar(ty: Type) -> ScalarType | None:
+    """The scalar a value of ``ty`` computes with (ThreadIndex computes as i64)."""
+    if isinstance(ty, ScalarType):
+        return ty
+    if isinstance(ty, ThreadIndexType):
+        return I64
+    return None
+
+
+def is_int(ty: Type) -> bool:
+    s = as_scalar(ty)
+    return s is not None and s.kind in ("int", "uint")
+
+
+def is_float(ty: Type) -> bool:
+    s = as_scalar(ty)
+    return s is not None and s.kind == "float"

@@ -1,0 +1,449 @@
+"""Typed IR → LLVM IR text (llvmlite.ir), for the NVPTX backend (opaque pointers).
+
+Views are two values everywhere: a ``ptr addrspace(1)`` to global memory and an i64 length.
+Locals live in entry-block allocas that LLVM's mem2reg turns into registers. A failed bounds
+check calls ``__oxide_fail``, which records the first failure in ``__oxide_error`` (read by the
+runtime) and ends the thread.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from llvmlite import ir as ll
+
+from oxide.lang.types import ScalarType
+
+from ..ir import nodes as ir
+from ..ir.types import BOOL, I64, ThreadIndexType, Type, ViewType, VoidType, as_scalar
+
+__all__ = ["lower_program", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT", "ERROR_GLOBAL"]
+
+NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
+NVPTX_DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
+ERROR_GLOBAL = "__oxide_error"  # [4 x i64]: flag, site id, index, length
+
+GLOBAL_PTR = ll.PointerType(addrspace=1)
+I1, I8, I32T, I64T = ll.IntType(1), ll.IntType(8), ll.IntType(32), ll.IntType(64)
+
+
+def scalar_ll(ty: ScalarType, in_memory: bool = False) -> ll.Type:
+    if ty.kind == "bool":
+        return I8 if in_memory else I1
+    if ty.kind == "float":
+        return {16: ll.HalfType(), 32: ll.FloatType(), 64: ll.DoubleType()}[ty.bits] if ty.name != "bf16" else ll.IntType(16)
+    return ll.IntType(ty.bits)
+
+
+def value_ll(ty: Type) -> ll.Type:
+    if isinstance(ty, ThreadIndexType):
+        return I64T
+    if isinstance(ty, VoidType):
+        return ll.VoidType()
+    assert isinstance(ty, ScalarType)
+    return scalar_ll(ty)
+
+
+def abi_params(params: list[ir.Param], kernel: bool) -> list[ll.Type]:
+    out: list[ll.Type] = []
+    for p in params:
+        if isinstance(p.ty, ViewType):
+            out += [GLOBAL_PTR, I64T]
+        elif isinstance(p.ty, ScalarType) and p.ty.kind == "bool" and kernel:
+            out.append(I8)
+        else:
+            out.append(value_ll(p.ty))
+    return out
+
+
+@dataclass
+class _View:
+    ptr: ll.Value
+    length: ll.Value
+    elem: ScalarType
+
+
+@dataclass
+class _Loop:
+    cond_block: ll.Block
+    step_block: ll.Block
+    exit_block: ll.Block
+
+
+class ModuleLowering:
+    def __init__(self, program: ir.Program, module_name: str) -> None:
+        self.program = program
+        self.module = ll.Module(name=module_name)
+        self.module.triple = NVPTX_TRIPLE
+        self.module.data_layout = NVPTX_DATA_LAYOUT
+        self.functions: dict[str, ll.Function] = {}
+        self._fail: ll.Function | None = None
+        self._intrinsics: dict[str, ll.Function] = {}
+
+    def lower(self) -> str:
+        for fn in self.program.functions:
+            fnty = ll.FunctionType(value_ll(fn.ret), abi_params(fn.params, fn.is_kernel))
+            llfn = ll.Function(self.module, fnty, fn.symbol)
+            if not fn.is_kernel:
+                llfn.linkage = "internal"
+            self.functions[fn.symbol] = llfn
+        kernels = []
+        for fn in self.program.functions:
+            FunctionLowering(self, fn, self.functions[fn.symbol]).lower()
+            if fn.is_kernel:
+                kernels.append(self.functions[fn.symbol])
+        if kernels:
+            annotations = self.module.add_named_metadata("nvvm.annotations")
+            for k in kernels:
+                annotations.add(self.module.add_metadata([k, ll.MetaDataString(self.module, "kernel"), ll.Constant(I32T, 1)]))
+        return str(self.module)
+
+    def intrinsic(self, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
+        if name not in self._intrinsics:
+            self._intrinsics[name] = ll.Function(self.module, ll.FunctionType(ret, args), name)
+        return self._intrinsics[name]
+
+    def fail_function(self) -> ll.Function:
+        """``__oxide_fail(site, index, length)``: record the first failure, then end the thread."""
+        if self._fail is not None:
+            return self._fail
+        err_ty = ll.ArrayType(I64T, 4)
+        err = ll.GlobalVariable(self.module, err_ty, ERROR_GLOBAL, addrspace=1)
+        err.initializer = ll.Constant(err_ty, None)
+        err.align = 8
+        fn = ll.Function(self.module, ll.FunctionType(ll.VoidType(), [I64T, I64T, I64T]), "__oxide_fail")
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        fn.attributes.add("cold")
+        fn.attributes.add("noreturn")
+        entry = fn.append_basic_block("entry")
+        record = fn.append_basic_block("record")
+        done = fn.append_basic_block("done")
+        b = ll.IRBuilder(entry)
+        flag = b.gep(err, [ll.Constant(I32T, 0), ll.Constant(I32T, 0)])
+        pair = b.cmpxchg(flag, ll.Constant(I64T, 0), ll.Constant(I64T, 1), "monotonic", "monotonic")
+        old = b.extract_value(pair, 0)
+        b.cbranch(b.icmp_unsigned("==", old, ll.Constant(I64T, 0)), record, done)
+        b.position_at_end(record)
+        for i, arg in enumerate(fn.args, start=1):
+            slot = b.gep(err, [ll.Constant(I32T, 0), ll.Constant(I32T, i)])
+            b.store(arg, slot)
+        b.fence("seq_cst")
+        b.branch(done)
+        b.position_at_end(done)
+        b.asm(ll.FunctionType(ll.VoidType(), []), "exit;", "", [], side_effect=True)
+        b.unreachable()
+        self._fail = fn
+        return fn
+
+
+class FunctionLowering:
+    def __init__(self, parent: ModuleLowering, fn: ir.Function, llfn: ll.Function) -> None:
+        self.parent = parent
+        self.fn = fn
+        self.llfn = llfn
+        self.entry = llfn.append_basic_block("entry")
+        self.b = ll.IRBuilder(self.entry)
+        self.slots: dict[str, ll.Value] = {}
+        self.views: dict[str, _View] = {}
+        self.loops: list[_Loop] = []
+
+    def lower(self) -> None:
+        args = iter(self.llfn.args)
+        for p in self.fn.params:
+            if isinstance(p.ty, ViewType):
+                ptr, length = next(args), next(args)
+                ptr.name, length.name = f"{p.name}.ptr", f"{p.name}.len"
+                self.views[p.name] = _View(ptr, length, p.ty.elem)
+            else:
+                value = next(args)
+                value.name = p.name
+                if self.fn.is_kernel and isinstance(p.ty, ScalarType) and p.ty.kind == "bool":
+                    value = self.b.icmp_unsigned("!=", value, ll.Constant(I8, 0))
+                self.slot(p.name, p.ty)
+                self.b.store(value, self.slots[p.name])
+        for name, ty in self.fn.locals.items():
+            if name not in self.slots and not isinstance(ty, ViewType):
+                self.slot(name, ty)
+        body = self.llfn.append_basic_block("body")
+        self.b.branch(body)
+        self.b.position_at_end(body)
+        self.stmts(self.fn.body)
+        if not self.b.block.is_terminated:
+            if isinstance(self.fn.ret, VoidType):
+                self.b.ret_void()
+            else:
+                self.b.unreachable()  # the frontend guarantees a return on value paths; see verifier
+
+    def slot(self, name: str, ty: Type) -> None:
+        with self.b.goto_block(self.entry):
+            self.slots[name] = self.b.alloca(value_ll(ty), name=name)
+
+    # ---- statements ---------------------------------------------------------------------
+
+    def stmts(self, stmts: list[ir.Stmt]) -> None:
+        for s in stmts:
+            if self.b.block.is_terminated:
+                return  # code after return/break/continue is unreachable
+            self.stmt(s)
+
+    def stmt(self, s: ir.Stmt) -> None:
+        b = self.b
+        if isinstance(s, ir.Assign):
+            b.store(self.expr(s.value), self.slots[s.name])
+        elif isinstance(s, ir.Store):
+            view = self.view(s.view)
+            index = self.index(s.index)
+            if s.check_site is not None:
+                self.bounds_check(index, view.length, s.check_site)
+            value = self.expr(s.value)
+            if view.elem.kind == "bool":
+                value = b.zext(value, I8)
+            ptr = b.gep(view.ptr, [index], source_etype=scalar_ll(view.elem, True))
+            b.store(value, ptr, align=view.elem.itemsize)
+        elif isinstance(s, ir.If):
+            cond = self.expr(s.cond)
+            then_bb = self.llfn.append_basic_block("then")
+            else_bb = self.llfn.append_basic_block("else") if s.orelse else None
+            merge = self.llfn.append_basic_block("endif")
+            b.cbranch(cond, then_bb, else_bb or merge)
+            b.position_at_end(then_bb)
+            self.stmts(s.then)
+            if not b.block.is_terminated:
+                b.branch(merge)
+            if else_bb is not None:
+                b.position_at_end(else_bb)
+                self.stmts(s.orelse)
+                if not b.block.is_terminated:
+                    b.branch(merge)
+            b.position_at_end(merge)
+        elif isinstance(s, ir.While):
+            cond_bb = self.llfn.append_basic_block("loop.cond")
+            body_bb = self.llfn.append_basic_block("loop.body")
+            step_bb = self.llfn.append_basic_block("loop.step")
+            exit_bb = self.llfn.append_basic_block("loop.exit")
+            b.branch(cond_bb)
+            b.position_at_end(cond_bb)
+            b.cbranch(self.expr(s.cond), body_bb, exit_bb)
+            b.position_at_end(body_bb)
+            self.loops.append(_Loop(cond_bb, step_bb, exit_bb))
+            self.stmts(s.body)
+            self.loops.pop()
+            if not b.block.is_terminated:
+                b.branch(step_bb)
+            b.position_at_end(step_bb)
+            self.stmts(s.step)
+            b.branch(cond_bb)
+            b.position_at_end(exit_bb)
+        elif isinstance(s, ir.Return):
+            if s.value is None:
+                b.ret_void()
+            else:
+                b.ret(self.expr(s.value))
+        elif isinstance(s, ir.ExprStmt):
+            self.expr(s.value)
+        elif isinstance(s, ir.Break):
+            b.branch(self.loops[-1].exit_block)
+        elif isinstance(s, ir.Continue):
+            b.branch(self.loops[-1].step_block)
+        else:  # pragma: no cover - the IR is closed
+            raise TypeError(f"cannot lower {type(s).__name__}")
+
+    def bounds_check(self, index: ll.Value, length: ll.Value, site: int) -> None:
+        b = self.b
+        ok = b.icmp_unsigned("<", index, length)
+        fail_bb = self.llfn.append_basic_block("oob")
+        cont_bb = self.llfn.append_basic_block("inbounds")
+        br = b.cbranch(ok, cont_bb, fail_bb)
+        br.set_weights([1 << 20, 1])
+        b.position_at_end(fail_bb)
+        b.call(self.parent.fail_function(), [ll.Constant(I64T, site), index, length])
+        b.unreachable()
+        b.position_at_end(cont_bb)
+
+    # ---- expressions --------------------------------------------------------------------
+
+    def view(self, e: ir.Expr) -> _View:
+        assert isinstance(e, ir.Var) and e.name in self.views
+        return self.views[e.name]
+
+    def index(self, e: ir.Expr) -> ll.Value:
+        value = self.expr(e)
+        scalar = as_scalar(e.ty)
+        assert scalar is not None
+        if scalar.bits < 64:
+            value = self.b.sext(value, I64T) if scalar.kind == "int" else self.b.zext(value, I64T)
+        return value
+
+    def expr(self, e: ir.Expr) -> ll.Value:
+        b = self.b
+        if isinstance(e, ir.Const):
+            t = scalar_ll(e.ty)
+            if e.ty.kind == "float":
+                return ll.Constant(t, float(e.value))
+            if e.ty.kind == "bool":
+                return ll.Constant(I1, int(bool(e.value)))
+            return ll.Constant(t, int(e.value) & ((1 << e.ty.bits) - 1))
+        if isinstance(e, ir.Var):
+            if e.name in self.views:
+                raise TypeError("a view is not a value")
+            return b.load(self.slots[e.name], typ=value_ll(e.ty))
+        if isinstance(e, ir.BinOp):
+            return self.binop(e)
+        if isinstance(e, ir.Compare):
+            l, r = self.expr(e.left), self.expr(e.right)
+            t = e.operand_ty
+            if t.kind == "float":
+                op = {"==": "==", "!=": "!="}.get(e.op, e.op)
+                return b.fcmp_unordered(op, l, r) if e.op == "!=" else b.fcmp_ordered(op, l, r)
+            if t.kind == "int":
+                return b.icmp_signed(e.op, l, r)
+            return b.icmp_unsigned(e.op, l, r)
+        if isinstance(e, ir.BoolOp):
+            return self.boolop(e)
+        if isinstance(e, ir.Not):
+            return b.xor(self.expr(e.operand), ll.Constant(I1, 1))
+        if isinstance(e, ir.Neg):
+            v = self.expr(e.operand)
+            return b.fneg(v) if e.ty.kind == "float" else b.neg(v)
+        if isinstance(e, ir.Cast):
+            return self.cast(self.expr(e.operand), e.operand.ty, e.ty)
+        if isinstance(e, ir.Call):
+            return self.call(e)
+        if isinstance(e, ir.ViewLen):
+            return self.view(e.view).length
+        if isinstance(e, ir.ViewLoad):
+            view = self.view(e.view)
+            index = self.index(e.index)
+            if e.check_site is not None:
+                self.bounds_check(index, view.length, e.check_site)
+            ptr = b.gep(view.ptr, [index], source_etype=scalar_ll(view.elem, True))
+            value = b.load(ptr, typ=scalar_ll(view.elem, True), align=view.elem.itemsize)
+            if view.elem.kind == "bool":
+                value = b.icmp_unsigned("!=", value, ll.Constant(I8, 0))
+            return value
+        if isinstance(e, ir.ThreadIndex1D):
+            tid = b.zext(self.sreg("tid.x"), I64T)
+            ctaid = b.zext(self.sreg("ctaid.x"), I64T)
+            ntid = b.zext(self.sreg("ntid.x"), I64T)
+            return b.add(b.mul(ctaid, ntid, flags=["nuw", "nsw"]), tid, flags=["nuw", "nsw"])
+        if isinstance(e, ir.SpecialReg):
+            return self.sreg(e.name)
+        if isinstance(e, ir.Select):
+            return b.select(self.expr(e.cond), self.expr(e.if_true), self.expr(e.if_false))
+        raise TypeError(f"cannot lower {type(e).__name__}")
+
+    def sreg(self, name: str) -> ll.Value:
+        fn = self.parent.intrinsic(f"llvm.nvvm.read.ptx.sreg.{name}", I32T, [])
+        return self.b.call(fn, [])
+
+    def call(self, e: ir.Call) -> ll.Value:
+        if e.symbol == "llvm.nvvm.barrier0":
+            fn = self.parent.intrinsic("llvm.nvvm.barrier0", ll.VoidType(), [])
+            fn.attributes.add("convergent")
+            return self.b.call(fn, [])
+        callee = self.parent.functions[e.symbol]
+        args: list[ll.Value] = []
+        for a in e.args:
+            if isinstance(a.ty, ViewType):
+                v = self.view(a)
+                args += [v.ptr, v.length]
+            else:
+                args.append(self.expr(a))
+        return self.b.call(callee, args)
+
+    def boolop(self, e: ir.BoolOp) -> ll.Value:
+        b = self.b
+        result = self.slot_temp()
+        end = self.llfn.append_basic_block(f"{e.op}.end")
+        for i, v in enumerate(e.values):
+            value = self.expr(v)
+            b.store(value, result)
+            if i == len(e.values) - 1:
+                b.branch(end)
+            else:
+                nxt = self.llfn.append_basic_block(f"{e.op}.next")
+                if e.op == "and":
+                    b.cbranch(value, nxt, end)
+                else:
+                    b.cbranch(value, end, nxt)
+                b.position_at_end(nxt)
+        b.position_at_end(end)
+        return b.load(result, typ=I1)
+
+    def slot_temp(self) -> ll.Value:
+        with self.b.goto_block(self.entry):
+            return self.b.alloca(I1)
+
+    def binop(self, e: ir.BinOp) -> ll.Value:
+        b = self.b
+        l, r = self.expr(e.left), self.expr(e.right)
+        t = e.ty
+        if t.kind == "float":
+            flags = ["contract"]
+            if e.op == "+":
+                return b.fadd(l, r, flags=flags)
+            if e.op == "-":
+                return b.fsub(l, r, flags=flags)
+            if e.op == "*":
+                return b.fmul(l, r, flags=flags)
+            if e.op == "/":
+                return b.fdiv(l, r)
+            if e.op == "//":
+                floor = self.parent.intrinsic(f"llvm.floor.{'f32' if t.bits == 32 else 'f64'}", l.type, [l.type])
+                return b.call(floor, [b.fdiv(l, r)])
+            if e.op == "%":
+                rem = b.frem(l, r)
+                zero = ll.Constant(l.type, 0.0)
+                fix = b.and_(b.fcmp_ordered("!=", rem, zero),
+                             b.xor(b.fcmp_ordered("<", rem, zero), b.fcmp_ordered("<", r, zero)))
+                return b.select(fix, b.fadd(rem, r), rem)
+        signed = t.kind == "int"
+        simple: dict[str, Callable[[ll.Value, ll.Value], ll.Value]] = {
+            "+": b.add, "-": b.sub, "*": b.mul, "&": b.and_, "|": b.or_, "^": b.xor, "<<": b.shl,
+            ">>": b.ashr if signed else b.lshr,
+        }
+        if e.op in simple:
+            return simple[e.op](l, r)
+        if not signed:
+            return b.udiv(l, r) if e.op == "//" else b.urem(l, r)
+        # Python semantics: the quotient rounds toward -inf, the remainder takes the divisor's sign
+        q, rem = b.sdiv(l, r), b.srem(l, r)
+        zero = ll.Constant(l.type, 0)
+        adjust = b.and_(b.icmp_signed("!=", rem, zero), b.icmp_signed("<", b.xor(rem, r), zero))
+        if e.op == "//":
+            return b.select(adjust, b.sub(q, ll.Constant(l.type, 1)), q)
+        return b.select(adjust, b.add(rem, r), rem)
+
+    def cast(self, v: ll.Value, src_ty: Type, dst: ScalarType) -> ll.Value:
+        b = self.b
+        src = as_scalar(src_ty)
+        assert src is not None
+        if src == dst:
+            return v
+        dt = scalar_ll(dst)
+        if dst.kind == "bool":
+            if src.kind == "float":
+                return b.fcmp_unordered("!=", v, ll.Constant(v.type, 0.0))
+            return b.icmp_unsigned("!=", v, ll.Constant(v.type, 0))
+        if src.kind == "bool":
+            return b.uitofp(v, dt) if dst.kind == "float" else b.zext(v, dt)
+        if src.kind == "float" and dst.kind == "float":
+            return b.fpext(v, dt) if dst.bits > src.bits else b.fptrunc(v, dt)
+        if src.kind == "float":
+            return b.fptosi(v, dt) if dst.kind == "int" else b.fptoui(v, dt)
+        if dst.kind == "float":
+            return b.sitofp(v, dt) if src.kind == "int" else b.uitofp(v, dt)
+        if dst.bits == src.bits:
+            return v
+        if dst.bits < src.bits:
+            return b.trunc(v, dt)
+        return b.sext(v, dt) if src.kind == "int" else b.zext(v, dt)
+
+
+def lower_program(program: ir.Program, module_name: str) -> str:
+    """Returns the LLVM IR text of ``program`` for the NVPTX target."""
+    return ModuleLowering(program, module_name).lower()
+
+
+_ = (BOOL, I64)

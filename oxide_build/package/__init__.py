@@ -1,0 +1,1 @@
+"""Packaging: artifacts on disk, wheel contents."""

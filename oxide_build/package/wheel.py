@@ -1,0 +1,161 @@
+"""Adding compiled artifacts to a wheel that setuptools built.
+
+The wheel is rewritten whole: new files added, ``METADATA`` given ``Requires-Dist: oxide-cuda``
+(the runtime that loads the artifacts), ``RECORD`` recomputed. Entries are sorted (the
+``.dist-info`` directory last, ``RECORD`` at the very end) with normalized permissions, and
+with ``SOURCE_DATE_EPOCH`` set every timestamp is that time, so two builds of the same sources
+give byte-identical wheels.
+"""
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import os
+import re
+import time
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+
+__all__ = [
+    "RUNTIME_REQUIREMENT",
+    "add_requires_dist",
+    "collect_files",
+    "rewrite_wheel",
+    "update_metadata_dir",
+]
+
+RUNTIME_REQUIREMENT = "oxide-cuda"
+
+# zip cannot store times before 1980
+_ZIP_EPOCH = 315532800
+
+
+def _normalize_name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def add_requires_dist(metadata: str, requirement: str = RUNTIME_REQUIREMENT) -> str:
+    """``metadata`` (a METADATA / PKG-INFO file) with ``Requires-Dist: requirement`` added to its
+    headers, unless a ``Requires-Dist`` already names that distribution (any extras, version
+    or marker)."""
+    wanted = _normalize_name(re.split(r"[\s\[<>=!~;(@]", requirement, maxsplit=1)[0])
+    header_end = metadata.find("\n\n")
+    headers = metadata.rstrip("\n") if header_end < 0 else metadata[:header_end]
+    for line in headers.splitlines():
+        if line.lower().startswith("requires-dist:"):
+            spec = line.split(":", 1)[1].strip()
+            name = re.split(r"[\s\[<>=!~;(@]", spec, maxsplit=1)[0]
+            if _normalize_name(name) == wanted:
+                return metadata
+    new_line = f"Requires-Dist: {requirement}"
+    lines = headers.split("\n")
+    last_requires = max((i for i, line in enumerate(lines) if line.lower().startswith("requires-dist:")), default=-1)
+    if last_requires >= 0:
+        lines.insert(last_requires + 1, new_line)
+    else:
+        lines.append(new_line)
+    rest = "\n" if header_end < 0 else metadata[header_end:]
+    return "\n".join(lines) + rest
+
+
+def _record_hash(data: bytes) -> str:
+    digest = hashlib.sha256(data).digest()
+    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def _source_date() -> tuple[int, int, int, int, int, int] | None:
+    value = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not value:
+        return None
+    try:
+        epoch = int(value)
+    except ValueError:
+        return None
+    t = time.gmtime(max(epoch, _ZIP_EPOCH))
+    return (t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec)
+
+
+def collect_files(staging_dir: Path) -> dict[str, bytes]:
+    """Every file under ``staging_dir``, keyed by its path relative to it (``/``-separated)."""
+    files: dict[str, bytes] = {}
+    for path in sorted(staging_dir.rglob("*")):
+        if path.is_file():
+            files[path.relative_to(staging_dir).as_posix()] = path.read_bytes()
+    return files
+
+
+def _dist_info_dir(names: list[str]) -> str:
+    candidates = sorted(
+        {n.split("/", 1)[0] for n in names if n.count("/") == 1 and n.endswith(".dist-info/METADATA")}
+    )
+    if len(candidates) != 1:
+        raise ValueError(f"wheel has {len(candidates)} .dist-info directories with a METADATA, expected 1")
+    return candidates[0]
+
+
+def rewrite_wheel(
+    wheel: Path,
+    add: Mapping[str, bytes] | None = None,
+    requirement: str | None = RUNTIME_REQUIREMENT,
+) -> None:
+    """Adds ``add`` (archive name → contents; replacing entries of the same name) to ``wheel``,
+    adds ``Requires-Dist: requirement`` to its METADATA when missing, recomputes RECORD and
+    writes the archive back in a reproducible form."""
+    with zipfile.ZipFile(wheel) as zf:
+        infos = [i for i in zf.infolist() if not i.is_dir()]
+        dist_info = _dist_info_dir([i.filename for i in infos])
+        record_name = f"{dist_info}/RECORD"
+        entries: dict[str, tuple[bytes, bool, tuple[int, int, int, int, int, int]]] = {}
+        for info in infos:
+            if info.filename == record_name or info.filename.startswith(f"{dist_info}/RECORD."):
+                continue  # RECORD is rewritten; signatures (RECORD.jws/.p7s) would be stale
+            executable = bool((info.external_attr >> 16) & 0o111)
+            entries[info.filename] = (zf.read(info), executable, info.date_time)
+
+    now = time.localtime()[:6]
+    for name, data in (add or {}).items():
+        entries[name] = (data, False, (now[0], now[1], now[2], now[3], now[4], now[5]))
+
+    if requirement:
+        metadata_name = f"{dist_info}/METADATA"
+        data, executable, stamp = entries[metadata_name]
+        updated = add_requires_dist(data.decode("utf-8"), requirement).encode("utf-8")
+        entries[metadata_name] = (updated, executable, stamp)
+
+    def order(name: str) -> tuple[int, str]:
+        return (1 if name.startswith(f"{dist_info}/") else 0, name)
+
+    names = sorted(entries, key=order)
+    record = io.StringIO()
+    writer = csv.writer(record, delimiter=",", quotechar='"', lineterminator="\n")
+    for name in names:
+        data = entries[name][0]
+        writer.writerow((name, _record_hash(data), len(data)))
+    writer.writerow((record_name, "", ""))
+    entries[record_name] = (record.getvalue().encode("utf-8"), False, now)
+    names.append(record_name)
+
+    fixed_date = _source_date()
+    tmp = wheel.with_name(wheel.name + ".tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as out:
+        for name in names:
+            data, executable, stamp = entries[name]
+            info = zipfile.ZipInfo(name, date_time=fixed_date or stamp)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.create_system = 3  # unix, so the permission bits below are read
+            info.external_attr = ((0o100755 if executable else 0o100644) & 0xFFFF) << 16
+            out.writestr(info, data, compresslevel=6)
+    tmp.replace(wheel)
+
+
+def update_metadata_dir(metadata_directory: Path, dist_info_name: str, requirement: str = RUNTIME_REQUIREMENT) -> None:
+    """Adds the runtime requirement to ``METADATA`` prepared by ``prepare_metadata_for_build_*``,
+    so it agrees with the wheel built later."""
+    path = metadata_directory / dist_info_name / "METADATA"
+    text = path.read_text(encoding="utf-8")
+    updated = add_requires_dist(text, requirement)
+    if updated != text:
+        path.write_text(updated, encoding="utf-8")

@@ -1,0 +1,259 @@
+"""Finds kernels and the functions they reach by reading source files — never importing them.
+
+A module is parsed with ``ast``; its imports and top-level definitions become a symbol table
+(``ModuleSource.symbols``) that the frontend resolves names against. Kernels are functions
+decorated with ``oxide.kernel``; device functions are the plain functions a kernel reaches
+through calls, in the same module or another module of the tree.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from oxide.errors import CompileError, SourceLocation
+
+__all__ = [
+    "Symbol",
+    "ModuleSource",
+    "ScannedModule",
+    "ScanResult",
+    "ProjectIndex",
+    "scan_tree",
+    "module_name_for",
+]
+
+SKIP_DIRS = frozenset({"build", "dist", "tests", "test", "__pycache__", "node_modules", "venv"})
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """What a module-level name refers to, as far as reading the source tells.
+
+    kind: "oxide" (a name from the oxide package: ``target`` is its name, e.g. "f32", or "" for
+    the package itself), "module" (a module of the tree: ``target`` is its dotted name),
+    "function" (``target`` = "module:function"), "typevar", "constant", "unknown".
+    """
+
+    kind: str
+    target: str = ""
+    node: ast.AST | None = None
+
+
+@dataclass
+class ModuleSource:
+    name: str
+    path: Path
+    text: str
+    tree: ast.Module
+    symbols: dict[str, Symbol] = field(default_factory=dict)
+    functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
+    kernels: list[str] = field(default_factory=list)
+
+    @property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+    def location(self, node: ast.AST) -> SourceLocation:
+        line = getattr(node, "lineno", 0)
+        col = getattr(node, "col_offset", -1) + 1
+        lines = self.lines
+        src = lines[line - 1] if 0 < line <= len(lines) else ""
+        return SourceLocation(str(self.path), line, col, src)
+
+    def error(self, node: ast.AST, message: str, hint: str = "") -> CompileError:
+        return CompileError(message, self.location(node), hint)
+
+
+@dataclass(frozen=True)
+class ScannedModule:
+    name: str
+    path: Path
+    kernels: list[str]
+
+
+@dataclass
+class ScanResult:
+    root: Path
+    modules: list[ScannedModule]
+
+
+def module_name_for(path: Path, root: Path) -> str:
+    rel = path.resolve().relative_to(root.resolve()).with_suffix("")
+    parts = list(rel.parts)
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+class ProjectIndex:
+    """The modules of one source tree, parsed on demand and cached by dotted name."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self._modules: dict[str, ModuleSource] = {}
+
+    def add_file(self, path: Path, name: str) -> ModuleSource:
+        if name in self._modules:
+            return self._modules[name]
+        text = path.read_text(encoding="utf-8")
+        try:
+            tree = ast.parse(text, filename=str(path))
+        except SyntaxError as exc:
+            line = exc.lineno or 0
+            lines = text.splitlines()
+            src = lines[line - 1] if 0 < line <= len(lines) else ""
+            raise CompileError(
+                f"invalid Python syntax: {exc.msg}",
+                SourceLocation(str(path), line, exc.offset or 1, src),
+                "fix the syntax error; oxide reads the source with Python's own parser",
+            ) from None
+        module = ModuleSource(name=name, path=path, text=text, tree=tree)
+        _collect_symbols(module)
+        self._modules[name] = module
+        return module
+
+    def find_module_file(self, name: str) -> Path | None:
+        base = self.root.joinpath(*name.split("."))
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+        return None
+
+    def module(self, name: str) -> ModuleSource | None:
+        if name in self._modules:
+            return self._modules[name]
+        path = self.find_module_file(name)
+        if path is None:
+            return None
+        return self.add_file(path, name)
+
+    def is_tree_module(self, name: str) -> bool:
+        return name in self._modules or self.find_module_file(name) is not None
+
+
+def _resolve_relative(module: ModuleSource, level: int, target: str | None) -> str:
+    parts = module.name.split(".")
+    is_package = module.path.name == "__init__.py"
+    base = parts if is_package else parts[:-1]
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join([*base, target] if target else base)
+
+
+def _is_oxide_module(name: str) -> bool:
+    return name == "oxide" or name.startswith("oxide.")
+
+
+def _collect_symbols(module: ModuleSource) -> None:
+    symbols = module.symbols
+    for node in module.tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if _is_oxide_module(alias.name):
+                    if alias.asname:
+                        symbols[alias.asname] = Symbol("oxide", "", node)
+                    else:
+                        symbols["oxide"] = Symbol("oxide", "", node)
+                else:
+                    local = alias.asname or alias.name.split(".")[0]
+                    target = alias.name if alias.asname else alias.name.split(".")[0]
+                    symbols[local] = Symbol("module", target, node)
+        elif isinstance(node, ast.ImportFrom):
+            source = node.module or ""
+            if node.level:
+                source = _resolve_relative(module, node.level, node.module)
+            for alias in node.names:
+                local = alias.asname or alias.name
+                if _is_oxide_module(source):
+                    symbols[local] = Symbol("oxide", alias.name, node)
+                else:
+                    # either a submodule or a name defined in `source`; the frontend decides
+                    symbols[local] = Symbol("from", f"{source}:{alias.name}", node)
+        elif isinstance(node, ast.FunctionDef):
+            module.functions[node.name] = node
+            symbols[node.name] = Symbol("function", f"{module.name}:{node.name}", node)
+            if any(_is_kernel_decorator(module, d) for d in node.decorator_list):
+                module.kernels.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = node.value
+            for target in targets:
+                if not isinstance(target, ast.Name) or value is None:
+                    continue
+                if isinstance(value, ast.Call) and _names_oxide(module, value.func, "TypeVar"):
+                    symbols[target.id] = Symbol("typevar", target.id, node)
+                elif isinstance(value, ast.Constant) and isinstance(value.value, (int, float, bool)):
+                    symbols[target.id] = Symbol("constant", target.id, node)
+                else:
+                    symbols[target.id] = Symbol("unknown", target.id, node)
+        elif isinstance(node, ast.ClassDef):
+            symbols[node.name] = Symbol("unknown", node.name, node)
+
+
+def _names_oxide(module: ModuleSource, node: ast.AST, name: str) -> bool:
+    """True when ``node`` is a reference to ``oxide.<name>`` (through any import form)."""
+    if isinstance(node, ast.Name):
+        sym = module.symbols.get(node.id)
+        return sym is not None and sym.kind == "oxide" and sym.target == name
+    if isinstance(node, ast.Attribute) and node.attr == name:
+        dotted = _dotted(node.value)
+        if dotted is None:
+            return False
+        head = dotted.split(".")[0]
+        sym = module.symbols.get(head)
+        return sym is not None and sym.kind == "oxide" and sym.target == ""
+    return False
+
+
+def _is_kernel_decorator(module: ModuleSource, node: ast.expr) -> bool:
+    if isinstance(node, ast.Call):
+        node = node.func
+    return _names_oxide(module, node, "kernel")
+
+
+def _iter_sources(root: Path, packages: Sequence[str] | None) -> list[Path]:
+    if packages:
+        dirs = [root / p.replace(".", "/") for p in packages]
+        files: list[Path] = []
+        for d in dirs:
+            if d.is_dir():
+                files.extend(sorted(d.rglob("*.py")))
+            elif d.with_suffix(".py").is_file():
+                files.append(d.with_suffix(".py"))
+        return files
+    result = []
+    for child in sorted(root.iterdir()):
+        if child.name.startswith(".") or child.name in SKIP_DIRS:
+            continue
+        if child.is_dir() and (child / "__init__.py").is_file():
+            result.extend(
+                p for p in sorted(child.rglob("*.py"))
+                if not any(part.startswith(".") or part in SKIP_DIRS for part in p.relative_to(root).parts[:-1])
+            )
+    return result
+
+
+def scan_tree(root: Path, packages: Sequence[str] | None = None, index: ProjectIndex | None = None) -> ScanResult:
+    """Lists the modules under ``root`` that define kernels (read with ``ast``, never imported)."""
+    root = root.resolve()
+    index = index or ProjectIndex(root)
+    modules: list[ScannedModule] = []
+    for path in _iter_sources(root, packages):
+        if "@" not in path.read_text(encoding="utf-8", errors="replace"):
+            continue  # no decorator at all: cannot hold a kernel; skip parsing
+        name = module_name_for(path, root)
+        source = index.add_file(path, name)
+        if source.kernels:
+            modules.append(ScannedModule(name, path, list(source.kernels)))
+    return ScanResult(root, modules)

@@ -1,0 +1,471 @@
+"""The PEP 517 / 660 backend (``build-backend = "oxide_build"``), its configuration, and the
+sample project, on the fixture projects under ``tests/packages/``. CPU only: every build
+compiles real cubins, nothing is launched (except by the gpu-marked test)."""
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import oxide_build
+from oxide.runtime.manifest import ModuleManifest
+from oxide_build.config import ConfigError, OxideConfig, load_config, parse_config
+from oxide_build.package.wheel import add_requires_dist
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = Path(__file__).resolve().parent / "packages"
+SAMPLE = REPO / "sample_project"
+EPOCH = "1700000000"  # 2023-11-14 22:13:20 UTC
+
+
+def copy_project(src: Path, tmp_path: Path) -> Path:
+    """A fresh copy, so builds leave nothing (build/, *.egg-info, _oxide/) in the repository."""
+    dest = tmp_path / src.name
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("build", "*.egg-info", "_oxide", "__pycache__"))
+    return dest
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """This environment with the checkout's oxide and oxide_build first on the path."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.pop("OXIDE_ARCH", None)
+    env.pop("SOURCE_DATE_EPOCH", None)
+    env.update(extra)
+    return env
+
+
+def wheel_entries(wheel: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(wheel) as zf:
+        return {name: zf.read(name) for name in zf.namelist()}
+
+
+def metadata_of(entries: dict[str, bytes]) -> str:
+    (name,) = [n for n in entries if n.endswith(".dist-info/METADATA")]
+    return entries[name].decode()
+
+
+def requires_dist(metadata: str) -> list[str]:
+    headers = metadata.split("\n\n", 1)[0]
+    return [line.split(":", 1)[1].strip() for line in headers.splitlines() if line.startswith("Requires-Dist:")]
+
+
+def assert_record_matches(entries: dict[str, bytes]) -> None:
+    (record_name,) = [n for n in entries if n.endswith(".dist-info/RECORD")]
+    rows = list(csv.reader(io.StringIO(entries[record_name].decode())))
+    listed = {row[0]: row for row in rows}
+    assert set(listed) == set(entries), "RECORD must list exactly the files of the wheel"
+    for name, data in entries.items():
+        _, digest, size = listed[name]
+        if name == record_name:
+            assert (digest, size) == ("", "")
+            continue
+        expected = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        assert digest == f"sha256={expected}", name
+        assert size == str(len(data)), name
+
+
+def is_elf(data: bytes) -> bool:
+    return data[:4] == b"\x7fELF"
+
+
+@dataclass(frozen=True)
+class HookResult:
+    value: Any
+    stderr: str
+
+
+class HookFailed(Exception):
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        super().__init__(f"hook exited with {returncode}\n{stdout}\n{stderr}")
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+def call_hook(project: Path, hook: str, *args: Any, **env: str) -> HookResult:
+    """Calls ``oxide_build.<hook>(*args)`` the way a build frontend does: in a fresh Python
+    process whose working directory is the project (setuptools cannot build twice in one
+    process)."""
+    code = (
+        "import json, sys, oxide_build\n"
+        f"value = oxide_build.{hook}(*json.loads(sys.argv[1]))\n"
+        "print('HOOK-RESULT ' + json.dumps(value))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(args)],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=subprocess_env(**env),
+        timeout=600,
+    )
+    if result.returncode != 0:
+        raise HookFailed(result.returncode, result.stdout, result.stderr)
+    (line,) = [l for l in result.stdout.splitlines() if l.startswith("HOOK-RESULT ")]
+    return HookResult(json.loads(line[len("HOOK-RESULT "):]), result.stderr)
+
+
+@pytest.fixture
+def pure_kernel(tmp_path: Path) -> Path:
+    """A fresh copy of the pure-Python fixture project."""
+    return copy_project(PACKAGES / "pure_kernel", tmp_path)
+
+
+# --- the hooks --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["wheel", "sdist", "editable"])
+def test_get_requires_delegates_to_setuptools(pure_kernel: Path, kind: str) -> None:
+    from setuptools import build_meta
+
+    ours = getattr(oxide_build, f"get_requires_for_build_{kind}")({"oxide.arch": "sm_90"})
+    theirs = getattr(build_meta, f"get_requires_for_build_{kind}")(None)
+    assert isinstance(ours, list)
+    assert ours == list(theirs)
+
+
+@pytest.mark.parametrize("kind", ["wheel", "editable"])
+def test_prepare_metadata_adds_runtime_requirement(pure_kernel: Path, tmp_path: Path, kind: str) -> None:
+    out = tmp_path / "meta"
+    out.mkdir()
+    dist_info = getattr(oxide_build, f"prepare_metadata_for_build_{kind}")(str(out))
+    assert dist_info == "pure_kernel-1.2.3.dist-info"
+    metadata = (out / dist_info / "METADATA").read_text()
+    assert "Name: pure-kernel" in metadata
+    assert requires_dist(metadata) == ["oxide-cuda"]
+
+
+def test_build_sdist(pure_kernel: Path, tmp_path: Path) -> None:
+    out = tmp_path / "dist"
+    out.mkdir()
+    name = oxide_build.build_sdist(str(out))
+    assert name == "pure_kernel-1.2.3.tar.gz"
+    with tarfile.open(out / name) as tf:
+        names = tf.getnames()
+    assert "pure_kernel-1.2.3/purekernel/ops.py" in names
+    assert "pure_kernel-1.2.3/pyproject.toml" in names
+    assert not [n for n in names if "_oxide" in n]
+
+
+def test_build_wheel_adds_artifacts(pure_kernel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "wheels"
+    out.mkdir()
+    name = oxide_build.build_wheel(str(out))
+    assert name == "pure_kernel-1.2.3-py3-none-any.whl"
+    entries = wheel_entries(out / name)
+
+    manifest = ModuleManifest.from_json(entries["purekernel/_oxide/purekernel.ops.json"].decode())
+    assert manifest.module == "purekernel.ops"
+    assert manifest.source == "ops.py"
+    assert manifest.source_sha256 == hashlib.sha256((pure_kernel / "purekernel/ops.py").read_bytes()).hexdigest()
+    assert [k.name for k in manifest.kernels] == ["scale"]
+    assert sorted(manifest.cubins) == ["sm_80", "sm_90"]
+    for arch, file in manifest.cubins.items():
+        assert file == f"purekernel.ops.{arch}.cubin"
+        assert is_elf(entries[f"purekernel/_oxide/{file}"])
+    # only modules with kernels get artifacts; the Python files are all there
+    assert sorted(n for n in entries if "/_oxide/" in n) == [
+        "purekernel/_oxide/purekernel.ops.json",
+        "purekernel/_oxide/purekernel.ops.sm_80.cubin",
+        "purekernel/_oxide/purekernel.ops.sm_90.cubin",
+    ]
+    assert {"purekernel/__init__.py", "purekernel/ops.py", "purekernel/plain.py"} <= set(entries)
+
+    assert requires_dist(metadata_of(entries)) == ["oxide-cuda"]
+    assert_record_matches(entries)
+    names = list(entries)
+    assert names[-1] == "pure_kernel-1.2.3.dist-info/RECORD"
+    assert not list(pure_kernel.rglob("_oxide")), "a wheel build must not write into the source tree"
+
+    err = capsys.readouterr().err
+    assert re.search(r"^\[1/1\] purekernel\.ops sm_80,sm_90 … \d+ ms$", err, re.M), err
+    assert re.search(r"^oxide: compiled 1 kernel in 1 module for sm_80,sm_90 in [\d.]+ s$", err, re.M), err
+
+
+def test_build_wheel_arch_overrides(pure_kernel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the environment overrides pyproject.toml, a config setting overrides both
+    monkeypatch.setenv("OXIDE_ARCH", "sm_86")
+    env_only = tmp_path / "env"
+    env_only.mkdir()
+    entries = wheel_entries(env_only / oxide_build.build_wheel(str(env_only)))
+    assert sorted(n for n in entries if n.endswith(".cubin")) == ["purekernel/_oxide/purekernel.ops.sm_86.cubin"]
+
+    setting = tmp_path / "setting"
+    setting.mkdir()
+    name = oxide_build.build_wheel(str(setting), {"oxide.arch": "sm_90,sm_120"})
+    entries = wheel_entries(setting / name)
+    assert sorted(n for n in entries if n.endswith(".cubin")) == [
+        "purekernel/_oxide/purekernel.ops.sm_120.cubin",
+        "purekernel/_oxide/purekernel.ops.sm_90.cubin",
+    ]
+    manifest = json.loads(entries["purekernel/_oxide/purekernel.ops.json"])
+    assert sorted(manifest["cubins"]) == ["sm_120", "sm_90"]
+
+
+def test_build_wheel_is_reproducible(pure_kernel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    first, second = tmp_path / "one", tmp_path / "two"
+    first.mkdir()
+    second.mkdir()
+    name = oxide_build.build_wheel(str(first))
+    shutil.rmtree(pure_kernel / "build", ignore_errors=True)  # the second build starts clean too
+    assert oxide_build.build_wheel(str(second)) == name
+    assert (first / name).read_bytes() == (second / name).read_bytes()
+    with zipfile.ZipFile(first / name) as zf:
+        infos = zf.infolist()
+    assert {i.date_time for i in infos} == {(2023, 11, 14, 22, 13, 20)}
+    body = [i.filename for i in infos if ".dist-info/" not in i.filename]
+    assert body == sorted(body)
+
+
+def test_build_editable_compiles_next_to_sources(pure_kernel: Path, tmp_path: Path) -> None:
+    out = tmp_path / "wheels"
+    out.mkdir()
+    name = oxide_build.build_editable(str(out))
+    assert name.startswith("pure_kernel-1.2.3-")
+    artifacts = pure_kernel / "purekernel" / "_oxide"
+    assert sorted(p.name for p in artifacts.iterdir()) == [
+        "purekernel.ops.json",
+        "purekernel.ops.sm_80.cubin",
+        "purekernel.ops.sm_90.cubin",
+    ]
+    assert is_elf((artifacts / "purekernel.ops.sm_90.cubin").read_bytes())
+    entries = wheel_entries(out / name)
+    assert requires_dist(metadata_of(entries)) == ["oxide-cuda"]
+    assert_record_matches(entries)
+
+
+def test_src_layout_keeps_existing_requirement(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = copy_project(PACKAGES / "src_layout", tmp_path)
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("OXIDE_ARCH", raising=False)
+    out = tmp_path / "wheels"
+    out.mkdir()
+    entries = wheel_entries(out / oxide_build.build_wheel(str(out)))
+    assert sorted(n for n in entries if "/_oxide/" in n) == [
+        "srckernel/_oxide/srckernel.fill.json",
+        "srckernel/_oxide/srckernel.fill.sm_90.cubin",
+    ]
+    assert requires_dist(metadata_of(entries)) == ["oxide-cuda>=0.1"]
+
+
+def test_config_error_fails_build_without_traceback(
+    pure_kernel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pyproject = pure_kernel / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('arch = ["sm_80", "sm_90"]', 'archs = ["sm_90"]'))
+    with pytest.raises(SystemExit) as exc:
+        oxide_build.build_wheel(str(tmp_path))
+    assert exc.value.code == 1
+    err = capsys.readouterr().err
+    assert (
+        "pyproject.toml [tool.oxide]: unknown key 'archs'; "
+        "allowed keys: arch, bounds-check, opt-level, packages, ptx"
+    ) in err
+    assert not list(tmp_path.glob("*.whl"))
+
+
+def test_compile_error_fails_pip_wheel_with_diagnostic(tmp_path: Path) -> None:
+    project = copy_project(PACKAGES / "compile_error", tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", str(tmp_path / "w"), str(project)],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=600,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert re.search(r"kernels\.py:8:\d+: error: ", output), output
+    assert "not_defined_anywhere" in output
+    assert "oxide: build failed" in output
+    assert "Traceback" not in output
+    assert not (tmp_path / "w").exists() or not list((tmp_path / "w").glob("*.whl"))
+
+
+# --- the sample project -----------------------------------------------------------------------
+
+
+def test_sample_project_pip_wheel(tmp_path: Path) -> None:
+    project = copy_project(SAMPLE, tmp_path)
+    out = tmp_path / "wheels"
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-v", "--no-build-isolation", "--no-deps", "-w", str(out), str(project)],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"\[1/1\] sample\.kernels sm_80,sm_90 … \d+ ms", result.stdout + result.stderr)
+    (wheel,) = out.glob("oxide_sample-0.1.0-*.whl")
+    entries = wheel_entries(wheel)
+    manifest = ModuleManifest.from_json(entries["sample/_oxide/sample.kernels.json"].decode())
+    assert sorted(manifest.cubins) == ["sm_80", "sm_90"]
+    assert is_elf(entries["sample/_oxide/sample.kernels.sm_80.cubin"])
+    assert is_elf(entries["sample/_oxide/sample.kernels.sm_90.cubin"])
+    # the generic kernel is compiled once per TypeVar constraint
+    assert sorted(k.specialization.get("T", "") for k in manifest.kernels_named("saxpy")) == ["f32", "f64"]
+    assert {"sample/__init__.py", "sample/__main__.py", "sample/kernels.py"} <= set(entries)
+    assert "oxide-cuda" in requires_dist(metadata_of(entries))
+    assert_record_matches(entries)
+
+
+def gpu_unavailable_reason() -> str | None:
+    try:
+        from cuda.bindings import driver
+
+        (err,) = driver.cuInit(0)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            return str(err)
+        err, count = driver.cuDeviceGetCount()
+        return None if err == driver.CUresult.CUDA_SUCCESS and count > 0 else "no device"
+    except Exception as exc:  # no libcuda: no driver
+        return str(exc) or type(exc).__name__
+
+
+def run_sample(project: Path) -> subprocess.CompletedProcess[str]:
+    env = subprocess_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(project), env["PYTHONPATH"]])
+    return subprocess.run(
+        [sys.executable, "-m", "sample"], capture_output=True, text=True, env=env, cwd=project, timeout=600
+    )
+
+
+def test_sample_reports_missing_gpu(tmp_path: Path) -> None:
+    if gpu_unavailable_reason() is None:
+        pytest.skip("a GPU is present; test_sample_runs_on_gpu covers this machine")
+    result = run_sample(copy_project(SAMPLE, tmp_path))
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("no CUDA GPU available: "), result.stdout
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.gpu
+def test_sample_runs_on_gpu(tmp_path: Path) -> None:
+    reason = gpu_unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"no CUDA GPU: {reason}")
+    from oxide_build.build import compile_project
+
+    project = copy_project(SAMPLE, tmp_path)
+    compile_project(project, load_config(project), staging_dir=None)
+    result = run_sample(project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("float32: 1000003 elements match")
+    assert lines[1].startswith("float64: 1000003 elements match")
+    assert lines[-1] == "OK"
+
+
+# --- configuration ----------------------------------------------------------------------------
+
+
+def test_config_defaults(tmp_path: Path) -> None:
+    config = load_config(tmp_path, environ={})
+    assert config == OxideConfig()
+    options = config.compile_options()
+    assert options.archs == ("sm_80", "sm_90")
+    assert (options.opt_level, options.bounds_check, options.embed_ptx) == (3, True, False)
+
+
+def test_config_from_pyproject_env_and_settings(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.oxide]\n"
+        'arch = ["sm_90", "sm_80", "sm_90"]\n'
+        'packages = ["mypkg"]\n'
+        "ptx = true\n"
+        "opt-level = 1\n"
+        "bounds-check = false\n"
+    )
+    config = load_config(tmp_path, environ={})
+    assert config == OxideConfig(arch=("sm_90", "sm_80"), packages=("mypkg",), ptx=True, opt_level=1, bounds_check=False)
+    options = config.compile_options()
+    assert (options.archs, options.opt_level, options.bounds_check, options.embed_ptx) == (("sm_90", "sm_80"), 1, False, True)
+
+    assert load_config(tmp_path, environ={"OXIDE_ARCH": "sm_100, sm_120"}).arch == ("sm_100", "sm_120")
+    overridden = load_config(
+        tmp_path,
+        {"oxide.arch": ["sm_86", "sm_89"], "oxide.opt-level": "0", "oxide.ptx": "false", "--build-option": "x"},
+        environ={"OXIDE_ARCH": "sm_100"},
+    )
+    assert overridden.arch == ("sm_86", "sm_89")
+    assert (overridden.opt_level, overridden.ptx, overridden.bounds_check) == (0, False, False)
+
+
+ARCHS = "sm_80, sm_86, sm_89, sm_90, sm_100, sm_120"
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        (
+            {"archs": ["sm_90"]},
+            "pyproject.toml [tool.oxide]: unknown key 'archs'; allowed keys: arch, bounds-check, opt-level, packages, ptx",
+        ),
+        ({"arch": ["sm_75"]}, f"pyproject.toml [tool.oxide]: arch 'sm_75' is not supported; supported archs: {ARCHS}"),
+        ({"arch": "sm_90"}, f"pyproject.toml [tool.oxide]: arch = 'sm_90' is not allowed; expected a list of archs from {ARCHS}"),
+        ({"arch": []}, f"pyproject.toml [tool.oxide]: arch = [] is not allowed; expected a list of archs from {ARCHS}"),
+        ({"opt-level": 4}, "pyproject.toml [tool.oxide]: opt-level = 4 is not allowed; expected an integer from 0 to 3"),
+        ({"opt-level": True}, "pyproject.toml [tool.oxide]: opt-level = True is not allowed; expected an integer from 0 to 3"),
+        ({"ptx": "yes"}, "pyproject.toml [tool.oxide]: ptx = 'yes' is not allowed; expected true or false"),
+        ({"bounds-check": 1}, "pyproject.toml [tool.oxide]: bounds-check = 1 is not allowed; expected true or false"),
+        (
+            {"packages": ["my-pkg"]},
+            "pyproject.toml [tool.oxide]: packages = ['my-pkg'] is not allowed; expected a list of top-level package names",
+        ),
+    ],
+)
+def test_config_errors(table: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        parse_config(table)
+    assert str(exc.value) == message
+
+
+def test_config_errors_name_their_source(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as exc:
+        load_config(tmp_path, environ={"OXIDE_ARCH": "sm_90,compute_90"})
+    assert str(exc.value) == f"environment variable OXIDE_ARCH: arch 'compute_90' is not supported; supported archs: {ARCHS}"
+    with pytest.raises(ConfigError) as exc:
+        load_config(tmp_path, {"oxide.opt-level": "fast"}, environ={})
+    assert str(exc.value) == "config setting oxide.opt-level: opt-level = 'fast' is not allowed; expected an integer from 0 to 3"
+    with pytest.raises(ConfigError) as exc:
+        load_config(tmp_path, {"oxide.archs": "sm_90"}, environ={})
+    assert str(exc.value) == (
+        "config setting oxide.archs: unknown key 'archs'; allowed keys: arch, bounds-check, opt-level, packages, ptx"
+    )
+
+
+# --- METADATA ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("metadata", "expected"),
+    [
+        ("Name: a\nVersion: 1\n", "Name: a\nVersion: 1\nRequires-Dist: oxide-cuda\n"),
+        (
+            "Name: a\nRequires-Dist: numpy\n\nRequires-Dist: in the description\n",
+            "Name: a\nRequires-Dist: numpy\nRequires-Dist: oxide-cuda\n\nRequires-Dist: in the description\n",
+        ),
+        ("Name: a\nRequires-Dist: Oxide_Cuda[build]>=0.1\n\nbody\n", "Name: a\nRequires-Dist: Oxide_Cuda[build]>=0.1\n\nbody\n"),
+        ("Name: a\nRequires-Dist: oxide\n", "Name: a\nRequires-Dist: oxide\nRequires-Dist: oxide-cuda\n"),
+    ],
+)
+def test_add_requires_dist(metadata: str, expected: str) -> None:
+    assert add_requires_dist(metadata) == expected
