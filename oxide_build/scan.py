@@ -193,12 +193,41 @@ def _collect_symbols(module: ModuleSource) -> None:
                     continue
                 if isinstance(value, ast.Call) and _names_oxide(module, value.func, "TypeVar"):
                     symbols[target.id] = Symbol("typevar", target.id, node)
-                elif isinstance(value, ast.Constant) and isinstance(value.value, (int, float, bool)):
+                elif constant_value(value) is not None:
                     symbols[target.id] = Symbol("constant", target.id, node)
                 else:
                     symbols[target.id] = Symbol("unknown", target.id, node)
         elif isinstance(node, ast.ClassDef):
             symbols[node.name] = Symbol("unknown", node.name, node)
+
+
+_CONST_OPS = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b, ast.Div: lambda a, b: a / b,
+    ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b, ast.BitOr: lambda a, b: a | b,
+    ast.BitAnd: lambda a, b: a & b, ast.BitXor: lambda a, b: a ^ b, ast.Pow: lambda a, b: a ** b,
+}
+
+
+def constant_value(node: ast.AST | None) -> int | float | bool | None:
+    """The value of a module-level number constant (``N = 1 << 20``), or None if it is not one."""
+    try:
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
+            v = constant_value(node.operand)
+            if v is None:
+                return None
+            return -v if isinstance(node.op, ast.USub) else (+v if isinstance(node.op, ast.UAdd) else ~int(v))
+        if isinstance(node, ast.BinOp) and type(node.op) in _CONST_OPS:
+            a, b = constant_value(node.left), constant_value(node.right)
+            if a is None or b is None:
+                return None
+            result = _CONST_OPS[type(node.op)](a, b)
+            return result if isinstance(result, (int, float)) and abs(result) < 1 << 64 else None
+    except (ZeroDivisionError, OverflowError, ValueError, TypeError):
+        return None
+    return None
 
 
 def _names_oxide(module: ModuleSource, node: ast.AST, name: str) -> bool:

@@ -208,11 +208,11 @@ class FunctionTranslator(ast.NodeVisitor):
             if param_types is not None:
                 ty = param_types[i]
             else:
-                resolved = resolve_annotation(self.module, arg.annotation, self.typevars,
-                                              f"parameter {arg.arg!r}")
                 if arg.annotation is None:
                     raise self.error(arg, f"parameter {arg.arg!r} has no type annotation",
                                      "annotate it, e.g. `x: Slice[f32]` or `a: f32`")
+                resolved = resolve_annotation(self.module, arg.annotation, self.typevars,
+                                              f"parameter {arg.arg!r}")
                 if isinstance(resolved, TypeVarBinding):
                     raise self.error(arg, f"type variable {resolved.name} of {arg.arg!r} is not bound")
                 ty = resolved
@@ -984,15 +984,17 @@ def _count_assignments(fdef: ast.FunctionDef) -> dict[str, int]:
     for node in ast.walk(fdef):
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
-            targets = node.targets
+            targets = list(node.targets)
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
             targets = [node.target]
         elif isinstance(node, ast.For):
             targets = [node.target]
-        for t in targets:
-            for n in ast.walk(t):
-                if isinstance(n, ast.Name):
-                    counts[n.id] = counts.get(n.id, 0) + 1
+        while targets:
+            t = targets.pop()
+            if isinstance(t, ast.Name):
+                counts[t.id] = counts.get(t.id, 0) + 1
+            elif isinstance(t, (ast.Tuple, ast.List)):
+                targets.extend(t.elts)
     return counts
 
 
@@ -1001,8 +1003,10 @@ def _assigned_later(fdef: ast.FunctionDef, name: str) -> bool:
 
 
 def _constant_value(sym: Symbol) -> int | float | bool:
+    from ..scan import constant_value
+
     node = sym.node
-    assert isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Constant)
-    value = node.value.value
-    assert isinstance(value, (int, float, bool))
+    assert isinstance(node, (ast.Assign, ast.AnnAssign))
+    value = constant_value(node.value)
+    assert value is not None
     return value

@@ -1,0 +1,54 @@
+"""Compile on first use, for development trees that have no precompiled artifacts.
+
+The runtime calls ``jit_manifest`` only when no manifest lies next to a kernel's source (or
+the one there is stale) and ``oxide_build`` is importable; installed wheels never get here.
+Results are cached under the user cache dir, keyed by the source bytes, module, arch and the
+oxide version, and written with atomic renames so concurrent processes are safe.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from oxide import __version__
+from oxide.runtime.manifest import manifest_path
+
+from .compile import CompileOptions, compile_module
+from .package.artifacts import write_module_artifacts
+
+__all__ = ["jit_manifest", "cache_root"]
+
+
+def cache_root() -> Path:
+    env = os.environ.get("OXIDE_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "oxide"
+
+
+def jit_manifest(source_path: Path, module_name: str, arch: str) -> Path:
+    """Compiles ``source_path`` for ``arch`` (if not cached) and returns its manifest path;
+    the code files lie in the same directory as the manifest."""
+    source_path = Path(source_path)
+    digest = hashlib.sha256()
+    for part in (source_path.read_bytes(), module_name.encode(), arch.encode(), __version__.encode()):
+        digest.update(part)
+        digest.update(b"\0")
+    entry = cache_root() / "jit" / digest.hexdigest()[:32]
+    path = manifest_path(entry, module_name)
+    if path.is_file():
+        return path
+    root = _tree_root(source_path)
+    compiled = compile_module(source_path, module_name, CompileOptions(archs=(arch,)), root=root)
+    # write_module_artifacts puts files under entry/_oxide/, next to where the manifest goes
+    return write_module_artifacts(compiled, entry)
+
+
+def _tree_root(source_path: Path) -> Path:
+    """The directory above the outermost package holding ``source_path``."""
+    root = source_path.resolve().parent
+    while (root / "__init__.py").is_file():
+        root = root.parent
+    return root

@@ -1,0 +1,1 @@
+raise RuntimeError("this package must never be imported by the scanner")

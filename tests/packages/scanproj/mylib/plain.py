@@ -1,0 +1,2 @@
+def host_only(x):
+    return x @ x

@@ -1,0 +1,123 @@
+"""The compile pipeline on the CPU: LLVM IR → PTX (checked by ptxas) → cubin (nvJitLink)."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from oxide_build.compile import CompileOptions, compile_module
+from oxide_build.link.toolchain import find_tool
+
+SAXPY = '''
+import oxide as ox
+from oxide import DisjointSlice, Slice, f32, f64, kernel, thread
+
+T = ox.TypeVar("T", f32, f64)
+
+def axpy(a: T, x: T, y: T) -> T:
+    return a * x + y
+
+@kernel
+def saxpy(a: T, x: Slice[T], y: Slice[T], out: DisjointSlice[T]) -> None:
+    i = thread.index_1d()
+    if i < len(out):
+        out[i] = axpy(a, x[i], y[i])
+'''
+
+CONTROL_FLOW = '''
+import oxide as ox
+from oxide import DisjointSlice, Slice, f32, i32, i64, u32, thread, block
+
+BIG: int = 1 << 20
+
+def clamp(v: i64, lo: i64, hi: i64) -> i64:
+    return max(lo, min(v, hi))
+
+@ox.kernel
+def mixed(x: Slice[i64], n: i32, flag: bool, out: DisjointSlice[i64]) -> None:
+    i = thread.index_1d()
+    if i >= len(out):
+        return
+    acc = 0
+    for k in range(0, n, 2):
+        if k == 6:
+            continue
+        acc += x[i] // (k + 1) + x[i] % 3
+        if acc > BIG:
+            break
+    j = 10
+    while j > 0:
+        j -= 3
+    t = thread.idx.x + block.dim.x * block.idx.x
+    out[i] = clamp(acc, -5, 5) + (1 if flag and t >= 0 else 2) + abs(i64(j)) + i64(u32(7)) * 2
+'''
+
+
+@pytest.fixture(scope="module")
+def compiled_saxpy(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    src = tmp_path_factory.mktemp("saxpy") / "saxpy.py"
+    src.write_text(SAXPY)
+    return compile_module(src, "saxpy", CompileOptions(archs=("sm_80", "sm_90")))
+
+
+def test_kernels_and_manifest_data(compiled_saxpy) -> None:  # type: ignore[no-untyped-def]
+    specs = [(k.symbol, [(p.name, p.kind, p.dtype) for p in k.params]) for k in compiled_saxpy.kernels]
+    assert specs == [
+        ("saxpy_f32", [("a", "scalar", "f32"), ("x", "slice", "f32"), ("y", "slice", "f32"), ("out", "disjoint_slice", "f32")]),
+        ("saxpy_f64", [("a", "scalar", "f64"), ("x", "slice", "f64"), ("y", "slice", "f64"), ("out", "disjoint_slice", "f64")]),
+    ]
+    assert len(compiled_saxpy.source_sha256) == 64
+
+
+def test_ptx_per_arch_with_fma(compiled_saxpy) -> None:  # type: ignore[no-untyped-def]
+    for arch in ("sm_80", "sm_90"):
+        ptx = compiled_saxpy.ptx[arch]
+        assert f".target {arch}" in ptx
+        assert ".visible .entry saxpy_f32(" in ptx and ".visible .entry saxpy_f64(" in ptx
+        assert "fma.rn.f32" in ptx  # contraction on by default, like nvcc
+        assert "ld.global" in ptx and "st.global" in ptx
+
+
+def test_cubins_are_elf_for_each_arch(compiled_saxpy) -> None:  # type: ignore[no-untyped-def]
+    assert sorted(compiled_saxpy.cubins) == ["sm_80", "sm_90"]
+    for cubin in compiled_saxpy.cubins.values():
+        assert cubin[:4] == b"\x7fELF"
+        assert b"saxpy_f32" in cubin and b"saxpy_f64" in cubin
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("source", ["saxpy", "control_flow"])
+def test_ptxas_accepts_ptx(arch: str, source: str, tmp_path: Path) -> None:
+    ptxas = find_tool("ptxas")
+    if ptxas is None:
+        pytest.skip("ptxas not installed (pip install nvidia-cuda-nvcc)")
+    src = tmp_path / f"{source}.py"
+    src.write_text(SAXPY if source == "saxpy" else CONTROL_FLOW)
+    compiled = compile_module(src, source, CompileOptions(archs=(arch,), link_cubins=False))
+    ptx_file = tmp_path / f"{source}.ptx"
+    ptx_file.write_text(compiled.ptx[arch])
+    result = subprocess.run([ptxas, f"-arch={arch}", "-o", str(tmp_path / "out.cubin"), str(ptx_file)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out.cubin").stat().st_size > 0
+
+
+def test_python_division_semantics_in_ir(tmp_path: Path) -> None:
+    src = tmp_path / "cf.py"
+    src.write_text(CONTROL_FLOW)
+    compiled = compile_module(src, "cf", CompileOptions(archs=("sm_90",), link_cubins=False))
+    # floor division and modulo adjust the truncating sdiv/srem results toward -inf
+    assert "sdiv" in compiled.llvm_ir and "srem" in compiled.llvm_ir
+    assert "select" in compiled.llvm_ir
+    # the early return `if i >= len(out): return` proves out[i]; x[i] stays checked
+    assert [s.what for s in compiled.error_sites] == ["x[i]", "x[i]"]
+
+
+def test_unknown_arch_is_an_error(tmp_path: Path) -> None:
+    from oxide import CompileError
+
+    src = tmp_path / "s.py"
+    src.write_text(SAXPY)
+    with pytest.raises(CompileError, match="unknown arch 'sm_42'"):
+        compile_module(src, "s", CompileOptions(archs=("sm_42",)))

@@ -1,0 +1,124 @@
+"""Compile errors: each mistake gets file:line:col, the source line, a caret and a hint.
+
+The expected texts are golden: read them when they change."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from oxide import CompileError
+from oxide_build.compile import CompileOptions, compile_module
+
+HEADER = 'import oxide as ox\nfrom oxide import Slice, DisjointSlice, MutSlice, f32, f64, i32, i64, u32, thread\n'
+
+CASES: dict[str, tuple[str, str]] = {
+    'unsupported_syntax_try': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    try:\n        out[i] = x[i]\n    except Exception:\n        pass\n',
+        'kern.py:7:5: error: try/except is not supported in kernels or device functions\n        try:\n        ^\n  hint: kernels cannot raise or catch exceptions; use `assert` for checks',
+    ),
+    'type_mismatch_assign': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[i32]) -> None:\n    i = thread.index_1d()\n    out[i] = x[i]\n',
+        'kern.py:7:14: error: store into out needs i32, got f32\n        out[i] = x[i]\n                 ^\n  hint: convert explicitly with i32(...)',
+    ),
+    'disjoint_write_not_thread_index': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    j = i + 1\n    out[j] = x[i]\n',
+        "kern.py:8:9: error: a DisjointSlice can only be written at the calling thread's ThreadIndex; 'j' is i64\n        out[j] = x[i]\n            ^\n  hint: index with the value of thread.index_1d(), or use MutSlice inside `with oxide.unsafe():`",
+    ),
+    'unknown_function': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    out[i] = frobnicate(x[i])\n',
+        "kern.py:7:14: error: unknown function 'frobnicate'\n        out[i] = frobnicate(x[i])\n                 ^\n  hint: call a function defined at module level in this project, or an oxide intrinsic",
+    ),
+    'write_read_only_slice': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    x[i] = 1.0\n',
+        "kern.py:7:5: error: 'x' is a read-only Slice\n        x[i] = 1.0\n        ^\n  hint: declare the parameter DisjointSlice[T] to write one element per thread",
+    ),
+    'mutslice_outside_unsafe': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: MutSlice[f32]) -> None:\n    i = thread.index_1d()\n    out[0] = x[i]\n',
+        "kern.py:7:5: error: writing the MutSlice 'out' needs `with oxide.unsafe():`\n        out[0] = x[i]\n        ^\n  hint: wrap the write in `with oxide.unsafe():`, or use a DisjointSlice",
+    ),
+    'missing_annotation': (
+        '\n@ox.kernel\ndef k(x, out: DisjointSlice[f32]) -> None:\n    pass\n',
+        "kern.py:5:7: error: parameter 'x' has no type annotation\n    def k(x, out: DisjointSlice[f32]) -> None:\n          ^\n  hint: annotate it, e.g. `x: Slice[f32]` or `a: f32`",
+    ),
+    'kernel_returns_value': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> f32:\n    return x[0]\n',
+        'kern.py:5:50: error: a kernel cannot return a value\n    def k(x: Slice[f32], out: DisjointSlice[f32]) -> f32:\n                                                     ^\n  hint: annotate it `-> None` and write results into a DisjointSlice parameter',
+    ),
+    'unknown_name': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    out[i] = x[i] * scale\n',
+        "kern.py:7:21: error: unknown name 'scale'\n        out[i] = x[i] * scale\n                        ^\n  hint: define it, or pass it as a parameter",
+    ),
+    'recursion': (
+        '\ndef fact(n: i64) -> i64:\n    if n <= 1:\n        return 1\n    return n * fact(n - 1)\n\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    out[i] = f32(fact(5))\n',
+        'kern.py:7:16: error: recursion is not supported on the GPU (k -> fact -> fact)\n        return n * fact(n - 1)\n                   ^\n  hint: rewrite the recursion as a loop',
+    ),
+    'wrong_arg_count': (
+        '\ndef axpy(a: f32, x: f32, y: f32) -> f32:\n    return a * x + y\n\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    out[i] = axpy(x[i], 2.0)\n',
+        'kern.py:10:14: error: axpy() takes 3 argument(s), got 2\n        out[i] = axpy(x[i], 2.0)\n                 ^\n  hint: see its definition at kern.py:4',
+    ),
+    'signed_unsigned_mix': (
+        '\n@ox.kernel\ndef k(a: i32, b: u32, out: DisjointSlice[i64]) -> None:\n    i = thread.index_1d()\n    out[i] = a + b\n',
+        'kern.py:7:14: error: operator +: mixing signed i32 and unsigned u32 is ambiguous\n        out[i] = a + b\n                 ^\n  hint: convert one side explicitly, e.g. u32(...) or i32(...)',
+    ),
+    'float_index': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    out[i] = x[1.5]\n',
+        'kern.py:7:16: error: view index must be an integer, got f64\n        out[i] = x[1.5]\n                   ^\n  hint: convert it with i64(...)',
+    ),
+    'unknown_type': (
+        '\n@ox.kernel\ndef k(x: Slice[float32], out: DisjointSlice[f32]) -> None:\n    pass\n',
+        "kern.py:5:16: error: unknown type 'float32' in parameter 'x'\n    def k(x: Slice[float32], out: DisjointSlice[f32]) -> None:\n                   ^\n  hint: use a scalar type from oxide (i32, i64, u32, u64, f32, f64, bool), a view like Slice[f32], or a TypeVar",
+    ),
+    'print_in_kernel': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    print(x[0])\n',
+        'kern.py:6:5: error: print() is not available on the GPU\n        print(x[0])\n        ^\n  hint: return values through a view and print them on the host',
+    ),
+    'thread_index_reassigned': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    i = i + 1\n',
+        "kern.py:7:5: error: 'i' holds a ThreadIndex and cannot be reassigned\n        i = i + 1\n        ^\n  hint: use another name for the new value",
+    ),
+    'pow_operator': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    out[i] = x[i] ** 2\n',
+        'kern.py:7:14: error: operator ** is not supported\n        out[i] = x[i] ** 2\n                 ^\n  hint: write x * x for squares',
+    ),
+    'call_kernel_from_kernel': (
+        '\n@ox.kernel\ndef other(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    pass\n\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    other(x, out)\n',
+        "kern.py:10:5: error: 'other' is a kernel and cannot be called from device code\n        other(x, out)\n        ^\n  hint: move the shared code into a plain function and call that",
+    ),
+    'assign_to_view_param': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], y: Slice[f32], out: DisjointSlice[f32]) -> None:\n    x = y\n',
+        "kern.py:6:5: error: cannot assign to the view parameter 'x'\n        x = y\n        ^\n  hint: views are fixed for the whole kernel; use a new local name",
+    ),
+    'while_else': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    n = 0\n    while n < 3:\n        n += 1\n    else:\n        n = 5\n',
+        'kern.py:10:9: error: while/else is not supported\n            n = 5\n            ^\n  hint: move the else block after the loop',
+    ),
+    'for_over_view': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    for v in x:\n        pass\n',
+        "kern.py:6:14: error: only `for ... in range(...)` loops are supported, not 'x'\n        for v in x:\n                 ^\n  hint: iterate over range(start, stop, step)",
+    ),
+    'typevar_constraint_violation': (
+        '\nT = ox.TypeVar("T", f32, f64)\n\ndef twice(v: T) -> T:\n    return v + v\n\n@ox.kernel\ndef k(x: Slice[i32], out: DisjointSlice[i32]) -> None:\n    i = thread.index_1d()\n    out[i] = twice(x[i])\n',
+        "kern.py:12:14: error: argument 'v' of twice() is i32, but T allows only f32, f64\n        out[i] = twice(x[i])\n                 ^\n  hint: convert the argument, or add the type to the TypeVar's constraints",
+    ),
+    'float_literal_to_int': (
+        '\n@ox.kernel\ndef k(out: DisjointSlice[i32]) -> None:\n    i = thread.index_1d()\n    out[i] = 0.5\n',
+        'kern.py:7:14: error: store into out needs i32, got the float literal 0.5\n        out[i] = 0.5\n                 ^\n  hint: convert explicitly with i32(...)',
+    ),
+    'literal_overflow': (
+        '\n@ox.kernel\ndef k(out: DisjointSlice[i32]) -> None:\n    i = thread.index_1d()\n    out[i] = 3000000000\n',
+        'kern.py:7:14: error: the literal 3000000000 does not fit in i32\n        out[i] = 3000000000\n                 ^',
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_compile_error_message(name: str, tmp_path: Path) -> None:
+    body, expected = CASES[name]
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + body)
+    with pytest.raises(CompileError) as info:
+        compile_module(src, "kern", CompileOptions(archs=("sm_90",), link_cubins=False))
+    assert str(info.value).replace(str(src), "kern.py") == expected
+    assert info.value.location is not None and info.value.location.line > 0
+    assert "Traceback" not in str(info.value)
