@@ -58,7 +58,7 @@ def compile_module(
     from .backends.nvptx import optimize_and_emit_ptx
     from .frontend import build_program
     from .link.nvjitlink import LinkInput, link_cubin
-    from .lower.llvm import lower_program
+    from .lower.llvm import lower_program, module_text
     from .scan import ProjectIndex
 
     source_path = Path(source_path)
@@ -71,7 +71,8 @@ def compile_module(
     index = ProjectIndex(root if root is not None else source_path.parent)
     module = index.add_file(source_path, module_name)
     frontend = build_program(index, module, bounds_check=options.bounds_check)
-    llvm_ir = lower_program(frontend.program, module_name)
+    llvm_module = lower_program(frontend.program, module_name)
+    llvm_ir = module_text(llvm_module, typed_pointers=False)
     ptx = {arch: optimize_and_emit_ptx(llvm_ir, arch, options.opt_level) for arch in options.archs}
     cubins: dict[str, bytes] = {}
     if options.link_cubins and frontend.kernels:

@@ -17,13 +17,12 @@ from oxide.lang.types import ScalarType
 from ..ir import nodes as ir
 from ..ir.types import BOOL, I64, ThreadIndexType, Type, ViewType, VoidType, as_scalar
 
-__all__ = ["lower_program", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT", "ERROR_GLOBAL"]
+__all__ = ["lower_program", "module_text", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT", "ERROR_GLOBAL"]
 
 NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
 NVPTX_DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
 ERROR_GLOBAL = "__oxide_error"  # [4 x i64]: flag, site id, index, length
 
-GLOBAL_PTR = ll.PointerType(addrspace=1)
 I1, I8, I32T, I64T = ll.IntType(1), ll.IntType(8), ll.IntType(32), ll.IntType(64)
 
 
@@ -33,6 +32,19 @@ def scalar_ll(ty: ScalarType, in_memory: bool = False) -> ll.Type:
     if ty.kind == "float":
         return {16: ll.HalfType(), 32: ll.FloatType(), 64: ll.DoubleType()}[ty.bits] if ty.name != "bf16" else ll.IntType(16)
     return ll.IntType(ty.bits)
+
+
+def global_ptr(elem: ScalarType) -> ll.Type:
+    """A pointer to global memory. Typed, so the same module prints as opaque-pointer IR for
+    NVPTX (LLVM 22) and as typed-pointer IR for libNVVM (see ``module_text``)."""
+    return ll.PointerType(scalar_ll(elem, True), addrspace=1)
+
+
+def module_text(module: ll.Module, typed_pointers: bool = True) -> str:
+    """Prints ``module``. Pointers print typed (``float addrspace(1)*``): libNVVM needs that,
+    and LLVM ≥ 17 still parses it, reading every pointer as opaque."""
+    del typed_pointers  # both consumers take the typed form
+    return str(module)
 
 
 def value_ll(ty: Type) -> ll.Type:
@@ -48,7 +60,7 @@ def abi_params(params: list[ir.Param], kernel: bool) -> list[ll.Type]:
     out: list[ll.Type] = []
     for p in params:
         if isinstance(p.ty, ViewType):
-            out += [GLOBAL_PTR, I64T]
+            out += [global_ptr(p.ty.elem), I64T]
         elif isinstance(p.ty, ScalarType) and p.ty.kind == "bool" and kernel:
             out.append(I8)
         else:
@@ -80,7 +92,7 @@ class ModuleLowering:
         self._fail: ll.Function | None = None
         self._intrinsics: dict[str, ll.Function] = {}
 
-    def lower(self) -> str:
+    def lower(self) -> ll.Module:
         for fn in self.program.functions:
             fnty = ll.FunctionType(value_ll(fn.ret), abi_params(fn.params, fn.is_kernel))
             llfn = ll.Function(self.module, fnty, fn.symbol)
@@ -96,7 +108,7 @@ class ModuleLowering:
             annotations = self.module.add_named_metadata("nvvm.annotations")
             for k in kernels:
                 annotations.add(self.module.add_metadata([k, ll.MetaDataString(self.module, "kernel"), ll.Constant(I32T, 1)]))
-        return str(self.module)
+        return self.module
 
     def intrinsic(self, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
         if name not in self._intrinsics:
@@ -441,8 +453,9 @@ class FunctionLowering:
         return b.sext(v, dt) if src.kind == "int" else b.zext(v, dt)
 
 
-def lower_program(program: ir.Program, module_name: str) -> str:
-    """Returns the LLVM IR text of ``program`` for the NVPTX target."""
+def lower_program(program: ir.Program, module_name: str) -> ll.Module:
+    """Lowers ``program`` to an llvmlite module for the NVPTX target; print it with
+    ``module_text`` (opaque pointers for llvmlite's LLVM, typed pointers for libNVVM)."""
     return ModuleLowering(program, module_name).lower()
 
 
