@@ -19,6 +19,7 @@ from .lang import (
     boolean,
     device,
     extern,
+    extern_kernel,
     f16,
     f32,
     f64,
@@ -40,7 +41,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CompileError", "CudaError", "KernelError", "LinkError", "OxideError", "ToolchainError",
-    "kernel", "device", "extern", "thread", "block", "grid", "unsafe",
+    "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "unsafe",
     "ScalarType", "SCALAR_TYPES", "TypeVar", "Constexpr", "Slice", "DisjointSlice", "MutSlice",
     "ThreadIndex", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",
     "f64", "boolean", "__version__",

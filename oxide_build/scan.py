@@ -49,7 +49,9 @@ class ModuleSource:
     tree: ast.Module
     symbols: dict[str, Symbol] = field(default_factory=dict)
     functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
-    kernels: list[str] = field(default_factory=list)
+    kernels: list[str] = field(default_factory=list)  # @kernel and @extern_kernel stubs
+    extern_kernels: list[str] = field(default_factory=list)
+    exports: dict[str, str] = field(default_factory=dict)  # function name -> C symbol (@device(export=))
 
     @property
     def lines(self) -> list[str]:
@@ -185,6 +187,14 @@ def _collect_symbols(module: ModuleSource) -> None:
             symbols[node.name] = Symbol("function", f"{module.name}:{node.name}", node)
             if any(_is_kernel_decorator(module, d) for d in node.decorator_list):
                 module.kernels.append(node.name)
+            elif any(_is_kernel_decorator(module, d, "extern_kernel") for d in node.decorator_list):
+                module.kernels.append(node.name)
+                module.extern_kernels.append(node.name)
+            for d in node.decorator_list:
+                if isinstance(d, ast.Call) and _names_oxide(module, d.func, "device"):
+                    for kw in d.keywords:
+                        if kw.arg == "export" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                            module.exports[node.name] = kw.value.value
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             value = node.value
@@ -245,10 +255,10 @@ def _names_oxide(module: ModuleSource, node: ast.AST, name: str) -> bool:
     return False
 
 
-def _is_kernel_decorator(module: ModuleSource, node: ast.expr) -> bool:
+def _is_kernel_decorator(module: ModuleSource, node: ast.expr, name: str = "kernel") -> bool:
     if isinstance(node, ast.Call):
         node = node.func
-    return _names_oxide(module, node, "kernel")
+    return _names_oxide(module, node, name)
 
 
 def _iter_sources(root: Path, packages: Sequence[str] | None) -> list[Path]:
@@ -283,6 +293,6 @@ def scan_tree(root: Path, packages: Sequence[str] | None = None, index: ProjectI
             continue  # no decorator at all: cannot hold a kernel; skip parsing
         name = module_name_for(path, root)
         source = index.add_file(path, name)
-        if source.kernels:
+        if source.kernels or source.exports:
             modules.append(ScannedModule(name, path, list(source.kernels)))
     return ScanResult(root, modules)

@@ -1,7 +1,7 @@
 """The kernel language: types, intrinsics and decorators."""
 from __future__ import annotations
 
-from .decorators import device, extern, kernel
+from .decorators import device, extern, extern_kernel, kernel
 from .intrinsics import block, grid, thread, unsafe
 from .types import (
     SCALAR_TYPES,
@@ -28,7 +28,7 @@ from .types import (
 )
 
 __all__ = [
-    "kernel", "device", "extern", "thread", "block", "grid", "unsafe",
+    "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "unsafe",
     "ScalarType", "SCALAR_TYPES", "TypeVar", "Constexpr", "Slice", "DisjointSlice", "MutSlice",
     "ThreadIndex", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",
     "f64", "boolean",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, TypeVar, overload
 
-__all__ = ["kernel", "device", "extern"]
+__all__ = ["kernel", "device", "extern", "extern_kernel"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,5 +56,18 @@ def extern(symbol: str, *, sources: list[str] | None = None) -> Callable[[F], F]
     def wrap(f: F) -> F:
         f.__oxide_extern__ = {"symbol": symbol, "sources": list(sources or [])}  # type: ignore[attr-defined]
         return f
+
+    return wrap
+
+
+def extern_kernel(symbol: str, *, sources: list[str] | None = None) -> Callable[[Callable[..., Any]], Any]:
+    """Declares a CUDA C++ ``extern "C" __global__`` kernel defined in ``sources``; the typed
+    stub's parameters are checked at launch exactly like a Python kernel's."""
+
+    def wrap(f: Callable[..., Any]) -> Any:
+        from oxide.runtime.kernel import Kernel
+
+        f.__oxide_extern__ = {"symbol": symbol, "sources": list(sources or [])}  # type: ignore[attr-defined]
+        return Kernel(f, {})
 
     return wrap

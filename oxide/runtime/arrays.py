@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["ArrayView", "ViewError", "view_of", "type_name", "TYPESTR_DTYPES", "DLPACK_CUDA_DEVICES"]
 
@@ -47,9 +46,8 @@ HOST_ARRAY_HINT = (
 )
 
 
-@dataclass(frozen=True)
-class ArrayView:
-    """A 1-D contiguous device array as a kernel sees it."""
+class ArrayView(NamedTuple):
+    """A 1-D contiguous device array as a kernel sees it (a NamedTuple: made on every launch)."""
 
     ptr: int
     length: int  # in elements
@@ -75,11 +73,11 @@ def type_name(obj: Any) -> str:
     cls = type(obj)
     module = cls.__module__ or ""
     if module == "builtins":
-        return cls.__qualname__
+        return cls.__name__
     parts = module.split(".")
     if any(p.startswith("_") for p in parts):
         module = parts[0]
-    return f"{module}.{cls.__qualname__}"
+    return f"{module}.{cls.__name__}"
 
 
 def _host_error(obj: Any) -> ViewError:
@@ -119,15 +117,18 @@ def view_of(obj: Any) -> ArrayView:
 
 
 def _cai_view(obj: Any, cai: dict[str, Any]) -> ArrayView:
+    shape = cai["shape"]
+    dtype = TYPESTR_DTYPES.get(cai["typestr"])
+    strides = cai.get("strides")
+    if dtype is not None and strides is None and len(shape) == 1 and cai.get("mask") is None:
+        ptr, readonly = cai["data"]  # the common case: a contiguous 1-D array
+        return ArrayView(ptr or 0, shape[0], dtype, readonly, obj)
     if cai.get("mask") is not None:
         raise ViewError("needs an array without a mask; got a masked __cuda_array_interface__")
-    typestr = cai["typestr"]
-    dtype = TYPESTR_DTYPES.get(typestr)
     itemsize = _ITEMSIZE[dtype] if dtype is not None else 0
     if dtype is None:
-        dtype = f"unsupported element type {typestr!r}"
-    shape = tuple(cai["shape"])
-    strides = cai.get("strides")
+        dtype = f"unsupported element type {cai['typestr']!r}"
+    shape = tuple(shape)
     stride_elems: int | None = None
     if strides is not None and len(strides) == 1 and len(shape) == 1:
         stride_bytes = int(strides[0])

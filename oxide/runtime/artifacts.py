@@ -70,6 +70,10 @@ def jit_enabled() -> bool:
     """JIT compiling is allowed (``OXIDE_JIT`` is not ``"0"``) and ``oxide_build`` is installed."""
     if os.environ.get("OXIDE_JIT", "1").strip() == "0":
         return False
+    return _build_installed()
+
+
+def _build_installed() -> bool:
     return importlib.util.find_spec("oxide_build") is not None
 
 
@@ -90,7 +94,7 @@ def _read(path: Path, module: str) -> ModuleManifest:
 
 
 def _no_code_message(source: Path, module: str, expected: Path) -> str:
-    if os.environ.get("OXIDE_JIT", "1").strip() == "0" and importlib.util.find_spec("oxide_build") is not None:
+    if os.environ.get("OXIDE_JIT", "1").strip() == "0" and _build_installed():
         how = "or unset OXIDE_JIT=0 to let oxide_build compile it on first launch"
     else:
         how = "or install oxide-cuda[build] to compile kernels on first launch"

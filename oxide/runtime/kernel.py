@@ -160,12 +160,15 @@ class Kernel:
                 f"({', '.join(d.names)}); got {len(args)}"
             )
         views: list[ArrayView] = []
+        dtypes: list[str] = []
         for i in d.view_index:
             try:
-                views.append(view_of(args[i]))
+                view = view_of(args[i])
             except ViewError as e:
                 raise TypeError(e.render(d.names[i], self.name)) from None
-        key = tuple(v.dtype for v in views)
+            views.append(view)
+            dtypes.append(view.dtype)
+        key = tuple(dtypes)
         candidates = d.by_view_dtypes.get(key)
         if candidates is None:
             raise TypeError(self._no_match(d, views))
@@ -175,7 +178,7 @@ class Kernel:
         else:
             variant, values = self._choose_by_scalars(candidates, args, views)
         for view, writable, i in zip(views, d.mutable, d.view_index):
-            if writable and view.readonly:
+            if view.readonly and writable:
                 raise TypeError(
                     f"parameter {d.names[i]!r} of {self.name} is written by the kernel; got a read-only array"
                 )

@@ -109,8 +109,11 @@ def _float_converter(dtype: str) -> Callable[[Any], float]:
     if dtype == "f64":
         return lambda value: _to_float(value, "f64")
 
+    limit = _FLOAT_MAX[dtype]
+
     def convert(value: Any) -> float:
-        return _narrow_float(_to_float(value, dtype), dtype)
+        x = float(value) if type(value) is float or type(value) is int else _to_float(value, dtype)
+        return x if -limit <= x <= limit else _narrow_float(x, dtype)
 
     return convert
 

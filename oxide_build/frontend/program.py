@@ -39,6 +39,8 @@ class ProgramBuilder:
     instances: dict[tuple[str, str, tuple[str, ...]], _Instance] = field(default_factory=dict)
     error_sites: list[ErrorSite] = field(default_factory=list)
     call_stack: list[tuple[str, str]] = field(default_factory=list)
+    externs: dict[str, ir.ExternFunction] = field(default_factory=dict)
+    extern_kernels: list[ir.ExternFunction] = field(default_factory=list)
     _counter: int = 0
 
     def fresh_name(self, hint: str) -> str:
@@ -148,6 +150,9 @@ class ProgramBuilder:
         specs: list[KernelSpec] = []
         for name in self.module.kernels:
             fdef = self.module.functions[name]
+            if name in self.module.extern_kernels:
+                specs.append(self.extern_kernel(fdef))
+                continue
             opts = self.kernel_options(self.module, fdef)
             bounds = opts.get("bounds_check", self.bounds_check)
             typevars = self.typevars_of(self.module, fdef)
@@ -176,6 +181,56 @@ class ProgramBuilder:
                 ))
         return specs
 
+    def extern_kernel(self, fdef: ast.FunctionDef) -> KernelSpec:
+        """A CUDA C++ ``__global__`` function launched like a Python kernel: its stub gives the
+        parameters, its sources give the code."""
+        module = self.module
+        dec = next(d for d in fdef.decorator_list if isinstance(d, ast.Call) and _names_oxide(module, d.func, "extern_kernel"))
+        symbol, sources = self._extern_decorator(module, dec, "extern_kernel")
+        translator = FunctionTranslator(self, module, fdef, {}, True, fdef.name, False)
+        translator.translate_signature()
+        self.extern_kernels.append(ir.ExternFunction(symbol, translator.params, VoidType(), sources,
+                                                     str(module.path), fdef.lineno))
+        return KernelSpec(name=fdef.name, symbol=symbol, params=tuple(_param_spec(p) for p in translator.params),
+                          specialization={}, file=module.path.name, line=fdef.lineno)
+
+    def _extern_decorator(self, module: ModuleSource, dec: ast.expr, what: str) -> tuple[str, list[str]]:
+        if not (isinstance(dec, ast.Call) and dec.args and isinstance(dec.args[0], ast.Constant)
+                and isinstance(dec.args[0].value, str)):
+            raise module.error(dec, f"@{what} needs the C symbol name first: @{what}(\"name\", sources=[...])")
+        sources: list[str] = []
+        for kw in dec.keywords:
+            if kw.arg != "sources":
+                raise module.error(kw.value, f"unknown @{what} option {kw.arg!r}", "known options: sources")
+            if not (isinstance(kw.value, (ast.List, ast.Tuple))
+                    and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in kw.value.elts)):
+                raise module.error(kw.value, "sources must be a list of file names (strings)")
+            sources = [str((module.path.parent / e.value).resolve()) for e in kw.value.elts]  # type: ignore[attr-defined]
+        return dec.args[0].value, sources
+
+    def build_exports(self) -> None:
+        """Compiles each ``@device(export="name")`` function of the module with C linkage."""
+        for name, symbol in self.module.exports.items():
+            fdef = self.module.functions[name]
+            if self.typevars_of(self.module, fdef):
+                raise self.module.error(fdef, f"the exported device function {name!r} cannot be generic",
+                                        "give its parameters concrete types; C++ sees one signature")
+            translator = FunctionTranslator(self, self.module, fdef, {}, False, name, self.bounds_check)
+            self.call_stack.append((self.module.name, name))
+            try:
+                translator.translate_signature()
+                body = translator.translate_body()
+            finally:
+                self.call_stack.pop()
+            for p in translator.params:
+                if isinstance(p.ty, ThreadIndexType):
+                    raise self.module.error(fdef, f"the exported function {name!r} cannot take a ThreadIndex")
+            self.functions.append(ir.Function(
+                symbol=symbol, python_name=name, file=str(self.module.path), params=translator.params,
+                ret=translator.ret or VoidType(), body=body, locals=translator.locals, is_kernel=False,
+                line=fdef.lineno, export=True,
+            ))
+
     # ---- device functions ------------------------------------------------------------------
 
     def call_device(
@@ -188,8 +243,7 @@ class ProgramBuilder:
         for dec in fdef.decorator_list:
             target = dec.func if isinstance(dec, ast.Call) else dec
             if _names_oxide(module, target, "extern"):
-                raise caller.error(node, f"calling the C++ function {fdef.name!r} (@extern) is not supported yet",
-                                   "CUDA C++ interop lands with the LTO linker")
+                return self.call_extern(caller, module, fdef, dec, args, node)
             if oxide_name(module, target) not in ("device",):
                 raise caller.error(node, f"{fdef.name!r} has a decorator ({ast.unparse(dec)}) oxide cannot compile",
                                    "device functions are plain functions, optionally marked @oxide.device")
@@ -292,6 +346,50 @@ class ProgramBuilder:
         return ir.Call(fn.symbol, converted, ret, caller.loc(node))
 
 
+    def call_extern(
+        self, caller: FunctionTranslator, module: ModuleSource, fdef: ast.FunctionDef, dec: ast.expr,
+        args: list[ir.Expr], node: ast.Call,
+    ) -> ir.Expr:
+        symbol, sources = self._extern_decorator(module, dec, "extern")
+        params = fdef.args.args
+        if len(args) != len(params):
+            raise caller.error(node, f"{fdef.name}() takes {len(params)} argument(s), got {len(args)}",
+                               f"see its declaration at {module.path.name}:{fdef.lineno}")
+        param_types: list[Type] = []
+        for p in params:
+            if p.annotation is None:
+                raise module.error(p, f"parameter {p.arg!r} of the extern {fdef.name!r} has no type annotation")
+            ty = resolve_annotation(module, p.annotation, {}, f"parameter {p.arg!r} of extern {fdef.name!r}")
+            if isinstance(ty, TypeVarBinding) or isinstance(ty, (VoidType, ThreadIndexType)):
+                raise module.error(p.annotation, f"extern parameters must be concrete scalars or views, "
+                                   f"not {ast.unparse(p.annotation)}")
+            param_types.append(ty)
+        ret: Type = VoidType()
+        if fdef.returns is not None:
+            r = resolve_annotation(module, fdef.returns, {}, f"the return type of extern {fdef.name!r}")
+            if isinstance(r, (TypeVarBinding, ViewType)):
+                raise module.error(fdef.returns, "an extern returns a scalar or None")
+            ret = r
+        converted: list[ir.Expr] = []
+        for arg, p, pty in zip(args, params, param_types):
+            what = f"argument {p.arg!r} of {fdef.name}()"
+            if isinstance(pty, ViewType):
+                if not isinstance(arg.ty, ViewType) or arg.ty.elem != pty.elem or (pty.kind != "slice" and pty.kind != arg.ty.kind):
+                    raise caller.error(node, f"{what} needs {type_name(pty)}, got {type_name(arg.ty)}")
+                converted.append(arg)
+            else:
+                converted.append(caller.convert_implicit(arg, pty, node, what))
+        existing = self.externs.get(symbol)
+        decl = ir.ExternFunction(symbol, [ir.Param(p.arg, t) for p, t in zip(params, param_types)], ret, sources,
+                                 str(module.path), fdef.lineno, str(caller.module.path), node.lineno)
+        if existing is None:
+            self.externs[symbol] = decl
+        elif [p.ty for p in existing.params] != param_types or existing.ret != ret:
+            raise caller.error(node, f"the C symbol {symbol!r} is declared twice with different types "
+                               f"({existing.file}:{existing.line} and {module.path}:{fdef.lineno})")
+        return ir.Call(symbol, converted, ret, caller.loc(node))
+
+
 def _param_spec(p: ir.Param) -> ParamSpec:
     if isinstance(p.ty, ViewType):
         return ParamSpec(p.name, p.ty.kind, p.ty.elem.name)
@@ -303,5 +401,6 @@ def _param_spec(p: ir.Param) -> ParamSpec:
 def build_program(index: ProjectIndex, module: ModuleSource, bounds_check: bool = True) -> FrontendResult:
     builder = ProgramBuilder(index, module, bounds_check)
     kernels = builder.build_kernels()
-    program = ir.Program(builder.functions)
+    builder.build_exports()
+    program = ir.Program(builder.functions, list(builder.externs.values()), builder.extern_kernels)
     return FrontendResult(program, kernels, builder.error_sites)

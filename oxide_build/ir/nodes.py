@@ -12,7 +12,7 @@ __all__ = [
     "Const", "Var", "BinOp", "Compare", "BoolOp", "Not", "Neg", "Cast", "Call", "ViewLen",
     "ViewLoad", "ThreadIndex1D", "SpecialReg", "Select",
     "Assign", "Store", "If", "While", "Return", "ExprStmt", "Break", "Continue",
-    "Param", "Function", "Program",
+    "Param", "Function", "ExternFunction", "Program",
 ]
 
 
@@ -212,6 +212,21 @@ class Function:
     is_kernel: bool
     line: int
     specialization: dict[str, str] = field(default_factory=dict)
+    export: bool = False  # C linkage under ``symbol``, callable from CUDA C++ (@device(export=))
+
+
+@dataclass
+class ExternFunction:
+    """A CUDA C++ ``extern "C" __device__`` function declared by an ``@oxide.extern`` stub."""
+
+    symbol: str
+    params: list[Param]
+    ret: Type
+    sources: list[str]  # absolute paths of the C++ inputs that define it
+    file: str  # the stub's file and line, and the first call site, for link errors
+    line: int
+    call_file: str = ""
+    call_line: int = 0
 
 
 @dataclass
@@ -219,5 +234,7 @@ class Program:
     """Every function one module's kernels need, kernels first, plus the check sites."""
 
     functions: list[Function]
+    externs: list[ExternFunction] = field(default_factory=list)
+    extern_kernels: list[ExternFunction] = field(default_factory=list)  # CUDA C++ __global__ stubs
     error_sites: list[tuple[int, str, str, str, int, int, str]] = field(default_factory=list)
     # (id, kind, kernel, file, line, col, what)

@@ -96,9 +96,12 @@ class ModuleLowering:
         for fn in self.program.functions:
             fnty = ll.FunctionType(value_ll(fn.ret), abi_params(fn.params, fn.is_kernel))
             llfn = ll.Function(self.module, fnty, fn.symbol)
-            if not fn.is_kernel:
+            if not fn.is_kernel and not fn.export:
                 llfn.linkage = "internal"
             self.functions[fn.symbol] = llfn
+        for ext in self.program.externs:
+            fnty = ll.FunctionType(value_ll(ext.ret), abi_params(ext.params, kernel=False))
+            self.functions[ext.symbol] = ll.Function(self.module, fnty, ext.symbol)
         kernels = []
         for fn in self.program.functions:
             FunctionLowering(self, fn, self.functions[fn.symbol]).lower()
