@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-import oxide_build
 from oxide.runtime.manifest import ModuleManifest
 from oxide_build.config import ConfigError, OxideConfig, load_config, parse_config
 from oxide_build.package.wheel import add_requires_dist
@@ -130,10 +129,11 @@ def pure_kernel(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["wheel", "sdist", "editable"])
-def test_get_requires_delegates_to_setuptools(pure_kernel: Path, kind: str) -> None:
+def test_get_requires_delegates_to_setuptools(pure_kernel: Path, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from setuptools import build_meta
 
-    ours = getattr(oxide_build, f"get_requires_for_build_{kind}")({"oxide.arch": "sm_90"})
+    ours = call_hook(pure_kernel, f"get_requires_for_build_{kind}", {"oxide.arch": "sm_90"}).value
+    monkeypatch.chdir(pure_kernel)
     theirs = getattr(build_meta, f"get_requires_for_build_{kind}")(None)
     assert isinstance(ours, list)
     assert ours == list(theirs)
@@ -143,7 +143,7 @@ def test_get_requires_delegates_to_setuptools(pure_kernel: Path, kind: str) -> N
 def test_prepare_metadata_adds_runtime_requirement(pure_kernel: Path, tmp_path: Path, kind: str) -> None:
     out = tmp_path / "meta"
     out.mkdir()
-    dist_info = getattr(oxide_build, f"prepare_metadata_for_build_{kind}")(str(out))
+    dist_info = call_hook(pure_kernel, f"prepare_metadata_for_build_{kind}", str(out)).value
     assert dist_info == "pure_kernel-1.2.3.dist-info"
     metadata = (out / dist_info / "METADATA").read_text()
     assert "Name: pure-kernel" in metadata
@@ -153,7 +153,7 @@ def test_prepare_metadata_adds_runtime_requirement(pure_kernel: Path, tmp_path: 
 def test_build_sdist(pure_kernel: Path, tmp_path: Path) -> None:
     out = tmp_path / "dist"
     out.mkdir()
-    name = oxide_build.build_sdist(str(out))
+    name = call_hook(pure_kernel, "build_sdist", str(out)).value
     assert name == "pure_kernel-1.2.3.tar.gz"
     with tarfile.open(out / name) as tf:
         names = tf.getnames()
@@ -162,10 +162,11 @@ def test_build_sdist(pure_kernel: Path, tmp_path: Path) -> None:
     assert not [n for n in names if "_oxide" in n]
 
 
-def test_build_wheel_adds_artifacts(pure_kernel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_build_wheel_adds_artifacts(pure_kernel: Path, tmp_path: Path) -> None:
     out = tmp_path / "wheels"
     out.mkdir()
-    name = oxide_build.build_wheel(str(out))
+    result = call_hook(pure_kernel, "build_wheel", str(out))
+    name = result.value
     assert name == "pure_kernel-1.2.3-py3-none-any.whl"
     entries = wheel_entries(out / name)
 
@@ -173,7 +174,7 @@ def test_build_wheel_adds_artifacts(pure_kernel: Path, tmp_path: Path, capsys: p
     assert manifest.module == "purekernel.ops"
     assert manifest.source == "ops.py"
     assert manifest.source_sha256 == hashlib.sha256((pure_kernel / "purekernel/ops.py").read_bytes()).hexdigest()
-    assert [k.name for k in manifest.kernels] == ["scale"]
+    assert {k.name for k in manifest.kernels} == {"scale"}
     assert sorted(manifest.cubins) == ["sm_80", "sm_90"]
     for arch, file in manifest.cubins.items():
         assert file == f"purekernel.ops.{arch}.cubin"
@@ -192,39 +193,38 @@ def test_build_wheel_adds_artifacts(pure_kernel: Path, tmp_path: Path, capsys: p
     assert names[-1] == "pure_kernel-1.2.3.dist-info/RECORD"
     assert not list(pure_kernel.rglob("_oxide")), "a wheel build must not write into the source tree"
 
-    err = capsys.readouterr().err
-    assert re.search(r"^\[1/1\] purekernel\.ops sm_80,sm_90 … \d+ ms$", err, re.M), err
-    assert re.search(r"^oxide: compiled 1 kernel in 1 module for sm_80,sm_90 in [\d.]+ s$", err, re.M), err
+    assert re.search(r"^\[1/1\] purekernel\.ops sm_80,sm_90 … \d+ ms$", result.stderr, re.M), result.stderr
+    assert re.search(
+        r"^oxide: compiled 1 kernel in 1 module for sm_80,sm_90 in [\d.]+ s$", result.stderr, re.M
+    ), result.stderr
 
 
-def test_build_wheel_arch_overrides(pure_kernel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # the environment overrides pyproject.toml, a config setting overrides both
-    monkeypatch.setenv("OXIDE_ARCH", "sm_86")
+def cubins_in(wheel: Path) -> list[str]:
+    return sorted(n.rsplit("/", 1)[1] for n in wheel_entries(wheel) if n.endswith(".cubin"))
+
+
+def test_build_wheel_arch_overrides(pure_kernel: Path, tmp_path: Path) -> None:
+    # OXIDE_ARCH overrides pyproject.toml; a config setting overrides both
     env_only = tmp_path / "env"
     env_only.mkdir()
-    entries = wheel_entries(env_only / oxide_build.build_wheel(str(env_only)))
-    assert sorted(n for n in entries if n.endswith(".cubin")) == ["purekernel/_oxide/purekernel.ops.sm_86.cubin"]
+    name = call_hook(pure_kernel, "build_wheel", str(env_only), None, OXIDE_ARCH="sm_86").value
+    assert cubins_in(env_only / name) == ["purekernel.ops.sm_86.cubin"]
 
     setting = tmp_path / "setting"
     setting.mkdir()
-    name = oxide_build.build_wheel(str(setting), {"oxide.arch": "sm_90,sm_120"})
-    entries = wheel_entries(setting / name)
-    assert sorted(n for n in entries if n.endswith(".cubin")) == [
-        "purekernel/_oxide/purekernel.ops.sm_120.cubin",
-        "purekernel/_oxide/purekernel.ops.sm_90.cubin",
-    ]
-    manifest = json.loads(entries["purekernel/_oxide/purekernel.ops.json"])
+    name = call_hook(pure_kernel, "build_wheel", str(setting), {"oxide.arch": "sm_90,sm_120"}, OXIDE_ARCH="sm_86").value
+    assert cubins_in(setting / name) == ["purekernel.ops.sm_120.cubin", "purekernel.ops.sm_90.cubin"]
+    manifest = json.loads(wheel_entries(setting / name)["purekernel/_oxide/purekernel.ops.json"])
     assert sorted(manifest["cubins"]) == ["sm_120", "sm_90"]
 
 
-def test_build_wheel_is_reproducible(pure_kernel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+def test_build_wheel_is_reproducible(pure_kernel: Path, tmp_path: Path) -> None:
     first, second = tmp_path / "one", tmp_path / "two"
     first.mkdir()
     second.mkdir()
-    name = oxide_build.build_wheel(str(first))
-    shutil.rmtree(pure_kernel / "build", ignore_errors=True)  # the second build starts clean too
-    assert oxide_build.build_wheel(str(second)) == name
+    name = call_hook(pure_kernel, "build_wheel", str(first), SOURCE_DATE_EPOCH=EPOCH).value
+    shutil.rmtree(pure_kernel / "build", ignore_errors=True)  # the second build starts clean
+    assert call_hook(pure_kernel, "build_wheel", str(second), SOURCE_DATE_EPOCH=EPOCH).value == name
     assert (first / name).read_bytes() == (second / name).read_bytes()
     with zipfile.ZipFile(first / name) as zf:
         infos = zf.infolist()
@@ -236,7 +236,7 @@ def test_build_wheel_is_reproducible(pure_kernel: Path, tmp_path: Path, monkeypa
 def test_build_editable_compiles_next_to_sources(pure_kernel: Path, tmp_path: Path) -> None:
     out = tmp_path / "wheels"
     out.mkdir()
-    name = oxide_build.build_editable(str(out))
+    name = call_hook(pure_kernel, "build_editable", str(out)).value
     assert name.startswith("pure_kernel-1.2.3-")
     artifacts = pure_kernel / "purekernel" / "_oxide"
     assert sorted(p.name for p in artifacts.iterdir()) == [
@@ -250,13 +250,11 @@ def test_build_editable_compiles_next_to_sources(pure_kernel: Path, tmp_path: Pa
     assert_record_matches(entries)
 
 
-def test_src_layout_keeps_existing_requirement(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_src_layout_keeps_existing_requirement(tmp_path: Path) -> None:
     project = copy_project(PACKAGES / "src_layout", tmp_path)
-    monkeypatch.chdir(project)
-    monkeypatch.delenv("OXIDE_ARCH", raising=False)
     out = tmp_path / "wheels"
     out.mkdir()
-    entries = wheel_entries(out / oxide_build.build_wheel(str(out)))
+    entries = wheel_entries(out / call_hook(project, "build_wheel", str(out)).value)
     assert sorted(n for n in entries if "/_oxide/" in n) == [
         "srckernel/_oxide/srckernel.fill.json",
         "srckernel/_oxide/srckernel.fill.sm_90.cubin",
@@ -264,19 +262,18 @@ def test_src_layout_keeps_existing_requirement(tmp_path: Path, monkeypatch: pyte
     assert requires_dist(metadata_of(entries)) == ["oxide-cuda>=0.1"]
 
 
-def test_config_error_fails_build_without_traceback(
-    pure_kernel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_config_error_fails_build_without_traceback(pure_kernel: Path, tmp_path: Path) -> None:
     pyproject = pure_kernel / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace('arch = ["sm_80", "sm_90"]', 'archs = ["sm_90"]'))
-    with pytest.raises(SystemExit) as exc:
-        oxide_build.build_wheel(str(tmp_path))
-    assert exc.value.code == 1
-    err = capsys.readouterr().err
-    assert (
+    with pytest.raises(HookFailed) as exc:
+        call_hook(pure_kernel, "build_wheel", str(tmp_path))
+    assert exc.value.returncode == 1
+    assert exc.value.stderr.strip().splitlines() == [
         "pyproject.toml [tool.oxide]: unknown key 'archs'; "
-        "allowed keys: arch, bounds-check, opt-level, packages, ptx"
-    ) in err
+        "allowed keys: arch, bounds-check, opt-level, packages, ptx",
+        "",
+        "oxide: build failed",
+    ]
     assert not list(tmp_path.glob("*.whl"))
 
 

@@ -11,6 +11,8 @@ import ctypes
 import sys
 from typing import Any, NamedTuple
 
+from oxide.runtime.device_array import DeviceArray
+
 __all__ = ["ArrayView", "ViewError", "view_of", "type_name", "TYPESTR_DTYPES", "DLPACK_CUDA_DEVICES"]
 
 # typestr of the CUDA array interface (NumPy's array-interface codes) -> oxide scalar name
@@ -95,9 +97,16 @@ def _check_1d_contiguous(shape: tuple[int, ...], stride_elems: int | None) -> in
 
 def view_of(obj: Any) -> ArrayView:
     """The device memory of ``obj``; ViewError (a TypeError) when it is not a usable view."""
+    if type(obj) is DeviceArray:
+        if len(obj.shape) != 1:
+            raise ViewError(f"needs a 1-D array; got shape {obj.shape}")
+        return ArrayView(obj.ptr, obj.shape[0], TYPESTR_DTYPES.get(obj.dtype.str, str(obj.dtype)), False, obj)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(obj, torch.Tensor):
         return _torch_view(obj)
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(obj, cupy.ndarray):
+        return _cupy_view(obj)
     try:
         cai = obj.__cuda_array_interface__
     except AttributeError:
@@ -155,6 +164,23 @@ def _torch_view(t: Any) -> ArrayView:
         dtype = _TORCH_DTYPES.get(str(key), f"unsupported element type {key}")
         _torch_dtype_cache[key] = dtype
     return ArrayView(t.data_ptr(), n, dtype, False, t)
+
+
+def _cupy_view(a: Any) -> ArrayView:
+    # CuPy builds its __cuda_array_interface__ dict per call; its attributes are cheap.
+    if a.ndim != 1:
+        raise ViewError(f"needs a 1-D array; got shape {tuple(a.shape)}")
+    typestr = a.dtype.str
+    dtype = TYPESTR_DTYPES.get(typestr)
+    if dtype is None:
+        dtype = f"unsupported element type {typestr!r}"
+    n = a.shape[0]
+    stride = a.strides[0]
+    if n > 1 and stride != a.itemsize:
+        if stride % a.itemsize:
+            raise ViewError(f"needs a contiguous 1-D array; got a stride of {stride} bytes")
+        _check_1d_contiguous((n,), stride // a.itemsize)
+    return ArrayView(a.data.ptr, n, dtype, False, a)
 
 
 class _DLDevice(ctypes.Structure):

@@ -34,6 +34,8 @@ def optimize_and_emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3) -> str:
     llvm = _llvm()
     module = llvm.parse_assembly(llvm_ir)
     module.verify()
+    if any(f.is_declaration and f.name.startswith("__nv_") for f in module.functions):
+        _link_libdevice(llvm, module)
     target = llvm.Target.from_triple("nvptx64-nvidia-cuda")
     tm = target.create_target_machine(cpu=arch, opt=opt_level, codemodel="default")
     if opt_level > 0:
@@ -42,3 +44,27 @@ def optimize_and_emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3) -> str:
         mpm = pb.getModulePassManager()
         mpm.run(module, pb)
     return str(tm.emit_assembly(module))
+
+
+_libdevice_bytes: bytes | None = None
+
+
+def _link_libdevice(llvm, module) -> None:  # type: ignore[no-untyped-def]
+    """Links CUDA's libdevice (math functions) into ``module`` and keeps only what it uses."""
+    global _libdevice_bytes
+    if _libdevice_bytes is None:
+        try:
+            from cuda.pathfinder import find_bitcode_lib
+
+            path = find_bitcode_lib("device")
+        except Exception as exc:
+            raise ToolchainError(f"libdevice was not found ({exc}): pip install nvidia-nvvm") from None
+        with open(path, "rb") as f:
+            _libdevice_bytes = f.read()
+    lib = llvm.parse_bitcode(_libdevice_bytes)
+    lib.triple = module.triple
+    lib.data_layout = module.data_layout
+    module.link_in(lib)
+    for f in module.functions:
+        if f.name.startswith("__nv_") and not f.is_declaration:
+            f.linkage = "internal"

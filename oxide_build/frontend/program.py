@@ -53,8 +53,12 @@ class ProgramBuilder:
         return CompileError(message, SourceLocation(str(module.path), loc.line, loc.col, src), hint)
 
     def add_error_site(self, kind: str, kernel: str, module: ModuleSource, node: ast.AST, what: str) -> int:
+        try:  # relative, so the manifest does not leak build paths and wheels are reproducible
+            file = module.path.resolve().relative_to(self.index.root).as_posix()
+        except ValueError:
+            file = module.path.name
         site = ErrorSite(
-            id=len(self.error_sites) + 1, kind=kind, kernel=kernel, file=str(module.path),
+            id=len(self.error_sites) + 1, kind=kind, kernel=kernel, file=file,
             line=getattr(node, "lineno", 0), col=getattr(node, "col_offset", 0) + 1, what=what,
         )
         self.error_sites.append(site)

@@ -15,8 +15,8 @@ from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
 from ..ir.types import (
-    BOOL, F64, I32, I64, THREAD_INDEX, VIEW_KINDS, VOID, ThreadIndexType, Type, ViewType, VoidType,
-    as_scalar, is_float, is_int, type_name,
+    BOOL, F64, I32, I64, THREAD_INDEX, VIEW_KINDS, VOID, ArrayType, ThreadIndexType, TupleType, Type,
+    ViewType, VoidType, as_scalar, is_float, is_int, type_name,
 )
 from ..scan import ModuleSource, Symbol
 from .promotion import PromotionError, fits, literal_type, promote
@@ -98,6 +98,21 @@ def resolve_annotation(
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         raise module.error(node, f"string annotations are not supported ({what})",
                            "write the type itself, not a string")
+    if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+            and node.value.id in ("tuple", "Tuple") and node.value.id not in module.symbols or
+            isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "Tuple"):
+        elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        resolved = [resolve_annotation(module, e, typevars, what) for e in elts]
+        elems: list[Type] = []
+        for r, e in zip(resolved, elts):
+            if isinstance(r, TypeVarBinding):
+                if r.bound is None:
+                    raise module.error(e, f"type variable {r.name} in {what} is not bound by a parameter")
+                r = r.bound
+            if not isinstance(r, ScalarType):
+                raise module.error(e, f"tuples hold scalars, not {type_name(r)}")
+            elems.append(r)
+        return TupleType(tuple(elems))
     if isinstance(node, ast.Subscript):
         view = oxide_name(module, node.value)
         if view not in VIEW_KINDS:
@@ -172,6 +187,12 @@ class FunctionTranslator(ast.NodeVisitor):
         self.unsafe_depth = 0
         self.scopes: list[Scope] = [Scope()]
         self.assign_counts = _count_assignments(fdef)
+        self.constexprs: dict[str, int] = {}
+        # names whose value may differ between the threads of a block, and how many enclosing
+        # conditions depend on such values (block.sync() there could deadlock)
+        self.thread_dependent: set[str] = set()
+        self.divergent_depth = 0
+        self.static_loop_depth = 0
 
     # ---- entry points -------------------------------------------------------------------
 
@@ -284,6 +305,8 @@ class FunctionTranslator(ast.NodeVisitor):
             return None
         if not isinstance(node.value, ast.Call):
             raise self.error(node, "this expression has no effect", "remove it or assign its value")
+        if self.divergent_depth and oxide_name(self.module, node.value.func) == "warp.sync":
+            pass  # warp-level sync under divergence is the user's documented responsibility
         value = self.expr(node.value)
         return ir.ExprStmt(value, self.loc(node))
 
@@ -295,11 +318,61 @@ class FunctionTranslator(ast.NodeVisitor):
         if isinstance(target, ast.Subscript):
             return self.store(target, node.value, node)
         if isinstance(target, (ast.Tuple, ast.List)):
-            raise self.error(target, "tuple unpacking is not supported yet", "assign each name separately")
+            return self.unpack(target, node.value, node)
         if not isinstance(target, ast.Name):
             raise self.error(target, f"cannot assign to {ast.unparse(target)!r}",
                              "assign to a local name or to a view element like out[i]")
         return self.assign_name(target, self.expr(node.value), node)
+
+    def unpack(self, target: ast.Tuple | ast.List, value_node: ast.expr, node: ast.AST) -> list[ir.Stmt]:
+        value = self.expr(value_node)
+        if not isinstance(value.ty, TupleType):
+            raise self.error(value_node, f"cannot unpack {type_name(value.ty)}",
+                             "only tuples (from a device function or a tuple expression) unpack")
+        if len(value.ty.elems) != len(target.elts):
+            raise self.error(target, f"cannot unpack {len(value.ty.elems)} values into {len(target.elts)} names")
+        temp = self.builder.fresh_name("tuple")
+        self.locals[temp] = value.ty
+        loc = self.loc(node)
+        out: list[ir.Stmt] = [ir.Assign(temp, value, loc)]
+        for i, (t, ety) in enumerate(zip(target.elts, value.ty.elems)):
+            element = ir.TupleGet(ir.Var(temp, value.ty, loc), i, ety, loc)
+            if isinstance(t, ast.Name):
+                out.append(self.assign_name(t, element, node))
+            elif isinstance(t, ast.Subscript):
+                raise self.error(t, "unpack into names, then store them")
+            else:
+                raise self.error(t, f"cannot assign to {ast.unparse(t)!r}")
+        return out
+
+    def visit_Tuple(self, node: ast.Tuple) -> ir.Expr:
+        values = [self.materialize(self.expr(e)) for e in node.elts]
+        for v, e in zip(values, node.elts):
+            if isinstance(v.ty, (ViewType, ArrayType, VoidType, TupleType)):
+                raise self.error(e, f"tuples hold scalars, not {type_name(v.ty)}")
+        return ir.MakeTuple(values, TupleType(tuple(v.ty for v in values)), self.loc(node))
+
+    def is_thread_dependent(self, value: ir.Expr) -> bool:
+        stack: list[object] = [value]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, (ir.ThreadIndex1D, ir.ViewLoad)):
+                return True
+            if isinstance(e, ir.SpecialReg) and e.name.startswith("tid."):
+                return True
+            if isinstance(e, ir.Intrinsic) and (e.name.startswith("warp.") or e.name.startswith("atomic.")):
+                return True
+            if isinstance(e, ir.Var) and e.name in self.thread_dependent:
+                return True
+            if isinstance(e, ir.Call):
+                stack.extend(e.args)
+            for attr in ("left", "right", "operand", "cond", "if_true", "if_false", "value", "index"):
+                child = getattr(e, attr, None)
+                if child is not None and not isinstance(child, (int, float, str)):
+                    stack.append(child)
+            for attr in ("values", "args"):
+                stack.extend(getattr(e, attr, None) or [])
+        return False
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ir.Stmt | None:
         if not isinstance(node.target, ast.Name):
@@ -325,6 +398,21 @@ class FunctionTranslator(ast.NodeVisitor):
         if isinstance(value.ty, ViewType):
             raise self.error(node, "views cannot be copied into local variables",
                              "use the parameter directly")
+        if isinstance(value.ty, ArrayType):
+            if not isinstance(value, ir.Intrinsic):
+                raise self.error(node, "arrays cannot be copied into other variables", "use the array's own name")
+            if name in self.locals:
+                raise self.error(target, f"{name!r} is already defined; an array needs a name of its own")
+            if self.loop_depth and value.ty.space == "shared":
+                raise self.error(node, "shared arrays must be declared outside loops",
+                                 "declare it at the top of the kernel")
+            self.locals[name] = value.ty
+            self.local_decl_line[name] = getattr(node, "lineno", 0)
+            return ir.ArrayDecl(name, value.ty, self.loc(node))
+        if isinstance(value.ty, TupleType):
+            raise self.error(node, "a tuple must be unpacked into names: a, b = ...")
+        if self.is_thread_dependent(value):
+            self.thread_dependent.add(name)
         if isinstance(value.ty, VoidType):
             raise self.error(node, "this call returns nothing; there is no value to assign")
         if name not in self.locals:
@@ -358,9 +446,15 @@ class FunctionTranslator(ast.NodeVisitor):
 
     def store(self, target: ast.Subscript, value_node: ast.expr, node: ast.AST) -> ir.Stmt:
         view = self.expr(target.value)
-        if not isinstance(view.ty, ViewType):
+        if not isinstance(view.ty, (ViewType, ArrayType)):
             raise self.error(target.value, f"{ast.unparse(target.value)!r} is {type_name(view.ty)}, not a view",
-                             "only Slice/DisjointSlice/MutSlice parameters can be indexed")
+                             "only Slice/DisjointSlice/MutSlice parameters and arrays can be indexed")
+        if isinstance(view.ty, ArrayType):
+            index = self.index_expr(target.slice, view.ty)
+            value = self.convert_implicit(self.expr(value_node), view.ty.elem, value_node,
+                                          f"store into {ast.unparse(target.value)}")
+            site = self.check_site(target, view, index, f"{ast.unparse(target.value)}[{_index_text(target.slice)}]")
+            return ir.Store(view, index, value, self.loc(node), site)
         vt = view.ty
         index = self.index_expr(target.slice)
         if vt.kind == "slice":
@@ -378,26 +472,34 @@ class FunctionTranslator(ast.NodeVisitor):
                              "wrap the write in `with oxide.unsafe():`, or use a DisjointSlice")
         value = self.convert_implicit(self.expr(value_node), vt.elem, value_node,
                                       f"store into {ast.unparse(target.value)}")
-        site = self.check_site(target, view, index, f"{ast.unparse(target.value)}[{ast.unparse(target.slice)}]")
+        site = self.check_site(target, view, index, f"{ast.unparse(target.value)}[{_index_text(target.slice)}]")
         return ir.Store(view, index, value, self.loc(node), site)
 
     def visit_If(self, node: ast.If) -> ir.Stmt:
         cond = self.condition(node.test)
         facts = self.facts(node.test, negated=False)
         parent = self.scopes[-1].proven
-        then = self.block(node.body, Scope(parent | facts))
-        orelse = self.block(node.orelse, Scope(parent | self.facts(node.test, negated=True)))
+        divergent = self.is_thread_dependent(cond)
+        self.divergent_depth += divergent
+        try:
+            then = self.block(node.body, Scope(parent | facts))
+            orelse = self.block(node.orelse, Scope(parent | self.facts(node.test, negated=True)))
+        finally:
+            self.divergent_depth -= divergent
         return ir.If(cond, then, orelse, self.loc(node))
 
     def visit_While(self, node: ast.While) -> ir.Stmt:
         if node.orelse:
             raise self.error(node.orelse[0], "while/else is not supported", "move the else block after the loop")
         cond = self.condition(node.test)
+        divergent = self.is_thread_dependent(cond)
         self.loop_depth += 1
+        self.divergent_depth += divergent
         try:
             body = self.block(node.body, Scope(self.scopes[-1].proven | self.facts(node.test, negated=False)))
         finally:
             self.loop_depth -= 1
+            self.divergent_depth -= divergent
         return ir.While(cond, body, self.loc(node))
 
     def visit_For(self, node: ast.For) -> list[ir.Stmt]:
@@ -406,6 +508,8 @@ class FunctionTranslator(ast.NodeVisitor):
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, "the loop variable must be a single name")
         it = node.iter
+        if isinstance(it, ast.Call) and oxide_name(self.module, it.func) == "static_range":
+            return self.static_for(node, it)
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
                 and "range" not in self.module.symbols):
             raise self.error(it, f"only `for ... in range(...)` loops are supported, not {ast.unparse(it)!r}",
@@ -451,20 +555,100 @@ class FunctionTranslator(ast.NodeVisitor):
                 ir.BoolOp("and", [ir.Compare(">", step_v, zero, ty, BOOL, loc), ir.Compare("<", var, stop_v, ty, BOOL, loc)], BOOL, loc),
                 ir.BoolOp("and", [ir.Compare("<", step_v, zero, ty, BOOL, loc), ir.Compare(">", var, stop_v, ty, BOOL, loc)], BOOL, loc),
             ], BOOL, loc)
+        divergent = any(self.is_thread_dependent(a) for a in (start, stop, step))
+        if divergent:
+            self.thread_dependent.add(name)
+        facts: set[tuple[str, str]] = set()
+        # `for j in range(start ≥ 0, len(v), step > 0)`: v[j] is in bounds in the body
+        if (self.assign_counts.get(name, 0) == 1 and len(it.args) >= 2 and self._nonneg(start, it.args[0])
+                and self._positive_step(step, it.args[2] if len(it.args) == 3 else None)):
+            pair = self._len_of_param(it.args[1])
+            if pair is not None:
+                facts.add((name, pair))
         self.loop_depth += 1
+        self.divergent_depth += divergent
         try:
-            body = self.block(node.body)
+            body = self.block(node.body, Scope(self.scopes[-1].proven | facts))
         finally:
             self.loop_depth -= 1
+            self.divergent_depth -= divergent
         step_stmt = ir.Assign(name, ir.BinOp("+", var, step_v, ty, loc), loc)
         return [*init, ir.While(cond, body, loc, step=[step_stmt])]
 
+    def _nonneg(self, value: ir.Expr, node: ast.expr) -> bool:
+        if isinstance(value, ir.Const):
+            return isinstance(value.value, (int, float)) and value.value >= 0
+        if isinstance(value.ty, ThreadIndexType):
+            return True
+        scalar = as_scalar(value.ty)
+        return scalar is not None and scalar.kind == "uint"
+
+    def _positive_step(self, value: ir.Expr, node: ast.expr | None) -> bool:
+        if node is None:
+            return True
+        if isinstance(value, ir.Const):
+            return isinstance(value.value, int) and value.value > 0
+        # products of block/grid dimensions are positive
+        def dims_only(e: ir.Expr) -> bool:
+            if isinstance(e, ir.SpecialReg):
+                return e.name.startswith(("ntid.", "nctaid."))
+            if isinstance(e, ir.Cast):
+                return dims_only(e.operand)
+            if isinstance(e, ir.BinOp) and e.op == "*":
+                return dims_only(e.left) and dims_only(e.right)
+            if isinstance(e, ir.Const):
+                return isinstance(e.value, int) and e.value > 0
+            return False
+        return dims_only(value)
+
+    def _len_of_param(self, node: ast.expr) -> str | None:
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len"
+                and len(node.args) == 1 and isinstance(node.args[0], ast.Name)):
+            view = node.args[0].id
+            if view in self.param_names and isinstance(self.locals.get(view), ViewType):
+                return view
+        return None
+
+    def static_for(self, node: ast.For, it: ast.Call) -> list[ir.Stmt]:
+        """``for k in oxide.static_range(n)``: the body is repeated n times with k a constant."""
+        assert isinstance(node.target, ast.Name)
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            raise self.error(it, "static_range() takes 1 to 3 compile-time integers")
+        from .intrinsics import _const_int
+
+        bounds = [_const_int(self, a) for a in it.args]
+        for b, a in zip(bounds, it.args):
+            if b is None:
+                raise self.error(a, f"static_range() needs compile-time integers, got {ast.unparse(a)}",
+                                 "use a literal or module-level constant, or a plain range()")
+        values = list(range(*bounds))  # type: ignore[arg-type]
+        if len(values) > 1024:
+            raise self.error(it, f"static_range() would unroll {len(values)} times (limit 1024)")
+        name = node.target.id
+        if name in self.locals and self.locals[name] != I64:
+            raise self.error(node.target, f"loop variable {name!r} is {type_name(self.locals[name])}, "
+                             "static_range gives i64")
+        self.locals[name] = I64
+        out: list[ir.Stmt] = []
+        self.static_loop_depth += 1
+        try:
+            for v in values:
+                out.append(ir.Assign(name, ir.Const(v, I64, self.loc(node)), self.loc(node)))
+                out.extend(self.block(node.body))
+        finally:
+            self.static_loop_depth -= 1
+        return out
+
     def visit_Break(self, node: ast.Break) -> ir.Stmt:
+        if self.static_loop_depth and self.loop_depth == 0:
+            raise self.error(node, "`break` is not allowed in a static_range loop", "use range() instead")
         if self.loop_depth == 0:
             raise self.error(node, "`break` outside a loop")
         return ir.Break(self.loc(node))
 
     def visit_Continue(self, node: ast.Continue) -> ir.Stmt:
+        if self.static_loop_depth and self.loop_depth == 0:
+            raise self.error(node, "`continue` is not allowed in a static_range loop", "use range() instead")
         if self.loop_depth == 0:
             raise self.error(node, "`continue` outside a loop")
         return ir.Continue(self.loc(node))
@@ -479,8 +663,15 @@ class FunctionTranslator(ast.NodeVisitor):
             raise self.error(node, "a kernel cannot return a value",
                              "write results into a DisjointSlice parameter")
         value = self.expr(node.value)
-        if isinstance(value.ty, (ViewType, VoidType)):
+        if isinstance(value.ty, (ViewType, VoidType, ArrayType)):
             raise self.error(node.value, f"cannot return {type_name(value.ty)}")
+        if isinstance(value.ty, TupleType):
+            if self.ret is None:
+                self.ret = value.ty
+            elif self.ret != value.ty:
+                raise self.error(node.value, f"this function returns {type_name(self.ret)}, "  # type: ignore[arg-type]
+                                 f"not {type_name(value.ty)}")
+            return ir.Return(value, self.loc(node))
         if self.ret is None:
             value = self.materialize(value)
             if isinstance(value.ty, ThreadIndexType):
@@ -509,7 +700,14 @@ class FunctionTranslator(ast.NodeVisitor):
             self.unsafe_depth -= 1
 
     def visit_Assert(self, node: ast.Assert) -> ir.Stmt:
-        raise self.error(node, "assert is not supported yet", "check with `if` and return early")
+        cond = self.condition(node.test)
+        what = ast.unparse(node.test)
+        if node.msg is not None:
+            if not (isinstance(node.msg, ast.Constant) and isinstance(node.msg.value, str)):
+                raise self.error(node.msg, "an assert message must be a string literal")
+            what = f"{what}: {node.msg.value}"
+        site = self.builder.add_error_site("assert", self.kernel_name, self.module, node, what)
+        return ir.Check(cond, site, self.loc(node))
 
     # ---- bounds-check facts ---------------------------------------------------------------
 
@@ -565,6 +763,14 @@ class FunctionTranslator(ast.NodeVisitor):
         if isinstance(index, ir.Const) and isinstance(index.value, int) and index.value < 0:
             raise self.error(node.slice, "negative indices are not supported",
                              "views have no wrap-around indexing; index from 0")
+        if isinstance(view.ty, ArrayType):
+            size = view.ty.size
+            if size is None:
+                return None  # dynamic shared memory: its size is known only at launch
+            if isinstance(index, ir.Const) and isinstance(index.value, int):
+                if index.value >= size:
+                    raise self.error(node.slice, f"index {index.value} is out of bounds for an array of {size} elements")
+                return None
         return self.builder.add_error_site("bounds", self.kernel_name, self.module, node, what)
 
     # ---- expressions --------------------------------------------------------------------
@@ -635,16 +841,28 @@ class FunctionTranslator(ast.NodeVisitor):
 
     def visit_Subscript(self, node: ast.Subscript) -> ir.Expr:
         view = self.expr(node.value)
-        if not isinstance(view.ty, ViewType):
+        if not isinstance(view.ty, (ViewType, ArrayType)):
             raise self.error(node.value, f"{ast.unparse(node.value)!r} is {type_name(view.ty)}, not a view",
-                             "only Slice/DisjointSlice/MutSlice parameters can be indexed")
-        index = self.index_expr(node.slice)
-        site = self.check_site(node, view, index, f"{ast.unparse(node.value)}[{ast.unparse(node.slice)}]")
+                             "only Slice/DisjointSlice/MutSlice parameters and arrays can be indexed")
+        index = self.index_expr(node.slice, view.ty)
+        site = self.check_site(node, view, index, f"{ast.unparse(node.value)}[{_index_text(node.slice)}]")
         return ir.ViewLoad(view, index, view.ty.elem, self.loc(node), site)
 
-    def index_expr(self, node: ast.expr) -> ir.Expr:
+    def index_expr(self, node: ast.expr, container: Type | None = None) -> ir.Expr:
         if isinstance(node, ast.Slice):
             raise self.error(node, "slicing a view is not supported", "index one element at a time")
+        if isinstance(container, ArrayType) and container.shape is not None and len(container.shape) > 1:
+            if not (isinstance(node, ast.Tuple) and len(node.elts) == len(container.shape)):
+                raise self.error(node, f"this array has {len(container.shape)} dimensions: index it as "
+                                 f"a[{', '.join('i' + str(k) for k in range(len(container.shape)))}]")
+            flat: ir.Expr | None = None
+            loc = self.loc(node)
+            for dim, elt in zip(container.shape, node.elts):
+                part = self.index_expr(elt)
+                part = self.convert(self.materialize(part), I64, elt) if not isinstance(part.ty, ThreadIndexType) else ir.Cast(part, I64, loc)
+                flat = part if flat is None else ir.BinOp("+", ir.BinOp("*", flat, ir.Const(dim, I64, loc), I64, loc), part, I64, loc)
+            assert flat is not None
+            return flat
         if isinstance(node, ast.Tuple):
             raise self.error(node, "1-D views take one index", "use a single integer index")
         index = self.expr(node)
@@ -825,6 +1043,8 @@ class FunctionTranslator(ast.NodeVisitor):
                 if len(node.args) != 1:
                     raise self.error(node, "len() takes one view")
                 view = self.expr(node.args[0])
+                if isinstance(view.ty, ArrayType) and view.ty.shape is not None:
+                    return ir.Const(view.ty.shape[0], I64, loc, weak=True)
                 if not isinstance(view.ty, ViewType):
                     raise self.error(node.args[0], f"len() needs a view, got {type_name(view.ty)}")
                 return ir.ViewLen(view, I64, loc)
@@ -849,6 +1069,9 @@ class FunctionTranslator(ast.NodeVisitor):
             if builtin in ("print", "input", "open"):
                 raise self.error(node, f"{builtin}() is not available on the GPU",
                                  "return values through a view and print them on the host")
+        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                and isinstance(self.locals.get(func.value.id), ViewType)):
+            return self.view_method(func, node)
         target = self.builder.resolve_function(self.module, func)
         if target is None:
             raise self.error(func, f"unknown function {ast.unparse(func)!r}",
@@ -857,8 +1080,48 @@ class FunctionTranslator(ast.NodeVisitor):
         args = [self.expr(a) for a in node.args]
         return self.builder.call_device(self, callee_module, callee, args, node)
 
-    def oxide_call(self, name: str, node: ast.Call) -> ir.Expr:
+    def view_method(self, func: ast.Attribute, node: ast.Call) -> ir.Expr:
+        """``x.load4(k)`` reads x[4k:4k+4] in one 16-byte access; ``out.store4(k, a, b, c, d)``
+        writes them (a DisjointSlice only at the thread's own ThreadIndex k)."""
+        view = self.expr(func.value)
+        assert isinstance(view.ty, ViewType)
         loc = self.loc(node)
+        width = {"load2": 2, "load4": 4, "store2": 2, "store4": 4}.get(func.attr)
+        if width is None:
+            raise self.error(func, f"views have no method {func.attr!r}", "view methods: load2, load4, store2, store4")
+        if view.ty.elem.bits * width > 128 or view.ty.elem.kind == "bool":
+            raise self.error(func, f"{func.attr} of {view.ty.elem.name} elements exceeds a 16-byte vector access")
+        is_store = func.attr.startswith("store")
+        nargs = 1 + (width if is_store else 0)
+        if len(node.args) != nargs:
+            raise self.error(node, f"{func.attr}() takes {nargs} argument(s), got {len(node.args)}")
+        index = self.index_expr(node.args[0])
+        if is_store:
+            if view.ty.kind == "slice":
+                raise self.error(func, f"{ast.unparse(func.value)!r} is a read-only Slice")
+            if view.ty.kind == "disjoint_slice" and not isinstance(index.ty, ThreadIndexType):
+                raise self.error(node.args[0], "a DisjointSlice vector store needs the thread's ThreadIndex",
+                                 "index with the value of thread.index_1d()")
+            if view.ty.kind == "mut_slice" and self.unsafe_depth == 0:
+                raise self.error(node, f"writing the MutSlice {ast.unparse(func.value)!r} needs `with oxide.unsafe():`")
+        scalar_index = self.convert(self.materialize(index), I64, node.args[0]) if not isinstance(index.ty, ThreadIndexType) else ir.Cast(index, I64, loc)
+        last = ir.BinOp("+", ir.BinOp("*", scalar_index, ir.Const(width, I64, loc), I64, loc), ir.Const(width - 1, I64, loc), I64, loc)
+        site = None
+        if self.bounds_check:
+            site = self.builder.add_error_site("bounds", self.kernel_name, self.module, node,
+                                               f"{ast.unparse(func.value)}.{func.attr}({ast.unparse(node.args[0])})")
+        elem = view.ty.elem
+        if is_store:
+            values = [self.convert_implicit(self.expr(a), elem, a, f"{func.attr} value") for a in node.args[1:]]
+            return ir.Intrinsic(f"view.{func.attr}", [view, scalar_index, last, *values], VoidType(), loc, site)
+        return ir.Intrinsic(f"view.{func.attr}", [view, scalar_index, last], TupleType((elem,) * width), loc, site)
+
+    def oxide_call(self, name: str, node: ast.Call) -> ir.Expr:
+        from .intrinsics import INTRINSICS, translate_intrinsic
+
+        loc = self.loc(node)
+        if name in INTRINSICS:
+            return translate_intrinsic(self, name, node)
         if name == "thread.index_1d":
             if node.args:
                 raise self.error(node, "thread.index_1d() takes no arguments")
@@ -866,7 +1129,13 @@ class FunctionTranslator(ast.NodeVisitor):
         if name == "block.sync":
             if node.args:
                 raise self.error(node, "block.sync() takes no arguments")
+            if self.divergent_depth:
+                raise self.error(node, "block.sync() under a condition that differs between threads "
+                                 "can deadlock the block",
+                                 "move block.sync() out of the branch or loop so every thread reaches it")
             return ir.Call("llvm.nvvm.barrier0", [], VOID, loc)
+        if name == "static_range":
+            raise self.error(node, "static_range() is only allowed as the iterable of a for loop")
         if name == "boolean":
             return self.conversion(BOOL, node)
         if name in SCALAR_TYPES:
@@ -965,6 +1234,12 @@ class FunctionTranslator(ast.NodeVisitor):
             return ir.Cast(value, ty, value.loc)
         raise self.error(node, f"{what} needs {ty.name}, got {src.name}",
                          f"convert explicitly with {ty.name}(...)")
+
+
+def _index_text(node: ast.expr) -> str:
+    if isinstance(node, ast.Tuple):
+        return ", ".join(ast.unparse(e) for e in node.elts)
+    return ast.unparse(node)
 
 
 def _widens(src: ScalarType, dst: ScalarType) -> bool:

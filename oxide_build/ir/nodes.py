@@ -10,7 +10,8 @@ from .types import ScalarType, Type, ViewType
 __all__ = [
     "Loc", "Expr", "Stmt",
     "Const", "Var", "BinOp", "Compare", "BoolOp", "Not", "Neg", "Cast", "Call", "ViewLen",
-    "ViewLoad", "ThreadIndex1D", "SpecialReg", "Select",
+    "ViewLoad", "ThreadIndex1D", "SpecialReg", "Select", "Intrinsic", "MakeTuple", "TupleGet",
+    "ArrayDecl", "Check",
     "Assign", "Store", "If", "While", "Return", "ExprStmt", "Break", "Continue",
     "Param", "Function", "ExternFunction", "Program",
 ]
@@ -131,9 +132,36 @@ class Select:
     loc: Loc
 
 
+@dataclass
+class Intrinsic:
+    """A device intrinsic (atomics, warp operations, math, fences, vector memory access).
+    ``name`` is the language name, e.g. "atomic.add", "warp.shfl_down", "math.exp"."""
+
+    name: str
+    args: list[Expr]
+    ty: Type
+    loc: Loc
+    check_site: int | None = None  # for intrinsics that index a view
+
+
+@dataclass
+class MakeTuple:
+    values: list[Expr]
+    ty: Type
+    loc: Loc
+
+
+@dataclass
+class TupleGet:
+    value: Expr
+    index: int
+    ty: Type
+    loc: Loc
+
+
 Expr = Union[
     Const, Var, BinOp, Compare, BoolOp, Not, Neg, Cast, Call, ViewLen, ViewLoad, ThreadIndex1D,
-    SpecialReg, Select,
+    SpecialReg, Select, Intrinsic, MakeTuple, TupleGet,
 ]
 
 
@@ -182,6 +210,24 @@ class ExprStmt:
 
 
 @dataclass
+class ArrayDecl:
+    """Allocates the array local ``name`` (shared memory or per-thread local memory)."""
+
+    name: str
+    ty: Type
+    loc: Loc
+
+
+@dataclass
+class Check:
+    """``assert``: when ``cond`` is false, the kernel reports ``site`` and the thread ends."""
+
+    cond: Expr
+    site: int
+    loc: Loc
+
+
+@dataclass
 class Break:
     loc: Loc
 
@@ -191,7 +237,7 @@ class Continue:
     loc: Loc
 
 
-Stmt = Union[Assign, Store, If, While, Return, ExprStmt, Break, Continue]
+Stmt = Union[Assign, Store, If, While, Return, ExprStmt, Break, Continue, ArrayDecl, Check]
 
 
 @dataclass

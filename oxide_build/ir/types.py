@@ -7,7 +7,7 @@ from typing import Union
 from oxide.lang.types import SCALAR_TYPES, ScalarType, boolean, f32, f64, i32, i64
 
 __all__ = [
-    "ScalarType", "ViewType", "ThreadIndexType", "VoidType", "Type",
+    "ScalarType", "ViewType", "ThreadIndexType", "VoidType", "ArrayType", "TupleType", "Type",
     "THREAD_INDEX", "VOID", "BOOL", "I64", "I32", "F32", "F64", "SCALAR_TYPES",
     "VIEW_KINDS", "type_name", "is_int", "is_float", "as_scalar",
 ]
@@ -46,10 +46,45 @@ class VoidType:
         return "None"
 
 
+@dataclass(frozen=True)
+class ArrayType:
+    """An array the kernel allocates: ``shared`` (one per block) or ``local`` (per thread).
+    ``shape`` is None for dynamic shared memory, sized at launch."""
+
+    space: str  # "shared" or "local"
+    elem: ScalarType
+    shape: tuple[int, ...] | None
+
+    @property
+    def size(self) -> int | None:
+        if self.shape is None:
+            return None
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def writable(self) -> bool:
+        return True
+
+    def __str__(self) -> str:
+        dims = "dynamic" if self.shape is None else "x".join(map(str, self.shape))
+        return f"{self.space} array[{dims}] of {self.elem.name}"
+
+
+@dataclass(frozen=True)
+class TupleType:
+    elems: tuple["Type", ...]
+
+    def __str__(self) -> str:
+        return "tuple[" + ", ".join(type_name(e) for e in self.elems) + "]"
+
+
 THREAD_INDEX = ThreadIndexType()
 VOID = VoidType()
 
-Type = Union[ScalarType, ViewType, ThreadIndexType, VoidType]
+Type = Union[ScalarType, ViewType, ThreadIndexType, VoidType, ArrayType, TupleType]
 
 
 def type_name(ty: Type) -> str:

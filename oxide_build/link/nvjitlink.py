@@ -1,18 +1,37 @@
-"""nvJitLink: PTX (and later LTO-IR) → cubin for one arch."""
+"""nvJitLink: PTX, LTO-IR, cubins, fatbins, objects and libraries → a cubin (or PTX) for one
+arch. With ``-lto`` every LTO-IR input is optimized together, so a small C++ device function
+is inlined into a Python kernel."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from oxide.errors import LinkError, ToolchainError
 
-__all__ = ["LinkInput", "link_cubin", "nvjitlink_version"]
+__all__ = ["LinkInput", "UndefinedSymbolError", "link_cubin", "link_ptx", "nvjitlink_version"]
 
 
 @dataclass(frozen=True)
 class LinkInput:
     name: str  # shown in diagnostics
-    kind: str  # "ptx"
+    kind: str  # "ptx", "ltoir", "cubin", "fatbin", "object", "library"
     data: bytes
+
+
+class UndefinedSymbolError(LinkError):
+    """The link needs symbols no input defines; ``symbols`` lists them."""
+
+    def __init__(self, message: str, symbols: list[str], log: str) -> None:
+        self.symbols = symbols
+        self.log = log
+        super().__init__(message)
+
+
+_UNDEFINED_RES = (
+    re.compile(r"Unresolved extern function '([^']+)'"),
+    re.compile(r"Undefined reference to '([^']+)'"),
+    re.compile(r"[Uu]ndefined (?:reference|symbol)[^'`\"]*['`\"]([^'`\"]+)['`\"]"),
+)
 
 
 def _nvjitlink():  # type: ignore[no-untyped-def]
@@ -34,26 +53,70 @@ def nvjitlink_version() -> str:
 
 
 def link_cubin(inputs: list[LinkInput], arch: str, options: tuple[str, ...] = ()) -> bytes:
+    """Links ``inputs`` into one cubin for ``arch`` ("sm_90"); pass ``("-lto",)`` when any
+    input is LTO-IR."""
+    return _link(inputs, arch, options, "cubin")
+
+
+def link_ptx(inputs: list[LinkInput], arch: str, options: tuple[str, ...] = ("-lto",)) -> str:
+    """Links LTO-IR ``inputs`` and returns the PTX of the result (nvJitLink ``-ptx``), to see
+    what the optimizer made of them."""
+    return _link(inputs, arch, (*options, "-ptx"), "ptx").decode()
+
+
+def _link(inputs: list[LinkInput], arch: str, options: tuple[str, ...], output: str) -> bytes:
     nvjitlink = _nvjitlink()
     opts = [f"-arch={arch}", *options]
     handle = nvjitlink.create(len(opts), opts)
     try:
         kinds = {"ptx": nvjitlink.InputType.PTX, "ltoir": nvjitlink.InputType.LTOIR,
-                 "cubin": nvjitlink.InputType.CUBIN, "fatbin": nvjitlink.InputType.FATBIN}
-        try:
-            for inp in inputs:
+                 "cubin": nvjitlink.InputType.CUBIN, "fatbin": nvjitlink.InputType.FATBIN,
+                 "object": nvjitlink.InputType.OBJECT, "library": nvjitlink.InputType.LIBRARY}
+        names = ", ".join(i.name for i in inputs)
+        for inp in inputs:
+            try:
                 nvjitlink.add_data(handle, kinds[inp.kind], inp.data, len(inp.data), inp.name)
+            except nvjitlink.nvJitLinkError as exc:
+                log = _error_log(nvjitlink, handle)
+                raise LinkError(_input_problem(inp, arch, exc, log)) from None
+        try:
             nvjitlink.complete(handle)
         except nvjitlink.nvJitLinkError as exc:
             log = _error_log(nvjitlink, handle)
-            names = ", ".join(i.name for i in inputs)
+            undefined = [m for r in _UNDEFINED_RES for m in r.findall(log)]
+            if undefined:
+                symbols = list(dict.fromkeys(undefined))
+                raise UndefinedSymbolError(
+                    f"undefined symbol{'s' if len(symbols) > 1 else ''} {', '.join(symbols)} linking "
+                    f"{names} for {arch}:\n{log}".rstrip(), symbols, log) from None
             raise LinkError(f"nvJitLink failed for {arch} ({exc}) linking {names}:\n{log}".rstrip()) from None
+        if output == "ptx":
+            size = nvjitlink.get_linked_ptx_size(handle)
+            buf = bytearray(size)
+            nvjitlink.get_linked_ptx(handle, buf)
+            return bytes(buf).rstrip(b"\0")
         size = nvjitlink.get_linked_cubin_size(handle)
         cubin = bytearray(size)
         nvjitlink.get_linked_cubin(handle, cubin)
         return bytes(cubin)
     finally:
         nvjitlink.destroy(handle)
+
+
+def _input_problem(inp: LinkInput, arch: str, exc: Exception, log: str) -> str:
+    """Says which input nvJitLink refused, why, and what to do about it."""
+    text = str(exc)
+    detail = f"\n{log}".rstrip() if log.strip() else ""
+    if "ARCH_MISMATCH" in text:
+        return (f"the linker input {inp.name} ({inp.kind}) was built for another arch than {arch}{detail}\n"
+                f"  rebuild it for {arch} (e.g. nvcc -arch={arch} -dc -dlto, or a compute_XX with XX "
+                f"at most {arch.split('_')[1]}), or drop {arch} from the archs")
+    if "OUTDATED_LIBRARY" in text or "UNRECOGNIZED_INPUT" in text and inp.kind == "ltoir":
+        return (f"the linker input {inp.name} ({inp.kind}) comes from a newer CUDA toolkit than this "
+                f"nvJitLink {nvjitlink_version()} ({text}){detail}\n"
+                f"  upgrade nvidia-nvjitlink (pip install -U nvidia-nvjitlink) to the toolkit that built "
+                f"it, or rebuild it with CUDA {nvjitlink_version()}")
+    return f"nvJitLink refused the linker input {inp.name} ({inp.kind}) for {arch} ({text}){detail}"
 
 
 def _error_log(nvjitlink, handle) -> str:  # type: ignore[no-untyped-def]

@@ -15,13 +15,13 @@ from llvmlite import ir as ll
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, I64, ThreadIndexType, Type, ViewType, VoidType, as_scalar
+from ..ir.types import BOOL, I64, ArrayType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar
 
 __all__ = ["lower_program", "module_text", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT", "ERROR_GLOBAL"]
 
 NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
 NVPTX_DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
-ERROR_GLOBAL = "__oxide_error"  # [4 x i64]: flag, site id, index, length
+ERROR_GLOBAL = "__oxide_error"  # __oxide_error_ptr: address of the host-mapped failure record
 
 I1, I8, I32T, I64T = ll.IntType(1), ll.IntType(8), ll.IntType(32), ll.IntType(64)
 
@@ -52,6 +52,8 @@ def value_ll(ty: Type) -> ll.Type:
         return I64T
     if isinstance(ty, VoidType):
         return ll.VoidType()
+    if isinstance(ty, TupleType):
+        return ll.LiteralStructType([value_ll(t) for t in ty.elems])
     assert isinstance(ty, ScalarType)
     return scalar_ll(ty)
 
@@ -83,8 +85,11 @@ class _Loop:
 
 
 class ModuleLowering:
-    def __init__(self, program: ir.Program, module_name: str) -> None:
+    def __init__(self, program: ir.Program, module_name: str, fast_math: bool = False) -> None:
         self.program = program
+        self.fast_math = fast_math
+        self._dynamic_smem: ll.GlobalVariable | None = None
+        self._shared_count = 0
         self.module = ll.Module(name=module_name)
         self.module.triple = NVPTX_TRIPLE
         self.module.data_layout = NVPTX_DATA_LAYOUT
@@ -118,31 +123,65 @@ class ModuleLowering:
             self._intrinsics[name] = ll.Function(self.module, ll.FunctionType(ret, args), name)
         return self._intrinsics[name]
 
+    def shared_array(self, ty: ArrayType, hint: str) -> ll.Value:
+        elem = scalar_ll(ty.elem, True)
+        if ty.size is None:
+            if self._dynamic_smem is None:
+                arr = ll.ArrayType(ll.IntType(8), 0)
+                self._dynamic_smem = ll.GlobalVariable(self.module, arr, "__oxide_dynamic_shared", addrspace=3)
+                self._dynamic_smem.linkage = "external"
+                self._dynamic_smem.align = 16
+            return self._dynamic_smem
+        self._shared_count += 1
+        arr = ll.ArrayType(elem, ty.size)
+        g = ll.GlobalVariable(self.module, arr, f"__oxide_shared.{hint}.{self._shared_count}", addrspace=3)
+        g.linkage = "internal"
+        g.initializer = ll.Constant(arr, ll.Undefined)
+        g.align = 16
+        return g
+
     def fail_function(self) -> ll.Function:
-        """``__oxide_fail(site, index, length)``: record the first failure, then end the thread."""
+        """``__oxide_fail(site, index, length)``: record the first failure, then end the thread.
+
+        The record lives in host-mapped memory whose device address the runtime stores in
+        ``__oxide_error_ptr`` when it loads the module, together with ``__oxide_module_id``;
+        so the host sees a failure without synchronising. Layout, i64 each: flag (0 → 1 by
+        the first failing thread), module id, site id, index, length. With no record set up,
+        the thread traps rather than fail silently.
+        """
         if self._fail is not None:
             return self._fail
-        err_ty = ll.ArrayType(I64T, 4)
-        err = ll.GlobalVariable(self.module, err_ty, ERROR_GLOBAL, addrspace=1)
-        err.initializer = ll.Constant(err_ty, None)
-        err.align = 8
+        rec_ptr_ty = ll.PointerType(I64T)  # generic address of the host-mapped record
+        err_ptr = ll.GlobalVariable(self.module, rec_ptr_ty, ERROR_GLOBAL + "_ptr", addrspace=1)
+        err_ptr.initializer = ll.Constant(rec_ptr_ty, None)
+        err_ptr.align = 8
+        mod_id = ll.GlobalVariable(self.module, I64T, "__oxide_module_id", addrspace=1)
+        mod_id.initializer = ll.Constant(I64T, 0)
+        mod_id.align = 8
         fn = ll.Function(self.module, ll.FunctionType(ll.VoidType(), [I64T, I64T, I64T]), "__oxide_fail")
         fn.linkage = "internal"
         fn.attributes.add("noinline")
         fn.attributes.add("cold")
         fn.attributes.add("noreturn")
         entry = fn.append_basic_block("entry")
+        no_record = fn.append_basic_block("no_record")
+        claim = fn.append_basic_block("claim")
         record = fn.append_basic_block("record")
         done = fn.append_basic_block("done")
         b = ll.IRBuilder(entry)
-        flag = b.gep(err, [ll.Constant(I32T, 0), ll.Constant(I32T, 0)])
-        pair = b.cmpxchg(flag, ll.Constant(I64T, 0), ll.Constant(I64T, 1), "monotonic", "monotonic")
+        rec = b.load(err_ptr, align=8)
+        b.cbranch(b.icmp_unsigned("==", b.ptrtoint(rec, I64T), ll.Constant(I64T, 0)), no_record, claim)
+        b.position_at_end(no_record)
+        b.asm(ll.FunctionType(ll.VoidType(), []), "trap;", "", [], side_effect=True)
+        b.unreachable()
+        b.position_at_end(claim)
+        pair = b.cmpxchg(rec, ll.Constant(I64T, 0), ll.Constant(I64T, 1), "monotonic", "monotonic")
         old = b.extract_value(pair, 0)
         b.cbranch(b.icmp_unsigned("==", old, ll.Constant(I64T, 0)), record, done)
         b.position_at_end(record)
-        for i, arg in enumerate(fn.args, start=1):
-            slot = b.gep(err, [ll.Constant(I32T, 0), ll.Constant(I32T, i)])
-            b.store(arg, slot)
+        values = [b.load(mod_id, align=8), *fn.args]
+        for i, value in enumerate(values, start=1):
+            b.store(value, b.gep(rec, [ll.Constant(I32T, i)]), align=8)
         b.fence("seq_cst")
         b.branch(done)
         b.position_at_end(done)
@@ -178,7 +217,7 @@ class FunctionLowering:
                 self.slot(p.name, p.ty)
                 self.b.store(value, self.slots[p.name])
         for name, ty in self.fn.locals.items():
-            if name not in self.slots and not isinstance(ty, ViewType):
+            if name not in self.slots and not isinstance(ty, (ViewType, ArrayType)):
                 self.slot(name, ty)
         body = self.llfn.append_basic_block("body")
         self.b.branch(body)
@@ -189,6 +228,31 @@ class FunctionLowering:
                 self.b.ret_void()
             else:
                 self.b.unreachable()  # the frontend guarantees a return on value paths; see verifier
+
+    def elem_type(self, elem: ScalarType) -> ll.Type:
+        return scalar_ll(elem, True)
+
+    def declare_array(self, s: ir.ArrayDecl) -> None:
+        ty = s.ty
+        assert isinstance(ty, ArrayType)
+        elem = scalar_ll(ty.elem, True)
+        zero = ll.Constant(ll.IntType(32), 0)
+        if ty.space == "shared":
+            g = self.parent.shared_array(ty, f"{self.fn.symbol}.{s.name}")
+            if ty.size is None:
+                ptr = self.b.bitcast(g, ll.PointerType(elem, 3))
+                length: ll.Value = ll.Constant(I64T, (1 << 62))
+            else:
+                ptr = self.b.gep(g, [zero, zero], inbounds=True)
+                length = ll.Constant(I64T, ty.size)
+        else:
+            assert ty.size is not None
+            with self.b.goto_block(self.entry):
+                arr = self.b.alloca(ll.ArrayType(elem, ty.size), name=s.name)
+                arr.align = 16
+            ptr = self.b.gep(arr, [zero, zero], inbounds=True)
+            length = ll.Constant(I64T, ty.size)
+        self.views[s.name] = _View(ptr, length, ty.elem)
 
     def slot(self, name: str, ty: Type) -> None:
         with self.b.goto_block(self.entry):
@@ -257,6 +321,18 @@ class FunctionLowering:
                 b.ret(self.expr(s.value))
         elif isinstance(s, ir.ExprStmt):
             self.expr(s.value)
+        elif isinstance(s, ir.ArrayDecl):
+            self.declare_array(s)
+        elif isinstance(s, ir.Check):
+            cond = self.expr(s.cond)
+            fail_bb = self.llfn.append_basic_block("assert.fail")
+            cont_bb = self.llfn.append_basic_block("assert.ok")
+            br = b.cbranch(cond, cont_bb, fail_bb)
+            br.set_weights([1 << 20, 1])
+            b.position_at_end(fail_bb)
+            b.call(self.parent.fail_function(), [ll.Constant(I64T, s.site), ll.Constant(I64T, 0), ll.Constant(I64T, 0)])
+            b.unreachable()
+            b.position_at_end(cont_bb)
         elif isinstance(s, ir.Break):
             b.branch(self.loops[-1].exit_block)
         elif isinstance(s, ir.Continue):
@@ -346,6 +422,17 @@ class FunctionLowering:
             return self.sreg(e.name)
         if isinstance(e, ir.Select):
             return b.select(self.expr(e.cond), self.expr(e.if_true), self.expr(e.if_false))
+        if isinstance(e, ir.Intrinsic):
+            from .intrinsics import lower_intrinsic
+
+            return lower_intrinsic(self, e)
+        if isinstance(e, ir.MakeTuple):
+            result: ll.Value = ll.Constant(value_ll(e.ty), None)
+            for i, v in enumerate(e.values):
+                result = b.insert_value(result, self.expr(v), i)
+            return result
+        if isinstance(e, ir.TupleGet):
+            return b.extract_value(self.expr(e.value), e.index)
         raise TypeError(f"cannot lower {type(e).__name__}")
 
     def sreg(self, name: str) -> ll.Value:
@@ -456,10 +543,10 @@ class FunctionLowering:
         return b.sext(v, dt) if src.kind == "int" else b.zext(v, dt)
 
 
-def lower_program(program: ir.Program, module_name: str) -> ll.Module:
+def lower_program(program: ir.Program, module_name: str, fast_math: bool = False) -> ll.Module:
     """Lowers ``program`` to an llvmlite module for the NVPTX target; print it with
-    ``module_text`` (opaque pointers for llvmlite's LLVM, typed pointers for libNVVM)."""
-    return ModuleLowering(program, module_name).lower()
+    ``module_text``."""
+    return ModuleLowering(program, module_name, fast_math).lower()
 
 
 _ = (BOOL, I64)

@@ -28,7 +28,7 @@ class ArrayBackend:
 
 def _oxide_backend() -> ArrayBackend | None:
     try:
-        from oxide.runtime import DeviceArray  # type: ignore[attr-defined]
+        from oxide.runtime import DeviceArray
     except ImportError:
         return None
     return ArrayBackend("oxide.runtime.DeviceArray", DeviceArray.from_numpy, lambda a: a.to_numpy())

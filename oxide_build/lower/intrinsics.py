@@ -1,0 +1,241 @@
+"""Lowering of ``ir.Intrinsic``: atomics, warp operations, math (libdevice), fences, vector access."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir as ll
+
+from oxide.lang.types import ScalarType
+
+from ..ir import nodes as ir
+from ..ir.types import ArrayType, TupleType, ViewType, as_scalar
+
+if TYPE_CHECKING:
+    from .llvm import FunctionLowering
+
+__all__ = ["lower_intrinsic"]
+
+I1, I32, I64 = ll.IntType(1), ll.IntType(32), ll.IntType(64)
+FULL_MASK = 0xFFFFFFFF
+
+# libdevice names: (f32, f64)
+LIBDEVICE_UNARY = {
+    "sqrt": ("__nv_sqrtf", "__nv_sqrt"), "rsqrt": ("__nv_rsqrtf", "__nv_rsqrt"),
+    "exp": ("__nv_expf", "__nv_exp"), "exp2": ("__nv_exp2f", "__nv_exp2"),
+    "log": ("__nv_logf", "__nv_log"), "log2": ("__nv_log2f", "__nv_log2"),
+    "log10": ("__nv_log10f", "__nv_log10"), "sin": ("__nv_sinf", "__nv_sin"),
+    "cos": ("__nv_cosf", "__nv_cos"), "tan": ("__nv_tanf", "__nv_tan"),
+    "tanh": ("__nv_tanhf", "__nv_tanh"), "erf": ("__nv_erff", "__nv_erf"),
+    "abs": ("__nv_fabsf", "__nv_fabs"), "floor": ("__nv_floorf", "__nv_floor"),
+    "ceil": ("__nv_ceilf", "__nv_ceil"), "trunc": ("__nv_truncf", "__nv_trunc"),
+    "round": ("__nv_rintf", "__nv_rint"),
+}
+LIBDEVICE_FAST = {"exp": "__nv_fast_expf", "exp2": "__nv_exp2f", "log": "__nv_fast_logf",
+                  "log2": "__nv_fast_log2f", "sin": "__nv_fast_sinf", "cos": "__nv_fast_cosf",
+                  "tan": "__nv_fast_tanf"}
+LIBDEVICE_BINARY = {
+    "pow": ("__nv_powf", "__nv_pow"), "min": ("__nv_fminf", "__nv_fmin"),
+    "max": ("__nv_fmaxf", "__nv_fmax"), "atan2": ("__nv_atan2f", "__nv_atan2"),
+    "fmod": ("__nv_fmodf", "__nv_fmod"),
+}
+LIBDEVICE_PRED = {"isnan": ("__nv_isnanf", "__nv_isnand"), "isinf": ("__nv_isinff", "__nv_isinfd"),
+                  "isfinite": ("__nv_finitef", "__nv_isfinited")}
+ATOMIC_RMW = {"add": "add", "sub": "sub", "exch": "xchg", "and_": "and", "or_": "or", "xor": "xor",
+              "inc": "uinc_wrap", "dec": "udec_wrap"}
+
+
+def lower_intrinsic(fl: FunctionLowering, e: ir.Intrinsic) -> ll.Value:
+    group, _, op = e.name.partition(".")
+    if group == "warp":
+        return _warp(fl, op, e)
+    if group == "atomic":
+        return _atomic(fl, op, e)
+    if group == "math":
+        return _math(fl, op, e)
+    if group == "fence":
+        name = {"block": "llvm.nvvm.membar.cta", "device": "llvm.nvvm.membar.gl", "system": "llvm.nvvm.membar.sys"}[op]
+        return fl.b.call(fl.parent.intrinsic(name, ll.VoidType(), []), [])
+    if group == "view":
+        return _vector(fl, op, e)
+    raise TypeError(f"cannot lower intrinsic {e.name}")
+
+
+def _scalar(e: ir.Expr) -> ScalarType:
+    s = as_scalar(e.ty)
+    assert s is not None
+    return s
+
+
+def _warp(fl: FunctionLowering, op: str, e: ir.Intrinsic) -> ll.Value:
+    b = fl.b
+    mask = ll.Constant(I32, FULL_MASK)
+    if op == "lane":
+        return fl.sreg("laneid")
+    if op == "id":
+        tid_x, tid_y, tid_z = fl.sreg("tid.x"), fl.sreg("tid.y"), fl.sreg("tid.z")
+        ntid_x, ntid_y = fl.sreg("ntid.x"), fl.sreg("ntid.y")
+        linear = b.add(tid_x, b.mul(ntid_x, b.add(tid_y, b.mul(ntid_y, tid_z))))
+        return b.lshr(linear, ll.Constant(I32, 5))
+    if op == "sync":
+        m = fl.expr(e.args[0]) if e.args else mask
+        fn = fl.parent.intrinsic("llvm.nvvm.bar.warp.sync", ll.VoidType(), [I32])
+        fn.attributes.add("convergent")
+        return b.call(fn, [m])
+    if op in ("all", "any", "ballot"):
+        ret = I1 if op != "ballot" else I32
+        fn = fl.parent.intrinsic(f"llvm.nvvm.vote.{op}.sync", ret, [I32, I1])
+        fn.attributes.add("convergent")
+        return b.call(fn, [mask, fl.expr(e.args[0])])
+    if op == "match_any":
+        value = fl.expr(e.args[0])
+        suffix = "i64" if _scalar(e.args[0]).bits == 64 else "i32"
+        fn = fl.parent.intrinsic(f"llvm.nvvm.match.any.sync.{suffix}", I32, [I32, value.type])
+        fn.attributes.add("convergent")
+        return b.call(fn, [mask, value])
+    if op.startswith("shfl_"):
+        value = fl.expr(e.args[0])
+        lane = fl.expr(e.args[1])
+        width = e.args[2]
+        assert isinstance(width, ir.Const)
+        kind = {"shfl_idx": "idx", "shfl_up": "up", "shfl_down": "down", "shfl_xor": "bfly"}[op]
+        clamp = ((32 - int(width.value)) << 8) | (0 if kind == "up" else 0x1F)
+        return shuffle(fl, kind, value, _scalar(e.args[0]), lane, clamp)
+    if op.startswith("reduce_"):
+        value = fl.expr(e.args[0])
+        st = _scalar(e.args[0])
+        for offset in (16, 8, 4, 2, 1):
+            other = shuffle(fl, "bfly", value, st, ll.Constant(I32, offset), 0x1F)
+            value = _combine(fl, op[len("reduce_"):], value, other, st)
+        return value
+    raise TypeError(f"cannot lower warp.{op}")
+
+
+def shuffle(fl: FunctionLowering, kind: str, value: ll.Value, st: ScalarType, lane: ll.Value, clamp: int) -> ll.Value:
+    b = fl.b
+    mask = ll.Constant(I32, FULL_MASK)
+    c = ll.Constant(I32, clamp)
+
+    def shfl32(v: ll.Value, suffix: str) -> ll.Value:
+        t = ll.FloatType() if suffix == "f32" else I32
+        fn = fl.parent.intrinsic(f"llvm.nvvm.shfl.sync.{kind}.{suffix}", t, [I32, t, I32, I32])
+        fn.attributes.add("convergent")
+        return b.call(fn, [mask, v, lane, c])
+
+    if st.kind == "float" and st.bits == 32:
+        return shfl32(value, "f32")
+    if st.bits == 64:
+        raw = b.bitcast(value, I64) if st.kind == "float" else value
+        lo = shfl32(b.trunc(raw, I32), "i32")
+        hi = shfl32(b.trunc(b.lshr(raw, ll.Constant(I64, 32)), I32), "i32")
+        joined = b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), ll.Constant(I64, 32)))
+        return b.bitcast(joined, value.type) if st.kind == "float" else joined
+    if st.kind == "float":  # f16: through i32
+        bits = b.zext(b.bitcast(value, ll.IntType(16)), I32)
+        return b.bitcast(b.trunc(shfl32(bits, "i32"), ll.IntType(16)), value.type)
+    if st.bits == 32:
+        return shfl32(value, "i32")
+    wide = b.sext(value, I32) if st.kind == "int" else b.zext(value, I32)
+    return b.trunc(shfl32(wide, "i32"), value.type)
+
+
+def _combine(fl: FunctionLowering, op: str, a: ll.Value, c: ll.Value, st: ScalarType) -> ll.Value:
+    b = fl.b
+    if op == "sum":
+        return b.fadd(a, c) if st.kind == "float" else b.add(a, c)
+    if st.kind == "float":
+        name = ("__nv_fminf" if op == "min" else "__nv_fmaxf") if st.bits == 32 else ("__nv_fmin" if op == "min" else "__nv_fmax")
+        return b.call(fl.parent.intrinsic(name, a.type, [a.type, a.type]), [a, c])
+    cmp = b.icmp_signed if st.kind == "int" else b.icmp_unsigned
+    return b.select(cmp("<" if op == "min" else ">", a, c), a, c)
+
+
+def _atomic(fl: FunctionLowering, op: str, e: ir.Intrinsic) -> ll.Value:
+    b = fl.b
+    target, index = e.args[0], e.args[1]
+    view = fl.view(target)
+    idx = fl.index(index)
+    if e.check_site is not None:
+        fl.bounds_check(idx, view.length, e.check_site)
+    elem = view.elem
+    ptr = b.gep(view.ptr, [idx], source_etype=fl.elem_type(elem))
+    if op == "cas":
+        cmp, new = fl.expr(e.args[2]), fl.expr(e.args[3])
+        if elem.kind == "float":
+            it = ll.IntType(elem.bits)
+            pair = b.cmpxchg(b.bitcast(ptr, ll.PointerType(it, ptr.type.addrspace)), b.bitcast(cmp, it), b.bitcast(new, it), "monotonic", "monotonic")
+            return b.bitcast(b.extract_value(pair, 0), cmp.type)
+        pair = b.cmpxchg(ptr, cmp, new, "monotonic", "monotonic")
+        return b.extract_value(pair, 0)
+    value = fl.expr(e.args[2])
+    if op in ("min", "max"):
+        rmw = ("f" if elem.kind == "float" else "u" if elem.kind == "uint" else "") + op
+    elif elem.kind == "float" and op in ("add", "sub"):
+        rmw = "f" + op
+    else:
+        rmw = ATOMIC_RMW[op]
+    return b.atomic_rmw(rmw, ptr, value, "monotonic")
+
+
+def _math(fl: FunctionLowering, op: str, e: ir.Intrinsic) -> ll.Value:
+    b = fl.b
+    args = [fl.expr(a) for a in e.args]
+    st = _scalar(e.args[0])
+    if st.kind != "float":  # integer abs / min / max
+        a = args[0]
+        if op == "abs":
+            if st.kind == "uint":
+                return a
+            return b.select(b.icmp_signed("<", a, ll.Constant(a.type, 0)), b.neg(a), a)
+        cmp = b.icmp_signed if st.kind == "int" else b.icmp_unsigned
+        return b.select(cmp("<" if op == "min" else ">", args[0], args[1]), args[0], args[1])
+    is64 = st.bits == 64
+    t = args[0].type
+    if op == "fma":
+        fn = fl.parent.intrinsic(f"llvm.fma.{'f64' if is64 else 'f32'}", t, [t, t, t])
+        return b.call(fn, args)
+    if op in LIBDEVICE_PRED:
+        name = LIBDEVICE_PRED[op][is64]
+        r = b.call(fl.parent.intrinsic(name, I32, [t]), args)
+        return b.icmp_unsigned("!=", r, ll.Constant(I32, 0))
+    if op in LIBDEVICE_BINARY:
+        name = LIBDEVICE_BINARY[op][is64]
+        return b.call(fl.parent.intrinsic(name, t, [t, t]), args)
+    if op == "sqrt" and not fl.parent.fast_math:  # IEEE-rounded, like nvcc's default -prec-sqrt=true
+        return b.call(fl.parent.intrinsic(f"llvm.sqrt.{'f64' if is64 else 'f32'}", t, [t]), args)
+    if fl.parent.fast_math and not is64 and op in LIBDEVICE_FAST:
+        name = LIBDEVICE_FAST[op]
+    else:
+        name = LIBDEVICE_UNARY[op][is64]
+    return b.call(fl.parent.intrinsic(name, t, [t]), args)
+
+
+def _vector(fl: FunctionLowering, op: str, e: ir.Intrinsic) -> ll.Value:
+    b = fl.b
+    view = fl.view(e.args[0])
+    width = int(op[-1])
+    k = fl.expr(e.args[1])
+    if e.check_site is not None:
+        last = fl.expr(e.args[2])
+        fl.bounds_check(last, view.length, e.check_site)
+    elem_t = fl.elem_type(view.elem)
+    vec_t = ll.VectorType(elem_t, width)
+    first = b.mul(k, ll.Constant(I64, width))
+    ptr = b.gep(view.ptr, [first], source_etype=elem_t)
+    vptr = b.bitcast(ptr, ll.PointerType(vec_t, ptr.type.addrspace))
+    align = view.elem.itemsize * width
+    if op.startswith("load"):
+        vec = b.load(vptr, typ=vec_t, align=align)
+        assert isinstance(e.ty, TupleType)
+        st = ll.LiteralStructType([elem_t] * width)
+        result: ll.Value = ll.Constant(st, None)
+        for i in range(width):
+            result = b.insert_value(result, b.extract_element(vec, ll.Constant(I32, i)), i)
+        return result
+    vec: ll.Value = ll.Constant(vec_t, None)
+    for i, a in enumerate(e.args[3:]):
+        vec = b.insert_element(vec, fl.expr(a), ll.Constant(I32, i))
+    b.store(vec, vptr, align=align)
+    return ll.Constant(I32, 0)
+
+
+_ = (ArrayType, ViewType)

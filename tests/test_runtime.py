@@ -1,0 +1,1040 @@
+"""The runtime without a GPU: argument checks and packing, specialization choice, code
+selection, manifest discovery and staleness, and the errors a machine without CUDA gets.
+
+A fake ``cuda.bindings.driver`` stands in for the driver where a test goes as far as the launch;
+it decodes the ``kernelParams`` the runtime hands it, so the packed ABI is checked byte for byte.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib.util
+import math
+import struct
+import sys
+import textwrap
+import time
+import types
+import uuid
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import oxide
+from oxide.errors import CudaError
+from oxide.runtime import artifacts, device, loader
+from oxide.runtime.arrays import ArrayView, ViewError, view_of
+from oxide.runtime.kernel import Kernel
+from oxide.runtime.launch import ArgPacker, grid_for, normalize_dims, scalar_converter
+from oxide.runtime.loader import CodeChoice, parse_arch, select_code
+from oxide.runtime.manifest import KernelSpec, ModuleManifest, ParamSpec, manifest_path
+from oxide.runtime.streams import stream_handle
+
+from cuda.bindings import driver as real_driver
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+class FakeArray:
+    """A device array as far as the CUDA array interface goes; its memory does not exist."""
+
+    def __init__(
+        self,
+        n: int = 4,
+        typestr: str = "<f4",
+        *,
+        ptr: int = 0x7F0000001000,
+        shape: tuple[int, ...] | None = None,
+        strides: tuple[int, ...] | None = None,
+        readonly: bool = False,
+        mask: Any = None,
+    ) -> None:
+        self.__cuda_array_interface__ = {
+            "version": 3,
+            "shape": shape if shape is not None else (n,),
+            "typestr": typestr,
+            "data": (ptr, readonly),
+            "strides": strides,
+            "stream": None,
+            "mask": mask,
+        }
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+    ]
+
+
+class FakeDLPack:
+    """An array that only speaks DLPack (a real "dltensor" capsule over a hand-built struct)."""
+
+    def __init__(
+        self,
+        shape: tuple[int, ...],
+        code: int = 2,
+        bits: int = 32,
+        *,
+        device_type: int = 2,
+        ptr: int = 0x7F0000002000,
+        strides: tuple[int, ...] | None = None,
+        byte_offset: int = 0,
+    ) -> None:
+        self._shape = (ctypes.c_int64 * len(shape))(*shape)
+        self._strides = (ctypes.c_int64 * len(strides))(*strides) if strides is not None else None
+        self._t = _DLManagedTensor()
+        self._t.data = ptr
+        self._t.device = _DLDevice(device_type, 0)
+        self._t.ndim = len(shape)
+        self._t.dtype = _DLDataType(code, bits, 1)
+        self._t.shape = ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64))
+        if self._strides is not None:
+            self._t.strides = ctypes.cast(self._strides, ctypes.POINTER(ctypes.c_int64))
+        self._t.byte_offset = byte_offset
+        self.device_type = device_type
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (self.device_type, 0)
+
+    def __dlpack__(self, stream: Any = None) -> Any:
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype = ctypes.py_object
+        new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new(ctypes.addressof(self._t), b"dltensor", None)
+
+
+_C_TYPES = {
+    "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
+    "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32, "u64": ctypes.c_uint64,
+    "f16": ctypes.c_uint16, "bf16": ctypes.c_uint16, "f32": ctypes.c_float, "f64": ctypes.c_double,
+    "bool": ctypes.c_uint8,
+}  # fmt: skip
+
+
+class FakeDriver:
+    """Enough of ``cuda.bindings.driver`` for a launch; decodes each launch's parameters."""
+
+    CUresult = real_driver.CUresult
+    CUdevice_attribute = real_driver.CUdevice_attribute
+    CUfunction_attribute = real_driver.CUfunction_attribute
+    OK = real_driver.CUresult.CUDA_SUCCESS
+
+    def __init__(self, capability: tuple[int, int] = (9, 0)) -> None:
+        self.capability = capability
+        self.ctx = 0
+        self.loaded: list[bytes] = []
+        self.functions: list[str] = []
+        self.launches: list[dict[str, Any]] = []
+        self.signatures: dict[str, list[str]] = {}  # symbol -> slot types, to decode kernelParams
+        self.launch_result = self.OK
+        self.load_result = self.OK
+
+    def cuInit(self, flags: int) -> tuple[Any]:
+        return (self.OK,)
+
+    def cuCtxGetCurrent(self) -> tuple[Any, int]:
+        return self.OK, self.ctx
+
+    def cuDeviceGet(self, ordinal: int) -> tuple[Any, int]:
+        return self.OK, ordinal
+
+    def cuDevicePrimaryCtxRetain(self, dev: int) -> tuple[Any, int]:
+        return self.OK, 0xC0
+
+    def cuCtxSetCurrent(self, ctx: int) -> tuple[Any]:
+        self.ctx = int(ctx)
+        return (self.OK,)
+
+    def cuCtxGetDevice(self) -> tuple[Any, int]:
+        return self.OK, 0
+
+    def cuDeviceGetAttribute(self, attr: Any, dev: int) -> tuple[Any, int]:
+        a = self.CUdevice_attribute
+        if attr == a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+            return self.OK, self.capability[0]
+        return self.OK, self.capability[1]
+
+    def cuDeviceGetName(self, n: int, dev: int) -> tuple[Any, bytes]:
+        return self.OK, b"Fake GPU\0\0\0"
+
+    def cuModuleLoadData(self, image: bytes) -> tuple[Any, Any]:
+        if self.load_result != self.OK:
+            return self.load_result, None
+        self.loaded.append(bytes(image))
+        return self.OK, f"module{len(self.loaded)}"
+
+    def cuModuleGetFunction(self, mod: Any, name: bytes) -> tuple[Any, Any]:
+        if name.decode() not in self.signatures:
+            return self.CUresult.CUDA_ERROR_NOT_FOUND, None
+        self.functions.append(name.decode())
+        return self.OK, name.decode()
+
+    def cuLaunchKernel(self, fn: str, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
+                       shared: int, stream: Any, params: int, extra: int) -> tuple[Any]:  # fmt: skip
+        if self.launch_result != self.OK:
+            return (self.launch_result,)
+        slots = self.signatures[fn]
+        pointers = (ctypes.c_void_p * max(len(slots), 1)).from_address(params) if slots else []
+        values = [_C_TYPES[t].from_address(pointers[i]).value for i, t in enumerate(slots)]
+        self.launches.append(
+            {"fn": fn, "grid": (gx, gy, gz), "block": (bx, by, bz), "shared": shared, "stream": stream, "values": values}
+        )
+        return (self.OK,)
+
+    def cuGetErrorString(self, err: Any) -> tuple[Any, bytes]:
+        return self.OK, b"fake description"
+
+
+def slot_types(params: tuple[ParamSpec, ...]) -> list[str]:
+    out: list[str] = []
+    for p in params:
+        out += ["u64", "i64"] if p.is_view else [p.dtype]
+    return out
+
+
+@pytest.fixture(autouse=True)
+def fresh_runtime(monkeypatch: pytest.MonkeyPatch) -> Any:
+    device._reset_for_tests()
+    artifacts._reset_for_tests()
+    loader._modules.clear()
+    monkeypatch.setenv("OXIDE_JIT", "0")
+    yield
+    device._reset_for_tests()
+    artifacts._reset_for_tests()
+    loader._modules.clear()
+
+
+@pytest.fixture
+def fake_driver(monkeypatch: pytest.MonkeyPatch) -> FakeDriver:
+    drv = FakeDriver()
+    monkeypatch.setattr(device, "_import_bindings", lambda: drv)
+    return drv
+
+
+SAXPY_SOURCE = """
+import oxide as ox
+from oxide import kernel, f32, f64, Slice, DisjointSlice
+
+T = ox.TypeVar("T", f32, f64)
+
+
+@kernel
+def saxpy(a: T, x: Slice[T], y: Slice[T], out: DisjointSlice[T]) -> None:
+    pass
+
+
+@kernel
+def scale(a: f32, x: Slice[f32], out: DisjointSlice[f32]) -> None:
+    pass
+"""
+
+
+def saxpy_params(t: str) -> tuple[ParamSpec, ...]:
+    return (
+        ParamSpec("a", "scalar", t),
+        ParamSpec("x", "slice", t),
+        ParamSpec("y", "slice", t),
+        ParamSpec("out", "disjoint_slice", t),
+    )
+
+
+SAXPY_KERNELS = (
+    KernelSpec("saxpy", "saxpy__f32", saxpy_params("f32"), {"T": "f32"}),
+    KernelSpec("saxpy", "saxpy__f64", saxpy_params("f64"), {"T": "f64"}),
+    KernelSpec(
+        "scale",
+        "scale",
+        (ParamSpec("a", "scalar", "f32"), ParamSpec("x", "slice", "f32"), ParamSpec("out", "disjoint_slice", "f32")),
+    ),
+)
+
+
+def make_module(
+    tmp_path: Path,
+    source: str = SAXPY_SOURCE,
+    kernels: tuple[KernelSpec, ...] = SAXPY_KERNELS,
+    *,
+    cubins: dict[str, str] | None = None,
+    ptx: dict[str, str] | None = None,
+    write_manifest: bool = True,
+    sha: str | None = None,
+) -> types.ModuleType:
+    """Writes a kernel module, its manifest and code files; imports the module."""
+    name = f"oxtest_{uuid.uuid4().hex[:12]}"
+    src = tmp_path / f"{name}.py"
+    src.write_text(textwrap.dedent(source))
+    cubins = {"sm_90": f"{name}.sm_90.cubin"} if cubins is None else cubins
+    ptx = {} if ptx is None else ptx
+    if write_manifest:
+        m = ModuleManifest(
+            module=name,
+            source=src.name,
+            source_sha256=sha if sha is not None else hashlib.sha256(src.read_bytes()).hexdigest(),
+            kernels=kernels,
+            cubins=cubins,
+            ptx=ptx,
+        )
+        path = manifest_path(tmp_path, name)
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(m.to_json())
+        for arch, f in cubins.items():
+            (path.parent / f).write_bytes(b"CUBIN " + arch.encode())
+        for arch, f in ptx.items():
+            (path.parent / f).write_text(f"// PTX {arch}")
+    spec = importlib.util.spec_from_file_location(name, src)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def expect_type_error(call: Any, message: str) -> None:
+    with pytest.raises(TypeError) as info:
+        call()
+    assert str(info.value) == message
+
+
+# ---------------------------------------------------------------------------------------------
+# the Kernel handle
+
+
+def test_kernel_construction_does_no_io_or_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom() -> Any:
+        raise AssertionError("constructing a kernel touched the driver")
+
+    monkeypatch.setattr(device, "_import_bindings", boom)
+    ns: dict[str, Any] = {}
+    code = compile("def k(a, x):\n    '''doc'''\n", "/nonexistent/dir/kmod.py", "exec")
+    exec(code, ns)
+    k = oxide.kernel(ns["k"])
+    assert isinstance(k, Kernel)
+    assert k.__name__ == "k" and k.__doc__ == "doc" and k.name == "k"
+    start = time.perf_counter()
+    for _ in range(50):
+        oxide.kernel(ns["k"])
+    assert time.perf_counter() - start < 0.02
+
+
+def test_kernel_options_are_kept() -> None:
+    def k(x: Any) -> None: ...
+
+    assert oxide.kernel(bounds_check=False)(k).options == {"bounds_check": False}
+
+
+def test_calling_a_kernel_directly_is_refused(tmp_path: Path) -> None:
+    m = make_module(tmp_path)
+    expect_type_error(
+        lambda: m.scale(1.0, FakeArray(), FakeArray()),
+        "kernel scale runs on the GPU: launch it with scale[grid, block](...) or scale.launch(..., grid=..., block=...)",
+    )
+
+
+def test_bad_launch_configuration(tmp_path: Path) -> None:
+    m = make_module(tmp_path)
+    expect_type_error(
+        lambda: m.scale[1],
+        "launch scale with scale[grid, block], scale[grid, block, stream] or scale[grid, block, stream, "
+        "shared_mem_bytes]; got scale[1]",
+    )
+    expect_type_error(lambda: m.scale[1.5, 256], "grid must be an int or a tuple of 1 to 3 ints; got 1.5")
+    with pytest.raises(ValueError, match=r"a block has at most 1024 threads; got block \(64, 32, 1\) = 2048 threads"):
+        m.scale[1, (64, 32)]
+    with pytest.raises(ValueError, match="a block needs at least one thread"):
+        m.scale[1, 0]
+    with pytest.raises(ValueError, match="shared_mem must be a non-negative int"):
+        m.scale[1, 32, None, -1]
+
+
+def test_launch_configs_are_cached(tmp_path: Path) -> None:
+    m = make_module(tmp_path)
+    assert m.scale[4, 256] is m.scale[4, 256]
+    assert m.scale[4, 256].grid == (4, 1, 1)
+    assert m.scale[(4, 2), (8, 8, 2), 7, 128].block == (8, 8, 2)
+    assert m.scale[(4, 2), (8, 8, 2), 7, 128].stream == 7
+
+
+def test_normalize_dims_and_grid_for() -> None:
+    assert normalize_dims(10, 256) == ((10, 1, 1), (256, 1, 1))
+    assert normalize_dims((2, 3), [4, 4, 4]) == ((2, 3, 1), (4, 4, 4))
+    assert normalize_dims(np.int64(3), np.int32(32)) == ((3, 1, 1), (32, 1, 1))
+    assert grid_for(0) == 0
+    assert grid_for(1) == 1
+    assert grid_for(256) == 1
+    assert grid_for(257) == 2
+    assert grid_for(1000, block=128) == 8
+    assert Kernel.grid_for(2**24 + 3) == 65537
+    with pytest.raises(ValueError):
+        grid_for(10, block=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# argument checks: exact messages, all raised before CUDA is touched
+
+
+@pytest.fixture
+def no_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom() -> Any:
+        raise AssertionError("an argument check reached the driver")
+
+    monkeypatch.setattr(device, "_import_bindings", boom)
+
+
+def test_wrong_argument_count(tmp_path: Path, no_cuda: None) -> None:
+    m = make_module(tmp_path)
+    expect_type_error(lambda: m.saxpy[1, 256](1.0, FakeArray(), FakeArray()), "saxpy() takes 4 arguments (a, x, y, out); got 3")
+    expect_type_error(lambda: m.scale.launch(grid=1, block=32), "scale() takes 3 arguments (a, x, out); got 0")
+
+
+def test_host_numpy_array(tmp_path: Path, no_cuda: None) -> None:
+    m = make_module(tmp_path)
+    expect_type_error(
+        lambda: m.saxpy[1, 256](2.0, np.zeros(4, np.float32), FakeArray(), FakeArray()),
+        "parameter 'x' of saxpy needs a device array; got a numpy.ndarray (host memory) — copy it to the GPU "
+        "first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x)",
+    )
+
+
+def test_not_an_array(tmp_path: Path, no_cuda: None) -> None:
+    m = make_module(tmp_path)
+    expect_type_error(
+        lambda: m.saxpy[1, 256](2.0, FakeArray(), [1.0, 2.0], FakeArray()),
+        "parameter 'y' of saxpy needs a device array (an object with __cuda_array_interface__ or __dlpack__); got a list",
+    )
+
+
+def test_wrong_dtype_non_generic(tmp_path: Path, no_cuda: None) -> None:
+    m = make_module(tmp_path)
+    expect_type_error(
+        lambda: m.scale[1, 256](2.0, FakeArray(4, "<f8"), FakeArray()),
+        "parameter 'x' of scale needs f32 elements; got f64",
+    )
+    expect_type_error(
+        lambda: m.scale[1, 256](2.0, FakeArray(), FakeArray(4, "<c8")),
+        "parameter 'out' of scale needs f32 elements; got unsupported element type '<c8'",
+    )
+
+
+def test_no_specialization_for_generic(tmp_path: Path, no_cuda: None) -> None:
+    m = make_module(tmp_path)
+    expect_type_error(
+        lambda: m.saxpy[1, 256](2, FakeArray(4, "<i4"), FakeArray(4, "<i4"), FakeArray(4, "<i4")),
+        "saxpy has no specialization for these arguments (x: i32, y: i32, out: i32); available: (T=f32), (T=f64)",
+    )
+    expect_type_error(
+        lambda: m.saxpy[1, 256](2, FakeArray(4, "<f4"), FakeArray(4, "<f8"), FakeArray(4, "<f4")),
+        "saxpy has no specialization for these arguments (x: f32, y: f64, out: f32); available: (T=f32), (T=f64)",
+    )
+
+
+def test_not_1d_and_not_contiguous(tmp_path: Path, no_cuda: None) -> None:
+    m = make_module(tmp_path)
+    expect_type_error(
+        lambda: m.scale[1, 256](2.0, FakeArray(shape=(3, 4)), FakeArray()),
+        "parameter 'x' of scale needs a 1-D array; got shape (3, 4)",
+    )
+    expect_type_error(
+        lambda: m.scale[1, 256](2.0, FakeArray(4, strides=(8,)), FakeArray()),
+        "parameter 'x' of scale needs a contiguous 1-D array; got a stride of 2 elements",
+    )
+    expect_type_error(
+        lambda: m.scale[1, 256](2.0, FakeArray(4, strides=(6,)), FakeArray()),
+        "parameter 'x' of scale needs a contiguous 1-D array; got a stride of 6 bytes",
+    )
+    expect_type_error(
+        lambda: m.scale[1, 256](2.0, FakeArray(4, mask=object()), FakeArray()),
+        "parameter 'x' of scale needs an array without a mask; got a masked __cuda_array_interface__",
+    )
+
+
+def test_read_only_output(tmp_path: Path, no_cuda: None) -> None:
+    m = make_module(tmp_path)
+    expect_type_error(
+        lambda: m.scale[1, 256](2.0, FakeArray(readonly=True), FakeArray(readonly=True)),
+        "parameter 'out' of scale is written by the kernel; got a read-only array",
+    )
+
+
+def test_bad_scalars(tmp_path: Path, no_cuda: None) -> None:
+    m = make_module(tmp_path)
+    expect_type_error(
+        lambda: m.scale[1, 256]("2", FakeArray(), FakeArray()),
+        "parameter 'a' of scale needs a number (f32); got str '2'",
+    )
+    expect_type_error(
+        lambda: m.scale[1, 256](1 + 2j, FakeArray(), FakeArray()),
+        "parameter 'a' of scale needs a number (f32); got complex (1+2j)",
+    )
+    expect_type_error(
+        lambda: m.scale[1, 256](None, FakeArray(), FakeArray()),
+        "parameter 'a' of scale needs a number (f32); got NoneType None",
+    )
+
+
+INTS_SOURCE = """
+from oxide import kernel, i8, i32, i64, u8, u32, boolean, Slice
+
+
+@kernel
+def ints(a: i8, b: i32, c: i64, d: u8, e: u32, f: boolean, x: Slice[i32]) -> None:
+    pass
+"""
+INTS_KERNELS = (
+    KernelSpec(
+        "ints",
+        "ints",
+        tuple(ParamSpec(n, "scalar", t) for n, t in zip("abcdef", ("i8", "i32", "i64", "u8", "u32", "bool")))
+        + (ParamSpec("x", "slice", "i32"),),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((1.5, 0, 0, 0, 0, True), "parameter 'a' of ints needs an integer (i8); got float 1.5"),
+        ((2.0, 0, 0, 0, 0, True), "parameter 'a' of ints needs an integer (i8); got float 2.0"),
+        ((np.float32(2), 0, 0, 0, 0, True), "parameter 'a' of ints needs an integer (i8); got numpy.float32 np.float32(2.0)"),
+        ((128, 0, 0, 0, 0, True), "parameter 'a' of ints needs an integer in the range of i8 (-128..127); got 128"),
+        ((0, 2**31, 0, 0, 0, True), "parameter 'b' of ints needs an integer in the range of i32 (-2147483648..2147483647); got 2147483648"),
+        ((0, 0, 2**63, 0, 0, True), "parameter 'c' of ints needs an integer in the range of i64 (-9223372036854775808..9223372036854775807); got 9223372036854775808"),
+        ((0, 0, 0, -1, 0, True), "parameter 'd' of ints needs an integer in the range of u8 (0..255); got -1"),
+        ((0, 0, 0, 0, np.int64(-5), True), "parameter 'e' of ints needs an integer in the range of u32 (0..4294967295); got -5"),
+        ((0, 0, 0, 0, "1", True), "parameter 'e' of ints needs an integer (u32); got str '1'"),
+        ((0, 0, 0, 0, 0, 2), "parameter 'f' of ints needs a bool; got int 2"),
+        ((0, 0, 0, 0, 0, 1.0), "parameter 'f' of ints needs a bool; got float 1.0"),
+    ],
+)
+def test_bad_integer_scalars(tmp_path: Path, no_cuda: None, args: tuple[Any, ...], message: str) -> None:
+    m = make_module(tmp_path, INTS_SOURCE, INTS_KERNELS)
+    expect_type_error(lambda: m.ints[1, 32](*args, FakeArray(4, "<i4")), message)
+
+
+def test_scalar_conversion() -> None:
+    f32 = scalar_converter("f32")
+    assert f32(2) == 2.0 and type(f32(2)) is float
+    assert f32(np.float64(0.5)) == 0.5
+    assert f32(np.int16(3)) == 3.0
+    assert f32(True) == 1.0
+    assert f32(1e40) == math.inf and f32(-1e40) == -math.inf
+    assert math.isnan(f32(float("nan")))
+    assert scalar_converter("f16")(1e6) == math.inf
+    assert scalar_converter("f64")(1e300) == 1e300
+    i32 = scalar_converter("i32")
+    assert i32(np.int64(-7)) == -7 and type(i32(np.int64(-7))) is int
+    assert i32(np.uint8(200)) == 200
+    assert i32(True) == 1
+    assert scalar_converter("u64")(2**64 - 1) == 2**64 - 1
+    b = scalar_converter("bool")
+    assert (b(True), b(False), b(np.bool_(True)), b(0), b(1)) == (1, 0, 1, 0, 1)
+    bf16 = scalar_converter("bf16")
+    assert bf16(1.0) == 0x3F80
+    assert bf16(-2.0) == 0xC000
+    assert bf16(1.0 + 2**-8) == 0x3F80  # a tie rounds to even
+    assert bf16(1.0 + 3 * 2**-9) == 0x3F81
+    assert bf16(float("inf")) == 0x7F80
+    assert bf16(float("nan")) == 0x7FC0
+
+
+# ---------------------------------------------------------------------------------------------
+# arrays
+
+
+def test_view_of_cuda_array_interface() -> None:
+    v = view_of(FakeArray(10, "<f8", ptr=0x1234))
+    assert (v.ptr, v.length, v.dtype, v.readonly) == (0x1234, 10, "f64", False)
+    assert view_of(FakeArray(1, strides=(400,))).length == 1  # one element: any stride is contiguous
+    assert view_of(FakeArray(3, strides=(4,))).length == 3
+    assert view_of(FakeArray(3, "|b1")).dtype == "bool"
+    assert view_of(FakeArray(3, "|u1")).dtype == "u8"
+    assert view_of(FakeArray(0, ptr=0)).ptr == 0
+
+
+def test_view_of_dlpack() -> None:
+    a = FakeDLPack((5,), code=2, bits=32, ptr=0x5000, byte_offset=16)
+    v = view_of(a)
+    assert (v.ptr, v.length, v.dtype) == (0x5010, 5, "f32")
+    assert view_of(FakeDLPack((5,), code=4, bits=16)).dtype == "bf16"
+    assert view_of(FakeDLPack((5,), code=6, bits=8)).dtype == "bool"
+    assert view_of(FakeDLPack((5,), code=0, bits=64)).dtype == "i64"
+    assert view_of(FakeDLPack((5,), strides=(1,))).length == 5
+    assert view_of(FakeDLPack((5,), device_type=13)).length == 5  # managed memory
+    with pytest.raises(ViewError, match="needs a contiguous 1-D array; got a stride of 3 elements"):
+        view_of(FakeDLPack((5,), strides=(3,)))
+    with pytest.raises(ViewError, match=r"needs a 1-D array; got shape \(2, 3\)"):
+        view_of(FakeDLPack((2, 3)))
+    with pytest.raises(ViewError) as info:
+        view_of(FakeDLPack((5,), device_type=1))
+    assert info.value.render("x", "k") == (
+        "parameter 'x' of k needs a device array; got a test_runtime.FakeDLPack (host memory) — copy it to the "
+        "GPU first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x)"
+    )
+    with pytest.raises(ViewError, match="needs a CUDA device array; got a test_runtime.FakeDLPack on DLPack device type 10"):
+        view_of(FakeDLPack((5,), device_type=10))
+
+
+def test_dlpack_array_through_a_kernel(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    m = make_module(tmp_path)
+    fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}
+    m.scale[1, 32](2.0, FakeDLPack((7,), ptr=0x9000), FakeArray(7, ptr=0xA000))
+    assert fake_driver.launches[0]["values"] == [2.0, 0x9000, 7, 0xA000, 7]
+
+
+def test_array_interface_error_is_reported() -> None:
+    class Refuses:
+        @property
+        def __cuda_array_interface__(self) -> Any:
+            raise RuntimeError("Can't export a tensor that requires grad")
+
+    with pytest.raises(ViewError) as info:
+        view_of(Refuses())
+    assert info.value.render("x", "k") == (
+        "parameter 'x' of k needs a device array; reading __cuda_array_interface__ of a test_runtime.Refuses "
+        "failed: Can't export a tensor that requires grad"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# specialization choice and the packed parameters (through the fake driver)
+
+
+def test_generic_choice_by_view_dtypes(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    m = make_module(tmp_path)
+    fake_driver.signatures = {k.symbol: slot_types(k.params) for k in SAXPY_KERNELS}
+    assert m.saxpy.specializations == [{"T": "f32"}, {"T": "f64"}]
+    m.saxpy[3, 128](2, FakeArray(5, "<f8", ptr=0x100), FakeArray(5, "<f8", ptr=0x200), FakeArray(5, "<f8", ptr=0x300))
+    m.saxpy[(2, 2), (16, 16), 0xBEEF, 64](np.float64(0.25), FakeArray(6, ptr=0x10), FakeArray(6, ptr=0x20), FakeArray(6, ptr=0x30))
+    first, second = fake_driver.launches
+    assert first["fn"] == "saxpy__f64"
+    assert first["values"] == [2.0, 0x100, 5, 0x200, 5, 0x300, 5]
+    assert (first["grid"], first["block"], first["shared"], first["stream"]) == ((3, 1, 1), (128, 1, 1), 0, 0)
+    assert second["fn"] == "saxpy__f32"
+    assert second["values"] == [0.25, 0x10, 6, 0x20, 6, 0x30, 6]
+    assert (second["grid"], second["block"], second["shared"], second["stream"]) == ((2, 2, 1), (16, 16, 1), 64, 0xBEEF)
+    assert fake_driver.loaded == [b"CUBIN sm_90"]  # one module load for both specializations
+    assert fake_driver.functions == ["saxpy__f64", "saxpy__f32"]
+
+
+def test_launch_method_and_stream_objects(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    m = make_module(tmp_path)
+    fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}
+
+    class CoreStream:
+        def __cuda_stream__(self) -> tuple[int, int]:
+            return (0, 0x51)
+
+    class CupyStream:
+        cuda_stream = 0x52
+
+    for stream, handle in ((None, 0), (7, 7), (real_driver.CUstream(0x53), 0x53), (CoreStream(), 0x51), (CupyStream(), 0x52)):
+        m.scale.launch(1.5, FakeArray(), FakeArray(), grid=(1,), block=64, stream=stream, shared_mem=16)
+        launch = fake_driver.launches[-1]
+        assert (launch["stream"], launch["shared"], launch["values"][0]) == (handle, 16, 1.5)
+
+
+def test_stream_handle_rejects_other_objects() -> None:
+    with pytest.raises(TypeError, match="cannot use a str as a CUDA stream"):
+        stream_handle("default")
+
+
+def test_every_scalar_type_is_packed(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    names = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64", "bool")
+    params = tuple(ParamSpec(f"p_{t}", "scalar", t) for t in names) + (ParamSpec("out", "mut_slice", "u64"),)
+    source = "from oxide import kernel\n\n@kernel\ndef every(*args):\n    pass\n"
+    m = make_module(tmp_path, source, (KernelSpec("every", "every", params),))
+    fake_driver.signatures = {"every": slot_types(params)}
+    args = (-5, -300, -70000, -(2**40), 250, 65000, 2**32 - 1, 2**64 - 1, 1.5, 1.0, 0.1, 1e300, True)
+    m.every[1, 1](*args, FakeArray(10, "<u8", ptr=0xDEAD0))
+    values = fake_driver.launches[0]["values"]
+    f16_bits = int(np.array(1.5, np.float16).view(np.uint16))
+    assert values == [-5, -300, -70000, -(2**40), 250, 65000, 2**32 - 1, 2**64 - 1, f16_bits, 0x3F80,
+                      pytest.approx(0.1, rel=1e-7), 1e300, 1, 0xDEAD0, 10]  # fmt: skip
+    assert np.float32(values[10]) == np.float32(0.1)
+
+
+def test_packer_layout() -> None:
+    p = ArgPacker(saxpy_params("f32"))
+    assert p.slots == 7 and p.struct.size == 56
+    address = p.pack([3.0, 1, 2, 3, 4, 5, 6])
+    pointers = (ctypes.c_void_p * 7).from_address(address)
+    assert [pointers[i] - ctypes.addressof(p.buffer) for i in range(7)] == [0, 8, 16, 24, 32, 40, 48]
+    assert struct.unpack_from("=f", p.buffer, 0)[0] == 3.0
+    assert ArgPacker(()).address == 0
+
+
+SCALAR_GENERIC_SOURCE = """
+import oxide as ox
+from oxide import kernel, i32, i64, MutSlice
+
+T = ox.TypeVar("T", i32, i64)
+
+
+@kernel
+def fill(value: T, out: MutSlice[i64]) -> None:
+    pass
+"""
+
+
+def test_generic_choice_by_scalars(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    kernels = tuple(
+        KernelSpec("fill", f"fill__{t}", (ParamSpec("value", "scalar", t), ParamSpec("out", "mut_slice", "i64")), {"T": t})
+        for t in ("i32", "i64")
+    )
+    m = make_module(tmp_path, SCALAR_GENERIC_SOURCE, kernels)
+    fake_driver.signatures = {k.symbol: slot_types(k.params) for k in kernels}
+    out = FakeArray(3, "<i8")
+    m.fill[1, 32](5, out)
+    m.fill[1, 32](np.int64(5), out)
+    m.fill[1, 32](2**40, out)  # does not fit i32
+    assert [launch["fn"] for launch in fake_driver.launches] == ["fill__i32", "fill__i64", "fill__i64"]
+    expect_type_error(
+        lambda: m.fill[1, 32](2**70, out),
+        "fill has no specialization for these arguments (out: i64, value: int); available: (T=i32), (T=i64)",
+    )
+
+
+def test_empty_grid_launches_nothing(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    m = make_module(tmp_path)
+    fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}
+    m.scale[m.scale.grid_for(0), 256](1.0, FakeArray(0), FakeArray(0))
+    assert fake_driver.launches == []
+    expect_type_error(lambda: m.scale[0, 256](1.0, [], FakeArray(0)), "parameter 'x' of scale needs a device array "
+                      "(an object with __cuda_array_interface__ or __dlpack__); got a list")  # fmt: skip
+
+
+def test_launch_failure_becomes_cuda_error(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    m = make_module(tmp_path)
+    fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}
+    fake_driver.launch_result = real_driver.CUresult.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+    with pytest.raises(CudaError) as info:
+        m.scale[2, 64](1.0, FakeArray(), FakeArray())
+    assert str(info.value) == (
+        "launching kernel scale (grid (2, 1, 1), block (64, 1, 1)) failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES "
+        "(fake description)"
+    )
+    assert info.value.name == "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"
+    assert info.value.code == int(real_driver.CUresult.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
+
+
+def test_missing_symbol_becomes_cuda_error(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    m = make_module(tmp_path)
+    fake_driver.signatures = {}
+    with pytest.raises(CudaError, match=r"finding entry point 'scale' of kernel scale failed: CUDA_ERROR_NOT_FOUND"):
+        m.scale[2, 64](1.0, FakeArray(), FakeArray())
+
+
+def test_ptx_load_failure_explains(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    m = make_module(tmp_path, cubins={}, ptx={"sm_90": "m.ptx"})
+    fake_driver.load_result = real_driver.CUresult.CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+    with pytest.raises(CudaError) as info:
+        m.scale[2, 64](1.0, FakeArray(), FakeArray())
+    assert "failed: CUDA_ERROR_UNSUPPORTED_PTX_VERSION (fake description); the PTX for sm_90 is newer than " in str(info.value)
+
+
+def test_ptx_is_loaded_null_terminated(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    fake_driver.capability = (10, 0)
+    m = make_module(tmp_path, cubins={"sm_90": "m.sm_90.cubin"}, ptx={"sm_90": "m.ptx"})
+    fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}
+    m.scale[1, 32](1.0, FakeArray(), FakeArray())
+    assert fake_driver.loaded == [b"// PTX sm_90\0"]
+
+
+def test_no_context_retains_the_primary_context(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    m = make_module(tmp_path)
+    fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}
+    assert fake_driver.ctx == 0
+    m.scale[1, 32](1.0, FakeArray(), FakeArray())
+    assert fake_driver.ctx == 0xC0
+    assert len(fake_driver.launches) == 1
+
+
+def test_launch_overhead_is_small(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    m = make_module(tmp_path)
+    fake_driver.signatures = {k.symbol: slot_types(k.params) for k in SAXPY_KERNELS}
+    fake_driver.cuLaunchKernel = lambda *a: (FakeDriver.OK,)  # type: ignore[method-assign]
+    x, y, out = FakeArray(), FakeArray(), FakeArray()
+    launch = m.saxpy[4, 256]
+    launch(2.0, x, y, out)
+    best = math.inf
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(1000):
+            launch(2.0, x, y, out)
+        best = min(best, (time.perf_counter() - start) / 1000)
+    assert best < 50e-6, f"{best * 1e6:.1f} µs per launch on the host"
+
+
+# ---------------------------------------------------------------------------------------------
+# code selection
+
+
+@pytest.mark.parametrize(
+    ("cubins", "ptx", "capability", "expected"),
+    [
+        ({"sm_80": "a", "sm_90": "b"}, {}, (9, 0), CodeChoice("cubin", "sm_90", "b")),
+        ({"sm_80": "a", "sm_90": "b"}, {}, (8, 0), CodeChoice("cubin", "sm_80", "a")),
+        ({"sm_80": "a", "sm_90": "b"}, {}, (8, 6), CodeChoice("cubin", "sm_80", "a")),
+        ({"sm_80": "a", "sm_86": "c", "sm_90": "b"}, {}, (8, 9), CodeChoice("cubin", "sm_86", "c")),
+        ({"sm_80": "a", "sm_86": "c"}, {"sm_80": "p"}, (8, 6), CodeChoice("cubin", "sm_86", "c")),
+        ({"sm_90": "b", "sm_90a": "x"}, {}, (9, 0), CodeChoice("cubin", "sm_90a", "x")),
+        ({"sm_90a": "x"}, {"sm_90": "p"}, (9, 0), CodeChoice("cubin", "sm_90a", "x")),
+        ({"sm_100a": "x"}, {"sm_90": "p"}, (10, 3), CodeChoice("ptx", "sm_90", "p")),
+        ({"sm_100f": "f"}, {}, (10, 3), CodeChoice("cubin", "sm_100f", "f")),
+        ({"sm_80": "a", "sm_90": "b"}, {"sm_90": "p"}, (12, 0), CodeChoice("ptx", "sm_90", "p")),
+        ({"sm_80": "a", "sm_90": "b"}, {"sm_80": "p8", "sm_90": "p9"}, (10, 0), CodeChoice("ptx", "sm_90", "p9")),
+        ({"sm_80": "a", "sm_90": "b"}, {"sm_80": "p8", "sm_90": "p9"}, (8, 9), CodeChoice("cubin", "sm_80", "a")),
+        ({}, {"sm_80": "p8", "sm_120": "p12"}, (9, 0), CodeChoice("ptx", "sm_80", "p8")),
+        ({"sm_120": "c12"}, {}, (12, 1), CodeChoice("cubin", "sm_120", "c12")),
+        ({}, {"compute_75": "p"}, (8, 0), CodeChoice("ptx", "compute_75", "p")),
+    ],
+)
+def test_select_code(
+    cubins: dict[str, str], ptx: dict[str, str], capability: tuple[int, int], expected: CodeChoice
+) -> None:
+    assert select_code(cubins, ptx, capability) == expected
+
+
+def test_select_code_without_a_match() -> None:
+    with pytest.raises(CudaError) as info:
+        select_code({"sm_90": "b", "sm_80": "a"}, {"sm_80": "p"}, (7, 5), module="sample.kernels", device_name="Tesla T4")
+    assert str(info.value) == (
+        "module sample.kernels has no code for this GPU: the device is sm_75 (Tesla T4); the package has cubins "
+        "for sm_80, sm_90 and PTX for sm_80. Rebuild the package with sm_75 among its target architectures."
+    )
+    with pytest.raises(CudaError, match="the package has cubins for sm_90 and PTX for none"):
+        select_code({"sm_90": "b"}, {}, (10, 0))
+
+
+def test_parse_arch() -> None:
+    assert parse_arch("sm_90") == (9, 0, "")
+    assert parse_arch("sm_86") == (8, 6, "")
+    assert parse_arch("sm_120") == (12, 0, "")
+    assert parse_arch("sm_90a") == (9, 0, "a")
+    assert parse_arch("compute_100f") == (10, 0, "f")
+    assert parse_arch("gfx90a") is None
+    assert parse_arch("sm_9") is None
+
+
+# ---------------------------------------------------------------------------------------------
+# manifest discovery, staleness and JIT
+
+
+def test_kernel_source_and_module_name() -> None:
+    def f() -> None: ...
+
+    assert artifacts.kernel_source(f) == (Path(__file__), __name__)
+    ns: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile("def g():\n    pass\n", "/somewhere/script.py", "exec"), ns)
+    assert artifacts.kernel_source(ns["g"]) == (Path("/somewhere/script.py"), "script")
+    exec(compile("def h():\n    pass\n", "<stdin>", "exec"), ns)
+    assert artifacts.kernel_source(ns["h"]) == (None, "__main__")
+
+
+def test_manifest_found_next_to_the_source(tmp_path: Path) -> None:
+    m = make_module(tmp_path)
+    source, module = artifacts.kernel_source(m.saxpy.func)
+    located = artifacts.locate_manifest(source, module, lambda: pytest.fail("no device needed"))
+    assert located.path == tmp_path / "_oxide" / f"{m.__name__}.json"
+    assert located.directory == tmp_path / "_oxide"
+    assert not located.jit
+    assert [k.symbol for k in located.manifest.kernels_named("saxpy")] == ["saxpy__f32", "saxpy__f64"]
+    assert artifacts.locate_manifest(source, module, lambda: "sm_90") is located  # cached
+
+
+def test_no_manifest_without_compiler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(artifacts, "_build_installed", lambda: False)
+    monkeypatch.delenv("OXIDE_JIT")
+    m = make_module(tmp_path, write_manifest=False)
+    with pytest.raises(CudaError) as info:
+        m.scale[1, 32](1.0, FakeArray(), FakeArray())
+    expected_path = tmp_path / "_oxide" / f"{m.__name__}.json"
+    assert str(info.value) == (
+        f"no precompiled code for module {m.__name__}: {expected_path} does not exist. Build the package with its "
+        "oxide_build backend (pip install . installs it with its kernels compiled), or install oxide-cuda[build] "
+        "to compile kernels on first launch"
+    )
+
+
+def test_no_manifest_with_jit_disabled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(artifacts, "_build_installed", lambda: True)
+    m = make_module(tmp_path, write_manifest=False)
+    with pytest.raises(CudaError, match="or unset OXIDE_JIT=0 to let oxide_build compile it on first launch"):
+        m.scale[1, 32](1.0, FakeArray(), FakeArray())
+
+
+def _fake_jit(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, calls: list[tuple[Path, str, str]]) -> None:
+    def jit_manifest(source_path: Path, module_name: str, arch: str) -> Path:
+        calls.append((source_path, module_name, arch))
+        cache = tmp_path / "jit-cache"
+        cache.mkdir(exist_ok=True)
+        m = ModuleManifest(
+            module=module_name,
+            source=source_path.name,
+            source_sha256=hashlib.sha256(source_path.read_bytes()).hexdigest(),
+            kernels=SAXPY_KERNELS,
+            cubins={arch: f"{module_name}.{arch}.cubin"},
+        )
+        (cache / f"{module_name}.{arch}.cubin").write_bytes(b"JIT " + arch.encode())
+        path = cache / f"{module_name}.json"
+        path.write_text(m.to_json())
+        return path
+
+    fake = types.ModuleType("oxide_build.jit")
+    fake.jit_manifest = jit_manifest  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "oxide_build.jit", fake)
+    monkeypatch.setattr(artifacts, "_build_installed", lambda: True)
+    monkeypatch.delenv("OXIDE_JIT")
+
+
+def test_no_manifest_compiles_with_jit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_driver: FakeDriver) -> None:
+    calls: list[tuple[Path, str, str]] = []
+    _fake_jit(monkeypatch, tmp_path, calls)
+    m = make_module(tmp_path, write_manifest=False)
+    fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}
+    m.scale[1, 32](1.0, FakeArray(), FakeArray())
+    assert calls == [(tmp_path / f"{m.__name__}.py", m.__name__, "sm_90")]
+    assert fake_driver.loaded == [b"JIT sm_90"]
+
+
+def test_stale_manifest_recompiles_with_jit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_driver: FakeDriver) -> None:
+    calls: list[tuple[Path, str, str]] = []
+    _fake_jit(monkeypatch, tmp_path, calls)
+    m = make_module(tmp_path, sha="0" * 64)
+    fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}
+    m.scale[1, 32](1.0, FakeArray(), FakeArray())
+    assert len(calls) == 1
+    assert fake_driver.loaded == [b"JIT sm_90"]
+
+
+def test_stale_manifest_warns_once_without_compiler(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    m = make_module(tmp_path, sha="0" * 64)
+    fake_driver.signatures = {k.symbol: slot_types(k.params) for k in SAXPY_KERNELS}
+    with pytest.warns(oxide.runtime.StaleCodeWarning) as record:
+        m.scale[1, 32](1.0, FakeArray(), FakeArray())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m.saxpy[1, 32](1.0, FakeArray(), FakeArray(), FakeArray())  # the same module: no second warning
+    assert len(record) == 1
+    text = str(record[0].message)
+    assert text.startswith(f"oxide: the precompiled kernels of module {m.__name__} (")
+    assert text.endswith(
+        "; running the old code. Rebuild the package (pip install .) or install oxide-cuda[build] to recompile on "
+        "first launch."
+    )
+    assert fake_driver.loaded == [b"CUBIN sm_90"]
+
+
+def test_fresh_manifest_does_not_warn(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    m = make_module(tmp_path)
+    fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m.scale[1, 32](1.0, FakeArray(), FakeArray())
+
+
+def test_kernel_missing_from_manifest(tmp_path: Path) -> None:
+    m = make_module(tmp_path, kernels=SAXPY_KERNELS[:2])
+    with pytest.raises(CudaError, match="kernel scale is not in the compiled module"):
+        m.scale[1, 32](1.0, FakeArray(), FakeArray())
+
+
+def test_unreadable_manifest(tmp_path: Path) -> None:
+    m = make_module(tmp_path)
+    manifest_path(tmp_path, m.__name__).write_text('{"format": 99}')
+    with pytest.raises(CudaError, match="cannot read the kernel manifest of module .*manifest format 99"):
+        m.scale[1, 32](1.0, FakeArray(), FakeArray())
+
+
+# ---------------------------------------------------------------------------------------------
+# no GPU, no driver
+
+
+def test_no_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class NoLibcuda:
+        CUresult = real_driver.CUresult
+
+        def cuInit(self, flags: int) -> Any:
+            raise RuntimeError('"cuda" is an NVIDIA driver library and can only be found via system search.')
+
+    monkeypatch.setattr(device, "_import_bindings", lambda: NoLibcuda())
+    m = make_module(tmp_path)
+    with pytest.raises(CudaError) as info:
+        m.scale[1, 32](1.0, FakeArray(), FakeArray())
+    lib = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so"
+    assert str(info.value) == f"no CUDA driver found ({lib} could not be loaded): oxide kernels need an NVIDIA GPU and driver"
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_no_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    class NoGpu(FakeDriver):
+        def cuInit(self, flags: int) -> tuple[Any]:
+            return (real_driver.CUresult.CUDA_ERROR_NO_DEVICE,)
+
+    monkeypatch.setattr(device, "_import_bindings", lambda: NoGpu())
+    with pytest.raises(CudaError) as info:
+        oxide.runtime.synchronize()
+    assert str(info.value) == "no CUDA device found (cuInit: CUDA_ERROR_NO_DEVICE): oxide kernels need an NVIDIA GPU"
+
+
+def test_no_bindings(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing() -> Any:
+        raise ImportError("No module named 'cuda'")
+
+    monkeypatch.setattr(device, "_import_bindings", missing)
+    with pytest.raises(CudaError, match=r"^cuda-bindings is not installed .*pip install cuda-bindings$"):
+        oxide.runtime.DeviceArray.empty(4, "f32")
+
+
+def test_other_init_errors_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Broken(FakeDriver):
+        def cuInit(self, flags: int) -> tuple[Any]:
+            return (real_driver.CUresult.CUDA_ERROR_SYSTEM_DRIVER_MISMATCH,)
+
+    monkeypatch.setattr(device, "_import_bindings", lambda: Broken())
+    with pytest.raises(CudaError, match=r"^cuInit failed: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH \(fake description\)$"):
+        device.driver()
+
+
+def test_real_bindings_without_a_driver_give_one_line() -> None:
+    from conftest import gpu_available
+
+    if gpu_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(CudaError) as info:
+        device.driver()
+    assert "\n" not in str(info.value)
+
+
+def test_device_array_dtypes() -> None:
+    from oxide.runtime.device_array import _numpy_dtype
+
+    assert _numpy_dtype("f32") == np.float32
+    assert _numpy_dtype(oxide.f64) == np.float64
+    assert _numpy_dtype(np.int16) == np.int16
+    with pytest.raises(TypeError, match="DeviceArray cannot hold elements of type 'f128'"):
+        _numpy_dtype("f128")
+    a = oxide.runtime.DeviceArray(0x1000, (5,), "f32", owned=False)
+    assert a.__cuda_array_interface__ == {
+        "version": 3, "shape": (5,), "typestr": "<f4", "data": (0x1000, False), "strides": None, "stream": None,
+    }  # fmt: skip
+    assert view_of(a) == ArrayView(0x1000, 5, "f32", False, a)

@@ -1,0 +1,461 @@
+"""The runtime on a GPU: load hand-written PTX through a manifest and launch it with DeviceArray,
+PyTorch and CuPy arrays; check every element against NumPy, and the argument errors.
+
+The PTX follows the kernel ABI (a view is a u64 pointer and an i64 length), so these tests need
+no compiler. ``.version 7.8`` / ``.target sm_80`` JIT on any driver from CUDA 11.8 on.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import types
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+SIZES = [1, 1000, 2**24 + 3]
+
+PTX = r"""
+.version 7.8
+.target sm_80
+.address_size 64
+
+.visible .entry saxpy_f32(
+	.param .f32 a,
+	.param .u64 x, .param .u64 x_len,
+	.param .u64 y, .param .u64 y_len,
+	.param .u64 out, .param .u64 out_len
+)
+{
+	.reg .pred %p<2>;
+	.reg .f32 %f<5>;
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<16>;
+
+	ld.param.f32 %f1, [a];
+	ld.param.u64 %rd1, [x];
+	ld.param.u64 %rd2, [y];
+	ld.param.u64 %rd3, [out];
+	ld.param.u64 %rd4, [out_len];
+	mov.u32 %r1, %ctaid.x;
+	mov.u32 %r2, %ntid.x;
+	mov.u32 %r3, %tid.x;
+	mul.wide.u32 %rd5, %r1, %r2;
+	cvt.u64.u32 %rd6, %r3;
+	add.s64 %rd7, %rd5, %rd6;
+	setp.ge.s64 %p1, %rd7, %rd4;
+	@%p1 bra DONE;
+	cvta.to.global.u64 %rd8, %rd1;
+	cvta.to.global.u64 %rd9, %rd2;
+	cvta.to.global.u64 %rd10, %rd3;
+	shl.b64 %rd11, %rd7, 2;
+	add.s64 %rd12, %rd8, %rd11;
+	ld.global.f32 %f2, [%rd12];
+	add.s64 %rd13, %rd9, %rd11;
+	ld.global.f32 %f3, [%rd13];
+	fma.rn.f32 %f4, %f1, %f2, %f3;
+	add.s64 %rd14, %rd10, %rd11;
+	st.global.f32 [%rd14], %f4;
+DONE:
+	ret;
+}
+
+.visible .entry saxpy_f64(
+	.param .f64 a,
+	.param .u64 x, .param .u64 x_len,
+	.param .u64 y, .param .u64 y_len,
+	.param .u64 out, .param .u64 out_len
+)
+{
+	.reg .pred %p<2>;
+	.reg .f64 %fd<5>;
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<16>;
+
+	ld.param.f64 %fd1, [a];
+	ld.param.u64 %rd1, [x];
+	ld.param.u64 %rd2, [y];
+	ld.param.u64 %rd3, [out];
+	ld.param.u64 %rd4, [out_len];
+	mov.u32 %r1, %ctaid.x;
+	mov.u32 %r2, %ntid.x;
+	mov.u32 %r3, %tid.x;
+	mul.wide.u32 %rd5, %r1, %r2;
+	cvt.u64.u32 %rd6, %r3;
+	add.s64 %rd7, %rd5, %rd6;
+	setp.ge.s64 %p1, %rd7, %rd4;
+	@%p1 bra DONE;
+	cvta.to.global.u64 %rd8, %rd1;
+	cvta.to.global.u64 %rd9, %rd2;
+	cvta.to.global.u64 %rd10, %rd3;
+	shl.b64 %rd11, %rd7, 3;
+	add.s64 %rd12, %rd8, %rd11;
+	ld.global.f64 %fd2, [%rd12];
+	add.s64 %rd13, %rd9, %rd11;
+	ld.global.f64 %fd3, [%rd13];
+	fma.rn.f64 %fd4, %fd1, %fd2, %fd3;
+	add.s64 %rd14, %rd10, %rd11;
+	st.global.f64 [%rd14], %fd4;
+DONE:
+	ret;
+}
+
+.visible .entry probe(
+	.param .s8 p_i8,
+	.param .s16 p_i16,
+	.param .s32 p_i32,
+	.param .s64 p_i64,
+	.param .u32 p_u32,
+	.param .f64 p_f64,
+	.param .u8 p_bool,
+	.param .b16 p_f16,
+	.param .f32 p_f32,
+	.param .u64 out, .param .u64 out_len
+)
+{
+	.reg .b16 %h<2>;
+	.reg .b32 %r<10>;
+	.reg .b64 %rd<20>;
+
+	ld.param.u64 %rd1, [out];
+	cvta.to.global.u64 %rd1, %rd1;
+	ld.param.s8 %r1, [p_i8];
+	cvt.s64.s32 %rd2, %r1;
+	st.global.u64 [%rd1], %rd2;
+	ld.param.s16 %r2, [p_i16];
+	cvt.s64.s32 %rd3, %r2;
+	st.global.u64 [%rd1+8], %rd3;
+	ld.param.s32 %r3, [p_i32];
+	cvt.s64.s32 %rd4, %r3;
+	st.global.u64 [%rd1+16], %rd4;
+	ld.param.s64 %rd5, [p_i64];
+	st.global.u64 [%rd1+24], %rd5;
+	ld.param.u32 %r4, [p_u32];
+	cvt.u64.u32 %rd6, %r4;
+	st.global.u64 [%rd1+32], %rd6;
+	ld.param.f64 %rd7, [p_f64];
+	st.global.u64 [%rd1+40], %rd7;
+	ld.param.u8 %r5, [p_bool];
+	cvt.u64.u32 %rd8, %r5;
+	st.global.u64 [%rd1+48], %rd8;
+	ld.param.b16 %h1, [p_f16];
+	cvt.u32.u16 %r6, %h1;
+	cvt.u64.u32 %rd9, %r6;
+	st.global.u64 [%rd1+56], %rd9;
+	ld.param.b32 %r7, [p_f32];
+	cvt.u64.u32 %rd10, %r7;
+	st.global.u64 [%rd1+64], %rd10;
+	ld.param.u64 %rd11, [out_len];
+	st.global.u64 [%rd1+72], %rd11;
+	ret;
+}
+"""
+
+SOURCE = """
+import oxide as ox
+from oxide import kernel, f16, f32, f64, i8, i16, i32, i64, u32, u64, boolean, Slice, DisjointSlice, MutSlice
+
+T = ox.TypeVar("T", f32, f64)
+
+
+@kernel
+def saxpy(a: T, x: Slice[T], y: Slice[T], out: DisjointSlice[T]) -> None:
+    pass
+
+
+@kernel
+def saxpy32(a: f32, x: Slice[f32], y: Slice[f32], out: DisjointSlice[f32]) -> None:
+    pass
+
+
+@kernel
+def probe(p_i8: i8, p_i16: i16, p_i32: i32, p_i64: i64, p_u32: u32, p_f64: f64, p_bool: boolean,
+          p_f16: f16, p_f32: f32, out: MutSlice[u64]) -> None:
+    pass
+"""
+
+
+def _manifest_kernels() -> tuple[Any, ...]:
+    from oxide.runtime.manifest import KernelSpec, ParamSpec
+
+    def saxpy_params(t: str) -> tuple[ParamSpec, ...]:
+        return (
+            ParamSpec("a", "scalar", t),
+            ParamSpec("x", "slice", t),
+            ParamSpec("y", "slice", t),
+            ParamSpec("out", "disjoint_slice", t),
+        )
+
+    probe = tuple(
+        ParamSpec(n, "scalar", t)
+        for n, t in (("p_i8", "i8"), ("p_i16", "i16"), ("p_i32", "i32"), ("p_i64", "i64"), ("p_u32", "u32"),
+                     ("p_f64", "f64"), ("p_bool", "bool"), ("p_f16", "f16"), ("p_f32", "f32"))
+    ) + (ParamSpec("out", "mut_slice", "u64"),)  # fmt: skip
+    return (
+        KernelSpec("saxpy", "saxpy_f32", saxpy_params("f32"), {"T": "f32"}),
+        KernelSpec("saxpy", "saxpy_f64", saxpy_params("f64"), {"T": "f64"}),
+        KernelSpec("saxpy32", "saxpy_f32", saxpy_params("f32")),
+        KernelSpec("probe", "probe", probe),
+    )
+
+
+def _write_module(root: Path, cubins: dict[str, bytes] | None = None) -> types.ModuleType:
+    from oxide.runtime.manifest import ModuleManifest, manifest_path
+
+    name = f"oxgpu_{uuid.uuid4().hex[:10]}"
+    src = root / f"{name}.py"
+    src.write_text(textwrap.dedent(SOURCE))
+    path = manifest_path(root, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (path.parent / f"{name}.ptx").write_text(PTX)
+    for arch, data in (cubins or {}).items():
+        (path.parent / f"{name}.{arch}.cubin").write_bytes(data)
+    manifest = ModuleManifest(
+        module=name,
+        source=src.name,
+        source_sha256=hashlib.sha256(src.read_bytes()).hexdigest(),
+        kernels=_manifest_kernels(),
+        cubins={arch: f"{name}.{arch}.cubin" for arch in (cubins or {})},
+        ptx={"sm_80": f"{name}.ptx"},
+    )
+    path.write_text(manifest.to_json())
+    spec = importlib.util.spec_from_file_location(name, src)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def kmod(tmp_path_factory: pytest.TempPathFactory) -> types.ModuleType:
+    return _write_module(tmp_path_factory.mktemp("ptxmod"))
+
+
+def _reference(a: float, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return np.float64(a) * x.astype(np.float64) + y.astype(np.float64)
+
+
+def _inputs(n: int, dtype: Any, seed: int) -> tuple[float, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    a = float(np.array(rng.uniform(-4, 4), dtype))  # representable in dtype: the reference is exact
+    return a, rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_saxpy_device_array(kmod: types.ModuleType, n: int) -> None:
+    from oxide.runtime import DeviceArray, synchronize
+
+    a, x, y = _inputs(n, np.float32, n)
+    dx, dy = DeviceArray.from_numpy(x), DeviceArray.from_numpy(y)
+    out = DeviceArray.from_numpy(np.full(n, np.nan, np.float32))
+    kmod.saxpy[kmod.saxpy.grid_for(n), 256](a, dx, dy, out)
+    synchronize()
+    got = out.to_numpy()
+    assert got.dtype == np.float32 and got.shape == (n,)
+    np.testing.assert_allclose(got, _reference(a, x, y), rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("n", [1, 1000, 100_003])
+def test_saxpy_f64_specialization(kmod: types.ModuleType, n: int) -> None:
+    from oxide.runtime import DeviceArray, synchronize
+
+    a, x, y = _inputs(n, np.float64, n + 1)
+    out = DeviceArray.from_numpy(np.full(n, np.nan))
+    kmod.saxpy.launch(a, DeviceArray.from_numpy(x), DeviceArray.from_numpy(y), out, grid=kmod.saxpy.grid_for(n, 128), block=128)
+    synchronize()
+    # the kernel rounds once (fma), the reference twice: allow one ulp of the terms
+    np.testing.assert_allclose(out.to_numpy(), _reference(a, x, y), rtol=1e-15, atol=1e-15)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_saxpy_torch(kmod: types.ModuleType, n: int) -> None:
+    torch = pytest.importorskip("torch")
+    a, x, y = _inputs(n, np.float32, 7 * n)
+    tx, ty = torch.as_tensor(x, device="cuda"), torch.as_tensor(y, device="cuda")
+    out = torch.full((n,), float("nan"), dtype=torch.float32, device="cuda")
+    kmod.saxpy[kmod.saxpy.grid_for(n), 256](a, tx, ty, out)
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(out.cpu().numpy(), _reference(a, x, y), rtol=1e-6, atol=0)
+
+
+def test_saxpy_torch_stream_and_views(kmod: types.ModuleType) -> None:
+    torch = pytest.importorskip("torch")
+    n = 4096
+    a, x, y = _inputs(n + 8, np.float32, 3)
+    tx, ty = torch.as_tensor(x, device="cuda"), torch.as_tensor(y, device="cuda")
+    out = torch.full((n,), float("nan"), dtype=torch.float32, device="cuda")
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    # a view with a storage offset: the kernel must see data_ptr(), not the start of the storage
+    kmod.saxpy[kmod.saxpy.grid_for(n), 256, stream](a, tx[8:], ty[8:], out)
+    stream.synchronize()
+    np.testing.assert_allclose(out.cpu().numpy(), _reference(a, x[8:], y[8:]), rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_saxpy_cupy(kmod: types.ModuleType, n: int) -> None:
+    cp = pytest.importorskip("cupy")
+    a, x, y = _inputs(n, np.float32, 11 * n)
+    cx, cy = cp.asarray(x), cp.asarray(y)
+    out = cp.full(n, cp.nan, dtype=cp.float32)
+    stream = cp.cuda.Stream(non_blocking=True)
+    cp.cuda.Device().synchronize()
+    kmod.saxpy[kmod.saxpy.grid_for(n), 256, stream](np.float32(a), cx, cy, out)
+    stream.synchronize()
+    np.testing.assert_allclose(cp.asnumpy(out), _reference(a, x, y), rtol=1e-6, atol=0)
+
+
+def test_saxpy_cupy_through_dlpack(kmod: types.ModuleType) -> None:
+    cp = pytest.importorskip("cupy")
+
+    class OnlyDLPack:
+        def __init__(self, a: Any) -> None:
+            self.a = a
+
+        def __dlpack__(self, stream: Any = None) -> Any:
+            return self.a.__dlpack__()
+
+        def __dlpack_device__(self) -> Any:
+            return self.a.__dlpack_device__()
+
+    n = 1000
+    a, x, y = _inputs(n, np.float32, 5)
+    out = cp.full(n, cp.nan, dtype=cp.float32)
+    kmod.saxpy[4, 256](a, OnlyDLPack(cp.asarray(x)), OnlyDLPack(cp.asarray(y)), OnlyDLPack(out))
+    cp.cuda.Device().synchronize()
+    np.testing.assert_allclose(cp.asnumpy(out), _reference(a, x, y), rtol=1e-6, atol=0)
+
+
+def test_every_scalar_reaches_the_kernel(kmod: types.ModuleType) -> None:
+    from oxide.runtime import DeviceArray, synchronize
+
+    out = DeviceArray.from_numpy(np.zeros(10, np.uint64))
+    kmod.probe[1, 1](-5, -300, -70000, -(2**40), 2**32 - 1, 1e300, True, 1.5, 0.1, out)
+    synchronize()
+    got = out.to_numpy()
+    assert got[:4].view(np.int64).tolist() == [-5, -300, -70000, -(2**40)]
+    assert int(got[4]) == 2**32 - 1
+    assert got[5:6].view(np.float64)[0] == 1e300
+    assert int(got[6]) == 1
+    assert int(got[7]) == int(np.array(1.5, np.float16).view(np.uint16))
+    assert np.array(int(got[8]), np.uint32).view(np.float32) == np.float32(0.1)
+    assert int(got[9]) == 10
+
+
+def test_cubin_is_preferred(tmp_path: Path) -> None:
+    from cuda.bindings import driver
+
+    from oxide.runtime import DeviceArray, device, synchronize
+
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        try:
+            from cuda.pathfinder import find_nvidia_binary_utility
+
+            ptxas = find_nvidia_binary_utility("ptxas")
+        except Exception:
+            ptxas = None
+    if ptxas is None:
+        pytest.skip("ptxas is not installed")
+    info = device.context_device(device.current_context())
+    (tmp_path / "k.ptx").write_text(PTX)
+    subprocess.run([ptxas, f"-arch={info.arch}", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")], check=True)
+    m = _write_module(tmp_path, {info.arch: (tmp_path / "k.cubin").read_bytes()})
+    n = 1000
+    a, x, y = _inputs(n, np.float32, 1)
+    out = DeviceArray.from_numpy(np.full(n, np.nan, np.float32))
+    m.saxpy32[4, 256](a, DeviceArray.from_numpy(x), DeviceArray.from_numpy(y), out)
+    synchronize()
+    np.testing.assert_allclose(out.to_numpy(), _reference(a, x, y), rtol=1e-6, atol=0)
+    attrs = m.saxpy32.attributes
+    assert attrs["binary_version"] == info.major * 10 + info.minor
+    assert attrs["registers"] > 0
+    assert 0 < m.saxpy32.max_block_size() <= 1024
+    del driver
+
+
+def test_launch_from_another_thread(kmod: types.ModuleType) -> None:
+    from oxide.runtime import DeviceArray, synchronize
+
+    n = 5000
+    a, x, y = _inputs(n, np.float32, 9)
+    dx, dy = DeviceArray.from_numpy(x), DeviceArray.from_numpy(y)
+    out = DeviceArray.from_numpy(np.full(n, np.nan, np.float32))
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:  # a new thread has no current context: the runtime makes the primary one current
+            kmod.saxpy[kmod.saxpy.grid_for(n), 256](a, dx, dy, out)
+            synchronize()
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert errors == []
+    np.testing.assert_allclose(out.to_numpy(), _reference(a, x, y), rtol=1e-6, atol=0)
+
+
+def test_wrong_arguments_on_gpu_arrays(kmod: types.ModuleType) -> None:
+    torch = pytest.importorskip("torch")
+    x = torch.zeros(16, device="cuda")
+    bad: list[tuple[tuple[Any, ...], str]] = [
+        (
+            (1.0, torch.zeros(16), x, x),
+            "parameter 'x' of saxpy needs a device array; got a torch.Tensor (host memory) — copy it to the GPU "
+            "first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x)",
+        ),
+        (
+            (1.0, x, np.zeros(16, np.float32), x),
+            "parameter 'y' of saxpy needs a device array; got a numpy.ndarray (host memory) — copy it to the GPU "
+            "first, e.g. torch.as_tensor(y, device='cuda') or cupy.asarray(y)",
+        ),
+        (
+            (1, x.int(), x.int(), x.int()),
+            "saxpy has no specialization for these arguments (x: i32, y: i32, out: i32); available: (T=f32), (T=f64)",
+        ),
+        ((1.0, x.view(4, 4), x, x), "parameter 'x' of saxpy needs a 1-D array; got shape (4, 4)"),
+        ((1.0, x, x[::2], x[:8]), "parameter 'y' of saxpy needs a contiguous 1-D array; got a stride of 2 elements"),
+        (("2", x, x, x), "parameter 'a' of saxpy needs a number (f32); got str '2'"),
+        ((1.0, x, x), "saxpy() takes 4 arguments (a, x, y, out); got 3"),
+    ]
+    for args, message in bad:
+        with pytest.raises(TypeError) as info:
+            kmod.saxpy[1, 32](*args)
+        assert str(info.value) == message
+    with pytest.raises(TypeError) as info:
+        kmod.saxpy32[1, 32](1.0, x.double(), x, x)
+    assert str(info.value) == "parameter 'x' of saxpy32 needs f32 elements; got f64"
+
+
+def test_launch_overhead(kmod: types.ModuleType) -> None:
+    from oxide.runtime import DeviceArray, synchronize
+
+    x = DeviceArray.from_numpy(np.ones(256, np.float32))
+    out = DeviceArray.empty(256, "f32")
+    launch = kmod.saxpy[1, 256]
+    launch(2.0, x, x, out)
+    synchronize()
+    best = math.inf
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(1000):
+            launch(2.0, x, x, out)
+        best = min(best, (time.perf_counter() - start) / 1000)
+        synchronize()
+    print(f"host time per launch: {best * 1e6:.2f} µs")
+    assert best < 30e-6
