@@ -8,13 +8,19 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from oxide.runtime.manifest import ErrorSite, KernelSpec
 
-__all__ = ["DEFAULT_ARCHS", "SUPPORTED_ARCHS", "CompileOptions", "CompiledModule", "compile_module"]
+from .link.exports import ExportDecl
+
+__all__ = ["DEFAULT_ARCHS", "SUPPORTED_ARCHS", "BACKENDS", "CompileOptions", "CompiledModule", "compile_module"]
 
 DEFAULT_ARCHS: tuple[str, ...] = ("sm_80", "sm_90")
 SUPPORTED_ARCHS: tuple[str, ...] = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
+
+
+BACKENDS: tuple[str, ...] = ("nvptx", "nvvm")
 
 
 @dataclass(frozen=True)
@@ -24,6 +30,16 @@ class CompileOptions:
     bounds_check: bool = True
     embed_ptx: bool = False  # also ship PTX of the newest arch for forward compatibility
     link_cubins: bool = True  # False: stop after PTX (oxide compile --emit llvm/ptx)
+    backend: str = "nvptx"  # "nvptx" (llvmlite's LLVM) or "nvvm" (libNVVM) makes the PTX
+    # CUDA C++ interop: modules with @extern / @extern_kernel / @device(export=) are linked
+    # through LTO-IR (libNVVM for the Python side, NVRTC for .cu sources, nvJitLink -lto)
+    include_dirs: tuple[str, ...] = ()  # -I for NVRTC (the CUDA and CCCL headers are added)
+    defines: tuple[str, ...] = ()  # -D for NVRTC: "NAME" or "NAME=VALUE"
+    nvrtc_options: tuple[str, ...] = ()  # more NVRTC options, e.g. "-std=c++20"
+    link_inputs: tuple[str, ...] = ()  # more inputs: .cu .ltoir .ptx .cubin .fatbin .o .a
+    cudadevrt: bool = False  # link libcudadevrt (device runtime: dynamic parallelism)
+    fatbin: bool = False  # also package CompiledModule.fatbin: the cubins + PTX of the newest
+    cache: bool = True  # reuse NVRTC / libNVVM / nvJitLink results from the compile cache
 
 
 @dataclass(frozen=True)
@@ -37,6 +53,10 @@ class CompiledModule:
     cubins: dict[str, bytes] = field(default_factory=dict)  # arch -> cubin
     ptx_fallback: dict[str, str] = field(default_factory=dict)  # arch -> PTX shipped in the wheel
     error_sites: tuple[ErrorSite, ...] = ()
+    ltoir: dict[str, bytes] = field(default_factory=dict)  # arch -> LTO-IR of the Python side
+    fatbin: bytes | None = None  # every cubin + PTX of the newest arch (options.fatbin)
+    exports: tuple[ExportDecl, ...] = ()  # @device(export=) functions, for the C++ header
+    link_inputs: tuple[str, ...] = ()  # the C++ / binary inputs linked into the cubins
 
 
 def source_sha256(data: bytes) -> str:
@@ -55,9 +75,7 @@ def compile_module(
     Raises ``oxide.CompileError`` (source problems), ``oxide.LinkError`` and
     ``oxide.ToolchainError`` (a missing component; the message names the pip package).
     """
-    from .backends.nvptx import optimize_and_emit_ptx
     from .frontend import build_program
-    from .link.nvjitlink import LinkInput, link_cubin
     from .lower.llvm import lower_program, module_text
     from .scan import ProjectIndex
 
@@ -67,29 +85,99 @@ def compile_module(
             from oxide.errors import CompileError
 
             raise CompileError(f"unknown arch {arch!r}; supported: {', '.join(SUPPORTED_ARCHS)}")
+    if options.backend not in BACKENDS:
+        from oxide.errors import CompileError
+
+        raise CompileError(f"unknown backend {options.backend!r}; supported: {', '.join(BACKENDS)}")
     data = source_path.read_bytes()
     index = ProjectIndex(root if root is not None else source_path.parent)
     module = index.add_file(source_path, module_name)
     frontend = build_program(index, module, bounds_check=options.bounds_check)
     llvm_module = lower_program(frontend.program, module_name)
     llvm_ir = module_text(llvm_module, typed_pointers=False)
-    ptx = {arch: optimize_and_emit_ptx(llvm_ir, arch, options.opt_level) for arch in options.archs}
-    cubins: dict[str, bytes] = {}
-    if options.link_cubins and frontend.kernels:
-        for arch in options.archs:
-            cubins[arch] = link_cubin([LinkInput(f"{module_name}.ptx", "ptx", ptx[arch].encode())], arch)
-    fallback: dict[str, str] = {}
-    if options.embed_ptx and options.archs:
-        newest = max(options.archs, key=lambda a: int(a.split("_")[1]))
-        fallback[newest] = ptx[newest]
+    device = _compile_device_code(frontend.program, llvm_ir, module_name, bool(frontend.kernels), options)
+    from .link.exports import export_decls
+
     return CompiledModule(
         module_name=module_name,
         source_path=source_path,
         source_sha256=source_sha256(data),
         kernels=tuple(frontend.kernels),
         llvm_ir=llvm_ir,
-        ptx=ptx,
-        cubins=cubins,
-        ptx_fallback=fallback,
+        ptx=device.ptx,
+        cubins=device.cubins,
+        ptx_fallback=device.fallback,
         error_sites=tuple(frontend.error_sites),
+        ltoir=device.ltoir,
+        fatbin=device.fatbin,
+        exports=export_decls(frontend.program),
+        link_inputs=device.link_inputs,
     )
+
+
+@dataclass
+class _DeviceCode:
+    ptx: dict[str, str] = field(default_factory=dict)
+    cubins: dict[str, bytes] = field(default_factory=dict)
+    fallback: dict[str, str] = field(default_factory=dict)
+    ltoir: dict[str, bytes] = field(default_factory=dict)
+    fatbin: bytes | None = None
+    link_inputs: tuple[str, ...] = ()
+
+
+def _newest(archs: tuple[str, ...]) -> str:
+    return max(archs, key=lambda a: int(a.split("_")[1]))
+
+
+def _compile_device_code(
+    program: Any, llvm_ir: str, module_name: str, has_kernels: bool, options: CompileOptions,
+) -> _DeviceCode:
+    """Backend and link: PTX per arch, then cubins, LTO-IR and the fatbin as the module needs.
+
+    A module that neither calls nor is called by CUDA C++ takes the short path: PTX from the
+    backend, one nvJitLink call per arch. Otherwise the Python side becomes LTO-IR and is
+    linked with the C++ inputs by nvJitLink -lto.
+    """
+    from .link.cache import CompileCache
+    from .link.lto import LinkSettings, link_module, link_module_ptx, module_inputs, needs_lto, nvvm_ltoir, nvvm_ptx
+
+    out = _DeviceCode()
+    cache = CompileCache(enabled=options.cache)
+    if options.backend == "nvvm":
+        out.ptx = {arch: nvvm_ptx(llvm_ir, arch, options.opt_level, module_name, cache) for arch in options.archs}
+    else:
+        from .backends.nvptx import optimize_and_emit_ptx
+
+        out.ptx = {arch: optimize_and_emit_ptx(llvm_ir, arch, options.opt_level) for arch in options.archs}
+    lto = needs_lto(program, options.link_inputs)
+    newest = _newest(options.archs) if options.archs else None
+    if not lto:
+        if options.link_cubins and has_kernels:
+            from .link.nvjitlink import LinkInput, link_cubin
+
+            for arch in options.archs:
+                out.cubins[arch] = link_cubin([LinkInput(f"{module_name}.ptx", "ptx", out.ptx[arch].encode())], arch)
+        if options.embed_ptx and newest is not None:
+            out.fallback[newest] = out.ptx[newest]
+    else:
+        settings = LinkSettings(
+            include_dirs=options.include_dirs, defines=options.defines, nvrtc_options=options.nvrtc_options,
+            link_inputs=options.link_inputs, cudadevrt=options.cudadevrt, opt_level=options.opt_level, cache=cache,
+        )
+        has_python_code = bool(program.functions)
+        for arch in options.archs:
+            if has_python_code:
+                out.ltoir[arch] = nvvm_ltoir(llvm_ir, arch, options.opt_level, module_name, cache)
+        if options.link_cubins and has_kernels:
+            for arch in options.archs:
+                inputs = module_inputs(program, out.ltoir.get(arch), module_name, arch, settings)
+                out.link_inputs = tuple(i.name for i in inputs[1 if has_python_code else 0:])
+                out.cubins[arch] = link_module(program, inputs, arch, settings)
+            if options.embed_ptx and newest is not None:
+                inputs = module_inputs(program, out.ltoir.get(newest), module_name, newest, settings)
+                out.fallback[newest] = link_module_ptx(program, inputs, newest, settings)
+    if options.fatbin and out.cubins:
+        from .link.fatbin import make_fatbin
+
+        out.fatbin = make_fatbin(out.cubins, out.fallback, module_name)
+    return out

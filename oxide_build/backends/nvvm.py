@@ -105,9 +105,11 @@ def _fn_pointer_type(ret: str, args: str) -> str:
     return f"{ret} ({', '.join(arg_types)})*"
 
 
-def nvvm_ir_text(llvm_ir: str, keep: tuple[str, ...] | None = None) -> str:
+def nvvm_ir_text(llvm_ir: str, keep: tuple[str, ...] | None = None, arch: str = "") -> str:
     """Adapts typed-pointer LLVM IR printed by llvmlite to what libNVVM reads.
 
+    ``arch``: the target ("sm_120"); from sm_100 on, branch-weight metadata is dropped: libNVVM
+    13.5 crashes on some modules for compute_120 with it (seen on examples/histogram.py).
     ``keep``: functions to list in ``@llvm.used`` (default: every non-internal definition,
     i.e. kernels and exported device functions); externally visible global variables are
     always listed.
@@ -120,6 +122,9 @@ def nvvm_ir_text(llvm_ir: str, keep: tuple[str, ...] | None = None) -> str:
     globals_: list[tuple[str, str]] = []
     has_used = False
     membars: set[str] = set()
+    declares: dict[str, str] = {}
+    drop_prof = arch.split("_")[-1].isdigit() and int(arch.split("_")[-1]) >= 100
+    temp = 0
     for line in llvm_ir.splitlines():
         stripped = line.strip()
         if stripped.startswith("target triple"):
@@ -128,6 +133,8 @@ def nvvm_ir_text(llvm_ir: str, keep: tuple[str, ...] | None = None) -> str:
         if stripped.startswith("target datalayout"):
             out.append(f'target datalayout = "{NVVM_DATA_LAYOUT}"')
             continue
+        if drop_prof and ", !prof !" in line:
+            line = re.sub(r", !prof !\d+", "", line)
         if stripped.startswith("@llvm.used"):
             has_used = True
         if stripped.startswith("define "):
@@ -138,6 +145,22 @@ def nvvm_ir_text(llvm_ir: str, keep: tuple[str, ...] | None = None) -> str:
                 defined.append((m.group("name"), _fn_pointer_type(ret, m.group("args"))))
         elif "fneg" in line:
             line = _FNEG_RE.sub(lambda m: f"= fsub {m.group('flags')}{m.group('ty')} -0.0, ", line)
+        elif " atomicrmw fadd " in line or " atomicrmw fsub " in line:
+            m = _ATOMIC_FADD_RE.match(line)
+            if m:
+                # LLVM 7 has no floating-point atomicrmw: nvcc's NVVM IR used these intrinsics
+                ty, space = m.group("ty"), m.group("space") or "0"
+                bits = "f32" if ty == "float" else "f64"
+                name = f"llvm.nvvm.atomic.load.add.{bits}.p{space}{bits}"
+                ptr_ty = m.group("ptrty")
+                value = m.group("value")
+                if m.group("op") == "fsub":
+                    temp += 1
+                    neg = f'%"oxide.neg.{temp}"'
+                    out.append(f"{m.group('indent')}{neg} = fsub {ty} -0.0, {value}")
+                    value = neg
+                line = f"{m.group('indent')}{m.group('result')} = call {ty} @{name}({ptr_ty} {m.group('ptr')}, {ty} {value})"
+                declares[name] = f"declare {ty} @{name}({ptr_ty}, {ty})"
         elif stripped.startswith("fence "):
             # libNVVM: "unsupported operation" for IR fences; __threadfence() is this intrinsic
             scope = "cta" if 'syncscope("block")' in stripped else "sys" if "system" in stripped else "gl"
@@ -155,6 +178,9 @@ def nvvm_ir_text(llvm_ir: str, keep: tuple[str, ...] | None = None) -> str:
     if entries and not has_used:
         items = ", ".join(entries)
         out.append(f'@llvm.used = appending global [{len(entries)} x i8*] [{items}], section "llvm.metadata"')
+    for name, decl in declares.items():
+        if f"@{name}(" not in llvm_ir:
+            out.append(decl)
     for scope in sorted(membars):
         if f"@llvm.nvvm.membar.{scope}(" not in llvm_ir:
             out.append(f"declare void @llvm.nvvm.membar.{scope}()")
@@ -163,6 +189,11 @@ def nvvm_ir_text(llvm_ir: str, keep: tuple[str, ...] | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
+_ATOMIC_FADD_RE = re.compile(
+    r'^(?P<indent>\s*)(?P<result>%(?:"[^"]+"|[\w.$]+))\s*=\s*atomicrmw\s+(?:volatile\s+)?(?P<op>fadd|fsub)\s+'
+    r'(?P<ptrty>(?P<ty>float|double)(?:\s+addrspace\((?P<space>\d+)\))?\s*\*)\s+(?P<ptr>%(?:"[^"]+"|[\w.$]+)),\s*'
+    r'(?:float|double)\s+(?P<value>[^,\s]+(?:\s*"[^"]*")?)\s+(?:syncscope\("[^"]*"\)\s+)?\w+(?:,\s*align\s+\d+)?\s*$'
+)
 _GLOBAL_DEF_RE = re.compile(
     r'^(?P<name>@(?:"[^"]+"|[\w.$]+))\s*=\s*(?P<linkage>(?:[a-z_]+\s+)*?)(?:addrspace\((?P<as>\d+)\)\s+)?'
     r'(?:global|constant)\s+(?P<rest>.*)$'
@@ -245,8 +276,7 @@ def compile_nvvm(ir_text: str, arch: str, options: tuple[str, ...] = (), name: s
             nvvm.add_module_to_program(prog, data, len(data), name)
             if libdevice:
                 bc = _libdevice()
-                if bc is not None:
-                    nvvm.lazy_add_module_to_program(prog, bc, len(bc), "libdevice")
+                nvvm.lazy_add_module_to_program(prog, bc, len(bc), "libdevice")
             try:
                 nvvm.compile_program(prog, len(opts), opts)
             except nvvm.nvvmError as exc:
@@ -277,7 +307,7 @@ def _program_log(nvvm, prog) -> str:  # type: ignore[no-untyped-def]
 _libdevice_cache: bytes | None = None
 
 
-def _libdevice() -> bytes | None:
+def _libdevice() -> bytes:
     global _libdevice_cache
     if _libdevice_cache is None:
         try:
@@ -286,19 +316,28 @@ def _libdevice() -> bytes | None:
             path = find_bitcode_lib("device")
             with open(path, "rb") as f:
                 _libdevice_cache = f.read()
-        except Exception:
-            return None
+        except Exception as exc:
+            raise ToolchainError(f"libdevice was not found ({exc}): {_PIP_HINT}") from None
     return _libdevice_cache
+
+
+_LIBDEVICE_CALL_RE = re.compile(r'^declare\b[^@]*@"?__nv_', re.M)
+
+
+def _uses_libdevice(llvm_ir: str) -> bool:
+    return _LIBDEVICE_CALL_RE.search(llvm_ir) is not None
 
 
 def emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3, name: str = "module") -> str:
     """Typed-pointer LLVM IR → PTX text for ``arch``."""
-    text = nvvm_ir_text(llvm_ir)
-    out = compile_nvvm(text, arch, (f"-opt={3 if opt_level > 0 else 0}",), name)
+    text = nvvm_ir_text(llvm_ir, arch=arch)
+    out = compile_nvvm(text, arch, (f"-opt={3 if opt_level > 0 else 0}",), name, _uses_libdevice(llvm_ir))
     return out.data.decode()
 
 
 def emit_ltoir(llvm_ir: str, arch: str, opt_level: int = 3, name: str = "module") -> bytes:
-    """Typed-pointer LLVM IR → LTO-IR for ``arch`` (``-gen-lto``), for nvJitLink ``-lto``."""
-    text = nvvm_ir_text(llvm_ir)
-    return compile_nvvm(text, arch, ("-gen-lto", f"-opt={3 if opt_level > 0 else 0}"), name).data
+    """Typed-pointer LLVM IR → LTO-IR for ``arch`` (``-gen-lto``), for nvJitLink ``-lto``;
+    the libdevice functions it calls are compiled into it."""
+    text = nvvm_ir_text(llvm_ir, arch=arch)
+    opts = ("-gen-lto", f"-opt={3 if opt_level > 0 else 0}")
+    return compile_nvvm(text, arch, opts, name, _uses_libdevice(llvm_ir)).data

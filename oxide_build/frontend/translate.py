@@ -193,6 +193,7 @@ class FunctionTranslator(ast.NodeVisitor):
         self.thread_dependent: set[str] = set()
         self.divergent_depth = 0
         self.static_loop_depth = 0
+        self.positive_names: set[str] = set()  # locals assigned once from block/grid sizes
 
     # ---- entry points -------------------------------------------------------------------
 
@@ -417,6 +418,8 @@ class FunctionTranslator(ast.NodeVisitor):
             raise self.error(node, "this call returns nothing; there is no value to assign")
         if name not in self.locals:
             value = self.materialize(value)
+            if self.assign_counts.get(name, 0) == 1 and self._positive_step(value, node):  # type: ignore[arg-type]
+                self.positive_names.add(name)
             self.locals[name] = value.ty
             self.local_decl_line[name] = getattr(node, "lineno", 0)
             return ir.Assign(name, value, self.loc(node))
@@ -546,8 +549,8 @@ class FunctionTranslator(ast.NodeVisitor):
         ]
         var = ir.Var(name, ty, loc)
         stop_v, step_v = ir.Var(stop_name, ty, loc), ir.Var(step_name, ty, loc)
-        if isinstance(step, ir.Const):
-            op = "<" if step.value > 0 else ">"
+        if isinstance(step, ir.Const) or self._positive_step(step, it.args[2] if len(it.args) == 3 else None):
+            op = "<" if not isinstance(step, ir.Const) or step.value > 0 else ">"
             cond: ir.Expr = ir.Compare(op, var, stop_v, ty, BOOL, loc)
         else:
             zero = ir.Const(0, ty, loc)
@@ -592,6 +595,8 @@ class FunctionTranslator(ast.NodeVisitor):
         def dims_only(e: ir.Expr) -> bool:
             if isinstance(e, ir.SpecialReg):
                 return e.name.startswith(("ntid.", "nctaid."))
+            if isinstance(e, ir.Var):
+                return e.name in self.positive_names
             if isinstance(e, ir.Cast):
                 return dims_only(e.operand)
             if isinstance(e, ir.BinOp) and e.op == "*":
@@ -767,6 +772,8 @@ class FunctionTranslator(ast.NodeVisitor):
             size = view.ty.size
             if size is None:
                 return None  # dynamic shared memory: its size is known only at launch
+            if isinstance(index, ir.Intrinsic) and index.name == "flat_index":
+                return None  # every axis was checked on its own
             if isinstance(index, ir.Const) and isinstance(index.value, int):
                 if index.value >= size:
                     raise self.error(node.slice, f"index {index.value} is out of bounds for an array of {size} elements")
@@ -857,12 +864,20 @@ class FunctionTranslator(ast.NodeVisitor):
                                  f"a[{', '.join('i' + str(k) for k in range(len(container.shape)))}]")
             flat: ir.Expr | None = None
             loc = self.loc(node)
-            for dim, elt in zip(container.shape, node.elts):
+            for axis, (dim, elt) in enumerate(zip(container.shape, node.elts)):
                 part = self.index_expr(elt)
                 part = self.convert(self.materialize(part), I64, elt) if not isinstance(part.ty, ThreadIndexType) else ir.Cast(part, I64, loc)
+                if isinstance(part, ir.Const):
+                    if not 0 <= int(part.value) < dim:
+                        raise self.error(elt, f"index {part.value} is out of bounds for axis {axis} of size {dim}")
+                elif self.bounds_check:
+                    # one check per axis: identical checks (e.g. of thread.idx.y) fold together
+                    site = self.builder.add_error_site("bounds", self.kernel_name, self.module, elt,
+                                                       f"axis {axis} index {ast.unparse(elt)} (size {dim})")
+                    part = ir.Intrinsic("checked_index", [part, ir.Const(dim, I64, loc)], I64, loc, site)
                 flat = part if flat is None else ir.BinOp("+", ir.BinOp("*", flat, ir.Const(dim, I64, loc), I64, loc), part, I64, loc)
             assert flat is not None
-            return flat
+            return ir.Intrinsic("flat_index", [flat], I64, loc)
         if isinstance(node, ast.Tuple):
             raise self.error(node, "1-D views take one index", "use a single integer index")
         index = self.expr(node)

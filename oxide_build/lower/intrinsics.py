@@ -45,6 +45,13 @@ ATOMIC_RMW = {"add": "add", "sub": "sub", "exch": "xchg", "and_": "and", "or_": 
 
 
 def lower_intrinsic(fl: FunctionLowering, e: ir.Intrinsic) -> ll.Value:
+    if e.name == "checked_index":
+        value = fl.expr(e.args[0])
+        if e.check_site is not None:
+            fl.bounds_check(value, fl.expr(e.args[1]), e.check_site)
+        return value
+    if e.name == "flat_index":
+        return fl.expr(e.args[0])
     group, _, op = e.name.partition(".")
     if group == "warp":
         return _warp(fl, op, e)

@@ -421,7 +421,21 @@ class FunctionLowering:
         if isinstance(e, ir.SpecialReg):
             return self.sreg(e.name)
         if isinstance(e, ir.Select):
-            return b.select(self.expr(e.cond), self.expr(e.if_true), self.expr(e.if_false))
+            cond = self.expr(e.cond)
+            if _is_pure(e.if_true) and _is_pure(e.if_false):
+                return b.select(cond, self.expr(e.if_true), self.expr(e.if_false))
+            # a side that reads memory or calls runs only when chosen, as in Python
+            result = self.temp(value_ll(e.ty))
+            then_bb = self.llfn.append_basic_block("ifexp.then")
+            else_bb = self.llfn.append_basic_block("ifexp.else")
+            end_bb = self.llfn.append_basic_block("ifexp.end")
+            b.cbranch(cond, then_bb, else_bb)
+            for block, side in ((then_bb, e.if_true), (else_bb, e.if_false)):
+                b.position_at_end(block)
+                b.store(self.expr(side), result)
+                b.branch(end_bb)
+            b.position_at_end(end_bb)
+            return b.load(result, typ=value_ll(e.ty))
         if isinstance(e, ir.Intrinsic):
             from .intrinsics import lower_intrinsic
 
@@ -474,8 +488,11 @@ class FunctionLowering:
         return b.load(result, typ=I1)
 
     def slot_temp(self) -> ll.Value:
+        return self.temp(I1)
+
+    def temp(self, ty: ll.Type) -> ll.Value:
         with self.b.goto_block(self.entry):
-            return self.b.alloca(I1)
+            return self.b.alloca(ty)
 
     def binop(self, e: ir.BinOp) -> ll.Value:
         b = self.b
@@ -541,6 +558,23 @@ class FunctionLowering:
         if dst.bits < src.bits:
             return b.trunc(v, dt)
         return b.sext(v, dt) if src.kind == "int" else b.zext(v, dt)
+
+
+def _is_pure(e: ir.Expr) -> bool:
+    """True when evaluating ``e`` cannot fault or have effects (no loads, calls, intrinsics)."""
+    if isinstance(e, (ir.Const, ir.Var, ir.ThreadIndex1D, ir.SpecialReg, ir.ViewLen)):
+        return True
+    if isinstance(e, (ir.BinOp, ir.Compare)):
+        if isinstance(e, ir.BinOp) and e.op in ("/", "//", "%") and e.ty.kind != "float":
+            return False  # integer division by zero is undefined behaviour
+        return _is_pure(e.left) and _is_pure(e.right)
+    if isinstance(e, (ir.Not, ir.Neg, ir.Cast)):
+        return _is_pure(e.operand)
+    if isinstance(e, ir.Select):
+        return _is_pure(e.cond) and _is_pure(e.if_true) and _is_pure(e.if_false)
+    if isinstance(e, ir.BoolOp):
+        return all(_is_pure(v) for v in e.values)
+    return False
 
 
 def lower_program(program: ir.Program, module_name: str, fast_math: bool = False) -> ll.Module:

@@ -1,0 +1,229 @@
+"""Link-time optimization of a module with CUDA C++: the Python side compiled to LTO-IR by
+libNVVM, each ``.cu`` source compiled to LTO-IR by NVRTC, other inputs taken as they are, all
+linked by nvJitLink ``-lto`` into one cubin per arch. Each compile step goes through the
+compile cache.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from oxide.errors import LinkError
+
+from ..ir import nodes as ir
+from .cache import CompileCache, cache_key
+from .inputs import InputFile, cudadevrt_path, input_file
+from .nvjitlink import LinkInput, UndefinedSymbolError, link_cubin, link_ptx
+from .nvrtc import CudaSource, compile_cuda, source_dependencies
+
+__all__ = [
+    "LinkSettings",
+    "needs_lto",
+    "tool_versions",
+    "nvvm_ltoir",
+    "nvvm_ptx",
+    "cuda_ltoir",
+    "module_inputs",
+    "link_module",
+    "link_module_ptx",
+]
+
+_FORMAT = "oxide-lto-1"  # bump when the text adaptation or the key layout changes
+
+
+@dataclass(frozen=True)
+class LinkSettings:
+    """The parts of ``CompileOptions`` that decide the link."""
+
+    include_dirs: tuple[str, ...] = ()
+    defines: tuple[str, ...] = ()
+    nvrtc_options: tuple[str, ...] = ()
+    link_inputs: tuple[str, ...] = ()
+    cudadevrt: bool = False
+    opt_level: int = 3
+    cache: CompileCache = field(default_factory=lambda: CompileCache(enabled=False))
+
+
+def needs_lto(program: ir.Program, link_inputs: tuple[str, ...] = ()) -> bool:
+    """True when the module calls CUDA C++ or is called by it: it is then linked through LTO-IR."""
+    return bool(program.externs or program.extern_kernels or link_inputs
+                or any(f.export for f in program.functions))
+
+
+@functools.lru_cache(maxsize=1)
+def tool_versions() -> str:
+    """Everything about the toolchain that changes compiled bytes, as one string for keys."""
+    import oxide
+
+    parts = [f"oxide={oxide.__version__}", _FORMAT]
+    try:
+        from cuda.bindings import nvvm
+
+        parts.append(f"nvvm={nvvm.version()} ir={nvvm.ir_version()}")
+    except Exception:
+        parts.append("nvvm=?")
+    try:
+        from cuda.bindings import nvrtc
+
+        parts.append(f"nvrtc={nvrtc.nvrtcVersion()[1:]}")
+    except Exception:
+        parts.append("nvrtc=?")
+    try:
+        from cuda.bindings import nvjitlink
+
+        parts.append(f"nvjitlink={nvjitlink.version()}")
+    except Exception:
+        parts.append("nvjitlink=?")
+    from importlib.metadata import PackageNotFoundError, version
+
+    for dist in ("nvidia-cuda-cccl", "nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-nvvm", "cuda-bindings"):
+        try:
+            parts.append(f"{dist}={version(dist)}")
+        except PackageNotFoundError:
+            pass
+    from .nvrtc import cuda_include_dirs
+
+    parts.append("headers=" + ";".join(cuda_include_dirs()))
+    return "\n".join(parts)
+
+
+def _cached(cache: CompileCache, key: str, make) -> bytes:  # type: ignore[no-untyped-def]
+    data = cache.get(key)
+    if data is None:
+        data = make()
+        cache.put(key, data)
+    return data
+
+
+def nvvm_ltoir(llvm_ir: str, arch: str, opt_level: int, name: str, cache: CompileCache) -> bytes:
+    from ..backends.nvvm import emit_ltoir
+
+    key = cache_key("nvvm-ltoir", tool_versions(), arch, str(opt_level), llvm_ir)
+    return _cached(cache, key, lambda: emit_ltoir(llvm_ir, arch, opt_level, name))
+
+
+def nvvm_ptx(llvm_ir: str, arch: str, opt_level: int, name: str, cache: CompileCache) -> str:
+    from ..backends.nvvm import emit_ptx
+
+    key = cache_key("nvvm-ptx", tool_versions(), arch, str(opt_level), llvm_ir)
+    return _cached(cache, key, lambda: emit_ptx(llvm_ir, arch, opt_level, name).encode()).decode()
+
+
+def cuda_ltoir(source: CudaSource, arch: str, cache: CompileCache) -> bytes:
+    """NVRTC's LTO-IR of one ``.cu`` file; the key covers the file, the user headers it
+    includes, the options and the toolchain."""
+    path = Path(source.path)
+    try:
+        parts: list[bytes | str] = [path.read_bytes()]
+    except OSError as exc:
+        raise LinkError(f"cannot read the CUDA source {path}: {exc.strerror}") from None
+    for dep in source_dependencies(path, source.include_dirs):
+        parts += [str(dep), dep.read_bytes()]
+    key = cache_key("nvrtc-ltoir", tool_versions(), arch, str(path), "\0".join(source.include_dirs),
+                    "\0".join(source.defines), "\0".join(source.options), *parts)
+    return _cached(cache, key, lambda: compile_cuda(source, arch, "ltoir"))
+
+
+def _sources(program: ir.Program, settings: LinkSettings) -> list[InputFile]:
+    """Every C++ / binary input of the module: the externs' and extern kernels' sources, then
+    the extra inputs, each once, in a stable order."""
+    seen: dict[str, None] = {}
+    for ext in [*program.externs, *program.extern_kernels]:
+        for src in ext.sources:
+            seen.setdefault(src, None)
+    for extra in settings.link_inputs:
+        seen.setdefault(str(Path(extra).resolve()), None)
+    files: list[InputFile] = []
+    for name in seen:
+        try:
+            files.append(input_file(name))
+        except LinkError as exc:
+            users = [f"{Path(e.file).name}:{e.line}" for e in [*program.externs, *program.extern_kernels]
+                     if name in e.sources]
+            where = f" (named by the declaration at {', '.join(users)})" if users else ""
+            raise LinkError(f"{exc}{where}") from None
+    return files
+
+
+def module_inputs(
+    program: ir.Program, python_ltoir: bytes | None, module_name: str, arch: str, settings: LinkSettings,
+) -> list[LinkInput]:
+    inputs: list[LinkInput] = []
+    if python_ltoir is not None:
+        inputs.append(LinkInput(f"{module_name} (Python, LTO-IR)", "ltoir", python_ltoir))
+    for f in _sources(program, settings):
+        if f.kind == "cu":
+            src = CudaSource(f.path, settings.include_dirs, settings.defines, settings.nvrtc_options)
+            inputs.append(LinkInput(f.name, "ltoir", cuda_ltoir(src, arch, settings.cache)))
+        else:
+            inputs.append(LinkInput(f.name, f.kind, f.path.read_bytes()))
+    if settings.cudadevrt:
+        lib = cudadevrt_path()
+        inputs.append(LinkInput(str(lib), "library", lib.read_bytes()))
+    return inputs
+
+
+def link_module(
+    program: ir.Program, inputs: list[LinkInput], arch: str, settings: LinkSettings,
+    kernel_symbols: tuple[str, ...] = (),
+) -> bytes:
+    """One cubin for ``arch``; an extern nothing defines, or an extern kernel missing from the
+    result, is a ``LinkError`` that names the Python declaration and the inputs searched."""
+    opts = ("-lto", f"-O{min(max(settings.opt_level, 0), 3)}")
+    key = cache_key("nvjitlink-cubin", tool_versions(), arch, *opts,
+                    *[part for i in inputs for part in (i.name, i.kind, i.data)])
+    cubin = settings.cache.get(key)
+    if cubin is not None:
+        return cubin
+    try:
+        cubin = link_cubin(inputs, arch, opts)
+    except UndefinedSymbolError as exc:
+        raise LinkError(_undefined_message(program, exc, inputs, arch)) from None
+    for ext in program.extern_kernels:
+        if not _defines_symbol(cubin, ext.symbol):
+            raise LinkError(
+                f"the extern kernel {ext.symbol!r} declared at {ext.file}:{ext.line} is not defined "
+                f"by any linker input for {arch}\n  searched: {_searched(inputs)}\n"
+                f"  define it as extern \"C\" __global__ void {ext.symbol}(...) in one of its sources"
+            )
+    settings.cache.put(key, cubin)
+    return cubin
+
+
+def link_module_ptx(program: ir.Program, inputs: list[LinkInput], arch: str, settings: LinkSettings) -> str:
+    """The PTX of the whole LTO-linked module (nvJitLink ``-ptx``): the forward-compatible
+    fallback, and a way to see what was inlined."""
+    try:
+        return link_ptx(inputs, arch, ("-lto", f"-O{min(max(settings.opt_level, 0), 3)}"))
+    except UndefinedSymbolError as exc:
+        raise LinkError(_undefined_message(program, exc, inputs, arch)) from None
+
+
+def _defines_symbol(cubin: bytes, symbol: str) -> bool:
+    return b"\0" + symbol.encode() + b"\0" in cubin
+
+
+def _searched(inputs: list[LinkInput]) -> str:
+    return ", ".join(i.name for i in inputs) or "(no inputs)"
+
+
+def _undefined_message(program: ir.Program, exc: UndefinedSymbolError, inputs: list[LinkInput], arch: str) -> str:
+    by_symbol = {e.symbol: e for e in program.externs}
+    lines: list[str] = []
+    for sym in exc.symbols:
+        ext = by_symbol.get(sym)
+        if ext is None:
+            lines.append(f"undefined symbol {sym!r} (needed by a linker input) for {arch}")
+            continue
+        call = f"{ext.call_file}:{ext.call_line}" if ext.call_line else f"{ext.file}:{ext.line}"
+        sources = ", ".join(ext.sources) or "(the @extern names no sources)"
+        lines.append(
+            f"{call}: undefined symbol {sym!r}: the @extern declared at {ext.file}:{ext.line} "
+            f"is called here, but no linker input defines it (arch {arch})\n"
+            f"  its sources: {sources}"
+        )
+    lines.append(f"  searched: {_searched(inputs)}")
+    lines.append(f"  define it as extern \"C\" __device__ in one of the sources (C linkage: no name mangling)")
+    lines.append(f"nvJitLink said:\n{exc.log.strip()}")
+    return "\n".join(lines)
