@@ -14,7 +14,7 @@ from oxide.errors import OxideError
 
 __all__ = ["EMIT_KINDS", "main"]
 
-EMIT_KINDS = ("llvm", "ptx", "cubin")
+EMIT_KINDS = ("llvm", "ptx", "cubin", "ltoir", "fatbin")
 
 
 class UsageError(OxideError):
@@ -81,6 +81,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     compile_cmd.add_argument("-O", dest="opt_level", type=int, choices=range(4), default=3, metavar="N", help="optimization level 0-3 (default: 3)")
     compile_cmd.add_argument("--no-bounds-check", action="store_true", help="do not check view reads on the device")
+    compile_cmd.add_argument("--backend", choices=("nvptx", "nvvm"), default="nvptx",
+                             help="what makes the PTX: LLVM's NVPTX target (default) or libNVVM")
+    compile_cmd.add_argument("--header", metavar="FILE", type=Path,
+                             help="write a C++ header declaring the module's @device(export=...) functions "
+                                  "(use with --emit ltoir: DIR/<module>.<arch>.ltoir)")
+    compile_cmd.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
+                             help="include directory for the module's CUDA C++ sources (NVRTC)")
+    compile_cmd.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
+                             help="preprocessor definition for the module's CUDA C++ sources")
+    compile_cmd.add_argument("--link", dest="link_inputs", action="append", default=[], metavar="FILE",
+                             help="another linker input: .cu .ltoir .ptx .cubin .fatbin .o .a")
 
     scan_cmd = commands.add_parser(
         "scan",
@@ -94,6 +105,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="top-level package to scan; repeat for several (default: every package under DIR)",
     )
+    cache_cmd = commands.add_parser(
+        "cache",
+        help="show or empty the compile cache",
+        description="The compile cache holds NVRTC, libNVVM and nvJitLink results and JIT-compiled modules "
+                    "($OXIDE_CACHE_DIR, else the user cache dir).",
+    )
+    cache_cmd.add_argument("action", choices=("info", "clear"), help="info: where it is and how big; clear: empty it")
     return parser
 
 
@@ -137,7 +155,12 @@ def _compile(args: argparse.Namespace) -> int:
         archs=_archs(args.arch),
         opt_level=args.opt_level,
         bounds_check=not args.no_bounds_check,
-        link_cubins="cubin" in emit,
+        link_cubins="cubin" in emit or "fatbin" in emit,
+        backend=args.backend,
+        include_dirs=tuple(args.include_dirs),
+        defines=tuple(args.defines),
+        link_inputs=tuple(args.link_inputs),
+        fatbin="fatbin" in emit,
     )
     compiled = compile_module(source, module, options, root=args.root or _default_root(source, module))
     out: Path = args.output
@@ -147,12 +170,27 @@ def _compile(args: argparse.Namespace) -> int:
         path = out / f"{module}.ll"
         path.write_text(compiled.llvm_ir, encoding="utf-8")
         written.append(path)
+    if "ltoir" in emit and not compiled.ltoir:
+        raise UsageError(f"oxide: error: {source}: --emit ltoir needs a module that calls or exports CUDA C++ "
+                         "functions (@extern, @extern_kernel, @device(export=...))")
+    if args.header is not None:
+        from oxide_build.link.exports import write_export_header
+
+        written.append(write_export_header(compiled, args.header))
+    if "fatbin" in emit and compiled.fatbin is not None:
+        path = out / f"{module}.fatbin"
+        path.write_bytes(compiled.fatbin)
+        written.append(path)
     for arch in options.archs:
+        if "ltoir" in emit:
+            path = out / f"{module}.{arch}.ltoir"
+            path.write_bytes(compiled.ltoir[arch])
+            written.append(path)
         if "ptx" in emit:
             path = out / f"{module}.{arch}.ptx"
             path.write_text(compiled.ptx[arch], encoding="utf-8")
             written.append(path)
-        if "cubin" in emit:
+        if "cubin" in emit and arch in compiled.cubins:
             path = out / f"{module}.{arch}.cubin"
             path.write_bytes(compiled.cubins[arch])
             written.append(path)
@@ -184,11 +222,24 @@ def _scan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cache(args: argparse.Namespace) -> int:
+    from oxide_build.link.cache import cache_info, clear_cache
+
+    if args.action == "clear":
+        removed = clear_cache()
+        print(f"removed {removed} cache entr{'y' if removed == 1 else 'ies'}")
+        return 0
+    print(cache_info().render())
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "compile":
             return _compile(args)
+        if args.command == "cache":
+            return _cache(args)
         return _scan(args)
     except OxideError as exc:
         sys.stdout.flush()

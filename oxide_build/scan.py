@@ -169,8 +169,8 @@ def _collect_symbols(module: ModuleSource) -> None:
                         symbols["oxide"] = Symbol("oxide", "", node)
                 else:
                     local = alias.asname or alias.name.split(".")[0]
-                    target = alias.name if alias.asname else alias.name.split(".")[0]
-                    symbols[local] = Symbol("module", target, node)
+                    module_target = alias.name if alias.asname else alias.name.split(".")[0]
+                    symbols[local] = Symbol("module", module_target, node)
         elif isinstance(node, ast.ImportFrom):
             source = node.module or ""
             if node.level:
@@ -196,9 +196,9 @@ def _collect_symbols(module: ModuleSource) -> None:
                         if kw.arg == "export" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
                             module.exports[node.name] = kw.value.value
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            assigned = node.targets if isinstance(node, ast.Assign) else [node.target]
             value = node.value
-            for target in targets:
+            for target in assigned:
                 if not isinstance(target, ast.Name) or value is None:
                     continue
                 if isinstance(value, ast.Call) and _names_oxide(module, value.func, "TypeVar"):
@@ -271,7 +271,7 @@ def _iter_sources(root: Path, packages: Sequence[str] | None) -> list[Path]:
             elif d.with_suffix(".py").is_file():
                 files.append(d.with_suffix(".py"))
         return files
-    result = []
+    result: list[Path] = []
     for child in sorted(root.iterdir()):
         if child.name.startswith(".") or child.name in SKIP_DIRS:
             continue

@@ -311,7 +311,7 @@ class FunctionTranslator(ast.NodeVisitor):
         value = self.expr(node.value)
         return ir.ExprStmt(value, self.loc(node))
 
-    def visit_Assign(self, node: ast.Assign) -> ir.Stmt:
+    def visit_Assign(self, node: ast.Assign) -> ir.Stmt | list[ir.Stmt]:
         if len(node.targets) != 1:
             raise self.error(node, "chained assignment (a = b = ...) is not supported",
                              "assign each name separately")
@@ -520,6 +520,9 @@ class FunctionTranslator(ast.NodeVisitor):
         if it.keywords or not 1 <= len(it.args) <= 3:
             raise self.error(it, "range() takes 1 to 3 positional arguments")
         args = [self.expr(a) for a in it.args]
+        start: ir.Expr
+        stop: ir.Expr
+        step: ir.Expr
         if len(args) == 1:
             start, stop, step = ir.Const(0, I64, self.loc(it), weak=True), args[0], ir.Const(1, I64, self.loc(it), weak=True)
         elif len(args) == 2:
@@ -759,14 +762,14 @@ class FunctionTranslator(ast.NodeVisitor):
             return None
         return (name, view)
 
-    def check_site(self, node: ast.Subscript, view: ir.Expr, index: ir.Expr, what: str) -> int | None:
+    def check_site(self, node: ast.Subscript | ast.Call, view: ir.Expr, index: ir.Expr, what: str) -> int | None:
         if not self.bounds_check:
             return None
         if (isinstance(index, ir.Var) and isinstance(view, ir.Var)
                 and (index.name, view.name) in self.scopes[-1].proven):
             return None
         if isinstance(index, ir.Const) and isinstance(index.value, int) and index.value < 0:
-            raise self.error(node.slice, "negative indices are not supported",
+            raise self.error(node, "negative indices are not supported",
                              "views have no wrap-around indexing; index from 0")
         if isinstance(view.ty, ArrayType):
             size = view.ty.size
@@ -776,7 +779,7 @@ class FunctionTranslator(ast.NodeVisitor):
                 return None  # every axis was checked on its own
             if isinstance(index, ir.Const) and isinstance(index.value, int):
                 if index.value >= size:
-                    raise self.error(node.slice, f"index {index.value} is out of bounds for an array of {size} elements")
+                    raise self.error(node, f"index {index.value} is out of bounds for an array of {size} elements")
                 return None
         return self.builder.add_error_site("bounds", self.kernel_name, self.module, node, what)
 
@@ -1230,11 +1233,11 @@ class FunctionTranslator(ast.NodeVisitor):
                 return value
             raise self.error(node, f"{what} needs a ThreadIndex, got {type_name(value.ty)}",
                              "only thread.index_1d() makes a ThreadIndex")
-        if isinstance(ty, (ViewType, VoidType)):
+        if isinstance(ty, (ViewType, VoidType, ArrayType, TupleType)):
             if value.ty == ty:
                 return value
             raise self.error(node, f"{what} needs {type_name(ty)}, got {type_name(value.ty)}")
-        if isinstance(value.ty, (ViewType, VoidType)):
+        if isinstance(value.ty, (ViewType, VoidType, ArrayType, TupleType)):
             raise self.error(node, f"{what} needs {ty.name}, got {type_name(value.ty)}")
         if isinstance(value, ir.Const) and value.weak:
             if isinstance(value.value, float) and ty.kind != "float":

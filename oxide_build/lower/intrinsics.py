@@ -238,10 +238,10 @@ def _vector(fl: FunctionLowering, op: str, e: ir.Intrinsic) -> ll.Value:
         for i in range(width):
             result = b.insert_value(result, b.extract_element(vec, ll.Constant(I32, i)), i)
         return result
-    vec: ll.Value = ll.Constant(vec_t, None)
+    packed: ll.Value = ll.Constant(vec_t, None)
     for i, a in enumerate(e.args[3:]):
-        vec = b.insert_element(vec, fl.expr(a), ll.Constant(I32, i))
-    b.store(vec, vptr, align=align)
+        packed = b.insert_element(packed, fl.expr(a), ll.Constant(I32, i))
+    b.store(packed, vptr, align=align)
     return ll.Constant(I32, 0)
 
 

@@ -441,10 +441,10 @@ class FunctionLowering:
 
             return lower_intrinsic(self, e)
         if isinstance(e, ir.MakeTuple):
-            result: ll.Value = ll.Constant(value_ll(e.ty), None)
+            packed: ll.Value = ll.Constant(value_ll(e.ty), None)
             for i, v in enumerate(e.values):
-                result = b.insert_value(result, self.expr(v), i)
-            return result
+                packed = b.insert_value(packed, self.expr(v), i)
+            return packed
         if isinstance(e, ir.TupleGet):
             return b.extract_value(self.expr(e.value), e.index)
         raise TypeError(f"cannot lower {type(e).__name__}")

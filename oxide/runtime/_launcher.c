@@ -1,0 +1,810 @@
+/* The launch hot path of oxide kernels, in C.
+ *
+ * `LaunchBase` is the base of oxide.runtime.kernel.LaunchConfig: calling one (`k[grid, block]
+ * (*args)`) runs `launch_vectorcall` below, which reads each argument (PyTorch tensor, CuPy
+ * array, oxide.DeviceArray, any `__cuda_array_interface__` object), checks it against the
+ * kernel's `Plan` (dtype, 1-D, contiguous, writable), converts the scalars with overflow checks,
+ * reads the device-error records, packs the parameter block on the C stack and calls
+ * cuLaunchKernel.
+ *
+ * Anything it does not handle exactly like the Python path (an unknown array type, a NumPy
+ * scalar, an out-of-range value, a failed check, a kernel error waiting to be raised, a context
+ * it has no function for) makes it call `self._launch_slow(*args)` instead, without side
+ * effects: the Python path then launches, or raises its usual error. So the texts of every
+ * error are the Python path's, and this file only has to agree with it on what succeeds.
+ *
+ * No CUDA headers: the two driver entry points are handed over as addresses by Python
+ * (`set_driver`), resolved from the libcuda the process already loaded. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <float.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef CUresult (*cuLaunchKernel_t)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                     unsigned bz, unsigned shared, void *stream, void **params, void **extra);
+typedef CUresult (*cuCtxGetCurrent_t)(void **ctx);
+
+static cuLaunchKernel_t drv_launch = NULL;
+static cuCtxGetCurrent_t drv_ctx_get_current = NULL;
+
+#define MAX_RECORDS 64
+static volatile int64_t *records[MAX_RECORDS];
+static int n_records = 0;
+
+/* array kinds: must match oxide/runtime/launcher.py */
+enum { ARRAY_NONE = 0, ARRAY_TORCH = 1, ARRAY_CUPY = 2, ARRAY_DEVICE_ARRAY = 3, ARRAY_CAI = 4 };
+#define MAX_TYPES 64
+static PyTypeObject *array_types[MAX_TYPES];
+static int array_kinds[MAX_TYPES];
+static int n_array_types = 0;
+
+/* dtype codes: must match oxide/runtime/launcher.py DTYPE_CODES */
+enum { DT_NONE = 0, DT_I8, DT_I16, DT_I32, DT_I64, DT_U8, DT_U16, DT_U32, DT_U64, DT_F16, DT_BF16, DT_F32,
+       DT_F64, DT_BOOL, DT_COUNT };
+static const int itemsize[DT_COUNT] = {0, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 1};
+
+#define MAX_DTYPES 128
+static PyObject *dtype_objs[MAX_DTYPES]; /* torch.dtype / numpy.dtype objects, compared by identity */
+static int dtype_codes[MAX_DTYPES];
+static int n_dtypes = 0;
+static PyObject *typestr_codes = NULL; /* dict: CUDA array interface typestr -> code */
+
+static PyObject *s_is_cuda, *s_shape, *s_is_contiguous, *s_dtype, *s_data_ptr, *s_strides, *s_data, *s_ptr,
+    *s_cai, *s_typestr, *s_mask, *s_launch_slow, *s_launch_failed;
+
+#define MAX_CONTEXTS 8
+#define MAX_SLOTS 256
+
+typedef struct {
+    void *ctx;
+    void *fn;
+} ContextFunction;
+
+typedef struct {
+    int8_t *view_codes;   /* [n_views] */
+    int8_t *scalar_codes; /* [n_params]; DT_NONE at a view */
+    int unique;           /* the view dtypes pick this variant alone (no choice by scalars) */
+    int n_contexts;
+    ContextFunction contexts[MAX_CONTEXTS];
+} Variant;
+
+typedef struct {
+    PyObject_HEAD
+    int ready;
+    Py_ssize_t n_params, n_views, n_slots;
+    int8_t *is_view, *is_mutable; /* [n_params] */
+    Py_ssize_t n_variants;
+    Variant *variants;
+} Plan;
+
+typedef struct {
+    uint64_t ptr;
+    int64_t length;
+    int code;
+    int readonly;
+} View;
+
+/* ---------------------------------------------------------------------------------------- */
+/* arrays */
+
+static int dtype_code_of(PyObject *dtype) {
+    for (int i = 0; i < n_dtypes; i++)
+        if (dtype_objs[i] == dtype) return dtype_codes[i];
+    return DT_NONE;
+}
+
+static int dtype_attr_code(PyObject *obj) {
+    PyObject *d = PyObject_GetAttr(obj, s_dtype);
+    if (d == NULL) return DT_NONE;
+    int code = dtype_code_of(d);
+    Py_DECREF(d);
+    return code;
+}
+
+/* A 1-tuple's element as a non-negative length; -1 otherwise. */
+static int64_t length_of_shape(PyObject *shape) {
+    if (shape == NULL || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) != 1) return -1;
+    PyObject *n = PyTuple_GET_ITEM(shape, 0);
+    if (!PyLong_Check(n)) return -1;
+    long long v = PyLong_AsLongLong(n);
+    if (v < 0) return -1;
+    return (int64_t)v;
+}
+
+static int64_t length_attr(PyObject *obj) {
+    PyObject *shape = PyObject_GetAttr(obj, s_shape);
+    if (shape == NULL) return -1;
+    int64_t n = length_of_shape(shape);
+    Py_DECREF(shape);
+    return n;
+}
+
+static int pointer_of(PyObject *value, uint64_t *out) {
+    if (value == Py_None) {
+        *out = 0;
+        return 1;
+    }
+    if (!PyLong_Check(value)) return 0;
+    unsigned long long p = PyLong_AsUnsignedLongLong(value);
+    if (p == (unsigned long long)-1 && PyErr_Occurred()) return 0;
+    *out = (uint64_t)p;
+    return 1;
+}
+
+static int call_is_true(PyObject *obj, PyObject *method) {
+    PyObject *r = PyObject_CallMethodNoArgs(obj, method);
+    if (r == NULL) return 0;
+    int ok = (r == Py_True);
+    Py_DECREF(r);
+    return ok;
+}
+
+static int torch_view(PyObject *obj, View *v) {
+    PyObject *r = PyObject_GetAttr(obj, s_is_cuda);
+    if (r == NULL) return 0;
+    int cuda = (r == Py_True);
+    Py_DECREF(r);
+    if (!cuda) return 0;
+    int64_t n = length_attr(obj);
+    if (n < 0) return 0;
+    if (n > 1 && !call_is_true(obj, s_is_contiguous)) return 0;
+    v->code = dtype_attr_code(obj);
+    if (v->code == DT_NONE) return 0;
+    r = PyObject_CallMethodNoArgs(obj, s_data_ptr);
+    if (r == NULL) return 0;
+    int ok = pointer_of(r, &v->ptr);
+    Py_DECREF(r);
+    v->length = n;
+    v->readonly = 0;
+    return ok;
+}
+
+static int cupy_view(PyObject *obj, View *v) {
+    int64_t n = length_attr(obj);
+    if (n < 0) return 0;
+    v->code = dtype_attr_code(obj);
+    if (v->code == DT_NONE) return 0;
+    if (n > 1) {
+        PyObject *strides = PyObject_GetAttr(obj, s_strides);
+        if (strides == NULL) return 0;
+        int ok = PyTuple_Check(strides) && PyTuple_GET_SIZE(strides) == 1 &&
+                 PyLong_Check(PyTuple_GET_ITEM(strides, 0)) &&
+                 PyLong_AsLongLong(PyTuple_GET_ITEM(strides, 0)) == itemsize[v->code];
+        Py_DECREF(strides);
+        if (!ok) return 0;
+    }
+    PyObject *data = PyObject_GetAttr(obj, s_data);
+    if (data == NULL) return 0;
+    PyObject *p = PyObject_GetAttr(data, s_ptr);
+    Py_DECREF(data);
+    if (p == NULL) return 0;
+    int ok = pointer_of(p, &v->ptr);
+    Py_DECREF(p);
+    v->length = n;
+    v->readonly = 0;
+    return ok;
+}
+
+static int device_array_view(PyObject *obj, View *v) {
+    int64_t n = length_attr(obj);
+    if (n < 0) return 0;
+    v->code = dtype_attr_code(obj);
+    if (v->code == DT_NONE) return 0;
+    PyObject *p = PyObject_GetAttr(obj, s_ptr);
+    if (p == NULL) return 0;
+    int ok = pointer_of(p, &v->ptr);
+    Py_DECREF(p);
+    v->length = n;
+    v->readonly = 0;
+    return ok;
+}
+
+/* The common case of arrays.py `_cai_view`: a contiguous 1-D array, no strides, no mask. */
+static int cai_view(PyObject *obj, View *v) {
+    PyObject *cai = PyObject_GetAttr(obj, s_cai);
+    if (cai == NULL) return 0;
+    int ok = 0;
+    if (!PyDict_Check(cai)) goto done;
+    PyObject *shape = PyDict_GetItemWithError(cai, s_shape);
+    int64_t n = length_of_shape(shape);
+    if (n < 0) goto done;
+    PyObject *typestr = PyDict_GetItemWithError(cai, s_typestr);
+    if (typestr == NULL) goto done;
+    PyObject *code = PyDict_GetItemWithError(typestr_codes, typestr);
+    if (code == NULL) goto done;
+    v->code = (int)PyLong_AsLong(code);
+    PyObject *strides = PyDict_GetItemWithError(cai, s_strides);
+    if (strides != NULL && strides != Py_None) goto done;
+    PyObject *mask = PyDict_GetItemWithError(cai, s_mask);
+    if (mask != NULL && mask != Py_None) goto done;
+    if (PyErr_Occurred()) goto done;
+    PyObject *data = PyDict_GetItemWithError(cai, s_data);
+    if (data == NULL || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2) goto done;
+    if (!pointer_of(PyTuple_GET_ITEM(data, 0), &v->ptr)) goto done;
+    int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
+    if (readonly < 0) goto done;
+    v->readonly = readonly;
+    v->length = n;
+    ok = 1;
+done:
+    Py_DECREF(cai);
+    return ok;
+}
+
+/* 1: `obj` read into `v`; 0: leave it to the Python path. Never leaves an exception set. */
+static int resolve_view(PyObject *obj, View *v) {
+    PyTypeObject *tp = Py_TYPE(obj);
+    int kind = ARRAY_NONE;
+    for (int i = 0; i < n_array_types; i++) {
+        if (array_types[i] == tp) {
+            kind = array_kinds[i];
+            break;
+        }
+    }
+    int ok = 0;
+    switch (kind) {
+    case ARRAY_TORCH: ok = torch_view(obj, v); break;
+    case ARRAY_CUPY: ok = cupy_view(obj, v); break;
+    case ARRAY_DEVICE_ARRAY: ok = device_array_view(obj, v); break;
+    case ARRAY_CAI: ok = cai_view(obj, v); break;
+    default: break;
+    }
+    if (!ok && PyErr_Occurred()) PyErr_Clear();
+    return ok;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* scalars: the values launch.py's converters accept, packed as its struct formats pack them */
+
+static int as_double(PyObject *value, double *out) {
+    if (PyFloat_CheckExact(value)) {
+        *out = PyFloat_AS_DOUBLE(value);
+        return 1;
+    }
+    if (PyLong_CheckExact(value)) {
+        double d = PyLong_AsDouble(value);
+        if (d == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        *out = d;
+        return 1;
+    }
+    return 0;
+}
+
+static int pack_scalar(PyObject *value, int code, uint64_t *slot) {
+    unsigned char *p = (unsigned char *)slot;
+    *slot = 0;
+    if (code >= DT_I8 && code <= DT_U32 && code != DT_I64) {
+        if (!PyLong_Check(value)) return 0;
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (overflow || (x == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+        switch (code) {
+        case DT_I8: if (x < INT8_MIN || x > INT8_MAX) return 0; { int8_t y = (int8_t)x; memcpy(p, &y, 1); } break;
+        case DT_I16: if (x < INT16_MIN || x > INT16_MAX) return 0; { int16_t y = (int16_t)x; memcpy(p, &y, 2); } break;
+        case DT_I32: if (x < INT32_MIN || x > INT32_MAX) return 0; { int32_t y = (int32_t)x; memcpy(p, &y, 4); } break;
+        case DT_U8: if (x < 0 || x > UINT8_MAX) return 0; { uint8_t y = (uint8_t)x; memcpy(p, &y, 1); } break;
+        case DT_U16: if (x < 0 || x > UINT16_MAX) return 0; { uint16_t y = (uint16_t)x; memcpy(p, &y, 2); } break;
+        case DT_U32: if (x < 0 || x > (long long)UINT32_MAX) return 0; { uint32_t y = (uint32_t)x; memcpy(p, &y, 4); } break;
+        }
+        return 1;
+    }
+    if (code == DT_I64) {
+        if (!PyLong_Check(value)) return 0;
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (overflow || (x == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+        int64_t y = (int64_t)x;
+        memcpy(p, &y, 8);
+        return 1;
+    }
+    if (code == DT_U64) {
+        if (!PyLong_Check(value)) return 0;
+        unsigned long long x = PyLong_AsUnsignedLongLong(value);
+        if (x == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        uint64_t y = (uint64_t)x;
+        memcpy(p, &y, 8);
+        return 1;
+    }
+    if (code == DT_BOOL) {
+        uint8_t y;
+        if (value == Py_True) y = 1;
+        else if (value == Py_False) y = 0;
+        else if (PyLong_CheckExact(value)) {
+            int overflow = 0;
+            long long x = PyLong_AsLongLongAndOverflow(value, &overflow);
+            if (overflow || (x != 0 && x != 1)) return 0;
+            y = (uint8_t)x;
+        } else return 0;
+        memcpy(p, &y, 1);
+        return 1;
+    }
+    double d;
+    if (!as_double(value, &d)) return 0;
+    switch (code) {
+    case DT_F64:
+        memcpy(p, &d, 8);
+        return 1;
+    case DT_F32: {
+        if (fabs(d) > FLT_MAX && !isinf(d)) return 0; /* the Python path rounds these the GPU's way */
+        float f = (float)d;
+        memcpy(p, &f, 4);
+        return 1;
+    }
+    case DT_F16:
+        if (fabs(d) > 65504.0 && !isinf(d)) return 0;
+#if PY_VERSION_HEX >= 0x030B0000
+        if (PyFloat_Pack2(d, (char *)p, PY_LITTLE_ENDIAN) < 0) {
+#else
+        if (_PyFloat_Pack2(d, p, PY_LITTLE_ENDIAN) < 0) {
+#endif
+            PyErr_Clear();
+            *slot = 0;
+            return 0;
+        }
+        return 1;
+    case DT_BF16: {
+        uint16_t y;
+        if (isnan(d)) y = 0x7FC0;
+        else {
+            if (fabs(d) > 3.3895313892515355e38 && !isinf(d)) return 0;
+            float f = (float)d;
+            uint32_t bits;
+            memcpy(&bits, &f, 4);
+            uint64_t rounded = (uint64_t)bits + 0x7FFF + ((bits >> 16) & 1); /* to nearest even */
+            y = (uint16_t)((rounded >> 16) & 0xFFFF);
+        }
+        memcpy(p, &y, 2);
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Plan: what the launcher needs to know about one kernel */
+
+static void plan_clear(Plan *self) {
+    if (self->variants != NULL) {
+        for (Py_ssize_t i = 0; i < self->n_variants; i++) {
+            PyMem_Free(self->variants[i].view_codes);
+            PyMem_Free(self->variants[i].scalar_codes);
+        }
+        PyMem_Free(self->variants);
+    }
+    PyMem_Free(self->is_view);
+    PyMem_Free(self->is_mutable);
+    self->variants = NULL;
+    self->is_view = self->is_mutable = NULL;
+    self->n_variants = self->n_params = self->n_views = self->n_slots = 0;
+    self->ready = 0;
+}
+
+static void plan_dealloc(Plan *self) {
+    plan_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int8_t *codes_from(PyObject *seq, Py_ssize_t n) {
+    PyObject *fast = PySequence_Fast(seq, "expected a sequence of ints");
+    if (fast == NULL) return NULL;
+    if (PySequence_Fast_GET_SIZE(fast) != n) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "wrong number of codes");
+        return NULL;
+    }
+    int8_t *out = PyMem_Calloc(n > 0 ? n : 1, 1);
+    if (out == NULL) {
+        Py_DECREF(fast);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, i));
+        if (v == -1 && PyErr_Occurred()) {
+            PyMem_Free(out);
+            Py_DECREF(fast);
+            return NULL;
+        }
+        out[i] = (int8_t)v;
+    }
+    Py_DECREF(fast);
+    return out;
+}
+
+/* configure(is_view, is_mutable, variants): variants is a sequence of
+   (view_codes, scalar_codes, unique). Replaces what the plan knew, functions included. */
+static PyObject *plan_configure(Plan *self, PyObject *args) {
+    PyObject *is_view, *is_mutable, *variants;
+    if (!PyArg_ParseTuple(args, "OOO", &is_view, &is_mutable, &variants)) return NULL;
+    plan_clear(self);
+    Py_ssize_t n = PySequence_Size(is_view);
+    if (n < 0) return NULL;
+    self->n_params = n;
+    if ((self->is_view = codes_from(is_view, n)) == NULL) goto fail;
+    if ((self->is_mutable = codes_from(is_mutable, n)) == NULL) goto fail;
+    Py_ssize_t slots = 0, views = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        slots += self->is_view[i] ? 2 : 1;
+        views += self->is_view[i] ? 1 : 0;
+    }
+    self->n_slots = slots;
+    self->n_views = views;
+    PyObject *fast = PySequence_Fast(variants, "variants must be a sequence");
+    if (fast == NULL) goto fail;
+    Py_ssize_t nv = PySequence_Fast_GET_SIZE(fast);
+    self->variants = PyMem_Calloc(nv > 0 ? nv : 1, sizeof(Variant));
+    if (self->variants == NULL) {
+        Py_DECREF(fast);
+        PyErr_NoMemory();
+        goto fail;
+    }
+    self->n_variants = nv;
+    for (Py_ssize_t i = 0; i < nv; i++) {
+        PyObject *view_codes, *scalar_codes;
+        int unique;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "OOp", &view_codes, &scalar_codes, &unique)) {
+            Py_DECREF(fast);
+            goto fail;
+        }
+        Variant *var = &self->variants[i];
+        var->unique = unique;
+        if ((var->view_codes = codes_from(view_codes, views)) == NULL ||
+            (var->scalar_codes = codes_from(scalar_codes, n)) == NULL) {
+            Py_DECREF(fast);
+            goto fail;
+        }
+    }
+    Py_DECREF(fast);
+    self->ready = slots <= MAX_SLOTS;
+    Py_RETURN_NONE;
+fail:
+    plan_clear(self);
+    return NULL;
+}
+
+/* set_function(variant, context, function): the CUfunction of a variant in a context. */
+static PyObject *plan_set_function(Plan *self, PyObject *args) {
+    Py_ssize_t index;
+    unsigned long long ctx, fn;
+    if (!PyArg_ParseTuple(args, "nKK", &index, &ctx, &fn)) return NULL;
+    if (index < 0 || index >= self->n_variants) {
+        PyErr_SetString(PyExc_IndexError, "no such variant");
+        return NULL;
+    }
+    Variant *var = &self->variants[index];
+    for (int i = 0; i < var->n_contexts; i++) {
+        if (var->contexts[i].ctx == (void *)(uintptr_t)ctx) {
+            var->contexts[i].fn = (void *)(uintptr_t)fn;
+            Py_RETURN_NONE;
+        }
+    }
+    if (var->n_contexts < MAX_CONTEXTS) {
+        var->contexts[var->n_contexts].ctx = (void *)(uintptr_t)ctx;
+        var->contexts[var->n_contexts].fn = (void *)(uintptr_t)fn;
+        var->n_contexts++;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *plan_reset(Plan *self, PyObject *unused) {
+    plan_clear(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *plan_get_ready(Plan *self, void *closure) { return PyBool_FromLong(self->ready); }
+
+static PyMethodDef plan_methods[] = {
+    {"configure", (PyCFunction)plan_configure, METH_VARARGS, "configure(is_view, is_mutable, variants)"},
+    {"set_function", (PyCFunction)plan_set_function, METH_VARARGS, "set_function(variant, context, function)"},
+    {"reset", (PyCFunction)plan_reset, METH_NOARGS, "forget everything: every launch takes the Python path"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef plan_getset[] = {
+    {"ready", (getter)plan_get_ready, NULL, "configured: launches may take the C path", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject PlanType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "oxide.runtime._launcher.Plan",
+    .tp_basicsize = sizeof(Plan),
+    .tp_dealloc = (destructor)plan_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "What the C launcher knows about one kernel: parameters, variants, functions per context.",
+    .tp_methods = plan_methods,
+    .tp_getset = plan_getset,
+    .tp_new = PyType_GenericNew,
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* LaunchBase: k[grid, block, stream, shared_mem] */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    Plan *plan;
+    unsigned grid[3], block[3], shared;
+    uint64_t stream;
+} LaunchBase;
+
+enum { LAUNCHED = 0, FALLBACK = 1, CUDA_FAILED = 2 };
+
+static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs, CUresult *err) {
+    Plan *plan = self->plan;
+    for (int i = 0; i < n_records; i++)
+        if (*records[i] != 0) return FALLBACK; /* a kernel failed a check: Python raises KernelError */
+    if (nargs != plan->n_params || drv_launch == NULL) return FALLBACK;
+    if (self->grid[0] == 0 || self->grid[1] == 0 || self->grid[2] == 0) return FALLBACK;
+
+    View views[MAX_SLOTS / 2];
+    Py_ssize_t v = 0;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        if (!plan->is_view[i]) continue;
+        if (!resolve_view(args[i], &views[v])) return FALLBACK;
+        if (views[v].readonly && plan->is_mutable[i]) return FALLBACK;
+        v++;
+    }
+    Variant *var = NULL;
+    for (Py_ssize_t k = 0; k < plan->n_variants && var == NULL; k++) {
+        Variant *cand = &plan->variants[k];
+        Py_ssize_t j = 0;
+        while (j < v && cand->view_codes[j] == views[j].code) j++;
+        if (j == v) var = cand;
+    }
+    if (var == NULL || !var->unique) return FALLBACK;
+
+    uint64_t slots[MAX_SLOTS];
+    void *pointers[MAX_SLOTS];
+    Py_ssize_t s = 0;
+    v = 0;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        if (plan->is_view[i]) {
+            slots[s++] = views[v].ptr;
+            memcpy(&slots[s++], &views[v].length, 8);
+            v++;
+        } else if (!pack_scalar(args[i], var->scalar_codes[i], &slots[s++])) {
+            return FALLBACK;
+        }
+    }
+    void *ctx = NULL;
+    if (drv_ctx_get_current(&ctx) != 0 || ctx == NULL) return FALLBACK;
+    void *fn = NULL;
+    for (int i = 0; i < var->n_contexts; i++) {
+        if (var->contexts[i].ctx == ctx) {
+            fn = var->contexts[i].fn;
+            break;
+        }
+    }
+    if (fn == NULL) return FALLBACK;
+    for (Py_ssize_t i = 0; i < s; i++) pointers[i] = &slots[i];
+    /* The arguments stay alive: the caller holds them until we return, and cuLaunchKernel has
+       copied the parameter block by then. */
+    *err = drv_launch(fn, self->grid[0], self->grid[1], self->grid[2], self->block[0], self->block[1],
+                      self->block[2], self->shared, (void *)(uintptr_t)self->stream, s ? pointers : NULL, NULL);
+    return *err == 0 ? LAUNCHED : CUDA_FAILED;
+}
+
+static PyObject *launch_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    LaunchBase *self = (LaunchBase *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (self->plan != NULL && self->plan->ready && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0)) {
+        CUresult err = 0;
+        int status = plan_launch(self, args, nargs, &err);
+        if (status == LAUNCHED) Py_RETURN_NONE;
+        if (status == CUDA_FAILED) return PyObject_CallMethod(callable, "_launch_failed", "i", (int)err);
+    }
+    PyObject *slow = PyObject_GetAttr(callable, s_launch_slow);
+    if (slow == NULL) return NULL;
+    PyObject *result = PyObject_Vectorcall(slow, args, nargs, kwnames);
+    Py_DECREF(slow);
+    return result;
+}
+
+static PyObject *launch_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    LaunchBase *self = (LaunchBase *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->vectorcall = launch_vectorcall;
+    self->plan = NULL;
+    return (PyObject *)self;
+}
+
+static void launch_dealloc(LaunchBase *self) {
+    Py_CLEAR(self->plan);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* _bind(plan, grid3, block3, stream, shared_mem): plan may be None (Python path only). */
+static PyObject *launch_bind(LaunchBase *self, PyObject *args) {
+    PyObject *plan;
+    unsigned gx, gy, gz, bx, by, bz, shared;
+    unsigned long long stream;
+    if (!PyArg_ParseTuple(args, "O(III)(III)KI", &plan, &gx, &gy, &gz, &bx, &by, &bz, &stream, &shared)) return NULL;
+    if (plan != Py_None && !PyObject_TypeCheck(plan, &PlanType)) {
+        PyErr_SetString(PyExc_TypeError, "plan must be a Plan or None");
+        return NULL;
+    }
+    Py_XSETREF(self->plan, plan == Py_None ? NULL : (Plan *)Py_NewRef(plan));
+    self->grid[0] = gx, self->grid[1] = gy, self->grid[2] = gz;
+    self->block[0] = bx, self->block[1] = by, self->block[2] = bz;
+    self->stream = stream;
+    self->shared = shared;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef launch_methods[] = {
+    {"_bind", (PyCFunction)launch_bind, METH_VARARGS, "_bind(plan, grid, block, stream, shared_mem)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject LaunchBaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "oxide.runtime._launcher.LaunchBase",
+    .tp_basicsize = sizeof(LaunchBase),
+    .tp_dealloc = (destructor)launch_dealloc,
+    .tp_vectorcall_offset = offsetof(LaunchBase, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "The C launch path; oxide.runtime.kernel.LaunchConfig derives from it.",
+    .tp_methods = launch_methods,
+    .tp_new = launch_new,
+};
+
+/* ---------------------------------------------------------------------------------------- */
+/* module functions */
+
+static PyObject *set_driver(PyObject *mod, PyObject *args) {
+    unsigned long long launch, ctx_get_current;
+    if (!PyArg_ParseTuple(args, "KK", &launch, &ctx_get_current)) return NULL;
+    if ((launch == 0) != (ctx_get_current == 0)) {
+        PyErr_SetString(PyExc_ValueError, "give both entry points or neither");
+        return NULL;
+    }
+    drv_launch = (cuLaunchKernel_t)(uintptr_t)launch;
+    drv_ctx_get_current = (cuCtxGetCurrent_t)(uintptr_t)ctx_get_current;
+    Py_RETURN_NONE;
+}
+
+static PyObject *has_driver(PyObject *mod, PyObject *unused) { return PyBool_FromLong(drv_launch != NULL); }
+
+static PyObject *set_records(PyObject *mod, PyObject *arg) {
+    PyObject *fast = PySequence_Fast(arg, "records must be a sequence of addresses");
+    if (fast == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n > MAX_RECORDS) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "too many error records");
+        return NULL;
+    }
+    volatile int64_t *next[MAX_RECORDS];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned long long a = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(fast, i));
+        if (a == (unsigned long long)-1 && PyErr_Occurred()) {
+            Py_DECREF(fast);
+            return NULL;
+        }
+        next[i] = (volatile int64_t *)(uintptr_t)a;
+    }
+    Py_DECREF(fast);
+    n_records = 0;
+    for (Py_ssize_t i = 0; i < n; i++) records[i] = next[i];
+    n_records = (int)n;
+    Py_RETURN_NONE;
+}
+
+static PyObject *register_array_type(PyObject *mod, PyObject *args) {
+    PyObject *type;
+    int kind;
+    if (!PyArg_ParseTuple(args, "O!i", &PyType_Type, &type, &kind)) return NULL;
+    for (int i = 0; i < n_array_types; i++) {
+        if (array_types[i] == (PyTypeObject *)type) {
+            array_kinds[i] = kind;
+            Py_RETURN_TRUE;
+        }
+    }
+    if (n_array_types >= MAX_TYPES) Py_RETURN_FALSE;
+    array_types[n_array_types] = (PyTypeObject *)Py_NewRef(type);
+    array_kinds[n_array_types] = kind;
+    n_array_types++;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *register_dtype(PyObject *mod, PyObject *args) {
+    PyObject *dtype;
+    int code;
+    if (!PyArg_ParseTuple(args, "Oi", &dtype, &code)) return NULL;
+    if (code <= DT_NONE || code >= DT_COUNT) {
+        PyErr_SetString(PyExc_ValueError, "unknown dtype code");
+        return NULL;
+    }
+    for (int i = 0; i < n_dtypes; i++) {
+        if (dtype_objs[i] == dtype) {
+            dtype_codes[i] = code;
+            Py_RETURN_TRUE;
+        }
+    }
+    if (n_dtypes >= MAX_DTYPES) Py_RETURN_FALSE;
+    dtype_objs[n_dtypes] = Py_NewRef(dtype);
+    dtype_codes[n_dtypes] = code;
+    n_dtypes++;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *set_typestrs(PyObject *mod, PyObject *arg) {
+    if (!PyDict_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "expected a dict of typestr -> code");
+        return NULL;
+    }
+    Py_XSETREF(typestr_codes, PyDict_Copy(arg));
+    if (typestr_codes == NULL) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *forget_types(PyObject *mod, PyObject *unused) {
+    for (int i = 0; i < n_array_types; i++) Py_DECREF(array_types[i]);
+    n_array_types = 0;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"set_driver", set_driver, METH_VARARGS, "set_driver(cuLaunchKernel, cuCtxGetCurrent): entry point addresses"},
+    {"has_driver", has_driver, METH_NOARGS, "whether set_driver gave entry points"},
+    {"set_records", set_records, METH_O, "set_records(addresses): the error records every launch reads"},
+    {"register_array_type", register_array_type, METH_VARARGS, "register_array_type(type, kind)"},
+    {"register_dtype", register_dtype, METH_VARARGS, "register_dtype(dtype_object, code)"},
+    {"set_typestrs", set_typestrs, METH_O, "set_typestrs({typestr: code})"},
+    {"forget_types", forget_types, METH_NOARGS, "unregister every array type"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef launcher_module = {
+    PyModuleDef_HEAD_INIT, "oxide.runtime._launcher", "The launch hot path of oxide kernels, in C.", -1,
+    module_methods,
+};
+
+#define INTERN(var, text)                                                                                    \
+    do {                                                                                                     \
+        if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL;                                   \
+    } while (0)
+
+PyMODINIT_FUNC PyInit__launcher(void) {
+    INTERN(s_is_cuda, "is_cuda");
+    INTERN(s_shape, "shape");
+    INTERN(s_is_contiguous, "is_contiguous");
+    INTERN(s_dtype, "dtype");
+    INTERN(s_data_ptr, "data_ptr");
+    INTERN(s_strides, "strides");
+    INTERN(s_data, "data");
+    INTERN(s_ptr, "ptr");
+    INTERN(s_cai, "__cuda_array_interface__");
+    INTERN(s_typestr, "typestr");
+    INTERN(s_mask, "mask");
+    INTERN(s_launch_slow, "_launch_slow");
+    INTERN(s_launch_failed, "_launch_failed");
+    if ((typestr_codes = PyDict_New()) == NULL) return NULL;
+    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&LaunchBaseType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&launcher_module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0 ||
+        PyModule_AddObjectRef(m, "LaunchBase", (PyObject *)&LaunchBaseType) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_SLOTS", MAX_SLOTS) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
