@@ -161,6 +161,7 @@ def _compile(args: argparse.Namespace) -> int:
         defines=tuple(args.defines),
         link_inputs=tuple(args.link_inputs),
         fatbin="fatbin" in emit,
+        emit_ltoir="ltoir" in emit,
     )
     compiled = compile_module(source, module, options, root=args.root or _default_root(source, module))
     out: Path = args.output
@@ -170,9 +171,6 @@ def _compile(args: argparse.Namespace) -> int:
         path = out / f"{module}.ll"
         path.write_text(compiled.llvm_ir, encoding="utf-8")
         written.append(path)
-    if "ltoir" in emit and not compiled.ltoir:
-        raise UsageError(f"oxide: error: {source}: --emit ltoir needs a module that calls or exports CUDA C++ "
-                         "functions (@extern, @extern_kernel, @device(export=...))")
     if args.header is not None:
         from oxide_build.link.exports import write_export_header
 

@@ -40,6 +40,10 @@ class CompileOptions:
     cudadevrt: bool = False  # link libcudadevrt (device runtime: dynamic parallelism)
     fatbin: bool = False  # also package CompiledModule.fatbin: the cubins + PTX of the newest
     cache: bool = True  # reuse NVRTC / libNVVM / nvJitLink results from the compile cache
+    emit_ltoir: bool = False  # LTO-IR of the Python side even when the module has no interop
+    fast_math: bool = False  # approximate division, sqrt, exp, log, sin, cos; no NaN/inf guarantees
+    lineinfo: bool = False  # line tables so profilers map SASS back to Python lines
+    max_registers: int | None = None  # per-thread register cap for every kernel (-maxrregcount)
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,16 @@ class CompiledModule:
     fatbin: bytes | None = None  # every cubin + PTX of the newest arch (options.fatbin)
     exports: tuple[ExportDecl, ...] = ()  # @device(export=) functions, for the C++ header
     link_inputs: tuple[str, ...] = ()  # the C++ / binary inputs linked into the cubins
+
+
+def ptxas_options(options: CompileOptions) -> tuple[str, ...]:
+    """nvJitLink options that the build options imply (opt level, line info, register cap)."""
+    out = [f"-O{min(options.opt_level, 3)}"]
+    if options.lineinfo:
+        out.append("-lineinfo")
+    if options.max_registers is not None:
+        out.append(f"-maxrregcount={options.max_registers}")
+    return tuple(out)
 
 
 def source_sha256(data: bytes) -> str:
@@ -93,7 +107,7 @@ def compile_module(
     index = ProjectIndex(root if root is not None else source_path.parent)
     module = index.add_file(source_path, module_name)
     frontend = build_program(index, module, bounds_check=options.bounds_check)
-    llvm_module = lower_program(frontend.program, module_name)
+    llvm_module = lower_program(frontend.program, module_name, fast_math=options.fast_math, lineinfo=options.lineinfo)
     llvm_ir = module_text(llvm_module, typed_pointers=False)
     device = _compile_device_code(frontend.program, llvm_ir, module_name, bool(frontend.kernels), options)
     from .link.exports import export_decls
@@ -151,12 +165,15 @@ def _compile_device_code(
         out.ptx = {arch: optimize_and_emit_ptx(llvm_ir, arch, options.opt_level) for arch in options.archs}
     lto = needs_lto(program, options.link_inputs)
     newest = _newest(options.archs) if options.archs else None
+    if options.emit_ltoir and program.functions:
+        out.ltoir = {arch: nvvm_ltoir(llvm_ir, arch, options.opt_level, module_name, cache) for arch in options.archs}
     if not lto:
         if options.link_cubins and has_kernels:
             from .link.nvjitlink import LinkInput, link_cubin
 
             for arch in options.archs:
-                out.cubins[arch] = link_cubin([LinkInput(f"{module_name}.ptx", "ptx", out.ptx[arch].encode())], arch)
+                out.cubins[arch] = link_cubin([LinkInput(f"{module_name}.ptx", "ptx", out.ptx[arch].encode())], arch,
+                                              ptxas_options(options))
         if options.embed_ptx and newest is not None:
             out.fallback[newest] = out.ptx[newest]
     else:
@@ -166,7 +183,7 @@ def _compile_device_code(
         )
         has_python_code = bool(program.functions)
         for arch in options.archs:
-            if has_python_code:
+            if has_python_code and arch not in out.ltoir:
                 out.ltoir[arch] = nvvm_ltoir(llvm_ir, arch, options.opt_level, module_name, cache)
         if options.link_cubins and has_kernels:
             for arch in options.archs:

@@ -28,16 +28,20 @@ def _device_arch() -> str:
     return f"sm_{major}{minor}"
 
 
-def _build(tmp: Path, stem: str) -> types.ModuleType:
+def _build(tmp: Path, stem: str, where: Path = INTEROP) -> types.ModuleType:
     """Compiles ``tests/packages/interop/<stem>.py`` (cubins linked on this host), writes its
     artifacts next to a copy of it and imports the copy, as an installed wheel would be."""
     from oxide_build.compile import CompileOptions, compile_module
     from oxide_build.package.artifacts import write_module_artifacts
 
     name = f"{stem}_{uuid.uuid4().hex[:8]}"
-    shutil.copytree(INTEROP / "csrc", tmp / "csrc", dirs_exist_ok=True)
+    for cu in [*where.glob("*.cu"), *where.glob("csrc")]:
+        if cu.is_dir():
+            shutil.copytree(cu, tmp / cu.name, dirs_exist_ok=True)
+        else:
+            shutil.copy(cu, tmp / cu.name)
     src = tmp / f"{name}.py"
-    shutil.copy(INTEROP / f"{stem}.py", src)
+    shutil.copy(where / f"{stem}.py", src)
     compiled = compile_module(src, name, CompileOptions(archs=(_device_arch(),)), root=tmp)
     write_module_artifacts(compiled, tmp)
     spec = importlib.util.spec_from_file_location(name, src)
@@ -130,6 +134,19 @@ def test_cub_warp_reduce(cub: types.ModuleType) -> None:
     torch.cuda.synchronize()
     padded = np.concatenate([x.astype(np.float64), np.zeros(warps * 32 - n)]).reshape(warps, 32)
     np.testing.assert_allclose(out.cpu().numpy(), padded.sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_cub_example(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    mod = _build(tmp_path, "block_sum", Path(__file__).parent.parent / "examples" / "cub_reduce")
+    n = 1_000_003
+    x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    tx = torch.as_tensor(x, device="cuda")
+    for kernel in (mod.total, mod.total_by_warps):
+        out = torch.zeros(1, dtype=torch.float32, device="cuda")
+        kernel[kernel.grid_for(n), 256](tx, out)
+        torch.cuda.synchronize()
+        np.testing.assert_allclose(out.item(), x.astype(np.float64).sum(), rtol=1e-4, atol=1e-2)
 
 
 CPP_CALLER = r'''

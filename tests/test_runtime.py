@@ -25,12 +25,12 @@ import pytest
 
 import oxide
 from oxide.errors import CudaError
-from oxide.runtime import artifacts, device, loader
+from oxide.runtime import artifacts, device, kernel_errors, launcher, loader
 from oxide.runtime.arrays import ArrayView, ViewError, view_of
 from oxide.runtime.kernel import Kernel
 from oxide.runtime.launch import ArgPacker, grid_for, normalize_dims, scalar_converter
 from oxide.runtime.loader import CodeChoice, parse_arch, select_code
-from oxide.runtime.manifest import KernelSpec, ModuleManifest, ParamSpec, manifest_path
+from oxide.runtime.manifest import ErrorSite, KernelSpec, ModuleManifest, ParamSpec, manifest_path
 from oxide.runtime.streams import stream_handle
 
 from cuda.bindings import driver as real_driver
@@ -137,7 +137,10 @@ class FakeDriver:
     CUresult = real_driver.CUresult
     CUdevice_attribute = real_driver.CUdevice_attribute
     CUfunction_attribute = real_driver.CUfunction_attribute
+    CU_MEMHOSTALLOC_DEVICEMAP = real_driver.CU_MEMHOSTALLOC_DEVICEMAP
+    CU_MEMHOSTALLOC_PORTABLE = real_driver.CU_MEMHOSTALLOC_PORTABLE
     OK = real_driver.CUresult.CUDA_SUCCESS
+    DEVICE_OFFSET = 0x100000000000  # fake device address of mapped host memory: host + this
 
     def __init__(self, capability: tuple[int, int] = (9, 0)) -> None:
         self.capability = capability
@@ -148,6 +151,11 @@ class FakeDriver:
         self.signatures: dict[str, list[str]] = {}  # symbol -> slot types, to decode kernelParams
         self.launch_result = self.OK
         self.load_result = self.OK
+        self.host_allocations: list[tuple[Any, int]] = []  # (buffer, flags)
+        self.error_globals = True  # loaded modules have __oxide_error_ptr and __oxide_module_id
+        self.globals: dict[tuple[Any, bytes], int] = {}  # (module, name) -> fake device address
+        self.device_memory: dict[int, bytes] = {}  # what cuMemcpyHtoD wrote where
+        self.synchronized = 0
 
     def cuInit(self, flags: int) -> tuple[Any]:
         return (self.OK,)
@@ -204,6 +212,31 @@ class FakeDriver:
     def cuGetErrorString(self, err: Any) -> tuple[Any, bytes]:
         return self.OK, b"fake description"
 
+    def cuMemHostAlloc(self, nbytes: int, flags: int) -> tuple[Any, int]:
+        buf = ctypes.create_string_buffer(b"\xff" * nbytes, nbytes)  # garbage: the runtime must zero it
+        self.host_allocations.append((buf, flags))
+        return self.OK, ctypes.addressof(buf)
+
+    def cuMemHostGetDevicePointer(self, host: int, flags: int) -> tuple[Any, int]:
+        return self.OK, host + self.DEVICE_OFFSET
+
+    def cuModuleGetGlobal(self, mod: Any, name: bytes) -> tuple[Any, int, int]:
+        if not self.error_globals:
+            return self.CUresult.CUDA_ERROR_NOT_FOUND, 0, 0
+        address = self.globals.setdefault((mod, name), 0xD0000 + 0x100 * len(self.globals))
+        return self.OK, address, 8
+
+    def cuMemcpyHtoD(self, dst: int, src: Any, nbytes: int) -> tuple[Any]:
+        self.device_memory[int(dst)] = bytes(src)[:nbytes]
+        return (self.OK,)
+
+    def cuCtxSynchronize(self) -> tuple[Any]:
+        self.synchronized += 1
+        return (self.OK,)
+
+    def global_value(self, mod: Any, name: bytes) -> int:
+        return int.from_bytes(self.device_memory[self.globals[(mod, name)]], "little")
+
 
 def slot_types(params: tuple[ParamSpec, ...]) -> list[str]:
     out: list[str] = []
@@ -214,14 +247,17 @@ def slot_types(params: tuple[ParamSpec, ...]) -> list[str]:
 
 @pytest.fixture(autouse=True)
 def fresh_runtime(monkeypatch: pytest.MonkeyPatch) -> Any:
-    device._reset_for_tests()
-    artifacts._reset_for_tests()
-    loader._modules.clear()
+    def reset() -> None:
+        device._reset_for_tests()
+        artifacts._reset_for_tests()
+        loader._modules.clear()
+        kernel_errors._reset_for_tests()
+        launcher._reset_for_tests()
+
+    reset()
     monkeypatch.setenv("OXIDE_JIT", "0")
     yield
-    device._reset_for_tests()
-    artifacts._reset_for_tests()
-    loader._modules.clear()
+    reset()
 
 
 @pytest.fixture
@@ -278,6 +314,7 @@ def make_module(
     ptx: dict[str, str] | None = None,
     write_manifest: bool = True,
     sha: str | None = None,
+    error_sites: tuple[ErrorSite, ...] = (),
 ) -> types.ModuleType:
     """Writes a kernel module, its manifest and code files; imports the module."""
     name = f"oxtest_{uuid.uuid4().hex[:12]}"
@@ -293,6 +330,7 @@ def make_module(
             kernels=kernels,
             cubins=cubins,
             ptx=ptx,
+            error_sites=error_sites,
         )
         path = manifest_path(tmp_path, name)
         path.parent.mkdir(exist_ok=True)

@@ -12,13 +12,16 @@ __all__ = ["kernel", "device", "extern", "extern_kernel"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-KERNEL_OPTIONS = frozenset({"bounds_check"})
+KERNEL_OPTIONS = frozenset({"bounds_check", "launch_bounds", "max_registers", "constexprs"})
 
 
 @overload
 def kernel(func: Callable[..., Any]) -> Any: ...
 @overload
-def kernel(*, bounds_check: bool = True) -> Callable[[Callable[..., Any]], Any]: ...
+def kernel(
+    *, bounds_check: bool = True, launch_bounds: int | None = None, max_registers: int | None = None,
+    constexprs: dict[str, list[int]] | None = None,
+) -> Callable[[Callable[..., Any]], Any]: ...
 
 
 def kernel(func: Callable[..., Any] | None = None, **options: Any) -> Any:

@@ -2,6 +2,15 @@
 
 Depends on ``cuda-bindings`` and ``numpy`` only, both imported on first use: importing oxide
 (and defining kernels) does no CUDA work.
+
+Launches are asynchronous. A kernel that fails a device-side check (an out-of-bounds index, an
+``assert``) writes a failure record into host-mapped memory and its failing thread exits; the
+record is raised as ``oxide.KernelError`` (kernel, file:line:col, index, length) by the first
+of: the next launch of any oxide kernel (before it launches), ``synchronize()``, or
+``check_kernel_errors()`` — each after the failing kernel has finished. Code that synchronises
+through PyTorch or CuPy calls ``check_kernel_errors()`` afterwards. Illegal addresses and other
+sticky CUDA errors are ``oxide.CudaError`` with the CUDA error name. See
+:mod:`oxide.runtime.kernel_errors`.
 """
 from __future__ import annotations
 
@@ -9,6 +18,7 @@ from oxide.runtime.artifacts import StaleCodeWarning
 from oxide.runtime.device import DeviceInfo, synchronize
 from oxide.runtime.device_array import DeviceArray
 from oxide.runtime.kernel import Kernel, LaunchConfig
+from oxide.runtime.kernel_errors import check_kernel_errors
 from oxide.runtime.launch import grid_for
 from oxide.runtime.loader import CodeChoice, select_code
 from oxide.runtime.streams import stream_handle
@@ -19,6 +29,7 @@ __all__ = [
     "DeviceArray",
     "DeviceInfo",
     "synchronize",
+    "check_kernel_errors",
     "grid_for",
     "select_code",
     "CodeChoice",

@@ -188,7 +188,14 @@ def context_device(ctx: int) -> DeviceInfo:
 
 
 def synchronize() -> None:
-    """Waits until every kernel and copy issued in the current context has finished."""
+    """Waits until every kernel and copy issued in the current context has finished.
+
+    Then raises ``oxide.KernelError`` if a kernel failed a device-side check (bounds check,
+    ``assert``); a sticky CUDA error (illegal address, trap) is a ``CudaError`` naming it.
+    """
     current_context()
     (err,) = driver().cuCtxSynchronize()
     check(err, "cuCtxSynchronize")
+    from oxide.runtime.kernel_errors import check_kernel_errors  # it imports this module
+
+    check_kernel_errors()

@@ -3,6 +3,12 @@
 Constructing one does nothing but remember the function, so importing a module of kernels
 costs no CUDA work and no file I/O. The first launch finds the module's manifest (CPU only),
 checks and converts the arguments, then initializes CUDA and loads the code for the device.
+
+Two launch paths: ``LaunchConfig`` derives from the compiled launcher's ``LaunchBase``
+(:mod:`oxide.runtime.launcher`), whose C call handles the common launches; anything else, and
+every launch before the kernel's plan is known, goes through :meth:`Kernel._launch` here, which
+also teaches the C side what it learned. Without the extension (or with
+``OXIDE_PURE_PYTHON=1``) every launch takes the Python path.
 """
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from oxide.errors import CudaError
-from oxide.runtime import artifacts, device, loader
+from oxide.runtime import artifacts, device, kernel_errors, launcher, loader
 from oxide.runtime.arrays import ArrayView, ViewError, view_of
 from oxide.runtime.launch import ArgPacker, ScalarError, grid_for, normalize_dims, scalar_converter
 from oxide.runtime.manifest import KernelSpec
@@ -29,7 +35,9 @@ class Specialization:
     spec: KernelSpec
     packer: ArgPacker
     converters: list[Callable[[Any], Any] | None]  # per parameter; None for views
+    index: int = 0  # position among the kernel's specializations (the C plan's variant)
     functions: dict[int, Any] = field(default_factory=dict)  # context handle -> CUfunction
+    planned: set[int] = field(default_factory=set)  # contexts whose function the C plan has
 
     @property
     def label(self) -> str:
@@ -50,8 +58,12 @@ class _Dispatch:
     by_view_dtypes: dict[tuple[str, ...], list[Specialization]]
 
 
-class LaunchConfig:
-    """``kernel[grid, block, stream, shared_mem]``: call it with the kernel's arguments."""
+class LaunchConfig(launcher.LaunchBase):  # type: ignore[misc]
+    """``kernel[grid, block, stream, shared_mem]``: call it with the kernel's arguments.
+
+    Calling it runs the compiled launcher (the C base class) when there is one; it falls back
+    to :meth:`_launch_slow` for anything it does not handle.
+    """
 
     __slots__ = ("kernel", "grid", "block", "stream", "shared_mem")
 
@@ -62,9 +74,19 @@ class LaunchConfig:
         if not isinstance(shared_mem, int) or shared_mem < 0:
             raise ValueError(f"shared_mem must be a non-negative int of bytes; got {shared_mem!r}")
         self.shared_mem = shared_mem
+        if launcher.ENABLED:
+            if self.stream > 0xFFFFFFFFFFFFFFFF or shared_mem > 0xFFFFFFFF:
+                raise ValueError(f"stream handle {self.stream:#x} or shared_mem {shared_mem} out of range")
+            self._bind(kernel._plan, self.grid, self.block, self.stream, shared_mem)
 
-    def __call__(self, *args: Any) -> None:
+    def _launch_slow(self, *args: Any) -> None:
         self.kernel._launch(args, self.grid, self.block, self.stream, self.shared_mem)
+
+    def _launch_failed(self, err: int) -> None:
+        device.raise_cuda_error(err, f"launching kernel {self.kernel.name} (grid {self.grid}, block {self.block})")
+
+    if not launcher.ENABLED:
+        __call__ = _launch_slow
 
     def __repr__(self) -> str:
         return f"<launch of {self.kernel.name} grid={self.grid} block={self.block} stream={self.stream:#x}>"
@@ -80,6 +102,7 @@ class Kernel:
         functools.update_wrapper(self, func)  # type: ignore[arg-type]
         self._dispatch: _Dispatch | None = None
         self._configs: dict[Any, LaunchConfig] = {}
+        self._plan: Any = launcher.new_plan()  # the C launcher's view of this kernel; None without it
 
     def __repr__(self) -> str:
         return f"<oxide kernel {self.func.__module__}.{self.func.__qualname__}>"
@@ -130,6 +153,7 @@ class Kernel:
         stream: int,
         shared_mem: int,
     ) -> None:
+        kernel_errors.check_kernel_errors()  # a failure of an earlier kernel is raised first
         variant, values, keep = self._prepare(args)
         if grid[0] == 0 or grid[1] == 0 or grid[2] == 0:
             return  # an empty grid (grid_for(0)) is a launch of nothing, not an error
@@ -138,7 +162,7 @@ class Kernel:
         handle = int(ctx)
         fn = variant.functions.get(handle) if handle else None
         if fn is None:
-            fn = self._load(variant)
+            fn, handle = self._load(variant)
         packer = variant.packer
         with packer.lock:
             params = packer.pack(values)
@@ -147,7 +171,20 @@ class Kernel:
             )
         if err != 0:
             device.raise_cuda_error(err, f"launching kernel {self.name} (grid {grid}, block {block})")
+        if self._plan is not None:
+            self._teach(variant, handle, fn, keep, drv)
         del keep  # the argument arrays stay alive until the driver has taken the launch
+
+    def _teach(self, variant: Specialization, ctx: int, fn: Any, views: list[ArrayView], drv: Any) -> None:
+        """Tells the C launcher what this successful launch showed: the function in this
+        context, the array types. Later launches like it then take the C path."""
+        if not launcher.bind_driver(drv):
+            return
+        if ctx not in variant.planned:
+            self._plan.set_function(variant.index, ctx, int(fn))
+            variant.planned.add(ctx)
+        for view in views:
+            launcher.learn_array(view.owner)
 
     # arguments ----------------------------------------------------------------------------
 
@@ -251,8 +288,10 @@ class Kernel:
             if [(p.name, p.is_view) for p in s.params] != [(p.name, p.is_view) for p in first]:
                 raise CudaError(f"the specializations of kernel {self.name} in {located.path} disagree on its parameters")
         variants = [
-            Specialization(s, ArgPacker(s.params), [None if p.is_view else scalar_converter(p.dtype) for p in s.params])
-            for s in specs
+            Specialization(
+                s, ArgPacker(s.params), [None if p.is_view else scalar_converter(p.dtype) for p in s.params], index
+            )
+            for index, s in enumerate(specs)
         ]
         view_index = tuple(i for i, p in enumerate(first) if p.is_view)
         by_dtypes: dict[tuple[str, ...], list[Specialization]] = {}
@@ -266,25 +305,48 @@ class Kernel:
             variants=variants,
             by_view_dtypes=by_dtypes,
         )
+        if self._plan is not None:
+            codes = launcher.DTYPE_CODES
+            self._plan.configure(
+                [p.is_view for p in first],
+                [p.is_mutable_view for p in first],
+                [
+                    (
+                        [codes.get(v.spec.params[i].dtype, 0) for i in view_index],
+                        [0 if p.is_view else codes.get(p.dtype, 0) for p in v.spec.params],
+                        len(by_dtypes[tuple(v.spec.params[i].dtype for i in view_index)]) == 1,
+                    )
+                    for v in variants
+                ],
+            )
         self._dispatch = d
         return d
 
-    def _load(self, variant: Specialization) -> Any:
-        """The CUfunction of ``variant`` in the current context, loading the module once."""
+    def _load(self, variant: Specialization) -> tuple[Any, int]:
+        """The CUfunction of ``variant`` in the current context (and that context's handle),
+        loading the module once per context."""
         assert self._dispatch is not None
         located = self._dispatch.located
         with loader.LOAD_LOCK:
             ctx = device.current_context()
             fn = variant.functions.get(ctx)
             if fn is not None:
-                return fn
+                return fn, ctx
             info = device.context_device(ctx)
             m = located.manifest
             choice = loader.select_code(m.cubins, m.ptx, (info.major, info.minor), module=m.module, device_name=info.name)
-            mod = loader.load_module(ctx, located.directory / choice.file, choice.kind, module=m.module, arch=choice.arch)
+            mod = loader.load_module(
+                ctx,
+                located.directory / choice.file,
+                choice.kind,
+                module=m.module,
+                arch=choice.arch,
+                error_sites=m.error_sites,
+                manifest_key=str(located.path),
+            )
             fn = loader.get_function(mod, variant.spec.symbol, kernel=self.name)
             variant.functions[ctx] = fn
-            return fn
+            return fn, ctx
 
     # introspection --------------------------------------------------------------------------
 
@@ -300,7 +362,7 @@ class Kernel:
         specialization on the current device (``cuFuncGetAttribute``)."""
         d = self._dispatch or self._build_dispatch()
         variant = d.variants[0]
-        fn = self._load(variant)
+        fn, _ = self._load(variant)
         drv = device.driver()
         a = drv.CUfunction_attribute
         out: dict[str, int] = {}

@@ -11,10 +11,11 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from oxide.errors import CudaError
-from oxide.runtime import device
+from oxide.runtime import device, kernel_errors
+from oxide.runtime.manifest import ErrorSite
 
 __all__ = ["CodeChoice", "parse_arch", "select_code", "load_module", "get_function", "LOAD_LOCK"]
 
@@ -100,8 +101,21 @@ def select_code(
     )
 
 
-def load_module(ctx: int, path: Path, kind: str, *, module: str = "", arch: str = "") -> Any:
-    """The ``CUmodule`` of code file ``path`` in context ``ctx`` (current), loaded once."""
+def load_module(
+    ctx: int,
+    path: Path,
+    kind: str,
+    *,
+    module: str = "",
+    arch: str = "",
+    error_sites: Sequence[ErrorSite] = (),
+    manifest_key: str = "",
+) -> Any:
+    """The ``CUmodule`` of code file ``path`` in context ``ctx`` (current), loaded once.
+
+    A module with ``error_sites`` gets its device-error globals pointed at the context's
+    failure record (:mod:`oxide.runtime.kernel_errors`) before anything can launch from it.
+    """
     key = (ctx, str(path))
     with LOAD_LOCK:
         mod = _modules.get(key)
@@ -124,6 +138,10 @@ def load_module(ctx: int, path: Path, kind: str, *, module: str = "", arch: str 
                     "driver, or rebuild the package with a cubin for this GPU's arch"
                 )
             device.raise_cuda_error(err, f"loading the {kind} {path.name} of module {module or path.stem}", hint)
+        if error_sites:
+            kernel_errors.register_module(
+                ctx, mod, key=manifest_key or str(path), module=module or path.stem, sites=tuple(error_sites)
+            )
         _modules[key] = mod
         return mod
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import itertools
 from dataclasses import dataclass, field
+from typing import Any
 
 from oxide.errors import CompileError, SourceLocation
 from oxide.lang.types import ScalarType
@@ -12,7 +13,7 @@ from oxide.runtime.manifest import ErrorSite, KernelSpec, ParamSpec
 
 from ..ir import nodes as ir
 from ..ir.types import ThreadIndexType, Type, ViewType, VoidType, as_scalar, type_name
-from ..scan import ModuleSource, ProjectIndex, _names_oxide
+from ..scan import ModuleSource, ProjectIndex, _names_oxide, constant_value
 from .translate import FunctionTranslator, TypeVarBinding, _dotted, oxide_name, resolve_annotation
 
 __all__ = ["ProgramBuilder", "build_program", "FrontendResult"]
@@ -135,20 +136,58 @@ class ProgramBuilder:
 
     # ---- kernels -----------------------------------------------------------------------------
 
-    def kernel_options(self, module: ModuleSource, fdef: ast.FunctionDef) -> dict[str, bool]:
+    def kernel_options(self, module: ModuleSource, fdef: ast.FunctionDef) -> dict[str, Any]:
+        """The keywords of ``@kernel(...)``: bounds_check, launch_bounds, max_registers, constexprs."""
         for dec in fdef.decorator_list:
             if isinstance(dec, ast.Call) and _names_oxide(module, dec.func, "kernel"):
-                opts: dict[str, bool] = {}
+                opts: dict[str, Any] = {}
                 if dec.args:
                     raise module.error(dec, "@kernel options are keywords, e.g. @kernel(bounds_check=False)")
                 for kw in dec.keywords:
-                    if kw.arg != "bounds_check":
-                        raise module.error(kw.value, f"unknown @kernel option {kw.arg!r}", "known options: bounds_check")
-                    if not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)):
-                        raise module.error(kw.value, "bounds_check must be True or False")
-                    opts["bounds_check"] = kw.value.value
+                    if kw.arg == "bounds_check":
+                        if not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)):
+                            raise module.error(kw.value, "bounds_check must be True or False")
+                        opts["bounds_check"] = kw.value.value
+                    elif kw.arg in ("launch_bounds", "max_registers"):
+                        value = constant_value(kw.value)
+                        limit = 1024 if kw.arg == "launch_bounds" else 255
+                        if not (isinstance(value, int) and not isinstance(value, bool) and 0 < value <= limit):
+                            raise module.error(kw.value, f"{kw.arg} must be an integer from 1 to {limit}")
+                        opts[kw.arg] = value
+                    elif kw.arg == "constexprs":
+                        opts["constexprs"] = self._constexpr_values(module, fdef, kw.value)
+                    else:
+                        raise module.error(kw.value, f"unknown @kernel option {kw.arg!r}",
+                                           "known options: bounds_check, launch_bounds, max_registers, constexprs")
                 return opts
         return {}
+
+    def _constexpr_values(self, module: ModuleSource, fdef: ast.FunctionDef, node: ast.expr) -> dict[str, list[int]]:
+        if not isinstance(node, ast.Dict):
+            raise module.error(node, "constexprs must be a dict literal: {\"BLOCK\": [128, 256]}")
+        params = {a.arg: a for a in fdef.args.args}
+        out: dict[str, list[int]] = {}
+        for key, value in zip(node.keys, node.values):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                raise module.error(key or node, "constexprs keys are parameter names (strings)")
+            param = params.get(key.value)
+            if param is None:
+                raise module.error(key, f"{fdef.name} has no parameter {key.value!r}")
+            if not (param.annotation is not None and isinstance(param.annotation, ast.Subscript)
+                    and oxide_name(module, param.annotation.value) == "Constexpr"):
+                raise module.error(param, f"parameter {key.value!r} must be annotated ox.Constexpr[int] "
+                                   "to be listed in constexprs")
+            elts = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+            values = [constant_value(e) for e in elts]
+            if not values or any(not isinstance(v, int) or isinstance(v, bool) for v in values):
+                raise module.error(value, f"the values of {key.value!r} must be integer constants")
+            out[key.value] = [int(v) for v in values]  # type: ignore[arg-type]
+        for name, arg in params.items():
+            if (isinstance(arg.annotation, ast.Subscript) and oxide_name(module, arg.annotation.value) == "Constexpr"
+                    and name not in out):
+                raise module.error(arg, f"the Constexpr parameter {name!r} needs its values listed",
+                                   f"write @kernel(constexprs={{\"{name}\": [...]}})")
+        return out
 
     def build_kernels(self) -> list[KernelSpec]:
         specs: list[KernelSpec] = []
@@ -160,12 +199,22 @@ class ProgramBuilder:
             opts = self.kernel_options(self.module, fdef)
             bounds = opts.get("bounds_check", self.bounds_check)
             typevars = self.typevars_of(self.module, fdef)
+            constexprs: dict[str, list[int]] = opts.get("constexprs", {})
+            for arg in fdef.args.args:
+                if (isinstance(arg.annotation, ast.Subscript) and oxide_name(self.module, arg.annotation.value) == "Constexpr"
+                        and arg.arg not in constexprs):
+                    raise self.module.error(arg, f"the Constexpr parameter {arg.arg!r} needs its values listed",
+                                            f"write @kernel(constexprs={{\"{arg.arg}\": [...]}})")
             names = list(typevars)
-            combos = list(itertools.product(*(typevars[n].constraints for n in names))) or [()]
-            for combo in combos:
+            cnames = list(constexprs)
+            type_combos = list(itertools.product(*(typevars[n].constraints for n in names))) or [()]
+            value_combos = list(itertools.product(*(constexprs[n] for n in cnames))) or [()]
+            for combo, values in itertools.product(type_combos, value_combos):
                 bound = {n: TypeVarBinding(n, typevars[n].constraints, t) for n, t in zip(names, combo)}
-                symbol = name if not combo else f"{name}_{'_'.join(t.name for t in combo)}"
+                parts = [t.name for t in combo] + [f"{n}{v}".replace("-", "m") for n, v in zip(cnames, values)]
+                symbol = name if not parts else f"{name}_{'_'.join(parts)}"
                 translator = FunctionTranslator(self, self.module, fdef, bound, True, name, bounds)
+                translator.constexprs = dict(zip(cnames, values))
                 self.call_stack.append((self.module.name, name))
                 try:
                     translator.translate_signature()
@@ -173,14 +222,17 @@ class ProgramBuilder:
                 finally:
                     self.call_stack.pop()
                 spec = {n: t.name for n, t in zip(names, combo)}
+                spec.update({n: str(v) for n, v in zip(cnames, values)})
                 self.functions.append(ir.Function(
                     symbol=symbol, python_name=name, file=str(self.module.path), params=translator.params,
                     ret=translator.ret or VoidType(), body=body, locals=translator.locals, is_kernel=True,
-                    line=fdef.lineno, specialization=spec,
+                    line=fdef.lineno, specialization=spec, launch_bounds=opts.get("launch_bounds"),
+                    max_registers=opts.get("max_registers"),
                 ))
+                by_name = {p.name: _param_spec(p) for p in translator.params}
                 specs.append(KernelSpec(
                     name=name, symbol=symbol,
-                    params=tuple(_param_spec(p) for p in translator.params),
+                    params=tuple(by_name.get(a.arg) or ParamSpec(a.arg, "constexpr", "i64") for a in fdef.args.args),
                     specialization=spec, file=self.module.path.name, line=fdef.lineno,
                 ))
         return specs

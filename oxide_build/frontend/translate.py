@@ -227,6 +227,8 @@ class FunctionTranslator(ast.NodeVisitor):
             raise self.error(args.defaults[0], "default parameter values are not supported",
                              "pass every argument explicitly")
         for i, arg in enumerate(args.args):
+            if arg.arg in self.constexprs:
+                continue  # a compile-time value, not a kernel parameter
             if param_types is not None:
                 ty = param_types[i]
             else:
@@ -819,6 +821,8 @@ class FunctionTranslator(ast.NodeVisitor):
 
     def visit_Name(self, node: ast.Name) -> ir.Expr:
         name = node.id
+        if name in self.constexprs:
+            return ir.Const(self.constexprs[name], I64, self.loc(node), weak=True)
         if name in self.locals:
             return ir.Var(name, self.locals[name], self.loc(node))
         sym = self.module.symbols.get(name)

@@ -259,6 +259,8 @@ class Function:
     line: int
     specialization: dict[str, str] = field(default_factory=dict)
     export: bool = False  # C linkage under ``symbol``, callable from CUDA C++ (@device(export=))
+    launch_bounds: int | None = None  # most threads per block the kernel is launched with
+    max_registers: int | None = None
 
 
 @dataclass

@@ -85,9 +85,12 @@ class _Loop:
 
 
 class ModuleLowering:
-    def __init__(self, program: ir.Program, module_name: str, fast_math: bool = False) -> None:
+    def __init__(self, program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False) -> None:
         self.program = program
         self.fast_math = fast_math
+        self.lineinfo = lineinfo
+        self._di_unit: ll.DIValue | None = None
+        self._di_files: dict[str, ll.DIValue] = {}
         self._dynamic_smem: ll.GlobalVariable | None = None
         self._shared_count = 0
         self.module = ll.Module(name=module_name)
@@ -116,7 +119,39 @@ class ModuleLowering:
             annotations = self.module.add_named_metadata("nvvm.annotations")
             for k in kernels:
                 annotations.add(self.module.add_metadata([k, ll.MetaDataString(self.module, "kernel"), ll.Constant(I32T, 1)]))
+            for fn in self.program.functions:
+                llfn = self.functions[fn.symbol]
+                if fn.is_kernel and fn.launch_bounds:
+                    annotations.add(self.module.add_metadata([llfn, ll.MetaDataString(self.module, "maxntidx"), ll.Constant(I32T, fn.launch_bounds)]))
+                if fn.is_kernel and fn.max_registers:
+                    annotations.add(self.module.add_metadata([llfn, ll.MetaDataString(self.module, "maxnreg"), ll.Constant(I32T, fn.max_registers)]))
         return self.module
+
+    def subprogram(self, fn: ir.Function, llfn: ll.Function) -> ll.DIValue | None:
+        """Debug info for line tables only (``.loc`` in PTX), so profilers show Python lines."""
+        if not self.lineinfo:
+            return None
+        m = self.module
+        if self._di_unit is None:
+            first = m.add_debug_info("DIFile", _di_file_fields(fn.file))
+            self._di_unit = m.add_debug_info("DICompileUnit", {
+                "language": ll.DIToken("DW_LANG_Python"), "file": first, "producer": "oxide",
+                "runtimeVersion": 0, "isOptimized": True, "emissionKind": ll.DIToken("DebugDirectivesOnly"),
+            }, is_distinct=True)
+            m.add_named_metadata("llvm.dbg.cu", self._di_unit)
+            for key, value in (("Debug Info Version", 3), ("Dwarf Version", 4)):
+                m.add_named_metadata("llvm.module.flags", m.add_metadata([ll.Constant(I32T, 2), key, ll.Constant(I32T, value)]))
+        if fn.file not in self._di_files:
+            self._di_files[fn.file] = m.add_debug_info("DIFile", _di_file_fields(fn.file))
+        difile = self._di_files[fn.file]
+        sp = m.add_debug_info("DISubprogram", {
+            "name": fn.python_name, "linkageName": fn.symbol, "file": difile, "line": fn.line,
+            "type": m.add_debug_info("DISubroutineType", {"types": m.add_metadata([])}),
+            "scopeLine": fn.line, "unit": self._di_unit,
+            "spFlags": ll.DIToken("DISPFlagDefinition | DISPFlagOptimized"),
+        }, is_distinct=True)
+        llfn.set_metadata("dbg", sp)
+        return sp
 
     def intrinsic(self, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
         if name not in self._intrinsics:
@@ -201,6 +236,13 @@ class FunctionLowering:
         self.slots: dict[str, ll.Value] = {}
         self.views: dict[str, _View] = {}
         self.loops: list[_Loop] = []
+        self.di_scope = parent.subprogram(fn, llfn)
+        self.locate(fn.line, 1)
+
+    def locate(self, line: int, col: int) -> None:
+        if self.di_scope is not None:
+            self.b.debug_metadata = self.parent.module.add_debug_info(
+                "DILocation", {"line": line, "column": col, "scope": self.di_scope})
 
     def lower(self) -> None:
         args = iter(self.llfn.args)
@@ -268,6 +310,7 @@ class FunctionLowering:
 
     def stmt(self, s: ir.Stmt) -> None:
         b = self.b
+        self.locate(s.loc.line, s.loc.col)
         if isinstance(s, ir.Assign):
             b.store(self.expr(s.value), self.slots[s.name])
         elif isinstance(s, ir.Store):
@@ -499,7 +542,7 @@ class FunctionLowering:
         l, r = self.expr(e.left), self.expr(e.right)
         t = e.ty
         if t.kind == "float":
-            flags = ["contract"]
+            flags = ["fast"] if self.parent.fast_math else ["contract"]
             if e.op == "+":
                 return b.fadd(l, r, flags=flags)
             if e.op == "-":
@@ -507,7 +550,7 @@ class FunctionLowering:
             if e.op == "*":
                 return b.fmul(l, r, flags=flags)
             if e.op == "/":
-                return b.fdiv(l, r)
+                return b.fdiv(l, r, flags=["fast"] if self.parent.fast_math else [])
             if e.op == "//":
                 floor = self.parent.intrinsic(f"llvm.floor.{'f32' if t.bits == 32 else 'f64'}", l.type, [l.type])
                 return b.call(floor, [b.fdiv(l, r)])
@@ -560,6 +603,12 @@ class FunctionLowering:
         return b.sext(v, dt) if src.kind == "int" else b.zext(v, dt)
 
 
+def _di_file_fields(path: str) -> dict[str, str]:
+    import os
+
+    return {"filename": os.path.basename(path), "directory": os.path.dirname(path) or "."}
+
+
 def _is_pure(e: ir.Expr) -> bool:
     """True when evaluating ``e`` cannot fault or have effects (no loads, calls, intrinsics)."""
     if isinstance(e, (ir.Const, ir.Var, ir.ThreadIndex1D, ir.SpecialReg, ir.ViewLen)):
@@ -577,10 +626,10 @@ def _is_pure(e: ir.Expr) -> bool:
     return False
 
 
-def lower_program(program: ir.Program, module_name: str, fast_math: bool = False) -> ll.Module:
+def lower_program(program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False) -> ll.Module:
     """Lowers ``program`` to an llvmlite module for the NVPTX target; print it with
-    ``module_text``."""
-    return ModuleLowering(program, module_name, fast_math).lower()
+    ``module_text``. ``lineinfo`` adds line tables that map PTX/SASS back to the Python source."""
+    return ModuleLowering(program, module_name, fast_math, lineinfo).lower()
 
 
 _ = (BOOL, I64)

@@ -1,0 +1,43 @@
+"""Sum of an array with CUB: each block reduces 256 elements with cub::BlockReduce (called
+through the C wrapper in cub_reduce.cu) and adds its partial sum to the total atomically.
+
+    oxide compile examples/cub_reduce/block_sum.py -o out      # NVRTC + libNVVM + nvJitLink -lto
+
+    import torch
+    from examples.cub_reduce.block_sum import total
+    x = torch.randn(1 << 20, device="cuda")
+    out = torch.zeros(1, device="cuda")
+    total[total.grid_for(len(x)), 256](x, out)     # 256 threads per block, as cub_reduce.cu assumes
+"""
+import oxide as ox
+from oxide import MutSlice, Slice, f32, kernel, thread
+
+
+@ox.extern("cub_block_sum", sources=["cub_reduce.cu"])
+def block_sum(x: f32) -> f32: ...
+
+
+@ox.extern("cub_warp_sum", sources=["cub_reduce.cu"])
+def warp_sum(x: f32) -> f32: ...
+
+
+@kernel
+def total(x: Slice[f32], out: MutSlice[f32]) -> None:
+    i = thread.index_1d()
+    v = f32(0.0)
+    if i < len(x):
+        v = x[i]
+    s = block_sum(v)  # every thread takes part, also those past the end
+    if thread.idx.x == 0:
+        ox.atomic.add(out, 0, s)
+
+
+@kernel
+def total_by_warps(x: Slice[f32], out: MutSlice[f32]) -> None:
+    i = thread.index_1d()
+    v = f32(0.0)
+    if i < len(x):
+        v = x[i]
+    s = warp_sum(v)
+    if thread.idx.x % 32 == 0:
+        ox.atomic.add(out, 0, s)

@@ -1,0 +1,182 @@
+"""The compiled launch path (``oxide/runtime/_launcher.c``) and what it needs from Python.
+
+Why C: a launch is a ``cuLaunchKernel`` of ~3 µs on our reference host; reading two arrays,
+converting two scalars and packing the parameter block in Python costs more than that again
+(``cuda.bindings`` alone costs 2 µs over C per call). The C launcher does the whole hot path
+with the GIL held and no allocation, and hands every case it does not handle identically
+(unknown array type, NumPy scalar, out-of-range value, a failed check, a pending kernel error,
+a context it has no function for) to the Python path, which launches or raises its usual error.
+So the C path only ever has to agree with Python on what succeeds; every error text is
+Python's.
+
+What the C side learns from Python, all from the Python path's first successful launches:
+
+- the driver entry points ``cuLaunchKernel`` and ``cuCtxGetCurrent`` (addresses from the
+  libcuda that ``cuda.bindings`` loaded);
+- the array types it has seen and how to read them (:data:`ARRAY_KINDS`), and the dtype objects
+  of PyTorch and NumPy, compared by identity;
+- per kernel, a ``Plan``: parameters, specializations (by view dtypes), and the ``CUfunction``
+  of each specialization in each context it has been loaded in;
+- the addresses of the device-error records, read before every launch.
+
+``OXIDE_PURE_PYTHON=1`` (read at import) turns the C path off; so does a missing or unbuildable
+extension (the wheel still works, launches cost more).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from typing import Any
+
+from oxide.runtime.device_array import DeviceArray
+
+__all__ = [
+    "ENABLED",
+    "LaunchBase",
+    "DTYPE_CODES",
+    "ARRAY_TORCH",
+    "ARRAY_CUPY",
+    "ARRAY_DEVICE_ARRAY",
+    "ARRAY_CAI",
+    "new_plan",
+    "bind_driver",
+    "learn_array",
+    "driver_entry_points",
+]
+
+ARRAY_TORCH, ARRAY_CUPY, ARRAY_DEVICE_ARRAY, ARRAY_CAI = 1, 2, 3, 4
+
+DTYPE_CODES = {
+    "i8": 1, "i16": 2, "i32": 3, "i64": 4, "u8": 5, "u16": 6, "u32": 7, "u64": 8,
+    "f16": 9, "bf16": 10, "f32": 11, "f64": 12, "bool": 13,
+}  # fmt: skip  -- must match the DT_ enum of _launcher.c
+
+_ext: Any = None
+if os.environ.get("OXIDE_PURE_PYTHON", "").strip() not in ("1", "true", "yes"):
+    try:
+        from oxide.runtime import _launcher as _ext  # type: ignore[attr-defined, no-redef]
+    except ImportError:
+        _ext = None
+
+ENABLED: bool = _ext is not None
+LaunchBase: Any = _ext.LaunchBase if _ext is not None else object
+
+_known_types: set[type] = set()
+_bound_driver: Any = None  # the driver module whose entry points the C launcher has
+_listening = False  # the C launcher follows the device-error records
+_torch_registered = False
+_numpy_registered = False
+
+
+def new_plan() -> Any:
+    """An empty plan (every launch takes the Python path until it is configured), or None."""
+    return _ext.Plan() if _ext is not None else None
+
+
+def driver_entry_points(drv: Any) -> tuple[int, int] | None:
+    """Addresses of ``cuLaunchKernel`` and ``cuCtxGetCurrent`` behind ``drv``; None if unknown.
+
+    A test driver may provide ``_oxide_entry_points()``. For ``cuda.bindings.driver`` they come
+    from the libcuda the process has loaded, with the default-stream semantics cuda.bindings
+    uses (``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM``).
+    """
+    hook = getattr(drv, "_oxide_entry_points", None)
+    if hook is not None:
+        return hook()  # type: ignore[no-any-return]
+    if getattr(drv, "__name__", "") != "cuda.bindings.driver":
+        return None
+    try:
+        lib = ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
+        per_thread = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0").strip() not in ("", "0")
+        launch = getattr(lib, "cuLaunchKernel_ptsz" if per_thread else "cuLaunchKernel")
+        ctx = lib.cuCtxGetCurrent
+    except (OSError, AttributeError):
+        return None
+    return ctypes.cast(launch, ctypes.c_void_p).value or 0, ctypes.cast(ctx, ctypes.c_void_p).value or 0
+
+
+def bind_driver(drv: Any) -> bool:
+    """Gives the C launcher the entry points of ``drv`` (once per driver); whether it has them."""
+    global _bound_driver, _listening
+    if _ext is None:
+        return False
+    if _bound_driver is drv:
+        return bool(_ext.has_driver())
+    points = driver_entry_points(drv)
+    _ext.set_driver(*(points or (0, 0)))
+    _bound_driver = drv
+    if points:
+        from oxide.runtime import kernel_errors
+        from oxide.runtime.arrays import TYPESTR_DTYPES
+
+        _ext.set_typestrs({k: DTYPE_CODES[v] for k, v in TYPESTR_DTYPES.items()})
+        if not _listening:
+            _listening = True
+            kernel_errors.add_record_listener(_ext.set_records)
+    return bool(points)
+
+
+def _register_torch(torch: Any) -> None:
+    global _torch_registered
+    from oxide.runtime.arrays import _TORCH_DTYPES
+
+    for text, name in _TORCH_DTYPES.items():
+        dtype = getattr(torch, text.split(".", 1)[1], None)
+        if dtype is not None:
+            _ext.register_dtype(dtype, DTYPE_CODES[name])
+    _torch_registered = True
+
+
+def _register_numpy() -> None:
+    global _numpy_registered
+    import numpy as np
+
+    from oxide.runtime.arrays import TYPESTR_DTYPES
+
+    for typestr, name in TYPESTR_DTYPES.items():
+        _ext.register_dtype(np.dtype(typestr), DTYPE_CODES[name])
+    _numpy_registered = True
+
+
+def array_kind(obj: Any) -> int:
+    """How the C launcher reads ``obj`` (one of the ARRAY_ kinds), the way ``view_of`` does; 0:
+    it does not (DLPack-only objects stay on the Python path)."""
+    if type(obj) is DeviceArray:
+        return ARRAY_DEVICE_ARRAY
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.Tensor):
+        return ARRAY_TORCH
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(obj, cupy.ndarray):
+        return ARRAY_CUPY
+    if hasattr(obj, "__cuda_array_interface__"):
+        return ARRAY_CAI
+    return 0
+
+
+def learn_array(obj: Any) -> None:
+    """Teaches the C launcher the type of ``obj``, an array the Python path has just accepted."""
+    cls = type(obj)
+    if _ext is None or cls in _known_types:
+        return
+    _known_types.add(cls)
+    kind = array_kind(obj)
+    if not kind:
+        return
+    if kind == ARRAY_TORCH and not _torch_registered:
+        _register_torch(sys.modules["torch"])
+    elif kind in (ARRAY_CUPY, ARRAY_DEVICE_ARRAY) and not _numpy_registered:
+        _register_numpy()
+    _ext.register_array_type(cls, kind)
+
+
+def _reset_for_tests() -> None:
+    global _bound_driver
+    if _ext is None:
+        return
+    _ext.set_driver(0, 0)
+    _ext.set_records(())
+    _ext.forget_types()
+    _known_types.clear()
+    _bound_driver = None

@@ -1,0 +1,17 @@
+"""Only the optional C launcher; everything else is in pyproject.toml.
+
+``optional=True``: where it cannot be compiled (no C compiler, no Python headers) the build
+goes on without it and oxide launches through its pure-Python path.
+"""
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "oxide.runtime._launcher",
+            ["oxide/runtime/_launcher.c"],
+            optional=True,
+            extra_compile_args=["-O2"] if __import__("sys").platform != "win32" else [],
+        )
+    ]
+)
