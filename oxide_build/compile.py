@@ -179,7 +179,8 @@ def _compile_device_code(
     else:
         settings = LinkSettings(
             include_dirs=options.include_dirs, defines=options.defines, nvrtc_options=options.nvrtc_options,
-            link_inputs=options.link_inputs, cudadevrt=options.cudadevrt, opt_level=options.opt_level, cache=cache,
+            link_inputs=options.link_inputs, cudadevrt=options.cudadevrt, opt_level=options.opt_level,
+            link_options=ptxas_options(options), cache=cache,
         )
         has_python_code = bool(program.functions)
         for arch in options.archs:

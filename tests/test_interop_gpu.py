@@ -89,7 +89,7 @@ def test_cpp_function_taking_a_view(ffi: types.ModuleType) -> None:
     n, w = 10_000, 7
     x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
     out = _nan(torch, n)
-    ffi.window_sums[ffi.window_sums.grid_for(n), 128](torch.as_tensor(x, device="cuda"), w, out)
+    ffi.window_sums[ffi.window_sums.grid_for(n, 128), 128](torch.as_tensor(x, device="cuda"), w, out)
     torch.cuda.synchronize()
     x64 = x.astype(np.float64)
     ref = np.array([x64[i : i + w].sum() for i in range(n)])

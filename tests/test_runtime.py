@@ -1076,3 +1076,495 @@ def test_device_array_dtypes() -> None:
         "version": 3, "shape": (5,), "typestr": "<f4", "data": (0x1000, False), "strides": None, "stream": None,
     }  # fmt: skip
     assert view_of(a) == ArrayView(0x1000, 5, "f32", False, a)
+
+
+# ---------------------------------------------------------------------------------------------
+# device-side errors: the failure record, its set-up at load and its report on the host
+
+SITES = (
+    ErrorSite(1, "bounds", "scale", "pkg/kernels.py", 12, 18, "x[i]"),
+    ErrorSite(2, "assert", "scale", "pkg/kernels.py", 14, 5, "a > 0: a must be positive"),
+)
+SCALE_SLOTS = slot_types(SAXPY_KERNELS[2].params)
+
+
+def record_words(drv: FakeDriver, which: int = 0) -> Any:
+    buf, _ = drv.host_allocations[which]
+    return (ctypes.c_int64 * 5).from_address(ctypes.addressof(buf))
+
+
+def fail_on_device(drv: FakeDriver, module_id: int, site: int, index: int = 0, length: int = 0) -> None:
+    """What ``__oxide_fail`` does: claim the record, then write its fields."""
+    words = record_words(drv)
+    words[0] = 1
+    words[1], words[2], words[3], words[4] = module_id, site, index, length
+
+
+def test_error_record_is_set_up_when_a_module_loads(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    fake_driver.signatures = {k.symbol: slot_types(k.params) for k in SAXPY_KERNELS}
+    m1 = make_module(tmp_path, error_sites=SITES)
+    m2 = make_module(tmp_path, error_sites=SITES[:1])
+    m3 = make_module(tmp_path)  # no checks: its globals are not touched
+    m1.scale[1, 32](1.0, FakeArray(), FakeArray())
+    m2.scale[1, 32](1.0, FakeArray(), FakeArray())
+    m3.scale[1, 32](1.0, FakeArray(), FakeArray())
+    assert len(fake_driver.host_allocations) == 1  # one record per context
+    buf, flags = fake_driver.host_allocations[0]
+    assert flags == int(real_driver.CU_MEMHOSTALLOC_DEVICEMAP) | int(real_driver.CU_MEMHOSTALLOC_PORTABLE)
+    assert list(record_words(fake_driver)) == [0, 0, 0, 0, 0]  # zeroed, not left as allocated
+    device_address = ctypes.addressof(buf) + FakeDriver.DEVICE_OFFSET
+    for mod, module_id in (("module1", 1), ("module2", 2)):
+        assert fake_driver.global_value(mod, b"__oxide_error_ptr") == device_address
+        assert fake_driver.global_value(mod, b"__oxide_module_id") == module_id
+    assert not any(mod == "module3" for mod, _ in fake_driver.globals)
+    assert [r.context for r in kernel_errors.watched_records()] == [0xC0]
+
+
+def test_bounds_failure_is_raised_at_the_next_launch(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    m = make_module(tmp_path, error_sites=SITES)
+    fake_driver.signatures = {"scale": SCALE_SLOTS}
+    m.scale[1, 32](1.0, FakeArray(), FakeArray())
+    fail_on_device(fake_driver, 1, 1, index=1000, length=1000)
+    with pytest.raises(oxide.KernelError) as info:
+        m.scale[1, 32](2.0, FakeArray(), FakeArray())
+    e = info.value
+    assert str(e) == "bounds check failed in kernel scale at pkg/kernels.py:12:18: x[i] with index 1000 but length 1000"
+    assert (e.kernel, e.location, e.index, e.length) == ("scale", "pkg/kernels.py:12:18", 1000, 1000)
+    assert len(fake_driver.launches) == 1  # raised before launching
+    assert list(record_words(fake_driver)) == [0, 0, 0, 0, 0]  # raised once, then cleared
+    m.scale[1, 32](3.0, FakeArray(), FakeArray())
+    assert [launch["values"][0] for launch in fake_driver.launches] == [1.0, 3.0]
+
+
+def test_assert_failure_is_raised_by_synchronize_and_check(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    m = make_module(tmp_path, error_sites=SITES)
+    fake_driver.signatures = {"scale": SCALE_SLOTS}
+    m.scale[1, 32](1.0, FakeArray(), FakeArray())
+    oxide.runtime.synchronize()
+    oxide.runtime.check_kernel_errors()
+    fail_on_device(fake_driver, 1, 2)
+    with pytest.raises(oxide.KernelError) as info:
+        oxide.runtime.synchronize()
+    assert fake_driver.synchronized == 2  # it synchronised first
+    assert str(info.value) == "assertion failed in kernel scale at pkg/kernels.py:14:5: a > 0: a must be positive"
+    assert (info.value.index, info.value.length, info.value.location) == (None, None, "pkg/kernels.py:14:5")
+    oxide.runtime.check_kernel_errors()  # nothing left
+    fail_on_device(fake_driver, 1, 1, index=-3, length=8)
+    with pytest.raises(oxide.KernelError, match=r"x\[i\] with index -3 but length 8$"):
+        oxide.runtime.check_kernel_errors()
+
+
+def test_failure_of_an_unknown_site(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    m = make_module(tmp_path, error_sites=SITES)
+    fake_driver.signatures = {"scale": SCALE_SLOTS}
+    m.scale[1, 32](1.0, FakeArray(), FakeArray())
+    fail_on_device(fake_driver, 1, 99, 5, 4)
+    with pytest.raises(oxide.KernelError) as info:
+        oxide.runtime.check_kernel_errors()
+    assert str(info.value) == (
+        f"a check failed in a kernel of module {m.__name__} (site 99, index 5, length 4), but its manifest does "
+        "not describe that site: rebuild the package"
+    )
+
+
+def test_fields_written_after_the_flag_are_waited_for(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    import threading
+
+    m = make_module(tmp_path, error_sites=SITES)
+    fake_driver.signatures = {"scale": SCALE_SLOTS}
+    m.scale[1, 32](1.0, FakeArray(), FakeArray())
+    words = record_words(fake_driver)
+    words[0] = 1  # claimed; the fields follow a little later, as over PCIe
+
+    def write_fields() -> None:
+        words[3], words[4], words[2], words[1] = 7, 7, 1, 1
+
+    timer = threading.Timer(0.02, write_fields)
+    timer.start()
+    with pytest.raises(oxide.KernelError, match="with index 7 but length 7"):
+        oxide.runtime.check_kernel_errors()
+    timer.join()
+
+
+def test_module_without_error_globals_is_left_alone(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    m = make_module(tmp_path, error_sites=SITES)
+    fake_driver.signatures = {"scale": SCALE_SLOTS}
+    fake_driver.error_globals = False
+    m.scale[1, 32](1.0, FakeArray(), FakeArray())
+    assert fake_driver.host_allocations == [] and fake_driver.device_memory == {}
+    assert len(fake_driver.launches) == 1
+
+
+def test_sticky_error_at_synchronize_is_a_cuda_error(fake_driver: FakeDriver) -> None:
+    fake_driver.cuCtxSynchronize = lambda: (real_driver.CUresult.CUDA_ERROR_ILLEGAL_ADDRESS,)  # type: ignore[method-assign]
+    with pytest.raises(CudaError) as info:
+        oxide.runtime.synchronize()
+    assert str(info.value) == "cuCtxSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS (fake description)"
+    assert info.value.name == "CUDA_ERROR_ILLEGAL_ADDRESS"
+
+
+# ---------------------------------------------------------------------------------------------
+# the compiled launcher (oxide/runtime/_launcher.c), driven through ctypes stand-ins for the
+# two driver entry points: it must pack exactly what the Python path packs, and leave every
+# case it does not handle to the Python path
+
+needs_launcher = pytest.mark.skipif(not launcher.ENABLED, reason="the C launcher is not built (or OXIDE_PURE_PYTHON=1)")
+
+_C_LAUNCH = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
+    ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+)  # fmt: skip
+_C_CTX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))
+
+
+class CFakeDriver(FakeDriver):
+    """A FakeDriver whose functions are integer handles and whose ``cuLaunchKernel`` and
+    ``cuCtxGetCurrent`` also exist as C function pointers, for the compiled launcher."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.symbols: dict[int, str] = {}
+        self.c_result = 0
+        self._c_launch = _C_LAUNCH(self._launch_from_c)
+        self._c_ctx = _C_CTX(self._ctx_from_c)
+
+    def _oxide_entry_points(self) -> tuple[int, int]:
+        return ctypes.cast(self._c_launch, ctypes.c_void_p).value or 0, ctypes.cast(self._c_ctx, ctypes.c_void_p).value or 0
+
+    def cuModuleGetFunction(self, mod: Any, name: bytes) -> tuple[Any, Any]:
+        err, fn = super().cuModuleGetFunction(mod, name)
+        if fn is None:
+            return err, None
+        handle = 0xF000 + 0x10 * list(self.signatures).index(fn)
+        self.symbols[handle] = fn
+        return err, handle
+
+    def cuLaunchKernel(self, fn: Any, *rest: Any) -> tuple[Any]:
+        result = super().cuLaunchKernel(self.symbols[int(fn)], *rest)
+        if self.launches and "path" not in self.launches[-1]:
+            self.launches[-1]["path"] = "python"
+        return result
+
+    def _ctx_from_c(self, out: Any) -> int:
+        out[0] = self.ctx or None
+        return 0
+
+    def _launch_from_c(self, fn: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shared: int,
+                       stream: int | None, params: int | None, extra: int | None) -> int:  # fmt: skip
+        if self.c_result:
+            return self.c_result
+        super().cuLaunchKernel(self.symbols[fn], gx, gy, gz, bx, by, bz, shared, stream or 0, params or 0, 0)
+        self.launches[-1]["path"] = "c"
+        return 0
+
+
+@pytest.fixture
+def c_driver(monkeypatch: pytest.MonkeyPatch) -> CFakeDriver:
+    drv = CFakeDriver()
+    monkeypatch.setattr(device, "_import_bindings", lambda: drv)
+    return drv
+
+
+def paths(drv: FakeDriver) -> list[str]:
+    return [launch["path"] for launch in drv.launches]
+
+
+@needs_launcher
+def test_c_launcher_takes_over_after_the_first_launch(tmp_path: Path, c_driver: CFakeDriver) -> None:
+    m = make_module(tmp_path)
+    c_driver.signatures = {k.symbol: slot_types(k.params) for k in SAXPY_KERNELS}
+    x, y, out = FakeArray(5, ptr=0x10), FakeArray(5, ptr=0x20), FakeArray(5, ptr=0x30)
+    m.saxpy[3, 128](2.0, x, y, out)
+    m.saxpy[3, 128](2.0, x, y, out)
+    m.saxpy[(2, 2), (16, 16), 0xBEEF, 64](0.25, x, y, out)
+    assert paths(c_driver) == ["python", "c", "c"]
+    first, second, third = c_driver.launches
+    assert first == {**second, "path": "python"}
+    assert third["values"] == [0.25, 0x10, 5, 0x20, 5, 0x30, 5]
+    assert (third["grid"], third["block"], third["shared"], third["stream"]) == ((2, 2, 1), (16, 16, 1), 64, 0xBEEF)
+    # the other specialization: Python once (its function is not known yet), then C
+    d = FakeArray(6, "<f8", ptr=0x40)
+    m.saxpy[1, 32](3, d, d, d)
+    m.saxpy[1, 32](3, d, d, d)
+    assert paths(c_driver)[3:] == ["python", "c"]
+    assert c_driver.launches[-1]["fn"] == "saxpy__f64" and c_driver.launches[-1]["values"] == [3.0, 0x40, 6] * 1 + [0x40, 6, 0x40, 6]
+
+
+@needs_launcher
+def test_c_launcher_packs_every_scalar_like_python(tmp_path: Path, c_driver: CFakeDriver) -> None:
+    names = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64", "bool")
+    params = tuple(ParamSpec(f"p_{t}", "scalar", t) for t in names) + (ParamSpec("out", "mut_slice", "u64"),)
+    source = "from oxide import kernel\n\n@kernel\ndef every(*args):\n    pass\n"
+    m = make_module(tmp_path, source, (KernelSpec("every", "every", params),))
+    c_driver.signatures = {"every": slot_types(params)}
+    out = FakeArray(10, "<u8", ptr=0xDEAD0)
+    cases = [
+        (-5, -300, -70000, -(2**40), 250, 65000, 2**32 - 1, 2**64 - 1, 1.5, 1.0, 0.1, 1e300, True),
+        (-128, -(2**15), -(2**31), -(2**63), 0, 0, 0, 0, -0.0, -2.5, -1e-45, -0.0, False),
+        (127, 2**15 - 1, 2**31 - 1, 2**63 - 1, 255, 2**16 - 1, 1, 1, 65504.0, 1.0 + 2**-8, 3.4028234663852886e38, 5, 1),
+        (0, 0, 0, 0, 0, 0, 0, 0, 6e-8, float("nan"), float("inf"), float("-inf"), 0),
+        (True, False, 1, 2, 3, 4, 5, 6, float("-inf"), 1.0 + 3 * 2**-9, 1e-40, 2**60, 1),
+    ]
+    for args in cases:
+        m.every[1, 1](*args, out)
+        m.every[1, 1](*args, out)
+    for i in range(0, len(cases) * 2, 2):
+        py, c = c_driver.launches[i], c_driver.launches[i + 1]
+        assert (py["path"], c["path"]) == ("python" if i == 0 else "c", "c")
+    # the first launch of each case through C compares with the very first, Python, of case 0;
+    # every case's two launches must agree, and each must match a Python-only launch of it
+    c_driver.launches.clear()
+    launcher._ext.set_driver(0, 0)  # C off: the Python path packs each case
+    for args in cases:
+        m.every[1, 1](*args, out)
+    python_values = [launch["values"] for launch in c_driver.launches]
+    c_driver.launches.clear()
+    launcher._ext.set_driver(*c_driver._oxide_entry_points())
+    for args in cases:
+        m.every[1, 1](*args, out)
+    assert paths(c_driver) == ["c"] * len(cases)
+    c_values = [launch["values"] for launch in c_driver.launches]
+    assert repr(c_values) == repr(python_values)  # repr: NaN compares equal to itself here
+
+
+@needs_launcher
+def test_c_launcher_leaves_errors_to_python(tmp_path: Path, c_driver: CFakeDriver) -> None:
+    m = make_module(tmp_path)
+    c_driver.signatures = {k.symbol: slot_types(k.params) for k in SAXPY_KERNELS}
+    x = FakeArray()
+    m.saxpy[1, 256](2.0, x, x, x)
+    m.scale[1, 256](2.0, x, x)
+    m.scale[1, 256](2.0, x, x)
+    assert paths(c_driver) == ["python", "python", "c"]
+    for call, message in [
+        (lambda: m.saxpy[1, 256](1.0, x, x), "saxpy() takes 4 arguments (a, x, y, out); got 3"),
+        (lambda: m.scale[1, 256](2.0, FakeArray(4, "<f8"), x), "parameter 'x' of scale needs f32 elements; got f64"),
+        (lambda: m.scale[1, 256](2.0, x, FakeArray(readonly=True)), "parameter 'out' of scale is written by the kernel; got a read-only array"),
+        (lambda: m.scale[1, 256]("2", x, x), "parameter 'a' of scale needs a number (f32); got str '2'"),
+        (lambda: m.scale[1, 256](2.0, FakeArray(4, strides=(8,)), x), "parameter 'x' of scale needs a contiguous 1-D array; got a stride of 2 elements"),
+        (lambda: m.scale[1, 256](2.0, FakeArray(shape=(2, 2)), x), "parameter 'x' of scale needs a 1-D array; got shape (2, 2)"),
+        (lambda: m.scale[1, 256](2.0, np.zeros(4, np.float32), x), "parameter 'x' of scale needs a device array; got a numpy.ndarray (host memory) — copy it to the GPU first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x)"),
+        (lambda: m.saxpy[1, 256](2, FakeArray(4, "<i4"), FakeArray(4, "<i4"), FakeArray(4, "<i4")), "saxpy has no specialization for these arguments (x: i32, y: i32, out: i32); available: (T=f32), (T=f64)"),
+    ]:  # fmt: skip
+        expect_type_error(call, message)
+    # handled by the Python path, then launched: a NumPy scalar, an empty grid, a DLPack array
+    m.scale[1, 256](np.float32(0.5), x, x)
+    m.scale[0, 256](1.0, x, x)
+    m.scale[1, 256](1.0, FakeDLPack((4,), ptr=0x77), x)
+    assert paths(c_driver)[3:] == ["python", "python"]
+    assert c_driver.launches[-1]["values"][1] == 0x77
+    # a read-only input is fine where the kernel only reads
+    m.scale[1, 256](1.0, FakeArray(readonly=True), x)
+    assert paths(c_driver)[-1] == "c"
+
+
+@needs_launcher
+def test_c_launcher_scalar_dispatch_stays_in_python(tmp_path: Path, c_driver: CFakeDriver) -> None:
+    kernels = tuple(
+        KernelSpec("fill", f"fill__{t}", (ParamSpec("value", "scalar", t), ParamSpec("out", "mut_slice", "i64")), {"T": t})
+        for t in ("i32", "i64")
+    )
+    m = make_module(tmp_path, SCALAR_GENERIC_SOURCE, kernels)
+    c_driver.signatures = {k.symbol: slot_types(k.params) for k in kernels}
+    out = FakeArray(3, "<i8")
+    for value in (5, 5, 2**40, 2**40):
+        m.fill[1, 32](value, out)
+    assert paths(c_driver) == ["python"] * 4
+    assert [launch["fn"] for launch in c_driver.launches] == ["fill__i32", "fill__i32", "fill__i64", "fill__i64"]
+
+
+@needs_launcher
+def test_c_launcher_reports_kernel_and_cuda_errors(tmp_path: Path, c_driver: CFakeDriver) -> None:
+    m = make_module(tmp_path, error_sites=SITES)
+    c_driver.signatures = {"scale": SCALE_SLOTS}
+    x = FakeArray()
+    m.scale[1, 32](1.0, x, x)
+    m.scale[1, 32](1.0, x, x)
+    assert paths(c_driver) == ["python", "c"]
+    fail_on_device(c_driver, 1, 1, index=4, length=4)
+    with pytest.raises(oxide.KernelError, match=r"^bounds check failed in kernel scale at pkg/kernels.py:12:18: x\[i\] with index 4 but length 4$"):
+        m.scale[1, 32](1.0, x, x)
+    assert len(c_driver.launches) == 2
+    m.scale[1, 32](1.0, x, x)
+    assert paths(c_driver) == ["python", "c", "c"]
+    c_driver.c_result = int(real_driver.CUresult.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
+    with pytest.raises(CudaError) as info:
+        m.scale[2, 64](1.0, x, x)
+    assert str(info.value) == (
+        "launching kernel scale (grid (2, 1, 1), block (64, 1, 1)) failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES "
+        "(fake description)"
+    )
+
+
+@needs_launcher
+def test_c_launcher_follows_the_current_context(tmp_path: Path, c_driver: CFakeDriver) -> None:
+    m = make_module(tmp_path)
+    c_driver.signatures = {"scale": SCALE_SLOTS}
+    x = FakeArray()
+    m.scale[1, 32](1.0, x, x)
+    m.scale[1, 32](1.0, x, x)
+    c_driver.ctx = 0xC1  # another context: its module is loaded there first, by Python
+    m.scale[1, 32](1.0, x, x)
+    m.scale[1, 32](1.0, x, x)
+    c_driver.ctx = 0xC0
+    m.scale[1, 32](1.0, x, x)
+    assert paths(c_driver) == ["python", "c", "python", "c", "c"]
+    assert len(c_driver.loaded) == 2
+
+
+class _FakeTorchDType:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"torch.{self.name}"
+
+
+def _fake_torch() -> types.ModuleType:
+    torch = types.ModuleType("torch")
+    for name in ("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool"):
+        setattr(torch, name, _FakeTorchDType(name))
+
+    class Size(tuple):  # type: ignore[type-arg]
+        pass
+
+    class Tensor:
+        def __init__(self, n: int, dtype: Any, ptr: int, stride: int = 1, cuda: bool = True, shape: Any = None) -> None:
+            self.shape = Size(shape if shape is not None else (n,))
+            self.dtype, self._ptr, self._stride, self.is_cuda = dtype, ptr, stride, cuda
+            self.device = types.SimpleNamespace(type="cuda" if cuda else "cpu")
+
+        def dim(self) -> int:
+            return len(self.shape)
+
+        def stride(self, i: int) -> int:
+            return self._stride
+
+        def is_contiguous(self) -> bool:
+            return self._stride == 1 or self.shape[0] <= 1
+
+        def data_ptr(self) -> int:
+            return self._ptr
+
+    Tensor.__module__ = "torch"
+    torch.Tensor = Tensor  # type: ignore[attr-defined]
+    return torch
+
+
+def _fake_cupy() -> types.ModuleType:
+    cupy = types.ModuleType("cupy")
+
+    class ndarray:
+        def __init__(self, n: int, dtype: Any, ptr: int, stride: int | None = None) -> None:
+            self.dtype = np.dtype(dtype)
+            self.shape = (n,)
+            self.ndim = 1
+            self.itemsize = self.dtype.itemsize
+            self.strides = (stride if stride is not None else self.itemsize,)
+            self.data = types.SimpleNamespace(ptr=ptr)
+
+    ndarray.__module__ = "cupy"
+    cupy.ndarray = ndarray  # type: ignore[attr-defined]
+    return cupy
+
+
+@needs_launcher
+def test_c_launcher_reads_torch_cupy_and_device_arrays(
+    tmp_path: Path, c_driver: CFakeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    torch, cupy = _fake_torch(), _fake_cupy()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    m = make_module(tmp_path)
+    c_driver.signatures = {k.symbol: slot_types(k.params) for k in SAXPY_KERNELS}
+    t = torch.Tensor(8, torch.float32, 0x1000)  # type: ignore[attr-defined]
+    c = cupy.ndarray(8, np.float32, 0x2000)  # type: ignore[attr-defined]
+    d = oxide.runtime.DeviceArray(0x3000, (8,), "f32", owned=False)
+    for _ in range(2):
+        m.saxpy[1, 32](2.0, t, c, d)
+    assert paths(c_driver) == ["python", "c"]
+    assert c_driver.launches[0]["values"] == c_driver.launches[1]["values"] == [2.0, 0x1000, 8, 0x2000, 8, 0x3000, 8]
+    t64 = torch.Tensor(8, torch.float64, 0x1000)  # type: ignore[attr-defined]
+    c64 = cupy.ndarray(8, np.float64, 0x2000)  # type: ignore[attr-defined]
+    m.saxpy[1, 32](2.0, t64, c64, t64)
+    m.saxpy[1, 32](2.0, t64, c64, t64)
+    assert paths(c_driver)[2:] == ["python", "c"]
+    for call, message in [
+        (lambda: m.saxpy[1, 32](2.0, torch.Tensor(8, torch.float32, 1, stride=2), c, d), "parameter 'x' of saxpy needs a contiguous 1-D array; got a stride of 2 elements"),  # type: ignore[attr-defined]
+        (lambda: m.saxpy[1, 32](2.0, torch.Tensor(8, torch.float32, 1, cuda=False), c, d), "parameter 'x' of saxpy needs a device array; got a torch.Tensor (host memory) — copy it to the GPU first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x)"),  # type: ignore[attr-defined]
+        (lambda: m.saxpy[1, 32](2.0, torch.Tensor(8, torch.float32, 1, shape=(2, 4)), c, d), "parameter 'x' of saxpy needs a 1-D array; got shape (2, 4)"),  # type: ignore[attr-defined]
+        (lambda: m.saxpy[1, 32](2.0, t, cupy.ndarray(8, np.float32, 1, stride=8), d), "parameter 'y' of saxpy needs a contiguous 1-D array; got a stride of 2 elements"),  # type: ignore[attr-defined]
+        (lambda: m.saxpy[1, 32](2.0, t, c, torch.Tensor(8, torch.int32, 1)), "saxpy has no specialization for these arguments (x: f32, y: f32, out: i32); available: (T=f32), (T=f64)"),  # type: ignore[attr-defined]
+    ]:  # fmt: skip
+        expect_type_error(call, message)
+    assert len(c_driver.launches) == 4
+    # one element: any stride is contiguous, on both paths
+    m.saxpy[1, 32](2.0, torch.Tensor(1, torch.float32, 0x5, stride=9), cupy.ndarray(1, np.float32, 0x6, stride=64), d)  # type: ignore[attr-defined]
+    assert paths(c_driver)[-1] == "c" and c_driver.launches[-1]["values"][1:5] == [0x5, 1, 0x6, 1]
+
+
+def test_pure_python_mode(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    code = (
+        "from oxide.runtime import launcher, kernel\n"
+        "assert not launcher.ENABLED and launcher.new_plan() is None\n"
+        "assert kernel.LaunchConfig.__mro__[1] is object\n"
+    )
+    env = {**os.environ, "OXIDE_PURE_PYTHON": "1"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def _run_runtime_tests(cwd: Path, env: dict[str, str], selection: str) -> str:
+    import subprocess
+
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(Path(__file__)), "-k", selection, "-rs"],
+        env=env, capture_output=True, text=True, cwd=cwd,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+@needs_launcher
+def test_runtime_tests_pass_in_pure_python_mode() -> None:
+    import os
+
+    env = {**os.environ, "OXIDE_PURE_PYTHON": "1"}
+    out = _run_runtime_tests(Path(__file__).parent.parent, env, "not pure_python and not built_tree")
+    assert " passed" in out and " failed" not in out
+
+
+def _compile_launcher(package_dir: Path) -> None:
+    import shutil
+    import subprocess
+    import sysconfig
+
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(cc) is None:
+        pytest.skip(f"no C compiler ({cc})")
+    include = sysconfig.get_paths()["include"]
+    if not (Path(include) / "Python.h").is_file():
+        pytest.skip("no Python headers")
+    source = Path(oxide.__file__).parent / "runtime" / "_launcher.c"
+    target = package_dir / "runtime" / f"_launcher{sysconfig.get_config_var('EXT_SUFFIX')}"
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", f"-I{include}", str(source), "-o", str(target)], check=True)
+
+
+def test_c_launcher_in_a_built_tree(tmp_path: Path) -> None:
+    """Where this process runs oxide from a source tree without the compiled launcher (CI runs
+    the tests from the checkout): build it into a copy and run the C-launcher tests there."""
+    import os
+    import shutil
+
+    if launcher.ENABLED:
+        pytest.skip("the C launcher is built here: its tests ran in this process")
+    if os.environ.get("OXIDE_PURE_PYTHON", "").strip() in ("1", "true", "yes"):
+        pytest.skip("OXIDE_PURE_PYTHON is set")
+    tree = tmp_path / "tree"
+    shutil.copytree(Path(oxide.__file__).parent, tree / "oxide", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    _compile_launcher(tree / "oxide")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = _run_runtime_tests(tree, env, "c_launcher and not built_tree")
+    assert " passed" in out and "skipped" not in out, out

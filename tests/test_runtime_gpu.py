@@ -459,3 +459,234 @@ def test_launch_overhead(kmod: types.ModuleType) -> None:
         synchronize()
     print(f"host time per launch: {best * 1e6:.2f} µs")
     assert best < 30e-6
+
+
+# ---------------------------------------------------------------------------------------------
+# device-side errors: a kernel compiled by oxide_build with a deliberate out-of-bounds read
+
+CHECKED_SOURCE = '''
+import oxide
+from oxide import DisjointSlice, Slice, f32, thread
+
+
+@oxide.kernel
+def oob(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i < len(out):
+        out[i] = x[i + 1]
+
+
+@oxide.kernel
+def copy(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i < len(out):
+        out[i] = x[i]
+
+
+@oxide.kernel
+def positive(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i < len(out):
+        assert x[i] > 0.0, "x must be positive"
+        out[i] = x[i]
+'''
+
+
+def _line_of(source: str, text: str) -> int:
+    return next(n for n, line in enumerate(source.splitlines(), 1) if text in line)
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> types.ModuleType:
+    """CHECKED_SOURCE compiled for this GPU by oxide_build, imported from a temporary directory."""
+    pytest.importorskip("llvmlite")
+    from oxide.errors import ToolchainError
+    from oxide.runtime import device
+
+    try:
+        from oxide_build.compile import SUPPORTED_ARCHS, CompileOptions, compile_module
+        from oxide_build.package.artifacts import write_module_artifacts
+    except ImportError as e:
+        pytest.skip(f"oxide_build is not installed: {e}")
+    arch = device.context_device(device.current_context()).arch
+    if arch not in SUPPORTED_ARCHS:
+        pytest.skip(f"oxide_build does not target {arch}")
+    root = tmp_path_factory.mktemp("checked")
+    name = f"oxchecked_{uuid.uuid4().hex[:10]}"
+    src = root / f"{name}.py"
+    src.write_text(CHECKED_SOURCE)
+    try:
+        compiled = compile_module(src, name, CompileOptions(archs=(arch,)))
+    except ToolchainError as e:
+        pytest.skip(f"no compiler toolchain: {e}")
+    write_module_artifacts(compiled, root)
+    spec = importlib.util.spec_from_file_location(name, src)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    module.SOURCE_FILE = src.name  # type: ignore[attr-defined]
+    return module
+
+
+def test_out_of_bounds_read_raises_kernel_error(checked: types.ModuleType) -> None:
+    import oxide
+    from oxide.runtime import DeviceArray, device, synchronize
+
+    n = 1000
+    host = np.arange(n, dtype=np.float32) + 1
+    x = DeviceArray.from_numpy(host)
+    out = DeviceArray.from_numpy(np.zeros(n, np.float32))
+    checked.oob[checked.oob.grid_for(n), 256](x, out)
+    with pytest.raises(oxide.KernelError) as info:
+        synchronize()
+    e = info.value
+    line = _line_of(CHECKED_SOURCE, "out[i] = x[i + 1]")
+    col = CHECKED_SOURCE.splitlines()[line - 1].index("x[i + 1]") + 1
+    assert e.kernel == "oob"
+    assert e.location == f"{checked.SOURCE_FILE}:{line}:{col}"
+    assert (e.index, e.length) == (n, n)
+    assert str(e) == f"bounds check failed in kernel oob at {e.location}: x[i + 1] with index {n} but length {n}"
+    # the failing thread exited; every other thread did its work
+    np.testing.assert_array_equal(out.to_numpy()[: n - 1], host[1:])
+
+    # the process is still usable: a correct kernel runs (twice: the Python path, then the C one)
+    out2 = DeviceArray.from_numpy(np.zeros(n, np.float32))
+    for _ in range(2):
+        checked.copy[checked.copy.grid_for(n), 256](x, out2)
+    synchronize()
+    np.testing.assert_array_equal(out2.to_numpy(), host)
+
+    # a second failure, now raised by the next launch (after a synchronisation oxide did not see)
+    for _ in range(2):  # twice: the second launch of oob takes the C path
+        checked.oob[checked.oob.grid_for(n), 256](x, out)
+        with pytest.raises(oxide.KernelError, match=f"with index {n} but length {n}$"):
+            (err,) = device.driver().cuCtxSynchronize()
+            assert err == 0
+            checked.copy[checked.copy.grid_for(n), 256](x, out2)  # raises before launching
+    oxide.runtime.check_kernel_errors()  # nothing left
+    synchronize()
+
+
+def test_assert_failure_raises_kernel_error(checked: types.ModuleType) -> None:
+    import oxide
+    from oxide.runtime import DeviceArray, synchronize
+
+    n = 4096
+    host = np.ones(n, np.float32)
+    host[1234] = -1.0
+    out = DeviceArray.from_numpy(np.zeros(n, np.float32))
+    checked.positive[checked.positive.grid_for(n), 256](DeviceArray.from_numpy(host), out)
+    with pytest.raises(oxide.KernelError) as info:
+        synchronize()
+    line = _line_of(CHECKED_SOURCE, "assert x[i] > 0.0")
+    assert str(info.value) == (
+        f"assertion failed in kernel positive at {checked.SOURCE_FILE}:{line}:9: x[i] > 0.0: x must be positive"
+    )
+    assert (info.value.kernel, info.value.index, info.value.length) == ("positive", None, None)
+    got = out.to_numpy()
+    assert got[1234] == 0.0 and np.count_nonzero(got) == n - 1
+
+
+def test_kernel_error_after_torch_synchronize(checked: types.ModuleType) -> None:
+    torch = pytest.importorskip("torch")
+    import oxide
+
+    n = 300
+    x = torch.arange(n, dtype=torch.float32, device="cuda")
+    out = torch.zeros(n, dtype=torch.float32, device="cuda")
+    checked.oob[checked.oob.grid_for(n), 128](x, out)
+    torch.cuda.synchronize()
+    with pytest.raises(oxide.KernelError, match=f"kernel oob .* with index {n} but length {n}$"):
+        oxide.runtime.check_kernel_errors()
+    checked.copy[checked.copy.grid_for(n), 128](x, out)
+    torch.cuda.synchronize()
+    oxide.runtime.check_kernel_errors()
+    assert torch.equal(out, x)
+
+
+ILLEGAL_PTX = r"""
+.version 7.8
+.target sm_80
+.address_size 64
+
+.visible .entry poke(.param .f32 a, .param .u64 out, .param .u64 out_len)
+{
+	.reg .b64 %rd<2>;
+	.reg .f32 %f<2>;
+	ld.param.f32 %f1, [a];
+	mov.u64 %rd1, 8;
+	st.global.f32 [%rd1], %f1;
+	ret;
+}
+"""
+
+
+def test_illegal_address_is_a_cuda_error(tmp_path: Path) -> None:
+    """A sticky error ruins the context, so this runs in a process of its own."""
+    from oxide.runtime.manifest import KernelSpec, ModuleManifest, ParamSpec, manifest_path
+
+    name = "oxillegal"
+    src = tmp_path / f"{name}.py"
+    src.write_text("from oxide import kernel, f32, MutSlice\n\n@kernel\ndef poke(a: f32, out: MutSlice[f32]) -> None:\n    pass\n")
+    path = manifest_path(tmp_path, name)
+    path.parent.mkdir()
+    (path.parent / f"{name}.ptx").write_text(ILLEGAL_PTX)
+    path.write_text(
+        ModuleManifest(
+            module=name,
+            source=src.name,
+            source_sha256=hashlib.sha256(src.read_bytes()).hexdigest(),
+            kernels=(KernelSpec("poke", "poke", (ParamSpec("a", "scalar", "f32"), ParamSpec("out", "mut_slice", "f32"))),),
+            cubins={},
+            ptx={"sm_80": f"{name}.ptx"},
+        ).to_json()
+    )
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        import oxillegal
+        from oxide.errors import CudaError
+        from oxide.runtime import DeviceArray, synchronize
+        out = DeviceArray.empty(4, "f32")
+        oxillegal.poke[1, 1](1.0, out)
+        try:
+            synchronize()
+        except CudaError as e:
+            print("NAME", e.name)
+            print("TEXT", e)
+        try:
+            oxillegal.poke[1, 1](1.0, out)
+        except CudaError as e:
+            print("NEXT", e.name)
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "NAME CUDA_ERROR_ILLEGAL_ADDRESS" in result.stdout, result.stdout
+    assert "NEXT CUDA_ERROR_ILLEGAL_ADDRESS" in result.stdout, result.stdout
+
+
+def test_c_launcher_is_used_on_the_gpu(kmod: types.ModuleType) -> None:
+    """With the extension built, the second launch of a kernel takes the C path."""
+    from oxide.runtime import DeviceArray, launcher, synchronize
+
+    if not launcher.ENABLED:
+        pytest.skip("the C launcher is not built (python setup.py build_ext --inplace) or OXIDE_PURE_PYTHON=1")
+    x = DeviceArray.from_numpy(np.ones(256, np.float32))
+    out = DeviceArray.empty(256, "f32")
+    launch = kmod.saxpy[1, 256]
+    launch(2.0, x, x, out)
+    assert launcher._ext.has_driver()
+    calls: list[tuple[Any, ...]] = []
+    original = type(kmod.saxpy)._launch
+    try:
+        type(kmod.saxpy)._launch = lambda self, *a: (calls.append(a), original(self, *a))[1]  # type: ignore[method-assign]
+        for _ in range(10):
+            launch(3.0, x, x, out)
+    finally:
+        type(kmod.saxpy)._launch = original  # type: ignore[method-assign]
+    synchronize()
+    assert calls == []  # none took the Python path
+    np.testing.assert_array_equal(out.to_numpy(), np.full(256, 4.0, np.float32))

@@ -38,6 +38,11 @@ class _Thread:
         """blockIdx.x * blockDim.x + threadIdx.x, as the calling thread's ThreadIndex."""
         _device_only("thread.index_1d")
 
+    @staticmethod
+    def index_2d() -> tuple[ThreadIndex, ThreadIndex]:
+        """(row, col): the y and x global indices of the calling thread."""
+        _device_only("thread.index_2d")
+
 
 class _Block:
     idx = _Dim3Marker("block.idx")

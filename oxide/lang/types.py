@@ -19,6 +19,9 @@ __all__ = [
     "Slice",
     "DisjointSlice",
     "MutSlice",
+    "Tensor",
+    "MutTensor",
+    "DisjointTensor",
     "ThreadIndex",
 ]
 
@@ -98,6 +101,18 @@ class DisjointSlice(_View[_T]):
 
 class MutSlice(_View[_T]):
     """A 1-D view written anywhere, only inside ``with oxide.unsafe():``."""
+
+
+class Tensor(_View[_T]):
+    """A read-only N-d strided view: ``Tensor[f32, 2]``; ``.shape[k]``, ``.strides[k]``."""
+
+
+class MutTensor(_View[_T]):
+    """An N-d view written anywhere, only inside ``with oxide.unsafe():``."""
+
+
+class DisjointTensor(_View[_T]):
+    """A 2-D view each thread writes only at its own ``thread.index_2d()``."""
 
 
 class ThreadIndex(int):

@@ -29,14 +29,16 @@ __all__ = [
 MANIFEST_FORMAT = 1
 ARTIFACT_DIR = "_oxide"
 
-VIEW_KINDS = ("slice", "disjoint_slice", "mut_slice")
+VIEW_KINDS = ("slice", "disjoint_slice", "mut_slice", "tensor", "mut_tensor", "disjoint_tensor")
+TENSOR_KINDS = ("tensor", "mut_tensor", "disjoint_tensor")
 
 
 @dataclass(frozen=True)
 class ParamSpec:
     name: str
-    kind: str  # "scalar" or one of VIEW_KINDS
+    kind: str  # "scalar", "constexpr" (compiled in, not passed) or one of VIEW_KINDS
     dtype: str  # scalar type name: "f32", "i64", ...
+    ndim: int = 1  # views: Slice kinds are 1-D; a tensor passes pointer, shape[ndim], strides[ndim]
 
     @property
     def is_view(self) -> bool:
@@ -44,7 +46,11 @@ class ParamSpec:
 
     @property
     def is_mutable_view(self) -> bool:
-        return self.kind in ("disjoint_slice", "mut_slice")
+        return self.kind in ("disjoint_slice", "mut_slice", "mut_tensor", "disjoint_tensor")
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind in TENSOR_KINDS
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ def _nvvm():  # type: ignore[no-untyped-def]
     try:
         from cuda.bindings import nvvm
     except ImportError:
-        raise ToolchainError(f"cuda-bindings is not installed: pip install 'oxide-cuda[build]'") from None
+        raise ToolchainError("cuda-bindings is not installed: pip install 'oxide-cuda[build]'") from None
     try:
         nvvm.version()
     except Exception as exc:  # libnvvm.so is missing or cannot be loaded
@@ -114,8 +114,6 @@ def nvvm_ir_text(llvm_ir: str, keep: tuple[str, ...] | None = None, arch: str = 
     i.e. kernels and exported device functions); externally visible global variables are
     always listed.
     """
-    from cuda.bindings import nvvm  # noqa: F401  (the caller checked the toolchain)
-
     major, minor, dbg_major, dbg_minor = _nvvm().ir_version()
     out: list[str] = []
     defined: list[tuple[str, str]] = []  # (symbol as printed, pointer type)

@@ -448,7 +448,7 @@ class ProgramBuilder:
 
 def _param_spec(p: ir.Param) -> ParamSpec:
     if isinstance(p.ty, ViewType):
-        return ParamSpec(p.name, p.ty.kind, p.ty.elem.name)
+        return ParamSpec(p.name, p.ty.kind, p.ty.elem.name, p.ty.ndim)
     scalar = as_scalar(p.ty)
     assert scalar is not None
     return ParamSpec(p.name, "scalar", scalar.name)

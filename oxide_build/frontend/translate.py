@@ -115,17 +115,29 @@ def resolve_annotation(
         return TupleType(tuple(elems))
     if isinstance(node, ast.Subscript):
         view = oxide_name(module, node.value)
+        if view == "Constexpr":
+            return I64
         if view not in VIEW_KINDS:
             raise module.error(node, f"unknown generic type {ast.unparse(node.value)!r} in {what}",
-                               "views are Slice[T], DisjointSlice[T] and MutSlice[T] from oxide")
-        elem = resolve_annotation(module, node.slice, typevars, what)
+                               "views are Slice[T], DisjointSlice[T], MutSlice[T] and Tensor[T, N] from oxide")
+        ndim = 1
+        elem_node = node.slice
+        if view.endswith("Tensor"):
+            if not (isinstance(node.slice, ast.Tuple) and len(node.slice.elts) == 2):
+                raise module.error(node, f"{view} takes an element type and a dimension count: {view}[f32, 2]")
+            elem_node, ndim_node = node.slice.elts
+            n = ndim_node.value if isinstance(ndim_node, ast.Constant) else None
+            if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 8:
+                raise module.error(ndim_node, f"the dimension count of {view} must be an integer from 1 to 8")
+            ndim = n
+        elem = resolve_annotation(module, elem_node, typevars, what)
         if isinstance(elem, TypeVarBinding):
             if elem.bound is None:
                 return elem
             elem = elem.bound
         if not isinstance(elem, ScalarType):
-            raise module.error(node.slice, f"{view} elements must be scalars, not {type_name(elem)}")
-        return ViewType(VIEW_KINDS[view], elem)
+            raise module.error(elem_node, f"{view} elements must be scalars, not {type_name(elem)}")
+        return ViewType(VIEW_KINDS[view], elem, ndim)
     if isinstance(node, ast.Name):
         if node.id in typevars:
             tv = typevars[node.id]
@@ -461,11 +473,30 @@ class FunctionTranslator(ast.NodeVisitor):
             site = self.check_site(target, view, index, f"{ast.unparse(target.value)}[{_index_text(target.slice)}]")
             return ir.Store(view, index, value, self.loc(node), site)
         vt = view.ty
+        if vt.is_tensor:
+            if vt.kind == "tensor":
+                raise self.error(target, f"{ast.unparse(target.value)!r} is a read-only Tensor",
+                                 "declare it MutTensor (writes inside `with oxide.unsafe():`) or DisjointTensor")
+            if vt.kind == "mut_tensor" and self.unsafe_depth == 0:
+                raise self.error(target, f"writing the MutTensor {ast.unparse(target.value)!r} needs `with oxide.unsafe():`")
+            if vt.kind == "disjoint_tensor":
+                elts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+                want = ["1d"] if vt.ndim == 1 else ["row", "col"] if vt.ndim == 2 else None
+                got = [self.locals.get(e.id) if isinstance(e, ast.Name) else None for e in elts]
+                axes = [g.axis if isinstance(g, ThreadIndexType) else None for g in got]
+                if want is None or axes != want:
+                    raise self.error(target.slice, "a DisjointTensor is written only at the calling thread's own index",
+                                     "index it with `row, col = thread.index_2d()` as out[row, col]"
+                                     if vt.ndim == 2 else "use thread.index_1d() for 1-D")
+            flat = self.tensor_index(target.slice, view)
+            value = self.convert_implicit(self.expr(value_node), vt.elem, value_node,
+                                          f"store into {ast.unparse(target.value)}")
+            return ir.Store(view, flat, value, self.loc(node), None)
         index = self.index_expr(target.slice)
         if vt.kind == "slice":
             raise self.error(target, f"{ast.unparse(target.value)!r} is a read-only Slice",
                              "declare the parameter DisjointSlice[T] to write one element per thread")
-        if vt.kind == "disjoint_slice" and not isinstance(index.ty, ThreadIndexType):
+        if vt.kind == "disjoint_slice" and not (isinstance(index.ty, ThreadIndexType) and index.ty.axis == "1d"):
             raise self.error(
                 target.slice,
                 f"a DisjointSlice can only be written at the calling thread's ThreadIndex; "
@@ -748,6 +779,15 @@ class FunctionTranslator(ast.NodeVisitor):
         return {pair} if pair else set()
 
     def _index_len_pair(self, idx: ast.expr, length: ast.expr) -> tuple[str, str] | None:
+        if (isinstance(idx, ast.Name) and isinstance(length, ast.Subscript) and isinstance(length.value, ast.Attribute)
+                and length.value.attr == "shape" and isinstance(length.value.value, ast.Name)
+                and isinstance(length.slice, ast.Constant)):
+            view = length.value.value.id
+            ty = self.locals.get(idx.id)
+            if (isinstance(ty, ThreadIndexType) and self.assign_counts.get(idx.id, 0) <= 1
+                    and view in self.param_names and isinstance(self.locals.get(view), ViewType)):
+                return (idx.id, f"{view}.shape{length.slice.value}")
+            return None
         if not (isinstance(idx, ast.Name) and isinstance(length, ast.Call)
                 and isinstance(length.func, ast.Name) and length.func.id == "len"
                 and len(length.args) == 1 and isinstance(length.args[0], ast.Name)):
@@ -854,13 +894,54 @@ class FunctionTranslator(ast.NodeVisitor):
                          "available: thread.idx.x/y/z, block.idx.x, block.dim.x, grid.dim.x")
 
     def visit_Subscript(self, node: ast.Subscript) -> ir.Expr:
+        if (isinstance(node.value, ast.Attribute) and node.value.attr in ("shape", "strides")
+                and isinstance(node.value.value, ast.Name)
+                and isinstance(self.locals.get(node.value.value.id), ViewType)):
+            tv = self.expr(node.value.value)
+            assert isinstance(tv.ty, ViewType)
+            axis = node.slice.value if isinstance(node.slice, ast.Constant) else None
+            if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis < tv.ty.ndim:
+                raise self.error(node.slice, f"{node.value.attr} takes a constant axis from 0 to {tv.ty.ndim - 1}")
+            which = "shape" if node.value.attr == "shape" else "stride"
+            if not tv.ty.is_tensor:
+                if which == "shape":
+                    return ir.ViewLen(tv, I64, self.loc(node))
+                return ir.Const(1, I64, self.loc(node))
+            return ir.ViewDim(tv, axis, which, I64, self.loc(node))
         view = self.expr(node.value)
         if not isinstance(view.ty, (ViewType, ArrayType)):
             raise self.error(node.value, f"{ast.unparse(node.value)!r} is {type_name(view.ty)}, not a view",
                              "only Slice/DisjointSlice/MutSlice parameters and arrays can be indexed")
+        if isinstance(view.ty, ViewType) and view.ty.is_tensor:
+            return ir.ViewLoad(view, self.tensor_index(node.slice, view), view.ty.elem, self.loc(node), None)
         index = self.index_expr(node.slice, view.ty)
         site = self.check_site(node, view, index, f"{ast.unparse(node.value)}[{_index_text(node.slice)}]")
         return ir.ViewLoad(view, index, view.ty.elem, self.loc(node), site)
+
+    def tensor_index(self, node: ast.expr, view: ir.Expr) -> ir.Expr:
+        """``t[i, j]`` → the element offset Σ index·stride, each axis checked against its size."""
+        vt = view.ty
+        assert isinstance(vt, ViewType)
+        elts = node.elts if isinstance(node, ast.Tuple) else [node]
+        if len(elts) != vt.ndim:
+            raise self.error(node, f"this tensor has {vt.ndim} dimension(s): index it with {vt.ndim} value(s)")
+        loc = self.loc(node)
+        offset: ir.Expr | None = None
+        for axis, elt in enumerate(elts):
+            part = self.index_expr(elt)
+            name = elt.id if isinstance(elt, ast.Name) else None
+            part64 = ir.Cast(part, I64, loc) if isinstance(part.ty, ThreadIndexType) else self.convert(self.materialize(part), I64, elt)
+            proven = (name is not None and isinstance(view, ir.Var)
+                      and (name, f"{view.name}.shape{axis}") in self.scopes[-1].proven)
+            if self.bounds_check and not proven:
+                view_text = view.name if isinstance(view, ir.Var) else "tensor"
+                site = self.builder.add_error_site("bounds", self.kernel_name, self.module, elt,
+                                                   f"{view_text}[{_index_text(node)}] axis {axis}")
+                part64 = ir.Intrinsic("checked_index", [part64, ir.ViewDim(view, axis, "shape", I64, loc)], I64, loc, site)
+            term: ir.Expr = ir.BinOp("*", part64, ir.ViewDim(view, axis, "stride", I64, loc), I64, loc)
+            offset = term if offset is None else ir.BinOp("+", offset, term, I64, loc)
+        assert offset is not None
+        return ir.Intrinsic("flat_index", [offset], I64, loc)
 
     def index_expr(self, node: ast.expr, container: Type | None = None) -> ir.Expr:
         if isinstance(node, ast.Slice):
@@ -1069,6 +1150,8 @@ class FunctionTranslator(ast.NodeVisitor):
                     return ir.Const(view.ty.shape[0], I64, loc, weak=True)
                 if not isinstance(view.ty, ViewType):
                     raise self.error(node.args[0], f"len() needs a view, got {type_name(view.ty)}")
+                if view.ty.is_tensor:
+                    return ir.ViewDim(view, 0, "shape", I64, loc)
                 return ir.ViewLen(view, I64, loc)
             if builtin in PYTHON_SCALARS:
                 return self.conversion(PYTHON_SCALARS[builtin], node)
@@ -1148,6 +1231,11 @@ class FunctionTranslator(ast.NodeVisitor):
             if node.args:
                 raise self.error(node, "thread.index_1d() takes no arguments")
             return ir.ThreadIndex1D(THREAD_INDEX, loc)
+        if name == "thread.index_2d":
+            if node.args:
+                raise self.error(node, "thread.index_2d() takes no arguments")
+            row, col = ThreadIndexType("row"), ThreadIndexType("col")
+            return ir.MakeTuple([ir.ThreadIndex1D(row, loc), ir.ThreadIndex1D(col, loc)], TupleType((row, col)), loc)
         if name == "block.sync":
             if node.args:
                 raise self.error(node, "block.sync() takes no arguments")

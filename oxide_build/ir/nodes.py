@@ -9,7 +9,7 @@ from .types import ScalarType, Type, ViewType
 
 __all__ = [
     "Loc", "Expr", "Stmt",
-    "Const", "Var", "BinOp", "Compare", "BoolOp", "Not", "Neg", "Cast", "Call", "ViewLen",
+    "Const", "Var", "BinOp", "Compare", "BoolOp", "Not", "Neg", "Cast", "Call", "ViewLen", "ViewDim",
     "ViewLoad", "ThreadIndex1D", "SpecialReg", "Select", "Intrinsic", "MakeTuple", "TupleGet",
     "ArrayDecl", "Check",
     "Assign", "Store", "If", "While", "Return", "ExprStmt", "Break", "Continue",
@@ -102,6 +102,17 @@ class ViewLen:
 
 
 @dataclass
+class ViewDim:
+    """``x.shape[axis]`` or ``x.strides[axis]`` (in elements) of a tensor view."""
+
+    view: Expr
+    axis: int
+    which: str  # "shape" or "stride"
+    ty: ScalarType
+    loc: Loc
+
+
+@dataclass
 class ViewLoad:
     view: Expr
     index: Expr
@@ -160,7 +171,7 @@ class TupleGet:
 
 
 Expr = Union[
-    Const, Var, BinOp, Compare, BoolOp, Not, Neg, Cast, Call, ViewLen, ViewLoad, ThreadIndex1D,
+    Const, Var, BinOp, Compare, BoolOp, Not, Neg, Cast, Call, ViewLen, ViewDim, ViewLoad, ThreadIndex1D,
     SpecialReg, Select, Intrinsic, MakeTuple, TupleGet,
 ]
 

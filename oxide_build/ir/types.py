@@ -15,29 +15,38 @@ __all__ = [
 BOOL, I32, I64, F32, F64 = boolean, i32, i64, f32, f64
 
 # language name -> manifest kind
-VIEW_KINDS = {"Slice": "slice", "DisjointSlice": "disjoint_slice", "MutSlice": "mut_slice"}
+VIEW_KINDS = {"Slice": "slice", "DisjointSlice": "disjoint_slice", "MutSlice": "mut_slice",
+              "Tensor": "tensor", "MutTensor": "mut_tensor", "DisjointTensor": "disjoint_tensor"}
 
 
 @dataclass(frozen=True)
 class ViewType:
-    kind: str  # "slice", "disjoint_slice", "mut_slice"
+    kind: str  # "slice", "disjoint_slice", "mut_slice", "tensor", "mut_tensor", "disjoint_tensor"
     elem: ScalarType
+    ndim: int = 1
 
     @property
     def writable(self) -> bool:
-        return self.kind != "slice"
+        return self.kind not in ("slice", "tensor")
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind.endswith("tensor")
 
     def __str__(self) -> str:
         lang = {v: k for k, v in VIEW_KINDS.items()}[self.kind]
-        return f"{lang}[{self.elem.name}]"
+        return f"{lang}[{self.elem.name}, {self.ndim}]" if self.is_tensor else f"{lang}[{self.elem.name}]"
 
 
 @dataclass(frozen=True)
 class ThreadIndexType:
-    """An i64 known to be the calling thread's own global index (and so ≥ 0)."""
+    """An i64 known to be the calling thread's own global index (and so ≥ 0): ``axis`` "1d"
+    from ``thread.index_1d()``, "row" / "col" from ``thread.index_2d()``."""
+
+    axis: str = "1d"
 
     def __str__(self) -> str:
-        return "ThreadIndex"
+        return "ThreadIndex" if self.axis == "1d" else f"ThreadIndex({self.axis})"
 
 
 @dataclass(frozen=True)

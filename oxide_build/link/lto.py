@@ -42,6 +42,7 @@ class LinkSettings:
     link_inputs: tuple[str, ...] = ()
     cudadevrt: bool = False
     opt_level: int = 3
+    link_options: tuple[str, ...] = ()  # more nvJitLink options: -lineinfo, -maxrregcount=N
     cache: CompileCache = field(default_factory=lambda: CompileCache(enabled=False))
 
 
@@ -170,7 +171,7 @@ def link_module(
 ) -> bytes:
     """One cubin for ``arch``; an extern nothing defines, or an extern kernel missing from the
     result, is a ``LinkError`` that names the Python declaration and the inputs searched."""
-    opts = ("-lto", f"-O{min(max(settings.opt_level, 0), 3)}")
+    opts = _link_options(settings)
     key = cache_key("nvjitlink-cubin", tool_versions(), arch, *opts,
                     *[part for i in inputs for part in (i.name, i.kind, i.data)])
     cubin = settings.cache.get(key)
@@ -195,9 +196,16 @@ def link_module_ptx(program: ir.Program, inputs: list[LinkInput], arch: str, set
     """The PTX of the whole LTO-linked module (nvJitLink ``-ptx``): the forward-compatible
     fallback, and a way to see what was inlined."""
     try:
-        return link_ptx(inputs, arch, ("-lto", f"-O{min(max(settings.opt_level, 0), 3)}"))
+        return link_ptx(inputs, arch, _link_options(settings))
     except UndefinedSymbolError as exc:
         raise LinkError(_undefined_message(program, exc, inputs, arch)) from None
+
+
+def _link_options(settings: LinkSettings) -> tuple[str, ...]:
+    opts = ["-lto", *settings.link_options]
+    if not any(o.startswith("-O") for o in opts):
+        opts.append(f"-O{min(max(settings.opt_level, 0), 3)}")
+    return tuple(opts)
 
 
 def _defines_symbol(cubin: bytes, symbol: str) -> bool:

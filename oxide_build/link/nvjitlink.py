@@ -111,7 +111,7 @@ def _input_problem(inp: LinkInput, arch: str, exc: Exception, log: str) -> str:
         return (f"the linker input {inp.name} ({inp.kind}) was built for another arch than {arch}{detail}\n"
                 f"  rebuild it for {arch} (e.g. nvcc -arch={arch} -dc -dlto, or a compute_XX with XX "
                 f"at most {arch.split('_')[1]}), or drop {arch} from the archs")
-    if "OUTDATED_LIBRARY" in text or "UNRECOGNIZED_INPUT" in text and inp.kind == "ltoir":
+    if "OUTDATED_LIBRARY" in text or ("UNRECOGNIZED_INPUT" in text and inp.kind == "ltoir"):
         return (f"the linker input {inp.name} ({inp.kind}) comes from a newer CUDA toolkit than this "
                 f"nvJitLink {nvjitlink_version()} ({text}){detail}\n"
                 f"  upgrade nvidia-nvjitlink (pip install -U nvidia-nvjitlink) to the toolkit that built "

@@ -61,7 +61,9 @@ def value_ll(ty: Type) -> ll.Type:
 def abi_params(params: list[ir.Param], kernel: bool) -> list[ll.Type]:
     out: list[ll.Type] = []
     for p in params:
-        if isinstance(p.ty, ViewType):
+        if isinstance(p.ty, ViewType) and p.ty.is_tensor:
+            out += [global_ptr(p.ty.elem)] + [I64T] * (2 * p.ty.ndim)
+        elif isinstance(p.ty, ViewType):
             out += [global_ptr(p.ty.elem), I64T]
         elif isinstance(p.ty, ScalarType) and p.ty.kind == "bool" and kernel:
             out.append(I8)
@@ -75,6 +77,8 @@ class _View:
     ptr: ll.Value
     length: ll.Value
     elem: ScalarType
+    shape: list[ll.Value] | None = None  # tensors
+    strides: list[ll.Value] | None = None
 
 
 @dataclass
@@ -247,7 +251,15 @@ class FunctionLowering:
     def lower(self) -> None:
         args = iter(self.llfn.args)
         for p in self.fn.params:
-            if isinstance(p.ty, ViewType):
+            if isinstance(p.ty, ViewType) and p.ty.is_tensor:
+                ptr = next(args)
+                ptr.name = f"{p.name}.ptr"
+                shape = [next(args) for _ in range(p.ty.ndim)]
+                strides = [next(args) for _ in range(p.ty.ndim)]
+                for k, (d, st) in enumerate(zip(shape, strides)):
+                    d.name, st.name = f"{p.name}.shape{k}", f"{p.name}.stride{k}"
+                self.views[p.name] = _View(ptr, shape[0], p.ty.elem, shape, strides)
+            elif isinstance(p.ty, ViewType):
                 ptr, length = next(args), next(args)
                 ptr.name, length.name = f"{p.name}.ptr", f"{p.name}.len"
                 self.views[p.name] = _View(ptr, length, p.ty.elem)
@@ -446,6 +458,10 @@ class FunctionLowering:
             return self.call(e)
         if isinstance(e, ir.ViewLen):
             return self.view(e.view).length
+        if isinstance(e, ir.ViewDim):
+            v = self.view(e.view)
+            assert v.shape is not None and v.strides is not None
+            return (v.shape if e.which == "shape" else v.strides)[e.axis]
         if isinstance(e, ir.ViewLoad):
             view = self.view(e.view)
             index = self.index(e.index)
@@ -457,9 +473,10 @@ class FunctionLowering:
                 value = b.icmp_unsigned("!=", value, ll.Constant(I8, 0))
             return value
         if isinstance(e, ir.ThreadIndex1D):
-            tid = b.zext(self.sreg("tid.x"), I64T)
-            ctaid = b.zext(self.sreg("ctaid.x"), I64T)
-            ntid = b.zext(self.sreg("ntid.x"), I64T)
+            dim = "y" if isinstance(e.ty, ThreadIndexType) and e.ty.axis == "row" else "x"
+            tid = b.zext(self.sreg(f"tid.{dim}"), I64T)
+            ctaid = b.zext(self.sreg(f"ctaid.{dim}"), I64T)
+            ntid = b.zext(self.sreg(f"ntid.{dim}"), I64T)
             return b.add(b.mul(ctaid, ntid, flags=["nuw", "nsw"]), tid, flags=["nuw", "nsw"])
         if isinstance(e, ir.SpecialReg):
             return self.sreg(e.name)
@@ -504,7 +521,11 @@ class FunctionLowering:
         callee = self.parent.functions[e.symbol]
         args: list[ll.Value] = []
         for a in e.args:
-            if isinstance(a.ty, ViewType):
+            if isinstance(a.ty, ViewType) and a.ty.is_tensor:
+                v = self.view(a)
+                assert v.shape is not None and v.strides is not None
+                args += [v.ptr, *v.shape, *v.strides]
+            elif isinstance(a.ty, ViewType):
                 v = self.view(a)
                 args += [v.ptr, v.length]
             else:
@@ -611,7 +632,7 @@ def _di_file_fields(path: str) -> dict[str, str]:
 
 def _is_pure(e: ir.Expr) -> bool:
     """True when evaluating ``e`` cannot fault or have effects (no loads, calls, intrinsics)."""
-    if isinstance(e, (ir.Const, ir.Var, ir.ThreadIndex1D, ir.SpecialReg, ir.ViewLen)):
+    if isinstance(e, (ir.Const, ir.Var, ir.ThreadIndex1D, ir.SpecialReg, ir.ViewLen, ir.ViewDim)):
         return True
     if isinstance(e, (ir.BinOp, ir.Compare)):
         if isinstance(e, ir.BinOp) and e.op in ("/", "//", "%") and e.ty.kind != "float":
