@@ -10,7 +10,7 @@ import pytest
 from oxide import CompileError
 from oxide_build.compile import CompileOptions, compile_module
 
-HEADER = 'import oxide as ox\nfrom oxide import Slice, DisjointSlice, MutSlice, f32, f64, i32, i64, u32, thread\n'
+HEADER = 'import oxide as ox\nfrom oxide import Slice, DisjointSlice, MutSlice, Tensor, MutTensor, DisjointTensor, f32, f64, i32, i64, u32, thread, block, warp\n'
 
 CASES: dict[str, tuple[str, str]] = {
     'unsupported_syntax_try': (
@@ -107,7 +107,79 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     'literal_overflow': (
         '\n@ox.kernel\ndef k(out: DisjointSlice[i32]) -> None:\n    i = thread.index_1d()\n    out[i] = 3000000000\n',
-        'kern.py:7:14: error: the literal 3000000000 does not fit in i32\n        out[i] = 3000000000\n                 ^',
+        'kern.py:7:14: error: the literal 3000000000 does not fit in i32\n        out[i] = 3000000000\n                 ^\n  hint: use a wider type, e.g. i64 or u32',
+    ),
+    'block_sync_divergent': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    if i < len(x):\n        block.sync()\n',
+        'kern.py:8:9: error: block.sync() under a condition that differs between threads can deadlock the block\n            block.sync()\n            ^\n  hint: move block.sync() out of the branch or loop so every thread reaches it',
+    ),
+    'shared_array_runtime_shape': (
+        '\n@ox.kernel\ndef k(n: i32, out: DisjointSlice[f32]) -> None:\n    tile = ox.shared.array(n, f32)\n',
+        'kern.py:6:28: error: array dimensions must be positive compile-time integers, got n\n        tile = ox.shared.array(n, f32)\n                               ^\n  hint: use a literal or a module-level constant; use shared.dynamic for launch-time sizes',
+    ),
+    'atomic_on_readonly_slice': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    ox.atomic.add(x, 0, 1.0)\n',
+        "kern.py:6:19: error: atomic.add cannot modify the read-only Slice 'x'\n        ox.atomic.add(x, 0, 1.0)\n                      ^\n  hint: declare the parameter DisjointSlice[T] or MutSlice[T]",
+    ),
+    'static_range_not_constant': (
+        '\n@ox.kernel\ndef k(n: i32, out: DisjointSlice[f32]) -> None:\n    for j in ox.static_range(n):\n        pass\n',
+        'kern.py:6:30: error: static_range() needs compile-time integers, got n\n        for j in ox.static_range(n):\n                                 ^\n  hint: use a literal or module-level constant, or a plain range()',
+    ),
+    'break_in_static_range': (
+        '\n@ox.kernel\ndef k(out: DisjointSlice[f32]) -> None:\n    for j in ox.static_range(4):\n        break\n',
+        'kern.py:7:9: error: `break` is not allowed in a static_range loop\n            break\n            ^\n  hint: use range() instead',
+    ),
+    'tensor_wrong_index_count': (
+        '\n@ox.kernel\ndef k(x: Tensor[f32, 2], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    out[i] = x[i]\n',
+        'kern.py:7:16: error: this tensor has 2 dimension(s): index it with 2 value(s)\n        out[i] = x[i]\n                   ^\n  hint: write t[i0, i1]',
+    ),
+    'disjoint_tensor_not_own_index': (
+        '\n@ox.kernel\ndef k(x: Tensor[f32, 2], out: DisjointTensor[f32, 2]) -> None:\n    r, c = thread.index_2d()\n    out[c, r] = x[r, c]\n',
+        "kern.py:7:9: error: a DisjointTensor is written only at the calling thread's own index\n        out[c, r] = x[r, c]\n            ^\n  hint: index it with `row, col = thread.index_2d()` as out[row, col]",
+    ),
+    'write_read_only_tensor': (
+        '\n@ox.kernel\ndef k(x: Tensor[f32, 2], out: DisjointSlice[f32]) -> None:\n    r, c = thread.index_2d()\n    x[r, c] = 0.0\n',
+        "kern.py:7:5: error: 'x' is a read-only Tensor\n        x[r, c] = 0.0\n        ^\n  hint: declare it MutTensor (writes inside `with oxide.unsafe():`) or DisjointTensor",
+    ),
+    'constexpr_without_values': (
+        '\n@ox.kernel\ndef k(N: ox.Constexpr[int], out: DisjointSlice[f32]) -> None:\n    pass\n',
+        'kern.py:5:7: error: the Constexpr parameter \'N\' needs its values listed\n    def k(N: ox.Constexpr[int], out: DisjointSlice[f32]) -> None:\n          ^\n  hint: write @kernel(constexprs={"N": [...]})',
+    ),
+    'unknown_kernel_option': (
+        '\n@ox.kernel(fast=True)\ndef k(out: DisjointSlice[f32]) -> None:\n    pass\n',
+        "kern.py:4:17: error: unknown @kernel option 'fast'\n    @ox.kernel(fast=True)\n                    ^\n  hint: known options: bounds_check, launch_bounds, max_registers, constexprs",
+    ),
+    'unpack_count_mismatch': (
+        '\ndef pair(a: f32) -> tuple[f32, f32]:\n    return a, a\n\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    a, b, c = pair(x[i])\n',
+        'kern.py:10:5: error: cannot unpack 2 values into 3 names\n        a, b, c = pair(x[i])\n        ^\n  hint: use exactly 2 names on the left',
+    ),
+    'shuffle_width_not_power_of_two': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    out[i] = warp.shfl_down(x[i], 1, 12)\n',
+        'kern.py:7:38: error: the shuffle width must be a constant power of two ≤ 32\n        out[i] = warp.shfl_down(x[i], 1, 12)\n                                         ^\n  hint: use 1, 2, 4, 8, 16 or 32',
+    ),
+    'math_on_view': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    out[i] = ox.math.exp(x)\n',
+        'kern.py:7:26: error: math.exp needs numbers, got Slice[f32]\n        out[i] = ox.math.exp(x)\n                             ^\n  hint: index the view to get an element',
+    ),
+    'array_index_count': (
+        '\n@ox.kernel\ndef k(out: DisjointSlice[f32]) -> None:\n    tile = ox.shared.array((32, 32), f32)\n    tile[0] = 1.0\n',
+        'kern.py:7:10: error: this array has 2 dimensions: index it as a[i0, i1]\n        tile[0] = 1.0\n             ^\n  hint: give one index per dimension, separated by commas',
+    ),
+    'shared_array_in_loop': (
+        '\n@ox.kernel\ndef k(out: DisjointSlice[f32]) -> None:\n    for j in range(4):\n        tile = ox.shared.array(32, f32)\n',
+        'kern.py:7:9: error: shared arrays must be declared outside loops\n            tile = ox.shared.array(32, f32)\n            ^\n  hint: declare it at the top of the kernel',
+    ),
+    'unknown_intrinsic': (
+        '\n@ox.kernel\ndef k(out: DisjointSlice[f32]) -> None:\n    ox.frobnicate()\n',
+        'kern.py:6:5: error: oxide.frobnicate is not a device intrinsic (or not supported yet)\n        ox.frobnicate()\n        ^\n  hint: see docs/language.md for the intrinsics available in kernels',
+    ),
+    'constant_index_out_of_bounds': (
+        '\n@ox.kernel\ndef k(out: DisjointSlice[f32]) -> None:\n    tile = ox.shared.array(32, f32)\n    tile[32] = 1.0\n',
+        'kern.py:7:5: error: index 32 is out of bounds for an array of 32 elements\n        tile[32] = 1.0\n        ^\n  hint: valid indices are 0 to 31',
+    ),
+    'mixed_tuple_return': (
+        '\ndef two(a: f32) -> tuple[f32, f32]:\n    if a > 0.0:\n        return a, a\n    return a\n\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    a, b = two(x[i])\n',
+        'kern.py:7:12: error: return value needs tuple[f32, f32], got f32\n        return a\n               ^\n  hint: return the same kind of value on every path',
     ),
 }
 

@@ -155,7 +155,8 @@ def _warp(tr: FunctionTranslator, op: str, node: ast.Call) -> ir.Expr:
         if len(node.args) == 3:
             w = _const_int(tr, node.args[2])
             if w not in (1, 2, 4, 8, 16, 32):
-                raise tr.error(node.args[2], "the shuffle width must be a constant power of two ≤ 32")
+                raise tr.error(node.args[2], "the shuffle width must be a constant power of two ≤ 32",
+                               "use 1, 2, 4, 8, 16 or 32")
             width = ir.Const(w, I32, loc)
         return ir.Intrinsic(name, [value, lane, width], value.ty, loc)
     if op in WARP_REDUCE:
@@ -201,7 +202,8 @@ def _math(tr: FunctionTranslator, op: str, node: ast.Call) -> ir.Expr:
     values = [tr.expr(a) for a in node.args]
     for v, a in zip(values, node.args):
         if as_scalar(v.ty) is None or v.ty == BOOL:
-            raise tr.error(a, f"{name} needs numbers, got {type_name(v.ty)}")
+            raise tr.error(a, f"{name} needs numbers, got {type_name(v.ty)}",
+                           "index the view to get an element" if isinstance(v.ty, ViewType) else "")
     strong = [as_scalar(v.ty) for v in values if not (isinstance(v, ir.Const) and v.weak)]
     ty = F64 if not strong else strong[0]
     for other in strong[1:]:

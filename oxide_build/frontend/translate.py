@@ -345,7 +345,8 @@ class FunctionTranslator(ast.NodeVisitor):
             raise self.error(value_node, f"cannot unpack {type_name(value.ty)}",
                              "only tuples (from a device function or a tuple expression) unpack")
         if len(value.ty.elems) != len(target.elts):
-            raise self.error(target, f"cannot unpack {len(value.ty.elems)} values into {len(target.elts)} names")
+            raise self.error(target, f"cannot unpack {len(value.ty.elems)} values into {len(target.elts)} names",
+                             f"use exactly {len(value.ty.elems)} names on the left")
         temp = self.builder.fresh_name("tuple")
         self.locals[temp] = value.ty
         loc = self.loc(node)
@@ -711,7 +712,7 @@ class FunctionTranslator(ast.NodeVisitor):
                 self.ret = value.ty
             elif self.ret != value.ty:
                 raise self.error(node.value, f"this function returns {type_name(self.ret)}, "  # type: ignore[arg-type]
-                                 f"not {type_name(value.ty)}")
+                                 f"not {type_name(value.ty)}", "return the same kind of value on every path")
             return ir.Return(value, self.loc(node))
         if self.ret is None:
             value = self.materialize(value)
@@ -821,7 +822,8 @@ class FunctionTranslator(ast.NodeVisitor):
                 return None  # every axis was checked on its own
             if isinstance(index, ir.Const) and isinstance(index.value, int):
                 if index.value >= size:
-                    raise self.error(node, f"index {index.value} is out of bounds for an array of {size} elements")
+                    raise self.error(node, f"index {index.value} is out of bounds for an array of {size} elements",
+                                     f"valid indices are 0 to {size - 1}")
                 return None
         return self.builder.add_error_site("bounds", self.kernel_name, self.module, node, what)
 
@@ -924,7 +926,8 @@ class FunctionTranslator(ast.NodeVisitor):
         assert isinstance(vt, ViewType)
         elts = node.elts if isinstance(node, ast.Tuple) else [node]
         if len(elts) != vt.ndim:
-            raise self.error(node, f"this tensor has {vt.ndim} dimension(s): index it with {vt.ndim} value(s)")
+            raise self.error(node, f"this tensor has {vt.ndim} dimension(s): index it with {vt.ndim} value(s)",
+                             f"write t[{', '.join('i' + str(k) for k in range(vt.ndim))}]")
         loc = self.loc(node)
         offset: ir.Expr | None = None
         for axis, elt in enumerate(elts):
@@ -949,7 +952,8 @@ class FunctionTranslator(ast.NodeVisitor):
         if isinstance(container, ArrayType) and container.shape is not None and len(container.shape) > 1:
             if not (isinstance(node, ast.Tuple) and len(node.elts) == len(container.shape)):
                 raise self.error(node, f"this array has {len(container.shape)} dimensions: index it as "
-                                 f"a[{', '.join('i' + str(k) for k in range(len(container.shape)))}]")
+                                 f"a[{', '.join('i' + str(k) for k in range(len(container.shape)))}]",
+                                 "give one index per dimension, separated by commas")
             flat: ir.Expr | None = None
             loc = self.loc(node)
             for axis, (dim, elt) in enumerate(zip(container.shape, node.elts)):
@@ -1308,7 +1312,8 @@ class FunctionTranslator(ast.NodeVisitor):
                     raise self.error(node, f"the float literal {value.value} cannot become {ty.name}",
                                      f"write an integer, or convert with {ty.name}(...)")
                 if not fits(int(value.value), ty):
-                    raise self.error(node, f"the literal {value.value} does not fit in {ty.name}")
+                    raise self.error(node, f"the literal {value.value} does not fit in {ty.name}",
+                                     "use a wider type, e.g. i64 or u32")
                 return ir.Const(int(value.value), ty, value.loc)
             if ty.kind == "float":
                 return ir.Const(float(value.value), ty, value.loc)
@@ -1328,7 +1333,9 @@ class FunctionTranslator(ast.NodeVisitor):
         if isinstance(ty, (ViewType, VoidType, ArrayType, TupleType)):
             if value.ty == ty:
                 return value
-            raise self.error(node, f"{what} needs {type_name(ty)}, got {type_name(value.ty)}")
+            raise self.error(node, f"{what} needs {type_name(ty)}, got {type_name(value.ty)}",
+                             "return the same kind of value on every path" if what == "return value" else
+                             f"pass a {type_name(ty)}")
         if isinstance(value.ty, (ViewType, VoidType, ArrayType, TupleType)):
             raise self.error(node, f"{what} needs {ty.name}, got {type_name(value.ty)}")
         if isinstance(value, ir.Const) and value.weak:
