@@ -1,0 +1,593 @@
+"""Host time per kernel launch: oxide against the C floor, CuPy, cuda.core, cuda.bindings and numba.
+
+    python benchmarks/launch_overhead.py --out results/            # on a GPU host
+    python benchmarks/launch_overhead.py --ptx-only --out results/ # no oxide_build needed
+    python benchmarks/launch_overhead.py --fake --out results/     # no GPU: a stub driver
+
+Every contender launches an (almost) empty kernel of 1 block of 32 threads, in a loop of
+``--launches`` launches, ``--reps`` times after a warm-up; the figure is the median over the
+repetitions of the host time per launch (the loop's wall time / launches; the GPU is
+synchronised between repetitions, outside the timing). Kernels: "p4" (two arrays, two scalars:
+the issue's figure), "p1" (one array) and "p16" (four arrays, twelve scalars).
+
+- ``floor``: ``cuLaunchKernel`` in a C loop with pre-packed arguments (compiled here with cc,
+  resolved from libcuda with dlopen), launching the very function oxide launches;
+- ``bindings``: ``cuda.bindings.driver.cuLaunchKernel`` from Python with a pre-packed ``void**``;
+- ``oxide-torch``, ``oxide-cupy``, ``oxide-devicearray``: ``k[1, 32](a, x, ...)`` with those arrays
+  and Python scalars; ``oxide-python``: the same launches forced through the pure-Python path;
+- ``cupy``: ``RawKernel`` (loaded from the same PTX through ``RawModule``), NumPy scalars;
+- ``cuda.core``: ``launch(stream, config, kernel, *args)``;
+- ``numba``: a ``@cuda.jit`` kernel of the same signature with device arrays.
+
+Kernels for oxide come from oxide_build (``compile_module``) unless ``--ptx-only`` or the
+toolchain is missing; then from hand-written PTX of the same ABI (a view is a u64 pointer and an
+i64 length). ``--fake`` replaces the driver by a stub whose ``cuLaunchKernel`` returns at once:
+it measures oxide's host path alone, on any machine.
+
+Writes ``launch_overhead.json`` into ``--out`` and prints a table and the ratios the issue asks
+for: oxide / floor, oxide / CuPy, oxide / cuda.core.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import hashlib
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# name -> parameters: "f32", "i32" scalars, "view" arrays of f32
+KERNELS: dict[str, list[tuple[str, str]]] = {
+    "p1": [("out", "view")],
+    "p4": [("a", "f32"), ("x", "view"), ("b", "f32"), ("out", "view")],
+    "p16": [("x0", "view"), ("x1", "view"), ("x2", "view"), ("out", "view")]
+    + [(f"s{i}", "f32" if i % 2 else "i32") for i in range(12)],
+}
+
+SOURCE_HEADER = "import oxide\nfrom oxide import DisjointSlice, Slice, f32, i32, thread\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# kernels: oxide source, hand-written PTX of the oxide ABI, plain PTX for the other libraries
+
+
+def oxide_source(compiled: bool) -> str:
+    out = [SOURCE_HEADER]
+    for name, params in KERNELS.items():
+        sig = ", ".join(
+            f"{p}: {'DisjointSlice[f32]' if p == 'out' else 'Slice[f32]'}" if t == "view" else f"{p}: {t}"
+            for p, t in params
+        )
+        if compiled:  # a real body: the bounds checks make the module carry the error globals
+            first = next(p for p, t in params if t == "view" and p != "out")  if name != "p1" else None
+            value = f"{first}[i]" if first else "0.0"
+            body = f"    i = thread.index_1d()\n    if i < len(out):\n        out[i] = {value}\n"
+        else:
+            body = "    pass\n"
+        out.append(f"\n\n@oxide.kernel\ndef {name}({sig}) -> None:\n{body}")
+    return "".join(out)
+
+
+def ptx_module(abi: str) -> str:
+    """Empty kernels; ``abi="oxide"``: a view is (u64 pointer, u64 length), else one u64."""
+    lines = [".version 7.8", ".target sm_80", ".address_size 64", ""]
+    for name, params in KERNELS.items():
+        decl = []
+        for p, t in params:
+            if t == "view":
+                decl.append(f".param .u64 {p}")
+                if abi == "oxide":
+                    decl.append(f".param .u64 {p}_len")
+            else:
+                decl.append(f".param .{'f32' if t == 'f32' else 's32'} {p}")
+        lines.append(f".visible .entry {name}(\n\t" + ",\n\t".join(decl) + "\n)\n{\n\tret;\n}\n")
+    return "\n".join(lines)
+
+
+def write_oxide_module(root: Path, compile_with_oxide_build: bool) -> tuple[Any, str]:
+    """The kernel module, importable, with its manifest; returns (module, how it was built)."""
+    from oxide.runtime.manifest import KernelSpec, ModuleManifest, ParamSpec, manifest_path
+
+    name = f"oxbench_{uuid.uuid4().hex[:8]}"
+    src = root / f"{name}.py"
+    how = "ptx"
+    if compile_with_oxide_build:
+        try:
+            from oxide_build.compile import CompileOptions, compile_module
+            from oxide_build.package.artifacts import write_module_artifacts
+
+            from oxide.runtime import device
+
+            arch = device.context_device(device.current_context()).arch if not FAKE else "sm_90"
+            src.write_text(oxide_source(compiled=True))
+            write_module_artifacts(compile_module(src, name, CompileOptions(archs=(arch,))), root)
+            how = f"oxide_build ({arch} cubin)"
+        except Exception as e:  # no toolchain here: fall back to PTX
+            print(f"oxide_build could not compile the benchmark kernels ({type(e).__name__}: {e}); using PTX")
+            how = "ptx"
+    if how == "ptx":
+        src.write_text(oxide_source(compiled=False))
+        path = manifest_path(root, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        (path.parent / f"{name}.ptx").write_text(ptx_module("oxide"))
+        kernels = tuple(
+            KernelSpec(
+                k,
+                k,
+                tuple(
+                    ParamSpec(p, ("disjoint_slice" if p == "out" else "slice") if t == "view" else "scalar", "f32" if t == "view" else t)
+                    for p, t in params
+                ),
+            )
+            for k, params in KERNELS.items()
+        )
+        path.write_text(
+            ModuleManifest(
+                module=name,
+                source=src.name,
+                source_sha256=hashlib.sha256(src.read_bytes()).hexdigest(),
+                kernels=kernels,
+                cubins={"sm_90": f"{name}.ptx"} if FAKE else {},
+                ptx={"sm_80": f"{name}.ptx"},
+            ).to_json()
+        )
+    sys.path.insert(0, str(root))
+    spec = importlib.util.spec_from_file_location(name, src)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module, how
+
+
+# ---------------------------------------------------------------------------------------------
+# the C floor (and, with --fake, the stub driver)
+
+FLOOR_C = r"""
+#include <dlfcn.h>
+#include <stdint.h>
+#include <time.h>
+typedef int (*launch_t)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
+                        void **, void **);
+static launch_t resolve(const char *lib) {
+    void *h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
+    return h ? (launch_t)dlsym(h, "cuLaunchKernel") : 0;
+}
+/* seconds per launch of n launches of fn on stream with params; negative: -(error code) or -1e9 */
+double floor_launch(const char *lib, void *fn, void *stream, void **params, long n) {
+    static launch_t launch = 0;
+    if (!launch) launch = resolve(lib);
+    if (!launch) return -1e9;
+    struct timespec t0, t1;
+    int first_error = 0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long i = 0; i < n; i++) {
+        int err = launch(fn, 1, 1, 1, 32, 1, 1, 0, stream, params, 0);
+        if (err && !first_error) first_error = err;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (first_error) return -(double)first_error;
+    return ((t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec)) / n;
+}
+"""
+
+STUB_DRIVER_C = r"""
+/* --fake: a driver whose cuLaunchKernel returns at once, reading its parameters like the real one */
+#include <stdint.h>
+volatile uint64_t sink;
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned shared, void *stream, void **params, void **extra) {
+    sink += (uint64_t)(uintptr_t)f + (params ? *(uint64_t *)params[0] : 0);
+    return 0;
+}
+int cuCtxGetCurrent(void **ctx) { *ctx = (void *)0xC0; return 0; }
+"""
+
+
+def compile_shared(source: str, name: str, tmp: Path, libs: list[str]) -> Path:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise RuntimeError("no C compiler (cc/gcc) for the C floor")
+    c = tmp / f"{name}.c"
+    c.write_text(source)
+    out = tmp / f"lib{name}.so"
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", str(c), "-o", str(out), *libs], check=True)
+    return out
+
+
+def ensure_launcher_built() -> str:
+    """Builds oxide's C launcher in place when it is missing (needs cc and Python headers)."""
+    import sysconfig
+
+    runtime = ROOT / "oxide" / "runtime"
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    if os.environ.get("OXIDE_PURE_PYTHON") == "1" or (runtime / f"_launcher{suffix}").exists():
+        return "present" if os.environ.get("OXIDE_PURE_PYTHON") != "1" else "disabled"
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    include = sysconfig.get_paths()["include"]
+    if cc is None or not (Path(include) / "Python.h").exists():
+        return "missing (no compiler or Python headers): oxide runs its pure-Python path"
+    subprocess.run(
+        [cc, "-O2", "-shared", "-fPIC", f"-I{include}", str(runtime / "_launcher.c"), "-o", str(runtime / f"_launcher{suffix}")],
+        check=True,
+    )
+    return "built now"
+
+
+# ---------------------------------------------------------------------------------------------
+# timing
+
+
+def measure(launch_n: Callable[[int], Any], sync: Callable[[], Any], launches: int, reps: int) -> dict[str, float]:
+    """Median, min and max of host µs per launch over ``reps`` loops of ``launches``."""
+    for _ in range(3):  # warm-up: loads, caches, the C plan
+        launch_n(min(launches, 200))
+        sync()
+    per_launch: list[float] = []
+    for _ in range(reps):
+        sync()
+        t0 = time.perf_counter()
+        result = launch_n(launches)
+        t1 = time.perf_counter()
+        per_launch.append(result if isinstance(result, float) else (t1 - t0) / launches)
+    sync()
+    us = [1e6 * t for t in per_launch]
+    return {"median_us": statistics.median(us), "min_us": min(us), "max_us": max(us)}
+
+
+def loop(call: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[int], None]:
+    def run(n: int) -> None:
+        for _ in range(n):
+            call(*args)
+
+    return run
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+FAKE = False
+
+
+def scalar_values(params: list[tuple[str, str]]) -> list[Any]:
+    return [1.5 if t == "f32" else 7 for _, t in params if t != "view"]
+
+
+def oxide_args(params: list[tuple[str, str]], arrays: list[Any]) -> tuple[Any, ...]:
+    it = iter(arrays)
+    return tuple(next(it) if t == "view" else (1.5 if t == "f32" else 7) for _, t in params)
+
+
+def main() -> int:
+    global FAKE
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, required=True, help="directory for launch_overhead.json")
+    ap.add_argument("--ptx-only", action="store_true", help="oxide kernels from hand-written PTX, no oxide_build")
+    ap.add_argument("--fake", action="store_true", help="no GPU: a stub driver (measures oxide's host path)")
+    ap.add_argument("--launches", type=int, default=1000)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--only", default="", help="comma-separated contenders to run (default: all)")
+    args = ap.parse_args()
+    FAKE = args.fake
+    args.out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="oxbench_"))
+    launcher_state = ensure_launcher_built()
+
+    import numpy as np
+
+    from oxide.runtime import device, launcher
+    from oxide.runtime.device_array import DeviceArray
+
+    wanted = set(filter(None, args.only.split(",")))
+
+    def want(name: str) -> bool:
+        return not wanted or name in wanted or name.split("-")[0] in wanted
+
+    if FAKE:
+        stub = compile_shared(STUB_DRIVER_C, "stubdriver", tmp, [])
+        install_fake_driver(stub)
+    results: dict[str, dict[str, Any]] = {}
+    module, built = write_oxide_module(tmp, compile_with_oxide_build=not args.ptx_only and not FAKE)
+    n = 1024
+    ctx = device.current_context()
+    drv = device.driver()
+
+    def sync() -> None:
+        if not FAKE:
+            (err,) = drv.cuCtxSynchronize()
+            assert int(err) == 0, err
+
+    floor_lib = compile_shared(FLOOR_C, "oxfloor", tmp, ["-ldl"])
+    floor = ctypes.CDLL(str(floor_lib))
+    floor.floor_launch.restype = ctypes.c_double
+    floor.floor_launch.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
+    driver_lib = (str(stub) if FAKE else ("libcuda.so.1" if sys.platform != "win32" else "nvcuda.dll")).encode()
+
+    arrays: dict[str, list[Any]] = {}
+    keep: list[Any] = []
+    if not FAKE:
+        arrays["devicearray"] = [DeviceArray.empty(n, "f32") for _ in range(4)]
+        try:
+            import torch
+
+            arrays["torch"] = [torch.zeros(n, dtype=torch.float32, device="cuda") for _ in range(4)]
+        except ImportError:
+            print("torch: not installed")
+        try:
+            import cupy as cp
+
+            arrays["cupy"] = [cp.zeros(n, dtype=cp.float32) for _ in range(4)]
+        except ImportError:
+            print("cupy: not installed")
+    else:
+        arrays["devicearray"] = [DeviceArray(0x7F0000000000 + 0x10000 * i, (n,), "f32", owned=False) for i in range(4)]
+
+        class CAIArray:
+            def __init__(self, ptr: int) -> None:
+                self.__cuda_array_interface__ = {"version": 3, "shape": (n,), "typestr": "<f4", "data": (ptr, False), "strides": None}
+
+        arrays["cai"] = [CAIArray(0x7F0000100000 + 0x10000 * i) for i in range(4)]
+
+    for kname, params in KERNELS.items():
+        kernel = getattr(module, kname)
+        row: dict[str, Any] = {}
+        results[kname] = row
+        launch = kernel[1, 32]
+        first_arrays = next(iter(arrays.values()))
+        launch(*oxide_args(params, first_arrays))  # loads the module, fills the C plan
+        sync()
+        fn = kernel._dispatch.variants[0].functions[ctx]
+
+        # the C floor: the same CUfunction, arguments packed once
+        slots = []
+        ptr_it = iter(int(getattr(a, "ptr", 0) or a.__cuda_array_interface__["data"][0]) for a in first_arrays)
+        for _, t in params:
+            if t == "view":
+                slots += [ctypes.c_uint64(next(ptr_it)), ctypes.c_int64(n)]
+            elif t == "f32":
+                slots.append(ctypes.c_float(1.5))
+            else:
+                slots.append(ctypes.c_int32(7))
+        pointers = (ctypes.c_void_p * len(slots))(*(ctypes.addressof(s) for s in slots))
+        keep += [slots, pointers]
+        fn_handle = int(fn)
+
+        def floor_n(count: int, fn_handle: int = fn_handle, pointers: Any = pointers) -> float:
+            t = floor.floor_launch(driver_lib, fn_handle, None, pointers, count)
+            if t < 0:
+                raise RuntimeError(f"cuLaunchKernel failed in the C floor: {t}")
+            return t
+
+        if want("floor"):
+            row["floor"] = measure(floor_n, sync, args.launches, args.reps)
+        if want("bindings") and not FAKE:
+            address = ctypes.addressof(pointers)
+            row["bindings"] = measure(
+                loop(drv.cuLaunchKernel, (fn, 1, 1, 1, 32, 1, 1, 0, 0, address, 0)), sync, args.launches, args.reps
+            )
+        for kind, arrs in arrays.items():
+            if want(f"oxide-{kind}"):
+                row[f"oxide-{kind}"] = measure(loop(launch, oxide_args(params, arrs)), sync, args.launches, args.reps)
+        if want("oxide-python"):
+            arrs = first_arrays
+            a = oxide_args(params, arrs)
+            row["oxide-python"] = measure(
+                loop(kernel._launch, (a, launch.grid, launch.block, launch.stream, launch.shared_mem)), sync, args.launches, args.reps
+            )
+        if not FAKE:
+            for name, bench in (("cupy", bench_cupy), ("cuda.core", bench_cuda_core), ("numba", bench_numba)):
+                if not want(name):
+                    continue
+                try:
+                    run = bench(kname, params, n)
+                except Exception as e:  # not installed, or an API this script does not know
+                    row[name] = {"skipped": f"{type(e).__name__}: {e}"}
+                    continue
+                reps = args.reps if name != "numba" else max(3, args.reps // 4)
+                row[name] = measure(run, sync, args.launches if name != "numba" else 200, reps)
+        report_row(kname, row)
+
+    summary = ratios(results)
+    payload = {
+        "host": platform.node(),
+        "python": sys.version.split()[0],
+        "fake_driver": FAKE,
+        "oxide_kernels": built,
+        "c_launcher": f"{'enabled' if launcher.ENABLED else 'disabled'} ({launcher_state})",
+        "launches_per_rep": args.launches,
+        "reps": args.reps,
+        "results": results,
+        "ratios": summary,
+    }
+    if not FAKE:
+        err, dev = drv.cuCtxGetDevice()
+        err, raw = drv.cuDeviceGetName(256, dev)
+        payload["gpu"] = raw.split(b"\0", 1)[0].decode() if isinstance(raw, bytes) else str(raw)
+    (args.out / "launch_overhead.json").write_text(json.dumps(payload, indent=1) + "\n")
+    print(f"\nC launcher: {payload['c_launcher']}; oxide kernels: {built}")
+    for k, r in summary.items():
+        print(f"{k}: " + ", ".join(f"{name} {value:.2f}" for name, value in r.items()))
+    print(f"wrote {args.out / 'launch_overhead.json'}")
+    return 0
+
+
+def report_row(kname: str, row: dict[str, Any]) -> None:
+    print(f"\n{kname} ({len(KERNELS[kname])} parameters): median µs per launch [min..max]")
+    for name, r in row.items():
+        if "median_us" in r:
+            print(f"  {name:<20} {r['median_us']:8.2f}   [{r['min_us']:.2f}..{r['max_us']:.2f}]")
+        else:
+            print(f"  {name:<20} {r.get('skipped', '')}")
+
+
+def ratios(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for kname, row in results.items():
+        med = {k: v["median_us"] for k, v in row.items() if "median_us" in v}
+        r: dict[str, float] = {}
+        for oxide_kind in [k for k in med if k.startswith("oxide-")]:
+            for ref in ("floor", "cupy", "cuda.core", "bindings"):
+                if ref in med:
+                    r[f"{oxide_kind}/{ref}"] = med[oxide_kind] / med[ref]
+        out[kname] = r
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the other libraries
+
+
+def _np_scalars(params: list[tuple[str, str]]) -> list[Any]:
+    import numpy as np
+
+    return [np.float32(1.5) if t == "f32" else np.int32(7) for _, t in params if t != "view"]
+
+
+def bench_cupy(kname: str, params: list[tuple[str, str]], n: int) -> Callable[[int], None]:
+    import cupy as cp
+    import numpy as np
+
+    global _cupy_module
+    if "_cupy_module" not in globals():
+        path = Path(tempfile.mkdtemp()) / "plain.ptx"
+        path.write_text(ptx_module("plain"))
+        _cupy_module = cp.RawModule(path=str(path))
+    kernel = _cupy_module.get_function(kname)
+    arrays = iter([cp.zeros(n, dtype=cp.float32) for _ in range(4)])
+    kargs = tuple(next(arrays) if t == "view" else (np.float32(1.5) if t == "f32" else np.int32(7)) for _, t in params)
+    grid, block = (1,), (32,)
+
+    def run(count: int) -> None:
+        for _ in range(count):
+            kernel(grid, block, kargs)
+
+    return run
+
+
+def bench_cuda_core(kname: str, params: list[tuple[str, str]], n: int) -> Callable[[int], None]:
+    import numpy as np
+
+    try:
+        from cuda.core import Device, LaunchConfig, ObjectCode, launch
+    except ImportError:
+        from cuda.core.experimental import Device, LaunchConfig, ObjectCode, launch  # type: ignore[no-redef]
+    dev = Device()
+    dev.set_current()
+    stream = dev.default_stream
+    global _core_module
+    if "_core_module" not in globals():
+        _core_module = ObjectCode.from_ptx(ptx_module("plain"))
+    kernel = _core_module.get_kernel(kname)
+    buffers = [dev.allocate(4 * n, stream=stream) for _ in range(4)]
+    it = iter(buffers)
+    kargs = tuple(next(it) if t == "view" else (np.float32(1.5) if t == "f32" else np.int32(7)) for _, t in params)
+    config = LaunchConfig(grid=1, block=32)
+
+    def run(count: int) -> None:
+        for _ in range(count):
+            launch(stream, config, kernel, *kargs)
+
+    run.buffers = buffers  # type: ignore[attr-defined]
+    return run
+
+
+def bench_numba(kname: str, params: list[tuple[str, str]], n: int) -> Callable[[int], None]:
+    import numpy as np
+
+    np.row_stack = np.vstack  # type: ignore[attr-defined]  # numba-cuda still uses the removed name
+    from numba import cuda
+
+    names = [p for p, _ in params]
+    src = f"def {kname}({', '.join(names)}):\n    pass\n"
+    ns: dict[str, Any] = {}
+    exec(src, ns)
+    kernel = cuda.jit(ns[kname])
+    arrays = iter([cuda.device_array(n, dtype=np.float32) for _ in range(4)])
+    kargs = tuple(next(arrays) if t == "view" else (np.float32(1.5) if t == "f32" else np.int32(7)) for _, t in params)
+    launch = kernel[1, 32]
+    launch(*kargs)
+    cuda.synchronize()
+
+    def run(count: int) -> None:
+        for _ in range(count):
+            launch(*kargs)
+
+    return run
+
+
+# ---------------------------------------------------------------------------------------------
+# --fake: the runtime against a stub driver
+
+
+def install_fake_driver(stub: Path) -> None:
+    from cuda.bindings import driver as real
+
+    from oxide.runtime import device
+
+    lib = ctypes.CDLL(str(stub))
+    launch_address = ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value
+    ctx_address = ctypes.cast(lib.cuCtxGetCurrent, ctypes.c_void_p).value
+
+    class StubDriver:
+        CUresult = real.CUresult
+        CUdevice_attribute = real.CUdevice_attribute
+        CU_MEMHOSTALLOC_DEVICEMAP = real.CU_MEMHOSTALLOC_DEVICEMAP
+        CU_MEMHOSTALLOC_PORTABLE = real.CU_MEMHOSTALLOC_PORTABLE
+        OK = real.CUresult.CUDA_SUCCESS
+
+        def __init__(self) -> None:
+            self.buffers: list[Any] = []
+
+        def _oxide_entry_points(self) -> tuple[int, int]:
+            return launch_address or 0, ctx_address or 0
+
+        def cuInit(self, flags: int) -> Any:
+            return (self.OK,)
+
+        def cuCtxGetCurrent(self) -> Any:
+            return self.OK, 0xC0
+
+        def cuCtxGetDevice(self) -> Any:
+            return self.OK, 0
+
+        def cuDeviceGetAttribute(self, attr: Any, dev: int) -> Any:
+            return self.OK, 9 if attr == self.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR else 0
+
+        def cuDeviceGetName(self, n: int, dev: int) -> Any:
+            return self.OK, b"stub\0"
+
+        def cuModuleLoadData(self, image: bytes) -> Any:
+            return self.OK, 0x1111
+
+        def cuModuleGetFunction(self, mod: Any, name: bytes) -> Any:
+            return self.OK, 0x2000 + len(name)
+
+        def cuModuleGetGlobal(self, mod: Any, name: bytes) -> Any:
+            return self.CUresult.CUDA_ERROR_NOT_FOUND, 0, 0
+
+        def cuLaunchKernel(self, *a: Any) -> Any:
+            return (self.OK,)
+
+        def cuCtxSynchronize(self) -> Any:
+            return (self.OK,)
+
+    device._import_bindings = lambda: StubDriver()  # type: ignore[assignment]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""``oxide inspect``: what ptxas made of each kernel (registers, shared/local memory, spills),
+read from nvJitLink's verbose info log, and the SASS where cuobjdump is installed."""
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from oxide.errors import LinkError, ToolchainError
+
+from .compile import CompileOptions, compile_module, ptxas_options
+from .link.toolchain import find_tool
+
+__all__ = ["KernelResources", "inspect_module", "disassemble"]
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    symbol: str
+    registers: int
+    shared_bytes: int
+    local_bytes: int
+    stack_bytes: int
+    spill_stores: int
+    spill_loads: int
+    barriers: int
+
+
+_PROPS = re.compile(r"Function properties for '?(?P<sym>[\w$.]+)'?:?")
+_USED = re.compile(r"used (?P<regs>\d+) registers(?:, used (?P<bars>\d+) barriers)?(?:, (?P<stack>\d+) stack)?"
+                   r"(?:, (?P<smem>\d+) bytes smem)?(?:, \d+ bytes cmem\[\d+\])?(?:, (?P<lmem>\d+) bytes lmem)?", re.I)
+_SPILL = re.compile(r"(?P<stack>\d+) bytes stack frame, (?P<st>\d+) bytes spill stores, (?P<ld>\d+) bytes spill loads")
+
+
+def parse_info_log(log: str) -> dict[str, KernelResources]:
+    """Parses nvJitLink's ``-verbose`` log (ptxas lines and the linker's summary)."""
+    found: dict[str, dict[str, int]] = {}
+    current: str | None = None
+    for line in log.splitlines():
+        m = _PROPS.search(line)
+        if m:
+            current = m.group("sym")
+            found.setdefault(current, {})
+            continue
+        if current is None:
+            continue
+        m = _SPILL.search(line)
+        if m:
+            found[current].update(stack=int(m["stack"]), spill_st=int(m["st"]), spill_ld=int(m["ld"]))
+            continue
+        m = _USED.search(line)
+        if m:
+            entry = found[current]
+            entry["regs"] = int(m["regs"])
+            if m["bars"]:
+                entry["bars"] = int(m["bars"])
+            if m["smem"]:
+                entry["smem"] = int(m["smem"])
+            if m["lmem"]:
+                entry["lmem"] = int(m["lmem"])
+            if m["stack"]:
+                entry["stack"] = int(m["stack"])
+    return {
+        sym: KernelResources(sym, v.get("regs", 0), v.get("smem", 0), v.get("lmem", 0), v.get("stack", 0),
+                             v.get("spill_st", 0), v.get("spill_ld", 0), v.get("bars", 0))
+        for sym, v in found.items() if "regs" in v
+    }
+
+
+def inspect_module(source: Path, module_name: str, arch: str, options: CompileOptions | None = None,
+                   root: Path | None = None) -> tuple[dict[str, KernelResources], bytes]:
+    """Compiles ``source`` for ``arch`` and returns each kernel's resources and the cubin."""
+    from cuda.bindings import nvjitlink
+
+    base = options or CompileOptions()
+    opts = CompileOptions(**{**base.__dict__, "archs": (arch,), "link_cubins": False})
+    compiled = compile_module(source, module_name, opts, root=root)
+    ptx = compiled.ptx[arch].encode()
+    link_opts = [f"-arch={arch}", "-verbose", *ptxas_options(opts)]
+    handle = nvjitlink.create(len(link_opts), link_opts)
+    try:
+        try:
+            nvjitlink.add_data(handle, nvjitlink.InputType.PTX, ptx, len(ptx), f"{module_name}.ptx")
+            nvjitlink.complete(handle)
+        except nvjitlink.nvJitLinkError as exc:
+            raise LinkError(f"nvJitLink failed for {arch}: {exc}") from None
+        size = nvjitlink.get_info_log_size(handle)
+        buf = bytearray(size)
+        nvjitlink.get_info_log(handle, buf)
+        cubin = bytearray(nvjitlink.get_linked_cubin_size(handle))
+        nvjitlink.get_linked_cubin(handle, cubin)
+    finally:
+        nvjitlink.destroy(handle)
+    resources = parse_info_log(buf.rstrip(b"\0").decode(errors="replace"))
+    kernels = {k.symbol for k in compiled.kernels}
+    return {s: r for s, r in resources.items() if s in kernels}, bytes(cubin)
+
+
+def disassemble(cubin: bytes) -> str:
+    """SASS of ``cubin`` through cuobjdump (pip install nvidia-cuda-cuobjdump)."""
+    tool = find_tool("cuobjdump")
+    if tool is None:
+        raise ToolchainError("cuobjdump was not found: pip install nvidia-cuda-cuobjdump")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "module.cubin"
+        path.write_bytes(cubin)
+        result = subprocess.run([tool, "--dump-sass", str(path)], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise ToolchainError(f"cuobjdump failed: {result.stderr.strip()}")
+    return result.stdout
