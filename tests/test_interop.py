@@ -117,9 +117,9 @@ def test_small_cpp_function_is_inlined(ffi) -> None:  # type: ignore[no-untyped-
     """nvJitLink -lto -ptx shows the linked code: no call to the C++ functions is left."""
     ptx = ffi.ptx_fallback["sm_90"]
     assert ".target sm_90" in ptx
-    for kernel in ("axpb_cpp", "softplus_cpp"):
+    for kernel in ("axpb_cpp", "softplus_cpp", "window_sums"):
         body = _ptx_function(ptx, kernel)
-        assert "ox_axpb" not in body and "ox_softplus" not in body
+        assert "ox_axpb" not in body and "ox_softplus" not in body and "ox_window_sum" not in body
         calls = [line for line in body.splitlines() if "call" in line and "__oxide_fail" not in line]
         assert not any("ox_" in line for line in calls), calls
     assert not re.search(r"\.func[^\n]*\box_axpb\b", ptx), "ox_axpb survived the link"

@@ -429,10 +429,12 @@ static int8_t *codes_from(PyObject *seq, Py_ssize_t n) {
 }
 
 /* configure(is_view, is_mutable, variants): variants is a sequence of
-   (view_codes, scalar_codes, unique). Replaces what the plan knew, functions included. */
+   (view_codes, scalar_codes, unique). Once only: a configured plan ignores it (another thread
+   may be inside plan_launch, between two Python calls, reading it); reset() first to redo it. */
 static PyObject *plan_configure(Plan *self, PyObject *args) {
     PyObject *is_view, *is_mutable, *variants;
     if (!PyArg_ParseTuple(args, "OOO", &is_view, &is_mutable, &variants)) return NULL;
+    if (self->ready) Py_RETURN_NONE;
     plan_clear(self);
     Py_ssize_t n = PySequence_Size(is_view);
     if (n < 0) return NULL;
@@ -513,7 +515,7 @@ static PyObject *plan_get_ready(Plan *self, void *closure) { return PyBool_FromL
 static PyMethodDef plan_methods[] = {
     {"configure", (PyCFunction)plan_configure, METH_VARARGS, "configure(is_view, is_mutable, variants)"},
     {"set_function", (PyCFunction)plan_set_function, METH_VARARGS, "set_function(variant, context, function)"},
-    {"reset", (PyCFunction)plan_reset, METH_NOARGS, "forget everything: every launch takes the Python path"},
+    {"reset", (PyCFunction)plan_reset, METH_NOARGS, "forget everything (tests only: not safe while launching)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -26,6 +26,7 @@ from oxide.runtime.streams import stream_handle
 __all__ = ["Kernel", "LaunchConfig", "Specialization"]
 
 _CONFIG_CACHE_SIZE = 64
+_C_PARAM_KINDS = ("scalar", "slice", "disjoint_slice", "mut_slice")
 
 
 @dataclass
@@ -305,7 +306,9 @@ class Kernel:
             variants=variants,
             by_view_dtypes=by_dtypes,
         )
-        if self._plan is not None:
+        # The C plan knows the 1-D view ABI (pointer, length) and plain scalars only.
+        plannable = all(p.kind in _C_PARAM_KINDS and p.ndim == 1 for s in specs for p in s.params)
+        if self._plan is not None and plannable:
             codes = launcher.DTYPE_CODES
             self._plan.configure(
                 [p.is_view for p in first],

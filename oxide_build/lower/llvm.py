@@ -58,13 +58,16 @@ def value_ll(ty: Type) -> ll.Type:
     return scalar_ll(ty)
 
 
-def abi_params(params: list[ir.Param], kernel: bool) -> list[ll.Type]:
+def abi_params(params: list[ir.Param], kernel: bool, c_abi: bool = False) -> list[ll.Type]:
+    """Parameter types; ``c_abi`` (externs and exports) uses generic pointers, as C++ does, so
+    LTO sees matching prototypes and inlines across the language boundary."""
     out: list[ll.Type] = []
     for p in params:
+        ptr = (lambda e: ll.PointerType(scalar_ll(e, True))) if c_abi else global_ptr
         if isinstance(p.ty, ViewType) and p.ty.is_tensor:
-            out += [global_ptr(p.ty.elem)] + [I64T] * (2 * p.ty.ndim)
+            out += [ptr(p.ty.elem)] + [I64T] * (2 * p.ty.ndim)
         elif isinstance(p.ty, ViewType):
-            out += [global_ptr(p.ty.elem), I64T]
+            out += [ptr(p.ty.elem), I64T]
         elif isinstance(p.ty, ScalarType) and p.ty.kind == "bool" and kernel:
             out.append(I8)
         else:
@@ -96,6 +99,7 @@ class ModuleLowering:
         self._di_unit: ll.DIValue | None = None
         self._di_files: dict[str, ll.DIValue] = {}
         self._dynamic_smem: ll.GlobalVariable | None = None
+        self.c_abi: set[str] = set()  # callees that take generic pointers
         self._shared_count = 0
         self.module = ll.Module(name=module_name)
         self.module.triple = NVPTX_TRIPLE
@@ -106,13 +110,14 @@ class ModuleLowering:
 
     def lower(self) -> ll.Module:
         for fn in self.program.functions:
-            fnty = ll.FunctionType(value_ll(fn.ret), abi_params(fn.params, fn.is_kernel))
+            fnty = ll.FunctionType(value_ll(fn.ret), abi_params(fn.params, fn.is_kernel, c_abi=fn.export))
             llfn = ll.Function(self.module, fnty, fn.symbol)
             if not fn.is_kernel and not fn.export:
                 llfn.linkage = "internal"
             self.functions[fn.symbol] = llfn
         for ext in self.program.externs:
-            fnty = ll.FunctionType(value_ll(ext.ret), abi_params(ext.params, kernel=False))
+            fnty = ll.FunctionType(value_ll(ext.ret), abi_params(ext.params, kernel=False, c_abi=True))
+            self.c_abi.add(ext.symbol)
             self.functions[ext.symbol] = ll.Function(self.module, fnty, ext.symbol)
         kernels = []
         for fn in self.program.functions:
@@ -221,7 +226,7 @@ class ModuleLowering:
         values = [b.load(mod_id, align=8), *fn.args]
         for i, value in enumerate(values, start=1):
             b.store(value, b.gep(rec, [ll.Constant(I32T, i)]), align=8)
-        b.fence("seq_cst")
+        b.call(self.intrinsic("llvm.nvvm.membar.sys", ll.VoidType(), []), [])
         b.branch(done)
         b.position_at_end(done)
         b.asm(ll.FunctionType(ll.VoidType(), []), "exit;", "", [], side_effect=True)
@@ -254,6 +259,8 @@ class FunctionLowering:
             if isinstance(p.ty, ViewType) and p.ty.is_tensor:
                 ptr = next(args)
                 ptr.name = f"{p.name}.ptr"
+                if self.fn.export:
+                    ptr = self.b.addrspacecast(ptr, global_ptr(p.ty.elem))
                 shape = [next(args) for _ in range(p.ty.ndim)]
                 strides = [next(args) for _ in range(p.ty.ndim)]
                 for k, (d, st) in enumerate(zip(shape, strides)):
@@ -262,6 +269,8 @@ class FunctionLowering:
             elif isinstance(p.ty, ViewType):
                 ptr, length = next(args), next(args)
                 ptr.name, length.name = f"{p.name}.ptr", f"{p.name}.len"
+                if self.fn.export:  # C callers pass generic pointers to global memory
+                    ptr = self.b.addrspacecast(ptr, global_ptr(p.ty.elem))
                 self.views[p.name] = _View(ptr, length, p.ty.elem)
             else:
                 value = next(args)
@@ -519,15 +528,17 @@ class FunctionLowering:
             fn.attributes.add("convergent")
             return self.b.call(fn, [])
         callee = self.parent.functions[e.symbol]
+        generic = e.symbol in self.parent.c_abi
         args: list[ll.Value] = []
         for a in e.args:
-            if isinstance(a.ty, ViewType) and a.ty.is_tensor:
+            if isinstance(a.ty, ViewType):
                 v = self.view(a)
-                assert v.shape is not None and v.strides is not None
-                args += [v.ptr, *v.shape, *v.strides]
-            elif isinstance(a.ty, ViewType):
-                v = self.view(a)
-                args += [v.ptr, v.length]
+                ptr = self.b.addrspacecast(v.ptr, ll.PointerType(scalar_ll(v.elem, True))) if generic else v.ptr
+                if a.ty.is_tensor:
+                    assert v.shape is not None and v.strides is not None
+                    args += [ptr, *v.shape, *v.strides]
+                else:
+                    args += [ptr, v.length]
             else:
                 args.append(self.expr(a))
         return self.b.call(callee, args)
