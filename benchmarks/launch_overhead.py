@@ -354,7 +354,7 @@ def main() -> int:
         fn = kernel._dispatch.variants[0].functions[ctx]
 
         # the C floor: the same CUfunction, arguments packed once
-        slots = []
+        slots: list[Any] = []
         ptr_it = iter(int(getattr(a, "ptr", 0) or a.__cuda_array_interface__["data"][0]) for a in first_arrays)
         for _, t in params:
             if t == "view":
@@ -451,6 +451,8 @@ def ratios(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
 # ---------------------------------------------------------------------------------------------
 # the other libraries
 
+_MODULES: dict[str, Any] = {}  # library -> its module of the plain-ABI PTX, loaded once
+
 
 def _np_scalars(params: list[tuple[str, str]]) -> list[Any]:
     import numpy as np
@@ -462,12 +464,11 @@ def bench_cupy(kname: str, params: list[tuple[str, str]], n: int) -> Callable[[i
     import cupy as cp
     import numpy as np
 
-    global _cupy_module
-    if "_cupy_module" not in globals():
+    if "cupy" not in _MODULES:
         path = Path(tempfile.mkdtemp()) / "plain.ptx"
         path.write_text(ptx_module("plain"))
-        _cupy_module = cp.RawModule(path=str(path))
-    kernel = _cupy_module.get_function(kname)
+        _MODULES["cupy"] = cp.RawModule(path=str(path))
+    kernel = _MODULES["cupy"].get_function(kname)
     arrays = iter([cp.zeros(n, dtype=cp.float32) for _ in range(4)])
     kargs = tuple(next(arrays) if t == "view" else (np.float32(1.5) if t == "f32" else np.int32(7)) for _, t in params)
     grid, block = (1,), (32,)
@@ -489,10 +490,9 @@ def bench_cuda_core(kname: str, params: list[tuple[str, str]], n: int) -> Callab
     dev = Device()
     dev.set_current()
     stream = dev.default_stream
-    global _core_module
-    if "_core_module" not in globals():
-        _core_module = ObjectCode.from_ptx(ptx_module("plain"))
-    kernel = _core_module.get_kernel(kname)
+    if "cuda.core" not in _MODULES:
+        _MODULES["cuda.core"] = ObjectCode.from_ptx(ptx_module("plain"))
+    kernel = _MODULES["cuda.core"].get_kernel(kname)
     buffers = [dev.allocate(4 * n, stream=stream) for _ in range(4)]
     it = iter(buffers)
     kargs = tuple(next(it) if t == "view" else (np.float32(1.5) if t == "f32" else np.int32(7)) for _, t in params)

@@ -682,7 +682,11 @@ def test_c_launcher_is_used_on_the_gpu(kmod: types.ModuleType) -> None:
     calls: list[tuple[Any, ...]] = []
     original = type(kmod.saxpy)._launch
     try:
-        type(kmod.saxpy)._launch = lambda self, *a: (calls.append(a), original(self, *a))[1]  # type: ignore[method-assign]
+        def counting(self: Any, *a: Any) -> None:
+            calls.append(a)
+            original(self, *a)
+
+        type(kmod.saxpy)._launch = counting  # type: ignore[method-assign]
         for _ in range(10):
             launch(3.0, x, x, out)
     finally:

@@ -26,11 +26,36 @@ ERROR_GLOBAL = "__oxide_error"  # __oxide_error_ptr: address of the host-mapped 
 I1, I8, I32T, I64T = ll.IntType(1), ll.IntType(8), ll.IntType(32), ll.IntType(64)
 
 
+class BFloatType(ll.types._BaseFloatType):  # type: ignore[name-defined,misc]
+    """LLVM's ``bfloat`` (llvmlite has no such type); constants print as ``0xR`` hex."""
+
+    null = "0xR0000"
+    intrinsic_name = "bf16"
+
+    def __str__(self) -> str:
+        return "bfloat"
+
+    def format_constant(self, value: float) -> str:
+        import struct
+
+        bits = struct.unpack("<I", struct.pack("<f", float(value)))[0]
+        if (bits & 0x7F800000) == 0x7F800000 and bits & 0x7FFFFF:
+            return "0xR7FC0"  # NaN
+        bits += 0x7FFF + ((bits >> 16) & 1)  # round to nearest even
+        return f"0xR{(bits >> 16) & 0xFFFF:04X}"
+
+
+BFloatType._create_instance()
+BFLOAT = BFloatType()
+
+
 def scalar_ll(ty: ScalarType, in_memory: bool = False) -> ll.Type:
     if ty.kind == "bool":
         return I8 if in_memory else I1
     if ty.kind == "float":
-        return {16: ll.HalfType(), 32: ll.FloatType(), 64: ll.DoubleType()}[ty.bits] if ty.name != "bf16" else ll.IntType(16)
+        if ty.name == "bf16":
+            return BFLOAT
+        return {16: ll.HalfType(), 32: ll.FloatType(), 64: ll.DoubleType()}[ty.bits]
     return ll.IntType(ty.bits)
 
 
