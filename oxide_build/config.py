@@ -4,18 +4,24 @@ Three sources, later ones winning: the ``[tool.oxide]`` table of ``pyproject.tom
 environment variable ``OXIDE_ARCH``, and PEP 517 config settings (``-C oxide.arch=sm_90``;
 lists are comma-separated there). Every value is checked here, so a typo fails the build with
 a message that names the key, the value and what is allowed.
+
+The field docstrings of ``OxideConfig`` are the documentation: ``settings_reference()``
+renders them (with each key's type and default) into ``docs/configuration.md``, the way
+scikit-build-core documents its settings.
 """
 from __future__ import annotations
 
+import ast
+import inspect
 import os
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from oxide.errors import OxideError
-from oxide_build.compile import DEFAULT_ARCHS, SUPPORTED_ARCHS, CompileOptions
+from oxide_build.compile import BACKENDS, DEFAULT_ARCHS, SUPPORTED_ARCHS, CompileOptions
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -23,21 +29,36 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 __all__ = [
+    "ALLOWED_KEYS",
     "ARCH_ENV",
     "CONFIG_SETTINGS_PREFIX",
     "ConfigError",
     "PYPROJECT_SOURCE",
     "OxideConfig",
+    "SettingDoc",
+    "default_jobs",
     "load_config",
     "parse_config",
+    "read_pyproject",
+    "settings_docs",
+    "settings_reference",
 ]
 
 ARCH_ENV = "OXIDE_ARCH"
 CONFIG_SETTINGS_PREFIX = "oxide."
+MAX_REGISTERS_RANGE = (16, 255)
 
 
 class ConfigError(OxideError):
     """``[tool.oxide]``, ``OXIDE_ARCH`` or a ``-C oxide.*`` setting has a bad key or value."""
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on (``jobs`` when unset)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -45,28 +66,103 @@ class OxideConfig:
     """The ``[tool.oxide]`` table. Keys are spelled with dashes in TOML (``opt-level``)."""
 
     arch: tuple[str, ...] = DEFAULT_ARCHS
-    """GPU architectures to build a cubin for, e.g. ``["sm_80", "sm_90"]``."""
+    """GPU architectures to build a cubin for, e.g. ``["sm_80", "sm_90"]``. Every kernel is
+    compiled for each; the runtime loads the cubin of the device's arch (or the newest older
+    one of the same major version). ``OXIDE_ARCH=sm_90,sm_100`` overrides it."""
 
     packages: tuple[str, ...] | None = None
-    """Top-level packages (directory names under the project root) to scan for kernels;
-    unset means every package."""
+    """Top-level packages (directory names under the project root, or under ``src/``) to scan
+    for kernels; unset means every package."""
 
     ptx: bool = False
-    """Also ship PTX of the newest arch, for GPUs newer than every listed arch."""
+    """Also ship PTX of the newest arch, which the driver JIT-compiles on GPUs newer than every
+    listed arch (forward compatibility)."""
 
     opt_level: int = 3
-    """LLVM optimization level, 0 to 3."""
+    """Optimization level, 0 to 3 (LLVM and ptxas)."""
 
     bounds_check: bool = True
-    """Check reads of ``Slice`` views on the device (checks a guard proves are removed)."""
+    """Check reads of ``Slice`` views on the device; a failed check raises
+    ``oxide.KernelError`` on the host. Checks that a dominating guard proves are removed."""
 
-    def compile_options(self) -> CompileOptions:
+    backend: str = "nvptx"
+    """What turns LLVM IR into PTX: ``"nvptx"`` (LLVM's NVPTX target, through llvmlite) or
+    ``"nvvm"`` (NVIDIA's libNVVM). Modules that link CUDA C++ always go through libNVVM's
+    LTO-IR."""
+
+    link: tuple[str, ...] = ()
+    """More device-linker inputs for every kernel module: CUDA C++ sources (``.cu``, compiled by
+    NVRTC) and ``.ltoir``, ``.ptx``, ``.cubin``, ``.fatbin``, ``.o`` and ``.a`` files. Globs,
+    relative to the project root (``["csrc/*.cu"]``); a pattern that matches nothing is an
+    error. Sources named by ``@extern(sources=...)`` need not be listed."""
+
+    include_dirs: tuple[str, ...] = ()
+    """Include directories for CUDA C++ sources, relative to the project root (the CUDA and CCCL
+    headers of the nvidia-* wheels are always on the path)."""
+
+    defines: tuple[str, ...] = ()
+    """Preprocessor definitions for CUDA C++ sources: ``"NAME"`` or ``"NAME=VALUE"``."""
+
+    nvrtc_options: tuple[str, ...] = ()
+    """More NVRTC options for CUDA C++ sources, e.g. ``["-std=c++20"]``."""
+
+    fast_math: bool = False
+    """Approximate division, square root, ``exp``, ``log``, ``sin`` and ``cos``; flush
+    denormals; no guarantees about NaN and infinity."""
+
+    lineinfo: bool = False
+    """Line tables in the cubins, so profilers (Nsight Compute) map SASS back to Python lines.
+    File names are relative to the project's source root."""
+
+    max_registers: int | None = None
+    """Per-thread register cap for every kernel (ptxas ``-maxrregcount``), 16 to 255; unset
+    means no cap."""
+
+    jobs: int | None = None
+    """Compile jobs run at once (each a module for one arch); unset means one per CPU. The
+    wheel's contents do not depend on it."""
+
+    def compile_options(self, project_dir: Path | None = None) -> CompileOptions:
+        """The compiler's options. ``project_dir`` resolves ``link`` globs and
+        ``include-dirs``; without it they are passed as written."""
         return CompileOptions(
             archs=self.arch,
             opt_level=self.opt_level,
             bounds_check=self.bounds_check,
             embed_ptx=self.ptx,
+            backend=self.backend,
+            include_dirs=tuple(self._include_dirs(project_dir)),
+            defines=self.defines,
+            nvrtc_options=self.nvrtc_options,
+            link_inputs=tuple(self._link_inputs(project_dir)),
+            fast_math=self.fast_math,
+            lineinfo=self.lineinfo,
+            max_registers=self.max_registers,
         )
+
+    @property
+    def job_count(self) -> int:
+        return self.jobs if self.jobs is not None else default_jobs()
+
+    def _include_dirs(self, project_dir: Path | None) -> list[str]:
+        if project_dir is None:
+            return list(self.include_dirs)
+        return [str((project_dir / d).resolve()) for d in self.include_dirs]
+
+    def _link_inputs(self, project_dir: Path | None) -> list[str]:
+        if project_dir is None:
+            return list(self.link)
+        found: dict[str, None] = {}
+        for pattern in self.link:
+            matches = sorted(p for p in project_dir.glob(pattern) if p.is_file())
+            if not matches:
+                raise ConfigError(
+                    f"{PYPROJECT_SOURCE}: link = {list(self.link)!r}: {pattern!r} matches no file "
+                    f"under {project_dir}"
+                )
+            for path in matches:
+                found.setdefault(str(path.resolve()), None)
+        return list(found)
 
 
 def _toml_key(name: str) -> str:
@@ -108,14 +204,28 @@ def _as_bool(source: _Source, key: str, value: Any) -> bool:
             return True
         if text in ("0", "false", "no", "off"):
             return False
-    raise _bad(source, key, value, "true or false")
+    raise _bad(source, key, value, _ALLOWED["bool"])
 
 
-def _as_arch(source: _Source, value: Any) -> tuple[str, ...]:
-    allowed = "a list of archs from " + ", ".join(SUPPORTED_ARCHS)
-    archs = _as_list(source, "arch", value, allowed)
+def _as_int(source: _Source, key: str, value: Any, low: int, high: int | None, allowed: str) -> int:
+    number: Any = value
+    if source.from_text and isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    if (
+        isinstance(number, bool)
+        or not isinstance(number, int)
+        or number < low
+        or (high is not None and number > high)
+    ):
+        raise _bad(source, key, value, allowed)
+    return number
+
+
+def _as_arch(source: _Source, key: str, value: Any) -> tuple[str, ...]:
+    allowed = _ALLOWED["arch"]
+    archs = _as_list(source, key, value, allowed)
     if not archs:
-        raise _bad(source, "arch", value, allowed)
+        raise _bad(source, key, value, allowed)
     for arch in archs:
         if arch not in SUPPORTED_ARCHS:
             raise ConfigError(
@@ -125,22 +235,104 @@ def _as_arch(source: _Source, value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(archs))  # drop repeats, keep the order given
 
 
-def _as_packages(source: _Source, value: Any) -> tuple[str, ...]:
-    allowed = "a list of top-level package names"
-    packages = _as_list(source, "packages", value, allowed)
+def _as_packages(source: _Source, key: str, value: Any) -> tuple[str, ...]:
+    allowed = _ALLOWED["packages"]
+    packages = _as_list(source, key, value, allowed)
     for name in packages:
         if not name.isidentifier():
-            raise _bad(source, "packages", value, allowed)
+            raise _bad(source, key, value, allowed)
     return tuple(packages)
 
 
-def _as_opt_level(source: _Source, value: Any) -> int:
-    level: Any = value
-    if source.from_text and isinstance(value, str) and value.strip().isdigit():
-        level = int(value.strip())
-    if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 3:
-        raise _bad(source, "opt-level", value, "an integer from 0 to 3")
-    return level
+def _as_strings(source: _Source, key: str, value: Any) -> tuple[str, ...]:
+    items = _as_list(source, key, value, _ALLOWED["strings"])
+    if any(not item.strip() for item in items):
+        raise _bad(source, key, value, _ALLOWED["strings"])
+    return tuple(items)
+
+
+def _as_paths(source: _Source, key: str, value: Any) -> tuple[str, ...]:
+    allowed = _ALLOWED["paths"]
+    items = _as_strings(source, key, value) if not isinstance(value, list) or value else ()
+    for item in items:
+        if Path(item).is_absolute() or ".." in Path(item).parts:
+            raise _bad(source, key, value, allowed)
+    return items
+
+
+def _as_defines(source: _Source, key: str, value: Any) -> tuple[str, ...]:
+    allowed = _ALLOWED["defines"]
+    items = _as_list(source, key, value, allowed)
+    for item in items:
+        name = item.split("=", 1)[0]
+        if not name.isidentifier():
+            raise _bad(source, key, value, allowed)
+    return tuple(items)
+
+
+def _as_backend(source: _Source, key: str, value: Any) -> str:
+    text = value.strip() if source.from_text and isinstance(value, str) else value
+    if text not in BACKENDS:
+        raise _bad(source, key, value, _ALLOWED["backend"])
+    return str(text)
+
+
+def _as_opt_level(source: _Source, key: str, value: Any) -> int:
+    return _as_int(source, key, value, 0, 3, _ALLOWED["opt-level"])
+
+
+def _as_max_registers(source: _Source, key: str, value: Any) -> int:
+    low, high = MAX_REGISTERS_RANGE
+    return _as_int(source, key, value, low, high, _ALLOWED["max-registers"])
+
+
+def _as_jobs(source: _Source, key: str, value: Any) -> int:
+    return _as_int(source, key, value, 1, None, _ALLOWED["jobs"])
+
+
+# what each kind of value may be, as error messages and the reference say it
+_ALLOWED: dict[str, str] = {
+    "bool": "true or false",
+    "arch": "a list of archs from " + ", ".join(SUPPORTED_ARCHS),
+    "packages": "a list of top-level package names",
+    "strings": "a list of strings",
+    "paths": "a list of paths relative to the project root",
+    "defines": 'a list of "NAME" or "NAME=VALUE"',
+    "backend": " or ".join(repr(b) for b in BACKENDS),
+    "opt-level": "an integer from 0 to 3",
+    "max-registers": f"an integer from {MAX_REGISTERS_RANGE[0]} to {MAX_REGISTERS_RANGE[1]}",
+    "jobs": "a positive integer",
+}
+
+_Parser = Callable[[_Source, str, Any], Any]
+
+
+def _bool_parser(source: _Source, key: str, value: Any) -> bool:
+    return _as_bool(source, key, value)
+
+
+# TOML key -> (parser, what is allowed, type as the reference shows it)
+_PARSERS: dict[str, tuple[_Parser, str, str]] = {
+    "arch": (_as_arch, _ALLOWED["arch"], "list of strings"),
+    "packages": (_as_packages, _ALLOWED["packages"], "list of strings"),
+    "ptx": (_bool_parser, _ALLOWED["bool"], "bool"),
+    "opt-level": (_as_opt_level, _ALLOWED["opt-level"], "int"),
+    "bounds-check": (_bool_parser, _ALLOWED["bool"], "bool"),
+    "backend": (_as_backend, _ALLOWED["backend"], "string"),
+    "link": (_as_paths, "a list of globs relative to the project root", "list of strings"),
+    "include-dirs": (_as_paths, _ALLOWED["paths"], "list of strings"),
+    "defines": (_as_defines, _ALLOWED["defines"], "list of strings"),
+    "nvrtc-options": (_as_strings, _ALLOWED["strings"], "list of strings"),
+    "fast-math": (_bool_parser, _ALLOWED["bool"], "bool"),
+    "lineinfo": (_bool_parser, _ALLOWED["bool"], "bool"),
+    "max-registers": (_as_max_registers, _ALLOWED["max-registers"], "int"),
+    "jobs": (_as_jobs, _ALLOWED["jobs"], "int"),
+}
+assert set(_PARSERS) == set(ALLOWED_KEYS), "every OxideConfig field needs a parser"
+
+
+def _unknown_key(where: str, key: str) -> ConfigError:
+    return ConfigError(f"{where}: unknown key {key!r}; allowed keys: " + ", ".join(ALLOWED_KEYS))
 
 
 def parse_config(
@@ -152,22 +344,13 @@ def parse_config(
     """Checks one table of settings (TOML values; strings when ``from_text``) and returns
     ``base`` with those settings applied. ``source`` names where they came from in errors."""
     src = _Source(source, from_text)
-    values: dict[str, Any] = {}
     for key in table:
-        if key not in ALLOWED_KEYS:
-            raise ConfigError(
-                f"{source}: unknown key {key!r}; allowed keys: " + ", ".join(ALLOWED_KEYS)
-            )
-    if "arch" in table:
-        values["arch"] = _as_arch(src, table["arch"])
-    if "packages" in table:
-        values["packages"] = _as_packages(src, table["packages"])
-    if "ptx" in table:
-        values["ptx"] = _as_bool(src, "ptx", table["ptx"])
-    if "opt-level" in table:
-        values["opt_level"] = _as_opt_level(src, table["opt-level"])
-    if "bounds-check" in table:
-        values["bounds_check"] = _as_bool(src, "bounds-check", table["bounds-check"])
+        if key not in _PARSERS:
+            raise _unknown_key(source, key)
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        parser = _PARSERS[key][0]
+        values[key.replace("-", "_")] = parser(src, key, value)
     return _replace(base, values)
 
 
@@ -177,15 +360,19 @@ def _replace(config: OxideConfig, values: dict[str, Any]) -> OxideConfig:
     return OxideConfig(**current)
 
 
-def _read_pyproject(project_dir: Path) -> Mapping[str, Any]:
+def read_pyproject(project_dir: Path) -> Mapping[str, Any]:
+    """``pyproject.toml`` of ``project_dir`` as a dict (empty when there is none)."""
     path = project_dir / "pyproject.toml"
     if not path.is_file():
         return {}
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    tool = data.get("tool", {})
+
+
+def _oxide_table(pyproject: Mapping[str, Any]) -> Mapping[str, Any]:
+    tool = pyproject.get("tool", {})
     table = tool.get("oxide", {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):
         raise ConfigError(f"{PYPROJECT_SOURCE}: must be a table")
@@ -214,18 +401,91 @@ def load_config(
     """The configuration of the project in ``project_dir``: ``[tool.oxide]``, then
     ``OXIDE_ARCH``, then ``oxide.*`` config settings."""
     env = os.environ if environ is None else environ
-    config = parse_config(_read_pyproject(project_dir))
+    config = parse_config(_oxide_table(read_pyproject(project_dir)))
     arch_env = env.get(ARCH_ENV, "").strip()
     if arch_env:
         config = parse_config({"arch": arch_env}, source=f"environment variable {ARCH_ENV}", base=config, from_text=True)
     settings = _settings_table(config_settings)
-    if settings:
-        for key in settings:
-            if key not in ALLOWED_KEYS:
-                raise ConfigError(
-                    f"config setting {CONFIG_SETTINGS_PREFIX}{key}: unknown key {key!r}; allowed keys: "
-                    + ", ".join(ALLOWED_KEYS)
-                )
-        for key, value in settings.items():
-            config = parse_config({key: value}, source=f"config setting {CONFIG_SETTINGS_PREFIX}{key}", base=config, from_text=True)
+    for key in settings:
+        if key not in _PARSERS:
+            raise _unknown_key(f"config setting {CONFIG_SETTINGS_PREFIX}{key}", key)
+    for key, value in settings.items():
+        config = parse_config({key: value}, source=f"config setting {CONFIG_SETTINGS_PREFIX}{key}", base=config, from_text=True)
     return config
+
+
+# --- the reference ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SettingDoc:
+    key: str  # as spelled in TOML
+    type: str
+    default: str  # as TOML
+    allowed: str
+    doc: str
+
+
+def _field_docstrings() -> dict[str, str]:
+    """Field name -> the string literal that follows its annotation in ``OxideConfig``."""
+    tree = ast.parse(inspect.getsource(OxideConfig))
+    (cls,) = tree.body
+    assert isinstance(cls, ast.ClassDef)
+    docs: dict[str, str] = {}
+    body = cls.body
+    for node, following in zip(body, body[1:]):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+        ):
+            docs[node.target.id] = inspect.cleandoc(following.value.value)
+    return docs
+
+
+def _toml_value(value: Any) -> str:
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)
+
+
+def settings_docs() -> list[SettingDoc]:
+    """Every ``[tool.oxide]`` key with its type, default and documentation, in field order."""
+    docs = _field_docstrings()
+    out: list[SettingDoc] = []
+    for f in fields(OxideConfig):
+        key = _toml_key(f.name)
+        default = f.default if f.default is not MISSING else None
+        shown = _toml_value(default)
+        if f.name == "jobs":
+            shown = "unset (the number of CPUs)"
+        _, allowed, kind = _PARSERS[key]
+        out.append(SettingDoc(key, kind, shown, allowed, docs.get(f.name, "")))
+    return out
+
+
+def settings_reference() -> str:
+    """The ``[tool.oxide]`` reference in Markdown (the body of ``docs/configuration.md``)."""
+    lines: list[str] = []
+    for s in settings_docs():
+        doc = " ".join(s.doc.split())
+        lines += [
+            f"### `{s.key}`",
+            "",
+            f"- type: {s.type}; allowed: {s.allowed}",
+            f"- default: `{s.default}`" if not s.default.startswith("unset") else f"- default: {s.default}",
+            f"- override: `-C {CONFIG_SETTINGS_PREFIX}{s.key}=...`"
+            + (f" or `{ARCH_ENV}=...`" if s.key == "arch" else ""),
+            "",
+            doc,
+            "",
+        ]
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -1304,13 +1304,18 @@ def test_c_launcher_packs_every_scalar_like_python(tmp_path: Path, c_driver: CFa
         (127, 2**15 - 1, 2**31 - 1, 2**63 - 1, 255, 2**16 - 1, 1, 1, 65504.0, 1.0 + 2**-8, 3.4028234663852886e38, 5, 1),
         (0, 0, 0, 0, 0, 0, 0, 0, 6e-8, float("nan"), float("inf"), float("-inf"), 0),
         (True, False, 1, 2, 3, 4, 5, 6, float("-inf"), 1.0 + 3 * 2**-9, 1e-40, 2**60, 1),
+        (np.int8(-5), np.int16(3), np.int32(-7), np.int64(2**40), np.uint8(250), np.uint16(6), np.uint32(7),
+         np.uint64(2**64 - 1), np.float16(1.5), np.float32(0.1), np.float64(0.1), np.float32(1e30), True),
+        (np.int64(1), np.uint8(2), np.int8(3), np.uint32(4), np.int16(5), np.int64(6), np.uint64(7), np.int32(8),
+         np.int32(9), np.int64(-10), np.uint16(11), np.int8(-12), np.bool_(True)),
     ]
     for args in cases:
         m.every[1, 1](*args, out)
         m.every[1, 1](*args, out)
-    for i in range(0, len(cases) * 2, 2):
-        py, c = c_driver.launches[i], c_driver.launches[i + 1]
-        assert (py["path"], c["path"]) == ("python" if i == 0 else "c", "c")
+    got = paths(c_driver)
+    assert got[:10] == ["python"] + ["c"] * 9
+    assert got[10:12] == ["python", "c"]  # NumPy scalars: learned at their first launch
+    assert got[12:] == ["python", "python"]  # a NumPy bool: always converted by Python
     # the first launch of each case through C compares with the very first, Python, of case 0;
     # every case's two launches must agree, and each must match a Python-only launch of it
     c_driver.launches.clear()
@@ -1322,9 +1327,17 @@ def test_c_launcher_packs_every_scalar_like_python(tmp_path: Path, c_driver: CFa
     launcher._ext.set_driver(*c_driver._oxide_entry_points())
     for args in cases:
         m.every[1, 1](*args, out)
-    assert paths(c_driver) == ["c"] * len(cases)
+    assert paths(c_driver) == ["c"] * (len(cases) - 1) + ["python"]  # a NumPy bool: Python converts it
     c_values = [launch["values"] for launch in c_driver.launches]
     assert repr(c_values) == repr(python_values)  # repr: NaN compares equal to itself here
+    expect_type_error(
+        lambda: m.every[1, 1](np.float32(2), *cases[0][1:], out),
+        "parameter 'p_i8' of every needs an integer (i8); got numpy.float32 np.float32(2.0)",
+    )
+    expect_type_error(
+        lambda: m.every[1, 1](np.int64(2**40), *cases[0][1:], out),
+        "parameter 'p_i8' of every needs an integer in the range of i8 (-128..127); got 1099511627776",
+    )
 
 
 @needs_launcher

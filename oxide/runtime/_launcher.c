@@ -7,9 +7,9 @@
  * reads the device-error records, packs the parameter block on the C stack and calls
  * cuLaunchKernel.
  *
- * Anything it does not handle exactly like the Python path (an unknown array type, a NumPy
- * scalar, an out-of-range value, a failed check, a kernel error waiting to be raised, a context
- * it has no function for) makes it call `self._launch_slow(*args)` instead, without side
+ * Anything it does not handle exactly like the Python path (an unknown array type, a NumPy bool,
+ * an out-of-range value, a failed check, a kernel error waiting to be raised, a context it has
+ * no function for, a generic kernel whose specialization depends on the scalars) makes it call `self._launch_slow(*args)` instead, without side
  * effects: the Python path then launches, or raises its usual error. So the texts of every
  * error are the Python path's, and this file only has to agree with it on what succeeds.
  *
@@ -52,6 +52,19 @@ static PyObject *dtype_objs[MAX_DTYPES]; /* torch.dtype / numpy.dtype objects, c
 static int dtype_codes[MAX_DTYPES];
 static int n_dtypes = 0;
 static PyObject *typestr_codes = NULL; /* dict: CUDA array interface typestr -> code */
+
+/* NumPy integer and floating scalar types (numpy.float32, numpy.int64, ...): converted through
+   their own __index__ / __float__, as the Python converters do. Other types fall back. */
+#define MAX_SCALAR_TYPES 32
+static PyTypeObject *scalar_types[MAX_SCALAR_TYPES];
+static int n_scalar_types = 0;
+
+static int is_numpy_scalar(PyObject *value) {
+    PyTypeObject *tp = Py_TYPE(value);
+    for (int i = 0; i < n_scalar_types; i++)
+        if (scalar_types[i] == tp) return 1;
+    return 0;
+}
 
 static PyObject *s_is_cuda, *s_shape, *s_is_contiguous, *s_dtype, *s_data_ptr, *s_strides, *s_data, *s_ptr,
     *s_cai, *s_typestr, *s_mask, *s_launch_slow, *s_launch_failed;
@@ -265,8 +278,8 @@ static int as_double(PyObject *value, double *out) {
         *out = PyFloat_AS_DOUBLE(value);
         return 1;
     }
-    if (PyLong_CheckExact(value)) {
-        double d = PyLong_AsDouble(value);
+    if (PyLong_CheckExact(value) || is_numpy_scalar(value)) {
+        double d = PyLong_CheckExact(value) ? PyLong_AsDouble(value) : PyFloat_AsDouble(value);
         if (d == -1.0 && PyErr_Occurred()) {
             PyErr_Clear();
             return 0;
@@ -278,6 +291,16 @@ static int as_double(PyObject *value, double *out) {
 }
 
 static int pack_scalar(PyObject *value, int code, uint64_t *slot) {
+    if (code >= DT_I8 && code <= DT_U64 && !PyLong_Check(value) && is_numpy_scalar(value)) {
+        PyObject *index = PyNumber_Index(value); /* numpy.int32(5) -> 5; numpy.float32 refuses */
+        if (index == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        int ok = pack_scalar(index, code, slot);
+        Py_DECREF(index);
+        return ok;
+    }
     unsigned char *p = (unsigned char *)slot;
     *slot = 0;
     if (code >= DT_I8 && code <= DT_U32 && code != DT_I64) {
@@ -757,9 +780,23 @@ static PyObject *set_typestrs(PyObject *mod, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+static PyObject *register_scalar_type(PyObject *mod, PyObject *type) {
+    if (!PyType_Check(type)) {
+        PyErr_SetString(PyExc_TypeError, "expected a type");
+        return NULL;
+    }
+    for (int i = 0; i < n_scalar_types; i++)
+        if (scalar_types[i] == (PyTypeObject *)type) Py_RETURN_TRUE;
+    if (n_scalar_types >= MAX_SCALAR_TYPES) Py_RETURN_FALSE;
+    scalar_types[n_scalar_types++] = (PyTypeObject *)Py_NewRef(type);
+    Py_RETURN_TRUE;
+}
+
 static PyObject *forget_types(PyObject *mod, PyObject *unused) {
     for (int i = 0; i < n_array_types; i++) Py_DECREF(array_types[i]);
     n_array_types = 0;
+    for (int i = 0; i < n_scalar_types; i++) Py_DECREF(scalar_types[i]);
+    n_scalar_types = 0;
     Py_RETURN_NONE;
 }
 
@@ -770,7 +807,8 @@ static PyMethodDef module_methods[] = {
     {"register_array_type", register_array_type, METH_VARARGS, "register_array_type(type, kind)"},
     {"register_dtype", register_dtype, METH_VARARGS, "register_dtype(dtype_object, code)"},
     {"set_typestrs", set_typestrs, METH_O, "set_typestrs({typestr: code})"},
-    {"forget_types", forget_types, METH_NOARGS, "unregister every array type"},
+    {"register_scalar_type", register_scalar_type, METH_O, "register_scalar_type(numpy_scalar_type)"},
+    {"forget_types", forget_types, METH_NOARGS, "unregister every array and scalar type"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -173,12 +173,14 @@ class Kernel:
         if err != 0:
             device.raise_cuda_error(err, f"launching kernel {self.name} (grid {grid}, block {block})")
         if self._plan is not None:
-            self._teach(variant, handle, fn, keep, drv)
+            self._teach(variant, handle, fn, keep, drv, args)
         del keep  # the argument arrays stay alive until the driver has taken the launch
 
-    def _teach(self, variant: Specialization, ctx: int, fn: Any, views: list[ArrayView], drv: Any) -> None:
+    def _teach(
+        self, variant: Specialization, ctx: int, fn: Any, views: list[ArrayView], drv: Any, args: Sequence[Any]
+    ) -> None:
         """Tells the C launcher what this successful launch showed: the function in this
-        context, the array types. Later launches like it then take the C path."""
+        context, the array and NumPy scalar types. Later launches like it take the C path."""
         if not launcher.bind_driver(drv):
             return
         if ctx not in variant.planned:
@@ -186,6 +188,9 @@ class Kernel:
             variant.planned.add(ctx)
         for view in views:
             launcher.learn_array(view.owner)
+        for i, conv in enumerate(variant.converters):
+            if conv is not None and type(args[i]).__module__ == "numpy":
+                launcher.learn_scalar(args[i])
 
     # arguments ----------------------------------------------------------------------------
 

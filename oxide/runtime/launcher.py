@@ -4,7 +4,7 @@ Why C: a launch is a ``cuLaunchKernel`` of ~3 µs on our reference host; reading
 converting two scalars and packing the parameter block in Python costs more than that again
 (``cuda.bindings`` alone costs 2 µs over C per call). The C launcher does the whole hot path
 with the GIL held and no allocation, and hands every case it does not handle identically
-(unknown array type, NumPy scalar, out-of-range value, a failed check, a pending kernel error,
+(unknown array type, out-of-range value, a failed check, a pending kernel error,
 a context it has no function for) to the Python path, which launches or raises its usual error.
 So the C path only ever has to agree with Python on what succeeds; every error text is
 Python's.
@@ -13,8 +13,8 @@ What the C side learns from Python, all from the Python path's first successful 
 
 - the driver entry points ``cuLaunchKernel`` and ``cuCtxGetCurrent`` (addresses from the
   libcuda that ``cuda.bindings`` loaded);
-- the array types it has seen and how to read them (:data:`ARRAY_KINDS`), and the dtype objects
-  of PyTorch and NumPy, compared by identity;
+- the array types it has seen and how to read them (the ``ARRAY_`` kinds), the dtype objects of
+  PyTorch and NumPy, compared by identity, and the NumPy scalar types it has seen;
 - per kernel, a ``Plan``: parameters, specializations (by view dtypes), and the ``CUfunction``
   of each specialization in each context it has been loaded in;
 - the addresses of the device-error records, read before every launch.
@@ -42,6 +42,7 @@ __all__ = [
     "new_plan",
     "bind_driver",
     "learn_array",
+    "learn_scalar",
     "driver_entry_points",
 ]
 
@@ -169,6 +170,18 @@ def learn_array(obj: Any) -> None:
     elif kind in (ARRAY_CUPY, ARRAY_DEVICE_ARRAY) and not _numpy_registered:
         _register_numpy()
     _ext.register_array_type(cls, kind)
+
+
+def learn_scalar(value: Any) -> None:
+    """Teaches the C launcher the type of ``value`` if it is a NumPy integer or float scalar."""
+    cls = type(value)
+    if _ext is None or cls in _known_types or cls.__module__ != "numpy":
+        return
+    _known_types.add(cls)
+    import numpy as np  # already imported: value is a NumPy scalar
+
+    if isinstance(value, (np.integer, np.floating)):
+        _ext.register_scalar_type(cls)
 
 
 def _reset_for_tests() -> None:

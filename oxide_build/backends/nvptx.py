@@ -47,10 +47,10 @@ def optimize_and_emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3) -> str:
 
 
 _libdevice_bytes: bytes | None = None
+_subsets: dict[tuple[str, ...], str] = {}
 
 
-def _link_libdevice(llvm, module) -> None:  # type: ignore[no-untyped-def]
-    """Links CUDA's libdevice (math functions) into ``module`` and keeps only what it uses."""
+def _libdevice() -> bytes:
     global _libdevice_bytes
     if _libdevice_bytes is None:
         try:
@@ -61,10 +61,66 @@ def _link_libdevice(llvm, module) -> None:  # type: ignore[no-untyped-def]
             raise ToolchainError(f"libdevice was not found ({exc}): pip install nvidia-nvvm") from None
         with open(path, "rb") as f:
             _libdevice_bytes = f.read()
-    lib = llvm.parse_bitcode(_libdevice_bytes)
-    lib.triple = module.triple
-    lib.data_layout = module.data_layout
-    module.link_in(lib)
-    for f in module.functions:
-        if f.name.startswith("__nv_") and not f.is_declaration:
-            f.linkage = "internal"
+    return _libdevice_bytes
+
+
+def _libdevice_subset(llvm, names: tuple[str, ...], declarations: list[str]) -> str:  # type: ignore[no-untyped-def]
+    """LLVM IR of just the libdevice functions ``names`` need. Parsing all of libdevice takes
+    ~60 ms, so subsets are kept in memory and in the user cache dir."""
+    if names in _subsets:
+        return _subsets[names]
+    import hashlib
+    import os
+
+    lib_bytes = _libdevice()
+    key = hashlib.sha256(lib_bytes + "\0".join(names).encode() + llvm_version().encode()).hexdigest()[:32]
+    cache_file = None
+    try:
+        from ..jit import cache_root
+
+        cache_file = cache_root() / "libdevice" / f"{key}.ll"
+        if cache_file.is_file():
+            text = cache_file.read_text()
+            _subsets[names] = text
+            return text
+    except OSError:
+        cache_file = None
+    used = ", ".join(f"ptr @{n}" for n in names)
+    stub = llvm.parse_assembly(
+        'target triple = "nvptx64-nvidia-cuda"\n' + "\n".join(declarations) + "\n"
+        f'@llvm.used = appending global [{len(names)} x ptr] [{used}], section "llvm.metadata"\n')
+    lib = llvm.parse_bitcode(lib_bytes)
+    stub.data_layout = lib.data_layout
+    lib.triple = stub.triple
+    stub.link_in(lib)
+    target = llvm.Target.from_triple("nvptx64-nvidia-cuda")
+    tm = target.create_target_machine(cpu="sm_80", opt=0)
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=0))
+    mpm = llvm.create_new_module_pass_manager()
+    mpm.add_internalize_pass()  # everything but @llvm.used's members...
+    mpm.add_global_dead_code_eliminate_pass()  # ...and then what they do not reach goes
+    mpm.run(stub, pb)
+    text = "\n".join(line for line in str(stub).splitlines() if not line.startswith("@llvm.used"))
+    _subsets[names] = text
+    if cache_file is not None:
+        try:
+            cache_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache_file.with_name(f"{cache_file.name}.{os.getpid()}.tmp")
+            tmp.write_text(text)
+            tmp.replace(cache_file)
+        except OSError:
+            pass
+    return text
+
+
+def _link_libdevice(llvm, module) -> None:  # type: ignore[no-untyped-def]
+    """Links the libdevice (math) functions ``module`` calls, as internal functions."""
+    decls = sorted((f.name, str(f).strip()) for f in module.functions if f.is_declaration and f.name.startswith("__nv_"))
+    names = tuple(n for n, _ in decls)
+    sub = llvm.parse_assembly(_libdevice_subset(llvm, names, [d for _, d in decls]))
+    sub.triple = module.triple
+    sub.data_layout = module.data_layout
+    defined = [f.name for f in sub.functions if not f.is_declaration]
+    module.link_in(sub)
+    for name in defined:
+        module.get_function(name).linkage = "internal"

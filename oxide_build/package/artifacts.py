@@ -1,6 +1,7 @@
 """Writes a compiled module's artifacts (manifest + code per arch) where the runtime finds them."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -9,7 +10,7 @@ from oxide.runtime.manifest import ARTIFACT_DIR, ModuleManifest, manifest_path
 if TYPE_CHECKING:
     from oxide_build.compile import CompiledModule
 
-__all__ = ["module_manifest", "write_module_artifacts"]
+__all__ = ["merge_manifests", "module_files", "module_manifest", "write_artifacts", "write_module_artifacts"]
 
 
 def module_manifest(compiled: CompiledModule) -> ModuleManifest:
@@ -24,21 +25,43 @@ def module_manifest(compiled: CompiledModule) -> ModuleManifest:
     )
 
 
-def write_module_artifacts(compiled: CompiledModule, module_dir: Path) -> Path:
-    """Writes ``module_dir/_oxide/<module>.json`` and its code files; returns the manifest path.
+def module_files(compiled: CompiledModule) -> tuple[ModuleManifest, dict[str, bytes]]:
+    """The manifest and the code files (name inside ``_oxide/`` -> bytes) of a module."""
+    manifest = module_manifest(compiled)
+    files = {name: compiled.cubins[arch] for arch, name in manifest.cubins.items()}
+    files.update({name: compiled.ptx_fallback[arch].encode() for arch, name in manifest.ptx.items()})
+    return manifest, files
 
-    Files are written to a temporary name and renamed, so a reader never sees half a file.
-    """
+
+def merge_manifests(parts: list[ModuleManifest]) -> ModuleManifest:
+    """One module's manifests, each for some archs, as one (kernels and error sites do not
+    depend on the arch: the first part's are kept)."""
+    first = parts[0]
+    cubins: dict[str, str] = {}
+    ptx: dict[str, str] = {}
+    for part in parts:
+        cubins.update(part.cubins)
+        ptx.update(part.ptx)
+    return replace(first, cubins=dict(sorted(cubins.items())), ptx=dict(sorted(ptx.items())))
+
+
+def write_artifacts(manifest: ModuleManifest, files: dict[str, bytes], module_dir: Path) -> Path:
+    """Writes ``module_dir/_oxide/<module>.json`` and ``files`` beside it; returns the manifest
+    path. Files are written to a temporary name and renamed, so a reader never sees half a
+    file (the runtime may read them while an editable install rebuilds)."""
     out = module_dir / ARTIFACT_DIR
     out.mkdir(parents=True, exist_ok=True)
-    manifest = module_manifest(compiled)
-    for arch, name in manifest.cubins.items():
-        _write_atomic(out / name, compiled.cubins[arch])
-    for arch, name in manifest.ptx.items():
-        _write_atomic(out / name, compiled.ptx_fallback[arch].encode())
-    path = manifest_path(module_dir, compiled.module_name)
+    for name in sorted(files):
+        _write_atomic(out / name, files[name])
+    path = manifest_path(module_dir, manifest.module)
     _write_atomic(path, manifest.to_json().encode())
     return path
+
+
+def write_module_artifacts(compiled: CompiledModule, module_dir: Path) -> Path:
+    """Writes ``module_dir/_oxide/<module>.json`` and its code files; returns the manifest path."""
+    manifest, files = module_files(compiled)
+    return write_artifacts(manifest, files, module_dir)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

@@ -1,0 +1,227 @@
+"""The whole-module step of a build, cached: one kernel module compiled for one arch.
+
+A build compiles each kernel module once per arch (a *unit*). A unit's result (its manifest
+and code files) is stored in the compile cache (``oxide_build.link.cache``) under a key made
+of everything that decides its bytes:
+
+- the source bytes of the module and of every module of the tree it imports, transitively
+  (device functions may live in other modules);
+- every CUDA C++ / binary input the project could link (all ``.cu``, header, ``.ltoir``,
+  ``.o``, ``.a``, ... files under the project root, and the ``link`` inputs);
+- the compile options and the arch;
+- the compiler itself (a digest of the ``oxide`` and ``oxide_build`` sources, so a changed
+  compiler never reuses old code even at the same version) and the versions of the toolchain
+  distributions (llvmlite, cuda-bindings, nvidia-*).
+
+A hit skips the compiler entirely (nothing heavy is even imported), which is what makes a
+rebuild with no source change fast.
+"""
+from __future__ import annotations
+
+import ast
+import base64
+import functools
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from oxide.runtime.manifest import ModuleManifest
+
+from .artifacts import module_files
+
+if TYPE_CHECKING:
+    from oxide_build.compile import CompileOptions
+    from oxide_build.link.cache import CompileCache
+
+__all__ = [
+    "CPP_SUFFIXES",
+    "CompileUnit",
+    "UnitResult",
+    "compile_unit",
+    "compiler_digest",
+    "imported_tree_modules",
+    "native_inputs_digest",
+    "toolchain_versions",
+    "unit_cache_key",
+]
+
+_FORMAT = "oxide-unit-1"
+
+# what C++ or binary input a kernel module may link or include
+CPP_SUFFIXES = frozenset({
+    ".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inc", ".inl",
+    ".ltoir", ".ptx", ".cubin", ".fatbin", ".o", ".obj", ".a", ".lib",
+})
+_SKIP_DIRS = frozenset({"build", "dist", "_oxide", "__pycache__", "node_modules", "venv", "site-packages"})
+_TOOL_DISTS = (
+    "llvmlite", "cuda-bindings", "cuda-pathfinder", "nvidia-nvjitlink", "nvidia-nvvm", "nvidia-cuda-nvrtc",
+    "nvidia-cuda-nvcc", "nvidia-cuda-cccl", "nvidia-cuda-runtime", "nvidia-nvfatbin",
+)
+
+
+@dataclass(frozen=True)
+class CompileUnit:
+    """One kernel module for one arch; plain data, so a process pool can carry it."""
+
+    module: str
+    source: Path
+    root: Path
+    arch: str
+    options: CompileOptions  # archs == (arch,); embed_ptx only for the newest arch
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    manifest: ModuleManifest
+    files: dict[str, bytes] = field(default_factory=dict)  # name inside _oxide/ -> bytes
+    cached: bool = False
+
+    def to_bytes(self) -> bytes:
+        data = {
+            "format": _FORMAT,
+            "manifest": self.manifest.to_json(),
+            "files": {name: base64.b64encode(self.files[name]).decode("ascii") for name in sorted(self.files)},
+        }
+        return json.dumps(data, sort_keys=True).encode()
+
+    @staticmethod
+    def from_bytes(data: bytes) -> UnitResult | None:
+        try:
+            obj = json.loads(data)
+            if obj.get("format") != _FORMAT:
+                return None
+            files = {name: base64.b64decode(text) for name, text in obj["files"].items()}
+            return UnitResult(ModuleManifest.from_json(obj["manifest"]), files, cached=True)
+        except (ValueError, KeyError, TypeError):
+            return None  # a damaged entry is a miss
+
+
+@functools.lru_cache(maxsize=1)
+def compiler_digest() -> str:
+    """SHA-256 over the sources of the ``oxide`` and ``oxide_build`` packages."""
+    import oxide
+    import oxide_build
+
+    digest = hashlib.sha256()
+    for package in (oxide, oxide_build):
+        base = Path(package.__file__).resolve().parent
+        for path in sorted(base.rglob("*.py")):
+            digest.update(path.relative_to(base).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def toolchain_versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    parts = []
+    for dist in _TOOL_DISTS:
+        try:
+            parts.append(f"{dist}={version(dist)}")
+        except PackageNotFoundError:
+            parts.append(f"{dist}=-")
+    return ";".join(parts)
+
+
+def _module_file(root: Path, name: str) -> Path | None:
+    base = root.joinpath(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imports(path: Path, name: str) -> list[str]:
+    """Dotted names a module imports (``from a import b`` gives ``a`` and ``a.b``)."""
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (SyntaxError, ValueError, OSError):
+        return []  # the compiler reports it; the key still has the bytes
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                out += [".".join(parts[: i + 1]) for i in range(len(parts))]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            if target:
+                out.append(target)
+            out += [f"{target}.{alias.name}" if target else alias.name for alias in node.names]
+    return out
+
+
+def imported_tree_modules(root: Path, module: str, source: Path) -> dict[str, Path]:
+    """``module`` and every module under ``root`` it imports, transitively: name -> file."""
+    found: dict[str, Path] = {module: source}
+    stack = [(module, source)]
+    while stack:
+        name, path = stack.pop()
+        for target in _imports(path, name):
+            if target in found or target == "oxide" or target.startswith("oxide."):
+                continue
+            file = _module_file(root, target)
+            if file is not None:
+                found[target] = file
+                stack.append((target, file))
+    return found
+
+
+def native_inputs_digest(project_dir: Path, extra: tuple[str, ...] = ()) -> str:
+    """SHA-256 over every C++ / binary file under ``project_dir`` and the files ``extra``."""
+    digest = hashlib.sha256()
+    files: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(project_dir):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS)
+        for fname in sorted(filenames):
+            if os.path.splitext(fname)[1].lower() in CPP_SUFFIXES:
+                files.append(Path(dirpath) / fname)
+    files += [Path(e) for e in extra]
+    for path in files:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            data = b"<missing>"
+        digest.update(str(path).encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()
+
+
+def unit_cache_key(unit: CompileUnit, native_digest: str) -> str:
+    from oxide_build.link.cache import cache_key
+
+    parts: list[bytes | str] = [
+        _FORMAT, compiler_digest(), toolchain_versions(), native_digest,
+        unit.module, unit.arch, json.dumps(asdict(unit.options), sort_keys=True, default=str),
+        unit.source.name,
+    ]
+    for name, path in sorted(imported_tree_modules(unit.root, unit.module, unit.source).items()):
+        parts += [name, path.read_bytes()]
+    return cache_key(*parts)
+
+
+def compile_unit(unit: CompileUnit, cache: CompileCache | None = None, native_digest: str = "") -> UnitResult:
+    """Compiles one unit, or takes it from ``cache``. Raises ``oxide.OxideError``s."""
+    key = unit_cache_key(unit, native_digest) if cache is not None and cache.enabled else None
+    if key is not None and cache is not None:
+        data = cache.get(key)
+        if data is not None:
+            result = UnitResult.from_bytes(data)
+            if result is not None:
+                return result
+    from oxide_build.compile import compile_module
+
+    compiled = compile_module(unit.source, unit.module, unit.options, root=unit.root)
+    manifest, files = module_files(compiled)
+    result = UnitResult(manifest, files)
+    if key is not None and cache is not None:
+        cache.put(key, result.to_bytes())
+    return result
