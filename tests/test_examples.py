@@ -45,4 +45,4 @@ def test_shared_memory_atomics_and_vector_loads() -> None:
     assert "atom.shared.add.u32" in hist.ptx["sm_90"]
     red = compile_module(ROOT / "examples" / "reduce.py", "examples.reduce",
                          CompileOptions(archs=("sm_90",), link_cubins=False), root=ROOT)
-    assert "ld.global.v4" in red.ptx["sm_90"] and "shfl.sync.bfly" in red.ptx["sm_90"]
+    assert "ld.global.nc.v4" in red.ptx["sm_90"] and "shfl.sync.bfly" in red.ptx["sm_90"]

@@ -8,6 +8,7 @@ runtime) and ends the thread.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Callable
 
 from llvmlite import ir as ll
@@ -47,6 +48,10 @@ class BFloatType(ll.types._BaseFloatType):  # type: ignore[name-defined,misc]
 
 BFloatType._create_instance()
 BFLOAT = BFloatType()
+
+
+# llvmlite does not list `readonly` among argument attributes; LLVM accepts it there
+ll.values.ArgumentAttributes._known = MappingProxyType({**ll.values.ArgumentAttributes._known, "readonly": False})
 
 
 def scalar_ll(ty: ScalarType, in_memory: bool = False) -> ll.Type:
@@ -139,6 +144,16 @@ class ModuleLowering:
             llfn = ll.Function(self.module, fnty, fn.symbol)
             if not fn.is_kernel and not fn.export:
                 llfn.linkage = "internal"
+            if fn.is_kernel:
+                # A read-only view is never written during the kernel: the runtime refuses a
+                # launch where it overlaps a writable view. So its loads may use the read-only
+                # data cache (ld.global.nc), as `const T* __restrict__` does in CUDA C++.
+                position = 0
+                for p in fn.params:
+                    if isinstance(p.ty, ViewType) and not p.ty.writable:
+                        llfn.args[position].add_attribute("noalias")
+                        llfn.args[position].add_attribute("readonly")
+                    position += len(abi_params([p], True))
             self.functions[fn.symbol] = llfn
         for ext in self.program.externs:
             fnty = ll.FunctionType(value_ll(ext.ret), abi_params(ext.params, kernel=False, c_abi=True))

@@ -40,6 +40,7 @@ __all__ = [
     "CPP_SUFFIXES",
     "CompileUnit",
     "UnitResult",
+    "cached_unit",
     "compile_unit",
     "compiler_digest",
     "imported_tree_modules",
@@ -208,20 +209,19 @@ def unit_cache_key(unit: CompileUnit, native_digest: str) -> str:
     return cache_key(*parts)
 
 
-def compile_unit(unit: CompileUnit, cache: CompileCache | None = None, native_digest: str = "") -> UnitResult:
-    """Compiles one unit, or takes it from ``cache``. Raises ``oxide.OxideError``s."""
-    key = unit_cache_key(unit, native_digest) if cache is not None and cache.enabled else None
-    if key is not None and cache is not None:
-        data = cache.get(key)
-        if data is not None:
-            result = UnitResult.from_bytes(data)
-            if result is not None:
-                return result
+def cached_unit(unit: CompileUnit, cache: CompileCache, native_digest: str) -> tuple[str | None, UnitResult | None]:
+    """The unit's cache key (None when the cache is off) and its cached result, if any."""
+    if not cache.enabled:
+        return None, None
+    key = unit_cache_key(unit, native_digest)
+    data = cache.get(key)
+    return key, (UnitResult.from_bytes(data) if data is not None else None)
+
+
+def compile_unit(unit: CompileUnit) -> UnitResult:
+    """Compiles one unit. Raises ``oxide.OxideError``s."""
     from oxide_build.compile import compile_module
 
     compiled = compile_module(unit.source, unit.module, unit.options, root=unit.root)
     manifest, files = module_files(compiled)
-    result = UnitResult(manifest, files)
-    if key is not None and cache is not None:
-        cache.put(key, result.to_bytes())
-    return result
+    return UnitResult(manifest, files)
