@@ -1,13 +1,22 @@
 """oxide's build side, and the PEP 517 / PEP 660 build backend ``build-backend = "oxide_build"``.
 
-The hooks delegate to ``setuptools.build_meta`` for everything Python packaging does, and add
-what oxide does: compile every kernel module of the project for the configured archs and put
-the artifacts into the wheel (``<package>/_oxide/<module>.json`` and a cubin per arch). An
-editable install compiles next to the sources instead, where the runtime then finds them.
+The hooks delegate everything Python packaging does to a *host backend*, with its own config
+settings passed through untouched (ours, ``oxide.*``, removed):
+
+- ``scikit_build_core.build`` for a project with a host extension built by CMake (a
+  ``CMakeLists.txt`` next to ``pyproject.toml``, or a ``[tool.scikit-build]`` table); it needs
+  the extra ``oxide-cuda[cmake]``;
+- ``setuptools.build_meta`` for everything else.
+
+and add what oxide does: compile every kernel module of the project for the configured archs
+and put the artifacts into the wheel (``<package>/_oxide/<module>.json`` and a cubin per
+arch), add ``Requires-Dist: oxide-cuda``, and make the sdist carry the C++ sources and CMake
+files and no build outputs. An editable install compiles next to the sources instead, where the
+runtime then finds them (and recompiles a kernel module edited later, on first use).
 
 Configuration: ``[tool.oxide]`` in pyproject.toml, ``OXIDE_ARCH``, ``-C oxide.<key>=<value>``
-(see ``oxide_build.config``). A compile error fails the build with its diagnostic only, no
-traceback.
+(see ``oxide_build.config`` and docs/configuration.md). A compile error fails the build with
+its diagnostic only, no traceback.
 """
 from __future__ import annotations
 
@@ -16,6 +25,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
 
 __all__ = [
@@ -25,12 +35,16 @@ __all__ = [
     "get_requires_for_build_editable",
     "get_requires_for_build_sdist",
     "get_requires_for_build_wheel",
+    "host_backend_name",
     "prepare_metadata_for_build_editable",
     "prepare_metadata_for_build_wheel",
 ]
 
 ConfigSettings = Mapping[str, Any] | None
 F = TypeVar("F", bound=Callable[..., Any])
+
+SETUPTOOLS_BACKEND = "setuptools.build_meta"
+CMAKE_BACKEND = "scikit_build_core.build"
 
 
 def _reports_user_errors(hook: F) -> F:
@@ -52,8 +66,8 @@ def _reports_user_errors(hook: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _setuptools_settings(config_settings: ConfigSettings) -> dict[str, Any] | None:
-    """The config settings meant for setuptools: ours (``oxide.*``) removed."""
+def _host_settings(config_settings: ConfigSettings) -> dict[str, Any] | None:
+    """The config settings meant for the host backend: ours (``oxide.*``) removed."""
     if config_settings is None:
         return None
     from oxide_build.config import CONFIG_SETTINGS_PREFIX
@@ -65,22 +79,50 @@ def _project_dir() -> Path:
     return Path.cwd()  # PEP 517: hooks run in the project's root directory
 
 
+def host_backend_name(project_dir: Path) -> str:
+    """``scikit_build_core.build`` for a CMake project, else ``setuptools.build_meta``."""
+    if (project_dir / "CMakeLists.txt").is_file():
+        return CMAKE_BACKEND
+    from oxide_build.config import read_pyproject
+
+    tool = read_pyproject(project_dir).get("tool", {})
+    if isinstance(tool, dict) and "scikit-build" in tool:
+        return CMAKE_BACKEND
+    return SETUPTOOLS_BACKEND
+
+
+def _host_backend() -> ModuleType:
+    name = host_backend_name(_project_dir())
+    if name == CMAKE_BACKEND:
+        try:
+            import scikit_build_core.build as backend
+        except ImportError:
+            from oxide.errors import ToolchainError
+
+            raise ToolchainError(
+                "this project builds a host extension with CMake (CMakeLists.txt or "
+                "[tool.scikit-build]), which needs scikit-build-core: add \"oxide-cuda[cmake]\" to "
+                "[build-system] requires, or pip install 'oxide-cuda[cmake]'"
+            ) from None
+        return backend
+    from setuptools import build_meta
+
+    return build_meta
+
+
+@_reports_user_errors
 def get_requires_for_build_wheel(config_settings: ConfigSettings = None) -> list[str]:
-    from setuptools import build_meta
-
-    return list(build_meta.get_requires_for_build_wheel(_setuptools_settings(config_settings)))
+    return list(_host_backend().get_requires_for_build_wheel(_host_settings(config_settings)))
 
 
+@_reports_user_errors
 def get_requires_for_build_sdist(config_settings: ConfigSettings = None) -> list[str]:
-    from setuptools import build_meta
-
-    return list(build_meta.get_requires_for_build_sdist(_setuptools_settings(config_settings)))
+    return list(_host_backend().get_requires_for_build_sdist(_host_settings(config_settings)))
 
 
+@_reports_user_errors
 def get_requires_for_build_editable(config_settings: ConfigSettings = None) -> list[str]:
-    from setuptools import build_meta
-
-    return list(build_meta.get_requires_for_build_editable(_setuptools_settings(config_settings)))
+    return list(_host_backend().get_requires_for_build_editable(_host_settings(config_settings)))
 
 
 def _add_runtime_requirement(metadata_directory: str, dist_info: str) -> str:
@@ -92,30 +134,28 @@ def _add_runtime_requirement(metadata_directory: str, dist_info: str) -> str:
 
 @_reports_user_errors
 def prepare_metadata_for_build_wheel(metadata_directory: str, config_settings: ConfigSettings = None) -> str:
-    from setuptools import build_meta
-
-    dist_info = build_meta.prepare_metadata_for_build_wheel(metadata_directory, _setuptools_settings(config_settings))
+    backend = _host_backend()
+    dist_info = backend.prepare_metadata_for_build_wheel(metadata_directory, _host_settings(config_settings))
     return _add_runtime_requirement(metadata_directory, dist_info)
 
 
 @_reports_user_errors
 def prepare_metadata_for_build_editable(metadata_directory: str, config_settings: ConfigSettings = None) -> str:
-    from setuptools import build_meta
-
-    dist_info = build_meta.prepare_metadata_for_build_editable(
-        metadata_directory, _setuptools_settings(config_settings)
-    )
+    backend = _host_backend()
+    dist_info = backend.prepare_metadata_for_build_editable(metadata_directory, _host_settings(config_settings))
     return _add_runtime_requirement(metadata_directory, dist_info)
 
 
 @_reports_user_errors
 def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) -> str:
-    from setuptools import build_meta
-
     from oxide_build.config import load_config
+    from oxide_build.package.sdist import rewrite_sdist
 
-    load_config(_project_dir(), config_settings)  # a bad [tool.oxide] should not be shipped
-    return str(build_meta.build_sdist(sdist_directory, _setuptools_settings(config_settings)))
+    project = _project_dir()
+    load_config(project, config_settings)  # a bad [tool.oxide] should not be shipped
+    name = str(_host_backend().build_sdist(sdist_directory, _host_settings(config_settings)))
+    rewrite_sdist(Path(sdist_directory) / name, project)
+    return name
 
 
 @_reports_user_errors
@@ -124,20 +164,19 @@ def build_wheel(
     config_settings: ConfigSettings = None,
     metadata_directory: str | None = None,
 ) -> str:
-    from setuptools import build_meta
-
     from oxide_build.build import compile_project
     from oxide_build.config import load_config
     from oxide_build.package.wheel import collect_files, rewrite_wheel
 
     project = _project_dir()
     config = load_config(project, config_settings)
-    # Compile before setuptools runs: a compile error then fails the build at once.
+    backend = _host_backend()
+    # Compile before the host build runs: a compile error then fails the build at once.
     with tempfile.TemporaryDirectory(prefix="oxide-build-") as staging:
         compile_project(project, config, Path(staging))
         artifacts = collect_files(Path(staging))
-    name = build_meta.build_wheel(wheel_directory, _setuptools_settings(config_settings), metadata_directory)
-    rewrite_wheel(Path(wheel_directory) / name, artifacts)
+    name = backend.build_wheel(wheel_directory, _host_settings(config_settings), metadata_directory)
+    rewrite_wheel(Path(wheel_directory) / name, artifacts, drop_artifact_dirs=True)
     return str(name)
 
 
@@ -147,16 +186,15 @@ def build_editable(
     config_settings: ConfigSettings = None,
     metadata_directory: str | None = None,
 ) -> str:
-    from setuptools import build_meta
-
     from oxide_build.build import compile_project
     from oxide_build.config import load_config
     from oxide_build.package.wheel import rewrite_wheel
 
     project = _project_dir()
     config = load_config(project, config_settings)
+    backend = _host_backend()
     # The editable wheel points at the source tree, so the artifacts go there.
     compile_project(project, config, staging_dir=None)
-    name = build_meta.build_editable(wheel_directory, _setuptools_settings(config_settings), metadata_directory)
+    name = backend.build_editable(wheel_directory, _host_settings(config_settings), metadata_directory)
     rewrite_wheel(Path(wheel_directory) / name)
     return str(name)

@@ -644,6 +644,11 @@ class FunctionTranslator(ast.NodeVisitor):
         return dims_only(value)
 
     def _len_of_param(self, node: ast.expr) -> str | None:
+        # `len(x) // 4` bounds the index k of x.load4(k): fact name "x/4"
+        if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv)
+                and isinstance(node.right, ast.Constant) and node.right.value in (2, 4)):
+            inner = self._len_of_param(node.left)
+            return f"{inner}/{node.right.value}" if inner is not None and "/" not in inner else None
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len"
                 and len(node.args) == 1 and isinstance(node.args[0], ast.Name)):
             view = node.args[0].id
@@ -1216,7 +1221,9 @@ class FunctionTranslator(ast.NodeVisitor):
         scalar_index = self.convert(self.materialize(index), I64, node.args[0]) if not isinstance(index.ty, ThreadIndexType) else ir.Cast(index, I64, loc)
         last = ir.BinOp("+", ir.BinOp("*", scalar_index, ir.Const(width, I64, loc), I64, loc), ir.Const(width - 1, I64, loc), I64, loc)
         site = None
-        if self.bounds_check:
+        proven = (isinstance(node.args[0], ast.Name) and isinstance(func.value, ast.Name)
+                  and (node.args[0].id, f"{func.value.id}/{width}") in self.scopes[-1].proven)
+        if self.bounds_check and not proven:
             site = self.builder.add_error_site("bounds", self.kernel_name, self.module, node,
                                                f"{ast.unparse(func.value)}.{func.attr}({ast.unparse(node.args[0])})")
         elem = view.ty.elem

@@ -19,6 +19,8 @@ import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from oxide.runtime.manifest import ARTIFACT_DIR
+
 __all__ = [
     "RUNTIME_REQUIREMENT",
     "add_requires_dist",
@@ -100,10 +102,13 @@ def rewrite_wheel(
     wheel: Path,
     add: Mapping[str, bytes] | None = None,
     requirement: str | None = RUNTIME_REQUIREMENT,
+    drop_artifact_dirs: bool = False,
 ) -> None:
     """Adds ``add`` (archive name → contents; replacing entries of the same name) to ``wheel``,
     adds ``Requires-Dist: requirement`` to its METADATA when missing, recomputes RECORD and
-    writes the archive back in a reproducible form."""
+    writes the archive back in a reproducible form. ``drop_artifact_dirs`` removes every
+    ``_oxide/`` entry the host backend copied from the source tree first (left there by an
+    editable install, perhaps for other archs): the wheel's artifacts are those of ``add``."""
     with zipfile.ZipFile(wheel) as zf:
         infos = [i for i in zf.infolist() if not i.is_dir()]
         dist_info = _dist_info_dir([i.filename for i in infos])
@@ -112,6 +117,8 @@ def rewrite_wheel(
         for info in infos:
             if info.filename == record_name or info.filename.startswith(f"{dist_info}/RECORD."):
                 continue  # RECORD is rewritten; signatures (RECORD.jws/.p7s) would be stale
+            if drop_artifact_dirs and f"/{ARTIFACT_DIR}/" in f"/{info.filename}":
+                continue
             executable = bool((info.external_attr >> 16) & 0o111)
             entries[info.filename] = (zf.read(info), executable, info.date_time)
 
