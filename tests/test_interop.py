@@ -423,3 +423,28 @@ def test_cache_concurrent_writers(tmp_path: Path) -> None:
     for k in range(5):
         assert cache.get(cache_key("shared", str(k))) == (str(k) * 20000).encode()
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_ptr_parameter_passes_only_the_data_pointer(tmp_path: Path) -> None:
+    """``Ptr[T]`` in an extern stub: C++ takes a plain ``T*``; the call links and inlines."""
+    (tmp_path / "gather.cu").write_text(
+        'extern "C" __device__ float ox_at(const float* data, long long i) { return data[i]; }\n')
+    src = tmp_path / "useptr.py"
+    src.write_text(textwrap.dedent('''
+        import oxide as ox
+        from oxide import DisjointSlice, Ptr, Slice, f32, i64, kernel, thread
+
+        @ox.extern("ox_at", sources=["gather.cu"])
+        def at(data: Ptr[f32], i: i64) -> f32: ...
+
+        @kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(out) and i < len(x):
+                out[i] = at(x, i64(i)) * 2.0
+    '''))
+    compiled = compile_module(src, "useptr", CompileOptions(archs=("sm_90",), embed_ptx=True))
+    assert 'declare float @"ox_at"(float* %' in compiled.llvm_ir
+    ptx = compiled.ptx_fallback["sm_90"]
+    assert "ox_at" not in _ptx_function(ptx, "k")
+    assert compiled.cubins["sm_90"][:4] == b"\x7fELF"

@@ -8,6 +8,7 @@ from .types import (
     Constexpr,
     DisjointSlice,
     MutSlice,
+    Ptr,
     MutTensor,
     DisjointTensor,
     Tensor,
@@ -32,7 +33,7 @@ from .types import (
 
 __all__ = [
     "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "static_range", "unsafe",
-    "ScalarType", "SCALAR_TYPES", "TypeVar", "Constexpr", "Slice", "DisjointSlice", "MutSlice", "Tensor", "MutTensor", "DisjointTensor",
+    "ScalarType", "SCALAR_TYPES", "TypeVar", "Constexpr", "Slice", "DisjointSlice", "MutSlice", "Tensor", "MutTensor", "DisjointTensor", "Ptr",
     "ThreadIndex", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",
     "f64", "boolean",
 ]

@@ -22,6 +22,7 @@ __all__ = [
     "Tensor",
     "MutTensor",
     "DisjointTensor",
+    "Ptr",
     "ThreadIndex",
 ]
 
@@ -113,6 +114,11 @@ class MutTensor(_View[_T]):
 
 class DisjointTensor(_View[_T]):
     """A 2-D view each thread writes only at its own ``thread.index_2d()``."""
+
+
+class Ptr(_View[_T]):
+    """In an ``@extern`` stub: the C++ side takes a plain ``T*``; pass any view (its data
+    pointer). C++ must not write through a pointer that came from a read-only ``Slice``."""
 
 
 class ThreadIndex(int):

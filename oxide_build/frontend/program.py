@@ -429,7 +429,12 @@ class ProgramBuilder:
         converted: list[ir.Expr] = []
         for arg, p, pty in zip(args, params, param_types):
             what = f"argument {p.arg!r} of {fdef.name}()"
-            if isinstance(pty, ViewType):
+            if isinstance(pty, ViewType) and pty.kind == "ptr":
+                if not isinstance(arg.ty, ViewType) or arg.ty.elem != pty.elem:
+                    raise caller.error(node, f"{what} needs a view of {pty.elem.name} (its data pointer is passed), "
+                                       f"got {type_name(arg.ty)}", "pass a Slice/DisjointSlice/MutSlice/Tensor parameter")
+                converted.append(arg)
+            elif isinstance(pty, ViewType):
                 if not isinstance(arg.ty, ViewType) or arg.ty.elem != pty.elem or (pty.kind != "slice" and pty.kind != arg.ty.kind):
                     raise caller.error(node, f"{what} needs {type_name(pty)}, got {type_name(arg.ty)}")
                 converted.append(arg)

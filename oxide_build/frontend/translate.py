@@ -254,6 +254,9 @@ class FunctionTranslator(ast.NodeVisitor):
                 ty = resolved
             if isinstance(ty, VoidType):
                 raise self.error(arg, f"parameter {arg.arg!r} cannot be None")
+            if isinstance(ty, ViewType) and ty.kind == "ptr":
+                raise self.error(arg, f"Ptr[{ty.elem.name}] is only for the parameters of @extern C++ functions",
+                                 "take a Slice/DisjointSlice/MutSlice here and pass it to the extern")
             if self.is_kernel and isinstance(ty, ThreadIndexType):
                 raise self.error(arg, "a kernel parameter cannot be a ThreadIndex",
                                  "call thread.index_1d() inside the kernel")

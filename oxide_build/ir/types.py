@@ -16,7 +16,8 @@ BOOL, I32, I64, F32, F64 = boolean, i32, i64, f32, f64
 
 # language name -> manifest kind
 VIEW_KINDS = {"Slice": "slice", "DisjointSlice": "disjoint_slice", "MutSlice": "mut_slice",
-              "Tensor": "tensor", "MutTensor": "mut_tensor", "DisjointTensor": "disjoint_tensor"}
+              "Tensor": "tensor", "MutTensor": "mut_tensor", "DisjointTensor": "disjoint_tensor",
+              "Ptr": "ptr"}
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,9 @@ def abi_params(params: list[ir.Param], kernel: bool, c_abi: bool = False) -> lis
     out: list[ll.Type] = []
     for p in params:
         ptr = (lambda e: ll.PointerType(scalar_ll(e, True))) if c_abi else global_ptr
-        if isinstance(p.ty, ViewType) and p.ty.is_tensor:
+        if isinstance(p.ty, ViewType) and p.ty.kind == "ptr":
+            out.append(ptr(p.ty.elem))
+        elif isinstance(p.ty, ViewType) and p.ty.is_tensor:
             out += [ptr(p.ty.elem)] + [I64T] * (2 * p.ty.ndim)
         elif isinstance(p.ty, ViewType):
             out += [ptr(p.ty.elem), I64T]
@@ -130,6 +132,7 @@ class ModuleLowering:
         self._di_files: dict[str, ll.DIValue] = {}
         self._dynamic_smem: ll.GlobalVariable | None = None
         self.c_abi: set[str] = set()  # callees that take generic pointers
+        self.extern_params: dict[str, list[ir.Param]] = {}
         self._shared_count = 0
         self.module = ll.Module(name=module_name)
         self.module.triple = NVPTX_TRIPLE
@@ -158,6 +161,7 @@ class ModuleLowering:
         for ext in self.program.externs:
             fnty = ll.FunctionType(value_ll(ext.ret), abi_params(ext.params, kernel=False, c_abi=True))
             self.c_abi.add(ext.symbol)
+            self.extern_params[ext.symbol] = ext.params
             self.functions[ext.symbol] = ll.Function(self.module, fnty, ext.symbol)
         kernels = []
         for fn in self.program.functions:
@@ -569,12 +573,16 @@ class FunctionLowering:
             return self.b.call(fn, [])
         callee = self.parent.functions[e.symbol]
         generic = e.symbol in self.parent.c_abi
+        params = self.parent.extern_params.get(e.symbol)
         args: list[ll.Value] = []
-        for a in e.args:
+        for position, a in enumerate(e.args):
             if isinstance(a.ty, ViewType):
                 v = self.view(a)
                 ptr = self.b.addrspacecast(v.ptr, ll.PointerType(scalar_ll(v.elem, True))) if generic else v.ptr
-                if a.ty.is_tensor:
+                pty = params[position].ty if params is not None else None
+                if isinstance(pty, ViewType) and pty.kind == "ptr":
+                    args.append(ptr)
+                elif a.ty.is_tensor:
                     assert v.shape is not None and v.strides is not None
                     args += [ptr, *v.shape, *v.strides]
                 else:

@@ -1,0 +1,109 @@
+"""Making the host backend's sdist an oxide sdist: the sources in, the build outputs out.
+
+setuptools packs ``.py`` files and what ``MANIFEST.in`` names; a kernel module's CUDA C++
+sources and headers (``@extern(sources=...)``, ``[tool.oxide] link``) and CMake files would be
+missing, and a wheel built from such an sdist would fail to link. scikit-build-core packs
+every file git does not ignore, which can include ``_oxide/`` directories an editable install
+wrote. So the archive is rewritten:
+
+- every file of the project tree with a source suffix (``.cu``, ``.cuh``, ``.h``, ``.hpp``,
+  ... ``.cmake``, ``CMakeLists.txt``) is added when missing (hidden directories, ``build/``,
+  ``dist/``, virtual environments and ``_oxide/`` are not searched);
+- every ``_oxide/`` and ``__pycache__/`` entry is dropped;
+- members are sorted, owned by root, with normalized permissions, and with
+  ``SOURCE_DATE_EPOCH`` set every time stamp (tar and gzip) is that time, so the sdist is
+  reproducible.
+
+``SOURCES.txt`` of setuptools is left alone: a wheel built from the sdist then has the same
+files as one built from the tree.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import tarfile
+from pathlib import Path
+
+from oxide.runtime.manifest import ARTIFACT_DIR
+
+__all__ = ["SDIST_SOURCE_NAMES", "SDIST_SOURCE_SUFFIXES", "project_sources", "rewrite_sdist"]
+
+SDIST_SOURCE_SUFFIXES = frozenset({
+    ".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inc", ".inl", ".c", ".cc", ".cpp", ".cxx", ".cmake",
+})
+SDIST_SOURCE_NAMES = frozenset({"CMakeLists.txt"})
+_SKIP_DIRS = frozenset({"build", "dist", ARTIFACT_DIR, "__pycache__", "venv", "node_modules", "site-packages"})
+_DROP_PARTS = frozenset({ARTIFACT_DIR, "__pycache__"})
+
+
+def project_sources(project_dir: Path) -> list[str]:
+    """The C++, header and CMake files of the project, relative to it (``/``-separated)."""
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(project_dir):
+        dirnames[:] = sorted(
+            d for d in dirnames
+            if not d.startswith(".") and d not in _SKIP_DIRS and not d.endswith(".egg-info")
+        )
+        for name in sorted(filenames):
+            if name in SDIST_SOURCE_NAMES or os.path.splitext(name)[1].lower() in SDIST_SOURCE_SUFFIXES:
+                found.append((Path(dirpath) / name).relative_to(project_dir).as_posix())
+    return found
+
+
+def _source_date() -> int | None:
+    value = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    return int(value) if value.isdigit() else None
+
+
+def rewrite_sdist(sdist: Path, project_dir: Path) -> None:
+    """Rewrites the ``.tar.gz`` sdist ``sdist`` of the project in ``project_dir`` (see above)."""
+    members: dict[str, tuple[tarfile.TarInfo, bytes | None]] = {}
+    with tarfile.open(sdist, "r:gz") as tf:
+        names = tf.getnames()
+        prefix = names[0].split("/", 1)[0] if names else sdist.name[: -len(".tar.gz")]
+        for info in tf.getmembers():
+            parts = info.name.split("/")
+            if _DROP_PARTS.intersection(parts[1:]):
+                continue
+            data = tf.extractfile(info).read() if info.isfile() else None  # type: ignore[union-attr]
+            members[info.name] = (info, data)
+    for rel in project_sources(project_dir):
+        name = f"{prefix}/{rel}"
+        if name in members:
+            continue
+        data = (project_dir / rel).read_bytes()
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        info.mode = 0o644
+        info.mtime = int((project_dir / rel).stat().st_mtime)
+        members[name] = (info, data)
+        # parent directories, where the archive lists directories at all
+        parent = name.rsplit("/", 1)[0]
+        while parent != prefix and any(m.isdir() for m, _ in members.values()) and parent not in members:
+            d = tarfile.TarInfo(parent)
+            d.type = tarfile.DIRTYPE
+            d.mode = 0o755
+            members[parent] = (d, None)
+            parent = parent.rsplit("/", 1)[0]
+
+    epoch = _source_date()
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as out:
+        for name in sorted(members):
+            info, data = members[name]
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            if info.isdir():
+                info.mode = 0o755
+            elif info.isfile():
+                info.mode = 0o755 if info.mode & 0o111 else 0o644
+            if epoch is not None:
+                info.mtime = epoch
+            info.pax_headers = {}
+            out.addfile(info, io.BytesIO(data) if data is not None else None)
+    tmp = sdist.with_name(sdist.name + ".tmp")
+    with open(tmp, "wb") as f:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=epoch or 0, compresslevel=9) as gz:
+            gz.write(raw.getvalue())
+    tmp.replace(sdist)

@@ -1,0 +1,1 @@
+"""A Python kernel that calls CUDA C++ (csrc/twice.cu, linked by [tool.oxide] link)."""
