@@ -175,7 +175,9 @@ def build_wheel(
     with tempfile.TemporaryDirectory(prefix="oxide-build-") as staging:
         compile_project(project, config, Path(staging))
         artifacts = collect_files(Path(staging))
-    name = backend.build_wheel(wheel_directory, _host_settings(config_settings), metadata_directory)
+    # No metadata_directory: ours has Requires-Dist: oxide-cuda added, which scikit-build-core
+    # would find at odds with its own; rewrite_wheel adds it to the wheel's METADATA instead.
+    name = backend.build_wheel(wheel_directory, _host_settings(config_settings))
     rewrite_wheel(Path(wheel_directory) / name, artifacts, drop_artifact_dirs=True)
     return str(name)
 
@@ -195,6 +197,6 @@ def build_editable(
     backend = _host_backend()
     # The editable wheel points at the source tree, so the artifacts go there.
     compile_project(project, config, staging_dir=None)
-    name = backend.build_editable(wheel_directory, _host_settings(config_settings), metadata_directory)
+    name = backend.build_editable(wheel_directory, _host_settings(config_settings))
     rewrite_wheel(Path(wheel_directory) / name)
     return str(name)

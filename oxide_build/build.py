@@ -59,10 +59,12 @@ class ProjectBuild:
 
 
 def scan_root(project_dir: Path) -> Path:
-    """The directory that holds the project's top-level packages: ``src/`` in a src layout."""
+    """The directory that holds the project's top-level packages: ``src/`` in a src layout
+    (a ``src/`` that holds a Python package; in a CMake project it often holds C++ only)."""
     src = project_dir / "src"
     if src.is_dir() and not (src / "__init__.py").exists():
-        return src
+        if any(child.is_dir() and (child / "__init__.py").is_file() for child in src.iterdir()):
+            return src
     return project_dir
 
 

@@ -112,6 +112,19 @@ def _parser() -> argparse.ArgumentParser:
                     "($OXIDE_CACHE_DIR, else the user cache dir).",
     )
     cache_cmd.add_argument("action", choices=("info", "clear"), help="info: where it is and how big; clear: empty it")
+    inspect_cmd = commands.add_parser(
+        "inspect",
+        help="registers, shared/local memory and spills of each kernel",
+        description="Compile FILE for one arch and print what ptxas made of each kernel (from nvJitLink's "
+                    "info log): registers, shared memory, local memory, stack, spills, barriers. "
+                    "FILE::kernel limits the output to one kernel (all its specializations).",
+    )
+    inspect_cmd.add_argument("target", metavar="FILE[::KERNEL]", help="a Python source file, optionally ::kernel")
+    inspect_cmd.add_argument("--arch", default="sm_90", help="the arch to compile for (default: sm_90)")
+    inspect_cmd.add_argument("--module", help="module name (default: the file stem)")
+    inspect_cmd.add_argument("--root", type=Path, help="source root for imports between modules (default: guessed)")
+    inspect_cmd.add_argument("--emit", choices=("resources", "sass"), default="resources",
+                             help="sass: also print the SASS (needs cuobjdump: pip install nvidia-cuda-cuobjdump)")
     return parser
 
 
@@ -231,6 +244,29 @@ def _cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def _inspect(args: argparse.Namespace) -> int:
+    from oxide_build.inspect import disassemble, inspect_module
+
+    file_text, _, kernel = args.target.partition("::")
+    source = Path(file_text)
+    if not source.is_file():
+        raise UsageError(f"oxide: error: no such file: {source}")
+    (arch,) = _archs([args.arch])
+    module = args.module or source.stem
+    resources, cubin = inspect_module(source, module, arch, root=args.root or _default_root(source, module))
+    rows = [r for sym, r in sorted(resources.items())
+            if not kernel or sym == kernel or sym.startswith(kernel + "_")]
+    if kernel and not rows:
+        raise UsageError(f"oxide: error: no kernel {kernel!r} in {source} (kernels: {', '.join(sorted(resources))})")
+    print(f"{'kernel':<28} {'regs':>5} {'shared':>8} {'local':>7} {'stack':>6} {'spill st':>9} {'spill ld':>9} {'bars':>5}  ({arch})")
+    for r in rows:
+        print(f"{r.symbol:<28} {r.registers:>5} {r.shared_bytes:>8} {r.local_bytes:>7} {r.stack_bytes:>6} "
+              f"{r.spill_stores:>9} {r.spill_loads:>9} {r.barriers:>5}")
+    if args.emit == "sass":
+        print(disassemble(cubin))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -238,6 +274,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _compile(args)
         if args.command == "cache":
             return _cache(args)
+        if args.command == "inspect":
+            return _inspect(args)
         return _scan(args)
     except OxideError as exc:
         sys.stdout.flush()

@@ -53,9 +53,9 @@ def parse_info_log(log: str) -> dict[str, KernelResources]:
         m = _USED.search(line)
         if m:
             entry = found[current]
-            entry["regs"] = int(m["regs"])
-            if m["bars"]:
-                entry["bars"] = int(m["bars"])
+            entry["regs"] = int(m["regs"])  # the linker's summary comes last and counts callees
+            if m["bars"] and (line.lstrip().startswith("ptxas") or "bars" not in entry):
+                entry["bars"] = int(m["bars"])  # ptxas's own count; the linker's summary overstates it
             if m["smem"]:
                 entry["smem"] = int(m["smem"])
             if m["lmem"]:

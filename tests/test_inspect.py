@@ -28,3 +28,24 @@ def test_inspect_sgemm_uses_two_tiles_of_shared_memory() -> None:
     assert r.shared_bytes >= 2 * 32 * 32 * 4
     assert 0 < r.registers <= 255 and r.spill_stores == 0 and r.barriers == 1
     assert cubin[:4] == b"\x7fELF"
+
+
+def test_cli_inspect_prints_a_row_per_specialization(capsys) -> None:  # type: ignore[no-untyped-def]
+    from oxide_build.cli import main
+
+    rc = main(["inspect", str(ROOT / "examples" / "saxpy.py") + "::saxpy", "--module", "examples.saxpy",
+               "--root", str(ROOT), "--arch", "sm_80"])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0
+    assert out[0].split()[:2] == ["kernel", "regs"] and out[0].endswith("(sm_80)")
+    assert [line.split()[0] for line in out[1:]] == ["saxpy_f32", "saxpy_f64"]
+    # the bounds-check failure path is inlined: no call ABI inflating the register count
+    assert all(int(line.split()[1]) <= 32 for line in out[1:])
+
+
+def test_cli_inspect_unknown_kernel(capsys) -> None:  # type: ignore[no-untyped-def]
+    from oxide_build.cli import main
+
+    rc = main(["inspect", str(ROOT / "examples" / "saxpy.py") + "::nope", "--module", "examples.saxpy", "--root", str(ROOT)])
+    assert rc == 1
+    assert "no kernel 'nope'" in capsys.readouterr().err
