@@ -253,11 +253,10 @@ def _inspect(args: argparse.Namespace) -> int:
         raise UsageError(f"oxide: error: no such file: {source}")
     (arch,) = _archs([args.arch])
     module = args.module or source.stem
-    resources, cubin = inspect_module(source, module, arch, root=args.root or _default_root(source, module))
-    rows = [r for sym, r in sorted(resources.items())
-            if not kernel or sym == kernel or sym.startswith(kernel + "_")]
+    resources, cubin, names = inspect_module(source, module, arch, root=args.root or _default_root(source, module))
+    rows = [r for sym, r in sorted(resources.items()) if not kernel or names.get(sym) == kernel]
     if kernel and not rows:
-        raise UsageError(f"oxide: error: no kernel {kernel!r} in {source} (kernels: {', '.join(sorted(resources))})")
+        raise UsageError(f"oxide: error: no kernel {kernel!r} in {source} (kernels: {', '.join(sorted(set(names.values())))})")
     print(f"{'kernel':<28} {'regs':>5} {'shared':>8} {'local':>7} {'stack':>6} {'spill st':>9} {'spill ld':>9} {'bars':>5}  ({arch})")
     for r in rows:
         print(f"{r.symbol:<28} {r.registers:>5} {r.shared_bytes:>8} {r.local_bytes:>7} {r.stack_bytes:>6} "

@@ -70,8 +70,9 @@ def parse_info_log(log: str) -> dict[str, KernelResources]:
 
 
 def inspect_module(source: Path, module_name: str, arch: str, options: CompileOptions | None = None,
-                   root: Path | None = None) -> tuple[dict[str, KernelResources], bytes]:
-    """Compiles ``source`` for ``arch`` and returns each kernel's resources and the cubin."""
+                   root: Path | None = None) -> tuple[dict[str, KernelResources], bytes, dict[str, str]]:
+    """Compiles ``source`` for ``arch``; returns each kernel entry's resources, the cubin, and
+    the Python kernel name of each entry symbol."""
     from cuda.bindings import nvjitlink
 
     base = options or CompileOptions()
@@ -94,8 +95,8 @@ def inspect_module(source: Path, module_name: str, arch: str, options: CompileOp
     finally:
         nvjitlink.destroy(handle)
     resources = parse_info_log(buf.rstrip(b"\0").decode(errors="replace"))
-    kernels = {k.symbol for k in compiled.kernels}
-    return {s: r for s, r in resources.items() if s in kernels}, bytes(cubin)
+    names = {k.symbol: k.name for k in compiled.kernels}
+    return {s: r for s, r in resources.items() if s in names}, bytes(cubin), names
 
 
 def disassemble(cubin: bytes) -> str:

@@ -482,3 +482,376 @@ def test_config_errors_name_their_source(tmp_path: Path) -> None:
 )
 def test_add_requires_dist(metadata: str, expected: str) -> None:
     assert add_requires_dist(metadata) == expected
+
+
+# --- more configuration -----------------------------------------------------------------------
+
+
+def test_config_new_keys_reach_compile_options(tmp_path: Path) -> None:
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "csrc" / "b.cu").write_text("")
+    (tmp_path / "csrc" / "a.cu").write_text("")
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.oxide]\n"
+        'link = ["csrc/*.cu"]\n'
+        'include-dirs = ["include"]\n'
+        'defines = ["A", "B=2"]\n'
+        'nvrtc-options = ["-std=c++20"]\n'
+        'backend = "nvvm"\n'
+        "fast-math = true\n"
+        "lineinfo = true\n"
+        "max-registers = 64\n"
+        "jobs = 3\n"
+    )
+    config = load_config(tmp_path, environ={})
+    assert config.job_count == 3
+    options = config.compile_options(tmp_path)
+    assert options.link_inputs == (str(tmp_path / "csrc/a.cu"), str(tmp_path / "csrc/b.cu"))
+    assert options.include_dirs == (str(tmp_path / "include"),)
+    assert (options.defines, options.nvrtc_options, options.backend) == (("A", "B=2"), ("-std=c++20",), "nvvm")
+    assert (options.fast_math, options.lineinfo, options.max_registers) == (True, True, 64)
+
+    overridden = load_config(
+        tmp_path,
+        {"oxide.backend": "nvptx", "oxide.jobs": "1", "oxide.max-registers": "128", "oxide.defines": "X,Y=1",
+         "oxide.fast-math": "off"},
+        environ={},
+    )
+    assert (overridden.backend, overridden.jobs, overridden.max_registers) == ("nvptx", 1, 128)
+    assert (overridden.defines, overridden.fast_math) == (("X", "Y=1"), False)
+    assert OxideConfig().job_count >= 1
+
+
+def test_config_link_glob_matching_nothing(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.oxide]\nlink = ["csrc/*.cu"]\n')
+    with pytest.raises(ConfigError) as exc:
+        load_config(tmp_path, environ={}).compile_options(tmp_path)
+    assert "link = ['csrc/*.cu']: 'csrc/*.cu' matches no file" in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"backend": "ptx"}, "backend = 'ptx' is not allowed; expected 'nvptx' or 'nvvm'"),
+        ({"link": "csrc/a.cu"}, "link = 'csrc/a.cu' is not allowed; expected a list of globs relative to the project root"),
+        ({"include-dirs": ["/usr/include"]}, "include-dirs = ['/usr/include'] is not allowed; expected a list of paths relative to the project root"),
+        ({"include-dirs": ["../x"]}, "include-dirs = ['../x'] is not allowed; expected a list of paths relative to the project root"),
+        ({"defines": ["1X"]}, "defines = ['1X'] is not allowed; expected a list of \"NAME\" or \"NAME=VALUE\""),
+        ({"nvrtc-options": [3]}, "nvrtc-options = [3] is not allowed; expected a list of strings"),
+        ({"fast-math": "true"}, "fast-math = 'true' is not allowed; expected true or false"),
+        ({"lineinfo": 0}, "lineinfo = 0 is not allowed; expected true or false"),
+        ({"max-registers": 8}, "max-registers = 8 is not allowed; expected an integer from 16 to 255"),
+        ({"jobs": 0}, "jobs = 0 is not allowed; expected a positive integer"),
+        ({"jobs": "4"}, "jobs = '4' is not allowed; expected a positive integer"),
+    ],
+)
+def test_config_errors_new_keys(table: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        parse_config(table)
+    assert str(exc.value) == f"pyproject.toml [tool.oxide]: {message}"
+
+
+def test_configuration_reference_is_current() -> None:
+    from oxide_build.config import settings_docs, settings_reference
+
+    text = (REPO / "docs" / "configuration.md").read_text()
+    begin, end = "<!-- settings-reference: begin -->\n", "<!-- settings-reference: end -->"
+    body = text[text.index(begin) + len(begin): text.index(end)]
+    assert body == settings_reference(), (
+        "docs/configuration.md is stale: regenerate the reference with oxide_build.config.settings_reference()"
+    )
+    docs = settings_docs()
+    assert [d.key for d in docs] == [f.replace("_", "-") for f in OxideConfig.__dataclass_fields__]
+    assert all(d.doc for d in docs), "every [tool.oxide] key needs a field docstring"
+
+
+# --- parallel units and the cache -------------------------------------------------------------
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_parallel_build_is_deterministic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io as _io
+
+    from oxide_build.build import compile_project
+
+    project = tmp_path / "proj"
+    shutil.copytree(REPO / "examples", project / "ex", ignore=shutil.ignore_patterns("__pycache__", "_oxide"))
+    monkeypatch.setenv("OXIDE_NO_CACHE", "1")
+    outputs = []
+    for jobs in (1, 2):
+        staging = tmp_path / f"jobs{jobs}"
+        log = _io.StringIO()
+        build = compile_project(project, OxideConfig(arch=("sm_80", "sm_90")), staging, log=log, jobs=jobs)
+        assert build.units == 2 * len(build.modules) and build.jobs == jobs
+        lines = [line for line in log.getvalue().splitlines() if line.startswith("[")]
+        assert len(lines) == build.units
+        assert all(re.fullmatch(r"\[\d+/\d+\] ex\.\w+ sm_[89]0 … \d+ ms", line) for line in lines), lines
+        outputs.append(tree_bytes(staging))
+    assert outputs[0] == outputs[1]
+    assert len([n for n in outputs[0] if n.endswith(".cubin")]) == 2 * len(build.modules)
+
+
+def unit_lines(stderr: str) -> list[str]:
+    return sorted(re.sub(r"^\[\d+/\d+\] ", "", line) for line in stderr.splitlines() if re.match(r"^\[\d+/\d+\] ", line))
+
+
+def test_rebuild_comes_from_cache_until_an_import_changes(tmp_path: Path) -> None:
+    project = copy_project(PACKAGES / "scanproj", tmp_path)
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "scanproj"\nversion = "1"\n[tool.setuptools]\npackages = ["mylib", "mylib.sub"]\n'
+        '[tool.oxide]\narch = ["sm_90"]\n'
+    )
+    out = tmp_path / "w"
+    out.mkdir()
+    first = call_hook(project, "build_wheel", str(out), SOURCE_DATE_EPOCH=EPOCH)
+    wheel_one = (out / first.value).read_bytes()
+    assert unit_lines(first.stderr) and all(line.endswith(" ms") for line in unit_lines(first.stderr))
+    second = call_hook(project, "build_wheel", str(out), SOURCE_DATE_EPOCH=EPOCH)
+    assert all(line.endswith("… cached") for line in unit_lines(second.stderr)), second.stderr
+    assert (out / second.value).read_bytes() == wheel_one
+    # a device function the kernels import from another module changes: they are recompiled
+    helpers = project / "mylib" / "helpers.py"
+    helpers.write_text(helpers.read_text() + "\n# changed\n")
+    third = call_hook(project, "build_wheel", str(out), SOURCE_DATE_EPOCH=EPOCH)
+    assert any(line.endswith(" ms") for line in unit_lines(third.stderr)), third.stderr
+
+
+# --- C++ linked through [tool.oxide] ----------------------------------------------------------
+
+
+def test_cu_linked_wheel_and_header_change(tmp_path: Path) -> None:
+    project = copy_project(PACKAGES / "cu_linked", tmp_path)
+    out = tmp_path / "w"
+    out.mkdir()
+    result = call_hook(project, "build_wheel", str(out))
+    entries = wheel_entries(out / result.value)
+    assert result.value == "cu_linked-0.2.0-py3-none-any.whl"
+    assert is_elf(entries["culinked/_oxide/culinked.ops.sm_90.cubin"])
+    assert unit_lines(result.stderr) == [f"culinked.ops sm_90 … {unit_lines(result.stderr)[0].rsplit('… ', 1)[1]}"]
+    # a header reached through include-dirs changes: the unit is not taken from the cache
+    header = project / "include" / "scale_impl.cuh"
+    header.write_text(header.read_text().replace("CL_FACTOR * x", "CL_FACTOR * x + 1.0f"))
+    again = call_hook(project, "build_wheel", str(out))
+    assert unit_lines(again.stderr)[0].endswith(" ms"), again.stderr
+    assert wheel_entries(out / again.value)["culinked/_oxide/culinked.ops.sm_90.cubin"] != entries[
+        "culinked/_oxide/culinked.ops.sm_90.cubin"
+    ]
+
+
+def test_link_error_fails_build_with_diagnostic(tmp_path: Path) -> None:
+    project = copy_project(PACKAGES / "cu_linked", tmp_path)
+    source = project / "csrc" / "scale.cu"
+    source.write_text(source.read_text().replace("return culinked::scale(x);", "return culinked::scale(x) +;"))
+    with pytest.raises(HookFailed) as exc:
+        call_hook(project, "build_wheel", str(tmp_path))
+    stderr = exc.value.stderr
+    assert exc.value.returncode == 1
+    assert re.search(r"scale\.cu\(?:?\d+", stderr), stderr
+    assert "oxide: build failed" in stderr
+    assert "Traceback" not in stderr
+
+
+def test_missing_toolchain_names_the_package(pure_kernel: Path, tmp_path: Path) -> None:
+    # a stand-in llvmlite that cannot be imported, first on the path
+    fake = tmp_path / "fake"
+    (fake / "llvmlite").mkdir(parents=True)
+    (fake / "llvmlite" / "__init__.py").write_text("raise ImportError('no llvmlite here')\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(fake), str(REPO)])}
+    with pytest.raises(HookFailed) as exc:
+        call_hook(pure_kernel, "build_wheel", str(tmp_path), **env)
+    stderr = exc.value.stderr
+    assert "llvmlite is not installed: pip install 'oxide-cuda[build]'" in stderr, stderr
+    assert "Traceback" not in stderr
+
+
+# --- CMake projects ---------------------------------------------------------------------------
+
+
+def cmake_toolchain_missing() -> str | None:
+    import importlib.util
+
+    for module in ("scikit_build_core", "pybind11"):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed (pip install 'oxide-cuda[cmake]')"
+    if shutil.which("cmake") is None and importlib.util.find_spec("cmake") is None:
+        return "cmake is not installed"
+    return None
+
+
+def test_cmake_project_without_scikit_build_core_names_the_extra(tmp_path: Path) -> None:
+    project = copy_project(PACKAGES / "cmake_pybind", tmp_path)
+    fake = tmp_path / "fake"
+    (fake / "scikit_build_core").mkdir(parents=True)
+    (fake / "scikit_build_core" / "__init__.py").write_text("raise ImportError('not here')\n")
+    with pytest.raises(HookFailed) as exc:
+        call_hook(project, "get_requires_for_build_wheel", None, PYTHONPATH=os.pathsep.join([str(fake), str(REPO)]))
+    assert "pip install 'oxide-cuda[cmake]'" in exc.value.stderr
+    assert "Traceback" not in exc.value.stderr
+
+
+def test_cmake_pybind_pip_wheel(tmp_path: Path) -> None:
+    reason = cmake_toolchain_missing()
+    if reason is not None:
+        pytest.skip(reason)
+    project = copy_project(PACKAGES / "cmake_pybind", tmp_path)
+    out = tmp_path / "wheels"
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-v", "--no-build-isolation", "--no-deps", "-w", str(out), str(project),
+         "-C", "oxide.arch=sm_80,sm_90", "-C", "cmake.define.CMAKE_CXX_FLAGS=-DOXIDE_FIXTURE=1"],
+        capture_output=True, text=True, env=subprocess_env(), timeout=600,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "cmakepb.kernels sm_90 …" in output
+    (wheel,) = out.glob("cmake_pybind-0.3.0-*.whl")
+    assert not wheel.name.endswith("-none-any.whl"), "a host extension gets the platform tag"
+    entries = wheel_entries(wheel)
+    assert [n for n in entries if n.startswith("cmakepb/_host.") and n.endswith((".so", ".pyd"))]
+    assert sorted(n for n in entries if "/_oxide/" in n) == [
+        "cmakepb/_oxide/cmakepb.kernels.json",
+        "cmakepb/_oxide/cmakepb.kernels.sm_80.cubin",
+        "cmakepb/_oxide/cmakepb.kernels.sm_90.cubin",
+    ]
+    assert requires_dist(metadata_of(entries)) == ["oxide-cuda"]
+    assert_record_matches(entries)
+    # the host extension works
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(site)
+    check = subprocess.run([sys.executable, "-c", "import cmakepb._host as h; print(h.blocks_for(1000, 256))"],
+                           capture_output=True, text=True, cwd=site, timeout=60)
+    assert check.stdout.strip() == "4", check.stderr
+
+
+def test_cmake_pybind_sdist(tmp_path: Path) -> None:
+    if cmake_toolchain_missing() is not None:
+        pytest.skip(str(cmake_toolchain_missing()))
+    project = copy_project(PACKAGES / "cmake_pybind", tmp_path)
+    (project / "cmakepb" / "_oxide").mkdir()
+    (project / "cmakepb" / "_oxide" / "stale.json").write_text("{}")
+    out = tmp_path / "dist"
+    out.mkdir()
+    name = call_hook(project, "build_sdist", str(out)).value
+    with tarfile.open(out / name) as tf:
+        names = set(tf.getnames())
+    prefix = name[: -len(".tar.gz")]
+    assert {f"{prefix}/CMakeLists.txt", f"{prefix}/src/host.cpp", f"{prefix}/cmakepb/kernels.py"} <= names
+    assert not [n for n in names if "_oxide" in n]
+
+
+# --- sdist round trip -------------------------------------------------------------------------
+
+
+def test_sdist_round_trip_gives_the_same_wheel(tmp_path: Path) -> None:
+    project = copy_project(PACKAGES / "cu_linked", tmp_path)
+    # leftovers of an editable install must not travel
+    (project / "culinked" / "_oxide").mkdir()
+    (project / "culinked" / "_oxide" / "culinked.ops.sm_80.cubin").write_bytes(b"stale")
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    sdist = call_hook(project, "build_sdist", str(dist), SOURCE_DATE_EPOCH=EPOCH).value
+    again = tmp_path / "dist2"
+    again.mkdir()
+    assert call_hook(project, "build_sdist", str(again), SOURCE_DATE_EPOCH=EPOCH).value == sdist
+    assert (dist / sdist).read_bytes() == (again / sdist).read_bytes(), "the sdist is reproducible"
+    prefix = sdist[: -len(".tar.gz")]
+    with tarfile.open(dist / sdist) as tf:
+        names = set(tf.getnames())
+        assert {m.mtime for m in tf.getmembers()} == {int(EPOCH)}
+        unpacked = tmp_path / "unpacked"
+        tf.extractall(unpacked)
+    assert {f"{prefix}/csrc/scale.cu", f"{prefix}/include/scale_impl.cuh", f"{prefix}/culinked/ops.py",
+            f"{prefix}/pyproject.toml"} <= names
+    assert not [n for n in names if "_oxide" in n or "__pycache__" in n]
+
+    from_tree, from_sdist = tmp_path / "w1", tmp_path / "w2"
+    from_tree.mkdir()
+    from_sdist.mkdir()
+    shutil.rmtree(project / "culinked" / "_oxide")
+    shutil.rmtree(project / "build", ignore_errors=True)
+    wheel = call_hook(project, "build_wheel", str(from_tree), SOURCE_DATE_EPOCH=EPOCH).value
+    assert call_hook(unpacked / prefix, "build_wheel", str(from_sdist), SOURCE_DATE_EPOCH=EPOCH).value == wheel
+    assert wheel_entries(from_tree / wheel) == wheel_entries(from_sdist / wheel)
+    assert (from_tree / wheel).read_bytes() == (from_sdist / wheel).read_bytes()
+
+
+def test_wheel_drops_stale_artifacts_from_the_tree(pure_kernel: Path, tmp_path: Path) -> None:
+    manifest_in = pure_kernel / "MANIFEST.in"
+    manifest_in.write_text("graft purekernel\n")
+    (pure_kernel / "purekernel" / "_oxide").mkdir()
+    (pure_kernel / "purekernel" / "_oxide" / "purekernel.ops.sm_86.cubin").write_bytes(b"stale")
+    out = tmp_path / "w"
+    out.mkdir()
+    entries = wheel_entries(out / call_hook(pure_kernel, "build_wheel", str(out), {"oxide.arch": "sm_90"}).value)
+    assert sorted(n for n in entries if "/_oxide/" in n) == [
+        "purekernel/_oxide/purekernel.ops.json",
+        "purekernel/_oxide/purekernel.ops.sm_90.cubin",
+    ]
+
+
+# --- editable installs ------------------------------------------------------------------------
+
+
+def test_editable_install_recompiles_an_edited_kernel(tmp_path: Path) -> None:
+    """pip install -e into a venv; the kernel is edited afterwards; the runtime's manifest lookup
+    sees the stale manifest and JIT-compiles the new source (no GPU needed: only the arch
+    lookup touches CUDA, and it is given here)."""
+    project = copy_project(PACKAGES / "pure_kernel", tmp_path)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    result = subprocess.run(
+        [str(python), "-m", "pip", "install", "--no-build-isolation", "--no-deps", "-e", str(project)],
+        capture_output=True, text=True, env=subprocess_env(), timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    artifacts = project / "purekernel" / "_oxide"
+    assert (artifacts / "purekernel.ops.json").is_file()
+
+    ops = project / "purekernel" / "ops.py"
+    ops.write_text(ops.read_text().replace("out[i] = a * x[i]", "out[i] = a * x[i] + 1.0"))
+    code = (
+        "import json, purekernel.ops as ops\n"
+        "from pathlib import Path\n"
+        "from oxide.runtime.artifacts import file_sha256, locate_manifest\n"
+        "source = Path(ops.__file__)\n"
+        "found = locate_manifest(source, 'purekernel.ops', lambda: 'sm_90')\n"
+        "print(json.dumps({'jit': found.jit, 'sha': found.manifest.source_sha256, 'now': file_sha256(source),\n"
+        "                  'dir': str(found.directory), 'cubins': sorted(found.manifest.cubins)}))\n"
+    )
+    env = subprocess_env()
+    env.pop("PYTHONPATH")  # the venv's editable finder, not the checkout, must find purekernel
+    env["PYTHONPATH"] = str(REPO)  # oxide itself from the checkout
+    run = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    assert found["jit"] is True
+    assert found["sha"] == found["now"] == hashlib.sha256(ops.read_bytes()).hexdigest()
+    assert found["cubins"] == ["sm_90"]
+    assert not found["dir"].startswith(str(artifacts))
+
+
+# --- build isolation against a locally built oxide-cuda ----------------------------------------
+
+
+@pytest.mark.skipif(os.environ.get("OXIDE_TEST_ISOLATION") != "1",
+                    reason="needs the network and minutes: set OXIDE_TEST_ISOLATION=1")
+def test_pip_wheel_with_build_isolation(tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    env = subprocess_env()
+    env.pop("PYTHONPATH")  # the isolated build must use the oxide-cuda wheel, not the checkout
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(dist), str(REPO)],
+                           capture_output=True, text=True, env=env, timeout=900)
+    assert built.returncode == 0, built.stdout + built.stderr
+    project = copy_project(SAMPLE, tmp_path)
+    env["PIP_FIND_LINKS"] = str(dist)
+    out = tmp_path / "wheels"
+    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "-w", str(out), str(project)],
+                            capture_output=True, text=True, env=env, timeout=1800)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    (wheel,) = out.glob("oxide_sample-0.1.0-py3-none-any.whl")
+    entries = wheel_entries(wheel)
+    assert is_elf(entries["sample/_oxide/sample.kernels.sm_90.cubin"])

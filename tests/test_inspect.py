@@ -23,11 +23,11 @@ def test_parse_info_log() -> None:
 
 
 def test_inspect_sgemm_uses_two_tiles_of_shared_memory() -> None:
-    resources, cubin = inspect_module(ROOT / "examples" / "sgemm.py", "examples.sgemm", "sm_90", root=ROOT)
+    resources, cubin, names = inspect_module(ROOT / "examples" / "sgemm.py", "examples.sgemm", "sm_90", root=ROOT)
     r = resources["sgemm"]
     assert r.shared_bytes >= 2 * 32 * 32 * 4
     assert 0 < r.registers <= 255 and r.spill_stores == 0 and r.barriers == 1
-    assert cubin[:4] == b"\x7fELF"
+    assert cubin[:4] == b"\x7fELF" and names == {"sgemm": "sgemm"}
 
 
 def test_cli_inspect_prints_a_row_per_specialization(capsys) -> None:  # type: ignore[no-untyped-def]

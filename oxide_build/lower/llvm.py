@@ -234,7 +234,8 @@ class ModuleLowering:
         The record lives in host-mapped memory whose device address the runtime stores in
         ``__oxide_error_ptr`` when it loads the module, together with ``__oxide_module_id``;
         so the host sees a failure without synchronising. Layout, i64 each: flag (0 → 1 by
-        the first failing thread), module id, site id, index, length. With no record set up,
+        the first failing thread, 2 once the other fields are written), module id, site id,
+        index, length. With no record set up,
         the thread traps rather than fail silently.
         """
         if self._fail is not None:
@@ -270,6 +271,9 @@ class ModuleLowering:
         values = [b.load(mod_id, align=8), *fn.args]
         for i, value in enumerate(values, start=1):
             b.store(value, b.gep(rec, [ll.Constant(I32T, i)]), align=8)
+        b.call(self.intrinsic("llvm.nvvm.membar.sys", ll.VoidType(), []), [])
+        published = b.store(ll.Constant(I64T, 2), rec, align=8)  # 2: the fields are written
+        published.volatile = True
         b.call(self.intrinsic("llvm.nvvm.membar.sys", ll.VoidType(), []), [])
         b.branch(done)
         b.position_at_end(done)
