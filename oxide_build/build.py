@@ -149,6 +149,8 @@ def compile_project(
             report(i, hit, 0.0)
         else:
             misses.append(i)
+    if misses:
+        _require_toolchain()
     # The first miss compiles here: it imports and initializes the compiler once, before any
     # worker is forked, so the workers start warm.
     for position, i in enumerate(misses):
@@ -245,3 +247,22 @@ def _compile_in_processes(
         first = min(failures)  # the same error whichever worker finished first
         report_failure(first)
         raise UnitFailed(failures[first])
+
+
+def _require_toolchain() -> None:
+    """A missing compiler fails with the pip package to install, not an ImportError deep in
+    the compiler."""
+    from oxide.errors import ToolchainError
+
+    try:
+        import llvmlite.binding  # noqa: F401
+    except ImportError as exc:
+        raise ToolchainError(
+            f"llvmlite is not installed: pip install 'oxide-cuda[build]' (or pip install llvmlite) ({exc})"
+        ) from None
+    try:
+        import cuda.bindings  # noqa: F401
+    except ImportError as exc:
+        raise ToolchainError(
+            f"cuda-bindings is not installed: pip install 'oxide-cuda[build]' (or pip install cuda-bindings) ({exc})"
+        ) from None

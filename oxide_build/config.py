@@ -183,6 +183,21 @@ class _Source:
     from_text: bool  # a string to split and convert (environment, config settings)
 
 
+# what each kind of value may be, as error messages and the reference say it
+_ALLOWED: dict[str, str] = {
+    "bool": "true or false",
+    "arch": "a list of archs from " + ", ".join(SUPPORTED_ARCHS),
+    "packages": "a list of top-level package names",
+    "strings": "a list of strings",
+    "paths": "a list of paths relative to the project root",
+    "globs": "a list of globs relative to the project root",
+    "defines": 'a list of "NAME" or "NAME=VALUE"',
+    "backend": " or ".join(repr(b) for b in BACKENDS),
+    "opt-level": "an integer from 0 to 3",
+    "max-registers": f"an integer from {MAX_REGISTERS_RANGE[0]} to {MAX_REGISTERS_RANGE[1]}",
+    "jobs": "a positive integer",
+}
+
 def _bad(source: _Source, key: str, value: Any, allowed: str) -> ConfigError:
     return ConfigError(f"{source.where}: {key} = {value!r} is not allowed; expected {allowed}")
 
@@ -244,16 +259,16 @@ def _as_packages(source: _Source, key: str, value: Any) -> tuple[str, ...]:
     return tuple(packages)
 
 
-def _as_strings(source: _Source, key: str, value: Any) -> tuple[str, ...]:
-    items = _as_list(source, key, value, _ALLOWED["strings"])
+def _as_strings(source: _Source, key: str, value: Any, allowed: str = _ALLOWED["strings"]) -> tuple[str, ...]:
+    items = _as_list(source, key, value, allowed)
     if any(not item.strip() for item in items):
-        raise _bad(source, key, value, _ALLOWED["strings"])
+        raise _bad(source, key, value, allowed)
     return tuple(items)
 
 
 def _as_paths(source: _Source, key: str, value: Any) -> tuple[str, ...]:
-    allowed = _ALLOWED["paths"]
-    items = _as_strings(source, key, value) if not isinstance(value, list) or value else ()
+    allowed = _ALLOWED["globs"] if key == "link" else _ALLOWED["paths"]
+    items = _as_strings(source, key, value, allowed)
     for item in items:
         if Path(item).is_absolute() or ".." in Path(item).parts:
             raise _bad(source, key, value, allowed)
@@ -290,20 +305,6 @@ def _as_jobs(source: _Source, key: str, value: Any) -> int:
     return _as_int(source, key, value, 1, None, _ALLOWED["jobs"])
 
 
-# what each kind of value may be, as error messages and the reference say it
-_ALLOWED: dict[str, str] = {
-    "bool": "true or false",
-    "arch": "a list of archs from " + ", ".join(SUPPORTED_ARCHS),
-    "packages": "a list of top-level package names",
-    "strings": "a list of strings",
-    "paths": "a list of paths relative to the project root",
-    "defines": 'a list of "NAME" or "NAME=VALUE"',
-    "backend": " or ".join(repr(b) for b in BACKENDS),
-    "opt-level": "an integer from 0 to 3",
-    "max-registers": f"an integer from {MAX_REGISTERS_RANGE[0]} to {MAX_REGISTERS_RANGE[1]}",
-    "jobs": "a positive integer",
-}
-
 _Parser = Callable[[_Source, str, Any], Any]
 
 
@@ -319,7 +320,7 @@ _PARSERS: dict[str, tuple[_Parser, str, str]] = {
     "opt-level": (_as_opt_level, _ALLOWED["opt-level"], "int"),
     "bounds-check": (_bool_parser, _ALLOWED["bool"], "bool"),
     "backend": (_as_backend, _ALLOWED["backend"], "string"),
-    "link": (_as_paths, "a list of globs relative to the project root", "list of strings"),
+    "link": (_as_paths, _ALLOWED["globs"], "list of strings"),
     "include-dirs": (_as_paths, _ALLOWED["paths"], "list of strings"),
     "defines": (_as_defines, _ALLOWED["defines"], "list of strings"),
     "nvrtc-options": (_as_strings, _ALLOWED["strings"], "list of strings"),

@@ -6,6 +6,8 @@ it decodes the ``kernelParams`` the runtime hands it, so the packed ABI is check
 """
 from __future__ import annotations
 
+import itertools
+
 import ctypes
 import hashlib
 import importlib.util
@@ -39,6 +41,9 @@ from cuda.bindings import driver as real_driver
 # helpers
 
 
+_FAKE_ADDRESSES = itertools.count(0x7F0000001000, 0x100000)
+
+
 class FakeArray:
     """A device array as far as the CUDA array interface goes; its memory does not exist."""
 
@@ -47,12 +52,14 @@ class FakeArray:
         n: int = 4,
         typestr: str = "<f4",
         *,
-        ptr: int = 0x7F0000001000,
+        ptr: int | None = None,
         shape: tuple[int, ...] | None = None,
         strides: tuple[int, ...] | None = None,
         readonly: bool = False,
         mask: Any = None,
     ) -> None:
+        if ptr is None:  # distinct fake allocations: views must not alias writable ones
+            ptr = next(_FAKE_ADDRESSES)
         self.__cuda_array_interface__ = {
             "version": 3,
             "shape": shape if shape is not None else (n,),
@@ -661,13 +668,13 @@ def test_generic_choice_by_view_dtypes(tmp_path: Path, fake_driver: FakeDriver) 
     fake_driver.signatures = {k.symbol: slot_types(k.params) for k in SAXPY_KERNELS}
     assert m.saxpy.specializations == [{"T": "f32"}, {"T": "f64"}]
     m.saxpy[3, 128](2, FakeArray(5, "<f8", ptr=0x100), FakeArray(5, "<f8", ptr=0x200), FakeArray(5, "<f8", ptr=0x300))
-    m.saxpy[(2, 2), (16, 16), 0xBEEF, 64](np.float64(0.25), FakeArray(6, ptr=0x10), FakeArray(6, ptr=0x20), FakeArray(6, ptr=0x30))
+    m.saxpy[(2, 2), (16, 16), 0xBEEF, 64](np.float64(0.25), FakeArray(6, ptr=0x1000), FakeArray(6, ptr=0x2000), FakeArray(6, ptr=0x3000))
     first, second = fake_driver.launches
     assert first["fn"] == "saxpy__f64"
     assert first["values"] == [2.0, 0x100, 5, 0x200, 5, 0x300, 5]
     assert (first["grid"], first["block"], first["shared"], first["stream"]) == ((3, 1, 1), (128, 1, 1), 0, 0)
     assert second["fn"] == "saxpy__f32"
-    assert second["values"] == [0.25, 0x10, 6, 0x20, 6, 0x30, 6]
+    assert second["values"] == [0.25, 0x1000, 6, 0x2000, 6, 0x3000, 6]
     assert (second["grid"], second["block"], second["shared"], second["stream"]) == ((2, 2, 1), (16, 16, 1), 64, 0xBEEF)
     assert fake_driver.loaded == [b"CUBIN sm_90"]  # one module load for both specializations
     assert fake_driver.functions == ["saxpy__f64", "saxpy__f32"]
@@ -1273,21 +1280,21 @@ def paths(drv: FakeDriver) -> list[str]:
 def test_c_launcher_takes_over_after_the_first_launch(tmp_path: Path, c_driver: CFakeDriver) -> None:
     m = make_module(tmp_path)
     c_driver.signatures = {k.symbol: slot_types(k.params) for k in SAXPY_KERNELS}
-    x, y, out = FakeArray(5, ptr=0x10), FakeArray(5, ptr=0x20), FakeArray(5, ptr=0x30)
+    x, y, out = FakeArray(5, ptr=0x1000), FakeArray(5, ptr=0x2000), FakeArray(5, ptr=0x3000)
     m.saxpy[3, 128](2.0, x, y, out)
     m.saxpy[3, 128](2.0, x, y, out)
     m.saxpy[(2, 2), (16, 16), 0xBEEF, 64](0.25, x, y, out)
     assert paths(c_driver) == ["python", "c", "c"]
     first, second, third = c_driver.launches
     assert first == {**second, "path": "python"}
-    assert third["values"] == [0.25, 0x10, 5, 0x20, 5, 0x30, 5]
+    assert third["values"] == [0.25, 0x1000, 5, 0x2000, 5, 0x3000, 5]
     assert (third["grid"], third["block"], third["shared"], third["stream"]) == ((2, 2, 1), (16, 16, 1), 64, 0xBEEF)
     # the other specialization: Python once (its function is not known yet), then C
-    d = FakeArray(6, "<f8", ptr=0x40)
-    m.saxpy[1, 32](3, d, d, d)
-    m.saxpy[1, 32](3, d, d, d)
+    d, e = FakeArray(6, "<f8", ptr=0x40), FakeArray(6, "<f8", ptr=0x4000)
+    m.saxpy[1, 32](3, d, d, e)
+    m.saxpy[1, 32](3, d, d, e)
     assert paths(c_driver)[3:] == ["python", "c"]
-    assert c_driver.launches[-1]["fn"] == "saxpy__f64" and c_driver.launches[-1]["values"] == [3.0, 0x40, 6] * 1 + [0x40, 6, 0x40, 6]
+    assert c_driver.launches[-1]["fn"] == "saxpy__f64" and c_driver.launches[-1]["values"] == [3.0, 0x40, 6, 0x40, 6, 0x4000, 6]
 
 
 @needs_launcher
@@ -1344,10 +1351,10 @@ def test_c_launcher_packs_every_scalar_like_python(tmp_path: Path, c_driver: CFa
 def test_c_launcher_leaves_errors_to_python(tmp_path: Path, c_driver: CFakeDriver) -> None:
     m = make_module(tmp_path)
     c_driver.signatures = {k.symbol: slot_types(k.params) for k in SAXPY_KERNELS}
-    x = FakeArray()
-    m.saxpy[1, 256](2.0, x, x, x)
-    m.scale[1, 256](2.0, x, x)
-    m.scale[1, 256](2.0, x, x)
+    x, y = FakeArray(), FakeArray()
+    m.saxpy[1, 256](2.0, x, x, y)
+    m.scale[1, 256](2.0, x, y)
+    m.scale[1, 256](2.0, x, y)
     assert paths(c_driver) == ["python", "python", "c"]
     for call, message in [
         (lambda: m.saxpy[1, 256](1.0, x, x), "saxpy() takes 4 arguments (a, x, y, out); got 3"),
@@ -1361,8 +1368,8 @@ def test_c_launcher_leaves_errors_to_python(tmp_path: Path, c_driver: CFakeDrive
     ]:  # fmt: skip
         expect_type_error(call, message)
     # handled by the Python path, then launched: a NumPy scalar, an empty grid, a DLPack array
-    m.scale[1, 256](np.float32(0.5), x, x)
-    m.scale[0, 256](1.0, x, x)
+    m.scale[1, 256](np.float32(0.5), x, y)
+    m.scale[0, 256](1.0, x, y)
     m.scale[1, 256](1.0, FakeDLPack((4,), ptr=0x77), x)
     assert paths(c_driver)[3:] == ["python", "python"]
     assert c_driver.launches[-1]["values"][1] == 0x77
@@ -1390,19 +1397,19 @@ def test_c_launcher_scalar_dispatch_stays_in_python(tmp_path: Path, c_driver: CF
 def test_c_launcher_reports_kernel_and_cuda_errors(tmp_path: Path, c_driver: CFakeDriver) -> None:
     m = make_module(tmp_path, error_sites=SITES)
     c_driver.signatures = {"scale": SCALE_SLOTS}
-    x = FakeArray()
-    m.scale[1, 32](1.0, x, x)
-    m.scale[1, 32](1.0, x, x)
+    x, y = FakeArray(), FakeArray()
+    m.scale[1, 32](1.0, x, y)
+    m.scale[1, 32](1.0, x, y)
     assert paths(c_driver) == ["python", "c"]
     fail_on_device(c_driver, 1, 1, index=4, length=4)
     with pytest.raises(oxide.KernelError, match=r"^bounds check failed in kernel scale at pkg/kernels.py:12:18: x\[i\] with index 4 but length 4$"):
-        m.scale[1, 32](1.0, x, x)
+        m.scale[1, 32](1.0, x, y)
     assert len(c_driver.launches) == 2
-    m.scale[1, 32](1.0, x, x)
+    m.scale[1, 32](1.0, x, y)
     assert paths(c_driver) == ["python", "c", "c"]
     c_driver.c_result = int(real_driver.CUresult.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
     with pytest.raises(CudaError) as info:
-        m.scale[2, 64](1.0, x, x)
+        m.scale[2, 64](1.0, x, y)
     assert str(info.value) == (
         "launching kernel scale (grid (2, 1, 1), block (64, 1, 1)) failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES "
         "(fake description)"
@@ -1413,14 +1420,14 @@ def test_c_launcher_reports_kernel_and_cuda_errors(tmp_path: Path, c_driver: CFa
 def test_c_launcher_follows_the_current_context(tmp_path: Path, c_driver: CFakeDriver) -> None:
     m = make_module(tmp_path)
     c_driver.signatures = {"scale": SCALE_SLOTS}
-    x = FakeArray()
-    m.scale[1, 32](1.0, x, x)
-    m.scale[1, 32](1.0, x, x)
+    x, y = FakeArray(), FakeArray()
+    m.scale[1, 32](1.0, x, y)
+    m.scale[1, 32](1.0, x, y)
     c_driver.ctx = 0xC1  # another context: its module is loaded there first, by Python
-    m.scale[1, 32](1.0, x, x)
-    m.scale[1, 32](1.0, x, x)
+    m.scale[1, 32](1.0, x, y)
+    m.scale[1, 32](1.0, x, y)
     c_driver.ctx = 0xC0
-    m.scale[1, 32](1.0, x, x)
+    m.scale[1, 32](1.0, x, y)
     assert paths(c_driver) == ["python", "c", "python", "c", "c"]
     assert len(c_driver.loaded) == 2
 
@@ -1499,8 +1506,9 @@ def test_c_launcher_reads_torch_cupy_and_device_arrays(
     assert c_driver.launches[0]["values"] == c_driver.launches[1]["values"] == [2.0, 0x1000, 8, 0x2000, 8, 0x3000, 8]
     t64 = torch.Tensor(8, torch.float64, 0x1000)  # type: ignore[attr-defined]
     c64 = cupy.ndarray(8, np.float64, 0x2000)  # type: ignore[attr-defined]
-    m.saxpy[1, 32](2.0, t64, c64, t64)
-    m.saxpy[1, 32](2.0, t64, c64, t64)
+    o64 = torch.Tensor(8, torch.float64, 0x4000)  # type: ignore[attr-defined]
+    m.saxpy[1, 32](2.0, t64, c64, o64)
+    m.saxpy[1, 32](2.0, t64, c64, o64)
     assert paths(c_driver)[2:] == ["python", "c"]
     for call, message in [
         (lambda: m.saxpy[1, 32](2.0, torch.Tensor(8, torch.float32, 1, stride=2), c, d), "parameter 'x' of saxpy needs a contiguous 1-D array; got a stride of 2 elements"),  # type: ignore[attr-defined]
@@ -1581,3 +1589,17 @@ def test_c_launcher_in_a_built_tree(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = _run_runtime_tests(tree, env, "c_launcher and not built_tree")
     assert " passed" in out and "skipped" not in out, out
+
+
+def test_read_only_view_must_not_alias_a_written_one(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    m = make_module(tmp_path)
+    fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}
+    x = FakeArray(8)
+    overlapping = FakeArray(8, ptr=x.__cuda_array_interface__["data"][0] + 16)
+    expect_type_error(
+        lambda: m.scale[1, 32](1.0, x, overlapping),
+        "parameter 'x' of scale overlaps parameter 'out', which the kernel writes; a read-only view must not "
+        "alias a writable one — pass a copy, or declare 'x' DisjointSlice/MutSlice to read and write the same memory",
+    )
+    adjacent = FakeArray(8, ptr=x.__cuda_array_interface__["data"][0] + 32)  # 8 f32 = 32 bytes: touching, not overlapping
+    m.scale[1, 32](1.0, x, adjacent)

@@ -558,6 +558,15 @@ static PyTypeObject PlanType = {
     .tp_new = PyType_GenericNew,
 };
 
+static uint64_t itemsize_of(int code) {
+    switch (code) {
+    case DT_I8: case DT_U8: case DT_BOOL: return 1;
+    case DT_I16: case DT_U16: case DT_F16: case DT_BF16: return 2;
+    case DT_I32: case DT_U32: case DT_F32: return 4;
+    default: return 8;
+    }
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* LaunchBase: k[grid, block, stream, shared_mem] */
 
@@ -585,6 +594,27 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
         if (!resolve_view(args[i], &views[v])) return FALLBACK;
         if (views[v].readonly && plan->is_mutable[i]) return FALLBACK;
         v++;
+    }
+    /* A read-only view must not overlap a view the kernel writes: its loads go through the
+       read-only data cache. Any overlap goes to the Python path, which raises the TypeError. */
+    if (v > 1) {
+        Py_ssize_t a = 0;
+        for (Py_ssize_t i = 0; i < nargs; i++) {
+            if (!plan->is_view[i]) continue;
+            if (!plan->is_mutable[i] && views[a].length > 0) {
+                uint64_t a_end = views[a].ptr + (uint64_t)views[a].length * itemsize_of(views[a].code);
+                Py_ssize_t b = 0;
+                for (Py_ssize_t j = 0; j < nargs; j++) {
+                    if (!plan->is_view[j]) continue;
+                    if (plan->is_mutable[j] && views[b].length > 0) {
+                        uint64_t b_end = views[b].ptr + (uint64_t)views[b].length * itemsize_of(views[b].code);
+                        if (views[a].ptr < b_end && views[b].ptr < a_end) return FALLBACK;
+                    }
+                    b++;
+                }
+            }
+            a++;
+        }
     }
     Variant *var = NULL;
     for (Py_ssize_t k = 0; k < plan->n_variants && var == NULL; k++) {

@@ -13,7 +13,8 @@ from typing import Any, NamedTuple
 
 from oxide.runtime.device_array import DeviceArray
 
-__all__ = ["ArrayView", "ViewError", "view_of", "type_name", "TYPESTR_DTYPES", "DLPACK_CUDA_DEVICES"]
+__all__ = ["ArrayView", "TensorView", "ViewError", "view_of", "tensor_view_of", "itemsize", "type_name",
+           "TYPESTR_DTYPES", "DLPACK_CUDA_DEVICES"]
 
 # typestr of the CUDA array interface (NumPy's array-interface codes) -> oxide scalar name
 TYPESTR_DTYPES: dict[str, str] = {}
@@ -250,3 +251,98 @@ def _dlpack_view(obj: Any, dl_device: Any) -> ArrayView:
     dtype = dlpack_dtype(t.dtype.code, t.dtype.bits, t.dtype.lanes)
     ptr = int(t.data or 0) + int(t.byte_offset)
     return ArrayView(ptr, n, dtype, False, (obj, capsule))
+
+
+class TensorView(NamedTuple):
+    """An N-d strided device array as a ``Tensor[T, N]`` parameter sees it (strides in elements)."""
+
+    ptr: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: str
+    readonly: bool
+    owner: Any
+
+    @property
+    def length(self) -> int:
+        """Elements spanned from ptr (for the aliasing check): the last element's offset + 1."""
+        if any(d == 0 for d in self.shape):
+            return 0
+        return 1 + sum((d - 1) * abs(s) for d, s in zip(self.shape, self.strides))
+
+
+def _elements(strides_bytes: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    out = []
+    for s in strides_bytes:
+        if itemsize == 0 or s % itemsize:
+            raise ViewError(f"needs strides that are whole elements; got strides of {tuple(strides_bytes)} bytes")
+        out.append(s // itemsize)
+    return tuple(out)
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(strides))
+
+
+def tensor_view_of(obj: Any, ndim: int) -> TensorView:
+    """The device memory, shape and element strides of ``obj``, which must have ``ndim`` dims."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.Tensor):
+        if not obj.is_cuda:
+            raise _host_error(obj) if obj.device.type == "cpu" else ViewError(
+                f"needs a CUDA device array; got a torch.Tensor on device {obj.device}")
+        dtype = _TORCH_DTYPES.get(str(obj.dtype), f"unsupported element type {obj.dtype}")
+        view = TensorView(obj.data_ptr(), tuple(obj.shape), tuple(obj.stride()), dtype, False, obj)
+    elif type(obj) is DeviceArray:
+        shape = tuple(obj.shape)
+        dtype = TYPESTR_DTYPES.get(obj.dtype.str, str(obj.dtype))
+        view = TensorView(obj.ptr, shape, _contiguous_strides(shape), dtype, False, obj)
+    else:
+        try:
+            cai = obj.__cuda_array_interface__
+        except AttributeError:
+            cai = None
+        if cai is not None:
+            if cai.get("mask") is not None:
+                raise ViewError("needs an array without a mask; got a masked __cuda_array_interface__")
+            shape = tuple(int(d) for d in cai["shape"])
+            dtype = TYPESTR_DTYPES.get(cai["typestr"], f"unsupported element type {cai['typestr']!r}")
+            strides = cai.get("strides")
+            elem_strides = (_contiguous_strides(shape) if strides is None
+                            else _elements(tuple(int(s) for s in strides), _ITEMSIZE.get(dtype, 0)))
+            ptr, readonly = cai["data"]
+            view = TensorView(int(ptr or 0), shape, elem_strides, dtype, bool(readonly), obj)
+        elif getattr(obj, "__dlpack_device__", None) is not None and hasattr(obj, "__dlpack__"):
+            device_type = int(obj.__dlpack_device__()[0])
+            if device_type in _DLPACK_HOST_DEVICES:
+                raise _host_error(obj)
+            if device_type not in DLPACK_CUDA_DEVICES:
+                raise ViewError(f"needs a CUDA device array; got a {type_name(obj)} on DLPack device type {device_type}")
+            try:
+                capsule = obj.__dlpack__(stream=None)
+            except TypeError:
+                capsule = obj.__dlpack__()
+            t = _dltensor_of(capsule)
+            n = int(t.ndim)
+            shape = tuple(int(t.shape[i]) for i in range(n))
+            elem_strides = (tuple(int(t.strides[i]) for i in range(n)) if t.strides else _contiguous_strides(shape))
+            dtype = dlpack_dtype(t.dtype.code, t.dtype.bits, t.dtype.lanes)
+            view = TensorView(int(t.data or 0) + int(t.byte_offset), shape, elem_strides, dtype, False, (obj, capsule))
+        elif type_name(obj) == "numpy.ndarray":
+            raise _host_error(obj)
+        else:
+            raise ViewError(
+                f"needs a device array (an object with __cuda_array_interface__ or __dlpack__); got a {type_name(obj)}")
+    if len(view.shape) != ndim:
+        raise ViewError(f"needs a {ndim}-D array; got shape {view.shape}")
+    if any(s < 0 for s in view.strides):
+        raise ViewError(f"needs non-negative strides; got {view.strides} elements")
+    return view
+
+
+def itemsize(dtype: str) -> int:
+    return _ITEMSIZE.get(dtype, 1)

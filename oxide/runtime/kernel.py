@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 from oxide.errors import CudaError
 from oxide.runtime import artifacts, device, kernel_errors, launcher, loader
-from oxide.runtime.arrays import ArrayView, ViewError, view_of
+from oxide.runtime.arrays import ArrayView, TensorView, ViewError, itemsize, tensor_view_of, view_of
 from oxide.runtime.launch import ArgPacker, ScalarError, grid_for, normalize_dims, scalar_converter
 from oxide.runtime.manifest import KernelSpec
 from oxide.runtime.streams import stream_handle
@@ -27,6 +27,13 @@ __all__ = ["Kernel", "LaunchConfig", "Specialization"]
 
 _CONFIG_CACHE_SIZE = 64
 _C_PARAM_KINDS = ("scalar", "slice", "disjoint_slice", "mut_slice")
+
+
+def _constexpr(value: Any) -> Any:  # marks a Constexpr parameter: it selects, it is not packed
+    return value
+
+
+_CONSTEXPR = _constexpr
 
 
 @dataclass
@@ -57,6 +64,8 @@ class _Dispatch:
     mutable: tuple[bool, ...]  # per view parameter: written by the kernel
     variants: list[Specialization]
     by_view_dtypes: dict[tuple[str, ...], list[Specialization]]
+    tensor_ndim: tuple[int, ...] = ()  # per view parameter: ndim of a Tensor, 0 for a 1-D view
+    constexpr_index: tuple[int, ...] = ()  # positions of Constexpr parameters (pick the variant)
 
 
 class LaunchConfig(launcher.LaunchBase):  # type: ignore[misc]
@@ -202,11 +211,11 @@ class Kernel:
                 f"{self.name}() takes {len(d.names)} argument{'s' if len(d.names) != 1 else ''} "
                 f"({', '.join(d.names)}); got {len(args)}"
             )
-        views: list[ArrayView] = []
+        views: list[Any] = []
         dtypes: list[str] = []
-        for i in d.view_index:
+        for i, ndim in zip(d.view_index, d.tensor_ndim or (0,) * len(d.view_index)):
             try:
-                view = view_of(args[i])
+                view = tensor_view_of(args[i], ndim) if ndim else view_of(args[i])
             except ViewError as e:
                 raise TypeError(e.render(d.names[i], self.name)) from None
             views.append(view)
@@ -215,6 +224,8 @@ class Kernel:
         candidates = d.by_view_dtypes.get(key)
         if candidates is None:
             raise TypeError(self._no_match(d, views))
+        if d.constexpr_index:
+            candidates = self._choose_by_constexprs(d, candidates, args)
         if len(candidates) == 1:
             variant = candidates[0]
             values = self._values(variant, args, views)
@@ -225,18 +236,64 @@ class Kernel:
                 raise TypeError(
                     f"parameter {d.names[i]!r} of {self.name} is written by the kernel; got a read-only array"
                 )
+        if len(views) > 1:
+            self._check_aliasing(d, views)
         return variant, values, views
+
+    def _check_aliasing(self, d: _Dispatch, views: list[Any]) -> None:
+        """A read-only view (Slice, Tensor) must not overlap a view the kernel writes: its
+        loads go through the read-only data cache, which does not see the kernel's writes."""
+        spans = [(v.ptr, v.ptr + v.length * itemsize(v.dtype)) for v in views]
+        for a, (lo_a, hi_a) in enumerate(spans):
+            if d.mutable[a] or lo_a == hi_a:
+                continue
+            for b, (lo_b, hi_b) in enumerate(spans):
+                if d.mutable[b] and lo_b != hi_b and lo_a < hi_b and lo_b < hi_a:
+                    ra, rb = d.names[d.view_index[a]], d.names[d.view_index[b]]
+                    raise TypeError(
+                        f"parameter {ra!r} of {self.name} overlaps parameter {rb!r}, which the kernel writes; "
+                        f"a read-only view must not alias a writable one — pass a copy, or declare {ra!r} "
+                        "DisjointSlice/MutSlice to read and write the same memory"
+                    )
+
+    def _choose_by_constexprs(self, d: _Dispatch, candidates: list[Specialization], args: Sequence[Any]) -> list[Specialization]:
+        """Constexpr parameters select the specialization compiled for their values."""
+        chosen = candidates
+        for i in d.constexpr_index:
+            name = d.names[i]
+            value = args[i]
+            if isinstance(value, bool) or not isinstance(value, int):
+                try:
+                    import operator
+
+                    value = operator.index(value)
+                except TypeError:
+                    raise TypeError(f"parameter {name!r} of {self.name} is a compile-time int; "
+                                    f"got {type(args[i]).__name__}") from None
+            matching = [v for v in chosen if v.spec.specialization.get(name) == str(value)]
+            if not matching:
+                values = sorted({int(v.spec.specialization[name]) for v in candidates if name in v.spec.specialization})
+                raise TypeError(f"parameter {name!r} of {self.name} must be one of the compiled values "
+                                f"{', '.join(map(str, values))}; got {value}")
+            chosen = matching
+        return chosen
 
     def _values(self, variant: Specialization, args: Sequence[Any], views: list[ArrayView]) -> list[Any]:
         values: list[Any] = []
         append = values.append
         v = 0
         for i, conv in enumerate(variant.converters):
+            if conv is _CONSTEXPR:
+                continue
             if conv is None:
                 view = views[v]
                 v += 1
                 append(view.ptr)
-                append(view.length)
+                if type(view) is TensorView:
+                    values.extend(view.shape)
+                    values.extend(view.strides)
+                else:
+                    append(view.length)
             else:
                 try:
                     append(conv(args[i]))
@@ -295,7 +352,9 @@ class Kernel:
                 raise CudaError(f"the specializations of kernel {self.name} in {located.path} disagree on its parameters")
         variants = [
             Specialization(
-                s, ArgPacker(s.params), [None if p.is_view else scalar_converter(p.dtype) for p in s.params], index
+                s, ArgPacker(s.params),
+                [_CONSTEXPR if p.kind == "constexpr" else None if p.is_view else scalar_converter(p.dtype) for p in s.params],
+                index
             )
             for index, s in enumerate(specs)
         ]
@@ -310,6 +369,8 @@ class Kernel:
             mutable=tuple(first[i].is_mutable_view for i in view_index),
             variants=variants,
             by_view_dtypes=by_dtypes,
+            tensor_ndim=tuple(first[i].ndim if first[i].is_tensor else 0 for i in view_index),
+            constexpr_index=tuple(i for i, p in enumerate(first) if p.kind == "constexpr"),
         )
         # The C plan knows the 1-D view ABI (pointer, length) and plain scalars only.
         plannable = all(p.kind in _C_PARAM_KINDS and p.ndim == 1 for s in specs for p in s.params)

@@ -158,7 +158,11 @@ class ArgPacker:
     def __init__(self, params: Sequence[ParamSpec]) -> None:
         fmt = "="
         for p in params:
-            if p.is_view:
+            if p.kind == "constexpr":
+                continue  # compiled into the specialization, not passed
+            if p.is_tensor:
+                fmt += "Q" + "q" * (2 * p.ndim)  # pointer, shape, strides (elements)
+            elif p.is_view:
                 fmt += "Qq"
             else:
                 code = _FORMATS.get(p.dtype)
