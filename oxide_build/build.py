@@ -180,17 +180,17 @@ def compile_project(
         seconds = sum(results[i][1] for i in indices)
         built.append(BuiltModule(module.name, tuple(module.kernels), path, seconds))
     cached = sum(1 for r, _ in results.values() if r.cached)
-    result = ProjectBuild(tuple(built), options.archs, time.perf_counter() - started, len(units), cached, workers)
+    build = ProjectBuild(tuple(built), options.archs, time.perf_counter() - started, len(units), cached, workers)
     if built:
         out.write(
-            f"oxide: compiled {_plural(result.kernel_count, 'kernel')} in "
-            f"{_plural(len(built), 'module')} for {archs} in {result.seconds:.1f} s "
+            f"oxide: compiled {_plural(build.kernel_count, 'kernel')} in "
+            f"{_plural(len(built), 'module')} for {archs} in {build.seconds:.1f} s "
             f"({_plural(len(units), 'unit')}, {cached} from cache, {_plural(workers, 'job')})\n"
         )
     else:
         out.write(f"oxide: no kernels found under {root}\n")
     out.flush()
-    return result
+    return build
 
 
 def _can_fork() -> bool:

@@ -88,35 +88,39 @@ class Constexpr(Generic[_T]):
     """Marks a compile-time constant: ``BLOCK: Constexpr[int] = 256``."""
 
 
-class _View(Generic[_T]):
-    """Views are parameters only; the compiler gives them meaning. On the host they are markers."""
+class _View:
+    """Views are parameters only; the compiler gives them meaning. On the host they are markers:
+    ``Slice[f32]`` or ``Tensor[f32, 2]`` evaluates (annotations run at import) to the class."""
+
+    def __class_getitem__(cls, item: Any) -> Any:
+        return cls
 
 
-class Slice(_View[_T]):
+class Slice(_View):
     """A read-only 1-D view of device memory (pointer + length)."""
 
 
-class DisjointSlice(_View[_T]):
+class DisjointSlice(_View):
     """A 1-D view each thread writes only at its own ``ThreadIndex``."""
 
 
-class MutSlice(_View[_T]):
+class MutSlice(_View):
     """A 1-D view written anywhere, only inside ``with oxide.unsafe():``."""
 
 
-class Tensor(_View[_T]):
+class Tensor(_View):
     """A read-only N-d strided view: ``Tensor[f32, 2]``; ``.shape[k]``, ``.strides[k]``."""
 
 
-class MutTensor(_View[_T]):
+class MutTensor(_View):
     """An N-d view written anywhere, only inside ``with oxide.unsafe():``."""
 
 
-class DisjointTensor(_View[_T]):
+class DisjointTensor(_View):
     """A 2-D view each thread writes only at its own ``thread.index_2d()``."""
 
 
-class Ptr(_View[_T]):
+class Ptr(_View):
     """In an ``@extern`` stub: the C++ side takes a plain ``T*``; pass any view (its data
     pointer). C++ must not write through a pointer that came from a read-only ``Slice``."""
 

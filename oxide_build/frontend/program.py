@@ -53,6 +53,13 @@ class ProgramBuilder:
         src = lines[loc.line - 1] if 0 < loc.line <= len(lines) else ""
         return CompileError(message, SourceLocation(str(module.path), loc.line, loc.col, src), hint)
 
+    def relative_file(self, module: ModuleSource) -> str:
+        """The module's path relative to the source root: what artifacts record (no build paths)."""
+        try:
+            return module.path.resolve().relative_to(self.index.root).as_posix()
+        except ValueError:
+            return module.path.name
+
     def add_error_site(self, kind: str, kernel: str, module: ModuleSource, node: ast.AST, what: str) -> int:
         try:  # relative, so the manifest does not leak build paths and wheels are reproducible
             file = module.path.resolve().relative_to(self.index.root).as_posix()
@@ -224,7 +231,7 @@ class ProgramBuilder:
                 spec = {n: t.name for n, t in zip(names, combo)}
                 spec.update({n: str(v) for n, v in zip(cnames, values)})
                 self.functions.append(ir.Function(
-                    symbol=symbol, python_name=name, file=str(self.module.path), params=translator.params,
+                    symbol=symbol, python_name=name, file=self.relative_file(self.module), params=translator.params,
                     ret=translator.ret or VoidType(), body=body, locals=translator.locals, is_kernel=True,
                     line=fdef.lineno, specialization=spec, launch_bounds=opts.get("launch_bounds"),
                     max_registers=opts.get("max_registers"),
@@ -282,7 +289,7 @@ class ProgramBuilder:
                 if isinstance(p.ty, ThreadIndexType):
                     raise self.module.error(fdef, f"the exported function {name!r} cannot take a ThreadIndex")
             self.functions.append(ir.Function(
-                symbol=symbol, python_name=name, file=str(self.module.path), params=translator.params,
+                symbol=symbol, python_name=name, file=self.relative_file(self.module), params=translator.params,
                 ret=translator.ret or VoidType(), body=body, locals=translator.locals, is_kernel=False,
                 line=fdef.lineno, export=True,
             ))
@@ -386,7 +393,7 @@ class ProgramBuilder:
             suffix = "_".join(type_name(t).replace("[", "_").replace("]", "") for t in param_types)
             symbol = f"__ox_{module.name.replace('.', '_')}_{fdef.name}" + (f"__{suffix}" if suffix else "")
             inst.function = ir.Function(
-                symbol=symbol, python_name=fdef.name, file=str(module.path), params=translator.params,
+                symbol=symbol, python_name=fdef.name, file=self.relative_file(module), params=translator.params,
                 ret=translator.ret or VoidType(), body=body, locals=translator.locals, is_kernel=False,
                 line=fdef.lineno,
             )

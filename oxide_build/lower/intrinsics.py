@@ -48,7 +48,7 @@ def lower_intrinsic(fl: FunctionLowering, e: ir.Intrinsic) -> ll.Value:
     if e.name == "checked_index":
         value = fl.expr(e.args[0])
         if e.check_site is not None:
-            fl.bounds_check(value, fl.expr(e.args[1]), e.check_site)
+            value = fl.bounds_check(value, fl.expr(e.args[1]), e.check_site)
         return value
     if e.name == "flat_index":
         return fl.expr(e.args[0])
@@ -161,10 +161,12 @@ def _atomic(fl: FunctionLowering, op: str, e: ir.Intrinsic) -> ll.Value:
     target, index = e.args[0], e.args[1]
     view = fl.view(target)
     idx = fl.index(index)
+    base = view.ptr
     if e.check_site is not None:
-        fl.bounds_check(idx, view.length, e.check_site)
+        idx = fl.bounds_check(idx, view.length, e.check_site)
+        base = fl.safe_base(view)
     elem = view.elem
-    ptr = b.gep(view.ptr, [idx], source_etype=fl.elem_type(elem))
+    ptr = b.gep(base, [idx], source_etype=fl.elem_type(elem))
     if op == "cas":
         cmp, new = fl.expr(e.args[2]), fl.expr(e.args[3])
         if elem.kind == "float":
@@ -221,13 +223,16 @@ def _vector(fl: FunctionLowering, op: str, e: ir.Intrinsic) -> ll.Value:
     view = fl.view(e.args[0])
     width = int(op[-1])
     k = fl.expr(e.args[1])
+    base = view.ptr
     if e.check_site is not None:
         last = fl.expr(e.args[2])
+        k = b.select(b.icmp_unsigned("<", last, view.length), k, ll.Constant(k.type, 0))
         fl.bounds_check(last, view.length, e.check_site)
+        base = fl.safe_base(view)
     elem_t = fl.elem_type(view.elem)
     vec_t = ll.VectorType(elem_t, width)
     first = b.mul(k, ll.Constant(I64, width))
-    ptr = b.gep(view.ptr, [first], source_etype=elem_t)
+    ptr = b.gep(base, [first], source_etype=elem_t)
     vptr = b.bitcast(ptr, ll.PointerType(vec_t, ptr.type.addrspace))
     align = view.elem.itemsize * width
     if op.startswith("load"):

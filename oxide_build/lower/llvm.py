@@ -132,6 +132,7 @@ class ModuleLowering:
         self._di_files: dict[str, ll.DIValue] = {}
         self._dynamic_smem: ll.GlobalVariable | None = None
         self.c_abi: set[str] = set()  # callees that take generic pointers
+        self._dummy: ll.GlobalVariable | None = None
         self.extern_params: dict[str, list[ir.Param]] = {}
         self._shared_count = 0
         self.module = ll.Module(name=module_name)
@@ -228,6 +229,17 @@ class ModuleLowering:
         g.align = 16
         return g
 
+    def dummy_global(self) -> ll.Value:
+        """16 zero bytes in global memory: what a failed check on an empty view reads."""
+        if self._dummy is None:
+            ty = ll.ArrayType(I64T, 2)
+            g = ll.GlobalVariable(self.module, ty, "__oxide_dummy", addrspace=1)
+            g.initializer = ll.Constant(ty, None)
+            g.linkage = "internal"
+            g.align = 16
+            self._dummy = g
+        return self._dummy
+
     def fail_function(self) -> ll.Function:
         """``__oxide_fail(site, index, length)``: record the first failure, then end the thread.
 
@@ -293,6 +305,8 @@ class FunctionLowering:
         self.slots: dict[str, ll.Value] = {}
         self.views: dict[str, _View] = {}
         self.loops: list[_Loop] = []
+        self._failure: tuple[ll.Value, ll.Value, ll.Value] | None = None
+        self._safe_bases: dict[int, ll.Value] = {}
         self.di_scope = parent.subprogram(fn, llfn)
         self.locate(fn.line, 1)
 
@@ -336,6 +350,7 @@ class FunctionLowering:
         self.stmts(self.fn.body)
         if not self.b.block.is_terminated:
             if isinstance(self.fn.ret, VoidType):
+                self.flush_failures()
                 self.b.ret_void()
             else:
                 self.b.unreachable()  # the frontend guarantees a return on value paths; see verifier
@@ -385,12 +400,14 @@ class FunctionLowering:
         elif isinstance(s, ir.Store):
             view = self.view(s.view)
             index = self.index(s.index)
+            base = view.ptr
             if s.check_site is not None:
-                self.bounds_check(index, view.length, s.check_site)
+                index = self.bounds_check(index, view.length, s.check_site)
+                base = self.safe_base(view)
             value = self.expr(s.value)
             if view.elem.kind == "bool":
                 value = b.zext(value, I8)
-            ptr = b.gep(view.ptr, [index], source_etype=scalar_ll(view.elem, True))
+            ptr = b.gep(base, [index], source_etype=scalar_ll(view.elem, True))
             b.store(value, ptr, align=view.elem.itemsize)
         elif isinstance(s, ir.If):
             cond = self.expr(s.cond)
@@ -423,14 +440,18 @@ class FunctionLowering:
             if not b.block.is_terminated:
                 b.branch(step_bb)
             b.position_at_end(step_bb)
+            self.flush_failures()  # a failing thread must not loop on garbage
             self.stmts(s.step)
             b.branch(cond_bb)
             b.position_at_end(exit_bb)
         elif isinstance(s, ir.Return):
             if s.value is None:
+                self.flush_failures()
                 b.ret_void()
             else:
-                b.ret(self.expr(s.value))
+                value = self.expr(s.value)
+                self.flush_failures()
+                b.ret(value)
         elif isinstance(s, ir.ExprStmt):
             self.expr(s.value)
         elif isinstance(s, ir.ArrayDecl):
@@ -452,17 +473,59 @@ class FunctionLowering:
         else:  # pragma: no cover - the IR is closed
             raise TypeError(f"cannot lower {type(s).__name__}")
 
-    def bounds_check(self, index: ll.Value, length: ll.Value, site: int) -> None:
+    def bounds_check(self, index: ll.Value, length: ll.Value, site: int) -> ll.Value:
+        """Checks ``index < length`` without branching: a failure is remembered (site, index,
+        length) and reported at the next flush point (loop back-edge, return); the access
+        itself goes to index 0 of a never-empty base, so it cannot fault. Branch-free checks
+        keep straight-line code straight, so loads still overlap as in unchecked code.
+        Returns the index to use."""
         b = self.b
         ok = b.icmp_unsigned("<", index, length)
+        site_slot, index_slot, length_slot = self.failure_slots()
+        b.store(b.select(ok, b.load(site_slot, typ=I64T), ll.Constant(I64T, site)), site_slot)
+        b.store(b.select(ok, b.load(index_slot, typ=I64T), index), index_slot)
+        b.store(b.select(ok, b.load(length_slot, typ=I64T), length), length_slot)
+        return b.select(ok, index, ll.Constant(index.type, 0))
+
+    def failure_slots(self) -> tuple[ll.Value, ll.Value, ll.Value]:
+        if self._failure is None:
+            with self.b.goto_block(self.entry):
+                slots = tuple(self.b.alloca(I64T) for _ in range(3))
+                for slot in slots:
+                    self.b.store(ll.Constant(I64T, 0), slot)
+            self._failure = slots  # type: ignore[assignment]
+        assert self._failure is not None
+        return self._failure
+
+    def flush_failures(self) -> None:
+        """Reports a remembered bounds-check failure (then the thread ends)."""
+        if self._failure is None:
+            return
+        b = self.b
+        site_slot, index_slot, length_slot = self._failure
+        site = b.load(site_slot, typ=I64T)
         fail_bb = self.llfn.append_basic_block("oob")
-        cont_bb = self.llfn.append_basic_block("inbounds")
-        br = b.cbranch(ok, cont_bb, fail_bb)
+        cont_bb = self.llfn.append_basic_block("checked")
+        br = b.cbranch(b.icmp_unsigned("==", site, ll.Constant(I64T, 0)), cont_bb, fail_bb)
         br.set_weights([1 << 20, 1])
         b.position_at_end(fail_bb)
-        b.call(self.parent.fail_function(), [ll.Constant(I64T, site), index, length])
+        b.call(self.parent.fail_function(), [site, b.load(index_slot, typ=I64T), b.load(length_slot, typ=I64T)])
         b.unreachable()
         b.position_at_end(cont_bb)
+
+    def safe_base(self, view: _View) -> ll.Value:
+        """``view.ptr``, or a small zeroed global when the view is empty, so that index 0 of a
+        checked access is always a valid address."""
+        key = id(view)
+        if key not in self._safe_bases:
+            if isinstance(view.ptr.type, ll.PointerType) and view.ptr.type.addrspace == 1:
+                with self.b.goto_block(self.entry):
+                    dummy = self.b.bitcast(self.parent.dummy_global(), view.ptr.type)
+                    empty = self.b.icmp_unsigned("==", view.length, ll.Constant(I64T, 0))
+                    self._safe_bases[key] = self.b.select(empty, dummy, view.ptr)
+            else:
+                self._safe_bases[key] = view.ptr  # shared/local arrays have a fixed, non-zero size
+        return self._safe_bases[key]
 
     # ---- expressions --------------------------------------------------------------------
 
@@ -522,9 +585,11 @@ class FunctionLowering:
         if isinstance(e, ir.ViewLoad):
             view = self.view(e.view)
             index = self.index(e.index)
+            base = view.ptr
             if e.check_site is not None:
-                self.bounds_check(index, view.length, e.check_site)
-            ptr = b.gep(view.ptr, [index], source_etype=scalar_ll(view.elem, True))
+                index = self.bounds_check(index, view.length, e.check_site)
+                base = self.safe_base(view)
+            ptr = b.gep(base, [index], source_etype=scalar_ll(view.elem, True))
             value = b.load(ptr, typ=scalar_ll(view.elem, True), align=view.elem.itemsize)
             if view.elem.kind == "bool":
                 value = b.icmp_unsigned("!=", value, ll.Constant(I8, 0))

@@ -108,7 +108,7 @@ def compiler_digest() -> str:
 
     digest = hashlib.sha256()
     for package in (oxide, oxide_build):
-        base = Path(package.__file__).resolve().parent
+        base = Path(str(package.__file__)).resolve().parent
         for path in sorted(base.rglob("*.py")):
             digest.update(path.relative_to(base).as_posix().encode() + b"\0")
             digest.update(path.read_bytes())
