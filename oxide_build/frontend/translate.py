@@ -790,7 +790,7 @@ class FunctionTranslator(ast.NodeVisitor):
     def _index_len_pair(self, idx: ast.expr, length: ast.expr) -> tuple[str, str] | None:
         if (isinstance(idx, ast.Name) and isinstance(length, ast.Subscript) and isinstance(length.value, ast.Attribute)
                 and length.value.attr == "shape" and isinstance(length.value.value, ast.Name)
-                and isinstance(length.slice, ast.Constant)):
+                and isinstance(length.slice, ast.Constant) and isinstance(length.slice.value, int)):
             view = length.value.value.id
             ty = self.locals.get(idx.id)
             if (isinstance(ty, ThreadIndexType) and self.assign_counts.get(idx.id, 0) <= 1
