@@ -62,8 +62,9 @@ def test_warp_operations() -> None:
     n = 32 * 37 + 5
     x = rng.integers(-1000, 1000, n).astype(np.int32)
     outs = [poison(n, torch.int32) for _ in range(4)]
+    outs[2] = outs[2].view(torch.uint32)  # ballots are u32
     langk.warp_ops[(n + 127) // 128, 128](dev(x), *outs)
-    sums, maxes, ballots, shifted = (o.cpu().numpy() for o in outs)
+    sums, maxes, ballots, shifted = (o.view(torch.int32).cpu().numpy() for o in outs)
     padded = np.zeros((n + 31) // 32 * 32, np.int64)
     padded[:n] = x
     warps = padded.reshape(-1, 32)

@@ -113,6 +113,7 @@ class Kernel:
         self._dispatch: _Dispatch | None = None
         self._configs: dict[Any, LaunchConfig] = {}
         self._plan: Any = launcher.new_plan()  # the C launcher's view of this kernel; None without it
+        self._planned = False  # whether the C plan could take this kernel's parameters
 
     def __repr__(self) -> str:
         return f"<oxide kernel {self.func.__module__}.{self.func.__qualname__}>"
@@ -181,7 +182,7 @@ class Kernel:
             )
         if err != 0:
             device.raise_cuda_error(err, f"launching kernel {self.name} (grid {grid}, block {block})")
-        if self._plan is not None:
+        if self._plan is not None and self._planned:
             self._teach(variant, handle, fn, keep, drv, args)
         del keep  # the argument arrays stay alive until the driver has taken the launch
 
@@ -374,6 +375,7 @@ class Kernel:
         )
         # The C plan knows the 1-D view ABI (pointer, length) and plain scalars only.
         plannable = all(p.kind in _C_PARAM_KINDS and p.ndim == 1 for s in specs for p in s.params)
+        self._planned = self._plan is not None and plannable
         if self._plan is not None and plannable:
             codes = launcher.DTYPE_CODES
             self._plan.configure(

@@ -11,7 +11,7 @@ from ..ir import nodes as ir
 from ..ir.types import ArrayType, TupleType, ViewType, as_scalar
 
 if TYPE_CHECKING:
-    from .llvm import FunctionLowering
+    from .llvm import FunctionLowering, _View
 
 __all__ = ["lower_intrinsic"]
 
@@ -48,7 +48,8 @@ def lower_intrinsic(fl: FunctionLowering, e: ir.Intrinsic) -> ll.Value:
     if e.name == "checked_index":
         value = fl.expr(e.args[0])
         if e.check_site is not None:
-            value = fl.bounds_check(value, fl.expr(e.args[1]), e.check_site)
+            array_axis = isinstance(e.args[1], ir.Const)  # shared/local arrays have constant axes
+            value = fl.bounds_check(value, fl.expr(e.args[1]), e.check_site, deferred=not array_axis)
         return value
     if e.name == "flat_index":
         return fl.expr(e.args[0])
@@ -161,12 +162,19 @@ def _atomic(fl: FunctionLowering, op: str, e: ir.Intrinsic) -> ll.Value:
     target, index = e.args[0], e.args[1]
     view = fl.view(target)
     idx = fl.index(index)
-    base = view.ptr
-    if e.check_site is not None:
-        idx = fl.bounds_check(idx, view.length, e.check_site)
-        base = fl.safe_base(view)
     elem = view.elem
-    ptr = b.gep(base, [idx], source_etype=fl.elem_type(elem))
+    if e.check_site is not None and fl.is_global(view):
+        return fl.checked_access(idx, view.length, e.check_site,
+                                 lambda: _atomic_at(fl, op, e, view, idx), fl.elem_type(elem))  # type: ignore[return-value]
+    if e.check_site is not None:
+        fl.bounds_check(idx, view.length, e.check_site, deferred=False)
+    return _atomic_at(fl, op, e, view, idx)
+
+
+def _atomic_at(fl: FunctionLowering, op: str, e: ir.Intrinsic, view: "_View", idx: ll.Value) -> ll.Value:
+    b = fl.b
+    elem = view.elem
+    ptr = b.gep(view.ptr, [idx], source_etype=fl.elem_type(elem))
     if op == "cas":
         cmp, new = fl.expr(e.args[2]), fl.expr(e.args[3])
         if elem.kind == "float":
@@ -223,20 +231,26 @@ def _vector(fl: FunctionLowering, op: str, e: ir.Intrinsic) -> ll.Value:
     view = fl.view(e.args[0])
     width = int(op[-1])
     k = fl.expr(e.args[1])
-    base = view.ptr
     if e.check_site is not None:
         last = fl.expr(e.args[2])
-        k = b.select(b.icmp_unsigned("<", last, view.length), k, ll.Constant(k.type, 0))
-        fl.bounds_check(last, view.length, e.check_site)
-        base = fl.safe_base(view)
+        st = ll.LiteralStructType([fl.elem_type(view.elem)] * width) if op.startswith("load") else None
+        result = fl.checked_access(last, view.length, e.check_site, lambda: _vector_at(fl, op, e, view, k), st)
+        return result if result is not None else ll.Constant(I32, 0)
+    return _vector_at(fl, op, e, view, k)
+
+
+def _vector_at(fl: FunctionLowering, op: str, e: ir.Intrinsic, view: "_View", k: ll.Value) -> ll.Value:
+    b = fl.b
+    width = int(op[-1])
     elem_t = fl.elem_type(view.elem)
     vec_t = ll.VectorType(elem_t, width)
     first = b.mul(k, ll.Constant(I64, width))
-    ptr = b.gep(base, [first], source_etype=elem_t)
+    ptr = b.gep(view.ptr, [first], source_etype=elem_t)
     vptr = b.bitcast(ptr, ll.PointerType(vec_t, ptr.type.addrspace))
     align = view.elem.itemsize * width
     if op.startswith("load"):
         vec = b.load(vptr, typ=vec_t, align=align)
+        fl.mark_invariant(vec, view)
         assert isinstance(e.ty, TupleType)
         st = ll.LiteralStructType([elem_t] * width)
         result: ll.Value = ll.Constant(st, None)

@@ -114,6 +114,7 @@ class _View:
     elem: ScalarType
     shape: list[ll.Value] | None = None  # tensors
     strides: list[ll.Value] | None = None
+    read_only: bool = False  # a Slice/Tensor parameter: nothing writes it during the kernel
 
 
 @dataclass
@@ -306,7 +307,6 @@ class FunctionLowering:
         self.views: dict[str, _View] = {}
         self.loops: list[_Loop] = []
         self._failure: tuple[ll.Value, ll.Value, ll.Value] | None = None
-        self._safe_bases: dict[int, ll.Value] = {}
         self.di_scope = parent.subprogram(fn, llfn)
         self.locate(fn.line, 1)
 
@@ -327,13 +327,13 @@ class FunctionLowering:
                 strides = [next(args) for _ in range(p.ty.ndim)]
                 for k, (d, st) in enumerate(zip(shape, strides)):
                     d.name, st.name = f"{p.name}.shape{k}", f"{p.name}.stride{k}"
-                self.views[p.name] = _View(ptr, shape[0], p.ty.elem, shape, strides)
+                self.views[p.name] = _View(ptr, shape[0], p.ty.elem, shape, strides, read_only=not p.ty.writable)
             elif isinstance(p.ty, ViewType):
                 ptr, length = next(args), next(args)
                 ptr.name, length.name = f"{p.name}.ptr", f"{p.name}.len"
                 if self.fn.export:  # C callers pass generic pointers to global memory
                     ptr = self.b.addrspacecast(ptr, global_ptr(p.ty.elem))
-                self.views[p.name] = _View(ptr, length, p.ty.elem)
+                self.views[p.name] = _View(ptr, length, p.ty.elem, read_only=not p.ty.writable)
             else:
                 value = next(args)
                 value.name = p.name
@@ -400,15 +400,20 @@ class FunctionLowering:
         elif isinstance(s, ir.Store):
             view = self.view(s.view)
             index = self.index(s.index)
-            base = view.ptr
-            if s.check_site is not None:
-                index = self.bounds_check(index, view.length, s.check_site)
-                base = self.safe_base(view)
             value = self.expr(s.value)
             if view.elem.kind == "bool":
                 value = b.zext(value, I8)
-            ptr = b.gep(base, [index], source_etype=scalar_ll(view.elem, True))
-            b.store(value, ptr, align=view.elem.itemsize)
+            elem_t = scalar_ll(view.elem, True)
+
+            def store() -> None:
+                b.store(value, b.gep(view.ptr, [index], source_etype=elem_t), align=view.elem.itemsize)
+
+            if s.check_site is not None and self.is_global(view):
+                self.checked_access(index, view.length, s.check_site, store, None)
+            else:
+                if s.check_site is not None:
+                    self.bounds_check(index, view.length, s.check_site, deferred=False)
+                store()
         elif isinstance(s, ir.If):
             cond = self.expr(s.cond)
             then_bb = self.llfn.append_basic_block("then")
@@ -440,7 +445,8 @@ class FunctionLowering:
             if not b.block.is_terminated:
                 b.branch(step_bb)
             b.position_at_end(step_bb)
-            self.flush_failures()  # a failing thread must not loop on garbage
+            if _loop_depends_on_data(s):
+                self.flush_failures()  # a failing thread must not loop on garbage it read
             self.stmts(s.step)
             b.branch(cond_bb)
             b.position_at_end(exit_bb)
@@ -473,7 +479,7 @@ class FunctionLowering:
         else:  # pragma: no cover - the IR is closed
             raise TypeError(f"cannot lower {type(s).__name__}")
 
-    def bounds_check(self, index: ll.Value, length: ll.Value, site: int) -> ll.Value:
+    def bounds_check(self, index: ll.Value, length: ll.Value, site: int, deferred: bool = True) -> ll.Value:
         """Checks ``index < length`` without branching: a failure is remembered (site, index,
         length) and reported at the next flush point (loop back-edge, return); the access
         itself goes to index 0 of a never-empty base, so it cannot fault. Branch-free checks
@@ -481,11 +487,52 @@ class FunctionLowering:
         Returns the index to use."""
         b = self.b
         ok = b.icmp_unsigned("<", index, length)
+        if not deferred:
+            # shared and local arrays: a branch to the failure path is cheap there, and a
+            # loop-invariant check (of thread.idx.y against a tile size) is hoisted out of loops
+            fail_bb = self.llfn.append_basic_block("oob")
+            cont_bb = self.llfn.append_basic_block("inbounds")
+            br = b.cbranch(ok, cont_bb, fail_bb)
+            br.set_weights([1 << 20, 1])
+            b.position_at_end(fail_bb)
+            b.call(self.parent.fail_function(), [ll.Constant(I64T, site), index, length])
+            b.unreachable()
+            b.position_at_end(cont_bb)
+            return index
+        self.remember_failure(ok, index, length, site)
+        return b.select(ok, index, ll.Constant(index.type, 0))
+
+    def remember_failure(self, ok: ll.Value, index: ll.Value, length: ll.Value, site: int) -> None:
+        b = self.b
         site_slot, index_slot, length_slot = self.failure_slots()
         b.store(b.select(ok, b.load(site_slot, typ=I64T), ll.Constant(I64T, site)), site_slot)
         b.store(b.select(ok, b.load(index_slot, typ=I64T), index), index_slot)
         b.store(b.select(ok, b.load(length_slot, typ=I64T), length), length_slot)
-        return b.select(ok, index, ll.Constant(index.type, 0))
+
+    def checked_access(self, index: ll.Value, length: ll.Value, site: int,
+                       access: Callable[[], ll.Value | None], result: ll.Type | None) -> ll.Value | None:
+        """A global-memory access done only when ``index < length``: the failure is remembered
+        (reported at a return or a data-dependent loop's back-edge) instead of branching to a
+        failure path, so the guarded access is a tiny block that ptxas predicates."""
+        b = self.b
+        ok = b.icmp_unsigned("<", index, length)
+        self.remember_failure(ok, index, length, site)
+        before = b.block
+        do_bb = self.llfn.append_basic_block("access")
+        join_bb = self.llfn.append_basic_block("accessed")
+        br = b.cbranch(ok, do_bb, join_bb)
+        br.set_weights([1 << 20, 1])
+        b.position_at_end(do_bb)
+        value = access()
+        done = b.block
+        b.branch(join_bb)
+        b.position_at_end(join_bb)
+        if result is None or value is None:
+            return None
+        phi = b.phi(result)
+        phi.add_incoming(value, done)
+        phi.add_incoming(ll.Constant(result, None), before)
+        return phi
 
     def failure_slots(self) -> tuple[ll.Value, ll.Value, ll.Value]:
         if self._failure is None:
@@ -513,19 +560,15 @@ class FunctionLowering:
         b.unreachable()
         b.position_at_end(cont_bb)
 
-    def safe_base(self, view: _View) -> ll.Value:
-        """``view.ptr``, or a small zeroed global when the view is empty, so that index 0 of a
-        checked access is always a valid address."""
-        key = id(view)
-        if key not in self._safe_bases:
-            if isinstance(view.ptr.type, ll.PointerType) and view.ptr.type.addrspace == 1:
-                with self.b.goto_block(self.entry):
-                    dummy = self.b.bitcast(self.parent.dummy_global(), view.ptr.type)
-                    empty = self.b.icmp_unsigned("==", view.length, ll.Constant(I64T, 0))
-                    self._safe_bases[key] = self.b.select(empty, dummy, view.ptr)
-            else:
-                self._safe_bases[key] = view.ptr  # shared/local arrays have a fixed, non-zero size
-        return self._safe_bases[key]
+    def mark_invariant(self, load: ll.Instruction, view: _View) -> None:
+        """Loads of read-only views are invariant for the kernel (the runtime refuses aliasing
+        with written views), so they go through the read-only data cache (ld.global.nc)."""
+        if view.read_only and self.fn.is_kernel:
+            load.set_metadata("invariant.load", self.parent.module.add_metadata([]))
+
+    @staticmethod
+    def is_global(view: _View) -> bool:
+        return isinstance(view.ptr.type, ll.PointerType) and view.ptr.type.addrspace == 1
 
     # ---- expressions --------------------------------------------------------------------
 
@@ -585,12 +628,20 @@ class FunctionLowering:
         if isinstance(e, ir.ViewLoad):
             view = self.view(e.view)
             index = self.index(e.index)
-            base = view.ptr
-            if e.check_site is not None:
-                index = self.bounds_check(index, view.length, e.check_site)
-                base = self.safe_base(view)
-            ptr = b.gep(base, [index], source_etype=scalar_ll(view.elem, True))
-            value = b.load(ptr, typ=scalar_ll(view.elem, True), align=view.elem.itemsize)
+            elem_t = scalar_ll(view.elem, True)
+
+            def load() -> ll.Value:
+                loaded = b.load(b.gep(view.ptr, [index], source_etype=elem_t), typ=elem_t, align=view.elem.itemsize)
+                self.mark_invariant(loaded, view)
+                return loaded
+
+            if e.check_site is not None and self.is_global(view):
+                value = self.checked_access(index, view.length, e.check_site, load, elem_t)
+                assert value is not None
+            else:
+                if e.check_site is not None:
+                    self.bounds_check(index, view.length, e.check_site, deferred=False)
+                value = load()
             if view.elem.kind == "bool":
                 value = b.icmp_unsigned("!=", value, ll.Constant(I8, 0))
             return value
@@ -750,6 +801,47 @@ class FunctionLowering:
         if dst.bits < src.bits:
             return b.trunc(v, dt)
         return b.sext(v, dt) if src.kind == "int" else b.zext(v, dt)
+
+
+def _loop_depends_on_data(loop: ir.While) -> bool:
+    """Whether the loop's trip count can depend on memory it reads: then a failed (deferred)
+    check inside must be reported each iteration, or garbage could keep the loop going.
+    Loops like ``for t in range(0, k, TILE)`` do not, and keep their bodies free of branches."""
+    tainted: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for stmt in _walk_stmts(loop.body + loop.step):
+            if isinstance(stmt, ir.Assign) and stmt.name not in tainted and _reads_data(stmt.value, tainted):
+                tainted.add(stmt.name)
+                changed = True
+    if isinstance(loop.cond, ir.Const):
+        return True  # `while True:` ends only through a break, which may test loaded data
+    return _reads_data(loop.cond, tainted) or any(
+        isinstance(st, ir.Assign) and _reads_data(st.value, tainted) for st in loop.step)
+
+
+def _walk_stmts(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
+    out: list[ir.Stmt] = []
+    for st in stmts:
+        out.append(st)
+        if isinstance(st, ir.If):
+            out += _walk_stmts(st.then) + _walk_stmts(st.orelse)
+        elif isinstance(st, ir.While):
+            out += _walk_stmts(st.body) + _walk_stmts(st.step)
+    return out
+
+
+def _reads_data(e: object, tainted: set[str]) -> bool:
+    if isinstance(e, (ir.ViewLoad, ir.Call, ir.Intrinsic)):
+        return True
+    if isinstance(e, ir.Var):
+        return e.name in tainted
+    for attr in ("left", "right", "operand", "cond", "if_true", "if_false", "value", "index", "view"):
+        child = getattr(e, attr, None)
+        if child is not None and not isinstance(child, (int, float, str, bool)) and _reads_data(child, tainted):
+            return True
+    return any(_reads_data(v, tainted) for attr in ("values", "args") for v in (getattr(e, attr, None) or []))
 
 
 def _di_file_fields(path: str) -> dict[str, str]:
