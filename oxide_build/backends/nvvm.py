@@ -141,6 +141,9 @@ def nvvm_ir_text(llvm_ir: str, keep: tuple[str, ...] | None = None, arch: str = 
             if m and not re.match(r"^define\s+(internal|private)\b", line.strip()):
                 ret = re.sub(r"^(?:dso_local\s+|hidden\s+|protected\s+|fastcc\s+|ptx_kernel\s+)+", "", m.group("ret"))
                 defined.append((m.group("name"), _fn_pointer_type(ret, m.group("args"))))
+        elif " = freeze " in line:
+            # LLVM 7 has no `freeze`; a no-op bitcast keeps the value and its name
+            line = re.sub(r"= freeze (?P<ty>.+?) (?P<v>%\S+)\s*$", lambda m: f"= bitcast {m.group('ty')} {m.group('v')} to {m.group('ty')}", line)
         elif "fneg" in line:
             line = _FNEG_RE.sub(lambda m: f"= fsub {m.group('flags')}{m.group('ty')} -0.0, ", line)
         elif " atomicrmw fadd " in line or " atomicrmw fsub " in line:

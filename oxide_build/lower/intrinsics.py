@@ -163,18 +163,13 @@ def _atomic(fl: FunctionLowering, op: str, e: ir.Intrinsic) -> ll.Value:
     view = fl.view(target)
     idx = fl.index(index)
     elem = view.elem
+    ok = None
     if e.check_site is not None and fl.is_global(view):
-        return fl.checked_access(idx, view.length, e.check_site,
-                                 lambda: _atomic_at(fl, op, e, view, idx), fl.elem_type(elem))  # type: ignore[return-value]
-    if e.check_site is not None:
+        ok = b.icmp_unsigned("<", idx, view.length)
+        fl.remember_failure(ok, idx, view.length, e.check_site)
+    elif e.check_site is not None:
         fl.bounds_check(idx, view.length, e.check_site, deferred=False)
-    return _atomic_at(fl, op, e, view, idx)
-
-
-def _atomic_at(fl: FunctionLowering, op: str, e: ir.Intrinsic, view: "_View", idx: ll.Value) -> ll.Value:
-    b = fl.b
-    elem = view.elem
-    ptr = b.gep(view.ptr, [idx], source_etype=fl.elem_type(elem))
+    ptr = fl.element_address(view, idx, ok)
     if op == "cas":
         cmp, new = fl.expr(e.args[2]), fl.expr(e.args[3])
         if elem.kind == "float":
@@ -231,26 +226,25 @@ def _vector(fl: FunctionLowering, op: str, e: ir.Intrinsic) -> ll.Value:
     view = fl.view(e.args[0])
     width = int(op[-1])
     k = fl.expr(e.args[1])
-    if e.check_site is not None:
-        last = fl.expr(e.args[2])
-        st = ll.LiteralStructType([fl.elem_type(view.elem)] * width) if op.startswith("load") else None
-        result = fl.checked_access(last, view.length, e.check_site, lambda: _vector_at(fl, op, e, view, k), st)
-        return result if result is not None else ll.Constant(I32, 0)
-    return _vector_at(fl, op, e, view, k)
-
-
-def _vector_at(fl: FunctionLowering, op: str, e: ir.Intrinsic, view: "_View", k: ll.Value) -> ll.Value:
-    b = fl.b
-    width = int(op[-1])
     elem_t = fl.elem_type(view.elem)
     vec_t = ll.VectorType(elem_t, width)
     first = b.mul(k, ll.Constant(I64, width))
     ptr = b.gep(view.ptr, [first], source_etype=elem_t)
     vptr = b.bitcast(ptr, ll.PointerType(vec_t, ptr.type.addrspace))
+    if e.check_site is not None:
+        last = fl.expr(e.args[2])
+        ok = b.icmp_unsigned("<", last, view.length)
+        fl.remember_failure(ok, last, view.length, e.check_site)
+        vptr = b.select(ok, vptr, fl.dummy_pointer(vptr.type))
     align = view.elem.itemsize * width
     if op.startswith("load"):
         vec = b.load(vptr, typ=vec_t, align=align)
         fl.mark_invariant(vec, view)
+        # `freeze` keeps instcombine from splitting the load into scalar loads, which would
+        # lose the invariant mark (and so ld.global.nc) when the backend re-vectorizes them
+        frozen = ll.instructions.Instruction(b.block, vec_t, "freeze", [vec])
+        b._insert(frozen)
+        vec = frozen
         assert isinstance(e.ty, TupleType)
         st = ll.LiteralStructType([elem_t] * width)
         result: ll.Value = ll.Constant(st, None)

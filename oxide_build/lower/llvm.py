@@ -306,7 +306,9 @@ class FunctionLowering:
         self.slots: dict[str, ll.Value] = {}
         self.views: dict[str, _View] = {}
         self.loops: list[_Loop] = []
-        self._failure: tuple[ll.Value, ll.Value, ll.Value] | None = None
+        self._failure: tuple[ll.Value, ll.Value] | None = None
+        self.site_lengths: dict[int, ll.Value] = {}
+        self._dummies: dict[str, ll.Value] = {}
         self.di_scope = parent.subprogram(fn, llfn)
         self.locate(fn.line, 1)
 
@@ -403,17 +405,14 @@ class FunctionLowering:
             value = self.expr(s.value)
             if view.elem.kind == "bool":
                 value = b.zext(value, I8)
-            elem_t = scalar_ll(view.elem, True)
-
-            def store() -> None:
-                b.store(value, b.gep(view.ptr, [index], source_etype=elem_t), align=view.elem.itemsize)
-
             if s.check_site is not None and self.is_global(view):
-                self.checked_access(index, view.length, s.check_site, store, None)
+                ok = b.icmp_unsigned("<", index, view.length)
+                self.remember_failure(ok, index, view.length, s.check_site)
+                b.store(value, self.element_address(view, index, ok), align=view.elem.itemsize)
             else:
                 if s.check_site is not None:
                     self.bounds_check(index, view.length, s.check_site, deferred=False)
-                store()
+                b.store(value, self.element_address(view, index, None), align=view.elem.itemsize)
         elif isinstance(s, ir.If):
             cond = self.expr(s.cond)
             then_bb = self.llfn.append_basic_block("then")
@@ -503,45 +502,39 @@ class FunctionLowering:
         return b.select(ok, index, ll.Constant(index.type, 0))
 
     def remember_failure(self, ok: ll.Value, index: ll.Value, length: ll.Value, site: int) -> None:
+        """Remembers a failed check (its site and index: two registers) without branching, to
+        be reported at the next return or data-dependent loop back-edge; the length follows
+        from the site. The access itself goes to a zeroed dummy (``element_address``), so
+        straight-line code stays straight and loads overlap as in unchecked code."""
         b = self.b
-        site_slot, index_slot, length_slot = self.failure_slots()
-        b.store(b.select(ok, b.load(site_slot, typ=I64T), ll.Constant(I64T, site)), site_slot)
+        site_slot, index_slot = self.failure_slots()
+        b.store(b.select(ok, b.load(site_slot, typ=I32T), ll.Constant(I32T, site)), site_slot)
         b.store(b.select(ok, b.load(index_slot, typ=I64T), index), index_slot)
-        b.store(b.select(ok, b.load(length_slot, typ=I64T), length), length_slot)
+        self.site_lengths[site] = length
 
-    def checked_access(self, index: ll.Value, length: ll.Value, site: int,
-                       access: Callable[[], ll.Value | None], result: ll.Type | None) -> ll.Value | None:
-        """A global-memory access done only when ``index < length``: the failure is remembered
-        (reported at a return or a data-dependent loop's back-edge) instead of branching to a
-        failure path, so the guarded access is a tiny block that ptxas predicates."""
+    def element_address(self, view: _View, index: ll.Value, ok: ll.Value | None) -> ll.Value:
         b = self.b
-        ok = b.icmp_unsigned("<", index, length)
-        self.remember_failure(ok, index, length, site)
-        before = b.block
-        do_bb = self.llfn.append_basic_block("access")
-        join_bb = self.llfn.append_basic_block("accessed")
-        br = b.cbranch(ok, do_bb, join_bb)
-        br.set_weights([1 << 20, 1])
-        b.position_at_end(do_bb)
-        value = access()
-        done = b.block
-        b.branch(join_bb)
-        b.position_at_end(join_bb)
-        if result is None or value is None:
-            return None
-        phi = b.phi(result)
-        phi.add_incoming(value, done)
-        phi.add_incoming(ll.Constant(result, None), before)
-        return phi
+        elem_t = scalar_ll(view.elem, True)
+        address = b.gep(view.ptr, [index], source_etype=elem_t)
+        if ok is None:
+            return address
+        return b.select(ok, address, self.dummy_pointer(address.type))
 
-    def failure_slots(self) -> tuple[ll.Value, ll.Value, ll.Value]:
+    def dummy_pointer(self, ty: ll.Type) -> ll.Value:
+        key = str(ty)
+        if key not in self._dummies:
+            with self.b.goto_block(self.entry):
+                self._dummies[key] = self.b.bitcast(self.parent.dummy_global(), ty)
+        return self._dummies[key]
+
+    def failure_slots(self) -> tuple[ll.Value, ll.Value]:
         if self._failure is None:
             with self.b.goto_block(self.entry):
-                slots = tuple(self.b.alloca(I64T) for _ in range(3))
-                for slot in slots:
-                    self.b.store(ll.Constant(I64T, 0), slot)
-            self._failure = slots  # type: ignore[assignment]
-        assert self._failure is not None
+                site = self.b.alloca(I32T)
+                index = self.b.alloca(I64T)
+                self.b.store(ll.Constant(I32T, 0), site)
+                self.b.store(ll.Constant(I64T, 0), index)
+            self._failure = (site, index)
         return self._failure
 
     def flush_failures(self) -> None:
@@ -549,14 +542,17 @@ class FunctionLowering:
         if self._failure is None:
             return
         b = self.b
-        site_slot, index_slot, length_slot = self._failure
-        site = b.load(site_slot, typ=I64T)
+        site_slot, index_slot = self._failure
+        site = b.load(site_slot, typ=I32T)
         fail_bb = self.llfn.append_basic_block("oob")
         cont_bb = self.llfn.append_basic_block("checked")
-        br = b.cbranch(b.icmp_unsigned("==", site, ll.Constant(I64T, 0)), cont_bb, fail_bb)
+        br = b.cbranch(b.icmp_unsigned("==", site, ll.Constant(I32T, 0)), cont_bb, fail_bb)
         br.set_weights([1 << 20, 1])
         b.position_at_end(fail_bb)
-        b.call(self.parent.fail_function(), [site, b.load(index_slot, typ=I64T), b.load(length_slot, typ=I64T)])
+        length: ll.Value = ll.Constant(I64T, 0)
+        for known, value in self.site_lengths.items():
+            length = b.select(b.icmp_unsigned("==", site, ll.Constant(I32T, known)), value, length)
+        b.call(self.parent.fail_function(), [b.zext(site, I64T), b.load(index_slot, typ=I64T), length])
         b.unreachable()
         b.position_at_end(cont_bb)
 
@@ -629,19 +625,14 @@ class FunctionLowering:
             view = self.view(e.view)
             index = self.index(e.index)
             elem_t = scalar_ll(view.elem, True)
-
-            def load() -> ll.Value:
-                loaded = b.load(b.gep(view.ptr, [index], source_etype=elem_t), typ=elem_t, align=view.elem.itemsize)
-                self.mark_invariant(loaded, view)
-                return loaded
-
+            ok = None
             if e.check_site is not None and self.is_global(view):
-                value = self.checked_access(index, view.length, e.check_site, load, elem_t)
-                assert value is not None
-            else:
-                if e.check_site is not None:
-                    self.bounds_check(index, view.length, e.check_site, deferred=False)
-                value = load()
+                ok = b.icmp_unsigned("<", index, view.length)
+                self.remember_failure(ok, index, view.length, e.check_site)
+            elif e.check_site is not None:
+                self.bounds_check(index, view.length, e.check_site, deferred=False)
+            value = b.load(self.element_address(view, index, ok), typ=elem_t, align=view.elem.itemsize)
+            self.mark_invariant(value, view)
             if view.elem.kind == "bool":
                 value = b.icmp_unsigned("!=", value, ll.Constant(I8, 0))
             return value
