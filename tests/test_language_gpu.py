@@ -49,7 +49,7 @@ def test_math_functions(dtype: type) -> None:
     n = 4099
     x = (rng.standard_normal(n) * 2).astype(dtype)
     out = poison(n, torch.float32 if dtype == np.float32 else torch.float64)
-    langk.math_fns[langk.math_fns.grid_for(n), 128](dev(x), out)
+    langk.math_fns[langk.math_fns.grid_for(n, 128), 128](dev(x), out)
     v = x.astype(np.float64)
     ref = (np.exp(v) + np.sqrt(np.abs(v)) + np.sin(v) * np.cos(v) + np.tanh(v) + np.log(np.abs(v) + 1)
            + erf(v) + np.abs(v) ** 1.5 + np.floor(v) + (v * v + 1))

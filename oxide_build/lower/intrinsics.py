@@ -48,8 +48,7 @@ def lower_intrinsic(fl: FunctionLowering, e: ir.Intrinsic) -> ll.Value:
     if e.name == "checked_index":
         value = fl.expr(e.args[0])
         if e.check_site is not None:
-            array_axis = isinstance(e.args[1], ir.Const)  # shared/local arrays have constant axes
-            value = fl.bounds_check(value, fl.expr(e.args[1]), e.check_site, deferred=not array_axis)
+            value = fl.bounds_check(value, fl.expr(e.args[1]), e.check_site)
         return value
     if e.name == "flat_index":
         return fl.expr(e.args[0])
@@ -167,8 +166,8 @@ def _atomic(fl: FunctionLowering, op: str, e: ir.Intrinsic) -> ll.Value:
     if e.check_site is not None and fl.is_global(view):
         ok = b.icmp_unsigned("<", idx, view.length)
         fl.remember_failure(ok, idx, view.length, e.check_site)
-    elif e.check_site is not None:
-        fl.bounds_check(idx, view.length, e.check_site, deferred=False)
+    elif e.check_site is not None:  # a shared array: never empty, index 0 is valid
+        idx = fl.bounds_check(idx, view.length, e.check_site)
     ptr = fl.element_address(view, idx, ok)
     if op == "cas":
         cmp, new = fl.expr(e.args[2]), fl.expr(e.args[3])

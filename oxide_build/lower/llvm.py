@@ -410,8 +410,8 @@ class FunctionLowering:
                 self.remember_failure(ok, index, view.length, s.check_site)
                 b.store(value, self.element_address(view, index, ok), align=view.elem.itemsize)
             else:
-                if s.check_site is not None:
-                    self.bounds_check(index, view.length, s.check_site, deferred=False)
+                if s.check_site is not None:  # arrays are never empty: index 0 is always valid
+                    index = self.bounds_check(index, view.length, s.check_site)
                 b.store(value, self.element_address(view, index, None), align=view.elem.itemsize)
         elif isinstance(s, ir.If):
             cond = self.expr(s.cond)
@@ -629,8 +629,8 @@ class FunctionLowering:
             if e.check_site is not None and self.is_global(view):
                 ok = b.icmp_unsigned("<", index, view.length)
                 self.remember_failure(ok, index, view.length, e.check_site)
-            elif e.check_site is not None:
-                self.bounds_check(index, view.length, e.check_site, deferred=False)
+            elif e.check_site is not None:  # arrays are never empty: index 0 is always valid
+                index = self.bounds_check(index, view.length, e.check_site)
             value = b.load(self.element_address(view, index, ok), typ=elem_t, align=view.elem.itemsize)
             self.mark_invariant(value, view)
             if view.elem.kind == "bool":
