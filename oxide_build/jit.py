@@ -33,7 +33,11 @@ def jit_manifest(source_path: Path, module_name: str, arch: str) -> Path:
     the code files lie in the same directory as the manifest."""
     source_path = Path(source_path)
     digest = hashlib.sha256()
-    for part in (source_path.read_bytes(), module_name.encode(), arch.encode(), __version__.encode()):
+    from .package.module_cache import compiler_digest
+
+    # the compiler's own code is in the key: a changed compiler never reuses old cubins
+    for part in (source_path.read_bytes(), module_name.encode(), arch.encode(), __version__.encode(),
+                 compiler_digest().encode()):
         digest.update(part)
         digest.update(b"\0")
     entry = cache_root() / "jit" / digest.hexdigest()[:32]

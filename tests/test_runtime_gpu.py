@@ -576,11 +576,11 @@ def test_kernel_error_after_torch_synchronize(checked: types.ModuleType) -> None
     n = 300
     x = torch.arange(n, dtype=torch.float32, device="cuda")
     out = torch.zeros(n, dtype=torch.float32, device="cuda")
-    checked.oob[checked.oob.grid_for(n), 128](x, out)
+    checked.oob[checked.oob.grid_for(n, 128), 128](x, out)
     torch.cuda.synchronize()
     with pytest.raises(oxide.KernelError, match=f"kernel oob .* with index {n} but length {n}$"):
         oxide.runtime.check_kernel_errors()
-    checked.copy[checked.copy.grid_for(n), 128](x, out)
+    checked.copy[checked.copy.grid_for(n, 128), 128](x, out)
     torch.cuda.synchronize()
     oxide.runtime.check_kernel_errors()
     assert torch.equal(out, x)

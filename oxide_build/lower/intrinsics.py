@@ -48,7 +48,7 @@ def lower_intrinsic(fl: FunctionLowering, e: ir.Intrinsic) -> ll.Value:
     if e.name == "checked_index":
         value = fl.expr(e.args[0])
         if e.check_site is not None:
-            value = fl.bounds_check(value, fl.expr(e.args[1]), e.check_site)
+            fl.bounds_check(value, fl.expr(e.args[1]), e.check_site)
         return value
     if e.name == "flat_index":
         return fl.expr(e.args[0])
@@ -162,13 +162,9 @@ def _atomic(fl: FunctionLowering, op: str, e: ir.Intrinsic) -> ll.Value:
     view = fl.view(target)
     idx = fl.index(index)
     elem = view.elem
-    ok = None
-    if e.check_site is not None and fl.is_global(view):
-        ok = b.icmp_unsigned("<", idx, view.length)
-        fl.remember_failure(ok, idx, view.length, e.check_site)
-    elif e.check_site is not None:  # a shared array: never empty, index 0 is valid
-        idx = fl.bounds_check(idx, view.length, e.check_site)
-    ptr = fl.element_address(view, idx, ok)
+    if e.check_site is not None:
+        fl.bounds_check(idx, view.length, e.check_site)
+    ptr = fl.element_address(view, idx)
     if op == "cas":
         cmp, new = fl.expr(e.args[2]), fl.expr(e.args[3])
         if elem.kind == "float":
@@ -231,10 +227,7 @@ def _vector(fl: FunctionLowering, op: str, e: ir.Intrinsic) -> ll.Value:
     ptr = b.gep(view.ptr, [first], source_etype=elem_t)
     vptr = b.bitcast(ptr, ll.PointerType(vec_t, ptr.type.addrspace))
     if e.check_site is not None:
-        last = fl.expr(e.args[2])
-        ok = b.icmp_unsigned("<", last, view.length)
-        fl.remember_failure(ok, last, view.length, e.check_site)
-        vptr = b.select(ok, vptr, fl.dummy_pointer(vptr.type))
+        fl.bounds_check(fl.expr(e.args[2]), view.length, e.check_site)
     align = view.elem.itemsize * width
     if op.startswith("load"):
         vec = b.load(vptr, typ=vec_t, align=align)

@@ -133,7 +133,6 @@ class ModuleLowering:
         self._di_files: dict[str, ll.DIValue] = {}
         self._dynamic_smem: ll.GlobalVariable | None = None
         self.c_abi: set[str] = set()  # callees that take generic pointers
-        self._dummy: ll.GlobalVariable | None = None
         self.extern_params: dict[str, list[ir.Param]] = {}
         self._shared_count = 0
         self.module = ll.Module(name=module_name)
@@ -230,17 +229,6 @@ class ModuleLowering:
         g.align = 16
         return g
 
-    def dummy_global(self) -> ll.Value:
-        """16 zero bytes in global memory: what a failed check on an empty view reads."""
-        if self._dummy is None:
-            ty = ll.ArrayType(I64T, 2)
-            g = ll.GlobalVariable(self.module, ty, "__oxide_dummy", addrspace=1)
-            g.initializer = ll.Constant(ty, None)
-            g.linkage = "internal"
-            g.align = 16
-            self._dummy = g
-        return self._dummy
-
     def fail_function(self) -> ll.Function:
         """``__oxide_fail(site, index, length)``: record the first failure, then end the thread.
 
@@ -306,9 +294,6 @@ class FunctionLowering:
         self.slots: dict[str, ll.Value] = {}
         self.views: dict[str, _View] = {}
         self.loops: list[_Loop] = []
-        self._failure: tuple[ll.Value, ll.Value] | None = None
-        self.site_lengths: dict[int, ll.Value] = {}
-        self._dummies: dict[str, ll.Value] = {}
         self.di_scope = parent.subprogram(fn, llfn)
         self.locate(fn.line, 1)
 
@@ -352,7 +337,6 @@ class FunctionLowering:
         self.stmts(self.fn.body)
         if not self.b.block.is_terminated:
             if isinstance(self.fn.ret, VoidType):
-                self.flush_failures()
                 self.b.ret_void()
             else:
                 self.b.unreachable()  # the frontend guarantees a return on value paths; see verifier
@@ -405,14 +389,9 @@ class FunctionLowering:
             value = self.expr(s.value)
             if view.elem.kind == "bool":
                 value = b.zext(value, I8)
-            if s.check_site is not None and self.is_global(view):
-                ok = b.icmp_unsigned("<", index, view.length)
-                self.remember_failure(ok, index, view.length, s.check_site)
-                b.store(value, self.element_address(view, index, ok), align=view.elem.itemsize)
-            else:
-                if s.check_site is not None:  # arrays are never empty: index 0 is always valid
-                    index = self.bounds_check(index, view.length, s.check_site)
-                b.store(value, self.element_address(view, index, None), align=view.elem.itemsize)
+            if s.check_site is not None:
+                self.bounds_check(index, view.length, s.check_site)
+            b.store(value, self.element_address(view, index), align=view.elem.itemsize)
         elif isinstance(s, ir.If):
             cond = self.expr(s.cond)
             then_bb = self.llfn.append_basic_block("then")
@@ -444,18 +423,14 @@ class FunctionLowering:
             if not b.block.is_terminated:
                 b.branch(step_bb)
             b.position_at_end(step_bb)
-            if _loop_depends_on_data(s):
-                self.flush_failures()  # a failing thread must not loop on garbage it read
             self.stmts(s.step)
             b.branch(cond_bb)
             b.position_at_end(exit_bb)
         elif isinstance(s, ir.Return):
             if s.value is None:
-                self.flush_failures()
                 b.ret_void()
             else:
                 value = self.expr(s.value)
-                self.flush_failures()
                 b.ret(value)
         elif isinstance(s, ir.ExprStmt):
             self.expr(s.value)
@@ -478,83 +453,24 @@ class FunctionLowering:
         else:  # pragma: no cover - the IR is closed
             raise TypeError(f"cannot lower {type(s).__name__}")
 
-    def bounds_check(self, index: ll.Value, length: ll.Value, site: int, deferred: bool = True) -> ll.Value:
-        """Checks ``index < length`` without branching: a failure is remembered (site, index,
-        length) and reported at the next flush point (loop back-edge, return); the access
-        itself goes to index 0 of a never-empty base, so it cannot fault. Branch-free checks
-        keep straight-line code straight, so loads still overlap as in unchecked code.
-        Returns the index to use."""
+    def bounds_check(self, index: ll.Value, length: ll.Value, site: int) -> None:
+        """``index < length``, or the failure path: record the site, index and length for the
+        host, then end the thread. The failure path is inlined (a call would cost the kernel
+        a dozen registers of call ABI) and marked cold; a check whose operands do not change
+        in a loop is hoisted out of it with its branch."""
         b = self.b
         ok = b.icmp_unsigned("<", index, length)
-        if not deferred:
-            # shared and local arrays: a branch to the failure path is cheap there, and a
-            # loop-invariant check (of thread.idx.y against a tile size) is hoisted out of loops
-            fail_bb = self.llfn.append_basic_block("oob")
-            cont_bb = self.llfn.append_basic_block("inbounds")
-            br = b.cbranch(ok, cont_bb, fail_bb)
-            br.set_weights([1 << 20, 1])
-            b.position_at_end(fail_bb)
-            b.call(self.parent.fail_function(), [ll.Constant(I64T, site), index, length])
-            b.unreachable()
-            b.position_at_end(cont_bb)
-            return index
-        self.remember_failure(ok, index, length, site)
-        return b.select(ok, index, ll.Constant(index.type, 0))
-
-    def remember_failure(self, ok: ll.Value, index: ll.Value, length: ll.Value, site: int) -> None:
-        """Remembers a failed check (its site and index: two registers) without branching, to
-        be reported at the next return or data-dependent loop back-edge; the length follows
-        from the site. The access itself goes to a zeroed dummy (``element_address``), so
-        straight-line code stays straight and loads overlap as in unchecked code."""
-        b = self.b
-        site_slot, index_slot = self.failure_slots()
-        b.store(b.select(ok, b.load(site_slot, typ=I32T), ll.Constant(I32T, site)), site_slot)
-        b.store(b.select(ok, b.load(index_slot, typ=I64T), index), index_slot)
-        self.site_lengths[site] = length
-
-    def element_address(self, view: _View, index: ll.Value, ok: ll.Value | None) -> ll.Value:
-        b = self.b
-        elem_t = scalar_ll(view.elem, True)
-        address = b.gep(view.ptr, [index], source_etype=elem_t)
-        if ok is None:
-            return address
-        return b.select(ok, address, self.dummy_pointer(address.type))
-
-    def dummy_pointer(self, ty: ll.Type) -> ll.Value:
-        key = str(ty)
-        if key not in self._dummies:
-            with self.b.goto_block(self.entry):
-                self._dummies[key] = self.b.bitcast(self.parent.dummy_global(), ty)
-        return self._dummies[key]
-
-    def failure_slots(self) -> tuple[ll.Value, ll.Value]:
-        if self._failure is None:
-            with self.b.goto_block(self.entry):
-                site = self.b.alloca(I32T)
-                index = self.b.alloca(I64T)
-                self.b.store(ll.Constant(I32T, 0), site)
-                self.b.store(ll.Constant(I64T, 0), index)
-            self._failure = (site, index)
-        return self._failure
-
-    def flush_failures(self) -> None:
-        """Reports a remembered bounds-check failure (then the thread ends)."""
-        if self._failure is None:
-            return
-        b = self.b
-        site_slot, index_slot = self._failure
-        site = b.load(site_slot, typ=I32T)
         fail_bb = self.llfn.append_basic_block("oob")
-        cont_bb = self.llfn.append_basic_block("checked")
-        br = b.cbranch(b.icmp_unsigned("==", site, ll.Constant(I32T, 0)), cont_bb, fail_bb)
+        cont_bb = self.llfn.append_basic_block("inbounds")
+        br = b.cbranch(ok, cont_bb, fail_bb)
         br.set_weights([1 << 20, 1])
         b.position_at_end(fail_bb)
-        length: ll.Value = ll.Constant(I64T, 0)
-        for known, value in self.site_lengths.items():
-            length = b.select(b.icmp_unsigned("==", site, ll.Constant(I32T, known)), value, length)
-        b.call(self.parent.fail_function(), [b.zext(site, I64T), b.load(index_slot, typ=I64T), length])
+        b.call(self.parent.fail_function(), [ll.Constant(I64T, site), index, length])
         b.unreachable()
         b.position_at_end(cont_bb)
+
+    def element_address(self, view: _View, index: ll.Value) -> ll.Value:
+        return self.b.gep(view.ptr, [index], source_etype=scalar_ll(view.elem, True))
 
     def mark_invariant(self, load: ll.Instruction, view: _View) -> None:
         """Loads of read-only views are invariant for the kernel (the runtime refuses aliasing
@@ -625,13 +541,9 @@ class FunctionLowering:
             view = self.view(e.view)
             index = self.index(e.index)
             elem_t = scalar_ll(view.elem, True)
-            ok = None
-            if e.check_site is not None and self.is_global(view):
-                ok = b.icmp_unsigned("<", index, view.length)
-                self.remember_failure(ok, index, view.length, e.check_site)
-            elif e.check_site is not None:  # arrays are never empty: index 0 is always valid
-                index = self.bounds_check(index, view.length, e.check_site)
-            value = b.load(self.element_address(view, index, ok), typ=elem_t, align=view.elem.itemsize)
+            if e.check_site is not None:
+                self.bounds_check(index, view.length, e.check_site)
+            value = b.load(self.element_address(view, index), typ=elem_t, align=view.elem.itemsize)
             self.mark_invariant(value, view)
             if view.elem.kind == "bool":
                 value = b.icmp_unsigned("!=", value, ll.Constant(I8, 0))
@@ -792,47 +704,6 @@ class FunctionLowering:
         if dst.bits < src.bits:
             return b.trunc(v, dt)
         return b.sext(v, dt) if src.kind == "int" else b.zext(v, dt)
-
-
-def _loop_depends_on_data(loop: ir.While) -> bool:
-    """Whether the loop's trip count can depend on memory it reads: then a failed (deferred)
-    check inside must be reported each iteration, or garbage could keep the loop going.
-    Loops like ``for t in range(0, k, TILE)`` do not, and keep their bodies free of branches."""
-    tainted: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for stmt in _walk_stmts(loop.body + loop.step):
-            if isinstance(stmt, ir.Assign) and stmt.name not in tainted and _reads_data(stmt.value, tainted):
-                tainted.add(stmt.name)
-                changed = True
-    if isinstance(loop.cond, ir.Const):
-        return True  # `while True:` ends only through a break, which may test loaded data
-    return _reads_data(loop.cond, tainted) or any(
-        isinstance(st, ir.Assign) and _reads_data(st.value, tainted) for st in loop.step)
-
-
-def _walk_stmts(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
-    out: list[ir.Stmt] = []
-    for st in stmts:
-        out.append(st)
-        if isinstance(st, ir.If):
-            out += _walk_stmts(st.then) + _walk_stmts(st.orelse)
-        elif isinstance(st, ir.While):
-            out += _walk_stmts(st.body) + _walk_stmts(st.step)
-    return out
-
-
-def _reads_data(e: object, tainted: set[str]) -> bool:
-    if isinstance(e, (ir.ViewLoad, ir.Call, ir.Intrinsic)):
-        return True
-    if isinstance(e, ir.Var):
-        return e.name in tainted
-    for attr in ("left", "right", "operand", "cond", "if_true", "if_false", "value", "index", "view"):
-        child = getattr(e, attr, None)
-        if child is not None and not isinstance(child, (int, float, str, bool)) and _reads_data(child, tainted):
-            return True
-    return any(_reads_data(v, tainted) for attr in ("values", "args") for v in (getattr(e, attr, None) or []))
 
 
 def _di_file_fields(path: str) -> dict[str, str]:
