@@ -494,7 +494,7 @@ def bench_cuda_core(kname: str, params: list[tuple[str, str]], n: int) -> Callab
     dev.set_current()
     stream = dev.default_stream
     if "cuda.core" not in _MODULES:
-        _MODULES["cuda.core"] = ObjectCode.from_ptx(ptx_module("plain"))
+        _MODULES["cuda.core"] = ObjectCode.from_ptx(ptx_module("plain").encode())  # a str is taken for a path
     kernel = _MODULES["cuda.core"].get_kernel(kname)
     buffers = [dev.allocate(4 * n, stream=stream) for _ in range(4)]
     it = iter(buffers)

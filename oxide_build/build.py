@@ -99,7 +99,7 @@ def compile_project(
     ``oxide.OxideError`` subclasses (the first failing unit's; the others are cancelled).
     """
     from oxide_build.link.cache import CompileCache
-    from oxide_build.package.artifacts import merge_manifests, write_artifacts
+    from oxide_build.package.artifacts import as_fatbin, merge_manifests, write_artifacts
     from oxide_build.package.module_cache import CompileUnit, UnitResult, cached_unit, compile_unit, native_inputs_digest
     from oxide_build.scan import scan_tree
 
@@ -115,7 +115,7 @@ def compile_project(
     units = [
         CompileUnit(
             module=m.name, source=Path(m.path), root=root, arch=arch,
-            options=replace(options, archs=(arch,), embed_ptx=options.embed_ptx and arch == newest),
+            options=replace(options, archs=(arch,), embed_ptx=options.embed_ptx and arch == newest, fatbin=False),
         )
         for m in modules
         for arch in options.archs
@@ -172,6 +172,8 @@ def compile_project(
         files: dict[str, bytes] = {}
         for i in indices:
             files.update(results[i][0].files)
+        if options.fatbin:
+            manifest, files = as_fatbin(manifest, files)
         if staging_dir is None:
             module_dir = Path(module.path).parent
         else:

@@ -78,6 +78,10 @@ class OxideConfig:
     """Also ship PTX of the newest arch, which the driver JIT-compiles on GPUs newer than every
     listed arch (forward compatibility)."""
 
+    fatbin: bool = True
+    """Ship one fatbin per module (nvFatbin) holding every arch's cubin and the PTX, instead of
+    a file per arch; the driver picks the code for the device when it loads the module."""
+
     opt_level: int = 3
     """Optimization level, 0 to 3 (LLVM and ptxas)."""
 
@@ -138,6 +142,7 @@ class OxideConfig:
             fast_math=self.fast_math,
             lineinfo=self.lineinfo,
             max_registers=self.max_registers,
+            fatbin=self.fatbin,
         )
 
     @property
@@ -317,6 +322,7 @@ _PARSERS: dict[str, tuple[_Parser, str, str]] = {
     "arch": (_as_arch, _ALLOWED["arch"], "list of strings"),
     "packages": (_as_packages, _ALLOWED["packages"], "list of strings"),
     "ptx": (_bool_parser, _ALLOWED["bool"], "bool"),
+    "fatbin": (_bool_parser, _ALLOWED["bool"], "bool"),
     "opt-level": (_as_opt_level, _ALLOWED["opt-level"], "int"),
     "bounds-check": (_bool_parser, _ALLOWED["bool"], "bool"),
     "backend": (_as_backend, _ALLOWED["backend"], "string"),

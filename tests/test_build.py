@@ -30,7 +30,7 @@ PACKAGES = Path(__file__).resolve().parent / "packages"
 SAMPLE = REPO / "sample_project"
 EPOCH = "1700000000"  # 2023-11-14 22:13:20 UTC
 KEYS = (
-    "arch, backend, bounds-check, defines, fast-math, include-dirs, jobs, lineinfo, link, max-registers, "
+    "arch, backend, bounds-check, defines, fast-math, fatbin, include-dirs, jobs, lineinfo, link, max-registers, "
     "nvrtc-options, opt-level, packages, ptx"
 )
 
@@ -329,9 +329,12 @@ def test_sample_project_pip_wheel(tmp_path: Path) -> None:
     (wheel,) = out.glob("oxide_sample-0.1.0-*.whl")
     entries = wheel_entries(wheel)
     manifest = ModuleManifest.from_json(entries["sample/_oxide/sample.kernels.json"].decode())
-    assert sorted(manifest.cubins) == ["sm_80", "sm_90"]
-    assert is_elf(entries["sample/_oxide/sample.kernels.sm_80.cubin"])
-    assert is_elf(entries["sample/_oxide/sample.kernels.sm_90.cubin"])
+    # one fatbin per module holds both archs' cubins (the default; fatbin = false ships a file per arch)
+    assert manifest.cubins == {"sm_80": "sample.kernels.fatbin", "sm_90": "sample.kernels.fatbin"}
+    fatbin = entries["sample/_oxide/sample.kernels.fatbin"]
+    assert fatbin[:4] == b"\x50\xed\x55\xba"  # the fatbin magic
+    assert fatbin.count(b"\x7fELF") == 2  # one cubin per arch inside
+    assert not any(n.endswith(".cubin") for n in entries)
     # the generic kernel is compiled once per TypeVar constraint
     assert sorted(k.specialization.get("T", "") for k in manifest.kernels_named("saxpy")) == ["f32", "f64"]
     assert {"sample/__init__.py", "sample/__main__.py", "sample/kernels.py"} <= set(entries)
@@ -584,7 +587,7 @@ def test_parallel_build_is_deterministic(tmp_path: Path, monkeypatch: pytest.Mon
     for jobs in (1, 2):
         staging = tmp_path / f"jobs{jobs}"
         log = _io.StringIO()
-        build = compile_project(project, OxideConfig(arch=("sm_80", "sm_90")), staging, log=log, jobs=jobs)
+        build = compile_project(project, OxideConfig(arch=("sm_80", "sm_90"), fatbin=False), staging, log=log, jobs=jobs)
         assert build.units == 2 * len(build.modules) and build.jobs == jobs
         lines = [line for line in log.getvalue().splitlines() if line.startswith("[")]
         assert len(lines) == build.units
@@ -858,4 +861,4 @@ def test_pip_wheel_with_build_isolation(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     (wheel,) = out.glob("oxide_sample-0.1.0-py3-none-any.whl")
     entries = wheel_entries(wheel)
-    assert is_elf(entries["sample/_oxide/sample.kernels.sm_90.cubin"])
+    assert entries["sample/_oxide/sample.kernels.fatbin"].count(b"\x7fELF") == 2

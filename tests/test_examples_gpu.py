@@ -40,6 +40,19 @@ def test_saxpy(n: int, dtype: type, checked: bool) -> None:
     np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-6)
 
 
+@pytest.mark.parametrize("n", [1, 1000, 2**24 + 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_saxpy_with_cupy_arrays(n: int, dtype: type) -> None:
+    cupy = pytest.importorskip("cupy")
+    from examples.saxpy import saxpy
+
+    x, y = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    out = cupy.full(n, np.nan, dtype=dtype)
+    saxpy[saxpy.grid_for(n, 256), 256](dtype(-0.5), cupy.asarray(x), cupy.asarray(y), out)
+    ref = -0.5 * x.astype(np.float64) + y.astype(np.float64)
+    np.testing.assert_allclose(cupy.asnumpy(out), ref, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-6)
+
+
 @pytest.mark.parametrize("n", [1, 1000, 12345, 2**22 + 7])
 def test_block_sum(n: int) -> None:
     from examples.reduce import block_sum

@@ -10,7 +10,7 @@ from oxide.runtime.manifest import ARTIFACT_DIR, ModuleManifest, manifest_path
 if TYPE_CHECKING:
     from oxide_build.compile import CompiledModule
 
-__all__ = ["merge_manifests", "module_files", "module_manifest", "write_artifacts", "write_module_artifacts"]
+__all__ = ["merge_manifests", "module_files", "module_manifest", "as_fatbin", "write_artifacts", "write_module_artifacts"]
 
 
 def module_manifest(compiled: CompiledModule) -> ModuleManifest:
@@ -43,6 +43,22 @@ def merge_manifests(parts: list[ModuleManifest]) -> ModuleManifest:
         cubins.update(part.cubins)
         ptx.update(part.ptx)
     return replace(first, cubins=dict(sorted(cubins.items())), ptx=dict(sorted(ptx.items())))
+
+
+def as_fatbin(manifest: ModuleManifest, files: dict[str, bytes]) -> tuple[ModuleManifest, dict[str, bytes]]:
+    """One fatbin per module (nvFatbin): every cubin, plus the PTX that was to ship; every arch
+    of the manifest then names that one file, and the driver picks the code for the device
+    when it loads it (exact cubin, else a compatible one, else it JIT-compiles the PTX)."""
+    from oxide_build.link.fatbin import make_fatbin
+
+    if not manifest.cubins and not manifest.ptx:
+        return manifest, files
+    name = f"{manifest.module}.fatbin"
+    cubins = {arch: files[file] for arch, file in manifest.cubins.items()}
+    ptx = {arch: files[file].decode() for arch, file in manifest.ptx.items()}
+    fatbin = make_fatbin(cubins, ptx, manifest.module)
+    return (replace(manifest, cubins={a: name for a in manifest.cubins}, ptx={a: name for a in manifest.ptx}),
+            {name: fatbin})
 
 
 def write_artifacts(manifest: ModuleManifest, files: dict[str, bytes], module_dir: Path) -> Path:
