@@ -121,3 +121,43 @@ def test_unknown_arch_is_an_error(tmp_path: Path) -> None:
     src.write_text(SAXPY)
     with pytest.raises(CompileError, match="unknown arch 'sm_42'"):
         compile_module(src, "s", CompileOptions(archs=("sm_42",)))
+
+
+INTRINSICS = '''
+import oxide as ox
+from oxide import DisjointSlice, MutSlice, Slice, f32, i32, u32, thread, block, warp
+
+@ox.kernel
+def dyn(x: Slice[f32], out: DisjointSlice[f32], flags: MutSlice[u32]) -> None:
+    buf = ox.shared.dynamic(f32)
+    t = thread.idx.x
+    i = thread.index_1d()
+    buf[t] = x[i] if i < len(x) else f32(0.0)
+    block.sync()
+    ox.fence.block()
+    ok = warp.all(buf[t] >= 0.0)
+    anyneg = warp.any(buf[t] < 0.0)
+    mask = warp.match_any(i32(t) % 4)
+    ox.atomic.or_(flags, 0, u32(1) if anyneg else u32(0))
+    ox.atomic.max(flags, 1, mask)
+    ox.fence.device()
+    if i < len(out):
+        out[i] = buf[(t + 1) % block.dim.x] if ok else -1.0
+'''
+
+
+def test_dynamic_shared_memory_votes_fences_and_atomics(tmp_path: Path) -> None:
+    src = tmp_path / "intr.py"
+    src.write_text(INTRINSICS)
+    compiled = compile_module(src, "intr", CompileOptions(archs=("sm_80", "sm_90")))
+    ptx = compiled.ptx["sm_90"]
+    assert ".extern .shared .align 16 .b8 __oxide_dynamic_shared[]" in ptx
+    assert "vote.sync.all.pred" in ptx and "vote.sync.any.pred" in ptx
+    assert "match.any.sync.b32" in ptx
+    assert "membar.cta" in ptx and "membar.gl" in ptx
+    assert "atom.global.or.b32" in ptx and "atom.global.max.u32" in ptx
+    assert all(c[:4] == b"\x7fELF" for c in compiled.cubins.values())
+    # dynamic shared memory has no size to check against: its accesses are not bounds-checked
+    sites = [s.what for s in compiled.error_sites]
+    assert "flags[0]" in sites and "flags[1]" in sites
+    assert not any(w.startswith("buf[") for w in sites)
