@@ -280,6 +280,13 @@ def test_nvcc_object_input(tmp_path: Path) -> None:
     src.write_text((INTEROP / "ffi_kernels.py").read_text().replace('sources=["csrc/fastmath.cu"]', "sources=[]"))
     compiled = compile_module(src, "k", CompileOptions(archs=("sm_90",), link_inputs=(str(obj),)))
     assert b"\0axpb_cpp\0" in compiled.cubins["sm_90"] and b"\0ox_scale_add\0" in compiled.cubins["sm_90"]
+    # the same object in a static library (ar), as a team's build would ship it
+    archive = tmp_path / "libfastmath.a"
+    ar = subprocess.run(["ar", "rcs", str(archive), str(obj)], capture_output=True, text=True)
+    if ar.returncode != 0:
+        pytest.skip(f"ar failed: {ar.stderr}")
+    from_archive = compile_module(src, "k", CompileOptions(archs=("sm_90",), link_inputs=(str(archive),)))
+    assert b"\0axpb_cpp\0" in from_archive.cubins["sm_90"] and b"\0ox_scale_add\0" in from_archive.cubins["sm_90"]
 
 
 # ---- the libNVVM backend -----------------------------------------------------------------------
