@@ -5,8 +5,6 @@ Compiler errors carry a source location and render it like a C compiler does:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 __all__ = [
     "OxideError",
     "SourceLocation",
@@ -22,12 +20,36 @@ class OxideError(Exception):
     """Base class of every error oxide raises on purpose."""
 
 
-@dataclass(frozen=True)
 class SourceLocation:
+    """A place in a source file. A plain immutable class rather than a dataclass: this module
+    is imported with every kernel module, and ``dataclasses`` costs milliseconds to import."""
+
+    __slots__ = ("file", "line", "col", "source_line")
+
     file: str
     line: int
     col: int  # 1-based, like compilers print it
-    source_line: str = ""
+    source_line: str
+
+    def __init__(self, file: str, line: int, col: int, source_line: str = "") -> None:
+        for name, value in (("file", file), ("line", line), ("col", col), ("source_line", source_line)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"SourceLocation is immutable; cannot set {name!r}")
+
+    def _key(self) -> tuple[str, int, int, str]:
+        return (self.file, self.line, self.col, self.source_line)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SourceLocation) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"SourceLocation(file={self.file!r}, line={self.line!r}, col={self.col!r}, "
+                f"source_line={self.source_line!r})")
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col}"

@@ -14,14 +14,34 @@ sticky CUDA errors are ``oxide.CudaError`` with the CUDA error name. See
 """
 from __future__ import annotations
 
-from oxide.runtime.artifacts import StaleCodeWarning
-from oxide.runtime.device import DeviceInfo, synchronize
-from oxide.runtime.device_array import DeviceArray
-from oxide.runtime.kernel import Kernel, LaunchConfig
-from oxide.runtime.kernel_errors import check_kernel_errors
-from oxide.runtime.launch import grid_for
-from oxide.runtime.loader import CodeChoice, select_code
-from oxide.runtime.streams import stream_handle
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from oxide.runtime.artifacts import StaleCodeWarning
+    from oxide.runtime.device import DeviceInfo, synchronize
+    from oxide.runtime.device_array import DeviceArray
+    from oxide.runtime.kernel import Kernel, LaunchConfig
+    from oxide.runtime.kernel_errors import check_kernel_errors
+    from oxide.runtime.launch import grid_for
+    from oxide.runtime.loader import CodeChoice, select_code
+    from oxide.runtime.streams import stream_handle
+
+# Each public name is imported from its module on first use (PEP 562): a module of kernels
+# imports oxide.runtime.kernel, and that must not pull in the loader, the manifest reader,
+# ctypes or the array readers, which only a launch needs.
+_LAZY = {
+    "Kernel": "kernel",
+    "LaunchConfig": "kernel",
+    "DeviceArray": "device_array",
+    "DeviceInfo": "device",
+    "synchronize": "device",
+    "check_kernel_errors": "kernel_errors",
+    "grid_for": "launch",
+    "select_code": "loader",
+    "CodeChoice": "loader",
+    "stream_handle": "streams",
+    "StaleCodeWarning": "artifacts",
+}
 
 __all__ = [
     "Kernel",
@@ -36,3 +56,18 @@ __all__ = [
     "stream_handle",
     "StaleCodeWarning",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'oxide.runtime' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"oxide.runtime.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

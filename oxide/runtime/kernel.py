@@ -13,20 +13,34 @@ also teaches the C side what it learned. Without the extension (or with
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from oxide.errors import CudaError
-from oxide.runtime import artifacts, device, kernel_errors, launcher, loader
-from oxide.runtime.arrays import ArrayView, TensorView, ViewError, itemsize, tensor_view_of, view_of
+from oxide.runtime import launcher
 from oxide.runtime.launch import ArgPacker, ScalarError, grid_for, normalize_dims, scalar_converter
-from oxide.runtime.manifest import KernelSpec
 from oxide.runtime.streams import stream_handle
+
+if TYPE_CHECKING:
+    from oxide.runtime import artifacts, device, kernel_errors, loader
+    from oxide.runtime.arrays import ArrayView, TensorView, ViewError, itemsize, tensor_view_of, view_of
+    from oxide.runtime.manifest import KernelSpec
 
 __all__ = ["Kernel", "LaunchConfig", "Specialization"]
 
 _CONFIG_CACHE_SIZE = 64
 _C_PARAM_KINDS = ("scalar", "slice", "disjoint_slice", "mut_slice")
+_imported = False
+
+
+def _import_launch_modules() -> None:
+    """Imports what a launch needs (the manifest reader, the loader, the array readers, ctypes)
+    into this module's namespace, on the first launch: importing a module of kernels must stay
+    cheap, and these are milliseconds."""
+    global _imported, artifacts, device, kernel_errors, loader
+    global TensorView, ViewError, itemsize, tensor_view_of, view_of
+    from oxide.runtime import artifacts, device, kernel_errors, loader
+    from oxide.runtime.arrays import TensorView, ViewError, itemsize, tensor_view_of, view_of
+
+    _imported = True
 
 
 def _constexpr(value: Any) -> Any:  # marks a Constexpr parameter: it selects, it is not packed
@@ -36,16 +50,24 @@ def _constexpr(value: Any) -> Any:  # marks a Constexpr parameter: it selects, i
 _CONSTEXPR = _constexpr
 
 
-@dataclass
 class Specialization:
     """One compiled instance of a kernel (one per TypeVar assignment) and its launch state."""
 
-    spec: KernelSpec
-    packer: ArgPacker
-    converters: list[Callable[[Any], Any] | None]  # per parameter; None for views
-    index: int = 0  # position among the kernel's specializations (the C plan's variant)
-    functions: dict[int, Any] = field(default_factory=dict)  # context handle -> CUfunction
-    planned: set[int] = field(default_factory=set)  # contexts whose function the C plan has
+    __slots__ = ("spec", "packer", "converters", "index", "functions", "planned")
+
+    def __init__(
+        self,
+        spec: KernelSpec,
+        packer: ArgPacker,
+        converters: list[Callable[[Any], Any] | None],  # per parameter; None for views
+        index: int = 0,  # position among the kernel's specializations (the C plan's variant)
+    ) -> None:
+        self.spec = spec
+        self.packer = packer
+        self.converters = converters
+        self.index = index
+        self.functions: dict[int, Any] = {}  # context handle -> CUfunction
+        self.planned: set[int] = set()  # contexts whose function the C plan has
 
     @property
     def label(self) -> str:
@@ -54,18 +76,31 @@ class Specialization:
         return "(" + ", ".join(f"{k}={v}" for k, v in sorted(self.spec.specialization.items())) + ")"
 
 
-@dataclass
 class _Dispatch:
     """What a kernel's manifest says about it, arranged for a fast launch."""
 
-    located: artifacts.LocatedManifest
-    names: tuple[str, ...]
-    view_index: tuple[int, ...]  # positions of the view parameters
-    mutable: tuple[bool, ...]  # per view parameter: written by the kernel
-    variants: list[Specialization]
-    by_view_dtypes: dict[tuple[str, ...], list[Specialization]]
-    tensor_ndim: tuple[int, ...] = ()  # per view parameter: ndim of a Tensor, 0 for a 1-D view
-    constexpr_index: tuple[int, ...] = ()  # positions of Constexpr parameters (pick the variant)
+    __slots__ = ("located", "names", "view_index", "mutable", "variants", "by_view_dtypes", "tensor_ndim",
+                 "constexpr_index")
+
+    def __init__(
+        self,
+        located: artifacts.LocatedManifest,
+        names: tuple[str, ...],
+        view_index: tuple[int, ...],  # positions of the view parameters
+        mutable: tuple[bool, ...],  # per view parameter: written by the kernel
+        variants: list[Specialization],
+        by_view_dtypes: dict[tuple[str, ...], list[Specialization]],
+        tensor_ndim: tuple[int, ...] = (),  # per view parameter: ndim of a Tensor, 0 for a 1-D view
+        constexpr_index: tuple[int, ...] = (),  # positions of Constexpr parameters (pick the variant)
+    ) -> None:
+        self.located = located
+        self.names = names
+        self.view_index = view_index
+        self.mutable = mutable
+        self.variants = variants
+        self.by_view_dtypes = by_view_dtypes
+        self.tensor_ndim = tensor_ndim
+        self.constexpr_index = constexpr_index
 
 
 class LaunchConfig(launcher.LaunchBase):  # type: ignore[misc]
@@ -93,6 +128,8 @@ class LaunchConfig(launcher.LaunchBase):  # type: ignore[misc]
         self.kernel._launch(args, self.grid, self.block, self.stream, self.shared_mem)
 
     def _launch_failed(self, err: int) -> None:
+        from oxide.runtime import device
+
         device.raise_cuda_error(err, f"launching kernel {self.kernel.name} (grid {self.grid}, block {self.block})")
 
     if not launcher.ENABLED:
@@ -164,6 +201,8 @@ class Kernel:
         stream: int,
         shared_mem: int,
     ) -> None:
+        if not _imported:
+            _import_launch_modules()
         kernel_errors.check_kernel_errors()  # a failure of an earlier kernel is raised first
         variant, values, keep = self._prepare(args)
         if grid[0] == 0 or grid[1] == 0 or grid[2] == 0:
@@ -339,10 +378,14 @@ class Kernel:
         return device.context_device(device.current_context()).arch
 
     def _build_dispatch(self) -> _Dispatch:
+        if not _imported:
+            _import_launch_modules()
         source, module = artifacts.kernel_source(self.func)
         located = artifacts.locate_manifest(source, module, self._arch)
         specs = located.manifest.kernels_named(self.name)
         if not specs:
+            from oxide.errors import CudaError
+
             raise CudaError(
                 f"kernel {self.name} is not in the compiled module {module} ({located.path}): "
                 "the package was built before the kernel was added; rebuild it"
@@ -350,6 +393,8 @@ class Kernel:
         first = specs[0].params
         for s in specs[1:]:
             if [(p.name, p.is_view) for p in s.params] != [(p.name, p.is_view) for p in first]:
+                from oxide.errors import CudaError
+
                 raise CudaError(f"the specializations of kernel {self.name} in {located.path} disagree on its parameters")
         variants = [
             Specialization(

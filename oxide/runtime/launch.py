@@ -8,14 +8,14 @@ one precompiled ``struct.Struct.pack_into`` and hands the array's address to the
 """
 from __future__ import annotations
 
-import ctypes
 import math
 import operator
 import struct
 import threading
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from oxide.runtime.manifest import ParamSpec
+if TYPE_CHECKING:
+    from oxide.runtime.manifest import ParamSpec
 
 __all__ = [
     "ScalarError",
@@ -156,6 +156,8 @@ class ArgPacker:
     """
 
     def __init__(self, params: Sequence[ParamSpec]) -> None:
+        import ctypes  # made on the first launch; importing kernels must not import ctypes
+
         fmt = "="
         for p in params:
             if p.kind == "constexpr":

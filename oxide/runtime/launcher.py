@@ -24,12 +24,9 @@ extension (the wheel still works, launches cost more).
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 from typing import Any
-
-from oxide.runtime.device_array import DeviceArray
 
 __all__ = [
     "ENABLED",
@@ -87,6 +84,8 @@ def driver_entry_points(drv: Any) -> tuple[int, int] | None:
         return hook()  # type: ignore[no-any-return]
     if getattr(drv, "__name__", "") != "cuda.bindings.driver":
         return None
+    import ctypes
+
     try:
         lib = ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
         per_thread = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0").strip() not in ("", "0")
@@ -143,6 +142,8 @@ def _register_numpy() -> None:
 def array_kind(obj: Any) -> int:
     """How the C launcher reads ``obj`` (one of the ARRAY_ kinds), the way ``view_of`` does; 0:
     it does not (DLPack-only objects stay on the Python path)."""
+    from oxide.runtime.device_array import DeviceArray
+
     if type(obj) is DeviceArray:
         return ARRAY_DEVICE_ARRAY
     torch = sys.modules.get("torch")
