@@ -61,6 +61,8 @@ class CompiledModule:
     fatbin: bytes | None = None  # every cubin + PTX of the newest arch (options.fatbin)
     exports: tuple[ExportDecl, ...] = ()  # @device(export=) functions, for the C++ header
     link_inputs: tuple[str, ...] = ()  # the C++ / binary inputs linked into the cubins
+    # the other tree modules the kernels' code was read from: file -> sha256 (staleness)
+    dependencies: dict[Path, str] = field(default_factory=dict)
 
 
 def ptxas_options(options: CompileOptions) -> tuple[str, ...]:
@@ -112,6 +114,10 @@ def compile_module(
     device = _compile_device_code(frontend.program, llvm_ir, module_name, bool(frontend.kernels), options)
     from .link.exports import export_decls
 
+    own = source_path.resolve()
+    dependencies = {
+        path: source_sha256(path.read_bytes()) for path in index.parsed_files() if path.resolve() != own
+    }
     return CompiledModule(
         module_name=module_name,
         source_path=source_path,
@@ -126,6 +132,7 @@ def compile_module(
         fatbin=device.fatbin,
         exports=export_decls(frontend.program),
         link_inputs=device.link_inputs,
+        dependencies=dependencies,
     )
 
 

@@ -33,18 +33,21 @@ def jit_manifest(source_path: Path, module_name: str, arch: str) -> Path:
     the code files lie in the same directory as the manifest."""
     source_path = Path(source_path)
     digest = hashlib.sha256()
-    from .package.module_cache import compiler_digest
+    from .package.module_cache import compiler_digest, imported_tree_modules
 
-    # the compiler's own code is in the key: a changed compiler never reuses old cubins
+    root = _tree_root(source_path)
+    # the compiler's own code is in the key: a changed compiler never reuses old cubins; so are
+    # the tree modules this one imports (its device functions may live there)
     for part in (source_path.read_bytes(), module_name.encode(), arch.encode(), __version__.encode(),
                  compiler_digest().encode()):
         digest.update(part)
         digest.update(b"\0")
+    for name, path in sorted(imported_tree_modules(root, module_name, source_path).items()):
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     entry = cache_root() / "jit" / digest.hexdigest()[:32]
     path = manifest_path(entry, module_name)
     if path.is_file():
         return path
-    root = _tree_root(source_path)
     compiled = compile_module(source_path, module_name, CompileOptions(archs=(arch,)), root=root)
     # write_module_artifacts puts files under entry/_oxide/, next to where the manifest goes
     return write_module_artifacts(compiled, entry)

@@ -140,6 +140,10 @@ class ProjectIndex:
             return None
         return self.add_file(path, name)
 
+    def parsed_files(self) -> list[Path]:
+        """Every source file parsed so far: the modules a compile read names and code from."""
+        return [m.path for m in self._modules.values()]
+
     def is_tree_module(self, name: str) -> bool:
         return name in self._modules or self.find_module_file(name) is not None
 

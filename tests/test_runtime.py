@@ -7,6 +7,7 @@ it decodes the ``kernelParams`` the runtime hands it, so the packed ABI is check
 from __future__ import annotations
 
 import itertools
+import json
 
 import ctypes
 import hashlib
@@ -322,6 +323,7 @@ def make_module(
     write_manifest: bool = True,
     sha: str | None = None,
     error_sites: tuple[ErrorSite, ...] = (),
+    sources: dict[str, str] | None = None,
 ) -> types.ModuleType:
     """Writes a kernel module, its manifest and code files; imports the module."""
     name = f"oxtest_{uuid.uuid4().hex[:12]}"
@@ -338,6 +340,7 @@ def make_module(
             cubins=cubins,
             ptx=ptx,
             error_sites=error_sites,
+            sources=sources or {},
         )
         path = manifest_path(tmp_path, name)
         path.parent.mkdir(exist_ok=True)
@@ -995,6 +998,103 @@ def test_fresh_manifest_does_not_warn(tmp_path: Path, fake_driver: FakeDriver) -
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         m.scale[1, 32](1.0, FakeArray(), FakeArray())
+
+
+def _helper_module(directory: Path, text: str = "def square(x):\n    return x * x\n") -> tuple[Path, str]:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "helpers.py"
+    path.write_text(text)
+    return path, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_changed_device_function_module_makes_the_kernels_stale(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    helpers, sha = _helper_module(tmp_path / "common")
+    sources = {"common/helpers.py": sha}
+    fresh = make_module(tmp_path, sources=sources)
+    fake_driver.signatures = {k.symbol: slot_types(k.params) for k in SAXPY_KERNELS}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fresh.scale[1, 32](1.0, FakeArray(), FakeArray())
+    helpers.write_text(helpers.read_text() + "# changed\n")
+    stale = make_module(tmp_path, sources=sources)
+    with pytest.warns(oxide.runtime.StaleCodeWarning) as record:
+        stale.scale[1, 32](1.0, FakeArray(), FakeArray())
+    assert len(record) == 1
+    assert f"were built from a different version of {helpers}; running the old code" in str(record[0].message)
+    assert fake_driver.loaded == [b"CUBIN sm_90", b"CUBIN sm_90"]
+
+
+def test_dependencies_are_compared_relative_to_the_module(tmp_path: Path) -> None:
+    helpers, sha = _helper_module(tmp_path / "lib")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "kernels.py").write_text("pass\n")
+    manifest = ModuleManifest(
+        module="pkg.kernels", source="kernels.py",
+        source_sha256=hashlib.sha256(b"pass\n").hexdigest(), kernels=(), cubins={},
+        sources={"../lib/helpers.py": sha, "../gone.py": "0" * 64},  # a file not there is not compared
+    )  # fmt: skip
+    assert ModuleManifest.from_json(manifest.to_json()) == manifest
+    assert artifacts.changed_source(pkg / "kernels.py", manifest) is None
+    helpers.write_text("def square(x):\n    return x * x * 1\n")
+    assert artifacts.changed_source(pkg / "kernels.py", manifest) == pkg / "../lib/helpers.py"
+    (pkg / "kernels.py").write_text("pass  # changed\n")
+    assert artifacts.changed_source(pkg / "kernels.py", manifest) == pkg / "kernels.py"  # its own source first
+    # a manifest written before the field existed reads as having no other sources
+    old = json.loads(manifest.to_json())
+    del old["sources"]
+    assert ModuleManifest.from_json(json.dumps(old)).sources == {}
+
+
+def test_changed_device_function_module_recompiles_with_jit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_driver: FakeDriver
+) -> None:
+    calls: list[tuple[Path, str, str]] = []
+    _fake_jit(monkeypatch, tmp_path, calls)
+    helpers, sha = _helper_module(tmp_path)
+    helpers.write_text("# changed since the build\n")
+    m = make_module(tmp_path, sources={"helpers.py": sha})
+    fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}
+    m.scale[1, 32](1.0, FakeArray(), FakeArray())
+    assert calls == [(tmp_path / f"{m.__name__}.py", m.__name__, "sm_90")]
+    assert fake_driver.loaded == [b"JIT sm_90"]
+
+
+def test_compiled_manifest_records_the_device_function_modules(tmp_path: Path) -> None:
+    pytest.importorskip("llvmlite")
+    import shutil
+
+    from oxide_build.compile import CompileOptions, compile_module
+    from oxide_build.package.artifacts import module_manifest
+
+    project = tmp_path / "scanproj"
+    shutil.copytree(Path(__file__).parent / "packages" / "scanproj", project)
+    source = project / "mylib" / "sub" / "kernels.py"
+    compiled = compile_module(source, "mylib.sub.kernels", CompileOptions(archs=("sm_90",), link_cubins=False), root=project)
+    manifest = module_manifest(compiled)
+    helpers = project / "mylib" / "helpers.py"
+    assert manifest.sources.get("../helpers.py") == hashlib.sha256(helpers.read_bytes()).hexdigest()
+    assert "kernels.py" not in manifest.sources  # the module's own source is source_sha256
+    assert artifacts.changed_source(source, manifest) is None
+    helpers.write_text(helpers.read_text() + "\n# changed\n")
+    assert artifacts.changed_source(source, manifest) == source.parent / "../helpers.py"
+
+
+def test_jit_cache_key_covers_the_imported_tree_modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("llvmlite")
+    import shutil
+
+    from oxide_build import jit
+
+    monkeypatch.setenv("OXIDE_CACHE_DIR", str(tmp_path / "cache"))
+    project = tmp_path / "scanproj"
+    shutil.copytree(Path(__file__).parent / "packages" / "scanproj", project)
+    source = project / "mylib" / "sub" / "kernels.py"
+    first = jit.jit_manifest(source, "mylib.sub.kernels", "sm_90")
+    assert jit.jit_manifest(source, "mylib.sub.kernels", "sm_90") == first
+    helpers = project / "mylib" / "helpers.py"
+    helpers.write_text(helpers.read_text() + "\n# changed\n")
+    assert jit.jit_manifest(source, "mylib.sub.kernels", "sm_90") != first
 
 
 def test_kernel_missing_from_manifest(tmp_path: Path) -> None:

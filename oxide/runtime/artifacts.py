@@ -2,7 +2,8 @@
 
 A module ``M`` whose source is ``<dir>/<file>.py`` has its manifest at ``<dir>/_oxide/M.json``
 (written by ``oxide_build`` into the wheel). Without one, or when the source changed since the
-build (its sha256 differs from the manifest's), and with ``oxide_build`` installed and
+build (its sha256, or that of any other module of the tree the kernels' code came from, differs
+from the manifest's), and with ``oxide_build`` installed and
 ``OXIDE_JIT`` not ``"0"``, ``oxide_build.jit.jit_manifest`` compiles the module into a cache
 and returns that manifest's path. A stale manifest without a compiler is still used, with one
 warning per module.
@@ -28,6 +29,7 @@ __all__ = [
     "file_sha256",
     "jit_enabled",
     "locate_manifest",
+    "changed_source",
 ]
 
 
@@ -135,19 +137,34 @@ def _locate(source: Path | None, module: str, arch: Callable[[], str]) -> Locate
         raise CudaError(_no_code_message(source, module, path))
     manifest = _read(path, module)
     built_from = source.parent / manifest.source if manifest.source else source
-    if built_from.is_file() and manifest.source_sha256 and file_sha256(built_from) != manifest.source_sha256:
+    changed = changed_source(built_from, manifest)
+    if changed is not None:
         if jit_enabled():
             return _jit(built_from, module, arch)
         if module not in _warned:
             _warned.add(module)
             warnings.warn(
                 f"oxide: the precompiled kernels of module {module} ({path}) were built from a "
-                f"different version of {built_from}; running the old code. Rebuild the package "
+                f"different version of {changed}; running the old code. Rebuild the package "
                 "(pip install .) or install oxide-cuda[build] to recompile on first launch.",
                 StaleCodeWarning,
                 stacklevel=4,
             )
     return LocatedManifest(manifest, path, path.parent, jit=False)
+
+
+def changed_source(built_from: Path, manifest: ModuleManifest) -> Path | None:
+    """The first source file the manifest's code was compiled from that differs now: the
+    module's own source, then each other module of the tree its kernels' code came from
+    (device functions elsewhere). None when all match. Files that are not there (a wheel
+    installed without some of its sources) are not compared."""
+    if built_from.is_file() and manifest.source_sha256 and file_sha256(built_from) != manifest.source_sha256:
+        return built_from
+    for relative, digest in manifest.sources.items():
+        path = built_from.parent / relative
+        if path.is_file() and file_sha256(path) != digest:
+            return path
+    return None
 
 
 def _reset_for_tests() -> None:

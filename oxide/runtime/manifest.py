@@ -85,6 +85,10 @@ class ModuleManifest:
     cubins: dict[str, str]  # arch ("sm_90") -> file name inside ARTIFACT_DIR
     ptx: dict[str, str] = field(default_factory=dict)  # arch -> file name, forward-compat fallback
     error_sites: tuple[ErrorSite, ...] = ()
+    # every other source file of the tree the kernels' code came from (device functions in
+    # other modules): path relative to the module's directory (posix, may start with "..")
+    # -> sha256; a change to any of them makes the compiled code stale, like ``source``'s
+    sources: dict[str, str] = field(default_factory=dict)
     format: int = MANIFEST_FORMAT
 
     def to_json(self) -> str:
@@ -114,6 +118,7 @@ class ModuleManifest:
             cubins=dict(data["cubins"]),
             ptx=dict(data.get("ptx", {})),
             error_sites=tuple(ErrorSite(**e) for e in data.get("error_sites", [])),
+            sources=dict(data.get("sources", {})),
         )
 
     def kernels_named(self, name: str) -> list[KernelSpec]:

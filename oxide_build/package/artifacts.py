@@ -1,6 +1,7 @@
 """Writes a compiled module's artifacts (manifest + code per arch) where the runtime finds them."""
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +23,18 @@ def module_manifest(compiled: CompiledModule) -> ModuleManifest:
         cubins={arch: f"{compiled.module_name}.{arch}.cubin" for arch in sorted(compiled.cubins)},
         ptx={arch: f"{compiled.module_name}.{arch}.ptx" for arch in sorted(compiled.ptx_fallback)},
         error_sites=compiled.error_sites,
+        sources=_relative_sources(compiled),
     )
+
+
+def _relative_sources(compiled: CompiledModule) -> dict[str, str]:
+    """The dependencies' hashes keyed by their path relative to the module's directory, which
+    is where the manifest and its source lie in the tree and in the installed wheel alike."""
+    base = compiled.source_path.resolve().parent
+    return {
+        Path(os.path.relpath(path.resolve(), base)).as_posix(): digest
+        for path, digest in sorted(compiled.dependencies.items())
+    }
 
 
 def module_files(compiled: CompiledModule) -> tuple[ModuleManifest, dict[str, bytes]]:
