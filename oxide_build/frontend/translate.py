@@ -19,6 +19,7 @@ from ..ir.types import (
     ViewType, VoidType, as_scalar, is_float, is_int, type_name,
 )
 from ..scan import ModuleSource, Symbol
+from .bounds import Poly, Prover, add, atom, const, mul
 from .promotion import PromotionError, fits, literal_type, promote
 
 if TYPE_CHECKING:
@@ -167,9 +168,9 @@ def _anchor(node: ast.AST | None, module: ModuleSource) -> ast.AST:
 
 @dataclass
 class Scope:
-    """Per-block facts for bounds-check elimination: (index var, view var) pairs proven in range."""
+    """Per-block facts for bounds-check elimination: polynomials known to be ≥ 0 (see bounds.py)."""
 
-    proven: set[tuple[str, str]] = field(default_factory=set)
+    facts: list[Poly] = field(default_factory=list)
 
 
 class FunctionTranslator(ast.NodeVisitor):
@@ -206,6 +207,8 @@ class FunctionTranslator(ast.NodeVisitor):
         self.divergent_depth = 0
         self.static_loop_depth = 0
         self.positive_names: set[str] = set()  # locals assigned once from block/grid sizes
+        self.loop_bindings: set[str] = set()  # loop variables of the loops being translated
+        self.prover = Prover(self._stable, self.locals.get, assume_grid=is_kernel)
 
     # ---- entry points -------------------------------------------------------------------
 
@@ -282,13 +285,27 @@ class FunctionTranslator(ast.NodeVisitor):
         body = self.block(self.fdef.body)
         if self.ret is None:
             self.ret = VOID
-        return body
+        return self.grid_checks() + body
+
+    def grid_checks(self) -> list[ir.Stmt]:
+        """Checks, at kernel entry, of the grid limits the bounds proofs assumed (bounds.py)."""
+        out: list[ir.Stmt] = []
+        for assumed in self.prover.grid_checks():
+            loc = assumed.loc
+            node = ast.Constant(0, lineno=loc.line, col_offset=loc.col - 1)
+            site = self.builder.add_error_site(
+                "assert", self.kernel_name, self.module, node,
+                f"grid.{assumed.axis} <= {assumed.limit}: the i32 index arithmetic here assumes it "
+                "(compute the index in i64 to lift the limit)")
+            dim = ir.SpecialReg(f"nctaid.{assumed.axis}", I32, loc)
+            out.append(ir.Check(ir.Compare("<=", dim, ir.Const(assumed.limit, I32, loc), I32, BOOL, loc), site, loc))
+        return out
 
     # ---- statements ---------------------------------------------------------------------
 
     def block(self, stmts: list[ast.stmt], scope: Scope | None = None) -> list[ir.Stmt]:
         parent = self.scopes[-1]
-        self.scopes.append(scope or Scope(set(parent.proven)))
+        self.scopes.append(scope or Scope(list(parent.facts)))
         out: list[ir.Stmt] = []
         try:
             for stmt in stmts:
@@ -301,7 +318,8 @@ class FunctionTranslator(ast.NodeVisitor):
                     out.append(result)
                 if isinstance(stmt, ast.If) and not stmt.orelse and _always_exits(stmt.body):
                     # `if i >= len(x): return` proves `i < len(x)` for the rest of the block
-                    self.scopes[-1].proven |= self.facts(stmt.test, negated=True)
+                    assert isinstance(result, ir.If)
+                    self.add_facts(result.cond, negated=True)
         finally:
             self.scopes.pop()
         return out
@@ -440,12 +458,14 @@ class FunctionTranslator(ast.NodeVisitor):
                 self.positive_names.add(name)
             self.locals[name] = value.ty
             self.local_decl_line[name] = getattr(node, "lineno", 0)
+            self.define(name, value)
             return ir.Assign(name, value, self.loc(node))
         declared = self.locals[name]
         if isinstance(declared, ThreadIndexType):
             raise self.error(target, f"{name!r} holds a ThreadIndex and cannot be reassigned",
                              "use another name for the new value")
         value = self.convert_implicit(value, declared, node, f"assignment to {name!r}")
+        self.define(name, value)
         return ir.Assign(name, value, self.loc(node))
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ir.Stmt:
@@ -517,13 +537,11 @@ class FunctionTranslator(ast.NodeVisitor):
 
     def visit_If(self, node: ast.If) -> ir.Stmt:
         cond = self.condition(node.test)
-        facts = self.facts(node.test, negated=False)
-        parent = self.scopes[-1].proven
         divergent = self.is_thread_dependent(cond)
         self.divergent_depth += divergent
         try:
-            then = self.block(node.body, Scope(parent | facts))
-            orelse = self.block(node.orelse, Scope(parent | self.facts(node.test, negated=True)))
+            then = self.block(node.body, self.scope_where(cond, negated=False))
+            orelse = self.block(node.orelse, self.scope_where(cond, negated=True))
         finally:
             self.divergent_depth -= divergent
         return ir.If(cond, then, orelse, self.loc(node))
@@ -536,7 +554,7 @@ class FunctionTranslator(ast.NodeVisitor):
         self.loop_depth += 1
         self.divergent_depth += divergent
         try:
-            body = self.block(node.body, Scope(self.scopes[-1].proven | self.facts(node.test, negated=False)))
+            body = self.block(node.body, self.scope_where(cond, negated=False))
         finally:
             self.loop_depth -= 1
             self.divergent_depth -= divergent
@@ -601,20 +619,27 @@ class FunctionTranslator(ast.NodeVisitor):
         divergent = any(self.is_thread_dependent(a) for a in (start, stop, step))
         if divergent:
             self.thread_dependent.add(name)
-        facts: set[tuple[str, str]] = set()
-        # `for j in range(start ≥ 0, len(v), step > 0)`: v[j] is in bounds in the body
-        if (self.assign_counts.get(name, 0) == 1 and len(it.args) >= 2 and self._nonneg(start, it.args[0])
-                and self._positive_step(step, it.args[2] if len(it.args) == 3 else None)):
-            pair = self._len_of_param(it.args[1])
-            if pair is not None:
-                facts.add((name, pair))
+        rebinds = name in self.loop_bindings or any(
+            isinstance(t, ast.Name) and t.id == name for t in _assignment_targets(node.body))
+        self.prover.forget(name)
+        facts: list[Poly] = []
+        if not rebinds:
+            self.loop_bindings.add(name)
+        guard = None
+        if not rebinds and self.bounds_check:
+            facts, guard = self.range_facts(init[0].value, init[1].value, init[2].value, ty, node)
         self.loop_depth += 1
         self.divergent_depth += divergent
         try:
-            body = self.block(node.body, Scope(self.scopes[-1].proven | facts))
+            body = self.block(node.body, Scope(self.scopes[-1].facts + facts))
         finally:
             self.loop_depth -= 1
             self.divergent_depth -= divergent
+            self.loop_bindings.discard(name)
+            self.prover.forget(name)
+        if guard and any(id(f) in self.prover.used for f in facts):
+            # a proof in the body relied on the loop variable's range: v + step must not wrap
+            init.append(self.range_guard(stop_v, step_v, ty, node))
         step_stmt = ir.Assign(name, ir.BinOp("+", var, step_v, ty, loc), loc)
         return [*init, ir.While(cond, body, loc, step=[step_stmt])]
 
@@ -646,19 +671,6 @@ class FunctionTranslator(ast.NodeVisitor):
             return False
         return dims_only(value)
 
-    def _len_of_param(self, node: ast.expr) -> str | None:
-        # `len(x) // 4` bounds the index k of x.load4(k): fact name "x/4"
-        if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv)
-                and isinstance(node.right, ast.Constant) and node.right.value in (2, 4)):
-            inner = self._len_of_param(node.left)
-            return f"{inner}/{node.right.value}" if inner is not None and "/" not in inner else None
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len"
-                and len(node.args) == 1 and isinstance(node.args[0], ast.Name)):
-            view = node.args[0].id
-            if view in self.param_names and isinstance(self.locals.get(view), ViewType):
-                return view
-        return None
-
     def static_for(self, node: ast.For, it: ast.Call) -> list[ir.Stmt]:
         """``for k in oxide.static_range(n)``: the body is repeated n times with k a constant."""
         assert isinstance(node.target, ast.Name)
@@ -681,12 +693,21 @@ class FunctionTranslator(ast.NodeVisitor):
         self.locals[name] = I64
         out: list[ir.Stmt] = []
         self.static_loop_depth += 1
+        rebinds = name in self.loop_bindings or any(
+            isinstance(t, ast.Name) and t.id == name for t in _assignment_targets(node.body))
+        if not rebinds:
+            self.loop_bindings.add(name)
         try:
             for v in values:
-                out.append(ir.Assign(name, ir.Const(v, I64, self.loc(node)), self.loc(node)))
+                value = ir.Const(v, I64, self.loc(node))
+                self.define(name, value)
+                out.append(ir.Assign(name, value, self.loc(node)))
                 out.extend(self.block(node.body))
         finally:
             self.static_loop_depth -= 1
+            if not rebinds:
+                self.loop_bindings.discard(name)
+            self.prover.forget(name)
         return out
 
     def visit_Break(self, node: ast.Break) -> ir.Stmt:
@@ -745,7 +766,7 @@ class FunctionTranslator(ast.NodeVisitor):
             raise self.error(item.optional_vars, "`with oxide.unsafe()` binds no name")
         self.unsafe_depth += 1
         try:
-            return self.block(node.body, Scope(set(self.scopes[-1].proven)))
+            return self.block(node.body)
         finally:
             self.unsafe_depth -= 1
 
@@ -757,67 +778,103 @@ class FunctionTranslator(ast.NodeVisitor):
                 raise self.error(node.msg, "an assert message must be a string literal")
             what = f"{what}: {node.msg.value}"
         site = self.builder.add_error_site("assert", self.kernel_name, self.module, node, what)
+        self.add_facts(cond, negated=False)
         return ir.Check(cond, site, self.loc(node))
 
-    # ---- bounds-check facts ---------------------------------------------------------------
+    # ---- bounds-check facts (bounds.py proves; these keep the scopes) ----------------------
 
-    def facts(self, test: ast.expr, negated: bool) -> set[tuple[str, str]]:
-        """(index, view) pairs that hold when ``test`` is true (or false, when negated)."""
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            return self.facts(test.operand, not negated)
-        if isinstance(test, ast.BoolOp):
-            if isinstance(test.op, ast.And) and not negated:
-                return set().union(*(self.facts(v, False) for v in test.values))
-            if isinstance(test.op, ast.Or) and negated:
-                return set().union(*(self.facts(v, True) for v in test.values))
-            return set()
-        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
-            return set()
-        left, op, right = test.left, test.ops[0], test.comparators[0]
-        # normalise to `idx < len(view)` (when true) for the forms a guard takes
-        if not negated and isinstance(op, ast.Lt):
-            pair = self._index_len_pair(left, right)
-        elif not negated and isinstance(op, ast.Gt):
-            pair = self._index_len_pair(right, left)
-        elif negated and isinstance(op, ast.GtE):
-            pair = self._index_len_pair(left, right)
-        elif negated and isinstance(op, ast.LtE):
-            pair = self._index_len_pair(right, left)
+    def _stable(self, name: str) -> bool:
+        """Does ``name`` keep one value while it is visible (so facts about it stay true)?"""
+        if name in self.loop_bindings:
+            return True
+        if name in self.param_names:
+            return self.assign_counts.get(name, 0) == 0
+        return self.assign_counts.get(name, 0) == 1
+
+    def define(self, name: str, value: ir.Expr | None) -> None:
+        if self.bounds_check:
+            self.prover.define(name, value if self._stable(name) else None, self.scopes[-1].facts)
+
+    def add_facts(self, cond: ir.Expr, negated: bool) -> None:
+        if self.bounds_check:
+            self.scopes[-1].facts += self.prover.facts_of(cond, negated, self.scopes[-1].facts)
+
+    def scope_where(self, cond: ir.Expr, negated: bool) -> Scope:
+        """The current facts plus those of ``cond`` (or of its negation)."""
+        facts = self.scopes[-1].facts
+        if not self.bounds_check:
+            return Scope(list(facts))
+        return Scope(facts + self.prover.facts_of(cond, negated, facts))
+
+    def range_facts(self, start: ir.Expr, stop: ir.Expr, step: ir.Expr, ty: ScalarType,
+                    node: ast.For) -> tuple[list[Poly], bool]:
+        """Facts on the variable of ``for v in range(start, stop, step)`` inside the body, and
+        whether they need a check at loop entry that ``v + step`` cannot wrap around."""
+        assert isinstance(node.target, ast.Name)
+        facts = self.scopes[-1].facts
+        p = self.prover
+        lo, hi, st = p.poly(start, facts), p.poly(stop, facts), p.poly(step, facts)
+        if lo is None or hi is None or st is None:
+            return [], False
+        v = p.poly(ir.Var(node.target.id, ty, self.loc(node.target)), facts)
+        assert v is not None
+        limits = _int_limits(ty)
+        if p.nonneg(add(st, const(-1)), facts):  # step ≥ 1: start ≤ v < stop
+            body = [add(v, lo, -1), add(add(hi, v, -1), const(-1))]
+            # v + step must not wrap: stop - 1 + step ≤ max
+            no_wrap = add(add(const(limits[1] + 1), hi, -1), st, -1)
+        elif p.nonneg(add(const(-1), st, -1), facts):  # step ≤ -1: stop < v ≤ start
+            body = [add(lo, v, -1), add(add(v, hi, -1), const(-1))]
+            no_wrap = add(add(hi, const(1 - limits[0])), st)
         else:
-            pair = None
-        return {pair} if pair else set()
+            return [], False
+        if p.nonneg(no_wrap, facts):
+            return body, False
+        if ty.bits > 32 or not p.nonneg(add(st, const(-1)), facts):
+            return [], False  # no wider type to check in; keep the checks in the body
+        return body, True
 
-    def _index_len_pair(self, idx: ast.expr, length: ast.expr) -> tuple[str, str] | None:
-        if (isinstance(idx, ast.Name) and isinstance(length, ast.Subscript) and isinstance(length.value, ast.Attribute)
-                and length.value.attr == "shape" and isinstance(length.value.value, ast.Name)
-                and isinstance(length.slice, ast.Constant) and isinstance(length.slice.value, int)):
-            view = length.value.value.id
-            ty = self.locals.get(idx.id)
-            if (isinstance(ty, ThreadIndexType) and self.assign_counts.get(idx.id, 0) <= 1
-                    and view in self.param_names and isinstance(self.locals.get(view), ViewType)):
-                return (idx.id, f"{view}.shape{length.slice.value}")
+    def range_guard(self, stop: ir.Expr, step: ir.Expr, ty: ScalarType, node: ast.For) -> ir.Stmt:
+        """``stop + step <= max + 1``, computed in i64 (both are values of 32 bits or fewer)."""
+        loc = self.loc(node.iter)
+        limits = _int_limits(ty)
+        limit = ir.Const(limits[1] + 1, I64, loc)
+        total = ir.BinOp("+", ir.Cast(stop, I64, loc), ir.Cast(step, I64, loc), I64, loc)
+        site = self.builder.add_error_site(
+            "assert", self.kernel_name, self.module, node.iter,
+            f"{ast.unparse(node.iter)}: stop + step must not exceed {limits[1] + 1} ({ty.name} loop variable)")
+        return ir.Check(ir.Compare("<=", total, limit, I64, BOOL, loc), site, loc)
+
+    def proves_vector(self, index: ir.Expr, width: int, view: ir.Expr) -> bool:
+        """Elements width·index … width·index + width - 1 all in range?"""
+        facts = self.scopes[-1].facts
+        bound = self.view_bound(view)
+        p = self.prover.poly(index, facts)
+        if p is None or bound is None:
+            return False
+        first = mul(p, const(width)) or {}
+        return self.prover.nonneg(first, facts) and self.prover.in_range(add(first, const(width - 1)), bound, facts)
+
+    def proves(self, index: ir.Expr, bound: Poly) -> bool:
+        """Is ``0 <= index < bound`` proven by the facts in scope?"""
+        facts = self.scopes[-1].facts
+        p = self.prover.poly(index, facts)
+        return p is not None and self.prover.in_range(p, bound, facts)
+
+    def view_bound(self, view: ir.Expr, axis: int | None = None) -> Poly | None:
+        if not (isinstance(view, ir.Var) and isinstance(view.ty, ViewType)):
             return None
-        if not (isinstance(idx, ast.Name) and isinstance(length, ast.Call)
-                and isinstance(length.func, ast.Name) and length.func.id == "len"
-                and len(length.args) == 1 and isinstance(length.args[0], ast.Name)):
-            return None
-        name, view = idx.id, length.args[0].id
-        ty = self.locals.get(name)
-        # proven only for a never-reassigned, non-negative index and a view parameter
-        if ty is None or self.assign_counts.get(name, 0) > 1 or name in self.param_names and self.assign_counts.get(name, 0):
-            return None
-        scalar = as_scalar(ty)
-        if not (isinstance(ty, ThreadIndexType) or (scalar is not None and scalar.kind == "uint")):
-            return None
-        if not isinstance(self.locals.get(view), ViewType) or view not in self.param_names:
-            return None
-        return (name, view)
+        if axis is None or not view.ty.is_tensor:
+            return atom(("len", view.name))
+        return atom(("shape", view.name, str(axis)))
 
     def check_site(self, node: ast.Subscript | ast.Call, view: ir.Expr, index: ir.Expr, what: str) -> int | None:
         if not self.bounds_check:
             return None
-        if (isinstance(index, ir.Var) and isinstance(view, ir.Var)
-                and (index.name, view.name) in self.scopes[-1].proven):
+        bound = self.view_bound(view)
+        if bound is None and isinstance(view.ty, ArrayType) and view.ty.size is not None:
+            bound = const(view.ty.size)
+        if bound is not None and self.proves(index, bound):
             return None
         if isinstance(index, ir.Const) and isinstance(index.value, int) and index.value < 0:
             raise self.error(node, "negative indices are not supported",
@@ -942,9 +999,8 @@ class FunctionTranslator(ast.NodeVisitor):
             part = self.index_expr(elt)
             name = elt.id if isinstance(elt, ast.Name) else None
             part64 = ir.Cast(part, I64, loc) if isinstance(part.ty, ThreadIndexType) else self.convert(self.materialize(part), I64, elt)
-            proven = (name is not None and isinstance(view, ir.Var)
-                      and (name, f"{view.name}.shape{axis}") in self.scopes[-1].proven)
-            if self.bounds_check and not proven:
+            bound = self.view_bound(view, axis)
+            if self.bounds_check and not (bound is not None and self.proves(part64, bound)):
                 view_text = view.name if isinstance(view, ir.Var) else "tensor"
                 site = self.builder.add_error_site("bounds", self.kernel_name, self.module, elt,
                                                    f"{view_text}[{_index_text(node)}] axis {axis}")
@@ -970,7 +1026,7 @@ class FunctionTranslator(ast.NodeVisitor):
                 if isinstance(part, ir.Const):
                     if not 0 <= int(part.value) < dim:
                         raise self.error(elt, f"index {part.value} is out of bounds for axis {axis} of size {dim}")
-                elif self.bounds_check:
+                elif self.bounds_check and not self.proves(part, const(dim)):
                     # one check per axis: identical checks (e.g. of thread.idx.y) fold together
                     site = self.builder.add_error_site("bounds", self.kernel_name, self.module, elt,
                                                        f"axis {axis} index {ast.unparse(elt)} (size {dim})")
@@ -1100,8 +1156,27 @@ class FunctionTranslator(ast.NodeVisitor):
         return ir.BinOp("^", self.convert(operand, st, node), ir.Const(-1 if st.kind == "int" else (1 << st.bits) - 1, st, loc), st, loc)
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ir.Expr:
-        values = [self.truth(self.expr(v), v) for v in node.values]
-        return ir.BoolOp("and" if isinstance(node.op, ast.And) else "or", values, BOOL, self.loc(node))
+        # `i < len(x) and x[i] > 0`: later operands run only where the earlier ones allow
+        negated = isinstance(node.op, ast.Or)
+        values: list[ir.Expr] = []
+        scope = Scope(list(self.scopes[-1].facts))
+        for v in node.values:
+            value = self.truth(self.expr_where(v, scope), v)
+            values.append(value)
+            self.scopes.append(scope)
+            try:
+                scope = self.scope_where(value, negated)
+            finally:
+                self.scopes.pop()
+        return ir.BoolOp("or" if negated else "and", values, BOOL, self.loc(node))
+
+    def expr_where(self, node: ast.expr, scope: Scope) -> ir.Expr:
+        """``node`` translated under the facts of ``scope``."""
+        self.scopes.append(scope)
+        try:
+            return self.expr(node)
+        finally:
+            self.scopes.pop()
 
     def visit_Compare(self, node: ast.Compare) -> ir.Expr:
         parts: list[ir.Expr] = []
@@ -1132,7 +1207,8 @@ class FunctionTranslator(ast.NodeVisitor):
 
     def visit_IfExp(self, node: ast.IfExp) -> ir.Expr:
         cond = self.condition(node.test)
-        a, b = self.expr(node.body), self.expr(node.orelse)
+        a = self.expr_where(node.body, self.scope_where(cond, negated=False))
+        b = self.expr_where(node.orelse, self.scope_where(cond, negated=True))
         if isinstance(a.ty, (ViewType, VoidType)) or isinstance(b.ty, (ViewType, VoidType)):
             raise self.error(node, "a conditional expression must produce scalars")
         if isinstance(a, ir.Const) and isinstance(b, ir.Const) and a.weak and b.weak:
@@ -1224,9 +1300,7 @@ class FunctionTranslator(ast.NodeVisitor):
         scalar_index = self.convert(self.materialize(index), I64, node.args[0]) if not isinstance(index.ty, ThreadIndexType) else ir.Cast(index, I64, loc)
         last = ir.BinOp("+", ir.BinOp("*", scalar_index, ir.Const(width, I64, loc), I64, loc), ir.Const(width - 1, I64, loc), I64, loc)
         site = None
-        proven = (isinstance(node.args[0], ast.Name) and isinstance(func.value, ast.Name)
-                  and (node.args[0].id, f"{func.value.id}/{width}") in self.scopes[-1].proven)
-        if self.bounds_check and not proven:
+        if self.bounds_check and not self.proves_vector(scalar_index, width, view):
             site = self.builder.add_error_site("bounds", self.kernel_name, self.module, node,
                                                f"{ast.unparse(func.value)}.{func.attr}({ast.unparse(node.args[0])})")
         elem = view.ty.elem
@@ -1379,6 +1453,31 @@ def _widens(src: ScalarType, dst: ScalarType) -> bool:
 
 def _always_exits(stmts: list[ast.stmt]) -> bool:
     return bool(stmts) and isinstance(stmts[-1], ast.Return)
+
+
+def _assignment_targets(body: list[ast.stmt]) -> list[ast.expr]:
+    """Every name-like target assigned anywhere in ``body``."""
+    out: list[ast.expr] = []
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Assign):
+                out.extend(node.targets)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+                out.append(node.target)
+    expanded: list[ast.expr] = []
+    while out:
+        t = out.pop()
+        if isinstance(t, (ast.Tuple, ast.List)):
+            out.extend(t.elts)
+        else:
+            expanded.append(t)
+    return expanded
+
+
+def _int_limits(ty: ScalarType) -> tuple[int, int]:
+    if ty.kind == "uint":
+        return 0, (1 << ty.bits) - 1
+    return -(1 << (ty.bits - 1)), (1 << (ty.bits - 1)) - 1
 
 
 def _count_assignments(fdef: ast.FunctionDef) -> dict[str, int]:
