@@ -7,6 +7,7 @@ with its message and the others still run. All versions use the same launch geom
 """
 from __future__ import annotations
 
+import importlib
 import math
 import tempfile
 import traceback
@@ -208,6 +209,33 @@ def finalize_record(rec: dict[str, Any], ceilings: dict[str, float]) -> dict[str
 
 
 # ---- the benchmarks ----------------------------------------------------------------------------
+
+def measure_three(ctx: GpuContext, rec: Record, check: Callable[[Callable[[], None]], None], example: str,
+                  kernel: str, grid: int | tuple[int, ...], block: int | tuple[int, ...], args: tuple[Any, ...]) -> None:
+    """Measures ``examples.<example>.<kernel>`` in oxide, and the CUDA C++ and numba kernels of
+    the same name, each launched on ``grid``/``block`` with ``args``: tensors, and ints that
+    CUDA C++ takes as i32."""
+    grid3 = grid if isinstance(grid, tuple) else (grid,)
+    block3 = block if isinstance(block, tuple) else (block,)
+
+    def oxide() -> Callable[[], None]:
+        k = getattr(importlib.import_module(f"examples.{example}"), kernel)[grid, block]
+        return lambda: k(*args)
+
+    def cuda() -> Callable[[], None]:
+        fn = ctx.cuda().function(kernel)
+        cargs = tuple(np.int32(a) if isinstance(a, int) else ptr(a) for a in args)
+        return lambda: fn(grid3, block3, cargs)
+
+    def numba() -> Callable[[], None]:
+        k = getattr(ctx.numba(), kernel)[grid, block]
+        nargs = tuple(a if isinstance(a, int) else ctx.nb(a) for a in args)
+        return lambda: k(*nargs)
+
+    measure(ctx, rec, "oxide", oxide, check)
+    measure(ctx, rec, "cuda", cuda, check)
+    measure(ctx, rec, "numba", numba, check)
+
 
 def _grid1(n: int, block: int) -> int:
     return (n + block - 1) // block
@@ -440,25 +468,7 @@ def bench_transpose(ctx: GpuContext) -> Record:
         torch.cuda.synchronize()
         check_equal(out, ref, "transpose")
 
-    def oxide() -> Callable[[], None]:
-        from examples.transpose import transpose
-
-        k = transpose[grid, block]
-        return lambda: k(x, rows, cols, out)
-
-    def cuda() -> Callable[[], None]:
-        fn = ctx.cuda().function("transpose")
-        args = (ptr(x), np.int32(rows), np.int32(cols), ptr(out))
-        return lambda: fn(grid, block, args)
-
-    def numba() -> Callable[[], None]:
-        k = ctx.numba().transpose[grid, block]
-        xs, os_ = ctx.nb(x), ctx.nb(out)
-        return lambda: k(xs, rows, cols, os_)
-
-    measure(ctx, rec, "oxide", oxide, check)
-    measure(ctx, rec, "cuda", cuda, check)
-    measure(ctx, rec, "numba", numba, check)
+    measure_three(ctx, rec, check, "transpose", "transpose", grid, block, (x, rows, cols, out))
     return rec
 
 
@@ -478,25 +488,7 @@ def bench_softmax(ctx: GpuContext) -> Record:
         torch.cuda.synchronize()
         check_close(out, ref, 1e-5, 1e-7, "softmax_rows")
 
-    def oxide() -> Callable[[], None]:
-        from examples.softmax import softmax_rows
-
-        k = softmax_rows[grid, block]
-        return lambda: k(x, cols, out)
-
-    def cuda() -> Callable[[], None]:
-        fn = ctx.cuda().function("softmax_rows")
-        args = (ptr(x), np.int32(cols), ptr(out))
-        return lambda: fn((grid,), (block,), args)
-
-    def numba() -> Callable[[], None]:
-        k = ctx.numba().softmax_rows[grid, block]
-        xs, os_ = ctx.nb(x), ctx.nb(out)
-        return lambda: k(xs, cols, os_)
-
-    measure(ctx, rec, "oxide", oxide, check)
-    measure(ctx, rec, "cuda", cuda, check)
-    measure(ctx, rec, "numba", numba, check)
+    measure_three(ctx, rec, check, "softmax", "softmax_rows", grid, block, (x, cols, out))
     return rec
 
 
@@ -520,25 +512,7 @@ def bench_stencil(ctx: GpuContext) -> Record:
         torch.cuda.synchronize()
         check_close(out, ref, 1e-5, 1e-6, "stencil5")
 
-    def oxide() -> Callable[[], None]:
-        from examples.stencil import stencil5
-
-        k = stencil5[grid, block]
-        return lambda: k(x, rows, cols, out)
-
-    def cuda() -> Callable[[], None]:
-        fn = ctx.cuda().function("stencil5")
-        args = (ptr(x), np.int32(rows), np.int32(cols), ptr(out))
-        return lambda: fn(grid, block, args)
-
-    def numba() -> Callable[[], None]:
-        k = ctx.numba().stencil5[grid, block]
-        xs, os_ = ctx.nb(x), ctx.nb(out)
-        return lambda: k(xs, rows, cols, os_)
-
-    measure(ctx, rec, "oxide", oxide, check)
-    measure(ctx, rec, "cuda", cuda, check)
-    measure(ctx, rec, "numba", numba, check)
+    measure_three(ctx, rec, check, "stencil", "stencil5", grid, block, (x, rows, cols, out))
     return rec
 
 

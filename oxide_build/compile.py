@@ -110,7 +110,7 @@ def compile_module(
     module = index.add_file(source_path, module_name)
     frontend = build_program(index, module, bounds_check=options.bounds_check)
     llvm_module = lower_program(frontend.program, module_name, fast_math=options.fast_math, lineinfo=options.lineinfo)
-    llvm_ir = module_text(llvm_module, typed_pointers=False)
+    llvm_ir = module_text(llvm_module)
     device = _compile_device_code(frontend.program, llvm_ir, module_name, bool(frontend.kernels), options)
     from .link.exports import export_decls
 

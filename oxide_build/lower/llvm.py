@@ -16,7 +16,7 @@ from llvmlite import ir as ll
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, I64, ArrayType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar
+from ..ir.types import ArrayType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar
 
 __all__ = ["lower_program", "module_text", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT", "ERROR_GLOBAL"]
 
@@ -70,10 +70,9 @@ def global_ptr(elem: ScalarType) -> ll.Type:
     return ll.PointerType(scalar_ll(elem, True), addrspace=1)
 
 
-def module_text(module: ll.Module, typed_pointers: bool = True) -> str:
-    """Prints ``module``. Pointers print typed (``float addrspace(1)*``): libNVVM needs that,
-    and LLVM ≥ 17 still parses it, reading every pointer as opaque."""
-    del typed_pointers  # both consumers take the typed form
+def module_text(module: ll.Module) -> str:
+    """Prints ``module``, for both backends. Pointers print typed (``float addrspace(1)*``):
+    libNVVM needs that, and LLVM ≥ 17 still parses it, reading every pointer as opaque."""
     return str(module)
 
 
@@ -616,7 +615,7 @@ class FunctionLowering:
 
     def boolop(self, e: ir.BoolOp) -> ll.Value:
         b = self.b
-        result = self.slot_temp()
+        result = self.temp(I1)  # the value so far, in a slot that mem2reg turns into a phi
         end = self.llfn.append_basic_block(f"{e.op}.end")
         for i, v in enumerate(e.values):
             value = self.expr(v)
@@ -632,9 +631,6 @@ class FunctionLowering:
                 b.position_at_end(nxt)
         b.position_at_end(end)
         return b.load(result, typ=I1)
-
-    def slot_temp(self) -> ll.Value:
-        return self.temp(I1)
 
     def temp(self, ty: ll.Type) -> ll.Value:
         with self.b.goto_block(self.entry):
@@ -734,5 +730,3 @@ def lower_program(program: ir.Program, module_name: str, fast_math: bool = False
     ``module_text``. ``lineinfo`` adds line tables that map PTX/SASS back to the Python source."""
     return ModuleLowering(program, module_name, fast_math, lineinfo).lower()
 
-
-_ = (BOOL, I64)
