@@ -1,7 +1,11 @@
-"""Shared test setup: ``gpu``-marked tests are skipped where there is no NVIDIA GPU and driver."""
+"""Shared test setup: ``gpu``-marked tests are skipped where there is no NVIDIA GPU and driver;
+the ``ptxas`` fixture assembles PTX."""
 from __future__ import annotations
 
 import functools
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -28,3 +32,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def ptxas(tmp_path: Path) -> Callable[[str, str], None]:
+    """``ptxas(ptx_text, arch)`` asserts that ptxas assembles the PTX for ``arch``; the test is
+    skipped where ptxas is not installed (pip install nvidia-cuda-nvcc)."""
+    from oxide_build.link.toolchain import find_tool
+
+    tool = find_tool("ptxas")
+    if tool is None:
+        pytest.skip("ptxas not installed (pip install nvidia-cuda-nvcc)")
+
+    def assemble(ptx: str, arch: str) -> None:
+        path = tmp_path / f"ptxas.{arch}.ptx"
+        path.write_text(ptx)
+        result = subprocess.run([tool, f"-arch={arch}", "-o", str(path.with_suffix(".cubin")), str(path)],
+                                capture_output=True, text=True)
+        assert result.returncode == 0, f"{arch}: {result.stderr}"
+    return assemble

@@ -177,6 +177,30 @@ CASES: dict[str, tuple[str, str]] = {
         '\n@ox.kernel\ndef k(out: DisjointSlice[f32]) -> None:\n    tile = ox.shared.array(32, f32)\n    tile[32] = 1.0\n',
         'kern.py:7:5: error: index 32 is out of bounds for an array of 32 elements\n        tile[32] = 1.0\n        ^\n  hint: valid indices are 0 to 31',
     ),
+    'atomic_unknown_scope': (
+        '\n@ox.kernel\ndef k(h: MutSlice[u32]) -> None:\n    ox.atomic.add(h, 0, 1, scope="warp")\n',
+        'kern.py:6:34: error: unknown atomic scope \'warp\'\n        ox.atomic.add(h, 0, 1, scope="warp")\n                                     ^\n  hint: write one of "block", "cta", "device", "gpu", "system", "sys"',
+    ),
+    'atomic_scope_not_constant': (
+        '\n@ox.kernel\ndef k(h: MutSlice[u32], s: i32) -> None:\n    ox.atomic.max(h, 0, 1, scope=s)\n',
+        'kern.py:6:34: error: the scope of oxide.atomic.max() must be a compile-time string, got s\n        ox.atomic.max(h, 0, 1, scope=s)\n                                     ^\n  hint: write one of "block", "cta", "device", "gpu", "system", "sys"',
+    ),
+    'atomic_unknown_keyword': (
+        '\n@ox.kernel\ndef k(h: MutSlice[u32]) -> None:\n    ox.atomic.cas(h, 0, 1, 2, order="relaxed")\n',
+        'kern.py:6:31: error: oxide.atomic.cas() got an unexpected keyword argument \'order\'\n        ox.atomic.cas(h, 0, 1, 2, order="relaxed")\n                                  ^\n  hint: atomics take one keyword: scope="block", "device" (the default) or "system"',
+    ),
+    'atomic_scope_by_position': (
+        '\n@ox.kernel\ndef k(h: MutSlice[u32]) -> None:\n    ox.atomic.add(h, 0, 1, "block")\n',
+        'kern.py:6:28: error: oxide.atomic.add() takes the scope as a keyword\n        ox.atomic.add(h, 0, 1, "block")\n                               ^\n  hint: write scope="block"',
+    ),
+    'atomic_on_local_array': (
+        '\n@ox.kernel\ndef k(h: MutSlice[u32]) -> None:\n    a = ox.local.array(4, u32)\n    ox.atomic.add(a, 0, 1, scope="block")\n',
+        'kern.py:7:19: error: atomic.add needs a view or shared array; \'a\' is a local array, which no other thread can see\n        ox.atomic.add(a, 0, 1, scope="block")\n                      ^\n  hint: update a local array with plain arithmetic',
+    ),
+    'keyword_in_other_intrinsic': (
+        '\n@ox.kernel\ndef k(h: MutSlice[u32]) -> None:\n    warp.sync(mask=1)\n',
+        'kern.py:6:20: error: keyword arguments are not supported in kernel calls\n        warp.sync(mask=1)\n                       ^\n  hint: pass arguments by position',
+    ),
     'mixed_tuple_return': (
         '\ndef two(a: f32) -> tuple[f32, f32]:\n    if a > 0.0:\n        return a, a\n    return a\n\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    a, b = two(x[i])\n',
         'kern.py:7:12: error: return value needs tuple[f32, f32], got f32\n        return a\n               ^\n  hint: return the same kind of value on every path',

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, NoReturn
+from typing import Any, Iterator, Literal, NoReturn, Protocol, TypeVar
 
 from .types import ThreadIndex
 
-__all__ = ["thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "unsafe", "static_range"]
+__all__ = ["thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "unsafe", "static_range",
+           "AtomicScope"]
 
 
 def _device_only(name: str) -> NoReturn:
@@ -79,11 +80,54 @@ class _Space:
         raise AttributeError(name)
 
 
+_E = TypeVar("_E")
+
+AtomicScope = Literal["block", "cta", "device", "gpu", "system", "sys"]
+"""Which threads an atomic is atomic with respect to; a compile-time string constant.
+``"block"`` (``"cta"``): the thread block, like CUDA's ``atomicAdd_block``; ``"device"``
+(``"gpu"``, the default): every thread of the GPU, like ``atomicAdd``; ``"system"`` (``"sys"``):
+the GPU, the host and peer GPUs (mapped or managed memory), like ``atomicAdd_system``."""
+
+
+class _AtomicOp(Protocol):
+    def __call__(self, target: Any, index: int, value: _E, *, scope: AtomicScope = "device") -> _E: ...
+
+
+class _AtomicCas(Protocol):
+    def __call__(self, target: Any, index: int, compare: _E, value: _E, *, scope: AtomicScope = "device") -> _E: ...
+
+
+def _atomic_op(name: str) -> Any:
+    def op(*args: Any, scope: AtomicScope = "device") -> NoReturn:
+        _device_only(f"atomic.{name}")
+    op.__name__ = op.__qualname__ = name
+    return op
+
+
+class _Atomic:
+    """``ox.atomic.<op>(target, index, value, scope="device")`` on a writable view or a shared
+    array returns the element's old value; ``cas(target, index, compare, value)`` stores
+    ``value`` where the element equals ``compare`` (bitwise). ``inc``/``dec`` take a u32 limit,
+    like CUDA's atomicInc/atomicDec. ``scope`` is keyword-only (see ``AtomicScope``)."""
+
+    add: _AtomicOp = _atomic_op("add")
+    sub: _AtomicOp = _atomic_op("sub")
+    min: _AtomicOp = _atomic_op("min")
+    max: _AtomicOp = _atomic_op("max")
+    exch: _AtomicOp = _atomic_op("exch")
+    and_: _AtomicOp = _atomic_op("and_")
+    or_: _AtomicOp = _atomic_op("or_")
+    xor: _AtomicOp = _atomic_op("xor")
+    inc: _AtomicOp = _atomic_op("inc")
+    dec: _AtomicOp = _atomic_op("dec")
+    cas: _AtomicCas = _atomic_op("cas")
+
+
 thread = _Thread()
 warp = _Warp()
 shared = _Space("shared", ("array", "dynamic"))
 local = _Space("local", ("array",))
-atomic = _Space("atomic", ("add", "sub", "min", "max", "exch", "cas", "and_", "or_", "xor", "inc", "dec"))
+atomic = _Atomic()
 math = _Space("math", ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh",
                        "erf", "abs", "floor", "ceil", "trunc", "round", "pow", "min", "max", "atan2",
                        "fmod", "fma", "isnan", "isinf", "isfinite"))

@@ -7,7 +7,8 @@ prints typed pointers already (``module_text``); this module adapts the rest of 
 - ``!nvvmir.version`` says which NVVM IR version the module follows (``nvvm.ir_version()``);
 - every kernel and exported function is listed in ``@llvm.used``: with ``-gen-lto`` the LTO
   link otherwise drops them (the ``!nvvm.annotations`` kernel mark alone is not enough);
-- newer instruction syntax is rewritten into its LLVM 7 equivalent (``fneg`` → ``fsub -0.0``),
+- newer instruction syntax is rewritten into its LLVM 7 equivalent (``fneg`` → ``fsub -0.0``;
+  ``atomicrmw fadd``/``uinc_wrap``/``udec_wrap`` → ``llvm.nvvm.atomic.load.add/inc/dec``),
   ``fence`` (which libNVVM rejects as an "unsupported operation") becomes the
   ``llvm.nvvm.membar.*`` intrinsic that CUDA's ``__threadfence()`` compiles to, and function
   attributes libNVVM does not know are removed.
@@ -146,13 +147,15 @@ def nvvm_ir_text(llvm_ir: str, keep: tuple[str, ...] | None = None, arch: str = 
             line = re.sub(r"= freeze (?P<ty>.+?) (?P<v>%\S+)\s*$", lambda m: f"= bitcast {m.group('ty')} {m.group('v')} to {m.group('ty')}", line)
         elif "fneg" in line:
             line = _FNEG_RE.sub(lambda m: f"= fsub {m.group('flags')}{m.group('ty')} -0.0, ", line)
-        elif " atomicrmw fadd " in line or " atomicrmw fsub " in line:
-            m = _ATOMIC_FADD_RE.match(line)
+        elif " atomicrmw " in line:
+            m = _ATOMIC_RMW_RE.match(line)
             if m:
-                # LLVM 7 has no floating-point atomicrmw: nvcc's NVVM IR used these intrinsics
+                # LLVM 7 has no floating-point nor wrapping atomicrmw: nvcc's NVVM IR used these
+                # intrinsics (atomicAdd on floats, atomicInc, atomicDec)
                 ty, space = m.group("ty"), m.group("space") or "0"
-                bits = "f32" if ty == "float" else "f64"
-                name = f"llvm.nvvm.atomic.load.add.{bits}.p{space}{bits}"
+                bits = {"float": "f32", "double": "f64", "i32": "i32"}[ty]
+                base = {"fadd": "add", "fsub": "add", "uinc_wrap": "inc.32", "udec_wrap": "dec.32"}[m.group("op")]
+                name = f"llvm.nvvm.atomic.load.{base}{'.' + bits if ty != 'i32' else ''}.p{space}{bits}"
                 ptr_ty = m.group("ptrty")
                 value = m.group("value")
                 if m.group("op") == "fsub":
@@ -190,10 +193,11 @@ def nvvm_ir_text(llvm_ir: str, keep: tuple[str, ...] | None = None, arch: str = 
     return "\n".join(out) + "\n"
 
 
-_ATOMIC_FADD_RE = re.compile(
-    r'^(?P<indent>\s*)(?P<result>%(?:"[^"]+"|[\w.$]+))\s*=\s*atomicrmw\s+(?:volatile\s+)?(?P<op>fadd|fsub)\s+'
-    r'(?P<ptrty>(?P<ty>float|double)(?:\s+addrspace\((?P<space>\d+)\))?\s*\*)\s+(?P<ptr>%(?:"[^"]+"|[\w.$]+)),\s*'
-    r'(?:float|double)\s+(?P<value>[^,\s]+(?:\s*"[^"]*")?)\s+(?:syncscope\("[^"]*"\)\s+)?\w+(?:,\s*align\s+\d+)?\s*$'
+_ATOMIC_RMW_RE = re.compile(
+    r'^(?P<indent>\s*)(?P<result>%(?:"[^"]+"|[\w.$]+))\s*=\s*atomicrmw\s+(?:volatile\s+)?'
+    r'(?P<op>fadd|fsub|uinc_wrap|udec_wrap)\s+'
+    r'(?P<ptrty>(?P<ty>float|double|i32)(?:\s+addrspace\((?P<space>\d+)\))?\s*\*)\s+(?P<ptr>%(?:"[^"]+"|[\w.$]+)),\s*'
+    r'(?:float|double|i32)\s+(?P<value>[^,\s]+(?:\s*"[^"]*")?)\s+(?:syncscope\("[^"]*"\)\s+)?\w+(?:,\s*align\s+\d+)?\s*$'
 )
 _GLOBAL_DEF_RE = re.compile(
     r'^(?P<name>@(?:"[^"]+"|[\w.$]+))\s*=\s*(?P<linkage>(?:[a-z_]+\s+)*?)(?:addrspace\((?P<as>\d+)\)\s+)?'

@@ -12,17 +12,16 @@ from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
 from ..ir.types import (
-    BOOL, F32, F64, I32, I64, ArrayType, TupleType, ViewType, VoidType, as_scalar, type_name,
+    BOOL, F32, F64, I32, ArrayType, ViewType, VoidType, as_scalar, type_name,
 )
 from ..scan import constant_value
 
 if TYPE_CHECKING:
     from .translate import FunctionTranslator
 
-__all__ = ["INTRINSICS", "translate_intrinsic", "MATH_UNARY", "MATH_BINARY"]
+__all__ = ["INTRINSICS", "KEYWORD_INTRINSICS", "translate_intrinsic", "MATH_UNARY", "MATH_BINARY", "ATOMIC_SCOPES"]
 
 U32 = SCALAR_TYPES["u32"]
-U64 = SCALAR_TYPES["u64"]
 
 MATH_UNARY = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh",
               "erf", "abs", "floor", "ceil", "trunc", "round")
@@ -30,6 +29,8 @@ MATH_BINARY = ("pow", "min", "max", "atan2", "fmod")
 MATH_PREDICATES = ("isnan", "isinf", "isfinite")
 ATOMIC_OPS = ("add", "sub", "min", "max", "exch", "and_", "or_", "xor", "inc", "dec")
 ATOMIC_TYPES = ("i32", "u32", "i64", "u64", "f32", "f64")
+# scope= spellings → PTX scope: CUDA's (atomicAdd_block / atomicAdd / atomicAdd_system) and PTX's
+ATOMIC_SCOPES = {"block": "cta", "cta": "cta", "device": "gpu", "gpu": "gpu", "system": "sys", "sys": "sys"}
 SHUFFLES = ("shfl_idx", "shfl_up", "shfl_down", "shfl_xor")
 WARP_REDUCE = ("reduce_sum", "reduce_min", "reduce_max")
 
@@ -41,6 +42,8 @@ INTRINSICS = frozenset(
     + [f"atomic.{n}" for n in ATOMIC_OPS]
     + [f"warp.{n}" for n in SHUFFLES + WARP_REDUCE]
 )
+# intrinsics that take keyword arguments (every other call in a kernel rejects keywords)
+KEYWORD_INTRINSICS = frozenset(["atomic.cas"] + [f"atomic.{n}" for n in ATOMIC_OPS])
 
 
 def translate_intrinsic(tr: FunctionTranslator, name: str, node: ast.Call) -> ir.Expr:
@@ -174,10 +177,17 @@ def _warp(tr: FunctionTranslator, op: str, node: ast.Call) -> ir.Expr:
 def _atomic(tr: FunctionTranslator, op: str, node: ast.Call) -> ir.Expr:
     name = f"atomic.{op}"
     nvals = 2 if op == "cas" else 1
+    last = node.args[-1] if len(node.args) == 3 + nvals else None
+    if last is not None and _const_str(tr, last) is not None:
+        spelled = last.id if isinstance(last, ast.Name) else f'"{_const_str(tr, last)}"'
+        raise tr.error(last, f"oxide.{name}() takes the scope as a keyword", f"write scope={spelled}")
     _nargs(tr, node, 2 + nvals, name)
     target = tr.expr(node.args[0])
     if not isinstance(target.ty, (ViewType, ArrayType)):
         raise tr.error(node.args[0], f"{name} needs a view or shared array, got {type_name(target.ty)}")
+    if isinstance(target.ty, ArrayType) and target.ty.space == "local":
+        raise tr.error(node.args[0], f"{name} needs a view or shared array; {ast.unparse(node.args[0])!r} is a local "
+                       "array, which no other thread can see", "update a local array with plain arithmetic")
     if isinstance(target.ty, ViewType) and not target.ty.writable:
         raise tr.error(node.args[0], f"{name} cannot modify the read-only Slice {ast.unparse(node.args[0])!r}",
                        "declare the parameter DisjointSlice[T] or MutSlice[T]")
@@ -188,10 +198,40 @@ def _atomic(tr: FunctionTranslator, op: str, node: ast.Call) -> ir.Expr:
         raise tr.error(node, f"{name} needs integer elements, got {elem.name}")
     if op in ("inc", "dec") and elem.name != "u32":
         raise tr.error(node, f"{name} works on u32 elements, got {elem.name}")
+    scope = _atomic_scope(tr, node, name)
     index = tr.index_expr(node.args[1], target.ty)
     values = [tr.convert_implicit(tr.expr(a), elem, a, f"the {name} operand") for a in node.args[2:]]
     site = tr.check_site(node, target, index, f"{ast.unparse(node.args[0])}[{ast.unparse(node.args[1])}]")
-    return ir.Intrinsic(name, [target, index, *values], elem, tr.loc(node), site)
+    return ir.Intrinsic(name, [target, index, *values], elem, tr.loc(node), site, scope)
+
+
+def _atomic_scope(tr: FunctionTranslator, node: ast.Call, name: str) -> str:
+    """The PTX scope of ``scope=`` ("gpu" without one): a string literal or a module-level
+    string constant."""
+    spellings = ", ".join(f'"{s}"' for s in ATOMIC_SCOPES)
+    scope = "gpu"
+    for kw in node.keywords:
+        if kw.arg != "scope":
+            what = "does not take **kwargs" if kw.arg is None else f"got an unexpected keyword argument {kw.arg!r}"
+            raise tr.error(kw, f"oxide.{name}() {what}",
+                           'atomics take one keyword: scope="block", "device" (the default) or "system"')
+        text = _const_str(tr, kw.value)
+        if text is None:
+            raise tr.error(kw.value, f"the scope of oxide.{name}() must be a compile-time string, "
+                           f"got {ast.unparse(kw.value)}", f"write one of {spellings}")
+        if text not in ATOMIC_SCOPES:
+            raise tr.error(kw.value, f"unknown atomic scope {text!r}", f"write one of {spellings}")
+        scope = ATOMIC_SCOPES[text]
+    return scope
+
+
+def _const_str(tr: FunctionTranslator, node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):  # a module-level constant: SCOPE = "block"
+        sym = tr.module.symbols.get(node.id)
+        if sym is None or node.id in tr.locals or not isinstance(sym.node, (ast.Assign, ast.AnnAssign)):
+            return None
+        node = sym.node.value if sym.node.value is not None else node
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
 def _math(tr: FunctionTranslator, op: str, node: ast.Call) -> ir.Expr:
@@ -223,5 +263,3 @@ def _math(tr: FunctionTranslator, op: str, node: ast.Call) -> ir.Expr:
         return ir.Intrinsic(name, args, BOOL, loc)
     return ir.Intrinsic(name, args, ty, loc)
 
-
-_ = (F64, I64, U64, TupleType)

@@ -153,6 +153,7 @@ class Intrinsic:
     ty: Type
     loc: Loc
     check_site: int | None = None  # for intrinsics that index a view
+    scope: str = "gpu"  # atomics: the PTX scope, "cta", "gpu" or "sys"
 
 
 @dataclass

@@ -5,13 +5,13 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir as ll
 
-from oxide.lang.types import ScalarType
+from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
-from ..ir.types import ArrayType, TupleType, ViewType, as_scalar
+from ..ir.types import TupleType, as_scalar
 
 if TYPE_CHECKING:
-    from .llvm import FunctionLowering, _View
+    from .llvm import FunctionLowering
 
 __all__ = ["lower_intrinsic"]
 
@@ -40,7 +40,7 @@ LIBDEVICE_BINARY = {
 }
 LIBDEVICE_PRED = {"isnan": ("__nv_isnanf", "__nv_isnand"), "isinf": ("__nv_isinff", "__nv_isinfd"),
                   "isfinite": ("__nv_finitef", "__nv_isfinited")}
-ATOMIC_RMW = {"add": "add", "sub": "sub", "exch": "xchg", "and_": "and", "or_": "or", "xor": "xor",
+ATOMIC_RMW = {"add": "add", "exch": "xchg", "and_": "and", "or_": "or", "xor": "xor",
               "inc": "uinc_wrap", "dec": "udec_wrap"}
 
 
@@ -157,30 +157,110 @@ def _combine(fl: FunctionLowering, op: str, a: ll.Value, c: ll.Value, st: Scalar
 
 
 def _atomic(fl: FunctionLowering, op: str, e: ir.Intrinsic) -> ll.Value:
+    """Device scope ("gpu", the default) is LLVM's ``atomicrmw``/``cmpxchg`` (a plain ``atom``,
+    whose scope is .gpu). Block and system scope are inline PTX (``atom.cta``/``atom.sys``):
+    LLVM's NVPTX backend drops ``syncscope`` from ``atomicrmw`` and libNVVM drops it from both."""
     b = fl.b
-    target, index = e.args[0], e.args[1]
-    view = fl.view(target)
-    idx = fl.index(index)
+    view = fl.view(e.args[0])
+    idx = fl.index(e.args[1])
     elem = view.elem
     if e.check_site is not None:
         fl.bounds_check(idx, view.length, e.check_site)
     ptr = fl.element_address(view, idx)
+    values = [fl.expr(a) for a in e.args[2:]]
     if op == "cas":
-        cmp, new = fl.expr(e.args[2]), fl.expr(e.args[3])
-        if elem.kind == "float":
-            it = ll.IntType(elem.bits)
-            pair = b.cmpxchg(b.bitcast(ptr, ll.PointerType(it, ptr.type.addrspace)), b.bitcast(cmp, it), b.bitcast(new, it), "monotonic", "monotonic")
-            return b.bitcast(b.extract_value(pair, 0), cmp.type)
-        pair = b.cmpxchg(ptr, cmp, new, "monotonic", "monotonic")
-        return b.extract_value(pair, 0)
-    value = fl.expr(e.args[2])
-    if op in ("min", "max"):
-        rmw = ("f" if elem.kind == "float" else "u" if elem.kind == "uint" else "") + op
-    elif elem.kind == "float" and op in ("add", "sub"):
-        rmw = "f" + op
+        cmp, new = (_to_bits(fl, v) for v in values)
+        return _from_bits(fl, _cas(fl, _int_ptr(fl, ptr, elem), cmp, new, e.scope), elem)
+    value = values[0]
+    if op in ("min", "max") and elem.kind == "float":
+        return _float_min_max(fl, op, ptr, value, elem, e.scope)
+    if op == "exch" and elem.kind == "float":
+        bits = _rmw(fl, "exch", _int_ptr(fl, ptr, elem), _to_bits(fl, value), SCALAR_TYPES[f"u{elem.bits}"], e.scope)
+        return _from_bits(fl, bits, elem)
+    if op == "sub":  # atom has no sub: add the negation (as LLVM does)
+        op, value = "add", b.fneg(value) if elem.kind == "float" else b.neg(value)
+    return _rmw(fl, op, ptr, value, elem, e.scope)
+
+
+def _rmw(fl: FunctionLowering, op: str, ptr: ll.Value, value: ll.Value, elem: ScalarType, scope: str) -> ll.Value:
+    """``atom.<op>`` of an integer, or a float add."""
+    if scope == "gpu":
+        if op in ("min", "max"):
+            rmw = ("u" if elem.kind == "uint" else "") + op
+        else:
+            rmw = "fadd" if elem.kind == "float" else ATOMIC_RMW[op]
+        return fl.b.atomic_rmw(rmw, ptr, value, _ordering(scope))
+    if op in ("add", "inc", "dec"):
+        ptx_type = f"{'f' if elem.kind == 'float' else 'u'}{elem.bits}"
+    elif op in ("min", "max"):
+        ptx_type = f"{'u' if elem.kind == 'uint' else 's'}{elem.bits}"
     else:
-        rmw = ATOMIC_RMW[op]
-    return b.atomic_rmw(rmw, ptr, value, "monotonic")
+        ptx_type = f"b{elem.bits}"
+    return _ptx_atom(fl, f"{op.rstrip('_')}.{ptx_type}", ptr, [value], scope)
+
+
+def _cas(fl: FunctionLowering, ptr: ll.Value, cmp: ll.Value, new: ll.Value, scope: str) -> ll.Value:
+    """Compare-and-swap of integers at an integer pointer; the old value."""
+    if scope != "gpu":
+        return _ptx_atom(fl, f"cas.b{cmp.type.width}", ptr, [cmp, new], scope)
+    return fl.b.extract_value(fl.b.cmpxchg(ptr, cmp, new, _ordering(scope), "monotonic"), 0)
+
+
+def _float_min_max(fl: FunctionLowering, op: str, ptr: ll.Value, value: ll.Value, elem: ScalarType, scope: str) -> ll.Value:
+    """A compare-and-swap loop (PTX has no float atom.min/max); stops without a write where the
+    element already is the minimum (maximum)."""
+    b = fl.b
+    iptr = _int_ptr(fl, ptr, elem)
+    first = b.load_atomic(iptr, _ordering(scope), elem.bits // 8)
+    entry = b.block
+    retry = fl.llfn.append_basic_block(f"atomic.{op}")
+    swap = fl.llfn.append_basic_block(f"atomic.{op}.cas")
+    done = fl.llfn.append_basic_block(f"atomic.{op}.done")
+    b.branch(retry)
+    b.position_at_end(retry)
+    old = b.phi(first.type)
+    old.add_incoming(first, entry)
+    new = _to_bits(fl, _combine(fl, op, _from_bits(fl, old, elem), value, elem))
+    b.cbranch(b.icmp_unsigned("==", new, old), done, swap)
+    b.position_at_end(swap)
+    seen = _cas(fl, iptr, old, new, scope)
+    old.add_incoming(seen, swap)
+    b.cbranch(b.icmp_unsigned("==", seen, old), done, retry)
+    b.position_at_end(done)
+    return _from_bits(fl, old, elem)
+
+
+def _ordering(scope: str) -> str:
+    """The memory ordering of LLVM's atomics (relaxed), with the scope's ``syncscope``; llvmlite
+    prints the ordering where the syncscope goes."""
+    return {"cta": 'syncscope("block") ', "gpu": 'syncscope("device") ', "sys": ""}[scope] + "monotonic"
+
+
+def _ptx_atom(fl: FunctionLowering, op_type: str, ptr: ll.Value, values: list[ll.Value], scope: str) -> ll.Value:
+    """``atom.<scope>.<space>.<op>.<type> $0, [$1], $2 (, $3)`` as inline PTX."""
+    space = {1: ".global", 3: ".shared"}[ptr.type.addrspace]
+    operands = ", ".join(f"${i + 2}" for i in range(len(values)))
+    reg = {"float": "f", "double": "d", "i32": "r", "i64": "l"}[str(values[0].type)]
+    constraints = ",".join([f"={reg}", "l"] + [reg] * len(values) + ["~{memory}"])
+    ftype = ll.FunctionType(values[0].type, [ptr.type] + [v.type for v in values])
+    return fl.b.asm(ftype, f"atom.{scope}{space}.{op_type} $0, [$1], {operands};", constraints, [ptr, *values], True)
+
+
+def _int_ptr(fl: FunctionLowering, ptr: ll.Value, elem: ScalarType) -> ll.Value:
+    """``ptr`` as a pointer to same-size integers (typed pointers, for libNVVM)."""
+    if elem.kind != "float":
+        return ptr
+    return fl.b.bitcast(ptr, ll.PointerType(ll.IntType(elem.bits), ptr.type.addrspace))
+
+
+def _to_bits(fl: FunctionLowering, value: ll.Value) -> ll.Value:
+    if isinstance(value.type, (ll.FloatType, ll.DoubleType)):
+        return fl.b.bitcast(value, ll.IntType(32 if isinstance(value.type, ll.FloatType) else 64))
+    return value
+
+
+def _from_bits(fl: FunctionLowering, value: ll.Value, elem: ScalarType) -> ll.Value:
+    return fl.b.bitcast(value, fl.elem_type(elem)) if elem.kind == "float" else value
 
 
 def _math(fl: FunctionLowering, op: str, e: ir.Intrinsic) -> ll.Value:
@@ -249,5 +329,3 @@ def _vector(fl: FunctionLowering, op: str, e: ir.Intrinsic) -> ll.Value:
     b.store(packed, vptr, align=align)
     return ll.Constant(I32, 0)
 
-
-_ = (ArrayType, ViewType)

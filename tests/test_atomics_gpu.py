@@ -1,0 +1,157 @@
+"""Atomic scopes on the GPU against NumPy, on both backends (nvptx and nvvm): per-block
+histograms and extremes in shared memory with scope="block", grid-wide totals with
+scope="system" in device memory and in managed memory that the host reads directly.
+Sizes are odd (not multiples of the block); the kernels are in packages/atomickernels/atomk.py."""
+from __future__ import annotations
+
+import ctypes
+import importlib
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gpu
+KERNELS = Path(__file__).resolve().parent / "packages" / "atomickernels" / "atomk.py"
+BLOCK = 256
+SIZES = [1, 1000, 100_003]
+rng = np.random.default_rng()
+
+
+@pytest.fixture(scope="module", params=["nvptx", "nvvm"])
+def atomk(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    """atomk.py compiled by ``request.param`` for this GPU into a package, then imported."""
+    from oxide.runtime import device
+    from oxide_build.compile import CompileOptions, compile_module
+    from oxide_build.package.artifacts import write_module_artifacts
+
+    arch = device.context_device(device.current_context()).arch
+    name = f"atomics_{request.param}"
+    root = tmp_path_factory.mktemp(name)
+    pkg = root / name
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    shutil.copy(KERNELS, pkg / "atomk.py")
+    compiled = compile_module(pkg / "atomk.py", f"{name}.atomk",
+                              CompileOptions(archs=(arch,), backend=request.param), root=root)
+    write_module_artifacts(compiled, pkg)
+    sys.path.insert(0, str(root))
+    yield importlib.import_module(f"{name}.atomk")
+    sys.path.remove(str(root))
+
+
+def dev(a: np.ndarray) -> Any:
+    from oxide.runtime import DeviceArray
+
+    return DeviceArray.from_numpy(np.ascontiguousarray(a))
+
+
+def blocks_for(n: int) -> int:
+    return (n + BLOCK - 1) // BLOCK
+
+
+def per_block(a: np.ndarray) -> list[np.ndarray]:
+    """``a`` cut into the slices that each block of BLOCK threads reads."""
+    return [a[b * BLOCK:(b + 1) * BLOCK] for b in range(blocks_for(len(a)))]
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_block_scope_histograms_in_shared_memory(atomk: ModuleType, n: int) -> None:
+    from oxide.runtime import synchronize
+
+    bins = atomk.BINS
+    keys = rng.integers(0, bins, n).astype(np.int32)
+    hists = dev(np.zeros(blocks_for(n) * bins, np.uint32))
+    atomk.block_histograms[blocks_for(n), BLOCK](dev(keys), hists)
+    synchronize()
+    expect = np.stack([np.bincount(part, minlength=bins) for part in per_block(keys)]).astype(np.uint32)
+    np.testing.assert_array_equal(hists.to_numpy().reshape(-1, bins), expect)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_block_scope_extremes_in_shared_memory(atomk: ModuleType, n: int) -> None:
+    from oxide.runtime import synchronize
+
+    x = rng.standard_normal(n).astype(np.float32)
+    keys = rng.integers(0, 1 << 20, n).astype(np.int32)
+    blocks = blocks_for(n)
+    outs = [dev(np.zeros(blocks, dtype)) for dtype in (np.float32, np.int64, np.uint64, np.float64)]
+    atomk.block_extremes[blocks, BLOCK](dev(x), dev(keys), *outs)
+    synchronize()
+    maxes, mins, xors, sums = (o.to_numpy() for o in outs)
+    np.testing.assert_array_equal(maxes, [part.max() for part in per_block(x)])
+    np.testing.assert_array_equal(mins, [part.min() for part in per_block(keys)])
+    np.testing.assert_array_equal(xors, [np.bitwise_xor.reduce(part.astype(np.uint64)) for part in per_block(keys)])
+    np.testing.assert_allclose(sums, [part.astype(np.float64).sum() for part in per_block(x)], rtol=1e-12, atol=1e-12)
+
+
+def _system_inputs(n: int) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """x (i64), f (f64) and the initial totals, float totals and counters."""
+    x = rng.integers(-10**12, 10**12, n).astype(np.int64)
+    f = rng.standard_normal(n)
+    initial = [np.array([0, 0, -(1 << 62)], np.int64), np.array([0.0, -np.inf]), np.zeros(3, np.uint32)]
+    return x, f, initial
+
+
+def _check_system_totals(x: np.ndarray, f: np.ndarray, totals: np.ndarray, ftotals: np.ndarray,
+                         counters: np.ndarray) -> None:
+    np.testing.assert_array_equal(totals, [x.sum(), -x.sum(), x.max()])
+    np.testing.assert_allclose(ftotals[0], f.sum(), rtol=1e-9, atol=1e-9)
+    assert ftotals[1] == f.max()
+    np.testing.assert_array_equal(counters, [len(x), 1, 1])  # inc counts; one thread wins the cas
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_system_scope_totals_in_device_memory(atomk: ModuleType, n: int) -> None:
+    from oxide.runtime import synchronize
+
+    x, f, initial = _system_inputs(n)
+    outs = [dev(a) for a in initial]
+    atomk.system_totals[blocks_for(n), BLOCK](dev(x), dev(f), *outs)
+    synchronize()
+    _check_system_totals(x, f, *(o.to_numpy() for o in outs))
+
+
+class Managed:
+    """A 1-D array in CUDA managed memory (``cuMemAllocManaged``): kernels get its
+    ``__cuda_array_interface__``; the host reads and writes ``host`` in place."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        from oxide.runtime import device
+
+        device.current_context()
+        drv = device.driver()
+        err, self._ptr = drv.cuMemAllocManaged(values.nbytes, int(drv.CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL))
+        device.check(err, "cuMemAllocManaged")
+        buffer = (ctypes.c_char * values.nbytes).from_address(int(self._ptr))
+        self.host = np.frombuffer(memoryview(buffer).cast("B"), values.dtype)
+        self.host[:] = values
+        self.__cuda_array_interface__ = {"shape": values.shape, "typestr": values.dtype.str,
+                                         "data": (int(self._ptr), False), "strides": None, "version": 3}
+
+    def free(self) -> None:
+        from oxide.runtime import device
+
+        del self.host
+        (err,) = device.driver().cuMemFree(self._ptr)
+        device.check(err, "cuMemFree")
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_system_scope_totals_in_managed_memory(atomk: ModuleType, n: int) -> None:
+    from oxide.runtime import synchronize
+
+    x, f, initial = _system_inputs(n)
+    outs = [Managed(a) for a in initial]
+    try:
+        atomk.system_totals[blocks_for(n), BLOCK](dev(x), dev(f), *outs)
+        synchronize()
+        _check_system_totals(x, f, *(o.host.copy() for o in outs))
+    finally:
+        for o in outs:
+            o.free()
