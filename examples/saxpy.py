@@ -7,6 +7,7 @@ T = ox.TypeVar("T", f32, f64)
 
 @kernel
 def saxpy(a: T, x: Slice[T], y: Slice[T], out: DisjointSlice[T]) -> None:
+    assert len(x) == len(out) and len(y) == len(out)  # also proves x[i] and y[i] in bounds
     i = thread.index_1d()
     if i < len(out):
         out[i] = a * x[i] + y[i]

@@ -1,13 +1,14 @@
 """Inclusive prefix sum: scan each block (warp shuffles + one shared slot per warp), scan the
 block totals, add each block's offset."""
 import oxide as ox
-from oxide import DisjointSlice, MutSlice, Slice, block, f32, i32, thread, warp
+from oxide import DisjointSlice, MutSlice, Slice, block, f32, grid, i32, thread, warp
 
 BLOCK = 1024
 
 
 @ox.kernel
 def scan_blocks(x: Slice[f32], out: MutSlice[f32], block_sums: MutSlice[f32]) -> None:
+    assert len(block_sums) >= grid.dim.x
     warp_sums = ox.shared.array(32, f32)
     i = thread.index_1d()
     v = x[i] if i < len(x) else f32(0.0)
@@ -41,6 +42,7 @@ def scan_blocks(x: Slice[f32], out: MutSlice[f32], block_sums: MutSlice[f32]) ->
 
 @ox.kernel
 def add_block_offsets(scanned_sums: Slice[f32], out: DisjointSlice[f32]) -> None:
+    assert len(scanned_sums) >= grid.dim.x - 1
     i = thread.index_1d()
     if i < len(out) and block.idx.x > 0:
         out[i] = out[i] + scanned_sums[block.idx.x - 1]

@@ -8,6 +8,9 @@ TILE = 32
 
 @ox.kernel
 def sgemm(a: Slice[f32], b: Slice[f32], m: i32, n: i32, k: i32, c: MutSlice[f32]) -> None:
+    # preconditions, checked once per thread; they prove every index below in bounds
+    assert block.dim.x == TILE and block.dim.y == TILE
+    assert len(a) == i64(m) * k and len(b) == i64(k) * n and len(c) == i64(m) * n
     a_tile = ox.shared.array((TILE, TILE), f32)
     b_tile = ox.shared.array((TILE, TILE), f32)
     tx = thread.idx.x

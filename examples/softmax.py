@@ -1,13 +1,15 @@
 """Row softmax: one block per row; block-wide max and sum through warp shuffles and shared
 memory; exp via libdevice."""
 import oxide as ox
-from oxide import MutSlice, Slice, block, f32, i32, i64, thread, warp
+from oxide import MutSlice, Slice, block, f32, grid, i32, i64, thread, warp
 
 NEG_INF = -3.4028234663852886e38
 
 
 @ox.kernel
 def softmax_rows(x: Slice[f32], ncols: i32, out: MutSlice[f32]) -> None:
+    # one block per row; this proves every x[base + c] and out[base + c] below in bounds
+    assert len(x) == i64(grid.dim.x) * ncols and len(out) == len(x)
     red = ox.shared.array(32, f32)
     base = i64(block.idx.x) * ncols
     lane = warp.lane()

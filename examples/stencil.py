@@ -5,6 +5,7 @@ from oxide import MutSlice, Slice, block, f32, i32, i64, thread
 
 @ox.kernel
 def stencil5(x: Slice[f32], rows: i32, cols: i32, out: MutSlice[f32]) -> None:
+    assert len(x) == i64(rows) * cols and len(out) == len(x)  # proves the accesses below
     c = block.idx.x * block.dim.x + thread.idx.x
     r = block.idx.y * block.dim.y + thread.idx.y
     if r < rows and c < cols:

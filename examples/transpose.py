@@ -9,6 +9,9 @@ ROWS = 8
 
 @ox.kernel
 def transpose(x: Slice[f32], rows: i32, cols: i32, out: MutSlice[f32]) -> None:
+    # preconditions, checked once per thread; they prove every index below in bounds
+    assert block.dim.x == TILE and block.dim.y == ROWS
+    assert len(x) == i64(rows) * cols and len(out) == len(x)
     tile = ox.shared.array((TILE, TILE + 1), f32)
     tx = thread.idx.x
     ty = thread.idx.y

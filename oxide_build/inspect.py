@@ -7,8 +7,10 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from oxide.errors import LinkError, ToolchainError
+from oxide.runtime.manifest import ErrorSite
 
 from .compile import CompileOptions, compile_module, ptxas_options
 from .link.toolchain import find_tool
@@ -69,10 +71,17 @@ def parse_info_log(log: str) -> dict[str, KernelResources]:
     }
 
 
+class Inspection(NamedTuple):
+    resources: dict[str, KernelResources]  # entry symbol -> resources
+    cubin: bytes
+    names: dict[str, str]  # entry symbol -> Python kernel name
+    checks: list[ErrorSite]  # the bounds checks and asserts that remain in the code
+
+
 def inspect_module(source: Path, module_name: str, arch: str, options: CompileOptions | None = None,
-                   root: Path | None = None) -> tuple[dict[str, KernelResources], bytes, dict[str, str]]:
-    """Compiles ``source`` for ``arch``; returns each kernel entry's resources, the cubin, and
-    the Python kernel name of each entry symbol."""
+                   root: Path | None = None) -> Inspection:
+    """Compiles ``source`` for ``arch``; returns each kernel entry's resources, the cubin, the
+    Python kernel name of each entry symbol and the checks left in the code."""
     from cuda.bindings import nvjitlink
 
     base = options or CompileOptions()
@@ -96,7 +105,8 @@ def inspect_module(source: Path, module_name: str, arch: str, options: CompileOp
         nvjitlink.destroy(handle)
     resources = parse_info_log(buf.rstrip(b"\0").decode(errors="replace"))
     names = {k.symbol: k.name for k in compiled.kernels}
-    return {s: r for s, r in resources.items() if s in names}, bytes(cubin), names
+    return Inspection({s: r for s, r in resources.items() if s in names}, bytes(cubin), names,
+                      list(compiled.error_sites))
 
 
 def disassemble(cubin: bytes) -> str:

@@ -23,11 +23,14 @@ def test_parse_info_log() -> None:
 
 
 def test_inspect_sgemm_uses_two_tiles_of_shared_memory() -> None:
-    resources, cubin, names = inspect_module(ROOT / "examples" / "sgemm.py", "examples.sgemm", "sm_90", root=ROOT)
+    resources, cubin, names, checks = inspect_module(ROOT / "examples" / "sgemm.py", "examples.sgemm", "sm_90", root=ROOT)
     r = resources["sgemm"]
     assert r.shared_bytes >= 2 * 32 * 32 * 4
     assert 0 < r.registers <= 255 and r.spill_stores == 0 and r.barriers == 1
     assert cubin[:4] == b"\x7fELF" and names == {"sgemm": "sgemm"}
+    # its preconditions (asserts) prove every index; what remains is them and the checks they need
+    assert {c.kind for c in checks} == {"assert"}
+    assert any("grid.x <= " in c.what for c in checks) and any("stop + step" in c.what for c in checks)
 
 
 def test_cli_inspect_prints_a_row_per_specialization(capsys) -> None:  # type: ignore[no-untyped-def]
@@ -38,9 +41,11 @@ def test_cli_inspect_prints_a_row_per_specialization(capsys) -> None:  # type: i
     out = capsys.readouterr().out.splitlines()
     assert rc == 0
     assert out[0].split()[:2] == ["kernel", "regs"] and out[0].endswith("(sm_80)")
-    assert [line.split()[0] for line in out[1:]] == ["saxpy_f32", "saxpy_f64"]
+    assert [line.split()[0] for line in out[1:3]] == ["saxpy_f32", "saxpy_f64"]
     # the bounds-check failure path is inlined: no call ABI inflating the register count
-    assert all(int(line.split()[1]) <= 32 for line in out[1:])
+    assert all(int(line.split()[1]) <= 32 for line in out[1:3])
+    assert out[3] == "checks left in the code: 1"
+    assert out[4].endswith(": assert len(x) == len(out) and len(y) == len(out)  [saxpy]")
 
 
 def test_cli_inspect_unknown_kernel(capsys) -> None:  # type: ignore[no-untyped-def]

@@ -174,7 +174,7 @@ class Prover:
             return atom(("var", e.name))
         if isinstance(e, ir.ThreadIndex1D):
             axis = {"1d": "x", "row": "y", "col": "x"}[e.ty.axis if isinstance(e.ty, ThreadIndexType) else "1d"]
-            return add(mul(atom(("reg", f"ctaid.{axis}")), atom(("reg", f"ntid.{axis}"))) or {},
+            return add(mul(atom(("reg", f"ctaid.{axis}")), atom(("reg", f"ntid.{axis}"))) or Poly(),
                        atom(("reg", f"tid.{axis}")))
         if isinstance(e, ir.SpecialReg):
             return atom(("reg", e.name)) if e.name in _REG_RANGES else None
@@ -190,7 +190,7 @@ class Prover:
             return self._fits(inner, e.ty, facts, e.loc)
         if isinstance(e, ir.Neg):
             inner = self.poly(e.operand, facts)
-            return self._fits(None if inner is None else add({}, inner, -1), e.ty, facts, e.loc)
+            return self._fits(None if inner is None else add(Poly(), inner, -1), e.ty, facts, e.loc)
         if isinstance(e, ir.BinOp) and e.op in ("+", "-", "*", "//"):
             left, right = self.poly(e.left, facts), self.poly(e.right, facts)
             if left is None or right is None:
@@ -211,8 +211,8 @@ class Prover:
         den·d ≤ num ≤ den·d + den - 1 (for a constant den > 0, or when den ≥ 1 is proven)."""
         d: Atom = ("div", repr(sorted(num.items())), repr(sorted(den.items())))
         p = atom(d)
-        lower = add(num, mul(den, p) or {}, -1)  # num - den·d ≥ 0
-        upper = add(add(mul(den, p) or {}, den), add(num, const(1)), -1)  # den·d + den - 1 - num ≥ 0
+        lower = add(num, mul(den, p) or Poly(), -1)  # num - den·d ≥ 0
+        upper = add(add(mul(den, p) or Poly(), den), add(num, const(1)), -1)  # den·d + den - 1 - num ≥ 0
         if len(den) == 1 and () in den and den[()] > 0:
             c = den[()]
             if d not in self._atom_types:
@@ -279,15 +279,20 @@ class Prover:
             r = (1, 1)
             for a in m:
                 if a not in cache:
-                    cache[a] = self._atom_range(a, facts)
+                    cache[a] = self._atom_range(a, facts, cache)
                 r = _mul_range(r, cache[a])
             lo += min(c * r[0], c * r[1])
             hi += max(c * r[0], c * r[1])
         return lo, hi
 
-    def _atom_range(self, a: Atom, facts: list[Poly]) -> tuple[int, int]:
-        """The atom's range, narrowed by facts in which it appears alone and linearly."""
+    def _atom_range(self, a: Atom, facts: list[Poly], cache: dict[Atom, tuple[int, int]],
+                    depth: int = 2) -> tuple[int, int]:
+        """The atom's range, narrowed by facts in which it appears alone and linearly (the
+        other atoms of such a fact narrowed the same way, ``depth`` levels down)."""
+        if a in cache:
+            return cache[a]
         lo, hi = self._base_range(a)
+        cache[a] = (lo, hi)  # while in progress: a cycle sees the base range
         single = (a,)
         for f in (*facts, *self.global_facts):
             c = f.get(single)
@@ -299,7 +304,7 @@ class Prover:
                     continue
                 r = (1, 1)
                 for b in m:
-                    r = _mul_range(r, self._base_range(b))
+                    r = _mul_range(r, self._atom_range(b, facts, cache, depth - 1) if depth else self._base_range(b))
                 rest_hi += max(k * r[0], k * r[1])
             if c > 0 and -(rest_hi // c) > lo:  # c·a ≥ -rest
                 lo = -(rest_hi // c)
@@ -307,6 +312,10 @@ class Prover:
             elif c < 0 and rest_hi // -c < hi:
                 hi = rest_hi // -c
                 self._use(f)
+        if depth == 2:
+            cache[a] = (lo, hi)
+        else:
+            del cache[a]
         return lo, hi
 
     # ---- proofs ---------------------------------------------------------------------------

@@ -600,11 +600,8 @@ class FunctionTranslator(ast.NodeVisitor):
         self.locals[stop_name] = ty
         self.locals[step_name] = ty
         loc = self.loc(node)
-        init = [
-            ir.Assign(name, self.convert(start, ty, it), loc),
-            ir.Assign(stop_name, self.convert(stop, ty, it), loc),
-            ir.Assign(step_name, self.convert(step, ty, it), loc),
-        ]
+        bounds = [self.convert(start, ty, it), self.convert(stop, ty, it), self.convert(step, ty, it)]
+        init: list[ir.Stmt] = [ir.Assign(n, v, loc) for n, v in zip((name, stop_name, step_name), bounds)]
         var = ir.Var(name, ty, loc)
         stop_v, step_v = ir.Var(stop_name, ty, loc), ir.Var(step_name, ty, loc)
         if isinstance(step, ir.Const) or self._positive_step(step, it.args[2] if len(it.args) == 3 else None):
@@ -627,7 +624,7 @@ class FunctionTranslator(ast.NodeVisitor):
             self.loop_bindings.add(name)
         guard = None
         if not rebinds and self.bounds_check:
-            facts, guard = self.range_facts(init[0].value, init[1].value, init[2].value, ty, node)
+            facts, guard = self.range_facts(bounds[0], bounds[1], bounds[2], ty, node)
         self.loop_depth += 1
         self.divergent_depth += divergent
         try:
@@ -832,7 +829,7 @@ class FunctionTranslator(ast.NodeVisitor):
             return body, False
         if ty.bits > 32 or not p.nonneg(add(st, const(-1)), facts):
             return [], False  # no wider type to check in; keep the checks in the body
-        return body, True
+        return body + [no_wrap], True  # using any of them adds the entry check (range_guard)
 
     def range_guard(self, stop: ir.Expr, step: ir.Expr, ty: ScalarType, node: ast.For) -> ir.Stmt:
         """``stop + step <= max + 1``, computed in i64 (both are values of 32 bits or fewer)."""
@@ -852,7 +849,7 @@ class FunctionTranslator(ast.NodeVisitor):
         p = self.prover.poly(index, facts)
         if p is None or bound is None:
             return False
-        first = mul(p, const(width)) or {}
+        first = mul(p, const(width)) or Poly()
         return self.prover.nonneg(first, facts) and self.prover.in_range(add(first, const(width - 1)), bound, facts)
 
     def proves(self, index: ir.Expr, bound: Poly) -> bool:
@@ -872,7 +869,9 @@ class FunctionTranslator(ast.NodeVisitor):
         if not self.bounds_check:
             return None
         bound = self.view_bound(view)
-        if bound is None and isinstance(view.ty, ArrayType) and view.ty.size is not None:
+        if isinstance(index, ir.Intrinsic) and index.name == "flat_index":
+            bound = None  # an array indexed per axis: each axis was proven or checked
+        elif bound is None and isinstance(view.ty, ArrayType) and view.ty.size is not None:
             bound = const(view.ty.size)
         if bound is not None and self.proves(index, bound):
             return None

@@ -1,0 +1,356 @@
+"""Bounds-check elimination (oxide_build/frontend/bounds.py): what is proven, and — as important —
+what must stay checked. Each case compiles a kernel and reads the check sites left in it."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from oxide_build.compile import CompileOptions, compile_module
+
+HEADER = """
+import oxide as ox
+from oxide import (DisjointSlice, MutSlice, MutTensor, Slice, Tensor, block, f32, grid, i32, i64,
+                   thread, u32, warp)
+"""
+
+
+def checks(tmp_path: Path, body: str) -> list[str]:
+    """The checks left in the kernels of ``body``: "bounds x[i]", "assert …"."""
+    src = tmp_path / "k.py"
+    src.write_text(HEADER + textwrap.dedent(body))
+    compiled = compile_module(src, "k", CompileOptions(archs=("sm_90",), link_cubins=False))
+    return [f"{s.kind} {s.what}" for s in compiled.error_sites]
+
+
+PROVEN = {
+    "guard": """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < len(out):
+                out[i] = x[i]
+    """,
+    "early return": """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i >= len(out) or i >= len(x):
+                return
+            out[i] = x[i]
+    """,
+    "conditional expression": """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = x[i] if i < len(x) else f32(0.0)
+    """,
+    "and chain": """
+        @ox.kernel
+        def k(x: Slice[i32], out: DisjointSlice[i32]) -> None:
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = i32(1) if i < len(x) and x[i] > 0 else i32(0)
+    """,
+    "or chain": """
+        @ox.kernel
+        def k(x: Slice[i32], out: DisjointSlice[i32]) -> None:
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = i32(1) if i >= len(x) or x[i] > 0 else i32(0)
+    """,
+    "length precondition": """
+        @ox.kernel
+        def k(x: Slice[f32], y: Slice[f32], out: DisjointSlice[f32]) -> None:
+            assert len(x) == len(out) and len(y) >= len(out)
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = x[i] + y[i]
+    """,
+    "scalar length": """
+        @ox.kernel
+        def k(x: Slice[f32], n: i32, out: MutSlice[f32]) -> None:
+            assert len(x) >= n and len(out) >= n
+            i = thread.index_1d()
+            if i < n:
+                with ox.unsafe():
+                    out[i] = x[i]
+    """,
+    "grid-stride loop": """
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+            for j in range(thread.index_1d(), len(x), grid.dim.x * block.dim.x):
+                if j < len(out):
+                    with ox.unsafe():
+                        out[j] = x[j]
+    """,
+    "vector loads": """
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+            assert len(out) >= 1
+            acc = f32(0.0)
+            for j in range(thread.index_1d(), len(x) // 4, grid.dim.x * block.dim.x):
+                a, b, c, d = x.load4(j)
+                acc += a + b + c + d
+            ox.atomic.add(out, 0, acc)
+    """,
+    "row-major 2-D": """
+        @ox.kernel
+        def k(x: Slice[f32], rows: i32, cols: i32, out: MutSlice[f32]) -> None:
+            assert len(x) == i64(rows) * cols and len(out) == len(x)
+            c = block.idx.x * block.dim.x + thread.idx.x
+            r = block.idx.y * block.dim.y + thread.idx.y
+            if r < rows and c < cols:
+                i = i64(r) * cols + c
+                v = x[i]
+                if r > 0 and r < rows - 1 and c > 0 and c < cols - 1:
+                    v = x[i - cols] + x[i + cols] + x[i - 1] + x[i + 1]
+                with ox.unsafe():
+                    out[i] = v
+    """,
+    "index_2d and tensors": """
+        @ox.kernel
+        def k(x: Tensor[f32, 2], out: MutTensor[f32, 2]) -> None:
+            row, col = thread.index_2d()
+            rows = x.shape[0]
+            if row < rows and col < x.shape[1] and row < out.shape[0] and col < out.shape[1]:
+                with ox.unsafe():
+                    out[row, col] = x[row, col]
+    """,
+    "tile with a fixed block": """
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+            assert block.dim.x == 32 and block.dim.y == 8
+            tile = ox.shared.array((8, 32), f32)
+            red = ox.shared.array(32, f32)
+            tile[thread.idx.y, thread.idx.x] = f32(1.0)
+            red[warp.lane()] = tile[thread.idx.y, thread.idx.x]
+            red[warp.id()] = f32(2.0)
+    """,
+    "loop facts": """
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+            assert len(out) == len(x)
+            for j in range(0, len(x)):
+                with ox.unsafe():
+                    out[j] = x[j]
+            for j in range(len(x) - 1, -1, -1):
+                with ox.unsafe():
+                    out[j] = x[j]
+    """,
+}
+
+
+@pytest.mark.parametrize("case", sorted(PROVEN))
+def test_proven(case: str, tmp_path: Path) -> None:
+    assert [c for c in checks(tmp_path, PROVEN[case]) if c.startswith("bounds")] == []
+
+
+# each of these must keep the named check: proving it would be wrong
+KEPT = {
+    "guard on another view": ("""
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = x[i]
+    """, "bounds x[i]"),
+    "off by one": ("""
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i <= len(x) and i < len(out):
+                with ox.unsafe():
+                    out[i] = x[i]
+    """, "bounds x[i]"),
+    "may be negative": ("""
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < len(out):
+                with ox.unsafe():
+                    out[i] = x[i - 1]
+    """, "bounds x[i - 1]"),
+    "reassigned index": ("""
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+            i = thread.index_1d()
+            j = i64(i)
+            if j < len(x) and i < len(out):
+                j = j + 1
+                with ox.unsafe():
+                    out[i] = x[j]
+    """, "bounds x[j]"),
+    "or is not and": ("""
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x) or i < len(out):
+                with ox.unsafe():
+                    out[i] = x[i]
+    """, "bounds x[i]"),
+    "fact out of its branch": ("""
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            v = f32(0.0)
+            if i < len(x):
+                v = f32(1.0)
+            if i < len(out):
+                out[i] = v + x[i]
+    """, "bounds x[i]"),
+    "else branch": ("""
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = f32(0.0) if i < len(x) else x[i]
+    """, "bounds x[i]"),
+    "i32 product may wrap": ("""
+        @ox.kernel
+        def k(x: Slice[f32], rows: i32, cols: i32, out: MutSlice[f32]) -> None:
+            assert len(x) == i64(rows) * cols and len(out) == len(x)
+            c = block.idx.x * block.dim.x + thread.idx.x
+            r = block.idx.y * block.dim.y + thread.idx.y
+            if r < rows and c < cols:
+                with ox.unsafe():
+                    out[r * cols + c] = x[r * cols + c]
+    """, "bounds x[r * cols + c]"),
+    "row-major without a length": ("""
+        @ox.kernel
+        def k(x: Slice[f32], rows: i32, cols: i32, out: MutSlice[f32]) -> None:
+            assert len(out) == i64(rows) * cols
+            c = block.idx.x * block.dim.x + thread.idx.x
+            r = block.idx.y * block.dim.y + thread.idx.y
+            if r < rows and c < cols:
+                with ox.unsafe():
+                    out[i64(r) * cols + c] = x[i64(r) * cols + c]
+    """, "bounds x[i64(r) * cols + c]"),
+    "row-major column not bounded": ("""
+        @ox.kernel
+        def k(x: Slice[f32], rows: i32, cols: i32, out: MutSlice[f32]) -> None:
+            assert len(x) == i64(rows) * cols and len(out) == len(x)
+            c = block.idx.x * block.dim.x + thread.idx.x
+            r = block.idx.y * block.dim.y + thread.idx.y
+            if r < rows and c <= cols:
+                with ox.unsafe():
+                    out[0] = x[i64(r) * cols + c]
+    """, "bounds x[i64(r) * cols + c]"),
+    "tile without a fixed block": ("""
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+            tile = ox.shared.array(32, f32)
+            tile[thread.idx.x] = f32(1.0)
+    """, "bounds tile[thread.idx.x]"),
+    "loop variable after its loop": ("""
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+            j = i64(0)
+            for t in range(0, len(x)):
+                j = t
+            with ox.unsafe():
+                out[0] = x[j]
+    """, "bounds x[j]"),
+    "loop variable rebound in its body": ("""
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+            assert len(out) >= 1
+            for t in range(0, len(x)):
+                t = t + 1
+                with ox.unsafe():
+                    out[0] = x[t]
+    """, "bounds x[t]"),
+    "loaded index": ("""
+        @ox.kernel
+        def k(idx: Slice[i32], x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(out) and i < len(idx):
+                out[i] = x[idx[i]]
+    """, "bounds x[idx[i]]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(KEPT))
+def test_kept(case: str, tmp_path: Path) -> None:
+    body, check = KEPT[case]
+    assert check in checks(tmp_path, body)
+
+
+def test_loaded_index_guarded_is_proven(tmp_path: Path) -> None:
+    found = checks(tmp_path, """
+        @ox.kernel
+        def k(idx: Slice[i32], x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(out) and i < len(idx):
+                j = idx[i]
+                if j >= 0 and j < len(x):
+                    out[i] = x[j]
+    """)
+    assert [c for c in found if c.startswith("bounds")] == []
+
+
+def test_grid_limit_is_checked_only_when_a_proof_relies_on_it(tmp_path: Path) -> None:
+    body = """
+        @ox.kernel
+        def k(x: Slice[f32], n: i32, out: MutSlice[f32]) -> None:
+            assert len(x) == n and len(out) == n
+            col = block.idx.x * 8192 + thread.idx.x
+            unused = block.idx.y * 4096 + thread.idx.y
+            if col < n:
+                with ox.unsafe():
+                    out[col] = x[col]
+    """
+    found = checks(tmp_path, body)
+    # 8192 * (limit - 1) + 1023 must fit i32: the largest power of two is 2^18
+    assert [c for c in found if c.startswith("assert grid.")] == [
+        "assert grid.x <= 262144: the i32 index arithmetic here assumes it (compute the index in i64 to lift the limit)"]
+    assert not [c for c in found if c.startswith("bounds")]
+
+
+def test_i64_index_needs_no_grid_limit(tmp_path: Path) -> None:
+    found = checks(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], n: i64, out: MutSlice[f32]) -> None:
+            assert len(x) == n and len(out) == n
+            col = i64(block.idx.x) * 8192 + thread.idx.x
+            if col < n:
+                with ox.unsafe():
+                    out[col] = x[col]
+    """)
+    assert found == ["assert len(x) == n and len(out) == n"]
+
+
+def test_range_loop_wrap_is_checked_only_when_its_facts_are_used(tmp_path: Path) -> None:
+    used = checks(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], n: i32, out: MutSlice[f32]) -> None:
+            assert len(out) >= 1
+            for c in range(thread.idx.x, n, block.dim.x):
+                if c < len(x):
+                    with ox.unsafe():
+                        out[0] = x[c]
+    """)
+    assert used == ["assert len(out) >= 1",
+                    "assert range(thread.idx.x, n, block.dim.x): stop + step must not exceed 2147483648 (i32 loop variable)"]
+    unused = checks(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], n: i32, out: MutSlice[f32]) -> None:
+            acc = f32(0.0)
+            for c in range(thread.idx.x, n, block.dim.x):
+                acc += f32(c)
+            i = thread.index_1d()
+            if i < len(out):
+                with ox.unsafe():
+                    out[i] = acc
+    """)
+    assert unused == []
+
+
+@pytest.mark.parametrize("name", ["saxpy", "transpose", "softmax", "stencil", "sgemm", "scan", "proofs"])
+def test_examples_have_no_bounds_checks_left(name: str) -> None:
+    root = Path(__file__).resolve().parent
+    path = root.parent / "examples" / f"{name}.py" if name != "proofs" else root / "packages" / "langkernels" / "proofs.py"
+    compiled = compile_module(path, name, CompileOptions(archs=("sm_90",), link_cubins=False), root=path.parent)
+    assert [s.what for s in compiled.error_sites if s.kind == "bounds"] == []

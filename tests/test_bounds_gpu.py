@@ -1,0 +1,73 @@
+"""Kernels with proven bounds on the GPU: results against NumPy, and the entry checks that keep the
+proofs honest (a grid too large for i32 index arithmetic, a range loop that would wrap)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+sys.path.insert(0, str(Path(__file__).parent / "packages" / "langkernels"))
+rng = np.random.default_rng()
+
+
+def dev(a):  # type: ignore[no-untyped-def]
+    return torch.as_tensor(np.ascontiguousarray(a), device="cuda")
+
+
+def test_grid_limit_assumed_by_i32_indices() -> None:
+    import oxide
+    import proofs
+
+    n = 100_003
+    x = rng.standard_normal(n).astype(np.float32)
+    out = torch.full((n,), float("nan"), device="cuda")
+    proofs.scale_wide[(n + proofs.WIDTH - 1) // proofs.WIDTH, 1024](dev(x), n, out)
+    np.testing.assert_array_equal(out.cpu().numpy(), 2.0 * x)
+    # more blocks than the i32 arithmetic allows: every thread stops at entry, reported once
+    small = dev(x[:10])
+    with pytest.raises(oxide.KernelError, match=r"assertion failed in kernel scale_wide at .*proofs\.py:\d+:\d+: "
+                       r"grid\.x <= 262144: the i32 index arithmetic here assumes it"):
+        proofs.scale_wide[262_145, 32](small, 10, torch.empty(10, device="cuda"))
+        torch.cuda.synchronize()
+        oxide.runtime.check_kernel_errors()
+    out.fill_(float("nan"))  # the process is still usable
+    proofs.scale_wide[(n + proofs.WIDTH - 1) // proofs.WIDTH, 1024](dev(x), n, out)
+    np.testing.assert_array_equal(out.cpu().numpy(), 2.0 * x)
+
+
+def test_range_loop_that_would_wrap_is_stopped() -> None:
+    import oxide
+    import proofs
+
+    n = 5003
+    x = rng.standard_normal(n).astype(np.float32)
+    out = torch.full((256,), float("nan"), device="cuda")
+    proofs.strided_sum[1, 256](dev(x), n, out)
+    ref = np.array([x[t::256].astype(np.float64).sum() for t in range(256)])
+    np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=1e-5, atol=1e-5)
+    with pytest.raises(oxide.KernelError, match=r"stop \+ step must not exceed 2147483648"):
+        proofs.strided_sum[1, 256](dev(x), 2**31 - 1, out)
+        torch.cuda.synchronize()
+        oxide.runtime.check_kernel_errors()
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 517), (257, 129), (1000, 999)])
+def test_gather_stencil(shape: tuple[int, int]) -> None:
+    import proofs
+
+    rows, cols = shape
+    x = rng.standard_normal(shape).astype(np.float32)
+    idx = rng.integers(-x.size, 2 * x.size, shape).astype(np.int32)  # a third out of range
+    out = torch.full((x.size,), float("nan"), device="cuda")
+    proofs.gather_stencil[((cols + 31) // 32, (rows + 7) // 8), (32, 8)](dev(x.ravel()), dev(idx.ravel()), rows, cols, out)
+    v = x.astype(np.float64)
+    ref = v.copy()
+    ref[1:-1, 1:-1] += 0.25 * (v[:-2, 1:-1] + v[2:, 1:-1] + v[1:-1, :-2] + v[1:-1, 2:])
+    flat = idx.ravel()
+    inside = (flat >= 0) & (flat < x.size)
+    ref.ravel()[inside] += v.ravel()[flat[inside]]
+    np.testing.assert_allclose(out.cpu().numpy(), ref.ravel(), rtol=1e-5, atol=1e-5)
