@@ -231,6 +231,9 @@ class Prover:
         rng = _type_range(ty)
         if p is None or rng is None:
             return None
+        lo, hi = self._unassumed(lambda: self._base_interval(p))
+        if rng[0] <= lo and hi <= rng[1]:  # the types alone say so (the common case)
+            return p
         lo, hi = self._unassumed(lambda: self.interval(p, facts))
         if rng[0] <= lo and hi <= rng[1]:
             return p
@@ -270,6 +273,16 @@ class Prover:
         if a[0] in ("len", "shape"):
             return _LENGTH_RANGE
         return self._atom_types.get(a, (-(2**63), 2**63 - 1))
+
+    def _base_interval(self, p: Poly) -> tuple[int, int]:
+        lo = hi = 0
+        for m, c in p.items():
+            r = (1, 1)
+            for a in m:
+                r = _mul_range(r, self._base_range(a))
+            lo += min(c * r[0], c * r[1])
+            hi += max(c * r[0], c * r[1])
+        return lo, hi
 
     def interval(self, p: Poly, facts: list[Poly], cache: dict[Atom, tuple[int, int]] | None = None) -> tuple[int, int]:
         if cache is None:

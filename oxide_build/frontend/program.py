@@ -14,7 +14,6 @@ from oxide.runtime.manifest import ErrorSite, KernelSpec, ParamSpec
 from ..ir import nodes as ir
 from ..ir.types import ThreadIndexType, Type, ViewType, VoidType, as_scalar, type_name
 from ..scan import ModuleSource, ProjectIndex, _names_oxide, constant_value
-from .intrinsics import KEYWORD_INTRINSICS
 from .translate import FunctionTranslator, TypeVarBinding, _dotted, oxide_name, resolve_annotation
 
 __all__ = ["ProgramBuilder", "build_program", "FrontendResult"]
@@ -25,18 +24,6 @@ class FrontendResult:
     program: ir.Program
     kernels: list[KernelSpec]
     error_sites: list[ErrorSite]
-
-
-class _Translator(FunctionTranslator):
-    """A ``FunctionTranslator`` whose calls of the intrinsics that take keywords
-    (``ox.atomic.add(h, i, 1, scope="block")``) reach ``oxide_call`` with their keywords, which
-    ``frontend/intrinsics.py`` checks; ``visit_Call`` still refuses keywords in every other call."""
-
-    def visit_Call(self, node: ast.Call) -> ir.Expr:
-        name = oxide_name(self.module, node.func) if node.keywords else None
-        if name is not None and name in KEYWORD_INTRINSICS and not any(isinstance(a, ast.Starred) for a in node.args):
-            return self.oxide_call(name, node)
-        return super().visit_Call(node)
 
 
 @dataclass
@@ -233,7 +220,7 @@ class ProgramBuilder:
                 bound = {n: TypeVarBinding(n, typevars[n].constraints, t) for n, t in zip(names, combo)}
                 parts = [t.name for t in combo] + [f"{n}{v}".replace("-", "m") for n, v in zip(cnames, values)]
                 symbol = name if not parts else f"{name}_{'_'.join(parts)}"
-                translator = _Translator(self, self.module, fdef, bound, True, name, bounds)
+                translator = FunctionTranslator(self, self.module, fdef, bound, True, name, bounds)
                 translator.constexprs = dict(zip(cnames, values))
                 self.call_stack.append((self.module.name, name))
                 try:
@@ -263,7 +250,7 @@ class ProgramBuilder:
         module = self.module
         dec = next(d for d in fdef.decorator_list if isinstance(d, ast.Call) and _names_oxide(module, d.func, "extern_kernel"))
         symbol, sources = self._extern_decorator(module, dec, "extern_kernel")
-        translator = _Translator(self, module, fdef, {}, True, fdef.name, False)
+        translator = FunctionTranslator(self, module, fdef, {}, True, fdef.name, False)
         translator.translate_signature()
         self.extern_kernels.append(ir.ExternFunction(symbol, translator.params, VoidType(), sources,
                                                      str(module.path), fdef.lineno))
@@ -291,7 +278,7 @@ class ProgramBuilder:
             if self.typevars_of(self.module, fdef):
                 raise self.module.error(fdef, f"the exported device function {name!r} cannot be generic",
                                         "give its parameters concrete types; C++ sees one signature")
-            translator = _Translator(self, self.module, fdef, {}, False, name, self.bounds_check)
+            translator = FunctionTranslator(self, self.module, fdef, {}, False, name, self.bounds_check)
             self.call_stack.append((self.module.name, name))
             try:
                 translator.translate_signature()
@@ -393,7 +380,7 @@ class ProgramBuilder:
                                    "rewrite the recursion as a loop")
             inst = _Instance(None)
             self.instances[key] = inst
-            translator = _Translator(self, module, fdef, typevars, False, caller.kernel_name, caller.bounds_check)
+            translator = FunctionTranslator(self, module, fdef, typevars, False, caller.kernel_name, caller.bounds_check)
             self.call_stack.append((module.name, fdef.name))
             try:
                 translator.translate_signature(param_types)

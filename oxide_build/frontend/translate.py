@@ -208,6 +208,7 @@ class FunctionTranslator(ast.NodeVisitor):
         self.static_loop_depth = 0
         self.positive_names: set[str] = set()  # locals assigned once from block/grid sizes
         self.loop_bindings: set[str] = set()  # loop variables of the loops being translated
+        self.proofs: dict[tuple[object, ...], tuple[bool, tuple[Poly, ...]]] = {}
         self.prover = Prover(self._stable, self.locals.get, assume_grid=is_kernel)
 
     # ---- entry points -------------------------------------------------------------------
@@ -856,7 +857,14 @@ class FunctionTranslator(ast.NodeVisitor):
         """Is ``0 <= index < bound`` proven by the facts in scope?"""
         facts = self.scopes[-1].facts
         p = self.prover.poly(index, facts)
-        return p is not None and self.prover.in_range(p, bound, facts)
+        if p is None:
+            return False
+        # unrolled loops ask the same question under the same facts many times; the entry keeps
+        # the facts alive, so their ids in the key cannot be reused by other objects
+        key = (_poly_key(p), _poly_key(bound), tuple(map(id, facts)))
+        if key not in self.proofs:
+            self.proofs[key] = (self.prover.in_range(p, bound, facts), tuple(facts))
+        return self.proofs[key][0]
 
     def view_bound(self, view: ir.Expr, axis: int | None = None) -> Poly | None:
         if not (isinstance(view, ir.Var) and isinstance(view.ty, ViewType)):
@@ -1216,6 +1224,11 @@ class FunctionTranslator(ast.NodeVisitor):
         return ir.Select(cond, a2, b2, ty, self.loc(node))
 
     def visit_Call(self, node: ast.Call) -> ir.Expr:
+        from .intrinsics import KEYWORD_INTRINSICS
+
+        keyword_name = oxide_name(self.module, node.func) if node.keywords else None
+        if keyword_name in KEYWORD_INTRINSICS and not any(isinstance(a, ast.Starred) for a in node.args):
+            return self.oxide_call(keyword_name, node)  # frontend/intrinsics.py checks the keywords
         if node.keywords:
             raise self.error(node.keywords[0].value if node.keywords[0].value else node,
                              "keyword arguments are not supported in kernel calls", "pass arguments by position")
@@ -1452,6 +1465,10 @@ def _widens(src: ScalarType, dst: ScalarType) -> bool:
 
 def _always_exits(stmts: list[ast.stmt]) -> bool:
     return bool(stmts) and isinstance(stmts[-1], ast.Return)
+
+
+def _poly_key(p: Poly) -> object:
+    return tuple(sorted(p.items()))
 
 
 def _assignment_targets(body: list[ast.stmt]) -> list[ast.expr]:
