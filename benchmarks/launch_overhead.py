@@ -8,7 +8,11 @@ Every contender launches an (almost) empty kernel of 1 block of 32 threads, in a
 ``--launches`` launches, ``--reps`` times after a warm-up; the figure is the median over the
 repetitions of the host time per launch (the loop's wall time / launches; the GPU is
 synchronised between repetitions, outside the timing). Kernels: "p4" (two arrays, two scalars:
-the issue's figure), "p1" (one array) and "p16" (four arrays, twelve scalars).
+the issue's figure), "p1" (one array) and "p16" (four arrays, twelve scalars); oxide alone
+also launches "t4" (two ``Tensor[f32, 2]`` views, two scalars) and "c4" (two arrays, a scalar and
+an ``ox.Constexpr`` that picks one of two specializations). ``oxide-<kind>-subscript`` times
+``k[1, 32](*args)`` (the launch configuration looked up per launch) where ``oxide-<kind>``
+reuses one ``k[1, 32]``.
 
 - ``floor``: ``cuLaunchKernel`` in a C loop with pre-packed arguments (compiled here with cc,
   resolved from libcuda with dlopen), launching the very function oxide launches;
@@ -51,35 +55,66 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-# name -> parameters: "f32", "i32" scalars, "view" arrays of f32
+# name -> parameters: "f32", "i32" scalars, "view" arrays of f32, "tensor" 2-D arrays of f32,
+# "constexpr" an ox.Constexpr[int] compiled for CONSTEXPR_VALUES (launched with the last)
 KERNELS: dict[str, list[tuple[str, str]]] = {
     "p1": [("out", "view")],
     "p4": [("a", "f32"), ("x", "view"), ("b", "f32"), ("out", "view")],
     "p16": [("x0", "view"), ("x1", "view"), ("x2", "view"), ("out", "view")]
     + [(f"s{i}", "f32" if i % 2 else "i32") for i in range(12)],
+    "t4": [("a", "f32"), ("x", "tensor"), ("b", "f32"), ("out", "tensor")],
+    "c4": [("x", "view"), ("R", "constexpr"), ("b", "f32"), ("out", "view")],
 }
+OXIDE_ONLY = ("t4", "c4")  # the other libraries have no Tensor / Constexpr parameters to compare
+CONSTEXPR_VALUES = (1, 3)
+TENSOR_SHAPE = (32, 32)
 
-SOURCE_HEADER = "import oxide\nfrom oxide import DisjointSlice, Slice, f32, i32, thread\n"
+SOURCE_HEADER = (
+    "import oxide\nfrom oxide import Constexpr, DisjointSlice, DisjointTensor, Slice, Tensor, f32, i32, "
+    "static_range, thread\n"
+)
+
+
+def _symbols(name: str) -> list[str]:
+    """The entry points of a benchmark kernel: one per Constexpr value, like the compiler names them."""
+    params = KERNELS[name]
+    const = next((p for p, t in params if t == "constexpr"), None)
+    return [f"{name}_{const}{v}" for v in CONSTEXPR_VALUES] if const else [name]
 
 
 # ---------------------------------------------------------------------------------------------
 # kernels: oxide source, hand-written PTX of the oxide ABI, plain PTX for the other libraries
 
 
+def _annotation(p: str, t: str) -> str:
+    if t == "view":
+        return "DisjointSlice[f32]" if p == "out" else "Slice[f32]"
+    if t == "tensor":
+        return "DisjointTensor[f32, 2]" if p == "out" else "Tensor[f32, 2]"
+    if t == "constexpr":
+        return "Constexpr[int]"
+    return t
+
+
 def oxide_source(compiled: bool) -> str:
     out = [SOURCE_HEADER]
     for name, params in KERNELS.items():
-        sig = ", ".join(
-            f"{p}: {'DisjointSlice[f32]' if p == 'out' else 'Slice[f32]'}" if t == "view" else f"{p}: {t}"
-            for p, t in params
-        )
-        if compiled:  # a real body: the bounds checks make the module carry the error globals
+        sig = ", ".join(f"{p}: {_annotation(p, t)}" for p, t in params)
+        const = next((p for p, t in params if t == "constexpr"), None)
+        decorator = f"@oxide.kernel(constexprs={{{const!r}: {list(CONSTEXPR_VALUES)}}})" if const else "@oxide.kernel"
+        if not compiled:
+            body = "    pass\n"
+        elif name == "t4":
+            body = ("    r, c = thread.index_2d()\n    if r < out.shape[0] and c < out.shape[1]:\n"
+                    "        out[r, c] = a * x[r, c] + b\n")  # fmt: skip
+        elif name == "c4":
+            body = ("    i = thread.index_1d()\n    if i < len(out):\n        acc = b\n"
+                    "        for k in static_range(R):\n            acc += x[i]\n        out[i] = acc\n")  # fmt: skip
+        else:  # a real body: the bounds checks make the module carry the error globals
             first = next(p for p, t in params if t == "view" and p != "out")  if name != "p1" else None
             value = f"{first}[i]" if first else "0.0"
             body = f"    i = thread.index_1d()\n    if i < len(out):\n        out[i] = {value}\n"
-        else:
-            body = "    pass\n"
-        out.append(f"\n\n@oxide.kernel\ndef {name}({sig}) -> None:\n{body}")
+        out.append(f"\n\n{decorator}\ndef {name}({sig}) -> None:\n{body}")
     return "".join(out)
 
 
@@ -87,15 +122,20 @@ def ptx_module(abi: str) -> str:
     """Empty kernels; ``abi="oxide"``: a view is (u64 pointer, u64 length), else one u64."""
     lines = [".version 7.8", ".target sm_80", ".address_size 64", ""]
     for name, params in KERNELS.items():
+        if abi != "oxide" and name in OXIDE_ONLY:
+            continue
         decl = []
         for p, t in params:
             if t == "view":
                 decl.append(f".param .u64 {p}")
                 if abi == "oxide":
                     decl.append(f".param .u64 {p}_len")
-            else:
+            elif t == "tensor":  # pointer, shape[2], strides[2]
+                decl += [f".param .u64 {p}"] + [f".param .u64 {p}_{d}" for d in ("n0", "n1", "s0", "s1")]
+            elif t != "constexpr":
                 decl.append(f".param .{'f32' if t == 'f32' else 's32'} {p}")
-        lines.append(f".visible .entry {name}(\n\t" + ",\n\t".join(decl) + "\n)\n{\n\tret;\n}\n")
+        for symbol in _symbols(name):
+            lines.append(f".visible .entry {symbol}(\n\t" + ",\n\t".join(decl) + "\n)\n{\n\tret;\n}\n")
     return "\n".join(lines)
 
 
@@ -125,16 +165,24 @@ def write_oxide_module(root: Path, compile_with_oxide_build: bool) -> tuple[Any,
         path = manifest_path(root, name)
         path.parent.mkdir(parents=True, exist_ok=True)
         (path.parent / f"{name}.ptx").write_text(ptx_module("oxide"))
+        def param(p: str, t: str) -> ParamSpec:
+            if t == "view":
+                return ParamSpec(p, "disjoint_slice" if p == "out" else "slice", "f32")
+            if t == "tensor":
+                return ParamSpec(p, "disjoint_tensor" if p == "out" else "tensor", "f32", 2)
+            if t == "constexpr":
+                return ParamSpec(p, "constexpr", "i64")
+            return ParamSpec(p, "scalar", t)
+
         kernels = tuple(
             KernelSpec(
                 k,
-                k,
-                tuple(
-                    ParamSpec(p, ("disjoint_slice" if p == "out" else "slice") if t == "view" else "scalar", "f32" if t == "view" else t)
-                    for p, t in params
-                ),
+                symbol,
+                tuple(param(p, t) for p, t in params),
+                {p: str(v) for p, t in params if t == "constexpr"},
             )
             for k, params in KERNELS.items()
+            for symbol, v in zip(_symbols(k), CONSTEXPR_VALUES)
         )
         path.write_text(
             ModuleManifest(
@@ -216,8 +264,11 @@ def ensure_launcher_built() -> str:
 
     runtime = ROOT / "oxide" / "runtime"
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    if os.environ.get("OXIDE_PURE_PYTHON") == "1" or (runtime / f"_launcher{suffix}").exists():
-        return "present" if os.environ.get("OXIDE_PURE_PYTHON") != "1" else "disabled"
+    built = runtime / f"_launcher{suffix}"
+    if os.environ.get("OXIDE_PURE_PYTHON") == "1":
+        return "disabled"
+    if built.exists() and built.stat().st_mtime >= (runtime / "_launcher.c").stat().st_mtime:
+        return "present"  # an extension older than its source is rebuilt (launcher.py would ignore it)
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     include = sysconfig.get_paths()["include"]
     if cc is None or not (Path(include) / "Python.h").exists():
@@ -265,12 +316,22 @@ FAKE = False
 
 
 def scalar_values(params: list[tuple[str, str]]) -> list[Any]:
-    return [1.5 if t == "f32" else 7 for _, t in params if t != "view"]
+    return [1.5 if t == "f32" else 7 for _, t in params if t not in ("view", "tensor", "constexpr")]
 
 
-def oxide_args(params: list[tuple[str, str]], arrays: list[Any]) -> tuple[Any, ...]:
-    it = iter(arrays)
-    return tuple(next(it) if t == "view" else (1.5 if t == "f32" else 7) for _, t in params)
+def oxide_args(params: list[tuple[str, str]], arrays: list[Any], tensors: list[Any] | None = None) -> tuple[Any, ...]:
+    it, tensor_it = iter(arrays), iter(tensors or [])
+    out: list[Any] = []
+    for _, t in params:
+        if t == "view":
+            out.append(next(it))
+        elif t == "tensor":
+            out.append(next(tensor_it))
+        elif t == "constexpr":
+            out.append(CONSTEXPR_VALUES[-1])
+        else:
+            out.append(1.5 if t == "f32" else 7)
+    return tuple(out)
 
 
 def main() -> int:
@@ -322,46 +383,66 @@ def main() -> int:
     driver_lib = (str(stub) if FAKE else ("libcuda.so.1" if sys.platform != "win32" else "nvcuda.dll")).encode()
 
     arrays: dict[str, list[Any]] = {}
+    tensors: dict[str, list[Any]] = {}  # per array kind: two TENSOR_SHAPE arrays
     keep: list[Any] = []
     if not FAKE:
         arrays["devicearray"] = [DeviceArray.empty(n, "f32") for _ in range(4)]
+        tensors["devicearray"] = [DeviceArray.empty(TENSOR_SHAPE, "f32") for _ in range(2)]
         try:
             import torch
 
             arrays["torch"] = [torch.zeros(n, dtype=torch.float32, device="cuda") for _ in range(4)]
+            tensors["torch"] = [torch.zeros(TENSOR_SHAPE, dtype=torch.float32, device="cuda") for _ in range(2)]
         except ImportError:
             print("torch: not installed")
         try:
             import cupy as cp
 
             arrays["cupy"] = [cp.zeros(n, dtype=cp.float32) for _ in range(4)]
+            tensors["cupy"] = [cp.zeros(TENSOR_SHAPE, dtype=cp.float32) for _ in range(2)]
         except ImportError:
             print("cupy: not installed")
     else:
         arrays["devicearray"] = [DeviceArray(0x7F0000000000 + 0x10000 * i, (n,), "f32", owned=False) for i in range(4)]
+        tensors["devicearray"] = [
+            DeviceArray(0x7F0000200000 + 0x10000 * i, TENSOR_SHAPE, "f32", owned=False) for i in range(2)
+        ]
 
         class CAIArray:
-            def __init__(self, ptr: int) -> None:
-                self.__cuda_array_interface__ = {"version": 3, "shape": (n,), "typestr": "<f4", "data": (ptr, False), "strides": None}
+            def __init__(self, ptr: int, shape: tuple[int, ...] = (n,)) -> None:
+                self.__cuda_array_interface__ = {"version": 3, "shape": shape, "typestr": "<f4", "data": (ptr, False), "strides": None}
 
         arrays["cai"] = [CAIArray(0x7F0000100000 + 0x10000 * i) for i in range(4)]
+        tensors["cai"] = [CAIArray(0x7F0000300000 + 0x10000 * i, TENSOR_SHAPE) for i in range(2)]
 
     for kname, params in KERNELS.items():
         kernel = getattr(module, kname)
         row: dict[str, Any] = {}
         results[kname] = row
         launch = kernel[1, 32]
-        first_arrays = next(iter(arrays.values()))
-        launch(*oxide_args(params, first_arrays))  # loads the module, fills the C plan
+        first_kind = next(iter(arrays))
+        first_arrays, first_tensors = arrays[first_kind], tensors.get(first_kind, [])
+        launch(*oxide_args(params, first_arrays, first_tensors))  # loads the module, fills the C plan
         sync()
-        fn = kernel._dispatch.variants[0].functions[ctx]
+        fn = next(v.functions[ctx] for v in kernel._dispatch.variants if ctx in v.functions)
 
         # the C floor: the same CUfunction, arguments packed once
         slots: list[Any] = []
-        ptr_it = iter(int(getattr(a, "ptr", 0) or a.__cuda_array_interface__["data"][0]) for a in first_arrays)
+
+        def device_address(a: Any) -> int:
+            return int(getattr(a, "ptr", 0) or a.__cuda_array_interface__["data"][0])
+
+        ptr_it = iter(device_address(a) for a in first_arrays)
+        tensor_it = iter(device_address(a) for a in first_tensors)
         for _, t in params:
             if t == "view":
                 slots += [ctypes.c_uint64(next(ptr_it)), ctypes.c_int64(n)]
+            elif t == "tensor":
+                slots += [ctypes.c_uint64(next(tensor_it))] + [
+                    ctypes.c_int64(v) for v in (*TENSOR_SHAPE, TENSOR_SHAPE[1], 1)
+                ]
+            elif t == "constexpr":
+                continue
             elif t == "f32":
                 slots.append(ctypes.c_float(1.5))
             else:
@@ -384,15 +465,23 @@ def main() -> int:
                 loop(drv.cuLaunchKernel, (fn, 1, 1, 1, 32, 1, 1, 0, 0, address, 0)), sync, args.launches, args.reps
             )
         for kind, arrs in arrays.items():
+            if "tensor" in dict(params).values() and kind not in tensors:
+                continue
+            kargs = oxide_args(params, arrs, tensors.get(kind))
             if want(f"oxide-{kind}"):
-                row[f"oxide-{kind}"] = measure(loop(launch, oxide_args(params, arrs)), sync, args.launches, args.reps)
+                row[f"oxide-{kind}"] = measure(loop(launch, kargs), sync, args.launches, args.reps)
+            if want(f"oxide-{kind}-subscript"):
+                def subscripted(count: int, kernel: Any = kernel, kargs: tuple[Any, ...] = kargs) -> None:
+                    for _ in range(count):
+                        kernel[1, 32](*kargs)
+
+                row[f"oxide-{kind}-subscript"] = measure(subscripted, sync, args.launches, args.reps)
         if want("oxide-python"):
-            arrs = first_arrays
-            a = oxide_args(params, arrs)
+            a = oxide_args(params, first_arrays, first_tensors)
             row["oxide-python"] = measure(
                 loop(kernel._launch, (a, launch.grid, launch.block, launch.stream, launch.shared_mem)), sync, args.launches, args.reps
             )
-        if not FAKE:
+        if not FAKE and kname not in OXIDE_ONLY:
             for name, bench in (("cupy", bench_cupy), ("cuda.core", bench_cuda_core), ("numba", bench_numba)):
                 if not want(name):
                     continue

@@ -249,7 +249,12 @@ class FakeDriver:
 def slot_types(params: tuple[ParamSpec, ...]) -> list[str]:
     out: list[str] = []
     for p in params:
-        out += ["u64", "i64"] if p.is_view else [p.dtype]
+        if p.kind == "constexpr":
+            continue
+        if p.is_tensor:
+            out += ["u64"] + ["i64"] * (2 * p.ndim)
+        else:
+            out += ["u64", "i64"] if p.is_view else [p.dtype]
     return out
 
 
@@ -1549,16 +1554,18 @@ def _fake_torch() -> types.ModuleType:
         pass
 
     class Tensor:
-        def __init__(self, n: int, dtype: Any, ptr: int, stride: int = 1, cuda: bool = True, shape: Any = None) -> None:
+        def __init__(self, n: int, dtype: Any, ptr: int, stride: int = 1, cuda: bool = True, shape: Any = None,
+                     strides: Any = None) -> None:  # fmt: skip
             self.shape = Size(shape if shape is not None else (n,))
             self.dtype, self._ptr, self._stride, self.is_cuda = dtype, ptr, stride, cuda
+            self._strides = tuple(strides) if strides is not None else (stride,) * len(self.shape)
             self.device = types.SimpleNamespace(type="cuda" if cuda else "cpu")
 
         def dim(self) -> int:
             return len(self.shape)
 
-        def stride(self, i: int) -> int:
-            return self._stride
+        def stride(self, i: int | None = None) -> Any:
+            return self._strides if i is None else self._strides[i]
 
         def is_contiguous(self) -> bool:
             return self._stride == 1 or self.shape[0] <= 1
@@ -1575,12 +1582,16 @@ def _fake_cupy() -> types.ModuleType:
     cupy = types.ModuleType("cupy")
 
     class ndarray:
-        def __init__(self, n: int, dtype: Any, ptr: int, stride: int | None = None) -> None:
+        def __init__(self, n: int, dtype: Any, ptr: int, stride: int | None = None, shape: Any = None,
+                     strides: Any = None) -> None:  # fmt: skip
             self.dtype = np.dtype(dtype)
-            self.shape = (n,)
-            self.ndim = 1
+            self.shape = tuple(shape) if shape is not None else (n,)
+            self.ndim = len(self.shape)
             self.itemsize = self.dtype.itemsize
-            self.strides = (stride if stride is not None else self.itemsize,)
+            if strides is None:
+                strides = (stride if stride is not None else self.itemsize,) if shape is None else tuple(
+                    int(x) for x in np.empty(self.shape, self.dtype).strides)
+            self.strides = tuple(strides)
             self.data = types.SimpleNamespace(ptr=ptr)
 
     ndarray.__module__ = "cupy"
@@ -1588,13 +1599,18 @@ def _fake_cupy() -> types.ModuleType:
     return cupy
 
 
-@needs_launcher
-def test_c_launcher_reads_torch_cupy_and_device_arrays(
-    tmp_path: Path, c_driver: CFakeDriver, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def fake_libs(monkeypatch: pytest.MonkeyPatch) -> tuple[types.ModuleType, types.ModuleType]:
+    """Stand-ins for torch and cupy, as far as oxide reads their arrays."""
     torch, cupy = _fake_torch(), _fake_cupy()
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setitem(sys.modules, "cupy", cupy)
+    return torch, cupy
+
+
+@needs_launcher
+def test_c_launcher_reads_torch_cupy_and_device_arrays(tmp_path: Path, c_driver: CFakeDriver, fake_libs: Any) -> None:
+    torch, cupy = fake_libs
     m = make_module(tmp_path)
     c_driver.signatures = {k.symbol: slot_types(k.params) for k in SAXPY_KERNELS}
     t = torch.Tensor(8, torch.float32, 0x1000)  # type: ignore[attr-defined]
@@ -1622,6 +1638,148 @@ def test_c_launcher_reads_torch_cupy_and_device_arrays(
     # one element: any stride is contiguous, on both paths
     m.saxpy[1, 32](2.0, torch.Tensor(1, torch.float32, 0x5, stride=9), cupy.ndarray(1, np.float32, 0x6, stride=64), d)  # type: ignore[attr-defined]
     assert paths(c_driver)[-1] == "c" and c_driver.launches[-1]["values"][1:5] == [0x5, 1, 0x6, 1]
+
+
+TENSOR_SOURCE = """
+from oxide import kernel, f32, i32, Tensor, MutTensor, DisjointTensor, Slice, DisjointSlice, Constexpr
+
+
+@kernel
+def tadd(a: Tensor[f32, 2], s: f32, out: MutTensor[f32, 2]) -> None:
+    pass
+
+
+@kernel(constexprs={"REPS": [1, 3]})
+def repeat(x: Slice[f32], REPS: Constexpr[int], k: i32, out: DisjointSlice[f32]) -> None:
+    pass
+"""
+
+TADD_PARAMS = (ParamSpec("a", "tensor", "f32", 2), ParamSpec("s", "scalar", "f32"), ParamSpec("out", "mut_tensor", "f32", 2))
+REPEAT_KERNELS = tuple(
+    KernelSpec(
+        "repeat", f"repeat_REPS{r}",
+        (ParamSpec("x", "slice", "f32"), ParamSpec("REPS", "constexpr", "i64"), ParamSpec("k", "scalar", "i32"),
+         ParamSpec("out", "disjoint_slice", "f32")),
+        {"REPS": str(r)},
+    )
+    for r in (1, 3)
+)  # fmt: skip
+TENSOR_KERNELS = (KernelSpec("tadd", "tadd", TADD_PARAMS),) + REPEAT_KERNELS
+
+
+def _tensor_module(tmp_path: Path, drv: FakeDriver) -> types.ModuleType:
+    m = make_module(tmp_path, TENSOR_SOURCE, TENSOR_KERNELS)
+    drv.signatures = {k.symbol: slot_types(k.params) for k in TENSOR_KERNELS}
+    return m
+
+
+def _tensor_arrays(torch: Any, cupy: Any) -> list[tuple[Any, Any]]:
+    """(a, out) pairs of every reader: CAI (strided and contiguous), DeviceArray, torch, CuPy."""
+    return [
+        (FakeArray(shape=(3, 4), strides=(4, 12), ptr=0x1000), FakeArray(shape=(3, 4), ptr=0x2000)),
+        (oxide.runtime.DeviceArray(0x3000, (2, 5), "f32", owned=False),
+         oxide.runtime.DeviceArray(0x4000, (2, 5), "f32", owned=False)),
+        (torch.Tensor(0, torch.float32, 0x5000, shape=(4, 6), strides=(1, 4)),
+         torch.Tensor(0, torch.float32, 0x6000, shape=(4, 6), strides=(6, 1))),
+        (cupy.ndarray(0, np.float32, 0x7000, shape=(7, 2), strides=(4, 28)),
+         cupy.ndarray(0, np.float32, 0x8000, shape=(7, 2))),
+        (torch.Tensor(0, torch.float32, 0x9000, shape=(0, 3), strides=(3, 1)),  # empty: spans nothing
+         cupy.ndarray(0, np.float32, 0x9000, shape=(1, 3), strides=(0, 4))),  # a size-1 dim's stride is kept
+    ]  # fmt: skip
+
+
+@needs_launcher
+def test_c_launcher_packs_tensors_like_python(tmp_path: Path, c_driver: CFakeDriver, fake_libs: Any) -> None:
+    torch, cupy = fake_libs
+    m = _tensor_module(tmp_path, c_driver)
+    cases = _tensor_arrays(torch, cupy)
+    for a, out in cases:
+        m.tadd[1, 32](a, 1.5, out)
+        m.tadd[1, 32](a, 2.5, out)
+    assert paths(c_driver) == ["python", "c"] * (len(cases) - 1) + ["c", "c"]  # the last: types already known
+    c_values = [launch["values"] for launch in c_driver.launches[1::2]]
+    assert c_values[0] == [0x1000, 3, 4, 1, 3, 2.5, 0x2000, 3, 4, 4, 1]
+    assert c_values[1] == [0x3000, 2, 5, 5, 1, 2.5, 0x4000, 2, 5, 5, 1]
+    assert c_values[2] == [0x5000, 4, 6, 1, 4, 2.5, 0x6000, 4, 6, 6, 1]
+    assert c_values[3] == [0x7000, 7, 2, 1, 7, 2.5, 0x8000, 7, 2, 2, 1]
+    assert c_values[4] == [0x9000, 0, 3, 3, 1, 2.5, 0x9000, 1, 3, 0, 1]
+    # the same launches through the Python path alone pack the same bytes
+    c_driver.launches.clear()
+    launcher._ext.set_driver(0, 0)
+    for a, out in cases:
+        m.tadd[1, 32](a, 2.5, out)
+    assert [launch["values"] for launch in c_driver.launches] == c_values
+    assert set(paths(c_driver)) == {"python"}
+
+
+@needs_launcher
+def test_c_launcher_leaves_tensor_errors_to_python(tmp_path: Path, c_driver: CFakeDriver, fake_libs: Any) -> None:
+    torch, cupy = fake_libs
+    m = _tensor_module(tmp_path, c_driver)
+    for a, out in _tensor_arrays(torch, cupy):
+        m.tadd[1, 32](a, 1.0, out)  # every reader learned; the plan is configured
+    good = FakeArray(shape=(2, 2))
+    for call, message in [
+        (lambda: m.tadd[1, 32](FakeArray(shape=(4,)), 1.0, good), "parameter 'a' of tadd needs a 2-D array; got shape (4,)"),
+        (lambda: m.tadd[1, 32](torch.Tensor(0, torch.float32, 1, shape=(2, 2), strides=(-2, 1)), 1.0, good),
+         "parameter 'a' of tadd needs non-negative strides; got (-2, 1) elements"),
+        (lambda: m.tadd[1, 32](cupy.ndarray(0, np.float32, 1, shape=(2, 2), strides=(6, 4)), 1.0, good),
+         "parameter 'a' of tadd needs strides that are whole elements; got strides of (6, 4) bytes"),
+        (lambda: m.tadd[1, 32](FakeArray(shape=(2, 2), strides=(8, 2)), 1.0, good),
+         "parameter 'a' of tadd needs strides that are whole elements; got strides of (8, 2) bytes"),
+        (lambda: m.tadd[1, 32](torch.Tensor(0, torch.float32, 1, shape=(2, 2), cuda=False), 1.0, good),
+         "parameter 'a' of tadd needs a device array; got a torch.Tensor (host memory) — copy it to the GPU first, e.g. torch.as_tensor(a, device='cuda') or cupy.asarray(a)"),
+        (lambda: m.tadd[1, 32](np.zeros((2, 2), np.float32), 1.0, good),
+         "parameter 'a' of tadd needs a device array; got a numpy.ndarray (host memory) — copy it to the GPU first, e.g. torch.as_tensor(a, device='cuda') or cupy.asarray(a)"),
+        (lambda: m.tadd[1, 32](object(), 1.0, good),
+         "parameter 'a' of tadd needs a device array (an object with __cuda_array_interface__ or __dlpack__); got a object"),
+        (lambda: m.tadd[1, 32](FakeArray(shape=(2, 2), typestr="<f8"), 1.0, good), "parameter 'a' of tadd needs f32 elements; got f64"),
+        (lambda: m.tadd[1, 32](good, 1.0, FakeArray(shape=(2, 2), readonly=True)),
+         "parameter 'out' of tadd is written by the kernel; got a read-only array"),
+        (lambda: m.tadd[1, 32](good, 1.0, FakeArray(shape=(2, 2), ptr=good.__cuda_array_interface__["data"][0] + 4)),
+         "parameter 'a' of tadd overlaps parameter 'out', which the kernel writes; a read-only view must not alias "
+         "a writable one — pass a copy, or declare 'a' DisjointSlice/MutSlice to read and write the same memory"),
+        (lambda: m.tadd[1, 32](good, "x", good), "parameter 's' of tadd needs a number (f32); got str 'x'"),
+    ]:  # fmt: skip
+        expect_type_error(call, message)
+    launched = len(c_driver.launches)
+    # a tensor whose last element ends where the output begins does not overlap it
+    m.tadd[1, 32](FakeArray(shape=(2, 2), ptr=0xA000), 1.0, FakeArray(shape=(2, 2), ptr=0xA010))
+    assert paths(c_driver)[launched:] == ["c"]
+
+
+@needs_launcher
+def test_c_launcher_selects_constexpr_specializations(tmp_path: Path, c_driver: CFakeDriver) -> None:
+    m = _tensor_module(tmp_path, c_driver)
+    x, out = FakeArray(8, ptr=0x100), FakeArray(8, ptr=0x1000)
+    for reps in (1, 3, 1, 3):
+        m.repeat[1, 32](x, reps, 7, out)
+    assert paths(c_driver) == ["python", "python", "c", "c"]
+    assert [launch["fn"] for launch in c_driver.launches] == ["repeat_REPS1", "repeat_REPS3"] * 2
+    assert c_driver.launches[2]["values"] == c_driver.launches[0]["values"] == [0x100, 8, 7, 0x1000, 8]
+    # not a plain int: the Python path converts (a NumPy integer, a bool) or refuses it
+    m.repeat[1, 32](x, np.int64(3), 7, out)
+    m.repeat[1, 32](x, True, 7, out)
+    assert paths(c_driver)[4:] == ["python", "python"]
+    assert [launch["fn"] for launch in c_driver.launches[4:]] == ["repeat_REPS3", "repeat_REPS1"]
+    for call, message in [
+        (lambda: m.repeat[1, 32](x, 2, 7, out), "parameter 'REPS' of repeat must be one of the compiled values 1, 3; got 2"),
+        (lambda: m.repeat[1, 32](x, 2**70, 7, out), f"parameter 'REPS' of repeat must be one of the compiled values 1, 3; got {2**70}"),
+        (lambda: m.repeat[1, 32](x, 1.0, 7, out), "parameter 'REPS' of repeat is a compile-time int; got float"),
+        (lambda: m.repeat[1, 32](x, 3, 2**40, out), "parameter 'k' of repeat needs an integer in the range of i32 (-2147483648..2147483647); got 1099511627776"),
+        (lambda: m.repeat[1, 32](x, 3, out), "repeat() takes 4 arguments (x, REPS, k, out); got 3"),
+    ]:  # fmt: skip
+        expect_type_error(call, message)
+    assert len(c_driver.launches) == 6
+
+
+def test_subscript_cache_is_shared_with_the_base(tmp_path: Path) -> None:
+    m = make_module(tmp_path)
+    first = m.scale[2, 64]
+    assert m.scale[2, 64] is first and m.scale._configs[(2, 64)] is first
+    assert m.scale[[2], [64]] is not m.scale[[2], [64]]  # unhashable: made each time, still works
+    expect_type_error(lambda: m.scale[5], "launch scale with scale[grid, block], scale[grid, block, stream] or "
+                      "scale[grid, block, stream, shared_mem_bytes]; got scale[5]")  # fmt: skip
 
 
 def test_pure_python_mode(tmp_path: Path) -> None:

@@ -231,11 +231,45 @@ def _write_module(root: Path, cubins: dict[str, bytes] | None = None) -> types.M
         ptx={"sm_80": f"{name}.ptx"},
     )
     path.write_text(manifest.to_json())
+    return _import_source(src, name)
+
+
+def _import_source(src: Path, name: str) -> types.ModuleType:
+    """Imports ``src`` as module ``name`` (its manifest lies next to it)."""
     spec = importlib.util.spec_from_file_location(name, src)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
+    return module
+
+
+def _compile_for_this_gpu(tmp_path_factory: pytest.TempPathFactory, source: str, prefix: str) -> types.ModuleType:
+    """``source`` compiled for this GPU by oxide_build, imported from a temporary directory
+    (``module.SOURCE_FILE`` is its file name); skips without the compiler."""
+    pytest.importorskip("llvmlite")
+    from oxide.errors import ToolchainError
+    from oxide.runtime import device
+
+    try:
+        from oxide_build.compile import SUPPORTED_ARCHS, CompileOptions, compile_module
+        from oxide_build.package.artifacts import write_module_artifacts
+    except ImportError as e:
+        pytest.skip(f"oxide_build is not installed: {e}")
+    arch = device.context_device(device.current_context()).arch
+    if arch not in SUPPORTED_ARCHS:
+        pytest.skip(f"oxide_build does not target {arch}")
+    root = tmp_path_factory.mktemp(prefix)
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    src = root / f"{name}.py"
+    src.write_text(source)
+    try:
+        compiled = compile_module(src, name, CompileOptions(archs=(arch,)))
+    except ToolchainError as e:
+        pytest.skip(f"no compiler toolchain: {e}")
+    write_module_artifacts(compiled, root)
+    module = _import_source(src, name)
+    module.SOURCE_FILE = src.name  # type: ignore[attr-defined]
     return module
 
 
@@ -479,35 +513,8 @@ def _line_of(source: str, text: str) -> int:
 
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory: pytest.TempPathFactory) -> types.ModuleType:
-    """CHECKED_SOURCE compiled for this GPU by oxide_build, imported from a temporary directory."""
-    pytest.importorskip("llvmlite")
-    from oxide.errors import ToolchainError
-    from oxide.runtime import device
-
-    try:
-        from oxide_build.compile import SUPPORTED_ARCHS, CompileOptions, compile_module
-        from oxide_build.package.artifacts import write_module_artifacts
-    except ImportError as e:
-        pytest.skip(f"oxide_build is not installed: {e}")
-    arch = device.context_device(device.current_context()).arch
-    if arch not in SUPPORTED_ARCHS:
-        pytest.skip(f"oxide_build does not target {arch}")
-    root = tmp_path_factory.mktemp("checked")
-    name = f"oxchecked_{uuid.uuid4().hex[:10]}"
-    src = root / f"{name}.py"
-    src.write_text(CHECKED_SOURCE)
-    try:
-        compiled = compile_module(src, name, CompileOptions(archs=(arch,)))
-    except ToolchainError as e:
-        pytest.skip(f"no compiler toolchain: {e}")
-    write_module_artifacts(compiled, root)
-    spec = importlib.util.spec_from_file_location(name, src)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    module.SOURCE_FILE = src.name  # type: ignore[attr-defined]
-    return module
+    """CHECKED_SOURCE compiled for this GPU by oxide_build."""
+    return _compile_for_this_gpu(tmp_path_factory, CHECKED_SOURCE, "oxchecked")
 
 
 def test_out_of_bounds_read_raises_kernel_error(checked: types.ModuleType) -> None:
@@ -675,3 +682,161 @@ def test_c_launcher_is_used_on_the_gpu(kmod: types.ModuleType) -> None:
     synchronize()
     assert calls == []  # none took the Python path
     np.testing.assert_array_equal(out.to_numpy(), np.full(256, 4.0, np.float32))
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensor and Constexpr parameters through the compiled launcher (and the Python path first)
+
+VIEWS_SOURCE = '''
+import oxide as ox
+from oxide import DisjointSlice, DisjointTensor, Slice, Tensor, f32, thread
+
+
+@ox.kernel
+def tscale(a: f32, x: Tensor[f32, 2], b: f32, out: DisjointTensor[f32, 2]) -> None:
+    r, c = thread.index_2d()
+    if r < out.shape[0] and c < out.shape[1]:
+        out[r, c] = a * x[r, c] + b
+
+
+@ox.kernel(constexprs={"REPS": [1, 3]})
+def repeat(x: Slice[f32], REPS: ox.Constexpr[int], b: f32, out: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i < len(out):
+        acc = b
+        for k in ox.static_range(REPS):
+            acc += x[i]
+        out[i] = acc
+'''
+
+
+@pytest.fixture(scope="module")
+def views(tmp_path_factory: pytest.TempPathFactory) -> types.ModuleType:
+    return _compile_for_this_gpu(tmp_path_factory, VIEWS_SOURCE, "oxviews")
+
+
+class _PythonLaunches:
+    """Counts the launches of ``kernel`` that take the Python path."""
+
+    def __init__(self, kernel: Any) -> None:
+        self.cls, self.calls = type(kernel), 0
+
+    def __enter__(self) -> _PythonLaunches:
+        self.original = self.cls._launch
+
+        def counting(kernel: Any, *a: Any) -> None:
+            self.calls += 1
+            self.original(kernel, *a)
+
+        self.cls._launch = counting
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.cls._launch = self.original
+
+
+def _c_path_expected() -> bool:
+    from oxide.runtime import launcher
+
+    return launcher.ENABLED
+
+
+def _tensor_kinds() -> list[str]:
+    kinds = ["devicearray"]
+    for lib in ("torch", "cupy"):
+        try:
+            __import__(lib)
+            kinds.append(lib)
+        except ImportError:
+            pass
+    return kinds
+
+
+def _to_device(kind: str, a: np.ndarray) -> Any:
+    from oxide.runtime import DeviceArray
+
+    if kind == "torch":
+        import torch
+
+        return torch.as_tensor(a, device="cuda")
+    if kind == "cupy":
+        import cupy as cp
+
+        return cp.asarray(a)
+    return DeviceArray.from_numpy(a)
+
+
+def _to_host(a: Any) -> np.ndarray:
+    if hasattr(a, "to_numpy"):
+        return a.to_numpy()  # type: ignore[no-any-return]
+    if hasattr(a, "cpu"):
+        return a.cpu().numpy()  # type: ignore[no-any-return]
+    return a.get()  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("kind", _tensor_kinds())
+@pytest.mark.parametrize("shape", [(1, 1), (37, 53), (512, 129)])
+def test_tensor_launches_in_c_match_numpy(views: types.ModuleType, kind: str, shape: tuple[int, int]) -> None:
+    from oxide.runtime import synchronize
+
+    rows, cols = shape
+    rng = np.random.default_rng(rows * 1000 + cols)
+    grid = ((cols + 15) // 16, (rows + 15) // 16)
+    for attempt in range(3):  # the first learns the array type and loads the code; the rest run in C
+        a, b = float(np.float32(rng.uniform(-3, 3))), float(np.float32(rng.uniform(-3, 3)))
+        x = rng.standard_normal(shape).astype(np.float32)
+        dx, out = _to_device(kind, x), _to_device(kind, np.full(shape, np.nan, np.float32))
+        with _PythonLaunches(views.tscale) as python:
+            views.tscale[grid, (16, 16)](a, dx, b, out)
+        synchronize()
+        if attempt and _c_path_expected():
+            assert python.calls == 0, f"attempt {attempt} took the Python path"
+        ref = np.float64(a) * x.astype(np.float64) + np.float64(b)
+        np.testing.assert_allclose(_to_host(out), ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", [k for k in _tensor_kinds() if k != "devicearray"])
+def test_strided_tensor_views_in_c_match_numpy(views: types.ModuleType, kind: str) -> None:
+    """A transposed view and a sliced one (strides, an offset) reach the kernel through C."""
+    from oxide.runtime import synchronize
+
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((64, 48)).astype(np.float32)
+    dbase = _to_device(kind, base)
+    cases = [(dbase.T, base.T), (dbase[3:40:2, 5:], base[3:40:2, 5:])]  # type: ignore[index]
+    for _ in range(2):
+        for dx, x in cases:
+            out = _to_device(kind, np.full(x.shape, np.nan, np.float32))
+            grid = ((x.shape[1] + 15) // 16, (x.shape[0] + 15) // 16)
+            with _PythonLaunches(views.tscale) as python:
+                views.tscale[grid, (16, 16)](1.5, dx, -0.25, out)
+            synchronize()
+            np.testing.assert_allclose(_to_host(out), 1.5 * x.astype(np.float64) - 0.25, rtol=1e-6, atol=1e-6)
+    if _c_path_expected():
+        assert python.calls == 0
+
+
+@pytest.mark.parametrize("kind", _tensor_kinds())
+def test_constexpr_launches_in_c_match_numpy(views: types.ModuleType, kind: str) -> None:
+    from oxide.runtime import synchronize
+
+    rng = np.random.default_rng(17)
+    n = 10_007
+    for attempt in range(3):
+        for reps in (1, 3):
+            x = rng.standard_normal(n).astype(np.float32)
+            b = float(np.float32(rng.uniform(-1, 1)))
+            dx, out = _to_device(kind, x), _to_device(kind, np.full(n, np.nan, np.float32))
+            with _PythonLaunches(views.repeat) as python:
+                views.repeat[views.repeat.grid_for(n), 256](dx, reps, b, out)
+            synchronize()
+            if attempt and _c_path_expected():
+                assert python.calls == 0, f"REPS={reps}, attempt {attempt} took the Python path"
+            ref = np.float64(b) + reps * x.astype(np.float64)
+            np.testing.assert_allclose(_to_host(out), ref, rtol=1e-5, atol=1e-5)
+    with pytest.raises(TypeError) as info:
+        views.repeat[1, 32](dx, 2, 0.0, out)
+    assert str(info.value) == "parameter 'REPS' of repeat must be one of the compiled values 1, 3; got 2"
+    with pytest.raises(TypeError) as info:
+        views.tscale[1, 32](1.0, _to_device(kind, np.zeros(4, np.float32)), 0.0, out)
+    assert str(info.value) == "parameter 'x' of tscale needs a 2-D array; got shape (4,)"

@@ -3,9 +3,13 @@
  * `LaunchBase` is the base of oxide.runtime.kernel.LaunchConfig: calling one (`k[grid, block]
  * (*args)`) runs `launch_vectorcall` below, which reads each argument (PyTorch tensor, CuPy
  * array, oxide.DeviceArray, any `__cuda_array_interface__` object), checks it against the
- * kernel's `Plan` (dtype, 1-D, contiguous, writable), converts the scalars with overflow checks,
- * reads the device-error records, packs the parameter block on the C stack and calls
- * cuLaunchKernel.
+ * kernel's `Plan` (dtype; 1-D and contiguous for a Slice, the ndim and non-negative whole-element
+ * strides for a Tensor; writable), picks the specialization by the view dtypes and the
+ * Constexpr values, converts the scalars with overflow checks, reads the device-error records,
+ * packs the parameter block on the C stack and calls cuLaunchKernel.
+ *
+ * `KernelBase` is the base of oxide.runtime.kernel.Kernel: `k[grid, block]` looks the launch
+ * configuration up in the kernel's cache here, and calls `k._make_config(key)` on a miss.
  *
  * Anything it does not handle exactly like the Python path (an unknown array type, a NumPy bool,
  * an out-of-range value, a failed check, a kernel error waiting to be raised, a context it has
@@ -67,10 +71,19 @@ static int is_numpy_scalar(PyObject *value) {
 }
 
 static PyObject *s_is_cuda, *s_shape, *s_is_contiguous, *s_dtype, *s_data_ptr, *s_strides, *s_data, *s_ptr,
-    *s_cai, *s_typestr, *s_mask, *s_launch_slow, *s_launch_failed;
+    *s_cai, *s_typestr, *s_mask, *s_launch_slow, *s_launch_failed, *s_stride, *s_make_config;
+
+/* PyTorch's methods, looked up on the registered tensor type once: calling the type's method
+   with the tensor skips the per-call attribute lookup on the instance. */
+enum { TORCH_IS_CONTIGUOUS = 0, TORCH_DATA_PTR = 1, TORCH_STRIDE = 2, TORCH_METHODS = 3 };
+static PyObject *array_methods[MAX_TYPES][TORCH_METHODS];
 
 #define MAX_CONTEXTS 8
 #define MAX_SLOTS 256
+#define MAX_NDIM 8 /* a Tensor of more dimensions stays on the Python path */
+/* What launcher.py expects (it ignores an extension built from another version of this file:
+   a stale in-place build then costs speed, not correctness). */
+#define ABI_VERSION 2
 
 typedef struct {
     void *ctx;
@@ -79,8 +92,9 @@ typedef struct {
 
 typedef struct {
     int8_t *view_codes;   /* [n_views] */
-    int8_t *scalar_codes; /* [n_params]; DT_NONE at a view */
-    int unique;           /* the view dtypes pick this variant alone (no choice by scalars) */
+    int8_t *scalar_codes; /* [n_params]; DT_NONE at a view or a Constexpr */
+    int64_t *constexprs;  /* [n_constexprs]: the Constexpr values this variant was compiled for */
+    int unique;           /* the view dtypes and Constexpr values pick this variant alone */
     int n_contexts;
     ContextFunction contexts[MAX_CONTEXTS];
 } Variant;
@@ -88,17 +102,21 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     int ready;
-    Py_ssize_t n_params, n_views, n_slots;
+    Py_ssize_t n_params, n_views, n_slots, n_constexprs;
     int8_t *is_view, *is_mutable; /* [n_params] */
+    int8_t *tensor_ndim;          /* [n_params]: N of a Tensor[T, N], 0 for a Slice or a scalar */
+    int8_t *is_constexpr;         /* [n_params]: selects the variant, is not passed */
     Py_ssize_t n_variants;
     Variant *variants;
 } Plan;
 
 typedef struct {
     uint64_t ptr;
-    int64_t length;
+    int64_t length; /* elements spanned from ptr (a Tensor's: its last element's offset + 1) */
     int code;
     int readonly;
+    int ndim;       /* 0: a 1-D Slice view; N: a Tensor, whose shape[N] then strides[N] are at dims */
+    int64_t *dims;
 } View;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -148,31 +166,58 @@ static int pointer_of(PyObject *value, uint64_t *out) {
     return 1;
 }
 
-static int call_is_true(PyObject *obj, PyObject *method) {
-    PyObject *r = PyObject_CallMethodNoArgs(obj, method);
+/* obj.<method>() of a registered array type: through the method looked up on its type when
+   there is one (one call, no attribute lookup on the instance). */
+static PyObject *call_array_method(PyObject *obj, int type_index, int which, PyObject *name) {
+    PyObject *m = array_methods[type_index][which];
+    if (m != NULL) return PyObject_Vectorcall(m, &obj, 1, NULL);
+    return PyObject_CallMethodNoArgs(obj, name);
+}
+
+static int attr_is_true(PyObject *obj, PyObject *name) {
+    PyObject *r = PyObject_GetAttr(obj, name);
     if (r == NULL) return 0;
     int ok = (r == Py_True);
     Py_DECREF(r);
     return ok;
 }
 
-static int torch_view(PyObject *obj, View *v) {
-    PyObject *r = PyObject_GetAttr(obj, s_is_cuda);
+static int pointer_from_call(PyObject *obj, int type_index, int which, PyObject *name, uint64_t *out) {
+    PyObject *r = call_array_method(obj, type_index, which, name);
     if (r == NULL) return 0;
-    int cuda = (r == Py_True);
+    int ok = pointer_of(r, out);
     Py_DECREF(r);
-    if (!cuda) return 0;
-    int64_t n = length_attr(obj);
-    if (n < 0) return 0;
-    if (n > 1 && !call_is_true(obj, s_is_contiguous)) return 0;
+    return ok;
+}
+
+/* Cheap checks first; the two method calls (PyTorch parses their arguments) last. */
+static int torch_view(PyObject *obj, int type_index, View *v) {
+    if (!attr_is_true(obj, s_is_cuda)) return 0;
     v->code = dtype_attr_code(obj);
     if (v->code == DT_NONE) return 0;
-    r = PyObject_CallMethodNoArgs(obj, s_data_ptr);
-    if (r == NULL) return 0;
-    int ok = pointer_of(r, &v->ptr);
-    Py_DECREF(r);
+    int64_t n = length_attr(obj);
+    if (n < 0) return 0;
+    if (n > 1) {
+        PyObject *r = call_array_method(obj, type_index, TORCH_IS_CONTIGUOUS, s_is_contiguous);
+        if (r == NULL) return 0;
+        int contiguous = (r == Py_True);
+        Py_DECREF(r);
+        if (!contiguous) return 0;
+    }
     v->length = n;
     v->readonly = 0;
+    return pointer_from_call(obj, type_index, TORCH_DATA_PTR, s_data_ptr, &v->ptr);
+}
+
+/* a.data.ptr of a CuPy array */
+static int cupy_pointer(PyObject *obj, uint64_t *out) {
+    PyObject *data = PyObject_GetAttr(obj, s_data);
+    if (data == NULL) return 0;
+    PyObject *p = PyObject_GetAttr(data, s_ptr);
+    Py_DECREF(data);
+    if (p == NULL) return 0;
+    int ok = pointer_of(p, out);
+    Py_DECREF(p);
     return ok;
 }
 
@@ -190,16 +235,9 @@ static int cupy_view(PyObject *obj, View *v) {
         Py_DECREF(strides);
         if (!ok) return 0;
     }
-    PyObject *data = PyObject_GetAttr(obj, s_data);
-    if (data == NULL) return 0;
-    PyObject *p = PyObject_GetAttr(data, s_ptr);
-    Py_DECREF(data);
-    if (p == NULL) return 0;
-    int ok = pointer_of(p, &v->ptr);
-    Py_DECREF(p);
     v->length = n;
     v->readonly = 0;
-    return ok;
+    return cupy_pointer(obj, &v->ptr);
 }
 
 static int device_array_view(PyObject *obj, View *v) {
@@ -214,6 +252,17 @@ static int device_array_view(PyObject *obj, View *v) {
     v->length = n;
     v->readonly = 0;
     return ok;
+}
+
+/* The interface's "data": (pointer, read-only) into v. */
+static int cai_data(PyObject *cai, View *v) {
+    PyObject *data = PyDict_GetItemWithError(cai, s_data);
+    if (data == NULL || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2) return 0;
+    if (!pointer_of(PyTuple_GET_ITEM(data, 0), &v->ptr)) return 0;
+    int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
+    if (readonly < 0) return 0;
+    v->readonly = readonly;
+    return 1;
 }
 
 /* The common case of arrays.py `_cai_view`: a contiguous 1-D array, no strides, no mask. */
@@ -235,12 +284,7 @@ static int cai_view(PyObject *obj, View *v) {
     PyObject *mask = PyDict_GetItemWithError(cai, s_mask);
     if (mask != NULL && mask != Py_None) goto done;
     if (PyErr_Occurred()) goto done;
-    PyObject *data = PyDict_GetItemWithError(cai, s_data);
-    if (data == NULL || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2) goto done;
-    if (!pointer_of(PyTuple_GET_ITEM(data, 0), &v->ptr)) goto done;
-    int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
-    if (readonly < 0) goto done;
-    v->readonly = readonly;
+    if (!cai_data(cai, v)) goto done;
     v->length = n;
     ok = 1;
 done:
@@ -248,19 +292,167 @@ done:
     return ok;
 }
 
-/* 1: `obj` read into `v`; 0: leave it to the Python path. Never leaves an exception set. */
-static int resolve_view(PyObject *obj, View *v) {
+/* ---------------------------------------------------------------------------------------- */
+/* Tensor[T, N] views: pointer, shape[N], strides[N] in elements, as arrays.py tensor_view_of */
+
+/* A tuple of exactly n ints into out[n]; 0 if it is not one. */
+static int ints_of_tuple(PyObject *t, int n, int64_t *out) {
+    if (t == NULL || !PyTuple_Check(t) || PyTuple_GET_SIZE(t) != n) return 0;
+    for (int i = 0; i < n; i++) {
+        PyObject *x = PyTuple_GET_ITEM(t, i);
+        if (!PyLong_Check(x)) return 0;
+        int overflow = 0;
+        long long y = PyLong_AsLongLongAndOverflow(x, &overflow);
+        if (overflow || (y == -1 && PyErr_Occurred())) return 0;
+        out[i] = (int64_t)y;
+    }
+    return 1;
+}
+
+static int shape_attr(PyObject *obj, int n, int64_t *out) {
+    PyObject *shape = PyObject_GetAttr(obj, s_shape);
+    if (shape == NULL) return 0;
+    int ok = ints_of_tuple(shape, n, out);
+    Py_DECREF(shape);
+    return ok;
+}
+
+/* The C-order strides (elements) of a contiguous array: arrays.py _contiguous_strides. */
+static void contiguous_strides(int n, const int64_t *shape, int64_t *strides) {
+    int64_t step = 1;
+    for (int i = n - 1; i >= 0; i--) {
+        strides[i] = step;
+        step *= shape[i] > 1 ? shape[i] : 1;
+    }
+}
+
+/* Byte strides to element strides: each a non-negative whole number of elements. */
+static int element_strides(PyObject *byte_strides, int n, int code, int64_t *out) {
+    if (!ints_of_tuple(byte_strides, n, out)) return 0;
+    int64_t size = (int64_t)itemsize[code];
+    for (int i = 0; i < n; i++) {
+        if (out[i] < 0 || out[i] % size != 0) return 0;
+        out[i] /= size;
+    }
+    return 1;
+}
+
+/* The checks every reader shares (non-negative shape and strides) and the span for the
+   aliasing check: TensorView.length. */
+static int finish_tensor(View *v, int n) {
+    int64_t *shape = v->dims, *strides = v->dims + n;
+    int64_t span = 1;
+    int empty = 0;
+    for (int i = 0; i < n; i++) {
+        if (shape[i] < 0 || strides[i] < 0) return 0;
+        if (shape[i] == 0) empty = 1;
+        else span += (shape[i] - 1) * strides[i];
+    }
+    v->length = empty ? 0 : span;
+    v->ndim = n;
+    return 1;
+}
+
+static int torch_tensor(PyObject *obj, int type_index, int n, View *v) {
+    if (!attr_is_true(obj, s_is_cuda)) return 0;
+    v->code = dtype_attr_code(obj);
+    if (v->code == DT_NONE) return 0;
+    if (!shape_attr(obj, n, v->dims)) return 0;
+    PyObject *strides = call_array_method(obj, type_index, TORCH_STRIDE, s_stride);
+    if (strides == NULL) return 0;
+    int ok = ints_of_tuple(strides, n, v->dims + n);
+    Py_DECREF(strides);
+    if (!ok) return 0;
+    v->readonly = 0;
+    return pointer_from_call(obj, type_index, TORCH_DATA_PTR, s_data_ptr, &v->ptr) && finish_tensor(v, n);
+}
+
+static int cupy_tensor(PyObject *obj, int n, View *v) {
+    v->code = dtype_attr_code(obj);
+    if (v->code == DT_NONE) return 0;
+    if (!shape_attr(obj, n, v->dims)) return 0;
+    PyObject *strides = PyObject_GetAttr(obj, s_strides);
+    if (strides == NULL) return 0;
+    int ok = element_strides(strides, n, v->code, v->dims + n);
+    Py_DECREF(strides);
+    v->readonly = 0;
+    return ok && cupy_pointer(obj, &v->ptr) && finish_tensor(v, n);
+}
+
+static int device_array_tensor(PyObject *obj, int n, View *v) {
+    v->code = dtype_attr_code(obj);
+    if (v->code == DT_NONE) return 0;
+    if (!shape_attr(obj, n, v->dims)) return 0;
+    contiguous_strides(n, v->dims, v->dims + n);
+    PyObject *p = PyObject_GetAttr(obj, s_ptr);
+    if (p == NULL) return 0;
+    int ok = pointer_of(p, &v->ptr);
+    Py_DECREF(p);
+    v->readonly = 0;
+    return ok && finish_tensor(v, n);
+}
+
+static int cai_tensor(PyObject *obj, int n, View *v) {
+    PyObject *cai = PyObject_GetAttr(obj, s_cai);
+    if (cai == NULL) return 0;
+    int ok = 0;
+    if (!PyDict_Check(cai)) goto done;
+    PyObject *mask = PyDict_GetItemWithError(cai, s_mask);
+    if (mask != NULL && mask != Py_None) goto done;
+    if (!ints_of_tuple(PyDict_GetItemWithError(cai, s_shape), n, v->dims)) goto done;
+    PyObject *typestr = PyDict_GetItemWithError(cai, s_typestr);
+    if (typestr == NULL) goto done;
+    PyObject *code = PyDict_GetItemWithError(typestr_codes, typestr);
+    if (code == NULL) goto done;
+    v->code = (int)PyLong_AsLong(code);
+    if (v->code <= DT_NONE || v->code >= DT_COUNT) goto done;
+    PyObject *strides = PyDict_GetItemWithError(cai, s_strides);
+    if (strides == NULL || strides == Py_None) {
+        if (PyErr_Occurred()) goto done;
+        contiguous_strides(n, v->dims, v->dims + n);
+    } else if (!element_strides(strides, n, v->code, v->dims + n)) {
+        goto done;
+    }
+    ok = cai_data(cai, v) && finish_tensor(v, n);
+done:
+    Py_DECREF(cai);
+    return ok;
+}
+
+static int array_type_index(PyObject *obj) {
     PyTypeObject *tp = Py_TYPE(obj);
-    int kind = ARRAY_NONE;
-    for (int i = 0; i < n_array_types; i++) {
-        if (array_types[i] == tp) {
-            kind = array_kinds[i];
-            break;
+    for (int i = 0; i < n_array_types; i++)
+        if (array_types[i] == tp) return i;
+    return -1;
+}
+
+/* 1: `obj` read into `v` as an n-dimensional Tensor (v->dims must have room for 2n values);
+   0: leave it to the Python path. Never leaves an exception set. */
+static int resolve_tensor(PyObject *obj, int n, View *v) {
+    int i = array_type_index(obj);
+    int ok = 0;
+    if (i >= 0) {
+        switch (array_kinds[i]) {
+        case ARRAY_TORCH: ok = torch_tensor(obj, i, n, v); break;
+        case ARRAY_CUPY: ok = cupy_tensor(obj, n, v); break;
+        case ARRAY_DEVICE_ARRAY: ok = device_array_tensor(obj, n, v); break;
+        case ARRAY_CAI: ok = cai_tensor(obj, n, v); break;
+        default: break;
         }
     }
+    if (!ok && PyErr_Occurred()) PyErr_Clear();
+    return ok;
+}
+
+/* 1: `obj` read into `v` as a 1-D contiguous view; 0: leave it to the Python path. Never
+   leaves an exception set. */
+static int resolve_view(PyObject *obj, View *v) {
+    int i = array_type_index(obj);
+    int kind = i >= 0 ? array_kinds[i] : ARRAY_NONE;
     int ok = 0;
+    v->ndim = 0;
     switch (kind) {
-    case ARRAY_TORCH: ok = torch_view(obj, v); break;
+    case ARRAY_TORCH: ok = torch_view(obj, i, v); break;
     case ARRAY_CUPY: ok = cupy_view(obj, v); break;
     case ARRAY_DEVICE_ARRAY: ok = device_array_view(obj, v); break;
     case ARRAY_CAI: ok = cai_view(obj, v); break;
@@ -408,14 +600,17 @@ static void plan_clear(Plan *self) {
         for (Py_ssize_t i = 0; i < self->n_variants; i++) {
             PyMem_Free(self->variants[i].view_codes);
             PyMem_Free(self->variants[i].scalar_codes);
+            PyMem_Free(self->variants[i].constexprs);
         }
         PyMem_Free(self->variants);
     }
     PyMem_Free(self->is_view);
     PyMem_Free(self->is_mutable);
+    PyMem_Free(self->tensor_ndim);
+    PyMem_Free(self->is_constexpr);
     self->variants = NULL;
-    self->is_view = self->is_mutable = NULL;
-    self->n_variants = self->n_params = self->n_views = self->n_slots = 0;
+    self->is_view = self->is_mutable = self->tensor_ndim = self->is_constexpr = NULL;
+    self->n_variants = self->n_params = self->n_views = self->n_slots = self->n_constexprs = 0;
     self->ready = 0;
 }
 
@@ -424,39 +619,65 @@ static void plan_dealloc(Plan *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static int8_t *codes_from(PyObject *seq, Py_ssize_t n) {
-    PyObject *fast = PySequence_Fast(seq, "expected a sequence of ints");
-    if (fast == NULL) return NULL;
-    if (PySequence_Fast_GET_SIZE(fast) != n) {
-        Py_DECREF(fast);
-        PyErr_SetString(PyExc_ValueError, "wrong number of codes");
-        return NULL;
-    }
-    int8_t *out = PyMem_Calloc(n > 0 ? n : 1, 1);
+/* A sequence of n ints as int64 values (all zero when seq is None), or NULL with an exception. */
+static int64_t *int64s_from(PyObject *seq, Py_ssize_t n) {
+    int64_t *out = PyMem_Calloc(n > 0 ? n : 1, sizeof(int64_t));
     if (out == NULL) {
-        Py_DECREF(fast);
         PyErr_NoMemory();
         return NULL;
     }
+    if (seq == Py_None) return out;
+    PyObject *fast = PySequence_Fast(seq, "expected a sequence of ints");
+    if (fast == NULL || PySequence_Fast_GET_SIZE(fast) != n) {
+        if (fast != NULL) PyErr_SetString(PyExc_ValueError, "wrong number of values");
+        Py_XDECREF(fast);
+        PyMem_Free(out);
+        return NULL;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
-        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, i));
+        long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
         if (v == -1 && PyErr_Occurred()) {
             PyMem_Free(out);
             Py_DECREF(fast);
             return NULL;
         }
-        out[i] = (int8_t)v;
+        out[i] = (int64_t)v;
     }
     Py_DECREF(fast);
     return out;
 }
 
-/* configure(is_view, is_mutable, variants): variants is a sequence of
-   (view_codes, scalar_codes, unique). Once only: a configured plan ignores it (another thread
-   may be inside plan_launch, between two Python calls, reading it); reset() first to redo it. */
+/* The same as small codes (dtype codes, flags, ndims), or NULL with an exception. */
+static int8_t *codes_from(PyObject *seq, Py_ssize_t n) {
+    int64_t *values = int64s_from(seq, n);
+    if (values == NULL) return NULL;
+    int8_t *out = PyMem_Calloc(n > 0 ? n : 1, 1);
+    if (out == NULL) {
+        PyMem_Free(values);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (values[i] < INT8_MIN || values[i] > INT8_MAX) {
+            PyMem_Free(values);
+            PyMem_Free(out);
+            PyErr_SetString(PyExc_ValueError, "a code out of range");
+            return NULL;
+        }
+        out[i] = (int8_t)values[i];
+    }
+    PyMem_Free(values);
+    return out;
+}
+
+/* configure(is_view, is_mutable, variants, tensor_ndim=None, is_constexpr=None): per parameter,
+   whether it is a view, written, the N of a Tensor[T, N] (0 otherwise), a Constexpr; variants
+   is a sequence of (view_codes, scalar_codes, unique[, constexpr_values]). Once only: a
+   configured plan ignores it (another thread may be inside plan_launch, between two Python
+   calls, reading it); reset() first to redo it. */
 static PyObject *plan_configure(Plan *self, PyObject *args) {
-    PyObject *is_view, *is_mutable, *variants;
-    if (!PyArg_ParseTuple(args, "OOO", &is_view, &is_mutable, &variants)) return NULL;
+    PyObject *is_view, *is_mutable, *variants, *tensor_ndim = Py_None, *is_constexpr = Py_None;
+    if (!PyArg_ParseTuple(args, "OOO|OO", &is_view, &is_mutable, &variants, &tensor_ndim, &is_constexpr)) return NULL;
     if (self->ready) Py_RETURN_NONE;
     plan_clear(self);
     Py_ssize_t n = PySequence_Size(is_view);
@@ -464,13 +685,25 @@ static PyObject *plan_configure(Plan *self, PyObject *args) {
     self->n_params = n;
     if ((self->is_view = codes_from(is_view, n)) == NULL) goto fail;
     if ((self->is_mutable = codes_from(is_mutable, n)) == NULL) goto fail;
-    Py_ssize_t slots = 0, views = 0;
+    if ((self->tensor_ndim = codes_from(tensor_ndim, n)) == NULL) goto fail;
+    if ((self->is_constexpr = codes_from(is_constexpr, n)) == NULL) goto fail;
+    Py_ssize_t slots = 0, views = 0, constexprs = 0;
+    int fits = 1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        slots += self->is_view[i] ? 2 : 1;
-        views += self->is_view[i] ? 1 : 0;
+        int nd = self->tensor_ndim[i];
+        if (self->is_constexpr[i]) {
+            constexprs++;
+        } else if (self->is_view[i]) {
+            views++;
+            slots += nd ? 1 + 2 * nd : 2;
+            if (nd < 0 || nd > MAX_NDIM) fits = 0;
+        } else {
+            slots++;
+        }
     }
     self->n_slots = slots;
     self->n_views = views;
+    self->n_constexprs = constexprs;
     PyObject *fast = PySequence_Fast(variants, "variants must be a sequence");
     if (fast == NULL) goto fail;
     Py_ssize_t nv = PySequence_Fast_GET_SIZE(fast);
@@ -482,22 +715,29 @@ static PyObject *plan_configure(Plan *self, PyObject *args) {
     }
     self->n_variants = nv;
     for (Py_ssize_t i = 0; i < nv; i++) {
-        PyObject *view_codes, *scalar_codes;
+        PyObject *view_codes, *scalar_codes, *constexpr_values = NULL;
         int unique;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "OOp", &view_codes, &scalar_codes, &unique)) {
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "OOp|O", &view_codes, &scalar_codes, &unique,
+                              &constexpr_values)) {
             Py_DECREF(fast);
             goto fail;
         }
         Variant *var = &self->variants[i];
         var->unique = unique;
+        if (constexpr_values == NULL && constexprs > 0) {
+            Py_DECREF(fast);
+            PyErr_SetString(PyExc_ValueError, "a kernel with Constexpr parameters needs their values per variant");
+            goto fail;
+        }
         if ((var->view_codes = codes_from(view_codes, views)) == NULL ||
-            (var->scalar_codes = codes_from(scalar_codes, n)) == NULL) {
+            (var->scalar_codes = codes_from(scalar_codes, n)) == NULL ||
+            (constexpr_values != NULL && (var->constexprs = int64s_from(constexpr_values, constexprs)) == NULL)) {
             Py_DECREF(fast);
             goto fail;
         }
     }
     Py_DECREF(fast);
-    self->ready = slots <= MAX_SLOTS;
+    self->ready = fits && slots <= MAX_SLOTS;
     Py_RETURN_NONE;
 fail:
     plan_clear(self);
@@ -588,10 +828,19 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     if (self->grid[0] == 0 || self->grid[1] == 0 || self->grid[2] == 0) return FALLBACK;
 
     View views[MAX_SLOTS / 2];
+    int64_t dims[MAX_SLOTS]; /* the Tensors' shapes and strides: fewer values than slots */
+    Py_ssize_t used = 0;
     Py_ssize_t v = 0;
     for (Py_ssize_t i = 0; i < nargs; i++) {
         if (!plan->is_view[i]) continue;
-        if (!resolve_view(args[i], &views[v])) return FALLBACK;
+        int nd = plan->tensor_ndim[i];
+        if (nd) {
+            views[v].dims = dims + used;
+            used += 2 * nd;
+            if (!resolve_tensor(args[i], nd, &views[v])) return FALLBACK;
+        } else if (!resolve_view(args[i], &views[v])) {
+            return FALLBACK;
+        }
         if (views[v].readonly && plan->is_mutable[i]) return FALLBACK;
         v++;
     }
@@ -616,12 +865,32 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
             a++;
         }
     }
+    /* Constexpr arguments: plain ints select the variant compiled for their values (anything
+       else, e.g. a NumPy integer or a bool, is left to the Python path). */
+    int64_t constexprs[MAX_SLOTS];
+    Py_ssize_t c = 0;
+    if (plan->n_constexprs) {
+        for (Py_ssize_t i = 0; i < nargs; i++) {
+            if (!plan->is_constexpr[i]) continue;
+            if (!PyLong_CheckExact(args[i])) return FALLBACK;
+            int overflow = 0;
+            long long x = PyLong_AsLongLongAndOverflow(args[i], &overflow);
+            if (overflow || (x == -1 && PyErr_Occurred())) {
+                PyErr_Clear();
+                return FALLBACK;
+            }
+            constexprs[c++] = (int64_t)x;
+        }
+    }
     Variant *var = NULL;
     for (Py_ssize_t k = 0; k < plan->n_variants && var == NULL; k++) {
         Variant *cand = &plan->variants[k];
         Py_ssize_t j = 0;
         while (j < v && cand->view_codes[j] == views[j].code) j++;
-        if (j == v) var = cand;
+        if (j != v) continue;
+        j = 0;
+        while (j < c && cand->constexprs[j] == constexprs[j]) j++;
+        if (j == c) var = cand;
     }
     if (var == NULL || !var->unique) return FALLBACK;
 
@@ -630,10 +899,16 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     Py_ssize_t s = 0;
     v = 0;
     for (Py_ssize_t i = 0; i < nargs; i++) {
+        if (plan->is_constexpr[i]) continue; /* compiled into the variant, not passed */
         if (plan->is_view[i]) {
-            slots[s++] = views[v].ptr;
-            memcpy(&slots[s++], &views[v].length, 8);
-            v++;
+            View *view = &views[v++];
+            slots[s++] = view->ptr;
+            if (view->ndim) { /* shape[N] then strides[N], in elements */
+                memcpy(&slots[s], view->dims, (size_t)(2 * view->ndim) * 8);
+                s += 2 * view->ndim;
+            } else {
+                memcpy(&slots[s++], &view->length, 8);
+            }
         } else if (!pack_scalar(args[i], var->scalar_codes[i], &slots[s++])) {
             return FALLBACK;
         }
@@ -721,6 +996,85 @@ static PyTypeObject LaunchBaseType = {
 };
 
 /* ---------------------------------------------------------------------------------------- */
+/* KernelBase: k[grid, block, ...] from the kernel's cache of launch configurations */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *configs; /* dict: the subscript key -> LaunchConfig; Kernel._configs */
+} KernelBase;
+
+static PyObject *kernel_subscript(KernelBase *self, PyObject *key) {
+    if (self->configs != NULL && PyDict_CheckExact(self->configs)) {
+        PyObject *config = PyDict_GetItemWithError(self->configs, key);
+        if (config != NULL) return Py_NewRef(config);
+        if (PyErr_Occurred()) PyErr_Clear(); /* unhashable: the slow path says what it accepts */
+    }
+    return PyObject_CallMethodOneArg((PyObject *)self, s_make_config, key);
+}
+
+static PyObject *kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    KernelBase *self = (KernelBase *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    if ((self->configs = PyDict_New()) == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static int kernel_traverse(KernelBase *self, visitproc visit, void *arg) {
+    Py_VISIT(self->configs); /* a static type: a heap subclass's traverse visits the type */
+    return 0;
+}
+
+static int kernel_clear(KernelBase *self) {
+    Py_CLEAR(self->configs);
+    return 0;
+}
+
+static void kernel_dealloc(KernelBase *self) {
+    PyObject_GC_UnTrack(self);
+    kernel_clear(self);
+    PyTypeObject *tp = Py_TYPE(self);
+    tp->tp_free((PyObject *)self);
+}
+
+static PyObject *kernel_get_configs(KernelBase *self, void *closure) {
+    return Py_NewRef(self->configs != NULL ? self->configs : Py_None);
+}
+
+static int kernel_set_configs(KernelBase *self, PyObject *value, void *closure) {
+    if (value == NULL || !PyDict_CheckExact(value)) {
+        PyErr_SetString(PyExc_TypeError, "_configs must be a dict");
+        return -1;
+    }
+    Py_XSETREF(self->configs, Py_NewRef(value));
+    return 0;
+}
+
+static PyGetSetDef kernel_getset[] = {
+    {"_configs", (getter)kernel_get_configs, (setter)kernel_set_configs, "launch configurations by subscript", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMappingMethods kernel_mapping = {
+    .mp_subscript = (binaryfunc)kernel_subscript,
+};
+
+static PyTypeObject KernelBaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "oxide.runtime._launcher.KernelBase",
+    .tp_basicsize = sizeof(KernelBase),
+    .tp_dealloc = (destructor)kernel_dealloc,
+    .tp_traverse = (traverseproc)kernel_traverse,
+    .tp_clear = (inquiry)kernel_clear,
+    .tp_as_mapping = &kernel_mapping,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "k[grid, block]: the cached launch configuration; oxide.runtime.kernel.Kernel derives from it.",
+    .tp_getset = kernel_getset,
+    .tp_new = kernel_new,
+};
+
+/* ---------------------------------------------------------------------------------------- */
 /* module functions */
 
 static PyObject *set_driver(PyObject *mod, PyObject *args) {
@@ -762,6 +1116,18 @@ static PyObject *set_records(PyObject *mod, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* A PyTorch tensor type's methods the launcher calls, looked up on the type; NULL where the
+   lookup fails (the launcher then calls them by name). */
+static void lookup_array_methods(int i, PyObject *type, int kind) {
+    static PyObject **names[TORCH_METHODS] = {&s_is_contiguous, &s_data_ptr, &s_stride};
+    for (int m = 0; m < TORCH_METHODS; m++) {
+        Py_CLEAR(array_methods[i][m]);
+        if (kind != ARRAY_TORCH) continue;
+        array_methods[i][m] = PyObject_GetAttr(type, *names[m]);
+        if (array_methods[i][m] == NULL) PyErr_Clear();
+    }
+}
+
 static PyObject *register_array_type(PyObject *mod, PyObject *args) {
     PyObject *type;
     int kind;
@@ -769,12 +1135,14 @@ static PyObject *register_array_type(PyObject *mod, PyObject *args) {
     for (int i = 0; i < n_array_types; i++) {
         if (array_types[i] == (PyTypeObject *)type) {
             array_kinds[i] = kind;
+            lookup_array_methods(i, type, kind);
             Py_RETURN_TRUE;
         }
     }
     if (n_array_types >= MAX_TYPES) Py_RETURN_FALSE;
     array_types[n_array_types] = (PyTypeObject *)Py_NewRef(type);
     array_kinds[n_array_types] = kind;
+    lookup_array_methods(n_array_types, type, kind);
     n_array_types++;
     Py_RETURN_TRUE;
 }
@@ -823,8 +1191,12 @@ static PyObject *register_scalar_type(PyObject *mod, PyObject *type) {
 }
 
 static PyObject *forget_types(PyObject *mod, PyObject *unused) {
-    for (int i = 0; i < n_array_types; i++) Py_DECREF(array_types[i]);
+    int n = n_array_types;
     n_array_types = 0;
+    for (int i = 0; i < n; i++) {
+        lookup_array_methods(i, NULL, ARRAY_NONE);
+        Py_DECREF(array_types[i]);
+    }
     for (int i = 0; i < n_scalar_types; i++) Py_DECREF(scalar_types[i]);
     n_scalar_types = 0;
     Py_RETURN_NONE;
@@ -866,12 +1238,18 @@ PyMODINIT_FUNC PyInit__launcher(void) {
     INTERN(s_mask, "mask");
     INTERN(s_launch_slow, "_launch_slow");
     INTERN(s_launch_failed, "_launch_failed");
+    INTERN(s_stride, "stride");
+    INTERN(s_make_config, "_make_config");
     if ((typestr_codes = PyDict_New()) == NULL) return NULL;
-    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&LaunchBaseType) < 0) return NULL;
+    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&LaunchBaseType) < 0 || PyType_Ready(&KernelBaseType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&launcher_module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0 ||
         PyModule_AddObjectRef(m, "LaunchBase", (PyObject *)&LaunchBaseType) < 0 ||
+        PyModule_AddObjectRef(m, "KernelBase", (PyObject *)&KernelBaseType) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_NDIM", MAX_NDIM) < 0 ||
+        PyModule_AddIntConstant(m, "ABI_VERSION", ABI_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "MAX_SLOTS", MAX_SLOTS) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -108,20 +108,30 @@ def view_of(obj: Any) -> ArrayView:
     cupy = sys.modules.get("cupy")
     if cupy is not None and isinstance(obj, cupy.ndarray):
         return _cupy_view(obj)
-    try:
-        cai = obj.__cuda_array_interface__
-    except AttributeError:
-        cai = None
-    except Exception as e:  # e.g. a tensor that requires grad refuses to export itself
-        raise ViewError(f"needs a device array; reading __cuda_array_interface__ of a {type_name(obj)} failed: {e}") from None
+    cai = _cuda_array_interface(obj)
     if cai is not None:
         return _cai_view(obj, cai)
     dl_device = getattr(obj, "__dlpack_device__", None)
     if dl_device is not None and hasattr(obj, "__dlpack__"):
         return _dlpack_view(obj, dl_device)
+    raise _not_a_device_array(obj)
+
+
+def _cuda_array_interface(obj: Any) -> dict[str, Any] | None:
+    """``obj.__cuda_array_interface__``, None when it has none."""
+    try:
+        return obj.__cuda_array_interface__  # type: ignore[no-any-return]
+    except AttributeError:
+        return None
+    except Exception as e:  # e.g. a tensor that requires grad refuses to export itself
+        raise ViewError(f"needs a device array; reading __cuda_array_interface__ of a {type_name(obj)} failed: {e}") from None
+
+
+def _not_a_device_array(obj: Any) -> ViewError:
+    """The error for an object no reader took: a host array, or not an array at all."""
     if type_name(obj) == "numpy.ndarray":
-        raise _host_error(obj)
-    raise ViewError(
+        return _host_error(obj)
+    return ViewError(
         f"needs a device array (an object with __cuda_array_interface__ or __dlpack__); got a {type_name(obj)}"
     )
 
@@ -151,30 +161,40 @@ def _cai_view(obj: Any, cai: dict[str, Any]) -> ArrayView:
     return ArrayView(int(ptr or 0), n, dtype, bool(readonly), obj)
 
 
-def _torch_view(t: Any) -> ArrayView:
+def _torch_dtype(t: Any) -> str:
+    """The oxide name of a CUDA tensor's dtype (or a description); raises for a tensor that is
+    not on a CUDA device."""
     if not t.is_cuda:
         if t.device.type == "cpu":
             raise _host_error(t)
         raise ViewError(f"needs a CUDA device array; got a torch.Tensor on device {t.device}")
-    if t.dim() != 1:
-        raise ViewError(f"needs a 1-D array; got shape {tuple(t.shape)}")
-    n = _check_1d_contiguous((t.shape[0],), t.stride(0))
     key = t.dtype
     dtype = _torch_dtype_cache.get(key)
     if dtype is None:
         dtype = _TORCH_DTYPES.get(str(key), f"unsupported element type {key}")
         _torch_dtype_cache[key] = dtype
+    return dtype
+
+
+def _torch_view(t: Any) -> ArrayView:
+    dtype = _torch_dtype(t)
+    if t.dim() != 1:
+        raise ViewError(f"needs a 1-D array; got shape {tuple(t.shape)}")
+    n = _check_1d_contiguous((t.shape[0],), t.stride(0))
     return ArrayView(t.data_ptr(), n, dtype, False, t)
+
+
+def _cupy_dtype(a: Any) -> str:
+    typestr = a.dtype.str
+    dtype = TYPESTR_DTYPES.get(typestr)
+    return dtype if dtype is not None else f"unsupported element type {typestr!r}"
 
 
 def _cupy_view(a: Any) -> ArrayView:
     # CuPy builds its __cuda_array_interface__ dict per call; its attributes are cheap.
     if a.ndim != 1:
         raise ViewError(f"needs a 1-D array; got shape {tuple(a.shape)}")
-    typestr = a.dtype.str
-    dtype = TYPESTR_DTYPES.get(typestr)
-    if dtype is None:
-        dtype = f"unsupported element type {typestr!r}"
+    dtype = _cupy_dtype(a)
     n = a.shape[0]
     stride = a.strides[0]
     if n > 1 and stride != a.itemsize:
@@ -230,9 +250,9 @@ def dlpack_dtype(code: int, bits: int, lanes: int) -> str:
     return f"unsupported element type (DLPack code {code}, {bits} bits, {lanes} lanes)"
 
 
-def _dlpack_view(obj: Any, dl_device: Any) -> ArrayView:
-    device_type, _device_id = dl_device()
-    device_type = int(device_type)
+def _dlpack_tensor(obj: Any, dl_device: Any) -> tuple[Any, _DLTensor]:
+    """The DLPack capsule of ``obj`` and the DLTensor in it; raises unless it is CUDA memory."""
+    device_type = int(dl_device()[0])
     if device_type in _DLPACK_HOST_DEVICES:
         raise _host_error(obj)
     if device_type not in DLPACK_CUDA_DEVICES:
@@ -241,7 +261,11 @@ def _dlpack_view(obj: Any, dl_device: Any) -> ArrayView:
         capsule = obj.__dlpack__(stream=None)
     except TypeError:
         capsule = obj.__dlpack__()
-    t = _dltensor_of(capsule)
+    return capsule, _dltensor_of(capsule)
+
+
+def _dlpack_view(obj: Any, dl_device: Any) -> ArrayView:
+    capsule, t = _dlpack_tensor(obj, dl_device)
     ndim = int(t.ndim)
     shape = tuple(int(t.shape[i]) for i in range(ndim))
     stride: int | None = None
@@ -289,59 +313,55 @@ def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def tensor_view_of(obj: Any, ndim: int) -> TensorView:
-    """The device memory, shape and element strides of ``obj``, which must have ``ndim`` dims."""
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(obj, torch.Tensor):
-        if not obj.is_cuda:
-            raise _host_error(obj) if obj.device.type == "cpu" else ViewError(
-                f"needs a CUDA device array; got a torch.Tensor on device {obj.device}")
-        dtype = _TORCH_DTYPES.get(str(obj.dtype), f"unsupported element type {obj.dtype}")
-        view = TensorView(obj.data_ptr(), tuple(obj.shape), tuple(obj.stride()), dtype, False, obj)
-    elif type(obj) is DeviceArray:
-        shape = tuple(obj.shape)
-        dtype = TYPESTR_DTYPES.get(obj.dtype.str, str(obj.dtype))
-        view = TensorView(obj.ptr, shape, _contiguous_strides(shape), dtype, False, obj)
-    else:
-        try:
-            cai = obj.__cuda_array_interface__
-        except AttributeError:
-            cai = None
-        if cai is not None:
-            if cai.get("mask") is not None:
-                raise ViewError("needs an array without a mask; got a masked __cuda_array_interface__")
-            shape = tuple(int(d) for d in cai["shape"])
-            dtype = TYPESTR_DTYPES.get(cai["typestr"], f"unsupported element type {cai['typestr']!r}")
-            strides = cai.get("strides")
-            elem_strides = (_contiguous_strides(shape) if strides is None
-                            else _elements(tuple(int(s) for s in strides), _ITEMSIZE.get(dtype, 0)))
-            ptr, readonly = cai["data"]
-            view = TensorView(int(ptr or 0), shape, elem_strides, dtype, bool(readonly), obj)
-        elif getattr(obj, "__dlpack_device__", None) is not None and hasattr(obj, "__dlpack__"):
-            device_type = int(obj.__dlpack_device__()[0])
-            if device_type in _DLPACK_HOST_DEVICES:
-                raise _host_error(obj)
-            if device_type not in DLPACK_CUDA_DEVICES:
-                raise ViewError(f"needs a CUDA device array; got a {type_name(obj)} on DLPack device type {device_type}")
-            try:
-                capsule = obj.__dlpack__(stream=None)
-            except TypeError:
-                capsule = obj.__dlpack__()
-            t = _dltensor_of(capsule)
-            n = int(t.ndim)
-            shape = tuple(int(t.shape[i]) for i in range(n))
-            elem_strides = (tuple(int(t.strides[i]) for i in range(n)) if t.strides else _contiguous_strides(shape))
-            dtype = dlpack_dtype(t.dtype.code, t.dtype.bits, t.dtype.lanes)
-            view = TensorView(int(t.data or 0) + int(t.byte_offset), shape, elem_strides, dtype, False, (obj, capsule))
-        elif type_name(obj) == "numpy.ndarray":
-            raise _host_error(obj)
-        else:
-            raise ViewError(
-                f"needs a device array (an object with __cuda_array_interface__ or __dlpack__); got a {type_name(obj)}")
+    """The device memory, shape and element strides of ``obj``, which must have ``ndim`` dims.
+
+    The same readers in the same order as :func:`view_of`; the compiled launcher
+    (``_launcher.c``, ``resolve_tensor``) reads PyTorch, CuPy, DeviceArray and CUDA array
+    interface objects the same way.
+    """
+    view = _tensor_view(obj)
     if len(view.shape) != ndim:
         raise ViewError(f"needs a {ndim}-D array; got shape {view.shape}")
     if any(s < 0 for s in view.strides):
         raise ViewError(f"needs non-negative strides; got {view.strides} elements")
     return view
+
+
+def _tensor_view(obj: Any) -> TensorView:
+    if type(obj) is DeviceArray:
+        shape = tuple(obj.shape)
+        dtype = TYPESTR_DTYPES.get(obj.dtype.str, str(obj.dtype))
+        return TensorView(obj.ptr, shape, _contiguous_strides(shape), dtype, False, obj)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.Tensor):
+        dtype = _torch_dtype(obj)
+        return TensorView(obj.data_ptr(), tuple(obj.shape), tuple(obj.stride()), dtype, False, obj)
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(obj, cupy.ndarray):
+        # its attributes, not its __cuda_array_interface__ (a dict built per call)
+        dtype = _cupy_dtype(obj)
+        return TensorView(obj.data.ptr, tuple(obj.shape), _elements(tuple(obj.strides), _ITEMSIZE.get(dtype, 0)),
+                          dtype, False, obj)
+    cai = _cuda_array_interface(obj)
+    if cai is not None:
+        if cai.get("mask") is not None:
+            raise ViewError("needs an array without a mask; got a masked __cuda_array_interface__")
+        shape = tuple(int(d) for d in cai["shape"])
+        dtype = TYPESTR_DTYPES.get(cai["typestr"], f"unsupported element type {cai['typestr']!r}")
+        strides = cai.get("strides")
+        elem_strides = (_contiguous_strides(shape) if strides is None
+                        else _elements(tuple(int(s) for s in strides), _ITEMSIZE.get(dtype, 0)))
+        ptr, readonly = cai["data"]
+        return TensorView(int(ptr or 0), shape, elem_strides, dtype, bool(readonly), obj)
+    dl_device = getattr(obj, "__dlpack_device__", None)
+    if dl_device is not None and hasattr(obj, "__dlpack__"):
+        capsule, t = _dlpack_tensor(obj, dl_device)
+        n = int(t.ndim)
+        shape = tuple(int(t.shape[i]) for i in range(n))
+        elem_strides = tuple(int(t.strides[i]) for i in range(n)) if t.strides else _contiguous_strides(shape)
+        dtype = dlpack_dtype(t.dtype.code, t.dtype.bits, t.dtype.lanes)
+        return TensorView(int(t.data or 0) + int(t.byte_offset), shape, elem_strides, dtype, False, (obj, capsule))
+    raise _not_a_device_array(obj)
 
 
 def itemsize(dtype: str) -> int:

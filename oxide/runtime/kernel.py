@@ -13,7 +13,7 @@ also teaches the C side what it learned. Without the extension (or with
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 
 from oxide.runtime import launcher
 from oxide.runtime.launch import ArgPacker, ScalarError, grid_for, normalize_dims, scalar_converter
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["Kernel", "LaunchConfig", "Specialization"]
 
 _CONFIG_CACHE_SIZE = 64
-_C_PARAM_KINDS = ("scalar", "slice", "disjoint_slice", "mut_slice")
 _imported = False
 
 
@@ -76,31 +75,17 @@ class Specialization:
         return "(" + ", ".join(f"{k}={v}" for k, v in sorted(self.spec.specialization.items())) + ")"
 
 
-class _Dispatch:
+class _Dispatch(NamedTuple):
     """What a kernel's manifest says about it, arranged for a fast launch."""
 
-    __slots__ = ("located", "names", "view_index", "mutable", "variants", "by_view_dtypes", "tensor_ndim",
-                 "constexpr_index")
-
-    def __init__(
-        self,
-        located: artifacts.LocatedManifest,
-        names: tuple[str, ...],
-        view_index: tuple[int, ...],  # positions of the view parameters
-        mutable: tuple[bool, ...],  # per view parameter: written by the kernel
-        variants: list[Specialization],
-        by_view_dtypes: dict[tuple[str, ...], list[Specialization]],
-        tensor_ndim: tuple[int, ...] = (),  # per view parameter: ndim of a Tensor, 0 for a 1-D view
-        constexpr_index: tuple[int, ...] = (),  # positions of Constexpr parameters (pick the variant)
-    ) -> None:
-        self.located = located
-        self.names = names
-        self.view_index = view_index
-        self.mutable = mutable
-        self.variants = variants
-        self.by_view_dtypes = by_view_dtypes
-        self.tensor_ndim = tensor_ndim
-        self.constexpr_index = constexpr_index
+    located: artifacts.LocatedManifest
+    names: tuple[str, ...]
+    view_index: tuple[int, ...]  # positions of the view parameters
+    mutable: tuple[bool, ...]  # per view parameter: written by the kernel
+    variants: list[Specialization]
+    by_view_dtypes: dict[tuple[str, ...], list[Specialization]]
+    tensor_ndim: tuple[int, ...] = ()  # per view parameter: ndim of a Tensor, 0 for a 1-D view
+    constexpr_index: tuple[int, ...] = ()  # positions of Constexpr parameters (pick the variant)
 
 
 class LaunchConfig(launcher.LaunchBase):  # type: ignore[misc]
@@ -139,8 +124,12 @@ class LaunchConfig(launcher.LaunchBase):  # type: ignore[misc]
         return f"<launch of {self.kernel.name} grid={self.grid} block={self.block} stream={self.stream:#x}>"
 
 
-class Kernel:
-    """A GPU kernel. Launch with ``k[grid, block](*args)`` or ``k.launch(*args, grid=, block=)``."""
+class Kernel(launcher.KernelBase):  # type: ignore[misc]
+    """A GPU kernel. Launch with ``k[grid, block](*args)`` or ``k.launch(*args, grid=, block=)``.
+
+    ``k[grid, block]`` is looked up in a cache of launch configurations by the base class (in C
+    when the launcher is built); a miss calls :meth:`_make_config`.
+    """
 
     def __init__(self, func: Callable[..., Any], options: dict[str, Any]) -> None:
         self.func = func
@@ -148,7 +137,7 @@ class Kernel:
         self.name: str = func.__name__
         functools.update_wrapper(self, func)  # type: ignore[arg-type]
         self._dispatch: _Dispatch | None = None
-        self._configs: dict[Any, LaunchConfig] = {}
+        self._configs: dict[Any, LaunchConfig] = {}  # subscript key -> config; KernelBase reads it
         self._plan: Any = launcher.new_plan()  # the C launcher's view of this kernel; None without it
         self._planned = False  # whether the C plan could take this kernel's parameters
 
@@ -163,13 +152,8 @@ class Kernel:
 
     # launching --------------------------------------------------------------------------
 
-    def __getitem__(self, config: Any) -> LaunchConfig:
-        try:
-            cached = self._configs.get(config)
-        except TypeError:  # unhashable (a list, a stream object without __hash__)
-            cached = None
-        if cached is not None:
-            return cached
+    def _make_config(self, config: Any) -> LaunchConfig:
+        """``k[config]`` when ``config`` is not in the cache (the lookup is the base class's)."""
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise TypeError(
                 f"launch {self.name} with {self.name}[grid, block], {self.name}[grid, block, stream] "
@@ -418,25 +402,60 @@ class Kernel:
             tensor_ndim=tuple(first[i].ndim if first[i].is_tensor else 0 for i in view_index),
             constexpr_index=tuple(i for i, p in enumerate(first) if p.kind == "constexpr"),
         )
-        # The C plan knows the 1-D view ABI (pointer, length) and plain scalars only.
-        plannable = all(p.kind in _C_PARAM_KINDS and p.ndim == 1 for s in specs for p in s.params)
-        self._planned = self._plan is not None and plannable
-        if self._plan is not None and plannable:
-            codes = launcher.DTYPE_CODES
-            self._plan.configure(
-                [p.is_view for p in first],
-                [p.is_mutable_view for p in first],
-                [
-                    (
-                        [codes.get(v.spec.params[i].dtype, 0) for i in view_index],
-                        [0 if p.is_view else codes.get(p.dtype, 0) for p in v.spec.params],
-                        len(by_dtypes[tuple(v.spec.params[i].dtype for i in view_index)]) == 1,
-                    )
-                    for v in variants
-                ],
-            )
+        self._planned = self._plan is not None and self._configure_plan(d)
         self._dispatch = d
         return d
+
+    def _configure_plan(self, d: _Dispatch) -> bool:
+        """Gives the C launcher this kernel's parameters and specializations; False where it
+        cannot take them (every launch then goes through Python)."""
+        first = d.variants[0].spec.params
+        layout = [(p.kind, p.ndim) for p in first]
+        codes = launcher.DTYPE_CODES
+        for p in first:
+            if p.is_tensor:
+                if not 1 <= p.ndim <= launcher.MAX_NDIM:
+                    return False
+            elif p.is_view:
+                if p.ndim != 1:
+                    return False
+            elif p.kind not in ("scalar", "constexpr"):
+                return False
+        constexprs: list[tuple[int, ...]] = []
+        for v in d.variants:
+            if [(p.kind, p.ndim) for p in v.spec.params] != layout:
+                return False
+            if any(p.kind == "scalar" and p.dtype not in codes for p in v.spec.params):
+                return False
+            values = []
+            for i in d.constexpr_index:
+                text = v.spec.specialization.get(d.names[i], "")
+                try:
+                    value = int(text)
+                except ValueError:
+                    return False
+                if str(value) != text:  # the Python path compares str(argument) with it
+                    return False
+                values.append(value)
+            constexprs.append(tuple(values))
+        # a variant is picked in C only when its view dtypes and Constexpr values name it alone
+        keys = [(tuple(v.spec.params[i].dtype for i in d.view_index), c) for v, c in zip(d.variants, constexprs)]
+        self._plan.configure(
+            [p.is_view for p in first],
+            [p.is_mutable_view for p in first],
+            [
+                (
+                    [codes.get(v.spec.params[i].dtype, 0) for i in d.view_index],
+                    [codes.get(p.dtype, 0) if p.kind == "scalar" else 0 for p in v.spec.params],
+                    keys.count(key) == 1,
+                    list(c),
+                )
+                for v, key, c in zip(d.variants, keys, constexprs)
+            ],
+            [p.ndim if p.is_tensor else 0 for p in first],
+            [p.kind == "constexpr" for p in first],
+        )
+        return True
 
     def _load(self, variant: Specialization) -> tuple[Any, int]:
         """The CUfunction of ``variant`` in the current context (and that context's handle),

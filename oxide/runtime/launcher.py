@@ -31,6 +31,8 @@ from typing import Any
 __all__ = [
     "ENABLED",
     "LaunchBase",
+    "KernelBase",
+    "MAX_NDIM",
     "DTYPE_CODES",
     "ARRAY_TORCH",
     "ARRAY_CUPY",
@@ -50,15 +52,40 @@ DTYPE_CODES = {
     "f16": 9, "bf16": 10, "f32": 11, "f64": 12, "bool": 13,
 }  # fmt: skip  -- must match the DT_ enum of _launcher.c
 
+_ABI_VERSION = 2  # must match ABI_VERSION in _launcher.c
+
 _ext: Any = None
 if os.environ.get("OXIDE_PURE_PYTHON", "").strip() not in ("1", "true", "yes"):
     try:
         from oxide.runtime import _launcher as _ext  # type: ignore[attr-defined, no-redef]
     except ImportError:
         _ext = None
+    if _ext is not None and getattr(_ext, "ABI_VERSION", 0) != _ABI_VERSION:
+        _ext = None  # built from another version of _launcher.c: rebuild it (setup.py build_ext)
+
+
+class _PythonKernelBase:
+    """``k[grid, block]`` without the extension: the same cache, looked up in Python."""
+
+    _configs: dict[Any, Any]
+
+    def __getitem__(self, config: Any) -> Any:
+        try:
+            cached = self._configs.get(config)
+        except TypeError:  # unhashable (a list, a stream object without __hash__)
+            cached = None
+        if cached is not None:
+            return cached
+        return self._make_config(config)
+
+    def _make_config(self, config: Any) -> Any:
+        raise NotImplementedError
+
 
 ENABLED: bool = _ext is not None
 LaunchBase: Any = _ext.LaunchBase if _ext is not None else object
+KernelBase: Any = _ext.KernelBase if _ext is not None else _PythonKernelBase
+MAX_NDIM: int = _ext.MAX_NDIM if _ext is not None else 0
 
 _known_types: set[type] = set()
 _bound_driver: Any = None  # the driver module whose entry points the C launcher has
@@ -186,7 +213,7 @@ def learn_scalar(value: Any) -> None:
 
 
 def _reset_for_tests() -> None:
-    global _bound_driver
+    global _bound_driver, _torch_registered, _numpy_registered
     if _ext is None:
         return
     _ext.set_driver(0, 0)
@@ -194,3 +221,4 @@ def _reset_for_tests() -> None:
     _ext.forget_types()
     _known_types.clear()
     _bound_driver = None
+    _torch_registered = _numpy_registered = False  # a test's fake torch has dtypes of its own
