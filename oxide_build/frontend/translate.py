@@ -391,7 +391,7 @@ class FunctionTranslator(ast.NodeVisitor):
         return ir.MakeTuple(values, TupleType(tuple(v.ty for v in values)), self.loc(node))
 
     def is_thread_dependent(self, value: ir.Expr) -> bool:
-        stack: list[object] = [value]
+        stack: list[ir.Expr] = [value]
         while stack:
             e = stack.pop()
             if isinstance(e, (ir.ThreadIndex1D, ir.ViewLoad)):
@@ -402,14 +402,7 @@ class FunctionTranslator(ast.NodeVisitor):
                 return True
             if isinstance(e, ir.Var) and e.name in self.thread_dependent:
                 return True
-            if isinstance(e, ir.Call):
-                stack.extend(e.args)
-            for attr in ("left", "right", "operand", "cond", "if_true", "if_false", "value", "index"):
-                child = getattr(e, attr, None)
-                if child is not None and not isinstance(child, (int, float, str)):
-                    stack.append(child)
-            for attr in ("values", "args"):
-                stack.extend(getattr(e, attr, None) or [])
+            stack.extend(ir.children(e))
         return False
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ir.Stmt | None:
@@ -945,7 +938,7 @@ class FunctionTranslator(ast.NodeVisitor):
             if isinstance(value, bool):
                 return ir.Const(value, BOOL, self.loc(node))
             return ir.Const(value, literal_type(value), self.loc(node), weak=True)
-        if _assigned_later(self.fdef, name):
+        if name in self.assign_counts:  # assigned somewhere, just not before this use
             raise self.error(node, f"{name!r} is used before it is assigned",
                              "assign it on every path before this use")
         if sym is not None:
@@ -1513,10 +1506,6 @@ def _count_assignments(fdef: ast.FunctionDef) -> dict[str, int]:
             elif isinstance(t, (ast.Tuple, ast.List)):
                 targets.extend(t.elts)
     return counts
-
-
-def _assigned_later(fdef: ast.FunctionDef, name: str) -> bool:
-    return name in _count_assignments(fdef)
 
 
 def _constant_value(sym: Symbol) -> int | float | bool:

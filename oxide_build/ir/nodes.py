@@ -13,7 +13,7 @@ __all__ = [
     "ViewLoad", "ThreadIndex1D", "SpecialReg", "Select", "Intrinsic", "MakeTuple", "TupleGet",
     "ArrayDecl", "Check",
     "Assign", "Store", "If", "While", "Return", "ExprStmt", "Break", "Continue",
-    "Param", "Function", "ExternFunction", "Program",
+    "Param", "Function", "ExternFunction", "Program", "children",
 ]
 
 
@@ -175,6 +175,27 @@ Expr = Union[
     Const, Var, BinOp, Compare, BoolOp, Not, Neg, Cast, Call, ViewLen, ViewDim, ViewLoad, ThreadIndex1D,
     SpecialReg, Select, Intrinsic, MakeTuple, TupleGet,
 ]
+
+
+def children(e: Expr) -> list[Expr]:
+    """The sub-expressions of ``e``, in evaluation order."""
+    if isinstance(e, (BinOp, Compare)):
+        return [e.left, e.right]
+    if isinstance(e, (Not, Neg, Cast)):
+        return [e.operand]
+    if isinstance(e, Select):
+        return [e.cond, e.if_true, e.if_false]
+    if isinstance(e, (BoolOp, MakeTuple)):
+        return list(e.values)
+    if isinstance(e, (Call, Intrinsic)):
+        return list(e.args)
+    if isinstance(e, (ViewLen, ViewDim)):
+        return [e.view]
+    if isinstance(e, ViewLoad):
+        return [e.view, e.index]
+    if isinstance(e, TupleGet):
+        return [e.value]
+    return []
 
 
 @dataclass

@@ -710,19 +710,12 @@ def _di_file_fields(path: str) -> dict[str, str]:
 
 def _is_pure(e: ir.Expr) -> bool:
     """True when evaluating ``e`` cannot fault or have effects (no loads, calls, intrinsics)."""
-    if isinstance(e, (ir.Const, ir.Var, ir.ThreadIndex1D, ir.SpecialReg, ir.ViewLen, ir.ViewDim)):
-        return True
-    if isinstance(e, (ir.BinOp, ir.Compare)):
-        if isinstance(e, ir.BinOp) and e.op in ("/", "//", "%") and e.ty.kind != "float":
-            return False  # integer division by zero is undefined behaviour
-        return _is_pure(e.left) and _is_pure(e.right)
-    if isinstance(e, (ir.Not, ir.Neg, ir.Cast)):
-        return _is_pure(e.operand)
-    if isinstance(e, ir.Select):
-        return _is_pure(e.cond) and _is_pure(e.if_true) and _is_pure(e.if_false)
-    if isinstance(e, ir.BoolOp):
-        return all(_is_pure(v) for v in e.values)
-    return False
+    if not isinstance(e, (ir.Const, ir.Var, ir.ThreadIndex1D, ir.SpecialReg, ir.ViewLen, ir.ViewDim,
+                          ir.BinOp, ir.Compare, ir.Not, ir.Neg, ir.Cast, ir.Select, ir.BoolOp)):
+        return False
+    if isinstance(e, ir.BinOp) and e.op in ("/", "//", "%") and e.ty.kind != "float":
+        return False  # integer division by zero is undefined behaviour
+    return all(_is_pure(c) for c in ir.children(e))
 
 
 def lower_program(program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False) -> ll.Module:
