@@ -170,8 +170,11 @@ static int pointer_of(PyObject *value, uint64_t *out) {
    there is one (one call, no attribute lookup on the instance). */
 static PyObject *call_array_method(PyObject *obj, int type_index, int which, PyObject *name) {
     PyObject *m = array_methods[type_index][which];
-    if (m != NULL) return PyObject_Vectorcall(m, &obj, 1, NULL);
-    return PyObject_CallMethodNoArgs(obj, name);
+    if (m == NULL) return PyObject_CallMethodNoArgs(obj, name);
+    Py_INCREF(m); /* a re-registration in another thread must not free it during the call */
+    PyObject *r = PyObject_Vectorcall(m, &obj, 1, NULL);
+    Py_DECREF(m);
+    return r;
 }
 
 static int attr_is_true(PyObject *obj, PyObject *name) {

@@ -13,7 +13,7 @@ also teaches the C side what it learned. Without the extension (or with
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from oxide.runtime import launcher
 from oxide.runtime.launch import ArgPacker, ScalarError, grid_for, normalize_dims, scalar_converter
@@ -75,8 +75,12 @@ class Specialization:
         return "(" + ", ".join(f"{k}={v}" for k, v in sorted(self.spec.specialization.items())) + ")"
 
 
-class _Dispatch(NamedTuple):
-    """What a kernel's manifest says about it, arranged for a fast launch."""
+class _Dispatch:
+    """What a kernel's manifest says about it, arranged for a fast launch. (A plain class: a
+    NamedTuple would cost a millisecond when a module of kernels is imported.)"""
+
+    __slots__ = ("located", "names", "view_index", "mutable", "variants", "by_view_dtypes", "tensor_ndim",
+                 "constexpr_index")
 
     located: artifacts.LocatedManifest
     names: tuple[str, ...]
@@ -84,8 +88,14 @@ class _Dispatch(NamedTuple):
     mutable: tuple[bool, ...]  # per view parameter: written by the kernel
     variants: list[Specialization]
     by_view_dtypes: dict[tuple[str, ...], list[Specialization]]
-    tensor_ndim: tuple[int, ...] = ()  # per view parameter: ndim of a Tensor, 0 for a 1-D view
-    constexpr_index: tuple[int, ...] = ()  # positions of Constexpr parameters (pick the variant)
+    tensor_ndim: tuple[int, ...]  # per view parameter: ndim of a Tensor, 0 for a 1-D view
+    constexpr_index: tuple[int, ...]  # positions of Constexpr parameters (pick the variant)
+
+    def __init__(self, **fields: Any) -> None:
+        for name in self.__slots__:
+            setattr(self, name, fields.pop(name))
+        if fields:
+            raise TypeError(f"unknown fields {sorted(fields)}")
 
 
 class LaunchConfig(launcher.LaunchBase):  # type: ignore[misc]
