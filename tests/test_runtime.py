@@ -1773,6 +1773,21 @@ def test_c_launcher_selects_constexpr_specializations(tmp_path: Path, c_driver: 
     assert len(c_driver.launches) == 6
 
 
+@needs_launcher
+def test_tensors_of_more_dimensions_than_the_c_plan_takes_launch_in_python(tmp_path: Path, c_driver: CFakeDriver) -> None:
+    ndim = launcher.MAX_NDIM + 1
+    params = (ParamSpec("x", "tensor", "f32", ndim), ParamSpec("out", "mut_slice", "f32"))
+    m = make_module(tmp_path, "from oxide import kernel\n\n@kernel\ndef deep(x, out):\n    pass\n",
+                    (KernelSpec("deep", "deep", params),))  # fmt: skip
+    c_driver.signatures = {"deep": slot_types(params)}
+    x, out = FakeArray(shape=(2,) * ndim, ptr=0x1000), FakeArray(4, ptr=0x100000)
+    for _ in range(2):
+        m.deep[1, 32](x, out)
+    assert paths(c_driver) == ["python", "python"]
+    strides = [2 ** (ndim - 1 - d) for d in range(ndim)]
+    assert c_driver.launches[1]["values"] == [0x1000] + [2] * ndim + strides + [0x100000, 4]
+
+
 def test_subscript_cache_is_shared_with_the_base(tmp_path: Path) -> None:
     m = make_module(tmp_path)
     first = m.scale[2, 64]

@@ -740,7 +740,7 @@ static PyObject *plan_configure(Plan *self, PyObject *args) {
         }
     }
     Py_DECREF(fast);
-    self->ready = fits && slots <= MAX_SLOTS;
+    self->ready = fits && slots <= MAX_SLOTS && constexprs <= MAX_SLOTS; /* plan_launch's stack arrays */
     Py_RETURN_NONE;
 fail:
     plan_clear(self);
