@@ -16,7 +16,7 @@ import functools
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from oxide.runtime import launcher
-from oxide.runtime.launch import ArgPacker, ScalarError, grid_for, normalize_dims, scalar_converter
+from oxide.runtime.launch import MAX_BLOCK_THREADS, ArgPacker, ScalarError, grid_for, normalize_dims, scalar_converter
 from oxide.runtime.streams import stream_handle
 
 if TYPE_CHECKING:
@@ -109,8 +109,11 @@ class LaunchConfig(launcher.LaunchBase):  # type: ignore[misc]
 
     def __init__(self, kernel: Kernel, grid: Any, block: Any, stream: Any = None, shared_mem: int = 0) -> None:
         self.kernel = kernel
-        self.grid, self.block = normalize_dims(grid, block)
-        self.stream = stream_handle(stream)
+        if type(grid) is int and type(block) is int and 0 <= grid <= 0xFFFFFFFF and 0 < block <= MAX_BLOCK_THREADS:
+            self.grid, self.block = (grid, 1, 1), (block, 1, 1)  # k[n_blocks, threads]: what normalize_dims gives
+        else:
+            self.grid, self.block = normalize_dims(grid, block)
+        self.stream = 0 if stream is None else stream_handle(stream)
         if not isinstance(shared_mem, int) or shared_mem < 0:
             raise ValueError(f"shared_mem must be a non-negative int of bytes; got {shared_mem!r}")
         self.shared_mem = shared_mem
