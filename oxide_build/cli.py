@@ -253,7 +253,7 @@ def _inspect(args: argparse.Namespace) -> int:
         raise UsageError(f"oxide: error: no such file: {source}")
     (arch,) = _archs([args.arch])
     module = args.module or source.stem
-    resources, cubin, names, checks = inspect_module(source, module, arch, root=args.root or _default_root(source, module))
+    resources, cubin, names, checks, launch_checks = inspect_module(source, module, arch, root=args.root or _default_root(source, module))
     rows = [r for sym, r in sorted(resources.items()) if not kernel or names.get(sym) == kernel]
     if kernel and not rows:
         raise UsageError(f"oxide: error: no kernel {kernel!r} in {source} (kernels: {', '.join(sorted(set(names.values())))})")
@@ -262,15 +262,12 @@ def _inspect(args: argparse.Namespace) -> int:
         print(f"{r.symbol:<28} {r.registers:>5} {r.shared_bytes:>8} {r.local_bytes:>7} {r.stack_bytes:>6} "
               f"{r.spill_stores:>9} {r.spill_loads:>9} {r.barriers:>5}")
     shown = {names.get(r.symbol) for r in rows}
-    kept = [c for c in checks if c.kernel in shown]
-    seen = set()
-    print(f"checks left in the code: {len({(c.kind, c.line, c.col, c.what) for c in kept})}"
-          + ("" if kept else " (every index is proven in bounds)"))
-    for c in kept:
-        key = (c.kind, c.line, c.col, c.what)
-        if key not in seen:
-            seen.add(key)
-            print(f"  {c.file}:{c.line}:{c.col}: {c.kind} {c.what}  [{c.kernel}]")
+    for title, sites in (("checks left in the device code", checks), ("checked at launch", launch_checks)):
+        kept = [c for c in sites if c.kernel in shown]
+        unique = list(dict.fromkeys((c.file, c.line, c.col, c.kind, c.what, c.kernel) for c in kept))
+        print(f"{title}: {len(unique)}")
+        for file, line, col, kind, what, kernel in unique:
+            print(f"  {file}:{line}:{col}: {kind} {what}  [{kernel}]")
     if args.emit == "sass":
         print(disassemble(cubin))
     return 0

@@ -75,7 +75,8 @@ class Inspection(NamedTuple):
     resources: dict[str, KernelResources]  # entry symbol -> resources
     cubin: bytes
     names: dict[str, str]  # entry symbol -> Python kernel name
-    checks: list[ErrorSite]  # the bounds checks and asserts that remain in the code
+    checks: list[ErrorSite]  # the bounds checks and asserts that remain in the device code
+    launch_checks: list[ErrorSite]  # asserts the runtime checks at launch (preconditions)
 
 
 def inspect_module(source: Path, module_name: str, arch: str, options: CompileOptions | None = None,
@@ -105,8 +106,10 @@ def inspect_module(source: Path, module_name: str, arch: str, options: CompileOp
         nvjitlink.destroy(handle)
     resources = parse_info_log(buf.rstrip(b"\0").decode(errors="replace"))
     names = {k.symbol: k.name for k in compiled.kernels}
+    at_launch = {c.site for k in compiled.kernels for c in k.preconditions}
     return Inspection({s: r for s, r in resources.items() if s in names}, bytes(cubin), names,
-                      list(compiled.error_sites))
+                      [s for s in compiled.error_sites if s.id not in at_launch],
+                      [s for s in compiled.error_sites if s.id in at_launch])
 
 
 def disassemble(cubin: bytes) -> str:

@@ -23,14 +23,18 @@ def test_parse_info_log() -> None:
 
 
 def test_inspect_sgemm_uses_two_tiles_of_shared_memory() -> None:
-    resources, cubin, names, checks = inspect_module(ROOT / "examples" / "sgemm.py", "examples.sgemm", "sm_90", root=ROOT)
+    resources, cubin, names, checks, launch_checks = inspect_module(ROOT / "examples" / "sgemm.py", "examples.sgemm", "sm_90", root=ROOT)
     r = resources["sgemm"]
     assert r.shared_bytes >= 2 * 32 * 32 * 4
     assert 0 < r.registers <= 255 and r.spill_stores == 0 and r.barriers == 1
     assert cubin[:4] == b"\x7fELF" and names == {"sgemm": "sgemm"}
-    # its preconditions (asserts) prove every index; what remains is them and the checks they need
-    assert {c.kind for c in checks} == {"assert"}
-    assert any("grid.x <= " in c.what for c in checks) and any("stop + step" in c.what for c in checks)
+    # its preconditions (asserts, checked at launch) prove every index; the device keeps one
+    # check at the entry of the k loop, which needs k + 32 to fit an i32
+    assert [c.what for c in checks] == ["range(0, k, TILE): stop + step must not exceed 2147483648 (i32 loop variable)"]
+    assert [c.what for c in launch_checks][:2] == [
+        "block.dim.x == TILE and block.dim.y == TILE",
+        "len(a) == i64(m) * k and len(b) == i64(k) * n and (len(c) == i64(m) * n)"]
+    assert "grid.x <= 67108864" in launch_checks[2].what
 
 
 def test_cli_inspect_prints_a_row_per_specialization(capsys) -> None:  # type: ignore[no-untyped-def]
@@ -44,8 +48,8 @@ def test_cli_inspect_prints_a_row_per_specialization(capsys) -> None:  # type: i
     assert [line.split()[0] for line in out[1:3]] == ["saxpy_f32", "saxpy_f64"]
     # the bounds-check failure path is inlined: no call ABI inflating the register count
     assert all(int(line.split()[1]) <= 32 for line in out[1:3])
-    assert out[3] == "checks left in the code: 1"
-    assert out[4].endswith(": assert len(x) == len(out) and len(y) == len(out)  [saxpy]")
+    assert out[3:5] == ["checks left in the device code: 0", "checked at launch: 1"]
+    assert out[5].endswith(": assert len(x) == len(out) and len(y) == len(out)  [saxpy]")
 
 
 def test_cli_inspect_unknown_kernel(capsys) -> None:  # type: ignore[no-untyped-def]

@@ -204,6 +204,8 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         variant, values, keep = self._prepare(args)
         if grid[0] == 0 or grid[1] == 0 or grid[2] == 0:
             return  # an empty grid (grid_for(0)) is a launch of nothing, not an error
+        if variant.spec.preconditions:
+            self._check_preconditions(variant, values, grid, block)
         drv = device.driver()
         err, ctx = drv.cuCtxGetCurrent()
         handle = int(ctx)
@@ -221,6 +223,27 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         if self._plan is not None and self._planned:
             self._teach(variant, handle, fn, keep, drv, args)
         del keep  # the argument arrays stay alive until the driver has taken the launch
+
+    def _check_preconditions(self, variant: Specialization, values: list[Any], grid: tuple[int, int, int],
+                             block: tuple[int, int, int]) -> None:
+        """The kernel's launch-time asserts (preconditions.py): a failure is raised here, and
+        the kernel is not launched."""
+        from . import preconditions
+
+        site_id = preconditions.failed(variant.spec.preconditions, values, grid, block)
+        if site_id is None:
+            return
+        d = self._dispatch
+        assert d is not None
+        site = next((s for s in d.located.manifest.error_sites if s.id == site_id), None)
+        from oxide.errors import KernelError
+
+        if site is None:
+            raise KernelError(f"a launch precondition of kernel {self.name} failed (site {site_id}), "
+                              "but its manifest does not describe that site: rebuild the package")
+        location = f"{site.file}:{site.line}:{site.col}"
+        raise KernelError(f"assertion failed in kernel {site.kernel} at {location}: {site.what} "
+                          "(checked at launch; the kernel was not launched)", kernel=site.kernel, location=location)
 
     def _teach(
         self, variant: Specialization, ctx: int, fn: Any, views: list[ArrayView], drv: Any, args: Sequence[Any]
@@ -423,6 +446,8 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         """Gives the C launcher this kernel's parameters and specializations; False where it
         cannot take them (every launch then goes through Python)."""
         first = d.variants[0].spec.params
+        if any(v.spec.preconditions for v in d.variants):
+            return False  # the C plan does not evaluate launch preconditions (yet)
         layout = [(p.kind, p.ndim) for p in first]
         codes = launcher.DTYPE_CODES
         for p in first:

@@ -20,6 +20,7 @@ __all__ = [
     "ARTIFACT_DIR",
     "ParamSpec",
     "KernelSpec",
+    "Precondition",
     "ErrorSite",
     "ModuleManifest",
     "manifest_path",
@@ -54,6 +55,17 @@ class ParamSpec:
 
 
 @dataclass(frozen=True)
+class Precondition:
+    """A kernel ``assert`` (or a limit its bounds proofs assume) that depends only on launch
+    arguments and launch dimensions: the runtime checks it before launching, so the device
+    does not. ``site`` is its ErrorSite; ``expr`` is the condition as nested lists — see
+    oxide/runtime/preconditions.py for the encoding."""
+
+    site: int
+    expr: Any
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     name: str  # the Python name of the kernel
     symbol: str  # the entry point in the cubin
@@ -61,6 +73,7 @@ class KernelSpec:
     specialization: dict[str, str] = field(default_factory=dict)  # TypeVar name -> scalar name
     file: str = ""
     line: int = 0
+    preconditions: tuple[Precondition, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,6 +120,7 @@ class ModuleManifest:
                 specialization=dict(k.get("specialization", {})),
                 file=k.get("file", ""),
                 line=k.get("line", 0),
+                preconditions=tuple(Precondition(**c) for c in k.get("preconditions", [])),
             )
             for k in data["kernels"]
         )

@@ -241,6 +241,7 @@ class ProgramBuilder:
                     name=name, symbol=symbol,
                     params=tuple(by_name.get(a.arg) or ParamSpec(a.arg, "constexpr", "i64") for a in fdef.args.args),
                     specialization=spec, file=self.module.path.name, line=fdef.lineno,
+                    preconditions=tuple(translator.preconditions),
                 ))
         return specs
 

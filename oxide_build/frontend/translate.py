@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from oxide.errors import CompileError
+from oxide.runtime.manifest import Precondition
 from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
@@ -209,6 +210,10 @@ class FunctionTranslator(ast.NodeVisitor):
         self.positive_names: set[str] = set()  # locals assigned once from block/grid sizes
         self.loop_bindings: set[str] = set()  # loop variables of the loops being translated
         self.proofs: dict[tuple[object, ...], tuple[bool, tuple[Poly, ...]]] = {}
+        # kernel asserts checked by the runtime at launch (oxide/runtime/preconditions.py), and
+        # whether every top-level statement so far left the launch preconditions unchanged
+        self.preconditions: list[Precondition] = []
+        self.prefix_open = is_kernel
         self.prover = Prover(self._stable, self.locals.get, assume_grid=is_kernel)
 
     # ---- entry points -------------------------------------------------------------------
@@ -289,8 +294,7 @@ class FunctionTranslator(ast.NodeVisitor):
         return self.grid_checks() + body
 
     def grid_checks(self) -> list[ir.Stmt]:
-        """Checks, at kernel entry, of the grid limits the bounds proofs assumed (bounds.py)."""
-        out: list[ir.Stmt] = []
+        """The grid limits the bounds proofs assumed (bounds.py): launch preconditions."""
         for assumed in self.prover.grid_checks():
             loc = assumed.loc
             node = ast.Constant(0, lineno=loc.line, col_offset=loc.col - 1)
@@ -298,9 +302,63 @@ class FunctionTranslator(ast.NodeVisitor):
                 "assert", self.kernel_name, self.module, node,
                 f"grid.{assumed.axis} <= {assumed.limit}: the i32 index arithmetic here assumes it "
                 "(compute the index in i64 to lift the limit)")
-            dim = ir.SpecialReg(f"nctaid.{assumed.axis}", I32, loc)
-            out.append(ir.Check(ir.Compare("<=", dim, ir.Const(assumed.limit, I32, loc), I32, BOOL, loc), site, loc))
-        return out
+            axis = "xyz".index(assumed.axis)
+            self.preconditions.append(Precondition(site, ["le", ["grid", axis], ["const", assumed.limit]]))
+        return []
+
+    def launch_expr(self, e: ir.Expr) -> list[Any] | None:
+        """``e`` in the launch-precondition encoding (oxide/runtime/preconditions.py), or None
+        when it depends on more than the launch arguments and dimensions."""
+        if isinstance(e, ir.Const):
+            return ["const", int(e.value)] if isinstance(e.value, (bool, int)) else None
+        if isinstance(e, ir.Var):
+            slot = self._slots().get(e.name)
+            scalar = as_scalar(e.ty)
+            if (slot is None or self.assign_counts.get(e.name, 0) or scalar is None
+                    or scalar.kind not in ("int", "uint", "bool")):
+                return None
+            return ["arg", slot]
+        if isinstance(e, ir.ViewLen) and isinstance(e.view, ir.Var) and isinstance(e.view.ty, ViewType):
+            slot = self._slots().get(e.view.name)
+            return ["arg", slot + 1] if slot is not None and not e.view.ty.is_tensor else None
+        if (isinstance(e, ir.ViewDim) and e.which == "shape" and isinstance(e.view, ir.Var)
+                and isinstance(e.view.ty, ViewType) and e.view.ty.is_tensor):
+            slot = self._slots().get(e.view.name)
+            return ["arg", slot + 1 + e.axis] if slot is not None else None
+        if isinstance(e, ir.SpecialReg) and e.name[:-2] in ("nctaid", "ntid"):
+            return ["grid" if e.name.startswith("nctaid") else "block", "xyz".index(e.name[-1])]
+        if isinstance(e, ir.Cast):
+            inner = self.launch_expr(e.operand)
+            ok = e.ty.kind in ("int", "uint", "bool") and (is_int(e.operand.ty) or e.operand.ty == BOOL)
+            return ["cast", e.ty.name, inner] if inner is not None and ok else None
+        if isinstance(e, ir.BinOp) and e.op in ("+", "-", "*") and e.ty.kind in ("int", "uint"):
+            a, b = self.launch_expr(e.left), self.launch_expr(e.right)
+            op = {"+": "add", "-": "sub", "*": "mul"}[e.op]
+            return [op, e.ty.name, a, b] if a is not None and b is not None else None
+        if isinstance(e, ir.Neg) and e.ty.kind in ("int", "uint"):
+            a = self.launch_expr(e.operand)
+            return ["neg", e.ty.name, a] if a is not None else None
+        if isinstance(e, ir.Compare) and e.operand_ty.kind in ("int", "uint", "bool"):
+            a, b = self.launch_expr(e.left), self.launch_expr(e.right)
+            op = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}[e.op]
+            return [op, a, b] if a is not None and b is not None else None
+        if isinstance(e, ir.BoolOp):
+            parts = [self.launch_expr(v) for v in e.values]
+            return [e.op, parts] if all(p is not None for p in parts) else None
+        if isinstance(e, ir.Not):
+            a = self.launch_expr(e.operand)
+            return ["not", a] if a is not None else None
+        return None
+
+    def _slots(self) -> dict[str, int]:
+        """Parameter name -> its first packed slot (a view: pointer, then length or shape)."""
+        slots: dict[str, int] = {}
+        k = 0
+        for p in self.params:
+            slots[p.name] = k
+            k += 1 + (2 * p.ty.ndim if isinstance(p.ty, ViewType) and p.ty.is_tensor else
+                      1 if isinstance(p.ty, ViewType) else 0)
+        return slots
 
     # ---- statements ---------------------------------------------------------------------
 
@@ -311,6 +369,9 @@ class FunctionTranslator(ast.NodeVisitor):
         try:
             for stmt in stmts:
                 result = self.visit(stmt)
+                if self.prefix_open and len(self.scopes) == 2 and not (
+                        result is None or isinstance(result, ir.Assign) and ir.is_pure(result.value)):
+                    self.prefix_open = False  # later asserts may depend on what this statement did
                 if result is None:
                     continue
                 if isinstance(result, list):
@@ -761,7 +822,7 @@ class FunctionTranslator(ast.NodeVisitor):
         finally:
             self.unsafe_depth -= 1
 
-    def visit_Assert(self, node: ast.Assert) -> ir.Stmt:
+    def visit_Assert(self, node: ast.Assert) -> ir.Stmt | None:
         cond = self.condition(node.test)
         what = ast.unparse(node.test)
         if node.msg is not None:
@@ -770,6 +831,11 @@ class FunctionTranslator(ast.NodeVisitor):
             what = f"{what}: {node.msg.value}"
         site = self.builder.add_error_site("assert", self.kernel_name, self.module, node, what)
         self.add_facts(cond, negated=False)
+        if self.prefix_open and len(self.scopes) == 2:
+            expr = self.launch_expr(cond)
+            if expr is not None:  # checked by the runtime before the launch, not by every thread
+                self.preconditions.append(Precondition(site, expr))
+                return None
         return ir.Check(cond, site, self.loc(node))
 
     # ---- bounds-check facts (bounds.py proves; these keep the scopes) ----------------------

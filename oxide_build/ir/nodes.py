@@ -13,7 +13,7 @@ __all__ = [
     "ViewLoad", "ThreadIndex1D", "SpecialReg", "Select", "Intrinsic", "MakeTuple", "TupleGet",
     "ArrayDecl", "Check",
     "Assign", "Store", "If", "While", "Return", "ExprStmt", "Break", "Continue",
-    "Param", "Function", "ExternFunction", "Program", "children",
+    "Param", "Function", "ExternFunction", "Program", "children", "is_pure",
 ]
 
 
@@ -175,6 +175,16 @@ Expr = Union[
     Const, Var, BinOp, Compare, BoolOp, Not, Neg, Cast, Call, ViewLen, ViewDim, ViewLoad, ThreadIndex1D,
     SpecialReg, Select, Intrinsic, MakeTuple, TupleGet,
 ]
+
+
+def is_pure(e: Expr) -> bool:
+    """True when evaluating ``e`` cannot fault or have effects (no loads, calls, intrinsics)."""
+    if not isinstance(e, (Const, Var, ThreadIndex1D, SpecialReg, ViewLen, ViewDim,
+                          BinOp, Compare, Not, Neg, Cast, Select, BoolOp)):
+        return False
+    if isinstance(e, BinOp) and e.op in ("/", "//", "%") and e.ty.kind != "float":
+        return False  # integer division by zero is undefined behaviour
+    return all(is_pure(c) for c in children(e))
 
 
 def children(e: Expr) -> list[Expr]:

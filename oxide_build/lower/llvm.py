@@ -557,7 +557,7 @@ class FunctionLowering:
             return self.sreg(e.name)
         if isinstance(e, ir.Select):
             cond = self.expr(e.cond)
-            if _is_pure(e.if_true) and _is_pure(e.if_false):
+            if ir.is_pure(e.if_true) and ir.is_pure(e.if_false):
                 return b.select(cond, self.expr(e.if_true), self.expr(e.if_false))
             # a side that reads memory or calls runs only when chosen, as in Python
             result = self.temp(value_ll(e.ty))
@@ -706,16 +706,6 @@ def _di_file_fields(path: str) -> dict[str, str]:
     import os
 
     return {"filename": os.path.basename(path), "directory": os.path.dirname(path) or "."}
-
-
-def _is_pure(e: ir.Expr) -> bool:
-    """True when evaluating ``e`` cannot fault or have effects (no loads, calls, intrinsics)."""
-    if not isinstance(e, (ir.Const, ir.Var, ir.ThreadIndex1D, ir.SpecialReg, ir.ViewLen, ir.ViewDim,
-                          ir.BinOp, ir.Compare, ir.Not, ir.Neg, ir.Cast, ir.Select, ir.BoolOp)):
-        return False
-    if isinstance(e, ir.BinOp) and e.op in ("/", "//", "%") and e.ty.kind != "float":
-        return False  # integer division by zero is undefined behaviour
-    return all(_is_pure(c) for c in ir.children(e))
 
 
 def lower_program(program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False) -> ll.Module:
