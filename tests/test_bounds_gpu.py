@@ -27,13 +27,15 @@ def test_grid_limit_assumed_by_i32_indices() -> None:
     out = torch.full((n,), float("nan"), device="cuda")
     proofs.scale_wide[(n + proofs.WIDTH - 1) // proofs.WIDTH, 1024](dev(x), n, out)
     np.testing.assert_array_equal(out.cpu().numpy(), 2.0 * x)
-    # more blocks than the i32 arithmetic allows: every thread stops at entry, reported once
+    # more blocks than the i32 arithmetic allows: refused at the launch, the kernel never runs
     small = dev(x[:10])
     with pytest.raises(oxide.KernelError, match=r"assertion failed in kernel scale_wide at .*proofs\.py:\d+:\d+: "
-                       r"grid\.x <= 262144: the i32 index arithmetic here assumes it"):
+                       r"grid\.x <= 262144: the i32 index arithmetic here assumes it .*\(checked at launch"):
         proofs.scale_wide[262_145, 32](small, 10, torch.empty(10, device="cuda"))
-        torch.cuda.synchronize()
-        oxide.runtime.check_kernel_errors()
+    # a length precondition, likewise
+    with pytest.raises(oxide.KernelError, match=r"scale_wide at .*proofs\.py:\d+:\d+: len\(x\) == n and len\(out\) == n"):
+        proofs.scale_wide[1, 32](small, 11, torch.empty(11, device="cuda"))
+    oxide.runtime.check_kernel_errors()  # nothing was left behind on the device
     out.fill_(float("nan"))  # the process is still usable
     proofs.scale_wide[(n + proofs.WIDTH - 1) // proofs.WIDTH, 1024](dev(x), n, out)
     np.testing.assert_array_equal(out.cpu().numpy(), 2.0 * x)
