@@ -80,7 +80,8 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     compile_cmd.add_argument("-O", dest="opt_level", type=int, choices=range(4), default=3, metavar="N", help="optimization level 0-3 (default: 3)")
-    compile_cmd.add_argument("--no-bounds-check", action="store_true", help="do not check view reads on the device")
+    compile_cmd.add_argument("--no-bounds-check", "--unchecked-indexing", dest="no_bounds_check", action="store_true",
+                             help="do not check view and array indices on the device (asserts stay)")
     compile_cmd.add_argument("--backend", choices=("nvptx", "nvvm"), default="nvptx",
                              help="what makes the PTX: LLVM's NVPTX target (default) or libNVVM")
     compile_cmd.add_argument("--header", metavar="FILE", type=Path,

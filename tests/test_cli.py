@@ -117,3 +117,16 @@ def test_scan_src_layout_and_package_filter(capsys: pytest.CaptureFixture[str]) 
     assert capsys.readouterr().out.splitlines() == ["srckernel.fill (srckernel/fill.py): fill", "1 kernel in 1 module"]
     assert main(["scan", str(packages / "pure_kernel"), "--package", "nothing_here"]) == 0
     assert capsys.readouterr().out.splitlines() == ["0 kernels in 0 modules"]
+
+
+@pytest.mark.parametrize("flag", ["--no-bounds-check", "--unchecked-indexing"])
+def test_compile_without_bounds_checks(flag: str, tmp_path: Path) -> None:
+    src = tmp_path / "k.py"
+    src.write_text("import oxide as ox\nfrom oxide import Slice, MutSlice, f32, thread\n\n"
+                   "@ox.kernel\ndef k(x: Slice[f32], out: MutSlice[f32]) -> None:\n"
+                   "    i = thread.index_1d()\n    with ox.unsafe():\n        out[i] = x[i + 1]\n")
+    assert main(["compile", str(src), "--emit", "llvm", "-o", str(tmp_path / "checked")]) == 0
+    assert main(["compile", str(src), "--emit", "llvm", flag, "-o", str(tmp_path / "unchecked")]) == 0
+    checked = next((tmp_path / "checked").glob("*.ll")).read_text()
+    unchecked = next((tmp_path / "unchecked").glob("*.ll")).read_text()
+    assert 'call void @"__oxide_fail"(i64 1,' in checked and "__oxide_fail" not in unchecked

@@ -54,7 +54,7 @@ def test_leading_asserts_over_the_launch_move_to_the_launch(tmp_path: Path) -> N
                                                   ["ge", ["arg", 9], ["arg", 1]]]]
     assert spec.preconditions[1].expr == ["and", [["eq", ["block", 0], ["const", 256]], ["eq", ["grid", 1], ["const", 1]]]]
     for p in spec.preconditions:  # the device code no longer fails at these sites
-        assert f"@__oxide_fail(i64 {p.site}," not in c.llvm_ir
+        assert f'call void @"__oxide_fail"(i64 {p.site},' not in c.llvm_ir
 
 
 def test_asserts_that_stay_on_the_device(tmp_path: Path) -> None:
@@ -75,6 +75,8 @@ def test_asserts_that_stay_on_the_device(tmp_path: Path) -> None:
     launch, device = split(c)
     assert launch == []
     assert device == ["a > 0.0", "thread.idx.x < n", "m > 1", "len(x) > 5", "len(out) == n"]
+    for site in c.error_sites:  # each one fails on the device
+        assert f'call void @"__oxide_fail"(i64 {site.id},' in c.llvm_ir
 
 
 def test_an_assert_after_a_store_stays_on_the_device(tmp_path: Path) -> None:
