@@ -333,8 +333,8 @@ class Prover:
 
     # ---- proofs ---------------------------------------------------------------------------
 
-    def nonneg(self, g: Poly, facts: list[Poly]) -> bool:
-        """Is ``g ≥ 0`` wherever ``facts`` hold?"""
+    def nonneg(self, g: Poly, facts: list[Poly], pairs: bool = True) -> bool:
+        """Is ``g ≥ 0`` wherever ``facts`` hold? (``pairs``: also try two facts together)"""
         cache: dict[Atom, tuple[int, int]] = {}
         if self.interval(g, facts, cache)[0] >= 0:
             return True
@@ -345,6 +345,8 @@ class Prover:
                 if self.interval(g1, facts, cache)[0] >= 0:
                     self._use(f1)
                     return True
+                if not pairs:
+                    continue
                 for f2 in candidates:
                     for k2 in _multipliers(g1, f2):
                         if self.interval(add(g1, f2, -k2), facts, cache)[0] >= 0:
@@ -360,9 +362,12 @@ class Prover:
     def in_range(self, index: Poly, bound: Poly, facts: list[Poly]) -> bool:
         """Is ``0 <= index < bound`` wherever ``facts`` hold? A proof activates the grid
         assumptions it relied on."""
-        def attempt() -> bool:
-            return ((self.nonneg(index, facts) and self.nonneg(add(add(bound, index, -1), const(-1)), facts))
-                    or self._row_major(index, bound, facts))
+        below = add(add(bound, index, -1), const(-1))
+
+        def attempt() -> bool:  # the cheap proofs first: one fact, then row-major, then pairs
+            low = self.nonneg(index, facts)
+            return ((low and self.nonneg(below, facts, pairs=False)) or self._row_major(index, bound, facts)
+                    or (low and self.nonneg(below, facts)))
 
         self._touched = set(index.assumes | bound.assumes)
         proven = self._unassumed(attempt)
@@ -385,7 +390,8 @@ class Prover:
         """index = A·u + v with 0 ≤ v < A, 0 ≤ u < T and bound ≥ A·T."""
         one = const(1)
         products = [*facts, *self.global_facts] + [f for f, _ in self.conditional_facts]
-        for a in sorted({x for m in index if len(m) >= 2 for x in m}):
+        # a row length is a parameter or a view length far more often than a thread index
+        for a in sorted({x for m in index if len(m) >= 2 for x in m}, key=lambda x: (x[0] == "reg", x)):
             u = Poly()
             v = Poly()
             for m, c in index.items():
