@@ -90,14 +90,14 @@ def wheel_build_benchmark(reps: int = 2) -> list[dict[str, Any]]:
                 project = _copy_project(REPO / "sample_project", root)
                 cache = root / "cache"
                 t_full, wheel = _build_wheel(project, root / "wheels", cache)
-                with zipfile.ZipFile(wheel) as zf:
-                    cubins = [n for n in zf.namelist() if n.endswith(".cubin")]
+                with zipfile.ZipFile(wheel) as zf:  # one fatbin per module, or cubins ([tool.oxide] fatbin)
+                    cubins = [n for n in zf.namelist() if n.endswith((".cubin", ".fatbin"))]
                 if not cubins:
-                    raise RuntimeError(f"{wheel.name} holds no cubin")
+                    raise RuntimeError(f"{wheel.name} holds no cubin or fatbin")
                 t_again, _ = _build_wheel(project, root / "wheels", cache)
                 full.append(t_full)
                 nochange.append(t_again)
-                notes = [f"{wheel.name}: {len(cubins)} cubin(s)"]
+                notes = [f"{wheel.name}: {len(cubins)} code file(s): {', '.join(sorted(Path(c).suffix for c in cubins))}"]
                 print(f"  wheel build: full {t_full:.0f} ms, no change {t_again:.0f} ms", flush=True)
     except Exception as e:
         print(f"  wheel build: error: {type(e).__name__}: {e}", flush=True)
