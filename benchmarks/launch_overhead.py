@@ -9,8 +9,10 @@ Every contender launches an (almost) empty kernel of 1 block of 32 threads, in a
 repetitions of the host time per launch (the loop's wall time / launches; the GPU is
 synchronised between repetitions, outside the timing). Kernels: "p4" (two arrays, two scalars:
 the issue's figure), "p1" (one array) and "p16" (four arrays, twelve scalars); oxide alone
-also launches "t4" (two ``Tensor[f32, 2]`` views, two scalars) and "c4" (two arrays, a scalar and
-an ``ox.Constexpr`` that picks one of two specializations). ``oxide-<kind>-subscript`` times
+also launches "t4" (two ``Tensor[f32, 2]`` views, two scalars), "c4" (two arrays, a scalar and
+an ``ox.Constexpr`` that picks one of two specializations) and "a4" ("p4" with two launch
+preconditions, ``assert len(x) == len(out)`` and ``assert block.dim.x == 32``, checked by the
+runtime before each launch). ``oxide-<kind>-subscript`` times
 ``k[1, 32](*args)`` (the launch configuration looked up per launch) where ``oxide-<kind>``
 reuses one ``k[1, 32]``.
 
@@ -64,13 +66,17 @@ KERNELS: dict[str, list[tuple[str, str]]] = {
     + [(f"s{i}", "f32" if i % 2 else "i32") for i in range(12)],
     "t4": [("a", "f32"), ("x", "tensor"), ("b", "f32"), ("out", "tensor")],
     "c4": [("x", "view"), ("R", "constexpr"), ("b", "f32"), ("out", "view")],
+    "a4": [("a", "f32"), ("x", "view"), ("b", "f32"), ("out", "view")],
 }
-OXIDE_ONLY = ("t4", "c4")  # the other libraries have no Tensor / Constexpr parameters to compare
+OXIDE_ONLY = ("t4", "c4", "a4")  # the other libraries have no Tensor / Constexpr parameters, no asserts
+# "a4"'s asserts, as the compiler writes them into the manifest (slots: a, x, len(x), b, out, len(out))
+ASSERTS = {"a4": [("len(x) == len(out)", ["eq", ["arg", 2], ["arg", 5]]),
+                  ("block.dim.x == 32", ["eq", ["block", 0], ["const", 32]])]}
 CONSTEXPR_VALUES = (1, 3)
 TENSOR_SHAPE = (32, 32)
 
 SOURCE_HEADER = (
-    "import oxide\nfrom oxide import Constexpr, DisjointSlice, DisjointTensor, Slice, Tensor, f32, i32, "
+    "import oxide\nfrom oxide import Constexpr, DisjointSlice, DisjointTensor, Slice, Tensor, block, f32, i32, "
     "static_range, thread\n"
 )
 
@@ -113,7 +119,8 @@ def oxide_source(compiled: bool) -> str:
         else:  # a real body: the bounds checks make the module carry the error globals
             first = next(p for p, t in params if t == "view" and p != "out")  if name != "p1" else None
             value = f"{first}[i]" if first else "0.0"
-            body = f"    i = thread.index_1d()\n    if i < len(out):\n        out[i] = {value}\n"
+            body = "".join(f"    assert {text}\n" for text, _ in ASSERTS.get(name, []))
+            body += f"    i = thread.index_1d()\n    if i < len(out):\n        out[i] = {value}\n"
         out.append(f"\n\n{decorator}\ndef {name}({sig}) -> None:\n{body}")
     return "".join(out)
 
@@ -141,7 +148,7 @@ def ptx_module(abi: str) -> str:
 
 def write_oxide_module(root: Path, compile_with_oxide_build: bool) -> tuple[Any, str]:
     """The kernel module, importable, with its manifest; returns (module, how it was built)."""
-    from oxide.runtime.manifest import KernelSpec, ModuleManifest, ParamSpec, manifest_path
+    from oxide.runtime.manifest import ErrorSite, KernelSpec, ModuleManifest, ParamSpec, Precondition, manifest_path
 
     name = f"oxbench_{uuid.uuid4().hex[:8]}"
     src = root / f"{name}.py"
@@ -174,12 +181,14 @@ def write_oxide_module(root: Path, compile_with_oxide_build: bool) -> tuple[Any,
                 return ParamSpec(p, "constexpr", "i64")
             return ParamSpec(p, "scalar", t)
 
+        sites = [(k, text, expr) for k in KERNELS for text, expr in ASSERTS.get(k, [])]
         kernels = tuple(
             KernelSpec(
                 k,
                 symbol,
                 tuple(param(p, t) for p, t in params),
                 {p: str(v) for p, t in params if t == "constexpr"},
+                preconditions=tuple(Precondition(i + 1, expr) for i, (kk, _, expr) in enumerate(sites) if kk == k),
             )
             for k, params in KERNELS.items()
             for symbol, v in zip(_symbols(k), CONSTEXPR_VALUES)
@@ -192,6 +201,7 @@ def write_oxide_module(root: Path, compile_with_oxide_build: bool) -> tuple[Any,
                 kernels=kernels,
                 cubins={"sm_90": f"{name}.ptx"} if FAKE else {},
                 ptx={"sm_80": f"{name}.ptx"},
+                error_sites=tuple(ErrorSite(i + 1, "assert", k, src.name, 1, 5, text) for i, (k, text, _) in enumerate(sites)),
             ).to_json()
         )
     sys.path.insert(0, str(root))

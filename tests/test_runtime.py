@@ -33,7 +33,7 @@ from oxide.runtime.arrays import ArrayView, ViewError, view_of
 from oxide.runtime.kernel import Kernel
 from oxide.runtime.launch import ArgPacker, grid_for, normalize_dims, scalar_converter
 from oxide.runtime.loader import CodeChoice, parse_arch, select_code
-from oxide.runtime.manifest import ErrorSite, KernelSpec, ModuleManifest, ParamSpec, manifest_path
+from oxide.runtime.manifest import ErrorSite, KernelSpec, ModuleManifest, ParamSpec, Precondition, manifest_path
 from oxide.runtime.streams import stream_handle
 
 from cuda.bindings import driver as real_driver
@@ -1771,6 +1771,251 @@ def test_c_launcher_selects_constexpr_specializations(tmp_path: Path, c_driver: 
     ]:  # fmt: skip
         expect_type_error(call, message)
     assert len(c_driver.launches) == 6
+
+
+# ---------------------------------------------------------------------------------------------
+# launch preconditions in the C launcher: the same decisions as oxide.runtime.preconditions
+
+_PRE_TYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool")
+# slots of every integer type (and bool), a view's pointer and length, and the edges of each
+_PRE_SLOTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool", "u64", "i64"]
+_PRE_VALUES = [
+    [-128, -(2**15), -(2**31), -(2**63), 255, 2**16 - 1, 2**32 - 1, 2**64 - 1, 1, 0xFFFF_FFFF_FFFF_0000, 2**63 - 1],
+    [127, 2**15 - 1, 2**31 - 1, 2**63 - 1, 0, 0, 0, 0, 0, 0x7F0000001000, 0],
+    [-1, 7, -5, -1, 200, 3, 2**31, 2**63, 1, 2**63, 12],
+]
+_PRE_CONSTS = [0, 1, -1, 2, 7, 255, 256, 300, -129, 2**31 - 1, -(2**31), 2**32 - 1, 2**32, 2**63 - 1, -(2**63),
+               2**63, 2**64 - 1, True, False]  # fmt: skip
+_PRE_GRID, _PRE_BLOCK = (7, 65535, 1), (256, 1, 64)
+
+
+def _random_precondition(rng: Any, depth: int) -> list[Any]:
+    if depth <= 0 or rng.random() < 0.15:
+        leaf = rng.randrange(4)
+        if leaf == 0:
+            return ["const", rng.choice(_PRE_CONSTS)]
+        if leaf == 1:
+            return ["arg", rng.randrange(len(_PRE_SLOTS))]
+        return ["grid" if leaf == 2 else "block", rng.randrange(3)]
+    op = rng.choice(["cast", "add", "sub", "mul", "neg", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not"])
+    sub = lambda: _random_precondition(rng, depth - 1)  # noqa: E731
+    if op == "cast":
+        return ["cast", rng.choice(_PRE_TYPES), sub()]
+    if op in ("add", "sub", "mul"):
+        return [op, rng.choice(_PRE_TYPES[:-1]), sub(), sub()]
+    if op == "neg":
+        return ["neg", rng.choice(_PRE_TYPES[:-1]), sub()]
+    if op in ("and", "or"):
+        return [op, [sub() for _ in range(rng.randrange(4))]]
+    if op == "not":
+        return ["not", sub()]
+    return [op, sub(), sub()]
+
+
+def _c_check(exprs: list[Any], values: list[int], grid: tuple[int, int, int] = _PRE_GRID,
+             block: tuple[int, int, int] = _PRE_BLOCK) -> int | None:  # fmt: skip
+    codes = [launcher.DTYPE_CODES[t] for t in _PRE_SLOTS]
+    return launcher._ext.evaluate_preconditions(exprs, codes, values, grid, block)  # type: ignore[no-any-return]
+
+
+PRE_CASES = [  # every operation, and the wrap-around of each type as preconditions._wrap does it
+    ["const", 5], ["const", -(2**63)], ["const", 2**64 - 1], ["const", True],
+    ["arg", 0], ["arg", 3], ["arg", 6], ["arg", 7], ["arg", 8], ["arg", 9], ["arg", 10],
+    ["grid", 0], ["grid", 1], ["block", 2],
+    ["add", "i32", ["const", 2**31 - 1], ["const", 1]],
+    ["add", "i32", ["arg", 2], ["arg", 2]],
+    ["sub", "u32", ["const", 0], ["const", 1]],
+    ["sub", "u32", ["arg", 6], ["grid", 1]],
+    ["add", "u32", ["arg", 6], ["const", 1]],
+    ["mul", "i64", ["const", 2**62], ["const", 4]],
+    ["mul", "i64", ["arg", 3], ["const", -1]],
+    ["add", "i64", ["const", 2**63 - 1], ["const", 1]],
+    ["sub", "i64", ["const", -(2**63)], ["const", 1]],
+    ["mul", "u64", ["const", 2**63], ["const", 3]],
+    ["mul", "u64", ["arg", 7], ["arg", 7]],
+    ["add", "u64", ["const", 2**64 - 1], ["const", 2]],
+    ["sub", "u64", ["arg", 9], ["arg", 7]],
+    ["mul", "u8", ["arg", 4], ["const", 3]],
+    ["add", "u8", ["const", 255], ["const", 1]],
+    ["sub", "i8", ["const", -128], ["const", 1]],
+    ["mul", "i16", ["arg", 1], ["arg", 1]],
+    ["mul", "u16", ["const", 300], ["const", 300]],
+    ["neg", "i32", ["const", -(2**31)]],
+    ["neg", "u64", ["const", 1]],
+    ["neg", "i64", ["arg", 3]],
+    ["neg", "u8", ["arg", 4]],
+    ["cast", "u8", ["const", 300]], ["cast", "i8", ["const", 200]], ["cast", "i8", ["arg", 4]],
+    ["cast", "i64", ["arg", 7]], ["cast", "u64", ["arg", 3]], ["cast", "u32", ["arg", 0]],
+    ["cast", "i16", ["const", 2**64 - 1]], ["cast", "u16", ["const", -(2**63)]],
+    ["cast", "bool", ["const", 2**63]], ["cast", "bool", ["const", -(2**63)]], ["cast", "bool", ["arg", 5]],
+    ["cast", "bool", ["const", 0]], ["cast", "i32", ["cast", "bool", ["arg", 0]]],
+    ["lt", ["const", -1], ["const", 2**64 - 1]], ["lt", ["const", 2**64 - 1], ["const", -1]],
+    ["le", ["arg", 3], ["arg", 7]], ["gt", ["arg", 7], ["arg", 3]], ["ge", ["arg", 2], ["arg", 6]],
+    ["eq", ["const", -1], ["const", 2**64 - 1]], ["ne", ["const", -1], ["const", 2**64 - 1]],
+    ["eq", ["cast", "u64", ["const", -1]], ["const", 2**64 - 1]],
+    ["eq", ["arg", 10], ["mul", "i64", ["cast", "i64", ["arg", 2]], ["cast", "i64", ["arg", 6]]]],
+    ["and", []], ["or", []], ["and", [["const", 5]]], ["or", [["const", 0], ["const", -3]]],
+    ["and", [["eq", ["block", 0], ["const", 256]], ["le", ["grid", 0], ["const", 67108864]], ["arg", 8]]],
+    ["or", [["lt", ["grid", 1], ["const", 2]], ["not", ["arg", 8]], ["ge", ["block", 2], ["const", 64]]]],
+    ["not", ["const", 0]], ["not", ["arg", 7]], ["not", ["not", ["const", 2**64 - 1]]],
+]  # fmt: skip
+
+
+@needs_launcher
+def test_c_launcher_evaluates_preconditions_like_python() -> None:
+    import random
+
+    from oxide.runtime.preconditions import evaluate, failed
+
+    rng = random.Random(20260601)
+    exprs = PRE_CASES + [_random_precondition(rng, 5) for _ in range(3000)]
+    for values in _PRE_VALUES:
+        for grid, block in ((_PRE_GRID, _PRE_BLOCK), ((1, 1, 1), (1, 1, 1)), ((2**31, 1, 3), (1024, 1, 1))):
+            for e in exprs:
+                v = evaluate(e, values, grid, block)
+                assert -(2**63) <= v < 2**64
+                # the C value is Python's exactly (eq and ne compare the whole value), and so is its truth
+                assert _c_check([["eq", e, ["const", v]], ["ne", e, ["const", v]]], values, grid, block) == 1, (e, values, v)
+                assert _c_check([e], values, grid, block) == (-1 if v else 0), (e, values, v)
+            # several preconditions: the first that fails is the one Python names
+            for _ in range(200):
+                conds = [Precondition(10 + i, rng.choice(exprs)) for i in range(rng.randrange(1, 5))]
+                site = failed(conds, values, grid, block)
+                index = _c_check([c.expr for c in conds], values, grid, block)
+                assert (None if index == -1 else conds[index].site) == site
+
+
+@pytest.mark.parametrize("expr", [
+    ["pow", ["const", 1]],  # an operation the launcher does not know
+    ["const", 2**64], ["const", -(2**63) - 1], ["const", 1.0], ["const", "1"],  # outside i64 ∪ u64, or not an int
+    ["arg", 11], ["arg", -1], ["grid", 3], ["block", -1],  # no such slot or axis
+    ["cast", "f32", ["const", 1]], ["add", "bool", ["const", 1], ["const", 1]], ["neg", "bool", ["const", 1]],
+    ["add", "i32", ["const", 1]], ["lt", ["const", 1]], ["and", ["const", 1]], ["not"], [], "eq", 5,
+    ["eq", ["const", 1], ["const", 1], ["const", 1]],
+    ["not", ["const", 1], 5],
+])  # fmt: skip
+@needs_launcher
+def test_c_launcher_declines_preconditions_it_cannot_evaluate(expr: Any) -> None:
+    assert _c_check([["const", 1], expr], _PRE_VALUES[0]) is None
+
+
+@needs_launcher
+def test_c_launcher_declines_float_slots_and_deep_preconditions() -> None:
+    codes = [launcher.DTYPE_CODES[t] for t in ("f32", "f64", "bf16", "i32")]
+    for k in range(3):  # Python truncates a float slot's value; the C slot holds it rounded
+        assert launcher._ext.evaluate_preconditions([["eq", ["arg", k], ["const", 1]]], codes, [1.5, 1.5, 1.5, 1], (1, 1, 1), (1, 1, 1)) is None
+    assert launcher._ext.evaluate_preconditions([["eq", ["arg", 3], ["const", 1]]], codes, [1.5, 1.5, 1.5, 1], (1, 1, 1), (1, 1, 1)) == -1
+    deep: list[Any] = ["const", 1]
+    for _ in range(40):  # right-nested: the stack grows with every level
+        deep = ["add", "i64", ["const", 1], deep]
+    assert _c_check([deep], _PRE_VALUES[0]) is None
+    shallow: list[Any] = ["const", 1]
+    for _ in range(40):  # left-nested: two stack entries at most
+        shallow = ["add", "i64", shallow, ["const", 1]]
+    assert _c_check([["eq", shallow, ["const", 41]]], _PRE_VALUES[0]) == -1
+
+
+GUARDED_SOURCE = """
+from oxide import kernel, f32, i32, u32, boolean, Slice, DisjointSlice
+
+
+@kernel
+def guarded(n: i32, m: u32, flag: boolean, x: Slice[f32], out: DisjointSlice[f32]) -> None:
+    pass
+"""
+GUARDED_PARAMS = (
+    ParamSpec("n", "scalar", "i32"), ParamSpec("m", "scalar", "u32"), ParamSpec("flag", "scalar", "bool"),
+    ParamSpec("x", "slice", "f32"), ParamSpec("out", "disjoint_slice", "f32"),
+)  # fmt: skip
+# slots: n 0, m 1, flag 2, x 3 (pointer) 4 (length), out 5 6
+GUARDED_PRECONDITIONS = (
+    Precondition(3, ["eq", ["mul", "i64", ["cast", "i64", ["arg", 0]], ["cast", "i64", ["arg", 1]]], ["arg", 4]]),
+    Precondition(4, ["or", [["not", ["arg", 2]], ["eq", ["block", 0], ["const", 32]]]]),
+    Precondition(5, ["and", [["le", ["grid", 0], ["const", 4]], ["eq", ["arg", 6], ["arg", 4]]]]),
+    Precondition(6, ["gt", ["add", "i32", ["arg", 0], ["const", 1]], ["arg", 0]]),
+)  # fmt: skip
+GUARDED_SITES = (
+    ErrorSite(3, "assert", "guarded", "pkg/guarded.py", 7, 5, "len(x) == i64(n) * m"),
+    ErrorSite(4, "assert", "guarded", "pkg/guarded.py", 8, 5, "not flag or block.dim.x == 32"),
+    ErrorSite(5, "assert", "guarded", "pkg/guarded.py", 9, 5, "grid.dim.x <= 4 and len(out) == len(x)"),
+    ErrorSite(6, "assert", "guarded", "pkg/guarded.py", 10, 5, "n + 1 > n"),
+)
+
+
+def _guarded_module(tmp_path: Path, drv: FakeDriver) -> types.ModuleType:
+    m = make_module(tmp_path, GUARDED_SOURCE, (KernelSpec("guarded", "guarded", GUARDED_PARAMS, preconditions=GUARDED_PRECONDITIONS),),
+                    error_sites=GUARDED_SITES)  # fmt: skip
+    drv.signatures = {"guarded": slot_types(GUARDED_PARAMS)}
+    return m
+
+
+def _outcome(drv: CFakeDriver, call: Any) -> tuple[str, Any]:
+    launched = len(drv.launches)
+    try:
+        call()
+    except oxide.KernelError as e:
+        assert len(drv.launches) == launched  # not launched
+        return "error", str(e)
+    if len(drv.launches) == launched:
+        return "nothing", None
+    assert len(drv.launches) == launched + 1
+    return drv.launches[-1]["path"], drv.launches[-1]["values"]
+
+
+@needs_launcher
+def test_c_launcher_checks_preconditions(tmp_path: Path, c_driver: CFakeDriver) -> None:
+    m = _guarded_module(tmp_path, c_driver)
+    x, out = FakeArray(12, ptr=0x1000), FakeArray(12, ptr=0x2000)
+    m.guarded[2, 32](3, 4, True, x, out)
+    m.guarded[2, 32](3, 4, True, x, out)
+    assert paths(c_driver) == ["python", "c"]  # a kernel with preconditions launches on the C path
+    assert m.guarded._planned and m.guarded._plan.ready
+    message = ("assertion failed in kernel guarded at pkg/guarded.py:{}:5: {} (checked at launch; the kernel was "
+               "not launched)")  # fmt: skip
+    for call, line, what in [
+        (lambda: m.guarded[2, 32](3, 5, True, x, out), 7, "len(x) == i64(n) * m"),
+        (lambda: m.guarded[2, 64](3, 4, True, x, out), 8, "not flag or block.dim.x == 32"),
+        (lambda: m.guarded[5, 32](3, 4, False, x, out), 9, "grid.dim.x <= 4 and len(out) == len(x)"),
+        (lambda: m.guarded[1, 32](3, 4, 0, x, FakeArray(13)), 9, "grid.dim.x <= 4 and len(out) == len(x)"),
+        (lambda: m.guarded[(1, 1, 1), (32, 2, 1)](-3, 2**32 - 4, True, FakeArray(12), out), 7,
+         "len(x) == i64(n) * m"),
+    ]:  # fmt: skip
+        with pytest.raises(oxide.KernelError) as info:
+            call()
+        assert str(info.value) == message.format(line, what)
+        assert info.value.kernel == "guarded" and info.value.location == f"pkg/guarded.py:{line}:5"
+    assert len(c_driver.launches) == 2  # none of them reached cuLaunchKernel
+    m.guarded[0, 32](3, 5, True, x, out)  # an empty grid launches nothing and checks nothing, like Python
+    m.guarded[2, 64](3, 4, False, x, out)  # flag off: any block
+    assert paths(c_driver) == ["python", "c", "c"]
+
+
+@needs_launcher
+def test_c_launcher_decides_preconditions_like_the_python_path(tmp_path: Path, c_driver: CFakeDriver) -> None:
+    import random
+
+    m = _guarded_module(tmp_path, c_driver)
+    m.guarded[1, 32](1, 4, True, FakeArray(4), FakeArray(4))  # teaches the C launcher
+    rng = random.Random(7)
+    cases = []
+    for _ in range(300):
+        n = rng.choice([0, 1, 3, -3, 2**31 - 1, -(2**31), 4, 12])
+        mm = rng.choice([0, 1, 3, 4, 2**32 - 1, 2**31])
+        length = rng.choice([0, 1, 3, 4, 12, 16, (n * mm) % 2**40 if n * mm >= 0 else 3])
+        grid = rng.choice([1, 2, 4, 5, (1, 2, 3), (4, 1, 1), 0])
+        block = rng.choice([32, 64, (32, 2), 1])
+        x = FakeArray(length, ptr=0x10000)
+        out = FakeArray(rng.choice([length, length + 1]), ptr=2**48)  # apart from x
+        cases.append((grid, block, (n, mm, rng.choice([True, False, 0, 1]), x, out)))
+    entry_points = c_driver._oxide_entry_points()
+    outcomes = {}
+    for enabled in (True, False):
+        launcher._ext.set_driver(*(entry_points if enabled else (0, 0)))
+        outcomes[enabled] = [_outcome(c_driver, lambda: m.guarded[g, b](*a)) for g, b, a in cases]
+    with_c, python_only = outcomes[True], outcomes[False]
+    assert [o if o[0] != "c" else ("python", o[1]) for o in with_c] == python_only
+    assert {o[0] for o in python_only} == {"python", "error", "nothing"}
+    assert {o[0] for o in with_c} == {"c", "error", "nothing"}  # launches, failures and empty grids
 
 
 @needs_launcher

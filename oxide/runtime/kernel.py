@@ -443,11 +443,11 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         return d
 
     def _configure_plan(self, d: _Dispatch) -> bool:
-        """Gives the C launcher this kernel's parameters and specializations; False where it
-        cannot take them (every launch then goes through Python)."""
+        """Gives the C launcher this kernel's parameters, specializations and launch
+        preconditions (which it compiles and checks before each launch, leaving a failure to
+        :meth:`_check_preconditions`); False where it cannot take them (every launch then goes
+        through Python)."""
         first = d.variants[0].spec.params
-        if any(v.spec.preconditions for v in d.variants):
-            return False  # the C plan does not evaluate launch preconditions (yet)
         layout = [(p.kind, p.ndim) for p in first]
         codes = launcher.DTYPE_CODES
         for p in first:
@@ -478,7 +478,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             constexprs.append(tuple(values))
         # a variant is picked in C only when its view dtypes and Constexpr values name it alone
         keys = [(tuple(v.spec.params[i].dtype for i in d.view_index), c) for v, c in zip(d.variants, constexprs)]
-        self._plan.configure(
+        return bool(self._plan.configure(
             [p.is_view for p in first],
             [p.is_mutable_view for p in first],
             [
@@ -487,13 +487,13 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
                     [codes.get(p.dtype, 0) if p.kind == "scalar" else 0 for p in v.spec.params],
                     keys.count(key) == 1,
                     list(c),
+                    [pre.expr for pre in v.spec.preconditions],
                 )
                 for v, key, c in zip(d.variants, keys, constexprs)
             ],
             [p.ndim if p.is_tensor else 0 for p in first],
             [p.kind == "constexpr" for p in first],
-        )
-        return True
+        ))
 
     def _load(self, variant: Specialization) -> tuple[Any, int]:
         """The CUfunction of ``variant`` in the current context (and that context's handle),

@@ -15,8 +15,9 @@ What the C side learns from Python, all from the Python path's first successful 
   libcuda that ``cuda.bindings`` loaded);
 - the array types it has seen and how to read them (the ``ARRAY_`` kinds), the dtype objects of
   PyTorch and NumPy, compared by identity, and the NumPy scalar types it has seen;
-- per kernel, a ``Plan``: parameters, specializations (by view dtypes), and the ``CUfunction``
-  of each specialization in each context it has been loaded in;
+- per kernel, a ``Plan``: parameters, specializations (by view dtypes), their launch
+  preconditions (evaluated in C; a failing one leaves the launch to Python, which raises), and
+  the ``CUfunction`` of each specialization in each context it has been loaded in;
 - the addresses of the device-error records, read before every launch.
 
 ``OXIDE_PURE_PYTHON=1`` (read at import) turns the C path off; so does a missing or unbuildable
@@ -52,7 +53,7 @@ DTYPE_CODES = {
     "f16": 9, "bf16": 10, "f32": 11, "f64": 12, "bool": 13,
 }  # fmt: skip  -- must match the DT_ enum of _launcher.c
 
-_ABI_VERSION = 2  # must match ABI_VERSION in _launcher.c
+_ABI_VERSION = 3  # must match ABI_VERSION in _launcher.c
 
 _ext: Any = None
 if os.environ.get("OXIDE_PURE_PYTHON", "").strip() not in ("1", "true", "yes"):
