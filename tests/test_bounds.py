@@ -354,3 +354,32 @@ def test_examples_have_no_bounds_checks_left(name: str) -> None:
     path = root.parent / "examples" / f"{name}.py" if name != "proofs" else root / "packages" / "langkernels" / "proofs.py"
     compiled = compile_module(path, name, CompileOptions(archs=("sm_90",), link_cubins=False), root=path.parent)
     assert [s.what for s in compiled.error_sites if s.kind == "bounds"] == []
+
+
+@pytest.mark.parametrize("name, entry", [("stencil", "stencil5"), ("transpose", "transpose")])
+def test_row_major_indices_are_32x32_multiplies(name: str, entry: str) -> None:
+    """``i64(r) * cols`` with r, cols proven ≥ 0 widens with zext on both sides, which NVPTX turns
+    into mul.wide.u32 (a static_range variable is a constant typed by its use, so ``ty + k``
+    stays i32); a 64-bit multiply would cost several instructions per index."""
+    root = Path(__file__).resolve().parent.parent
+    compiled = compile_module(root / "examples" / f"{name}.py", name,
+                              CompileOptions(archs=("sm_90",), link_cubins=False), root=root / "examples")
+    ptx = compiled.ptx["sm_90"]
+    body = ptx[ptx.index(f".entry {entry}"):]
+    assert "mul.wide" in body
+    assert "mul.lo.s64" not in body and "mad.lo.s64" not in body
+
+
+def test_static_range_variable_is_typed_like_a_literal(tmp_path: Path) -> None:
+    src = tmp_path / "k.py"
+    src.write_text(HEADER + textwrap.dedent("""
+        @ox.kernel
+        def k(out: MutSlice[i32]) -> None:
+            acc = block.idx.x
+            for s in ox.static_range(3):
+                acc = acc + s            # i32 + constant stays i32
+            with ox.unsafe():
+                out[0] = acc + i32(s)    # after the loop s holds its last value, 2
+    """))
+    compiled = compile_module(src, "k", CompileOptions(archs=("sm_90",), link_cubins=False))
+    assert "add i64" not in compiled.llvm_ir.split("define", 1)[1].split("__oxide_fail")[0]

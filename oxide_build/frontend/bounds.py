@@ -369,10 +369,17 @@ class Prover:
             return ((low and self.nonneg(below, facts, pairs=False)) or self._row_major(index, bound, facts)
                     or (low and self.nonneg(below, facts)))
 
-        self._touched = set(index.assumes | bound.assumes)
+        return self._proof(attempt, index, bound)
+
+    def proves_nonneg(self, p: Poly, facts: list[Poly]) -> bool:
+        """Is ``p ≥ 0`` wherever ``facts`` hold? (Activates the grid assumptions it relies on.)"""
+        return self._proof(lambda: self.nonneg(p, facts), p)
+
+    def _proof(self, attempt: Callable[[], bool], *goals: Poly) -> bool:
+        self._touched = set().union(*(g.assumes for g in goals))
         proven = self._unassumed(attempt)
         if not proven and self.grid_limit:  # with the assumed grid limits
-            self._touched |= {a for a in self.grid_limit if _mentions_grid(index, a) or _mentions_grid(bound, a)}
+            self._touched |= {a for a in self.grid_limit if any(_mentions_grid(g, a) for g in goals)}
             proven = attempt()
         if proven:
             self.active |= self._touched

@@ -747,19 +747,26 @@ class FunctionTranslator(ast.NodeVisitor):
         self.static_loop_depth += 1
         rebinds = name in self.loop_bindings or any(
             isinstance(t, ast.Name) and t.id == name for t in _assignment_targets(node.body))
-        if not rebinds:
-            self.loop_bindings.add(name)
+        outer = self.constexprs.get(name)
         try:
             for v in values:
-                value = ir.Const(v, I64, self.loc(node))
-                self.define(name, value)
-                out.append(ir.Assign(name, value, self.loc(node)))
+                if rebinds:  # the body assigns it: an i64 variable set to each value
+                    value = ir.Const(v, I64, self.loc(node))
+                    self.define(name, value)
+                    out.append(ir.Assign(name, value, self.loc(node)))
+                else:  # a compile-time constant, typed by its use like a literal
+                    self.constexprs[name] = v
                 out.extend(self.block(node.body))
         finally:
             self.static_loop_depth -= 1
             if not rebinds:
-                self.loop_bindings.discard(name)
+                if outer is None:
+                    self.constexprs.pop(name, None)
+                else:
+                    self.constexprs[name] = outer
             self.prover.forget(name)
+        if values and not rebinds:  # after the loop it holds its last value, as in Python
+            out.append(ir.Assign(name, ir.Const(values[-1], I64, self.loc(node)), self.loc(node)))
         return out
 
     def visit_Break(self, node: ast.Break) -> ir.Stmt:
@@ -1133,7 +1140,28 @@ class FunctionTranslator(ast.NodeVisitor):
             raise self.error(node, f"operator {op} needs integers, got {ty.name}")
         if op == "/" and ty.kind != "float":
             left, right, ty = self.convert(left, F64, node), self.convert(right, F64, node), F64
+        if op == "*" and ty.kind == "int" and ty.bits == 64:
+            self.mark_nonneg_widening(left, right)
         return ir.BinOp(op, left, right, ty, loc)
+
+    def mark_nonneg_widening(self, *sides: ir.Expr) -> None:
+        """``i64(r) * cols`` with r, cols ≥ 0 proven: both widen with zext, so the product is one
+        32×32→64 multiply (mul.wide.u32) instead of a 64-bit one (sext and zext do not pair)."""
+        if not self.bounds_check:
+            return
+        casts = [s for s in sides if isinstance(s, ir.Cast)]
+        if len(casts) != len(sides) and not all(isinstance(s, ir.Cast) or isinstance(s, ir.Const) and int(s.value) >= 0
+                                                for s in sides):
+            return
+        for c in casts:
+            src = as_scalar(c.operand.ty)
+            if src is None or src.kind != "int" or src.bits > 32:
+                return
+            p = self.prover.poly(c.operand, self.scopes[-1].facts)
+            if p is None or not self.prover.proves_nonneg(p, self.scopes[-1].facts):
+                return
+        for c in casts:
+            c.nonneg = True
 
     def fold(self, op: str, left: ir.Const, right: ir.Const, node: ast.AST) -> ir.Expr:
         a, b = left.value, right.value

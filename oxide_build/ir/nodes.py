@@ -84,6 +84,7 @@ class Cast:
     operand: Expr
     ty: ScalarType
     loc: Loc
+    nonneg: bool = False  # the operand is proven ≥ 0: widen with zext (NVPTX then forms mul.wide.u32)
 
 
 @dataclass

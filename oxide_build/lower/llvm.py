@@ -16,7 +16,7 @@ from llvmlite import ir as ll
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
-from ..ir.types import ArrayType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar
+from ..ir.types import ArrayType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, is_int
 
 __all__ = ["lower_program", "module_text", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT", "ERROR_GLOBAL"]
 
@@ -527,6 +527,10 @@ class FunctionLowering:
             v = self.expr(e.operand)
             return b.fneg(v) if e.ty.kind == "float" else b.neg(v)
         if isinstance(e, ir.Cast):
+            if e.nonneg and is_int(e.operand.ty) and is_int(e.ty):
+                src = as_scalar(e.operand.ty)
+                if src is not None and e.ty.bits > src.bits:
+                    return self.b.zext(self.expr(e.operand), scalar_ll(e.ty))
             return self.cast(self.expr(e.operand), e.operand.ty, e.ty)
         if isinstance(e, ir.Call):
             return self.call(e)
