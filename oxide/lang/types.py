@@ -6,8 +6,7 @@ a kernel. ``f32(x)`` converts on the host too, so device functions stay testable
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar as _PyTypeVar
+from typing import Any, Generic, NamedTuple, TypeVar as _PyTypeVar
 
 __all__ = [
     "ScalarType",
@@ -27,9 +26,10 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class ScalarType:
-    """A scalar type of the kernel language (``f32``, ``i64``, ...)."""
+class ScalarType(NamedTuple):
+    """A scalar type of the kernel language (``f32``, ``i64``, ...). (A NamedTuple, not a
+    dataclass: importing ``dataclasses`` and generating the class would cost milliseconds at
+    ``import oxide``.)"""
 
     name: str
     kind: str  # "int", "uint", "float", "bool"

@@ -15,9 +15,8 @@ import importlib.util
 import os
 import threading
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from oxide.errors import CudaError
 from oxide.runtime.manifest import ModuleManifest, load_manifest, manifest_path
@@ -37,8 +36,7 @@ class StaleCodeWarning(RuntimeWarning):
     """The precompiled kernels were built from a different version of their source."""
 
 
-@dataclass(frozen=True)
-class LocatedManifest:
+class LocatedManifest(NamedTuple):
     manifest: ModuleManifest
     path: Path  # the manifest file
     directory: Path  # where its code files are (the manifest's directory)

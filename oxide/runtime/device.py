@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from oxide.errors import CudaError
 
@@ -43,8 +42,7 @@ _primary: dict[int, Any] = {}  # device ordinal -> retained primary CUcontext (n
 _devices: dict[int, DeviceInfo] = {}  # context handle -> the device it runs on
 
 
-@dataclass(frozen=True)
-class DeviceInfo:
+class DeviceInfo(NamedTuple):
     """A GPU as the code selection sees it."""
 
     ordinal: int

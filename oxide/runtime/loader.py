@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import re
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from oxide.errors import CudaError
 from oxide.runtime import device, kernel_errors
@@ -26,8 +25,7 @@ LOAD_LOCK = threading.RLock()
 _modules: dict[tuple[int, str], Any] = {}  # (context handle, code file) -> CUmodule
 
 
-@dataclass(frozen=True)
-class CodeChoice:
+class CodeChoice(NamedTuple):
     kind: str  # "cubin" or "ptx"
     arch: str  # the manifest key, e.g. "sm_90"
     file: str  # file name inside the artifact directory

@@ -11,9 +11,8 @@ length in elements (i64).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "MANIFEST_FORMAT",
@@ -34,8 +33,7 @@ VIEW_KINDS = ("slice", "disjoint_slice", "mut_slice", "tensor", "mut_tensor", "d
 TENSOR_KINDS = ("tensor", "mut_tensor", "disjoint_tensor")
 
 
-@dataclass(frozen=True)
-class ParamSpec:
+class ParamSpec(NamedTuple):
     name: str
     kind: str  # "scalar", "constexpr" (compiled in, not passed) or one of VIEW_KINDS
     dtype: str  # scalar type name: "f32", "i64", ...
@@ -54,8 +52,7 @@ class ParamSpec:
         return self.kind in TENSOR_KINDS
 
 
-@dataclass(frozen=True)
-class Precondition:
+class Precondition(NamedTuple):
     """A kernel ``assert`` (or a limit its bounds proofs assume) that depends only on launch
     arguments and launch dimensions: the runtime checks it before launching, so the device
     does not. ``site`` is its ErrorSite; ``expr`` is the condition as nested lists — see
@@ -65,19 +62,17 @@ class Precondition:
     expr: Any
 
 
-@dataclass(frozen=True)
-class KernelSpec:
+class KernelSpec(NamedTuple):
     name: str  # the Python name of the kernel
     symbol: str  # the entry point in the cubin
     params: tuple[ParamSpec, ...]
-    specialization: dict[str, str] = field(default_factory=dict)  # TypeVar name -> scalar name
+    specialization: dict[str, str] = {}  # TypeVar name -> scalar name (never mutated)
     file: str = ""
     line: int = 0
     preconditions: tuple[Precondition, ...] = ()
 
 
-@dataclass(frozen=True)
-class ErrorSite:
+class ErrorSite(NamedTuple):
     """A place in the source where a device-side check can fail (bounds check, assert)."""
 
     id: int
@@ -89,23 +84,22 @@ class ErrorSite:
     what: str  # e.g. "x[i]"
 
 
-@dataclass(frozen=True)
-class ModuleManifest:
+class ModuleManifest(NamedTuple):
     module: str  # dotted module name, e.g. "sample.kernels"
     source: str  # source file name, relative to the module's directory
     source_sha256: str
     kernels: tuple[KernelSpec, ...]
     cubins: dict[str, str]  # arch ("sm_90") -> file name inside ARTIFACT_DIR
-    ptx: dict[str, str] = field(default_factory=dict)  # arch -> file name, forward-compat fallback
+    ptx: dict[str, str] = {}  # arch -> file name, forward-compat fallback (never mutated)
     error_sites: tuple[ErrorSite, ...] = ()
     # every other source file of the tree the kernels' code came from (device functions in
     # other modules): path relative to the module's directory (posix, may start with "..")
     # -> sha256; a change to any of them makes the compiled code stale, like ``source``'s
-    sources: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, str] = {}  # (never mutated)
     format: int = MANIFEST_FORMAT
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=1, sort_keys=True) + "\n"
+        return json.dumps(_plain(self), indent=1, sort_keys=True) + "\n"
 
     @staticmethod
     def from_json(text: str) -> ModuleManifest:
@@ -137,6 +131,17 @@ class ModuleManifest:
 
     def kernels_named(self, name: str) -> list[KernelSpec]:
         return [k for k in self.kernels if k.name == name]
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with its records turned into dicts, for JSON."""
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return {name: _plain(getattr(value, name)) for name in value._fields}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
 
 
 def manifest_path(module_dir: Path, module_name: str) -> Path:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,7 +53,7 @@ def merge_manifests(parts: list[ModuleManifest]) -> ModuleManifest:
     for part in parts:
         cubins.update(part.cubins)
         ptx.update(part.ptx)
-    return replace(first, cubins=dict(sorted(cubins.items())), ptx=dict(sorted(ptx.items())))
+    return first._replace(cubins=dict(sorted(cubins.items())), ptx=dict(sorted(ptx.items())))
 
 
 def as_fatbin(manifest: ModuleManifest, files: dict[str, bytes]) -> tuple[ModuleManifest, dict[str, bytes]]:
@@ -69,7 +68,7 @@ def as_fatbin(manifest: ModuleManifest, files: dict[str, bytes]) -> tuple[Module
     cubins = {arch: files[file] for arch, file in manifest.cubins.items()}
     ptx = {arch: files[file].decode() for arch, file in manifest.ptx.items()}
     fatbin = make_fatbin(cubins, ptx, manifest.module)
-    return (replace(manifest, cubins={a: name for a in manifest.cubins}, ptx={a: name for a in manifest.ptx}),
+    return (manifest._replace(cubins={a: name for a in manifest.cubins}, ptx={a: name for a in manifest.ptx}),
             {name: fatbin})
 
 
