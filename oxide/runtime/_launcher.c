@@ -197,8 +197,93 @@ static int pointer_from_call(PyObject *obj, int type_index, int which, PyObject 
     return ok;
 }
 
+/* DLPack's DLManagedTensor (v0.8 ABI, what torch._C._to_dlpack returns in a "dltensor" capsule). */
+typedef struct {
+    int32_t device_type;
+    int32_t device_id;
+} DLDevice_;
+typedef struct {
+    uint8_t code;
+    uint8_t bits;
+    uint16_t lanes;
+} DLDataType_;
+typedef struct {
+    void *data;
+    DLDevice_ device;
+    int32_t ndim;
+    DLDataType_ dtype;
+    int64_t *shape;
+    int64_t *strides; /* NULL: compact row-major */
+    uint64_t byte_offset;
+} DLTensor_;
+typedef struct DLManagedTensor_ {
+    DLTensor_ dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensor_ *);
+} DLManagedTensor_;
+
+/* torch._C._to_dlpack and torch.Tensor, when set_torch_dlpack gave them: one call then yields a
+   plain tensor's pointer, length, stride, dtype and device, instead of five attribute reads. */
+static PyObject *torch_to_dlpack = NULL;
+static PyTypeObject *torch_tensor_type = NULL;
+
+static int dlpack_code(DLDataType_ t) {
+    if (t.lanes != 1) return DT_NONE;
+    switch (t.code) {
+    case 0: /* kDLInt */
+        return t.bits == 8 ? DT_I8 : t.bits == 16 ? DT_I16 : t.bits == 32 ? DT_I32 : t.bits == 64 ? DT_I64 : DT_NONE;
+    case 1: /* kDLUInt; 8 bits is left to the attribute path (older PyTorch exports bool so) */
+        return t.bits == 16 ? DT_U16 : t.bits == 32 ? DT_U32 : t.bits == 64 ? DT_U64 : DT_NONE;
+    case 2: /* kDLFloat */
+        return t.bits == 16 ? DT_F16 : t.bits == 32 ? DT_F32 : t.bits == 64 ? DT_F64 : DT_NONE;
+    case 4: /* kDLBfloat */
+        return t.bits == 16 ? DT_BF16 : DT_NONE;
+    case 6: /* kDLBool */
+        return t.bits == 8 ? DT_BOOL : DT_NONE;
+    default:
+        return DT_NONE;
+    }
+}
+
+/* 1: a 1-D contiguous CUDA tensor read through DLPack; 0: not one (the Python path says why);
+   -1: DLPack did not answer plainly, read the attributes instead. */
+static int torch_view_dlpack(PyObject *obj, View *v) {
+    PyObject *cap = PyObject_CallOneArg(torch_to_dlpack, obj);
+    if (cap == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    DLManagedTensor_ *m = (DLManagedTensor_ *)PyCapsule_GetPointer(cap, "dltensor");
+    int ok = -1;
+    if (m == NULL) {
+        PyErr_Clear();
+    } else {
+        DLTensor_ *t = &m->dl_tensor;
+        int code = dlpack_code(t->dtype);
+        if (t->device.device_type != 2 /* kDLCUDA */ || t->ndim != 1) {
+            ok = 0;
+        } else if (code != DT_NONE) {
+            int64_t n = t->shape[0];
+            ok = 0;
+            if (n >= 0 && (n <= 1 || t->strides == NULL || t->strides[0] == 1)) {
+                v->code = code;
+                v->length = n;
+                v->readonly = 0;
+                v->ptr = (uint64_t)(uintptr_t)t->data + t->byte_offset;
+                ok = 1;
+            }
+        }
+    }
+    Py_DECREF(cap); /* not consumed: its destructor calls the tensor's deleter */
+    return ok;
+}
+
 /* Cheap checks first; the two method calls (PyTorch parses their arguments) last. */
 static int torch_view(PyObject *obj, int type_index, View *v) {
+    if (torch_to_dlpack != NULL && Py_TYPE(obj) == torch_tensor_type) {
+        int r = torch_view_dlpack(obj, v);
+        if (r >= 0) return r;
+    }
     if (!attr_is_true(obj, s_is_cuda)) return 0;
     v->code = dtype_attr_code(obj);
     if (v->code == DT_NONE) return 0;
@@ -1425,6 +1510,14 @@ static void lookup_array_methods(int i, PyObject *type, int kind) {
     }
 }
 
+static PyObject *set_torch_dlpack(PyObject *mod, PyObject *args) {
+    PyObject *fn, *type;
+    if (!PyArg_ParseTuple(args, "OO!", &fn, &PyType_Type, &type)) return NULL;
+    Py_XSETREF(torch_to_dlpack, fn == Py_None ? NULL : Py_NewRef(fn));
+    Py_XSETREF(torch_tensor_type, (PyTypeObject *)Py_NewRef(type));
+    Py_RETURN_NONE;
+}
+
 static PyObject *register_array_type(PyObject *mod, PyObject *args) {
     PyObject *type;
     int kind;
@@ -1544,6 +1637,8 @@ static PyMethodDef module_methods[] = {
     {"has_driver", has_driver, METH_NOARGS, "whether set_driver gave entry points"},
     {"set_records", set_records, METH_O, "set_records(addresses): the error records every launch reads"},
     {"register_array_type", register_array_type, METH_VARARGS, "register_array_type(type, kind)"},
+    {"set_torch_dlpack", set_torch_dlpack, METH_VARARGS,
+     "set_torch_dlpack(torch._C._to_dlpack or None, torch.Tensor): read plain tensors through DLPack"},
     {"register_dtype", register_dtype, METH_VARARGS, "register_dtype(dtype_object, code)"},
     {"set_typestrs", set_typestrs, METH_O, "set_typestrs({typestr: code})"},
     {"register_scalar_type", register_scalar_type, METH_O, "register_scalar_type(numpy_scalar_type)"},

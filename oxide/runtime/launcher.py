@@ -153,6 +153,9 @@ def _register_torch(torch: Any) -> None:
         dtype = getattr(torch, text.split(".", 1)[1], None)
         if dtype is not None:
             _ext.register_dtype(dtype, DTYPE_CODES[name])
+    to_dlpack = getattr(getattr(torch, "_C", None), "_to_dlpack", None)
+    if callable(to_dlpack) and hasattr(_ext, "set_torch_dlpack"):
+        _ext.set_torch_dlpack(to_dlpack, torch.Tensor)  # one call per tensor instead of five reads
     _torch_registered = True
 
 
