@@ -392,11 +392,16 @@ class FunctionLowering:
                 self.bounds_check(index, view.length, s.check_site)
             b.store(value, self.element_address(view, index), align=view.elem.itemsize)
         elif isinstance(s, ir.If):
-            cond = self.expr(s.cond)
+            inverse = _negated(s.cond) if not s.orelse else None
             then_bb = self.llfn.append_basic_block("then")
             else_bb = self.llfn.append_basic_block("else") if s.orelse else None
             merge = self.llfn.append_basic_block("endif")
-            b.cbranch(cond, then_bb, else_bb or merge)
+            if inverse is not None:
+                # branch past the body on the negated test (De Morgan over integer compares), as
+                # nvcc does: the body is then the fall-through, with no extra jump around it
+                b.cbranch(self.expr(inverse), merge, then_bb)
+            else:
+                b.cbranch(self.expr(s.cond), then_bb, else_bb or merge)
             b.position_at_end(then_bb)
             self.stmts(s.then)
             if not b.block.is_terminated:
@@ -710,6 +715,24 @@ def _di_file_fields(path: str) -> dict[str, str]:
     import os
 
     return {"filename": os.path.basename(path), "directory": os.path.dirname(path) or "."}
+
+
+_INVERSE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+def _negated(e: ir.Expr) -> ir.Expr | None:
+    """``not e`` with the negation pushed into integer comparisons, or None where it cannot be
+    (float comparisons: NaN makes ``not a < b`` differ from ``a >= b``)."""
+    if isinstance(e, ir.Compare) and e.operand_ty.kind in ("int", "uint", "bool"):
+        return ir.Compare(_INVERSE[e.op], e.left, e.right, e.operand_ty, e.ty, e.loc)
+    if isinstance(e, ir.BoolOp):
+        parts = [_negated(v) for v in e.values]
+        if any(p is None for p in parts):
+            return None
+        return ir.BoolOp("or" if e.op == "and" else "and", parts, e.ty, e.loc)  # type: ignore[arg-type]
+    if isinstance(e, ir.Not):
+        return e.operand
+    return None
 
 
 def lower_program(program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False) -> ll.Module:
