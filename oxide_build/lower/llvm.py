@@ -293,6 +293,7 @@ class FunctionLowering:
         self.slots: dict[str, ll.Value] = {}
         self.views: dict[str, _View] = {}
         self.loops: list[_Loop] = []
+        self.block_dims: dict[str, ll.Value] | None = None  # ntid.x/y/z, read first (lower())
         self.di_scope = parent.subprogram(fn, llfn)
         self.locate(fn.line, 1)
 
@@ -302,6 +303,10 @@ class FunctionLowering:
                 "DILocation", {"line": line, "column": col, "scope": self.di_scope})
 
     def lower(self) -> None:
+        # block.dim first: ptxas then keeps it in a uniform register (ULDC) and reads block.idx
+        # with S2R, as for nvcc's code; read the other way round it picks S2UR + a per-thread
+        # LDC (measured: the 5-point stencil runs 2% slower). Unused reads are removed by LLVM.
+        self.block_dims = {axis: self.sreg(f"ntid.{axis}") for axis in "xyz"}
         args = iter(self.llfn.args)
         for p in self.fn.params:
             if isinstance(p.ty, ViewType) and p.ty.is_tensor:
@@ -594,6 +599,8 @@ class FunctionLowering:
         raise TypeError(f"cannot lower {type(e).__name__}")
 
     def sreg(self, name: str) -> ll.Value:
+        if self.block_dims is not None and name.startswith("ntid."):
+            return self.block_dims[name[-1]]
         fn = self.parent.intrinsic(f"llvm.nvvm.read.ptx.sreg.{name}", I32T, [])
         return self.b.call(fn, [])
 
