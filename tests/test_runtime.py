@@ -144,6 +144,7 @@ class FakeDriver:
 
     CUresult = real_driver.CUresult
     CUdevice_attribute = real_driver.CUdevice_attribute
+    CUpointer_attribute = real_driver.CUpointer_attribute
     CUfunction_attribute = real_driver.CUfunction_attribute
     CU_MEMHOSTALLOC_DEVICEMAP = real_driver.CU_MEMHOSTALLOC_DEVICEMAP
     CU_MEMHOSTALLOC_PORTABLE = real_driver.CU_MEMHOSTALLOC_PORTABLE
@@ -182,7 +183,18 @@ class FakeDriver:
         return (self.OK,)
 
     def cuCtxGetDevice(self) -> tuple[Any, int]:
-        return self.OK, 0
+        return self.OK, self.current_device
+
+    current_device = 0  # the device of the current context
+    devices = 1  # cuDeviceGetCount
+    pointer_devices: dict[int, int] = {}  # device pointer -> device ordinal (0 if not listed)
+
+    def cuDeviceGetCount(self) -> tuple[Any, int]:
+        return self.OK, self.devices
+
+    def cuPointerGetAttribute(self, attr: Any, ptr: int) -> tuple[Any, int]:
+        assert attr == real_driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+        return self.OK, self.pointer_devices.get(int(ptr), 0)
 
     def cuDeviceGetAttribute(self, attr: Any, dev: int) -> tuple[Any, int]:
         a = self.CUdevice_attribute
@@ -2121,3 +2133,36 @@ def test_read_only_view_must_not_alias_a_written_one(tmp_path: Path, fake_driver
     )
     adjacent = FakeArray(8, ptr=x.__cuda_array_interface__["data"][0] + 32)  # 8 f32 = 32 bytes: touching, not overlapping
     m.scale[1, 32](1.0, x, adjacent)
+
+
+def test_arrays_on_other_gpus_are_refused_with_several_gpus(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    m = make_module(tmp_path)
+    fake_driver.signatures = {k.symbol: slot_types(k.params) for k in SAXPY_KERNELS}
+    px, py, pout = next(_FAKE_ADDRESSES), next(_FAKE_ADDRESSES), next(_FAKE_ADDRESSES)
+    x, y, out = FakeArray(8, ptr=px), FakeArray(8, ptr=py), FakeArray(8, ptr=pout)
+    fake_driver.devices = 2
+    fake_driver.pointer_devices = {px: 0, py: 1, pout: 0}
+    with pytest.raises(TypeError) as info:
+        m.saxpy[1, 32](2.0, x, y, out)
+    assert str(info.value) == ("the arrays passed to saxpy are on different GPUs ('x' on cuda:0, 'y' on cuda:1, "
+                               "'out' on cuda:0); put them on one device")
+    fake_driver.pointer_devices = {px: 1, py: 1, pout: 1}
+    with pytest.raises(TypeError) as info:
+        m.saxpy[1, 32](2.0, x, y, out)
+    assert str(info.value) == ("parameter 'x' of saxpy is on cuda:1, but the current device is cuda:0, where the "
+                               "kernel would run; make cuda:1 current first (torch.cuda.set_device(1), "
+                               "cupy.cuda.Device(1).use(), ...)")
+    assert fake_driver.launches == []
+    fake_driver.current_device, fake_driver.ctx = 1, 0xC1  # cuda:1's context is current: it launches
+    m.saxpy[1, 32](2.0, x, y, out)
+    assert len(fake_driver.launches) == 1
+
+
+def test_one_gpu_needs_no_device_check(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    m = make_module(tmp_path)
+    fake_driver.signatures = {k.symbol: slot_types(k.params) for k in SAXPY_KERNELS}
+    px = next(_FAKE_ADDRESSES)
+    x, y, out = FakeArray(8, ptr=px), FakeArray(8), FakeArray(8)
+    fake_driver.pointer_devices = {px: 5}  # would be refused if it were looked at
+    m.saxpy[1, 32](2.0, x, y, out)
+    assert len(fake_driver.launches) == 1

@@ -840,3 +840,30 @@ def test_constexpr_launches_in_c_match_numpy(views: types.ModuleType, kind: str)
     with pytest.raises(TypeError) as info:
         views.tscale[1, 32](1.0, _to_device(kind, np.zeros(4, np.float32)), 0.0, out)
     assert str(info.value) == "parameter 'x' of tscale needs a 2-D array; got shape (4,)"
+
+
+def test_two_gpus(kmod: types.ModuleType) -> None:
+    """Kernels load on each device; arrays on another device than the current one, or on two
+    devices at once, are refused with their names (needs two GPUs)."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    n = 100_003
+    a, x, y = _inputs(n, np.float32, 7)
+    on = {d: (torch.as_tensor(x, device=f"cuda:{d}"), torch.as_tensor(y, device=f"cuda:{d}"),
+              torch.full((n,), float("nan"), device=f"cuda:{d}")) for d in (0, 1)}
+    grid = kmod.saxpy.grid_for(n)
+    torch.cuda.set_device(0)
+    with pytest.raises(TypeError, match=r"the arrays passed to saxpy are on different GPUs \('x' on cuda:0, "
+                                        r"'y' on cuda:1, 'out' on cuda:0\); put them on one device"):
+        kmod.saxpy[grid, 256](a, on[0][0], on[1][1], on[0][2])
+    with pytest.raises(TypeError, match=r"parameter 'x' of saxpy is on cuda:1, but the current device is cuda:0"):
+        kmod.saxpy[grid, 256](a, *on[1])
+    for d in (1, 0, 1):  # each device runs its own copy of the module
+        torch.cuda.set_device(d)
+        on[d][2].fill_(float("nan"))
+        for _ in range(2):  # the first launch on a device, then a later one
+            kmod.saxpy[grid, 256](a, *on[d])
+        torch.cuda.synchronize(d)
+        np.testing.assert_allclose(on[d][2].cpu().numpy(), _reference(a, x, y), rtol=1e-6, atol=0)
+    torch.cuda.set_device(0)

@@ -94,6 +94,7 @@ def _init_driver() -> Any:
 
 def _reset_for_tests() -> None:
     global _drv
+    _count.clear()
     with _lock:
         _drv = None
         _primary.clear()
@@ -162,6 +163,26 @@ def current_context() -> int:
     (err,) = drv.cuCtxSetCurrent(primary)
     check(err, "cuCtxSetCurrent")
     return int(primary)
+
+
+_count: list[int] = []
+
+
+def device_count() -> int:
+    """How many CUDA devices this process sees (0 without a driver)."""
+    if not _count:
+        drv = driver()
+        err, n = drv.cuDeviceGetCount()
+        _count.append(int(n) if err == 0 else 0)
+    return _count[0]
+
+
+def pointer_device(ptr: int) -> int | None:
+    """The ordinal of the device that owns device pointer ``ptr``, or None if the driver cannot
+    say (host memory, or a pointer it does not know)."""
+    drv = driver()
+    err, ordinal = drv.cuPointerGetAttribute(drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
+    return int(ordinal) if err == 0 else None
 
 
 def context_device(ctx: int) -> DeviceInfo:

@@ -212,6 +212,9 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         fn = variant.functions.get(handle) if handle else None
         if fn is None:
             fn, handle = self._load(variant)
+        several_gpus = device.device_count() > 1
+        if several_gpus and len(keep):
+            self._check_devices(keep, handle)
         packer = variant.packer
         with packer.lock:
             params = packer.pack(values)
@@ -220,9 +223,29 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             )
         if err != 0:
             device.raise_cuda_error(err, f"launching kernel {self.name} (grid {grid}, block {block})")
-        if self._plan is not None and self._planned:
+        if self._plan is not None and self._planned and not several_gpus:
+            # with several GPUs launches stay here, where each array's device is checked
             self._teach(variant, handle, fn, keep, drv, args)
         del keep  # the argument arrays stay alive until the driver has taken the launch
+
+    def _check_devices(self, views: list[Any], ctx: int) -> None:
+        """With several GPUs: every array must be on the device of the current context, where
+        the kernel runs (pointers of another device would fault or read the wrong memory)."""
+        d = self._dispatch
+        assert d is not None
+        here = device.context_device(ctx).ordinal
+        found = [(d.names[i], device.pointer_device(v.ptr)) for v, i in zip(views, d.view_index) if v.ptr]
+        on = {name: ordinal for name, ordinal in found if ordinal is not None}
+        if len(set(on.values())) > 1:
+            listed = ", ".join(f"{name!r} on cuda:{ordinal}" for name, ordinal in on.items())
+            raise TypeError(f"the arrays passed to {self.name} are on different GPUs ({listed}); "
+                            "put them on one device")
+        for name, ordinal in on.items():
+            if ordinal != here:
+                raise TypeError(
+                    f"parameter {name!r} of {self.name} is on cuda:{ordinal}, but the current device is "
+                    f"cuda:{here}, where the kernel would run; make cuda:{ordinal} current first "
+                    f"(torch.cuda.set_device({ordinal}), cupy.cuda.Device({ordinal}).use(), ...)")
 
     def _check_preconditions(self, variant: Specialization, values: list[Any], grid: tuple[int, int, int],
                              block: tuple[int, int, int]) -> None:
