@@ -188,13 +188,24 @@ class FakeDriver:
     current_device = 0  # the device of the current context
     devices = 1  # cuDeviceGetCount
     pointer_devices: dict[int, int] = {}  # device pointer -> device ordinal (0 if not listed)
+    pushed: list[tuple[int, int]] = []  # (context, device) made current by cuCtxPushCurrent
 
     def cuDeviceGetCount(self) -> tuple[Any, int]:
         return self.OK, self.devices
 
     def cuPointerGetAttribute(self, attr: Any, ptr: int) -> tuple[Any, int]:
-        assert attr == real_driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
-        return self.OK, self.pointer_devices.get(int(ptr), 0)
+        assert attr == real_driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_CONTEXT
+        return self.OK, 0xC00 + self.pointer_devices.get(int(ptr), 0)  # device d's context: 0xC00 + d
+
+    def cuCtxPushCurrent(self, ctx: int) -> tuple[Any]:
+        self.pushed.append((self.ctx, self.current_device))
+        self.ctx, self.current_device = int(ctx), int(ctx) - 0xC00
+        return (self.OK,)
+
+    def cuCtxPopCurrent(self) -> tuple[Any, int]:
+        popped = self.ctx
+        self.ctx, self.current_device = self.pushed.pop()
+        return self.OK, popped
 
     def cuDeviceGetAttribute(self, attr: Any, dev: int) -> tuple[Any, int]:
         a = self.CUdevice_attribute

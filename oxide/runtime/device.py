@@ -95,6 +95,7 @@ def _init_driver() -> Any:
 def _reset_for_tests() -> None:
     global _drv
     _count.clear()
+    _context_ordinals.clear()
     with _lock:
         _drv = None
         _primary.clear()
@@ -177,12 +178,31 @@ def device_count() -> int:
     return _count[0]
 
 
+_context_ordinals: dict[int, int] = {}  # context handle -> its device's ordinal
+
+
 def pointer_device(ptr: int) -> int | None:
     """The ordinal of the device that owns device pointer ``ptr``, or None if the driver cannot
-    say (host memory, or a pointer it does not know)."""
+    say (host memory, or a pointer it does not know). Asked through the pointer's context: the
+    DEVICE_ORDINAL attribute read 0 for every device on our two-GPU host."""
     drv = driver()
-    err, ordinal = drv.cuPointerGetAttribute(drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
-    return int(ordinal) if err == 0 else None
+    err, ctx = drv.cuPointerGetAttribute(drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_CONTEXT, ptr)
+    handle = int(ctx) if err == 0 else 0
+    if not handle:
+        return None
+    ordinal = _context_ordinals.get(handle)
+    if ordinal is None:
+        (err,) = drv.cuCtxPushCurrent(ctx)
+        if err != 0:
+            return None
+        try:
+            err, dev = drv.cuCtxGetDevice()
+        finally:
+            drv.cuCtxPopCurrent()
+        if err != 0:
+            return None
+        ordinal = _context_ordinals[handle] = int(dev)
+    return ordinal
 
 
 def context_device(ctx: int) -> DeviceInfo:
