@@ -262,6 +262,15 @@ KEPT = {
                 with ox.unsafe():
                     out[0] = x[t]
     """, "bounds x[t]"),
+    "assigned on one path only": ("""
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+            assert len(x) >= 8 and len(out) >= 1
+            if thread.idx.x == 0:
+                j = 5
+            with ox.unsafe():
+                out[0] = x[10 - j]
+    """, "bounds x[10 - j]"),
     "loaded index": ("""
         @ox.kernel
         def k(idx: Slice[i32], x: Slice[f32], out: DisjointSlice[f32]) -> None:

@@ -365,6 +365,7 @@ class FunctionTranslator(ast.NodeVisitor):
     def block(self, stmts: list[ast.stmt], scope: Scope | None = None) -> list[ir.Stmt]:
         parent = self.scopes[-1]
         self.scopes.append(scope or Scope(list(parent.facts)))
+        defined_before = set(self.prover.defs)
         out: list[ir.Stmt] = []
         try:
             for stmt in stmts:
@@ -384,6 +385,10 @@ class FunctionTranslator(ast.NodeVisitor):
                     self.add_facts(result.cond, negated=True)
         finally:
             self.scopes.pop()
+            # a local first assigned in this block may not be assigned on every path that reaches
+            # the code after it (a branch not taken, a loop run zero times): forget its value
+            for name in set(self.prover.defs) - defined_before:
+                self.prover.forget(name)
         return out
 
     def generic_visit(self, node: ast.AST) -> Any:

@@ -335,6 +335,9 @@ class FunctionLowering:
         for name, ty in self.fn.locals.items():
             if name not in self.slots and not isinstance(ty, (ViewType, ArrayType)):
                 self.slot(name, ty)
+                # a local read on a path that never assigned it is 0, not undef (which would let
+                # LLVM pick any value, also past a bounds check)
+                self.b.store(ll.Constant(value_ll(ty), None), self.slots[name])
         body = self.llfn.append_basic_block("body")
         self.b.branch(body)
         self.b.position_at_end(body)
