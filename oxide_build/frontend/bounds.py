@@ -135,6 +135,9 @@ class Prover:
         self.used: set[int] = set()  # id() of facts that narrowed a range or closed a proof
         self.active: set[str] = set()  # grid axes whose assumed limit a proof relied on
         self._touched: set[str] = set()  # axes relied on by the proof under way
+        self._range_memo: dict[tuple[object, ...], tuple[dict[Atom, tuple[int, int]], tuple[Poly, ...]]] = {}
+        self._range_uses: dict[tuple[int, Atom], tuple[Poly, ...]] = {}  # (memo dict, atom) -> facts used
+        self._use_log: list[Poly] = []
         for axis in GRID_AXES:  # thread.idx < block.dim, block.idx < grid.dim
             for inner, outer in (("tid", "ntid"), ("ctaid", "nctaid")):
                 self.global_facts.append(add(add(atom(("reg", f"{outer}.{axis}")), atom(("reg", f"{inner}.{axis}")), -1), const(-1)))
@@ -284,9 +287,18 @@ class Prover:
             hi += max(c * r[0], c * r[1])
         return lo, hi
 
+    def _ranges(self, facts: list[Poly]) -> dict[Atom, tuple[int, int]]:
+        """The atom ranges already worked out under ``facts`` (and the grid limits in force):
+        unrolled loops ask about the same atoms under the same facts again and again."""
+        key = (tuple(map(id, facts)), tuple(sorted(self.grid_limit.items())), len(self.global_facts))
+        entry = self._range_memo.get(key)
+        if entry is None:  # the entry keeps the facts alive, so their ids stay theirs
+            entry = self._range_memo[key] = ({}, tuple(facts))
+        return entry[0]
+
     def interval(self, p: Poly, facts: list[Poly], cache: dict[Atom, tuple[int, int]] | None = None) -> tuple[int, int]:
         if cache is None:
-            cache = {}
+            cache = self._ranges(facts)
         lo = hi = 0
         for m, c in p.items():
             r = (1, 1)
@@ -303,7 +315,10 @@ class Prover:
         """The atom's range, narrowed by facts in which it appears alone and linearly (the
         other atoms of such a fact narrowed the same way, ``depth`` levels down)."""
         if a in cache:
+            for f in self._range_uses.get((id(cache), a), ()):  # facts that narrowed it count as used
+                self._use(f)
             return cache[a]
+        first_use = len(self._use_log)
         lo, hi = self._base_range(a)
         cache[a] = (lo, hi)  # while in progress: a cycle sees the base range
         single = (a,)
@@ -327,6 +342,7 @@ class Prover:
                 self._use(f)
         if depth == 2:
             cache[a] = (lo, hi)
+            self._range_uses[(id(cache), a)] = tuple(self._use_log[first_use:])
         else:
             del cache[a]
         return lo, hi
@@ -335,7 +351,7 @@ class Prover:
 
     def nonneg(self, g: Poly, facts: list[Poly], pairs: bool = True) -> bool:
         """Is ``g ≥ 0`` wherever ``facts`` hold? (``pairs``: also try two facts together)"""
-        cache: dict[Atom, tuple[int, int]] = {}
+        cache = self._ranges(facts)
         if self.interval(g, facts, cache)[0] >= 0:
             return True
         candidates = [*facts, *self.global_facts]
@@ -358,6 +374,7 @@ class Prover:
     def _use(self, f: Poly) -> None:
         self.used.add(id(f))
         self._touched |= f.assumes
+        self._use_log.append(f)
 
     def in_range(self, index: Poly, bound: Poly, facts: list[Poly]) -> bool:
         """Is ``0 <= index < bound`` wherever ``facts`` hold? A proof activates the grid
