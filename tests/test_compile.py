@@ -161,3 +161,22 @@ def test_dynamic_shared_memory_votes_fences_and_atomics(tmp_path: Path) -> None:
     sites = [s.what for s in compiled.error_sites]
     assert "flags[0]" in sites and "flags[1]" in sites
     assert not any(w.startswith("buf[") for w in sites)
+
+
+def test_if_without_else_branches_on_the_negated_integer_test_only(tmp_path: Path) -> None:
+    """`if i < n and j > 0:` branches past its body on `i >= n or j <= 0` (nvcc's layout); a float
+    test is not negated that way (`not (a < b)` is not `a >= b` when either is NaN)."""
+    src = tmp_path / "k.py"
+    src.write_text(
+        "import oxide as ox\nfrom oxide import MutSlice, Slice, f32, i32, thread\n\n"
+        "@ox.kernel\ndef k(x: Slice[f32], n: i32, out: MutSlice[f32]) -> None:\n"
+        "    i = thread.idx.x\n"
+        "    if i < n and i > 2:\n"
+        "        with ox.unsafe():\n            out[0] = f32(1.0)\n"
+        "    if x[0] < f32(0.5):\n"
+        "        with ox.unsafe():\n            out[1] = f32(2.0)\n"
+    )
+    compiled = compile_module(src, "k", CompileOptions(archs=("sm_90",), link_cubins=False, bounds_check=False))
+    ir = compiled.llvm_ir
+    assert 'icmp sge i32' in ir and 'icmp sle i32' in ir  # the negated integer comparisons
+    assert "fcmp olt float" in ir and "fcmp uge" not in ir and "fcmp oge" not in ir
