@@ -259,14 +259,12 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         d = self._dispatch
         assert d is not None
         site = next((s for s in d.located.manifest.error_sites if s.id == site_id), None)
-        from oxide.errors import KernelError
-
         if site is None:
+            from oxide.errors import KernelError
+
             raise KernelError(f"a launch precondition of kernel {self.name} failed (site {site_id}), "
                               "but its manifest does not describe that site: rebuild the package")
-        location = f"{site.file}:{site.line}:{site.col}"
-        raise KernelError(f"assertion failed in kernel {site.kernel} at {location}: {site.what} "
-                          "(checked at launch; the kernel was not launched)", kernel=site.kernel, location=location)
+        raise kernel_errors.assertion_error(site, " (checked at launch; the kernel was not launched)")
 
     def _teach(
         self, variant: Specialization, ctx: int, fn: Any, views: list[ArrayView], drv: Any, args: Sequence[Any]

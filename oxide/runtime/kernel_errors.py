@@ -166,6 +166,13 @@ def register_module(ctx: int, cumodule: Any, *, key: str, module: str, sites: tu
     return mid
 
 
+def assertion_error(site: ErrorSite, note: str = "") -> KernelError:
+    """The ``KernelError`` of a failed ``assert`` (on the device, or at launch: ``note``)."""
+    location = f"{site.file}:{site.line}:{site.col}"
+    return KernelError(f"assertion failed in kernel {site.kernel} at {location}: {site.what}{note}",
+                       kernel=site.kernel, location=location)
+
+
 def kernel_error(module_id: int, site_id: int, index: int, length: int) -> KernelError:
     """The ``KernelError`` for a record's fields."""
     entry = _sites.get(module_id)
@@ -178,13 +185,9 @@ def kernel_error(module_id: int, site_id: int, index: int, length: int) -> Kerne
             index=index,
             length=length,
         )
-    location = f"{site.file}:{site.line}:{site.col}"
     if site.kind == "assert":
-        return KernelError(
-            f"assertion failed in kernel {site.kernel} at {location}: {site.what}",
-            kernel=site.kernel,
-            location=location,
-        )
+        return assertion_error(site)
+    location = f"{site.file}:{site.line}:{site.col}"
     return KernelError(
         f"bounds check failed in kernel {site.kernel} at {location}: {site.what} with index {index} but length {length}",
         kernel=site.kernel,

@@ -121,10 +121,8 @@ class GridAssumption:
 class Prover:
     """Linear-arithmetic facts of one function; the translator owns the scopes (lists of facts)."""
 
-    def __init__(self, stable: Callable[[str], bool], var_type: Callable[[str], Type | None],
-                 assume_grid: bool) -> None:
+    def __init__(self, stable: Callable[[str], bool], assume_grid: bool) -> None:
         self.stable = stable  # a name whose value cannot change while it is visible
-        self.var_type = var_type
         self.assume_grid = assume_grid
         self.defs: dict[str, Poly | None] = {}  # stable local -> polynomial of its value
         self.grid_limit: dict[str, int] = {}
@@ -147,17 +145,18 @@ class Prover:
     def define(self, name: str, value: ir.Expr | None, facts: list[Poly]) -> None:
         """``name = value`` was translated; None forgets what was known of it."""
         self.defs[name] = self.poly(value, facts) if value is not None else None
-        stale = ("var", name)
-        for other, p in list(self.defs.items()):  # values computed from the old binding
-            if other != name and p is not None and any(stale in m for m in p):
-                self.defs[other] = None
+        self._forget_uses(name)
 
     def forget(self, name: str) -> None:
         """``name`` is rebound (a loop variable after its loop): forget values built on it."""
-        stale = ("var", name)
         self.defs.pop(name, None)
+        self._forget_uses(name)
+
+    def _forget_uses(self, name: str) -> None:
+        """Values computed from the old binding of ``name`` no longer hold."""
+        stale = ("var", name)
         for other, p in list(self.defs.items()):
-            if p is not None and any(stale in m for m in p):
+            if other != name and p is not None and any(stale in m for m in p):
                 self.defs[other] = None
 
     def poly(self, e: ir.Expr, facts: list[Poly]) -> Poly | None:

@@ -214,7 +214,7 @@ class FunctionTranslator(ast.NodeVisitor):
         # whether every top-level statement so far left the launch preconditions unchanged
         self.preconditions: list[Precondition] = []
         self.prefix_open = is_kernel
-        self.prover = Prover(self._stable, self.locals.get, assume_grid=is_kernel)
+        self.prover = Prover(self._stable, assume_grid=is_kernel)
 
     # ---- entry points -------------------------------------------------------------------
 
@@ -676,8 +676,7 @@ class FunctionTranslator(ast.NodeVisitor):
         divergent = any(self.is_thread_dependent(a) for a in (start, stop, step))
         if divergent:
             self.thread_dependent.add(name)
-        rebinds = name in self.loop_bindings or any(
-            isinstance(t, ast.Name) and t.id == name for t in _assignment_targets(node.body))
+        rebinds = self._rebinds(name, node.body)
         self.prover.forget(name)
         facts: list[Poly] = []
         if not rebinds:
@@ -750,8 +749,7 @@ class FunctionTranslator(ast.NodeVisitor):
         self.locals[name] = I64
         out: list[ir.Stmt] = []
         self.static_loop_depth += 1
-        rebinds = name in self.loop_bindings or any(
-            isinstance(t, ast.Name) and t.id == name for t in _assignment_targets(node.body))
+        rebinds = self._rebinds(name, node.body)
         outer = self.constexprs.get(name)
         try:
             for v in values:
@@ -852,6 +850,11 @@ class FunctionTranslator(ast.NodeVisitor):
 
     # ---- bounds-check facts (bounds.py proves; these keep the scopes) ----------------------
 
+    def _rebinds(self, name: str, body: list[ast.stmt]) -> bool:
+        """Does a loop over ``name`` rebind it: an enclosing loop's variable, or assigned in ``body``?"""
+        return name in self.loop_bindings or any(
+            isinstance(t, ast.Name) and t.id == name for t in _assignment_targets(body))
+
     def _stable(self, name: str) -> bool:
         """Does ``name`` keep one value while it is visible (so facts about it stay true)?"""
         if name in self.loop_bindings:
@@ -888,7 +891,8 @@ class FunctionTranslator(ast.NodeVisitor):
         v = p.poly(ir.Var(node.target.id, ty, self.loc(node.target)), facts)
         assert v is not None
         limits = _int_limits(ty)
-        if p.nonneg(add(st, const(-1)), facts):  # step ≥ 1: start ≤ v < stop
+        positive = p.nonneg(add(st, const(-1)), facts)
+        if positive:  # step ≥ 1: start ≤ v < stop
             body = [add(v, lo, -1), add(add(hi, v, -1), const(-1))]
             # v + step must not wrap: stop - 1 + step ≤ max
             no_wrap = add(add(const(limits[1] + 1), hi, -1), st, -1)
@@ -899,8 +903,8 @@ class FunctionTranslator(ast.NodeVisitor):
             return [], False
         if p.nonneg(no_wrap, facts):
             return body, False
-        if ty.bits > 32 or not p.nonneg(add(st, const(-1)), facts):
-            return [], False  # no wider type to check in; keep the checks in the body
+        if ty.bits > 32 or not positive:
+            return [], False  # no wider type to check in (or no guard for negative steps): keep the checks
         return body + [no_wrap], True  # using any of them adds the entry check (range_guard)
 
     def range_guard(self, stop: ir.Expr, step: ir.Expr, ty: ScalarType, node: ast.For) -> ir.Stmt:
@@ -947,10 +951,10 @@ class FunctionTranslator(ast.NodeVisitor):
     def check_site(self, node: ast.Subscript | ast.Call, view: ir.Expr, index: ir.Expr, what: str) -> int | None:
         if not self.bounds_check:
             return None
-        bound = self.view_bound(view)
         if isinstance(index, ir.Intrinsic) and index.name == "flat_index":
-            bound = None  # an array indexed per axis: each axis was proven or checked
-        elif bound is None and isinstance(view.ty, ArrayType) and view.ty.size is not None:
+            return None  # an array indexed per axis: each axis was proven or checked
+        bound = self.view_bound(view)
+        if bound is None and isinstance(view.ty, ArrayType) and view.ty.size is not None:
             bound = const(view.ty.size)
         if bound is not None and self.proves(index, bound):
             return None
@@ -961,8 +965,6 @@ class FunctionTranslator(ast.NodeVisitor):
             size = view.ty.size
             if size is None:
                 return None  # dynamic shared memory: its size is known only at launch
-            if isinstance(index, ir.Intrinsic) and index.name == "flat_index":
-                return None  # every axis was checked on its own
             if isinstance(index, ir.Const) and isinstance(index.value, int):
                 if index.value >= size:
                     raise self.error(node, f"index {index.value} is out of bounds for an array of {size} elements",
@@ -1154,10 +1156,9 @@ class FunctionTranslator(ast.NodeVisitor):
         32×32→64 multiply (mul.wide.u32) instead of a 64-bit one (sext and zext do not pair)."""
         if not self.bounds_check:
             return
-        casts = [s for s in sides if isinstance(s, ir.Cast)]
-        if len(casts) != len(sides) and not all(isinstance(s, ir.Cast) or isinstance(s, ir.Const) and int(s.value) >= 0
-                                                for s in sides):
+        if not all(isinstance(s, ir.Cast) or (isinstance(s, ir.Const) and int(s.value) >= 0) for s in sides):
             return
+        casts = [s for s in sides if isinstance(s, ir.Cast)]
         for c in casts:
             src = as_scalar(c.operand.ty)
             if src is None or src.kind != "int" or src.bits > 32:
