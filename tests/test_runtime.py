@@ -1663,6 +1663,107 @@ def test_c_launcher_reads_torch_cupy_and_device_arrays(tmp_path: Path, c_driver:
     assert paths(c_driver)[-1] == "c" and c_driver.launches[-1]["values"][1:5] == [0x5, 1, 0x6, 1]
 
 
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+_DLTENSOR_READER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_DLTensor))
+
+
+class _ExchangeAPI(ctypes.Structure):
+    """DLPack's DLPackExchangeAPI: a version header, then five function pointers."""
+
+    _fields_ = [
+        ("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("prev_api", ctypes.c_void_p),
+        ("managed_tensor_allocator", ctypes.c_void_p), ("managed_tensor_from_py_object_no_sync", ctypes.c_void_p),
+        ("managed_tensor_to_py_object_no_sync", ctypes.c_void_p), ("dltensor_from_py_object_no_sync", _DLTENSOR_READER),
+        ("current_work_stream", ctypes.c_void_p),
+    ]  # fmt: skip
+
+
+class _Exchange:
+    """A DLPack C exchange API over the fake torch tensors: its DLTensor reader describes a
+    tensor from the same fields its attributes show (strides in elements), and counts calls."""
+
+    CODES = {"float32": (2, 32), "float64": (2, 64), "int32": (0, 32), "bool": (6, 8)}
+
+    def __init__(self, major: int = 1, minor: int = 3, fail: bool = False) -> None:
+        self.calls, self.fail = 0, fail
+        self.reader = _DLTENSOR_READER(self._read)
+        self.api = _ExchangeAPI(major, minor, None, None, None, None, self.reader, None)
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype = ctypes.py_object
+        new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        self.capsule = new(ctypes.addressof(self.api), b"dlpack_exchange_api", None)
+        self.keep: list[Any] = []
+
+    def _read(self, obj: int, out: Any) -> int:
+        self.calls += 1
+        t = ctypes.cast(obj, ctypes.py_object).value
+        if self.fail:
+            return -1
+        shape = (ctypes.c_int64 * len(t.shape))(*t.shape)
+        strides = (ctypes.c_int64 * len(t.shape))(*t.stride())
+        self.keep[:] = [shape, strides]  # alive until the launcher has read them
+        code, bits = self.CODES[t.dtype.name]
+        out[0].data, out[0].byte_offset = t.data_ptr() - 8, 8  # the pointer is data + byte_offset
+        out[0].device = _DLDevice(2 if t.is_cuda else 1, 0)
+        out[0].ndim, out[0].dtype = len(t.shape), _DLDataType(code, bits, 1)
+        out[0].shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
+        out[0].strides = ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64))
+        return 0
+
+
+@needs_launcher
+@pytest.mark.parametrize("api", ["1.3", "2.0", "1.1", "failing"])
+def test_c_launcher_reads_tensors_through_the_dlpack_exchange_api(
+    tmp_path: Path, c_driver: CFakeDriver, fake_libs: Any, api: str
+) -> None:
+    """A tensor type's ``__dlpack_c_exchange_api__`` (major 1, minor >= 2) is how the C path reads
+    it; a table of another version, or a reader that fails, leaves the attribute reads."""
+    torch, cupy = fake_libs
+    major, minor = (int(x) for x in api.split(".")) if api != "failing" else (1, 2)
+    exchange = _Exchange(major, minor, fail=api == "failing")
+    torch.Tensor.__dlpack_c_exchange_api__ = exchange.capsule
+    used = api in ("1.3",)
+    m = make_module(tmp_path)
+    c_driver.signatures = {k.symbol: slot_types(k.params) for k in SAXPY_KERNELS}
+    x, y, out = (torch.Tensor(8, torch.float32, 0x1000 * i) for i in (1, 2, 3))
+    for _ in range(2):
+        m.saxpy[1, 32](2.0, x, y, out)
+    assert paths(c_driver) == ["python", "c"]
+    assert c_driver.launches[1]["values"] == [2.0, 0x1000, 8, 0x2000, 8, 0x3000, 8]
+    assert exchange.calls == (3 if used or api == "failing" else 0)
+    # what the Python path refuses, the exchange API's reading leaves to it
+    for call, message in [
+        (lambda: m.saxpy[1, 32](2.0, torch.Tensor(8, torch.float32, 1, stride=2), y, out), "parameter 'x' of saxpy needs a contiguous 1-D array; got a stride of 2 elements"),  # type: ignore[attr-defined]
+        (lambda: m.saxpy[1, 32](2.0, torch.Tensor(8, torch.float32, 1, cuda=False), y, out), "parameter 'x' of saxpy needs a device array; got a torch.Tensor (host memory) — copy it to the GPU first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x)"),  # type: ignore[attr-defined]
+        (lambda: m.saxpy[1, 32](2.0, torch.Tensor(8, torch.float32, 1, shape=(2, 4)), y, out), "parameter 'x' of saxpy needs a 1-D array; got shape (2, 4)"),  # type: ignore[attr-defined]
+        (lambda: m.saxpy[1, 32](2.0, x, y, torch.Tensor(8, torch.int32, 0x9000)), "saxpy has no specialization for these arguments (x: f32, y: f32, out: i32); available: (T=f32), (T=f64)"),  # type: ignore[attr-defined]
+    ]:  # fmt: skip
+        expect_type_error(call, message)
+    assert len(c_driver.launches) == 2
+    # a Tensor parameter: shape and strides (in elements) from the DLTensor
+    (tmp_path / "t").mkdir()
+    tm = _tensor_module(tmp_path / "t", c_driver)
+    a = torch.Tensor(0, torch.float32, 0x5000, shape=(4, 6), strides=(1, 4))
+    b = torch.Tensor(0, torch.float32, 0x6000, shape=(4, 6), strides=(6, 1))
+    before = exchange.calls
+    for _ in range(2):
+        tm.tadd[1, 32](a, 1.5, b)
+    assert paths(c_driver)[2:] == ["python", "c"]
+    assert c_driver.launches[-1]["values"] == [0x5000, 4, 6, 1, 4, 1.5, 0x6000, 4, 6, 6, 1]
+    assert exchange.calls - before == (2 if used or api == "failing" else 0)
+
+
 TENSOR_SOURCE = """
 from oxide import kernel, f32, i32, Tensor, MutTensor, DisjointTensor, Slice, DisjointSlice, Constexpr
 

@@ -801,6 +801,41 @@ def test_tensor_launches_in_c_match_numpy(views: types.ModuleType, kind: str, sh
 
 
 @pytest.mark.parametrize("kind", [k for k in _tensor_kinds() if k != "devicearray"])
+def test_slice_views_in_c_match_numpy(kmod: types.ModuleType, kind: str) -> None:
+    """1-D torch / CuPy views read in C (through DLPack's exchange API where the library has
+    one): offsets into a larger buffer, one element with any stride, and every element checked;
+    what the C path must not take (a stride, 2-D, a host array) still gets the Python errors."""
+    from oxide.runtime import synchronize
+
+    rng = np.random.default_rng(23)
+    base_x = rng.standard_normal(4099).astype(np.float32)
+    base_y = rng.standard_normal(4099).astype(np.float32)
+    dx, dy = _to_device(kind, base_x), _to_device(kind, base_y)
+    cases = [(slice(0, 4099), 1), (slice(8, 4099), 1), (slice(3, 1030), 1), (slice(7, 8), 1), (slice(100, 101), 5)]
+    for attempt in range(2):
+        for sl, step in cases:
+            x, y = base_x[sl.start : sl.stop : step], base_y[sl.start : sl.stop : step]
+            n = len(x)
+            a = float(np.float32(rng.uniform(-2, 2)))
+            out = _to_device(kind, np.full(n, np.nan, np.float32))
+            with _PythonLaunches(kmod.saxpy) as python:
+                kmod.saxpy[kmod.saxpy.grid_for(n), 256](a, dx[sl.start : sl.stop : step], dy[sl.start : sl.stop : step], out)
+            synchronize()
+            if attempt and _c_path_expected():
+                assert python.calls == 0, f"{sl} took the Python path"
+            ref = np.float64(a) * x.astype(np.float64) + y.astype(np.float64)
+            np.testing.assert_allclose(_to_host(out), ref, rtol=1e-6, atol=1e-6)
+    out = _to_device(kind, np.full(8, np.nan, np.float32))
+    for args, message in [
+        ((1.0, dx[:16:2], dy[:8], out), "parameter 'x' of saxpy needs a contiguous 1-D array; got a stride of 2 elements"),
+        ((1.0, dx[:16].reshape(2, 8), dy[:8], out), "parameter 'x' of saxpy needs a 1-D array; got shape (2, 8)"),
+    ]:
+        with pytest.raises(TypeError) as info:
+            kmod.saxpy[1, 32](*args)
+        assert str(info.value) == message
+
+
+@pytest.mark.parametrize("kind", [k for k in _tensor_kinds() if k != "devicearray"])
 def test_strided_tensor_views_in_c_match_numpy(views: types.ModuleType, kind: str) -> None:
     """A transposed view and a sliced one (strides, an offset) reach the kernel through C."""
     from oxide.runtime import synchronize

@@ -10,6 +10,11 @@
  * packed slots and the launch dimensions (compiled once, at `configure`, to postfix code) and
  * calls cuLaunchKernel.
  *
+ * Reading an array costs a few Python attribute reads at most: a PyTorch tensor is read with one
+ * C call through DLPack's C exchange API (`torch.Tensor.__dlpack_c_exchange_api__`, PyTorch
+ * >= 2.10; `torch._C._to_dlpack` before), a CuPy array through the C getters of its Cython
+ * attributes, a DeviceArray through its slots.
+ *
  * `KernelBase` is the base of oxide.runtime.kernel.Kernel: `k[grid, block]` looks the launch
  * configuration up in the kernel's cache here, and calls `k._make_config(key)` on a miss.
  *
@@ -73,12 +78,82 @@ static int is_numpy_scalar(PyObject *value) {
 }
 
 static PyObject *s_is_cuda, *s_shape, *s_is_contiguous, *s_dtype, *s_data_ptr, *s_strides, *s_data, *s_ptr,
-    *s_cai, *s_typestr, *s_mask, *s_launch_slow, *s_launch_failed, *s_stride, *s_make_config;
+    *s_cai, *s_typestr, *s_mask, *s_launch_slow, *s_launch_failed, *s_stride, *s_make_config, *s_ndim, *s_size,
+    *s_c_contiguous, *s_exchange_api;
 
 /* PyTorch's methods, looked up on the registered tensor type once: calling the type's method
    with the tensor skips the per-call attribute lookup on the instance. */
 enum { TORCH_IS_CONTIGUOUS = 0, TORCH_DATA_PTR = 1, TORCH_STRIDE = 2, TORCH_METHODS = 3 };
 static PyObject *array_methods[MAX_TYPES][TORCH_METHODS];
+
+/* A CuPy array's attributes, read through the C getter of the getset descriptor its type's
+   attribute lookup finds (what that lookup would call, minus the lookup and the descriptor
+   protocol: CuPy's arrays are Cython classes, so all of them are getters). Valid while the type
+   keeps the version tag it had then: CPython changes the tag whenever the type or a base is
+   modified, as its own attribute caches rely on. */
+enum { G_DTYPE = 0, G_NDIM, G_SIZE, G_C_CONTIGUOUS, G_DATA, G_SHAPE, G_STRIDES, N_GETTERS };
+typedef struct {
+    getter get; /* NULL: read by name */
+    void *closure;
+} Getter;
+static Getter array_getters[MAX_TYPES][N_GETTERS];
+static unsigned int getter_tags[MAX_TYPES]; /* the type's version tag when they were looked up */
+static int cupy_flat[MAX_TYPES];            /* ndim, size and _c_contiguous all have getters */
+static const Getter no_getters[N_GETTERS];  /* read everything by name */
+static PyTypeObject *memptr_type = NULL;    /* a CuPy MemoryPointer's type and its `ptr` getter */
+static Getter memptr_ptr;
+static unsigned int memptr_tag;
+
+static PyObject **getter_names(int which) {
+    static PyObject **names[N_GETTERS] = {&s_dtype, &s_ndim, &s_size, &s_c_contiguous, &s_data, &s_shape, &s_strides};
+    return names[which];
+}
+
+static PyObject *get_attr(PyObject *obj, const Getter *g, PyObject *name) {
+    if (g->get != NULL) return g->get(obj, g->closure);
+    return PyObject_GetAttr(obj, name);
+}
+
+/* The getters of obj's registered type while they hold. */
+static const Getter *getters_for(PyObject *obj, int type_index) {
+    unsigned int tag = getter_tags[type_index];
+    return tag != 0 && Py_TYPE(obj)->tp_version_tag == tag ? array_getters[type_index] : no_getters;
+}
+
+static PyObject *array_attr(PyObject *obj, const Getter *getters, int which) {
+    return get_attr(obj, &getters[which], *getter_names(which));
+}
+
+/* The type's version tag (assigned now if it has none), 0 if it cannot have one. */
+static unsigned int version_tag(PyTypeObject *type) {
+#if PY_VERSION_HEX >= 0x030C0000
+    if (!PyUnstable_Type_AssignVersionTag(type)) return 0;
+    return type->tp_version_tag;
+#else
+    (void)type;
+    return 0; /* no public way to assign one: attributes by name */
+#endif
+}
+
+/* The getter the instances of `type` reach for `name`, or an empty Getter. */
+static Getter getter_of(PyTypeObject *type, PyObject *name) {
+    Getter g = {NULL, NULL};
+    if (type->tp_getattro != PyObject_GenericGetAttr) return g;
+    PyObject *d = PyObject_GetAttr((PyObject *)type, name);
+    if (d == NULL) {
+        PyErr_Clear();
+        return g;
+    }
+    if (Py_IS_TYPE(d, &PyGetSetDescr_Type)) {
+        PyGetSetDescrObject *gs = (PyGetSetDescrObject *)d;
+        if (gs->d_getset->get != NULL && PyType_IsSubtype(type, PyDescr_TYPE(gs))) {
+            g.get = gs->d_getset->get;
+            g.closure = gs->d_getset->closure;
+        }
+    }
+    Py_DECREF(d); /* the type keeps it while its version tag holds: types are held until forget_types */
+    return g;
+}
 
 #define MAX_CONTEXTS 8
 #define MAX_SLOTS 256
@@ -222,8 +297,32 @@ typedef struct DLManagedTensor_ {
     void (*deleter)(struct DLManagedTensor_ *);
 } DLManagedTensor_;
 
+/* DLPack's C exchange API (DLPack >= 1.2): a table of C functions a tensor type publishes as
+   `type.__dlpack_c_exchange_api__`, a "dlpack_exchange_api" capsule. Its
+   dltensor_from_py_object_no_sync fills a DLTensor on our stack, borrowed from the object until
+   we return: no Python call, no allocation (PyTorch >= 2.10 has it). */
+typedef struct {
+    uint32_t major, minor;
+} DLPackVersion_;
+typedef struct DLPackExchangeAPIHeader_ {
+    DLPackVersion_ version;
+    struct DLPackExchangeAPIHeader_ *prev_api;
+} DLPackExchangeAPIHeader_;
+typedef int (*DLTensorFromPyObject_t)(void *py_object, DLTensor_ *out);
+typedef struct {
+    DLPackExchangeAPIHeader_ header;
+    void *managed_tensor_allocator;
+    void *managed_tensor_from_py_object_no_sync;
+    void *managed_tensor_to_py_object_no_sync;
+    DLTensorFromPyObject_t dltensor_from_py_object_no_sync; /* may be NULL */
+    void *current_work_stream;
+} DLPackExchangeAPI_;
+/* per registered type: its exchange API's DLTensor reader, or NULL */
+static DLTensorFromPyObject_t exchange_readers[MAX_TYPES];
+
 /* torch._C._to_dlpack and torch.Tensor, when set_torch_dlpack gave them: one call then yields a
-   plain tensor's pointer, length, stride, dtype and device, instead of five attribute reads. */
+   plain tensor's pointer, length, stride, dtype and device, instead of five attribute reads
+   (PyTorch without the exchange API). */
 static PyObject *torch_to_dlpack = NULL;
 static PyTypeObject *torch_tensor_type = NULL;
 
@@ -245,9 +344,46 @@ static int dlpack_code(DLDataType_ t) {
     }
 }
 
-/* 1: a 1-D contiguous CUDA tensor read through DLPack; 0: not one (the Python path says why);
-   -1: DLPack did not answer plainly, read the attributes instead. */
-static int torch_view_dlpack(PyObject *obj, View *v) {
+static int finish_tensor(View *v, int n);
+static void contiguous_strides(int n, const int64_t *shape, int64_t *strides);
+
+/* A DLTensor as a 1-D contiguous view (n == 0) or an n-dimensional Tensor view. 1: read;
+   0: not one the kernel takes (the Python path says why); -1: a dtype DLPack does not name
+   plainly, read the attributes instead. */
+static int dltensor_view(const DLTensor_ *t, int n, View *v) {
+    if (t->device.device_type != 2 /* kDLCUDA */) return 0;
+    int code = dlpack_code(t->dtype);
+    if (code == DT_NONE) return -1;
+    v->code = code;
+    v->readonly = 0;
+    v->ptr = (uint64_t)(uintptr_t)t->data + t->byte_offset;
+    if (n == 0) {
+        if (t->ndim != 1) return 0;
+        int64_t len = t->shape[0];
+        if (len < 0 || (len > 1 && t->strides != NULL && t->strides[0] != 1)) return 0;
+        v->length = len;
+        return 1;
+    }
+    if (t->ndim != n) return 0;
+    int64_t *shape = v->dims, *strides = v->dims + n;
+    memcpy(shape, t->shape, (size_t)n * 8);
+    if (t->strides != NULL) memcpy(strides, t->strides, (size_t)n * 8);
+    else contiguous_strides(n, shape, strides);
+    return finish_tensor(v, n);
+}
+
+/* obj through its type's exchange API (see dltensor_view for the result). */
+static int exchange_view(DLTensorFromPyObject_t read, PyObject *obj, int n, View *v) {
+    DLTensor_ t;
+    if (read((void *)obj, &t) != 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    return dltensor_view(&t, n, v);
+}
+
+/* A plain torch.Tensor through torch._C._to_dlpack (see dltensor_view for the result). */
+static int torch_view_dlpack(PyObject *obj, int n, View *v) {
     PyObject *cap = PyObject_CallOneArg(torch_to_dlpack, obj);
     if (cap == NULL) {
         PyErr_Clear();
@@ -255,25 +391,8 @@ static int torch_view_dlpack(PyObject *obj, View *v) {
     }
     DLManagedTensor_ *m = (DLManagedTensor_ *)PyCapsule_GetPointer(cap, "dltensor");
     int ok = -1;
-    if (m == NULL) {
-        PyErr_Clear();
-    } else {
-        DLTensor_ *t = &m->dl_tensor;
-        int code = dlpack_code(t->dtype);
-        if (t->device.device_type != 2 /* kDLCUDA */ || t->ndim != 1) {
-            ok = 0;
-        } else if (code != DT_NONE) {
-            int64_t n = t->shape[0];
-            ok = 0;
-            if (n >= 0 && (n <= 1 || t->strides == NULL || t->strides[0] == 1)) {
-                v->code = code;
-                v->length = n;
-                v->readonly = 0;
-                v->ptr = (uint64_t)(uintptr_t)t->data + t->byte_offset;
-                ok = 1;
-            }
-        }
-    }
+    if (m == NULL) PyErr_Clear();
+    else ok = dltensor_view(&m->dl_tensor, n, v);
     Py_DECREF(cap); /* not consumed: its destructor calls the tensor's deleter */
     return ok;
 }
@@ -281,7 +400,7 @@ static int torch_view_dlpack(PyObject *obj, View *v) {
 /* Cheap checks first; the two method calls (PyTorch parses their arguments) last. */
 static int torch_view(PyObject *obj, int type_index, View *v) {
     if (torch_to_dlpack != NULL && Py_TYPE(obj) == torch_tensor_type) {
-        int r = torch_view_dlpack(obj, v);
+        int r = torch_view_dlpack(obj, 0, v);
         if (r >= 0) return r;
     }
     if (!attr_is_true(obj, s_is_cuda)) return 0;
@@ -302,10 +421,21 @@ static int torch_view(PyObject *obj, int type_index, View *v) {
 }
 
 /* a.data.ptr of a CuPy array */
-static int cupy_pointer(PyObject *obj, uint64_t *out) {
-    PyObject *data = PyObject_GetAttr(obj, s_data);
+static int cupy_pointer(PyObject *obj, const Getter *getters, uint64_t *out) {
+    PyObject *data = array_attr(obj, getters, G_DATA);
     if (data == NULL) return 0;
-    PyObject *p = PyObject_GetAttr(data, s_ptr);
+    PyTypeObject *tp = Py_TYPE(data);
+    if (memptr_type == NULL) { /* the first array: learn its MemoryPointer type */
+        unsigned int tag = version_tag(tp);
+        Getter g = getter_of(tp, s_ptr);
+        if (tag != 0 && g.get != NULL) {
+            memptr_ptr = g;
+            memptr_tag = tag;
+            memptr_type = (PyTypeObject *)Py_NewRef((PyObject *)tp);
+        }
+    }
+    int fast = tp == memptr_type && tp->tp_version_tag == memptr_tag;
+    PyObject *p = get_attr(data, fast ? &memptr_ptr : &no_getters[0], s_ptr);
     Py_DECREF(data);
     if (p == NULL) return 0;
     int ok = pointer_of(p, out);
@@ -313,23 +443,56 @@ static int cupy_pointer(PyObject *obj, uint64_t *out) {
     return ok;
 }
 
-static int cupy_view(PyObject *obj, View *v) {
-    int64_t n = length_attr(obj);
-    if (n < 0) return 0;
-    v->code = dtype_attr_code(obj);
+/* A non-negative int attribute; -1 otherwise. */
+static int64_t count_attr(PyObject *obj, const Getter *getters, int which) {
+    PyObject *r = array_attr(obj, getters, which);
+    if (r == NULL) return -1;
+    long long n = PyLong_Check(r) ? PyLong_AsLongLong(r) : -1;
+    Py_DECREF(r);
+    return n < 0 ? -1 : (int64_t)n;
+}
+
+static int cupy_dtype_code(PyObject *obj, const Getter *getters) {
+    PyObject *d = array_attr(obj, getters, G_DTYPE);
+    if (d == NULL) return DT_NONE;
+    int code = dtype_code_of(d);
+    Py_DECREF(d);
+    return code;
+}
+
+static int cupy_view(PyObject *obj, int type_index, View *v) {
+    int64_t n;
+    const Getter *getters = getters_for(obj, type_index);
+    v->code = cupy_dtype_code(obj, getters);
     if (v->code == DT_NONE) return 0;
-    if (n > 1) {
-        PyObject *strides = PyObject_GetAttr(obj, s_strides);
-        if (strides == NULL) return 0;
-        int ok = PyTuple_Check(strides) && PyTuple_GET_SIZE(strides) == 1 &&
-                 PyLong_Check(PyTuple_GET_ITEM(strides, 0)) &&
-                 PyLong_AsLongLong(PyTuple_GET_ITEM(strides, 0)) == itemsize[v->code];
-        Py_DECREF(strides);
-        if (!ok) return 0;
+    if (cupy_flat[type_index] && getters != no_getters) { /* ndim, size, _c_contiguous: no tuples */
+        if (count_attr(obj, getters, G_NDIM) != 1) return 0;
+        if ((n = count_attr(obj, getters, G_SIZE)) < 0) return 0;
+        if (n > 1) {
+            PyObject *c = array_attr(obj, getters, G_C_CONTIGUOUS);
+            if (c == NULL) return 0;
+            int contiguous = (c == Py_True);
+            Py_DECREF(c);
+            if (!contiguous) return 0;
+        }
+    } else {
+        PyObject *shape = array_attr(obj, getters, G_SHAPE);
+        n = length_of_shape(shape);
+        Py_XDECREF(shape);
+        if (n < 0) return 0;
+        if (n > 1) {
+            PyObject *strides = array_attr(obj, getters, G_STRIDES);
+            if (strides == NULL) return 0;
+            int ok = PyTuple_Check(strides) && PyTuple_GET_SIZE(strides) == 1 &&
+                     PyLong_Check(PyTuple_GET_ITEM(strides, 0)) &&
+                     PyLong_AsLongLong(PyTuple_GET_ITEM(strides, 0)) == itemsize[v->code];
+            Py_DECREF(strides);
+            if (!ok) return 0;
+        }
     }
     v->length = n;
     v->readonly = 0;
-    return cupy_pointer(obj, &v->ptr);
+    return cupy_pointer(obj, getters, &v->ptr);
 }
 
 static int device_array_view(PyObject *obj, View *v) {
@@ -459,16 +622,20 @@ static int torch_tensor(PyObject *obj, int type_index, int n, View *v) {
     return pointer_from_call(obj, type_index, TORCH_DATA_PTR, s_data_ptr, &v->ptr) && finish_tensor(v, n);
 }
 
-static int cupy_tensor(PyObject *obj, int n, View *v) {
-    v->code = dtype_attr_code(obj);
+static int cupy_tensor(PyObject *obj, int type_index, int n, View *v) {
+    const Getter *getters = getters_for(obj, type_index);
+    v->code = cupy_dtype_code(obj, getters);
     if (v->code == DT_NONE) return 0;
-    if (!shape_attr(obj, n, v->dims)) return 0;
-    PyObject *strides = PyObject_GetAttr(obj, s_strides);
+    PyObject *shape = array_attr(obj, getters, G_SHAPE);
+    int ok = ints_of_tuple(shape, n, v->dims);
+    Py_XDECREF(shape);
+    if (!ok) return 0;
+    PyObject *strides = array_attr(obj, getters, G_STRIDES);
     if (strides == NULL) return 0;
-    int ok = element_strides(strides, n, v->code, v->dims + n);
+    ok = element_strides(strides, n, v->code, v->dims + n);
     Py_DECREF(strides);
     v->readonly = 0;
-    return ok && cupy_pointer(obj, &v->ptr) && finish_tensor(v, n);
+    return ok && cupy_pointer(obj, getters, &v->ptr) && finish_tensor(v, n);
 }
 
 static int device_array_tensor(PyObject *obj, int n, View *v) {
@@ -523,10 +690,15 @@ static int array_type_index(PyObject *obj) {
 static int resolve_tensor(PyObject *obj, int n, View *v) {
     int i = array_type_index(obj);
     int ok = 0;
-    if (i >= 0) {
+    int r = -1;
+    if (i >= 0 && exchange_readers[i] != NULL) r = exchange_view(exchange_readers[i], obj, n, v);
+    else if (i >= 0 && torch_to_dlpack != NULL && Py_TYPE(obj) == torch_tensor_type) r = torch_view_dlpack(obj, n, v);
+    if (r >= 0) {
+        ok = r;
+    } else if (i >= 0) {
         switch (array_kinds[i]) {
         case ARRAY_TORCH: ok = torch_tensor(obj, i, n, v); break;
-        case ARRAY_CUPY: ok = cupy_tensor(obj, n, v); break;
+        case ARRAY_CUPY: ok = cupy_tensor(obj, i, n, v); break;
         case ARRAY_DEVICE_ARRAY: ok = device_array_tensor(obj, n, v); break;
         case ARRAY_CAI: ok = cai_tensor(obj, n, v); break;
         default: break;
@@ -543,9 +715,11 @@ static int resolve_view(PyObject *obj, View *v) {
     int kind = i >= 0 ? array_kinds[i] : ARRAY_NONE;
     int ok = 0;
     v->ndim = 0;
+    int r = i >= 0 && exchange_readers[i] != NULL ? exchange_view(exchange_readers[i], obj, 0, v) : -1;
+    if (r >= 0) kind = ARRAY_NONE, ok = r;
     switch (kind) {
     case ARRAY_TORCH: ok = torch_view(obj, i, v); break;
-    case ARRAY_CUPY: ok = cupy_view(obj, v); break;
+    case ARRAY_CUPY: ok = cupy_view(obj, i, v); break;
     case ARRAY_DEVICE_ARRAY: ok = device_array_view(obj, v); break;
     case ARRAY_CAI: ok = cai_view(obj, v); break;
     default: break;
@@ -1510,6 +1684,48 @@ static void lookup_array_methods(int i, PyObject *type, int kind) {
     }
 }
 
+/* The DLTensor reader of the exchange API `type` itself publishes (DLPack names the type the
+   table was discovered from), major version 1, minor >= 2 (the first with the table); NULL if
+   none. The table lives as long as the process (DLPack requires it). */
+static DLTensorFromPyObject_t exchange_reader_of(PyObject *type) {
+    PyObject *dict = PyObject_GetAttrString(type, "__dict__");
+    if (dict == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *cap = PyObject_GetItem(dict, s_exchange_api);
+    Py_DECREF(dict);
+    if (cap == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    const DLPackExchangeAPIHeader_ *h = NULL;
+    if (PyCapsule_IsValid(cap, "dlpack_exchange_api"))
+        h = (const DLPackExchangeAPIHeader_ *)PyCapsule_GetPointer(cap, "dlpack_exchange_api");
+    Py_DECREF(cap);
+    while (h != NULL && h->version.major > 1) h = h->prev_api;
+    if (h == NULL || h->version.major != 1 || h->version.minor < 2) return NULL;
+    return ((const DLPackExchangeAPI_ *)h)->dltensor_from_py_object_no_sync;
+}
+
+/* What the launcher knows of a registered array type beyond its kind: PyTorch's methods, CuPy's
+   getters, the exchange API of either (other kinds may carry read-only arrays, which a
+   DLTensor does not tell). */
+static void learn_type(int i, PyObject *type, int kind) {
+    lookup_array_methods(i, type, kind);
+    exchange_readers[i] = NULL;
+    cupy_flat[i] = 0;
+    getter_tags[i] = 0;
+    for (int w = 0; w < N_GETTERS; w++) array_getters[i][w] = (Getter){NULL, NULL};
+    if (type == NULL) return;
+    if (kind == ARRAY_TORCH || kind == ARRAY_CUPY) exchange_readers[i] = exchange_reader_of(type);
+    if (kind == ARRAY_CUPY && (getter_tags[i] = version_tag((PyTypeObject *)type)) != 0) {
+        for (int w = 0; w < N_GETTERS; w++) array_getters[i][w] = getter_of((PyTypeObject *)type, *getter_names(w));
+        cupy_flat[i] = array_getters[i][G_NDIM].get && array_getters[i][G_SIZE].get &&
+                       array_getters[i][G_C_CONTIGUOUS].get;
+    }
+}
+
 static PyObject *set_torch_dlpack(PyObject *mod, PyObject *args) {
     PyObject *fn, *type;
     if (!PyArg_ParseTuple(args, "OO!", &fn, &PyType_Type, &type)) return NULL;
@@ -1525,14 +1741,14 @@ static PyObject *register_array_type(PyObject *mod, PyObject *args) {
     for (int i = 0; i < n_array_types; i++) {
         if (array_types[i] == (PyTypeObject *)type) {
             array_kinds[i] = kind;
-            lookup_array_methods(i, type, kind);
+            learn_type(i, type, kind);
             Py_RETURN_TRUE;
         }
     }
     if (n_array_types >= MAX_TYPES) Py_RETURN_FALSE;
     array_types[n_array_types] = (PyTypeObject *)Py_NewRef(type);
     array_kinds[n_array_types] = kind;
-    lookup_array_methods(n_array_types, type, kind);
+    learn_type(n_array_types, type, kind);
     n_array_types++;
     Py_RETURN_TRUE;
 }
@@ -1584,9 +1800,10 @@ static PyObject *forget_types(PyObject *mod, PyObject *unused) {
     int n = n_array_types;
     n_array_types = 0;
     for (int i = 0; i < n; i++) {
-        lookup_array_methods(i, NULL, ARRAY_NONE);
+        learn_type(i, NULL, ARRAY_NONE);
         Py_DECREF(array_types[i]);
     }
+    Py_CLEAR(memptr_type);
     for (int i = 0; i < n_scalar_types; i++) Py_DECREF(scalar_types[i]);
     n_scalar_types = 0;
     Py_RETURN_NONE;
@@ -1674,6 +1891,10 @@ PyMODINIT_FUNC PyInit__launcher(void) {
     INTERN(s_launch_failed, "_launch_failed");
     INTERN(s_stride, "stride");
     INTERN(s_make_config, "_make_config");
+    INTERN(s_ndim, "ndim");
+    INTERN(s_size, "size");
+    INTERN(s_c_contiguous, "_c_contiguous");
+    INTERN(s_exchange_api, "__dlpack_c_exchange_api__");
     if ((typestr_codes = PyDict_New()) == NULL) return NULL;
     if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&LaunchBaseType) < 0 || PyType_Ready(&KernelBaseType) < 0)
         return NULL;
