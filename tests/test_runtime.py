@@ -1596,6 +1596,10 @@ def _fake_torch() -> types.ModuleType:
         def data_ptr(self) -> int:
             return self._ptr
 
+        def get_device(self) -> int:
+            return self.device_index if self.is_cuda else -1
+
+    Tensor.device_index = 0  # type: ignore[attr-defined]  # torch's get_device(): the CUDA ordinal
     Tensor.__module__ = "torch"
     torch.Tensor = Tensor  # type: ignore[attr-defined]
     return torch
@@ -1715,7 +1719,7 @@ class _Exchange:
         self.keep[:] = [shape, strides]  # alive until the launcher has read them
         code, bits = self.CODES[t.dtype.name]
         out[0].data, out[0].byte_offset = t.data_ptr() - 8, 8  # the pointer is data + byte_offset
-        out[0].device = _DLDevice(2 if t.is_cuda else 1, 0)
+        out[0].device = _DLDevice(2, t.get_device()) if t.is_cuda else _DLDevice(1, 0)
         out[0].ndim, out[0].dtype = len(t.shape), _DLDataType(code, bits, 1)
         out[0].shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
         out[0].strides = ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64))
@@ -1762,6 +1766,66 @@ def test_c_launcher_reads_tensors_through_the_dlpack_exchange_api(
     assert paths(c_driver)[2:] == ["python", "c"]
     assert c_driver.launches[-1]["values"] == [0x5000, 4, 6, 1, 4, 1.5, 0x6000, 4, 6, 6, 1]
     assert exchange.calls - before == (2 if used or api == "failing" else 0)
+
+
+@needs_launcher
+@pytest.mark.parametrize("reader", ["exchange", "attributes"])
+def test_c_launcher_checks_devices_with_several_gpus(
+    tmp_path: Path, c_driver: CFakeDriver, fake_libs: Any, reader: str
+) -> None:
+    """With several GPUs the C path reads each tensor's device (DLPack's device id, or
+    get_device()) and launches only when all are on the current context's device; otherwise,
+    or for arrays that do not say (a DeviceArray), the Python path checks and raises."""
+    torch, cupy = fake_libs
+    if reader == "exchange":
+        exchange = _Exchange()
+        torch.Tensor.__dlpack_c_exchange_api__ = exchange.capsule
+    m = make_module(tmp_path)
+    c_driver.signatures = {k.symbol: slot_types(k.params) for k in SAXPY_KERNELS}
+    c_driver.devices = 2
+
+    def on(d: int, ptr: int) -> Any:
+        t = torch.Tensor(8, torch.float32, ptr)
+        t.device_index = d
+        c_driver.pointer_devices[ptr] = d  # what the Python path asks the driver
+        return t
+
+    c_driver.pointer_devices = {}
+    x0, y0, out0 = on(0, 0x1000), on(0, 0x2000), on(0, 0x3000)
+    x1, y1, out1 = on(1, 0x11000), on(1, 0x12000), on(1, 0x13000)
+    for _ in range(3):
+        m.saxpy[1, 32](2.0, x0, y0, out0)
+    assert paths(c_driver) == ["python", "c", "c"]
+    expect_type_error(lambda: m.saxpy[1, 32](2.0, x0, y1, out0),
+                      "the arrays passed to saxpy are on different GPUs ('x' on cuda:0, 'y' on cuda:1, "
+                      "'out' on cuda:0); put them on one device")
+    expect_type_error(lambda: m.saxpy[1, 32](2.0, x1, y1, out1),
+                      "parameter 'x' of saxpy is on cuda:1, but the current device is cuda:0, where the kernel "
+                      "would run; make cuda:1 current first (torch.cuda.set_device(1), cupy.cuda.Device(1).use(), ...)")
+    assert len(c_driver.launches) == 3
+    c_driver.current_device, c_driver.ctx = 1, 0xC01  # cuda:1 current: its own module, then C
+    for _ in range(2):
+        m.saxpy[1, 32](2.0, x1, y1, out1)
+    assert paths(c_driver)[3:] == ["python", "c"]
+    assert c_driver.launches[-1]["values"] == [2.0, 0x11000, 8, 0x12000, 8, 0x13000, 8]
+    expect_type_error(lambda: m.saxpy[1, 32](2.0, x0, y0, out0), "parameter 'x' of saxpy is on cuda:0, but the "
+                      "current device is cuda:1, where the kernel would run; make cuda:0 current first "
+                      "(torch.cuda.set_device(0), cupy.cuda.Device(0).use(), ...)")
+    # a DeviceArray knows its device when oxide allocated it; one made from a bare pointer does
+    # not, and with several GPUs its launches stay in Python, which asks the driver
+    known = oxide.runtime.DeviceArray(0x14000, (8,), "f32", owned=False, device=1)
+    bare = oxide.runtime.DeviceArray(0x15000, (8,), "f32", owned=False)
+    c_driver.pointer_devices.update({0x14000: 1, 0x15000: 1})
+    for _ in range(2):
+        m.saxpy[1, 32](2.0, x1, y1, known)
+    for _ in range(2):
+        m.saxpy[1, 32](2.0, x1, y1, bare)
+    assert paths(c_driver)[5:] == ["python", "c", "python", "python"]
+    wrong = oxide.runtime.DeviceArray(0x16000, (8,), "f32", owned=False, device=0)
+    c_driver.pointer_devices[0x16000] = 0
+    expect_type_error(lambda: m.saxpy[1, 32](2.0, x1, y1, wrong), "the arrays passed to saxpy are on different "
+                      "GPUs ('x' on cuda:1, 'y' on cuda:1, 'out' on cuda:0); put them on one device")
+    assert len(c_driver.launches) == 9
 
 
 TENSOR_SOURCE = """

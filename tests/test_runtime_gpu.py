@@ -662,10 +662,6 @@ def test_c_launcher_is_used_on_the_gpu(kmod: types.ModuleType) -> None:
 
     if not launcher.ENABLED:
         pytest.skip("the C launcher is not built (python setup.py build_ext --inplace) or OXIDE_PURE_PYTHON=1")
-    from oxide.runtime import device
-
-    if device.device_count() > 1:
-        pytest.skip("with several GPUs every launch takes the Python path (it checks each array's device)")
     x = DeviceArray.from_numpy(np.ones(256, np.float32))
     out = DeviceArray.empty(256, "f32")
     launch = kmod.saxpy[1, 256]
@@ -740,10 +736,19 @@ class _PythonLaunches:
 
 
 def _c_path_expected() -> bool:
-    from oxide.runtime import device, launcher
+    from oxide.runtime import launcher
 
-    # with several GPUs every launch takes the Python path, which checks each array's device
-    return launcher.ENABLED and device.device_count() <= 1
+    # with several GPUs too: torch, CuPy and oxide-allocated DeviceArrays say which device
+    # holds them (a DeviceArray made from a bare pointer does not: its launches stay in Python)
+    return launcher.ENABLED
+
+
+def _cupy_available() -> bool:
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _tensor_kinds() -> list[str]:
@@ -902,8 +907,34 @@ def test_two_gpus(kmod: types.ModuleType) -> None:
     for d in (1, 0, 1):  # each device runs its own copy of the module
         torch.cuda.set_device(d)
         on[d][2].fill_(float("nan"))
-        for _ in range(2):  # the first launch on a device, then a later one
-            kmod.saxpy[grid, 256](a, *on[d])
+        for attempt in range(2):  # the first launch on a device, then a later one (in C)
+            with _PythonLaunches(kmod.saxpy) as python:
+                kmod.saxpy[grid, 256](a, *on[d])
+            if attempt and _c_path_expected():
+                assert python.calls == 0, f"the second launch on cuda:{d} took the Python path"
         torch.cuda.synchronize(d)
         np.testing.assert_allclose(on[d][2].cpu().numpy(), _reference(a, x, y), rtol=1e-6, atol=0)
+    # after C launches on both devices: mismatched arrays still get the Python path's errors
+    torch.cuda.set_device(0)
+    with pytest.raises(TypeError, match=r"parameter 'x' of saxpy is on cuda:1, but the current device is cuda:0"):
+        kmod.saxpy[grid, 256](a, *on[1])
+    with pytest.raises(TypeError, match=r"the arrays passed to saxpy are on different GPUs"):
+        kmod.saxpy[grid, 256](a, on[0][0], on[0][1], on[1][2])
+    if _cupy_available():
+        import cupy as cp
+
+        with cp.cuda.Device(1):
+            cx, cy = cp.asarray(x), cp.asarray(y)
+            cout = cp.full(n, cp.nan, dtype=cp.float32)
+        with pytest.raises(TypeError, match=r"parameter 'x' of saxpy is on cuda:1, but the current device is cuda:0"):
+            kmod.saxpy[grid, 256](a, cx, cy, cout)
+        with cp.cuda.Device(1):
+            torch.cuda.set_device(1)
+            for attempt in range(2):
+                with _PythonLaunches(kmod.saxpy) as python:
+                    kmod.saxpy[grid, 256](np.float32(a), cx, cy, cout)
+                if attempt and _c_path_expected():
+                    assert python.calls == 0, "the second CuPy launch on cuda:1 took the Python path"
+            cp.cuda.Device(1).synchronize()
+            np.testing.assert_allclose(cp.asnumpy(cout), _reference(a, x, y), rtol=1e-6, atol=0)
     torch.cuda.set_device(0)

@@ -79,11 +79,11 @@ static int is_numpy_scalar(PyObject *value) {
 
 static PyObject *s_is_cuda, *s_shape, *s_is_contiguous, *s_dtype, *s_data_ptr, *s_strides, *s_data, *s_ptr,
     *s_cai, *s_typestr, *s_mask, *s_launch_slow, *s_launch_failed, *s_stride, *s_make_config, *s_ndim, *s_size,
-    *s_c_contiguous, *s_exchange_api;
+    *s_c_contiguous, *s_exchange_api, *s_get_device, *s_device_id, *s_device;
 
 /* PyTorch's methods, looked up on the registered tensor type once: calling the type's method
    with the tensor skips the per-call attribute lookup on the instance. */
-enum { TORCH_IS_CONTIGUOUS = 0, TORCH_DATA_PTR = 1, TORCH_STRIDE = 2, TORCH_METHODS = 3 };
+enum { TORCH_IS_CONTIGUOUS = 0, TORCH_DATA_PTR = 1, TORCH_STRIDE = 2, TORCH_GET_DEVICE = 3, TORCH_METHODS = 4 };
 static PyObject *array_methods[MAX_TYPES][TORCH_METHODS];
 
 /* A CuPy array's attributes, read through the C getter of the getset descriptor its type's
@@ -100,8 +100,8 @@ static Getter array_getters[MAX_TYPES][N_GETTERS];
 static unsigned int getter_tags[MAX_TYPES]; /* the type's version tag when they were looked up */
 static int cupy_flat[MAX_TYPES];            /* ndim, size and _c_contiguous all have getters */
 static const Getter no_getters[N_GETTERS];  /* read everything by name */
-static PyTypeObject *memptr_type = NULL;    /* a CuPy MemoryPointer's type and its `ptr` getter */
-static Getter memptr_ptr;
+static PyTypeObject *memptr_type = NULL;    /* a CuPy MemoryPointer's type, its `ptr` and `device_id` */
+static Getter memptr_ptr, memptr_device;
 static unsigned int memptr_tag;
 
 static PyObject **getter_names(int which) {
@@ -160,12 +160,18 @@ static Getter getter_of(PyTypeObject *type, PyObject *name) {
 #define MAX_NDIM 8 /* a Tensor of more dimensions stays on the Python path */
 /* What launcher.py expects (it ignores an extension built from another version of this file:
    a stale in-place build then costs speed, not correctness). */
-#define ABI_VERSION 3
+#define ABI_VERSION 4
 
 typedef struct {
     void *ctx;
     void *fn;
+    int ordinal; /* the context's device; -1: unknown */
 } ContextFunction;
+
+/* With several GPUs every array must be on the device of the current context (where the kernel
+   runs): the launcher then reads each array's device and leaves the launch to the Python path
+   (which raises the error, or finds the device by the pointer) if it cannot tell or they differ. */
+static int check_devices = 0;
 
 typedef struct {
     int8_t *view_codes;   /* [n_views] */
@@ -196,6 +202,7 @@ typedef struct {
     int readonly;
     int ndim;       /* 0: a 1-D Slice view; N: a Tensor, whose shape[N] then strides[N] are at dims */
     int64_t *dims;
+    int device;     /* the CUDA ordinal of its memory, -1 if not read (read only with several GPUs) */
 } View;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -356,6 +363,7 @@ static int dltensor_view(const DLTensor_ *t, int n, View *v) {
     if (code == DT_NONE) return -1;
     v->code = code;
     v->readonly = 0;
+    v->device = t->device.device_id;
     v->ptr = (uint64_t)(uintptr_t)t->data + t->byte_offset;
     if (n == 0) {
         if (t->ndim != 1) return 0;
@@ -397,6 +405,21 @@ static int torch_view_dlpack(PyObject *obj, int n, View *v) {
     return ok;
 }
 
+/* t.get_device() into v->device, when several GPUs make it needed. */
+static int torch_device(PyObject *obj, int type_index, View *v) {
+    if (!check_devices) return 1;
+    PyObject *r = call_array_method(obj, type_index, TORCH_GET_DEVICE, s_get_device);
+    if (r == NULL) return 0;
+    long d = PyLong_Check(r) ? PyLong_AsLong(r) : -1;
+    Py_DECREF(r);
+    if (d < 0 || d > INT32_MAX) {
+        PyErr_Clear();
+        return 0;
+    }
+    v->device = (int)d;
+    return 1;
+}
+
 /* Cheap checks first; the two method calls (PyTorch parses their arguments) last. */
 static int torch_view(PyObject *obj, int type_index, View *v) {
     if (torch_to_dlpack != NULL && Py_TYPE(obj) == torch_tensor_type) {
@@ -417,11 +440,11 @@ static int torch_view(PyObject *obj, int type_index, View *v) {
     }
     v->length = n;
     v->readonly = 0;
-    return pointer_from_call(obj, type_index, TORCH_DATA_PTR, s_data_ptr, &v->ptr);
+    return torch_device(obj, type_index, v) && pointer_from_call(obj, type_index, TORCH_DATA_PTR, s_data_ptr, &v->ptr);
 }
 
-/* a.data.ptr of a CuPy array */
-static int cupy_pointer(PyObject *obj, const Getter *getters, uint64_t *out) {
+/* a.data.ptr of a CuPy array, and a.data.device_id with several GPUs */
+static int cupy_pointer(PyObject *obj, const Getter *getters, View *v) {
     PyObject *data = array_attr(obj, getters, G_DATA);
     if (data == NULL) return 0;
     PyTypeObject *tp = Py_TYPE(data);
@@ -430,16 +453,23 @@ static int cupy_pointer(PyObject *obj, const Getter *getters, uint64_t *out) {
         Getter g = getter_of(tp, s_ptr);
         if (tag != 0 && g.get != NULL) {
             memptr_ptr = g;
+            memptr_device = getter_of(tp, s_device_id);
             memptr_tag = tag;
             memptr_type = (PyTypeObject *)Py_NewRef((PyObject *)tp);
         }
     }
     int fast = tp == memptr_type && tp->tp_version_tag == memptr_tag;
     PyObject *p = get_attr(data, fast ? &memptr_ptr : &no_getters[0], s_ptr);
+    int ok = p != NULL && pointer_of(p, &v->ptr);
+    Py_XDECREF(p);
+    if (ok && check_devices) {
+        PyObject *d = get_attr(data, fast ? &memptr_device : &no_getters[0], s_device_id);
+        long id = d != NULL && PyLong_Check(d) ? PyLong_AsLong(d) : -1;
+        Py_XDECREF(d);
+        ok = id >= 0 && id <= INT32_MAX;
+        v->device = (int)id;
+    }
     Py_DECREF(data);
-    if (p == NULL) return 0;
-    int ok = pointer_of(p, out);
-    Py_DECREF(p);
     return ok;
 }
 
@@ -492,7 +522,19 @@ static int cupy_view(PyObject *obj, int type_index, View *v) {
     }
     v->length = n;
     v->readonly = 0;
-    return cupy_pointer(obj, getters, &v->ptr);
+    return cupy_pointer(obj, getters, v);
+}
+
+/* A DeviceArray's `device` into v->device, when several GPUs make it needed (None: -1). */
+static int device_array_device(PyObject *obj, View *v) {
+    if (!check_devices) return 1;
+    PyObject *d = PyObject_GetAttr(obj, s_device);
+    if (d == NULL) return 0;
+    long id = PyLong_Check(d) ? PyLong_AsLong(d) : -1;
+    Py_DECREF(d);
+    if (id < 0 || id > INT32_MAX) PyErr_Clear();
+    else v->device = (int)id;
+    return 1;
 }
 
 static int device_array_view(PyObject *obj, View *v) {
@@ -506,7 +548,7 @@ static int device_array_view(PyObject *obj, View *v) {
     Py_DECREF(p);
     v->length = n;
     v->readonly = 0;
-    return ok;
+    return ok && device_array_device(obj, v);
 }
 
 /* The interface's "data": (pointer, read-only) into v. */
@@ -619,7 +661,8 @@ static int torch_tensor(PyObject *obj, int type_index, int n, View *v) {
     Py_DECREF(strides);
     if (!ok) return 0;
     v->readonly = 0;
-    return pointer_from_call(obj, type_index, TORCH_DATA_PTR, s_data_ptr, &v->ptr) && finish_tensor(v, n);
+    return torch_device(obj, type_index, v) &&
+           pointer_from_call(obj, type_index, TORCH_DATA_PTR, s_data_ptr, &v->ptr) && finish_tensor(v, n);
 }
 
 static int cupy_tensor(PyObject *obj, int type_index, int n, View *v) {
@@ -635,7 +678,7 @@ static int cupy_tensor(PyObject *obj, int type_index, int n, View *v) {
     ok = element_strides(strides, n, v->code, v->dims + n);
     Py_DECREF(strides);
     v->readonly = 0;
-    return ok && cupy_pointer(obj, getters, &v->ptr) && finish_tensor(v, n);
+    return ok && cupy_pointer(obj, getters, v) && finish_tensor(v, n);
 }
 
 static int device_array_tensor(PyObject *obj, int n, View *v) {
@@ -648,7 +691,7 @@ static int device_array_tensor(PyObject *obj, int n, View *v) {
     int ok = pointer_of(p, &v->ptr);
     Py_DECREF(p);
     v->readonly = 0;
-    return ok && finish_tensor(v, n);
+    return ok && device_array_device(obj, v) && finish_tensor(v, n);
 }
 
 static int cai_tensor(PyObject *obj, int n, View *v) {
@@ -689,6 +732,7 @@ static int array_type_index(PyObject *obj) {
    0: leave it to the Python path. Never leaves an exception set. */
 static int resolve_tensor(PyObject *obj, int n, View *v) {
     int i = array_type_index(obj);
+    v->device = -1;
     int ok = 0;
     int r = -1;
     if (i >= 0 && exchange_readers[i] != NULL) r = exchange_view(exchange_readers[i], obj, n, v);
@@ -715,6 +759,7 @@ static int resolve_view(PyObject *obj, View *v) {
     int kind = i >= 0 ? array_kinds[i] : ARRAY_NONE;
     int ok = 0;
     v->ndim = 0;
+    v->device = -1;
     int r = i >= 0 && exchange_readers[i] != NULL ? exchange_view(exchange_readers[i], obj, 0, v) : -1;
     if (r >= 0) kind = ARRAY_NONE, ok = r;
     switch (kind) {
@@ -1301,7 +1346,8 @@ fail:
 static PyObject *plan_set_function(Plan *self, PyObject *args) {
     Py_ssize_t index;
     unsigned long long ctx, fn;
-    if (!PyArg_ParseTuple(args, "nKK", &index, &ctx, &fn)) return NULL;
+    int ordinal = -1;
+    if (!PyArg_ParseTuple(args, "nKK|i", &index, &ctx, &fn, &ordinal)) return NULL;
     if (index < 0 || index >= self->n_variants) {
         PyErr_SetString(PyExc_IndexError, "no such variant");
         return NULL;
@@ -1310,12 +1356,14 @@ static PyObject *plan_set_function(Plan *self, PyObject *args) {
     for (int i = 0; i < var->n_contexts; i++) {
         if (var->contexts[i].ctx == (void *)(uintptr_t)ctx) {
             var->contexts[i].fn = (void *)(uintptr_t)fn;
+            var->contexts[i].ordinal = ordinal;
             Py_RETURN_NONE;
         }
     }
     if (var->n_contexts < MAX_CONTEXTS) {
         var->contexts[var->n_contexts].ctx = (void *)(uintptr_t)ctx;
         var->contexts[var->n_contexts].fn = (void *)(uintptr_t)fn;
+        var->contexts[var->n_contexts].ordinal = ordinal;
         var->n_contexts++;
     }
     Py_RETURN_NONE;
@@ -1330,7 +1378,8 @@ static PyObject *plan_get_ready(Plan *self, void *closure) { return PyBool_FromL
 
 static PyMethodDef plan_methods[] = {
     {"configure", (PyCFunction)plan_configure, METH_VARARGS, "configure(is_view, is_mutable, variants)"},
-    {"set_function", (PyCFunction)plan_set_function, METH_VARARGS, "set_function(variant, context, function)"},
+    {"set_function", (PyCFunction)plan_set_function, METH_VARARGS,
+     "set_function(variant, context, function, ordinal=-1): the function in that context, on that device"},
     {"reset", (PyCFunction)plan_reset, METH_NOARGS, "forget everything (tests only: not safe while launching)"},
     {NULL, NULL, 0, NULL},
 };
@@ -1472,13 +1521,19 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     void *ctx = NULL;
     if (drv_ctx_get_current(&ctx) != 0 || ctx == NULL) return FALLBACK;
     void *fn = NULL;
+    int ordinal = -1;
     for (int i = 0; i < var->n_contexts; i++) {
         if (var->contexts[i].ctx == ctx) {
             fn = var->contexts[i].fn;
+            ordinal = var->contexts[i].ordinal;
             break;
         }
     }
     if (fn == NULL) return FALLBACK;
+    if (check_devices) { /* as Kernel._check_devices: arrays without memory have no device */
+        for (Py_ssize_t k = 0; k < v; k++)
+            if (views[k].ptr != 0 && (views[k].device < 0 || views[k].device != ordinal)) return FALLBACK;
+    }
     for (Py_ssize_t i = 0; i < s; i++) pointers[i] = &slots[i];
     /* The arguments stay alive: the caller holds them until we return, and cuLaunchKernel has
        copied the parameter block by then. */
@@ -1647,6 +1702,13 @@ static PyObject *set_driver(PyObject *mod, PyObject *args) {
 
 static PyObject *has_driver(PyObject *mod, PyObject *unused) { return PyBool_FromLong(drv_launch != NULL); }
 
+static PyObject *set_device_checks(PyObject *mod, PyObject *arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    check_devices = on;
+    Py_RETURN_NONE;
+}
+
 static PyObject *set_records(PyObject *mod, PyObject *arg) {
     PyObject *fast = PySequence_Fast(arg, "records must be a sequence of addresses");
     if (fast == NULL) return NULL;
@@ -1675,7 +1737,7 @@ static PyObject *set_records(PyObject *mod, PyObject *arg) {
 /* A PyTorch tensor type's methods the launcher calls, looked up on the type; NULL where the
    lookup fails (the launcher then calls them by name). */
 static void lookup_array_methods(int i, PyObject *type, int kind) {
-    static PyObject **names[TORCH_METHODS] = {&s_is_contiguous, &s_data_ptr, &s_stride};
+    static PyObject **names[TORCH_METHODS] = {&s_is_contiguous, &s_data_ptr, &s_stride, &s_get_device};
     for (int m = 0; m < TORCH_METHODS; m++) {
         Py_CLEAR(array_methods[i][m]);
         if (kind != ARRAY_TORCH) continue;
@@ -1852,6 +1914,8 @@ static PyObject *evaluate_preconditions(PyObject *mod, PyObject *args) {
 static PyMethodDef module_methods[] = {
     {"set_driver", set_driver, METH_VARARGS, "set_driver(cuLaunchKernel, cuCtxGetCurrent): entry point addresses"},
     {"has_driver", has_driver, METH_NOARGS, "whether set_driver gave entry points"},
+    {"set_device_checks", set_device_checks, METH_O,
+     "set_device_checks(bool): several GPUs: check that every array is on the current context's device"},
     {"set_records", set_records, METH_O, "set_records(addresses): the error records every launch reads"},
     {"register_array_type", register_array_type, METH_VARARGS, "register_array_type(type, kind)"},
     {"set_torch_dlpack", set_torch_dlpack, METH_VARARGS,
@@ -1895,6 +1959,9 @@ PyMODINIT_FUNC PyInit__launcher(void) {
     INTERN(s_size, "size");
     INTERN(s_c_contiguous, "_c_contiguous");
     INTERN(s_exchange_api, "__dlpack_c_exchange_api__");
+    INTERN(s_get_device, "get_device");
+    INTERN(s_device_id, "device_id");
+    INTERN(s_device, "device");
     if ((typestr_codes = PyDict_New()) == NULL) return NULL;
     if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&LaunchBaseType) < 0 || PyType_Ready(&KernelBaseType) < 0)
         return NULL;

@@ -31,13 +31,19 @@ def _numpy_dtype(dtype: Any) -> Any:
 
 
 class DeviceArray:
-    """A C-contiguous array in device memory, freed when the object is."""
+    """A C-contiguous array in device memory, freed when the object is.
 
-    def __init__(self, ptr: int, shape: tuple[int, ...], dtype: Any, *, owned: bool = True) -> None:
+    ``device`` is the CUDA ordinal of the GPU holding it (None: not known, e.g. for a pointer
+    handed in; a launch on a host with several GPUs then asks the driver)."""
+
+    def __init__(
+        self, ptr: int, shape: tuple[int, ...], dtype: Any, *, owned: bool = True, device: int | None = None
+    ) -> None:
         self.ptr = int(ptr)
         self.shape = tuple(int(s) for s in shape)
         self.dtype = _numpy_dtype(dtype)
         self._owned = owned and self.ptr != 0
+        self.device = device
 
     @classmethod
     def empty(cls, n: int | tuple[int, ...], dtype: Any = "float32") -> DeviceArray:
@@ -47,13 +53,13 @@ class DeviceArray:
             raise ValueError(f"an array shape cannot be negative; got {shape}")
         np_dtype = _numpy_dtype(dtype)
         nbytes = math.prod(shape) * np_dtype.itemsize
-        ptr = 0
+        ptr, ordinal = 0, None
         if nbytes:
-            device.current_context()
+            ctx = device.current_context()
             err, dptr = device.driver().cuMemAlloc(nbytes)
             device.check(err, f"cuMemAlloc({nbytes} bytes)")
-            ptr = int(dptr)
-        return cls(ptr, shape, np_dtype)
+            ptr, ordinal = int(dptr), device.context_device(ctx).ordinal
+        return cls(ptr, shape, np_dtype, device=ordinal)
 
     @classmethod
     def from_numpy(cls, array: Any) -> DeviceArray:

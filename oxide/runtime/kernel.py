@@ -223,8 +223,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             )
         if err != 0:
             device.raise_cuda_error(err, f"launching kernel {self.name} (grid {grid}, block {block})")
-        if self._plan is not None and self._planned and not several_gpus:
-            # with several GPUs launches stay here, where each array's device is checked
+        if self._plan is not None and self._planned:
             self._teach(variant, handle, fn, keep, drv, args)
         del keep  # the argument arrays stay alive until the driver has taken the launch
 
@@ -273,8 +272,8 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         context, the array and NumPy scalar types. Later launches like it take the C path."""
         if not launcher.bind_driver(drv):
             return
-        if ctx not in variant.planned:
-            self._plan.set_function(variant.index, ctx, int(fn))
+        if ctx not in variant.planned:  # ctx is current: its device is the one the launch checked
+            self._plan.set_function(variant.index, ctx, int(fn), device.context_device(ctx).ordinal)
             variant.planned.add(ctx)
         for view in views:
             launcher.learn_array(view.owner)

@@ -53,7 +53,7 @@ DTYPE_CODES = {
     "f16": 9, "bf16": 10, "f32": 11, "f64": 12, "bool": 13,
 }  # fmt: skip  -- must match the DT_ enum of _launcher.c
 
-_ABI_VERSION = 3  # must match ABI_VERSION in _launcher.c
+_ABI_VERSION = 4  # must match ABI_VERSION in _launcher.c
 
 _ext: Any = None
 if os.environ.get("OXIDE_PURE_PYTHON", "").strip() not in ("1", "true", "yes"):
@@ -134,6 +134,10 @@ def bind_driver(drv: Any) -> bool:
     points = driver_entry_points(drv)
     _ext.set_driver(*(points or (0, 0)))
     _bound_driver = drv
+    if points:
+        from oxide.runtime import device
+
+        _ext.set_device_checks(device.device_count() > 1)  # then each array's device is read too
     if points:
         from oxide.runtime import kernel_errors
         from oxide.runtime.arrays import TYPESTR_DTYPES
@@ -221,6 +225,7 @@ def _reset_for_tests() -> None:
     if _ext is None:
         return
     _ext.set_driver(0, 0)
+    _ext.set_device_checks(False)
     _ext.set_records(())
     _ext.forget_types()
     _known_types.clear()
