@@ -1746,6 +1746,22 @@ def test_c_launcher_reads_tensors_through_the_dlpack_exchange_api(
     assert paths(c_driver) == ["python", "c"]
     assert c_driver.launches[1]["values"] == [2.0, 0x1000, 8, 0x2000, 8, 0x3000, 8]
     assert exchange.calls == (3 if used or api == "failing" else 0)
+    # torch.nn.Parameter is read through torch.Tensor's table; another subclass by its attributes
+    class Parameter(torch.Tensor):  # type: ignore[name-defined,misc]
+        pass
+
+    class Other(torch.Tensor):  # type: ignore[name-defined,misc]
+        pass
+
+    torch.nn = types.SimpleNamespace(Parameter=Parameter)
+    for cls, reads in ((Parameter, 1 if used or api == "failing" else 0), (Other, 0)):
+        w = cls(8, torch.float32, 0x7000)
+        m.saxpy[1, 32](2.0, w, y, out)  # learns the type
+        before = exchange.calls
+        m.saxpy[1, 32](2.0, w, y, out)
+        assert paths(c_driver)[-1] == "c" and c_driver.launches[-1]["values"][1:3] == [0x7000, 8]
+        assert exchange.calls - before == reads + (2 if used or api == "failing" else 0), cls.__name__
+    del c_driver.launches[2:]
     # what the Python path refuses, the exchange API's reading leaves to it
     for call, message in [
         (lambda: m.saxpy[1, 32](2.0, torch.Tensor(8, torch.float32, 1, stride=2), y, out), "parameter 'x' of saxpy needs a contiguous 1-D array; got a stride of 2 elements"),  # type: ignore[attr-defined]

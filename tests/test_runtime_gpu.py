@@ -840,6 +840,25 @@ def test_slice_views_in_c_match_numpy(kmod: types.ModuleType, kind: str) -> None
         assert str(info.value) == message
 
 
+def test_parameters_in_c_match_numpy(kmod: types.ModuleType) -> None:
+    """torch.nn.Parameter (weights) take the C path like plain tensors."""
+    torch = pytest.importorskip("torch")
+    from oxide.runtime import synchronize
+
+    n = 5003
+    a, x, y = _inputs(n, np.float32, 31)
+    w = torch.nn.Parameter(torch.as_tensor(x, device="cuda"))
+    b = torch.nn.Parameter(torch.as_tensor(y, device="cuda"), requires_grad=False)
+    for attempt in range(2):
+        out = torch.full((n,), float("nan"), device="cuda")
+        with _PythonLaunches(kmod.saxpy) as python:
+            kmod.saxpy[kmod.saxpy.grid_for(n), 256](a, w, b, out)
+        synchronize()
+        if attempt and _c_path_expected():
+            assert python.calls == 0
+        np.testing.assert_allclose(out.cpu().numpy(), _reference(a, x, y), rtol=1e-6, atol=0)
+
+
 @pytest.mark.parametrize("kind", [k for k in _tensor_kinds() if k != "devicearray"])
 def test_strided_tensor_views_in_c_match_numpy(views: types.ModuleType, kind: str) -> None:
     """A transposed view and a sliced one (strides, an offset) reach the kernel through C."""

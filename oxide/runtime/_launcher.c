@@ -1773,14 +1773,14 @@ static DLTensorFromPyObject_t exchange_reader_of(PyObject *type) {
 /* What the launcher knows of a registered array type beyond its kind: PyTorch's methods, CuPy's
    getters, the exchange API of either (other kinds may carry read-only arrays, which a
    DLTensor does not tell). */
-static void learn_type(int i, PyObject *type, int kind) {
+static void learn_type(int i, PyObject *type, int kind, PyObject *api_type) {
     lookup_array_methods(i, type, kind);
     exchange_readers[i] = NULL;
     cupy_flat[i] = 0;
     getter_tags[i] = 0;
     for (int w = 0; w < N_GETTERS; w++) array_getters[i][w] = (Getter){NULL, NULL};
     if (type == NULL) return;
-    if (kind == ARRAY_TORCH || kind == ARRAY_CUPY) exchange_readers[i] = exchange_reader_of(type);
+    if (kind == ARRAY_TORCH || kind == ARRAY_CUPY) exchange_readers[i] = exchange_reader_of(api_type);
     if (kind == ARRAY_CUPY && (getter_tags[i] = version_tag((PyTypeObject *)type)) != 0) {
         for (int w = 0; w < N_GETTERS; w++) array_getters[i][w] = getter_of((PyTypeObject *)type, *getter_names(w));
         cupy_flat[i] = array_getters[i][G_NDIM].get && array_getters[i][G_SIZE].get &&
@@ -1796,21 +1796,28 @@ static PyObject *set_torch_dlpack(PyObject *mod, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* register_array_type(type, kind, api_type=None): api_type, a base of type whose exchange API
+   reads instances of type exactly as their attributes do (torch.Tensor for nn.Parameter). */
 static PyObject *register_array_type(PyObject *mod, PyObject *args) {
-    PyObject *type;
+    PyObject *type, *api_type = Py_None;
     int kind;
-    if (!PyArg_ParseTuple(args, "O!i", &PyType_Type, &type, &kind)) return NULL;
+    if (!PyArg_ParseTuple(args, "O!i|O", &PyType_Type, &type, &kind, &api_type)) return NULL;
+    if (api_type != Py_None && !(PyType_Check(api_type) && PyType_IsSubtype((PyTypeObject *)type, (PyTypeObject *)api_type))) {
+        PyErr_SetString(PyExc_TypeError, "api_type must be a base of type");
+        return NULL;
+    }
+    if (api_type == Py_None) api_type = type;
     for (int i = 0; i < n_array_types; i++) {
         if (array_types[i] == (PyTypeObject *)type) {
             array_kinds[i] = kind;
-            learn_type(i, type, kind);
+            learn_type(i, type, kind, api_type);
             Py_RETURN_TRUE;
         }
     }
     if (n_array_types >= MAX_TYPES) Py_RETURN_FALSE;
     array_types[n_array_types] = (PyTypeObject *)Py_NewRef(type);
     array_kinds[n_array_types] = kind;
-    learn_type(n_array_types, type, kind);
+    learn_type(n_array_types, type, kind, api_type);
     n_array_types++;
     Py_RETURN_TRUE;
 }
@@ -1862,7 +1869,7 @@ static PyObject *forget_types(PyObject *mod, PyObject *unused) {
     int n = n_array_types;
     n_array_types = 0;
     for (int i = 0; i < n; i++) {
-        learn_type(i, NULL, ARRAY_NONE);
+        learn_type(i, NULL, ARRAY_NONE, NULL);
         Py_DECREF(array_types[i]);
     }
     Py_CLEAR(memptr_type);

@@ -205,7 +205,14 @@ def learn_array(obj: Any) -> None:
         _register_torch(sys.modules["torch"])
     elif kind in (ARRAY_CUPY, ARRAY_DEVICE_ARRAY) and not _numpy_registered:
         _register_numpy()
-    _ext.register_array_type(cls, kind)
+    api_type = None
+    if kind == ARRAY_TORCH:
+        torch = sys.modules["torch"]
+        # a Parameter only marks a tensor (no __torch_function__ of its own): torch.Tensor's
+        # DLPack exchange API reads it as its attributes do
+        if cls is getattr(getattr(torch, "nn", None), "Parameter", None):
+            api_type = torch.Tensor
+    _ext.register_array_type(cls, kind, api_type)
 
 
 def learn_scalar(value: Any) -> None:
