@@ -29,7 +29,7 @@ import pytest
 import oxide
 from oxide.errors import CudaError
 from oxide.runtime import artifacts, device, kernel_errors, launcher, loader
-from oxide.runtime.arrays import ArrayView, ViewError, view_of
+from oxide.runtime.arrays import ArrayView, ViewError, _DLDataType, _DLDevice, _DLTensor, view_of
 from oxide.runtime.kernel import Kernel
 from oxide.runtime.launch import ArgPacker, grid_for, normalize_dims, scalar_converter
 from oxide.runtime.loader import CodeChoice, parse_arch, select_code
@@ -72,26 +72,8 @@ class FakeArray:
         }
 
 
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
 class _DLManagedTensor(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("device", _DLDevice),
-        ("ndim", ctypes.c_int32),
-        ("dtype", _DLDataType),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("byte_offset", ctypes.c_uint64),
-        ("manager_ctx", ctypes.c_void_p),
-        ("deleter", ctypes.c_void_p),
-    ]
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
 
 
 class FakeDLPack:
@@ -111,14 +93,15 @@ class FakeDLPack:
         self._shape = (ctypes.c_int64 * len(shape))(*shape)
         self._strides = (ctypes.c_int64 * len(strides))(*strides) if strides is not None else None
         self._t = _DLManagedTensor()
-        self._t.data = ptr
-        self._t.device = _DLDevice(device_type, 0)
-        self._t.ndim = len(shape)
-        self._t.dtype = _DLDataType(code, bits, 1)
-        self._t.shape = ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64))
+        t = self._t.dl_tensor  # a view into self._t
+        t.data = ptr
+        t.device = _DLDevice(device_type, 0)
+        t.ndim = len(shape)
+        t.dtype = _DLDataType(code, bits, 1)
+        t.shape = ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64))
         if self._strides is not None:
-            self._t.strides = ctypes.cast(self._strides, ctypes.POINTER(ctypes.c_int64))
-        self._t.byte_offset = byte_offset
+            t.strides = ctypes.cast(self._strides, ctypes.POINTER(ctypes.c_int64))
+        t.byte_offset = byte_offset
         self.device_type = device_type
 
     def __dlpack_device__(self) -> tuple[int, int]:
@@ -1665,18 +1648,6 @@ def test_c_launcher_reads_torch_cupy_and_device_arrays(tmp_path: Path, c_driver:
     # one element: any stride is contiguous, on both paths
     m.saxpy[1, 32](2.0, torch.Tensor(1, torch.float32, 0x5, stride=9), cupy.ndarray(1, np.float32, 0x6, stride=64), d)  # type: ignore[attr-defined]
     assert paths(c_driver)[-1] == "c" and c_driver.launches[-1]["values"][1:5] == [0x5, 1, 0x6, 1]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("device", _DLDevice),
-        ("ndim", ctypes.c_int32),
-        ("dtype", _DLDataType),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("byte_offset", ctypes.c_uint64),
-    ]
 
 
 _DLTENSOR_READER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_DLTensor))
