@@ -7,7 +7,8 @@
 Every contender launches an (almost) empty kernel of 1 block of 32 threads, in a loop of
 ``--launches`` launches, ``--reps`` times after a warm-up; the figure is the median over the
 repetitions of the host time per launch (the loop's wall time / launches; the GPU is
-synchronised between repetitions, outside the timing). Kernels: "p4" (two arrays, two scalars:
+synchronised between repetitions, outside the timing). The repetitions of a kernel's
+contenders are taken in turn, one of each, so the host's drift weighs on all of them alike. Kernels: "p4" (two arrays, two scalars:
 the issue's figure), "p1" (one array) and "p16" (four arrays, twelve scalars); oxide alone
 also launches "t4" (two ``Tensor[f32, 2]`` views, two scalars), "c4" (two arrays, a scalar and
 an ``ox.Constexpr`` that picks one of two specializations) and "a4" ("p4" with two launch
@@ -294,21 +295,33 @@ def ensure_launcher_built() -> str:
 # timing
 
 
-def measure(launch_n: Callable[[int], Any], sync: Callable[[], Any], launches: int, reps: int) -> dict[str, float]:
-    """Median, min and max of host µs per launch over ``reps`` loops of ``launches``."""
-    for _ in range(3):  # warm-up: loads, caches, the C plan
-        launch_n(min(launches, 200))
-        sync()
-    per_launch: list[float] = []
-    for _ in range(reps):
-        sync()
-        t0 = time.perf_counter()
-        result = launch_n(launches)
-        t1 = time.perf_counter()
-        per_launch.append(result if isinstance(result, float) else (t1 - t0) / launches)
+Contender = tuple[Callable[[int], Any], int, int]  # (launch n times, launches per rep, reps)
+
+
+def measure(contenders: dict[str, Contender], sync: Callable[[], Any]) -> dict[str, dict[str, float]]:
+    """Median, min and max of host µs per launch of each contender over its reps, each rep a
+    loop of its launches. The reps are taken round-robin (one of each contender in turn), so a
+    drift of the host's speed during the run weighs on all of them alike."""
+    for launch_n, launches, _ in contenders.values():
+        for _ in range(3):  # warm-up: loads, caches, the C plan
+            launch_n(min(launches, 200))
+            sync()
+    per_launch: dict[str, list[float]] = {name: [] for name in contenders}
+    for rep in range(max((reps for _, _, reps in contenders.values()), default=0)):
+        for name, (launch_n, launches, reps) in contenders.items():
+            if rep >= reps:
+                continue
+            sync()
+            t0 = time.perf_counter()
+            result = launch_n(launches)
+            t1 = time.perf_counter()
+            per_launch[name].append(result if isinstance(result, float) else (t1 - t0) / launches)
     sync()
-    us = [1e6 * t for t in per_launch]
-    return {"median_us": statistics.median(us), "min_us": min(us), "max_us": max(us)}
+    out: dict[str, dict[str, float]] = {}
+    for name, times in per_launch.items():
+        us = [1e6 * t for t in times]
+        out[name] = {"median_us": statistics.median(us), "min_us": min(us), "max_us": max(us)}
+    return out
 
 
 def loop(call: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[int], None]:
@@ -467,29 +480,30 @@ def main() -> int:
                 raise RuntimeError(f"cuLaunchKernel failed in the C floor: {t}")
             return t
 
+        contenders: dict[str, Contender] = {}
         if want("floor") and floor is not None:
-            row["floor"] = measure(floor_n, sync, args.launches, args.reps)
+            contenders["floor"] = (floor_n, args.launches, args.reps)
         if want("bindings") and not FAKE:
             address = ctypes.addressof(pointers)
-            row["bindings"] = measure(
-                loop(drv.cuLaunchKernel, (fn, 1, 1, 1, 32, 1, 1, 0, 0, address, 0)), sync, args.launches, args.reps
+            contenders["bindings"] = (
+                loop(drv.cuLaunchKernel, (fn, 1, 1, 1, 32, 1, 1, 0, 0, address, 0)), args.launches, args.reps
             )
         for kind, arrs in arrays.items():
             if "tensor" in dict(params).values() and kind not in tensors:
                 continue
             kargs = oxide_args(params, arrs, tensors.get(kind))
             if want(f"oxide-{kind}"):
-                row[f"oxide-{kind}"] = measure(loop(launch, kargs), sync, args.launches, args.reps)
+                contenders[f"oxide-{kind}"] = (loop(launch, kargs), args.launches, args.reps)
             if want(f"oxide-{kind}-subscript"):
                 def subscripted(count: int, kernel: Any = kernel, kargs: tuple[Any, ...] = kargs) -> None:
                     for _ in range(count):
                         kernel[1, 32](*kargs)
 
-                row[f"oxide-{kind}-subscript"] = measure(subscripted, sync, args.launches, args.reps)
+                contenders[f"oxide-{kind}-subscript"] = (subscripted, args.launches, args.reps)
         if want("oxide-python"):
             a = oxide_args(params, first_arrays, first_tensors)
-            row["oxide-python"] = measure(
-                loop(kernel._launch, (a, launch.grid, launch.block, launch.stream, launch.shared_mem)), sync, args.launches, args.reps
+            contenders["oxide-python"] = (
+                loop(kernel._launch, (a, launch.grid, launch.block, launch.stream, launch.shared_mem)), args.launches, args.reps
             )
         if not FAKE and kname not in OXIDE_ONLY:
             for name, bench in (("cupy", bench_cupy), ("cuda.core", bench_cuda_core), ("numba", bench_numba)):
@@ -501,7 +515,8 @@ def main() -> int:
                     row[name] = {"skipped": f"{type(e).__name__}: {e}"}
                     continue
                 reps = args.reps if name != "numba" else max(3, args.reps // 4)
-                row[name] = measure(run, sync, args.launches if name != "numba" else 200, reps)
+                contenders[name] = (run, args.launches if name != "numba" else 200, reps)
+        row.update(measure(contenders, sync))
         report_row(kname, row)
 
     summary = ratios(results)
@@ -666,6 +681,9 @@ def install_fake_driver(stub: Path) -> None:
 
         def cuCtxGetDevice(self) -> Any:
             return self.OK, 0
+
+        def cuDeviceGetCount(self) -> Any:
+            return self.OK, 1
 
         def cuDeviceGetAttribute(self, attr: Any, dev: int) -> Any:
             return self.OK, 9 if attr == self.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR else 0

@@ -3,6 +3,8 @@ figure, and that the GPU modules import (and then say clearly what is missing) w
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -211,3 +213,24 @@ def test_launch_overhead_payload_becomes_rows_with_the_issue_5_target() -> None:
     assert rows["p4 oxide-torch/floor"]["met"] is True and "met" not in rows["p4 oxide-torch/cupy"]
     table = report.launch_table({"launch_overhead": list(rows.values())})
     assert any(r[0] == "p4 oxide-torch/floor" and r[2] == "yes" for r in table[2])
+
+
+def test_launch_overhead_runs_against_a_stub_driver(tmp_path: Path) -> None:
+    """``launch_overhead.py --fake``: the whole host path of every kernel, without a GPU, timed
+    round-robin; the C floor needs a C compiler (the stub has no launch cost to show)."""
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler for the stub driver")
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "launch_overhead.py"
+    run = subprocess.run(
+        [sys.executable, str(script), "--fake", "--out", str(tmp_path), "--reps", "3", "--launches", "50",
+         "--only", "floor,oxide-devicearray,oxide-cai"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    payload = json.loads((tmp_path / "launch_overhead.json").read_text())
+    assert payload["fake_driver"] is True
+    for kname in ("p1", "p4", "p16", "t4", "c4", "a4"):
+        row = payload["results"][kname]
+        assert {"oxide-devicearray", "oxide-cai"} <= set(row) <= {"floor", "oxide-devicearray", "oxide-cai"}, kname
+        for name in ("oxide-devicearray", "oxide-cai"):
+            assert 0 < row[name]["min_us"] <= row[name]["median_us"] <= row[name]["max_us"], (kname, name)
