@@ -195,6 +195,7 @@ class FunctionTranslator(ast.NodeVisitor):
         self.locals: dict[str, Type] = {}
         self.local_decl_line: dict[str, int] = {}
         self.params: list[ir.Param] = []
+        self._slot_of: dict[str, int] | None = None  # _slots()
         self.param_names: set[str] = set()
         self.ret: Type | None = None
         self.loop_depth = 0
@@ -351,14 +352,16 @@ class FunctionTranslator(ast.NodeVisitor):
         return None
 
     def _slots(self) -> dict[str, int]:
-        """Parameter name -> its first packed slot (a view: pointer, then length or shape)."""
-        slots: dict[str, int] = {}
-        k = 0
-        for p in self.params:
-            slots[p.name] = k
-            k += 1 + (2 * p.ty.ndim if isinstance(p.ty, ViewType) and p.ty.is_tensor else
-                      1 if isinstance(p.ty, ViewType) else 0)
-        return slots
+        """Parameter name -> its first packed slot (a view: pointer, then length or shape);
+        worked out once, at the first launch assert (all parameters are known by then)."""
+        if self._slot_of is None:
+            self._slot_of = {}
+            k = 0
+            for p in self.params:
+                self._slot_of[p.name] = k
+                k += 1 + (2 * p.ty.ndim if isinstance(p.ty, ViewType) and p.ty.is_tensor else
+                          1 if isinstance(p.ty, ViewType) else 0)
+        return self._slot_of
 
     # ---- statements ---------------------------------------------------------------------
 
