@@ -148,6 +148,7 @@ class FakeDriver:
         self.globals: dict[tuple[Any, bytes], int] = {}  # (module, name) -> fake device address
         self.device_memory: dict[int, bytes] = {}  # what cuMemcpyHtoD wrote where
         self.synchronized = 0
+        self.function_attributes: dict[tuple[str, Any], int] = {}  # cuFuncSetAttribute
 
     def cuInit(self, flags: int) -> tuple[Any]:
         return (self.OK,)
@@ -194,7 +195,36 @@ class FakeDriver:
         a = self.CUdevice_attribute
         if attr == a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
             return self.OK, self.capability[0]
+        if attr == a.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+            return self.OK, 132
         return self.OK, self.capability[1]
+
+    CUlaunchConfig = real_driver.CUlaunchConfig
+    CUlaunchAttribute = real_driver.CUlaunchAttribute
+    CUlaunchAttributeID = real_driver.CUlaunchAttributeID
+    blocks_per_sm = 8  # cuOccupancyMaxActiveBlocksPerMultiprocessor
+
+    def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, fn: str, threads: int, shared: int) -> tuple[Any, int]:
+        return self.OK, self.blocks_per_sm
+
+    def cuFuncSetAttribute(self, fn: str, attr: Any, value: int) -> tuple[Any]:
+        self.function_attributes[(fn, attr)] = value
+        return (self.OK,)
+
+    def cuLaunchKernelEx(self, config: Any, fn: str, params: int, extra: int) -> tuple[Any]:
+        """Records the launch like cuLaunchKernel, with its cluster and cooperative attributes."""
+        ids = real_driver.CUlaunchAttributeID
+        (err,) = self.cuLaunchKernel(fn, config.gridDimX, config.gridDimY, config.gridDimZ, config.blockDimX,
+                                     config.blockDimY, config.blockDimZ, config.sharedMemBytes, int(config.hStream),
+                                     params, extra)  # fmt: skip
+        if err == self.OK:
+            for attr in config.attrs[: config.numAttrs]:
+                if attr.id == ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+                    d = attr.value.clusterDim
+                    self.launches[-1]["cluster"] = (d.x, d.y, d.z)
+                elif attr.id == ids.CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+                    self.launches[-1]["cooperative"] = bool(attr.value.cooperative)
+        return (err,)
 
     def cuDeviceGetName(self, n: int, dev: int) -> tuple[Any, bytes]:
         return self.OK, b"Fake GPU\0\0\0"
@@ -711,6 +741,46 @@ def test_launch_method_and_stream_objects(tmp_path: Path, fake_driver: FakeDrive
         assert (launch["stream"], launch["shared"], launch["values"][0]) == (handle, 16, 1.5)
 
 
+def test_cluster_and_cooperative_launches(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    """``launch(cluster=, cooperative=)`` goes through cuLaunchKernelEx with those attributes;
+    what the device cannot do is refused before anything is launched."""
+    m = make_module(tmp_path)
+    fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}
+    x, out = FakeArray(), FakeArray()
+    m.scale.launch(1.5, x, out, grid=(8, 2), block=64, cluster=(2, 2))
+    m.scale.launch(1.5, x, out, grid=1056, block=256, cooperative=True, stream=7)  # 8 per SM x 132 SMs
+    m.scale.launch(1.5, x, out, grid=32, block=32, cluster=16, cooperative=True)
+    first, second, third = fake_driver.launches
+    assert (first["grid"], first["cluster"], "cooperative" in first) == ((8, 2, 1), (2, 2, 1), False)
+    assert (second["grid"], second["cooperative"], "cluster" in second, second["stream"]) == ((1056, 1, 1), True, False, 7)
+    assert (third["cluster"], third["cooperative"]) == ((16, 1, 1), True)
+    assert first["values"] == second["values"] == third["values"][:1] + third["values"][1:]
+    non_portable = real_driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+    assert fake_driver.function_attributes == {("scale", non_portable): 1}  # 16 blocks: more than portable
+    for kwargs, error, message in [
+        (dict(grid=(6, 2), cluster=4), ValueError,
+         "grid (6, 2, 1) is not a whole number of clusters (4, 1, 1): each grid dimension must be a multiple of the cluster's"),
+        (dict(grid=4, cluster=(2, 0)), ValueError, "a cluster has at least one block in each dimension; got cluster (2, 0)"),
+        (dict(grid=4, cluster="2"), TypeError, "cluster must be an int or a tuple of 1 to 3 ints; got '2'"),
+        (dict(grid=4, cooperative=1), TypeError, "cooperative must be True or False; got 1"),
+        (dict(grid=1057, block=256, cooperative=True), ValueError,
+         "a cooperative launch of scale needs all its blocks resident at once: at most 1056 blocks of 256 threads "
+         "(8 per multiprocessor x 132) on Fake GPU; got grid (1057, 1, 1) = 1057 blocks"),
+    ]:  # fmt: skip
+        with pytest.raises(error) as info:
+            m.scale.launch(1.5, x, out, **{"block": 64, **kwargs})
+        assert str(info.value) == message
+    fake_driver.capability = (8, 0)
+    device._devices.clear()
+    with pytest.raises(ValueError) as info:
+        m.scale.launch(1.5, x, out, grid=4, block=64, cluster=2)
+    assert str(info.value) == ("thread block clusters need a GPU of compute capability 9.0 or newer; Fake GPU (cuda:0) "
+                               "is sm_80: launch scale without cluster=")
+    assert len(fake_driver.launches) == 3
+    m.scale.launch(1.5, x, out, grid=4, block=64, cooperative=True)  # cooperative launches need no sm_90
+    assert fake_driver.launches[-1]["cooperative"] is True
+
+
 def test_stream_handle_rejects_other_objects() -> None:
     with pytest.raises(TypeError, match="cannot use a str as a CUDA stream"):
         stream_handle("default")
@@ -1196,6 +1266,68 @@ def test_device_array_dtypes() -> None:
     assert view_of(a) == ArrayView(0x1000, 5, "f32", False, a)
 
 
+class _MemoryDriver(FakeDriver):
+    """FakeDriver with device memory calls, recorded in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[Any, ...]] = []
+        self.next_ptr = 0x900000
+
+    def _alloc(self, name: str, nbytes: int, *stream: int) -> tuple[Any, int]:
+        ptr, self.next_ptr = self.next_ptr, self.next_ptr + 0x10000
+        self.calls.append((name, nbytes, *stream))
+        return self.OK, ptr
+
+    def cuMemAlloc(self, nbytes: int) -> tuple[Any, int]:
+        return self._alloc("cuMemAlloc", nbytes)
+
+    def cuMemAllocAsync(self, nbytes: int, stream: int) -> tuple[Any, int]:
+        return self._alloc("cuMemAllocAsync", nbytes, stream)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("cuMemsetD8", "cuMemsetD8Async", "cuMemFree", "cuMemFreeAsync", "cuMemcpyHtoDAsync",
+                    "cuMemcpyDtoH", "cuMemcpyDtoHAsync", "cuStreamSynchronize"):  # fmt: skip
+            def call(*args: Any) -> tuple[Any]:
+                self.calls.append((name, *(a if isinstance(a, int) else type(a).__name__ for a in args)))
+                return (self.OK,)
+
+            return call
+        raise AttributeError(name)
+
+
+def test_device_array_zeros_and_stream_ordered_allocation(monkeypatch: pytest.MonkeyPatch) -> None:
+    drv = _MemoryDriver()
+    monkeypatch.setattr(device, "_import_bindings", lambda: drv)
+    DeviceArray = oxide.runtime.DeviceArray
+    z = DeviceArray.zeros((2, 3), "f64")
+    assert drv.calls == [("cuMemAlloc", 48), ("cuMemsetD8", 0x900000, 0, 48)]
+    assert (z.shape, z.dtype, z.device, z.__cuda_array_interface__["stream"]) == ((2, 3), np.float64, 0, None)
+
+    class TorchLikeStream:
+        cuda_stream = 0x5E
+
+    drv.calls.clear()
+    s = DeviceArray.zeros(4, "i32", stream=TorchLikeStream())
+    h = DeviceArray.from_numpy(np.arange(3, dtype=np.float32), stream=0x77)
+    h.to_numpy()
+    assert s.__cuda_array_interface__["stream"] == 0x5E
+    del s
+    h.free()
+    assert drv.calls == [
+        ("cuMemAllocAsync", 16, 0x5E), ("cuMemsetD8Async", 0x910000, 0, 16, 0x5E),
+        ("cuMemAllocAsync", 12, 0x77), ("cuMemcpyHtoDAsync", 0x920000, "ndarray", 12, 0x77),
+        ("cuMemcpyDtoHAsync", "ndarray", 0x920000, 12, 0x77), ("cuStreamSynchronize", 0x77),
+        ("cuMemFreeAsync", 0x910000, 0x5E), ("cuMemFreeAsync", 0x920000, 0x77),
+    ]  # fmt: skip
+    drv.calls.clear()
+    e = DeviceArray.empty(0, stream=0x77)  # nothing to allocate
+    assert (e.ptr, drv.calls) == (0, [])
+    assert DeviceArray.from_numpy(np.zeros(2, np.int8), stream=0).__cuda_array_interface__["stream"] == 1
+    with pytest.raises(TypeError, match="cannot use a str as a CUDA stream"):
+        DeviceArray.empty(4, stream="s")
+
+
 # ---------------------------------------------------------------------------------------------
 # device-side errors: the failure record, its set-up at load and its report on the host
 
@@ -1406,6 +1538,22 @@ def test_c_launcher_takes_over_after_the_first_launch(tmp_path: Path, c_driver: 
     m.saxpy[1, 32](3, d, d, e)
     assert paths(c_driver)[3:] == ["python", "c"]
     assert c_driver.launches[-1]["fn"] == "saxpy__f64" and c_driver.launches[-1]["values"] == [3.0, 0x40, 6, 0x40, 6, 0x4000, 6]
+
+
+@needs_launcher
+def test_c_launcher_leaves_cluster_and_cooperative_launches_to_python(tmp_path: Path, c_driver: CFakeDriver) -> None:
+    m = make_module(tmp_path)
+    c_driver.signatures = {k.symbol: slot_types(k.params) for k in SAXPY_KERNELS}
+    x, y, out = FakeArray(8, ptr=0x1000), FakeArray(8, ptr=0x2000), FakeArray(8, ptr=0x3000)
+    for _ in range(2):
+        m.saxpy.launch(2.0, x, y, out, grid=2, block=32)
+    for _ in range(2):
+        m.saxpy.launch(2.0, x, y, out, grid=2, block=32, cluster=2)
+    for _ in range(2):
+        m.saxpy.launch(2.0, x, y, out, grid=2, block=32, cooperative=True)
+    assert paths(c_driver) == ["python", "c", "python", "python", "python", "python"]
+    assert [launch.get("cluster") for launch in c_driver.launches[2:]] == [(2, 1, 1)] * 2 + [None] * 2
+    assert [launch.get("cooperative") for launch in c_driver.launches[2:]] == [None] * 2 + [True] * 2
 
 
 @needs_launcher

@@ -211,24 +211,32 @@ def _manifest_kernels() -> tuple[Any, ...]:
     )
 
 
-def _write_module(root: Path, cubins: dict[str, bytes] | None = None) -> types.ModuleType:
+def _write_module(
+    root: Path,
+    cubins: dict[str, bytes] | None = None,
+    *,
+    source: str = SOURCE,
+    ptx: str = PTX,
+    kernels: tuple[Any, ...] | None = None,
+    ptx_arch: str = "sm_80",
+) -> types.ModuleType:
     from oxide.runtime.manifest import ModuleManifest, manifest_path
 
     name = f"oxgpu_{uuid.uuid4().hex[:10]}"
     src = root / f"{name}.py"
-    src.write_text(textwrap.dedent(SOURCE))
+    src.write_text(textwrap.dedent(source))
     path = manifest_path(root, name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    (path.parent / f"{name}.ptx").write_text(PTX)
+    (path.parent / f"{name}.ptx").write_text(ptx)
     for arch, data in (cubins or {}).items():
         (path.parent / f"{name}.{arch}.cubin").write_bytes(data)
     manifest = ModuleManifest(
         module=name,
         source=src.name,
         source_sha256=hashlib.sha256(src.read_bytes()).hexdigest(),
-        kernels=_manifest_kernels(),
+        kernels=kernels if kernels is not None else _manifest_kernels(),
         cubins={arch: f"{name}.{arch}.cubin" for arch in (cubins or {})},
-        ptx={"sm_80": f"{name}.ptx"},
+        ptx={ptx_arch: f"{name}.ptx"},
     )
     path.write_text(manifest.to_json())
     return _import_source(src, name)
@@ -474,6 +482,154 @@ def test_wrong_arguments_on_gpu_arrays(kmod: types.ModuleType) -> None:
     with pytest.raises(TypeError) as info:
         kmod.saxpy32[1, 32](1.0, x.double(), x, x)
     assert str(info.value) == "parameter 'x' of saxpy32 needs f32 elements; got f64"
+
+
+# ---------------------------------------------------------------------------------------------
+# cluster and cooperative launches, stream-ordered DeviceArrays, graph capture
+
+CLUSTER_PTX = r"""
+.version 7.8
+.target sm_90
+.address_size 64
+
+.visible .entry cluster_info(.param .u64 out, .param .u64 out_len)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<6>;
+	.reg .b64 %rd<5>;
+	mov.u32 %r1, %tid.x;
+	setp.ne.u32 %p1, %r1, 0;
+	@%p1 bra DONE;
+	ld.param.u64 %rd1, [out];
+	cvta.to.global.u64 %rd1, %rd1;
+	mov.u32 %r2, %ctaid.x;
+	mov.u32 %r3, %cluster_nctarank;
+	mov.u32 %r4, %cluster_ctarank;
+	mul.wide.u32 %rd2, %r2, 8;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r3;
+	st.global.u32 [%rd3+4], %r4;
+DONE:
+	ret;
+}
+"""
+
+CLUSTER_SOURCE = """
+from oxide import kernel, u32, MutSlice
+
+
+@kernel
+def cluster_info(out: MutSlice[u32]) -> None:
+    pass
+"""
+
+
+def test_cluster_launch(kmod: types.ModuleType, tmp_path: Path) -> None:
+    """``launch(cluster=...)``: each block sees the cluster it was launched in (its size and its
+    rank, read from %cluster_nctarank / %cluster_ctarank), and a kernel's results are right."""
+    from oxide.runtime import DeviceArray, device, synchronize
+    from oxide.runtime.manifest import KernelSpec, ParamSpec
+
+    if device.context_device(device.current_context()).major < 9:
+        pytest.skip("thread block clusters need compute capability 9.0")
+    m = _write_module(tmp_path, source=CLUSTER_SOURCE, ptx=CLUSTER_PTX, ptx_arch="sm_90",
+                      kernels=(KernelSpec("cluster_info", "cluster_info", (ParamSpec("out", "mut_slice", "u32"),)),))
+    for blocks, cluster in ((64, 2), (64, 4), (48, 8), (32, 16)):
+        out = DeviceArray.from_numpy(np.full(2 * blocks, 0xDEAD, np.uint32))
+        m.cluster_info.launch(out, grid=blocks, block=32, cluster=cluster)
+        got = out.to_numpy().reshape(blocks, 2)
+        np.testing.assert_array_equal(got[:, 0], np.full(blocks, cluster, np.uint32))
+        np.testing.assert_array_equal(got[:, 1], np.arange(blocks, dtype=np.uint32) % cluster)
+    n = 100_000
+    a, x, y = _inputs(n, np.float32, 41)
+    dx, dy = DeviceArray.from_numpy(x), DeviceArray.from_numpy(y)
+    out = DeviceArray.from_numpy(np.full(n, np.nan, np.float32))
+    grid = kmod.saxpy.grid_for(n) + kmod.saxpy.grid_for(n) % 2
+    kmod.saxpy.launch(a, dx, dy, out, grid=grid, block=256, cluster=2)
+    synchronize()
+    np.testing.assert_allclose(out.to_numpy(), _reference(a, x, y), rtol=1e-6, atol=0)
+    with pytest.raises(ValueError, match=r"grid \(391, 1, 1\) is not a whole number of clusters \(2, 1, 1\)"):
+        kmod.saxpy.launch(a, dx, dy, out, grid=391, block=256, cluster=2)
+
+
+def test_cooperative_launch(kmod: types.ModuleType) -> None:
+    """``launch(cooperative=True)``: a grid that fits the device runs (results checked); one
+    that does not is refused with the device's figures before launching."""
+    from oxide.runtime import DeviceArray, synchronize
+
+    n = 100_003
+    a, x, y = _inputs(n, np.float32, 43)
+    dx, dy = DeviceArray.from_numpy(x), DeviceArray.from_numpy(y)
+    out = DeviceArray.from_numpy(np.full(n, np.nan, np.float32))
+    kmod.saxpy.launch(a, dx, dy, out, grid=kmod.saxpy.grid_for(n), block=256, cooperative=True)
+    synchronize()
+    np.testing.assert_allclose(out.to_numpy(), _reference(a, x, y), rtol=1e-6, atol=0)
+    with pytest.raises(ValueError, match=r"a cooperative launch of saxpy needs all its blocks resident at once: "
+                                         r"at most \d+ blocks of 256 threads"):
+        kmod.saxpy.launch(a, dx, dy, out, grid=1_000_000, block=256, cooperative=True)
+
+
+def test_zeros_and_stream_ordered_device_arrays(kmod: types.ModuleType) -> None:
+    """DeviceArray.zeros is all zeros; arrays allocated, filled, used and read on a stream
+    (cuMemAllocAsync) give the right results without a device-wide synchronization."""
+    torch = pytest.importorskip("torch")
+    from oxide.runtime import DeviceArray
+
+    z = DeviceArray.zeros((37, 11), "f64")
+    np.testing.assert_array_equal(z.to_numpy(), np.zeros((37, 11)))
+    stream = torch.cuda.Stream()
+    n = 65_537
+    for _ in range(3):
+        a, x, y = _inputs(n, np.float32, 47)
+        dx = DeviceArray.from_numpy(x, stream=stream)
+        dy = DeviceArray.from_numpy(y, stream=stream)
+        out = DeviceArray.zeros(n, "f32", stream=stream)
+        np.testing.assert_array_equal(out.to_numpy(), np.zeros(n, np.float32))  # waits for its stream only
+        kmod.saxpy[kmod.saxpy.grid_for(n), 256, stream](a, dx, dy, out)
+        np.testing.assert_allclose(out.to_numpy(), _reference(a, x, y), rtol=1e-6, atol=0)
+        assert out.__cuda_array_interface__["stream"] == stream.cuda_stream
+        for arr in (dx, dy, out):
+            arr.free()  # cuMemFreeAsync on the stream
+    stream.synchronize()
+
+
+def test_graph_capture_of_a_stream(kmod: types.ModuleType, tmp_path: Path) -> None:
+    """Launches captured into a CUDA graph on a torch stream replay with the data the inputs
+    hold at replay time (the C path here; the Python path under OXIDE_PURE_PYTHON=1)."""
+    torch = pytest.importorskip("torch")
+
+    n = 50_001
+    a, x, y = _inputs(n, np.float32, 53)
+    tx, ty = torch.as_tensor(x, device="cuda"), torch.as_tensor(y, device="cuda")
+    mid = torch.full((n,), float("nan"), device="cuda")
+    out = torch.full((n,), float("nan"), device="cuda")
+    stream = torch.cuda.Stream()
+    grid = kmod.saxpy.grid_for(n)
+    with torch.cuda.stream(stream):  # warm-up outside capture: loads the module, fills the C plan
+        kmod.saxpy[grid, 256, stream](a, tx, ty, mid)
+    stream.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        kmod.saxpy[grid, 256, stream](a, tx, ty, mid)
+        kmod.saxpy.launch(2.0, mid, ty, out, grid=grid, block=256, stream=stream)
+    for seed in (59, 61):
+        _, x2, y2 = _inputs(n, np.float32, seed)
+        tx.copy_(torch.as_tensor(x2)), ty.copy_(torch.as_tensor(y2))
+        mid.fill_(float("nan")), out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        first = _reference(a, x2, y2).astype(np.float32)
+        np.testing.assert_allclose(mid.cpu().numpy(), first, rtol=1e-6, atol=0)
+        np.testing.assert_allclose(out.cpu().numpy(), _reference(2.0, first, y2), rtol=1e-6, atol=1e-6)
+    # a kernel whose first launch (module load, error record set-up) happens inside the capture
+    fresh = _write_module(tmp_path)
+    graph2 = torch.cuda.CUDAGraph()
+    out.fill_(float("nan"))
+    with torch.cuda.graph(graph2, stream=stream):
+        fresh.saxpy32[grid, 256, stream](a, tx, ty, out)
+    graph2.replay()
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(out.cpu().numpy(), _reference(a, tx.cpu().numpy(), ty.cpu().numpy()), rtol=1e-6, atol=0)
 
 
 # ---------------------------------------------------------------------------------------------

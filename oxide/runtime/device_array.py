@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from oxide.runtime import device
+from oxide.runtime.streams import stream_handle
 
 __all__ = ["DeviceArray"]
 
@@ -34,54 +35,100 @@ class DeviceArray:
     """A C-contiguous array in device memory, freed when the object is.
 
     ``device`` is the CUDA ordinal of the GPU holding it (None: not known, e.g. for a pointer
-    handed in; a launch on a host with several GPUs then asks the driver)."""
+    handed in; a launch on a host with several GPUs then asks the driver). An array allocated
+    on a stream (``empty(..., stream=s)``) is stream-ordered: allocated, copied and freed in the
+    order of the work on ``s`` (``cuMemAllocAsync`` / ``cuMemFreeAsync``), usable by work on
+    ``s`` without a synchronization."""
 
     def __init__(
-        self, ptr: int, shape: tuple[int, ...], dtype: Any, *, owned: bool = True, device: int | None = None
+        self,
+        ptr: int,
+        shape: tuple[int, ...],
+        dtype: Any,
+        *,
+        owned: bool = True,
+        device: int | None = None,
+        stream: Any = None,
     ) -> None:
         self.ptr = int(ptr)
         self.shape = tuple(int(s) for s in shape)
         self.dtype = _numpy_dtype(dtype)
         self._owned = owned and self.ptr != 0
         self.device = device
+        self._stream_owner = stream  # kept alive: the memory is freed on it
+        self._stream = None if stream is None else stream_handle(stream)
 
     @classmethod
-    def empty(cls, n: int | tuple[int, ...], dtype: Any = "float32") -> DeviceArray:
-        """Uninitialized device memory for ``n`` elements (an int or a shape) of ``dtype``."""
+    def empty(cls, n: int | tuple[int, ...], dtype: Any = "float32", *, stream: Any = None) -> DeviceArray:
+        """Uninitialized device memory for ``n`` elements (an int or a shape) of ``dtype``;
+        stream-ordered on ``stream`` (a stream object or handle) when one is given."""
         shape = (int(n),) if isinstance(n, int) else tuple(int(s) for s in n)
         if any(s < 0 for s in shape):
             raise ValueError(f"an array shape cannot be negative; got {shape}")
         np_dtype = _numpy_dtype(dtype)
         nbytes = math.prod(shape) * np_dtype.itemsize
+        handle = None if stream is None else stream_handle(stream)
         ptr, ordinal = 0, None
         if nbytes:
             ctx = device.current_context()
-            err, dptr = device.driver().cuMemAlloc(nbytes)
-            device.check(err, f"cuMemAlloc({nbytes} bytes)")
+            drv = device.driver()
+            if handle is None:
+                err, dptr = drv.cuMemAlloc(nbytes)
+                device.check(err, f"cuMemAlloc({nbytes} bytes)")
+            else:
+                err, dptr = drv.cuMemAllocAsync(nbytes, handle)
+                device.check(err, f"cuMemAllocAsync({nbytes} bytes, stream {handle:#x})")
             ptr, ordinal = int(dptr), device.context_device(ctx).ordinal
-        return cls(ptr, shape, np_dtype, device=ordinal)
+        return cls(ptr, shape, np_dtype, device=ordinal, stream=stream)
 
     @classmethod
-    def from_numpy(cls, array: Any) -> DeviceArray:
-        """A device copy of the NumPy array (or anything ``numpy.asarray`` accepts)."""
+    def zeros(cls, n: int | tuple[int, ...], dtype: Any = "float32", *, stream: Any = None) -> DeviceArray:
+        """Device memory for ``n`` elements of ``dtype``, every byte 0 (``cuMemsetD8``, on
+        ``stream`` when one is given)."""
+        out = cls.empty(n, dtype, stream=stream)
+        if out.nbytes:
+            drv = device.driver()
+            if out._stream is None:
+                (err,) = drv.cuMemsetD8(out.ptr, 0, out.nbytes)
+            else:
+                (err,) = drv.cuMemsetD8Async(out.ptr, 0, out.nbytes, out._stream)
+            device.check(err, "cuMemsetD8")
+        return out
+
+    @classmethod
+    def from_numpy(cls, array: Any, *, stream: Any = None) -> DeviceArray:
+        """A device copy of the NumPy array (or anything ``numpy.asarray`` accepts); on
+        ``stream`` when one is given (the host array may be reused once this returns)."""
         import numpy as np
 
         host = np.ascontiguousarray(array)
-        out = cls.empty(host.shape, host.dtype)
+        out = cls.empty(host.shape, host.dtype, stream=stream)
         if host.nbytes:
-            (err,) = device.driver().cuMemcpyHtoD(out.ptr, host, host.nbytes)
+            drv = device.driver()
+            if out._stream is None:
+                (err,) = drv.cuMemcpyHtoD(out.ptr, host, host.nbytes)
+            else:  # pageable memory: staged before the call returns
+                (err,) = drv.cuMemcpyHtoDAsync(out.ptr, host, host.nbytes, out._stream)
             device.check(err, "cuMemcpyHtoD")
         return out
 
     def to_numpy(self) -> Any:
-        """A host copy, as a NumPy array of the same shape and dtype."""
+        """A host copy, as a NumPy array of the same shape and dtype (after the work on the
+        array's stream, for a stream-ordered one)."""
         import numpy as np
 
         host = np.empty(self.shape, self.dtype)
         if host.nbytes:
             device.current_context()
-            (err,) = device.driver().cuMemcpyDtoH(host, self.ptr, host.nbytes)
-            device.check(err, "cuMemcpyDtoH")
+            drv = device.driver()
+            if self._stream is None:
+                (err,) = drv.cuMemcpyDtoH(host, self.ptr, host.nbytes)
+                device.check(err, "cuMemcpyDtoH")
+            else:
+                (err,) = drv.cuMemcpyDtoHAsync(host, self.ptr, host.nbytes, self._stream)
+                device.check(err, "cuMemcpyDtoHAsync")
+                (err,) = drv.cuStreamSynchronize(self._stream)
+                device.check(err, "cuStreamSynchronize")
         return host
 
     @property
@@ -103,7 +150,8 @@ class DeviceArray:
             "typestr": self.dtype.str,
             "data": (self.ptr, False),
             "strides": None,
-            "stream": None,
+            # the stream its data is ordered on (1: the legacy default stream), for the consumer
+            "stream": None if self._stream is None else (self._stream or 1),
         }
 
     def free(self) -> None:
@@ -111,8 +159,12 @@ class DeviceArray:
         if self._owned:
             self._owned = False
             ptr, self.ptr = self.ptr, 0
-            (err,) = device.driver().cuMemFree(ptr)
-            device.check(err, "cuMemFree")
+            if self._stream is None:
+                (err,) = device.driver().cuMemFree(ptr)
+                device.check(err, "cuMemFree")
+            else:
+                (err,) = device.driver().cuMemFreeAsync(ptr, self._stream)
+                device.check(err, "cuMemFreeAsync")
 
     def __del__(self) -> None:
         try:

@@ -16,7 +16,16 @@ import functools
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from oxide.runtime import launcher
-from oxide.runtime.launch import MAX_BLOCK_THREADS, ArgPacker, ScalarError, grid_for, normalize_dims, scalar_converter
+from oxide.runtime.launch import (
+    MAX_BLOCK_THREADS,
+    MAX_PORTABLE_CLUSTER_BLOCKS,
+    ArgPacker,
+    ScalarError,
+    cluster_dims,
+    grid_for,
+    normalize_dims,
+    scalar_converter,
+)
 from oxide.runtime.streams import stream_handle
 
 if TYPE_CHECKING:
@@ -102,12 +111,22 @@ class LaunchConfig(launcher.LaunchBase):  # type: ignore[misc]
     """``kernel[grid, block, stream, shared_mem]``: call it with the kernel's arguments.
 
     Calling it runs the compiled launcher (the C base class) when there is one; it falls back
-    to :meth:`_launch_slow` for anything it does not handle.
+    to :meth:`_launch_slow` for anything it does not handle. A cluster or cooperative launch
+    (``Kernel.launch``) always takes the Python path, through ``cuLaunchKernelEx``.
     """
 
-    __slots__ = ("kernel", "grid", "block", "stream", "shared_mem")
+    __slots__ = ("kernel", "grid", "block", "stream", "shared_mem", "cluster", "cooperative")
 
-    def __init__(self, kernel: Kernel, grid: Any, block: Any, stream: Any = None, shared_mem: int = 0) -> None:
+    def __init__(
+        self,
+        kernel: Kernel,
+        grid: Any,
+        block: Any,
+        stream: Any = None,
+        shared_mem: int = 0,
+        cluster: Any = None,
+        cooperative: bool = False,
+    ) -> None:
         self.kernel = kernel
         if type(grid) is int and type(block) is int and 0 <= grid <= 0xFFFFFFFF and 0 < block <= MAX_BLOCK_THREADS:
             self.grid, self.block = (grid, 1, 1), (block, 1, 1)  # k[n_blocks, threads]: what normalize_dims gives
@@ -117,13 +136,18 @@ class LaunchConfig(launcher.LaunchBase):  # type: ignore[misc]
         if not isinstance(shared_mem, int) or shared_mem < 0:
             raise ValueError(f"shared_mem must be a non-negative int of bytes; got {shared_mem!r}")
         self.shared_mem = shared_mem
+        self.cluster = None if cluster is None else cluster_dims(cluster, self.grid)
+        if not isinstance(cooperative, bool):
+            raise TypeError(f"cooperative must be True or False; got {cooperative!r}")
+        self.cooperative = cooperative
         if launcher.ENABLED:
             if self.stream > 0xFFFFFFFFFFFFFFFF or shared_mem > 0xFFFFFFFF:
                 raise ValueError(f"stream handle {self.stream:#x} or shared_mem {shared_mem} out of range")
-            self._bind(kernel._plan, self.grid, self.block, self.stream, shared_mem)
+            plain = self.cluster is None and not cooperative
+            self._bind(kernel._plan if plain else None, self.grid, self.block, self.stream, shared_mem)
 
     def _launch_slow(self, *args: Any) -> None:
-        self.kernel._launch(args, self.grid, self.block, self.stream, self.shared_mem)
+        self.kernel._launch(args, self.grid, self.block, self.stream, self.shared_mem, self.cluster, self.cooperative)
 
     def _launch_failed(self, err: int) -> None:
         from oxide.runtime import device
@@ -181,9 +205,27 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             pass
         return launch
 
-    def launch(self, *args: Any, grid: Any, block: Any, stream: Any = None, shared_mem: int = 0) -> None:
-        """Launches on ``grid`` blocks of ``block`` threads (ints or tuples of up to 3 ints)."""
-        LaunchConfig(self, grid, block, stream, shared_mem)(*args)
+    def launch(
+        self,
+        *args: Any,
+        grid: Any,
+        block: Any,
+        stream: Any = None,
+        shared_mem: int = 0,
+        cluster: Any = None,
+        cooperative: bool = False,
+    ) -> None:
+        """Launches on ``grid`` blocks of ``block`` threads (ints or tuples of up to 3 ints).
+
+        ``cluster``: blocks per thread block cluster (an int or a tuple; compute capability 9.0
+        and newer), which must tile the grid; the blocks of a cluster run at once on one GPC.
+        ``cooperative``: all blocks are resident at once (the grid must fit the device: see
+        the error's figures), as ``cudaLaunchCooperativeKernel``.
+        """
+        if cluster is None and cooperative is False:
+            self[grid, block, stream, shared_mem](*args)  # the cached configuration, the C path
+        else:
+            LaunchConfig(self, grid, block, stream, shared_mem, cluster, cooperative)(*args)
 
     @staticmethod
     def grid_for(n: int, block: int = 256) -> int:
@@ -197,6 +239,8 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         block: tuple[int, int, int],
         stream: int,
         shared_mem: int,
+        cluster: tuple[int, int, int] | None = None,
+        cooperative: bool = False,
     ) -> None:
         if not _imported:
             _import_launch_modules()
@@ -215,17 +259,78 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         several_gpus = device.device_count() > 1
         if several_gpus and len(keep):
             self._check_devices(keep, handle)
+        special = cluster is not None or cooperative
+        if special:
+            self._check_special_launch(fn, handle, grid, block, shared_mem, cluster, cooperative)
         packer = variant.packer
         with packer.lock:
             params = packer.pack(values)
-            (err,) = drv.cuLaunchKernel(
-                fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, params, 0
-            )
+            if special:
+                err = self._launch_ex(drv, fn, grid, block, stream, shared_mem, params, cluster, cooperative)
+            else:
+                (err,) = drv.cuLaunchKernel(
+                    fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, params, 0
+                )
         if err != 0:
             device.raise_cuda_error(err, f"launching kernel {self.name} (grid {grid}, block {block})")
-        if self._plan is not None and self._planned:
+        if self._plan is not None and self._planned and not special:
             self._teach(variant, handle, fn, keep, drv, args)
         del keep  # the argument arrays stay alive until the driver has taken the launch
+
+    def _check_special_launch(self, fn: Any, ctx: int, grid: tuple[int, int, int], block: tuple[int, int, int],
+                              shared_mem: int, cluster: tuple[int, int, int] | None, cooperative: bool) -> None:
+        """What the device must offer a cluster or cooperative launch, said before launching."""
+        info = device.context_device(ctx)
+        if cluster is not None and info.major < 9:
+            raise ValueError(
+                f"thread block clusters need a GPU of compute capability 9.0 or newer; {info.name} "
+                f"(cuda:{info.ordinal}) is {info.arch}: launch {self.name} without cluster="
+            )
+        if cooperative:
+            drv = device.driver()
+            threads = block[0] * block[1] * block[2]
+            err, per_sm = drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, threads, shared_mem)
+            device.check(err, f"cuOccupancyMaxActiveBlocksPerMultiprocessor of kernel {self.name}")
+            err, dev = drv.cuDeviceGet(info.ordinal)
+            device.check(err, "cuDeviceGet")
+            err, sms = drv.cuDeviceGetAttribute(drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev)
+            device.check(err, "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)")
+            limit, blocks = int(per_sm) * int(sms), grid[0] * grid[1] * grid[2]
+            if blocks > limit:
+                raise ValueError(
+                    f"a cooperative launch of {self.name} needs all its blocks resident at once: at most "
+                    f"{limit} blocks of {threads} threads ({int(per_sm)} per multiprocessor x {int(sms)}) on "
+                    f"{info.name}; got grid {grid} = {blocks} blocks"
+                )
+
+    def _launch_ex(self, drv: Any, fn: Any, grid: tuple[int, int, int], block: tuple[int, int, int], stream: int,
+                   shared_mem: int, params: int, cluster: tuple[int, int, int] | None, cooperative: bool) -> Any:
+        """``cuLaunchKernelEx`` with the cluster dimension and cooperative attributes."""
+        config = drv.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = grid
+        config.blockDimX, config.blockDimY, config.blockDimZ = block
+        config.sharedMemBytes = shared_mem
+        config.hStream = stream
+        attrs = []
+        ids = drv.CUlaunchAttributeID
+        if cluster is not None:
+            if cluster[0] * cluster[1] * cluster[2] > MAX_PORTABLE_CLUSTER_BLOCKS:
+                (err,) = drv.cuFuncSetAttribute(
+                    fn, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
+                device.check(err, f"allowing kernel {self.name} a cluster of more than 8 blocks")
+            attr = drv.CUlaunchAttribute()
+            attr.id = ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+            attrs.append(attr)
+        if cooperative:
+            attr = drv.CUlaunchAttribute()
+            attr.id = ids.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+            attr.value.cooperative = 1
+            attrs.append(attr)
+        config.attrs = attrs
+        config.numAttrs = len(attrs)
+        (err,) = drv.cuLaunchKernelEx(config, fn, params, 0)
+        return err
 
     def _check_devices(self, views: list[Any], ctx: int) -> None:
         """With several GPUs: every array must be on the device of the current context, where

@@ -221,6 +221,22 @@ def normalize_dims(grid: Any, block: Any) -> tuple[tuple[int, int, int], tuple[i
     return g, b
 
 
+MAX_PORTABLE_CLUSTER_BLOCKS = 8  # more needs the kernel's non-portable cluster size (up to 16 on sm_90)
+
+
+def cluster_dims(cluster: Any, grid: tuple[int, int, int]) -> tuple[int, int, int]:
+    """``cluster`` (an int or a tuple of up to 3 ints) as a 3-tuple that tiles ``grid``."""
+    c = _dims(cluster, "cluster")
+    if 0 in c:
+        raise ValueError(f"a cluster has at least one block in each dimension; got cluster {cluster!r}")
+    if any(g % k for g, k in zip(grid, c)):
+        raise ValueError(
+            f"grid {grid} is not a whole number of clusters {c}: each grid dimension must be a multiple "
+            "of the cluster's"
+        )
+    return c
+
+
 def grid_for(n: int, block: int = 256) -> int:
     """The number of blocks of ``block`` threads that cover ``n`` elements: ceil(n / block)."""
     n = operator.index(n)
