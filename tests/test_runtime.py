@@ -58,6 +58,7 @@ class FakeArray:
         strides: tuple[int, ...] | None = None,
         readonly: bool = False,
         mask: Any = None,
+        stream: int | None = None,
     ) -> None:
         if ptr is None:  # distinct fake allocations: views must not alias writable ones
             ptr = next(_FAKE_ADDRESSES)
@@ -67,7 +68,7 @@ class FakeArray:
             "typestr": typestr,
             "data": (ptr, readonly),
             "strides": strides,
-            "stream": None,
+            "stream": stream,
             "mask": mask,
         }
 
@@ -149,6 +150,7 @@ class FakeDriver:
         self.device_memory: dict[int, bytes] = {}  # what cuMemcpyHtoD wrote where
         self.synchronized = 0
         self.function_attributes: dict[tuple[str, Any], int] = {}  # cuFuncSetAttribute
+        self.stream_order: list[tuple[Any, ...]] = []  # event calls: one stream waiting for another
 
     def cuInit(self, flags: int) -> tuple[Any]:
         return (self.OK,)
@@ -203,6 +205,20 @@ class FakeDriver:
     CUlaunchAttribute = real_driver.CUlaunchAttribute
     CUlaunchAttributeID = real_driver.CUlaunchAttributeID
     blocks_per_sm = 8  # cuOccupancyMaxActiveBlocksPerMultiprocessor
+
+    CUevent_flags = real_driver.CUevent_flags
+
+    def cuEventCreate(self, flags: Any) -> tuple[Any, int]:
+        self.stream_order.append(("create",))
+        return self.OK, 0xE0
+
+    def cuEventRecord(self, event: int, stream: int) -> tuple[Any]:
+        self.stream_order.append(("record", event, stream))
+        return (self.OK,)
+
+    def cuStreamWaitEvent(self, stream: int, event: int, flags: int) -> tuple[Any]:
+        self.stream_order.append(("wait", stream, event))
+        return (self.OK,)
 
     def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, fn: str, threads: int, shared: int) -> tuple[Any, int]:
         return self.OK, self.blocks_per_sm
@@ -1554,6 +1570,36 @@ def test_c_launcher_leaves_cluster_and_cooperative_launches_to_python(tmp_path: 
     assert paths(c_driver) == ["python", "c", "python", "python", "python", "python"]
     assert [launch.get("cluster") for launch in c_driver.launches[2:]] == [(2, 1, 1)] * 2 + [None] * 2
     assert [launch.get("cooperative") for launch in c_driver.launches[2:]] == [None] * 2 + [True] * 2
+
+
+@needs_launcher
+def test_launches_wait_for_the_stream_an_array_is_ordered_on(tmp_path: Path, c_driver: CFakeDriver) -> None:
+    """An array whose data is ordered on another stream than the launch's (a stream-ordered
+    DeviceArray, a CUDA array interface "stream") makes the launch's stream wait for that one
+    (an event, on the GPU); on the same stream, or none, the C path launches at once."""
+    m = make_module(tmp_path)
+    c_driver.signatures = {k.symbol: slot_types(k.params) for k in SAXPY_KERNELS}
+    DeviceArray = oxide.runtime.DeviceArray
+    d = DeviceArray(0x1000, (8,), "f32", owned=False, stream=0x5)
+    legacy = FakeArray(8, ptr=0x2000, stream=1)  # the legacy default stream: stream 0 to a launch
+    other = FakeArray(8, ptr=0x3000, stream=0x99)
+    out = DeviceArray(0x4000, (8,), "f32", owned=False)
+    for _ in range(2):
+        m.saxpy[1, 32, 0x5](2.0, d, legacy, out)
+    assert paths(c_driver) == ["python", "python"] and c_driver.stream_order == [
+        ("create",), ("record", 0xE0, 1), ("wait", 0x5, 0xE0), ("record", 0xE0, 1), ("wait", 0x5, 0xE0)]
+    c_driver.stream_order.clear()
+    for _ in range(2):
+        m.saxpy[1, 32](2.0, legacy, legacy, out)  # stream 0: the legacy stream itself
+    m.saxpy[1, 32, 0x5](2.0, d, d, out)
+    assert paths(c_driver)[2:] == ["c", "c", "c"] and c_driver.stream_order == []
+    m.saxpy[1, 32](2.0, d, other, out)
+    m.saxpy[1, 32, 0x99](2.0, other, other, out)
+    assert paths(c_driver)[5:] == ["python", "c"]
+    order = c_driver.stream_order  # one event: each record is waited for before the next
+    assert sorted(zip(order[0::2], order[1::2])) == [(("record", 0xE0, 0x5), ("wait", 0, 0xE0)),
+                                                     (("record", 0xE0, 0x99), ("wait", 0, 0xE0))]  # fmt: skip
+    assert [launch["values"][1] for launch in c_driver.launches] == [0x1000, 0x1000, 0x2000, 0x2000, 0x1000, 0x1000, 0x3000]
 
 
 @needs_launcher

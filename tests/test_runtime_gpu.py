@@ -593,6 +593,39 @@ def test_zeros_and_stream_ordered_device_arrays(kmod: types.ModuleType) -> None:
     stream.synchronize()
 
 
+def test_launch_waits_for_the_stream_an_array_is_ordered_on(kmod: types.ModuleType) -> None:
+    """An array zeroed on a busy stream (behind ~50 ms of GPU sleep; its memory, reused from the
+    stream's pool, still holds NaNs until then), used by a launch on another stream: the launch
+    waits for the first stream (an event) and reads the zeros."""
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch.cuda, "_sleep"):
+        pytest.skip("torch.cuda._sleep is not available")
+    from oxide.runtime import DeviceArray
+
+    producer, consumer = torch.cuda.Stream(), torch.cuda.Stream()
+    n = 1 << 20
+    grid = kmod.saxpy.grid_for(n)
+    for seed in (67, 71):
+        a, x, _ = _inputs(n, np.float32, seed)
+        dx = torch.as_tensor(x, device="cuda")
+        out = torch.full((n,), float("nan"), device="cuda")
+        torch.cuda.synchronize()
+        # NaNs written on the producer stream into memory freed back to its pool (no host
+        # synchronization from here on: that would hand the pool's memory back to the driver)
+        stale = DeviceArray.empty(n, "f32", stream=producer)
+        kmod.saxpy[grid, 256, producer](float("nan"), dx, dx, stale)
+        stale.free()
+        with torch.cuda.stream(producer):
+            torch.cuda._sleep(100_000_000)
+        zeros = DeviceArray.zeros(n, "f32", stream=producer)  # zeroed after the sleep
+        kmod.saxpy[grid, 256, consumer](a, dx, zeros, out)
+        consumer.synchronize()
+        np.testing.assert_allclose(out.cpu().numpy(), np.float64(a) * x.astype(np.float64), rtol=1e-6, atol=0)
+        producer.synchronize()
+        zeros.free()
+    producer.synchronize()
+
+
 def test_graph_capture_of_a_stream(kmod: types.ModuleType, tmp_path: Path) -> None:
     """Launches captured into a CUDA graph on a torch stream replay with the data the inputs
     hold at replay time (the C path here; the Python path under OXIDE_PURE_PYTHON=1)."""

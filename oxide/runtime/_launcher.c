@@ -79,7 +79,7 @@ static int is_numpy_scalar(PyObject *value) {
 
 static PyObject *s_is_cuda, *s_shape, *s_is_contiguous, *s_dtype, *s_data_ptr, *s_strides, *s_data, *s_ptr,
     *s_cai, *s_typestr, *s_mask, *s_launch_slow, *s_launch_failed, *s_stride, *s_make_config, *s_ndim, *s_size,
-    *s_c_contiguous, *s_exchange_api, *s_get_device, *s_device_id, *s_device;
+    *s_c_contiguous, *s_exchange_api, *s_get_device, *s_device_id, *s_device, *s_stream, *s__stream;
 
 /* PyTorch's methods, looked up on the registered tensor type once: calling the type's method
    with the tensor skips the per-call attribute lookup on the instance. */
@@ -525,8 +525,30 @@ static int cupy_view(PyObject *obj, int type_index, View *v) {
     return cupy_pointer(obj, getters, v);
 }
 
-/* A DeviceArray's `device` into v->device, when several GPUs make it needed (None: -1). */
-static int device_array_device(PyObject *obj, View *v) {
+/* The stream a launch runs on, as the producer of an array would name it: 0 and 1 are both the
+   legacy default stream (a handle of 0 to the driver, 1 in the CUDA array interface). */
+static uint64_t launch_stream = 0; /* set by plan_launch for the readers below (the GIL is held) */
+
+static uint64_t same_stream(uint64_t s) { return s == 1 ? 0 : s; }
+
+/* 1 if `producer` (None, or the int handle of the stream an array's data is ordered on) is the
+   launch's stream or none; 0 otherwise: the Python path makes the launch wait for it. */
+static int on_launch_stream(PyObject *producer) {
+    if (producer == NULL || producer == Py_None) return 1;
+    if (!PyLong_Check(producer)) return 0;
+    unsigned long long h = PyLong_AsUnsignedLongLong(producer);
+    if (h == (unsigned long long)-1 && PyErr_Occurred()) return 0;
+    return same_stream((uint64_t)h) == same_stream(launch_stream);
+}
+
+/* A DeviceArray's stream (a stream-ordered one must be the launch's: 0 leaves it to Python) and,
+   when several GPUs make it needed, its `device` into v->device (None: -1). */
+static int device_array_checks(PyObject *obj, View *v) {
+    PyObject *stream = PyObject_GetAttr(obj, s__stream); /* stream-ordered: on the launch's stream */
+    if (stream == NULL) return 0;
+    int same = on_launch_stream(stream);
+    Py_DECREF(stream);
+    if (!same) return 0;
     if (!check_devices) return 1;
     PyObject *d = PyObject_GetAttr(obj, s_device);
     if (d == NULL) return 0;
@@ -548,7 +570,7 @@ static int device_array_view(PyObject *obj, View *v) {
     Py_DECREF(p);
     v->length = n;
     v->readonly = 0;
-    return ok && device_array_device(obj, v);
+    return ok && device_array_checks(obj, v);
 }
 
 /* The interface's "data": (pointer, read-only) into v. */
@@ -581,6 +603,7 @@ static int cai_view(PyObject *obj, View *v) {
     PyObject *mask = PyDict_GetItemWithError(cai, s_mask);
     if (mask != NULL && mask != Py_None) goto done;
     if (PyErr_Occurred()) goto done;
+    if (!on_launch_stream(PyDict_GetItemWithError(cai, s_stream)) || PyErr_Occurred()) goto done;
     if (!cai_data(cai, v)) goto done;
     v->length = n;
     ok = 1;
@@ -691,7 +714,7 @@ static int device_array_tensor(PyObject *obj, int n, View *v) {
     int ok = pointer_of(p, &v->ptr);
     Py_DECREF(p);
     v->readonly = 0;
-    return ok && device_array_device(obj, v) && finish_tensor(v, n);
+    return ok && device_array_checks(obj, v) && finish_tensor(v, n);
 }
 
 static int cai_tensor(PyObject *obj, int n, View *v) {
@@ -701,6 +724,7 @@ static int cai_tensor(PyObject *obj, int n, View *v) {
     if (!PyDict_Check(cai)) goto done;
     PyObject *mask = PyDict_GetItemWithError(cai, s_mask);
     if (mask != NULL && mask != Py_None) goto done;
+    if (!on_launch_stream(PyDict_GetItemWithError(cai, s_stream)) || PyErr_Occurred()) goto done;
     if (!ints_of_tuple(PyDict_GetItemWithError(cai, s_shape), n, v->dims)) goto done;
     PyObject *typestr = PyDict_GetItemWithError(cai, s_typestr);
     if (typestr == NULL) goto done;
@@ -1431,6 +1455,7 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
 
     View views[MAX_SLOTS / 2];
     int64_t dims[MAX_SLOTS]; /* the Tensors' shapes and strides: fewer values than slots */
+    launch_stream = self->stream;
     Py_ssize_t used = 0;
     Py_ssize_t v = 0;
     for (Py_ssize_t i = 0; i < nargs; i++) {
@@ -1969,6 +1994,8 @@ PyMODINIT_FUNC PyInit__launcher(void) {
     INTERN(s_get_device, "get_device");
     INTERN(s_device_id, "device_id");
     INTERN(s_device, "device");
+    INTERN(s_stream, "stream");
+    INTERN(s__stream, "_stream");
     if ((typestr_codes = PyDict_New()) == NULL) return NULL;
     if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&LaunchBaseType) < 0 || PyType_Ready(&KernelBaseType) < 0)
         return NULL;

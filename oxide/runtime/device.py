@@ -96,6 +96,7 @@ def _reset_for_tests() -> None:
     global _drv
     _count.clear()
     _context_ordinals.clear()
+    _events.clear()
     with _lock:
         _drv = None
         _primary.clear()
@@ -203,6 +204,27 @@ def pointer_device(ptr: int) -> int | None:
             return None
         ordinal = _context_ordinals[handle] = int(dev)
     return ordinal
+
+
+_events: dict[int, Any] = {}  # context handle -> an event for ordering one stream after another
+
+
+def stream_wait(consumer: int, producer: int) -> None:
+    """Makes work queued later on stream ``consumer`` wait for the work queued so far on
+    ``producer`` (an event recorded on one, waited for by the other; the GPU waits, not the
+    host). Both are handles in the current context."""
+    drv = driver()
+    err, ctx = drv.cuCtxGetCurrent()
+    check(err, "cuCtxGetCurrent")
+    event = _events.get(int(ctx))
+    if event is None:
+        err, event = drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+        check(err, "cuEventCreate")
+        _events[int(ctx)] = event
+    (err,) = drv.cuEventRecord(event, producer)
+    check(err, f"cuEventRecord on stream {producer:#x}")
+    (err,) = drv.cuStreamWaitEvent(consumer, event, 0)
+    check(err, f"cuStreamWaitEvent of stream {consumer:#x}")
 
 
 def context_device(ctx: int) -> DeviceInfo:

@@ -259,6 +259,8 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         several_gpus = device.device_count() > 1
         if several_gpus and len(keep):
             self._check_devices(keep, handle)
+        for producer in _producer_streams(keep, stream):
+            device.stream_wait(stream, producer)
         special = cluster is not None or cooperative
         if special:
             self._check_special_launch(fn, handle, grid, block, shared_mem, cluster, cooperative)
@@ -681,6 +683,36 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
     def max_block_size(self) -> int:
         """The most threads per block this kernel can launch with on the current device."""
         return self.attributes["max_threads_per_block"]
+
+
+def _producer_streams(views: list[Any], stream: int) -> set[int]:
+    """The streams other than the launch's that the arrays' data is ordered on: a stream-ordered
+    DeviceArray's, or the ``stream`` of a ``__cuda_array_interface__`` (1: the legacy default
+    stream, which a launch on stream 0 is on already)."""
+    import sys
+
+    from oxide.runtime.device_array import DeviceArray
+
+    def same(s: int) -> int:
+        return 0 if s == 1 else s
+
+    # the arrays read through their interface, as arrays.view_of reads them (a torch tensor or a
+    # CuPy array is read through its own attributes, and carries no stream)
+    direct = tuple(t for t in (getattr(sys.modules.get("torch"), "Tensor", None),
+                               getattr(sys.modules.get("cupy"), "ndarray", None)) if isinstance(t, type))
+    out: set[int] = set()
+    for view in views:
+        owner = view.owner
+        if type(owner) is DeviceArray:
+            producer = owner._stream
+        elif isinstance(owner, direct):
+            continue
+        else:
+            cai = getattr(owner, "__cuda_array_interface__", None)
+            producer = cai.get("stream") if isinstance(cai, dict) else None
+        if isinstance(producer, int) and not isinstance(producer, bool) and same(producer) != same(stream):
+            out.add(producer)
+    return out
 
 
 def _numpy_scalar_dtype(value: Any) -> str | None:
