@@ -381,6 +381,38 @@ def test_saxpy_cupy_through_dlpack(kmod: types.ModuleType) -> None:
     np.testing.assert_allclose(cp.asnumpy(out), _reference(a, x, y), rtol=1e-6, atol=0)
 
 
+def test_numba_arrays_and_cuda_core_streams(kmod: types.ModuleType) -> None:
+    """Numba device arrays (``__cuda_array_interface__``) as arguments, launched on the default
+    stream and on a cuda.core stream (``__cuda_stream__``); every element checked."""
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack  # type: ignore[attr-defined]  # numba-cuda still uses the removed name
+    numba_cuda = pytest.importorskip("numba.cuda")
+    n = 30_011
+    grid = kmod.saxpy.grid_for(n)
+    for attempt in range(2):  # the first learns the array type; the second takes the C path
+        a, x, y = _inputs(n, np.float32, 73 + attempt)
+        dx, dy = numba_cuda.to_device(x), numba_cuda.to_device(y)
+        out = numba_cuda.to_device(np.full(n, np.nan, np.float32))
+        kmod.saxpy[grid, 256](a, dx, dy, out)
+        numba_cuda.synchronize()
+        np.testing.assert_allclose(out.copy_to_host(), _reference(a, x, y), rtol=1e-6, atol=0)
+    try:
+        from cuda.core import Device
+    except ImportError:
+        try:
+            from cuda.core.experimental import Device  # type: ignore[no-redef]
+        except ImportError:
+            pytest.skip("cuda.core is not installed")
+    dev = Device()
+    dev.set_current()
+    stream = dev.create_stream()
+    out2 = numba_cuda.to_device(np.full(n, np.nan, np.float32))
+    numba_cuda.synchronize()
+    kmod.saxpy[grid, 256, stream](a, dx, dy, out2)
+    stream.sync()
+    np.testing.assert_allclose(out2.copy_to_host(), _reference(a, x, y), rtol=1e-6, atol=0)
+
+
 def test_every_scalar_reaches_the_kernel(kmod: types.ModuleType) -> None:
     from oxide.runtime import DeviceArray, synchronize
 
