@@ -840,11 +840,14 @@ def fill(value: T, out: MutSlice[i64]) -> None:
 """
 
 
+FILL_KERNELS = tuple(
+    KernelSpec("fill", f"fill__{t}", (ParamSpec("value", "scalar", t), ParamSpec("out", "mut_slice", "i64")), {"T": t})
+    for t in ("i32", "i64")
+)
+
+
 def test_generic_choice_by_scalars(tmp_path: Path, fake_driver: FakeDriver) -> None:
-    kernels = tuple(
-        KernelSpec("fill", f"fill__{t}", (ParamSpec("value", "scalar", t), ParamSpec("out", "mut_slice", "i64")), {"T": t})
-        for t in ("i32", "i64")
-    )
+    kernels = FILL_KERNELS
     m = make_module(tmp_path, SCALAR_GENERIC_SOURCE, kernels)
     fake_driver.signatures = {k.symbol: slot_types(k.params) for k in kernels}
     out = FakeArray(3, "<i8")
@@ -1685,10 +1688,7 @@ def test_c_launcher_leaves_errors_to_python(tmp_path: Path, c_driver: CFakeDrive
 
 @needs_launcher
 def test_c_launcher_scalar_dispatch_stays_in_python(tmp_path: Path, c_driver: CFakeDriver) -> None:
-    kernels = tuple(
-        KernelSpec("fill", f"fill__{t}", (ParamSpec("value", "scalar", t), ParamSpec("out", "mut_slice", "i64")), {"T": t})
-        for t in ("i32", "i64")
-    )
+    kernels = FILL_KERNELS
     m = make_module(tmp_path, SCALAR_GENERIC_SOURCE, kernels)
     c_driver.signatures = {k.symbol: slot_types(k.params) for k in kernels}
     out = FakeArray(3, "<i8")

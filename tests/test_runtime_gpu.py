@@ -964,14 +964,6 @@ def _c_path_expected() -> bool:
     return launcher.ENABLED
 
 
-def _cupy_available() -> bool:
-    try:
-        import cupy  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def _tensor_kinds() -> list[str]:
     kinds = ["devicearray"]
     for lib in ("torch", "cupy"):
@@ -1160,7 +1152,7 @@ def test_two_gpus(kmod: types.ModuleType) -> None:
         kmod.saxpy[grid, 256](a, *on[1])
     with pytest.raises(TypeError, match=r"the arrays passed to saxpy are on different GPUs"):
         kmod.saxpy[grid, 256](a, on[0][0], on[0][1], on[1][2])
-    if _cupy_available():
+    if "cupy" in _tensor_kinds():
         import cupy as cp
 
         with cp.cuda.Device(1):
