@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from oxide.errors import OxideError
 from oxide_build.config import OxideConfig
+from oxide_build.targets import newest_arch
 
 if TYPE_CHECKING:
     from oxide_build.package.module_cache import CompileUnit, UnitResult
@@ -80,10 +81,6 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _newest(archs: tuple[str, ...]) -> str:
-    return max(archs, key=lambda a: int(a.split("_")[1]))
-
-
 def compile_project(
     project_dir: Path,
     config: OxideConfig,
@@ -111,7 +108,7 @@ def compile_project(
     modules = sorted(scanned.modules, key=lambda m: m.name)
     options = config.compile_options(project_dir)
     archs = ",".join(options.archs)
-    newest = _newest(options.archs)
+    newest = newest_arch(options.archs)
     units = [
         CompileUnit(
             module=m.name, source=Path(m.path), root=root, arch=arch,

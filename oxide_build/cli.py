@@ -33,7 +33,7 @@ def _version() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from oxide_build.compile import DEFAULT_ARCHS, SUPPORTED_ARCHS
+    from oxide_build.targets import DEFAULT_ARCHS, SUPPORTED_ARCHS
 
     parser = argparse.ArgumentParser(
         prog="oxide",
@@ -130,7 +130,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _archs(values: list[str] | None) -> tuple[str, ...]:
-    from oxide_build.compile import DEFAULT_ARCHS, SUPPORTED_ARCHS
+    from oxide_build.targets import DEFAULT_ARCHS, SUPPORTED_ARCHS
 
     if not values:
         return DEFAULT_ARCHS

@@ -13,15 +13,9 @@ from typing import Any
 from oxide.runtime.manifest import ErrorSite, KernelSpec
 
 from .link.exports import ExportDecl
+from .targets import BACKENDS, DEFAULT_ARCHS, SUPPORTED_ARCHS, newest_arch
 
 __all__ = ["DEFAULT_ARCHS", "SUPPORTED_ARCHS", "BACKENDS", "CompileOptions", "CompiledModule", "compile_module"]
-
-DEFAULT_ARCHS: tuple[str, ...] = ("sm_80", "sm_90")
-SUPPORTED_ARCHS: tuple[str, ...] = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
-
-
-BACKENDS: tuple[str, ...] = ("nvptx", "nvvm")
-
 
 @dataclass(frozen=True)
 class CompileOptions:
@@ -146,10 +140,6 @@ class _DeviceCode:
     link_inputs: tuple[str, ...] = ()
 
 
-def _newest(archs: tuple[str, ...]) -> str:
-    return max(archs, key=lambda a: int(a.split("_")[1]))
-
-
 def _compile_device_code(
     program: Any, llvm_ir: str, module_name: str, has_kernels: bool, options: CompileOptions,
 ) -> _DeviceCode:
@@ -171,7 +161,7 @@ def _compile_device_code(
 
         out.ptx = {arch: optimize_and_emit_ptx(llvm_ir, arch, options.opt_level) for arch in options.archs}
     lto = needs_lto(program, options.link_inputs)
-    newest = _newest(options.archs) if options.archs else None
+    newest = newest_arch(options.archs) if options.archs else None
     if options.emit_ltoir and program.functions:
         out.ltoir = {arch: nvvm_ltoir(llvm_ir, arch, options.opt_level, module_name, cache) for arch in options.archs}
     if not lto:

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from oxide.errors import OxideError
-from oxide_build.compile import BACKENDS, DEFAULT_ARCHS, SUPPORTED_ARCHS, CompileOptions
+from oxide_build.compile import CompileOptions
+from oxide_build.targets import BACKENDS, DEFAULT_ARCHS, SUPPORTED_ARCHS
 
 if sys.version_info >= (3, 11):
     import tomllib

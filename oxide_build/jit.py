@@ -8,24 +8,16 @@ oxide version, and written with atomic renames so concurrent processes are safe.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 from oxide import __version__
 from oxide.runtime.manifest import manifest_path
 
+from .cache_location import cache_root
 from .compile import CompileOptions, compile_module
 from .package.artifacts import write_module_artifacts
 
 __all__ = ["jit_manifest", "cache_root"]
-
-
-def cache_root() -> Path:
-    env = os.environ.get("OXIDE_CACHE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "oxide"
 
 
 def jit_manifest(source_path: Path, module_name: str, arch: str) -> Path:

@@ -6,7 +6,7 @@ a kernel. ``f32(x)`` converts on the host too, so device functions stay testable
 """
 from __future__ import annotations
 
-from typing import Any, Generic, NamedTuple, TypeVar as _PyTypeVar
+from typing import Any, Generic, TypeVar as _PyTypeVar
 
 __all__ = [
     "ScalarType",
@@ -26,48 +26,9 @@ __all__ = [
 ]
 
 
-class ScalarType(NamedTuple):
-    """A scalar type of the kernel language (``f32``, ``i64``, ...). (A NamedTuple, not a
-    dataclass: importing ``dataclasses`` and generating the class would cost milliseconds at
-    ``import oxide``.)"""
-
-    name: str
-    kind: str  # "int", "uint", "float", "bool"
-    bits: int
-    numpy_name: str
-
-    def __call__(self, value: Any) -> Any:
-        if self.kind == "float":
-            return float(value)
-        if self.kind == "bool":
-            return bool(value)
-        return int(value)
-
-    def __repr__(self) -> str:
-        return f"oxide.{self.name}"
-
-    @property
-    def itemsize(self) -> int:
-        return max(self.bits // 8, 1)
-
-
-i8 = ScalarType("i8", "int", 8, "int8")
-i16 = ScalarType("i16", "int", 16, "int16")
-i32 = ScalarType("i32", "int", 32, "int32")
-i64 = ScalarType("i64", "int", 64, "int64")
-u8 = ScalarType("u8", "uint", 8, "uint8")
-u16 = ScalarType("u16", "uint", 16, "uint16")
-u32 = ScalarType("u32", "uint", 32, "uint32")
-u64 = ScalarType("u64", "uint", 64, "uint64")
-f16 = ScalarType("f16", "float", 16, "float16")
-bf16 = ScalarType("bf16", "float", 16, "bfloat16")
-f32 = ScalarType("f32", "float", 32, "float32")
-f64 = ScalarType("f64", "float", 64, "float64")
-boolean = ScalarType("bool", "bool", 1, "bool")
-
-SCALAR_TYPES: dict[str, ScalarType] = {
-    t.name: t for t in (i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, boolean)
-}
+from oxide.abi.scalars import (
+    SCALAR_TYPES, ScalarType, bf16, boolean, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64,
+)
 
 
 class TypeVar:

@@ -21,7 +21,7 @@ def _numpy_dtype(dtype: Any) -> Any:
     if numpy_name is not None:
         dtype = numpy_name
     elif isinstance(dtype, str):
-        from oxide.lang.types import SCALAR_TYPES
+        from oxide.abi.scalars import SCALAR_TYPES
 
         if dtype in SCALAR_TYPES:
             dtype = SCALAR_TYPES[dtype].numpy_name

@@ -76,7 +76,7 @@ def _libdevice_subset(llvm, names: tuple[str, ...], declarations: list[str]) -> 
     key = hashlib.sha256(lib_bytes + "\0".join(names).encode() + llvm_version().encode()).hexdigest()[:32]
     cache_file = None
     try:
-        from ..jit import cache_root
+        from ..cache_location import cache_root
 
         cache_file = cache_root() / "libdevice" / f"{key}.ll"
         if cache_file.is_file():

@@ -15,6 +15,7 @@ from ..ir.types import (
     BOOL, F32, F64, I32, ArrayType, ViewType, VoidType, as_scalar, type_name,
 )
 from ..scan import constant_value
+from .annotations import TypeVarBinding, resolve_annotation
 
 if TYPE_CHECKING:
     from .translate import FunctionTranslator
@@ -75,8 +76,6 @@ def _nargs(tr: FunctionTranslator, node: ast.Call, n: int | tuple[int, int], nam
 
 
 def _dtype(tr: FunctionTranslator, node: ast.expr) -> ScalarType:
-    from .translate import TypeVarBinding, resolve_annotation
-
     ty = resolve_annotation(tr.module, node, tr.typevars, "the element type")
     if isinstance(ty, TypeVarBinding) or not isinstance(ty, ScalarType):
         raise tr.error(node, f"{ast.unparse(node)} is not a scalar element type")

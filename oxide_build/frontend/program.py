@@ -14,7 +14,8 @@ from oxide.runtime.manifest import ErrorSite, KernelSpec, ParamSpec
 from ..ir import nodes as ir
 from ..ir.types import ThreadIndexType, Type, ViewType, VoidType, as_scalar, type_name
 from ..scan import ModuleSource, ProjectIndex, _names_oxide, constant_value
-from .translate import FunctionTranslator, TypeVarBinding, _dotted, oxide_name, resolve_annotation
+from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation
+from .translate import FunctionTranslator
 
 __all__ = ["ProgramBuilder", "build_program", "FrontendResult"]
 
@@ -79,7 +80,7 @@ class ProgramBuilder:
             return None
         if isinstance(func, ast.Name):
             return self._resolve_symbol(module, func.id, depth)
-        parts = _dotted(func)
+        parts = dotted_parts(func)
         if not parts or len(parts) < 2:
             return None
         sym = module.symbols.get(parts[0])

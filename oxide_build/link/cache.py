@@ -2,7 +2,7 @@
 
 An entry's key is the SHA-256 of everything that decides its bytes: the inputs, the options
 and the versions of the tools. Entries live under ``<user cache dir>/compile/<2 hex>/<key>``
-(``oxide_build.jit.cache_root()``: ``$OXIDE_CACHE_DIR``, else ``$XDG_CACHE_HOME/oxide``, else
+(``oxide_build.cache_location.cache_root()``: ``$OXIDE_CACHE_DIR``, else ``$XDG_CACHE_HOME/oxide``, else
 ``~/.cache/oxide``). Writers write a temporary file in the same directory and rename it, so
 concurrent builds never see half an entry and the last writer wins with identical bytes.
 
@@ -68,7 +68,7 @@ def _human(n: int) -> str:
 class CompileCache:
     def __init__(self, root: Path | None = None, max_bytes: int | None = None, enabled: bool = True) -> None:
         if root is None:
-            from oxide_build.jit import cache_root
+            from oxide_build.cache_location import cache_root
 
             root = cache_root() / _SUBDIR
         self.root = Path(root)
@@ -174,7 +174,7 @@ def default_cache(enabled: bool = True) -> CompileCache:
 
 
 def _jit_dir() -> Path:
-    from oxide_build.jit import cache_root
+    from oxide_build.cache_location import cache_root
 
     return cache_root() / "jit"
 

@@ -1,0 +1,129 @@
+"""Names and annotations: what an oxide name in the source stands for, and the type an
+annotation denotes (scalars, views, tuples, type variables)."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from oxide.lang.types import SCALAR_TYPES, ScalarType
+
+from ..ir.types import BOOL, F64, I64, THREAD_INDEX, VIEW_KINDS, VOID, TupleType, Type, ViewType, type_name
+from ..scan import ModuleSource
+
+__all__ = ["PYTHON_SCALARS", "TypeVarBinding", "dotted_parts", "oxide_name", "resolve_annotation"]
+
+PYTHON_SCALARS = {"int": I64, "float": F64, "bool": BOOL}
+
+
+@dataclass
+class TypeVarBinding:
+    name: str
+    constraints: tuple[ScalarType, ...]
+    bound: ScalarType | None = None
+
+
+def dotted_parts(node: ast.AST) -> list[str] | None:
+    """``a.b.c`` → ["a", "b", "c"]; None for anything but names and attributes."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        base = dotted_parts(node.value)
+        return None if base is None else [*base, node.attr]
+    return None
+
+
+def oxide_name(module: ModuleSource, node: ast.AST) -> str | None:
+    """``f32`` / ``ox.f32`` / ``oxide.lang.f32`` → "f32" when it names something from oxide."""
+    parts = dotted_parts(node)
+    if not parts:
+        return None
+    sym = module.symbols.get(parts[0])
+    if sym is None or sym.kind != "oxide":
+        return None
+    rest = ([sym.target] if sym.target else []) + parts[1:]
+    if not rest:
+        return ""
+    # `ox.lang.f32`, `ox.lang.types.f32`: submodules of oxide flatten to the final name
+    while len(rest) > 1 and rest[0] in ("lang", "types", "intrinsics", "decorators"):
+        rest = rest[1:]
+    return ".".join(rest)
+
+
+def resolve_annotation(
+    module: ModuleSource, node: ast.expr | None, typevars: dict[str, TypeVarBinding], what: str
+) -> Type | TypeVarBinding:
+    if node is None:
+        raise module.error(
+            _anchor(node, module), f"{what} has no type annotation",
+            "annotate every parameter, e.g. `x: Slice[f32]` or `a: f32`",
+        )
+    if isinstance(node, ast.Constant) and node.value is None:
+        return VOID
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        raise module.error(node, f"string annotations are not supported ({what})",
+                           "write the type itself, not a string")
+    if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+            and node.value.id in ("tuple", "Tuple") and node.value.id not in module.symbols or
+            isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "Tuple"):
+        elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        resolved = [resolve_annotation(module, e, typevars, what) for e in elts]
+        elems: list[Type] = []
+        for r, e in zip(resolved, elts):
+            if isinstance(r, TypeVarBinding):
+                if r.bound is None:
+                    raise module.error(e, f"type variable {r.name} in {what} is not bound by a parameter")
+                r = r.bound
+            if not isinstance(r, ScalarType):
+                raise module.error(e, f"tuples hold scalars, not {type_name(r)}")
+            elems.append(r)
+        return TupleType(tuple(elems))
+    if isinstance(node, ast.Subscript):
+        view = oxide_name(module, node.value)
+        if view == "Constexpr":
+            return I64
+        if view not in VIEW_KINDS:
+            raise module.error(node, f"unknown generic type {ast.unparse(node.value)!r} in {what}",
+                               "views are Slice[T], DisjointSlice[T], MutSlice[T] and Tensor[T, N] from oxide")
+        ndim = 1
+        elem_node = node.slice
+        if view.endswith("Tensor"):
+            if not (isinstance(node.slice, ast.Tuple) and len(node.slice.elts) == 2):
+                raise module.error(node, f"{view} takes an element type and a dimension count: {view}[f32, 2]")
+            elem_node, ndim_node = node.slice.elts
+            n = ndim_node.value if isinstance(ndim_node, ast.Constant) else None
+            if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 8:
+                raise module.error(ndim_node, f"the dimension count of {view} must be an integer from 1 to 8")
+            ndim = n
+        elem = resolve_annotation(module, elem_node, typevars, what)
+        if isinstance(elem, TypeVarBinding):
+            if elem.bound is None:
+                return elem
+            elem = elem.bound
+        if not isinstance(elem, ScalarType):
+            raise module.error(elem_node, f"{view} elements must be scalars, not {type_name(elem)}")
+        return ViewType(VIEW_KINDS[view], elem, ndim)
+    if isinstance(node, ast.Name):
+        if node.id in typevars:
+            tv = typevars[node.id]
+            return tv.bound if tv.bound is not None else tv
+        if node.id in PYTHON_SCALARS and node.id not in module.symbols:
+            return PYTHON_SCALARS[node.id]
+    name = oxide_name(module, node)
+    if name is not None:
+        if name == "boolean":
+            return BOOL
+        if name in SCALAR_TYPES:
+            return SCALAR_TYPES[name]
+        if name == "ThreadIndex":
+            return THREAD_INDEX
+        if name in VIEW_KINDS:
+            raise module.error(node, f"{name} needs an element type ({what})", f"write {name}[f32]")
+    raise module.error(
+        node, f"unknown type {ast.unparse(node)!r} in {what}",
+        "use a scalar type from oxide (i32, i64, u32, u64, f32, f64, bool), a view like Slice[f32], "
+        "or a TypeVar",
+    )
+
+
+def _anchor(node: ast.AST | None, module: ModuleSource) -> ast.AST:
+    return node if node is not None else module.tree

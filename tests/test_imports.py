@@ -1,0 +1,179 @@
+"""The import structure of oxide and oxide_build, read from the source (nothing is imported).
+
+Every import counts, function-local ones included: a cycle hidden inside a function is still a
+cycle between the modules' concerns. The runtime reaches the compiler only through one lazy
+hook, so that an installed wheel never needs the build side.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+__all__: list[str] = []
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("oxide", "oxide_build")
+# the one place the runtime may import the build side: lazily, for a JIT compile
+RUNTIME_TO_BUILD_HOOK = "oxide.runtime.artifacts"
+JIT_MODULE = "oxide_build.jit"
+# device.synchronize() checks the kernels' error records, which read device memory through
+# device: left for the runtime's split by concern (owned by the runtime work, not the compiler)
+KNOWN_CYCLES = [["oxide.runtime.device", "oxide.runtime.kernel_errors"]]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))}
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str | None:
+    """The module of ours that an import of ``name`` executes last: ``a.b.c`` may be a module,
+    or a name inside module ``a.b``."""
+    while name:
+        if name in modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _type_checking_only(tree: ast.AST) -> set[ast.AST]:
+    """The import statements under ``if TYPE_CHECKING:``: they never run."""
+    skipped: set[ast.AST] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for stmt in node.body:
+                skipped.update(ast.walk(stmt))
+    return skipped
+
+
+def _imported_names(node: ast.AST, package: str) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            anchor = package.split(".")
+            anchor = anchor[: len(anchor) - (node.level - 1)]
+            base = ".".join(anchor + ([base] if base else []))
+        # `from pkg import sub` imports the module pkg.sub when there is one
+        return [f"{base}.{alias.name}" for alias in node.names] + [base]
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "import_module"
+            and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        return [node.args[0].value]  # importlib.import_module("a.b"): an import too
+    return []
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the modules of ours that importing it, or calling into it, may execute.
+
+    Function-local imports count. Importing ``a.b.c`` executes ``a`` and ``a.b`` first, so
+    those are edges too, except towards the importer's own enclosing packages (already being
+    executed when the importer runs).
+    """
+    modules = _modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        own_packages = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        skipped = _type_checking_only(tree)
+        for node in ast.walk(tree):
+            if node in skipped:
+                continue
+            for target in _imported_names(node, package):
+                resolved = _resolve(target, modules)
+                while resolved:
+                    if resolved != name and resolved not in own_packages:
+                        graph[name].add(resolved)
+                    resolved = resolved.rpartition(".")[0]
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted.
+
+    A package's ``__init__`` that re-exports its own modules is not a cycle with them: a
+    module importing a sibling through the package name resolves to the sibling here.
+    """
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    counter = 0
+
+    def connect(v: str) -> None:
+        nonlocal counter
+        index[v] = low[v] = counter
+        counter += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return components
+
+
+def test_there_is_no_import_cycle() -> None:
+    graph = import_graph()
+    # the JIT hook is called on a first launch only, long after both packages are imported
+    graph[RUNTIME_TO_BUILD_HOOK] -= {JIT_MODULE, "oxide_build"}
+    cycles = [c for c in import_cycles(graph) if c not in KNOWN_CYCLES]
+    assert not cycles, "import cycles (function-local imports included):\n" + "\n".join(
+        " <-> ".join(c) for c in cycles)
+
+
+def test_the_known_cycles_are_still_there() -> None:
+    """When one is broken, drop it from KNOWN_CYCLES, so that it cannot come back."""
+    cycles = import_cycles(import_graph())
+    assert [c for c in KNOWN_CYCLES if c not in cycles] == []
+
+
+def test_the_abi_is_a_leaf() -> None:
+    graph = import_graph()
+    abi = {v: sorted(w for w in ws if not w.startswith("oxide.abi")) for v, ws in graph.items() if v.startswith("oxide.abi")}
+    assert abi and all(not ws for ws in abi.values()), abi
+
+
+def test_the_runtime_reaches_the_build_side_only_through_the_jit_hook() -> None:
+    graph = import_graph()
+    edges = sorted(f"{v} -> {w}" for v, ws in graph.items() for w in ws
+                   if v.startswith("oxide.") and w.startswith("oxide_build"))
+    assert edges == [f"{RUNTIME_TO_BUILD_HOOK} -> oxide_build", f"{RUNTIME_TO_BUILD_HOOK} -> {JIT_MODULE}"]
+    hook = ast.parse(_modules()[RUNTIME_TO_BUILD_HOOK].read_text(encoding="utf-8"))
+    # lazily: not at module level, so that importing the runtime never loads the compiler
+    assert not [n for n in hook.body if "oxide_build" in ast.unparse(n) and isinstance(n, (ast.Import, ast.ImportFrom))]
+
+
+def test_the_graph_sees_function_local_and_relative_imports() -> None:
+    graph = import_graph()
+    # compile.py imports the frontend inside compile_module, with a relative import
+    assert "oxide_build.frontend" in graph["oxide_build.compile"]
+    assert "oxide_build.scan" in graph["oxide_build.compile"]
+
+
+def test_a_cycle_is_found() -> None:
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
