@@ -179,6 +179,11 @@ class FunctionTranslator(ast.NodeVisitor):
         body = self.block(self.fdef.body)
         if self.ret is None:
             self.ret = VOID
+        if self.ret != VOID and _falls_through(self.fdef.body):
+            last = self.fdef.body[-1]
+            raise self.error(last, f"not every path of {self.fdef.name}() returns a value: the end of the function "
+                                   f"is reached after this statement",
+                             f"end it with `return <{type_name(self.ret)}>`, or return on every branch")
         return self.grid_checks() + body
 
     def grid_checks(self) -> list[ir.Stmt]:
@@ -1037,6 +1042,13 @@ class FunctionTranslator(ast.NodeVisitor):
             raise self.error(node, f"operator {op} needs integers, got {ty.name}")
         if op == "/" and ty.kind != "float":
             left, right, ty = self.convert(left, F64, node), self.convert(right, F64, node), F64
+        if op in ("//", "%") and ty.kind != "float" and isinstance(right, ir.Const) and int(right.value) == 0:
+            raise self.error(node, f"integer {'division' if op == '//' else 'modulo'} by the constant 0",
+                             "x // 0 is 0 and x % 0 is x (docs/language.md): write that value instead")
+        if op in ("<<", ">>") and isinstance(right, ir.Const) and not 0 <= int(right.value) < ty.bits:
+            raise self.error(node, f"shift by {right.value}: {ty.name} shifts by 0 to {ty.bits - 1}",
+                             f"{'x << n' if op == '<<' else 'x >> n'} by {ty.bits} or more gives "
+                             f"{'0' if op == '<<' or ty.kind == 'uint' else '0 or -1'}; write that value instead")
         if op == "*" and ty.kind == "int" and ty.bits == 64:
             self.mark_nonneg_widening(left, right)
         return ir.BinOp(op, left, right, ty, loc)
@@ -1061,6 +1073,8 @@ class FunctionTranslator(ast.NodeVisitor):
 
     def fold(self, op: str, left: ir.Const, right: ir.Const, node: ast.AST) -> ir.Expr:
         a, b = left.value, right.value
+        if op in ("<<", ">>") and isinstance(b, int) and not isinstance(a, float) and not 0 <= b <= 64:
+            raise self.error(node, f"shift by {b} in a constant expression: the amount must be 0 to 64")
         try:
             ops: dict[str, Callable[[Any, Any], Any]] = {
                 "+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
@@ -1073,6 +1087,8 @@ class FunctionTranslator(ast.NodeVisitor):
             raise self.error(node, "division by zero in a constant expression") from None
         except TypeError:
             raise self.error(node, f"operator {op} cannot take these constants") from None
+        if isinstance(value, int) and not isinstance(value, bool) and not -(1 << 63) <= value < (1 << 64):
+            raise self.error(node, f"the constant expression's value {value} does not fit in 64 bits")
         return ir.Const(value, literal_type(value), self.loc(node), weak=True)
 
     def unify(self, left: ir.Expr, right: ir.Expr, node: ast.AST, op: str) -> tuple[ir.Expr, ir.Expr, ScalarType]:
@@ -1381,6 +1397,9 @@ class FunctionTranslator(ast.NodeVisitor):
     def materialize(self, value: ir.Expr) -> ir.Expr:
         """Gives a weak literal its default type (i64 / f64)."""
         if isinstance(value, ir.Const) and value.weak:
+            if isinstance(value.value, int) and not isinstance(value.value, bool) and not fits(value.value, value.ty):
+                raise self.builder.error_at(self.module, value.loc, f"the literal {value.value} does not fit in {value.ty.name}",
+                                            "give it a type that holds it, e.g. u64(...), or use a smaller value")
             return ir.Const(value.value, value.ty, value.loc)
         return value
 
@@ -1443,6 +1462,34 @@ def _widens(src: ScalarType, dst: ScalarType) -> bool:
         return dst.bits > src.bits
     if src.kind == "uint" and dst.kind == "int":
         return dst.bits > src.bits
+    return False
+
+
+def _falls_through(stmts: list[ast.stmt]) -> bool:
+    """Whether running ``stmts`` can reach their end: a function whose body does returns no
+    value on that path (LLVM would be told the path is unreachable)."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.Return):
+            return False
+        if isinstance(stmt, ast.If) and not (_falls_through(stmt.body) or _falls_through(stmt.orelse)):
+            return False
+        if isinstance(stmt, ast.With) and not _falls_through(stmt.body):
+            return False
+        if (isinstance(stmt, ast.While) and isinstance(stmt.test, ast.Constant) and stmt.test.value is True
+                and not _breaks(stmt.body)):
+            return False
+    return True
+
+
+def _breaks(stmts: list[ast.stmt]) -> bool:
+    """Whether a ``break`` in ``stmts`` leaves the loop they are the body of."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.Break):
+            return True
+        if isinstance(stmt, (ast.If, ast.With)):
+            inner = stmt.body + (stmt.orelse if isinstance(stmt, ast.If) else [])
+            if _breaks(inner):
+                return True
     return False
 
 

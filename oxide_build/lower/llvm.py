@@ -680,20 +680,59 @@ class FunctionLowering:
                 return b.select(fix, b.fadd(rem, r), rem)
         signed = t.kind == "int"
         simple: dict[str, Callable[[ll.Value, ll.Value], ll.Value]] = {
-            "+": b.add, "-": b.sub, "*": b.mul, "&": b.and_, "|": b.or_, "^": b.xor, "<<": b.shl,
-            ">>": b.ashr if signed else b.lshr,
+            "+": b.add, "-": b.sub, "*": b.mul, "&": b.and_, "|": b.or_, "^": b.xor,
         }
         if e.op in simple:
             return simple[e.op](l, r)
-        if not signed:
-            return b.udiv(l, r) if e.op == "//" else b.urem(l, r)
-        # Python semantics: the quotient rounds toward -inf, the remainder takes the divisor's sign
-        q, rem = b.sdiv(l, r), b.srem(l, r)
+        if e.op in ("<<", ">>"):
+            return self.shift(e.op, l, r, signed)
+        return self.int_division(e.op, l, r, signed)
+
+    def shift(self, op: str, l: ll.Value, r: ll.Value, signed: bool) -> ll.Value:
+        """A shift by an amount of width or more (or negative, read as unsigned) is what Python
+        gives before wrapping: 0, or -1 for ``>>`` of a negative signed value. LLVM's shift
+        would be poison there; PTX's ``shl``/``shr`` clamp the amount the same way, so the
+        NVPTX backend folds the guard into the one instruction."""
+        b = self.b
+        width = l.type.width
+        if isinstance(r, ll.Constant) and 0 <= int(r.constant) < width:
+            return b.shl(l, r) if op == "<<" else b.ashr(l, r) if signed else b.lshr(l, r)
+        in_range = b.icmp_unsigned("<", r, ll.Constant(r.type, width))
+        if op == ">>" and signed:
+            return b.select(in_range, b.ashr(l, r), b.ashr(l, ll.Constant(l.type, width - 1)))
+        shifted = b.shl(l, r) if op == "<<" else b.lshr(l, r)
+        return b.select(in_range, shifted, ll.Constant(l.type, 0))
+
+    def int_division(self, op: str, l: ll.Value, r: ll.Value, signed: bool) -> ll.Value:
+        """``//`` and ``%`` of integers. Python semantics: the quotient rounds toward -inf, the
+        remainder takes the divisor's sign. Defined everywhere (LLVM's division is undefined
+        behaviour for these): ``x // 0 == 0`` and ``x % 0 == x``; ``MIN // -1`` wraps to MIN
+        and ``MIN % -1 == 0``. A constant divisor other than 0 and -1 needs no guard."""
+        b = self.b
+        mask = (1 << l.type.width) - 1
+        guarded = not (isinstance(r, ll.Constant) and int(r.constant) & mask not in (0, mask if signed else 0))
         zero = ll.Constant(l.type, 0)
-        adjust = b.and_(b.icmp_signed("!=", rem, zero), b.icmp_signed("<", b.xor(rem, r), zero))
-        if e.op == "//":
-            return b.select(adjust, b.sub(q, ll.Constant(l.type, 1)), q)
-        return b.select(adjust, b.add(rem, r), rem)
+        divisor_zero: ll.Value | None = None
+        if guarded:
+            divisor_zero = b.icmp_unsigned("==", r, zero)
+            bad = divisor_zero
+            if signed:
+                minimum = ll.Constant(l.type, 1 << (l.type.width - 1))
+                overflow = b.and_(b.icmp_unsigned("==", l, minimum), b.icmp_unsigned("==", r, ll.Constant(l.type, mask)))
+                bad = b.or_(divisor_zero, overflow)
+            r = b.select(bad, ll.Constant(l.type, 1), r)
+        if not signed:
+            result = b.udiv(l, r) if op == "//" else b.urem(l, r)
+        else:
+            q, rem = b.sdiv(l, r), b.srem(l, r)
+            adjust = b.and_(b.icmp_signed("!=", rem, zero), b.icmp_signed("<", b.xor(rem, r), zero))
+            if op == "//":
+                result = b.select(adjust, b.sub(q, ll.Constant(l.type, 1)), q)
+            else:
+                result = b.select(adjust, b.add(rem, r), rem)
+        if divisor_zero is None:
+            return result
+        return b.select(divisor_zero, zero if op == "//" else l, result)
 
     def cast(self, v: ll.Value, src_ty: Type, dst: ScalarType) -> ll.Value:
         b = self.b
@@ -711,7 +750,7 @@ class FunctionLowering:
         if src.kind == "float" and dst.kind == "float":
             return b.fpext(v, dt) if dst.bits > src.bits else b.fptrunc(v, dt)
         if src.kind == "float":
-            return b.fptosi(v, dt) if dst.kind == "int" else b.fptoui(v, dt)
+            return self.float_to_int(v, src, dst)
         if dst.kind == "float":
             return b.sitofp(v, dt) if src.kind == "int" else b.uitofp(v, dt)
         if dst.bits == src.bits:
@@ -719,6 +758,28 @@ class FunctionLowering:
         if dst.bits < src.bits:
             return b.trunc(v, dt)
         return b.sext(v, dt) if src.kind == "int" else b.zext(v, dt)
+
+
+    def float_to_int(self, v: ll.Value, src: ScalarType, dst: ScalarType) -> ll.Value:
+        """Saturating, as Rust's ``as``: toward zero, clamped to the type's range, NaN → 0.
+        LLVM's ``fptosi``/``fptoui`` give poison outside the range (libNVVM has no
+        ``llvm.fpto*i.sat``), and a select never lets an unchosen poison through: so the
+        conversion's result is only chosen for values in range."""
+        b = self.b
+        if src.bits < 32:  # f16 / bf16: exactly representable in f32, whose range covers 2^64
+            v = b.fpext(v, ll.FloatType())
+        dt = scalar_ll(dst)
+        signed = dst.kind == "int"
+        low = -float(1 << (dst.bits - 1)) if signed else -1.0
+        high = float(1 << (dst.bits - 1 if signed else dst.bits))
+        maximum = ll.Constant(dt, (1 << (dst.bits - 1 if signed else dst.bits)) - 1)
+        zero = ll.Constant(dt, 0)
+        if signed:
+            result = b.select(b.fcmp_unordered("uno", v, v), zero, b.fptosi(v, dt))
+            result = b.select(b.fcmp_ordered("<", v, ll.Constant(v.type, low)), ll.Constant(dt, 1 << (dst.bits - 1)), result)
+        else:  # NaN, and -1 or less, give 0
+            result = b.select(b.fcmp_unordered("<=", v, ll.Constant(v.type, low)), zero, b.fptoui(v, dt))
+        return b.select(b.fcmp_ordered(">=", v, ll.Constant(v.type, high)), maximum, result)
 
 
 def _di_file_fields(path: str) -> dict[str, str]:
