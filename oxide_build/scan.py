@@ -8,6 +8,8 @@ through calls, in the same module or another module of the tree.
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -22,6 +24,7 @@ __all__ = [
     "ProjectIndex",
     "scan_tree",
     "module_name_for",
+    "read_source",
 ]
 
 SKIP_DIRS = frozenset({"build", "dist", "tests", "test", "__pycache__", "node_modules", "venv"})
@@ -98,6 +101,32 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
+def read_source(path: Path) -> str:
+    """The text of a Python source file, decoded as Python decodes it: UTF-8 unless a BOM or a
+    PEP 263 declaration (``# -*- coding: latin-1 -*-``) says otherwise."""
+    data = path.read_bytes()
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:  # an unknown encoding, or a declaration that contradicts the BOM
+        first_lines = data.split(b"\n", 2)
+        line = 1 if b"coding" in first_lines[0] or len(first_lines) < 2 else 2
+        text = first_lines[line - 1].decode("utf-8", errors="replace").lstrip("\ufeff").rstrip()
+        raise CompileError(f"cannot read the source: {exc}", SourceLocation(str(path), line, 1, text),
+                           "declare an encoding Python knows, e.g. `# -*- coding: utf-8 -*-`") from None
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        line_end = data.find(b"\n", exc.start)
+        source_line = data[line_start:line_end if line_end >= 0 else len(data)].decode(encoding, errors="replace")
+        raise CompileError(
+            f"the source is not valid {encoding}: byte 0x{data[exc.start]:02x} cannot be decoded",
+            SourceLocation(str(path), data.count(b"\n", 0, exc.start) + 1, exc.start - line_start + 1, source_line),
+            "save the file as UTF-8, or declare its encoding on the first or second line "
+            "(`# -*- coding: latin-1 -*-`, PEP 263)",
+        ) from None
+
+
 class ProjectIndex:
     """The modules of one source tree, parsed on demand and cached by dotted name."""
 
@@ -108,7 +137,7 @@ class ProjectIndex:
     def add_file(self, path: Path, name: str) -> ModuleSource:
         if name in self._modules:
             return self._modules[name]
-        text = path.read_text(encoding="utf-8")
+        text = read_source(path)
         try:
             tree = ast.parse(text, filename=str(path))
         except SyntaxError as exc:
@@ -139,6 +168,10 @@ class ProjectIndex:
         if path is None:
             return None
         return self.add_file(path, name)
+
+    def modules(self) -> list[ModuleSource]:
+        """Every module parsed so far."""
+        return list(self._modules.values())
 
     def parsed_files(self) -> list[Path]:
         """Every source file parsed so far: the modules a compile read names and code from."""
@@ -187,6 +220,13 @@ def _collect_symbols(module: ModuleSource) -> None:
                     # either a submodule or a name defined in `source`; the frontend decides
                     symbols[local] = Symbol("from", f"{source}:{alias.name}", node)
         elif isinstance(node, ast.FunctionDef):
+            first = module.functions.get(node.name)
+            if first is not None and (node.name in module.kernels or node.name in module.exports
+                                      or any(_is_kernel_decorator(module, d) or _is_kernel_decorator(module, d, "extern_kernel")
+                                             for d in node.decorator_list)):
+                raise module.error(node, f"{node.name!r} is defined twice in this module (first at line {first.lineno}); "
+                                         "Python keeps only the last definition",
+                                   "rename one of them")
             module.functions[node.name] = node
             symbols[node.name] = Symbol("function", f"{module.name}:{node.name}", node)
             if any(_is_kernel_decorator(module, d) for d in node.decorator_list):
@@ -293,7 +333,7 @@ def scan_tree(root: Path, packages: Sequence[str] | None = None, index: ProjectI
     index = index or ProjectIndex(root)
     modules: list[ScannedModule] = []
     for path in _iter_sources(root, packages):
-        if "@" not in path.read_text(encoding="utf-8", errors="replace"):
+        if b"@" not in path.read_bytes():
             continue  # no decorator at all: cannot hold a kernel; skip parsing
         name = module_name_for(path, root)
         source = index.add_file(path, name)

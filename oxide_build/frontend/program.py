@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -469,4 +470,35 @@ def build_program(index: ProjectIndex, module: ModuleSource, bounds_check: bool 
     kernels = builder.build_kernels()
     builder.build_exports()
     program = ir.Program(builder.functions, list(builder.externs.values()), builder.extern_kernels)
+    _check_symbols(builder, program)
     return FrontendResult(program, kernels, builder.error_sites)
+
+
+RESERVED_SYMBOL_PREFIXES = ("__oxide", "__nv_", "llvm.")  # the generated code's own globals, libdevice
+
+
+def _check_symbols(builder: ProgramBuilder, program: ir.Program) -> None:
+    """Every function of the compiled module needs a symbol of its own: two kernels (or a
+    kernel's specialization and another kernel, an export, an extern) of one name would clash
+    in the LLVM module, and a name of the generated code's own would be taken over."""
+    by_file = {builder.relative_file(m): m for m in builder.index.modules()}
+    by_file.update({str(m.path): m for m in builder.index.modules()})
+    seen: dict[str, tuple[str, int]] = {}
+    entries = [(f.symbol, f.file, f.line, f.python_name) for f in program.functions]
+    entries += [(e.symbol, e.file, e.line, e.symbol) for e in [*program.externs, *program.extern_kernels]]
+    for symbol, file, line, name in entries:
+        module = by_file.get(file)
+
+        def error(message: str, hint: str) -> CompileError:
+            lines = module.lines if module is not None else []
+            src = lines[line - 1] if 0 < line <= len(lines) else ""
+            return CompileError(message, SourceLocation(str(module.path) if module else file, line, 1, src), hint)
+
+        if symbol.startswith(RESERVED_SYMBOL_PREFIXES):
+            raise error(f"the name {symbol!r} is reserved for oxide's generated code and libdevice",
+                        f"rename it; names starting with {', '.join(RESERVED_SYMBOL_PREFIXES)} are taken")
+        if symbol in seen and seen[symbol] != (file, line):
+            first_file, first_line = seen[symbol]
+            raise error(f"{name!r} compiles to the symbol {symbol!r}, which {Path(first_file).name}:{first_line} "
+                        f"also defines", "rename one of them")
+        seen.setdefault(symbol, (file, line))

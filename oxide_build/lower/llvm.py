@@ -13,6 +13,7 @@ from typing import Callable
 
 from llvmlite import ir as ll
 
+from oxide.errors import CompileError, SourceLocation
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
@@ -165,7 +166,20 @@ class ModuleLowering:
             self.functions[ext.symbol] = ll.Function(self.module, fnty, ext.symbol)
         kernels = []
         for fn in self.program.functions:
-            FunctionLowering(self, fn, self.functions[fn.symbol]).lower()
+            lowering = FunctionLowering(self, fn, self.functions[fn.symbol])
+            try:
+                lowering.lower()
+            except CompileError:
+                raise
+            except Exception as exc:
+                # the frontend only builds IR this lowering accepts: a failure here is a compiler
+                # bug, reported at the statement it met (not as a traceback from our internals)
+                line, col = lowering.position
+                raise CompileError(
+                    f"internal compiler error while lowering {fn.python_name}(): {type(exc).__name__}: {exc}",
+                    SourceLocation(fn.file, line, col),
+                    "please report this with the function's source; rewriting the statement may avoid it",
+                ) from exc
             if fn.is_kernel:
                 kernels.append(self.functions[fn.symbol])
         if kernels:
@@ -295,9 +309,11 @@ class FunctionLowering:
         self.loops: list[_Loop] = []
         self.block_dims: dict[str, ll.Value] | None = None  # ntid.x/y/z, read first (lower())
         self.di_scope = parent.subprogram(fn, llfn)
+        self.position = (fn.line, 1)  # the statement being lowered, for internal errors
         self.locate(fn.line, 1)
 
     def locate(self, line: int, col: int) -> None:
+        self.position = (line, col)
         if self.di_scope is not None:
             self.b.debug_metadata = self.parent.module.add_debug_info(
                 "DILocation", {"line": line, "column": col, "scope": self.di_scope})
