@@ -10,6 +10,7 @@ setup(
         Extension(
             "oxide.runtime._launcher",
             ["oxide/runtime/_launcher.c"],
+            depends=["oxide/runtime/_abi.h"],  # generated from oxide/abi/ (python -m oxide.abi.header)
             optional=True,
             extra_compile_args=["-O2"] if __import__("sys").platform != "win32" else [],
         )

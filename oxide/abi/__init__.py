@@ -1,8 +1,18 @@
 """The contract between the compiler (``oxide_build``) and the runtime (``oxide.runtime``).
 
-Both sides read the layout of what crosses from one to the other from here: scalar types.
-A leaf: it imports nothing of oxide and nothing outside the standard library, so that the
-runtime, the compiler and the C launcher's generated header agree by construction.
+What crosses from one side to the other is described here once, and both sides read it:
+
+- ``scalars``: the scalar types and their sizes;
+- ``views``: the view kinds (``ViewKind``), their language names and properties;
+- ``params``: the kernel parameter block (slots per parameter);
+- ``preconditions``: the encoding of the conditions checked at launch;
+- ``error_record``: where a failing device-side check leaves its report;
+- ``manifest``: the records of ``_oxide/<module>.json``;
+- ``launcher``: the C launcher's dtype codes, array kinds and version; ``header`` writes its
+  ``_abi.h`` from them.
+
+A leaf: it imports nothing of oxide outside this package and nothing outside the standard
+library (``tests/test_imports.py``), so the runtime needs no compiler to read it.
 """
 from __future__ import annotations
 

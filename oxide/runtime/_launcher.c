@@ -34,6 +34,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_abi.h" /* generated from oxide/abi/: dtype codes, array kinds, ABI_VERSION */
+
 typedef int CUresult;
 typedef CUresult (*cuLaunchKernel_t)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                      unsigned bz, unsigned shared, void *stream, void **params, void **extra);
@@ -46,17 +48,12 @@ static cuCtxGetCurrent_t drv_ctx_get_current = NULL;
 static volatile int64_t *records[MAX_RECORDS];
 static int n_records = 0;
 
-/* array kinds: must match oxide/runtime/launcher.py */
-enum { ARRAY_NONE = 0, ARRAY_TORCH = 1, ARRAY_CUPY = 2, ARRAY_DEVICE_ARRAY = 3, ARRAY_CAI = 4 };
 #define MAX_TYPES 64
 static PyTypeObject *array_types[MAX_TYPES];
 static int array_kinds[MAX_TYPES];
 static int n_array_types = 0;
 
-/* dtype codes: must match oxide/runtime/launcher.py DTYPE_CODES */
-enum { DT_NONE = 0, DT_I8, DT_I16, DT_I32, DT_I64, DT_U8, DT_U16, DT_U32, DT_U64, DT_F16, DT_BF16, DT_F32,
-       DT_F64, DT_BOOL, DT_COUNT };
-static const int itemsize[DT_COUNT] = {0, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 1};
+static const int itemsize[DT_COUNT] = DT_ITEMSIZES;
 
 #define MAX_DTYPES 128
 static PyObject *dtype_objs[MAX_DTYPES]; /* torch.dtype / numpy.dtype objects, compared by identity */
@@ -157,10 +154,6 @@ static Getter getter_of(PyTypeObject *type, PyObject *name) {
 
 #define MAX_CONTEXTS 8
 #define MAX_SLOTS 256
-#define MAX_NDIM 8 /* a Tensor of more dimensions stays on the Python path */
-/* What launcher.py expects (it ignores an extension built from another version of this file:
-   a stale in-place build then costs speed, not correctness). */
-#define ABI_VERSION 4
 
 typedef struct {
     void *ctx;

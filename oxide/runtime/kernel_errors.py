@@ -35,6 +35,8 @@ import threading
 import time
 from typing import Any, Callable
 
+from oxide.abi import error_record
+from oxide.abi.error_record import RECORD_WORDS
 from oxide.errors import KernelError
 from oxide.runtime import device
 from oxide.runtime.manifest import ErrorSite
@@ -52,14 +54,14 @@ __all__ = [
     "add_record_listener",
 ]
 
-RECORD_WORDS = 5  # flag, module id, site id, index, length
-ERROR_PTR_SYMBOL = b"__oxide_error_ptr"
-MODULE_ID_SYMBOL = b"__oxide_module_id"
+# flag, module id, site id, index, length: the layout is oxide.abi.error_record's
+ERROR_PTR_SYMBOL = error_record.ERROR_PTR_SYMBOL.encode()
+MODULE_ID_SYMBOL = error_record.MODULE_ID_SYMBOL.encode()
 
 # The device claims the record (flag 0 -> 1) before it writes the fields, so a reader that sees
 # the flag may briefly see fields still 0 (ids start at 1). A published flag of 2, should the
 # device ever write it after its fence, means the fields are complete.
-_PUBLISHED = 2
+_PUBLISHED = error_record.FLAG_PUBLISHED
 _FIELDS_WAIT_S = 0.5
 
 

@@ -29,6 +29,8 @@ import os
 import sys
 from typing import Any
 
+from oxide.abi.launcher import ABI_VERSION, ARRAY_KINDS, DTYPE_CODES
+
 __all__ = [
     "ENABLED",
     "LaunchBase",
@@ -46,14 +48,11 @@ __all__ = [
     "driver_entry_points",
 ]
 
-ARRAY_TORCH, ARRAY_CUPY, ARRAY_DEVICE_ARRAY, ARRAY_CAI = 1, 2, 3, 4
-
-DTYPE_CODES = {
-    "i8": 1, "i16": 2, "i32": 3, "i64": 4, "u8": 5, "u16": 6, "u32": 7, "u64": 8,
-    "f16": 9, "bf16": 10, "f32": 11, "f64": 12, "bool": 13,
-}  # fmt: skip  -- must match the DT_ enum of _launcher.c
-
-_ABI_VERSION = 4  # must match ABI_VERSION in _launcher.c
+# the C side reads the same values from _abi.h, generated from oxide.abi.launcher
+ARRAY_TORCH = ARRAY_KINDS["torch"]
+ARRAY_CUPY = ARRAY_KINDS["cupy"]
+ARRAY_DEVICE_ARRAY = ARRAY_KINDS["device_array"]
+ARRAY_CAI = ARRAY_KINDS["cai"]
 
 _ext: Any = None
 if os.environ.get("OXIDE_PURE_PYTHON", "").strip() not in ("1", "true", "yes"):
@@ -61,7 +60,7 @@ if os.environ.get("OXIDE_PURE_PYTHON", "").strip() not in ("1", "true", "yes"):
         from oxide.runtime import _launcher as _ext  # type: ignore[attr-defined, no-redef]
     except ImportError:
         _ext = None
-    if _ext is not None and getattr(_ext, "ABI_VERSION", 0) != _ABI_VERSION:
+    if _ext is not None and getattr(_ext, "ABI_VERSION", 0) != ABI_VERSION:
         _ext = None  # built from another version of _launcher.c: rebuild it (setup.py build_ext)
 
 

@@ -6,19 +6,9 @@ instead of the device code, and so are the grid limits that the compiler's bound
 Both launch paths check them before ``cuLaunchKernel`` (the C launcher evaluates the same
 encoding); a failure raises ``oxide.KernelError`` at the launch, with the assert's location.
 
-The encoding is nested lists (JSON), evaluated over the kernel's packed parameter slots (the
-values ``ArgPacker`` packs: a view is pointer, length — a tensor pointer, shape…, strides… —
-and a scalar its converted value) and the launch dimensions:
-
-- ``["const", v]`` — an integer (bools are 0 and 1)
-- ``["arg", k]`` — packed slot ``k``
-- ``["grid", a]``, ``["block", a]`` — ``grid.dim`` / ``block.dim`` along axis ``a`` (0, 1, 2)
-- ``["cast", ty, e]`` — ``e`` converted to integer type ``ty`` (wrapping, like the device)
-- ``["add" | "sub" | "mul", ty, a, b]``, ``["neg", ty, a]`` — arithmetic in ``ty``, wrapping
-- ``["lt" | "le" | "gt" | "ge" | "eq" | "ne", a, b]`` — comparisons of the values
-- ``["and", [e…]]``, ``["or", [e…]]``, ``["not", e]``
-
-Types are ``i8 i16 i32 i64 u8 u16 u32 u64 bool``.
+The encoding (nested lists, JSON) is ``oxide.abi.preconditions``'s: it is evaluated over the
+kernel's packed parameter slots (``oxide.abi.params``; the values ``ArgPacker`` packs) and the
+launch dimensions.
 """
 from __future__ import annotations
 

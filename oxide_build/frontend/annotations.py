@@ -5,9 +5,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from oxide.abi.views import MAX_TENSOR_NDIM, VIEW_ANNOTATIONS
 from oxide.lang.types import SCALAR_TYPES, ScalarType
 
-from ..ir.types import BOOL, F64, I64, THREAD_INDEX, VIEW_KINDS, VOID, TupleType, Type, ViewType, type_name
+from ..ir.types import BOOL, F64, I64, THREAD_INDEX, VOID, TupleType, Type, ViewType, type_name
 from ..scan import ModuleSource
 
 __all__ = ["PYTHON_SCALARS", "TypeVarBinding", "dotted_parts", "oxide_name", "resolve_annotation"]
@@ -81,18 +82,19 @@ def resolve_annotation(
         view = oxide_name(module, node.value)
         if view == "Constexpr":
             return I64
-        if view not in VIEW_KINDS:
+        kind = VIEW_ANNOTATIONS.get(view or "")
+        if view is None or kind is None:
             raise module.error(node, f"unknown generic type {ast.unparse(node.value)!r} in {what}",
                                "views are Slice[T], DisjointSlice[T], MutSlice[T] and Tensor[T, N] from oxide")
         ndim = 1
         elem_node = node.slice
-        if view.endswith("Tensor"):
+        if kind.is_tensor:
             if not (isinstance(node.slice, ast.Tuple) and len(node.slice.elts) == 2):
                 raise module.error(node, f"{view} takes an element type and a dimension count: {view}[f32, 2]")
             elem_node, ndim_node = node.slice.elts
             n = ndim_node.value if isinstance(ndim_node, ast.Constant) else None
-            if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 8:
-                raise module.error(ndim_node, f"the dimension count of {view} must be an integer from 1 to 8")
+            if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_TENSOR_NDIM:
+                raise module.error(ndim_node, f"the dimension count of {view} must be an integer from 1 to {MAX_TENSOR_NDIM}")
             ndim = n
         elem = resolve_annotation(module, elem_node, typevars, what)
         if isinstance(elem, TypeVarBinding):
@@ -101,7 +103,7 @@ def resolve_annotation(
             elem = elem.bound
         if not isinstance(elem, ScalarType):
             raise module.error(elem_node, f"{view} elements must be scalars, not {type_name(elem)}")
-        return ViewType(VIEW_KINDS[view], elem, ndim)
+        return ViewType(kind, elem, ndim)
     if isinstance(node, ast.Name):
         if node.id in typevars:
             tv = typevars[node.id]
@@ -116,7 +118,7 @@ def resolve_annotation(
             return SCALAR_TYPES[name]
         if name == "ThreadIndex":
             return THREAD_INDEX
-        if name in VIEW_KINDS:
+        if name in VIEW_ANNOTATIONS:
             raise module.error(node, f"{name} needs an element type ({what})", f"write {name}[f32]")
     raise module.error(
         node, f"unknown type {ast.unparse(node)!r} in {what}",

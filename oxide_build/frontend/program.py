@@ -8,6 +8,8 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
+from oxide.abi.params import CONSTEXPR_PARAM, SCALAR_PARAM
+from oxide.abi.views import ViewKind
 from oxide.errors import CompileError, SourceLocation
 from oxide.lang.types import ScalarType
 from oxide.runtime.manifest import ErrorSite, KernelSpec, ParamSpec
@@ -241,7 +243,7 @@ class ProgramBuilder:
                 by_name = {p.name: _param_spec(p) for p in translator.params}
                 specs.append(KernelSpec(
                     name=name, symbol=symbol,
-                    params=tuple(by_name.get(a.arg) or ParamSpec(a.arg, "constexpr", "i64") for a in fdef.args.args),
+                    params=tuple(by_name.get(a.arg) or ParamSpec(a.arg, CONSTEXPR_PARAM, "i64") for a in fdef.args.args),
                     specialization=spec, file=self.module.path.name, line=fdef.lineno,
                     preconditions=tuple(translator.preconditions),
                 ))
@@ -368,7 +370,7 @@ class ProgramBuilder:
             if isinstance(pty, ViewType):
                 if not isinstance(arg.ty, ViewType):
                     raise caller.error(node, f"{what} needs {type_name(pty)}, got {type_name(arg.ty)}")
-                if arg.ty.elem != pty.elem or (pty.kind != "slice" and pty.kind != arg.ty.kind):
+                if arg.ty.elem != pty.elem or (pty.kind != ViewKind.SLICE and pty.kind != arg.ty.kind):
                     raise caller.error(node, f"{what} needs {type_name(pty)}, got {type_name(arg.ty)}",
                                        "a writable view can be passed where a Slice is expected, not the reverse")
                 converted.append(arg)
@@ -435,13 +437,13 @@ class ProgramBuilder:
         converted: list[ir.Expr] = []
         for arg, p, pty in zip(args, params, param_types):
             what = f"argument {p.arg!r} of {fdef.name}()"
-            if isinstance(pty, ViewType) and pty.kind == "ptr":
+            if isinstance(pty, ViewType) and pty.kind == ViewKind.PTR:
                 if not isinstance(arg.ty, ViewType) or arg.ty.elem != pty.elem:
                     raise caller.error(node, f"{what} needs a view of {pty.elem.name} (its data pointer is passed), "
                                        f"got {type_name(arg.ty)}", "pass a Slice/DisjointSlice/MutSlice/Tensor parameter")
                 converted.append(arg)
             elif isinstance(pty, ViewType):
-                if not isinstance(arg.ty, ViewType) or arg.ty.elem != pty.elem or (pty.kind != "slice" and pty.kind != arg.ty.kind):
+                if not isinstance(arg.ty, ViewType) or arg.ty.elem != pty.elem or (pty.kind != ViewKind.SLICE and pty.kind != arg.ty.kind):
                     raise caller.error(node, f"{what} needs {type_name(pty)}, got {type_name(arg.ty)}")
                 converted.append(arg)
             else:
@@ -459,10 +461,10 @@ class ProgramBuilder:
 
 def _param_spec(p: ir.Param) -> ParamSpec:
     if isinstance(p.ty, ViewType):
-        return ParamSpec(p.name, p.ty.kind, p.ty.elem.name, p.ty.ndim)
+        return ParamSpec(p.name, p.ty.kind.value, p.ty.elem.name, p.ty.ndim)
     scalar = as_scalar(p.ty)
     assert scalar is not None
-    return ParamSpec(p.name, "scalar", scalar.name)
+    return ParamSpec(p.name, SCALAR_PARAM, scalar.name)
 
 
 def build_program(index: ProjectIndex, module: ModuleSource, bounds_check: bool = True) -> FrontendResult:

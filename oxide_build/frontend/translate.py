@@ -10,6 +10,9 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+from oxide.abi.params import SCALAR_PARAM, param_slot_count
+from oxide.abi.preconditions import ARITHMETIC, COMPARISONS
+from oxide.abi.views import ViewKind
 from oxide.errors import CompileError
 from oxide.runtime.manifest import Precondition
 from oxide.lang.types import SCALAR_TYPES, ScalarType
@@ -151,7 +154,7 @@ class FunctionTranslator(ast.NodeVisitor):
                 ty = resolved
             if isinstance(ty, VoidType):
                 raise self.error(arg, f"parameter {arg.arg!r} cannot be None")
-            if isinstance(ty, ViewType) and ty.kind == "ptr":
+            if isinstance(ty, ViewType) and ty.kind == ViewKind.PTR:
                 raise self.error(arg, f"Ptr[{ty.elem.name}] is only for the parameters of @extern C++ functions",
                                  "take a Slice/DisjointSlice/MutSlice here and pass it to the extern")
             if self.is_kernel and isinstance(ty, ThreadIndexType):
@@ -200,7 +203,7 @@ class FunctionTranslator(ast.NodeVisitor):
         return []
 
     def launch_expr(self, e: ir.Expr) -> list[Any] | None:
-        """``e`` in the launch-precondition encoding (oxide/runtime/preconditions.py), or None
+        """``e`` in the launch-precondition encoding (``oxide.abi.preconditions``), or None
         when it depends on more than the launch arguments and dimensions."""
         if isinstance(e, ir.Const):
             return ["const", int(e.value)] if isinstance(e.value, (bool, int)) else None
@@ -226,14 +229,14 @@ class FunctionTranslator(ast.NodeVisitor):
             return ["cast", e.ty.name, inner] if inner is not None and ok else None
         if isinstance(e, ir.BinOp) and e.op in ("+", "-", "*") and e.ty.kind in ("int", "uint"):
             a, b = self.launch_expr(e.left), self.launch_expr(e.right)
-            op = {"+": "add", "-": "sub", "*": "mul"}[e.op]
+            op = ARITHMETIC[e.op]
             return [op, e.ty.name, a, b] if a is not None and b is not None else None
         if isinstance(e, ir.Neg) and e.ty.kind in ("int", "uint"):
             a = self.launch_expr(e.operand)
             return ["neg", e.ty.name, a] if a is not None else None
         if isinstance(e, ir.Compare) and e.operand_ty.kind in ("int", "uint", "bool"):
             a, b = self.launch_expr(e.left), self.launch_expr(e.right)
-            op = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}[e.op]
+            op = COMPARISONS[e.op]
             return [op, a, b] if a is not None and b is not None else None
         if isinstance(e, ir.BoolOp):
             parts = [self.launch_expr(v) for v in e.values]
@@ -244,15 +247,15 @@ class FunctionTranslator(ast.NodeVisitor):
         return None
 
     def _slots(self) -> dict[str, int]:
-        """Parameter name -> its first packed slot (a view: pointer, then length or shape);
+        """Parameter name -> its first packed slot (``oxide.abi.params``: a view is its pointer,
+        then its length or its shape and strides);
         worked out once, at the first launch assert (all parameters are known by then)."""
         if self._slot_of is None:
             self._slot_of = {}
             k = 0
             for p in self.params:
                 self._slot_of[p.name] = k
-                k += 1 + (2 * p.ty.ndim if isinstance(p.ty, ViewType) and p.ty.is_tensor else
-                          1 if isinstance(p.ty, ViewType) else 0)
+                k += param_slot_count(p.ty.kind, p.ty.ndim) if isinstance(p.ty, ViewType) else param_slot_count(SCALAR_PARAM)
         return self._slot_of
 
     # ---- statements ---------------------------------------------------------------------
@@ -453,12 +456,12 @@ class FunctionTranslator(ast.NodeVisitor):
             return ir.Store(view, index, value, self.loc(node), site)
         vt = view.ty
         if vt.is_tensor:
-            if vt.kind == "tensor":
+            if vt.kind == ViewKind.TENSOR:
                 raise self.error(target, f"{ast.unparse(target.value)!r} is a read-only Tensor",
                                  "declare it MutTensor (writes inside `with oxide.unsafe():`) or DisjointTensor")
-            if vt.kind == "mut_tensor" and self.unsafe_depth == 0:
+            if vt.kind == ViewKind.MUT_TENSOR and self.unsafe_depth == 0:
                 raise self.error(target, f"writing the MutTensor {ast.unparse(target.value)!r} needs `with oxide.unsafe():`")
-            if vt.kind == "disjoint_tensor":
+            if vt.kind == ViewKind.DISJOINT_TENSOR:
                 elts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
                 want = ["1d"] if vt.ndim == 1 else ["row", "col"] if vt.ndim == 2 else None
                 got = [self.locals.get(e.id) if isinstance(e, ast.Name) else None for e in elts]
@@ -472,17 +475,17 @@ class FunctionTranslator(ast.NodeVisitor):
                                           f"store into {ast.unparse(target.value)}")
             return ir.Store(view, flat, value, self.loc(node), None)
         index = self.index_expr(target.slice)
-        if vt.kind == "slice":
+        if vt.kind == ViewKind.SLICE:
             raise self.error(target, f"{ast.unparse(target.value)!r} is a read-only Slice",
                              "declare the parameter DisjointSlice[T] to write one element per thread")
-        if vt.kind == "disjoint_slice" and not (isinstance(index.ty, ThreadIndexType) and index.ty.axis == "1d"):
+        if vt.kind == ViewKind.DISJOINT_SLICE and not (isinstance(index.ty, ThreadIndexType) and index.ty.axis == "1d"):
             raise self.error(
                 target.slice,
                 f"a DisjointSlice can only be written at the calling thread's ThreadIndex; "
                 f"{ast.unparse(target.slice)!r} is {type_name(index.ty)}",
                 "index with the value of thread.index_1d(), or use MutSlice inside `with oxide.unsafe():`",
             )
-        if vt.kind == "mut_slice" and self.unsafe_depth == 0:
+        if vt.kind == ViewKind.MUT_SLICE and self.unsafe_depth == 0:
             raise self.error(target, f"writing the MutSlice {ast.unparse(target.value)!r} needs `with oxide.unsafe():`",
                              "wrap the write in `with oxide.unsafe():`, or use a DisjointSlice")
         value = self.convert_implicit(self.expr(value_node), vt.elem, value_node,
@@ -1301,12 +1304,12 @@ class FunctionTranslator(ast.NodeVisitor):
             raise self.error(node, f"{func.attr}() takes {nargs} argument(s), got {len(node.args)}")
         index = self.index_expr(node.args[0])
         if is_store:
-            if view.ty.kind == "slice":
+            if view.ty.kind == ViewKind.SLICE:
                 raise self.error(func, f"{ast.unparse(func.value)!r} is a read-only Slice")
-            if view.ty.kind == "disjoint_slice" and not isinstance(index.ty, ThreadIndexType):
+            if view.ty.kind == ViewKind.DISJOINT_SLICE and not isinstance(index.ty, ThreadIndexType):
                 raise self.error(node.args[0], "a DisjointSlice vector store needs the thread's ThreadIndex",
                                  "index with the value of thread.index_1d()")
-            if view.ty.kind == "mut_slice" and self.unsafe_depth == 0:
+            if view.ty.kind == ViewKind.MUT_SLICE and self.unsafe_depth == 0:
                 raise self.error(node, f"writing the MutSlice {ast.unparse(func.value)!r} needs `with oxide.unsafe():`")
         scalar_index = self.convert(self.materialize(index), I64, node.args[0]) if not isinstance(index.ty, ThreadIndexType) else ir.Cast(index, I64, loc)
         last = ir.BinOp("+", ir.BinOp("*", scalar_index, ir.Const(width, I64, loc), I64, loc), ir.Const(width - 1, I64, loc), I64, loc)

@@ -4,38 +4,35 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
+from oxide.abi.views import ViewKind
 from oxide.lang.types import SCALAR_TYPES, ScalarType, boolean, f32, f64, i32, i64
 
 __all__ = [
     "ScalarType", "ViewType", "ThreadIndexType", "VoidType", "ArrayType", "TupleType", "Type",
     "THREAD_INDEX", "VOID", "BOOL", "I64", "I32", "F32", "F64", "SCALAR_TYPES",
-    "VIEW_KINDS", "type_name", "is_int", "is_float", "as_scalar",
+    "ViewKind", "type_name", "is_int", "is_float", "as_scalar",
 ]
 
 BOOL, I32, I64, F32, F64 = boolean, i32, i64, f32, f64
 
-# language name -> manifest kind
-VIEW_KINDS = {"Slice": "slice", "DisjointSlice": "disjoint_slice", "MutSlice": "mut_slice",
-              "Tensor": "tensor", "MutTensor": "mut_tensor", "DisjointTensor": "disjoint_tensor",
-              "Ptr": "ptr"}
 
 
 @dataclass(frozen=True)
 class ViewType:
-    kind: str  # "slice", "disjoint_slice", "mut_slice", "tensor", "mut_tensor", "disjoint_tensor"
+    kind: ViewKind
     elem: ScalarType
     ndim: int = 1
 
     @property
     def writable(self) -> bool:
-        return self.kind not in ("slice", "tensor")
+        return self.kind.is_writable
 
     @property
     def is_tensor(self) -> bool:
-        return self.kind.endswith("tensor")
+        return self.kind.is_tensor
 
     def __str__(self) -> str:
-        lang = {v: k for k, v in VIEW_KINDS.items()}[self.kind]
+        lang = self.kind.annotation
         return f"{lang}[{self.elem.name}, {self.ndim}]" if self.is_tensor else f"{lang}[{self.elem.name}]"
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from oxide.abi.views import ViewKind
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
@@ -59,7 +60,7 @@ def export_decls(program: ir.Program) -> tuple[ExportDecl, ...]:
         for p in fn.params:
             name = _c_ident(p.name)
             if isinstance(p.ty, ViewType):
-                const = "const " if p.ty.kind == "slice" else ""
+                const = "const " if p.ty.kind == ViewKind.SLICE else ""
                 params += [f"{const}{_c_type(p.ty.elem)}* {name}", f"long long {name}_len"]
             else:
                 params.append(f"{_c_type(p.ty)} {name}")

@@ -2,8 +2,9 @@
 
 Views are two values everywhere: a ``ptr addrspace(1)`` to global memory and an i64 length.
 Locals live in entry-block allocas that LLVM's mem2reg turns into registers. A failed bounds
-check calls ``__oxide_fail``, which records the first failure in ``__oxide_error`` (read by the
-runtime) and ends the thread.
+check calls ``__oxide_fail``, which records the first failure in the record that
+``__oxide_error_ptr`` points to (read by the runtime; layout in ``oxide.abi.error_record``) and
+ends the thread.
 """
 from __future__ import annotations
 
@@ -13,17 +14,18 @@ from typing import Callable
 
 from llvmlite import ir as ll
 
+from oxide.abi import error_record
+from oxide.abi.views import ViewKind
 from oxide.errors import CompileError, SourceLocation
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
 from ..ir.types import ArrayType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, is_int
 
-__all__ = ["lower_program", "module_text", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT", "ERROR_GLOBAL"]
+__all__ = ["lower_program", "module_text", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT"]
 
 NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
 NVPTX_DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
-ERROR_GLOBAL = "__oxide_error"  # __oxide_error_ptr: address of the host-mapped failure record
 
 I1, I8, I32T, I64T = ll.IntType(1), ll.IntType(8), ll.IntType(32), ll.IntType(64)
 
@@ -94,7 +96,7 @@ def abi_params(params: list[ir.Param], kernel: bool, c_abi: bool = False) -> lis
     out: list[ll.Type] = []
     for p in params:
         ptr = (lambda e: ll.PointerType(scalar_ll(e, True))) if c_abi else global_ptr
-        if isinstance(p.ty, ViewType) and p.ty.kind == "ptr":
+        if isinstance(p.ty, ViewType) and p.ty.kind == ViewKind.PTR:
             out.append(ptr(p.ty.elem))
         elif isinstance(p.ty, ViewType) and p.ty.is_tensor:
             out += [ptr(p.ty.elem)] + [I64T] * (2 * p.ty.ndim)
@@ -255,13 +257,13 @@ class ModuleLowering:
         if self._fail is not None:
             return self._fail
         rec_ptr_ty = ll.PointerType(I64T)  # generic address of the host-mapped record
-        err_ptr = ll.GlobalVariable(self.module, rec_ptr_ty, ERROR_GLOBAL + "_ptr", addrspace=1)
+        err_ptr = ll.GlobalVariable(self.module, rec_ptr_ty, error_record.ERROR_PTR_SYMBOL, addrspace=1)
         err_ptr.initializer = ll.Constant(rec_ptr_ty, None)
         err_ptr.align = 8
-        mod_id = ll.GlobalVariable(self.module, I64T, "__oxide_module_id", addrspace=1)
+        mod_id = ll.GlobalVariable(self.module, I64T, error_record.MODULE_ID_SYMBOL, addrspace=1)
         mod_id.initializer = ll.Constant(I64T, 0)
         mod_id.align = 8
-        fn = ll.Function(self.module, ll.FunctionType(ll.VoidType(), [I64T, I64T, I64T]), "__oxide_fail")
+        fn = ll.Function(self.module, ll.FunctionType(ll.VoidType(), [I64T, I64T, I64T]), error_record.FAIL_FUNCTION)
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")  # a call costs the kernel ~12 registers of ABI
         fn.attributes.add("cold")
@@ -278,15 +280,15 @@ class ModuleLowering:
         b.asm(ll.FunctionType(ll.VoidType(), []), "trap;", "", [], side_effect=True)
         b.unreachable()
         b.position_at_end(claim)
-        pair = b.cmpxchg(rec, ll.Constant(I64T, 0), ll.Constant(I64T, 1), "monotonic", "monotonic")
+        pair = b.cmpxchg(rec, ll.Constant(I64T, 0), ll.Constant(I64T, error_record.FLAG_CLAIMED), "monotonic", "monotonic")
         old = b.extract_value(pair, 0)
         b.cbranch(b.icmp_unsigned("==", old, ll.Constant(I64T, 0)), record, done)
         b.position_at_end(record)
         values = [b.load(mod_id, align=8), *fn.args]
-        for i, value in enumerate(values, start=1):
+        for i, value in enumerate(values, start=error_record.MODULE_ID):  # then site id, index, length
             b.store(value, b.gep(rec, [ll.Constant(I32T, i)]), align=8)
         b.call(self.intrinsic("llvm.nvvm.membar.sys", ll.VoidType(), []), [])
-        published = b.store(ll.Constant(I64T, 2), rec, align=8)  # 2: the fields are written
+        published = b.store(ll.Constant(I64T, error_record.FLAG_PUBLISHED), rec, align=8)
         published.volatile = True
         b.call(self.intrinsic("llvm.nvvm.membar.sys", ll.VoidType(), []), [])
         b.branch(done)
@@ -637,7 +639,7 @@ class FunctionLowering:
                 v = self.view(a)
                 ptr = self.b.addrspacecast(v.ptr, ll.PointerType(scalar_ll(v.elem, True))) if generic else v.ptr
                 pty = params[position].ty if params is not None else None
-                if isinstance(pty, ViewType) and pty.kind == "ptr":
+                if isinstance(pty, ViewType) and pty.kind == ViewKind.PTR:
                     args.append(ptr)
                 elif a.ty.is_tensor:
                     assert v.shape is not None and v.strides is not None

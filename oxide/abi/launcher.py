@@ -1,0 +1,20 @@
+"""What the runtime's Python side and its C launcher (``_launcher.c``) agree on: dtype codes,
+array kinds and the launcher's version. ``_abi.h`` is generated from this module
+(``python -m oxide.abi.header``); ``tests/test_abi.py`` checks that it is up to date."""
+from __future__ import annotations
+
+__all__ = ["ABI_VERSION", "DTYPE_CODES", "ARRAY_KINDS", "MAX_LAUNCH_NDIM"]
+
+# an extension built from another version of _launcher.c is ignored (launcher.py)
+ABI_VERSION = 4
+
+# scalar type name -> the launcher's dtype code (0: none)
+DTYPE_CODES: dict[str, int] = {
+    "i8": 1, "i16": 2, "i32": 3, "i64": 4, "u8": 5, "u16": 6, "u32": 7, "u64": 8,
+    "f16": 9, "bf16": 10, "f32": 11, "f64": 12, "bool": 13,
+}  # fmt: skip
+
+# the kinds of array the C launcher reads itself (0: none, the Python path)
+ARRAY_KINDS: dict[str, int] = {"torch": 1, "cupy": 2, "device_array": 3, "cai": 4}
+
+MAX_LAUNCH_NDIM = 8  # a Tensor of more dimensions stays on the Python path

@@ -1,0 +1,115 @@
+"""oxide.abi is the one description of what crosses from the compiler to the runtime: the C
+launcher's header is generated from it, and both sides read their layouts from it."""
+from __future__ import annotations
+
+import re
+import struct
+from pathlib import Path
+
+import pytest
+
+from oxide.abi import error_record, launcher, params, preconditions
+from oxide.abi.header import HEADER_PATH, main, render_header
+from oxide.abi.manifest import ModuleManifest, ParamSpec
+from oxide.abi.scalars import SCALAR_TYPES
+from oxide.abi.views import VIEW_ANNOTATIONS, ViewKind
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_checked_in_header_is_what_the_abi_generates() -> None:
+    assert HEADER_PATH.read_text(encoding="utf-8") == render_header(), "run: python -m oxide.abi.header"
+    assert main(["--check"]) == 0
+
+
+def test_the_c_launcher_takes_its_constants_from_the_header_only() -> None:
+    source = (ROOT / "oxide" / "runtime" / "_launcher.c").read_text(encoding="utf-8")
+    assert '#include "_abi.h"' in source
+    for name in ("ABI_VERSION", "MAX_NDIM"):
+        assert not re.search(rf"#define\s+{name}\b", source), f"{name} is defined again in _launcher.c"
+    assert not re.search(r"enum\s*\{\s*DT_NONE", source) and not re.search(r"\bARRAY_TORCH\s*=", source)
+
+
+def test_the_header_states_every_dtype_code_and_item_size() -> None:
+    header = render_header()
+    for name, code in launcher.DTYPE_CODES.items():
+        assert f"DT_{name.upper()} = {code}" in header
+    sizes = re.search(r"#define DT_ITEMSIZES \{([^}]*)\}", header)
+    assert sizes is not None
+    table = [int(v) for v in sizes.group(1).split(",")]
+    assert all(table[code] == SCALAR_TYPES[name].itemsize for name, code in launcher.DTYPE_CODES.items())
+    assert f"RECORD_WORDS = {error_record.RECORD_WORDS}" in header
+
+
+def test_the_runtime_reads_the_abi() -> None:
+    from oxide.runtime import kernel_errors
+    from oxide.runtime import launcher as runtime_launcher
+    from oxide.runtime import manifest
+
+    assert runtime_launcher.DTYPE_CODES is launcher.DTYPE_CODES
+    assert runtime_launcher.ARRAY_CAI == launcher.ARRAY_KINDS["cai"]
+    assert kernel_errors.RECORD_WORDS == error_record.RECORD_WORDS
+    assert kernel_errors.ERROR_PTR_SYMBOL == error_record.ERROR_PTR_SYMBOL.encode()
+    assert manifest.ParamSpec is ParamSpec and manifest.ModuleManifest is ModuleManifest
+    if runtime_launcher.ENABLED:  # the built extension agrees with the header it was built from
+        assert runtime_launcher.MAX_NDIM == launcher.MAX_LAUNCH_NDIM
+
+
+def test_a_view_kind_is_its_manifest_string() -> None:
+    assert ViewKind.MUT_SLICE == "mut_slice" and {"mut_slice": 1}[ViewKind.MUT_SLICE] == 1
+    assert f"{ViewKind.TENSOR}" == "tensor" and str(ViewKind.PTR) == "ptr"
+    assert {k.annotation for k in ViewKind} == set(VIEW_ANNOTATIONS)
+    assert [k.value for k in ViewKind if k.is_writable] == ["disjoint_slice", "mut_slice", "mut_tensor",
+                                                            "disjoint_tensor", "ptr"]
+    spec = ParamSpec("x", "disjoint_tensor", "f32", 2)
+    assert spec.is_view and spec.is_tensor and spec.is_mutable_view
+    assert not ParamSpec("p", "ptr", "f32").is_view  # a kernel never takes a Ptr
+
+
+@pytest.mark.parametrize("kind, ndim, slots", [
+    (params.SCALAR_PARAM, 1, 1), (params.CONSTEXPR_PARAM, 1, 0), ("slice", 1, 2), ("mut_slice", 1, 2),
+    ("tensor", 1, 3), ("disjoint_tensor", 2, 5), ("mut_tensor", 3, 7),
+])
+def test_the_slot_layout_is_what_the_runtime_packs(kind: str, ndim: int, slots: int) -> None:
+    from oxide.runtime.launch import ArgPacker
+
+    assert params.param_slot_count(kind, ndim) == slots
+    packer = ArgPacker([ParamSpec("p", kind, "i32", ndim)])
+    assert packer.struct.size == slots * params.SLOT_BYTES
+
+
+def test_the_runtime_evaluates_every_precondition_operation() -> None:
+    from oxide.runtime.preconditions import evaluate
+
+    one, two = ["const", 1], ["const", 2]
+    examples = {
+        "const": one, "arg": ["arg", 0], "grid": ["grid", 0], "block": ["block", 1],
+        "cast": ["cast", "u8", ["const", 257]], "neg": ["neg", "i32", one], "not": ["not", one],
+        "and": ["and", [one, two]], "or": ["or", [one, ["const", 0]]],
+        **{op: [op, "i64", one, two] for op in preconditions.ARITHMETIC.values()},
+        **{op: [op, one, two] for op in preconditions.COMPARISONS.values()},
+    }
+    assert sorted(examples) == sorted(preconditions.OPERATIONS)
+    for op in preconditions.OPERATIONS:
+        evaluate(examples[op], [7], [1, 1, 1], [32, 4, 1])  # raises ValueError on an unknown operation
+
+
+def test_the_lowering_writes_the_error_record_the_runtime_reads(tmp_path: Path) -> None:
+    pytest.importorskip("llvmlite")
+    from oxide_build.compile import CompileOptions, compile_module
+
+    source = tmp_path / "k.py"
+    source.write_text(
+        "from oxide import kernel, thread, Slice, DisjointSlice, f32\n"
+        "@kernel\n"
+        "def copy(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n"
+        "    i = thread.index_1d()\n"
+        "    if i < len(out):\n"
+        "        out[i] = x[i]\n"
+    )
+    compiled = compile_module(source, "k", CompileOptions(archs=("sm_90",), link_cubins=False, cache=False))
+    for symbol in (error_record.ERROR_PTR_SYMBOL, error_record.MODULE_ID_SYMBOL, error_record.FAIL_FUNCTION):
+        assert f'@"{symbol}"' in compiled.llvm_ir
+    assert f"i64 0, i64 {error_record.FLAG_CLAIMED} monotonic" in compiled.llvm_ir
+    assert f"store i64 {error_record.FLAG_PUBLISHED}, " in compiled.llvm_ir
+    assert struct.calcsize(f"={error_record.RECORD_WORDS}q") == 8 * (error_record.LENGTH + 1)
