@@ -277,6 +277,9 @@ def constant_value(node: ast.AST | None) -> int | float | bool | None:
             a, b = constant_value(node.left), constant_value(node.right)
             if a is None or b is None:
                 return None
+            if (isinstance(node.op, (ast.Pow, ast.LShift)) and isinstance(b, (int, float)) and b > 64
+                    and abs(a) > (1 if isinstance(node.op, ast.Pow) else 0)):
+                return None  # past 64 bits anyway; computing 10 ** 10 ** 10 would not end
             result = _CONST_OPS[type(node.op)](a, b)
             return result if isinstance(result, (int, float)) and abs(result) < 1 << 64 else None
     except (ZeroDivisionError, OverflowError, ValueError, TypeError):

@@ -142,6 +142,8 @@ class ProgramBuilder:
             ty = resolve_annotation(module, arg, {}, "a TypeVar constraint")
             if not isinstance(ty, ScalarType):
                 raise module.error(arg, "TypeVar constraints must be scalar types")
+            if ty in out:
+                raise module.error(arg, f"the TypeVar lists {ty.name} twice", "list each type once")
             out.append(ty)
         return tuple(out)
 
@@ -192,6 +194,8 @@ class ProgramBuilder:
             values = [constant_value(e) for e in elts]
             if not values or any(not isinstance(v, int) or isinstance(v, bool) for v in values):
                 raise module.error(value, f"the values of {key.value!r} must be integer constants")
+            if len(set(values)) != len(values):
+                raise module.error(value, f"the values of {key.value!r} repeat a value", "list each value once")
             out[key.value] = [int(v) for v in values]  # type: ignore[arg-type]
         for name, arg in params.items():
             if (isinstance(arg.annotation, ast.Subscript) and oxide_name(module, arg.annotation.value) == "Constexpr"
@@ -499,7 +503,7 @@ def _check_symbols(builder: ProgramBuilder, program: ir.Program) -> None:
         if symbol.startswith(RESERVED_SYMBOL_PREFIXES):
             raise error(f"the name {symbol!r} is reserved for oxide's generated code and libdevice",
                         f"rename it; names starting with {', '.join(RESERVED_SYMBOL_PREFIXES)} are taken")
-        if symbol in seen and seen[symbol] != (file, line):
+        if symbol in seen:
             first_file, first_line = seen[symbol]
             raise error(f"{name!r} compiles to the symbol {symbol!r}, which {Path(first_file).name}:{first_line} "
                         f"also defines", "rename one of them")

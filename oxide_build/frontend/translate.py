@@ -637,9 +637,13 @@ class FunctionTranslator(ast.NodeVisitor):
             if b is None:
                 raise self.error(a, f"static_range() needs compile-time integers, got {ast.unparse(a)}",
                                  "use a literal or module-level constant, or a plain range()")
-        values = list(range(*bounds))  # type: ignore[arg-type]
-        if len(values) > 1024:
-            raise self.error(it, f"static_range() would unroll {len(values)} times (limit 1024)")
+        if bounds[2:] == [0]:
+            raise self.error(it.args[2], "static_range() step must not be zero")
+        steps = range(*bounds)  # type: ignore[arg-type]
+        count = max(0, -(-(steps.stop - steps.start) // steps.step))  # len() overflows past 2**63
+        if count > 1024:
+            raise self.error(it, f"static_range() would unroll {count} times (limit 1024)")
+        values = list(steps)
         name = node.target.id
         if name in self.locals and self.locals[name] != I64:
             raise self.error(node.target, f"loop variable {name!r} is {type_name(self.locals[name])}, "
@@ -891,7 +895,8 @@ class FunctionTranslator(ast.NodeVisitor):
             raise self.error(node, "this call returns nothing and has no truth value")
         scalar = self.materialize(value)
         st = as_scalar(scalar.ty)
-        assert st is not None
+        if st is None:
+            raise self.error(node, f"{type_name(value.ty)} has no truth value", "test a number or a comparison")
         return ir.Compare("!=", scalar, ir.Const(0, st, value.loc), st, BOOL, value.loc)
 
     def visit_Constant(self, node: ast.Constant) -> ir.Expr:
@@ -1030,7 +1035,7 @@ class FunctionTranslator(ast.NodeVisitor):
 
     def binop(self, op: str, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
         for side in (left, right):
-            if isinstance(side.ty, (ViewType, VoidType)):
+            if as_scalar(side.ty) is None:  # views, tuples, arrays, nothing
                 raise self.error(node, f"operator {op} cannot take {type_name(side.ty)}",
                                  "index the view to get an element" if isinstance(side.ty, ViewType) else "")
         loc = self.loc(node)
@@ -1141,7 +1146,7 @@ class FunctionTranslator(ast.NodeVisitor):
         loc = self.loc(node)
         if isinstance(node.op, ast.Not):
             return ir.Not(self.truth(operand, node.operand), BOOL, loc)
-        if isinstance(operand.ty, (ViewType, VoidType)):
+        if as_scalar(operand.ty) is None:
             raise self.error(node, f"unary operator cannot take {type_name(operand.ty)}")
         if isinstance(node.op, ast.UAdd):
             return operand
@@ -1201,7 +1206,7 @@ class FunctionTranslator(ast.NodeVisitor):
                                  "split it into two comparisons joined by `and`")
             right = self.expr(right_node)
             for side in (left, right):
-                if isinstance(side.ty, (ViewType, VoidType)):
+                if as_scalar(side.ty) is None:
                     raise self.error(node, f"cannot compare {type_name(side.ty)}")
             if isinstance(left, ir.Const) and isinstance(right, ir.Const) and left.weak and right.weak:
                 left, right = self.materialize(left), self.materialize(right)
@@ -1218,7 +1223,7 @@ class FunctionTranslator(ast.NodeVisitor):
         cond = self.condition(node.test)
         a = self.expr_where(node.body, self.scope_where(cond, negated=False))
         b = self.expr_where(node.orelse, self.scope_where(cond, negated=True))
-        if isinstance(a.ty, (ViewType, VoidType)) or isinstance(b.ty, (ViewType, VoidType)):
+        if as_scalar(a.ty) is None or as_scalar(b.ty) is None:
             raise self.error(node, "a conditional expression must produce scalars")
         if isinstance(a, ir.Const) and isinstance(b, ir.Const) and a.weak and b.weak:
             a, b = self.materialize(a), self.materialize(b)
@@ -1361,7 +1366,7 @@ class FunctionTranslator(ast.NodeVisitor):
         if len(node.args) != 1:
             raise self.error(node, f"{ty.name}() takes exactly one argument")
         value = self.expr(node.args[0])
-        if isinstance(value.ty, (ViewType, VoidType)):
+        if as_scalar(value.ty) is None:
             raise self.error(node.args[0], f"cannot convert {type_name(value.ty)} to {ty.name}")
         if isinstance(value, ir.Const) and value.weak:
             if ty.kind in ("int", "uint"):
@@ -1384,7 +1389,7 @@ class FunctionTranslator(ast.NodeVisitor):
         result = values[0]
         for v in values[1:]:
             for side in (result, v):
-                if isinstance(side.ty, (ViewType, VoidType)):
+                if as_scalar(side.ty) is None:
                     raise self.error(node, f"{which}() needs numbers, got {type_name(side.ty)}")
             if isinstance(result, ir.Const) and isinstance(v, ir.Const) and result.weak and v.weak:
                 result = ir.Const(min(result.value, v.value) if which == "min" else max(result.value, v.value),

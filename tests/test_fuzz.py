@@ -1,0 +1,140 @@
+"""A seeded fuzzer over kernel sources (tests/fuzz_kernels.py): mutants of the examples' and
+the test packages' kernels either compile (PTX, then cubins through nvJitLink/ptxas) or fail
+with a located CompileError, never with a traceback from our internals, an unlocated error,
+an LLVM error or a ptxas error.
+
+CI runs OXIDE_FUZZ_COUNT (200) mutants of OXIDE_FUZZ_SEED (0); locally, e.g.
+``OXIDE_FUZZ_COUNT=10000 OXIDE_FUZZ_SEED=7 python -m pytest tests/test_fuzz.py``. The classes
+of failures it found are pinned as regression tests here, each with the smallest source."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from oxide import CompileError
+from oxide_build.compile import CompileOptions, compile_module
+
+sys.path.insert(0, str(Path(__file__).parent))
+import fuzz_kernels  # noqa: E402
+
+COUNT = int(os.environ.get("OXIDE_FUZZ_COUNT", "200"))
+SEED = int(os.environ.get("OXIDE_FUZZ_SEED", "0"))
+HEADER = "import oxide as ox\nfrom oxide import Slice, DisjointSlice, f32, f64, i32, i64, u32, thread, block\n"
+
+
+def test_mutants_compile_or_fail_with_located_errors(tmp_path: Path) -> None:
+    from oxide_build.link.toolchain import find_tool  # noqa: F401  (the build's toolchain must load)
+
+    report = fuzz_kernels.run_fuzz(COUNT, SEED, tmp_path)
+    assert len(report.outcomes) == COUNT
+    assert not report.failures, report.summary()
+    # the mutations reach the compiler: some mutants compile, many are refused
+    kinds = {o.kind for o in report.outcomes}
+    assert {"compiled", "located error"} <= kinds, report.summary()
+
+
+def test_mutants_depend_only_on_seed_and_index() -> None:
+    a = list(fuzz_kernels.iter_mutants(5, 3, start=10))
+    b = list(fuzz_kernels.iter_mutants(2, 3, start=13))
+    assert [m.text for m in a[3:]] == [m.text for m in b]
+    assert any(m.text != m.original.read_text() for m in a)
+
+
+def test_fuzzer_reports_a_traceback_as_a_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fuzzer can fail: an exception from our internals is a failure, grouped by where it
+    came from."""
+    from oxide_build.frontend import translate
+
+    def broken(self: object, node: object) -> None:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(translate.FunctionTranslator, "visit_BinOp", broken)
+    source = fuzz_kernels.ROOT / "examples" / "saxpy.py"
+    mutant = fuzz_kernels.Mutant(source, 0, source.read_text(), ())
+    outcome = fuzz_kernels.compile_mutant(mutant, tmp_path)
+    assert not outcome.ok and outcome.kind.startswith("KeyError at translate.py"), outcome.kind
+
+
+# ---- regression tests: one per class of failure the fuzzer found ---------------------------------
+
+
+def compile_error(tmp_path: Path, body: str) -> str:
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + body)
+    with pytest.raises(CompileError) as info:
+        compile_module(src, "kern", CompileOptions(archs=("sm_90",), link_cubins=False))
+    assert info.value.location is not None and info.value.location.line > 0
+    return str(info.value)
+
+
+def test_typevar_listing_a_type_twice(tmp_path: Path) -> None:
+    """Two specializations of one symbol: llvmlite's DuplicatedNameError."""
+    text = compile_error(tmp_path, """T = ox.TypeVar("T", f32, f64, f64)
+
+@ox.kernel
+def k(x: Slice[T], out: DisjointSlice[T]) -> None:
+    i = thread.index_1d()
+    if i < len(out) and i < len(x):
+        out[i] = x[i]
+""")
+    assert "kern.py:3:31: error: the TypeVar lists f64 twice" in text, text
+
+
+def test_constexpr_listing_a_value_twice(tmp_path: Path) -> None:
+    text = compile_error(tmp_path, """
+@ox.kernel(constexprs={"n": [4, 4]})
+def k(x: Slice[f32], out: DisjointSlice[f32], n: ox.Constexpr[int]) -> None:
+    i = thread.index_1d()
+    if i < len(out) and i < len(x):
+        out[i] = x[i] * n
+""")
+    assert "error: the values of 'n' repeat a value" in text, text
+
+
+@pytest.mark.parametrize("value", ["1 << 10 ** 12", "10 ** 10 ** 10"])
+def test_huge_module_constant_is_refused_without_computing_it(tmp_path: Path, value: str) -> None:
+    """A MemoryError (or a hang) while folding module constants."""
+    text = compile_error(tmp_path, f"""N = {value}
+
+@ox.kernel
+def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i < len(out) and i < len(x):
+        out[i] = x[i] * N
+""")
+    assert "kern.py:9:25: error: 'N' cannot be used as a value in a kernel" in text, text
+
+
+@pytest.mark.parametrize("expr", ["x[i] < (1, 2)", "x[i] + (1, 2)", "-(1, 2)", "f32((1, 2))", "min(x[i], (1, 2))",
+                                  "x[i] if (1, 2) else x[i]"])
+def test_tuple_operand(tmp_path: Path, expr: str) -> None:
+    """An AssertionError in unify: only views and None were refused as operands."""
+    text = compile_error(tmp_path, f"""
+@ox.kernel
+def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i < len(out) and i < len(x):
+        out[i] = f32({expr})
+""")
+    assert "kern.py:8:" in text and "internal" not in text, text
+
+
+@pytest.mark.parametrize("args, message", [
+    ("0, 8, 0", "kern.py:8:40: error: static_range() step must not be zero"),
+    ("10 ** 30", "kern.py:8:34: error: static_range() needs compile-time integers, got 10 ** 30"),
+    ("2 ** 40", "kern.py:8:18: error: static_range() would unroll 1099511627776 times (limit 1024)"),
+])
+def test_static_range_bounds(tmp_path: Path, args: str, message: str) -> None:
+    """A ValueError (step 0) and an OverflowError from range(); 2 ** 40 built a list first."""
+    text = compile_error(tmp_path, f"""
+@ox.kernel
+def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i < len(out) and i < len(x):
+        for j in ox.static_range({args}):
+            out[i] = x[i]
+""")
+    assert message in text, text
