@@ -132,6 +132,8 @@ class FakeDriver:
     CUfunction_attribute = real_driver.CUfunction_attribute
     CU_MEMHOSTALLOC_DEVICEMAP = real_driver.CU_MEMHOSTALLOC_DEVICEMAP
     CU_MEMHOSTALLOC_PORTABLE = real_driver.CU_MEMHOSTALLOC_PORTABLE
+    CU_MEMHOSTREGISTER_DEVICEMAP = real_driver.CU_MEMHOSTREGISTER_DEVICEMAP
+    CU_MEMHOSTREGISTER_PORTABLE = real_driver.CU_MEMHOSTREGISTER_PORTABLE
     OK = real_driver.CUresult.CUDA_SUCCESS
     DEVICE_OFFSET = 0x100000000000  # fake device address of mapped host memory: host + this
 
@@ -144,7 +146,7 @@ class FakeDriver:
         self.signatures: dict[str, list[str]] = {}  # symbol -> slot types, to decode kernelParams
         self.launch_result = self.OK
         self.load_result = self.OK
-        self.host_allocations: list[tuple[Any, int]] = []  # (buffer, flags)
+        self.host_allocations: list[tuple[Any, int]] = []  # (buffer, flags): cuMemHostRegister
         self.error_globals = True  # loaded modules have __oxide_error_ptr and __oxide_module_id
         self.globals: dict[tuple[Any, bytes], int] = {}  # (module, name) -> fake device address
         self.device_memory: dict[int, bytes] = {}  # what cuMemcpyHtoD wrote where
@@ -272,10 +274,15 @@ class FakeDriver:
     def cuGetErrorString(self, err: Any) -> tuple[Any, bytes]:
         return self.OK, b"fake description"
 
-    def cuMemHostAlloc(self, nbytes: int, flags: int) -> tuple[Any, int]:
-        buf = ctypes.create_string_buffer(b"\xff" * nbytes, nbytes)  # garbage: the runtime must zero it
+    def cuMemHostRegister(self, host: int, nbytes: int, flags: int) -> tuple[Any]:
+        buf = (ctypes.c_char * nbytes).from_address(host)
+        buf[:] = b"\xff" * nbytes  # garbage: the runtime must zero the record
         self.host_allocations.append((buf, flags))
-        return self.OK, ctypes.addressof(buf)
+        return (self.OK,)
+
+    def cuEventDestroy(self, event: Any) -> tuple[Any]:
+        self.stream_order.append(("destroy", event))
+        return (self.OK,)
 
     def cuMemHostGetDevicePointer(self, host: int, flags: int) -> tuple[Any, int]:
         return self.OK, host + self.DEVICE_OFFSET
@@ -1379,7 +1386,7 @@ def test_error_record_is_set_up_when_a_module_loads(tmp_path: Path, fake_driver:
     m3.scale[1, 32](1.0, FakeArray(), FakeArray())
     assert len(fake_driver.host_allocations) == 1  # one record per context
     buf, flags = fake_driver.host_allocations[0]
-    assert flags == int(real_driver.CU_MEMHOSTALLOC_DEVICEMAP) | int(real_driver.CU_MEMHOSTALLOC_PORTABLE)
+    assert flags == int(real_driver.CU_MEMHOSTREGISTER_DEVICEMAP) | int(real_driver.CU_MEMHOSTREGISTER_PORTABLE)
     assert list(record_words(fake_driver)) == [0, 0, 0, 0, 0]  # zeroed, not left as allocated
     device_address = ctypes.addressof(buf) + FakeDriver.DEVICE_OFFSET
     for mod, module_id in (("module1", 1), ("module2", 2)):

@@ -24,8 +24,14 @@
  * effects: the Python path then launches, or raises its usual error. So the texts of every
  * error are the Python path's, and this file only has to agree with it on what succeeds.
  *
- * No CUDA headers: the two driver entry points are handed over as addresses by Python
- * (`set_driver`), resolved from the libcuda the process already loaded. */
+ * No CUDA headers: the driver entry points are handed over as addresses by Python
+ * (`set_driver`), resolved from the libcuda the process already loaded.
+ *
+ * Threads: a launch keeps its state on the C stack (reading an argument can run Python code,
+ * which may switch threads), releases the GIL around cuLaunchKernel, and finds its function by
+ * the current context's uid (cuCtxGetId), so a context reset under the same handle never gets
+ * a function of the context before. The module does not declare free-threading support: a
+ * free-threaded interpreter re-enables the GIL when it imports it. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <float.h>
@@ -40,9 +46,27 @@ typedef int CUresult;
 typedef CUresult (*cuLaunchKernel_t)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                      unsigned bz, unsigned shared, void *stream, void **params, void **extra);
 typedef CUresult (*cuCtxGetCurrent_t)(void **ctx);
+typedef CUresult (*cuCtxGetId_t)(void *ctx, unsigned long long *id);
 
 static cuLaunchKernel_t drv_launch = NULL;
 static cuCtxGetCurrent_t drv_ctx_get_current = NULL;
+static cuCtxGetId_t drv_ctx_get_id = NULL; /* NULL: a context is known by its handle */
+
+/* torch.autograd.graph.increment_version, called with each PyTorch tensor a launch writes */
+static PyObject *torch_bump_version = NULL;
+
+/* Checked unsigned arithmetic: 0 when the result does not fit 64 bits. */
+static int add_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    if (b > UINT64_MAX - a) return 0;
+    *out = a + b;
+    return 1;
+}
+
+static int mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    if (a != 0 && b > UINT64_MAX / a) return 0;
+    *out = a * b;
+    return 1;
+}
 
 #define MAX_RECORDS 64
 static volatile int64_t *records[MAX_RECORDS];
@@ -76,7 +100,7 @@ static int is_numpy_scalar(PyObject *value) {
 
 static PyObject *s_is_cuda, *s_shape, *s_is_contiguous, *s_dtype, *s_data_ptr, *s_strides, *s_data, *s_ptr,
     *s_cai, *s_typestr, *s_mask, *s_launch_slow, *s_launch_failed, *s_stride, *s_make_config, *s_ndim, *s_size,
-    *s_c_contiguous, *s_exchange_api, *s_get_device, *s_device_id, *s_device, *s_stream, *s__stream;
+    *s_c_contiguous, *s_exchange_api, *s_get_device, *s_device_id, *s_device, *s_stream, *s__stream, *s_requires_grad;
 
 /* PyTorch's methods, looked up on the registered tensor type once: calling the type's method
    with the tensor skips the per-call attribute lookup on the instance. */
@@ -157,8 +181,9 @@ static Getter getter_of(PyTypeObject *type, PyObject *name) {
 
 typedef struct {
     void *ctx;
+    uint64_t uid; /* cuCtxGetId of the context the function was loaded in (its handle without it) */
     void *fn;
-    int ordinal; /* the context's device; -1: unknown */
+    int ordinal;  /* the context's device; -1: unknown */
 } ContextFunction;
 
 /* With several GPUs every array must be on the device of the current context (where the kernel
@@ -196,6 +221,8 @@ typedef struct {
     int ndim;       /* 0: a 1-D Slice view; N: a Tensor, whose shape[N] then strides[N] are at dims */
     int64_t *dims;
     int device;     /* the CUDA ordinal of its memory, -1 if not read (read only with several GPUs) */
+    int torch;      /* a PyTorch tensor (its version counter goes up when the kernel writes it) */
+    uint64_t end;   /* ptr + length * itemsize: the end of its bytes (set by plan_launch) */
 } View;
 
 /* ---------------------------------------------------------------------------------------- */
@@ -345,7 +372,7 @@ static int dlpack_code(DLDataType_ t) {
 }
 
 static int finish_tensor(View *v, int n);
-static void contiguous_strides(int n, const int64_t *shape, int64_t *strides);
+static int contiguous_strides(int n, const int64_t *shape, int64_t *strides);
 
 /* A DLTensor as a 1-D contiguous view (n == 0) or an n-dimensional Tensor view. 1: read;
    0: not one the kernel takes (the Python path says why); -1: a dtype DLPack does not name
@@ -369,7 +396,7 @@ static int dltensor_view(const DLTensor_ *t, int n, View *v) {
     int64_t *shape = v->dims, *strides = v->dims + n;
     memcpy(shape, t->shape, (size_t)n * 8);
     if (t->strides != NULL) memcpy(strides, t->strides, (size_t)n * 8);
-    else contiguous_strides(n, shape, strides);
+    else if (!contiguous_strides(n, shape, strides)) return 0;
     return finish_tensor(v, n);
 }
 
@@ -519,14 +546,13 @@ static int cupy_view(PyObject *obj, int type_index, View *v) {
 }
 
 /* The stream a launch runs on, as the producer of an array would name it: 0 and 1 are both the
-   legacy default stream (a handle of 0 to the driver, 1 in the CUDA array interface). */
-static uint64_t launch_stream = 0; /* set by plan_launch for the readers below (the GIL is held) */
-
+   legacy default stream (a handle of 0 to the driver, 1 in the CUDA array interface). Passed
+   down to the readers, never kept: reading an argument may run Python and switch threads. */
 static uint64_t same_stream(uint64_t s) { return s == 1 ? 0 : s; }
 
 /* 1 if `producer` (None, or the int handle of the stream an array's data is ordered on) is the
    launch's stream or none; 0 otherwise: the Python path makes the launch wait for it. */
-static int on_launch_stream(PyObject *producer) {
+static int on_launch_stream(PyObject *producer, uint64_t launch_stream) {
     if (producer == NULL || producer == Py_None) return 1;
     if (!PyLong_Check(producer)) return 0;
     unsigned long long h = PyLong_AsUnsignedLongLong(producer);
@@ -536,10 +562,10 @@ static int on_launch_stream(PyObject *producer) {
 
 /* A DeviceArray's stream (a stream-ordered one must be the launch's: 0 leaves it to Python) and,
    when several GPUs make it needed, its `device` into v->device (None: -1). */
-static int device_array_checks(PyObject *obj, View *v) {
+static int device_array_checks(PyObject *obj, View *v, uint64_t launch_stream) {
     PyObject *stream = PyObject_GetAttr(obj, s__stream); /* stream-ordered: on the launch's stream */
     if (stream == NULL) return 0;
-    int same = on_launch_stream(stream);
+    int same = on_launch_stream(stream, launch_stream);
     Py_DECREF(stream);
     if (!same) return 0;
     if (!check_devices) return 1;
@@ -552,7 +578,7 @@ static int device_array_checks(PyObject *obj, View *v) {
     return 1;
 }
 
-static int device_array_view(PyObject *obj, View *v) {
+static int device_array_view(PyObject *obj, View *v, uint64_t launch_stream) {
     int64_t n = length_attr(obj);
     if (n < 0) return 0;
     v->code = dtype_attr_code(obj);
@@ -563,7 +589,7 @@ static int device_array_view(PyObject *obj, View *v) {
     Py_DECREF(p);
     v->length = n;
     v->readonly = 0;
-    return ok && device_array_checks(obj, v);
+    return ok && device_array_checks(obj, v, launch_stream);
 }
 
 /* The interface's "data": (pointer, read-only) into v. */
@@ -578,7 +604,7 @@ static int cai_data(PyObject *cai, View *v) {
 }
 
 /* The common case of arrays.py `_cai_view`: a contiguous 1-D array, no strides, no mask. */
-static int cai_view(PyObject *obj, View *v) {
+static int cai_view(PyObject *obj, View *v, uint64_t launch_stream) {
     PyObject *cai = PyObject_GetAttr(obj, s_cai);
     if (cai == NULL) return 0;
     int ok = 0;
@@ -596,7 +622,7 @@ static int cai_view(PyObject *obj, View *v) {
     PyObject *mask = PyDict_GetItemWithError(cai, s_mask);
     if (mask != NULL && mask != Py_None) goto done;
     if (PyErr_Occurred()) goto done;
-    if (!on_launch_stream(PyDict_GetItemWithError(cai, s_stream)) || PyErr_Occurred()) goto done;
+    if (!on_launch_stream(PyDict_GetItemWithError(cai, s_stream), launch_stream) || PyErr_Occurred()) goto done;
     if (!cai_data(cai, v)) goto done;
     v->length = n;
     ok = 1;
@@ -630,13 +656,16 @@ static int shape_attr(PyObject *obj, int n, int64_t *out) {
     return ok;
 }
 
-/* The C-order strides (elements) of a contiguous array: arrays.py _contiguous_strides. */
-static void contiguous_strides(int n, const int64_t *shape, int64_t *strides) {
-    int64_t step = 1;
+/* The C-order strides (elements) of a contiguous array: arrays.py _contiguous_strides. 0 if a
+   stride does not fit int64 (a shape no memory holds: the Python path refuses it). */
+static int contiguous_strides(int n, const int64_t *shape, int64_t *strides) {
+    uint64_t step = 1;
     for (int i = n - 1; i >= 0; i--) {
-        strides[i] = step;
-        step *= shape[i] > 1 ? shape[i] : 1;
+        if (step > INT64_MAX) return 0;
+        strides[i] = (int64_t)step;
+        if (!mul_u64(step, shape[i] > 1 ? (uint64_t)shape[i] : 1, &step)) return 0;
     }
+    return 1;
 }
 
 /* Byte strides to element strides: each a non-negative whole number of elements. */
@@ -651,19 +680,48 @@ static int element_strides(PyObject *byte_strides, int n, int code, int64_t *out
 }
 
 /* The checks every reader shares (non-negative shape and strides) and the span for the
-   aliasing check: TensorView.length. */
+   aliasing check: TensorView.length, which must fit int64 (a larger one, a shape that lies, is
+   left to the Python path, which refuses it). */
 static int finish_tensor(View *v, int n) {
     int64_t *shape = v->dims, *strides = v->dims + n;
-    int64_t span = 1;
+    uint64_t span = 1;
     int empty = 0;
     for (int i = 0; i < n; i++) {
         if (shape[i] < 0 || strides[i] < 0) return 0;
         if (shape[i] == 0) empty = 1;
-        else span += (shape[i] - 1) * strides[i];
     }
-    v->length = empty ? 0 : span;
+    for (int i = 0; i < n && !empty; i++) {
+        uint64_t step;
+        if (!mul_u64((uint64_t)(shape[i] - 1), (uint64_t)strides[i], &step) || !add_u64(span, step, &span)) return 0;
+    }
+    if (span > INT64_MAX) return 0;
+    v->length = empty ? 0 : (int64_t)span;
     v->ndim = n;
     return 1;
+}
+
+/* Whether two indices of a Tensor view may name one element (arrays.py may_overlap_itself):
+   with its axes of more than one element sorted by stride, each stride must exceed the span
+   of the axes below it. The span fits int64 (finish_tensor). */
+static int tensor_overlaps_itself(const View *v) {
+    int n = v->ndim, k = 0;
+    int64_t axis_stride[MAX_NDIM], axis_dim[MAX_NDIM];
+    for (int i = 0; i < n; i++) {
+        int64_t d = v->dims[i], s = v->dims[n + i];
+        if (d <= 1) continue;
+        int j = k++;
+        while (j > 0 && axis_stride[j - 1] > s) { /* insertion sort by stride */
+            axis_stride[j] = axis_stride[j - 1], axis_dim[j] = axis_dim[j - 1];
+            j--;
+        }
+        axis_stride[j] = s, axis_dim[j] = d;
+    }
+    int64_t span = 0;
+    for (int j = 0; j < k; j++) {
+        if (axis_stride[j] <= span) return 1;
+        span += (axis_dim[j] - 1) * axis_stride[j];
+    }
+    return 0;
 }
 
 static int torch_tensor(PyObject *obj, int type_index, int n, View *v) {
@@ -697,27 +755,27 @@ static int cupy_tensor(PyObject *obj, int type_index, int n, View *v) {
     return ok && cupy_pointer(obj, getters, v) && finish_tensor(v, n);
 }
 
-static int device_array_tensor(PyObject *obj, int n, View *v) {
+static int device_array_tensor(PyObject *obj, int n, View *v, uint64_t launch_stream) {
     v->code = dtype_attr_code(obj);
     if (v->code == DT_NONE) return 0;
     if (!shape_attr(obj, n, v->dims)) return 0;
-    contiguous_strides(n, v->dims, v->dims + n);
+    if (!contiguous_strides(n, v->dims, v->dims + n)) return 0;
     PyObject *p = PyObject_GetAttr(obj, s_ptr);
     if (p == NULL) return 0;
     int ok = pointer_of(p, &v->ptr);
     Py_DECREF(p);
     v->readonly = 0;
-    return ok && device_array_checks(obj, v) && finish_tensor(v, n);
+    return ok && device_array_checks(obj, v, launch_stream) && finish_tensor(v, n);
 }
 
-static int cai_tensor(PyObject *obj, int n, View *v) {
+static int cai_tensor(PyObject *obj, int n, View *v, uint64_t launch_stream) {
     PyObject *cai = PyObject_GetAttr(obj, s_cai);
     if (cai == NULL) return 0;
     int ok = 0;
     if (!PyDict_Check(cai)) goto done;
     PyObject *mask = PyDict_GetItemWithError(cai, s_mask);
     if (mask != NULL && mask != Py_None) goto done;
-    if (!on_launch_stream(PyDict_GetItemWithError(cai, s_stream)) || PyErr_Occurred()) goto done;
+    if (!on_launch_stream(PyDict_GetItemWithError(cai, s_stream), launch_stream) || PyErr_Occurred()) goto done;
     if (!ints_of_tuple(PyDict_GetItemWithError(cai, s_shape), n, v->dims)) goto done;
     PyObject *typestr = PyDict_GetItemWithError(cai, s_typestr);
     if (typestr == NULL) goto done;
@@ -727,8 +785,7 @@ static int cai_tensor(PyObject *obj, int n, View *v) {
     if (v->code <= DT_NONE || v->code >= DT_COUNT) goto done;
     PyObject *strides = PyDict_GetItemWithError(cai, s_strides);
     if (strides == NULL || strides == Py_None) {
-        if (PyErr_Occurred()) goto done;
-        contiguous_strides(n, v->dims, v->dims + n);
+        if (PyErr_Occurred() || !contiguous_strides(n, v->dims, v->dims + n)) goto done;
     } else if (!element_strides(strides, n, v->code, v->dims + n)) {
         goto done;
     }
@@ -747,9 +804,10 @@ static int array_type_index(PyObject *obj) {
 
 /* 1: `obj` read into `v` as an n-dimensional Tensor (v->dims must have room for 2n values);
    0: leave it to the Python path. Never leaves an exception set. */
-static int resolve_tensor(PyObject *obj, int n, View *v) {
+static int resolve_tensor(PyObject *obj, int n, View *v, uint64_t launch_stream) {
     int i = array_type_index(obj);
     v->device = -1;
+    v->torch = i >= 0 && array_kinds[i] == ARRAY_TORCH;
     int ok = 0;
     int r = -1;
     if (i >= 0 && exchange_readers[i] != NULL) r = exchange_view(exchange_readers[i], obj, n, v);
@@ -760,8 +818,8 @@ static int resolve_tensor(PyObject *obj, int n, View *v) {
         switch (array_kinds[i]) {
         case ARRAY_TORCH: ok = torch_tensor(obj, i, n, v); break;
         case ARRAY_CUPY: ok = cupy_tensor(obj, i, n, v); break;
-        case ARRAY_DEVICE_ARRAY: ok = device_array_tensor(obj, n, v); break;
-        case ARRAY_CAI: ok = cai_tensor(obj, n, v); break;
+        case ARRAY_DEVICE_ARRAY: ok = device_array_tensor(obj, n, v, launch_stream); break;
+        case ARRAY_CAI: ok = cai_tensor(obj, n, v, launch_stream); break;
         default: break;
         }
     }
@@ -771,19 +829,20 @@ static int resolve_tensor(PyObject *obj, int n, View *v) {
 
 /* 1: `obj` read into `v` as a 1-D contiguous view; 0: leave it to the Python path. Never
    leaves an exception set. */
-static int resolve_view(PyObject *obj, View *v) {
+static int resolve_view(PyObject *obj, View *v, uint64_t launch_stream) {
     int i = array_type_index(obj);
     int kind = i >= 0 ? array_kinds[i] : ARRAY_NONE;
     int ok = 0;
     v->ndim = 0;
     v->device = -1;
+    v->torch = kind == ARRAY_TORCH;
     int r = i >= 0 && exchange_readers[i] != NULL ? exchange_view(exchange_readers[i], obj, 0, v) : -1;
     if (r >= 0) kind = ARRAY_NONE, ok = r;
     switch (kind) {
     case ARRAY_TORCH: ok = torch_view(obj, i, v); break;
     case ARRAY_CUPY: ok = cupy_view(obj, i, v); break;
-    case ARRAY_DEVICE_ARRAY: ok = device_array_view(obj, v); break;
-    case ARRAY_CAI: ok = cai_view(obj, v); break;
+    case ARRAY_DEVICE_ARRAY: ok = device_array_view(obj, v, launch_stream); break;
+    case ARRAY_CAI: ok = cai_view(obj, v, launch_stream); break;
     default: break;
     }
     if (!ok && PyErr_Occurred()) PyErr_Clear();
@@ -1359,30 +1418,29 @@ fail:
     return NULL;
 }
 
-/* set_function(variant, context, function): the CUfunction of a variant in a context. */
+/* set_function(variant, context, function, ordinal=-1, uid=context): the CUfunction of a variant
+   in a context (its handle and its cuCtxGetId). */
 static PyObject *plan_set_function(Plan *self, PyObject *args) {
     Py_ssize_t index;
-    unsigned long long ctx, fn;
+    unsigned long long ctx, fn, uid = (unsigned long long)-1;
     int ordinal = -1;
-    if (!PyArg_ParseTuple(args, "nKK|i", &index, &ctx, &fn, &ordinal)) return NULL;
+    if (!PyArg_ParseTuple(args, "nKK|iK", &index, &ctx, &fn, &ordinal, &uid)) return NULL;
+    if (uid == (unsigned long long)-1) uid = ctx;
     if (index < 0 || index >= self->n_variants) {
         PyErr_SetString(PyExc_IndexError, "no such variant");
         return NULL;
     }
     Variant *var = &self->variants[index];
+    /* A context with the same handle is one that was reset (or destroyed and its handle reused):
+       its entry is replaced, whole, while the GIL is held. */
+    ContextFunction entry = {(void *)(uintptr_t)ctx, (uint64_t)uid, (void *)(uintptr_t)fn, ordinal};
     for (int i = 0; i < var->n_contexts; i++) {
-        if (var->contexts[i].ctx == (void *)(uintptr_t)ctx) {
-            var->contexts[i].fn = (void *)(uintptr_t)fn;
-            var->contexts[i].ordinal = ordinal;
+        if (var->contexts[i].ctx == entry.ctx) {
+            var->contexts[i] = entry;
             Py_RETURN_NONE;
         }
     }
-    if (var->n_contexts < MAX_CONTEXTS) {
-        var->contexts[var->n_contexts].ctx = (void *)(uintptr_t)ctx;
-        var->contexts[var->n_contexts].fn = (void *)(uintptr_t)fn;
-        var->contexts[var->n_contexts].ordinal = ordinal;
-        var->n_contexts++;
-    }
+    if (var->n_contexts < MAX_CONTEXTS) var->contexts[var->n_contexts++] = entry;
     Py_RETURN_NONE;
 }
 
@@ -1396,7 +1454,8 @@ static PyObject *plan_get_ready(Plan *self, void *closure) { return PyBool_FromL
 static PyMethodDef plan_methods[] = {
     {"configure", (PyCFunction)plan_configure, METH_VARARGS, "configure(is_view, is_mutable, variants)"},
     {"set_function", (PyCFunction)plan_set_function, METH_VARARGS,
-     "set_function(variant, context, function, ordinal=-1): the function in that context, on that device"},
+     "set_function(variant, context, function, ordinal=-1, uid=context): the function in that context (its handle "
+     "and cuCtxGetId), on that device"},
     {"reset", (PyCFunction)plan_reset, METH_NOARGS, "forget everything (tests only: not safe while launching)"},
     {NULL, NULL, 0, NULL},
 };
@@ -1448,20 +1507,39 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
 
     View views[MAX_SLOTS / 2];
     int64_t dims[MAX_SLOTS]; /* the Tensors' shapes and strides: fewer values than slots */
-    launch_stream = self->stream;
+    Py_ssize_t bumps[MAX_SLOTS / 2]; /* the PyTorch tensors it writes: their version goes up */
+    Py_ssize_t n_bumps = 0;
     Py_ssize_t used = 0;
     Py_ssize_t v = 0;
     for (Py_ssize_t i = 0; i < nargs; i++) {
         if (!plan->is_view[i]) continue;
         int nd = plan->tensor_ndim[i];
+        View *view = &views[v];
         if (nd) {
-            views[v].dims = dims + used;
+            view->dims = dims + used;
             used += 2 * nd;
-            if (!resolve_tensor(args[i], nd, &views[v])) return FALLBACK;
-        } else if (!resolve_view(args[i], &views[v])) {
+            if (!resolve_tensor(args[i], nd, view, self->stream)) return FALLBACK;
+        } else if (!resolve_view(args[i], view, self->stream)) {
             return FALLBACK;
         }
-        if (views[v].readonly && plan->is_mutable[i]) return FALLBACK;
+        /* no memory (a freed DeviceArray, a NULL pointer), or bytes beyond the address space (a
+           shape that lies): the Python path raises its TypeError */
+        uint64_t nbytes;
+        if (view->length < 0 || !mul_u64((uint64_t)view->length, itemsize_of(view->code), &nbytes) ||
+            !add_u64(view->ptr, nbytes, &view->end) || (view->ptr == 0 && view->length > 0))
+            return FALLBACK;
+        if (plan->is_mutable[i]) {
+            if (view->readonly || (nd && tensor_overlaps_itself(view))) return FALLBACK;
+            if (view->torch && torch_bump_version != NULL) {
+                /* a tensor that requires grad: Python decides (refused unless grad mode is off) */
+                PyObject *rg = PyObject_GetAttr(args[i], s_requires_grad);
+                if (rg == NULL) PyErr_Clear();
+                int requires_grad = rg != NULL && rg != Py_False;
+                Py_XDECREF(rg);
+                if (requires_grad) return FALLBACK;
+                bumps[n_bumps++] = i;
+            }
+        }
         v++;
     }
     /* A read-only view must not overlap a view the kernel writes: its loads go through the
@@ -1471,14 +1549,12 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
         for (Py_ssize_t i = 0; i < nargs; i++) {
             if (!plan->is_view[i]) continue;
             if (!plan->is_mutable[i] && views[a].length > 0) {
-                uint64_t a_end = views[a].ptr + (uint64_t)views[a].length * itemsize_of(views[a].code);
                 Py_ssize_t b = 0;
                 for (Py_ssize_t j = 0; j < nargs; j++) {
                     if (!plan->is_view[j]) continue;
-                    if (plan->is_mutable[j] && views[b].length > 0) {
-                        uint64_t b_end = views[b].ptr + (uint64_t)views[b].length * itemsize_of(views[b].code);
-                        if (views[a].ptr < b_end && views[b].ptr < a_end) return FALLBACK;
-                    }
+                    if (plan->is_mutable[j] && views[b].length > 0 && views[a].ptr < views[b].end &&
+                        views[b].ptr < views[a].end)
+                        return FALLBACK;
                     b++;
                 }
             }
@@ -1538,10 +1614,12 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
         return FALLBACK;
     void *ctx = NULL;
     if (drv_ctx_get_current(&ctx) != 0 || ctx == NULL) return FALLBACK;
+    unsigned long long uid = (unsigned long long)(uintptr_t)ctx;
+    if (drv_ctx_get_id != NULL && drv_ctx_get_id(ctx, &uid) != 0) return FALLBACK;
     void *fn = NULL;
     int ordinal = -1;
     for (int i = 0; i < var->n_contexts; i++) {
-        if (var->contexts[i].ctx == ctx) {
+        if (var->contexts[i].ctx == ctx && var->contexts[i].uid == (uint64_t)uid) {
             fn = var->contexts[i].fn;
             ordinal = var->contexts[i].ordinal;
             break;
@@ -1554,10 +1632,25 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     }
     for (Py_ssize_t i = 0; i < s; i++) pointers[i] = &slots[i];
     /* The arguments stay alive: the caller holds them until we return, and cuLaunchKernel has
-       copied the parameter block by then. */
-    *err = drv_launch(fn, self->grid[0], self->grid[1], self->grid[2], self->block[0], self->block[1],
-                      self->block[2], self->shared, (void *)(uintptr_t)self->stream, s ? pointers : NULL, NULL);
-    return *err == 0 ? LAUNCHED : CUDA_FAILED;
+       copied the parameter block by then. The GIL is released: a full launch queue blocks the
+       call, and must not block every Python thread with it. */
+    CUresult r;
+    unsigned grid[3] = {self->grid[0], self->grid[1], self->grid[2]};
+    unsigned block[3] = {self->block[0], self->block[1], self->block[2]};
+    unsigned shared = self->shared;
+    void *stream = (void *)(uintptr_t)self->stream;
+    Py_BEGIN_ALLOW_THREADS
+    r = drv_launch(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, stream, s ? pointers : NULL,
+                   NULL);
+    Py_END_ALLOW_THREADS
+    *err = r;
+    if (r != 0) return CUDA_FAILED;
+    for (Py_ssize_t k = 0; k < n_bumps; k++) { /* autograd learns of the write (an in-place op's bump) */
+        PyObject *done = PyObject_CallOneArg(torch_bump_version, args[bumps[k]]);
+        if (done == NULL) PyErr_Clear(); /* an inference tensor has no version counter */
+        Py_XDECREF(done);
+    }
+    return LAUNCHED;
 }
 
 static PyObject *launch_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
@@ -1707,14 +1800,24 @@ static PyTypeObject KernelBaseType = {
 /* module functions */
 
 static PyObject *set_driver(PyObject *mod, PyObject *args) {
-    unsigned long long launch, ctx_get_current;
-    if (!PyArg_ParseTuple(args, "KK", &launch, &ctx_get_current)) return NULL;
+    unsigned long long launch, ctx_get_current, ctx_get_id = 0;
+    if (!PyArg_ParseTuple(args, "KK|K", &launch, &ctx_get_current, &ctx_get_id)) return NULL;
     if ((launch == 0) != (ctx_get_current == 0)) {
         PyErr_SetString(PyExc_ValueError, "give both entry points or neither");
         return NULL;
     }
     drv_launch = (cuLaunchKernel_t)(uintptr_t)launch;
     drv_ctx_get_current = (cuCtxGetCurrent_t)(uintptr_t)ctx_get_current;
+    drv_ctx_get_id = (cuCtxGetId_t)(uintptr_t)ctx_get_id;
+    Py_RETURN_NONE;
+}
+
+static PyObject *set_torch_autograd(PyObject *mod, PyObject *fn) {
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "expected torch.autograd.graph.increment_version or None");
+        return NULL;
+    }
+    Py_XSETREF(torch_bump_version, fn == Py_None ? NULL : Py_NewRef(fn));
     Py_RETURN_NONE;
 }
 
@@ -1937,7 +2040,10 @@ static PyObject *evaluate_preconditions(PyObject *mod, PyObject *args) {
 }
 
 static PyMethodDef module_methods[] = {
-    {"set_driver", set_driver, METH_VARARGS, "set_driver(cuLaunchKernel, cuCtxGetCurrent): entry point addresses"},
+    {"set_driver", set_driver, METH_VARARGS,
+     "set_driver(cuLaunchKernel, cuCtxGetCurrent, cuCtxGetId=0): entry point addresses"},
+    {"set_torch_autograd", set_torch_autograd, METH_O,
+     "set_torch_autograd(torch.autograd.graph.increment_version or None): bumps written tensors' versions"},
     {"has_driver", has_driver, METH_NOARGS, "whether set_driver gave entry points"},
     {"set_device_checks", set_device_checks, METH_O,
      "set_device_checks(bool): several GPUs: check that every array is on the current context's device"},
@@ -1989,6 +2095,7 @@ PyMODINIT_FUNC PyInit__launcher(void) {
     INTERN(s_device, "device");
     INTERN(s_stream, "stream");
     INTERN(s__stream, "_stream");
+    INTERN(s_requires_grad, "requires_grad");
     if ((typestr_codes = PyDict_New()) == NULL) return NULL;
     if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&LaunchBaseType) < 0 || PyType_Ready(&KernelBaseType) < 0)
         return NULL;

@@ -8,13 +8,14 @@ through their own fast accessors (their ``__cuda_array_interface__`` is slow Pyt
 from __future__ import annotations
 
 import ctypes
+import operator
 import sys
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Sequence
 
 from oxide.runtime.device_array import DeviceArray
 
 __all__ = ["ArrayView", "TensorView", "ViewError", "view_of", "tensor_view_of", "itemsize", "type_name",
-           "TYPESTR_DTYPES", "DLPACK_CUDA_DEVICES"]
+           "TYPESTR_DTYPES", "DLPACK_CUDA_DEVICES", "memory_problem", "may_overlap_itself"]
 
 # typestr of the CUDA array interface (NumPy's array-interface codes) -> oxide scalar name
 TYPESTR_DTYPES: dict[str, str] = {}
@@ -91,6 +92,8 @@ def _check_1d_contiguous(shape: tuple[int, ...], stride_elems: int | None) -> in
     if len(shape) != 1:
         raise ViewError(f"needs a 1-D array; got shape {tuple(shape)}")
     n = int(shape[0])
+    if n < 0:
+        raise ViewError(f"needs a non-negative shape; got shape {tuple(shape)}")
     if stride_elems is not None and n > 1 and stride_elems != 1:
         raise ViewError(f"needs a contiguous 1-D array; got a stride of {stride_elems} elements")
     return n
@@ -99,8 +102,7 @@ def _check_1d_contiguous(shape: tuple[int, ...], stride_elems: int | None) -> in
 def view_of(obj: Any) -> ArrayView:
     """The device memory of ``obj``; ViewError (a TypeError) when it is not a usable view."""
     if type(obj) is DeviceArray:
-        if len(obj.shape) != 1:
-            raise ViewError(f"needs a 1-D array; got shape {obj.shape}")
+        _check_1d_contiguous(obj.shape, None)
         return ArrayView(obj.ptr, obj.shape[0], TYPESTR_DTYPES.get(obj.dtype.str, str(obj.dtype)), False, obj)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(obj, torch.Tensor):
@@ -136,29 +138,78 @@ def _not_a_device_array(obj: Any) -> ViewError:
     )
 
 
-def _cai_view(obj: Any, cai: dict[str, Any]) -> ArrayView:
-    shape = cai["shape"]
-    dtype = TYPESTR_DTYPES.get(cai["typestr"])
+class _Interface(NamedTuple):
+    """The fields of a ``__cuda_array_interface__`` that a view needs, checked."""
+
+    shape: tuple[int, ...]
+    typestr: str
+    strides: tuple[int, ...] | None  # bytes
+    ptr: int
+    readonly: bool
+
+
+def _malformed(what: str) -> ViewError:
+    return ViewError(f"needs a device array; got a malformed __cuda_array_interface__: {what}")
+
+
+def _ints(value: Any, what: str) -> tuple[int, ...]:
+    if not isinstance(value, (tuple, list)):
+        raise _malformed(f"{what} must be a tuple of ints; got {value!r}")
+    out = []
+    for x in value:
+        if isinstance(x, bool):
+            raise _malformed(f"{what} must be a tuple of ints; got {value!r}")
+        try:
+            out.append(operator.index(x))
+        except TypeError:
+            raise _malformed(f"{what} must be a tuple of ints; got {value!r}") from None
+    return tuple(out)
+
+
+def _interface(cai: Any) -> _Interface:
+    """The checked fields of a CUDA array interface dict (version 2 or 3)."""
+    if not isinstance(cai, dict):
+        raise _malformed(f"it is a {type_name(cai)}, not a dict")
+    for key in ("shape", "typestr", "data"):
+        if key not in cai:
+            raise _malformed(f"it has no {key!r}")
+    shape = _ints(cai["shape"], "'shape'")
+    typestr = cai["typestr"]
+    if not isinstance(typestr, str):
+        raise _malformed(f"'typestr' must be a str; got {typestr!r}")
     strides = cai.get("strides")
-    if dtype is not None and strides is None and len(shape) == 1 and cai.get("mask") is None:
-        ptr, readonly = cai["data"]  # the common case: a contiguous 1-D array
-        return ArrayView(ptr or 0, shape[0], dtype, readonly, obj)
+    if strides is not None:
+        strides = _ints(strides, "'strides'")
+        if len(strides) != len(shape):
+            raise _malformed(f"'strides' {strides} has not one entry per dimension of 'shape' {shape}")
     if cai.get("mask") is not None:
         raise ViewError("needs an array without a mask; got a masked __cuda_array_interface__")
+    data = cai["data"]
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise _malformed(f"'data' must be (pointer, read_only); got {data!r}")
+    ptr, readonly = data
+    if ptr is None:
+        ptr = 0
+    if isinstance(ptr, bool) or not isinstance(ptr, int) or not 0 <= ptr < 2**64:
+        raise _malformed(f"the data pointer must be an int from 0 to 2**64-1; got {ptr!r}")
+    return _Interface(shape, typestr, strides, ptr, bool(readonly))
+
+
+def _cai_view(obj: Any, cai: Any) -> ArrayView:
+    f = _interface(cai)
+    dtype = TYPESTR_DTYPES.get(f.typestr)
     itemsize = _ITEMSIZE[dtype] if dtype is not None else 0
     if dtype is None:
-        dtype = f"unsupported element type {cai['typestr']!r}"
-    shape = tuple(shape)
+        dtype = f"unsupported element type {f.typestr!r}"
     stride_elems: int | None = None
-    if strides is not None and len(strides) == 1 and len(shape) == 1:
-        stride_bytes = int(strides[0])
+    if f.strides is not None and len(f.strides) == 1 and len(f.shape) == 1:
+        stride_bytes = f.strides[0]
         if itemsize and stride_bytes % itemsize == 0:
             stride_elems = stride_bytes // itemsize
-        elif shape[0] > 1:
+        elif f.shape[0] > 1:
             raise ViewError(f"needs a contiguous 1-D array; got a stride of {stride_bytes} bytes")
-    n = _check_1d_contiguous(shape, stride_elems)
-    ptr, readonly = cai["data"]
-    return ArrayView(int(ptr or 0), n, dtype, bool(readonly), obj)
+    n = _check_1d_contiguous(f.shape, stride_elems)
+    return ArrayView(f.ptr, n, dtype, f.readonly, obj)
 
 
 def _torch_dtype(t: Any) -> str:
@@ -322,6 +373,8 @@ def tensor_view_of(obj: Any, ndim: int) -> TensorView:
     view = _tensor_view(obj)
     if len(view.shape) != ndim:
         raise ViewError(f"needs a {ndim}-D array; got shape {view.shape}")
+    if any(d < 0 for d in view.shape):
+        raise ViewError(f"needs a non-negative shape; got shape {view.shape}")
     if any(s < 0 for s in view.strides):
         raise ViewError(f"needs non-negative strides; got {view.strides} elements")
     return view
@@ -344,15 +397,11 @@ def _tensor_view(obj: Any) -> TensorView:
                           dtype, False, obj)
     cai = _cuda_array_interface(obj)
     if cai is not None:
-        if cai.get("mask") is not None:
-            raise ViewError("needs an array without a mask; got a masked __cuda_array_interface__")
-        shape = tuple(int(d) for d in cai["shape"])
-        dtype = TYPESTR_DTYPES.get(cai["typestr"], f"unsupported element type {cai['typestr']!r}")
-        strides = cai.get("strides")
-        elem_strides = (_contiguous_strides(shape) if strides is None
-                        else _elements(tuple(int(s) for s in strides), _ITEMSIZE.get(dtype, 0)))
-        ptr, readonly = cai["data"]
-        return TensorView(int(ptr or 0), shape, elem_strides, dtype, bool(readonly), obj)
+        f = _interface(cai)
+        dtype = TYPESTR_DTYPES.get(f.typestr, f"unsupported element type {f.typestr!r}")
+        elem_strides = (_contiguous_strides(f.shape) if f.strides is None
+                        else _elements(f.strides, _ITEMSIZE.get(dtype, 0)))
+        return TensorView(f.ptr, f.shape, elem_strides, dtype, f.readonly, obj)
     dl_device = getattr(obj, "__dlpack_device__", None)
     if dl_device is not None and hasattr(obj, "__dlpack__"):
         capsule, t = _dlpack_tensor(obj, dl_device)
@@ -362,6 +411,31 @@ def _tensor_view(obj: Any) -> TensorView:
         dtype = dlpack_dtype(t.dtype.code, t.dtype.bits, t.dtype.lanes)
         return TensorView(int(t.data or 0) + int(t.byte_offset), shape, elem_strides, dtype, False, (obj, capsule))
     raise _not_a_device_array(obj)
+
+
+def memory_problem(view: ArrayView | TensorView) -> str | None:
+    """Why ``view`` cannot be launched with although its type is right: a null data pointer with
+    elements (a freed DeviceArray, a broken producer); None when it can. Reads after "parameter
+    'x' of k "."""
+    if view.ptr == 0 and view.length > 0:
+        freed = type(view.owner) is DeviceArray and view.owner._freed
+        return ("is a DeviceArray that was freed (DeviceArray.free()): its memory is gone" if freed else
+                f"has no device memory: its data pointer is 0 (NULL), with {view.length} elements")
+    return None
+
+
+def may_overlap_itself(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether two indices of an array of this shape and element strides may name one element
+    (a broadcast or ``expand()``ed view: a stride of 0). Sufficient, not exact: with the axes of
+    more than one element sorted by stride, each stride must exceed the span of the axes below
+    it, which every array made by slicing, transposing or permuting a dense one satisfies."""
+    axes = sorted((abs(s), d) for d, s in zip(shape, strides) if d > 1)
+    span = 0  # offset of the last element over the axes so far
+    for stride, d in axes:
+        if stride <= span:
+            return True
+        span += (d - 1) * stride
+    return False
 
 
 def itemsize(dtype: str) -> int:

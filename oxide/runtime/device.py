@@ -20,6 +20,7 @@ __all__ = [
     "check",
     "raise_cuda_error",
     "current_context",
+    "context_uid",
     "context_device",
     "synchronize",
 ]
@@ -96,7 +97,8 @@ def _reset_for_tests() -> None:
     global _drv
     _count.clear()
     _context_ordinals.clear()
-    _events.clear()
+    with _events_lock:
+        _events.clear()
     with _lock:
         _drv = None
         _primary.clear()
@@ -206,25 +208,70 @@ def pointer_device(ptr: int) -> int | None:
     return ordinal
 
 
-_events: dict[int, Any] = {}  # context handle -> an event for ordering one stream after another
+def context_uid(ctx: int) -> int:
+    """A number naming context ``ctx`` for the life of the process: its ``cuCtxGetId``. A
+    context's handle outlives a reset (``cuDevicePrimaryCtxReset``, ``cudaDeviceReset``,
+    ``numba.cuda.close()``), which destroys every module, allocation and host mapping made in it;
+    the context that comes back has a new id, so what is cached by it (modules, functions, the
+    device-error record, events) is made again rather than used dead. The handle itself where
+    the driver has no ``cuCtxGetId`` (before CUDA 12.0)."""
+    drv = driver()
+    get_id = getattr(drv, "cuCtxGetId", None)
+    if get_id is None:
+        return ctx
+    err, uid = get_id(ctx)
+    if err != 0:
+        raise_cuda_error(err, f"cuCtxGetId of the current context {ctx:#x}",
+                         "the context was destroyed: make a live one current (e.g. torch.cuda.set_device)")
+    return int(uid)
+
+
+# Events for ordering one stream after another, per context (by uid). Each wait takes one from
+# the pool and gives it back once cuStreamWaitEvent has captured it: two threads never record
+# into the same event between another's record and wait.
+_events_lock = threading.Lock()
+_events: dict[int, list[Any]] = {}
+
+
+def _take_event(drv: Any, key: int) -> Any:
+    with _events_lock:
+        pool = _events.get(key)
+        if pool:
+            return pool.pop()
+    err, event = drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+    check(err, "cuEventCreate")
+    return event
+
+
+def _give_event(key: int, event: Any) -> None:
+    with _events_lock:
+        _events.setdefault(key, []).append(event)
 
 
 def stream_wait(consumer: int, producer: int) -> None:
     """Makes work queued later on stream ``consumer`` wait for the work queued so far on
     ``producer`` (an event recorded on one, waited for by the other; the GPU waits, not the
-    host). Both are handles in the current context."""
+    host). Both are handles in the current context. Safe from several threads at once."""
     drv = driver()
     err, ctx = drv.cuCtxGetCurrent()
     check(err, "cuCtxGetCurrent")
-    event = _events.get(int(ctx))
-    if event is None:
-        err, event = drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
-        check(err, "cuEventCreate")
-        _events[int(ctx)] = event
-    (err,) = drv.cuEventRecord(event, producer)
-    check(err, f"cuEventRecord on stream {producer:#x}")
-    (err,) = drv.cuStreamWaitEvent(consumer, event, 0)
-    check(err, f"cuStreamWaitEvent of stream {consumer:#x}")
+    key = context_uid(int(ctx))
+    event = _take_event(drv, key)
+    try:
+        (err,) = drv.cuEventRecord(event, producer)
+        check(err, f"cuEventRecord on stream {producer:#x}")
+        (err,) = drv.cuStreamWaitEvent(consumer, event, 0)
+        check(err, f"cuStreamWaitEvent of stream {consumer:#x}")
+    finally:
+        _give_event(key, event)  # the wait has captured the event's work: it may be recorded again
+
+
+def new_event() -> Any:
+    """A new CUDA event of the current context, without timing (for ordering)."""
+    drv = driver()
+    err, event = drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+    check(err, "cuEventCreate")
+    return event
 
 
 def context_device(ctx: int) -> DeviceInfo:

@@ -6,6 +6,7 @@ Copies are synchronous (``cuMemcpyHtoD``/``cuMemcpyDtoH``).
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 
 from oxide.runtime import device
@@ -38,7 +39,12 @@ class DeviceArray:
     handed in; a launch on a host with several GPUs then asks the driver). An array allocated
     on a stream (``empty(..., stream=s)``) is stream-ordered: allocated, copied and freed in the
     order of the work on ``s`` (``cuMemAllocAsync`` / ``cuMemFreeAsync``), usable by work on
-    ``s`` without a synchronization."""
+    ``s`` without a synchronization. A launch on another stream waits for ``s`` first, and
+    freeing the array (``free()`` or collection) waits for every oxide launch that used it on
+    another stream (an event recorded after each, waited for by ``s`` before
+    ``cuMemFreeAsync``)."""
+
+    _uses_lock = threading.Lock()
 
     def __init__(
         self,
@@ -57,6 +63,10 @@ class DeviceArray:
         self.device = device
         self._stream_owner = stream  # kept alive: the memory is freed on it
         self._stream = None if stream is None else stream_handle(stream)
+        self._freed = False
+        # stream handle -> an event recorded after the last oxide launch that used this
+        # stream-ordered array on that stream (not its own); the free waits for them
+        self._uses: dict[int, Any] = {}
 
     @classmethod
     def empty(cls, n: int | tuple[int, ...], dtype: Any = "float32", *, stream: Any = None) -> DeviceArray:
@@ -154,17 +164,43 @@ class DeviceArray:
             "stream": None if self._stream is None else (self._stream or 1),
         }
 
+    def _used_on(self, stream: int) -> None:
+        """Notes that a launch on ``stream`` (another than the array's) has just been queued
+        with this stream-ordered array: its memory must not be freed before that launch ends."""
+        if not self._owned or self._stream is None:
+            return
+        drv = device.driver()
+        with DeviceArray._uses_lock:  # one event per stream, recorded after its last use
+            event = self._uses.get(stream)
+            if event is None:
+                event = self._uses[stream] = device.new_event()
+            (err,) = drv.cuEventRecord(event, stream)
+        device.check(err, f"cuEventRecord on stream {stream:#x}")
+
     def free(self) -> None:
-        """Frees the memory now rather than when the object is collected."""
+        """Frees the memory now rather than when the object is collected (a stream-ordered
+        array: on its stream, after the oxide launches that used it on other streams)."""
         if self._owned:
-            self._owned = False
-            ptr, self.ptr = self.ptr, 0
+            drv = device.driver()
+            with DeviceArray._uses_lock:
+                if not self._owned:
+                    return
+                self._owned = False
+                self._freed = True
+                ptr, self.ptr = self.ptr, 0
+                uses, self._uses = self._uses, {}
             if self._stream is None:
-                (err,) = device.driver().cuMemFree(ptr)
+                (err,) = drv.cuMemFree(ptr)
                 device.check(err, "cuMemFree")
-            else:
-                (err,) = device.driver().cuMemFreeAsync(ptr, self._stream)
-                device.check(err, "cuMemFreeAsync")
+                return
+            for event in uses.values():
+                (err,) = drv.cuStreamWaitEvent(self._stream, event, 0)
+                if err != 0:  # the free cannot be ordered after that launch: keep the memory
+                    device.raise_cuda_error(err, f"cuStreamWaitEvent of stream {self._stream:#x} before freeing "
+                                            f"a DeviceArray of {self.nbytes} bytes (not freed)")
+                drv.cuEventDestroy(event)  # released once recorded work completes; the wait holds
+            (err,) = drv.cuMemFreeAsync(ptr, self._stream)
+            device.check(err, "cuMemFreeAsync")
 
     def __del__(self) -> None:
         try:

@@ -30,7 +30,17 @@ from oxide.runtime.streams import stream_handle
 
 if TYPE_CHECKING:
     from oxide.runtime import artifacts, device, kernel_errors, loader
-    from oxide.runtime.arrays import ArrayView, TensorView, ViewError, itemsize, tensor_view_of, view_of
+    from oxide.runtime.arrays import (
+        ArrayView,
+        TensorView,
+        ViewError,
+        itemsize,
+        may_overlap_itself,
+        memory_problem,
+        tensor_view_of,
+        view_of,
+    )
+    from oxide.runtime.device_array import DeviceArray
     from oxide.runtime.manifest import KernelSpec
 
 __all__ = ["Kernel", "LaunchConfig", "Specialization"]
@@ -44,9 +54,18 @@ def _import_launch_modules() -> None:
     into this module's namespace, on the first launch: importing a module of kernels must stay
     cheap, and these are milliseconds."""
     global _imported, artifacts, device, kernel_errors, loader
-    global TensorView, ViewError, itemsize, tensor_view_of, view_of
+    global TensorView, ViewError, itemsize, tensor_view_of, view_of, memory_problem, may_overlap_itself, DeviceArray
     from oxide.runtime import artifacts, device, kernel_errors, loader
-    from oxide.runtime.arrays import TensorView, ViewError, itemsize, tensor_view_of, view_of
+    from oxide.runtime.arrays import (
+        TensorView,
+        ViewError,
+        itemsize,
+        may_overlap_itself,
+        memory_problem,
+        tensor_view_of,
+        view_of,
+    )
+    from oxide.runtime.device_array import DeviceArray
 
     _imported = True
 
@@ -74,8 +93,8 @@ class Specialization:
         self.packer = packer
         self.converters = converters
         self.index = index
-        self.functions: dict[int, Any] = {}  # context handle -> CUfunction
-        self.planned: set[int] = set()  # contexts whose function the C plan has
+        self.functions: dict[int, Any] = {}  # context uid (device.context_uid) -> CUfunction
+        self.planned: set[int] = set()  # contexts (uids) whose function the C plan has
 
     @property
     def label(self) -> str:
@@ -128,10 +147,10 @@ class LaunchConfig(launcher.LaunchBase):  # type: ignore[misc]
         cooperative: bool = False,
     ) -> None:
         self.kernel = kernel
-        if type(grid) is int and type(block) is int and 0 <= grid <= 0xFFFFFFFF and 0 < block <= MAX_BLOCK_THREADS:
+        if type(grid) is int and type(block) is int and 0 <= grid <= 0x7FFFFFFF and 0 < block <= MAX_BLOCK_THREADS:
             self.grid, self.block = (grid, 1, 1), (block, 1, 1)  # k[n_blocks, threads]: what normalize_dims gives
         else:
-            self.grid, self.block = normalize_dims(grid, block)
+            self.grid, self.block = normalize_dims(grid, block, kernel.name)
         self.stream = 0 if stream is None else stream_handle(stream)
         if not isinstance(shared_mem, int) or shared_mem < 0:
             raise ValueError(f"shared_mem must be a non-negative int of bytes; got {shared_mem!r}")
@@ -146,7 +165,9 @@ class LaunchConfig(launcher.LaunchBase):  # type: ignore[misc]
             plain = self.cluster is None and not cooperative
             self._bind(kernel._plan if plain else None, self.grid, self.block, self.stream, shared_mem)
 
-    def _launch_slow(self, *args: Any) -> None:
+    def _launch_slow(self, *args: Any, **kwargs: Any) -> None:
+        if kwargs:
+            raise TypeError(self.kernel._keywords_error(kwargs))
         self.kernel._launch(args, self.grid, self.block, self.stream, self.shared_mem, self.cluster, self.cooperative)
 
     def _launch_failed(self, err: int) -> None:
@@ -214,6 +235,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         shared_mem: int = 0,
         cluster: Any = None,
         cooperative: bool = False,
+        **kwargs: Any,
     ) -> None:
         """Launches on ``grid`` blocks of ``block`` threads (ints or tuples of up to 3 ints).
 
@@ -222,10 +244,23 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         ``cooperative``: all blocks are resident at once (the grid must fit the device: see
         the error's figures), as ``cudaLaunchCooperativeKernel``.
         """
+        if kwargs:
+            raise TypeError(self._keywords_error(kwargs))
         if cluster is None and cooperative is False:
             self[grid, block, stream, shared_mem](*args)  # the cached configuration, the C path
         else:
             LaunchConfig(self, grid, block, stream, shared_mem, cluster, cooperative)(*args)
+
+    def _keywords_error(self, kwargs: dict[str, Any]) -> str:
+        names = ", ".join(repr(k) for k in kwargs)
+        if self._dispatch is None:
+            try:
+                self._build_dispatch()
+            except Exception:
+                pass
+        params = f" ({', '.join(self._dispatch.names)})" if self._dispatch is not None else ""
+        return (f"kernel {self.name} takes its arguments by position{params}; got keyword argument{'s' if len(kwargs) > 1 else ''} "
+                f"{names}: pass them in order, {self.name}[grid, block](...)")
 
     @staticmethod
     def grid_for(n: int, block: int = 256) -> int:
@@ -253,9 +288,10 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         drv = device.driver()
         err, ctx = drv.cuCtxGetCurrent()
         handle = int(ctx)
-        fn = variant.functions.get(handle) if handle else None
+        uid = device.context_uid(handle) if handle else 0
+        fn = variant.functions.get(uid) if handle else None
         if fn is None:
-            fn, handle = self._load(variant)
+            fn, handle, uid = self._load(variant)
         several_gpus = device.device_count() > 1
         if several_gpus and len(keep):
             self._check_devices(keep, handle)
@@ -275,8 +311,9 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
                 )
         if err != 0:
             device.raise_cuda_error(err, f"launching kernel {self.name} (grid {grid}, block {block})")
+        self._after_launch(keep, stream)
         if self._plan is not None and self._planned and not special:
-            self._teach(variant, handle, fn, keep, drv, args)
+            self._teach(variant, handle, uid, fn, keep, drv, args)
         del keep  # the argument arrays stay alive until the driver has taken the launch
 
     def _check_special_launch(self, fn: Any, ctx: int, grid: tuple[int, int, int], block: tuple[int, int, int],
@@ -372,16 +409,32 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
                               "but its manifest does not describe that site: rebuild the package")
         raise kernel_errors.assertion_error(site, " (checked at launch; the kernel was not launched)")
 
+    def _after_launch(self, views: list[Any], stream: int) -> None:
+        """What a queued launch changes for its arrays: a written PyTorch tensor's version
+        counter goes up (autograd then knows of the write, as of an in-place operation), and a
+        stream-ordered DeviceArray used on another stream than its own is not freed before
+        the launch ends."""
+        d = self._dispatch
+        assert d is not None
+        for view, writable in zip(views, d.mutable):
+            owner = view.owner
+            if type(owner) is DeviceArray:
+                if owner._stream is not None and _same_stream(owner._stream) != _same_stream(stream):
+                    owner._used_on(stream)
+            elif writable and _is_torch_tensor(owner):
+                _bump_version(owner)
+
     def _teach(
-        self, variant: Specialization, ctx: int, fn: Any, views: list[ArrayView], drv: Any, args: Sequence[Any]
+        self, variant: Specialization, ctx: int, uid: int, fn: Any, views: list[ArrayView], drv: Any,
+        args: Sequence[Any]
     ) -> None:
         """Tells the C launcher what this successful launch showed: the function in this
         context, the array and NumPy scalar types. Later launches like it take the C path."""
         if not launcher.bind_driver(drv):
             return
-        if ctx not in variant.planned:  # ctx is current: its device is the one the launch checked
-            self._plan.set_function(variant.index, ctx, int(fn), device.context_device(ctx).ordinal)
-            variant.planned.add(ctx)
+        if uid not in variant.planned:  # ctx is current: its device is the one the launch checked
+            self._plan.set_function(variant.index, ctx, int(fn), device.context_device(ctx).ordinal, uid)
+            variant.planned.add(uid)
         for view in views:
             launcher.learn_array(view.owner)
         for i, conv in enumerate(variant.converters):
@@ -419,9 +472,26 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         else:
             variant, values = self._choose_by_scalars(candidates, args, views)
         for view, writable, i in zip(views, d.mutable, d.view_index):
-            if view.readonly and writable:
+            problem = memory_problem(view)
+            if problem is not None:
+                raise TypeError(f"parameter {d.names[i]!r} of {self.name} {problem}")
+            if not writable:
+                continue
+            if view.readonly:
                 raise TypeError(
                     f"parameter {d.names[i]!r} of {self.name} is written by the kernel; got a read-only array"
+                )
+            if type(view) is TensorView and may_overlap_itself(view.shape, view.strides):
+                raise TypeError(
+                    f"parameter {d.names[i]!r} of {self.name} is written by the kernel; got a view whose elements "
+                    f"overlap (shape {view.shape}, strides {view.strides} elements: a broadcast or expand()ed "
+                    "array), so threads would write the same element — pass a contiguous copy (.contiguous(), .copy())"
+                )
+            if _is_torch_tensor(view.owner) and _needs_autograd(view.owner):
+                raise TypeError(
+                    f"parameter {d.names[i]!r} of {self.name} is written by the kernel; got a tensor that requires "
+                    "grad, and autograd cannot follow a write by an oxide kernel — write under torch.no_grad(), "
+                    "or into a tensor that does not require grad (e.g. out.detach())"
                 )
         if len(views) > 1:
             self._check_aliasing(d, views)
@@ -622,16 +692,17 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             [p.kind == "constexpr" for p in first],
         ))
 
-    def _load(self, variant: Specialization) -> tuple[Any, int]:
-        """The CUfunction of ``variant`` in the current context (and that context's handle),
-        loading the module once per context."""
+    def _load(self, variant: Specialization) -> tuple[Any, int, int]:
+        """The CUfunction of ``variant`` in the current context (and that context's handle and
+        uid), loading the module once per context."""
         assert self._dispatch is not None
         located = self._dispatch.located
         with loader.LOAD_LOCK:
             ctx = device.current_context()
-            fn = variant.functions.get(ctx)
+            uid = device.context_uid(ctx)
+            fn = variant.functions.get(uid)
             if fn is not None:
-                return fn, ctx
+                return fn, ctx, uid
             info = device.context_device(ctx)
             m = located.manifest
             choice = loader.select_code(m.cubins, m.ptx, (info.major, info.minor), module=m.module, device_name=info.name)
@@ -645,8 +716,8 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
                 manifest_key=str(located.path),
             )
             fn = loader.get_function(mod, variant.spec.symbol, kernel=self.name)
-            variant.functions[ctx] = fn
-            return fn, ctx
+            variant.functions[uid] = fn
+            return fn, ctx, uid
 
     # introspection --------------------------------------------------------------------------
 
@@ -662,7 +733,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         specialization on the current device (``cuFuncGetAttribute``)."""
         d = self._dispatch or self._build_dispatch()
         variant = d.variants[0]
-        fn, _ = self._load(variant)
+        fn, _, _ = self._load(variant)
         drv = device.driver()
         a = drv.CUfunction_attribute
         out: dict[str, int] = {}
@@ -683,6 +754,44 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
     def max_block_size(self) -> int:
         """The most threads per block this kernel can launch with on the current device."""
         return self.attributes["max_threads_per_block"]
+
+
+def _same_stream(s: int) -> int:
+    """0 and 1 both name the legacy default stream (1 in the CUDA array interface)."""
+    return 0 if s == 1 else s
+
+
+def _is_torch_tensor(obj: Any) -> bool:
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, getattr(torch, "Tensor", ()))
+
+
+def _needs_autograd(t: Any) -> bool:
+    """A write into ``t`` would have to be recorded by autograd: it requires grad and grad mode
+    is on (PyTorch refuses in-place operations on such leaves; under torch.no_grad() they are
+    fine, as an optimizer's updates)."""
+    if not getattr(t, "requires_grad", False):
+        return False
+    import sys
+
+    enabled = getattr(sys.modules["torch"], "is_grad_enabled", None)
+    return bool(enabled()) if enabled is not None else True
+
+
+def _bump_version(t: Any) -> None:
+    """``torch.autograd.graph.increment_version(t)``: a tensor saved for a backward pass and
+    then written by a kernel makes that backward fail loudly ("modified by an inplace
+    operation") instead of using the new values silently."""
+    from oxide.runtime import launcher
+
+    bump = launcher.torch_version_bump()
+    if bump is not None:
+        try:
+            bump(t)
+        except RuntimeError:
+            pass  # an inference tensor has no version counter (older PyTorch raises for it)
 
 
 def _producer_streams(views: list[Any], stream: int) -> set[int]:

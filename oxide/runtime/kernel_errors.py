@@ -8,9 +8,13 @@ default) and ``__oxide_module_id``. A failing thread claims the record with
 fences, and exits; the other threads carry on. With no record set the thread traps, which the
 driver reports as a sticky ``CudaError`` (``CUDA_ERROR_LAUNCH_FAILED``).
 
-The host side, here: one record of 5 x int64 per CUDA context, in pinned host memory mapped
-into the device (``cuMemHostAlloc(DEVICEMAP | PORTABLE)``), so the host sees a failure by
-reading its own memory, without synchronising. Each module with error sites gets a
+The host side, here: one record of 5 x int64 per CUDA context, in a page of host memory this
+module maps itself (``mmap``, never unmapped) and registers with the context as mapped pinned
+memory (``cuMemHostRegister(DEVICEMAP | PORTABLE)``), so the host sees a failure by reading its
+own memory, without synchronising. Because oxide owns the page, reading a record stays safe
+after the context is reset or destroyed (which unmaps memory the driver allocated); records are
+kept per context uid (:func:`oxide.runtime.device.context_uid`), so a reset context gets a new
+one. Each module with error sites gets a
 process-unique module id when it is loaded, and its two globals are set to the record's device
 address and that id.
 
@@ -30,6 +34,7 @@ is kept until it is raised: later ones are dropped.
 from __future__ import annotations
 
 import ctypes
+import mmap
 import struct
 import threading
 import time
@@ -81,7 +86,8 @@ class ErrorRecord:
 
 
 _lock = threading.RLock()
-_records: dict[int, ErrorRecord] = {}  # context handle -> its record
+_records: dict[int, ErrorRecord] = {}  # context uid -> its record
+_pages: list[mmap.mmap] = []  # the records' memory: kept for the life of the process
 # Every record, read by each launch. A tuple replaced on change, so readers need no lock.
 _watched: tuple[ErrorRecord, ...] = ()
 _sites: dict[int, tuple[str, dict[int, ErrorSite]]] = {}  # module id -> (module name, sites by id)
@@ -110,26 +116,31 @@ def _records_changed() -> None:
 
 def record_for_context(ctx: int) -> ErrorRecord:
     """The record of context ``ctx`` (current on this thread), allocated on first use."""
-    rec = _records.get(ctx)
+    uid = device.context_uid(ctx)
+    rec = _records.get(uid)
     if rec is not None:
         return rec
     global _watched
     with _lock:
-        rec = _records.get(ctx)
+        rec = _records.get(uid)
         if rec is not None:
             return rec
         drv = device.driver()
-        flags = int(drv.CU_MEMHOSTALLOC_DEVICEMAP) | int(drv.CU_MEMHOSTALLOC_PORTABLE)
-        nbytes = RECORD_WORDS * 8
-        err, host = drv.cuMemHostAlloc(nbytes, flags)
-        device.check(err, f"cuMemHostAlloc({nbytes} bytes, DEVICEMAP | PORTABLE) for the kernel error record")
-        host_address = int(host)
-        ctypes.memset(host_address, 0, nbytes)
+        flags = int(drv.CU_MEMHOSTREGISTER_DEVICEMAP) | int(drv.CU_MEMHOSTREGISTER_PORTABLE)
+        page = mmap.mmap(-1, mmap.PAGESIZE)  # page-aligned, zeroed, and ours
+        host_address = ctypes.addressof(ctypes.c_char.from_buffer(page))  # pins the page: never closed
+        nbytes = mmap.PAGESIZE
+        (err,) = drv.cuMemHostRegister(host_address, nbytes, flags)
+        device.check(err, f"cuMemHostRegister({nbytes} bytes, DEVICEMAP | PORTABLE) for the kernel error record")
+        ctypes.memset(host_address, 0, RECORD_WORDS * 8)
         err, dptr = drv.cuMemHostGetDevicePointer(host_address, 0)
         device.check(err, "cuMemHostGetDevicePointer for the kernel error record")
+        _pages.append(page)
         rec = ErrorRecord(ctx, host_address, int(dptr))
-        _records[ctx] = rec  # never freed: it lives as long as the context's modules point at it
-        _watched = _watched + (rec,)
+        _records[uid] = rec  # never freed: it lives as long as the context's modules point at it
+        # a record of a context that was reset under the same handle is dropped: its failure,
+        # if any, died with that context
+        _watched = tuple(r for r in _watched if r.context != ctx) + (rec,)
         _records_changed()
         return rec
 

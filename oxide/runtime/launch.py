@@ -24,9 +24,13 @@ __all__ = [
     "normalize_dims",
     "grid_for",
     "MAX_BLOCK_THREADS",
+    "MAX_GRID",
+    "MAX_BLOCK",
 ]
 
 MAX_BLOCK_THREADS = 1024  # every architecture oxide targets (sm_50 and newer)
+MAX_GRID = (2**31 - 1, 65535, 65535)  # CUDA's limits per grid dimension (all compute capabilities)
+MAX_BLOCK = (1024, 1024, 64)  # and per block dimension
 
 _SLOT = 8
 
@@ -82,15 +86,24 @@ def _int_converter(dtype: str) -> Callable[[Any], int]:
     return convert
 
 
+def _too_large(value: Any, dtype: str) -> ScalarError:
+    return ScalarError(f"needs a number in the range of {dtype}; got {_describe(value)}, too large for a float")
+
+
 def _to_float(value: Any, dtype: str) -> float:
     if type(value) is float or type(value) is int:
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond the largest double
+            raise _too_large(value, dtype) from None
     if isinstance(value, (str, bytes, complex)):
         raise ScalarError(f"needs a number ({dtype}); got {_describe(value)}")
     try:
         return float(value)
     except (TypeError, ValueError):
         raise ScalarError(f"needs a number ({dtype}); got {_describe(value)}") from None
+    except OverflowError:
+        raise _too_large(value, dtype) from None
 
 
 def _narrow_float(x: float, dtype: str) -> float:
@@ -112,7 +125,7 @@ def _float_converter(dtype: str) -> Callable[[Any], float]:
     limit = _FLOAT_MAX[dtype]
 
     def convert(value: Any) -> float:
-        x = float(value) if type(value) is float or type(value) is int else _to_float(value, dtype)
+        x = float(value) if type(value) is float else _to_float(value, dtype)
         return x if -limit <= x <= limit else _narrow_float(x, dtype)
 
     return convert
@@ -209,10 +222,20 @@ def _dims(value: Any, what: str) -> tuple[int, int, int]:
     return (out[0], out[1], out[2])
 
 
-def normalize_dims(grid: Any, block: Any) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """``(grid, block)`` as 3-tuples; a block of more than 1024 threads is refused here."""
+def normalize_dims(grid: Any, block: Any, kernel: str = "") -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` as 3-tuples; dimensions beyond CUDA's limits (grid x < 2**31, y and z
+    <= 65535; block x, y <= 1024, z <= 64, at most 1024 threads) are refused here, before
+    anything is launched."""
     g = _dims(grid, "grid")
     b = _dims(block, "block")
+    of = f" of kernel {kernel}" if kernel else ""
+    for what, dims, limits in (("grid", g, MAX_GRID), ("block", b, MAX_BLOCK)):
+        for axis, n, limit in zip("xyz", dims, limits):
+            if n > limit:
+                raise ValueError(
+                    f"the {what}{of} is at most {limit} along {axis}; got {what} {dims} "
+                    f"(CUDA's limits: grid {MAX_GRID}, block {MAX_BLOCK})"
+                )
     threads = b[0] * b[1] * b[2]
     if threads > MAX_BLOCK_THREADS:
         raise ValueError(f"a block has at most {MAX_BLOCK_THREADS} threads; got block {b} = {threads} threads")

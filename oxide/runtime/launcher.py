@@ -11,14 +11,22 @@ Python's.
 
 What the C side learns from Python, all from the Python path's first successful launches:
 
-- the driver entry points ``cuLaunchKernel`` and ``cuCtxGetCurrent`` (addresses from the
-  libcuda that ``cuda.bindings`` loaded);
+- the driver entry points ``cuLaunchKernel``, ``cuCtxGetCurrent`` and ``cuCtxGetId``
+  (addresses from the libcuda that ``cuda.bindings`` loaded);
 - the array types it has seen and how to read them (the ``ARRAY_`` kinds), the dtype objects of
   PyTorch and NumPy, compared by identity, and the NumPy scalar types it has seen;
 - per kernel, a ``Plan``: parameters, specializations (by view dtypes), their launch
   preconditions (evaluated in C; a failing one leaves the launch to Python, which raises), and
-  the ``CUfunction`` of each specialization in each context it has been loaded in;
-- the addresses of the device-error records, read before every launch.
+  the ``CUfunction`` of each specialization in each context it has been loaded in, by the
+  context's uid (a reset context gets a new one, and its old functions are never launched);
+- the addresses of the device-error records, read before every launch (host memory oxide
+  owns, so a context reset cannot unmap them);
+- ``torch.autograd.graph.increment_version``, called on every tensor a launch writes.
+
+The C launcher releases the GIL around ``cuLaunchKernel`` (a full launch queue blocks the
+call). It keeps no launch state outside the call, so launches from several threads are safe;
+its module does not declare free-threading support, so a free-threaded (3.13t) interpreter
+re-enables the GIL when it imports it (``OXIDE_PURE_PYTHON=1`` avoids the import).
 
 ``OXIDE_PURE_PYTHON=1`` (read at import) turns the C path off; so does a missing or unbuildable
 extension (the wheel still works, launches cost more).
@@ -92,6 +100,7 @@ _bound_driver: Any = None  # the driver module whose entry points the C launcher
 _listening = False  # the C launcher follows the device-error records
 _torch_registered = False
 _numpy_registered = False
+_torch_bump: Any = None  # torch.autograd.graph.increment_version, once torch is seen
 
 
 def new_plan() -> Any:
@@ -99,8 +108,19 @@ def new_plan() -> Any:
     return _ext.Plan() if _ext is not None else None
 
 
-def driver_entry_points(drv: Any) -> tuple[int, int] | None:
-    """Addresses of ``cuLaunchKernel`` and ``cuCtxGetCurrent`` behind ``drv``; None if unknown.
+def torch_version_bump() -> Any:
+    """``torch.autograd.graph.increment_version`` when PyTorch is imported and has it, else None."""
+    global _torch_bump
+    if _torch_bump is None:
+        torch = sys.modules.get("torch")
+        graph = getattr(getattr(torch, "autograd", None), "graph", None)
+        _torch_bump = getattr(graph, "increment_version", None)
+    return _torch_bump
+
+
+def driver_entry_points(drv: Any) -> tuple[int, ...] | None:
+    """Addresses of ``cuLaunchKernel``, ``cuCtxGetCurrent`` and ``cuCtxGetId`` (0 before CUDA
+    12.0) behind ``drv``; None if unknown.
 
     A test driver may provide ``_oxide_entry_points()``. For ``cuda.bindings.driver`` they come
     from the libcuda the process has loaded, with the default-stream semantics cuda.bindings
@@ -120,7 +140,8 @@ def driver_entry_points(drv: Any) -> tuple[int, int] | None:
         ctx = lib.cuCtxGetCurrent
     except (OSError, AttributeError):
         return None
-    return ctypes.cast(launch, ctypes.c_void_p).value or 0, ctypes.cast(ctx, ctypes.c_void_p).value or 0
+    ctx_id = getattr(lib, "cuCtxGetId", None)
+    return tuple(0 if f is None else ctypes.cast(f, ctypes.c_void_p).value or 0 for f in (launch, ctx, ctx_id))
 
 
 def bind_driver(drv: Any) -> bool:
@@ -159,6 +180,7 @@ def _register_torch(torch: Any) -> None:
     to_dlpack = getattr(getattr(torch, "_C", None), "_to_dlpack", None)
     if callable(to_dlpack) and hasattr(_ext, "set_torch_dlpack"):
         _ext.set_torch_dlpack(to_dlpack, torch.Tensor)  # one call per tensor instead of five reads
+    _ext.set_torch_autograd(torch_version_bump())
     _torch_registered = True
 
 
@@ -227,9 +249,11 @@ def learn_scalar(value: Any) -> None:
 
 
 def _reset_for_tests() -> None:
-    global _bound_driver, _torch_registered, _numpy_registered
+    global _bound_driver, _torch_registered, _numpy_registered, _torch_bump
+    _torch_bump = None
     if _ext is None:
         return
+    _ext.set_torch_autograd(None)
     _ext.set_driver(0, 0)
     _ext.set_device_checks(False)
     _ext.set_records(())

@@ -22,7 +22,7 @@ _ARCH = re.compile(r"^(?:sm|compute)_(\d+)([af]?)$")
 
 # Loading is rare and may compile PTX: one lock for all of it keeps it simple and thread-safe.
 LOAD_LOCK = threading.RLock()
-_modules: dict[tuple[int, str], Any] = {}  # (context handle, code file) -> CUmodule
+_modules: dict[tuple[int, str], Any] = {}  # (context uid, code file) -> CUmodule
 
 
 class CodeChoice(NamedTuple):
@@ -114,7 +114,7 @@ def load_module(
     A module with ``error_sites`` gets its device-error globals pointed at the context's
     failure record (:mod:`oxide.runtime.kernel_errors`) before anything can launch from it.
     """
-    key = (ctx, str(path))
+    key = (device.context_uid(ctx), str(path))
     with LOAD_LOCK:
         mod = _modules.get(key)
         if mod is not None:
