@@ -706,6 +706,7 @@ static int finish_tensor(View *v, int n) {
 static int tensor_overlaps_itself(const View *v) {
     int n = v->ndim, k = 0;
     int64_t axis_stride[MAX_NDIM], axis_dim[MAX_NDIM];
+    if (v->length == 0) return 0; /* no element at all */
     for (int i = 0; i < n; i++) {
         int64_t d = v->dims[i], s = v->dims[n + i];
         if (d <= 1) continue;

@@ -45,6 +45,9 @@ DLPACK_CUDA_DEVICES = (2, 13)  # kDLCUDA, kDLCUDAManaged
 _DLPACK_HOST_DEVICES = (1, 3)  # kDLCPU, kDLCUDAHost
 _DLPACK_CODES = {0: "i", 1: "u", 2: "f", 4: "bf", 6: "bool"}
 
+_INT64_LIMIT = 2**63  # shapes and strides are packed as i64
+_ADDRESS_LIMIT = 2**64
+
 HOST_ARRAY_HINT = (
     "copy it to the GPU first, e.g. torch.as_tensor({param}, device='cuda') or cupy.asarray({param})"
 )
@@ -94,6 +97,8 @@ def _check_1d_contiguous(shape: tuple[int, ...], stride_elems: int | None) -> in
     n = int(shape[0])
     if n < 0:
         raise ViewError(f"needs a non-negative shape; got shape {tuple(shape)}")
+    if n >= _INT64_LIMIT:
+        raise ViewError(f"needs shape and strides that fit 64-bit integers; got shape {tuple(shape)}")
     if stride_elems is not None and n > 1 and stride_elems != 1:
         raise ViewError(f"needs a contiguous 1-D array; got a stride of {stride_elems} elements")
     return n
@@ -375,6 +380,9 @@ def tensor_view_of(obj: Any, ndim: int) -> TensorView:
         raise ViewError(f"needs a {ndim}-D array; got shape {view.shape}")
     if any(d < 0 for d in view.shape):
         raise ViewError(f"needs a non-negative shape; got shape {view.shape}")
+    if any(d >= _INT64_LIMIT for d in view.shape) or any(abs(s) >= _INT64_LIMIT for s in view.strides):
+        raise ViewError(f"needs shape and strides that fit 64-bit integers; got shape {view.shape}, "
+                        f"strides {view.strides} elements")
     if any(s < 0 for s in view.strides):
         raise ViewError(f"needs non-negative strides; got {view.strides} elements")
     return view
@@ -421,6 +429,10 @@ def memory_problem(view: ArrayView | TensorView) -> str | None:
         freed = type(view.owner) is DeviceArray and view.owner._freed
         return ("is a DeviceArray that was freed (DeviceArray.free()): its memory is gone" if freed else
                 f"has no device memory: its data pointer is 0 (NULL), with {view.length} elements")
+    nbytes = view.length * itemsize(view.dtype)
+    if view.ptr + nbytes > _ADDRESS_LIMIT - 1:
+        return (f"spans {nbytes} bytes from {view.ptr:#x}, past the end of the 64-bit address space: its shape is "
+                "not the memory it has")
     return None
 
 
@@ -429,6 +441,8 @@ def may_overlap_itself(shape: Sequence[int], strides: Sequence[int]) -> bool:
     (a broadcast or ``expand()``ed view: a stride of 0). Sufficient, not exact: with the axes of
     more than one element sorted by stride, each stride must exceed the span of the axes below
     it, which every array made by slicing, transposing or permuting a dense one satisfies."""
+    if any(d == 0 for d in shape):
+        return False  # no element at all
     axes = sorted((abs(s), d) for d, s in zip(shape, strides) if d > 1)
     span = 0  # offset of the last element over the axes so far
     for stride, d in axes:
