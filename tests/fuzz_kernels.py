@@ -567,6 +567,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import tempfile
 
+    try:  # a mutant that makes the compiler allocate without bound fails with MemoryError, not the OOM killer
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (8 << 30, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    except (ImportError, ValueError, OSError):
+        pass
+
     sys.path.insert(0, str(ROOT))
 
     def progress(n: int, outcome: Outcome) -> None:

@@ -138,3 +138,39 @@ def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
             out[i] = x[i]
 """)
     assert message in text, text
+
+
+def test_extern_returning_a_tuple(tmp_path: Path) -> None:
+    """A C function returns no tuple: libNVVM rejected the module ('parse expected type')."""
+    text = compile_error(tmp_path, """
+@ox.extern("pair")
+def pair(a: i64) -> tuple[i64, i64]: ...
+
+@ox.kernel
+def k(x: Slice[i64], out: DisjointSlice[i64]) -> None:
+    i = thread.index_1d()
+    if i < len(out) and i < len(x):
+        q, r = pair(x[i])
+        out[i] = q + r
+""")
+    assert "kern.py:5:21: error: an extern returns a scalar or None" in text, text
+
+
+def test_static_shared_memory_past_48_kib(tmp_path: Path) -> None:
+    """ptxas: 'uses too much shared data (0x40000 bytes, 0xc000 max)', from nvJitLink."""
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + """
+@ox.kernel
+def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+    a = ox.shared.array(8192, f32)
+    b = ox.shared.array(4097, f32)
+    i = thread.index_1d()
+    if i < len(out) and i < len(x):
+        a[thread.idx.x] = x[i]
+        b[thread.idx.x] = x[i]
+        out[i] = a[thread.idx.x] + b[thread.idx.x]
+""")
+    with pytest.raises(CompileError) as info:
+        compile_module(src, "kern", CompileOptions(archs=("sm_90",)))
+    assert ("kern.py:7:5: error: the shared arrays of k() take 49156 bytes with 'b'; static shared memory holds "
+            "49152 bytes (48 KiB) per block") in str(info.value), str(info.value)

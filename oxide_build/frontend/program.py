@@ -428,15 +428,16 @@ class ProgramBuilder:
             if p.annotation is None:
                 raise module.error(p, f"parameter {p.arg!r} of the extern {fdef.name!r} has no type annotation")
             ty = resolve_annotation(module, p.annotation, {}, f"parameter {p.arg!r} of extern {fdef.name!r}")
-            if isinstance(ty, TypeVarBinding) or isinstance(ty, (VoidType, ThreadIndexType)):
+            if not isinstance(ty, (ScalarType, ViewType)):  # a C function takes no tuple, type variable, ...
                 raise module.error(p.annotation, f"extern parameters must be concrete scalars or views, "
                                    f"not {ast.unparse(p.annotation)}")
             param_types.append(ty)
         ret: Type = VoidType()
         if fdef.returns is not None:
             r = resolve_annotation(module, fdef.returns, {}, f"the return type of extern {fdef.name!r}")
-            if isinstance(r, (TypeVarBinding, ViewType)):
-                raise module.error(fdef.returns, "an extern returns a scalar or None")
+            if not isinstance(r, (ScalarType, VoidType)):
+                raise module.error(fdef.returns, "an extern returns a scalar or None",
+                                   "return several values through a MutSlice parameter")
             ret = r
         converted: list[ir.Expr] = []
         for arg, p, pty in zip(args, params, param_types):

@@ -26,6 +26,7 @@ __all__ = ["lower_program", "module_text", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT"]
 
 NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
 NVPTX_DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
+STATIC_SHARED_LIMIT = 48 * 1024  # ptxas refuses more static shared memory per kernel, on every arch
 
 I1, I8, I32T, I64T = ll.IntType(1), ll.IntType(8), ll.IntType(32), ll.IntType(64)
 
@@ -312,6 +313,7 @@ class FunctionLowering:
         self.block_dims: dict[str, ll.Value] | None = None  # ntid.x/y/z, read first (lower())
         self.di_scope = parent.subprogram(fn, llfn)
         self.position = (fn.line, 1)  # the statement being lowered, for internal errors
+        self.shared_bytes = 0  # of the static shared arrays declared so far
         self.locate(fn.line, 1)
 
     def locate(self, line: int, col: int) -> None:
@@ -374,6 +376,14 @@ class FunctionLowering:
         assert isinstance(ty, ArrayType)
         elem = scalar_ll(ty.elem, True)
         zero = ll.Constant(ll.IntType(32), 0)
+        if ty.space == "shared" and ty.size is not None:
+            self.shared_bytes += ty.size * ty.elem.itemsize
+            if self.shared_bytes > STATIC_SHARED_LIMIT:
+                raise CompileError(
+                    f"the shared arrays of {self.fn.python_name}() take {self.shared_bytes} bytes with {s.name!r}; "
+                    f"static shared memory holds {STATIC_SHARED_LIMIT} bytes (48 KiB) per block",
+                    SourceLocation(self.fn.file, s.loc.line, s.loc.col),
+                    "use smaller tiles, or ox.shared.dynamic(...) with the size given at launch")
         if ty.space == "shared":
             g = self.parent.shared_array(ty, f"{self.fn.symbol}.{s.name}")
             if ty.size is None:
