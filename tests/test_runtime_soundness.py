@@ -390,27 +390,44 @@ def test_stream_ordered_array_is_freed_after_its_uses(tmp_path: Path, monkeypatc
 
 class ResettableDriver(CFakeDriver):
     """Contexts with ids (cuCtxGetId, also as a C entry point); ``reset()`` gives the current
-    context a new id under the same handle, as cuDevicePrimaryCtxReset does, and new function
-    handles to what is loaded after."""
+    context a new id under the same handle and new function handles to what is loaded after.
+    ``reset(destroy=True)`` is what cuDevicePrimaryCtxReset does on a GPU: the handle stays
+    current, but the context is destroyed until the primary context is retained again."""
 
     def __init__(self) -> None:
         super().__init__()
         self.generation = 1
+        self.destroyed = False
+        self.retained = 0
         self._c_ctx_id = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_ulonglong))(
             self._ctx_id_from_c)
 
-    def reset(self) -> None:
+    def reset(self, destroy: bool = False) -> None:
         self.generation += 1
+        self.destroyed = destroy
+
+    def cuDevicePrimaryCtxRetain(self, dev: int) -> tuple[Any, int]:
+        self.retained += 1
+        self.destroyed = False
+        return super().cuDevicePrimaryCtxRetain(dev)
 
     def _uid(self, ctx: int) -> int:
         return (ctx << 16) | self.generation
 
-    def cuCtxGetId(self, ctx: Any) -> tuple[Any, int]:
+    def cuCtxGetId(self, ctx: Any) -> tuple[Any, Any]:
+        if self.destroyed:
+            return self.CUresult.CUDA_ERROR_CONTEXT_IS_DESTROYED, None
         return self.OK, self._uid(int(ctx))
 
     def _ctx_id_from_c(self, ctx: int | None, out: Any) -> int:
+        if self.destroyed:
+            return int(self.CUresult.CUDA_ERROR_CONTEXT_IS_DESTROYED)
         out[0] = self._uid(ctx or 0)
         return 0
+
+    def cuModuleLoadData(self, image: bytes) -> tuple[Any, Any]:
+        assert not self.destroyed, "loaded into a destroyed context"
+        return super().cuModuleLoadData(image)
 
     def _oxide_entry_points(self) -> tuple[int, ...]:
         return (*super()._oxide_entry_points(), ctypes.cast(self._c_ctx_id, ctypes.c_void_p).value or 0)
@@ -424,7 +441,9 @@ class ResettableDriver(CFakeDriver):
         return err, handle
 
 
-def test_a_reset_context_gets_its_modules_and_error_record_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+@pytest.mark.parametrize("destroy", [False, True], ids=["new-id", "destroyed"])
+def test_a_reset_context_gets_its_modules_and_error_record_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str,
+                                                                 destroy: bool) -> None:
     drv = ResettableDriver()
     monkeypatch.setattr(device, "_import_bindings", lambda: drv)
     launched_functions: list[int] = []
@@ -443,8 +462,10 @@ def test_a_reset_context_gets_its_modules_and_error_record_again(tmp_path: Path,
     m.scale[1, 32](2.0, x, out)
     assert len(drv.loaded) == 1 and len(drv.host_allocations) == 1
     old_record = record_words(drv)
-    drv.reset()  # the module, its function and the record's registration are gone
+    retained = drv.retained
+    drv.reset(destroy)  # the module, its function and the record's registration are gone
     m.scale[1, 32](2.0, x, out)
+    assert drv.retained == retained + destroy  # a destroyed primary context is retained again
     m.scale[1, 32](2.0, x, out)
     assert paths(drv) == ["python", path, "python", path]  # loaded again by Python, then C again
     assert len(drv.loaded) == 2 and len(drv.host_allocations) == 2  # a new module, a new record

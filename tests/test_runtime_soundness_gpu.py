@@ -289,8 +289,8 @@ def state():
     err, dev = drv.cuDeviceGet(0)
     err, flags, active = drv.cuDevicePrimaryCtxGetState(dev)
     err2, ctx = drv.cuCtxGetCurrent()
-    err3, uid = drv.cuCtxGetId(ctx)
-    return f"active={active} ctx={int(ctx):#x} uid={int(uid)} ({int(err3)})"
+    err3, uid = drv.cuCtxGetId(ctx) if ctx is not None and int(ctx) else (None, None)
+    return f"active={active} ctx={ctx} uid={uid} ({err3})"
 """
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "check",
     "raise_cuda_error",
     "current_context",
+    "current",
     "context_uid",
     "context_device",
     "synchronize",
@@ -148,25 +149,78 @@ def current_context() -> int:
     """The handle of the calling thread's current context.
 
     With none current, retains the primary context of device 0 and makes it current: PyTorch,
-    CuPy and the CUDA runtime use primary contexts, so memory they allocate works here.
+    CuPy and the CUDA runtime use primary contexts, so memory they allocate works here. A
+    current primary context that was reset (destroyed under its handle) is retained again.
     """
+    return current()[0]
+
+
+def current() -> tuple[int, int]:
+    """The current context, as :func:`current_context` makes it, and its uid
+    (:func:`context_uid`)."""
     drv = driver()
     err, ctx = drv.cuCtxGetCurrent()
     check(err, "cuCtxGetCurrent")
     handle = int(ctx)
     if handle:
-        return handle
+        uid = _uid(drv, handle)
+        if uid is not None:
+            return handle, uid
+        return _revive(drv, handle)
+    primary = _retain_primary(drv, 0, reuse=True)
+    return primary, context_uid(primary)
+
+
+def _retain_primary(drv: Any, ordinal: int, *, reuse: bool) -> int:
+    """Retains the primary context of device ``ordinal`` (once, unless ``reuse`` is False: after
+    a reset, retaining creates it again) and makes it current."""
     with _lock:
-        primary = _primary.get(0)
+        primary = _primary.get(ordinal) if reuse else None
         if primary is None:
-            err, dev = drv.cuDeviceGet(0)
-            check(err, "cuDeviceGet(0)")
+            err, dev = drv.cuDeviceGet(ordinal)
+            check(err, f"cuDeviceGet({ordinal})")
             err, primary = drv.cuDevicePrimaryCtxRetain(dev)
             check(err, "cuDevicePrimaryCtxRetain")
-            _primary[0] = primary
+            _primary[ordinal] = primary
     (err,) = drv.cuCtxSetCurrent(primary)
     check(err, "cuCtxSetCurrent")
     return int(primary)
+
+
+def _uid(drv: Any, ctx: int) -> int | None:
+    """cuCtxGetId of ``ctx``; None when the context is destroyed; the handle without cuCtxGetId."""
+    get_id = getattr(drv, "cuCtxGetId", None)
+    if get_id is None:
+        return ctx
+    err, uid = get_id(ctx)
+    if err == 0:
+        return int(uid)
+    if _error_name(drv, err) in ("CUDA_ERROR_CONTEXT_IS_DESTROYED", "CUDA_ERROR_INVALID_CONTEXT"):
+        return None
+    raise_cuda_error(err, f"cuCtxGetId of the current context {ctx:#x}")
+
+
+def _revive(drv: Any, dead: int) -> tuple[int, int]:
+    """The calling thread's current context was destroyed: a reset of the primary context
+    (``cudaDeviceReset``, ``numba.cuda.close()``, ``cuDevicePrimaryCtxReset``) leaves its handle
+    current. Retaining the device's primary context creates it again; it is made current."""
+    info = _devices.get(dead)
+    ordinal = info.ordinal if info is not None else next((o for o, c in _primary.items() if int(c) == dead), None)
+    if ordinal is None and device_count() == 1:
+        ordinal = 0
+    if ordinal is None:
+        raise CudaError(
+            f"the current CUDA context {dead:#x} was destroyed (cuCtxDestroy, or a reset: cudaDeviceReset, "
+            "numba.cuda.close(), cuDevicePrimaryCtxReset): make a live context current, e.g. "
+            "torch.cuda.set_device(i)", name="CUDA_ERROR_CONTEXT_IS_DESTROYED")
+    primary = _retain_primary(drv, ordinal, reuse=False)
+    uid = _uid(drv, primary)
+    if uid is None:
+        raise CudaError(f"the primary context of cuda:{ordinal} could not be created again after a reset",
+                        name="CUDA_ERROR_CONTEXT_IS_DESTROYED")
+    if primary != dead and info is not None:
+        _devices[primary] = info
+    return primary, uid
 
 
 _count: list[int] = []
@@ -215,15 +269,11 @@ def context_uid(ctx: int) -> int:
     the context that comes back has a new id, so what is cached by it (modules, functions, the
     device-error record, events) is made again rather than used dead. The handle itself where
     the driver has no ``cuCtxGetId`` (before CUDA 12.0)."""
-    drv = driver()
-    get_id = getattr(drv, "cuCtxGetId", None)
-    if get_id is None:
-        return ctx
-    err, uid = get_id(ctx)
-    if err != 0:
-        raise_cuda_error(err, f"cuCtxGetId of the current context {ctx:#x}",
-                         "the context was destroyed: make a live one current (e.g. torch.cuda.set_device)")
-    return int(uid)
+    uid = _uid(driver(), ctx)
+    if uid is None:
+        raise CudaError(f"context {ctx:#x} was destroyed (cuCtxGetId: CUDA_ERROR_CONTEXT_IS_DESTROYED)",
+                        name="CUDA_ERROR_CONTEXT_IS_DESTROYED")
+    return uid
 
 
 # Events for ordering one stream after another, per context (by uid). Each wait takes one from
@@ -253,9 +303,7 @@ def stream_wait(consumer: int, producer: int) -> None:
     ``producer`` (an event recorded on one, waited for by the other; the GPU waits, not the
     host). Both are handles in the current context. Safe from several threads at once."""
     drv = driver()
-    err, ctx = drv.cuCtxGetCurrent()
-    check(err, "cuCtxGetCurrent")
-    key = context_uid(int(ctx))
+    _, key = current()
     event = _take_event(drv, key)
     try:
         (err,) = drv.cuEventRecord(event, producer)

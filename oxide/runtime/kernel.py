@@ -286,10 +286,8 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         if variant.spec.preconditions:
             self._check_preconditions(variant, values, grid, block)
         drv = device.driver()
-        err, ctx = drv.cuCtxGetCurrent()
-        handle = int(ctx)
-        uid = device.context_uid(handle) if handle else 0
-        fn = variant.functions.get(uid) if handle else None
+        handle, uid = device.current()  # a reset context is made again (device._revive)
+        fn = variant.functions.get(uid)
         if fn is None:
             fn, handle, uid = self._load(variant)
         several_gpus = device.device_count() > 1
@@ -698,8 +696,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         assert self._dispatch is not None
         located = self._dispatch.located
         with loader.LOAD_LOCK:
-            ctx = device.current_context()
-            uid = device.context_uid(ctx)
+            ctx, uid = device.current()
             fn = variant.functions.get(uid)
             if fn is not None:
                 return fn, ctx, uid
