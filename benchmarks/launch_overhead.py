@@ -388,7 +388,7 @@ def main() -> int:
     results: dict[str, dict[str, Any]] = {}
     module, built = write_oxide_module(tmp, compile_with_oxide_build=not args.ptx_only and not FAKE)
     n = 1024
-    ctx = device.current_context()
+    _, ctx_uid = device.current()  # the runtime keeps functions by the context's uid
     drv = device.driver()
 
     def sync() -> None:
@@ -447,7 +447,7 @@ def main() -> int:
         first_arrays, first_tensors = arrays[first_kind], tensors.get(first_kind, [])
         launch(*oxide_args(params, first_arrays, first_tensors))  # loads the module, fills the C plan
         sync()
-        fn = next(v.functions[ctx] for v in kernel._dispatch.variants if ctx in v.functions)
+        fn = next(v.functions[ctx_uid] for v in kernel._dispatch.variants if ctx_uid in v.functions)
 
         # the C floor: the same CUfunction, arguments packed once
         slots: list[Any] = []

@@ -482,6 +482,30 @@ def test_a_reset_context_gets_its_modules_and_error_record_again(tmp_path: Path,
         m.scale[1, 32](2.0, x, out)
 
 
+def test_a_reset_that_leaves_no_context_current(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """numba.cuda.close() resets the primary context and pops it: no context is current, and
+    the primary context oxide retained before is destroyed. The next launch retains it again."""
+    drv = ResettableDriver()
+    monkeypatch.setattr(device, "_import_bindings", lambda: drv)
+    m = saxpy_module(tmp_path, drv, error_sites=SITES)
+    x, out = FakeArray(8), FakeArray(8)
+    m.scale[1, 32](2.0, x, out)
+    settle(path)
+    m.scale[1, 32](2.0, x, out)
+    assert drv.retained == 1
+    drv.reset(destroy=True)
+    drv.ctx = 0
+    m.scale[1, 32](2.0, x, out)
+    m.scale[1, 32](2.0, x, out)
+    assert (drv.retained, drv.ctx, len(drv.loaded)) == (2, 0xC0, 2)
+    assert paths(drv) == ["python", path, "python", path]
+    drv.reset(destroy=True)  # the same, found by an allocation first
+    drv.ctx = 0
+    monkeypatch.setattr(drv, "cuMemAlloc", lambda nbytes: (drv.OK, 0x5000), raising=False)
+    assert DeviceArray.empty(4, "f32").ptr == 0x5000
+    assert drv.retained == 3
+
+
 def test_error_records_live_in_memory_oxide_owns(fake_driver: FakeDriver) -> None:
     """The driver never allocates a record (cuMemHostAlloc memory dies with its context, and a
     launch that read it then crashed the interpreter): oxide maps a page and registers it."""

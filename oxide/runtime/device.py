@@ -168,7 +168,10 @@ def current() -> tuple[int, int]:
             return handle, uid
         return _revive(drv, handle)
     primary = _retain_primary(drv, 0, reuse=True)
-    return primary, context_uid(primary)
+    uid = _uid(drv, primary)
+    if uid is None:  # numba.cuda.close() resets the primary context and leaves none current
+        return _revive(drv, primary)
+    return primary, uid
 
 
 def _retain_primary(drv: Any, ordinal: int, *, reuse: bool) -> int:
@@ -213,7 +216,12 @@ def _revive(drv: Any, dead: int) -> tuple[int, int]:
             f"the current CUDA context {dead:#x} was destroyed (cuCtxDestroy, or a reset: cudaDeviceReset, "
             "numba.cuda.close(), cuDevicePrimaryCtxReset): make a live context current, e.g. "
             "torch.cuda.set_device(i)", name="CUDA_ERROR_CONTEXT_IS_DESTROYED")
-    primary = _retain_primary(drv, ordinal, reuse=False)
+    try:
+        primary = _retain_primary(drv, ordinal, reuse=False)
+    except CudaError as e:
+        raise CudaError(f"the current CUDA context was destroyed, and creating the primary context of cuda:{ordinal} "
+                        f"again failed ({e}): after a sticky error (an illegal address, a trap) the GPU cannot be used "
+                        "again in this process; start a new one", code=e.code, name=e.name) from None
     uid = _uid(drv, primary)
     if uid is None:
         raise CudaError(f"the primary context of cuda:{ordinal} could not be created again after a reset",
