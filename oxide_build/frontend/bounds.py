@@ -465,7 +465,7 @@ class Prover:
             return []
         op = cond.op
         if negated:
-            op = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}[op]
+            op = op.inverse
         minus_one = const(-1)
         if op == "<":
             return [add(add(right, left, -1), minus_one)]

@@ -18,6 +18,7 @@ from oxide.runtime.manifest import Precondition
 from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
+from ..ir.ops import BinaryOp, CompareOp, LogicOp
 from ..ir.types import (
     BOOL, F64, I32, I64, THREAD_INDEX, VOID, ArrayType, ThreadIndexType, TupleType, Type,
     ViewType, VoidType, as_scalar, is_int, type_name,
@@ -32,12 +33,14 @@ if TYPE_CHECKING:
 
 __all__ = ["FunctionTranslator"]
 
-BIN_OPS: dict[type, str] = {
-    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
-    ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
+BIN_OPS: dict[type, BinaryOp] = {
+    ast.Add: BinaryOp.ADD, ast.Sub: BinaryOp.SUB, ast.Mult: BinaryOp.MUL, ast.Div: BinaryOp.DIV,
+    ast.FloorDiv: BinaryOp.FLOOR_DIV, ast.Mod: BinaryOp.MOD, ast.BitAnd: BinaryOp.BIT_AND,
+    ast.BitOr: BinaryOp.BIT_OR, ast.BitXor: BinaryOp.BIT_XOR, ast.LShift: BinaryOp.SHL, ast.RShift: BinaryOp.SHR,
 }
-CMP_OPS: dict[type, str] = {
-    ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
+CMP_OPS: dict[type, CompareOp] = {
+    ast.Lt: CompareOp.LT, ast.LtE: CompareOp.LE, ast.Gt: CompareOp.GT, ast.GtE: CompareOp.GE,
+    ast.Eq: CompareOp.EQ, ast.NotEq: CompareOp.NE,
 }
 SPECIAL_REGS = {
     ("thread", "idx"): "tid", ("block", "idx"): "ctaid", ("block", "dim"): "ntid", ("grid", "dim"): "nctaid",
@@ -240,7 +243,7 @@ class FunctionTranslator(ast.NodeVisitor):
             return [op, a, b] if a is not None and b is not None else None
         if isinstance(e, ir.BoolOp):
             parts = [self.launch_expr(v) for v in e.values]
-            return [e.op, parts] if all(p is not None for p in parts) else None
+            return [e.op.value, parts] if all(p is not None for p in parts) else None
         if isinstance(e, ir.Not):
             a = self.launch_expr(e.operand)
             return ["not", a] if a is not None else None
@@ -563,13 +566,13 @@ class FunctionTranslator(ast.NodeVisitor):
         var = ir.Var(name, ty, loc)
         stop_v, step_v = ir.Var(stop_name, ty, loc), ir.Var(step_name, ty, loc)
         if isinstance(step, ir.Const) or self._positive_step(step, it.args[2] if len(it.args) == 3 else None):
-            op = "<" if not isinstance(step, ir.Const) or step.value > 0 else ">"
+            op = CompareOp.LT if not isinstance(step, ir.Const) or step.value > 0 else CompareOp.GT
             cond: ir.Expr = ir.Compare(op, var, stop_v, ty, BOOL, loc)
         else:
             zero = ir.Const(0, ty, loc)
-            cond = ir.BoolOp("or", [
-                ir.BoolOp("and", [ir.Compare(">", step_v, zero, ty, BOOL, loc), ir.Compare("<", var, stop_v, ty, BOOL, loc)], BOOL, loc),
-                ir.BoolOp("and", [ir.Compare("<", step_v, zero, ty, BOOL, loc), ir.Compare(">", var, stop_v, ty, BOOL, loc)], BOOL, loc),
+            cond = ir.BoolOp(LogicOp.OR, [
+                ir.BoolOp(LogicOp.AND, [ir.Compare(CompareOp.GT, step_v, zero, ty, BOOL, loc), ir.Compare(CompareOp.LT, var, stop_v, ty, BOOL, loc)], BOOL, loc),
+                ir.BoolOp(LogicOp.AND, [ir.Compare(CompareOp.LT, step_v, zero, ty, BOOL, loc), ir.Compare(CompareOp.GT, var, stop_v, ty, BOOL, loc)], BOOL, loc),
             ], BOOL, loc)
         divergent = any(self.is_thread_dependent(a) for a in (start, stop, step))
         if divergent:
@@ -594,7 +597,7 @@ class FunctionTranslator(ast.NodeVisitor):
         if guard and any(id(f) in self.prover.used for f in facts):
             # a proof in the body relied on the loop variable's range: v + step must not wrap
             init.append(self.range_guard(stop_v, step_v, ty, node))
-        step_stmt = ir.Assign(name, ir.BinOp("+", var, step_v, ty, loc), loc)
+        step_stmt = ir.Assign(name, ir.BinOp(BinaryOp.ADD, var, step_v, ty, loc), loc)
         return [*init, ir.While(cond, body, loc, step=[step_stmt])]
 
     def _nonneg(self, value: ir.Expr, node: ast.expr) -> bool:
@@ -814,11 +817,11 @@ class FunctionTranslator(ast.NodeVisitor):
         loc = self.loc(node.iter)
         limits = _int_limits(ty)
         limit = ir.Const(limits[1] + 1, I64, loc)
-        total = ir.BinOp("+", ir.Cast(stop, I64, loc), ir.Cast(step, I64, loc), I64, loc)
+        total = ir.BinOp(BinaryOp.ADD, ir.Cast(stop, I64, loc), ir.Cast(step, I64, loc), I64, loc)
         site = self.builder.add_error_site(
             "assert", self.kernel_name, self.module, node.iter,
             f"{ast.unparse(node.iter)}: stop + step must not exceed {limits[1] + 1} ({ty.name} loop variable)")
-        return ir.Check(ir.Compare("<=", total, limit, I64, BOOL, loc), site, loc)
+        return ir.Check(ir.Compare(CompareOp.LE, total, limit, I64, BOOL, loc), site, loc)
 
     def proves_vector(self, index: ir.Expr, width: int, view: ir.Expr) -> bool:
         """Elements width·index … width·index + width - 1 all in range?"""
@@ -897,7 +900,7 @@ class FunctionTranslator(ast.NodeVisitor):
         st = as_scalar(scalar.ty)
         if st is None:
             raise self.error(node, f"{type_name(value.ty)} has no truth value", "test a number or a comparison")
-        return ir.Compare("!=", scalar, ir.Const(0, st, value.loc), st, BOOL, value.loc)
+        return ir.Compare(CompareOp.NE, scalar, ir.Const(0, st, value.loc), st, BOOL, value.loc)
 
     def visit_Constant(self, node: ast.Constant) -> ir.Expr:
         v = node.value
@@ -988,8 +991,8 @@ class FunctionTranslator(ast.NodeVisitor):
                 site = self.builder.add_error_site("bounds", self.kernel_name, self.module, elt,
                                                    f"{view_text}[{_index_text(node)}] axis {axis}")
                 part64 = ir.Intrinsic("checked_index", [part64, ir.ViewDim(view, axis, "shape", I64, loc)], I64, loc, site)
-            term: ir.Expr = ir.BinOp("*", part64, ir.ViewDim(view, axis, "stride", I64, loc), I64, loc)
-            offset = term if offset is None else ir.BinOp("+", offset, term, I64, loc)
+            term: ir.Expr = ir.BinOp(BinaryOp.MUL, part64, ir.ViewDim(view, axis, "stride", I64, loc), I64, loc)
+            offset = term if offset is None else ir.BinOp(BinaryOp.ADD, offset, term, I64, loc)
         assert offset is not None
         return ir.Intrinsic("flat_index", [offset], I64, loc)
 
@@ -1014,7 +1017,7 @@ class FunctionTranslator(ast.NodeVisitor):
                     site = self.builder.add_error_site("bounds", self.kernel_name, self.module, elt,
                                                        f"axis {axis} index {ast.unparse(elt)} (size {dim})")
                     part = ir.Intrinsic("checked_index", [part, ir.Const(dim, I64, loc)], I64, loc, site)
-                flat = part if flat is None else ir.BinOp("+", ir.BinOp("*", flat, ir.Const(dim, I64, loc), I64, loc), part, I64, loc)
+                flat = part if flat is None else ir.BinOp(BinaryOp.ADD, ir.BinOp(BinaryOp.MUL, flat, ir.Const(dim, I64, loc), I64, loc), part, I64, loc)
             assert flat is not None
             return ir.Intrinsic("flat_index", [flat], I64, loc)
         if isinstance(node, ast.Tuple):
@@ -1033,7 +1036,7 @@ class FunctionTranslator(ast.NodeVisitor):
                              "write x * x for squares" if what == "**" else "")
         return self.binop(op, self.expr(node.left), self.expr(node.right), node)
 
-    def binop(self, op: str, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
+    def binop(self, op: BinaryOp, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
         for side in (left, right):
             if as_scalar(side.ty) is None:  # views, tuples, arrays, nothing
                 raise self.error(node, f"operator {op} cannot take {type_name(side.ty)}",
@@ -1079,7 +1082,7 @@ class FunctionTranslator(ast.NodeVisitor):
         for c in casts:
             c.nonneg = True
 
-    def fold(self, op: str, left: ir.Const, right: ir.Const, node: ast.AST) -> ir.Expr:
+    def fold(self, op: BinaryOp, left: ir.Const, right: ir.Const, node: ast.AST) -> ir.Expr:
         a, b = left.value, right.value
         if op in ("<<", ">>") and isinstance(b, int) and not isinstance(a, float) and not 0 <= b <= 64:
             raise self.error(node, f"shift by {b} in a constant expression: the amount must be 0 to 64")
@@ -1167,7 +1170,7 @@ class FunctionTranslator(ast.NodeVisitor):
         assert st is not None
         if st.kind not in ("int", "uint"):
             raise self.error(node, f"operator ~ needs an integer, got {st.name}")
-        return ir.BinOp("^", self.convert(operand, st, node), ir.Const(-1 if st.kind == "int" else (1 << st.bits) - 1, st, loc), st, loc)
+        return ir.BinOp(BinaryOp.BIT_XOR, self.convert(operand, st, node), ir.Const(-1 if st.kind == "int" else (1 << st.bits) - 1, st, loc), st, loc)
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ir.Expr:
         # `i < len(x) and x[i] > 0`: later operands run only where the earlier ones allow
@@ -1182,7 +1185,7 @@ class FunctionTranslator(ast.NodeVisitor):
                 scope = self.scope_where(value, negated)
             finally:
                 self.scopes.pop()
-        return ir.BoolOp("or" if negated else "and", values, BOOL, self.loc(node))
+        return ir.BoolOp(LogicOp.OR if negated else LogicOp.AND, values, BOOL, self.loc(node))
 
     def expr_where(self, node: ast.expr, scope: Scope) -> ir.Expr:
         """``node`` translated under the facts of ``scope``."""
@@ -1217,7 +1220,7 @@ class FunctionTranslator(ast.NodeVisitor):
             left = right
         if len(parts) == 1:
             return parts[0]
-        return ir.BoolOp("and", parts, BOOL, self.loc(node))
+        return ir.BoolOp(LogicOp.AND, parts, BOOL, self.loc(node))
 
     def visit_IfExp(self, node: ast.IfExp) -> ir.Expr:
         cond = self.condition(node.test)
@@ -1275,7 +1278,7 @@ class FunctionTranslator(ast.NodeVisitor):
                 if st.kind == "uint":
                     return value
                 zero = ir.Const(0, st, loc)
-                return ir.Select(ir.Compare("<", value, zero, st, BOOL, loc), ir.Neg(value, st, loc), value, st, loc)
+                return ir.Select(ir.Compare(CompareOp.LT, value, zero, st, BOOL, loc), ir.Neg(value, st, loc), value, st, loc)
             if builtin == "range":
                 raise self.error(node, "range() is only allowed as the iterable of a for loop")
             if builtin in ("print", "input", "open"):
@@ -1317,7 +1320,7 @@ class FunctionTranslator(ast.NodeVisitor):
             if view.ty.kind == ViewKind.MUT_SLICE and self.unsafe_depth == 0:
                 raise self.error(node, f"writing the MutSlice {ast.unparse(func.value)!r} needs `with oxide.unsafe():`")
         scalar_index = self.convert(self.materialize(index), I64, node.args[0]) if not isinstance(index.ty, ThreadIndexType) else ir.Cast(index, I64, loc)
-        last = ir.BinOp("+", ir.BinOp("*", scalar_index, ir.Const(width, I64, loc), I64, loc), ir.Const(width - 1, I64, loc), I64, loc)
+        last = ir.BinOp(BinaryOp.ADD, ir.BinOp(BinaryOp.MUL, scalar_index, ir.Const(width, I64, loc), I64, loc), ir.Const(width - 1, I64, loc), I64, loc)
         site = None
         if self.bounds_check and not self.proves_vector(scalar_index, width, view):
             site = self.builder.add_error_site("bounds", self.kernel_name, self.module, node,
@@ -1396,7 +1399,7 @@ class FunctionTranslator(ast.NodeVisitor):
                                   literal_type(result.value), self.loc(node), weak=True)
                 continue
             a, b, ty = self.unify(result, v, node, which)
-            op = "<" if which == "min" else ">"
+            op = CompareOp.LT if which == "min" else CompareOp.GT
             result = ir.Select(ir.Compare(op, a, b, ty, BOOL, self.loc(node)), a, b, ty, self.loc(node))
         return result
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
-from .types import ScalarType, Type, ViewType
+from .ops import BinaryOp, CompareOp, LogicOp
+from .types import ScalarType, Type
 
 __all__ = [
     "Loc", "Expr", "Stmt",
@@ -40,7 +41,7 @@ class Var:
 
 @dataclass
 class BinOp:
-    op: str  # + - * / // % & | ^ << >>
+    op: BinaryOp
     left: Expr
     right: Expr
     ty: ScalarType
@@ -49,7 +50,7 @@ class BinOp:
 
 @dataclass
 class Compare:
-    op: str  # < <= > >= == !=
+    op: CompareOp
     left: Expr
     right: Expr
     operand_ty: ScalarType
@@ -59,7 +60,7 @@ class Compare:
 
 @dataclass
 class BoolOp:
-    op: str  # and / or (short-circuit)
+    op: LogicOp  # short-circuit
     values: list[Expr]
     ty: ScalarType
     loc: Loc

@@ -816,19 +816,16 @@ def _di_file_fields(path: str) -> dict[str, str]:
     return {"filename": os.path.basename(path), "directory": os.path.dirname(path) or "."}
 
 
-_INVERSE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
-
-
 def _negated(e: ir.Expr) -> ir.Expr | None:
     """``not e`` with the negation pushed into integer comparisons, or None where it cannot be
     (float comparisons: NaN makes ``not a < b`` differ from ``a >= b``)."""
     if isinstance(e, ir.Compare) and e.operand_ty.kind in ("int", "uint", "bool"):
-        return ir.Compare(_INVERSE[e.op], e.left, e.right, e.operand_ty, e.ty, e.loc)
+        return ir.Compare(e.op.inverse, e.left, e.right, e.operand_ty, e.ty, e.loc)
     if isinstance(e, ir.BoolOp):
         parts = [_negated(v) for v in e.values]
         if any(p is None for p in parts):
             return None
-        return ir.BoolOp("or" if e.op == "and" else "and", parts, e.ty, e.loc)  # type: ignore[arg-type]
+        return ir.BoolOp(e.op.dual, parts, e.ty, e.loc)  # type: ignore[arg-type]
     if isinstance(e, ir.Not):
         return e.operand
     return None
