@@ -14,7 +14,7 @@ from oxide.errors import OxideError
 
 __all__ = ["EMIT_KINDS", "main"]
 
-EMIT_KINDS = ("llvm", "ptx", "cubin", "ltoir", "fatbin")
+EMIT_KINDS = ("ir", "llvm", "ptx", "cubin", "ltoir", "fatbin")
 
 
 class UsageError(OxideError):
@@ -48,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
         help="compile the kernels of one Python file",
         description=(
             "Compile every @kernel of FILE (and the device functions it calls) for each arch. "
-            "Writes DIR/<module>.ll (--emit llvm), DIR/<module>.<arch>.ptx (--emit ptx) and "
+            "Writes DIR/<module>.ir (--emit ir: oxide's IR as text), DIR/<module>.ll (--emit llvm), DIR/<module>.<arch>.ptx (--emit ptx) and "
             "DIR/<module>.<arch>.cubin (--emit cubin)."
         ),
     )
@@ -177,10 +177,22 @@ def _compile(args: argparse.Namespace) -> int:
         fatbin="fatbin" in emit,
         emit_ltoir="ltoir" in emit,
     )
-    compiled = compile_module(source, module, options, root=args.root or _default_root(source, module))
+    root = args.root or _default_root(source, module)
     out: Path = args.output
-    out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
+    if "ir" in emit:
+        from oxide_build.compile import build_ir
+        from oxide_build.ir.printer import print_program
+
+        _, frontend = build_ir(source, module, options, root=root)
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / f"{module}.ir"
+        path.write_text(print_program(frontend.program), encoding="utf-8")
+        written.append(path)
+        if emit == ["ir"]:
+            return _report(module, {k.name for k in frontend.kernels}, written)
+    compiled = compile_module(source, module, options, root=root)
+    out.mkdir(parents=True, exist_ok=True)
     if "llvm" in emit:
         path = out / f"{module}.ll"
         path.write_text(compiled.llvm_ir, encoding="utf-8")
@@ -206,8 +218,11 @@ def _compile(args: argparse.Namespace) -> int:
             path = out / f"{module}.{arch}.cubin"
             path.write_bytes(compiled.cubins[arch])
             written.append(path)
-    kernels = ", ".join(sorted({k.name for k in compiled.kernels})) or "no kernels"
-    print(f"{module}: {kernels}")
+    return _report(module, {k.name for k in compiled.kernels}, written)
+
+
+def _report(module: str, kernels: set[str], written: list[Path]) -> int:
+    print(f"{module}: {', '.join(sorted(kernels)) or 'no kernels'}")
     for path in written:
         print(f"  wrote {path}")
     return 0

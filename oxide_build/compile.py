@@ -8,14 +8,19 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oxide.runtime.manifest import ErrorSite, KernelSpec
 
 from .link.exports import ExportDecl
 from .targets import BACKENDS, DEFAULT_ARCHS, SUPPORTED_ARCHS, newest_arch
 
-__all__ = ["DEFAULT_ARCHS", "SUPPORTED_ARCHS", "BACKENDS", "CompileOptions", "CompiledModule", "compile_module"]
+if TYPE_CHECKING:
+    from .frontend import FrontendResult
+    from .scan import ProjectIndex
+
+__all__ = ["DEFAULT_ARCHS", "SUPPORTED_ARCHS", "BACKENDS", "CompileOptions", "CompiledModule", "compile_module", "build_ir"]
+
 
 @dataclass(frozen=True)
 class CompileOptions:
@@ -85,24 +90,11 @@ def compile_module(
     Raises ``oxide.CompileError`` (source problems), ``oxide.LinkError`` and
     ``oxide.ToolchainError`` (a missing component; the message names the pip package).
     """
-    from .frontend import build_program
     from .lower.llvm import lower_program, module_text
-    from .scan import ProjectIndex
 
     source_path = Path(source_path)
-    for arch in options.archs:
-        if arch not in SUPPORTED_ARCHS:
-            from oxide.errors import CompileError
-
-            raise CompileError(f"unknown arch {arch!r}; supported: {', '.join(SUPPORTED_ARCHS)}")
-    if options.backend not in BACKENDS:
-        from oxide.errors import CompileError
-
-        raise CompileError(f"unknown backend {options.backend!r}; supported: {', '.join(BACKENDS)}")
+    index, frontend = build_ir(source_path, module_name, options, root)
     data = source_path.read_bytes()
-    index = ProjectIndex(root if root is not None else source_path.parent)
-    module = index.add_file(source_path, module_name)
-    frontend = build_program(index, module, bounds_check=options.bounds_check)
     llvm_module = lower_program(frontend.program, module_name, fast_math=options.fast_math, lineinfo=options.lineinfo)
     llvm_ir = module_text(llvm_module)
     device = _compile_device_code(frontend.program, llvm_ir, module_name, bool(frontend.kernels), options)
@@ -128,6 +120,28 @@ def compile_module(
         link_inputs=device.link_inputs,
         dependencies=dependencies,
     )
+
+
+def build_ir(
+    source_path: Path, module_name: str, options: CompileOptions = CompileOptions(), root: Path | None = None,
+) -> tuple[ProjectIndex, FrontendResult]:
+    """Scan and frontend: the IR of every kernel of ``source_path`` and what it calls (what
+    ``oxide compile --emit ir`` prints), with the index of the source files it read."""
+    from .frontend import build_program
+    from .scan import ProjectIndex
+
+    for arch in options.archs:
+        if arch not in SUPPORTED_ARCHS:
+            from oxide.errors import CompileError
+
+            raise CompileError(f"unknown arch {arch!r}; supported: {', '.join(SUPPORTED_ARCHS)}")
+    if options.backend not in BACKENDS:
+        from oxide.errors import CompileError
+
+        raise CompileError(f"unknown backend {options.backend!r}; supported: {', '.join(BACKENDS)}")
+    index = ProjectIndex(root if root is not None else Path(source_path).parent)
+    module = index.add_file(Path(source_path), module_name)
+    return index, build_program(index, module, bounds_check=options.bounds_check)
 
 
 @dataclass

@@ -48,7 +48,7 @@ def test_help_describes_commands(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["compile", "--help"])
     out = capsys.readouterr().out
-    for option in ("--arch ARCH", "--emit {llvm,ptx,cubin,ltoir,fatbin}", "-o DIR", "--module NAME", "sm_120"):
+    for option in ("--arch ARCH", "--emit {ir,llvm,ptx,cubin,ltoir,fatbin}", "-o DIR", "--module NAME", "sm_120"):
         assert option in out
 
 

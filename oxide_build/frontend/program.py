@@ -15,12 +15,13 @@ from oxide.lang.types import ScalarType
 from oxide.runtime.manifest import ErrorSite, KernelSpec, ParamSpec
 
 from ..ir import nodes as ir
+from ..ir.verify import IRError, verify_program
 from ..ir.types import ThreadIndexType, Type, ViewType, VoidType, as_scalar, type_name
 from ..scan import ModuleSource, ProjectIndex, _names_oxide, constant_value
 from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation
 from .translate import FunctionTranslator
 
-__all__ = ["ProgramBuilder", "build_program", "FrontendResult"]
+__all__ = ["ProgramBuilder", "build_program", "FrontendResult", "located_error"]
 
 
 @dataclass
@@ -59,10 +60,7 @@ class ProgramBuilder:
 
     def relative_file(self, module: ModuleSource) -> str:
         """The module's path relative to the source root: what artifacts record (no build paths)."""
-        try:
-            return module.path.resolve().relative_to(self.index.root).as_posix()
-        except ValueError:
-            return module.path.name
+        return _relative_to_root(self.index, module)
 
     def add_error_site(self, kind: str, kernel: str, module: ModuleSource, node: ast.AST, what: str) -> int:
         try:  # relative, so the manifest does not leak build paths and wheels are reproducible
@@ -476,30 +474,49 @@ def build_program(index: ProjectIndex, module: ModuleSource, bounds_check: bool 
     builder = ProgramBuilder(index, module, bounds_check)
     kernels = builder.build_kernels()
     builder.build_exports()
-    program = ir.Program(builder.functions, list(builder.externs.values()), builder.extern_kernels)
+    program = ir.Program(builder.functions, list(builder.externs.values()), builder.extern_kernels,
+                         builder.error_sites)
     _check_symbols(builder, program)
+    try:
+        verify_program(program)
+    except IRError as e:
+        raise located_error(builder.index, e.file, e.loc, e.message, e.hint) from None
     return FrontendResult(program, kernels, builder.error_sites)
 
 
 RESERVED_SYMBOL_PREFIXES = ("__oxide", "__nv_", "llvm.")  # the generated code's own globals, libdevice
 
 
+def located_error(index: ProjectIndex, file: str, loc: ir.Loc, message: str, hint: str = "") -> CompileError:
+    """A CompileError at ``loc`` of ``file`` (as IR functions record it: relative to the source
+    root, or a path), with the source line when the file is one of the index's modules."""
+    modules = list(index.modules())
+    module = next((m for m in modules if file in (str(m.path), _relative_to_root(index, m))), None)
+    if module is None:
+        module = next((m for m in modules if m.path.name == file), None)
+    lines = module.lines if module is not None else []
+    src = lines[loc.line - 1] if 0 < loc.line <= len(lines) else ""
+    return CompileError(message, SourceLocation(str(module.path) if module else file, loc.line, loc.col, src), hint)
+
+
+def _relative_to_root(index: ProjectIndex, module: ModuleSource) -> str:
+    try:
+        return module.path.resolve().relative_to(index.root).as_posix()
+    except ValueError:
+        return module.path.name
+
+
 def _check_symbols(builder: ProgramBuilder, program: ir.Program) -> None:
     """Every function of the compiled module needs a symbol of its own: two kernels (or a
     kernel's specialization and another kernel, an export, an extern) of one name would clash
     in the LLVM module, and a name of the generated code's own would be taken over."""
-    by_file = {builder.relative_file(m): m for m in builder.index.modules()}
-    by_file.update({str(m.path): m for m in builder.index.modules()})
     seen: dict[str, tuple[str, int]] = {}
     entries = [(f.symbol, f.file, f.line, f.python_name) for f in program.functions]
     entries += [(e.symbol, e.file, e.line, e.symbol) for e in [*program.externs, *program.extern_kernels]]
     for symbol, file, line, name in entries:
-        module = by_file.get(file)
 
         def error(message: str, hint: str) -> CompileError:
-            lines = module.lines if module is not None else []
-            src = lines[line - 1] if 0 < line <= len(lines) else ""
-            return CompileError(message, SourceLocation(str(module.path) if module else file, line, 1, src), hint)
+            return located_error(builder.index, file, ir.Loc(line, 1), message, hint)
 
         if symbol.startswith(RESERVED_SYMBOL_PREFIXES):
             raise error(f"the name {symbol!r} is reserved for oxide's generated code and libdevice",

@@ -185,15 +185,12 @@ class FunctionTranslator(ast.NodeVisitor):
         body = self.block(self.fdef.body)
         if self.ret is None:
             self.ret = VOID
-        if self.ret != VOID and _falls_through(self.fdef.body):
-            last = self.fdef.body[-1]
-            raise self.error(last, f"not every path of {self.fdef.name}() returns a value: the end of the function "
-                                   f"is reached after this statement",
-                             f"end it with `return <{type_name(self.ret)}>`, or return on every branch")
-        return self.grid_checks() + body
+        self.record_grid_preconditions()
+        return body
 
-    def grid_checks(self) -> list[ir.Stmt]:
-        """The grid limits the bounds proofs assumed (bounds.py): launch preconditions."""
+    def record_grid_preconditions(self) -> None:
+        """The grid limits the bounds proofs assumed (bounds.py) become launch preconditions
+        (checked by the runtime, so the device code has no check for them)."""
         for assumed in self.prover.grid_checks():
             loc = assumed.loc
             node = ast.Constant(0, lineno=loc.line, col_offset=loc.col - 1)
@@ -203,7 +200,6 @@ class FunctionTranslator(ast.NodeVisitor):
                 "(compute the index in i64 to lift the limit)")
             axis = "xyz".index(assumed.axis)
             self.preconditions.append(Precondition(site, ["le", ["grid", axis], ["const", assumed.limit]]))
-        return []
 
     def launch_expr(self, e: ir.Expr) -> list[Any] | None:
         """``e`` in the launch-precondition encoding (``oxide.abi.preconditions``), or None
@@ -1473,34 +1469,6 @@ def _widens(src: ScalarType, dst: ScalarType) -> bool:
         return dst.bits > src.bits
     if src.kind == "uint" and dst.kind == "int":
         return dst.bits > src.bits
-    return False
-
-
-def _falls_through(stmts: list[ast.stmt]) -> bool:
-    """Whether running ``stmts`` can reach their end: a function whose body does returns no
-    value on that path (LLVM would be told the path is unreachable)."""
-    for stmt in stmts:
-        if isinstance(stmt, ast.Return):
-            return False
-        if isinstance(stmt, ast.If) and not (_falls_through(stmt.body) or _falls_through(stmt.orelse)):
-            return False
-        if isinstance(stmt, ast.With) and not _falls_through(stmt.body):
-            return False
-        if (isinstance(stmt, ast.While) and isinstance(stmt.test, ast.Constant) and stmt.test.value is True
-                and not _breaks(stmt.body)):
-            return False
-    return True
-
-
-def _breaks(stmts: list[ast.stmt]) -> bool:
-    """Whether a ``break`` in ``stmts`` leaves the loop they are the body of."""
-    for stmt in stmts:
-        if isinstance(stmt, ast.Break):
-            return True
-        if isinstance(stmt, (ast.If, ast.With)):
-            inner = stmt.body + (stmt.orelse if isinstance(stmt, ast.If) else [])
-            if _breaks(inner):
-                return True
     return False
 
 

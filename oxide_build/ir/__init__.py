@@ -1,1 +1,2 @@
-"""The typed kernel IR: a structured tree of typed statements and expressions."""
+"""The typed IR between the frontend and the lowering: ``nodes`` (the data), ``ops`` (its
+operators), ``types``, ``printer`` (its text) and ``verify`` (its contract)."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
+from oxide.abi.manifest import ErrorSite
+
 from .ops import BinaryOp, CompareOp, LogicOp
 from .types import ScalarType, Type
 
@@ -329,5 +331,4 @@ class Program:
     functions: list[Function]
     externs: list[ExternFunction] = field(default_factory=list)
     extern_kernels: list[ExternFunction] = field(default_factory=list)  # CUDA C++ __global__ stubs
-    error_sites: list[tuple[int, str, str, str, int, int, str]] = field(default_factory=list)
-    # (id, kind, kernel, file, line, col, what)
+    error_sites: list[ErrorSite] = field(default_factory=list)  # where device-side checks can fail
