@@ -84,6 +84,11 @@ def _parser() -> argparse.ArgumentParser:
                              help="do not check view and array indices on the device (asserts stay)")
     compile_cmd.add_argument("--backend", choices=("nvptx", "nvvm"), default="nvptx",
                              help="what makes the PTX: LLVM's NVPTX target (default) or libNVVM")
+    from oxide_build.passes import pass_names
+
+    compile_cmd.add_argument("--print-after", metavar="PASS", choices=[*pass_names(), "all"],
+                             help="print the IR after this pass of the pipeline to stderr "
+                                  f"({', '.join(pass_names())}, or all); --emit ir writes the final IR")
     compile_cmd.add_argument("--header", metavar="FILE", type=Path,
                              help="write a C++ header declaring the module's @device(export=...) functions "
                                   "(use with --emit ltoir: DIR/<module>.<arch>.ltoir)")
@@ -184,14 +189,15 @@ def _compile(args: argparse.Namespace) -> int:
         from oxide_build.compile import build_ir
         from oxide_build.ir.printer import print_program
 
-        _, frontend = build_ir(source, module, options, root=root)
+        _, frontend = build_ir(source, module, options, root=root, print_after=args.print_after)
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"{module}.ir"
         path.write_text(print_program(frontend.program), encoding="utf-8")
         written.append(path)
         if emit == ["ir"]:
             return _report(module, {k.name for k in frontend.kernels}, written)
-    compiled = compile_module(source, module, options, root=root)
+    compiled = compile_module(source, module, options, root=root,
+                              print_after=None if "ir" in emit else args.print_after)
     out.mkdir(parents=True, exist_ok=True)
     if "llvm" in emit:
         path = out / f"{module}.ll"

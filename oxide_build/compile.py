@@ -83,17 +83,19 @@ def compile_module(
     module_name: str,
     options: CompileOptions = CompileOptions(),
     root: Path | None = None,
+    print_after: str | None = None,
 ) -> CompiledModule:
     """Compiles every kernel of ``source_path`` (and the device functions they reach, also in
     other modules under ``root``) for every arch of ``options``.
 
     Raises ``oxide.CompileError`` (source problems), ``oxide.LinkError`` and
     ``oxide.ToolchainError`` (a missing component; the message names the pip package).
+    ``print_after``: see ``build_ir``.
     """
     from .lower.llvm import lower_program, module_text
 
     source_path = Path(source_path)
-    index, frontend = build_ir(source_path, module_name, options, root)
+    index, frontend = build_ir(source_path, module_name, options, root, print_after)
     data = source_path.read_bytes()
     llvm_module = lower_program(frontend.program, module_name, fast_math=options.fast_math, lineinfo=options.lineinfo)
     llvm_ir = module_text(llvm_module)
@@ -124,10 +126,14 @@ def compile_module(
 
 def build_ir(
     source_path: Path, module_name: str, options: CompileOptions = CompileOptions(), root: Path | None = None,
+    print_after: str | None = None,
 ) -> tuple[ProjectIndex, FrontendResult]:
-    """Scan and frontend: the IR of every kernel of ``source_path`` and what it calls (what
-    ``oxide compile --emit ir`` prints), with the index of the source files it read."""
-    from .frontend import build_program
+    """Scan, frontend and passes: the IR of every kernel of ``source_path`` and what it calls
+    (what ``oxide compile --emit ir`` prints), with the index of the source files it read.
+    ``print_after``: a pass name (or "all") whose output goes to stderr."""
+    from .frontend import build_program, located_error
+    from .ir.verify import IRError
+    from .passes import run_pipeline
     from .scan import ProjectIndex
 
     for arch in options.archs:
@@ -141,7 +147,12 @@ def build_ir(
         raise CompileError(f"unknown backend {options.backend!r}; supported: {', '.join(BACKENDS)}")
     index = ProjectIndex(root if root is not None else Path(source_path).parent)
     module = index.add_file(Path(source_path), module_name)
-    return index, build_program(index, module, bounds_check=options.bounds_check)
+    frontend = build_program(index, module, bounds_check=options.bounds_check)
+    try:
+        frontend.program = run_pipeline(frontend.program, print_after=print_after)
+    except IRError as e:
+        raise located_error(index, e.file, e.loc, e.message, e.hint) from None
+    return index, frontend
 
 
 @dataclass

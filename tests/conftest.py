@@ -3,11 +3,15 @@ the ``ptxas`` fixture assembles PTX."""
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+# the tests check the IR's contract after every pass (oxide_build.passes), not only after the frontend
+os.environ.setdefault("OXIDE_VERIFY_IR", "1")
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,6 +1,6 @@
 """Python AST → typed IR: names, types, generics."""
 from __future__ import annotations
 
-from .program import FrontendResult, build_program
+from .program import FrontendResult, build_program, located_error
 
-__all__ = ["FrontendResult", "build_program"]
+__all__ = ["FrontendResult", "build_program", "located_error"]

@@ -1,0 +1,63 @@
+"""Passes over the IR, between the frontend and the lowering: one module a pass, one visible
+``PIPELINE``.
+
+A pass is a frozen dataclass with a ``name`` and ``apply(program) -> program``; it may rewrite
+the program or only check it (raising ``IRError`` at the source it rejects). ``run_pipeline``
+runs them in order; with ``print_after`` (``oxide compile --print-after=NAME``, or
+``OXIDE_PRINT_AFTER=NAME``; ``all`` for every pass) it writes the IR after that pass to
+stderr, and with ``verify`` (``OXIDE_VERIFY_IR=1``; the tests set it) it checks the IR's
+contract after each pass.
+
+Adding a pass: a module here with its dataclass, an entry in ``PIPELINE`` where it belongs,
+and a golden test of its IR (tests/test_passes.py).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Protocol, TextIO
+
+from ..ir import nodes as ir
+from ..ir.printer import print_program
+from ..ir.verify import verify_program
+from .divergence import BarrierDivergence
+
+__all__ = ["Pass", "PIPELINE", "pass_names", "run_pipeline"]
+
+
+class Pass(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def apply(self, program: ir.Program) -> ir.Program: ...
+
+
+PIPELINE: tuple[Pass, ...] = (
+    BarrierDivergence(),
+)
+
+
+def pass_names(passes: tuple[Pass, ...] = PIPELINE) -> list[str]:
+    return [p.name for p in passes]
+
+
+def run_pipeline(
+    program: ir.Program,
+    passes: tuple[Pass, ...] = PIPELINE,
+    print_after: str | None = None,
+    verify: bool | None = None,
+    out: TextIO | None = None,
+) -> ir.Program:
+    """``program`` after every pass of ``passes``. ``print_after`` and ``verify`` default to
+    ``$OXIDE_PRINT_AFTER`` and ``$OXIDE_VERIFY_IR``."""
+    if print_after is None:
+        print_after = os.environ.get("OXIDE_PRINT_AFTER") or None
+    if verify is None:
+        verify = os.environ.get("OXIDE_VERIFY_IR", "").strip() not in ("", "0")
+    for p in passes:
+        program = p.apply(program)
+        if verify:
+            verify_program(program)
+        if print_after in (p.name, "all"):
+            print(f"; IR after pass {p.name}\n{print_program(program)}", file=out or sys.stderr)
+    return program

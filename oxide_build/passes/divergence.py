@@ -1,0 +1,185 @@
+"""Barrier divergence, across calls: ``block.sync()`` must be reached by every thread of the
+block, so neither it nor a call of a function that reaches it may stand under a condition
+that differs between threads (the block would deadlock).
+
+The frontend catches ``block.sync()`` written directly under such a condition; this pass sees
+through calls. A value is thread-dependent when it comes from the thread's identity
+(``thread.index_*``, ``thread.idx``), from memory (a view read, an atomic, a warp operation),
+from a parameter that some call passes a thread-dependent value, or from a call whose callee
+returns such a value. A condition on a thread-dependent value is divergent; a call under a
+divergent condition of a function that reaches ``block.sync()`` is an error that names the
+call and the sync.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ..ir import nodes as ir
+from ..ir.verify import IRError
+
+__all__ = ["BarrierDivergence", "BARRIER"]
+
+BARRIER = "llvm.nvvm.barrier0"  # what block.sync() is in the IR
+
+
+def _statements(stmts: list[ir.Stmt]) -> Iterator[ir.Stmt]:
+    for s in stmts:
+        yield s
+        if isinstance(s, ir.If):
+            yield from _statements(s.then)
+            yield from _statements(s.orelse)
+        elif isinstance(s, ir.While):
+            yield from _statements(s.body)
+            yield from _statements(s.step)
+
+
+def _roots(s: ir.Stmt) -> list[ir.Expr]:
+    """The expressions of statement ``s`` itself (not of nested blocks)."""
+    if isinstance(s, (ir.Assign, ir.ExprStmt)):
+        return [s.value]
+    if isinstance(s, ir.Store):
+        return [s.view, s.index, s.value]
+    if isinstance(s, (ir.If, ir.While, ir.Check)):
+        return [s.cond]
+    if isinstance(s, ir.Return) and s.value is not None:
+        return [s.value]
+    return []
+
+
+def _expressions(e: ir.Expr) -> Iterator[ir.Expr]:
+    yield e
+    for c in ir.children(e):
+        yield from _expressions(c)
+
+
+@dataclass
+class _Facts:
+    """What the analysis knows of the program, grown to a fixed point."""
+
+    dependent_params: dict[str, set[str]] = field(default_factory=dict)  # symbol -> params
+    returns_dependent: set[str] = field(default_factory=set)  # symbols
+    dependent_vars: dict[str, set[str]] = field(default_factory=dict)  # symbol -> locals
+    barrier_at: dict[str, tuple[str, ir.Loc]] = field(default_factory=dict)  # symbol -> a sync it reaches
+
+    def depends(self, symbol: str, e: ir.Expr) -> bool:
+        names = self.dependent_vars.get(symbol, set())
+        for x in _expressions(e):
+            if isinstance(x, (ir.ThreadIndex1D, ir.ViewLoad)):
+                return True
+            if isinstance(x, ir.SpecialReg) and x.name.startswith("tid."):
+                return True
+            if isinstance(x, ir.Intrinsic) and x.name.startswith(("warp.", "atomic.")):
+                return True
+            if isinstance(x, ir.Var) and x.name in names:
+                return True
+            if isinstance(x, ir.Call) and x.symbol in self.returns_dependent:
+                return True
+        return False
+
+
+@dataclass(frozen=True)
+class BarrierDivergence:
+    name: str = "barrier-divergence"
+
+    def apply(self, program: ir.Program) -> ir.Program:
+        functions = {f.symbol: f for f in program.functions}
+        facts = _Facts()
+        self._find_barriers(program, facts)
+        if not facts.barrier_at:
+            return program  # nothing to deadlock on
+        changed = True
+        while changed:
+            changed = False
+            for fn in program.functions:
+                changed |= self._propagate(fn, functions, facts)
+        names = {f.symbol: f.python_name for f in program.functions}
+        for fn in program.functions:
+            self._check(fn.body, fn, facts, names, divergent=False)
+        return program
+
+    @staticmethod
+    def _find_barriers(program: ir.Program, facts: _Facts) -> None:
+        """Which functions reach block.sync(), directly or through calls (and one place each)."""
+        calls: dict[str, list[str]] = {}
+        for fn in program.functions:
+            calls[fn.symbol] = []
+            for s in _statements(fn.body):
+                for root in _roots(s):
+                    for x in _expressions(root):
+                        if isinstance(x, ir.Call) and x.symbol == BARRIER:
+                            facts.barrier_at.setdefault(fn.symbol, (fn.file, x.loc))
+                        elif isinstance(x, ir.Call):
+                            calls[fn.symbol].append(x.symbol)
+        changed = True
+        while changed:
+            changed = False
+            for caller, callees in calls.items():
+                if caller in facts.barrier_at:
+                    continue
+                for callee in callees:
+                    if callee in facts.barrier_at:
+                        facts.barrier_at[caller] = facts.barrier_at[callee]
+                        changed = True
+                        break
+
+    @staticmethod
+    def _propagate(fn: ir.Function, functions: dict[str, ir.Function], facts: _Facts) -> bool:
+        """One round: fn's dependent locals, whether it returns a dependent value, and which
+        parameters of its callees receive dependent arguments. True if anything grew."""
+        grew = False
+        names = facts.dependent_vars.setdefault(fn.symbol, set())
+        before = len(names)
+        names |= facts.dependent_params.get(fn.symbol, set())
+        for s in _statements(fn.body):
+            if isinstance(s, ir.Assign) and s.name not in names and facts.depends(fn.symbol, s.value):
+                names.add(s.name)
+            if isinstance(s, ir.Return) and s.value is not None and fn.symbol not in facts.returns_dependent \
+                    and facts.depends(fn.symbol, s.value):
+                facts.returns_dependent.add(fn.symbol)
+                grew = True
+            for root in _roots(s):
+                for x in _expressions(root):
+                    callee = functions.get(x.symbol) if isinstance(x, ir.Call) else None
+                    if callee is None or not isinstance(x, ir.Call):
+                        continue
+                    params = facts.dependent_params.setdefault(callee.symbol, set())
+                    for param, arg in zip(callee.params, x.args):
+                        if param.name not in params and facts.depends(fn.symbol, arg):
+                            params.add(param.name)
+                            grew = True
+        return grew or len(names) != before
+
+    def _check(self, stmts: list[ir.Stmt], fn: ir.Function, facts: _Facts, names: dict[str, str],
+               divergent: bool) -> None:
+        for s in stmts:
+            if divergent:
+                for root in _roots(s):
+                    for x in _expressions(root):
+                        if isinstance(x, ir.Call) and x.symbol != BARRIER and x.symbol in facts.barrier_at:
+                            raise self._error(fn, x, facts, names[x.symbol])
+                        if isinstance(x, ir.Call) and x.symbol == BARRIER:
+                            raise IRError("block.sync() under a condition that differs between threads can "
+                                          "deadlock the block", fn.python_name, fn.file, x.loc,
+                                          "move block.sync() out of the branch or loop so every thread reaches it",
+                                          user_error=True)
+            if isinstance(s, ir.If):
+                inner = divergent or facts.depends(fn.symbol, s.cond)
+                self._check(s.then, fn, facts, names, inner)
+                self._check(s.orelse, fn, facts, names, inner)
+            elif isinstance(s, ir.While):
+                inner = divergent or facts.depends(fn.symbol, s.cond)
+                self._check(s.body, fn, facts, names, inner)
+                self._check(s.step, fn, facts, names, inner)
+
+    @staticmethod
+    def _error(fn: ir.Function, call: ir.Call, facts: _Facts, callee: str) -> IRError:
+        file, loc = facts.barrier_at[call.symbol]
+        return IRError(
+            f"{callee}() reaches block.sync() (at {file}:{loc.line}:{loc.col}), and this call is under a "
+            "condition that differs between threads: the threads that skip it never arrive at the "
+            "barrier, and the block can deadlock",
+            fn.python_name, fn.file, call.loc,
+            f"call {callee}() where every thread of the block calls it, or move block.sync() out of {callee}()",
+            user_error=True,
+        )

@@ -1,0 +1,174 @@
+"""The pass pipeline: its order, print-after-pass, verification after each pass, and each pass
+on IR text (no llvmlite needed)."""
+from __future__ import annotations
+
+import io
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from oxide.errors import CompileError
+from oxide_build.cli import main
+from oxide_build.compile import build_ir
+from oxide_build.ir import nodes as ir
+from oxide_build.ir.printer import print_program
+from oxide_build.passes import PIPELINE, pass_names, run_pipeline
+
+HEADER = "import oxide as ox\nfrom oxide import Slice, DisjointSlice, MutSlice, f32, i64, thread, block\n"
+
+
+def source(tmp_path: Path, body: str) -> Path:
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + textwrap.dedent(body))
+    return src
+
+
+def compile_error(tmp_path: Path, body: str) -> str:
+    with pytest.raises(CompileError) as info:
+        build_ir(source(tmp_path, body), "kern")
+    return str(info.value)
+
+
+def test_the_pipeline_is_one_visible_list_of_named_passes() -> None:
+    assert pass_names() == [p.name for p in PIPELINE] == ["barrier-divergence"]
+    assert len(set(pass_names())) == len(PIPELINE)
+
+
+# ---- barrier divergence across calls -------------------------------------------------------
+
+SYNCING_HELPER = """
+    def stage(tile: MutSlice[f32], k: i64) -> None:
+        with ox.unsafe():
+            tile[k] = 0.0
+        block.sync()
+"""
+
+
+def test_a_call_that_reaches_block_sync_under_a_thread_dependent_branch_is_an_error(tmp_path: Path) -> None:
+    """It was not flagged: divergence was tracked per function."""
+    text = compile_error(tmp_path, SYNCING_HELPER + """
+    @ox.kernel
+    def k(x: MutSlice[f32], n: i64) -> None:
+        i = thread.index_1d()
+        if i < n:
+            stage(x, i)
+    """)
+    assert "kern.py:13:9: error: stage() reaches block.sync() (at kern.py:7:5)" in text, text
+    assert "condition that differs between threads" in text
+    assert "call stage() where every thread of the block calls it" in text
+
+
+def test_the_sync_is_found_through_a_chain_of_calls(tmp_path: Path) -> None:
+    text = compile_error(tmp_path, SYNCING_HELPER + """
+    def outer(t: MutSlice[f32], k: i64) -> None:
+        stage(t, k)
+
+    @ox.kernel
+    def k(x: MutSlice[f32], n: i64) -> None:
+        j = i64(thread.index_1d())
+        while j < n:
+            outer(x, j)
+            j += 1024
+    """)
+    assert "outer() reaches block.sync() (at kern.py:7:5)" in text, text
+
+
+def test_a_thread_dependent_argument_makes_the_callees_branch_divergent(tmp_path: Path) -> None:
+    text = compile_error(tmp_path, """
+    def maybe_sync(k: i64) -> None:
+        if k > 0:
+            block.sync()
+
+    @ox.kernel
+    def k(x: MutSlice[f32]) -> None:
+        maybe_sync(thread.index_1d())
+    """)
+    assert "kern.py:6:9: error: block.sync() under a condition that differs between threads" in text, text
+
+
+def test_a_thread_dependent_return_value_makes_the_branch_divergent(tmp_path: Path) -> None:
+    text = compile_error(tmp_path, SYNCING_HELPER + """
+    def my_lane() -> i64:
+        return thread.index_1d() % 32
+
+    @ox.kernel
+    def k(x: MutSlice[f32]) -> None:
+        if my_lane() == 0:
+            stage(x, 0)
+    """)
+    assert "stage() reaches block.sync()" in text, text
+
+
+def test_calls_that_every_thread_makes_compile(tmp_path: Path) -> None:
+    program = build_ir(source(tmp_path, SYNCING_HELPER + """
+    def maybe_sync(k: i64) -> None:
+        if k > 0:
+            block.sync()
+
+    @ox.kernel
+    def k(x: MutSlice[f32], n: i64) -> None:
+        i = thread.index_1d()
+        stage(x, i)            # a thread-dependent argument, but every thread calls
+        if n > 4:              # a kernel parameter: the same for every thread
+            stage(x, i)
+        maybe_sync(n)
+        for r in range(n):     # a loop every thread runs as often
+            stage(x, r)
+    """), "kern")[1].program
+    assert [f.python_name for f in program.functions if f.is_kernel] == ["k"]
+
+
+# ---- the pipeline's switches ---------------------------------------------------------------
+
+def test_print_after_writes_the_ir_after_the_pass(tmp_path: Path) -> None:
+    program = build_ir(source(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        if i < len(out) and i < len(x):
+            out[i] = x[i]
+    """), "kern")[1].program
+    out = io.StringIO()
+    after = run_pipeline(program, print_after="barrier-divergence", out=out)
+    assert out.getvalue() == f"; IR after pass barrier-divergence\n{print_program(after)}\n"
+    quiet = io.StringIO()
+    run_pipeline(program, print_after="no-such-pass", out=quiet)
+    assert quiet.getvalue() == ""
+
+
+def test_the_command_line_prints_after_a_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = source(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        if i < len(out) and i < len(x):
+            out[i] = x[i] * 2.0
+    """)
+    assert main(["compile", str(src), "--emit", "ir", "--print-after", "all", "-o", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert "; IR after pass barrier-divergence" in err and "out[i] = (x[i] * 2.0:f32)" in err
+
+
+def test_the_pipeline_verifies_after_each_pass_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import dataclass
+
+    from oxide_build.ir.types import I64, VOID
+    from oxide_build.ir.verify import IRError
+
+    @dataclass(frozen=True)
+    class BreaksTheIR:
+        name: str = "breaks-the-ir"
+
+        def apply(self, program: ir.Program) -> ir.Program:
+            program.functions[0].body.append(ir.Break(ir.Loc(9, 1)))
+            return program
+
+    def program() -> ir.Program:
+        fn = ir.Function("k", "k", "k.py", [ir.Param("n", I64)], VOID, [], {}, True, 1)
+        return ir.Program([fn])
+
+    with pytest.raises(IRError, match="break outside a loop"):
+        run_pipeline(program(), passes=(BreaksTheIR(),), verify=True)
+    monkeypatch.setenv("OXIDE_VERIFY_IR", "0")
+    run_pipeline(program(), passes=(BreaksTheIR(),))  # not verified: no error
