@@ -99,6 +99,7 @@ def compile_module(
     data = source_path.read_bytes()
     llvm_module = lower_program(frontend.program, module_name, fast_math=options.fast_math, lineinfo=options.lineinfo)
     llvm_ir = module_text(llvm_module)
+    _check_libnvvm_types(frontend.program, llvm_ir, options)
     device = _compile_device_code(frontend.program, llvm_ir, module_name, bool(frontend.kernels), options)
     from .link.exports import export_decls
 
@@ -153,6 +154,24 @@ def build_ir(
     except IRError as e:
         raise located_error(index, e.file, e.loc, e.message, e.hint) from None
     return index, frontend
+
+
+def _check_libnvvm_types(program: Any, llvm_ir: str, options: CompileOptions) -> None:
+    """libNVVM's dialect of LLVM IR has no ``bfloat``: refuse bf16 where libNVVM compiles the
+    Python side (--backend nvvm, LTO-IR, modules linked with CUDA C++), at the first function
+    that uses it, instead of passing libNVVM's parse error on."""
+    from .link.lto import needs_lto
+
+    if "bfloat" not in llvm_ir or not (options.backend == "nvvm" or options.emit_ltoir
+                                       or needs_lto(program, options.link_inputs)):
+        return
+    from oxide.errors import CompileError, SourceLocation
+
+    user = next((f for f in program.functions if "bf16" in repr((f.params, f.locals, f.body))), program.functions[0])
+    raise CompileError(
+        f"{user.python_name}() uses bf16, which libNVVM (the nvvm backend, LTO-IR and modules linked with "
+        "CUDA C++) cannot compile", SourceLocation(user.file, user.line, 1),
+        "use the nvptx backend (the default) for this module, or compute in f16/f32")
 
 
 @dataclass

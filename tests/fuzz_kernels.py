@@ -423,10 +423,53 @@ def m_module_constant(tree: ast.Module, rng: random.Random) -> str | None:
     return f"line {_line(node)}: module constant -> {text}"
 
 
+STATEMENTS = [
+    "y = x[0] >> 40", "block.sync()", "warp.sync()", "assert i < len(x), 'msg'", "assert False", "return",
+    "return 1", "pass", "break", "continue", "while True:\n    pass", "for j in range(3):\n    break",
+    "with ox.unsafe():\n    out[0] = out[0]", "out[0] = 1", "x[0] = x[0]", "a = ox.shared.array(64, f32)",
+    "a = ox.local.array((2, 2), i32)", "ox.atomic.add(out, 0, 1)", "ox.atomic.cas(out, 0, 1, 2)",
+    "q = ox.shared.dynamic(f32)", "z: f32 = 1", "z: i8 = 300", "del x", "global g", "import math",
+    "def inner() -> None:\n    pass", "lambda: 0", "[v for v in range(3)]", "print(1)", "x",
+    "t = (1, 2)\nu, v = t", "u, v = 1", "k = warp.shfl_down(i, 1)", "k = warp.sum(1.5)",
+    "if thread.idx.x == 0:\n    block.sync()", "n2 = len(x) // 0", "n3 = i32(1e10) >> i32(33)",
+]
+ATTRIBUTES = ["x", "y", "z", "w", "dim", "idx", "lane", "index_1d", "sum", "exp", "add", "array", "shape", "stride", "T"]
+
+
+def m_insert_stmt(tree: ast.Module, rng: random.Random) -> str | None:
+    body = _pick(rng, _bodies(tree))
+    if not isinstance(body, list):
+        return None
+    text = rng.choice(STATEMENTS)
+    k = rng.randrange(len(body) + 1)
+    body[k:k] = ast.parse(text).body
+    return f"line {_line(body[min(k, len(body) - 1)])}: inserted {text!r}"
+
+
+def m_attribute(tree: ast.Module, rng: random.Random) -> str | None:
+    node = _pick(rng, _nodes(tree, ast.Attribute))
+    if not isinstance(node, ast.Attribute):
+        return None
+    old = node.attr
+    node.attr = rng.choice(ATTRIBUTES)
+    return f"line {_line(node)}: attribute {old} -> {node.attr}"
+
+
+def m_keyword(tree: ast.Module, rng: random.Random) -> str | None:
+    call = _pick(rng, _nodes(tree, ast.Call))
+    if not isinstance(call, ast.Call):
+        return None
+    name = rng.choice(["scope", "bounds_check", "launch_bounds", "max_registers", "constexprs", "sources", "export", "x"])
+    value = rng.choice(["'cta'", "'gpu'", "'sys'", "'bad'", "True", "0", "2000", "{}", "['a.cu']", "None"])
+    call.keywords.append(ast.keyword(arg=name, value=_expr(value)))
+    return f"line {_line(call)}: keyword {name}={value}"
+
+
 MUTATIONS: list[Callable[[ast.Module, random.Random], str | None]] = [
     m_binop, m_augop, m_compare, m_boolop, m_unary, m_literal, m_literal, m_expression, m_delete_stmt,
     m_duplicate_stmt, m_swap_stmts, m_annotation, m_annotation, m_arguments, m_parameters, m_rename,
     m_index, m_convert, m_callee, m_branch, m_return, m_loop, m_decorator, m_module_constant,
+    m_insert_stmt, m_insert_stmt, m_attribute, m_keyword,
 ]
 
 
@@ -476,7 +519,8 @@ def _located(exc: BaseException, path: Path) -> bool:
 
 def compile_mutant(mutant: Mutant, workdir: Path, timeout_s: int = 60) -> Outcome:
     """Compiles ``mutant`` in a copy of its source tree under ``workdir`` as the build does:
-    PTX for sm_80 and sm_90, then cubins (nvJitLink runs ptxas)."""
+    PTX for sm_80 and sm_90 (every fourth mutant through libNVVM, the others through LLVM's
+    NVPTX backend), then cubins (nvJitLink runs ptxas)."""
     from oxide.errors import ToolchainError
     from oxide_build.compile import CompileOptions, compile_module
     from oxide_build.scan import module_name_for
@@ -494,7 +538,9 @@ def compile_mutant(mutant: Mutant, workdir: Path, timeout_s: int = 60) -> Outcom
         previous = signal.signal(signal.SIGALRM, _alarm)
         signal.alarm(timeout_s)
     try:
-        compile_module(path, module_name_for(path, copy_root), CompileOptions(archs=("sm_80", "sm_90")), root=copy_root)
+        backend = "nvvm" if mutant.index % 4 == 3 else "nvptx"  # libNVVM takes its own dialect of LLVM IR
+        compile_module(path, module_name_for(path, copy_root), CompileOptions(archs=("sm_80", "sm_90"), backend=backend),
+                       root=copy_root)
         return Outcome(mutant, True, "compiled")
     except _Timeout:
         return Outcome(mutant, False, f"timeout after {timeout_s} s", mutant.text)

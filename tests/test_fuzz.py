@@ -174,3 +174,20 @@ def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
         compile_module(src, "kern", CompileOptions(archs=("sm_90",)))
     assert ("kern.py:7:5: error: the shared arrays of k() take 49156 bytes with 'b'; static shared memory holds "
             "49152 bytes (48 KiB) per block") in str(info.value), str(info.value)
+
+
+def test_bf16_through_libnvvm(tmp_path: Path) -> None:
+    """libNVVM has no bfloat type: 'parse expected type' came back as an unlocated error."""
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + """from oxide import bf16
+
+@ox.kernel
+def k(x: Slice[bf16], out: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i < len(out) and i < len(x):
+        out[i] = f32(x[i])
+""")
+    with pytest.raises(CompileError) as info:
+        compile_module(src, "kern", CompileOptions(archs=("sm_90",), backend="nvvm"))
+    assert "kern.py:6:1: error: k() uses bf16, which libNVVM" in str(info.value), str(info.value)
+    assert compile_module(src, "kern", CompileOptions(archs=("sm_90",))).cubins["sm_90"]

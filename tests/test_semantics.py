@@ -262,3 +262,11 @@ def k(x: Slice[i64], out: DisjointSlice[i64]) -> None:
         out[i] = f(x[i])
 """)
     assert "not every path of f() returns a value" in text
+
+
+def test_libnvvm_accepts_the_guarded_operations(tmp_path: Path) -> None:
+    """The guards are plain compares and selects, which the libNVVM backend's older LLVM
+    dialect takes too (it has no llvm.fpto*i.sat)."""
+    source = Path(__file__).parent / "packages" / "semantics" / "semk.py"
+    compiled = compile_module(source, "semk", CompileOptions(archs=("sm_90",), backend="nvvm"))
+    assert compiled.cubins["sm_90"] and "cvt.rzi.s32.f32" in compiled.ptx["sm_90"]
