@@ -97,7 +97,7 @@ def compile_project(
     """
     from oxide_build.link.cache import CompileCache
     from oxide_build.package.artifacts import as_fatbin, merge_manifests, write_artifacts
-    from oxide_build.package.module_cache import CompileUnit, UnitResult, cached_unit, compile_unit, native_inputs_digest
+    from oxide_build.package.module_cache import CompileUnit, cached_unit, compile_unit, native_inputs_digest
     from oxide_build.scan import scan_tree
 
     out = sys.stderr if log is None else log

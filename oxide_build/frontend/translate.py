@@ -979,7 +979,6 @@ class FunctionTranslator(ast.NodeVisitor):
         offset: ir.Expr | None = None
         for axis, elt in enumerate(elts):
             part = self.index_expr(elt)
-            name = elt.id if isinstance(elt, ast.Name) else None
             part64 = ir.Cast(part, I64, loc) if isinstance(part.ty, ThreadIndexType) else self.convert(self.materialize(part), I64, elt)
             bound = self.view_bound(view, axis)
             if self.bounds_check and not (bound is not None and self.proves(part64, bound)):

@@ -232,6 +232,6 @@ def _undefined_message(program: ir.Program, exc: UndefinedSymbolError, inputs: l
             f"  its sources: {sources}"
         )
     lines.append(f"  searched: {_searched(inputs)}")
-    lines.append(f"  define it as extern \"C\" __device__ in one of the sources (C linkage: no name mangling)")
+    lines.append("  define it as extern \"C\" __device__ in one of the sources (C linkage: no name mangling)")
     lines.append(f"nvJitLink said:\n{exc.log.strip()}")
     return "\n".join(lines)
