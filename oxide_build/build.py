@@ -141,26 +141,28 @@ def compile_project(
 
     misses: list[int] = []
     for i, unit in enumerate(units):
-        keys[i], hit = cached_unit(unit, cache, native)
+        keys[i], hit = cached_unit(unit, cache, native, project_dir)
         if hit is not None:
             report(i, hit, 0.0)
         else:
             misses.append(i)
     if misses:
         _require_toolchain()
-    # The first miss compiles here: it imports and initializes the compiler once, before any
-    # worker is forked, so the workers start warm.
-    for position, i in enumerate(misses):
-        if position > 0 and workers > 1 and len(misses) - position > 1 and _can_fork():
-            _compile_in_processes(units, misses[position:], workers, report, report_failure)
-            break
-        t0 = time.perf_counter()
-        try:
-            result = compile_unit(units[i])
-        except BaseException:
-            report_failure(i)
-            raise
-        report(i, result, time.perf_counter() - t0)
+    if workers > 1 and len(misses) > 1 and _can_fork():
+        # The compiler is imported and initialized once, before the workers are forked, so
+        # they start warm; every missing unit (also the two of a module built for two archs)
+        # then runs in a worker.
+        _warm_compiler()
+        _compile_in_processes(units, misses, workers, report, report_failure)
+    else:
+        for i in misses:
+            t0 = time.perf_counter()
+            try:
+                result = compile_unit(units[i])
+            except BaseException:
+                report_failure(i)
+                raise
+            report(i, result, time.perf_counter() - t0)
 
     built: list[BuiltModule] = []
     for module in modules:
@@ -192,6 +194,22 @@ def compile_project(
     return build
 
 
+def _warm_compiler() -> None:
+    """Imports the compiler's stages and loads LLVM's NVPTX target and nvJitLink, what every
+    unit needs first (NVRTC and libNVVM load in the workers that need them)."""
+    import oxide_build.compile  # noqa: F401
+    import oxide_build.frontend  # noqa: F401
+    import oxide_build.lower.llvm  # noqa: F401
+    from oxide_build.backends.nvptx import llvm_version
+    from oxide_build.link.nvjitlink import nvjitlink_version
+
+    llvm_version()
+    try:
+        nvjitlink_version()
+    except OxideError:
+        pass  # a missing nvJitLink is reported by the unit that needs it
+
+
 def _can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
@@ -219,8 +237,8 @@ def _compile_in_processes(
     """Compiles ``units[i]`` for ``i`` in ``indices`` in forked worker processes.
 
     Processes, not threads: the frontend and lowering are Python, and nvJitLink holds the GIL;
-    with threads two jobs took as long as one. Forked from a parent that has already compiled
-    a unit, the workers inherit an initialized compiler and start at once.
+    with threads two jobs took as long as one. Forked from a parent that has initialized the
+    compiler (``_warm_compiler``), the workers start at once.
     """
     context = multiprocessing.get_context("fork")
     failures: dict[int, str] = {}

@@ -60,13 +60,18 @@ class CompiledModule:
     fatbin: bytes | None = None  # every cubin + PTX of the newest arch (options.fatbin)
     exports: tuple[ExportDecl, ...] = ()  # @device(export=) functions, for the C++ header
     link_inputs: tuple[str, ...] = ()  # the C++ / binary inputs linked into the cubins
-    # the other tree modules the kernels' code was read from: file -> sha256 (staleness)
+    # the other files the kernels' code was made from: the tree modules it was read from, the
+    # C++ / binary link inputs and the user headers the .cu files include; file -> sha256
+    # (the runtime compares them to find stale code)
     dependencies: dict[Path, str] = field(default_factory=dict)
+    lto: bool = False  # linked with C++ (or exported to it) through LTO-IR
 
 
 def ptxas_options(options: CompileOptions) -> tuple[str, ...]:
     """nvJitLink options that the build options imply (opt level, line info, register cap)."""
-    out = [f"-O{min(options.opt_level, 3)}"]
+    # nvJitLink accepts -O0 and -O3 only (ERROR_UNRECOGNIZED_OPTION for -O1/-O2): opt-level 1
+    # and 2 lower LLVM's effort, ptxas still optimizes
+    out = ["-O0" if options.opt_level <= 0 else "-O3"]
     if options.lineinfo:
         out.append("-lineinfo")
     if options.max_registers is not None:
@@ -105,7 +110,8 @@ def compile_module(
 
     own = source_path.resolve()
     dependencies = {
-        path: source_sha256(path.read_bytes()) for path in index.parsed_files() if path.resolve() != own
+        path: source_sha256(path.read_bytes())
+        for path in [*index.parsed_files(), *device.dependencies] if path.resolve() != own
     }
     return CompiledModule(
         module_name=module_name,
@@ -122,6 +128,7 @@ def compile_module(
         exports=export_decls(frontend.program),
         link_inputs=device.link_inputs,
         dependencies=dependencies,
+        lto=device.lto,
     )
 
 
@@ -182,6 +189,8 @@ class _DeviceCode:
     ltoir: dict[str, bytes] = field(default_factory=dict)
     fatbin: bytes | None = None
     link_inputs: tuple[str, ...] = ()
+    dependencies: list[Path] = field(default_factory=list)
+    lto: bool = False
 
 
 def _compile_device_code(
@@ -194,7 +203,17 @@ def _compile_device_code(
     linked with the C++ inputs by nvJitLink -lto.
     """
     from .link.cache import CompileCache
-    from .link.lto import LinkSettings, link_module, link_module_ptx, module_inputs, needs_lto, nvvm_ltoir, nvvm_ptx
+    from .link.lto import (
+        LinkSettings,
+        input_dependencies,
+        link_input_files,
+        link_module,
+        link_module_ptx,
+        module_inputs,
+        needs_lto,
+        nvvm_ltoir,
+        nvvm_ptx,
+    )
 
     out = _DeviceCode()
     cache = CompileCache(enabled=options.cache)
@@ -224,13 +243,16 @@ def _compile_device_code(
             link_options=ptxas_options(options), cache=cache,
         )
         has_python_code = bool(program.functions)
+        files = link_input_files(program, settings)
+        out.lto = True
+        out.link_inputs = tuple(f.name for f in files)
+        out.dependencies = input_dependencies(files, options.include_dirs)
         for arch in options.archs:
             if has_python_code and arch not in out.ltoir:
                 out.ltoir[arch] = nvvm_ltoir(llvm_ir, arch, options.opt_level, module_name, cache)
         if options.link_cubins and has_kernels:
             for arch in options.archs:
                 inputs = module_inputs(program, out.ltoir.get(arch), module_name, arch, settings)
-                out.link_inputs = tuple(i.name for i in inputs[1 if has_python_code else 0:])
                 out.cubins[arch] = link_module(program, inputs, arch, settings)
             if options.embed_ptx and newest is not None:
                 inputs = module_inputs(program, out.ltoir.get(newest), module_name, newest, settings)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from oxide.errors import LinkError, ToolchainError
+from oxide.errors import ToolchainError
 from oxide.runtime.manifest import ErrorSite
 
 from .compile import CompileOptions, compile_module, ptxas_options
@@ -82,32 +82,37 @@ class Inspection(NamedTuple):
 def inspect_module(source: Path, module_name: str, arch: str, options: CompileOptions | None = None,
                    root: Path | None = None) -> Inspection:
     """Compiles ``source`` for ``arch``; returns each kernel entry's resources, the cubin, the
-    Python kernel name of each entry symbol and the checks left in the code."""
-    from cuda.bindings import nvjitlink
+    Python kernel name of each entry symbol and the checks left in the code.
+
+    The cubin is linked as the build links it: a module without C++ from its PTX; a module
+    that calls (or is called by) CUDA C++ from its LTO-IR and its C++ inputs, with ``-lto``
+    (its PTX alone has undefined externs, which nvJitLink cannot finish).
+    """
+    from .link.cache import CompileCache
+    from .link.inputs import input_file
+    from .link.lto import LinkSettings, inputs_from_files, lto_link_options
+    from .link.nvjitlink import LinkInput, link_cubin_with_log
 
     base = options or CompileOptions()
-    opts = CompileOptions(**{**base.__dict__, "archs": (arch,), "link_cubins": False})
+    opts = replace(base, archs=(arch,), link_cubins=False, embed_ptx=False, fatbin=False)
     compiled = compile_module(source, module_name, opts, root=root)
-    ptx = compiled.ptx[arch].encode()
-    link_opts = [f"-arch={arch}", "-verbose", *ptxas_options(opts)]
-    handle = nvjitlink.create(len(link_opts), link_opts)
-    try:
-        try:
-            nvjitlink.add_data(handle, nvjitlink.InputType.PTX, ptx, len(ptx), f"{module_name}.ptx")
-            nvjitlink.complete(handle)
-        except nvjitlink.nvJitLinkError as exc:
-            raise LinkError(f"nvJitLink failed for {arch}: {exc}") from None
-        size = nvjitlink.get_info_log_size(handle)
-        buf = bytearray(size)
-        nvjitlink.get_info_log(handle, buf)
-        cubin = bytearray(nvjitlink.get_linked_cubin_size(handle))
-        nvjitlink.get_linked_cubin(handle, cubin)
-    finally:
-        nvjitlink.destroy(handle)
-    resources = parse_info_log(buf.rstrip(b"\0").decode(errors="replace"))
+    if compiled.lto:
+        settings = LinkSettings(
+            include_dirs=opts.include_dirs, defines=opts.defines, nvrtc_options=opts.nvrtc_options,
+            link_inputs=opts.link_inputs, cudadevrt=opts.cudadevrt, opt_level=opts.opt_level,
+            link_options=ptxas_options(opts), cache=CompileCache(enabled=opts.cache),
+        )
+        files = [input_file(name) for name in compiled.link_inputs]
+        inputs = inputs_from_files(files, compiled.ltoir.get(arch), module_name, arch, settings)
+        link_opts = lto_link_options(settings)
+    else:
+        inputs = [LinkInput(f"{module_name}.ptx", "ptx", compiled.ptx[arch].encode())]
+        link_opts = ptxas_options(opts)
+    cubin, log = link_cubin_with_log(inputs, arch, link_opts)
+    resources = parse_info_log(log)
     names = {k.symbol: k.name for k in compiled.kernels}
     at_launch = {c.site for k in compiled.kernels for c in k.preconditions}
-    return Inspection({s: r for s, r in resources.items() if s in names}, bytes(cubin), names,
+    return Inspection({s: r for s, r in resources.items() if s in names}, cubin, names,
                       [s for s in compiled.error_sites if s.id not in at_launch],
                       [s for s in compiled.error_sites if s.id in at_launch])
 

@@ -58,3 +58,29 @@ def test_cli_inspect_unknown_kernel(capsys) -> None:  # type: ignore[no-untyped-
     rc = main(["inspect", str(ROOT / "examples" / "saxpy.py") + "::nope", "--module", "examples.saxpy", "--root", str(ROOT)])
     assert rc == 1
     assert "no kernel 'nope'" in capsys.readouterr().err
+
+
+def test_inspect_module_that_links_cpp(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A module calling CUDA C++ (CUB) is linked as the build links it, from LTO-IR with its
+    .cu sources: its PTX alone has unresolved externs (nvJitLink said ERROR_INTERNAL)."""
+    monkeypatch.setenv("OXIDE_CACHE_DIR", str(tmp_path / "cache"))
+    source = ROOT / "examples" / "cub_reduce" / "block_sum.py"
+    resources, cubin, names, checks, _ = inspect_module(source, "examples.cub_reduce.block_sum", "sm_90", root=ROOT)
+    assert names == {"total": "total", "total_by_warps": "total_by_warps"}
+    assert set(resources) == {"total", "total_by_warps"}
+    # cub::BlockReduce keeps its partials in shared memory and synchronizes the block
+    assert resources["total"].shared_bytes > 0 and resources["total"].barriers >= 1
+    assert 0 < resources["total_by_warps"].registers <= 255
+    assert cubin[:4] == b"\x7fELF"
+    assert [c.what for c in checks] == ["out[0]", "out[0]"]
+
+
+def test_cli_inspect_cub_reduce(capsys, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from oxide_build.cli import main
+
+    monkeypatch.setenv("OXIDE_CACHE_DIR", str(tmp_path / "cache"))
+    rc = main(["inspect", str(ROOT / "examples" / "cub_reduce" / "block_sum.py")])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    rows = captured.out.splitlines()
+    assert [line.split()[0] for line in rows[1:3]] == ["total", "total_by_warps"]

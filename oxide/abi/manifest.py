@@ -4,13 +4,19 @@ Written by ``oxide_build`` next to each compiled module as ``_oxide/<module>.jso
 code files beside it; read by the runtime on first launch. Plain JSON, so a wheel can be
 inspected with ``unzip -p``.
 
+A manifest is checked against its schema when it is read (``ModuleManifest.from_json``): a
+missing or mistyped field is a ``ManifestError`` naming the field, and a code file name must
+be a plain file name inside ``_oxide/`` (no directory part, no ``..``, not absolute), so a
+manifest cannot make the runtime load a file from outside its package.
+
 The kernel parameter block the runtime packs is described in ``oxide.abi.params``.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple, TypeVar
 
 from .params import CONSTEXPR_PARAM, SCALAR_PARAM
 from .views import ViewKind
@@ -24,7 +30,10 @@ __all__ = [
     "KernelSpec",
     "Precondition",
     "ErrorSite",
+    "ManifestError",
     "ModuleManifest",
+    "changed_source",
+    "code_file_name_problem",
     "manifest_path",
     "load_manifest",
 ]
@@ -34,6 +43,10 @@ ARTIFACT_DIR = "_oxide"
 
 # the kinds a kernel parameter may have besides SCALAR_PARAM and CONSTEXPR_PARAM
 _PARAM_VIEW_KINDS = frozenset(k for k in ViewKind if k.is_kernel_param)
+
+
+class ManifestError(ValueError):
+    """A manifest that does not follow the schema; the message names the field."""
 
 
 class ParamSpec(NamedTuple):
@@ -106,30 +119,22 @@ class ModuleManifest(NamedTuple):
 
     @staticmethod
     def from_json(text: str) -> ModuleManifest:
-        data: dict[str, Any] = json.loads(text)
+        """Parses and checks a manifest; ``ManifestError`` (a ``ValueError``) names what is
+        wrong, ``json.JSONDecodeError`` (also one) says where the JSON is broken."""
+        data = _dict(json.loads(text), "the manifest")
         if data.get("format") != MANIFEST_FORMAT:
-            raise ValueError(f"manifest format {data.get('format')!r}, this oxide reads {MANIFEST_FORMAT}")
-        kernels = tuple(
-            KernelSpec(
-                name=k["name"],
-                symbol=k["symbol"],
-                params=tuple(ParamSpec(**p) for p in k["params"]),
-                specialization=dict(k.get("specialization", {})),
-                file=k.get("file", ""),
-                line=k.get("line", 0),
-                preconditions=tuple(Precondition(**c) for c in k.get("preconditions", [])),
-            )
-            for k in data["kernels"]
-        )
+            raise ManifestError(f"manifest format {data.get('format')!r}, this oxide reads {MANIFEST_FORMAT}")
+        kernels = tuple(_kernel(k, f"kernels[{i}]") for i, k in enumerate(_list(_need(data, "kernels", ""), "kernels")))
         return ModuleManifest(
-            module=data["module"],
-            source=data["source"],
-            source_sha256=data["source_sha256"],
+            module=_str(_need(data, "module", ""), "module"),
+            source=_str(_need(data, "source", ""), "source"),
+            source_sha256=_str(_need(data, "source_sha256", ""), "source_sha256"),
             kernels=kernels,
-            cubins=dict(data["cubins"]),
-            ptx=dict(data.get("ptx", {})),
-            error_sites=tuple(ErrorSite(**e) for e in data.get("error_sites", [])),
-            sources=dict(data.get("sources", {})),
+            cubins=_code_files(_need(data, "cubins", ""), "cubins"),
+            ptx=_code_files(data.get("ptx", {}), "ptx"),
+            error_sites=tuple(_error_site(e, f"error_sites[{i}]")
+                              for i, e in enumerate(_list(data.get("error_sites", []), "error_sites"))),
+            sources=_str_dict(data.get("sources", {}), "sources"),
         )
 
     def kernels_named(self, name: str) -> list[KernelSpec]:
@@ -147,10 +152,140 @@ def _plain(value: Any) -> Any:
     return value
 
 
+# --- the schema ---------------------------------------------------------------------------------
+
+_T = TypeVar("_T")
+
+
+def _need(data: dict[str, Any], key: str, where: str) -> Any:
+    if key not in data:
+        raise ManifestError(f"{where + '.' if where else ''}{key}: missing")
+    return data[key]
+
+
+def _typed(value: Any, kind: type, what: str, where: str) -> Any:
+    # bool is an int to Python, never to the schema
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        shown = f" {value!r:.60}" if value is None or isinstance(value, (str, int, float)) else ""
+        raise ManifestError(f"{where}: expected {what}, got {type(value).__name__}{shown}")
+    return value
+
+
+def _dict(value: Any, where: str) -> dict[str, Any]:
+    out: dict[str, Any] = _typed(value, dict, "an object", where)
+    return out
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    out: list[Any] = _typed(value, list, "a list", where)
+    return out
+
+
+def _str(value: Any, where: str) -> str:
+    out: str = _typed(value, str, "a string", where)
+    return out
+
+
+def _int(value: Any, where: str) -> int:
+    out: int = _typed(value, int, "an integer", where)
+    return out
+
+
+def _str_dict(value: Any, where: str) -> dict[str, str]:
+    return {k: _str(v, f"{where}[{k!r}]") for k, v in _dict(value, where).items()}
+
+
+def _field(data: dict[str, Any], key: str, where: str, check: Callable[[Any, str], _T], default: _T | None = None) -> _T:
+    if key not in data and default is not None:
+        return default
+    return check(_need(data, key, where), f"{where}.{key}")
+
+
+def code_file_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a plain file name inside ``_oxide/``, or None."""
+    if not name or name in (".", ".."):
+        return "empty or a directory"
+    if "/" in name or "\\" in name or "\0" in name or ":" in name:
+        return "not a plain file name (code files lie in _oxide/ itself)"
+    return None
+
+
+def _code_files(value: Any, where: str) -> dict[str, str]:
+    files = _str_dict(value, where)
+    for arch, name in files.items():
+        problem = code_file_name_problem(name)
+        if problem is not None:
+            raise ManifestError(f"{where}[{arch!r}]: {name!r} is {problem}")
+    return files
+
+
+def _param(value: Any, where: str) -> ParamSpec:
+    data = _dict(value, where)
+    kind = _field(data, "kind", where, _str)
+    if kind not in (SCALAR_PARAM, CONSTEXPR_PARAM, *_PARAM_VIEW_KINDS):
+        raise ManifestError(f"{where}.kind: unknown parameter kind {kind!r}")
+    ndim = _field(data, "ndim", where, _int, 1)
+    if ndim < 0:
+        raise ManifestError(f"{where}.ndim: {ndim} is negative")
+    return ParamSpec(_field(data, "name", where, _str), kind, _field(data, "dtype", where, _str), ndim)
+
+
+def _precondition(value: Any, where: str) -> Precondition:
+    data = _dict(value, where)
+    return Precondition(_field(data, "site", where, _int), _need(data, "expr", where))
+
+
+def _kernel(value: Any, where: str) -> KernelSpec:
+    data = _dict(value, where)
+    return KernelSpec(
+        name=_field(data, "name", where, _str),
+        symbol=_field(data, "symbol", where, _str),
+        params=tuple(_param(p, f"{where}.params[{i}]") for i, p in enumerate(_field(data, "params", where, _list))),
+        specialization=_field(data, "specialization", where, _str_dict, {}),
+        file=_field(data, "file", where, _str, ""),
+        line=_field(data, "line", where, _int, 0),
+        preconditions=tuple(_precondition(c, f"{where}.preconditions[{i}]")
+                            for i, c in enumerate(_field(data, "preconditions", where, _list, list[Any]()))),
+    )
+
+
+def _error_site(value: Any, where: str) -> ErrorSite:
+    data = _dict(value, where)
+    return ErrorSite(
+        id=_field(data, "id", where, _int),
+        kind=_field(data, "kind", where, _str),
+        kernel=_field(data, "kernel", where, _str),
+        file=_field(data, "file", where, _str),
+        line=_field(data, "line", where, _int),
+        col=_field(data, "col", where, _int),
+        what=_field(data, "what", where, _str),
+    )
+
+
 def manifest_path(module_dir: Path, module_name: str) -> Path:
     """Where the manifest of ``module_name`` (whose source lies in ``module_dir``) lives."""
     return module_dir / ARTIFACT_DIR / f"{module_name}.json"
 
 
 def load_manifest(path: Path) -> ModuleManifest:
+    """Reads and checks the manifest at ``path``; ``OSError``, or ``ValueError`` (broken JSON,
+    a ``ManifestError``, bytes that are not UTF-8) saying what is wrong."""
     return ModuleManifest.from_json(path.read_text(encoding="utf-8"))
+
+
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def changed_source(built_from: Path, manifest: ModuleManifest) -> Path | None:
+    """The first source file the manifest's code was compiled from that differs now: the
+    module's own source, then each other file its code came from (tree modules with device
+    functions, C++ inputs and the headers they include). None when all match. Files that are
+    not there (a wheel installed without some of its sources) are not compared."""
+    if built_from.is_file() and manifest.source_sha256 and _file_sha256(built_from) != manifest.source_sha256:
+        return built_from
+    for relative, digest in manifest.sources.items():
+        path = built_from.parent / relative
+        if path.is_file() and _file_sha256(path) != digest:
+            return path
+    return None

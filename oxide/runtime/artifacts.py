@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 from oxide.errors import CudaError
-from oxide.runtime.manifest import ModuleManifest, load_manifest, manifest_path
+from oxide.runtime.manifest import ModuleManifest, changed_source, load_manifest, manifest_path
 
 __all__ = [
     "StaleCodeWarning",
@@ -86,9 +86,10 @@ def _jit(source: Path, module: str, arch: Callable[[], str]) -> LocatedManifest:
 def _read(path: Path, module: str) -> ModuleManifest:
     try:
         return load_manifest(path)
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError) as e:  # ValueError: broken JSON, not UTF-8, not the schema
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else e
         raise CudaError(
-            f"cannot read the kernel manifest of module {module} ({path}): {e}; rebuild the package "
+            f"cannot read the kernel manifest of module {module} ({path}): {reason}; rebuild the package "
             "with this version of oxide"
         ) from None
 
@@ -149,20 +150,6 @@ def _locate(source: Path | None, module: str, arch: Callable[[], str]) -> Locate
                 stacklevel=4,
             )
     return LocatedManifest(manifest, path, path.parent, jit=False)
-
-
-def changed_source(built_from: Path, manifest: ModuleManifest) -> Path | None:
-    """The first source file the manifest's code was compiled from that differs now: the
-    module's own source, then each other module of the tree its kernels' code came from
-    (device functions elsewhere). None when all match. Files that are not there (a wheel
-    installed without some of its sources) are not compared."""
-    if built_from.is_file() and manifest.source_sha256 and file_sha256(built_from) != manifest.source_sha256:
-        return built_from
-    for relative, digest in manifest.sources.items():
-        path = built_from.parent / relative
-        if path.is_file() and file_sha256(path) != digest:
-            return path
-    return None
 
 
 def _reset_for_tests() -> None:

@@ -10,9 +10,12 @@ from oxide.abi.manifest import (
     MANIFEST_FORMAT,
     ErrorSite,
     KernelSpec,
+    ManifestError,
     ModuleManifest,
     ParamSpec,
     Precondition,
+    changed_source,
+    code_file_name_problem,
     load_manifest,
     manifest_path,
 )
@@ -24,7 +27,10 @@ __all__ = [
     "KernelSpec",
     "Precondition",
     "ErrorSite",
+    "ManifestError",
     "ModuleManifest",
+    "changed_source",
+    "code_file_name_problem",
     "manifest_path",
     "load_manifest",
 ]

@@ -70,21 +70,18 @@ def _libdevice_subset(llvm, names: tuple[str, ...], declarations: list[str]) -> 
     if names in _subsets:
         return _subsets[names]
     import hashlib
-    import os
+
+    from ..link.cache import CompileCache, cache_key
 
     lib_bytes = _libdevice()
-    key = hashlib.sha256(lib_bytes + "\0".join(names).encode() + llvm_version().encode()).hexdigest()[:32]
-    cache_file = None
-    try:
-        from ..cache_location import cache_root
-
-        cache_file = cache_root() / "libdevice" / f"{key}.ll"
-        if cache_file.is_file():
-            text = cache_file.read_text()
-            _subsets[names] = text
-            return text
-    except OSError:
-        cache_file = None
+    # through the compile cache: its entries are checksummed and its directory checked
+    cache = CompileCache()
+    key = cache_key("libdevice-subset", hashlib.sha256(lib_bytes).hexdigest(), "\0".join(names), llvm_version())
+    cached = cache.get(key)
+    if cached is not None:
+        text = cached.decode()
+        _subsets[names] = text
+        return text
     used = ", ".join(f"ptr @{n}" for n in names)
     stub = llvm.parse_assembly(
         'target triple = "nvptx64-nvidia-cuda"\n' + "\n".join(declarations) + "\n"
@@ -102,14 +99,7 @@ def _libdevice_subset(llvm, names: tuple[str, ...], declarations: list[str]) -> 
     mpm.run(stub, pb)
     text = "\n".join(line for line in str(stub).splitlines() if not line.startswith("@llvm.used"))
     _subsets[names] = text
-    if cache_file is not None:
-        try:
-            cache_file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache_file.with_name(f"{cache_file.name}.{os.getpid()}.tmp")
-            tmp.write_text(text)
-            tmp.replace(cache_file)
-        except OSError:
-            pass
+    cache.put(key, text.encode())
     return text
 
 

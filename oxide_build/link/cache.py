@@ -3,8 +3,15 @@
 An entry's key is the SHA-256 of everything that decides its bytes: the inputs, the options
 and the versions of the tools. Entries live under ``<user cache dir>/compile/<2 hex>/<key>``
 (``oxide_build.cache_location.cache_root()``: ``$OXIDE_CACHE_DIR``, else ``$XDG_CACHE_HOME/oxide``, else
-``~/.cache/oxide``). Writers write a temporary file in the same directory and rename it, so
-concurrent builds never see half an entry and the last writer wins with identical bytes.
+``~/.cache/oxide``). Writers write a uniquely named temporary file in the same directory and
+rename it, so concurrent builds never see half an entry and the last writer wins with identical
+bytes. Each entry starts with the SHA-256 of its payload, checked on every read: a damaged entry
+(a full disk, a crash, a bad copy) is deleted and counts as a miss, so it is rebuilt.
+
+The cache directory is checked before use, the way pip and ccache check theirs (see
+``cache_dir_problem``): one that is not a directory, not writable, owned by another user, or
+writable by group or others is not used; a ``CacheWarning`` says why and what to do, and the
+build goes on without the cache (anyone who can write there could swap the code you run).
 
 The cache is bounded: after a write that takes it over ``max_bytes`` the least recently used
 entries (by modification time, refreshed on every hit) are deleted down to 80% of the bound.
@@ -15,15 +22,108 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CompileCache", "CacheInfo", "cache_key", "default_cache", "cache_info", "clear_cache"]
+__all__ = [
+    "CacheInfo",
+    "CacheWarning",
+    "CompileCache",
+    "cache_dir_problem",
+    "cache_info",
+    "cache_key",
+    "clear_cache",
+    "default_cache",
+    "usable_cache_dir",
+    "warn_cache_unusable",
+    "write_file_atomic",
+]
 
 DEFAULT_MAX_BYTES = 2 << 30
 _SUBDIR = "compile"
+_MAGIC = b"oxide-cache-2\n"  # then the payload's SHA-256 (32 bytes), then the payload
+
+
+class CacheWarning(UserWarning):
+    """A cache directory cannot be used safely; oxide compiles without it."""
+
+
+def cache_dir_problem(path: Path) -> str | None:
+    """Why ``path`` must not hold cached compiler output, or None when it may (it is created,
+    mode 0700, when missing). Like pip and ccache: it must be a directory, writable, owned by
+    the current user and not writable by group or others, because whatever is found there is
+    loaded onto the GPU as it is."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        for above in path.parents:
+            if above.exists():
+                if not above.is_dir():
+                    return f"{above} is a file, not a directory: remove it, or point OXIDE_CACHE_DIR at a directory"
+                break
+        return f"it cannot be created ({exc.strerror or exc})"
+    try:
+        st = path.stat()
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})"
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is a file, not a directory: remove it, or point OXIDE_CACHE_DIR at a directory"
+    if hasattr(os, "geteuid"):
+        uid = os.geteuid()
+        if st.st_uid != uid:
+            return (f"it is owned by another user (uid {st.st_uid}, you are uid {uid}): use a directory "
+                    "of your own (OXIDE_CACHE_DIR)")
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return (f"it is writable by {'group and others' if st.st_mode & stat.S_IWOTH else 'its group'} "
+                    f"(mode {stat.S_IMODE(st.st_mode):o}), so others could replace the code you run: "
+                    f"chmod go-w {path}, or use a private directory (OXIDE_CACHE_DIR)")
+    if not os.access(path, os.W_OK | os.X_OK):
+        return "it is not writable: make it writable, or point OXIDE_CACHE_DIR at a writable directory"
+    return None
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+def warn_cache_unusable(path: Path, problem: str, what: str = "compiling without the cache") -> None:
+    """One ``CacheWarning`` per directory and problem per process."""
+    if (str(path), problem) in _warned:
+        return
+    _warned.add((str(path), problem))
+    warnings.warn(f"oxide: not using the cache directory {path}: {problem}; {what}", CacheWarning, stacklevel=3)
+
+
+def usable_cache_dir(path: Path) -> bool:
+    """True when ``path`` passes ``cache_dir_problem``; otherwise warns once and returns False."""
+    problem = cache_dir_problem(path)
+    if problem is None:
+        return True
+    warn_cache_unusable(path, problem)
+    return False
+
+
+def write_file_atomic(path: Path, data: bytes) -> None:
+    """Writes ``path`` through a uniquely named temporary file in its directory and an atomic
+    rename: a reader sees the old file or the new one, never a part, and concurrent writers
+    (several processes building or JIT-compiling the same module) never share a temporary."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def cache_key(*parts: bytes | str) -> str:
@@ -67,16 +167,20 @@ def _human(n: int) -> str:
 
 class CompileCache:
     def __init__(self, root: Path | None = None, max_bytes: int | None = None, enabled: bool = True) -> None:
+        checked: tuple[Path, ...] = ()
         if root is None:
             from oxide_build.cache_location import cache_root
 
             root = cache_root() / _SUBDIR
+            checked = (root.parent,)  # whoever may write the cache root may swap compile/
         self.root = Path(root)
         if max_bytes is None:
             env = os.environ.get("OXIDE_CACHE_MAX_BYTES")
             max_bytes = int(env) if env and env.isdigit() else DEFAULT_MAX_BYTES
         self.max_bytes = max_bytes
         self.enabled = enabled and os.environ.get("OXIDE_NO_CACHE", "") in ("", "0")
+        if self.enabled and not all(usable_cache_dir(p) for p in (*checked, self.root)):
+            self.enabled = False
         self.hits = 0
         self.misses = 0
 
@@ -88,8 +192,16 @@ class CompileCache:
             return None
         path = self._path(key)
         try:
-            data = path.read_bytes()
+            entry = path.read_bytes()
         except OSError:
+            self.misses += 1
+            return None
+        data = _payload(entry)
+        if data is None:  # damaged (or of an older format): rebuilt and rewritten
+            try:
+                path.unlink()
+            except OSError:
+                pass
             self.misses += 1
             return None
         try:
@@ -104,20 +216,10 @@ class CompileCache:
             return
         path = self._path(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                os.replace(tmp, path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            write_file_atomic(path, _MAGIC + hashlib.sha256(data).digest() + data)
         except OSError:
-            return  # a read-only or full cache dir only costs speed
+            return  # a full cache dir only costs speed
         self._evict_if_needed()
 
     def _entries(self) -> list[tuple[float, int, Path]]:
@@ -167,6 +269,15 @@ class CompileCache:
         count, _ = self.size()
         shutil.rmtree(self.root, ignore_errors=True)
         return count
+
+
+def _payload(entry: bytes) -> bytes | None:
+    """The payload of a stored entry, or None when its checksum does not match."""
+    head = len(_MAGIC) + 32
+    if len(entry) < head or not entry.startswith(_MAGIC):
+        return None
+    data = entry[head:]
+    return data if hashlib.sha256(data).digest() == entry[len(_MAGIC):head] else None
 
 
 def default_cache(enabled: bool = True) -> CompileCache:

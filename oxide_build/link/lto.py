@@ -24,9 +24,13 @@ __all__ = [
     "nvvm_ltoir",
     "nvvm_ptx",
     "cuda_ltoir",
+    "input_dependencies",
+    "link_input_files",
     "module_inputs",
+    "inputs_from_files",
     "link_module",
     "link_module_ptx",
+    "lto_link_options",
 ]
 
 _FORMAT = "oxide-lto-1"  # bump when the text adaptation or the key layout changes
@@ -126,7 +130,7 @@ def cuda_ltoir(source: CudaSource, arch: str, cache: CompileCache) -> bytes:
     return _cached(cache, key, lambda: compile_cuda(source, arch, "ltoir"))
 
 
-def _sources(program: ir.Program, settings: LinkSettings) -> list[InputFile]:
+def link_input_files(program: ir.Program, settings: LinkSettings) -> list[InputFile]:
     """Every C++ / binary input of the module: the externs' and extern kernels' sources, then
     the extra inputs, each once, in a stable order."""
     seen: dict[str, None] = {}
@@ -147,13 +151,33 @@ def _sources(program: ir.Program, settings: LinkSettings) -> list[InputFile]:
     return files
 
 
+def input_dependencies(files: list[InputFile], include_dirs: tuple[str, ...]) -> list[Path]:
+    """The files the link reads from the project: the inputs, and the user headers each
+    ``.cu`` includes (found next to it or in ``include_dirs``), each once."""
+    out: dict[Path, None] = {}
+    for f in files:
+        out.setdefault(f.path, None)
+        if f.kind == "cu":
+            for dep in source_dependencies(f.path, include_dirs):
+                out.setdefault(dep, None)
+    return list(out)
+
+
 def module_inputs(
     program: ir.Program, python_ltoir: bytes | None, module_name: str, arch: str, settings: LinkSettings,
 ) -> list[LinkInput]:
+    return inputs_from_files(link_input_files(program, settings), python_ltoir, module_name, arch, settings)
+
+
+def inputs_from_files(
+    files: list[InputFile], python_ltoir: bytes | None, module_name: str, arch: str, settings: LinkSettings,
+) -> list[LinkInput]:
+    """The linker inputs: the Python side's LTO-IR, each ``.cu`` compiled by NVRTC to LTO-IR,
+    the other files as they are, and libcudadevrt when asked for."""
     inputs: list[LinkInput] = []
     if python_ltoir is not None:
         inputs.append(LinkInput(f"{module_name} (Python, LTO-IR)", "ltoir", python_ltoir))
-    for f in _sources(program, settings):
+    for f in files:
         if f.kind == "cu":
             src = CudaSource(f.path, settings.include_dirs, settings.defines, settings.nvrtc_options)
             inputs.append(LinkInput(f.name, "ltoir", cuda_ltoir(src, arch, settings.cache)))
@@ -171,7 +195,7 @@ def link_module(
 ) -> bytes:
     """One cubin for ``arch``; an extern nothing defines, or an extern kernel missing from the
     result, is a ``LinkError`` that names the Python declaration and the inputs searched."""
-    opts = _link_options(settings)
+    opts = lto_link_options(settings)
     key = cache_key("nvjitlink-cubin", tool_versions(), arch, *opts,
                     *[part for i in inputs for part in (i.name, i.kind, i.data)])
     cubin = settings.cache.get(key)
@@ -196,12 +220,12 @@ def link_module_ptx(program: ir.Program, inputs: list[LinkInput], arch: str, set
     """The PTX of the whole LTO-linked module (nvJitLink ``-ptx``): the forward-compatible
     fallback, and a way to see what was inlined."""
     try:
-        return link_ptx(inputs, arch, _link_options(settings))
+        return link_ptx(inputs, arch, lto_link_options(settings))
     except UndefinedSymbolError as exc:
         raise LinkError(_undefined_message(program, exc, inputs, arch)) from None
 
 
-def _link_options(settings: LinkSettings) -> tuple[str, ...]:
+def lto_link_options(settings: LinkSettings) -> tuple[str, ...]:
     opts = ["-lto", *settings.link_options]
     if not any(o.startswith("-O") for o in opts):
         opts.append(f"-O{min(max(settings.opt_level, 0), 3)}")

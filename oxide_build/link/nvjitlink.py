@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from oxide.errors import LinkError, ToolchainError
 
-__all__ = ["LinkInput", "UndefinedSymbolError", "link_cubin", "link_ptx", "nvjitlink_version"]
+__all__ = ["LinkInput", "UndefinedSymbolError", "link_cubin", "link_cubin_with_log", "link_ptx", "nvjitlink_version"]
 
 
 @dataclass(frozen=True)
@@ -58,13 +58,22 @@ def link_cubin(inputs: list[LinkInput], arch: str, options: tuple[str, ...] = ()
     return _link(inputs, arch, options, "cubin")
 
 
+def link_cubin_with_log(inputs: list[LinkInput], arch: str, options: tuple[str, ...] = ()) -> tuple[bytes, str]:
+    """``link_cubin`` with ``-verbose``, also returning nvJitLink's info log (ptxas's resource
+    lines per kernel: registers, shared and local memory, spills)."""
+    info: list[str] = []
+    cubin = _link(inputs, arch, (*options, "-verbose"), "cubin", info)
+    return cubin, "".join(info)
+
+
 def link_ptx(inputs: list[LinkInput], arch: str, options: tuple[str, ...] = ("-lto",)) -> str:
     """Links LTO-IR ``inputs`` and returns the PTX of the result (nvJitLink ``-ptx``), to see
     what the optimizer made of them."""
     return _link(inputs, arch, (*options, "-ptx"), "ptx").decode()
 
 
-def _link(inputs: list[LinkInput], arch: str, options: tuple[str, ...], output: str) -> bytes:
+def _link(inputs: list[LinkInput], arch: str, options: tuple[str, ...], output: str,
+          info: list[str] | None = None) -> bytes:
     nvjitlink = _nvjitlink()
     opts = [f"-arch={arch}", *options]
     handle = nvjitlink.create(len(opts), opts)
@@ -90,6 +99,11 @@ def _link(inputs: list[LinkInput], arch: str, options: tuple[str, ...], output: 
                     f"undefined symbol{'s' if len(symbols) > 1 else ''} {', '.join(symbols)} linking "
                     f"{names} for {arch}:\n{log}".rstrip(), symbols, log) from None
             raise LinkError(f"nvJitLink failed for {arch} ({exc}) linking {names}:\n{log}".rstrip()) from None
+        if info is not None:
+            size = nvjitlink.get_info_log_size(handle)
+            buf = bytearray(size)
+            nvjitlink.get_info_log(handle, buf)
+            info.append(buf.rstrip(b"\0").decode(errors="replace"))
         if output == "ptx":
             size = nvjitlink.get_linked_ptx_size(handle)
             buf = bytearray(size)

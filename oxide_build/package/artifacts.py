@@ -74,14 +74,17 @@ def as_fatbin(manifest: ModuleManifest, files: dict[str, bytes]) -> tuple[Module
 
 def write_artifacts(manifest: ModuleManifest, files: dict[str, bytes], module_dir: Path) -> Path:
     """Writes ``module_dir/_oxide/<module>.json`` and ``files`` beside it; returns the manifest
-    path. Files are written to a temporary name and renamed, so a reader never sees half a
-    file (the runtime may read them while an editable install rebuilds)."""
+    path. Each file is written to a temporary file of a unique name and renamed, so a reader
+    never sees half a file (the runtime may read them while an editable install rebuilds) and
+    concurrent writers (builds, JIT compiles) never trip over each other's temporaries."""
+    from oxide_build.link.cache import write_file_atomic
+
     out = module_dir / ARTIFACT_DIR
     out.mkdir(parents=True, exist_ok=True)
     for name in sorted(files):
-        _write_atomic(out / name, files[name])
+        write_file_atomic(out / name, files[name])
     path = manifest_path(module_dir, manifest.module)
-    _write_atomic(path, manifest.to_json().encode())
+    write_file_atomic(path, manifest.to_json().encode())
     return path
 
 
@@ -89,9 +92,3 @@ def write_module_artifacts(compiled: CompiledModule, module_dir: Path) -> Path:
     """Writes ``module_dir/_oxide/<module>.json`` and its code files; returns the manifest path."""
     manifest, files = module_files(compiled)
     return write_artifacts(manifest, files, module_dir)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)

@@ -9,6 +9,12 @@ of everything that decides its bytes:
 - every CUDA C++ / binary input the project could link (all ``.cu``, header, ``.ltoir``,
   ``.o``, ``.a``, ... files under the project root, and the ``link`` inputs);
 - the compile options and the arch;
+
+Paths inside the project enter the key relative to the project directory, so the key does not
+depend on where the project lies: a moved checkout, a CI clone or a build from the sdist hits
+the entries of an earlier build. (Code that embeds its own path, such as a C++ ``assert`` with
+``__FILE__``, then keeps the path of the build that filled the cache, as with ccache's
+``base_dir``.)
 - the compiler itself (a digest of the ``oxide`` and ``oxide_build`` sources, so a changed
   compiler never reuses old code even at the same version) and the versions of the toolchain
   distributions (llvmlite, cuda-bindings, nvidia-*).
@@ -44,12 +50,13 @@ __all__ = [
     "compile_unit",
     "compiler_digest",
     "imported_tree_modules",
+    "location_free_options",
     "native_inputs_digest",
     "toolchain_versions",
     "unit_cache_key",
 ]
 
-_FORMAT = "oxide-unit-1"
+_FORMAT = "oxide-unit-2"
 
 # what C++ or binary input a kernel module may link or include
 CPP_SUFFIXES = frozenset({
@@ -177,8 +184,27 @@ def imported_tree_modules(root: Path, module: str, source: Path) -> dict[str, Pa
     return found
 
 
+def _key_path(path: Path | str, base: Path) -> str:
+    """``path`` relative to ``base`` when it lies inside it (then the key does not depend on
+    where the project is), else as it is."""
+    try:
+        return Path(path).resolve().relative_to(base.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def location_free_options(options: CompileOptions, base: Path) -> dict[str, object]:
+    """The compile options as plain data for a cache key, with the paths inside ``base`` (the
+    project) made relative to it."""
+    data = asdict(options)
+    for name in ("include_dirs", "link_inputs"):
+        data[name] = [_key_path(p, base) for p in data[name]]
+    return data
+
+
 def native_inputs_digest(project_dir: Path, extra: tuple[str, ...] = ()) -> str:
-    """SHA-256 over every C++ / binary file under ``project_dir`` and the files ``extra``."""
+    """SHA-256 over every C++ / binary file under ``project_dir`` and the files ``extra``, each
+    named by its path relative to ``project_dir`` (absolute when outside it)."""
     digest = hashlib.sha256()
     files: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(project_dir):
@@ -192,16 +218,16 @@ def native_inputs_digest(project_dir: Path, extra: tuple[str, ...] = ()) -> str:
             data = path.read_bytes()
         except OSError:
             data = b"<missing>"
-        digest.update(str(path).encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+        digest.update(_key_path(path, project_dir).encode() + b"\0" + len(data).to_bytes(8, "little") + data)
     return digest.hexdigest()
 
 
-def unit_cache_key(unit: CompileUnit, native_digest: str) -> str:
+def unit_cache_key(unit: CompileUnit, native_digest: str, project_dir: Path) -> str:
     from oxide_build.link.cache import cache_key
 
     parts: list[bytes | str] = [
         _FORMAT, compiler_digest(), toolchain_versions(), native_digest,
-        unit.module, unit.arch, json.dumps(asdict(unit.options), sort_keys=True, default=str),
+        unit.module, unit.arch, json.dumps(location_free_options(unit.options, project_dir), sort_keys=True, default=str),
         unit.source.name,
     ]
     for name, path in sorted(imported_tree_modules(unit.root, unit.module, unit.source).items()):
@@ -209,11 +235,13 @@ def unit_cache_key(unit: CompileUnit, native_digest: str) -> str:
     return cache_key(*parts)
 
 
-def cached_unit(unit: CompileUnit, cache: CompileCache, native_digest: str) -> tuple[str | None, UnitResult | None]:
+def cached_unit(
+    unit: CompileUnit, cache: CompileCache, native_digest: str, project_dir: Path,
+) -> tuple[str | None, UnitResult | None]:
     """The unit's cache key (None when the cache is off) and its cached result, if any."""
     if not cache.enabled:
         return None, None
-    key = unit_cache_key(unit, native_digest)
+    key = unit_cache_key(unit, native_digest, project_dir)
     data = cache.get(key)
     return key, (UnitResult.from_bytes(data) if data is not None else None)
 

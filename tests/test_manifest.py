@@ -1,0 +1,142 @@
+"""Manifests on disk: checked against their schema when read, code file names confined to
+``_oxide/``, and a bad manifest is one message that names the manifest file. No GPU needed."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oxide.errors import CudaError
+from oxide.runtime import artifacts
+from oxide.runtime.manifest import (
+    ErrorSite,
+    KernelSpec,
+    ManifestError,
+    ModuleManifest,
+    ParamSpec,
+    Precondition,
+    load_manifest,
+    manifest_path,
+)
+
+GOOD = ModuleManifest(
+    module="pk.ops",
+    source="ops.py",
+    source_sha256="a" * 64,
+    kernels=(KernelSpec("scale", "scale", (ParamSpec("a", "scalar", "f32"), ParamSpec("x", "slice", "f32")),
+                        {"T": "f32"}, "ops.py", 7, (Precondition(1, ["lt", 1, 2]),)),),
+    cubins={"sm_80": "pk.ops.fatbin", "sm_90": "pk.ops.fatbin"},
+    ptx={"sm_90": "pk.ops.fatbin"},
+    error_sites=(ErrorSite(1, "bounds", "scale", "ops.py", 9, 5, "x[i]"),),
+    sources={"../lib/helpers.py": "b" * 64},
+)
+
+
+def _data() -> dict[str, Any]:
+    out: dict[str, Any] = json.loads(GOOD.to_json())
+    return out
+
+
+def test_round_trip() -> None:
+    assert ModuleManifest.from_json(GOOD.to_json()) == GOOD
+
+
+@pytest.mark.parametrize("name", ["../../x", "../pk.ops.fatbin", "/etc/passwd", "sub/pk.ops.cubin", "..",
+                                  "a\\b.cubin", "C:x.cubin", ""])
+def test_code_file_names_stay_in_the_artifact_dir(name: str) -> None:
+    for field in ("cubins", "ptx"):
+        data = _data()
+        data[field]["sm_90"] = name
+        with pytest.raises(ManifestError, match=rf"^{field}\['sm_90'\]: "):
+            ModuleManifest.from_json(json.dumps(data))
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: [d], "the manifest: expected an object, got list"),
+    (lambda d: "text", "the manifest: expected an object, got str 'text'"),
+    (lambda d: {k: v for k, v in d.items() if k != "kernels"}, "kernels: missing"),
+    (lambda d: {**d, "kernels": {"scale": 1}}, "kernels: expected a list, got dict"),
+    (lambda d: {**d, "cubins": ["sm_90"]}, "cubins: expected an object, got list"),
+    (lambda d: {**d, "cubins": {"sm_90": 3}}, "cubins['sm_90']: expected a string, got int 3"),
+    (lambda d: {**d, "module": None}, "module: expected a string, got NoneType None"),
+    (lambda d: {**d, "sources": {"x.py": 1}}, "sources['x.py']: expected a string, got int 1"),
+    (lambda d: {**d, "format": 99}, "manifest format 99, this oxide reads 1"),
+])
+def test_schema_errors_name_the_field(change: Any, message: str) -> None:
+    with pytest.raises(ManifestError) as info:
+        ModuleManifest.from_json(json.dumps(change(_data())))
+    assert str(info.value) == message
+
+
+def _kernel_change(path: str, value: Any) -> dict[str, Any]:
+    data = _data()
+    target: Any = data
+    keys: list[Any] = [int(k) if k.isdigit() else k for k in path.split(".")]
+    for key in keys[:-1]:
+        target = target[key]
+    if value is KeyError:
+        del target[keys[-1]]
+    else:
+        target[keys[-1]] = value
+    return data
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    ("kernels.0.params.1.kind", "pointer", "kernels[0].params[1].kind: unknown parameter kind 'pointer'"),
+    ("kernels.0.params.1.ndim", "1", "kernels[0].params[1].ndim: expected an integer, got str '1'"),
+    ("kernels.0.params.1.ndim", -1, "kernels[0].params[1].ndim: -1 is negative"),
+    ("kernels.0.params.0", ["a", "scalar", "f32"], "kernels[0].params[0]: expected an object, got list"),
+    ("kernels.0.symbol", KeyError, "kernels[0].symbol: missing"),
+    ("kernels.0.line", True, "kernels[0].line: expected an integer, got bool True"),
+    ("kernels.0.preconditions.0.site", "1", "kernels[0].preconditions[0].site: expected an integer, got str '1'"),
+    ("error_sites.0.line", None, "error_sites[0].line: expected an integer, got NoneType None"),
+    ("error_sites.0.what", KeyError, "error_sites[0].what: missing"),
+])
+def test_nested_schema_errors_name_the_field(path: str, value: Any, message: str) -> None:
+    with pytest.raises(ManifestError) as info:
+        ModuleManifest.from_json(json.dumps(_kernel_change(path, value)))
+    assert str(info.value) == message
+
+
+def test_optional_fields_default() -> None:
+    data = _data()
+    for key in ("ptx", "error_sites", "sources"):
+        del data[key]
+    for key in ("specialization", "file", "line", "preconditions"):
+        del data["kernels"][0][key]
+    del data["kernels"][0]["params"][0]["ndim"]
+    m = ModuleManifest.from_json(json.dumps(data))
+    assert (m.ptx, m.error_sites, m.sources) == ({}, (), {})
+    k = m.kernels[0]
+    assert (k.specialization, k.file, k.line, k.preconditions, k.params[0].ndim) == ({}, "", 0, (), 1)
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("[]", ": the manifest: expected an object, got list"),
+    (json.dumps({**json.loads(GOOD.to_json()), "cubins": {"sm_90": "../../../../etc/passwd"}}),
+     ": cubins['sm_90']: '../../../../etc/passwd' is not a plain file name"),
+    ('{"format": 1,', ": Expecting property name"),
+])
+def test_runtime_names_the_bad_manifest(tmp_path: Path, text: str, fragment: str) -> None:
+    """The runtime's lookup turns a bad manifest into one CudaError naming the module and the
+    manifest file (a JSON list gave AttributeError), and never loads a file outside _oxide/."""
+    source = tmp_path / "ops.py"
+    source.write_text("")
+    path = manifest_path(tmp_path, "ops")
+    path.parent.mkdir()
+    path.write_text(text)
+    artifacts._reset_for_tests()
+    with pytest.raises(CudaError) as info:
+        artifacts.locate_manifest(source, "ops", lambda: pytest.fail("no device needed"))
+    message = str(info.value)
+    assert message.startswith(f"cannot read the kernel manifest of module ops ({path}){fragment}"), message
+    assert message.endswith("rebuild the package with this version of oxide")
+
+
+def test_load_manifest_of_bytes_that_are_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    path.write_bytes(b"\xff\xfe{}")
+    with pytest.raises(ValueError):
+        load_manifest(path)
