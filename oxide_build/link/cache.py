@@ -298,7 +298,7 @@ def cache_info() -> CacheInfo:
     jit_size = 0
     if jit.is_dir():
         for entry in jit.iterdir():
-            if entry.is_dir():
+            if entry.is_dir() and not entry.name.startswith("."):  # not a writer's staging dir
                 jit_entries += 1
                 for f in entry.rglob("*"):
                     try:
