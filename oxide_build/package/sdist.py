@@ -102,7 +102,7 @@ def rewrite_sdist(sdist: Path, project_dir: Path) -> None:
                 info.mtime = epoch
             info.pax_headers = {}
             out.addfile(info, io.BytesIO(data) if data is not None else None)
-    tmp = sdist.with_name(sdist.name + ".tmp")
+    tmp = sdist.with_name(f".{sdist.name}.{os.getpid()}.tmp")  # concurrent builds never share it
     with open(tmp, "wb") as f:
         with gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=epoch or 0, compresslevel=9) as gz:
             gz.write(raw.getvalue())

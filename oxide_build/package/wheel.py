@@ -146,7 +146,7 @@ def rewrite_wheel(
     names.append(record_name)
 
     fixed_date = _source_date()
-    tmp = wheel.with_name(wheel.name + ".tmp")
+    tmp = wheel.with_name(f".{wheel.name}.{os.getpid()}.tmp")  # concurrent builds never share it
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as out:
         for name in names:
             data, executable, stamp = entries[name]
