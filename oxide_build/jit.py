@@ -4,23 +4,23 @@ The runtime calls ``jit_manifest`` only when no manifest lies next to a kernel's
 the one there is stale) and ``oxide_build`` is importable; installed wheels never get here.
 
 The module is compiled with the project's own configuration, read as the wheel build reads it
-(``[tool.oxide]`` of the ``pyproject.toml`` above the source tree, then ``OXIDE_ARCH``... except
-that the arch is the device's), so bounds checks, fast math, include dirs and link inputs are
-the wheel's.
+(``[tool.oxide]`` of the ``pyproject.toml`` of the source tree), for the device's arch only,
+so bounds checks, fast math, include dirs and link inputs are the wheel's.
 
-Results are cached under ``<cache dir>/jit/<key>/`` where the key covers the source of the
-module and of every tree module it imports, the module name, the arch, the compile options, the
-compiler's own code and the toolchain's versions. The C++ inputs a module links (its ``.cu``
-files and the headers they include) are recorded with their SHA-256 in the entry's manifest
-(``sources``): an entry whose C++ inputs changed since is compiled again. Each entry also
-stores the SHA-256 of each of its files (``checksums.json``), checked on every lookup: a
-damaged entry is discarded and rebuilt.
+Results are cached under ``<cache dir>/jit/<key>/<variant>/``. The key covers the source of the
+module and of every tree module it imports, the module name, the compile options, the compiler's
+own code and the toolchain's versions. Which C++ inputs a module links (its ``.cu`` files and the
+headers they include) is known only after a compile: the entry's manifest records each with its
+SHA-256 (``sources``), the variant is named after them, and a lookup takes the variant whose
+inputs match the files as they are now (so an edited ``.cu`` is compiled again, and two trees
+with different C++ keep an entry each). Each entry also stores the SHA-256 of each of its files
+(``checksums.json``), checked on every lookup: a damaged entry is discarded and rebuilt.
 
-An entry is built in a private temporary directory and renamed into place whole, so concurrent
-processes compiling the same module never see part of an entry; the loser of the rename race
-uses the winner's (identical) entry. A cache directory that is unsafe or read-only is not used:
-a ``CacheWarning`` says why, and the module is compiled into a temporary directory of this
-process instead.
+An entry is built in a private temporary directory and renamed into place whole, and a
+published entry is never changed, so concurrent processes compiling the same module never see
+part of an entry; the loser of the rename race uses the winner's (identical) entry. A cache
+directory that is unsafe or read-only is not used: a ``CacheWarning`` says why, and the module
+is compiled into a temporary directory of this process instead.
 """
 from __future__ import annotations
 
@@ -37,12 +37,12 @@ from pathlib import Path
 from oxide.runtime.manifest import ModuleManifest, load_manifest, manifest_path
 
 from .cache_location import cache_root
-from .compile import CompileOptions, compile_module
+from .compile import CompiledModule, CompileOptions, compile_module
 from .package.artifacts import write_module_artifacts
 
 __all__ = ["JIT_FORMAT", "cache_root", "jit_compile_options", "jit_manifest", "project_dir_of"]
 
-JIT_FORMAT = "oxide-jit-2"  # bump when the layout of an entry changes
+JIT_FORMAT = "oxide-jit-3"  # bump when the layout of an entry changes
 _CHECKSUMS = "checksums.json"
 
 
@@ -81,23 +81,27 @@ def jit_manifest(source_path: Path, module_name: str, arch: str) -> Path:
     jit_dir = cache_root() / "jit"
     problem = cache_dir_problem(jit_dir.parent) or cache_dir_problem(jit_dir)
     if problem is not None:
-        warn_cache_unusable(jit_dir, problem, "compiling into a temporary directory of this process")
-        return _compile_into(_private_dir(), source_path, module_name, root, options)
-    entry = jit_dir / key
-    found = _valid_entry(entry, source_path, module_name)
+        warn_cache_unusable(jit_dir, problem, _UNCACHED)
+        return _write_entry(_private_dir(), compile_module(source_path, module_name, options, root=root))
+    entries = jit_dir / key
+    found = _matching_entry(entries, source_path, module_name)
     if found is not None:
         return found
+    compiled = compile_module(source_path, module_name, options, root=root)
+    staging: Path | None = None
     try:
         staging = Path(tempfile.mkdtemp(dir=jit_dir, prefix=f".{key[:8]}."))
-    except OSError as exc:
-        warn_cache_unusable(jit_dir, f"it is not writable ({exc.strerror or exc})",
-                            "compiling into a temporary directory of this process")
-        return _compile_into(_private_dir(), source_path, module_name, root, options)
-    try:
-        _compile_into(staging, source_path, module_name, root, options)
-        return _publish(staging, entry, source_path, module_name)
+        path = _write_entry(staging, compiled)
+        return _publish(staging, entries / _variant(load_manifest(path)), source_path, module_name)
+    except OSError as exc:  # a read-only or full cache: this process still gets its code
+        warn_cache_unusable(jit_dir, f"it cannot be written ({exc.strerror or exc})", _UNCACHED)
+        return _write_entry(_private_dir(), compiled)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+_UNCACHED = "compiling into a temporary directory of this process"
 
 
 def _entry_key(source_path: Path, module_name: str, root: Path, project: Path | None,
@@ -121,18 +125,25 @@ def _entry_key(source_path: Path, module_name: str, root: Path, project: Path | 
     return digest.hexdigest()[:32]
 
 
-def _compile_into(directory: Path, source_path: Path, module_name: str, root: Path, options: CompileOptions) -> Path:
-    compiled = compile_module(source_path, module_name, options, root=root)
-    # write_module_artifacts puts files under directory/_oxide/, next to where the manifest goes
+def _write_entry(directory: Path, compiled: CompiledModule) -> Path:
+    """Writes the manifest and code files of ``compiled`` under ``directory/_oxide/`` and the
+    checksum of each; returns the manifest path."""
     path = write_module_artifacts(compiled, directory)
     sums = {f.relative_to(directory).as_posix(): _sha256(f) for f in sorted(directory.rglob("*")) if f.is_file()}
     (directory / _CHECKSUMS).write_text(json.dumps({"format": JIT_FORMAT, "files": sums}, sort_keys=True))
     return path
 
 
+def _variant(manifest: ModuleManifest) -> str:
+    """The name of an entry among those of one key: a digest of the other files its code was
+    made from (the C++ inputs and headers, the imported modules), as the manifest records them."""
+    return hashlib.sha256(json.dumps(sorted(manifest.sources.items())).encode()).hexdigest()[:16]
+
+
 def _publish(staging: Path, entry: Path, source_path: Path, module_name: str) -> Path:
     """Renames the finished ``staging`` directory to ``entry``; when another process got there
     first, its entry is used if it is whole, else replaced."""
+    entry.parent.mkdir(exist_ok=True, mode=0o700)
     for _ in range(3):
         try:
             os.rename(staging, entry)
@@ -146,21 +157,33 @@ def _publish(staging: Path, entry: Path, source_path: Path, module_name: str) ->
     raise OSError(f"cannot publish the JIT cache entry {entry}")
 
 
+def _matching_entry(entries: Path, source_path: Path, module_name: str) -> Path | None:
+    """The manifest path of the entry under ``entries`` made from the files as they are now."""
+    try:
+        variants = sorted(p for p in entries.iterdir() if not p.name.startswith("."))
+    except OSError:
+        return None
+    for entry in variants:
+        found = _valid_entry(entry, source_path, module_name)
+        if found is not None:
+            return found
+    return None
+
+
 def _valid_entry(entry: Path, source_path: Path, module_name: str) -> Path | None:
-    """The manifest path of ``entry`` when it is whole and its C++ inputs have not changed;
-    None when it is missing. A damaged or outdated entry is removed (a concurrent reader keeps
-    the files it opened)."""
+    """The manifest path of ``entry`` when it is whole and made from the files as they are now;
+    None otherwise. A damaged entry is removed (a concurrent reader keeps the files it opened);
+    one made from other C++ inputs is left for the tree it belongs to."""
     path = manifest_path(entry, module_name)
     if not entry.is_dir():
         return None
     manifest = _checked_manifest(entry, path)
-    if manifest is not None:
-        from oxide.runtime.manifest import changed_source
+    if manifest is None:
+        _discard(entry)
+        return None
+    from oxide.runtime.manifest import changed_source
 
-        if changed_source(source_path, manifest) is None:
-            return path
-    _discard(entry)
-    return None
+    return path if changed_source(source_path, manifest) is None else None
 
 
 def _checked_manifest(entry: Path, path: Path) -> ModuleManifest | None:

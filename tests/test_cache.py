@@ -251,7 +251,9 @@ def test_concurrent_jit_compiles_of_one_module(tmp_path: Path) -> None:
     assert len({r["path"] for r in results}) == 1
     assert all(r["elf"] and r["size"] == results[0]["size"] for r in results)
     jit = Path(os.environ["OXIDE_CACHE_DIR"]) / "jit"
-    assert [p.name for p in jit.iterdir()] == [Path(results[0]["path"]).parent.parent.name]
+    entry = Path(results[0]["path"]).parent.parent  # jit/<key>/<variant>/_oxide/pk.ops.json
+    assert [p.name for p in jit.iterdir()] == [entry.parent.name]
+    assert [p.name for p in entry.parent.iterdir()] == [entry.name]
 
 
 # --- the JIT cache ----------------------------------------------------------------------------------
@@ -354,6 +356,12 @@ def test_jit_of_an_edited_module_with_cpp(tmp_path: Path, monkeypatch: pytest.Mo
     assert len(calls) == 3
     assert (third.parent / load_manifest(third).cubins["sm_90"]).read_bytes() not in (cubin_one, cubin_two)
 
+    # back to the first C++ (another branch, another checkout): its entry was kept, not replaced
+    header.write_text(header.read_text().replace("CL_FACTOR * x + 1.0f", "CL_FACTOR * x"))
+    cu.write_text(cu.read_text().replace("return culinked::scale(x) * 2.0f;", "return culinked::scale(x);"))
+    assert jit_manifest(ops, "culinked.ops", "sm_90") == first and len(calls) == 3
+    assert (first.parent / manifest.cubins["sm_90"]).read_bytes() == cubin_one
+
 
 def test_edited_cu_makes_an_editable_install_stale(tmp_path: Path) -> None:
     """Artifacts written next to the sources (an editable install) record the C++ inputs: the
@@ -411,7 +419,7 @@ def test_read_only_jit_cache_compiles_without_it(tmp_path: Path, monkeypatch: py
 
     monkeypatch.setattr(tempfile, "mkdtemp", read_only)
     source = _project(tmp_path) / "pk" / "ops.py"
-    with pytest.warns(CacheWarning, match=r"not using the cache directory .*jit: it is not writable \(Read-only file system\)"):
+    with pytest.warns(CacheWarning, match=r"not using the cache directory .*jit: it cannot be written \(Read-only file system\)"):
         path = jit_manifest(source, "pk.ops", "sm_90")
     assert not str(path).startswith(os.environ["OXIDE_CACHE_DIR"])
     assert (path.parent / load_manifest(path).cubins["sm_90"]).read_bytes()[:4] == b"\x7fELF"
@@ -497,3 +505,25 @@ def test_one_module_for_two_archs_compiles_in_parallel(tmp_path: Path, monkeypat
     for f in (tmp_path / "s").rglob("*"):
         if f.is_file():
             assert (tmp_path / "s1" / f.relative_to(tmp_path / "s")).read_bytes() == f.read_bytes()
+
+
+def test_full_jit_cache_compiles_without_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that fails half-way (a full disk) is a warning; the process gets its code from a
+    temporary directory and no part of an entry is left in the cache."""
+    from oxide_build import jit
+
+    real = jit.write_module_artifacts
+    cache = Path(os.environ["OXIDE_CACHE_DIR"])
+
+    def full(compiled, directory):  # type: ignore[no-untyped-def]
+        if str(directory).startswith(str(cache)):
+            real(compiled, directory)
+            raise OSError(28, "No space left on device")
+        return real(compiled, directory)
+
+    monkeypatch.setattr(jit, "write_module_artifacts", full)
+    source = _project(tmp_path) / "pk" / "ops.py"
+    with pytest.warns(CacheWarning, match=r"it cannot be written \(No space left on device\)"):
+        path = jit.jit_manifest(source, "pk.ops", "sm_90")
+    assert path.is_file() and not str(path).startswith(str(cache))
+    assert [p for p in (cache / "jit").rglob("*") if p.is_file()] == []
