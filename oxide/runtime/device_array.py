@@ -44,7 +44,7 @@ class DeviceArray:
     another stream (an event recorded after each, waited for by ``s`` before
     ``cuMemFreeAsync``)."""
 
-    _uses_lock = threading.Lock()
+    _uses_lock = threading.RLock()  # re-entered when collecting another array frees it meanwhile
 
     def __init__(
         self,

@@ -252,15 +252,12 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             LaunchConfig(self, grid, block, stream, shared_mem, cluster, cooperative)(*args)
 
     def _keywords_error(self, kwargs: dict[str, Any]) -> str:
-        names = ", ".join(repr(k) for k in kwargs)
-        if self._dispatch is None:
-            try:
-                self._build_dispatch()
-            except Exception:
-                pass
-        params = f" ({', '.join(self._dispatch.names)})" if self._dispatch is not None else ""
-        return (f"kernel {self.name} takes its arguments by position{params}; got keyword argument{'s' if len(kwargs) > 1 else ''} "
-                f"{names}: pass them in order, {self.name}[grid, block](...)")
+        """Why a launch with keyword arguments is refused: the kernel's parameters, in order."""
+        code = self.func.__code__
+        params = ", ".join(code.co_varnames[: code.co_argcount])
+        plural = "s" if len(kwargs) > 1 else ""
+        return (f"kernel {self.name} takes its arguments by position ({params}); got keyword argument{plural} "
+                f"{', '.join(repr(k) for k in kwargs)}: pass them in order, {self.name}[grid, block](...)")
 
     @staticmethod
     def grid_for(n: int, block: int = 256) -> int:
