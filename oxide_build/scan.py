@@ -62,10 +62,12 @@ class ModuleSource:
 
     def location(self, node: ast.AST) -> SourceLocation:
         line = getattr(node, "lineno", 0)
-        col = getattr(node, "col_offset", -1) + 1
+        offset = getattr(node, "col_offset", -1)
         lines = self.lines
         src = lines[line - 1] if 0 < line <= len(lines) else ""
-        return SourceLocation(str(self.path), line, col, src)
+        if offset > 0 and not src.isascii():  # ast counts UTF-8 bytes; the caret counts characters
+            offset = len(src.encode("utf-8")[:offset].decode("utf-8", errors="ignore"))
+        return SourceLocation(str(self.path), line, offset + 1, src)
 
     def error(self, node: ast.AST, message: str, hint: str = "") -> CompileError:
         return CompileError(message, self.location(node), hint)

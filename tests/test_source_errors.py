@@ -107,3 +107,13 @@ def test_failure_inside_lowering_is_located(tmp_path: Path, monkeypatch: pytest.
     src = write(tmp_path / "kern.py", HEADER + "\n" + KERNEL.format(name="k", extra=" + 1.0"))
     text = compile_error(src)
     assert "kern.py:8:9: error: internal compiler error while lowering k(): TypeError: cannot lower this" in text, text
+
+
+def test_caret_counts_characters_on_a_non_ascii_line(tmp_path: Path) -> None:
+    """ast's col_offset counts UTF-8 bytes: the caret stood right of the error by one column
+    per extra byte before it (here in a latin-1 file, decoded by its declaration)."""
+    src = write(tmp_path / "kern.py", b"# -*- coding: latin-1 -*-\n" + HEADER.encode() + KERNEL.format(name="k", extra="").replace(
+        "out[i] = x[i]", "\xe9t\xe9 = 1.0; out[i] = x[i] * nope").encode("latin-1"))
+    text = compile_error(src)
+    assert "kern.py:8:36: error: unknown name 'nope'" in text, text
+    assert text.splitlines()[2].index("^") == text.splitlines()[1].index("nope"), text
