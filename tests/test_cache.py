@@ -131,14 +131,24 @@ def test_build_with_a_cache_dir_that_is_a_file_says_so(tmp_path: Path, monkeypat
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX ownership")
-def test_world_writable_cache_dir_is_refused(tmp_path: Path) -> None:
+def test_world_writable_cache_dir_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from oxide_build.link import cache
+
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)
     problem = cache_dir_problem(shared)
     assert problem is not None and "writable by group and others (mode 777)" in problem and "chmod go-w" in problem
     shared.chmod(0o775)
-    assert "writable by its group" in (cache_dir_problem(shared) or "")
+    monkeypatch.setattr(cache, "_private_group", lambda gid, uid: False)
+    assert "writable by its group (mode 775)" in (cache_dir_problem(shared) or "")
+    # umask 002 with a user private group (Debian, Ubuntu): the group is the user alone
+    monkeypatch.setattr(cache, "_private_group", lambda gid, uid: True)
+    assert cache_dir_problem(shared) is None
+    shared.chmod(0o777)
+    assert "writable by group and others" in (cache_dir_problem(shared) or "")
+    monkeypatch.setattr(cache, "_private_group", lambda gid, uid: False)
+    shared.chmod(0o775)
     with pytest.warns(CacheWarning, match="others could replace the code you run"):
         cache = CompileCache(shared)
     assert not cache.enabled

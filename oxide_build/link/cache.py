@@ -56,7 +56,8 @@ def cache_dir_problem(path: Path) -> str | None:
     """Why ``path`` must not hold cached compiler output, or None when it may (it is created,
     mode 0700, when missing). Like pip and ccache: it must be a directory, writable, owned by
     the current user and not writable by group or others, because whatever is found there is
-    loaded onto the GPU as it is."""
+    loaded onto the GPU as it is. A directory writable by the user's private group (the
+    user's primary group with no other member) counts as private."""
     path = Path(path)
     try:
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -80,13 +81,28 @@ def cache_dir_problem(path: Path) -> str | None:
         if st.st_uid != uid:
             return (f"it is owned by another user (uid {st.st_uid}, you are uid {uid}): use a directory "
                     "of your own (OXIDE_CACHE_DIR)")
-        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        group_writable = bool(st.st_mode & stat.S_IWGRP) and not _private_group(st.st_gid, uid)
+        if st.st_mode & stat.S_IWOTH or group_writable:
             return (f"it is writable by {'group and others' if st.st_mode & stat.S_IWOTH else 'its group'} "
                     f"(mode {stat.S_IMODE(st.st_mode):o}), so others could replace the code you run: "
                     f"chmod go-w {path}, or use a private directory (OXIDE_CACHE_DIR)")
     if not os.access(path, os.W_OK | os.X_OK):
         return "it is not writable: make it writable, or point OXIDE_CACHE_DIR at a writable directory"
     return None
+
+
+def _private_group(gid: int, uid: int) -> bool:
+    """Is ``gid`` the user's own group (a user private group: the default on Debian and
+    Ubuntu, whose umask 002 makes directories group-writable) with no other member?"""
+    try:
+        import grp
+        import pwd
+
+        user = pwd.getpwuid(uid)
+        group = grp.getgrgid(gid)
+    except (ImportError, KeyError):
+        return False
+    return user.pw_gid == gid and set(group.gr_mem) <= {user.pw_name}
 
 
 _warned: set[tuple[str, str]] = set()
