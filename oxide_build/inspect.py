@@ -13,7 +13,7 @@ from oxide.errors import ToolchainError
 from oxide.runtime.manifest import ErrorSite
 
 from .compile import CompileOptions, compile_module, ptxas_options
-from .link.toolchain import find_tool
+from .toolchain import find_tool
 
 __all__ = ["KernelResources", "inspect_module", "disassemble"]
 

@@ -42,7 +42,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def ptxas(tmp_path: Path) -> Callable[[str, str], None]:
     """``ptxas(ptx_text, arch)`` asserts that ptxas assembles the PTX for ``arch``; the test is
     skipped where ptxas is not installed (pip install nvidia-cuda-nvcc)."""
-    from oxide_build.link.toolchain import find_tool
+    from oxide_build.toolchain import find_tool
 
     tool = find_tool("ptxas")
     if tool is None:

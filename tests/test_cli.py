@@ -27,16 +27,9 @@ def run_oxide(*args: str, cwd: Path | None = None) -> subprocess.CompletedProces
 
 
 def find_ptxas() -> Path | None:
-    try:
-        from cuda.pathfinder import find_nvidia_binary_utility
+    from oxide_build.toolchain import find_tool
 
-        found = find_nvidia_binary_utility("ptxas")
-        if found:
-            return Path(found)
-    except Exception:  # an older cuda-pathfinder without binary lookup
-        pass
-    on_path = shutil.which("ptxas")
-    return Path(on_path) if on_path else None
+    return find_tool("ptxas")
 
 
 def test_help_describes_commands(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from oxide_build.compile import CompileOptions, compile_module
-from oxide_build.link.toolchain import find_tool
+from oxide_build.toolchain import find_tool
 
 SAXPY = '''
 import oxide as ox

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from oxide_build.compile import SUPPORTED_ARCHS, CompileOptions, compile_module
-from oxide_build.link.toolchain import find_tool
+from oxide_build.toolchain import find_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ["saxpy", "reduce", "scan", "histogram", "transpose", "softmax", "stencil", "sgemm"]

@@ -14,7 +14,7 @@ import pytest
 
 from oxide.errors import LinkError, ToolchainError
 from oxide_build.compile import CompileOptions, compile_module
-from oxide_build.link.toolchain import find_tool
+from oxide_build.toolchain import find_tool
 
 INTEROP = Path(__file__).parent / "packages" / "interop"
 FASTMATH = INTEROP / "csrc" / "fastmath.cu"

@@ -53,14 +53,9 @@ _subsets: dict[tuple[str, ...], str] = {}
 def _libdevice() -> bytes:
     global _libdevice_bytes
     if _libdevice_bytes is None:
-        try:
-            from cuda.pathfinder import find_bitcode_lib
+        from ..toolchain import libdevice_path
 
-            path = find_bitcode_lib("device")
-        except Exception as exc:
-            raise ToolchainError(f"libdevice was not found ({exc}): pip install nvidia-nvvm") from None
-        with open(path, "rb") as f:
-            _libdevice_bytes = f.read()
+        _libdevice_bytes = libdevice_path().read_bytes()
     return _libdevice_bytes
 
 

@@ -49,14 +49,13 @@ _lock = threading.Lock()
 
 
 def _nvvm():  # type: ignore[no-untyped-def]
-    try:
-        from cuda.bindings import nvvm
-    except ImportError:
-        raise ToolchainError("cuda-bindings is not installed: pip install 'oxide-cuda[build]'") from None
+    from ..toolchain import bindings
+
+    nvvm = bindings("NVVM")
     try:
         nvvm.version()
-    except Exception as exc:  # libnvvm.so is missing or cannot be loaded
-        raise ToolchainError(f"libNVVM could not be loaded ({exc}): {_PIP_HINT}") from None
+    except Exception as exc:  # the library loaded but is not usable
+        raise ToolchainError(f"libNVVM could not be used ({exc}): {_PIP_HINT}") from None
     return nvvm
 
 
@@ -315,14 +314,9 @@ _libdevice_cache: bytes | None = None
 def _libdevice() -> bytes:
     global _libdevice_cache
     if _libdevice_cache is None:
-        try:
-            from cuda.pathfinder import find_bitcode_lib
+        from ..toolchain import libdevice_path
 
-            path = find_bitcode_lib("device")
-            with open(path, "rb") as f:
-                _libdevice_cache = f.read()
-        except Exception as exc:
-            raise ToolchainError(f"libdevice was not found ({exc}): {_PIP_HINT}") from None
+        _libdevice_cache = libdevice_path().read_bytes()
     return _libdevice_cache
 
 

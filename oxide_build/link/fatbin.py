@@ -4,20 +4,19 @@ from __future__ import annotations
 
 from oxide.errors import LinkError, ToolchainError
 
+from ..toolchain import bindings
+
 __all__ = ["make_fatbin", "nvfatbin_version"]
 
 _PIP_HINT = "pip install nvidia-nvfatbin (or pip install 'oxide-cuda[build]')"
 
 
 def _nvfatbin():  # type: ignore[no-untyped-def]
-    try:
-        from cuda.bindings import nvfatbin
-    except ImportError:
-        raise ToolchainError("cuda-bindings is not installed: pip install 'oxide-cuda[build]'") from None
+    nvfatbin = bindings("nvFatbin")
     try:
         nvfatbin.version()
-    except Exception as exc:  # libnvfatbin.so is missing
-        raise ToolchainError(f"nvFatbin could not be loaded ({exc}): {_PIP_HINT}") from None
+    except Exception as exc:  # the library loaded but is not usable
+        raise ToolchainError(f"nvFatbin could not be used ({exc}): {_PIP_HINT}") from None
     return nvfatbin
 
 

@@ -3,14 +3,14 @@
 ``.cu`` sources are compiled by NVRTC to LTO-IR first; everything else goes to nvJitLink as it
 is: ``.ltoir``, ``.ptx``, ``.cubin``, ``.fatbin``, ``.o`` and ``.a`` (from ``nvcc -dc -dlto``:
 host objects with embedded device code) and ``libcudadevrt.a`` (the device runtime, for
-dynamic parallelism), found in the nvidia-* wheels by ``cuda.pathfinder``.
+dynamic parallelism), found in the nvidia-cuda-runtime wheel by ``oxide_build.toolchain``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from oxide.errors import LinkError, ToolchainError
+from oxide.errors import LinkError
 
 __all__ = ["INPUT_KINDS", "InputFile", "classify_input", "input_file", "cudadevrt_path"]
 
@@ -60,15 +60,7 @@ def input_file(path: Path | str) -> InputFile:
 
 
 def cudadevrt_path() -> Path:
-    """``libcudadevrt.a`` from the nvidia-cuda-runtime wheel (or a CUDA toolkit)."""
-    try:
-        from cuda.pathfinder import find_static_lib
+    """``libcudadevrt.a`` from the nvidia-cuda-runtime wheel (or the CUDA_HOME toolkit)."""
+    from ..toolchain import cudadevrt_path as located
 
-        found = find_static_lib("cudadevrt")
-    except Exception as exc:
-        raise ToolchainError(
-            f"libcudadevrt.a was not found ({exc}): pip install nvidia-cuda-runtime"
-        ) from None
-    if not found:
-        raise ToolchainError("libcudadevrt.a was not found: pip install nvidia-cuda-runtime")
-    return Path(found)
+    return located()

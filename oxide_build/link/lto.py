@@ -62,22 +62,19 @@ def tool_versions() -> str:
     import oxide
 
     parts = [f"oxide={oxide.__version__}", _FORMAT]
-    try:
-        from cuda.bindings import nvvm
+    from ..toolchain import bindings
 
+    try:
+        nvvm = bindings("NVVM")
         parts.append(f"nvvm={nvvm.version()} ir={nvvm.ir_version()}")
     except Exception:
         parts.append("nvvm=?")
     try:
-        from cuda.bindings import nvrtc
-
-        parts.append(f"nvrtc={nvrtc.nvrtcVersion()[1:]}")
+        parts.append(f"nvrtc={bindings('NVRTC').nvrtcVersion()[1:]}")
     except Exception:
         parts.append("nvrtc=?")
     try:
-        from cuda.bindings import nvjitlink
-
-        parts.append(f"nvjitlink={nvjitlink.version()}")
+        parts.append(f"nvjitlink={bindings('nvJitLink').version()}")
     except Exception:
         parts.append("nvjitlink=?")
     from importlib.metadata import PackageNotFoundError, version

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from oxide.errors import LinkError, ToolchainError
 
+from ..toolchain import bindings
+
 __all__ = ["LinkInput", "UndefinedSymbolError", "link_cubin", "link_cubin_with_log", "link_ptx", "nvjitlink_version"]
 
 
@@ -35,15 +37,12 @@ _UNDEFINED_RES = (
 
 
 def _nvjitlink():  # type: ignore[no-untyped-def]
-    try:
-        from cuda.bindings import nvjitlink
-    except ImportError:
-        raise ToolchainError("cuda-bindings is not installed: pip install 'oxide-cuda[build]'") from None
+    nvjitlink = bindings("nvJitLink")
     try:
         nvjitlink.version()
-    except Exception as exc:  # the shared library is missing
+    except Exception as exc:  # the library loaded but is not usable (too old for cuda-bindings?)
         raise ToolchainError(
-            f"nvJitLink could not be loaded ({exc}): pip install nvidia-nvjitlink"
+            f"nvJitLink could not be used ({exc}): pip install nvidia-nvjitlink"
         ) from None
     return nvjitlink
 

@@ -1,7 +1,8 @@
 """CUDA C++ (``.cu``) → LTO-IR (or PTX) in-process with NVRTC (``cuda.bindings.nvrtc``).
 
-The CUDA headers and CUB/Thrust/libcu++ (CCCL) come from the nvidia-* wheels, found by
-``cuda.pathfinder``; a build host needs no CUDA toolkit.
+The CUDA headers and CUB/Thrust/libcu++ (CCCL) come from the nvidia-* wheels
+(nvidia-cuda-runtime, nvidia-cuda-cccl), found by ``oxide_build.toolchain``; a build host needs
+no CUDA toolkit.
 """
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from oxide.errors import LinkError, ToolchainError
+
+from ..toolchain import bindings, cuda_include_dirs
 
 __all__ = ["CudaSource", "compile_cuda", "nvrtc_version", "cuda_include_dirs", "source_dependencies"]
 
@@ -26,10 +29,7 @@ class CudaSource:
 
 
 def _nvrtc():  # type: ignore[no-untyped-def]
-    try:
-        from cuda.bindings import nvrtc
-    except ImportError:
-        raise ToolchainError("cuda-bindings is not installed: pip install 'oxide-cuda[build]'") from None
+    nvrtc = bindings("NVRTC")
     try:
         err, *_ = nvrtc.nvrtcVersion()
         if int(err) != 0:
@@ -42,26 +42,6 @@ def _nvrtc():  # type: ignore[no-untyped-def]
 def nvrtc_version() -> str:
     _, major, minor = _nvrtc().nvrtcVersion()
     return f"{major}.{minor}"
-
-
-def cuda_include_dirs() -> list[str]:
-    """The CUDA runtime headers and the CCCL headers (CUB, Thrust, libcu++) from the wheels.
-
-    CCCL comes first: NVRTC's own bundled headers may carry an older libcu++.
-    """
-    dirs: list[str] = []
-    try:
-        from cuda.pathfinder import find_nvidia_header_directory
-    except ImportError:
-        return dirs
-    for lib in ("cccl", "cudart"):
-        try:
-            found = find_nvidia_header_directory(lib)
-        except Exception:
-            found = None
-        if found and str(found) not in dirs:
-            dirs.append(str(found))
-    return dirs
 
 
 def _check(nvrtc, result) -> None:  # type: ignore[no-untyped-def]
