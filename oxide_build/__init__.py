@@ -9,9 +9,11 @@ settings passed through untouched (ours, ``oxide.*``, removed):
 - ``setuptools.build_meta`` for everything else.
 
 and add what oxide does: compile every kernel module of the project for the configured archs
-and put the artifacts into the wheel (``<package>/_oxide/<module>.json`` and a cubin per
-arch), add ``Requires-Dist: oxide-cuda``, and make the sdist carry the C++ sources and CMake
-files and no build outputs. An editable install compiles next to the sources instead, where the
+and put the artifacts into the wheel (``<package>/_oxide/<module>.json`` and a fatbin), check
+that a project with kernels requires the oxide runtime (``oxide-cuda>=X,<Y`` in
+``[project] dependencies``, see ``oxide_build.package.requirement``) and that the CUDA
+toolchain of the build environment is consistent (``oxide_build.toolchain``), and make the
+sdist carry the C++ sources and CMake files and no build outputs. An editable install compiles next to the sources instead, where the
 runtime then finds them (and recompiles a kernel module edited later, on first use).
 
 Configuration: ``[tool.oxide]`` in pyproject.toml, ``OXIDE_ARCH``, ``-C oxide.<key>=<value>``
@@ -125,34 +127,78 @@ def get_requires_for_build_editable(config_settings: ConfigSettings = None) -> l
     return list(_host_backend().get_requires_for_build_editable(_host_settings(config_settings)))
 
 
-def _add_runtime_requirement(metadata_directory: str, dist_info: str) -> str:
-    from oxide_build.package.wheel import update_metadata_dir
+def _kernel_modules(project: Path, config_settings: ConfigSettings) -> list[str]:
+    """The project's modules that define kernels (scanned, nothing imported); loading the
+    configuration first, so a bad ``[tool.oxide]`` fails every hook."""
+    from oxide_build.build import scan_root
+    from oxide_build.config import load_config
+    from oxide_build.scan import scan_tree
 
-    update_metadata_dir(Path(metadata_directory), dist_info)
+    config = load_config(project, config_settings)
+    packages = list(config.packages) if config.packages is not None else None
+    return sorted(m.name for m in scan_tree(scan_root(project), packages).modules)
+
+
+def _check_static_requirement(project: Path, kernel_modules: list[str]) -> bool:
+    """Checks the runtime requirement in ``[project] dependencies``; False when the
+    dependencies are dynamic (then the metadata the host backend wrote must be checked)."""
+    from oxide_build.config import read_pyproject
+    from oxide_build.package.requirement import check_requirements, dependencies_are_dynamic
+
+    pyproject = read_pyproject(project)
+    if dependencies_are_dynamic(pyproject):
+        return False
+    dependencies = pyproject["project"].get("dependencies", [])
+    check_requirements([d for d in dependencies if isinstance(d, str)], kernel_modules,
+                       f"{project / 'pyproject.toml'}: [project] dependencies")
+    return True
+
+
+def _check_metadata_requirement(metadata: str, kernel_modules: list[str], source: str) -> None:
+    from oxide_build.package.requirement import check_requirements, metadata_requirements
+
+    check_requirements(metadata_requirements(metadata), kernel_modules, source)
+
+
+def _check_toolchain(log: Any = None) -> None:
+    """Prints where each toolchain piece comes from (pip -v shows it) and fails at once, with
+    the packages to install, when the LTO-IR producers are newer than nvJitLink."""
+    from oxide_build.toolchain import check_link_compatibility, toolchain_report
+
+    out = sys.stderr if log is None else log
+    print("oxide: toolchain\n" + "\n".join(f"  {line}" for line in toolchain_report()), file=out, flush=True)
+    check_link_compatibility()
+
+
+def _prepare_metadata(kind: str, metadata_directory: str, config_settings: ConfigSettings) -> str:
+    project = _project_dir()
+    modules = _kernel_modules(project, config_settings)
+    static = _check_static_requirement(project, modules)
+    prepare = getattr(_host_backend(), f"prepare_metadata_for_build_{kind}")
+    dist_info = str(prepare(metadata_directory, _host_settings(config_settings)))
+    if not static:
+        path = Path(metadata_directory) / dist_info / "METADATA"
+        _check_metadata_requirement(path.read_text(encoding="utf-8"), modules, str(path))
     return dist_info
 
 
 @_reports_user_errors
 def prepare_metadata_for_build_wheel(metadata_directory: str, config_settings: ConfigSettings = None) -> str:
-    backend = _host_backend()
-    dist_info = backend.prepare_metadata_for_build_wheel(metadata_directory, _host_settings(config_settings))
-    return _add_runtime_requirement(metadata_directory, dist_info)
+    return _prepare_metadata("wheel", metadata_directory, config_settings)
 
 
 @_reports_user_errors
 def prepare_metadata_for_build_editable(metadata_directory: str, config_settings: ConfigSettings = None) -> str:
-    backend = _host_backend()
-    dist_info = backend.prepare_metadata_for_build_editable(metadata_directory, _host_settings(config_settings))
-    return _add_runtime_requirement(metadata_directory, dist_info)
+    return _prepare_metadata("editable", metadata_directory, config_settings)
 
 
 @_reports_user_errors
 def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) -> str:
-    from oxide_build.config import load_config
     from oxide_build.package.sdist import rewrite_sdist
 
     project = _project_dir()
-    load_config(project, config_settings)  # a bad [tool.oxide] should not be shipped
+    # a bad [tool.oxide], or kernels without the runtime requirement, should not be shipped
+    _check_static_requirement(project, _kernel_modules(project, config_settings))
     name = str(_host_backend().build_sdist(sdist_directory, _host_settings(config_settings)))
     rewrite_sdist(Path(sdist_directory) / name, project)
     return name
@@ -166,18 +212,22 @@ def build_wheel(
 ) -> str:
     from oxide_build.build import compile_project
     from oxide_build.config import load_config
-    from oxide_build.package.wheel import collect_files, rewrite_wheel
+    from oxide_build.package.wheel import collect_files, rewrite_wheel, wheel_metadata
 
     project = _project_dir()
+    modules = _kernel_modules(project, config_settings)
+    static = _check_static_requirement(project, modules)
     config = load_config(project, config_settings)
     backend = _host_backend()
+    if modules:
+        _check_toolchain()
     # Compile before the host build runs: a compile error then fails the build at once.
     with tempfile.TemporaryDirectory(prefix="oxide-build-") as staging:
         compile_project(project, config, Path(staging))
         artifacts = collect_files(Path(staging))
-    # No metadata_directory: ours has Requires-Dist: oxide-cuda added, which scikit-build-core
-    # would find at odds with its own; rewrite_wheel adds it to the wheel's METADATA instead.
     name = backend.build_wheel(wheel_directory, _host_settings(config_settings))
+    if not static:
+        _check_metadata_requirement(wheel_metadata(Path(wheel_directory) / name), modules, str(name))
     rewrite_wheel(Path(wheel_directory) / name, artifacts, drop_artifact_dirs=True)
     return str(name)
 
@@ -190,13 +240,19 @@ def build_editable(
 ) -> str:
     from oxide_build.build import compile_project
     from oxide_build.config import load_config
-    from oxide_build.package.wheel import rewrite_wheel
+    from oxide_build.package.wheel import rewrite_wheel, wheel_metadata
 
     project = _project_dir()
+    modules = _kernel_modules(project, config_settings)
+    static = _check_static_requirement(project, modules)
     config = load_config(project, config_settings)
     backend = _host_backend()
+    if modules:
+        _check_toolchain()
     # The editable wheel points at the source tree, so the artifacts go there.
     compile_project(project, config, staging_dir=None)
     name = backend.build_editable(wheel_directory, _host_settings(config_settings))
+    if not static:
+        _check_metadata_requirement(wheel_metadata(Path(wheel_directory) / name), modules, str(name))
     rewrite_wheel(Path(wheel_directory) / name)
     return str(name)

@@ -23,7 +23,6 @@ import pytest
 
 from oxide.runtime.manifest import ModuleManifest
 from oxide_build.config import ConfigError, OxideConfig, load_config, parse_config
-from oxide_build.package.wheel import add_requires_dist
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = Path(__file__).resolve().parent / "packages"
@@ -65,6 +64,17 @@ def metadata_of(entries: dict[str, bytes]) -> str:
 def requires_dist(metadata: str) -> list[str]:
     headers = metadata.split("\n\n", 1)[0]
     return [line.split(":", 1)[1].strip() for line in headers.splitlines() if line.startswith("Requires-Dist:")]
+
+
+RUNTIME = ("oxide-cuda", "<0.2,>=0.1")  # what the fixtures declare: oxide-cuda>=0.1,<0.2
+
+
+def runtime_requirements(metadata: str) -> list[tuple[str, str]]:
+    """(name, specifier) of each Requires-Dist on oxide-cuda, specifiers in a canonical order."""
+    from packaging.requirements import Requirement
+
+    found = [Requirement(r) for r in requires_dist(metadata)]
+    return [(r.name, ",".join(sorted(str(s) for s in r.specifier))) for r in found if r.name == "oxide-cuda"]
 
 
 def assert_record_matches(entries: dict[str, bytes]) -> None:
@@ -154,14 +164,14 @@ def test_get_requires_delegates_to_setuptools(pure_kernel: Path, kind: str, monk
 
 
 @pytest.mark.parametrize("kind", ["wheel", "editable"])
-def test_prepare_metadata_adds_runtime_requirement(pure_kernel: Path, tmp_path: Path, kind: str) -> None:
+def test_prepare_metadata_keeps_the_declared_runtime_requirement(pure_kernel: Path, tmp_path: Path, kind: str) -> None:
     out = tmp_path / "meta"
     out.mkdir()
     dist_info = call_hook(pure_kernel, f"prepare_metadata_for_build_{kind}", str(out)).value
     assert dist_info == "pure_kernel-1.2.3.dist-info"
     metadata = (out / dist_info / "METADATA").read_text()
     assert "Name: pure-kernel" in metadata
-    assert requires_dist(metadata) == ["oxide-cuda"]
+    assert runtime_requirements(metadata) == [RUNTIME]
 
 
 def test_build_sdist(pure_kernel: Path, tmp_path: Path) -> None:
@@ -201,7 +211,7 @@ def test_build_wheel_adds_artifacts(pure_kernel: Path, tmp_path: Path) -> None:
     ]
     assert {"purekernel/__init__.py", "purekernel/ops.py", "purekernel/plain.py"} <= set(entries)
 
-    assert requires_dist(metadata_of(entries)) == ["oxide-cuda"]
+    assert runtime_requirements(metadata_of(entries)) == [RUNTIME]
     assert_record_matches(entries)
     names = list(entries)
     assert names[-1] == "pure_kernel-1.2.3.dist-info/RECORD"
@@ -262,7 +272,7 @@ def test_build_editable_compiles_next_to_sources(pure_kernel: Path, tmp_path: Pa
     ]
     assert is_elf((artifacts / "purekernel.ops.sm_90.cubin").read_bytes())
     entries = wheel_entries(out / name)
-    assert requires_dist(metadata_of(entries)) == ["oxide-cuda"]
+    assert runtime_requirements(metadata_of(entries)) == [RUNTIME]
     assert_record_matches(entries)
 
 
@@ -275,7 +285,7 @@ def test_src_layout_keeps_existing_requirement(tmp_path: Path) -> None:
         "srckernel/_oxide/srckernel.fill.json",
         "srckernel/_oxide/srckernel.fill.sm_90.cubin",
     ]
-    assert requires_dist(metadata_of(entries)) == ["oxide-cuda>=0.1"]
+    assert runtime_requirements(metadata_of(entries)) == [RUNTIME]
 
 
 def test_config_error_fails_build_without_traceback(pure_kernel: Path, tmp_path: Path) -> None:
@@ -338,7 +348,7 @@ def test_sample_project_pip_wheel(tmp_path: Path) -> None:
     # the generic kernel is compiled once per TypeVar constraint
     assert sorted(k.specialization.get("T", "") for k in manifest.kernels_named("saxpy")) == ["f32", "f64"]
     assert {"sample/__init__.py", "sample/__main__.py", "sample/kernels.py"} <= set(entries)
-    assert "oxide-cuda" in requires_dist(metadata_of(entries))
+    assert runtime_requirements(metadata_of(entries)) == [RUNTIME]
     assert_record_matches(entries)
 
 
@@ -468,25 +478,6 @@ def test_config_errors_name_their_source(tmp_path: Path) -> None:
     )
 
 
-# --- METADATA ---------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("metadata", "expected"),
-    [
-        ("Name: a\nVersion: 1\n", "Name: a\nVersion: 1\nRequires-Dist: oxide-cuda\n"),
-        (
-            "Name: a\nRequires-Dist: numpy\n\nRequires-Dist: in the description\n",
-            "Name: a\nRequires-Dist: numpy\nRequires-Dist: oxide-cuda\n\nRequires-Dist: in the description\n",
-        ),
-        ("Name: a\nRequires-Dist: Oxide_Cuda[build]>=0.1\n\nbody\n", "Name: a\nRequires-Dist: Oxide_Cuda[build]>=0.1\n\nbody\n"),
-        ("Name: a\nRequires-Dist: oxide\n", "Name: a\nRequires-Dist: oxide\nRequires-Dist: oxide-cuda\n"),
-    ],
-)
-def test_add_requires_dist(metadata: str, expected: str) -> None:
-    assert add_requires_dist(metadata) == expected
-
-
 # --- more configuration -----------------------------------------------------------------------
 
 
@@ -604,7 +595,7 @@ def unit_lines(stderr: str) -> list[str]:
 def test_rebuild_comes_from_cache_until_an_import_changes(tmp_path: Path) -> None:
     project = copy_project(PACKAGES / "scanproj", tmp_path)
     (project / "pyproject.toml").write_text(
-        '[project]\nname = "scanproj"\nversion = "1"\n[tool.setuptools]\npackages = ["mylib", "mylib.sub"]\n'
+        '[project]\nname = "scanproj"\nversion = "1"\ndependencies = ["oxide-cuda>=0.1,<0.2"]\n[tool.setuptools]\npackages = ["mylib", "mylib.sub"]\n'
         '[tool.oxide]\narch = ["sm_90"]\n'
     )
     out = tmp_path / "w"
@@ -718,7 +709,7 @@ def test_cmake_pybind_pip_wheel(tmp_path: Path) -> None:
         "cmakepb/_oxide/cmakepb.kernels.sm_80.cubin",
         "cmakepb/_oxide/cmakepb.kernels.sm_90.cubin",
     ]
-    assert requires_dist(metadata_of(entries)) == ["oxide-cuda"]
+    assert runtime_requirements(metadata_of(entries)) == [RUNTIME]
     assert_record_matches(entries)
     # the host extension works
     site = tmp_path / "site"
@@ -798,14 +789,28 @@ def test_wheel_drops_stale_artifacts_from_the_tree(pure_kernel: Path, tmp_path: 
 # --- editable installs ------------------------------------------------------------------------
 
 
+def venv_seeing_this_environment(venv: Path) -> Path:
+    """A venv (its python returned) that sees the packages of the environment running the
+    tests (setuptools, wheel, the toolchain: what ``pip install ".[build,cmake,test]"``
+    installed), through a ``.pth`` file; never the base interpreter's site-packages, which on a
+    fresh machine lack them."""
+    import sysconfig
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    ours = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    (Path(purelib) / "outer-environment.pth").write_text("".join(f"{p}\n" for p in ours))
+    return python
+
+
 def test_editable_install_recompiles_an_edited_kernel(tmp_path: Path) -> None:
     """pip install -e into a venv; the kernel is edited afterwards; the runtime's manifest lookup
     sees the stale manifest and JIT-compiles the new source (no GPU needed: only the arch
     lookup touches CUDA, and it is given here)."""
     project = copy_project(PACKAGES / "pure_kernel", tmp_path)
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
-    python = venv / "bin" / "python"
+    python = venv_seeing_this_environment(tmp_path / "venv")
     result = subprocess.run(
         [str(python), "-m", "pip", "install", "--no-build-isolation", "--no-deps", "-e", str(project)],
         capture_output=True, text=True, env=subprocess_env(), timeout=600,

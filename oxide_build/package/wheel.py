@@ -1,7 +1,7 @@
 """Adding compiled artifacts to a wheel that setuptools built.
 
-The wheel is rewritten whole: new files added, ``METADATA`` given ``Requires-Dist: oxide-cuda``
-(the runtime that loads the artifacts), ``RECORD`` recomputed. Entries are sorted (the
+The wheel is rewritten whole: new files added, ``RECORD`` recomputed (``METADATA`` is the host
+backend's: the runtime requirement is the project's to declare, see ``requirement.py``). Entries are sorted (the
 ``.dist-info`` directory last, ``RECORD`` at the very end) with normalized permissions, and
 with ``SOURCE_DATE_EPOCH`` set every timestamp is that time, so two builds of the same sources
 give byte-identical wheels.
@@ -13,7 +13,6 @@ import csv
 import hashlib
 import io
 import os
-import re
 import time
 import zipfile
 from collections.abc import Mapping
@@ -21,46 +20,10 @@ from pathlib import Path
 
 from oxide.runtime.manifest import ARTIFACT_DIR
 
-__all__ = [
-    "RUNTIME_REQUIREMENT",
-    "add_requires_dist",
-    "collect_files",
-    "rewrite_wheel",
-    "update_metadata_dir",
-]
-
-RUNTIME_REQUIREMENT = "oxide-cuda"
+__all__ = ["collect_files", "rewrite_wheel", "wheel_metadata"]
 
 # zip cannot store times before 1980
 _ZIP_EPOCH = 315532800
-
-
-def _normalize_name(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def add_requires_dist(metadata: str, requirement: str = RUNTIME_REQUIREMENT) -> str:
-    """``metadata`` (a METADATA / PKG-INFO file) with ``Requires-Dist: requirement`` added to its
-    headers, unless a ``Requires-Dist`` already names that distribution (any extras, version
-    or marker)."""
-    wanted = _normalize_name(re.split(r"[\s\[<>=!~;(@]", requirement, maxsplit=1)[0])
-    header_end = metadata.find("\n\n")
-    headers = metadata.rstrip("\n") if header_end < 0 else metadata[:header_end]
-    for line in headers.splitlines():
-        if line.lower().startswith("requires-dist:"):
-            spec = line.split(":", 1)[1].strip()
-            name = re.split(r"[\s\[<>=!~;(@]", spec, maxsplit=1)[0]
-            if _normalize_name(name) == wanted:
-                return metadata
-    new_line = f"Requires-Dist: {requirement}"
-    lines = headers.split("\n")
-    last_requires = max((i for i, line in enumerate(lines) if line.lower().startswith("requires-dist:")), default=-1)
-    if last_requires >= 0:
-        lines.insert(last_requires + 1, new_line)
-    else:
-        lines.append(new_line)
-    rest = "\n" if header_end < 0 else metadata[header_end:]
-    return "\n".join(lines) + rest
 
 
 def _record_hash(data: bytes) -> str:
@@ -89,6 +52,12 @@ def collect_files(staging_dir: Path) -> dict[str, bytes]:
     return files
 
 
+def wheel_metadata(wheel: Path) -> str:
+    """The text of the wheel's ``.dist-info/METADATA``."""
+    with zipfile.ZipFile(wheel) as zf:
+        return zf.read(f"{_dist_info_dir(zf.namelist())}/METADATA").decode("utf-8")
+
+
 def _dist_info_dir(names: list[str]) -> str:
     candidates = sorted(
         {n.split("/", 1)[0] for n in names if n.count("/") == 1 and n.endswith(".dist-info/METADATA")}
@@ -101,11 +70,10 @@ def _dist_info_dir(names: list[str]) -> str:
 def rewrite_wheel(
     wheel: Path,
     add: Mapping[str, bytes] | None = None,
-    requirement: str | None = RUNTIME_REQUIREMENT,
     drop_artifact_dirs: bool = False,
 ) -> None:
     """Adds ``add`` (archive name → contents; replacing entries of the same name) to ``wheel``,
-    adds ``Requires-Dist: requirement`` to its METADATA when missing, recomputes RECORD and
+    recomputes RECORD and
     writes the archive back in a reproducible form. ``drop_artifact_dirs`` removes every
     ``_oxide/`` entry the host backend copied from the source tree first (left there by an
     editable install, perhaps for other archs): the wheel's artifacts are those of ``add``."""
@@ -125,12 +93,6 @@ def rewrite_wheel(
     now = time.localtime()[:6]
     for name, data in (add or {}).items():
         entries[name] = (data, False, (now[0], now[1], now[2], now[3], now[4], now[5]))
-
-    if requirement:
-        metadata_name = f"{dist_info}/METADATA"
-        data, executable, stamp = entries[metadata_name]
-        updated = add_requires_dist(data.decode("utf-8"), requirement).encode("utf-8")
-        entries[metadata_name] = (updated, executable, stamp)
 
     def order(name: str) -> tuple[int, str]:
         return (1 if name.startswith(f"{dist_info}/") else 0, name)
@@ -156,13 +118,3 @@ def rewrite_wheel(
             info.external_attr = ((0o100755 if executable else 0o100644) & 0xFFFF) << 16
             out.writestr(info, data, compresslevel=6)
     tmp.replace(wheel)
-
-
-def update_metadata_dir(metadata_directory: Path, dist_info_name: str, requirement: str = RUNTIME_REQUIREMENT) -> None:
-    """Adds the runtime requirement to ``METADATA`` prepared by ``prepare_metadata_for_build_*``,
-    so it agrees with the wheel built later."""
-    path = metadata_directory / dist_info_name / "METADATA"
-    text = path.read_text(encoding="utf-8")
-    updated = add_requires_dist(text, requirement)
-    if updated != text:
-        path.write_text(updated, encoding="utf-8")
