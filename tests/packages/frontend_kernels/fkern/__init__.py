@@ -1,0 +1,1 @@
+"""Kernels built by every build frontend in tests/test_frontends.py."""
