@@ -28,6 +28,7 @@ __all__ = [
 ]
 
 _BINDINGS = {"nvJitLink": "nvjitlink", "NVVM": "nvvm", "NVRTC": "nvrtc", "nvFatbin": "nvfatbin"}
+_linker_checked: list[bool] = []  # once per process: the versions do not change under it
 
 
 def bindings(name: str) -> ModuleType:
@@ -39,8 +40,9 @@ def bindings(name: str) -> ModuleType:
     except ImportError:
         raise ToolchainError("cuda-bindings is not installed: pip install 'oxide-cuda[build]'") from None
     loaded = load_library(name)
-    if name == "nvJitLink":
+    if name == "nvJitLink" and not _linker_checked:
         check_link_compatibility(loaded.path)
+        _linker_checked.append(True)
     return module
 
 
