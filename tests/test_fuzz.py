@@ -26,7 +26,7 @@ HEADER = "import oxide as ox\nfrom oxide import Slice, DisjointSlice, f32, f64, 
 
 
 def test_mutants_compile_or_fail_with_located_errors(tmp_path: Path) -> None:
-    from oxide_build.link.toolchain import find_tool  # noqa: F401  (the build's toolchain must load)
+    from oxide_build.toolchain import find_tool  # noqa: F401  (the build's toolchain must load)
 
     report = fuzz_kernels.run_fuzz(COUNT, SEED, tmp_path)
     assert len(report.outcomes) == COUNT
