@@ -123,7 +123,9 @@ def _parser() -> argparse.ArgumentParser:
         help="registers, shared/local memory and spills of each kernel",
         description="Compile FILE for one arch and print what ptxas made of each kernel (from nvJitLink's "
                     "info log): registers, shared memory, local memory, stack, spills, barriers. "
-                    "FILE::kernel limits the output to one kernel (all its specializations).",
+                    "FILE::kernel limits the output to one kernel (all its specializations). The options "
+                    "(bounds checks, fast math, C++ link inputs, include dirs, defines) are those of the "
+                    "[tool.oxide] table of the project FILE belongs to, as a build would use them.",
     )
     inspect_cmd.add_argument("target", metavar="FILE[::KERNEL]", help="a Python source file, optionally ::kernel")
     inspect_cmd.add_argument("--arch", default="sm_90", help="the arch to compile for (default: sm_90)")
@@ -275,7 +277,11 @@ def _inspect(args: argparse.Namespace) -> int:
         raise UsageError(f"oxide: error: no such file: {source}")
     (arch,) = _archs([args.arch])
     module = args.module or source.stem
-    resources, cubin, names, checks, launch_checks = inspect_module(source, module, arch, root=args.root or _default_root(source, module))
+    from oxide_build.jit import jit_compile_options, project_dir_of, tree_root
+
+    options = jit_compile_options(project_dir_of(tree_root(source)), arch)  # the build's [tool.oxide]
+    resources, cubin, names, checks, launch_checks = inspect_module(
+        source, module, arch, options, root=args.root or _default_root(source, module))
     rows = [r for sym, r in sorted(resources.items()) if not kernel or names.get(sym) == kernel]
     if kernel and not rows:
         raise UsageError(f"oxide: error: no kernel {kernel!r} in {source} (kernels: {', '.join(sorted(set(names.values())))})")

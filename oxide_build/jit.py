@@ -40,7 +40,7 @@ from .cache_location import cache_root
 from .compile import CompiledModule, CompileOptions, compile_module
 from .package.artifacts import write_module_artifacts
 
-__all__ = ["JIT_FORMAT", "cache_root", "jit_compile_options", "jit_manifest", "project_dir_of"]
+__all__ = ["JIT_FORMAT", "cache_root", "jit_compile_options", "jit_manifest", "project_dir_of", "tree_root"]
 
 JIT_FORMAT = "oxide-jit-3"  # bump when the layout of an entry changes
 _CHECKSUMS = "checksums.json"
@@ -74,7 +74,7 @@ def jit_manifest(source_path: Path, module_name: str, arch: str) -> Path:
     from .link.cache import cache_dir_problem, warn_cache_unusable
 
     source_path = Path(source_path)
-    root = _tree_root(source_path)
+    root = tree_root(source_path)
     project = project_dir_of(root)
     options = jit_compile_options(project, arch)
     key = _entry_key(source_path, module_name, root, project, options)
@@ -235,7 +235,7 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _tree_root(source_path: Path) -> Path:
+def tree_root(source_path: Path) -> Path:
     """The directory above the outermost package holding ``source_path``."""
     root = source_path.resolve().parent
     while (root / "__init__.py").is_file():

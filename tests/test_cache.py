@@ -322,14 +322,14 @@ def test_jit_reads_the_project_config(tmp_path: Path) -> None:
 
 
 def test_jit_reads_the_config_of_a_src_layout(tmp_path: Path) -> None:
-    from oxide_build.jit import _tree_root, project_dir_of
+    from oxide_build.jit import project_dir_of, tree_root
 
     project = tmp_path / "p"
     (project / "src" / "pk").mkdir(parents=True)
     (project / "src" / "pk" / "__init__.py").write_text("")
     (project / "src" / "pk" / "ops.py").write_text(KERNEL)
     (project / "pyproject.toml").write_text("[tool.oxide]\n")
-    assert project_dir_of(_tree_root(project / "src" / "pk" / "ops.py")) == project.resolve()
+    assert project_dir_of(tree_root(project / "src" / "pk" / "ops.py")) == project.resolve()
     assert project_dir_of(tmp_path) is None
 
 
@@ -397,7 +397,7 @@ def test_jit_key_covers_toolchain_and_config(tmp_path: Path, monkeypatch: pytest
 
     project = _project(tmp_path)
     source = project / "pk" / "ops.py"
-    root = jit._tree_root(source)
+    root = jit.tree_root(source)
 
     def key(options: object = None) -> str:
         return jit._entry_key(source, "pk.ops", root, project, options or jit.jit_compile_options(project, "sm_90"))

@@ -84,3 +84,16 @@ def test_cli_inspect_cub_reduce(capsys, tmp_path: Path, monkeypatch) -> None:  #
     assert rc == 0, captured.err
     rows = captured.out.splitlines()
     assert [line.split()[0] for line in rows[1:3]] == ["total", "total_by_warps"]
+
+
+def test_cli_inspect_reads_the_project_config(capsys, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """cu_linked links its C++ through [tool.oxide] (link, include-dirs, defines): inspect links
+    it as the build does, instead of failing on the undefined cl_scale."""
+    from oxide_build.cli import main
+
+    monkeypatch.setenv("OXIDE_CACHE_DIR", str(tmp_path / "cache"))
+    project = ROOT / "tests" / "packages" / "cu_linked"
+    rc = main(["inspect", str(project / "culinked" / "ops.py"), "--module", "culinked.ops"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    assert captured.out.splitlines()[1].split()[0] == "scale"
