@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from oxide.runtime.manifest import ErrorSite, KernelSpec
 
+from .link.boundary import BoundaryDecl
 from .link.exports import ExportDecl
 from .targets import BACKENDS, DEFAULT_ARCHS, SUPPORTED_ARCHS, newest_arch
 
@@ -59,6 +60,7 @@ class CompiledModule:
     ltoir: dict[str, bytes] = field(default_factory=dict)  # arch -> LTO-IR of the Python side
     fatbin: bytes | None = None  # every cubin + PTX of the newest arch (options.fatbin)
     exports: tuple[ExportDecl, ...] = ()  # @device(export=) functions, for the C++ header
+    boundary: tuple[BoundaryDecl, ...] = ()  # every C symbol shared with C++, as Python declares it
     link_inputs: tuple[str, ...] = ()  # the C++ / binary inputs linked into the cubins
     # the other files the kernels' code was made from: the tree modules it was read from, the
     # C++ / binary link inputs and the user headers the .cu files include; file -> sha256
@@ -106,6 +108,7 @@ def compile_module(
     llvm_ir = module_text(llvm_module)
     _check_libnvvm_types(frontend.program, llvm_ir, options)
     device = _compile_device_code(frontend.program, llvm_ir, module_name, bool(frontend.kernels), options)
+    from .link.boundary import boundary_decls
     from .link.exports import export_decls
 
     own = source_path.resolve()
@@ -126,6 +129,7 @@ def compile_module(
         ltoir=device.ltoir,
         fatbin=device.fatbin,
         exports=export_decls(frontend.program),
+        boundary=boundary_decls(frontend.program),
         link_inputs=device.link_inputs,
         dependencies=dependencies,
         lto=device.lto,

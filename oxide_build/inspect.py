@@ -103,7 +103,8 @@ def inspect_module(source: Path, module_name: str, arch: str, options: CompileOp
             link_options=ptxas_options(opts), cache=CompileCache(enabled=opts.cache),
         )
         files = [input_file(name) for name in compiled.link_inputs]
-        inputs = inputs_from_files(files, compiled.ltoir.get(arch), module_name, arch, settings)
+        inputs = inputs_from_files(files, compiled.ltoir.get(arch), module_name, arch, settings,
+                                   compiled.boundary)
         link_opts = lto_link_options(settings)
     else:
         inputs = [LinkInput(f"{module_name}.ptx", "ptx", compiled.ptx[arch].encode())]

@@ -435,7 +435,7 @@ def test_cache_concurrent_writers(tmp_path: Path) -> None:
 def test_ptr_parameter_passes_only_the_data_pointer(tmp_path: Path) -> None:
     """``Ptr[T]`` in an extern stub: C++ takes a plain ``T*``; the call links and inlines."""
     (tmp_path / "gather.cu").write_text(
-        'extern "C" __device__ float ox_at(const float* data, long long i) { return data[i]; }\n')
+        'extern "C" __device__ float ox_at(float* data, long long i) { return data[i]; }\n')
     src = tmp_path / "useptr.py"
     src.write_text(textwrap.dedent('''
         import oxide as ox

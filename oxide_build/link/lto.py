@@ -6,13 +6,16 @@ compile cache.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from oxide.errors import LinkError
 
 from ..ir import nodes as ir
+from .boundary import BOUNDARY_HEADER, EXPORTS_HEADER, BoundaryDecl, boundary_decls, boundary_header, explain_nvrtc_log
 from .cache import CompileCache, cache_key
+from .exports import ExportDecl, export_header
 from .inputs import InputFile, cudadevrt_path, input_file
 from .nvjitlink import LinkInput, UndefinedSymbolError, link_cubin, link_ptx
 from .nvrtc import CudaSource, compile_cuda, source_dependencies
@@ -24,6 +27,7 @@ __all__ = [
     "nvvm_ltoir",
     "nvvm_ptx",
     "cuda_ltoir",
+    "boundary_headers",
     "input_dependencies",
     "link_input_files",
     "module_inputs",
@@ -112,9 +116,19 @@ def nvvm_ptx(llvm_ir: str, arch: str, opt_level: int, name: str, cache: CompileC
     return _cached(cache, key, lambda: emit_ptx(llvm_ir, arch, opt_level, name).encode()).decode()
 
 
-def cuda_ltoir(source: CudaSource, arch: str, cache: CompileCache) -> bytes:
+def boundary_headers(boundary: tuple[BoundaryDecl, ...], module_name: str) -> tuple[tuple[str, str], ...]:
+    """The generated headers every ``.cu`` of a module is compiled with: the prototypes the
+    Python side expects (force-included), and the exports for ``#include "oxide_exports.h"``."""
+    exports = tuple(ExportDecl(d.symbol, d.python_name, d.file, d.line, d.declaration)
+                    for d in boundary if d.role == "export")
+    return ((BOUNDARY_HEADER, boundary_header(boundary)), (EXPORTS_HEADER, export_header(exports, module_name)))
+
+
+def cuda_ltoir(source: CudaSource, arch: str, cache: CompileCache,
+               boundary: tuple[BoundaryDecl, ...] = ()) -> bytes:
     """NVRTC's LTO-IR of one ``.cu`` file; the key covers the file, the user headers it
-    includes, the options and the toolchain."""
+    includes, the generated headers, the options and the toolchain. A C++ declaration that
+    disagrees with the Python side's prototype (``boundary``) is a ``LinkError`` naming both."""
     path = Path(source.path)
     try:
         parts: list[bytes | str] = [path.read_bytes()]
@@ -123,8 +137,19 @@ def cuda_ltoir(source: CudaSource, arch: str, cache: CompileCache) -> bytes:
     for dep in source_dependencies(path, source.include_dirs):
         parts += [str(dep), dep.read_bytes()]
     key = cache_key("nvrtc-ltoir", tool_versions(), arch, str(path), "\0".join(source.include_dirs),
-                    "\0".join(source.defines), "\0".join(source.options), *parts)
-    return _cached(cache, key, lambda: compile_cuda(source, arch, "ltoir"))
+                    "\0".join(source.defines), "\0".join(source.options), source.force_include,
+                    *[part for h in source.headers for part in h], *parts)
+
+    def compile_checked() -> bytes:
+        try:
+            return compile_cuda(source, arch, "ltoir")
+        except LinkError as exc:
+            notes = explain_nvrtc_log(str(exc), boundary)
+            if not notes:
+                raise
+            raise LinkError(f"{notes}\n{exc}") from None
+
+    return _cached(cache, key, compile_checked)
 
 
 def link_input_files(program: ir.Program, settings: LinkSettings) -> list[InputFile]:
@@ -163,21 +188,26 @@ def input_dependencies(files: list[InputFile], include_dirs: tuple[str, ...]) ->
 def module_inputs(
     program: ir.Program, python_ltoir: bytes | None, module_name: str, arch: str, settings: LinkSettings,
 ) -> list[LinkInput]:
-    return inputs_from_files(link_input_files(program, settings), python_ltoir, module_name, arch, settings)
+    return inputs_from_files(link_input_files(program, settings), python_ltoir, module_name, arch, settings,
+                             boundary_decls(program))
 
 
 def inputs_from_files(
     files: list[InputFile], python_ltoir: bytes | None, module_name: str, arch: str, settings: LinkSettings,
+    boundary: tuple[BoundaryDecl, ...] = (),
 ) -> list[LinkInput]:
-    """The linker inputs: the Python side's LTO-IR, each ``.cu`` compiled by NVRTC to LTO-IR,
-    the other files as they are, and libcudadevrt when asked for."""
+    """The linker inputs: the Python side's LTO-IR, each ``.cu`` compiled by NVRTC to LTO-IR
+    against the module's ``boundary`` prototypes, the other files as they are, and
+    libcudadevrt when asked for."""
+    headers = boundary_headers(boundary, module_name)
     inputs: list[LinkInput] = []
     if python_ltoir is not None:
         inputs.append(LinkInput(f"{module_name} (Python, LTO-IR)", "ltoir", python_ltoir))
     for f in files:
         if f.kind == "cu":
-            src = CudaSource(f.path, settings.include_dirs, settings.defines, settings.nvrtc_options)
-            inputs.append(LinkInput(f.name, "ltoir", cuda_ltoir(src, arch, settings.cache)))
+            src = CudaSource(f.path, settings.include_dirs, settings.defines, settings.nvrtc_options,
+                             headers, BOUNDARY_HEADER)
+            inputs.append(LinkInput(f.name, "ltoir", cuda_ltoir(src, arch, settings.cache, boundary)))
         else:
             inputs.append(LinkInput(f.name, f.kind, f.path.read_bytes()))
     if settings.cudadevrt:
@@ -202,6 +232,8 @@ def link_module(
         cubin = link_cubin(inputs, arch, opts)
     except UndefinedSymbolError as exc:
         raise LinkError(_undefined_message(program, exc, inputs, arch)) from None
+    except LinkError as exc:
+        raise _explain_clash(program, exc, inputs) from None
     for ext in program.extern_kernels:
         if not _defines_symbol(cubin, ext.symbol):
             raise LinkError(
@@ -220,6 +252,8 @@ def link_module_ptx(program: ir.Program, inputs: list[LinkInput], arch: str, set
         return link_ptx(inputs, arch, lto_link_options(settings))
     except UndefinedSymbolError as exc:
         raise LinkError(_undefined_message(program, exc, inputs, arch)) from None
+    except LinkError as exc:
+        raise _explain_clash(program, exc, inputs) from None
 
 
 def lto_link_options(settings: LinkSettings) -> tuple[str, ...]:
@@ -256,3 +290,42 @@ def _undefined_message(program: ir.Program, exc: UndefinedSymbolError, inputs: l
     lines.append("  define it as extern \"C\" __device__ in one of the sources (C linkage: no name mangling)")
     lines.append(f"nvJitLink said:\n{exc.log.strip()}")
     return "\n".join(lines)
+
+
+_MULTIPLY_DEFINED = re.compile(r"Linking globals named '([^']+)': symbol multiply defined")
+
+
+def _explain_clash(program: ir.Program, exc: LinkError, inputs: list[LinkInput]) -> LinkError:
+    """A symbol defined twice (a Python export or kernel and a C++ function of the same name,
+    or two C++ files): the message names every place that defines it."""
+    names = list(dict.fromkeys(_MULTIPLY_DEFINED.findall(str(exc))))
+    if not names:
+        return exc
+    lines: list[str] = []
+    for sym in names:
+        places = [f"{fn.file}:{fn.line} (Python {'kernel' if fn.is_kernel else 'device function'} "
+                  f"{fn.python_name!r})" for fn in program.functions if fn.symbol == sym and (fn.export or fn.is_kernel)]
+        prebuilt: list[str] = []
+        for inp in inputs:
+            path = Path(inp.name)
+            if path.suffix in (".cu", ".cuh") and path.is_file():
+                places += [f"{where} (C++)" for where in cpp_definitions(path, sym)]
+            elif not inp.name.endswith("(Python, LTO-IR)"):
+                prebuilt.append(f"{inp.name} (prebuilt, perhaps: its source lines are unknown)")
+        if len(places) < 2:
+            places += prebuilt
+        lines.append(f"the device symbol {sym!r} is defined more than once:\n  "
+                     + "\n  ".join(dict.fromkeys(places) or ["(the places could not be found)"])
+                     + "\n  rename one of them (C linkage has one namespace for both languages)")
+    return LinkError("\n".join(lines) + f"\n{exc}")
+
+
+def cpp_definitions(path: Path, symbol: str) -> list[str]:
+    """``file:line`` of each definition of the C function ``symbol`` in a CUDA C++ file (a
+    name followed by a parameter list and a body, not a ``;``)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    pattern = re.compile(r"\b" + re.escape(symbol) + r"\s*\([^;{}]*\)\s*(?:const\s*)?\{")
+    return [f"{path}:{text.count(chr(10), 0, m.start()) + 1}" for m in pattern.finditer(text)]

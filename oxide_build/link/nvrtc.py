@@ -26,6 +26,8 @@ class CudaSource:
     include_dirs: tuple[str, ...] = ()
     defines: tuple[str, ...] = ()  # "NAME" or "NAME=VALUE"
     options: tuple[str, ...] = ()  # more NVRTC options, e.g. "-std=c++20"
+    headers: tuple[tuple[str, str], ...] = ()  # generated headers (name, text), #include-able
+    force_include: str = ""  # one of ``headers``, included before the file's first line
 
 
 def _nvrtc():  # type: ignore[no-untyped-def]
@@ -71,7 +73,13 @@ def compile_cuda(source: CudaSource, arch: str, output: str = "ltoir") -> bytes:
     if any(o.startswith("-std=") for o in source.options):
         opts = [o for o in opts if not o.startswith("-std=")]
     opts += list(source.options)
-    err, prog = nvrtc.nvrtcCreateProgram(text, str(path).encode(), 0, [], [])
+    if source.force_include:
+        # the #line keeps NVRTC's line numbers those of the file
+        quoted = str(path).replace("\\", "\\\\").replace('"', '\\"')
+        text = f'#include "{source.force_include}"\n#line 1 "{quoted}"\n'.encode() + text
+    err, prog = nvrtc.nvrtcCreateProgram(text, str(path).encode(), len(source.headers),
+                                         [h[1].encode() for h in source.headers],
+                                         [h[0].encode() for h in source.headers])
     _check(nvrtc, err)
     try:
         encoded = [o.encode() for o in opts]

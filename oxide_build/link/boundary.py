@@ -1,0 +1,180 @@
+"""The checked boundary between a module's Python code and its CUDA C++: the C prototypes the
+Python side expects, compiled in front of every ``.cu`` file of the module.
+
+C linkage checks nothing at link time: an ``@extern`` stub declared ``f32`` against a C++
+function taking ``double`` links and computes garbage. So every ``.cu`` file a module compiles
+starts with a generated header (``oxide_boundary.h``, force-included) that declares, with the
+ABI of docs/interop.md:
+
+- each ``@extern`` the module's code calls (``extern "C" __device__ ...``),
+- each ``@extern_kernel`` (``extern "C" __global__ void ...``),
+- each Python device function the module exports (``@device(export=...)``).
+
+A C++ definition or declaration with other types is then a C++ error ("more than one instance
+of overloaded function ... has "C" linkage"); :func:`explain_nvrtc_log` adds both sides to it:
+the stub's file:line and its prototype, the C++ file:line and its line. The declarations carry
+``#line`` directives, so NVRTC's own notes name the Python file too.
+
+The exports are also offered as ``#include "oxide_exports.h"`` (the header ``oxide compile
+--header`` writes for separate C++ projects).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from oxide.abi.views import ViewKind
+from oxide.lang.types import ScalarType
+
+from ..ir import nodes as ir
+from ..ir.types import ThreadIndexType, Type, ViewType, VoidType
+
+__all__ = [
+    "BOUNDARY_HEADER", "EXPORTS_HEADER", "BoundaryDecl", "c_type", "c_params", "boundary_decls",
+    "boundary_header", "explain_nvrtc_log",
+]
+
+BOUNDARY_HEADER = "oxide_boundary.h"  # force-included into each .cu a module compiles
+EXPORTS_HEADER = "oxide_exports.h"  # #include-able by those .cu files
+
+_C_TYPES = {
+    "bool": "bool", "i8": "signed char", "i16": "short", "i32": "int", "i64": "long long",
+    "u8": "unsigned char", "u16": "unsigned short", "u32": "unsigned int", "u64": "unsigned long long",
+    "f16": "__half", "bf16": "__nv_bfloat16", "f32": "float", "f64": "double",
+}
+
+
+@dataclass(frozen=True)
+class BoundaryDecl:
+    """One C symbol on the boundary, as the Python side declares it."""
+
+    symbol: str
+    role: str  # "@extern", "@extern_kernel" or "export"
+    python_name: str
+    file: str  # where the Python declares it
+    line: int
+    declaration: str  # extern "C" __device__ float ox_axpb(float a, float x, float b);
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def c_type(ty: Type) -> str:
+    """The C++ spelling of a scalar (or return) type under oxide's ABI."""
+    if isinstance(ty, VoidType):
+        return "void"
+    if isinstance(ty, ThreadIndexType):
+        return "long long"
+    assert isinstance(ty, ScalarType), ty
+    return _C_TYPES[ty.name]
+
+
+def _c_ident(name: str) -> str:
+    return re.sub(r"\W", "_", name)
+
+
+def c_params(params: list[ir.Param]) -> str:
+    """A parameter list: a scalar is its C type; ``Ptr[T]`` a ``T*``; a slice a pointer
+    (``const`` for a read-only ``Slice``) and its length; a tensor a pointer, then its extents,
+    then its strides, all ``long long``."""
+    out: list[str] = []
+    for p in params:
+        name = _c_ident(p.name)
+        ty = p.ty
+        if isinstance(ty, ViewType):
+            const = "" if ty.writable else "const "
+            pointer = f"{const}{c_type(ty.elem)}* {name}"
+            if ty.kind == ViewKind.PTR:
+                out.append(pointer)
+            elif ty.is_tensor:
+                out.append(pointer)
+                out += [f"long long {name}_extent{d}" for d in range(ty.ndim)]
+                out += [f"long long {name}_stride{d}" for d in range(ty.ndim)]
+            else:
+                out += [pointer, f"long long {name}_len"]
+        else:
+            out.append(f"{c_type(ty)} {name}")
+    return ", ".join(out) or "void"
+
+
+def boundary_decls(program: ir.Program) -> tuple[BoundaryDecl, ...]:
+    """Every C symbol the module's Python code shares with C++, with its prototype."""
+    out: list[BoundaryDecl] = []
+    for ext in program.externs:
+        decl = f'extern "C" __device__ {c_type(ext.ret)} {ext.symbol}({c_params(ext.params)});'
+        out.append(BoundaryDecl(ext.symbol, "@extern", ext.symbol, ext.file, ext.line, decl))
+    for ext in program.extern_kernels:
+        decl = f'extern "C" __global__ void {ext.symbol}({c_params(ext.params)});'
+        out.append(BoundaryDecl(ext.symbol, "@extern_kernel", ext.symbol, ext.file, ext.line, decl))
+    for fn in program.functions:
+        if fn.export:
+            decl = f'extern "C" __device__ {c_type(fn.ret)} {fn.symbol}({c_params(fn.params)});'
+            out.append(BoundaryDecl(fn.symbol, "export", fn.python_name, fn.file, fn.line, decl))
+    return tuple(out)
+
+
+def _includes_for(decls: tuple[BoundaryDecl, ...]) -> list[str]:
+    text = " ".join(d.declaration for d in decls)
+    lines = []
+    if "__half" in text:
+        lines.append("#include <cuda_fp16.h>")
+    if "__nv_bfloat16" in text:
+        lines.append("#include <cuda_bf16.h>")
+    return lines
+
+
+def _c_string(path: str) -> str:
+    return path.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def boundary_header(decls: tuple[BoundaryDecl, ...]) -> str:
+    """The force-included header: each prototype under a ``#line`` naming its Python stub."""
+    lines = ["// Generated by oxide: the C prototypes this module's Python code expects.",
+             "#pragma once", *_includes_for(decls)]
+    for d in decls:
+        lines.append(f'#line {max(d.line, 1)} "{_c_string(d.file)}"')
+        lines.append(d.declaration)
+    lines.append("")
+    return "\n".join(lines)
+
+
+_C_LINKAGE_CLASH = re.compile(
+    r'^(?P<file>.+?)\((?P<line>\d+)\): error: more than one instance of overloaded function '
+    r'"(?P<symbol>[^"]+)" has "C" linkage', re.M)
+
+
+def explain_nvrtc_log(log: str, decls: tuple[BoundaryDecl, ...]) -> str:
+    """Notes for the boundary mismatches in an NVRTC log: for each C++ declaration that
+    disagrees with a generated prototype, both sides with file:line. Empty when there are none."""
+    by_symbol = {d.symbol: d for d in decls}
+    notes: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for m in _C_LINKAGE_CLASH.finditer(log):
+        decl = by_symbol.get(m.group("symbol"))
+        if decl is None or (m.group("symbol"), m.group("line")) in seen:
+            continue
+        seen.add((m.group("symbol"), m.group("line")))
+        cpp_file, cpp_line = m.group("file"), int(m.group("line"))
+        cpp_text = _source_line(cpp_file, cpp_line)
+        side = {"@extern": f"the @extern stub {decl.python_name!r}",
+                "@extern_kernel": f"the @extern_kernel stub {decl.python_name!r}",
+                "export": f"the exported Python device function {decl.python_name!r}"}[decl.role]
+        notes.append(
+            f"{cpp_file}:{cpp_line}: the C++ declaration of {decl.symbol!r} does not match {side} "
+            f"declared at {decl.where}\n"
+            f"  Python ({decl.where}) expects: {decl.declaration}\n"
+            f"  C++ ({Path(cpp_file).name}:{cpp_line}) has:  {cpp_text or '(see the log below)'}\n"
+            f"  make both agree: same types, a Slice is `const T*` AND a `long long` length, a "
+            f"MutSlice/DisjointSlice `T*` and a length, a Ptr[T] a plain `T*` (docs/interop.md, 'The ABI')"
+        )
+    return "\n".join(notes)
+
+
+def _source_line(path: str, line: int) -> str:
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
