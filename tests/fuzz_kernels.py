@@ -27,6 +27,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from oxide_build.compile import CompileOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -519,10 +523,10 @@ def _located(exc: BaseException, path: Path) -> bool:
 
 def compile_mutant(mutant: Mutant, workdir: Path, timeout_s: int = 60) -> Outcome:
     """Compiles ``mutant`` in a copy of its source tree under ``workdir`` as the build does:
-    PTX for sm_80 and sm_90 (every fourth mutant through libNVVM, the others through LLVM's
-    NVPTX backend), then cubins (nvJitLink runs ptxas)."""
+    PTX for sm_80 and sm_90 with the options of ``_options``, then cubins (nvJitLink runs
+    ptxas)."""
     from oxide.errors import ToolchainError
-    from oxide_build.compile import CompileOptions, compile_module
+    from oxide_build.compile import compile_module
     from oxide_build.scan import module_name_for
 
     root, tree = _source_root(mutant.original)
@@ -538,9 +542,7 @@ def compile_mutant(mutant: Mutant, workdir: Path, timeout_s: int = 60) -> Outcom
         previous = signal.signal(signal.SIGALRM, _alarm)
         signal.alarm(timeout_s)
     try:
-        backend = "nvvm" if mutant.index % 4 == 3 else "nvptx"  # libNVVM takes its own dialect of LLVM IR
-        compile_module(path, module_name_for(path, copy_root), CompileOptions(archs=("sm_80", "sm_90"), backend=backend),
-                       root=copy_root)
+        compile_module(path, module_name_for(path, copy_root), _options(mutant.index), root=copy_root)
         return Outcome(mutant, True, "compiled")
     except _Timeout:
         return Outcome(mutant, False, f"timeout after {timeout_s} s", mutant.text)
@@ -558,6 +560,15 @@ def compile_mutant(mutant: Mutant, workdir: Path, timeout_s: int = 60) -> Outcom
             signal.alarm(0)
             signal.signal(signal.SIGALRM, previous)
         path.write_bytes(saved)
+
+
+def _options(index: int) -> CompileOptions:
+    """The build options of mutant ``index``: every fourth goes through libNVVM (its own dialect
+    of LLVM IR), and line tables, unchecked indexing and fast math come in every few."""
+    from oxide_build.compile import CompileOptions
+
+    return CompileOptions(archs=("sm_80", "sm_90"), backend="nvvm" if index % 4 == 3 else "nvptx",
+                          lineinfo=index % 5 == 1, bounds_check=index % 7 != 2, fast_math=index % 6 == 4)
 
 
 def _failure_class(exc: BaseException) -> str:

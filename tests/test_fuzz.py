@@ -191,3 +191,17 @@ def k(x: Slice[bf16], out: DisjointSlice[f32]) -> None:
         compile_module(src, "kern", CompileOptions(archs=("sm_90",), backend="nvvm"))
     assert "kern.py:6:1: error: k() uses bf16, which libNVVM" in str(info.value), str(info.value)
     assert compile_module(src, "kern", CompileOptions(archs=("sm_90",))).cubins["sm_90"]
+
+
+def test_lineinfo_through_libnvvm() -> None:
+    """With lineinfo, libNVVM rejected 'spFlags', missed the float atomics behind their `!dbg`,
+    and nvJitLink refused to link the module flags with NVRTC's; the line table was dropped."""
+    compiled = compile_module(fuzz_kernels.ROOT / "examples" / "saxpy.py", "saxpy",
+                              CompileOptions(archs=("sm_90",), backend="nvvm", lineinfo=True, cache=False))
+    assert compiled.cubins["sm_90"] and ".loc" in compiled.ptx["sm_90"]
+
+
+def test_lineinfo_with_cuda_cpp() -> None:
+    root = fuzz_kernels.ROOT / "tests" / "packages" / "interop"
+    compiled = compile_module(root / "ffi_kernels.py", "ffi_kernels", CompileOptions(archs=("sm_90",), lineinfo=True), root=root)
+    assert compiled.cubins["sm_90"]

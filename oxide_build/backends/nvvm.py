@@ -124,6 +124,13 @@ def nvvm_ir_text(llvm_ir: str, keep: tuple[str, ...] | None = None, arch: str = 
     drop_prof = arch.split("_")[-1].isdigit() and int(arch.split("_")[-1]) >= 100
     temp = 0
     for line in llvm_ir.splitlines():
+        # a line table (lineinfo) attaches `, !dbg !N`: set it aside so that the rewrites below
+        # see the instruction as without one, and give it back to what they make of it
+        dbg = _DBG_RE.search(line)
+        if dbg is not None:
+            line = line[:dbg.start()]
+        elif "spFlags:" in line:  # LLVM 7 spells a subprogram's flags as fields
+            line = line.replace("spFlags: DISPFlagDefinition | DISPFlagOptimized", "isDefinition: true, isOptimized: true")
         stripped = line.strip()
         if stripped.startswith("target triple"):
             out.append(f'target triple = "{NVVM_TRIPLE}"')
@@ -172,7 +179,7 @@ def nvvm_ir_text(llvm_ir: str, keep: tuple[str, ...] | None = None, arch: str = 
         kept_global = _kept_global(stripped)
         if kept_global is not None:
             globals_.append(kept_global)
-        out.append(line)
+        out.append(line + (dbg.group(0) if dbg is not None else ""))
     if keep is not None:
         wanted = set(keep)
         defined = [(n, t) for n, t in defined if n.strip('@"') in wanted]
@@ -192,6 +199,7 @@ def nvvm_ir_text(llvm_ir: str, keep: tuple[str, ...] | None = None, arch: str = 
     return "\n".join(out) + "\n"
 
 
+_DBG_RE = re.compile(r",\s*!dbg\s+!\d+\s*$")
 _ATOMIC_RMW_RE = re.compile(
     r'^(?P<indent>\s*)(?P<result>%(?:"[^"]+"|[\w.$]+))\s*=\s*atomicrmw\s+(?:volatile\s+)?'
     r'(?P<op>fadd|fsub|uinc_wrap|udec_wrap)\s+'
@@ -259,8 +267,8 @@ def _adapt_define(line: str) -> str:
     m = re.match(r'^(?P<sig>define\s.*\))(?P<attrs>[^)]*?)(?P<brace>\s*\{?\s*)$', line)
     if not m:
         return line
-    attrs = m.group("attrs").split()
-    kept = [a for a in attrs if a in _KNOWN_FN_ATTRS or a.startswith("#")]
+    attrs = re.sub(r"!dbg\s+!", "!dbg!", m.group("attrs")).split()
+    kept = [a.replace("!dbg!", "!dbg !") for a in attrs if a in _KNOWN_FN_ATTRS or a.startswith(("#", "!dbg!"))]
     return m.group("sig") + ("" if not kept else " " + " ".join(kept)) + m.group("brace")
 
 
@@ -330,13 +338,19 @@ def _uses_libdevice(llvm_ir: str) -> bool:
 def emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3, name: str = "module") -> str:
     """Typed-pointer LLVM IR → PTX text for ``arch``."""
     text = nvvm_ir_text(llvm_ir, arch=arch)
-    out = compile_nvvm(text, arch, (f"-opt={3 if opt_level > 0 else 0}",), name, _uses_libdevice(llvm_ir))
+    opts = (f"-opt={3 if opt_level > 0 else 0}", *_line_info(llvm_ir))
+    out = compile_nvvm(text, arch, opts, name, _uses_libdevice(llvm_ir))
     return out.data.decode()
+
+
+def _line_info(llvm_ir: str) -> tuple[str, ...]:
+    """libNVVM writes the line table (``.loc``) of a module built with lineinfo only when asked."""
+    return ("-generate-line-info",) if "!llvm.dbg.cu" in llvm_ir else ()
 
 
 def emit_ltoir(llvm_ir: str, arch: str, opt_level: int = 3, name: str = "module") -> bytes:
     """Typed-pointer LLVM IR → LTO-IR for ``arch`` (``-gen-lto``), for nvJitLink ``-lto``;
     the libdevice functions it calls are compiled into it."""
     text = nvvm_ir_text(llvm_ir, arch=arch)
-    opts = ("-gen-lto", f"-opt={3 if opt_level > 0 else 0}")
+    opts = ("-gen-lto", f"-opt={3 if opt_level > 0 else 0}", *_line_info(llvm_ir))
     return compile_nvvm(text, arch, opts, name, _uses_libdevice(llvm_ir)).data

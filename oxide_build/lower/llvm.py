@@ -209,8 +209,10 @@ class ModuleLowering:
                 "runtimeVersion": 0, "isOptimized": True, "emissionKind": ll.DIToken("DebugDirectivesOnly"),
             }, is_distinct=True)
             m.add_named_metadata("llvm.dbg.cu", self._di_unit)
-            for key, value in (("Debug Info Version", 3), ("Dwarf Version", 4)):
-                m.add_named_metadata("llvm.module.flags", m.add_metadata([ll.Constant(I32T, 2), key, ll.Constant(I32T, value)]))
+            # behaviour 1 (error on mismatch) for the debug info version, as NVRTC's LTO-IR has it:
+            # nvJitLink refuses to link a flag whose behaviours differ between modules
+            for behaviour, key, value in ((1, "Debug Info Version", 3), (2, "Dwarf Version", 4)):
+                m.add_named_metadata("llvm.module.flags", m.add_metadata([ll.Constant(I32T, behaviour), key, ll.Constant(I32T, value)]))
         if fn.file not in self._di_files:
             self._di_files[fn.file] = m.add_debug_info("DIFile", _di_file_fields(fn.file))
         difile = self._di_files[fn.file]
