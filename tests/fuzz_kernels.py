@@ -588,8 +588,20 @@ def _failure_class(exc: BaseException) -> str:
     return f"{type(exc).__name__}{where}: {first}"
 
 
-def iter_mutants(count: int, seed: int, start: int = 0) -> Iterator[Mutant]:
-    sources = kernel_sources()
+def usable_sources(workdir: Path) -> list[Path]:
+    """The kernel sources whose unmutated text the fuzzer's options handle (compiled, or a
+    located error as in tests/packages/compile_error): a fixture that needs its project's
+    configuration (include directories for a .cu, say) cannot be judged by its mutants."""
+    out = []
+    for path in kernel_sources():
+        outcome = compile_mutant(Mutant(path, 0, path.read_text(encoding="utf-8"), ()), workdir)
+        if outcome.ok:
+            out.append(path)
+    return out
+
+
+def iter_mutants(count: int, seed: int, start: int = 0, sources: list[Path] | None = None) -> Iterator[Mutant]:
+    sources = kernel_sources() if sources is None else sources
     texts = {p: p.read_text(encoding="utf-8") for p in sources}
     for index in range(start, start + count):
         original = sources[random.Random(f"{seed}:{index}:source").randrange(len(sources))]
@@ -600,7 +612,7 @@ def run_fuzz(count: int, seed: int, workdir: Path, start: int = 0, out: Path | N
              progress: Callable[[int, Outcome], None] | None = None) -> FuzzReport:
     report = FuzzReport()
     began = time.monotonic()
-    for n, mutant in enumerate(iter_mutants(count, seed, start)):
+    for n, mutant in enumerate(iter_mutants(count, seed, start, usable_sources(workdir))):
         outcome = compile_mutant(mutant, workdir)
         report.outcomes.append(outcome)
         if not outcome.ok and out is not None:
