@@ -97,3 +97,26 @@ def test_cli_inspect_reads_the_project_config(capsys, tmp_path: Path, monkeypatc
     captured = capsys.readouterr()
     assert rc == 0, captured.err
     assert captured.out.splitlines()[1].split()[0] == "scale"
+
+
+def test_inspect_cpp_calling_an_exported_python_function(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A .cu that includes the generated oxide_exports.h and calls a Python export is compiled
+    with the module's boundary headers, as in the build."""
+    monkeypatch.setenv("OXIDE_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "both.cu").write_text(
+        '#include "oxide_exports.h"\n'
+        'extern "C" __global__ void cpp_twice(const float* x, long long x_len, float* out, long long out_len) {\n'
+        '    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n'
+        '    if (i < out_len && i < x_len) out[i] = py_twice(x[i]);\n'
+        '}\n')
+    (tmp_path / "both.py").write_text(
+        "import oxide as ox\n"
+        "from oxide import MutSlice, Slice, f32\n\n\n"
+        "@ox.device(export=\"py_twice\")\n"
+        "def twice(x: f32) -> f32:\n"
+        "    return 2.0 * x\n\n\n"
+        "@ox.extern_kernel(\"cpp_twice\", sources=[\"both.cu\"])\n"
+        "def cpp_twice(x: Slice[f32], out: MutSlice[f32]) -> None: ...\n")
+    resources, cubin, names, _, _ = inspect_module(tmp_path / "both.py", "both", "sm_90", root=tmp_path)
+    assert names == {"cpp_twice": "cpp_twice"} and set(resources) == {"cpp_twice"}
+    assert cubin[:4] == b"\x7fELF"
