@@ -1,11 +1,32 @@
-"""Only the optional C launcher; everything else is in pyproject.toml.
+"""The optional C launcher, and the CMake package copied into the oxide package; everything
+else is in pyproject.toml.
 
-``optional=True``: where it cannot be compiled (no C compiler, no Python headers) the build
-goes on without it and oxide launches through its pure-Python path.
+``optional=True``: where the launcher cannot be compiled (no C compiler, no Python headers)
+the build goes on without it and oxide launches through its pure-Python path.
+
+The CMake package lives in the checkout's top-level ``cmake/`` and is installed as
+``oxide/cmake/`` (``python -m oxide --cmake-dir`` finds either).
 """
+import shutil
+from pathlib import Path
+
 from setuptools import Extension, setup
+from setuptools.command.build_py import build_py
+
+
+class build_py_with_cmake(build_py):
+    def run(self):
+        super().run()
+        source = Path(__file__).resolve().parent / "cmake"
+        target = Path(self.build_lib) / "oxide" / "cmake"
+        target.mkdir(parents=True, exist_ok=True)
+        for path in sorted(source.glob("*.cmake")):
+            shutil.copyfile(path, target / path.name)
+
 
 setup(
+    cmdclass={"build_py": build_py_with_cmake},
+    package_data={"oxide": ["include/oxide/*.hpp"]},
     ext_modules=[
         Extension(
             "oxide.runtime._launcher",
@@ -14,5 +35,5 @@ setup(
             optional=True,
             extra_compile_args=["-O2"] if __import__("sys").platform != "win32" else [],
         )
-    ]
+    ],
 )

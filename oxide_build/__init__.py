@@ -222,9 +222,11 @@ def build_wheel(
     if modules:
         _check_toolchain()
     # Compile before the host build runs: a compile error then fails the build at once.
-    with tempfile.TemporaryDirectory(prefix="oxide-build-") as staging:
-        compile_project(project, config, Path(staging))
-        artifacts = collect_files(Path(staging))
+    artifacts: dict[str, bytes] = {}
+    if not config.cmake_kernels:  # else CMake's oxide_add_kernels compiles them
+        with tempfile.TemporaryDirectory(prefix="oxide-build-") as staging:
+            compile_project(project, config, Path(staging))
+            artifacts = collect_files(Path(staging))
     name = backend.build_wheel(wheel_directory, _host_settings(config_settings))
     if not static:
         _check_metadata_requirement(wheel_metadata(Path(wheel_directory) / name), modules, str(name))

@@ -1,4 +1,5 @@
-"""The ``oxide`` command: compile one file to LLVM IR, PTX or cubins; list a tree's kernels.
+"""The ``oxide`` command: compile one file to LLVM IR, PTX or cubins; list a tree's kernels;
+the build steps of the CMake package (device-lib, build-kernels, archs).
 
 Errors (a compile error, a missing toolchain component) print their diagnostic and exit with
 status 1; a compiler traceback never reaches the terminal.
@@ -133,7 +134,62 @@ def _parser() -> argparse.ArgumentParser:
     inspect_cmd.add_argument("--root", type=Path, help="source root for imports between modules (default: guessed)")
     inspect_cmd.add_argument("--emit", choices=("resources", "sass"), default="resources",
                              help="sass: also print the SASS (needs cuobjdump: pip install nvidia-cuda-cuobjdump)")
+    devlib_cmd = commands.add_parser(
+        "device-lib",
+        help="compile CUDA C++ to a multi-arch LTO-IR device library (NVRTC; CMake's oxide_add_device_library)",
+        description="Compile each CUDA C++ FILE for each arch with NVRTC (-dlto) and write one fatbin of "
+                    "their LTO-IR, a link input (--link, [tool.oxide] link) for every arch. Needs no CUDA "
+                    "toolkit: NVRTC and the CUDA/CCCL headers come from the nvidia-* wheels.",
+    )
+    devlib_cmd.add_argument("sources", metavar="FILE", type=Path, nargs="+", help="the .cu files")
+    devlib_cmd.add_argument("-o", "--output", metavar="FILE", type=Path, required=True, help="the fatbin to write")
+    devlib_cmd.add_argument("--arch", action="append", metavar="ARCH",
+                            help="GPU architecture, repeat or separate with commas (default: --project's [tool.oxide] arch)")
+    devlib_cmd.add_argument("--project", metavar="DIR", type=Path, default=Path("."),
+                            help="the project whose [tool.oxide] arch is the default (default: .)")
+    devlib_cmd.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR", help="include directory")
+    devlib_cmd.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
+                            help="preprocessor definition")
+    kernels_cmd = commands.add_parser(
+        "build-kernels",
+        help="compile a project's kernel packages into a wheel-layout directory (CMake's oxide_add_kernels)",
+        description="Compile the kernel modules of each --package of PROJECT with its [tool.oxide], plus the "
+                    "extra link inputs, into DIR/<package>/_oxide/ as a wheel holds them.",
+    )
+    kernels_cmd.add_argument("project", metavar="PROJECT", type=Path, help="the project directory (pyproject.toml)")
+    kernels_cmd.add_argument("--package", action="append", required=True, metavar="NAME", help="a top-level package to compile")
+    kernels_cmd.add_argument("-o", "--output", metavar="DIR", type=Path, required=True, help="output directory")
+    kernels_cmd.add_argument("--link", dest="link_inputs", action="append", default=[], metavar="FILE",
+                             help="another linker input for every module: .cu .ltoir .fatbin .o .a ...")
+    kernels_cmd.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
+                             help="include directory for the modules' CUDA C++ sources")
+    archs_cmd = commands.add_parser("archs", help="print a project's archs ([tool.oxide] arch), separated by ';'")
+    archs_cmd.add_argument("project", metavar="PROJECT", type=Path, nargs="?", default=Path("."))
     return parser
+
+
+def _device_lib(args: argparse.Namespace) -> int:
+    from oxide_build.cmake_commands import build_device_library, project_archs
+
+    for source in args.sources:
+        if not source.is_file():
+            raise UsageError(f"oxide: error: {source}: no such file")
+    archs = _archs(args.arch) if args.arch else project_archs(args.project)
+    path = build_device_library(list(args.sources), args.output, archs, tuple(args.include_dirs), tuple(args.defines))
+    print(f"wrote {path} (LTO-IR for {', '.join(archs)})")
+    return 0
+
+
+def _build_kernels(args: argparse.Namespace) -> int:
+    from oxide_build.cmake_commands import build_kernel_packages
+
+    if not (args.project / "pyproject.toml").is_file():
+        raise UsageError(f"oxide: error: {args.project}: no pyproject.toml")
+    count = build_kernel_packages(args.project, tuple(args.package), args.output, tuple(args.link_inputs),
+                                  tuple(args.include_dirs))
+    if count == 0:
+        raise UsageError(f"oxide: error: no kernel module in the packages {', '.join(args.package)} of {args.project}")
+    return 0
 
 
 def _archs(values: list[str] | None) -> tuple[str, ...]:
@@ -310,6 +366,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cache(args)
         if args.command == "inspect":
             return _inspect(args)
+        if args.command == "device-lib":
+            return _device_lib(args)
+        if args.command == "build-kernels":
+            return _build_kernels(args)
+        if args.command == "archs":
+            from oxide_build.cmake_commands import project_archs
+
+            print(";".join(project_archs(args.project)))
+            return 0
         return _scan(args)
     except OxideError as exc:
         sys.stdout.flush()

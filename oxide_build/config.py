@@ -127,6 +127,12 @@ class OxideConfig:
     """Compile jobs run at once (each a module for one arch); unset means one per CPU. The
     wheel's contents do not depend on it."""
 
+    cmake_kernels: bool = False
+    """The kernels are compiled by CMake (``oxide_add_kernels`` in CMakeLists.txt, see
+    docs/mixed-language.md), not by the backend before CMake runs, so that they can link the
+    device libraries CMake builds. The backend then checks the toolchain and the runtime
+    requirement only (an editable install still compiles them next to the sources)."""
+
     def compile_options(self, project_dir: Path | None = None) -> CompileOptions:
         """The compiler's options. ``project_dir`` resolves ``link`` globs and
         ``include-dirs``; without it they are passed as written."""
@@ -160,7 +166,10 @@ class OxideConfig:
             return list(self.link)
         found: dict[str, None] = {}
         for pattern in self.link:
-            matches = sorted(p for p in project_dir.glob(pattern) if p.is_file())
+            if Path(pattern).is_absolute():  # a file a build tool made (CMake's device libraries)
+                matches = [Path(pattern)] if Path(pattern).is_file() else []
+            else:
+                matches = sorted(p for p in project_dir.glob(pattern) if p.is_file())
             if not matches:
                 raise ConfigError(
                     f"{PYPROJECT_SOURCE}: link = {list(self.link)!r}: {pattern!r} matches no file "
@@ -335,6 +344,7 @@ _PARSERS: dict[str, tuple[_Parser, str, str]] = {
     "lineinfo": (_bool_parser, _ALLOWED["bool"], "bool"),
     "max-registers": (_as_max_registers, _ALLOWED["max-registers"], "int"),
     "jobs": (_as_jobs, _ALLOWED["jobs"], "int"),
+    "cmake-kernels": (_bool_parser, _ALLOWED["bool"], "bool"),
 }
 assert set(_PARSERS) == set(ALLOWED_KEYS), "every OxideConfig field needs a parser"
 

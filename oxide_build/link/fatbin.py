@@ -6,7 +6,7 @@ from oxide.errors import LinkError, ToolchainError
 
 from ..toolchain import bindings
 
-__all__ = ["make_fatbin", "nvfatbin_version"]
+__all__ = ["make_fatbin", "add_ltoir_fatbin", "nvfatbin_version"]
 
 _PIP_HINT = "pip install nvidia-nvfatbin (or pip install 'oxide-cuda[build]')"
 
@@ -43,6 +43,24 @@ def make_fatbin(cubins: dict[str, bytes], ptx: dict[str, str] | None = None, nam
             raise LinkError(f"nvFatbin could not package {name} ({exc})") from None
         size = nvfatbin.size(handle)
         buf = bytearray(size)
+        nvfatbin.get(handle, buf)
+        return bytes(buf)
+    finally:
+        nvfatbin.destroy(handle)
+
+
+def add_ltoir_fatbin(entries: list[tuple[str, str, bytes]]) -> bytes:
+    """A fatbin of LTO-IR: ``entries`` of (arch, identifier, LTO-IR). nvJitLink takes it as one
+    input and links the LTO-IR of the arch it links for (a multi-arch device library)."""
+    nvfatbin = _nvfatbin()
+    handle = nvfatbin.create([], 0)
+    try:
+        try:
+            for arch, identifier, data in entries:
+                nvfatbin.add_ltoir(handle, data, len(data), _number(arch), identifier, "")
+        except nvfatbin.nvFatbinError as exc:
+            raise LinkError(f"nvFatbin could not package the LTO-IR of {identifier} ({exc})") from None
+        buf = bytearray(nvfatbin.size(handle))
         nvfatbin.get(handle, buf)
         return bytes(buf)
     finally:

@@ -67,6 +67,14 @@ def _dist_info_dir(names: list[str]) -> str:
     return candidates[0]
 
 
+def _artifact_owner(name: str) -> str | None:
+    """The package directory whose ``_oxide/`` holds ``name`` ("" at the top), else None."""
+    parts = name.split("/")
+    if ARTIFACT_DIR not in parts[:-1]:
+        return None
+    return "/".join(parts[:parts.index(ARTIFACT_DIR)])
+
+
 def rewrite_wheel(
     wheel: Path,
     add: Mapping[str, bytes] | None = None,
@@ -74,9 +82,13 @@ def rewrite_wheel(
 ) -> None:
     """Adds ``add`` (archive name → contents; replacing entries of the same name) to ``wheel``,
     recomputes RECORD and
-    writes the archive back in a reproducible form. ``drop_artifact_dirs`` removes every
-    ``_oxide/`` entry the host backend copied from the source tree first (left there by an
-    editable install, perhaps for other archs): the wheel's artifacts are those of ``add``."""
+    writes the archive back in a reproducible form. ``drop_artifact_dirs`` removes the
+    ``_oxide/`` entries the host backend copied from the source tree (left there by an
+    editable install, perhaps for other archs) in each directory ``add`` writes artifacts to:
+    those artifacts are then the ones of ``add``."""
+    # only the artifact directories oxide writes are replaced: CMake (oxide_add_kernels) may
+    # have installed others
+    replaced = {_artifact_owner(name) for name in (add or {})} - {None}
     with zipfile.ZipFile(wheel) as zf:
         infos = [i for i in zf.infolist() if not i.is_dir()]
         dist_info = _dist_info_dir([i.filename for i in infos])
@@ -85,7 +97,7 @@ def rewrite_wheel(
         for info in infos:
             if info.filename == record_name or info.filename.startswith(f"{dist_info}/RECORD."):
                 continue  # RECORD is rewritten; signatures (RECORD.jws/.p7s) would be stale
-            if drop_artifact_dirs and f"/{ARTIFACT_DIR}/" in f"/{info.filename}":
+            if drop_artifact_dirs and _artifact_owner(info.filename) in replaced:
                 continue
             executable = bool((info.external_attr >> 16) & 0o111)
             entries[info.filename] = (zf.read(info), executable, info.date_time)

@@ -1,0 +1,17 @@
+# oxide's CMake package version (the oxide-cuda distribution's; tests/test_cmake.py checks it).
+set(PACKAGE_VERSION "0.1.0")
+if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+else()
+  # 0.x: a minor release may change the build/runtime contract, so only the same minor matches
+  string(REGEX MATCH "^[0-9]+\\.[0-9]+" _oxide_have "${PACKAGE_VERSION}")
+  string(REGEX MATCH "^[0-9]+\\.[0-9]+" _oxide_want "${PACKAGE_FIND_VERSION}")
+  if(PACKAGE_FIND_VERSION AND NOT _oxide_have STREQUAL _oxide_want)
+    set(PACKAGE_VERSION_COMPATIBLE FALSE)
+  else()
+    set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  endif()
+  if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+  endif()
+endif()
