@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
+from ..intrinsics import intrinsic_info
 from ..ir import nodes as ir
 from ..ir.types import ScalarType, ThreadIndexType, Type, ViewType, as_scalar
 
@@ -49,7 +50,6 @@ _REG_RANGES: dict[str, tuple[int, int]] = {
     "ntid.x": (1, 1024), "ntid.y": (1, 1024), "ntid.z": (1, 64),
     "ctaid.x": (0, 2**31 - 2), "ctaid.y": (0, 65534), "ctaid.z": (0, 65534),
     "nctaid.x": (1, 2**31 - 1), "nctaid.y": (1, 65535), "nctaid.z": (1, 65535),
-    "laneid": (0, 31), "warpid": (0, 31),
 }
 _LENGTH_RANGE = (0, 2**62)
 _SMALLEST_GRID_LIMIT = 1 << 16
@@ -180,8 +180,8 @@ class Prover:
                        atom(("reg", f"tid.{axis}")))
         if isinstance(e, ir.SpecialReg):
             return atom(("reg", e.name)) if e.name in _REG_RANGES else None
-        if isinstance(e, ir.Intrinsic) and e.name in ("warp.lane", "warp.id") and not e.args:
-            return atom(("reg", "laneid" if e.name == "warp.lane" else "warpid"))
+        if isinstance(e, ir.Intrinsic) and not e.args and getattr(intrinsic_info(e.name), "value_range", None):
+            return atom(("intrinsic", e.name))
         if isinstance(e, ir.ViewLen) and isinstance(e.view, ir.Var) and isinstance(e.view.ty, ViewType):
             return atom(("len", e.view.name))
         if (isinstance(e, ir.ViewDim) and e.which == "shape" and isinstance(e.view, ir.Var)
@@ -274,6 +274,10 @@ class Prover:
             return lo, hi
         if a[0] in ("len", "shape"):
             return _LENGTH_RANGE
+        if a[0] == "intrinsic":
+            info = intrinsic_info(a[1])
+            assert info is not None and info.value_range is not None
+            return info.value_range
         return self._atom_types.get(a, (-(2**63), 2**63 - 1))
 
     def _base_interval(self, p: Poly) -> tuple[int, int]:

@@ -14,42 +14,27 @@ from ..ir import nodes as ir
 from ..ir.types import (
     BOOL, F32, F64, I32, ArrayType, ViewType, VoidType, as_scalar, type_name,
 )
+from ..intrinsics import INTRINSICS, MATH_BINARY, MATH_PREDICATES, SHUFFLES, WARP_REDUCE
 from ..scan import constant_value
 from .annotations import TypeVarBinding, resolve_annotation
 
 if TYPE_CHECKING:
     from .translate import FunctionTranslator
 
-__all__ = ["INTRINSICS", "KEYWORD_INTRINSICS", "translate_intrinsic", "MATH_UNARY", "MATH_BINARY", "ATOMIC_SCOPES"]
+__all__ = ["KEYWORD_INTRINSICS", "translate_intrinsic", "ATOMIC_SCOPES"]
 
 U32 = SCALAR_TYPES["u32"]
 
-MATH_UNARY = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh",
-              "erf", "abs", "floor", "ceil", "trunc", "round")
-MATH_BINARY = ("pow", "min", "max", "atan2", "fmod")
-MATH_PREDICATES = ("isnan", "isinf", "isfinite")
-ATOMIC_OPS = ("add", "sub", "min", "max", "exch", "and_", "or_", "xor", "inc", "dec")
 ATOMIC_TYPES = ("i32", "u32", "i64", "u64", "f32", "f64")
 # scope= spellings → PTX scope: CUDA's (atomicAdd_block / atomicAdd / atomicAdd_system) and PTX's
 ATOMIC_SCOPES = {"block": "cta", "cta": "cta", "device": "gpu", "gpu": "gpu", "system": "sys", "sys": "sys"}
-SHUFFLES = ("shfl_idx", "shfl_up", "shfl_down", "shfl_xor")
-WARP_REDUCE = ("reduce_sum", "reduce_min", "reduce_max")
-
-INTRINSICS = frozenset(
-    ["shared.array", "shared.dynamic", "local.array", "warp.lane", "warp.id", "warp.sync",
-     "warp.all", "warp.any", "warp.ballot", "warp.match_any", "atomic.cas",
-     "fence.block", "fence.device", "fence.system", "math.fma"]
-    + [f"math.{n}" for n in MATH_UNARY + MATH_BINARY + MATH_PREDICATES]
-    + [f"atomic.{n}" for n in ATOMIC_OPS]
-    + [f"warp.{n}" for n in SHUFFLES + WARP_REDUCE]
-)
 # intrinsics that take keyword arguments (every other call in a kernel rejects keywords)
-KEYWORD_INTRINSICS = frozenset(["atomic.cas"] + [f"atomic.{n}" for n in ATOMIC_OPS])
+KEYWORD_INTRINSICS = frozenset(name for name, info in INTRINSICS.items() if info.keywords)
 
 
 def translate_intrinsic(tr: FunctionTranslator, name: str, node: ast.Call) -> ir.Expr:
     loc = tr.loc(node)
-    group, _, op = name.partition(".")
+    group, _, op = name.partition(".")  # the registry entry's group
     if name in ("shared.array", "local.array"):
         return _array(tr, group, node)
     if name == "shared.dynamic":

@@ -24,6 +24,7 @@ from ..ir.types import (
     ViewType, VoidType, as_scalar, is_int, type_name,
 )
 from ..scan import ModuleSource, Symbol
+from ..intrinsics import intrinsic_info
 from .annotations import PYTHON_SCALARS, TypeVarBinding, dotted_parts, oxide_name, resolve_annotation
 from .bounds import Poly, Prover, add, atom, const, mul
 from .promotion import PromotionError, fits, literal_type, promote
@@ -361,7 +362,7 @@ class FunctionTranslator(ast.NodeVisitor):
                 return True
             if isinstance(e, ir.SpecialReg) and e.name.startswith("tid."):
                 return True
-            if isinstance(e, ir.Intrinsic) and (e.name.startswith("warp.") or e.name.startswith("atomic.")):
+            if isinstance(e, ir.Intrinsic) and getattr(intrinsic_info(e.name), "thread_dependent", False):
                 return True
             if isinstance(e, ir.Var) and e.name in self.thread_dependent:
                 return True
@@ -1327,7 +1328,8 @@ class FunctionTranslator(ast.NodeVisitor):
         return ir.Intrinsic(f"view.{func.attr}", [view, scalar_index, last], TupleType((elem,) * width), loc, site)
 
     def oxide_call(self, name: str, node: ast.Call) -> ir.Expr:
-        from .intrinsics import INTRINSICS, translate_intrinsic
+        from ..intrinsics import INTRINSICS
+        from .intrinsics import translate_intrinsic
 
         loc = self.loc(node)
         if name in INTRINSICS:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ..intrinsics import intrinsic_info
 from ..ir import nodes as ir
 from ..ir.verify import IRError
 
@@ -69,7 +70,7 @@ class _Facts:
                 return True
             if isinstance(x, ir.SpecialReg) and x.name.startswith("tid."):
                 return True
-            if isinstance(x, ir.Intrinsic) and x.name.startswith(("warp.", "atomic.")):
+            if isinstance(x, ir.Intrinsic) and getattr(intrinsic_info(x.name), "thread_dependent", False):
                 return True
             if isinstance(x, ir.Var) and x.name in names:
                 return True
