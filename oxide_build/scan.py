@@ -16,6 +16,8 @@ from typing import Sequence
 
 from oxide.errors import CompileError, SourceLocation
 
+from .project_imports import dotted_name, importing_package, module_file, resolve_relative
+
 __all__ = [
     "Symbol",
     "ModuleSource",
@@ -94,15 +96,6 @@ def module_name_for(path: Path, root: Path) -> str:
     return ".".join(parts)
 
 
-def _dotted(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
-
-
 def read_source(path: Path) -> str:
     """The text of a Python source file, decoded as Python decodes it: UTF-8 unless a BOM or a
     PEP 263 declaration (``# -*- coding: latin-1 -*-``) says otherwise."""
@@ -157,11 +150,7 @@ class ProjectIndex:
         return module
 
     def find_module_file(self, name: str) -> Path | None:
-        base = self.root.joinpath(*name.split("."))
-        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-            if candidate.is_file():
-                return candidate
-        return None
+        return module_file(self.root, name)
 
     def module(self, name: str) -> ModuleSource | None:
         if name in self._modules:
@@ -181,15 +170,6 @@ class ProjectIndex:
 
     def is_tree_module(self, name: str) -> bool:
         return name in self._modules or self.find_module_file(name) is not None
-
-
-def _resolve_relative(module: ModuleSource, level: int, target: str | None) -> str:
-    parts = module.name.split(".")
-    is_package = module.path.name == "__init__.py"
-    base = parts if is_package else parts[:-1]
-    if level > 1:
-        base = base[: len(base) - (level - 1)]
-    return ".".join([*base, target] if target else base)
 
 
 def _is_oxide_module(name: str) -> bool:
@@ -213,7 +193,7 @@ def _collect_symbols(module: ModuleSource) -> None:
         elif isinstance(node, ast.ImportFrom):
             source = node.module or ""
             if node.level:
-                source = _resolve_relative(module, node.level, node.module)
+                source = resolve_relative(importing_package(module.name, module.path), node.level, node.module)
             for alias in node.names:
                 local = alias.asname or alias.name
                 if _is_oxide_module(source):
@@ -295,7 +275,7 @@ def _names_oxide(module: ModuleSource, node: ast.AST, name: str) -> bool:
         sym = module.symbols.get(node.id)
         return sym is not None and sym.kind == "oxide" and sym.target == name
     if isinstance(node, ast.Attribute) and node.attr == name:
-        dotted = _dotted(node.value)
+        dotted = dotted_name(node.value)
         if dotted is None:
             return False
         head = dotted.split(".")[0]

@@ -9,6 +9,7 @@ from oxide.abi.views import MAX_TENSOR_NDIM, VIEW_ANNOTATIONS
 from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir.types import BOOL, F64, I64, THREAD_INDEX, VOID, TupleType, Type, ViewType, type_name
+from ..project_imports import dotted_name
 from ..scan import ModuleSource
 
 __all__ = ["PYTHON_SCALARS", "TypeVarBinding", "dotted_parts", "oxide_name", "resolve_annotation"]
@@ -25,12 +26,8 @@ class TypeVarBinding:
 
 def dotted_parts(node: ast.AST) -> list[str] | None:
     """``a.b.c`` → ["a", "b", "c"]; None for anything but names and attributes."""
-    if isinstance(node, ast.Name):
-        return [node.id]
-    if isinstance(node, ast.Attribute):
-        base = dotted_parts(node.value)
-        return None if base is None else [*base, node.attr]
-    return None
+    name = dotted_name(node)
+    return None if name is None else name.split(".")
 
 
 def oxide_name(module: ModuleSource, node: ast.AST) -> str | None:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from oxide.runtime.manifest import ModuleManifest
 
+from ..project_imports import importing_package, module_file, resolve_relative
 from .artifacts import module_files
 
 if TYPE_CHECKING:
@@ -135,21 +136,13 @@ def toolchain_versions() -> str:
     return ";".join(parts)
 
 
-def _module_file(root: Path, name: str) -> Path | None:
-    base = root.joinpath(*name.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def _imports(path: Path, name: str) -> list[str]:
     """Dotted names a module imports (``from a import b`` gives ``a`` and ``a.b``)."""
     try:
         tree = ast.parse(path.read_bytes())
     except (SyntaxError, ValueError, OSError):
         return []  # the compiler reports it; the key still has the bytes
-    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    package = importing_package(name, path)
     out: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -158,8 +151,7 @@ def _imports(path: Path, name: str) -> list[str]:
                 out += [".".join(parts[: i + 1]) for i in range(len(parts))]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
-                target = ".".join([*base, node.module] if node.module else base)
+                target = resolve_relative(package, node.level, node.module)
             else:
                 target = node.module or ""
             if target:
@@ -177,7 +169,7 @@ def imported_tree_modules(root: Path, module: str, source: Path) -> dict[str, Pa
         for target in _imports(path, name):
             if target in found or target == "oxide" or target.startswith("oxide."):
                 continue
-            file = _module_file(root, target)
+            file = module_file(root, target)
             if file is not None:
                 found[target] = file
                 stack.append((target, file))
