@@ -509,8 +509,8 @@ def _alarm(signum: int, frame: FrameType | None) -> None:
 
 def _located(exc: BaseException, path: Path) -> bool:
     """A CompileError at a line of a source, or a LinkError that names a line of the mutant
-    (an @extern no input defines, a stub that its C++ definition does not match); not an
-    internal compiler error."""
+    (an @extern no input defines, a stub that its C++ definition does not match, NVRTC's
+    ``file(line)`` through the boundary header's #line); not an internal compiler error."""
     import re
 
     from oxide.errors import CompileError, LinkError
@@ -519,7 +519,7 @@ def _located(exc: BaseException, path: Path) -> bool:
         return False
     if isinstance(exc, CompileError):
         return exc.location is not None and exc.location.line > 0
-    return isinstance(exc, LinkError) and re.search(re.escape(str(path)) + r":\d+\b", str(exc)) is not None
+    return isinstance(exc, LinkError) and re.search(re.escape(str(path)) + r"(?::\d+\b|\(\d+\))", str(exc)) is not None
 
 
 def compile_mutant(mutant: Mutant, workdir: Path, timeout_s: int = 60) -> Outcome:
