@@ -268,3 +268,18 @@ def test_uv_pip_install_editable(project: str, tmp_path: Path, oxide_wheel_dir: 
               env, tmp_path, "uv pip install -e")
     assert_toolchain_of_the_build_env(log)
     check_installed(python, project, env, tmp_path, editable_source=source)
+
+
+def test_build_extra_resolves_to_one_cuda_release_next_to_a_pinned_nvjitlink(
+        tmp_path: Path, oxide_wheel_dir: Path) -> None:
+    """PyTorch pins nvidia-nvjitlink (torch 2.11: 13.0.x); ``oxide-cuda[build]`` next to that pin
+    must resolve to LTO-IR producers of the same release, not the newest nvidia-nvvm."""
+    env = bare_env(None, oxide_wheel_dir)
+    report = tmp_path / "report.json"
+    run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet", "--report", report,
+         "oxide-cuda[build]", "nvidia-nvjitlink==13.0.88"], env, tmp_path, "resolve [build] with a pin")
+    chosen = {i["metadata"]["name"]: i["metadata"]["version"] for i in json.loads(report.read_text())["install"]}
+    assert chosen["nvidia-nvjitlink"] == "13.0.88"
+    for producer in ("nvidia-nvvm", "nvidia-cuda-nvrtc"):
+        assert chosen[producer].startswith("13.0."), chosen
+    assert "nvidia-cuda-cccl" in chosen, chosen
