@@ -791,7 +791,7 @@ def test_wheel_drops_stale_artifacts_from_the_tree(pure_kernel: Path, tmp_path: 
 
 def venv_seeing_this_environment(venv: Path) -> Path:
     """A venv (its python returned) that sees the packages of the environment running the
-    tests (setuptools, wheel, the toolchain: what ``pip install ".[build,cmake,test]"``
+    tests (setuptools, wheel, the toolchain: what ``pip install -e ".[build,cmake,test]"``
     installed), through a ``.pth`` file; never the base interpreter's site-packages, which on a
     fresh machine lack them."""
     import sysconfig

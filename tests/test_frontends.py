@@ -39,7 +39,7 @@ PROJECTS = {
 }
 # what a copy of a project or of the checkout leaves out
 IGNORE = shutil.ignore_patterns(".git", ".venv*", "venv", "build", "dist", "*.egg-info", "_oxide", "__pycache__",
-                                ".mypy_cache", ".pytest_cache", "out", "bench_out", ".whl")
+                                ".mypy_cache", ".pytest_cache", "out", "bench_out", ".whl", "_launcher.*.so")
 TOOLCHAIN_LINE = re.compile(
     r"^(?:\W|DEBUG )*(nvJitLink|NVVM|NVRTC|nvFatbin|libdevice|libcudadevrt|CCCL headers|CUDA runtime headers): (\S+)",
     re.M)  # pip -v indents the backend's output, uv -v prefixes it with DEBUG
