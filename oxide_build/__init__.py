@@ -223,7 +223,13 @@ def build_wheel(
         _check_toolchain()
     # Compile before the host build runs: a compile error then fails the build at once.
     artifacts: dict[str, bytes] = {}
-    if not config.cmake_kernels:  # else CMake's oxide_add_kernels compiles them
+    if config.cmake_kernels:
+        # CMake's oxide_add_kernels compiles them; it reads [tool.oxide], and the archs
+        # chosen here (OXIDE_ARCH, -C oxide.arch) through the environment
+        import os
+
+        os.environ["OXIDE_ARCH"] = ",".join(config.arch)
+    else:
         with tempfile.TemporaryDirectory(prefix="oxide-build-") as staging:
             compile_project(project, config, Path(staging))
             artifacts = collect_files(Path(staging))

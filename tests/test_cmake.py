@@ -114,17 +114,39 @@ def test_device_library_and_kernels_built_by_cmake_without_a_toolkit(tmp_path: P
     assert "gelu_scaled" in json.dumps(manifest)
     header = entries["cmkern/include/oxide_exports.h"].decode()
     assert 'extern "C" __device__ float cmk_py_gelu(float x);' in header
+    # the pybind11 module reads the manifest through oxide/launch.hpp, and checks arguments
+    # against it before it needs a GPU
+    (wheel,) = out.glob("cmake_kernels-0.1.0-*.whl")
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(site)
+    script = (
+        "import cmkern._native as n\n"
+        "print(n.kernel_params('gelu_scaled'))\n"
+        "try:\n    n.gelu_scaled_f64(0, 0, 0)\nexcept RuntimeError as e:\n    print('refused:', e)\n"
+        "try:\n    n.kernel_params('nope')\nexcept RuntimeError as e:\n    print('missing:', e)\n"
+    )
+    check = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=site,
+                           env=_env(False), timeout=60)
+    assert check.returncode == 0, check.stderr
+    lines = check.stdout.splitlines()
+    assert lines[0] == "[('x', 'slice', 'f32'), ('out', 'disjoint_slice', 'f32')]"
+    assert lines[1] == "refused: ops.py:20: kernel 'gelu_scaled' parameter 'x' is slice[f32], got slice[f64]"
+    assert lines[2].startswith("missing: oxide: ") and "no kernel 'nope'" in lines[2]
 
 
 @needs_cmake
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on PATH for CMake's CUDA language")
 def test_device_library_built_by_nvcc_when_cuda_is_on(tmp_path: Path) -> None:
-    result, out = _build(tmp_path, False, "cmake.define.CMKERN_USE_NVCC=ON")
+    """... and -C oxide.arch reaches CMake: one arch for the library and the kernels."""
+    result, out = _build(tmp_path, False, "cmake.define.CMKERN_USE_NVCC=ON", "oxide.arch=sm_90")
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-6000:]
     assert "Building CUDA object CMakeFiles/cmk_fastmath.dir/csrc/fastmath.cu.o" in log
     assert "Linking CUDA static library libcmk_fastmath.a" in log
     entries = _entries(out)
+    assert sorted(n for n in entries if "/_oxide/" in n) == ["cmkern/_oxide/cmkern.ops.json",
+                                                            "cmkern/_oxide/cmkern.ops.sm_90.cubin"]
     assert entries["cmkern/_oxide/cmkern.ops.sm_90.cubin"][:4] == b"\x7fELF"
 
 

@@ -1,0 +1,531 @@
+// oxide/launch.hpp: launch kernels written in Python (compiled into a wheel by oxide) from C++.
+//
+// Header-only, C++17. It reads a module's manifest (<package>/_oxide/<module>.json), loads the
+// code for the current device (cubin or fatbin, the same rule as the Python runtime), and
+// launches a kernel on the caller's stream with typed arguments checked against the manifest.
+// The CUDA driver is opened with dlopen("libcuda.so.1"): building needs no CUDA toolkit, and
+// running needs only the driver (link with ${CMAKE_DL_LIBS}; CMake: oxide::headers).
+//
+//   #include <oxide/launch.hpp>
+//   oxide::Module mod = oxide::Module::open(package_dir + "/_oxide", "sample.kernels");
+//   mod.kernel("gelu").launch({blocks}, {256}, stream,
+//                             oxide::slice(x_ptr, n), oxide::mut_slice(out_ptr, n), 1.5f);
+//
+// Arguments, in the kernel's parameter order (constexpr parameters are compiled in, not passed):
+//   a scalar parameter   the C++ type of its dtype, exactly: f32 float, f64 double, i32 int32_t,
+//                        i64 int64_t, u32 uint32_t, bool bool, ... (no silent conversions)
+//   Slice[T]             oxide::slice(const T* data, int64_t length)   (mut_slice also accepted)
+//   MutSlice/DisjointSlice[T]  oxide::mut_slice(T* data, int64_t length)
+//   Tensor[T, N] (Mut/Disjoint)  oxide::tensor(T* data, {shape...}, {strides in elements...})
+// A mismatch (count, dtype, view kind, const-ness, ndim, a negative length) throws
+// oxide::Error naming the kernel, the parameter and its file:line, before anything is launched.
+//
+// What the Python runtime does and this does not: device-side check failures (bounds checks,
+// asserts) are reported by Python as oxide.KernelError; here the failing thread traps, and the
+// launch's stream reports CUDA_ERROR_ILLEGAL_INSTRUCTION / LAUNCH_FAILED (a sticky error: the
+// context is lost). Kernels whose manifest lists launch preconditions (asserts the Python
+// runtime checks on the host instead of the device) are refused: launch those from Python.
+// The caller keeps the arrays alive and on the stream's device until the kernel has run.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <cctype>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace oxide {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+// ---- the CUDA driver, opened at run time -------------------------------------------------------
+namespace driver {
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = struct CUctx_st*;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUstream = struct CUstream_st*;
+
+struct Api {
+  CUresult (*cuInit)(unsigned) = nullptr;
+  CUresult (*cuCtxGetCurrent)(CUcontext*) = nullptr;
+  CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*cuCtxGetDevice)(CUdevice*) = nullptr;
+  CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
+  CUresult (*cuModuleLoadData)(CUmodule*, const void*) = nullptr;
+  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void**, void**) = nullptr;
+  CUresult (*cuGetErrorName)(CUresult, const char**) = nullptr;
+};
+
+inline const Api& api() {
+  static Api table;
+  static std::string problem;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) lib = dlopen("libcuda.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      problem = "the CUDA driver (libcuda.so.1) could not be loaded: no NVIDIA driver on this machine?";
+      return;
+    }
+    auto bind = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      if (!fn && problem.empty()) problem = std::string("the CUDA driver has no ") + name;
+    };
+    bind(table.cuInit, "cuInit");
+    bind(table.cuCtxGetCurrent, "cuCtxGetCurrent");
+    bind(table.cuCtxSetCurrent, "cuCtxSetCurrent");
+    bind(table.cuCtxGetDevice, "cuCtxGetDevice");
+    bind(table.cuDeviceGet, "cuDeviceGet");
+    bind(table.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    bind(table.cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    bind(table.cuModuleLoadData, "cuModuleLoadData");
+    bind(table.cuModuleGetFunction, "cuModuleGetFunction");
+    bind(table.cuLaunchKernel, "cuLaunchKernel");
+    bind(table.cuGetErrorName, "cuGetErrorName");
+    if (problem.empty() && table.cuInit(0) != 0) problem = "cuInit failed: no usable CUDA device";
+  });
+  if (!problem.empty()) throw Error("oxide: " + problem);
+  return table;
+}
+
+inline void check(CUresult result, const std::string& what) {
+  if (result == 0) return;
+  const char* name = nullptr;
+  if (api().cuGetErrorName) api().cuGetErrorName(result, &name);
+  throw Error("oxide: " + what + " failed: " + (name ? name : std::to_string(result)));
+}
+}  // namespace driver
+
+// ---- a JSON reader, enough for manifests -------------------------------------------------------
+namespace json {
+struct Value {
+  enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
+  bool boolean = false;
+  double number = 0;
+  std::string text;
+  std::vector<Value> items;
+  std::vector<std::pair<std::string, Value>> members;
+
+  const Value* find(const std::string& key) const {
+    for (const auto& m : members)
+      if (m.first == key) return &m.second;
+    return nullptr;
+  }
+  const Value& at(const std::string& key, const std::string& where) const {
+    const Value* v = find(key);
+    if (!v) throw Error("oxide: " + where + ": the manifest has no '" + key + "'");
+    return *v;
+  }
+};
+
+class Parser {
+ public:
+  Parser(const std::string& text, std::string where) : s_(text), where_(std::move(where)) {}
+  Value parse() {
+    Value v = value();
+    space();
+    if (i_ != s_.size()) fail("trailing characters");
+    return v;
+  }
+
+ private:
+  const std::string& s_;
+  std::string where_;
+  size_t i_ = 0;
+
+  [[noreturn]] void fail(const std::string& why) {
+    throw Error("oxide: " + where_ + ": broken JSON at offset " + std::to_string(i_) + ": " + why);
+  }
+  void space() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+  }
+  bool eat(char c) {
+    space();
+    if (i_ < s_.size() && s_[i_] == c) {
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+  std::string string() {
+    if (!eat('"')) fail("expected a string");
+    std::string out;
+    while (i_ < s_.size() && s_[i_] != '"') {
+      char c = s_[i_++];
+      if (c == '\\') {
+        if (i_ >= s_.size()) fail("bad escape");
+        char e = s_[i_++];
+        switch (e) {
+          case 'n': out += '\n'; break;
+          case 't': out += '\t'; break;
+          case 'r': out += '\r'; break;
+          case 'b': out += '\b'; break;
+          case 'f': out += '\f'; break;
+          case 'u': {
+            if (i_ + 4 > s_.size()) fail("bad \\u escape");
+            unsigned code = static_cast<unsigned>(std::strtoul(s_.substr(i_, 4).c_str(), nullptr, 16));
+            i_ += 4;
+            if (code < 0x80) {
+              out += static_cast<char>(code);
+            } else if (code < 0x800) {
+              out += static_cast<char>(0xC0 | (code >> 6));
+              out += static_cast<char>(0x80 | (code & 0x3F));
+            } else {  // surrogate pairs never occur in names oxide writes
+              out += static_cast<char>(0xE0 | (code >> 12));
+              out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+              out += static_cast<char>(0x80 | (code & 0x3F));
+            }
+            break;
+          }
+          default: out += e;
+        }
+      } else {
+        out += c;
+      }
+    }
+    if (i_ >= s_.size()) fail("unterminated string");
+    ++i_;
+    return out;
+  }
+  Value value() {
+    space();
+    if (i_ >= s_.size()) fail("unexpected end");
+    Value v;
+    char c = s_[i_];
+    if (c == '{') {
+      ++i_;
+      v.kind = Value::Object;
+      if (eat('}')) return v;
+      do {
+        std::string key = string();
+        if (!eat(':')) fail("expected ':'");
+        v.members.emplace_back(key, value());
+      } while (eat(','));
+      if (!eat('}')) fail("expected '}'");
+    } else if (c == '[') {
+      ++i_;
+      v.kind = Value::Array;
+      if (eat(']')) return v;
+      do v.items.push_back(value());
+      while (eat(','));
+      if (!eat(']')) fail("expected ']'");
+    } else if (c == '"') {
+      v.kind = Value::String;
+      v.text = string();
+    } else if (s_.compare(i_, 4, "true") == 0) {
+      v.kind = Value::Bool, v.boolean = true, i_ += 4;
+    } else if (s_.compare(i_, 5, "false") == 0) {
+      v.kind = Value::Bool, i_ += 5;
+    } else if (s_.compare(i_, 4, "null") == 0) {
+      i_ += 4;
+    } else {
+      char* end = nullptr;
+      v.kind = Value::Number;
+      v.number = std::strtod(s_.c_str() + i_, &end);
+      if (end == s_.c_str() + i_) fail("unexpected character");
+      i_ = static_cast<size_t>(end - s_.c_str());
+    }
+    return v;
+  }
+};
+}  // namespace json
+
+// ---- views ------------------------------------------------------------------------------------
+template <class T>
+struct Slice {
+  T* data;
+  int64_t length;
+};
+template <class T>
+Slice<const T> slice(const T* data, int64_t length) { return {data, length}; }
+template <class T>
+Slice<T> mut_slice(T* data, int64_t length) { return {data, length}; }
+
+template <class T>
+struct Tensor {
+  T* data;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;  // in elements
+};
+template <class T>
+Tensor<T> tensor(T* data, std::initializer_list<int64_t> shape, std::initializer_list<int64_t> strides) {
+  return {data, shape, strides};
+}
+
+namespace detail {
+template <class T> constexpr const char* dtype_of() {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_same_v<U, bool>) return "bool";
+  else if constexpr (std::is_same_v<U, float>) return "f32";
+  else if constexpr (std::is_same_v<U, double>) return "f64";
+  else if constexpr (std::is_integral_v<U> && std::is_signed_v<U> && sizeof(U) == 1) return "i8";
+  else if constexpr (std::is_integral_v<U> && std::is_signed_v<U> && sizeof(U) == 2) return "i16";
+  else if constexpr (std::is_integral_v<U> && std::is_signed_v<U> && sizeof(U) == 4) return "i32";
+  else if constexpr (std::is_integral_v<U> && std::is_signed_v<U> && sizeof(U) == 8) return "i64";
+  else if constexpr (std::is_integral_v<U> && std::is_unsigned_v<U> && sizeof(U) == 1) return "u8";
+  else if constexpr (std::is_integral_v<U> && std::is_unsigned_v<U> && sizeof(U) == 2) return "u16";
+  else if constexpr (std::is_integral_v<U> && std::is_unsigned_v<U> && sizeof(U) == 4) return "u32";
+  else if constexpr (std::is_integral_v<U> && std::is_unsigned_v<U> && sizeof(U) == 8) return "u64";
+  else return "f16/bf16 (pass 16-bit floats as oxide::slice of uint16_t storage is not supported)";
+}
+}  // namespace detail
+
+struct Param {
+  std::string name, kind, dtype;
+  int ndim = 1;
+};
+
+namespace detail {
+class LoadedCode;
+driver::CUfunction function_of(LoadedCode& code, const std::string& symbol);
+}  // namespace detail
+
+class Kernel {
+ public:
+  Kernel(std::shared_ptr<detail::LoadedCode> code, std::string symbol, std::string name, std::string where,
+         std::vector<Param> params)
+      : code_(std::move(code)), symbol_(std::move(symbol)), name_(std::move(name)), where_(std::move(where)),
+        params_(std::move(params)) {}
+
+  const std::string& name() const { return name_; }
+  std::vector<Param> params() const { return params_; }  // a copy: safe on a temporary Kernel
+
+  // Launches on `stream` (nullptr: the legacy default stream) of the current context.
+  template <class... Args>
+  void launch(std::initializer_list<unsigned> grid, std::initializer_list<unsigned> block, void* stream,
+              const Args&... args) const {
+    launch_shared(grid, block, 0, stream, args...);
+  }
+
+  template <class... Args>
+  void launch_shared(std::initializer_list<unsigned> grid, std::initializer_list<unsigned> block,
+                     unsigned shared_bytes, void* stream, const Args&... args) const {
+    std::vector<const Param*> passed;
+    for (const auto& p : params_)
+      if (p.kind != "constexpr") passed.push_back(&p);
+    if (passed.size() != sizeof...(Args)) {
+      throw Error(where_ + ": kernel '" + name_ + "' takes " + std::to_string(passed.size()) +
+                  " arguments, got " + std::to_string(sizeof...(Args)));
+    }
+    std::vector<uint64_t> slots;
+    size_t index = 0;
+    (pack(*passed[index++], args, slots), ...);
+    std::vector<void*> pointers;
+    for (auto& s : slots) pointers.push_back(&s);
+    unsigned g[3] = {1, 1, 1}, b[3] = {1, 1, 1};
+    dims(grid, g, "grid");
+    dims(block, b, "block");
+    // the arguments are checked first: a wrong call fails the same with or without a GPU
+    driver::CUfunction fn = detail::function_of(*code_, symbol_);
+    const auto& api = driver::api();
+    driver::check(api.cuLaunchKernel(fn, g[0], g[1], g[2], b[0], b[1], b[2], shared_bytes,
+                                     static_cast<driver::CUstream>(stream), pointers.data(), nullptr),
+                  "launching '" + name_ + "'");
+  }
+
+ private:
+  std::shared_ptr<detail::LoadedCode> code_;
+  std::string symbol_, name_, where_;
+  std::vector<Param> params_;
+
+  void dims(std::initializer_list<unsigned> in, unsigned* out, const char* what) const {
+    if (in.size() < 1 || in.size() > 3)
+      throw Error(where_ + ": kernel '" + name_ + "': " + what + " needs 1 to 3 dimensions");
+    size_t i = 0;
+    for (unsigned v : in) {
+      if (v == 0) throw Error(where_ + ": kernel '" + name_ + "': a " + what + " dimension is 0");
+      out[i++] = v;
+    }
+  }
+  [[noreturn]] void wrong(const Param& p, const std::string& expected, const std::string& got) const {
+    throw Error(where_ + ": kernel '" + name_ + "' parameter '" + p.name + "' is " + expected + ", got " + got);
+  }
+  static bool writable(const std::string& kind) {
+    return kind == "mut_slice" || kind == "disjoint_slice" || kind == "mut_tensor" || kind == "disjoint_tensor";
+  }
+  static std::string shown(const Param& p) {
+    if (p.kind == "scalar") return p.dtype;
+    return p.kind + "[" + p.dtype + (p.kind.find("tensor") != std::string::npos ? ", " + std::to_string(p.ndim) : "") + "]";
+  }
+
+  template <class T>
+  void pack(const Param& p, const T& value, std::vector<uint64_t>& slots) const {
+    static_assert(std::is_arithmetic_v<T>, "oxide: pass a scalar, oxide::slice/mut_slice or oxide::tensor");
+    if (p.kind != "scalar") wrong(p, shown(p), std::string("a scalar ") + detail::dtype_of<T>());
+    if (p.dtype != detail::dtype_of<T>()) wrong(p, p.dtype, detail::dtype_of<T>());
+    uint64_t slot = 0;
+    std::memcpy(&slot, &value, sizeof(T));
+    slots.push_back(slot);
+  }
+  template <class T>
+  void pack(const Param& p, const Slice<T>& view, std::vector<uint64_t>& slots) const {
+    std::string got = std::string(std::is_const_v<T> ? "slice[" : "mut_slice[") + detail::dtype_of<T>() + "]";
+    if (p.kind != "slice" && p.kind != "mut_slice" && p.kind != "disjoint_slice") wrong(p, shown(p), got);
+    if (p.dtype != detail::dtype_of<T>()) wrong(p, shown(p), got);
+    if (writable(p.kind) && std::is_const_v<T>) wrong(p, shown(p) + " (writable: pass oxide::mut_slice)", got);
+    if (view.length < 0) wrong(p, shown(p), "a negative length " + std::to_string(view.length));
+    if (!view.data && view.length > 0) wrong(p, shown(p), "a null pointer");
+    slots.push_back(reinterpret_cast<uint64_t>(view.data));
+    slots.push_back(static_cast<uint64_t>(view.length));
+  }
+  template <class T>
+  void pack(const Param& p, const Tensor<T>& view, std::vector<uint64_t>& slots) const {
+    std::string got = std::string("tensor[") + detail::dtype_of<T>() + ", " + std::to_string(view.shape.size()) + "]";
+    if (p.kind.find("tensor") == std::string::npos || p.dtype != detail::dtype_of<T>()) wrong(p, shown(p), got);
+    if (writable(p.kind) && std::is_const_v<T>) wrong(p, shown(p) + " (writable: pass a non-const pointer)", got);
+    if (static_cast<int>(view.shape.size()) != p.ndim || view.strides.size() != view.shape.size())
+      wrong(p, shown(p), got + " with " + std::to_string(view.strides.size()) + " strides");
+    for (int64_t extent : view.shape)
+      if (extent < 0) wrong(p, shown(p), "a negative extent");
+    slots.push_back(reinterpret_cast<uint64_t>(view.data));
+    for (int64_t extent : view.shape) slots.push_back(static_cast<uint64_t>(extent));
+    for (int64_t stride : view.strides) slots.push_back(static_cast<uint64_t>(stride));
+  }
+};
+
+namespace detail {
+// A module's code, loaded once per context it is used in.
+class LoadedCode {
+ public:
+  LoadedCode(std::string dir, std::string path, json::Value manifest)
+      : dir_(std::move(dir)), path_(std::move(path)), manifest_(std::move(manifest)) {}
+  const json::Value& manifest() const { return manifest_; }
+  const std::string& path() const { return path_; }
+
+  driver::CUfunction function(const std::string& symbol) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    driver::CUfunction fn = nullptr;
+    driver::check(driver::api().cuModuleGetFunction(&fn, loaded(), symbol.c_str()),
+                  "finding '" + symbol + "' in " + path_);
+    return fn;
+  }
+
+ private:
+  std::string dir_, path_;
+  json::Value manifest_;
+  std::mutex mutex_;
+  std::map<driver::CUcontext, driver::CUmodule> modules_;
+
+  // The module in the current context (the device's primary context when none is current).
+  driver::CUmodule loaded() {
+    const auto& api = driver::api();
+    driver::CUcontext ctx = nullptr;
+    driver::check(api.cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
+    if (!ctx) {
+      driver::CUdevice dev = 0;
+      driver::check(api.cuDeviceGet(&dev, 0), "cuDeviceGet");
+      driver::check(api.cuDevicePrimaryCtxRetain(&ctx, dev), "retaining the primary context");
+      driver::check(api.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+    }
+    auto it = modules_.find(ctx);
+    if (it != modules_.end()) return it->second;
+    driver::CUdevice dev = 0;
+    driver::check(api.cuCtxGetDevice(&dev), "cuCtxGetDevice");
+    int major = 0, minor = 0;
+    driver::check(api.cuDeviceGetAttribute(&major, 75, dev), "reading the compute capability");  // MAJOR
+    driver::check(api.cuDeviceGetAttribute(&minor, 76, dev), "reading the compute capability");  // MINOR
+    const int have = major * 10 + minor;
+    // the device's own arch, else the newest older one of the same major version
+    std::string file;
+    int best = -1;
+    for (const auto& c : manifest_.at("cubins", path_).members) {
+      int number = std::atoi(c.first.c_str() + 3);  // "sm_90"
+      if (number / 10 == major && number <= have && number > best) best = number, file = c.second.text;
+    }
+    if (file.empty())
+      if (const auto* ptx = manifest_.find("ptx"))
+        for (const auto& c : ptx->members) file = c.second.text;  // the driver JIT-compiles it
+    if (file.empty())
+      throw Error("oxide: " + path_ + " has no code for sm_" + std::to_string(have) + ": rebuild with that arch");
+    std::ifstream in(dir_ + "/" + file, std::ios::binary);
+    if (!in) throw Error("oxide: cannot read " + dir_ + "/" + file);
+    std::string image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    image.push_back('\0');  // PTX must be NUL-terminated
+    driver::CUmodule module = nullptr;
+    driver::check(api.cuModuleLoadData(&module, image.data()), "loading " + dir_ + "/" + file);
+    modules_[ctx] = module;
+    return module;
+  }
+};
+
+inline driver::CUfunction function_of(LoadedCode& code, const std::string& symbol) { return code.function(symbol); }
+}  // namespace detail
+
+class Module {
+ public:
+  // Reads <artifact_dir>/<module>.json (artifact_dir: the package's _oxide directory). Needs no GPU.
+  static Module open(const std::string& artifact_dir, const std::string& module) {
+    std::string path = artifact_dir + "/" + module + ".json";
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error("oxide: cannot read the manifest " + path + " (is the package built and installed?)");
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string body = text.str();
+    json::Value manifest = json::Parser(body, path).parse();
+    const auto& format = manifest.at("format", path);
+    if (format.kind != json::Value::Number || format.number != 1)
+      throw Error("oxide: " + path + ": manifest format is not 1 (another oxide release built it)");
+    Module m;
+    m.code_ = std::make_shared<detail::LoadedCode>(artifact_dir, path, std::move(manifest));
+    return m;
+  }
+
+  // The kernel called `name`; for a generic kernel, `specialization` picks one
+  // ({{"T", "f32"}}). Needs no GPU: the code is loaded at the first launch.
+  Kernel kernel(const std::string& name, const std::map<std::string, std::string>& specialization = {}) const {
+    const std::string& path = code_->path();
+    const json::Value* found = nullptr;
+    for (const auto& k : code_->manifest().at("kernels", path).items) {
+      if (k.at("name", path).text != name) continue;
+      bool match = true;
+      if (const auto* spec = k.find("specialization"))
+        for (const auto& kv : specialization) {
+          const auto* v = spec->find(kv.first);
+          match = match && v && v->text == kv.second;
+        }
+      if (match) {
+        if (found) throw Error("oxide: " + path + ": kernel '" + name + "' is generic: pass a specialization");
+        found = &k;
+      }
+    }
+    if (!found) throw Error("oxide: " + path + ": no kernel '" + name + "' (with that specialization)");
+    std::string where = found->at("file", path).text + ":" +
+                        std::to_string(static_cast<int>(found->at("line", path).number));
+    if (const auto* pre = found->find("preconditions"); pre && !pre->items.empty())
+      throw Error(where + ": kernel '" + name +
+                  "' has launch preconditions that only oxide's Python runtime checks: launch it from Python");
+    std::vector<Param> params;
+    for (const auto& p : found->at("params", path).items) {
+      Param param{p.at("name", path).text, p.at("kind", path).text, p.at("dtype", path).text, 1};
+      if (const auto* nd = p.find("ndim")) param.ndim = static_cast<int>(nd->number);
+      params.push_back(param);
+    }
+    return Kernel(code_, found->at("symbol", path).text, name, where, params);
+  }
+
+ private:
+  std::shared_ptr<detail::LoadedCode> code_;
+};
+
+}  // namespace oxide
