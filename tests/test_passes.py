@@ -31,8 +31,46 @@ def compile_error(tmp_path: Path, body: str) -> str:
 
 
 def test_the_pipeline_is_one_visible_list_of_named_passes() -> None:
-    assert pass_names() == [p.name for p in PIPELINE] == ["barrier-divergence"]
+    assert pass_names() == [p.name for p in PIPELINE] == ["launch-preconditions", "barrier-divergence"]
     assert len(set(pass_names())) == len(PIPELINE)
+
+
+# ---- launch preconditions -----------------------------------------------------------------
+
+def test_leading_asserts_on_the_launch_move_to_the_runtime(tmp_path: Path) -> None:
+    src = source(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32], n: i64) -> None:
+        half = n + 2
+        assert len(x) == len(out), "x and out differ"
+        assert n > 0
+        assert half < 100
+        i = thread.index_1d()
+        assert len(x) > 1
+        if i < len(out):
+            out[i] = x[i]
+    """)
+    from oxide_build.frontend import build_program
+    from oxide_build.scan import ProjectIndex
+
+    index = ProjectIndex(tmp_path)
+    before = build_program(index, index.add_file(src, "kern")).program
+    assert print_program(before).splitlines()[1:6] == [
+        "  half: i64 = (n + 2:i64)",
+        "  check (len(x) == len(out))!1  ; hoistable",
+        "  check (n > 0:i64)!2  ; hoistable",
+        "  check (half < 100:i64)!3  ; hoistable",  # a local: not a launch value
+        "  i: ThreadIndex = index_1d()",
+    ]
+    after = run_pipeline(before, passes=(PIPELINE[0],))
+    text = print_program(after)
+    assert "  ; precondition !1 ['eq', ['arg', 1], ['arg', 3]]" in text
+    assert "  ; precondition !2 ['gt', ['arg', 4], ['const', 0]]" in text
+    # a local is no launch value: that check stays on the device, and so does every later one
+    assert "check (half < 100:i64)!3" in text and "check (len(x) > 1:i64)!4  ; hoistable" in text
+    assert "check (n > 0" not in text
+    _, frontend = build_ir(src, "kern")
+    assert [p.site for p in frontend.kernels[0].preconditions] == [1, 2]
 
 
 # ---- barrier divergence across calls -------------------------------------------------------

@@ -240,14 +240,13 @@ class ProgramBuilder:
                     symbol=symbol, python_name=name, file=self.relative_file(self.module), params=translator.params,
                     ret=translator.ret or VoidType(), body=body, locals=translator.locals, is_kernel=True,
                     line=fdef.lineno, specialization=spec, launch_bounds=opts.get("launch_bounds"),
-                    max_registers=opts.get("max_registers"),
+                    max_registers=opts.get("max_registers"), preconditions=list(translator.preconditions),
                 ))
                 by_name = {p.name: _param_spec(p) for p in translator.params}
                 specs.append(KernelSpec(
                     name=name, symbol=symbol,
                     params=tuple(by_name.get(a.arg) or ParamSpec(a.arg, CONSTEXPR_PARAM, "i64") for a in fdef.args.args),
                     specialization=spec, file=self.module.path.name, line=fdef.lineno,
-                    preconditions=tuple(translator.preconditions),
                 ))
         return specs
 

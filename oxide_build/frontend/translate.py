@@ -10,8 +10,6 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from oxide.abi.params import SCALAR_PARAM, param_slot_count
-from oxide.abi.preconditions import ARITHMETIC, COMPARISONS
 from oxide.abi.views import ViewKind
 from oxide.errors import CompileError
 from oxide.runtime.manifest import Precondition
@@ -89,7 +87,6 @@ class FunctionTranslator(ast.NodeVisitor):
         self.locals: dict[str, Type] = {}
         self.local_decl_line: dict[str, int] = {}
         self.params: list[ir.Param] = []
-        self._slot_of: dict[str, int] | None = None  # _slots()
         self.param_names: set[str] = set()
         self.ret: Type | None = None
         self.loop_depth = 0
@@ -202,62 +199,6 @@ class FunctionTranslator(ast.NodeVisitor):
             axis = "xyz".index(assumed.axis)
             self.preconditions.append(Precondition(site, ["le", ["grid", axis], ["const", assumed.limit]]))
 
-    def launch_expr(self, e: ir.Expr) -> list[Any] | None:
-        """``e`` in the launch-precondition encoding (``oxide.abi.preconditions``), or None
-        when it depends on more than the launch arguments and dimensions."""
-        if isinstance(e, ir.Const):
-            return ["const", int(e.value)] if isinstance(e.value, (bool, int)) else None
-        if isinstance(e, ir.Var):
-            slot = self._slots().get(e.name)
-            scalar = as_scalar(e.ty)
-            if (slot is None or self.assign_counts.get(e.name, 0) or scalar is None
-                    or scalar.kind not in ("int", "uint", "bool")):
-                return None
-            return ["arg", slot]
-        if isinstance(e, ir.ViewLen) and isinstance(e.view, ir.Var) and isinstance(e.view.ty, ViewType):
-            slot = self._slots().get(e.view.name)
-            return ["arg", slot + 1] if slot is not None and not e.view.ty.is_tensor else None
-        if (isinstance(e, ir.ViewDim) and e.which == "shape" and isinstance(e.view, ir.Var)
-                and isinstance(e.view.ty, ViewType) and e.view.ty.is_tensor):
-            slot = self._slots().get(e.view.name)
-            return ["arg", slot + 1 + e.axis] if slot is not None else None
-        if isinstance(e, ir.SpecialReg) and e.name[:-2] in ("nctaid", "ntid"):
-            return ["grid" if e.name.startswith("nctaid") else "block", "xyz".index(e.name[-1])]
-        if isinstance(e, ir.Cast):
-            inner = self.launch_expr(e.operand)
-            ok = e.ty.kind in ("int", "uint", "bool") and (is_int(e.operand.ty) or e.operand.ty == BOOL)
-            return ["cast", e.ty.name, inner] if inner is not None and ok else None
-        if isinstance(e, ir.BinOp) and e.op in ("+", "-", "*") and e.ty.kind in ("int", "uint"):
-            a, b = self.launch_expr(e.left), self.launch_expr(e.right)
-            op = ARITHMETIC[e.op]
-            return [op, e.ty.name, a, b] if a is not None and b is not None else None
-        if isinstance(e, ir.Neg) and e.ty.kind in ("int", "uint"):
-            a = self.launch_expr(e.operand)
-            return ["neg", e.ty.name, a] if a is not None else None
-        if isinstance(e, ir.Compare) and e.operand_ty.kind in ("int", "uint", "bool"):
-            a, b = self.launch_expr(e.left), self.launch_expr(e.right)
-            op = COMPARISONS[e.op]
-            return [op, a, b] if a is not None and b is not None else None
-        if isinstance(e, ir.BoolOp):
-            parts = [self.launch_expr(v) for v in e.values]
-            return [e.op.value, parts] if all(p is not None for p in parts) else None
-        if isinstance(e, ir.Not):
-            a = self.launch_expr(e.operand)
-            return ["not", a] if a is not None else None
-        return None
-
-    def _slots(self) -> dict[str, int]:
-        """Parameter name -> its first packed slot (``oxide.abi.params``: a view is its pointer,
-        then its length or its shape and strides);
-        worked out once, at the first launch assert (all parameters are known by then)."""
-        if self._slot_of is None:
-            self._slot_of = {}
-            k = 0
-            for p in self.params:
-                self._slot_of[p.name] = k
-                k += param_slot_count(p.ty.kind, p.ty.ndim) if isinstance(p.ty, ViewType) else param_slot_count(SCALAR_PARAM)
-        return self._slot_of
-
     # ---- statements ---------------------------------------------------------------------
 
     def block(self, stmts: list[ast.stmt], scope: Scope | None = None) -> list[ir.Stmt]:
@@ -269,7 +210,8 @@ class FunctionTranslator(ast.NodeVisitor):
             for stmt in stmts:
                 result = self.visit(stmt)
                 if self.prefix_open and len(self.scopes) == 2 and not (
-                        result is None or isinstance(result, ir.Assign) and ir.is_pure(result.value)):
+                        result is None or isinstance(result, ir.Assign) and ir.is_pure(result.value)
+                        or isinstance(result, ir.Check) and result.hoistable):
                     self.prefix_open = False  # later asserts may depend on what this statement did
                 if result is None:
                     continue
@@ -743,12 +685,8 @@ class FunctionTranslator(ast.NodeVisitor):
             what = f"{what}: {node.msg.value}"
         site = self.builder.add_error_site("assert", self.kernel_name, self.module, node, what)
         self.add_facts(cond, negated=False)
-        if self.prefix_open and len(self.scopes) == 2:
-            expr = self.launch_expr(cond)
-            if expr is not None:  # checked by the runtime before the launch, not by every thread
-                self.preconditions.append(Precondition(site, expr))
-                return None
-        return ir.Check(cond, site, self.loc(node))
+        # in the prefix, the launch-preconditions pass may move it to the runtime
+        return ir.Check(cond, site, self.loc(node), hoistable=self.prefix_open and len(self.scopes) == 2)
 
     # ---- bounds-check facts (bounds.py proves; these keep the scopes) ----------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
-from oxide.abi.manifest import ErrorSite
+from oxide.abi.manifest import ErrorSite, Precondition
 
 from .ops import BinaryOp, CompareOp, LogicOp
 from .types import ScalarType, Type
@@ -267,11 +267,14 @@ class ArrayDecl:
 
 @dataclass
 class Check:
-    """``assert``: when ``cond`` is false, the kernel reports ``site`` and the thread ends."""
+    """``assert``: when ``cond`` is false, the kernel reports ``site`` and the thread ends.
+    ``hoistable``: it stands in a kernel's prefix, where the launch-preconditions pass may move
+    it to the runtime."""
 
     cond: Expr
     site: int
     loc: Loc
+    hoistable: bool = False
 
 
 @dataclass
@@ -308,6 +311,8 @@ class Function:
     export: bool = False  # C linkage under ``symbol``, callable from CUDA C++ (@device(export=))
     launch_bounds: int | None = None  # most threads per block the kernel is launched with
     max_registers: int | None = None
+    # kernels: conditions the runtime checks before the launch (the manifest's preconditions)
+    preconditions: list[Precondition] = field(default_factory=list)
 
 
 @dataclass

@@ -37,6 +37,7 @@ def print_function(fn: ir.Function) -> str:
         extras.append(f"launch_bounds {fn.launch_bounds}")
     if fn.max_registers:
         extras.append(f"max_registers {fn.max_registers}")
+    extras += [f"precondition !{p.site} {p.expr}" for p in fn.preconditions]
     lines = [header] + [f"  ; {e}" for e in extras]
     _block(fn.body, 1, lines, fn.locals)
     return "\n".join(lines) + "\n"
@@ -75,7 +76,7 @@ def _block(stmts: list[ir.Stmt], depth: int, out: list[str], local_types: dict[s
         elif isinstance(s, ir.ArrayDecl):
             out.append(f"{pad}{s.name}: {type_name(s.ty)} = array")
         elif isinstance(s, ir.Check):
-            out.append(f"{pad}check {print_expr(s.cond)}!{s.site}")
+            out.append(f"{pad}check {print_expr(s.cond)}!{s.site}" + ("  ; hoistable" if s.hoistable else ""))
         elif isinstance(s, ir.Break):
             out.append(pad + "break")
         elif isinstance(s, ir.Continue):

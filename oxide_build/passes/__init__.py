@@ -21,6 +21,7 @@ from ..ir import nodes as ir
 from ..ir.printer import print_program
 from ..ir.verify import verify_program
 from .divergence import BarrierDivergence
+from .launch_preconditions import LaunchPreconditions
 
 __all__ = ["Pass", "PIPELINE", "pass_names", "run_pipeline"]
 
@@ -33,6 +34,7 @@ class Pass(Protocol):
 
 
 PIPELINE: tuple[Pass, ...] = (
+    LaunchPreconditions(),
     BarrierDivergence(),
 )
 

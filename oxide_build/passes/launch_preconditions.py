@@ -1,0 +1,119 @@
+"""Launch preconditions: a kernel's leading ``assert`` whose condition depends only on the
+launch (scalar arguments, view lengths and shapes, ``grid.dim``, ``block.dim``) is checked by
+the runtime before the launch (``oxide.abi.preconditions``), instead of by every thread.
+
+The frontend marks the checks that stand in the kernel's prefix (before any statement that
+could change what a later condition means, checks aside) as ``hoistable``; this pass moves
+them, in order, from the body into ``Function.preconditions`` (ahead of the grid limits the
+frontend's bounds proofs recorded there) until it meets one it cannot encode, which stays on
+the device with every check after it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from oxide.abi.params import SCALAR_PARAM, param_slot_count
+from oxide.abi.preconditions import ARITHMETIC, COMPARISONS
+from oxide.abi.manifest import Precondition
+
+from ..ir import nodes as ir
+from ..ir.types import BOOL, ViewType, as_scalar, is_int
+
+__all__ = ["LaunchPreconditions", "launch_expr"]
+
+
+@dataclass(frozen=True)
+class LaunchPreconditions:
+    name: str = "launch-preconditions"
+
+    def apply(self, program: ir.Program) -> ir.Program:
+        for fn in program.functions:
+            if fn.is_kernel and any(isinstance(s, ir.Check) and s.hoistable for s in fn.body):
+                self._hoist(fn)
+        return program
+
+    @staticmethod
+    def _hoist(fn: ir.Function) -> None:
+        slots = _slots(fn)
+        assigned = {s.name for s in _assignments(fn.body)}
+        hoisted: list[Precondition] = []
+        body: list[ir.Stmt] = []
+        prefix = True
+        for s in fn.body:
+            if prefix and isinstance(s, ir.Check) and s.hoistable:
+                expr = launch_expr(s.cond, slots, assigned)
+                if expr is not None:
+                    hoisted.append(Precondition(s.site, expr))
+                    continue
+                prefix = False  # it stays on the device: later conditions may rely on it
+            body.append(s)
+        fn.body = body
+        fn.preconditions = hoisted + fn.preconditions
+
+
+def _assignments(stmts: list[ir.Stmt]) -> list[ir.Assign]:
+    out: list[ir.Assign] = []
+    for s in stmts:
+        if isinstance(s, ir.Assign):
+            out.append(s)
+        elif isinstance(s, ir.If):
+            out += _assignments(s.then) + _assignments(s.orelse)
+        elif isinstance(s, ir.While):
+            out += _assignments(s.body) + _assignments(s.step)
+    return out
+
+
+def _slots(fn: ir.Function) -> dict[str, int]:
+    """Parameter name -> its first slot in the parameter block (``oxide.abi.params``)."""
+    slots: dict[str, int] = {}
+    k = 0
+    for p in fn.params:
+        slots[p.name] = k
+        k += param_slot_count(p.ty.kind, p.ty.ndim) if isinstance(p.ty, ViewType) else param_slot_count(SCALAR_PARAM)
+    return slots
+
+
+def launch_expr(e: ir.Expr, slots: dict[str, int], assigned: set[str]) -> list[Any] | None:
+    """``e`` in the launch-precondition encoding, or None when it depends on more than the
+    launch arguments and dimensions (or on a parameter the kernel assigns)."""
+    def enc(x: ir.Expr) -> list[Any] | None:
+        return launch_expr(x, slots, assigned)
+
+    if isinstance(e, ir.Const):
+        return ["const", int(e.value)] if isinstance(e.value, (bool, int)) else None
+    if isinstance(e, ir.Var):
+        slot = slots.get(e.name)
+        scalar = as_scalar(e.ty)
+        if slot is None or e.name in assigned or scalar is None or scalar.kind not in ("int", "uint", "bool"):
+            return None
+        return ["arg", slot]
+    if isinstance(e, ir.ViewLen) and isinstance(e.view, ir.Var) and isinstance(e.view.ty, ViewType):
+        slot = slots.get(e.view.name)
+        return ["arg", slot + 1] if slot is not None and not e.view.ty.is_tensor else None
+    if (isinstance(e, ir.ViewDim) and e.which == "shape" and isinstance(e.view, ir.Var)
+            and isinstance(e.view.ty, ViewType) and e.view.ty.is_tensor):
+        slot = slots.get(e.view.name)
+        return ["arg", slot + 1 + e.axis] if slot is not None else None
+    if isinstance(e, ir.SpecialReg) and e.name[:-2] in ("nctaid", "ntid"):
+        return ["grid" if e.name.startswith("nctaid") else "block", "xyz".index(e.name[-1])]
+    if isinstance(e, ir.Cast):
+        inner = enc(e.operand)
+        ok = e.ty.kind in ("int", "uint", "bool") and (is_int(e.operand.ty) or e.operand.ty == BOOL)
+        return ["cast", e.ty.name, inner] if inner is not None and ok else None
+    if isinstance(e, ir.BinOp) and e.op in ARITHMETIC and e.ty.kind in ("int", "uint"):
+        a, b = enc(e.left), enc(e.right)
+        return [ARITHMETIC[e.op], e.ty.name, a, b] if a is not None and b is not None else None
+    if isinstance(e, ir.Neg) and e.ty.kind in ("int", "uint"):
+        a = enc(e.operand)
+        return ["neg", e.ty.name, a] if a is not None else None
+    if isinstance(e, ir.Compare) and e.operand_ty.kind in ("int", "uint", "bool"):
+        a, b = enc(e.left), enc(e.right)
+        return [COMPARISONS[e.op], a, b] if a is not None and b is not None else None
+    if isinstance(e, ir.BoolOp):
+        parts = [enc(v) for v in e.values]
+        return [e.op.value, parts] if all(p is not None for p in parts) else None
+    if isinstance(e, ir.Not):
+        a = enc(e.operand)
+        return ["not", a] if a is not None else None
+    return None
