@@ -205,3 +205,19 @@ def test_lineinfo_with_cuda_cpp() -> None:
     root = fuzz_kernels.ROOT / "tests" / "packages" / "interop"
     compiled = compile_module(root / "ffi_kernels.py", "ffi_kernels", CompileOptions(archs=("sm_90",), lineinfo=True), root=root)
     assert compiled.cubins["sm_90"]
+
+
+def test_floor_division_of_several_float_types_in_one_module(tmp_path: Path) -> None:
+    """bf16 // after f64 //: both took the declaration llvm.floor.f64 ('double != bfloat')."""
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + """from oxide import bf16, f16
+
+@ox.kernel
+def k(a: Slice[f64], b: Slice[bf16], c: Slice[f16], out: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i < len(out) and i < len(a) and i < len(b) and i < len(c):
+        out[i] = f32(a[i] // 2.0) + f32(b[i] // bf16(2.0)) + f32(c[i] // f16(3.0))
+""")
+    compiled = compile_module(src, "kern", CompileOptions(archs=("sm_80", "sm_90")))
+    assert sorted(compiled.cubins) == ["sm_80", "sm_90"]
+    assert "llvm.floor.f32" in compiled.llvm_ir and "llvm.floor.f64" in compiled.llvm_ir

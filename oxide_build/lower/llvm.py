@@ -700,6 +700,10 @@ class FunctionLowering:
             if e.op == "/":
                 return b.fdiv(l, r, flags=["fast"] if self.parent.fast_math else [])
             if e.op == "//":
+                if t.bits < 32:  # f16/bf16 divide and floor in f32 (one llvm.floor per type name)
+                    f32 = ll.FloatType()
+                    floor = self.parent.intrinsic("llvm.floor.f32", f32, [f32])
+                    return b.fptrunc(b.call(floor, [b.fdiv(b.fpext(l, f32), b.fpext(r, f32))]), l.type)
                 floor = self.parent.intrinsic(f"llvm.floor.{'f32' if t.bits == 32 else 'f64'}", l.type, [l.type])
                 return b.call(floor, [b.fdiv(l, r)])
             if e.op == "%":
