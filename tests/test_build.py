@@ -347,7 +347,11 @@ def test_sample_project_pip_wheel(tmp_path: Path) -> None:
     assert not any(n.endswith(".cubin") for n in entries)
     # the generic kernel is compiled once per TypeVar constraint
     assert sorted(k.specialization.get("T", "") for k in manifest.kernels_named("saxpy")) == ["f32", "f64"]
-    assert {"sample/__init__.py", "sample/__main__.py", "sample/kernels.py"} <= set(entries)
+    assert {"sample/__init__.py", "sample/__main__.py", "sample/kernels.py", "sample/ops.py"} <= set(entries)
+    # the pybind11 module CMake built, which launches a Python kernel from C++
+    assert [n for n in entries if n.startswith("sample/_native.") and n.endswith((".so", ".pyd"))]
+    assert {k.name for k in manifest.kernels} == {"saxpy", "gelu_forward", "gelu_cpp", "softmax_rows",
+                                                  "histogram256", "dropout_forward", "box_blur3"}
     assert runtime_requirements(metadata_of(entries)) == [RUNTIME]
     assert_record_matches(entries)
 
@@ -395,8 +399,9 @@ def test_sample_runs_on_gpu(tmp_path: Path) -> None:
     result = run_sample(project)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("float32: 1000003 elements match")
-    assert lines[1].startswith("float64: 1000003 elements match")
+    assert lines[0].split() == ["op", "array", "size", "time", "max", "error", "ok"]
+    table = [line.split() for line in lines[1:-1]]
+    assert {row[0] for row in table} >= {"gelu", "softmax", "histogram", "dropout", "blur", "saxpy"}
     assert lines[-1] == "OK"
 
 

@@ -101,7 +101,11 @@ def test_usage_errors_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 def test_scan_lists_kernels() -> None:
     result = run_oxide("scan", str(REPO / "sample_project"))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["sample.kernels (sample/kernels.py): saxpy", "1 kernel in 1 module"]
+    assert result.stdout.splitlines() == [
+        "sample.kernels (sample/kernels.py): gelu_cpp, saxpy, gelu_forward, softmax_rows, histogram256, "
+        "dropout_forward, box_blur3",
+        "7 kernels in 1 module",
+    ]
 
 
 def test_scan_src_layout_and_package_filter(capsys: pytest.CaptureFixture[str]) -> None:
