@@ -226,22 +226,16 @@ class ProgramBuilder:
                 bound = {n: TypeVarBinding(n, typevars[n].constraints, t) for n, t in zip(names, combo)}
                 parts = [t.name for t in combo] + [f"{n}{v}".replace("-", "m") for n, v in zip(cnames, values)]
                 symbol = name if not parts else f"{name}_{'_'.join(parts)}"
-                translator = FunctionTranslator(self, self.module, fdef, bound, True, name, bounds)
-                translator.constexprs = dict(zip(cnames, values))
-                self.call_stack.append((self.module.name, name))
-                try:
-                    translator.translate_signature()
-                    body = translator.translate_body()
-                finally:
-                    self.call_stack.pop()
                 spec = {n: t.name for n, t in zip(names, combo)}
                 spec.update({n: str(v) for n, v in zip(cnames, values)})
-                self.functions.append(ir.Function(
-                    symbol=symbol, python_name=name, file=self.relative_file(self.module), params=translator.params,
-                    ret=translator.ret or VoidType(), body=body, locals=translator.locals, is_kernel=True,
-                    line=fdef.lineno, specialization=spec, launch_bounds=opts.get("launch_bounds"),
-                    max_registers=opts.get("max_registers"), preconditions=list(translator.preconditions),
-                ))
+                translator, function = self.translate_function(
+                    self.module, fdef, bound, symbol, kernel_name=name, bounds_check=bounds, is_kernel=True,
+                    constexprs=dict(zip(cnames, values)))
+                function.specialization = spec
+                function.launch_bounds = opts.get("launch_bounds")
+                function.max_registers = opts.get("max_registers")
+                function.preconditions = list(translator.preconditions)
+                self.functions.append(function)
                 by_name = {p.name: _param_spec(p) for p in translator.params}
                 specs.append(KernelSpec(
                     name=name, symbol=symbol,
@@ -284,21 +278,36 @@ class ProgramBuilder:
             if self.typevars_of(self.module, fdef):
                 raise self.module.error(fdef, f"the exported device function {name!r} cannot be generic",
                                         "give its parameters concrete types; C++ sees one signature")
-            translator = FunctionTranslator(self, self.module, fdef, {}, False, name, self.bounds_check)
-            self.call_stack.append((self.module.name, name))
-            try:
-                translator.translate_signature()
-                body = translator.translate_body()
-            finally:
-                self.call_stack.pop()
-            for p in translator.params:
+            _, function = self.translate_function(self.module, fdef, {}, symbol, kernel_name=name,
+                                                  bounds_check=self.bounds_check)
+            for p in function.params:
                 if isinstance(p.ty, ThreadIndexType):
                     raise self.module.error(fdef, f"the exported function {name!r} cannot take a ThreadIndex")
-            self.functions.append(ir.Function(
-                symbol=symbol, python_name=name, file=self.relative_file(self.module), params=translator.params,
-                ret=translator.ret or VoidType(), body=body, locals=translator.locals, is_kernel=False,
-                line=fdef.lineno, export=True,
-            ))
+            function.export = True
+            self.functions.append(function)
+
+    def translate_function(
+        self, module: ModuleSource, fdef: ast.FunctionDef, typevars: dict[str, TypeVarBinding], symbol: str,
+        kernel_name: str, bounds_check: bool, is_kernel: bool = False, param_types: list[Type] | None = None,
+        constexprs: dict[str, int] | None = None,
+    ) -> tuple[FunctionTranslator, ir.Function]:
+        """One instance of ``fdef`` (a kernel specialization, an export or a device function for
+        one list of argument types) as an IR function, with the translator that made it."""
+        translator = FunctionTranslator(self, module, fdef, typevars, is_kernel, kernel_name, bounds_check)
+        if constexprs:
+            translator.constexprs = constexprs
+        self.call_stack.append((module.name, fdef.name))
+        try:
+            translator.translate_signature(param_types)
+            body = translator.translate_body()
+        finally:
+            self.call_stack.pop()
+        function = ir.Function(
+            symbol=symbol, python_name=fdef.name, file=self.relative_file(module), params=translator.params,
+            ret=translator.ret or VoidType(), body=body, locals=translator.locals, is_kernel=is_kernel,
+            line=fdef.lineno,
+        )
+        return translator, function
 
     # ---- device functions ------------------------------------------------------------------
 
@@ -386,23 +395,14 @@ class ProgramBuilder:
                                    "rewrite the recursion as a loop")
             inst = _Instance(None)
             self.instances[key] = inst
-            translator = FunctionTranslator(self, module, fdef, typevars, False, caller.kernel_name, caller.bounds_check)
-            self.call_stack.append((module.name, fdef.name))
+            suffix = "_".join(type_name(t).replace("[", "_").replace("]", "") for t in param_types)
+            symbol = f"__ox_{module.name.replace('.', '_')}_{fdef.name}" + (f"__{suffix}" if suffix else "")
             try:
-                translator.translate_signature(param_types)
-                body = translator.translate_body()
+                _, inst.function = self.translate_function(module, fdef, typevars, symbol, kernel_name=caller.kernel_name,
+                                                           bounds_check=caller.bounds_check, param_types=param_types)
             except CompileError:
                 del self.instances[key]
                 raise
-            finally:
-                self.call_stack.pop()
-            suffix = "_".join(type_name(t).replace("[", "_").replace("]", "") for t in param_types)
-            symbol = f"__ox_{module.name.replace('.', '_')}_{fdef.name}" + (f"__{suffix}" if suffix else "")
-            inst.function = ir.Function(
-                symbol=symbol, python_name=fdef.name, file=self.relative_file(module), params=translator.params,
-                ret=translator.ret or VoidType(), body=body, locals=translator.locals, is_kernel=False,
-                line=fdef.lineno,
-            )
             self.functions.append(inst.function)
         elif inst.function is None:
             chain = " -> ".join(n for _, n in self.call_stack) + f" -> {fdef.name}"
