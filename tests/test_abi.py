@@ -64,6 +64,8 @@ def test_a_view_kind_is_its_manifest_string() -> None:
     spec = ParamSpec("x", "disjoint_tensor", "f32", 2)
     assert spec.is_view and spec.is_tensor and spec.is_mutable_view
     assert not ParamSpec("p", "ptr", "f32").is_view  # a kernel never takes a Ptr
+    assert ParamSpec("a", params.SCALAR_PARAM, "f32").is_scalar and not spec.is_scalar
+    assert ParamSpec("c", params.CONSTEXPR_PARAM, "i64").is_constexpr and not spec.is_constexpr
 
 
 @pytest.mark.parametrize("kind, ndim, slots", [

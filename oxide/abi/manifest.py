@@ -56,6 +56,15 @@ class ParamSpec(NamedTuple):
     ndim: int = 1  # views: Slice kinds are 1-D; a tensor passes pointer, shape[ndim], strides[ndim]
 
     @property
+    def is_scalar(self) -> bool:
+        return self.kind == SCALAR_PARAM
+
+    @property
+    def is_constexpr(self) -> bool:
+        """Compiled into the specialization; not passed at launch."""
+        return self.kind == CONSTEXPR_PARAM
+
+    @property
     def is_view(self) -> bool:
         return self.kind in _PARAM_VIEW_KINDS
 

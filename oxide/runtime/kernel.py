@@ -611,7 +611,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         variants = [
             Specialization(
                 s, ArgPacker(s.params),
-                [_CONSTEXPR if p.kind == "constexpr" else None if p.is_view else scalar_converter(p.dtype) for p in s.params],
+                [_CONSTEXPR if p.is_constexpr else None if p.is_view else scalar_converter(p.dtype) for p in s.params],
                 index
             )
             for index, s in enumerate(specs)
@@ -628,7 +628,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             variants=variants,
             by_view_dtypes=by_dtypes,
             tensor_ndim=tuple(first[i].ndim if first[i].is_tensor else 0 for i in view_index),
-            constexpr_index=tuple(i for i, p in enumerate(first) if p.kind == "constexpr"),
+            constexpr_index=tuple(i for i, p in enumerate(first) if p.is_constexpr),
         )
         self._planned = self._plan is not None and self._configure_plan(d)
         self._dispatch = d
@@ -649,13 +649,13 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             elif p.is_view:
                 if p.ndim != 1:
                     return False
-            elif p.kind not in ("scalar", "constexpr"):
+            elif not (p.is_scalar or p.is_constexpr):
                 return False
         constexprs: list[tuple[int, ...]] = []
         for v in d.variants:
             if [(p.kind, p.ndim) for p in v.spec.params] != layout:
                 return False
-            if any(p.kind == "scalar" and p.dtype not in codes for p in v.spec.params):
+            if any(p.is_scalar and p.dtype not in codes for p in v.spec.params):
                 return False
             values = []
             for i in d.constexpr_index:
@@ -676,7 +676,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             [
                 (
                     [codes.get(v.spec.params[i].dtype, 0) for i in d.view_index],
-                    [codes.get(p.dtype, 0) if p.kind == "scalar" else 0 for p in v.spec.params],
+                    [codes.get(p.dtype, 0) if p.is_scalar else 0 for p in v.spec.params],
                     keys.count(key) == 1,
                     list(c),
                     [pre.expr for pre in v.spec.preconditions],
@@ -684,7 +684,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
                 for v, key, c in zip(d.variants, keys, constexprs)
             ],
             [p.ndim if p.is_tensor else 0 for p in first],
-            [p.kind == "constexpr" for p in first],
+            [p.is_constexpr for p in first],
         ))
 
     def _load(self, variant: Specialization) -> tuple[Any, int, int]:

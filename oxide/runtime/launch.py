@@ -173,7 +173,7 @@ class ArgPacker:
 
         fmt = "="
         for p in params:
-            if p.kind == "constexpr":
+            if p.is_constexpr:
                 continue  # compiled into the specialization, not passed
             if p.is_tensor:
                 fmt += "Q" + "q" * (2 * p.ndim)  # pointer, shape, strides (elements)
