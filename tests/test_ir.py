@@ -79,18 +79,20 @@ def test_a_function_that_can_end_without_its_value_is_a_located_error(tmp_path: 
     """It was lowered to `unreachable`; the verifier is where the rule lives."""
     with pytest.raises(CompileError) as info:
         frontend(tmp_path, """
-            def f(x: i64) -> i64:
-                if x > 0:
+            def sign(v: f32) -> i64:
+                if v > 0.0:
                     return 1
+                elif v < 0.0:
+                    return -1
 
             @ox.kernel
-            def k(x: Slice[i64], out: DisjointSlice[i64]) -> None:
+            def k(x: Slice[f32], out: DisjointSlice[i64]) -> None:
                 i = thread.index_1d()
                 if i < len(out) and i < len(x):
-                    out[i] = f(x[i])
+                    out[i] = sign(x[i])
             """)
     text = str(info.value)
-    assert "kern.py:5:5: error: not every path of f() returns a value" in text
+    assert "kern.py:5:5: error: not every path of sign() returns a value" in text
     assert "return <i64>" in text and "internal" not in text
 
 

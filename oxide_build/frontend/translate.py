@@ -22,7 +22,7 @@ from ..ir.types import (
     ViewType, VoidType, as_scalar, is_int, type_name,
 )
 from ..scan import ModuleSource, Symbol
-from ..intrinsics import intrinsic_info
+from ..passes.divergence import is_thread_dependent
 from .annotations import PYTHON_SCALARS, TypeVarBinding, dotted_parts, oxide_name, resolve_annotation
 from .bounds import Poly, Prover, add, atom, const, mul
 from .promotion import PromotionError, fits, literal_type, promote
@@ -297,19 +297,7 @@ class FunctionTranslator(ast.NodeVisitor):
         return ir.MakeTuple(values, TupleType(tuple(v.ty for v in values)), self.loc(node))
 
     def is_thread_dependent(self, value: ir.Expr) -> bool:
-        stack: list[ir.Expr] = [value]
-        while stack:
-            e = stack.pop()
-            if isinstance(e, (ir.ThreadIndex1D, ir.ViewLoad)):
-                return True
-            if isinstance(e, ir.SpecialReg) and e.name.startswith("tid."):
-                return True
-            if isinstance(e, ir.Intrinsic) and getattr(intrinsic_info(e.name), "thread_dependent", False):
-                return True
-            if isinstance(e, ir.Var) and e.name in self.thread_dependent:
-                return True
-            stack.extend(ir.children(e))
-        return False
+        return is_thread_dependent(value, self.thread_dependent)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ir.Stmt | None:
         if not isinstance(node.target, ast.Name):

@@ -19,7 +19,7 @@ from ..intrinsics import intrinsic_info
 from ..ir import nodes as ir
 from ..ir.verify import IRError
 
-__all__ = ["BarrierDivergence", "BARRIER"]
+__all__ = ["BarrierDivergence", "BARRIER", "is_thread_dependent"]
 
 BARRIER = "llvm.nvvm.barrier0"  # what block.sync() is in the IR
 
@@ -64,19 +64,25 @@ class _Facts:
     barrier_at: dict[str, tuple[str, ir.Loc]] = field(default_factory=dict)  # symbol -> a sync it reaches
 
     def depends(self, symbol: str, e: ir.Expr) -> bool:
-        names = self.dependent_vars.get(symbol, set())
-        for x in _expressions(e):
-            if isinstance(x, (ir.ThreadIndex1D, ir.ViewLoad)):
-                return True
-            if isinstance(x, ir.SpecialReg) and x.name.startswith("tid."):
-                return True
-            if isinstance(x, ir.Intrinsic) and getattr(intrinsic_info(x.name), "thread_dependent", False):
-                return True
-            if isinstance(x, ir.Var) and x.name in names:
-                return True
-            if isinstance(x, ir.Call) and x.symbol in self.returns_dependent:
-                return True
-        return False
+        return is_thread_dependent(e, self.dependent_vars.get(symbol, set()), self.returns_dependent)
+
+
+def is_thread_dependent(e: ir.Expr, names: set[str], calls: set[str] | frozenset[str] = frozenset()) -> bool:
+    """Whether ``e`` can differ between the threads of a block: it reads the thread's identity,
+    memory, a thread-dependent intrinsic, one of the locals ``names`` or the result of one of
+    the functions ``calls``."""
+    for x in _expressions(e):
+        if isinstance(x, (ir.ThreadIndex1D, ir.ViewLoad)):
+            return True
+        if isinstance(x, ir.SpecialReg) and x.name.startswith("tid."):
+            return True
+        if isinstance(x, ir.Intrinsic) and getattr(intrinsic_info(x.name), "thread_dependent", False):
+            return True
+        if isinstance(x, ir.Var) and x.name in names:
+            return True
+        if isinstance(x, ir.Call) and x.symbol in calls:
+            return True
+    return False
 
 
 @dataclass(frozen=True)
