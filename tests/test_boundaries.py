@@ -254,3 +254,27 @@ def test_boundary_decls_of_a_module_without_cpp_is_empty(tmp_path: Path) -> None
     _, frontend = build_ir(src, "plain", OPTS, None)
     assert boundary_decls(frontend.program) == ()
     assert re.search(r"extern", boundary_header(())) is None
+
+
+def test_tensor_parameters_pass_pointer_extents_and_strides(tmp_path: Path) -> None:
+    """The prototype of a tensor parameter is the ABI's: pointer, N extents, N strides."""
+    src = _project(tmp_path, '''
+        from oxide import Tensor
+
+        @ox.extern("ox_corner", sources=["k.cu"])
+        def corner(t: Tensor[f32, 2]) -> f32: ...
+
+        @kernel
+        def k(t: Tensor[f32, 2], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = corner(t)
+    ''', '''
+        extern "C" __device__ float ox_corner(const float* t, long long rows, long long cols,
+                                              long long row_stride, long long col_stride) { return t[0]; }
+    ''')
+    compiled = compile_module(src, "k", OPTS)
+    (decl,) = compiled.boundary
+    assert decl.declaration == ('extern "C" __device__ float ox_corner(const float* t, long long t_extent0, '
+                                'long long t_extent1, long long t_stride0, long long t_stride1);')
+    assert compiled.cubins["sm_90"][:4] == b"\x7fELF"
