@@ -850,6 +850,11 @@ class FunctionTranslator(ast.NodeVisitor):
         if name in self.assign_counts:  # assigned somewhere, just not before this use
             raise self.error(node, f"{name!r} is used before it is assigned",
                              "assign it on every path before this use")
+        value_node = getattr(sym.node, "value", None) if sym is not None else None
+        if value_node is not None and _is_number_expression(value_node):
+            raise self.error(node, f"the module constant {name!r} = {ast.unparse(value_node)} does not fold to a "
+                                   f"64-bit number", f"fix its definition at {self.module.path.name}:"
+                                                     f"{sym.node.lineno}: no division by zero, no value past 64 bits")  # type: ignore[union-attr]
         if sym is not None:
             raise self.error(node, f"{name!r} cannot be used as a value in a kernel",
                              "only local variables, parameters and module-level number constants are values")
@@ -1397,6 +1402,14 @@ def _widens(src: ScalarType, dst: ScalarType) -> bool:
     if src.kind == "uint" and dst.kind == "int":
         return dst.bits > src.bits
     return False
+
+
+def _is_number_expression(node: ast.AST) -> bool:
+    """Only number literals and operators: a constant that failed to fold (past 64 bits, a
+    division by zero), not a name the kernel cannot use."""
+    return all(isinstance(n, (ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop))
+               or (isinstance(n, ast.Constant) and isinstance(n.value, (int, float)))
+               for n in ast.walk(node))
 
 
 def _always_exits(stmts: list[ast.stmt]) -> bool:
