@@ -164,10 +164,12 @@ class FakeDriver:
         return self.OK, ordinal
 
     def cuDevicePrimaryCtxRetain(self, dev: int) -> tuple[Any, int]:
-        return self.OK, 0xC0
+        return self.OK, 0xC0 if dev == 0 else 0xC00 + dev  # device d > 0: the context its pointers name
 
     def cuCtxSetCurrent(self, ctx: int) -> tuple[Any]:
         self.ctx = int(ctx)
+        if 0xC00 < self.ctx < 0xD00 or self.ctx == 0xC0:
+            self.current_device = 0 if self.ctx == 0xC0 else self.ctx - 0xC00
         return (self.OK,)
 
     def cuCtxGetDevice(self) -> tuple[Any, int]:
@@ -267,7 +269,8 @@ class FakeDriver:
         pointers = (ctypes.c_void_p * max(len(slots), 1)).from_address(params) if slots else []
         values = [_C_TYPES[t].from_address(pointers[i]).value for i, t in enumerate(slots)]
         self.launches.append(
-            {"fn": fn, "grid": (gx, gy, gz), "block": (bx, by, bz), "shared": shared, "stream": stream, "values": values}
+            {"fn": fn, "grid": (gx, gy, gz), "block": (bx, by, bz), "shared": shared, "stream": stream, "values": values,
+             "ctx": self.ctx}
         )
         return (self.OK,)
 
@@ -1786,6 +1789,10 @@ def _fake_torch() -> types.ModuleType:
     Tensor.device_index = 0  # type: ignore[attr-defined]  # torch's get_device(): the CUDA ordinal
     Tensor.__module__ = "torch"
     torch.Tensor = Tensor  # type: ignore[attr-defined]
+    # torch.cuda.current_stream(ordinal): the stream a launch without one takes, per ordinal
+    torch.current_streams = {}  # type: ignore[attr-defined]
+    torch._C = types.SimpleNamespace(  # type: ignore[attr-defined]
+        _cuda_getCurrentRawStream=lambda ordinal: torch.current_streams.get(ordinal, 0))  # type: ignore[attr-defined]
     return torch
 
 
@@ -1807,6 +1814,10 @@ def _fake_cupy() -> types.ModuleType:
 
     ndarray.__module__ = "cupy"
     cupy.ndarray = ndarray  # type: ignore[attr-defined]
+    # cupy.cuda.get_current_stream(ordinal).ptr: the stream a launch without one takes
+    cupy.current_streams = {}  # type: ignore[attr-defined]
+    cupy.cuda = types.SimpleNamespace(  # type: ignore[attr-defined]
+        get_current_stream=lambda ordinal=0: types.SimpleNamespace(ptr=cupy.current_streams.get(ordinal, 0)))  # type: ignore[attr-defined]
     return cupy
 
 
@@ -1987,16 +1998,24 @@ def test_c_launcher_checks_devices_with_several_gpus(
     expect_type_error(lambda: m.saxpy[1, 32](2.0, x0, y1, out0),
                       "the arrays passed to saxpy are on different GPUs ('x' on cuda:0, 'y' on cuda:1, "
                       "'out' on cuda:0); put them on one device")
-    expect_type_error(lambda: m.saxpy[1, 32](2.0, x1, y1, out1),
+    # with a stream given, the launch is the current device's: tensors elsewhere are refused
+    expect_type_error(lambda: m.saxpy[1, 32, 0](2.0, x1, y1, out1),
                       "parameter 'x' of saxpy is on cuda:1, but the current device is cuda:0, where the kernel "
                       "would run; make cuda:1 current first (torch.cuda.set_device(1), cupy.cuda.Device(1).use(), ...)")
     assert len(c_driver.launches) == 3
-    c_driver.current_device, c_driver.ctx = 1, 0xC01  # cuda:1 current: its own module, then C
-    for _ in range(2):
-        m.saxpy[1, 32](2.0, x1, y1, out1)
-    assert paths(c_driver)[3:] == ["python", "c"]
+    # without one, it runs under the tensors' device (its primary context), on PyTorch's current
+    # stream there, and the current context is current again after it
+    torch.current_streams[1] = 0x5171
+    m.saxpy[1, 32](2.0, x1, y1, out1)
+    assert paths(c_driver)[3:] == ["python"]
+    assert c_driver.launches[-1]["stream"] == 0x5171 and c_driver.launches[-1]["ctx"] == 0xC01
+    assert (c_driver.ctx, c_driver.current_device) == (0xC0, 0)
+    c_driver.current_device, c_driver.ctx = 1, 0xC01  # cuda:1 current: C
+    m.saxpy[1, 32](2.0, x1, y1, out1)
+    assert paths(c_driver)[4:] == ["c"]
     assert c_driver.launches[-1]["values"] == [2.0, 0x11000, 8, 0x12000, 8, 0x13000, 8]
-    expect_type_error(lambda: m.saxpy[1, 32](2.0, x0, y0, out0), "parameter 'x' of saxpy is on cuda:0, but the "
+    assert c_driver.launches[-1]["stream"] == 0x5171
+    expect_type_error(lambda: m.saxpy[1, 32, 0](2.0, x0, y0, out0), "parameter 'x' of saxpy is on cuda:0, but the "
                       "current device is cuda:1, where the kernel would run; make cuda:0 current first "
                       "(torch.cuda.set_device(0), cupy.cuda.Device(0).use(), ...)")
     # a DeviceArray knows its device when oxide allocated it; one made from a bare pointer does

@@ -1135,7 +1135,12 @@ def test_two_gpus(kmod: types.ModuleType) -> None:
                                         r"'y' on cuda:1, 'out' on cuda:0\); put them on one device"):
         kmod.saxpy[grid, 256](a, on[0][0], on[1][1], on[0][2])
     with pytest.raises(TypeError, match=r"parameter 'x' of saxpy is on cuda:1, but the current device is cuda:0"):
-        kmod.saxpy[grid, 256](a, *on[1])
+        kmod.saxpy[grid, 256, 0](a, *on[1])  # a stream given: the current device's launch
+    # no stream given: under the tensors' device, on PyTorch's current stream there
+    kmod.saxpy[grid, 256](a, *on[1])
+    torch.cuda.synchronize(1)
+    np.testing.assert_allclose(on[1][2].cpu().numpy(), _reference(a, x, y), rtol=1e-6, atol=0)
+    assert torch.cuda.current_device() == 0
     for d in (1, 0, 1):  # each device runs its own copy of the module
         torch.cuda.set_device(d)
         on[d][2].fill_(float("nan"))
@@ -1149,7 +1154,7 @@ def test_two_gpus(kmod: types.ModuleType) -> None:
     # after C launches on both devices: mismatched arrays still get the Python path's errors
     torch.cuda.set_device(0)
     with pytest.raises(TypeError, match=r"parameter 'x' of saxpy is on cuda:1, but the current device is cuda:0"):
-        kmod.saxpy[grid, 256](a, *on[1])
+        kmod.saxpy[grid, 256, 0](a, *on[1])
     with pytest.raises(TypeError, match=r"the arrays passed to saxpy are on different GPUs"):
         kmod.saxpy[grid, 256](a, on[0][0], on[0][1], on[1][2])
     if "cupy" in _tensor_kinds():
@@ -1159,7 +1164,7 @@ def test_two_gpus(kmod: types.ModuleType) -> None:
             cx, cy = cp.asarray(x), cp.asarray(y)
             cout = cp.full(n, cp.nan, dtype=cp.float32)
         with pytest.raises(TypeError, match=r"parameter 'x' of saxpy is on cuda:1, but the current device is cuda:0"):
-            kmod.saxpy[grid, 256](a, cx, cy, cout)
+            kmod.saxpy[grid, 256, 0](a, cx, cy, cout)
         with cp.cuda.Device(1):
             torch.cuda.set_device(1)
             for attempt in range(2):

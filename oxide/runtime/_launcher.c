@@ -336,16 +336,22 @@ typedef struct DLPackExchangeAPIHeader_ {
     struct DLPackExchangeAPIHeader_ *prev_api;
 } DLPackExchangeAPIHeader_;
 typedef int (*DLTensorFromPyObject_t)(void *py_object, DLTensor_ *out);
+typedef int (*CurrentWorkStream_t)(int32_t device_type, int32_t device_id, void **out_stream);
 typedef struct {
     DLPackExchangeAPIHeader_ header;
     void *managed_tensor_allocator;
     void *managed_tensor_from_py_object_no_sync;
     void *managed_tensor_to_py_object_no_sync;
     DLTensorFromPyObject_t dltensor_from_py_object_no_sync; /* may be NULL */
-    void *current_work_stream;
+    CurrentWorkStream_t current_work_stream;                /* may be NULL */
 } DLPackExchangeAPI_;
 /* per registered type: its exchange API's DLTensor reader, or NULL */
 static DLTensorFromPyObject_t exchange_readers[MAX_TYPES];
+/* per registered type: its exchange API's current work stream (torch.cuda.current_stream), or NULL */
+static CurrentWorkStream_t exchange_streams[MAX_TYPES];
+/* current_stream(ordinal) -> int handle, per framework, from set_stream_getters: the framework's
+   current stream where its exchange API gives none (PyTorch before 2.10, CuPy) */
+static PyObject *torch_stream_getter = NULL, *cupy_stream_getter = NULL;
 
 /* torch._C._to_dlpack and torch.Tensor, when set_torch_dlpack gave them: one call then yields a
    plain tensor's pointer, length, stride, dtype and device, instead of five attribute reads
@@ -1495,9 +1501,51 @@ typedef struct {
     Plan *plan;
     unsigned grid[3], block[3], shared;
     uint64_t stream;
+    int framework_stream; /* no stream given: the current stream of the arguments' framework */
 } LaunchBase;
 
 enum { LAUNCHED = 0, FALLBACK = 1, CUDA_FAILED = 2 };
+
+/* The current stream of the framework whose arrays a launch without a stream takes (PyTorch's if
+   any argument is a tensor, else CuPy's if any is a CuPy array, else the legacy default stream),
+   on device `ordinal`, as Kernel._framework_stream picks it. 1: found; 0: leave it to Python. */
+static int framework_stream(Plan *plan, PyObject *const *args, Py_ssize_t nargs, int ordinal, uint64_t *out) {
+    int torch_at = -1, cupy_at = -1;
+    for (Py_ssize_t i = 0; i < nargs && torch_at < 0; i++) {
+        if (!plan->is_view[i]) continue;
+        int t = array_type_index(args[i]);
+        if (t < 0) continue;
+        if (array_kinds[t] == ARRAY_TORCH) torch_at = t;
+        else if (array_kinds[t] == ARRAY_CUPY && cupy_at < 0) cupy_at = t;
+    }
+    int t = torch_at >= 0 ? torch_at : cupy_at;
+    *out = 0;
+    if (t < 0) return 1;
+    if (ordinal < 0) return 0;
+    if (exchange_streams[t] != NULL) {
+        void *s = NULL;
+        if (exchange_streams[t](2 /* kDLCUDA */, ordinal, &s) != 0) {
+            PyErr_Clear();
+            return 0;
+        }
+        *out = (uint64_t)(uintptr_t)s;
+        return 1;
+    }
+    PyObject *getter = torch_at >= 0 ? torch_stream_getter : cupy_stream_getter;
+    if (getter == NULL) return 0;
+    PyObject *index = PyLong_FromLong(ordinal);
+    if (index == NULL) return 0;
+    PyObject *r = PyObject_CallOneArg(getter, index);
+    Py_DECREF(index);
+    if (r == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int ok = pointer_of(r, out);
+    Py_DECREF(r);
+    if (!ok) PyErr_Clear();
+    return ok;
+}
 
 static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs, CUresult *err) {
     Plan *plan = self->plan;
@@ -1505,6 +1553,25 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
         if (*records[i] != 0) return FALLBACK; /* a kernel failed a check: Python raises KernelError */
     if (nargs != plan->n_params || drv_launch == NULL) return FALLBACK;
     if (self->grid[0] == 0 || self->grid[1] == 0 || self->grid[2] == 0) return FALLBACK;
+    void *ctx = NULL;
+    if (drv_ctx_get_current(&ctx) != 0 || ctx == NULL) return FALLBACK;
+    unsigned long long uid = (unsigned long long)(uintptr_t)ctx;
+    if (drv_ctx_get_id != NULL && drv_ctx_get_id(ctx, &uid) != 0) return FALLBACK;
+    uint64_t launch_stream = self->stream;
+    if (self->framework_stream) {
+        /* the current context's device, known from any variant loaded in it (else Python) */
+        int ordinal = -1;
+        for (Py_ssize_t k = 0; k < plan->n_variants && ordinal < 0; k++) {
+            Variant *var = &plan->variants[k];
+            for (int i = 0; i < var->n_contexts; i++) {
+                if (var->contexts[i].ctx == ctx && var->contexts[i].uid == (uint64_t)uid) {
+                    ordinal = var->contexts[i].ordinal;
+                    break;
+                }
+            }
+        }
+        if (ordinal < 0 || !framework_stream(plan, args, nargs, ordinal, &launch_stream)) return FALLBACK;
+    }
 
     View views[MAX_SLOTS / 2];
     int64_t dims[MAX_SLOTS]; /* the Tensors' shapes and strides: fewer values than slots */
@@ -1519,8 +1586,8 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
         if (nd) {
             view->dims = dims + used;
             used += 2 * nd;
-            if (!resolve_tensor(args[i], nd, view, self->stream)) return FALLBACK;
-        } else if (!resolve_view(args[i], view, self->stream)) {
+            if (!resolve_tensor(args[i], nd, view, launch_stream)) return FALLBACK;
+        } else if (!resolve_view(args[i], view, launch_stream)) {
             return FALLBACK;
         }
         /* no memory (a freed DeviceArray, a NULL pointer), or bytes beyond the address space (a
@@ -1613,10 +1680,6 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     /* a precondition that does not hold: Python re-checks it and raises its KernelError */
     if (var->n_pre && preconditions_failed(var->pre, var->n_pre, slots, self->grid, self->block) >= 0)
         return FALLBACK;
-    void *ctx = NULL;
-    if (drv_ctx_get_current(&ctx) != 0 || ctx == NULL) return FALLBACK;
-    unsigned long long uid = (unsigned long long)(uintptr_t)ctx;
-    if (drv_ctx_get_id != NULL && drv_ctx_get_id(ctx, &uid) != 0) return FALLBACK;
     void *fn = NULL;
     int ordinal = -1;
     for (int i = 0; i < var->n_contexts; i++) {
@@ -1639,7 +1702,7 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     unsigned grid[3] = {self->grid[0], self->grid[1], self->grid[2]};
     unsigned block[3] = {self->block[0], self->block[1], self->block[2]};
     unsigned shared = self->shared;
-    void *stream = (void *)(uintptr_t)self->stream;
+    void *stream = (void *)(uintptr_t)launch_stream;
     Py_BEGIN_ALLOW_THREADS
     r = drv_launch(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, stream, s ? pointers : NULL,
                    NULL);
@@ -1683,12 +1746,15 @@ static void launch_dealloc(LaunchBase *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* _bind(plan, grid3, block3, stream, shared_mem): plan may be None (Python path only). */
+/* _bind(plan, grid3, block3, stream, shared_mem, framework_stream): plan may be None (Python path
+   only); framework_stream: no stream was given, the launch takes the arguments' framework's. */
 static PyObject *launch_bind(LaunchBase *self, PyObject *args) {
     PyObject *plan;
     unsigned gx, gy, gz, bx, by, bz, shared;
     unsigned long long stream;
-    if (!PyArg_ParseTuple(args, "O(III)(III)KI", &plan, &gx, &gy, &gz, &bx, &by, &bz, &stream, &shared)) return NULL;
+    int framework = 0;
+    if (!PyArg_ParseTuple(args, "O(III)(III)KI|p", &plan, &gx, &gy, &gz, &bx, &by, &bz, &stream, &shared, &framework))
+        return NULL;
     if (plan != Py_None && !PyObject_TypeCheck(plan, &PlanType)) {
         PyErr_SetString(PyExc_TypeError, "plan must be a Plan or None");
         return NULL;
@@ -1697,6 +1763,7 @@ static PyObject *launch_bind(LaunchBase *self, PyObject *args) {
     self->grid[0] = gx, self->grid[1] = gy, self->grid[2] = gz;
     self->block[0] = bx, self->block[1] = by, self->block[2] = bz;
     self->stream = stream;
+    self->framework_stream = framework;
     self->shared = shared;
     Py_RETURN_NONE;
 }
@@ -1822,6 +1889,20 @@ static PyObject *set_torch_autograd(PyObject *mod, PyObject *fn) {
     Py_RETURN_NONE;
 }
 
+/* set_stream_getters(torch_current_stream, cupy_current_stream): each None or a callable
+   (ordinal) -> int handle, used where the type's exchange API has no current_work_stream. */
+static PyObject *set_stream_getters(PyObject *mod, PyObject *args) {
+    PyObject *t, *c;
+    if (!PyArg_ParseTuple(args, "OO", &t, &c)) return NULL;
+    if ((t != Py_None && !PyCallable_Check(t)) || (c != Py_None && !PyCallable_Check(c))) {
+        PyErr_SetString(PyExc_TypeError, "stream getters must be callables or None");
+        return NULL;
+    }
+    Py_XSETREF(torch_stream_getter, t == Py_None ? NULL : Py_NewRef(t));
+    Py_XSETREF(cupy_stream_getter, c == Py_None ? NULL : Py_NewRef(c));
+    Py_RETURN_NONE;
+}
+
 static PyObject *has_driver(PyObject *mod, PyObject *unused) { return PyBool_FromLong(drv_launch != NULL); }
 
 static PyObject *set_device_checks(PyObject *mod, PyObject *arg) {
@@ -1871,7 +1952,7 @@ static void lookup_array_methods(int i, PyObject *type, int kind) {
 /* The DLTensor reader of the exchange API `type` itself publishes (DLPack names the type the
    table was discovered from), major version 1, minor >= 2 (the first with the table); NULL if
    none. The table lives as long as the process (DLPack requires it). */
-static DLTensorFromPyObject_t exchange_reader_of(PyObject *type) {
+static const DLPackExchangeAPI_ *exchange_api_of(PyObject *type) {
     PyObject *dict = PyObject_GetAttrString(type, "__dict__");
     if (dict == NULL) {
         PyErr_Clear();
@@ -1889,7 +1970,7 @@ static DLTensorFromPyObject_t exchange_reader_of(PyObject *type) {
     Py_DECREF(cap);
     while (h != NULL && h->version.major > 1) h = h->prev_api;
     if (h == NULL || h->version.major != 1 || h->version.minor < 2) return NULL;
-    return ((const DLPackExchangeAPI_ *)h)->dltensor_from_py_object_no_sync;
+    return (const DLPackExchangeAPI_ *)h;
 }
 
 /* What the launcher knows of a registered array type beyond its kind: PyTorch's methods, CuPy's
@@ -1898,11 +1979,18 @@ static DLTensorFromPyObject_t exchange_reader_of(PyObject *type) {
 static void learn_type(int i, PyObject *type, int kind, PyObject *api_type) {
     lookup_array_methods(i, type, kind);
     exchange_readers[i] = NULL;
+    exchange_streams[i] = NULL;
     cupy_flat[i] = 0;
     getter_tags[i] = 0;
     for (int w = 0; w < N_GETTERS; w++) array_getters[i][w] = (Getter){NULL, NULL};
     if (type == NULL) return;
-    if (kind == ARRAY_TORCH || kind == ARRAY_CUPY) exchange_readers[i] = exchange_reader_of(api_type);
+    if (kind == ARRAY_TORCH || kind == ARRAY_CUPY) {
+        const DLPackExchangeAPI_ *api = exchange_api_of(api_type);
+        if (api != NULL) {
+            exchange_readers[i] = api->dltensor_from_py_object_no_sync;
+            exchange_streams[i] = api->current_work_stream;
+        }
+    }
     if (kind == ARRAY_CUPY && (getter_tags[i] = version_tag((PyTypeObject *)type)) != 0) {
         for (int w = 0; w < N_GETTERS; w++) array_getters[i][w] = getter_of((PyTypeObject *)type, *getter_names(w));
         cupy_flat[i] = array_getters[i][G_NDIM].get && array_getters[i][G_SIZE].get &&
@@ -2046,6 +2134,8 @@ static PyMethodDef module_methods[] = {
     {"set_torch_autograd", set_torch_autograd, METH_O,
      "set_torch_autograd(torch.autograd.graph.increment_version or None): bumps written tensors' versions"},
     {"has_driver", has_driver, METH_NOARGS, "whether set_driver gave entry points"},
+    {"set_stream_getters", set_stream_getters, METH_VARARGS,
+     "set_stream_getters(torch_fn, cupy_fn): (ordinal) -> current stream handle, each or None"},
     {"set_device_checks", set_device_checks, METH_O,
      "set_device_checks(bool): several GPUs: check that every array is on the current context's device"},
     {"set_records", set_records, METH_O, "set_records(addresses): the error records every launch reads"},

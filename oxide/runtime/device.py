@@ -6,9 +6,10 @@ gets one :class:`~oxide.errors.CudaError` line instead of a traceback from the b
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, Iterator, NamedTuple, NoReturn
 
 from oxide.errors import CudaError
 
@@ -23,6 +24,7 @@ __all__ = [
     "current",
     "context_uid",
     "context_device",
+    "primary_context",
     "synchronize",
 ]
 
@@ -172,6 +174,22 @@ def current() -> tuple[int, int]:
     if uid is None:  # numba.cuda.close() resets the primary context and leaves none current
         return _revive(drv, primary)
     return primary, uid
+
+
+@contextlib.contextmanager
+def primary_context(ordinal: int) -> Iterator[int]:
+    """The primary context of device ``ordinal`` current (PyTorch's and CuPy's, for their
+    arrays on that device) for the ``with`` block; the context current before is current again
+    after it."""
+    drv = driver()
+    err, before = drv.cuCtxGetCurrent()
+    check(err, "cuCtxGetCurrent")
+    primary = _retain_primary(drv, ordinal, reuse=True)
+    try:
+        yield primary
+    finally:
+        (err,) = drv.cuCtxSetCurrent(before)
+        check(err, "cuCtxSetCurrent")
 
 
 def _retain_primary(drv: Any, ordinal: int, *, reuse: bool) -> int:

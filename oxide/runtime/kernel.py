@@ -26,7 +26,7 @@ from oxide.runtime.launch import (
     normalize_dims,
     scalar_converter,
 )
-from oxide.runtime.streams import stream_handle
+from oxide.runtime.streams import current_stream, framework_of, stream_handle
 
 if TYPE_CHECKING:
     from oxide.runtime import artifacts, device, kernel_errors, loader
@@ -151,7 +151,8 @@ class LaunchConfig(launcher.LaunchBase):  # type: ignore[misc]
             self.grid, self.block = (grid, 1, 1), (block, 1, 1)  # k[n_blocks, threads]: what normalize_dims gives
         else:
             self.grid, self.block = normalize_dims(grid, block, kernel.name)
-        self.stream = 0 if stream is None else stream_handle(stream)
+        # None: the current stream of the arguments' framework, read at each launch (streams.py)
+        self.stream: int | None = None if stream is None else stream_handle(stream)
         if not isinstance(shared_mem, int) or shared_mem < 0:
             raise ValueError(f"shared_mem must be a non-negative int of bytes; got {shared_mem!r}")
         self.shared_mem = shared_mem
@@ -160,10 +161,11 @@ class LaunchConfig(launcher.LaunchBase):  # type: ignore[misc]
             raise TypeError(f"cooperative must be True or False; got {cooperative!r}")
         self.cooperative = cooperative
         if launcher.ENABLED:
-            if self.stream > 0xFFFFFFFFFFFFFFFF or shared_mem > 0xFFFFFFFF:
+            if (self.stream or 0) > 0xFFFFFFFFFFFFFFFF or shared_mem > 0xFFFFFFFF:
                 raise ValueError(f"stream handle {self.stream:#x} or shared_mem {shared_mem} out of range")
             plain = self.cluster is None and not cooperative
-            self._bind(kernel._plan if plain else None, self.grid, self.block, self.stream, shared_mem)
+            self._bind(kernel._plan if plain else None, self.grid, self.block, self.stream or 0, shared_mem,
+                       self.stream is None)
 
     def _launch_slow(self, *args: Any, **kwargs: Any) -> None:
         if kwargs:
@@ -179,7 +181,8 @@ class LaunchConfig(launcher.LaunchBase):  # type: ignore[misc]
         __call__ = _launch_slow
 
     def __repr__(self) -> str:
-        return f"<launch of {self.kernel.name} grid={self.grid} block={self.block} stream={self.stream:#x}>"
+        stream = "the framework's current" if self.stream is None else f"{self.stream:#x}"
+        return f"<launch of {self.kernel.name} grid={self.grid} block={self.block} stream={stream}>"
 
 
 class Kernel(launcher.KernelBase):  # type: ignore[misc]
@@ -269,11 +272,13 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         args: Sequence[Any],
         grid: tuple[int, int, int],
         block: tuple[int, int, int],
-        stream: int,
+        stream: int | None,
         shared_mem: int,
         cluster: tuple[int, int, int] | None = None,
         cooperative: bool = False,
     ) -> None:
+        """``stream`` None: the current stream of the arguments' framework, on its device
+        (:func:`oxide.runtime.streams.framework_of`)."""
         if not _imported:
             _import_launch_modules()
         kernel_errors.check_kernel_errors()  # a failure of an earlier kernel is raised first
@@ -284,6 +289,32 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             self._check_preconditions(variant, values, grid, block)
         drv = device.driver()
         handle, uid = device.current()  # a reset context is made again (device._revive)
+        if stream is None:
+            framework = framework_of(view.owner for view in keep)
+            if framework is None:
+                stream = 0
+            else:
+                kind, ordinal = framework
+                if device.device_count() > 1 and device.context_device(handle).ordinal != ordinal:
+                    # under the arrays' device, as the framework's own operations run
+                    with device.primary_context(ordinal):
+                        self._launch_in_context(args, variant, values, keep, grid, block,
+                                                current_stream(kind, ordinal), shared_mem, cluster, cooperative)
+                    return
+                stream = current_stream(kind, ordinal)
+        self._launch_in_context(args, variant, values, keep, grid, block, stream, shared_mem, cluster, cooperative,
+                                drv, handle, uid)
+
+    def _launch_in_context(
+        self, args: Sequence[Any], variant: Specialization, values: list[Any], keep: list[Any],
+        grid: tuple[int, int, int], block: tuple[int, int, int], stream: int, shared_mem: int,
+        cluster: tuple[int, int, int] | None, cooperative: bool, drv: Any = None, handle: int = 0, uid: int = 0,
+    ) -> None:
+        """The launch of :meth:`_launch` in the current context (``handle``/``uid``, read again
+        when not given), on ``stream``."""
+        if drv is None:
+            drv = device.driver()
+            handle, uid = device.current()
         fn = variant.functions.get(uid)
         if fn is None:
             fn, handle, uid = self._load(variant)

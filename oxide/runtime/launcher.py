@@ -181,7 +181,17 @@ def _register_torch(torch: Any) -> None:
     if callable(to_dlpack) and hasattr(_ext, "set_torch_dlpack"):
         _ext.set_torch_dlpack(to_dlpack, torch.Tensor)  # one call per tensor instead of five reads
     _ext.set_torch_autograd(torch_version_bump())
+    _set_stream_getters()
     _torch_registered = True
+
+
+def _set_stream_getters() -> None:
+    """The current-stream readers of the frameworks imported now (where a type's DLPack
+    exchange API has no ``current_work_stream``, the C launcher calls these)."""
+    from oxide.runtime import streams
+
+    _ext.set_stream_getters(streams.torch_current_stream if "torch" in sys.modules else None,
+                            streams.cupy_current_stream if "cupy" in sys.modules else None)
 
 
 def _register_numpy() -> None:
@@ -226,6 +236,8 @@ def learn_array(obj: Any) -> None:
         _register_torch(sys.modules["torch"])
     elif kind in (ARRAY_CUPY, ARRAY_DEVICE_ARRAY) and not _numpy_registered:
         _register_numpy()
+    if kind == ARRAY_CUPY:
+        _set_stream_getters()
     api_type = None
     if kind == ARRAY_TORCH:
         torch = sys.modules["torch"]
@@ -254,6 +266,7 @@ def _reset_for_tests() -> None:
     if _ext is None:
         return
     _ext.set_torch_autograd(None)
+    _ext.set_stream_getters(None, None)
     _ext.set_driver(0, 0)
     _ext.set_device_checks(False)
     _ext.set_records(())

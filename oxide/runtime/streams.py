@@ -1,9 +1,18 @@
-"""Streams: any stream object a user may hold, turned into a raw ``CUstream`` handle."""
+"""Streams: any stream object a user may hold, turned into a raw ``CUstream`` handle; and the
+stream a launch takes when it is given none (its arguments' framework's current stream).
+
+The rule for a launch without a stream: PyTorch's current stream of the first tensor's device
+when any argument is a PyTorch tensor; else CuPy's current stream of the first CuPy array's
+device when any is a CuPy array; else the legacy default stream. The launch runs on that device.
+The C launcher (``framework_stream`` in ``_launcher.c``) follows the same rule.
+"""
 from __future__ import annotations
 
-from typing import Any
+import sys
+from typing import Any, Iterable
 
-__all__ = ["LEGACY_DEFAULT_STREAM", "stream_handle"]
+__all__ = ["LEGACY_DEFAULT_STREAM", "stream_handle", "framework_of", "current_stream", "torch_current_stream",
+           "cupy_current_stream"]
 
 LEGACY_DEFAULT_STREAM = 0
 
@@ -38,3 +47,57 @@ def stream_handle(stream: Any) -> int:
         "cuda.bindings.driver.CUstream, or an object with __cuda_stream__ or .cuda_stream "
         "(torch.cuda.Stream, cupy.cuda.Stream)"
     )
+
+
+def framework_of(arrays: Iterable[Any]) -> tuple[str, int] | None:
+    """``("torch", ordinal)`` for the first PyTorch tensor among ``arrays``, else ``("cupy",
+    ordinal)`` for the first CuPy array, else None (the legacy default stream)."""
+    torch = sys.modules.get("torch")
+    cupy = sys.modules.get("cupy")
+    tensor_type = getattr(torch, "Tensor", None) if torch is not None else None
+    cupy_type = getattr(cupy, "ndarray", None) if cupy is not None else None
+    first_cupy = None
+    for a in arrays:
+        if isinstance(tensor_type, type) and isinstance(a, tensor_type):
+            return "torch", _torch_ordinal(a)
+        if first_cupy is None and isinstance(cupy_type, type) and isinstance(a, cupy_type):
+            first_cupy = a
+    if first_cupy is not None:
+        return "cupy", _cupy_ordinal(first_cupy)
+    return None
+
+
+def _torch_ordinal(t: Any) -> int:
+    get_device = getattr(t, "get_device", None)
+    ordinal = get_device() if get_device is not None else getattr(getattr(t, "device", None), "index", 0)
+    return int(ordinal) if ordinal is not None and ordinal >= 0 else 0
+
+
+def _cupy_ordinal(a: Any) -> int:
+    ordinal = getattr(getattr(a, "device", None), "id", 0)
+    return int(ordinal) if isinstance(ordinal, int) else 0
+
+
+def torch_current_stream(ordinal: int) -> int:
+    """PyTorch's current stream on device ``ordinal`` (``torch.cuda.current_stream(ordinal)``)."""
+    torch = sys.modules["torch"]
+    raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return int(raw(ordinal))
+    return stream_handle(torch.cuda.current_stream(ordinal))
+
+
+def cupy_current_stream(ordinal: int) -> int:
+    """CuPy's current stream on device ``ordinal`` (``cupy.cuda.get_current_stream``)."""
+    cuda = sys.modules["cupy"].cuda
+    try:
+        stream = cuda.get_current_stream(ordinal)
+    except TypeError:  # CuPy without the device argument: the current device's
+        with cuda.Device(ordinal):
+            stream = cuda.get_current_stream()
+    return int(stream.ptr)
+
+
+def current_stream(framework: str, ordinal: int) -> int:
+    """The current stream of ``framework`` ("torch" or "cupy") on device ``ordinal``."""
+    return torch_current_stream(ordinal) if framework == "torch" else cupy_current_stream(ordinal)
