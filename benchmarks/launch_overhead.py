@@ -21,7 +21,9 @@ reuses one ``k[1, 32]``.
   resolved from libcuda with dlopen), launching the very function oxide launches;
 - ``bindings``: ``cuda.bindings.driver.cuLaunchKernel`` from Python with a pre-packed ``void**``;
 - ``oxide-torch``, ``oxide-cupy``, ``oxide-devicearray``: ``k[1, 32](a, x, ...)`` with those arrays
-  and Python scalars; ``oxide-python``: the same launches forced through the pure-Python path;
+  and Python scalars (on the framework's current stream, read per launch);
+  ``oxide-torch-given-stream``, ``oxide-cupy-given-stream``: ``k[1, 32, 0]``, the stream given;
+  ``oxide-python``: the same launches forced through the pure-Python path;
 - ``cupy``: ``RawKernel`` (loaded from the same PTX through ``RawModule``), NumPy scalars;
 - ``cuda.core``: ``launch(stream, config, kernel, *args)``;
 - ``numba``: a ``@cuda.jit`` kernel of the same signature with device arrays.
@@ -494,6 +496,9 @@ def main() -> int:
             kargs = oxide_args(params, arrs, tensors.get(kind))
             if want(f"oxide-{kind}"):
                 contenders[f"oxide-{kind}"] = (loop(launch, kargs), args.launches, args.reps)
+            if kind in ("torch", "cupy") and want(f"oxide-{kind}-given-stream"):
+                # the stream given: no read of the framework's current stream (what that costs)
+                contenders[f"oxide-{kind}-given-stream"] = (loop(kernel[1, 32, 0], kargs), args.launches, args.reps)
             if want(f"oxide-{kind}-subscript"):
                 def subscripted(count: int, kernel: Any = kernel, kargs: tuple[Any, ...] = kargs) -> None:
                     for _ in range(count):
