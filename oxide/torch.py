@@ -1,0 +1,310 @@
+"""PyTorch custom operators from Python functions that launch oxide kernels, in one declaration.
+
+    import torch
+    import oxide.torch
+
+    @oxide.torch.op("mylib::saxpy", outputs={"out": oxide.torch.Out(like="x")})
+    def saxpy(a: float, x: torch.Tensor, y: torch.Tensor, out: torch.Tensor) -> None:
+        kernels.saxpy[kernels.saxpy.grid_for(x.numel()), 256](a, x, y, out)
+
+    out = saxpy(2.0, x, y)          # torch.ops.mylib.saxpy(2.0, x, y) is the same operator
+
+What the declaration gives, which a ``torch.library.custom_op`` needs written by hand:
+
+- the schema, from the function's type hints (``torch.Tensor``, ``float``, ``int``, ``bool``,
+  ``str``, ``list[int]``, optional ones); the outputs (the parameters named in ``outputs``) are
+  not part of it: they are allocated before the function runs, from their :class:`Out`
+  (a shape and dtype like an input's, or functions of the inputs), and returned;
+- the fake (meta) kernel, from the same declarations: ``torch.compile`` traces the op without
+  running it, so a function calling it compiles with ``fullgraph=True``;
+- mutated arguments (``mutates=``): written in place, declared in the schema (``Tensor(a!)``);
+  an output is never an input or a view of one (custom operators cannot return aliases);
+- autograd from ``backward=`` (``torch.library.register_autograd``): with no ``setup_context``
+  the inputs and outputs are saved, and ``backward(ctx, *grads)`` reads them as
+  ``ctx.inputs`` and ``ctx.outputs``.
+
+The launches inside run on PyTorch's current stream of the tensors' device (oxide's default),
+so the op works inside ``torch.cuda.stream`` and CUDA graphs (``torch.compile(mode=
+"reduce-overhead")``, ``torch.cuda.graph``).
+
+Host overhead: a call in eager mode on plain tensors that need no autograd, outside any
+``torch.compile`` trace, dispatch or function mode and functorch transform, runs the function
+directly (what the dispatcher would run); every other call goes through ``torch.ops``. PyTorch
+is imported when the first op is declared, not when this module is.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+__all__ = ["op", "Out", "Op", "OpDeclarationError"]
+
+
+class OpDeclarationError(TypeError):
+    """A declaration ``oxide.torch.op`` cannot turn into an operator; says where and why."""
+
+
+@dataclass(frozen=True)
+class Out:
+    """How an output is allocated before the function runs.
+
+    ``like``: the name of a tensor input whose shape, dtype and device the output takes.
+    ``shape``: a function of inputs (its parameter names pick them) returning the shape, or the
+    name of an input to take the shape of. ``dtype``: a ``torch.dtype``, or a function of
+    inputs returning one. Each defaults to ``like``'s; ``like`` defaults to the first tensor
+    input (which also gives the device).
+    """
+
+    like: str | None = None
+    shape: Callable[..., Sequence[int]] | str | None = None
+    dtype: Any = None
+
+
+def _torch() -> Any:
+    return importlib.import_module("torch")
+
+
+def _where(fn: Callable[..., Any]) -> str:
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return getattr(fn, "__qualname__", repr(fn))
+    return f"{code.co_filename}:{code.co_firstlineno}"
+
+
+class _Allocator:
+    """One output's allocation: shape, dtype and device from the inputs, the same for the real
+    kernel and the fake one (where the inputs are fake tensors with symbolic shapes)."""
+
+    def __init__(self, name: str, out: Out, inputs: list[str], tensors: list[str], where: str) -> None:
+        def fail(what: str) -> OpDeclarationError:
+            return OpDeclarationError(f"{where}: output {name!r}: {what}")
+
+        like = out.like if out.like is not None else (tensors[0] if tensors else None)
+        if like is None:
+            raise fail("no tensor input to take the device from; declare it Out(like='<a tensor input>')")
+        if like not in tensors:
+            raise fail(f"like={like!r} is not a tensor input of the op (its tensor inputs: {', '.join(tensors) or 'none'})")
+        self.like = inputs.index(like)
+        self.plain = out.shape is None and out.dtype is None  # empty_like: half the cost of torch.empty
+        self.shape_of: Callable[[Sequence[Any]], Any]
+        self.dtype_of: Callable[[Sequence[Any]], Any]
+        if out.shape is None:
+            self.shape_of = lambda args: args[self.like].shape
+        elif isinstance(out.shape, str):
+            if out.shape not in tensors:
+                raise fail(f"shape={out.shape!r} is not a tensor input of the op")
+            index = inputs.index(out.shape)
+            self.shape_of = lambda args: args[index].shape
+        elif callable(out.shape):
+            self.shape_of = self._from_inputs(out.shape, inputs, fail, "shape")
+        else:
+            raise fail(f"shape must be a function of the inputs or an input's name; got {out.shape!r}")
+        torch = _torch()
+        if out.dtype is None:
+            self.dtype_of = lambda args: args[self.like].dtype
+        elif isinstance(out.dtype, torch.dtype):
+            dtype = out.dtype
+            self.dtype_of = lambda args: dtype
+        elif callable(out.dtype):
+            self.dtype_of = self._from_inputs(out.dtype, inputs, fail, "dtype")
+        else:
+            raise fail(f"dtype must be a torch.dtype or a function of the inputs; got {out.dtype!r}")
+
+    @staticmethod
+    def _from_inputs(f: Callable[..., Any], inputs: list[str], fail: Callable[[str], Exception],
+                     what: str) -> Callable[[Sequence[Any]], Any]:
+        names = list(inspect.signature(f).parameters)
+        unknown = [n for n in names if n not in inputs]
+        if unknown:
+            raise fail(f"the {what} function's parameters {unknown} are not inputs of the op "
+                       f"(its inputs: {', '.join(inputs)})")
+        picks = [inputs.index(n) for n in names]
+        return lambda args: f(*(args[i] for i in picks))
+
+    def allocate(self, torch: Any, args: Sequence[Any]) -> Any:
+        if self.plain:
+            return torch.empty_like(args[self.like], memory_format=torch.contiguous_format)
+        return torch.empty(tuple(self.shape_of(args)), dtype=self.dtype_of(args), device=args[self.like].device)
+
+
+class _Saved:
+    """What the default ``setup_context`` keeps, given to ``backward`` as ``ctx.inputs``/``ctx.outputs``."""
+
+
+class Op:
+    """An oxide function as a PyTorch operator: call it like the function without its outputs;
+    ``.op`` is the ``torch.ops`` overload (``torch.ops.<ns>.<name>.default``)."""
+
+    def __init__(self, qualname: str, fn: Callable[..., Any], outputs: Mapping[str, Out], mutates: Sequence[str],
+                 backward: Callable[..., Any] | None, setup_context: Callable[..., Any] | None,
+                 tags: Sequence[Any]) -> None:
+        torch = _torch()
+        where = _where(fn)
+        if qualname.count("::") != 1 or not all(part.isidentifier() for part in qualname.split("::")):
+            raise OpDeclarationError(f"{where}: the op's name must be 'namespace::name'; got {qualname!r}")
+        namespace, name = qualname.split("::")
+        try:
+            hints = typing.get_type_hints(fn)
+        except Exception as e:  # a hint naming something the function's module does not define
+            raise OpDeclarationError(f"{where}: cannot read the type hints of {fn.__qualname__}: {e}") from None
+        params = list(inspect.signature(fn).parameters.values())
+        names = [p.name for p in params]
+        for p in params:
+            if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                raise OpDeclarationError(f"{where}: parameter {p.name!r}: an op takes plain parameters (no *args, "
+                                         "**kwargs or keyword-only ones)")
+        for o in outputs:
+            if o not in names:
+                raise OpDeclarationError(f"{where}: output {o!r} is not a parameter of {fn.__qualname__} "
+                                         f"(its parameters: {', '.join(names)})")
+        inputs = [p for p in params if p.name not in outputs]
+        for m in mutates:
+            if m not in [p.name for p in inputs]:
+                raise OpDeclarationError(f"{where}: mutates names {m!r}, which is not an input of the op")
+        missing = [p.name for p in inputs if p.name not in hints]
+        if missing:
+            raise OpDeclarationError(f"{where}: the op's inputs need type hints (the schema is made from them); "
+                                     f"none on {', '.join(missing)}")
+        input_names = [p.name for p in inputs]
+        tensors = [p.name for p in inputs if _is_tensor_hint(torch, hints[p.name])]
+        self._allocators = [_Allocator(o, out, input_names, tensors, where) for o, out in outputs.items()]
+        self._output_names = list(outputs)
+        # outputs after every input, in declaration order: passed by position (cheaper)
+        self._outputs_trail = names[len(names) - len(outputs):] == list(outputs)
+        self._single = len(outputs) == 1
+        returns: Any = (None if not outputs else torch.Tensor if self._single
+                        else tuple.__class_getitem__(tuple([torch.Tensor] * len(outputs))))  # type: ignore[attr-defined]
+        signature = inspect.Signature(
+            [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=p.default,
+                               annotation=hints[p.name]) for p in inputs],
+            return_annotation=returns,
+        )
+
+        def prototype(*args: Any) -> Any:
+            raise AssertionError("a schema prototype is never called")
+
+        prototype.__signature__ = signature  # type: ignore[attr-defined]
+        try:
+            schema = torch.library.infer_schema(prototype, mutates_args=tuple(mutates))
+        except ValueError as e:
+            raise OpDeclarationError(f"{where}: no PyTorch schema for {fn.__qualname__}: {e}") from None
+        self.fn = fn
+        self.qualname = qualname
+        self.schema = schema
+        self._lib = torch.library.Library(namespace, "FRAGMENT")
+        self._lib.define(name + schema, tags=tuple(tags))
+        self._lib.impl(name, self._run, "CompositeExplicitAutograd")
+        torch.library.register_fake(qualname, self._fake, lib=self._lib)
+        self.has_backward = backward is not None
+        if backward is not None:
+            if setup_context is None:
+                setup_context = functools.partial(_save_all, n_inputs=len(inputs))
+                backward = functools.partial(_backward_with_saved, backward)
+            torch.library.register_autograd(qualname, backward, setup_context=setup_context, lib=self._lib)
+        elif setup_context is not None:
+            raise OpDeclarationError(f"{where}: setup_context= needs backward=")
+        self.op = getattr(getattr(torch.ops, namespace), name).default
+        self._n_inputs = len(inputs)
+        self._tensor_positions = [i for i, p in enumerate(inputs) if p.name in tensors]
+        self._torch = torch
+        self._plain_types = (torch.Tensor, torch.nn.Parameter)
+        self._is_compiling = torch.compiler.is_compiling
+        self._dispatch_modes = torch._C._len_torch_dispatch_stack
+        self._function_modes = torch._C._is_torch_function_mode_enabled
+        self._grad_enabled = torch.is_grad_enabled
+        functorch = getattr(torch._C, "_functorch", None)
+        self._functorch_level = getattr(functorch, "maybe_current_level", lambda: None)
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+
+    def __repr__(self) -> str:
+        return f"<oxide.torch op {self.qualname}{self.schema}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs or self._is_compiling() or not self._eager_plain(args):
+            return self.op(*args, **kwargs)
+        return self._run(*args)
+
+    def _eager_plain(self, args: tuple[Any, ...]) -> bool:
+        """Whether the dispatcher would only run :meth:`_run` for ``args``: plain tensors, no
+        autograd to record, no mode or transform that must see the op."""
+        if len(args) != self._n_inputs or self._dispatch_modes() or self._function_modes():
+            return False
+        if self._functorch_level() is not None:
+            return False
+        grad = self._grad_enabled()
+        plain = self._plain_types
+        for i in self._tensor_positions:
+            t = args[i]
+            if t is None:
+                continue
+            if type(t) not in plain or (grad and t.requires_grad):
+                return False
+        return True
+
+    def _run(self, *args: Any) -> Any:
+        """The real kernel: allocate the outputs, run the function, return the outputs."""
+        torch = self._torch
+        outs = [a.allocate(torch, args) for a in self._allocators]
+        if self._outputs_trail:
+            self.fn(*args, *outs)
+        else:
+            self.fn(*args, **dict(zip(self._output_names, outs)))
+        if not outs:
+            return None
+        return outs[0] if self._single else tuple(outs)
+
+    def _fake(self, *args: Any) -> Any:
+        torch = self._torch
+        outs = [a.allocate(torch, args) for a in self._allocators]
+        if not outs:
+            return None
+        return outs[0] if self._single else tuple(outs)
+
+
+def _is_tensor_hint(torch: Any, hint: Any) -> bool:
+    if hint is torch.Tensor:
+        return True
+    return bool(typing.get_origin(hint) in (typing.Union, getattr(__import__("types"), "UnionType", None))
+                and torch.Tensor in typing.get_args(hint))
+
+
+def _save_all(ctx: Any, inputs: tuple[Any, ...], output: Any, *, n_inputs: int) -> None:
+    """The default ``setup_context``: every input and output, tensors through
+    ``save_for_backward`` (so a later in-place write into one is an error at backward)."""
+    outputs = () if output is None else output if isinstance(output, tuple) else (output,)
+    values = list(inputs) + list(outputs)
+    torch = _torch()
+    tensor_at = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
+    ctx.save_for_backward(*(values[i] for i in tensor_at))
+    ctx._oxide_layout = (values, tensor_at, n_inputs)
+
+
+def _backward_with_saved(backward: Callable[..., Any], ctx: Any, *grads: Any) -> Any:
+    values, tensor_at, n_inputs = ctx._oxide_layout
+    values = list(values)
+    for i, t in zip(tensor_at, ctx.saved_tensors):
+        values[i] = t
+    ctx.inputs, ctx.outputs = tuple(values[:n_inputs]), tuple(values[n_inputs:])
+    return backward(ctx, *grads)
+
+
+def op(qualname: str, *, outputs: Mapping[str, Out] | None = None, mutates: Sequence[str] = (),
+       backward: Callable[..., Any] | None = None, setup_context: Callable[..., Any] | None = None,
+       tags: Sequence[Any] = ()) -> Callable[[Callable[..., Any]], Op]:
+    """Declares the decorated function as the PyTorch operator ``qualname`` ("ns::name").
+
+    ``outputs``: parameter name -> :class:`Out`, allocated and passed by the op, and returned
+    (one tensor, or a tuple in declaration order; nothing when there are none). ``mutates``:
+    inputs the function writes in place. ``backward(ctx, *grads)``: the gradients of the
+    inputs (None where there is none), as for ``torch.library.register_autograd``; with no
+    ``setup_context`` it finds ``ctx.inputs`` and ``ctx.outputs``. ``tags``: ``torch.Tag``s.
+    """
+
+    def declare(fn: Callable[..., Any]) -> Op:
+        return Op(qualname, fn, dict(outputs or {}), tuple(mutates), backward, setup_context, tags)
+
+    return declare
