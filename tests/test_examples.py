@@ -10,12 +10,12 @@ from oxide_build.compile import SUPPORTED_ARCHS, CompileOptions, compile_module
 from oxide_build.toolchain import find_tool
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ["saxpy", "reduce", "scan", "histogram", "transpose", "softmax", "stencil", "sgemm"]
+EXAMPLES = ["saxpy", "reduce", "scan", "histogram", "transpose", "softmax", "stencil", "sgemm", "lltm.kernels"]
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_example_compiles_for_every_arch(name: str, tmp_path: Path) -> None:
-    compiled = compile_module(ROOT / "examples" / f"{name}.py", f"examples.{name}",
+    compiled = compile_module(ROOT / "examples" / f"{name.replace('.', '/')}.py", f"examples.{name}",
                               CompileOptions(archs=SUPPORTED_ARCHS), root=ROOT)
     assert sorted(compiled.cubins) == sorted(SUPPORTED_ARCHS)
     assert compiled.kernels
@@ -47,3 +47,14 @@ def test_shared_memory_atomics_and_vector_loads() -> None:
     red = compile_module(ROOT / "examples" / "reduce.py", "examples.reduce",
                          CompileOptions(archs=("sm_90",), link_cubins=False), root=ROOT)
     assert "ld.global.nc.v4" in red.ptx["sm_90"] and "shfl.sync.bfly" in red.ptx["sm_90"]
+
+
+def test_lltm_kernels_keep_no_bounds_checks() -> None:
+    """Their shape asserts are checked at launch and prove every access: the device code keeps
+    no check (the kernels then compile to what the CUDA C++ version does, benchmarks/lltm.py)."""
+    from oxide_build.inspect import inspect_module
+
+    _, _, names, checks, _ = inspect_module(ROOT / "examples" / "lltm" / "kernels.py", "examples.lltm.kernels",
+                                            "sm_90", root=ROOT)
+    assert sorted(names) == ["lltm_backward_f32", "lltm_backward_f64", "lltm_forward_f32", "lltm_forward_f64"]
+    assert checks == []
