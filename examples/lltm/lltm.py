@@ -25,9 +25,10 @@ def _grid(batch: int, state: int) -> tuple[int, int]:
     return (-(-state // BLOCK[0]), -(-batch // BLOCK[1]))
 
 
-def _gate_blocks(gates: torch.Tensor, state: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The input, output and candidate-cell column blocks of ``[batch, 3 * state]`` gates."""
-    return gates[:, :state], gates[:, state:2 * state], gates[:, 2 * state:]
+def _gate_blocks(gates: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The input, output and candidate-cell column blocks of ``[batch, 3 * state]`` gates
+    (strided views; one ``chunk`` costs less host time than three slices)."""
+    return gates.chunk(3, dim=1)
 
 
 def _backward(ctx, grad_h, grad_cell, *unused):  # type: ignore[no-untyped-def]
@@ -60,7 +61,7 @@ def lltm_forward(input: torch.Tensor, weights: torch.Tensor, bias: torch.Tensor,
     torch.addmm(bias, X, weights.t(), out=gates)
     batch, state = old_cell.shape
     kernels.lltm_forward[_grid(batch, state), BLOCK](
-        *_gate_blocks(gates, state), old_cell, new_h, new_cell, input_gate, output_gate, candidate_cell)
+        *_gate_blocks(gates), old_cell, new_h, new_cell, input_gate, output_gate, candidate_cell)
 
 
 @oxt.op(
@@ -80,8 +81,8 @@ def lltm_backward(grad_h: torch.Tensor, grad_cell: torch.Tensor, new_cell: torch
     batch, state = new_cell.shape
     d_gates = torch.empty_like(gates)
     kernels.lltm_backward[_grid(batch, state), BLOCK](
-        grad_h, grad_cell, new_cell, input_gate, output_gate, candidate_cell, *_gate_blocks(gates, state),
-        d_old_cell, *_gate_blocks(d_gates, state))
+        grad_h, grad_cell, new_cell, input_gate, output_gate, candidate_cell, *_gate_blocks(gates),
+        d_old_cell, *_gate_blocks(d_gates))
     torch.mm(d_gates.t(), X, out=d_weights)
     torch.sum(d_gates, dim=0, out=d_bias)
     # d_X = d_gates @ weights, split into the old state's and the input's columns: two matmuls
