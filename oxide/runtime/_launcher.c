@@ -2085,6 +2085,10 @@ static PyObject *forget_types(PyObject *mod, PyObject *unused) {
     Py_CLEAR(memptr_type);
     for (int i = 0; i < n_scalar_types; i++) Py_DECREF(scalar_types[i]);
     n_scalar_types = 0;
+    /* the dtype objects too: a process that registers more than MAX_DTYPES (tests with fake
+       frameworks, each with dtypes of its own) would leave the later ones unread in C */
+    for (int i = 0; i < n_dtypes; i++) Py_DECREF(dtype_objs[i]);
+    n_dtypes = 0;
     Py_RETURN_NONE;
 }
 
@@ -2145,7 +2149,7 @@ static PyMethodDef module_methods[] = {
     {"register_dtype", register_dtype, METH_VARARGS, "register_dtype(dtype_object, code)"},
     {"set_typestrs", set_typestrs, METH_O, "set_typestrs({typestr: code})"},
     {"register_scalar_type", register_scalar_type, METH_O, "register_scalar_type(numpy_scalar_type)"},
-    {"forget_types", forget_types, METH_NOARGS, "unregister every array and scalar type"},
+    {"forget_types", forget_types, METH_NOARGS, "unregister every array, scalar and dtype object"},
     {"evaluate_preconditions", evaluate_preconditions, METH_VARARGS,
      "evaluate_preconditions(exprs, slot_codes, slot_values, grid, block): index of the first failing, -1, or None"},
     {NULL, NULL, 0, NULL},
