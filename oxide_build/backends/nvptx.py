@@ -5,6 +5,8 @@ import threading
 
 from oxide.errors import ToolchainError
 
+from .libdevice import libdevice_bytes
+
 __all__ = ["optimize_and_emit_ptx", "llvm_version"]
 
 _init_lock = threading.Lock()
@@ -46,17 +48,7 @@ def optimize_and_emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3) -> str:
     return str(tm.emit_assembly(module))
 
 
-_libdevice_bytes: bytes | None = None
 _subsets: dict[tuple[str, ...], str] = {}
-
-
-def _libdevice() -> bytes:
-    global _libdevice_bytes
-    if _libdevice_bytes is None:
-        from ..toolchain import libdevice_path
-
-        _libdevice_bytes = libdevice_path().read_bytes()
-    return _libdevice_bytes
 
 
 def _libdevice_subset(llvm, names: tuple[str, ...], declarations: list[str]) -> str:  # type: ignore[no-untyped-def]
@@ -68,7 +60,7 @@ def _libdevice_subset(llvm, names: tuple[str, ...], declarations: list[str]) -> 
 
     from ..link.cache import CompileCache, cache_key
 
-    lib_bytes = _libdevice()
+    lib_bytes = libdevice_bytes()
     # through the compile cache: its entries are checksummed and its directory checked
     cache = CompileCache()
     key = cache_key("libdevice-subset", hashlib.sha256(lib_bytes).hexdigest(), "\0".join(names), llvm_version())

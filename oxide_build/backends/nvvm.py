@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 from oxide.errors import CompileError, ToolchainError
 
+from .libdevice import libdevice_bytes
+
 __all__ = [
     "NVVM_DATA_LAYOUT",
     "NVVMOutput",
@@ -287,7 +289,7 @@ def compile_nvvm(ir_text: str, arch: str, options: tuple[str, ...] = (), name: s
             data = ir_text.encode()
             nvvm.add_module_to_program(prog, data, len(data), name)
             if libdevice:
-                bc = _libdevice()
+                bc = libdevice_bytes()
                 nvvm.lazy_add_module_to_program(prog, bc, len(bc), "libdevice")
             try:
                 nvvm.compile_program(prog, len(opts), opts)
@@ -314,18 +316,6 @@ def _program_log(nvvm, prog) -> str:  # type: ignore[no-untyped-def]
         return buf.rstrip(b"\0").decode(errors="replace")
     except Exception:
         return ""
-
-
-_libdevice_cache: bytes | None = None
-
-
-def _libdevice() -> bytes:
-    global _libdevice_cache
-    if _libdevice_cache is None:
-        from ..toolchain import libdevice_path
-
-        _libdevice_cache = libdevice_path().read_bytes()
-    return _libdevice_cache
 
 
 _LIBDEVICE_CALL_RE = re.compile(r'^declare\b[^@]*@"?__nv_', re.M)
