@@ -278,3 +278,50 @@ def test_tensor_parameters_pass_pointer_extents_and_strides(tmp_path: Path) -> N
     assert decl.declaration == ('extern "C" __device__ float ox_corner(const float* t, long long t_extent0, '
                                 'long long t_extent1, long long t_stride0, long long t_stride1);')
     assert compiled.cubins["sm_90"][:4] == b"\x7fELF"
+
+
+def test_prebuilt_library_is_checked_for_the_symbols_it_must_define(tmp_path: Path) -> None:
+    """Prebuilt LTO-IR carries no types: what is checked is that the symbol is there (an
+    undefined one names the stub, the call and the inputs searched) and that it is not also
+    defined in Python (a clash names the Python side and the prebuilt input)."""
+    from oxide_build.cli import main
+
+    (tmp_path / "lib.cu").write_text('extern "C" __device__ float pb_other(float x) { return x; }\n'
+                                     'extern "C" __device__ float py_half(float x) { return x; }\n')
+    library = tmp_path / "lib.fatbin"
+    assert main(["device-lib", str(tmp_path / "lib.cu"), "-o", str(library), "--arch", "sm_90"]) == 0
+    src = tmp_path / "k.py"
+    src.write_text(KERNEL_HEAD + textwrap.dedent('''
+        @ox.extern("pb_twice")
+        def twice(x: f32) -> f32: ...
+
+        @kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = twice(x[i])
+    '''))
+    options = CompileOptions(archs=("sm_90",), cache=False, link_inputs=(str(library),))
+    with pytest.raises(LinkError) as info:
+        compile_module(src, "k", options)
+    message = str(info.value)
+    assert f"{src}:{_line_of(src, 'out[i] = twice')}: undefined symbol 'pb_twice'" in message
+    assert str(library) in message  # among the inputs searched
+
+    src.write_text(KERNEL_HEAD + textwrap.dedent('''
+        @ox.device(export="py_half")
+        def half(x: f32) -> f32:
+            return x * 0.5
+
+        @kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = half(x[i])
+    '''))
+    with pytest.raises(LinkError) as info:
+        compile_module(src, "k", options)
+    message = str(info.value)
+    assert "the device symbol 'py_half' is defined more than once" in message
+    assert f"{src.name}:{_line_of(src, 'def half(')} (Python device function 'half')" in message
+    assert f"{library} (prebuilt, perhaps" in message
