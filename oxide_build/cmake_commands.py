@@ -10,9 +10,17 @@ time, through ``python -m oxide_build <command>``:
   laid out as the wheel is (``<package>/_oxide/<module>.json`` and the code), which
   ``oxide_add_kernels`` installs.
 - ``archs``: the project's ``[tool.oxide] arch``, for ``nvcc -gencode``.
+
+A device library made by ``device-lib`` has a sidecar ``<library>.json`` naming its sources,
+include directories and defines; ``build-kernels`` compiles those sources once more against the
+prototypes of each kernel module (``oxide_build.link.boundary``), so a C++ signature that
+disagrees with an ``@extern`` stub (or an export) fails the build naming both sides, as it does
+for a ``.cu`` a module names itself. Other prebuilt inputs (nvcc's static libraries) carry no
+types: only their symbols are checked, by the link.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import replace
@@ -20,7 +28,7 @@ from pathlib import Path
 
 from oxide.errors import LinkError
 
-__all__ = ["build_device_library", "build_kernel_packages", "project_archs"]
+__all__ = ["build_device_library", "build_kernel_packages", "check_device_libraries", "project_archs"]
 
 
 def project_archs(project_dir: Path) -> tuple[str, ...]:
@@ -50,7 +58,53 @@ def build_device_library(
     temporary = output.with_name(f".{output.name}.{os.getpid()}")
     temporary.write_bytes(add_ltoir_fatbin(entries))
     os.replace(temporary, output)
+    _sidecar(output).write_text(json.dumps({
+        "sources": [str(s.resolve()) for s in sources], "include_dirs": list(include_dirs), "defines": list(defines),
+    }, indent=1) + "\n", encoding="utf-8")
     return output
+
+
+def _sidecar(library: Path) -> Path:
+    return library.with_name(library.name + ".json")
+
+
+def check_device_libraries(project_dir: Path, packages: tuple[str, ...], libraries: tuple[str, ...]) -> None:
+    """Compiles the sources of each ``device-lib`` library in ``libraries`` against the
+    prototypes of each kernel module of ``packages``; a mismatch is a ``LinkError`` naming the
+    Python declaration and the C++ line."""
+    from oxide_build.build import scan_root
+    from oxide_build.compile import build_ir
+    from oxide_build.config import load_config
+    from oxide_build.link.boundary import BOUNDARY_HEADER, boundary_decls
+    from oxide_build.link.cache import CompileCache
+    from oxide_build.link.lto import boundary_headers, cuda_ltoir
+    from oxide_build.link.nvrtc import CudaSource
+    from oxide_build.scan import scan_tree
+    from oxide_build.targets import newest_arch
+
+    specs = []
+    for library in libraries:
+        sidecar = _sidecar(Path(library))
+        if sidecar.is_file():
+            specs.append(json.loads(sidecar.read_text(encoding="utf-8")))
+    if not specs:
+        return
+    config = load_config(project_dir)
+    options = config.compile_options(project_dir)
+    arch = newest_arch(options.archs)
+    cache = CompileCache(enabled=options.cache)
+    root = scan_root(project_dir.resolve())
+    for module in sorted(scan_tree(root, list(packages)).modules, key=lambda m: m.name):
+        _, frontend = build_ir(Path(module.path), module.name, options, root)
+        decls = boundary_decls(frontend.program)
+        if not decls:
+            continue
+        headers = boundary_headers(decls, module.name)
+        for spec in specs:
+            for source in spec["sources"]:
+                cuda = CudaSource(Path(source), tuple(spec["include_dirs"]), tuple(spec["defines"]), (),
+                                  headers, BOUNDARY_HEADER)
+                cuda_ltoir(cuda, arch, cache, decls)
 
 
 def build_kernel_packages(
@@ -69,4 +123,5 @@ def build_kernel_packages(
         include_dirs=(*config.include_dirs, *(str(Path(d).resolve()) for d in include_dirs)),
     )
     output.mkdir(parents=True, exist_ok=True)
+    check_device_libraries(project_dir, packages, tuple(str(Path(p).resolve()) for p in link_inputs))
     return len(compile_project(project_dir, config, output, log=sys.stderr).modules)

@@ -53,9 +53,15 @@ def _env(hide_toolkit: bool) -> dict[str, str]:
     return env
 
 
-def _build(tmp_path: Path, hide_toolkit: bool, *settings: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+def _build(tmp_path: Path, hide_toolkit: bool, *settings: str,
+           edit: dict[str, tuple[str, str]] | None = None) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """Builds a copy of the fixture; ``edit``: file -> (old text, new text) replaced first."""
     project = tmp_path / "cmake_kernels"
     shutil.copytree(FIXTURE, project, ignore=shutil.ignore_patterns("build", "_oxide", "__pycache__"))
+    for name, (old, new) in (edit or {}).items():
+        text = (project / name).read_text()
+        assert old in text, (name, old)
+        (project / name).write_text(text.replace(old, new))
     out = tmp_path / "wheels"
     cmd = [sys.executable, "-m", "pip", "wheel", "-v", "--no-build-isolation", "--no-deps", "-w", str(out),
            str(project)]
@@ -159,6 +165,20 @@ def test_cuda_language_without_a_compiler_names_what_to_install(tmp_path: Path) 
     assert "oxide: this project compiles CUDA C++ with CMake's CUDA language, and no CUDA compiler (nvcc) was found" in log
     assert "nvidia-cuda-nvcc" in log or "-DCMAKE_CUDA_COMPILER=" in log
     assert "NVRTC" in log  # the way out without a toolkit
+
+
+@needs_cmake
+def test_device_library_signature_is_checked_against_the_stubs(tmp_path: Path) -> None:
+    """A device library CMake builds with NVRTC is compiled once more against the prototypes
+    of each kernel module: a C++ signature that disagrees with its @extern fails the build."""
+    result, _ = _build(tmp_path, True, edit={"csrc/fastmath.cu": (
+        'extern "C" __device__ float cmk_scale(float x) { return CMK_SCALE * x; }',
+        'extern "C" __device__ double cmk_scale(double x) { return CMK_SCALE * x; }')})
+    log = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "csrc/fastmath.cu:7: the C++ declaration of 'cmk_scale' does not match the @extern stub 'cmk_scale'" in log
+    assert 'expects: extern "C" __device__ float cmk_scale(float x);' in log
+    assert "Traceback" not in log
 
 
 def test_device_lib_command_makes_a_multi_arch_ltoir_fatbin(tmp_path: Path) -> None:
