@@ -16,6 +16,7 @@ from typing import Sequence
 
 from oxide.errors import CompileError, SourceLocation
 
+from .ir.ops import BINARY_OPS_OF_AST
 from .project_imports import dotted_name, importing_package, module_file, resolve_relative
 
 __all__ = [
@@ -237,14 +238,6 @@ def _collect_symbols(module: ModuleSource) -> None:
             symbols[node.name] = Symbol("unknown", node.name, node)
 
 
-_CONST_OPS = {
-    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-    ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b, ast.Div: lambda a, b: a / b,
-    ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b, ast.BitOr: lambda a, b: a | b,
-    ast.BitAnd: lambda a, b: a & b, ast.BitXor: lambda a, b: a ^ b, ast.Pow: lambda a, b: a ** b,
-}
-
-
 def constant_value(node: ast.AST | None) -> int | float | bool | None:
     """The value of a module-level number constant (``N = 1 << 20``), or None if it is not one."""
     try:
@@ -255,14 +248,14 @@ def constant_value(node: ast.AST | None) -> int | float | bool | None:
             if v is None:
                 return None
             return -v if isinstance(node.op, ast.USub) else (+v if isinstance(node.op, ast.UAdd) else ~int(v))
-        if isinstance(node, ast.BinOp) and type(node.op) in _CONST_OPS:
+        if isinstance(node, ast.BinOp) and (type(node.op) in BINARY_OPS_OF_AST or isinstance(node.op, ast.Pow)):
             a, b = constant_value(node.left), constant_value(node.right)
             if a is None or b is None:
                 return None
             if (isinstance(node.op, (ast.Pow, ast.LShift)) and isinstance(b, (int, float)) and b > 64
                     and abs(a) > (1 if isinstance(node.op, ast.Pow) else 0)):
                 return None  # past 64 bits anyway; computing 10 ** 10 ** 10 would not end
-            result = _CONST_OPS[type(node.op)](a, b)
+            result = a ** b if isinstance(node.op, ast.Pow) else BINARY_OPS_OF_AST[type(node.op)].evaluate(a, b)
             return result if isinstance(result, (int, float)) and abs(result) < 1 << 64 else None
     except (ZeroDivisionError, OverflowError, ValueError, TypeError):
         return None

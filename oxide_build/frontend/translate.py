@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from oxide.abi.views import ViewKind
 from oxide.errors import CompileError
@@ -16,7 +16,7 @@ from oxide.runtime.manifest import Precondition
 from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
-from ..ir.ops import BinaryOp, CompareOp, LogicOp
+from ..ir.ops import BINARY_OPS_OF_AST, COMPARE_OPS_OF_AST, BinaryOp, CompareOp, LogicOp
 from ..ir.types import (
     BOOL, F64, I32, I64, THREAD_INDEX, VOID, ArrayType, ThreadIndexType, TupleType, Type,
     ViewType, VoidType, as_scalar, is_int, type_name,
@@ -32,15 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["FunctionTranslator"]
 
-BIN_OPS: dict[type, BinaryOp] = {
-    ast.Add: BinaryOp.ADD, ast.Sub: BinaryOp.SUB, ast.Mult: BinaryOp.MUL, ast.Div: BinaryOp.DIV,
-    ast.FloorDiv: BinaryOp.FLOOR_DIV, ast.Mod: BinaryOp.MOD, ast.BitAnd: BinaryOp.BIT_AND,
-    ast.BitOr: BinaryOp.BIT_OR, ast.BitXor: BinaryOp.BIT_XOR, ast.LShift: BinaryOp.SHL, ast.RShift: BinaryOp.SHR,
-}
-CMP_OPS: dict[type, CompareOp] = {
-    ast.Lt: CompareOp.LT, ast.LtE: CompareOp.LE, ast.Gt: CompareOp.GT, ast.GtE: CompareOp.GE,
-    ast.Eq: CompareOp.EQ, ast.NotEq: CompareOp.NE,
-}
+BIN_OPS = BINARY_OPS_OF_AST
+CMP_OPS = COMPARE_OPS_OF_AST
 SPECIAL_REGS = {
     ("thread", "idx"): "tid", ("block", "idx"): "ctaid", ("block", "dim"): "ntid", ("grid", "dim"): "nctaid",
 }
@@ -1014,13 +1007,7 @@ class FunctionTranslator(ast.NodeVisitor):
         if op in ("<<", ">>") and isinstance(b, int) and not isinstance(a, float) and not 0 <= b <= 64:
             raise self.error(node, f"shift by {b} in a constant expression: the amount must be 0 to 64")
         try:
-            ops: dict[str, Callable[[Any, Any], Any]] = {
-                "+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
-                "/": lambda x, y: x / y, "//": lambda x, y: x // y, "%": lambda x, y: x % y,
-                "&": lambda x, y: x & y, "|": lambda x, y: x | y, "^": lambda x, y: x ^ y,
-                "<<": lambda x, y: x << y, ">>": lambda x, y: x >> y,
-            }
-            value = ops[op](a, b)
+            value = op.evaluate(a, b)
         except ZeroDivisionError:
             raise self.error(node, "division by zero in a constant expression") from None
         except TypeError:
