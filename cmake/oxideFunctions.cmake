@@ -105,10 +105,17 @@ function(oxide_add_device_library name)
     foreach(define IN LISTS ARG_DEFINES)
       list(APPEND flags "-D${define}")
     endforeach()
+    set(depfile)
+    if(CMAKE_GENERATOR MATCHES "Ninja" OR NOT CMAKE_VERSION VERSION_LESS 3.20)
+      # the headers the sources include: editing one rebuilds the library
+      set(depfile DEPFILE "${output}.d")
+      list(APPEND flags --depfile "${output}.d")
+    endif()
     add_custom_command(
       OUTPUT "${output}"
       COMMAND "${oxide_PYTHON}" -m oxide_build device-lib ${sources} -o "${output}" --arch "${arch_list}" ${flags}
       DEPENDS ${sources}
+      ${depfile}
       COMMENT "oxide: NVRTC, ${name} (${arch_list}) -> LTO-IR"
       VERBATIM)
     add_custom_target(${name} ALL DEPENDS "${output}")

@@ -150,6 +150,8 @@ def _parser() -> argparse.ArgumentParser:
     devlib_cmd.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR", help="include directory")
     devlib_cmd.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
                             help="preprocessor definition")
+    devlib_cmd.add_argument("--depfile", metavar="FILE", type=Path,
+                            help="also write a Makefile rule of the sources and the headers they include")
     kernels_cmd = commands.add_parser(
         "build-kernels",
         help="compile a project's kernel packages into a wheel-layout directory (CMake's oxide_add_kernels)",
@@ -175,7 +177,8 @@ def _device_lib(args: argparse.Namespace) -> int:
         if not source.is_file():
             raise UsageError(f"oxide: error: {source}: no such file")
     archs = _archs(args.arch) if args.arch else project_archs(args.project)
-    path = build_device_library(list(args.sources), args.output, archs, tuple(args.include_dirs), tuple(args.defines))
+    path = build_device_library(list(args.sources), args.output, archs, tuple(args.include_dirs), tuple(args.defines),
+                                args.depfile)
     print(f"wrote {path} (LTO-IR for {', '.join(archs)})")
     return 0
 

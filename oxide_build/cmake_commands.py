@@ -40,10 +40,12 @@ def project_archs(project_dir: Path) -> tuple[str, ...]:
 
 def build_device_library(
     sources: list[Path], output: Path, archs: tuple[str, ...],
-    include_dirs: tuple[str, ...] = (), defines: tuple[str, ...] = (),
+    include_dirs: tuple[str, ...] = (), defines: tuple[str, ...] = (), depfile: Path | None = None,
 ) -> Path:
     """Compiles each ``.cu`` of ``sources`` for each arch with NVRTC (``-dlto``) and writes one
-    fatbin of their LTO-IR to ``output``. A compile error is a ``LinkError`` with NVRTC's log."""
+    fatbin of their LTO-IR to ``output``; ``depfile``: a Makefile rule naming the sources and
+    the user headers they include (CMake's DEPFILE), so an edited header rebuilds it. A compile
+    error is a ``LinkError`` with NVRTC's log."""
     from oxide_build.link.fatbin import add_ltoir_fatbin
     from oxide_build.link.nvrtc import CudaSource, compile_cuda
 
@@ -58,6 +60,16 @@ def build_device_library(
     temporary = output.with_name(f".{output.name}.{os.getpid()}")
     temporary.write_bytes(add_ltoir_fatbin(entries))
     os.replace(temporary, output)
+    if depfile is not None:
+        from oxide_build.link.nvrtc import source_dependencies
+
+        deps: dict[str, None] = {}
+        for source in sources:
+            deps.setdefault(str(source.resolve()), None)
+            for dep in source_dependencies(source.resolve(), include_dirs):
+                deps.setdefault(str(dep), None)
+        escaped = [d.replace(" ", "\\ ") for d in [str(output), *deps]]
+        depfile.write_text(f"{escaped[0]}: " + " \\\n  ".join(escaped[1:]) + "\n", encoding="utf-8")
     _sidecar(output).write_text(json.dumps({
         "sources": [str(s.resolve()) for s in sources], "include_dirs": list(include_dirs), "defines": list(defines),
     }, indent=1) + "\n", encoding="utf-8")
@@ -124,4 +136,24 @@ def build_kernel_packages(
     )
     output.mkdir(parents=True, exist_ok=True)
     check_device_libraries(project_dir, packages, tuple(str(Path(p).resolve()) for p in link_inputs))
-    return len(compile_project(project_dir, config, output, log=sys.stderr).modules)
+    build = compile_project(project_dir, config, output, log=sys.stderr)
+    _drop_outside_sources(project_dir, [(m.module, m.manifest) for m in build.modules])
+    return len(build.modules)
+
+
+def _drop_outside_sources(project_dir: Path, manifests: list[tuple[str, Path]]) -> None:
+    """Forgets the hashes of inputs outside the project (CMake's build tree: device libraries):
+    an installed wheel has none of them to compare, and their paths would make every wheel
+    differ."""
+    from oxide.abi.manifest import ModuleManifest
+    from oxide_build.build import scan_root
+
+    project = project_dir.resolve()
+    root = scan_root(project)
+    for module, path in manifests:
+        manifest = ModuleManifest.from_json(path.read_text(encoding="utf-8"))
+        module_dir = root.joinpath(*module.split(".")[:-1])
+        kept = {relative: digest for relative, digest in manifest.sources.items()
+                if (module_dir / relative).resolve().is_relative_to(project)}
+        if kept != manifest.sources:
+            path.write_text(manifest._replace(sources=kept).to_json(), encoding="utf-8")

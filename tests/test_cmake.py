@@ -118,6 +118,7 @@ def test_device_library_and_kernels_built_by_cmake_without_a_toolkit(tmp_path: P
         assert b"gelu_scaled" in cubin
     manifest = json.loads(entries["cmkern/_oxide/cmkern.ops.json"])
     assert "gelu_scaled" in json.dumps(manifest)
+    assert manifest["sources"] == {}  # no path into CMake's (temporary) build tree
     header = entries["cmkern/include/oxide_exports.h"].decode()
     assert 'extern "C" __device__ float cmk_py_gelu(float x);' in header
     # the pybind11 module reads the manifest through oxide/launch.hpp, and checks arguments
@@ -199,3 +200,19 @@ def test_device_lib_command_makes_a_multi_arch_ltoir_fatbin(tmp_path: Path) -> N
         compiled = compile_module(src, "k", CompileOptions(archs=(arch,), cache=False,
                                                            link_inputs=(str(tmp_path / "lib.fatbin"),)))
         assert compiled.cubins[arch][:4] == b"\x7fELF"
+
+
+def test_device_lib_depfile_names_the_included_headers(tmp_path: Path) -> None:
+    from oxide_build.cli import main
+
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "helper.cuh").write_text("#pragma once\n__device__ inline float h(float x) { return x; }\n")
+    (tmp_path / "lib.cu").write_text('#include "helper.cuh"\nextern "C" __device__ float dl_h(float x) { return h(x); }\n')
+    out = tmp_path / "lib.fatbin"
+    assert main(["device-lib", str(tmp_path / "lib.cu"), "-o", str(out), "--arch", "sm_90",
+                 "-I", str(tmp_path / "inc"), "--depfile", str(tmp_path / "lib.d")]) == 0
+    rule = (tmp_path / "lib.d").read_text()
+    assert rule.startswith(f"{out}: ")
+    assert str(tmp_path / "lib.cu") in rule and str(tmp_path / "inc" / "helper.cuh") in rule
+    sidecar = json.loads((tmp_path / "lib.fatbin.json").read_text())
+    assert sidecar == {"sources": [str(tmp_path / "lib.cu")], "include_dirs": [str(tmp_path / "inc")], "defines": []}
