@@ -17,6 +17,7 @@
 //   Slice[T]             oxide::slice(const T* data, int64_t length)   (mut_slice also accepted)
 //   MutSlice/DisjointSlice[T]  oxide::mut_slice(T* data, int64_t length)
 //   Tensor[T, N] (Mut/Disjoint)  oxide::tensor(T* data, {shape...}, {strides in elements...})
+//   (f16 and bf16 parameters are not supported yet: such a kernel is refused at launch)
 // A mismatch (count, dtype, view kind, const-ness, ndim, a negative length) throws
 // oxide::Error naming the kernel, the parameter and its file:line, before anything is launched.
 //
@@ -287,7 +288,7 @@ template <class T> constexpr const char* dtype_of() {
   else if constexpr (std::is_integral_v<U> && std::is_unsigned_v<U> && sizeof(U) == 2) return "u16";
   else if constexpr (std::is_integral_v<U> && std::is_unsigned_v<U> && sizeof(U) == 4) return "u32";
   else if constexpr (std::is_integral_v<U> && std::is_unsigned_v<U> && sizeof(U) == 8) return "u64";
-  else return "f16/bf16 (pass 16-bit floats as oxide::slice of uint16_t storage is not supported)";
+  else return "a type with no oxide dtype";
 }
 }  // namespace detail
 
