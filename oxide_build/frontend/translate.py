@@ -25,6 +25,7 @@ from ..scan import ModuleSource, Symbol
 from ..passes.divergence import is_thread_dependent
 from .annotations import PYTHON_SCALARS, TypeVarBinding, dotted_parts, oxide_name, resolve_annotation
 from .bounds import Poly, Prover, add, atom, const, mul
+from .views import refuse_slice_write, refuse_tensor_write, refuse_vector_store
 from .promotion import PromotionError, fits, literal_type, promote
 
 if TYPE_CHECKING:
@@ -379,38 +380,13 @@ class FunctionTranslator(ast.NodeVisitor):
             return ir.Store(view, index, value, self.loc(node), site)
         vt = view.ty
         if vt.is_tensor:
-            if vt.kind == ViewKind.TENSOR:
-                raise self.error(target, f"{ast.unparse(target.value)!r} is a read-only Tensor",
-                                 "declare it MutTensor (writes inside `with oxide.unsafe():`) or DisjointTensor")
-            if vt.kind == ViewKind.MUT_TENSOR and self.unsafe_depth == 0:
-                raise self.error(target, f"writing the MutTensor {ast.unparse(target.value)!r} needs `with oxide.unsafe():`")
-            if vt.kind == ViewKind.DISJOINT_TENSOR:
-                elts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
-                want = ["1d"] if vt.ndim == 1 else ["row", "col"] if vt.ndim == 2 else None
-                got = [self.locals.get(e.id) if isinstance(e, ast.Name) else None for e in elts]
-                axes = [g.axis if isinstance(g, ThreadIndexType) else None for g in got]
-                if want is None or axes != want:
-                    raise self.error(target.slice, "a DisjointTensor is written only at the calling thread's own index",
-                                     "index it with `row, col = thread.index_2d()` as out[row, col]"
-                                     if vt.ndim == 2 else "use thread.index_1d() for 1-D")
+            refuse_tensor_write(self, target, vt)
             flat = self.tensor_index(target.slice, view)
             value = self.convert_implicit(self.expr(value_node), vt.elem, value_node,
                                           f"store into {ast.unparse(target.value)}")
             return ir.Store(view, flat, value, self.loc(node), None)
         index = self.index_expr(target.slice)
-        if vt.kind == ViewKind.SLICE:
-            raise self.error(target, f"{ast.unparse(target.value)!r} is a read-only Slice",
-                             "declare the parameter DisjointSlice[T] to write one element per thread")
-        if vt.kind == ViewKind.DISJOINT_SLICE and not (isinstance(index.ty, ThreadIndexType) and index.ty.axis == "1d"):
-            raise self.error(
-                target.slice,
-                f"a DisjointSlice can only be written at the calling thread's ThreadIndex; "
-                f"{ast.unparse(target.slice)!r} is {type_name(index.ty)}",
-                "index with the value of thread.index_1d(), or use MutSlice inside `with oxide.unsafe():`",
-            )
-        if vt.kind == ViewKind.MUT_SLICE and self.unsafe_depth == 0:
-            raise self.error(target, f"writing the MutSlice {ast.unparse(target.value)!r} needs `with oxide.unsafe():`",
-                             "wrap the write in `with oxide.unsafe():`, or use a DisjointSlice")
+        refuse_slice_write(self, target, vt, index)
         value = self.convert_implicit(self.expr(value_node), vt.elem, value_node,
                                       f"store into {ast.unparse(target.value)}")
         site = self.check_site(target, view, index, f"{ast.unparse(target.value)}[{_index_text(target.slice)}]")
@@ -1226,13 +1202,7 @@ class FunctionTranslator(ast.NodeVisitor):
             raise self.error(node, f"{func.attr}() takes {nargs} argument(s), got {len(node.args)}")
         index = self.index_expr(node.args[0])
         if is_store:
-            if view.ty.kind == ViewKind.SLICE:
-                raise self.error(func, f"{ast.unparse(func.value)!r} is a read-only Slice")
-            if view.ty.kind == ViewKind.DISJOINT_SLICE and not isinstance(index.ty, ThreadIndexType):
-                raise self.error(node.args[0], "a DisjointSlice vector store needs the thread's ThreadIndex",
-                                 "index with the value of thread.index_1d()")
-            if view.ty.kind == ViewKind.MUT_SLICE and self.unsafe_depth == 0:
-                raise self.error(node, f"writing the MutSlice {ast.unparse(func.value)!r} needs `with oxide.unsafe():`")
+            refuse_vector_store(self, func, node, view.ty, index)
         scalar_index = self.convert(self.materialize(index), I64, node.args[0]) if not isinstance(index.ty, ThreadIndexType) else ir.Cast(index, I64, loc)
         last = ir.BinOp(BinaryOp.ADD, ir.BinOp(BinaryOp.MUL, scalar_index, ir.Const(width, I64, loc), I64, loc), ir.Const(width - 1, I64, loc), I64, loc)
         site = None
