@@ -54,6 +54,7 @@ static cuCtxGetId_t drv_ctx_get_id = NULL; /* NULL: a context is known by its ha
 
 /* torch.autograd.graph.increment_version, called with each PyTorch tensor a launch writes */
 static PyObject *torch_bump_version = NULL;
+static PyObject *torch_bump_versions = NULL; /* torch._C._increment_version: a tuple of tensors */
 
 /* Checked unsigned arithmetic: 0 when the result does not fit 64 bits. */
 static int add_u64(uint64_t a, uint64_t b, uint64_t *out) {
@@ -1547,6 +1548,31 @@ static int framework_stream(Plan *plan, PyObject *const *args, Py_ssize_t nargs,
     return ok;
 }
 
+/* Autograd learns of the launch's writes (an in-place op's bump): all written tensors in one
+   call of torch._C._increment_version where torch has it (what increment_version calls, without
+   its Python frame), else one increment_version call per tensor. An inference tensor has no
+   version counter: PyTorch skips it. */
+static void bump_versions(PyObject *const *args, const Py_ssize_t *bumps, Py_ssize_t n_bumps) {
+    if (torch_bump_versions != NULL) {
+        PyObject *written = PyTuple_New(n_bumps);
+        if (written != NULL) {
+            for (Py_ssize_t k = 0; k < n_bumps; k++) PyTuple_SET_ITEM(written, k, Py_NewRef(args[bumps[k]]));
+            PyObject *done = PyObject_CallOneArg(torch_bump_versions, written);
+            Py_DECREF(written);
+            if (done != NULL) {
+                Py_DECREF(done);
+                return;
+            }
+        }
+        PyErr_Clear(); /* one by one below */
+    }
+    for (Py_ssize_t k = 0; k < n_bumps; k++) {
+        PyObject *done = PyObject_CallOneArg(torch_bump_version, args[bumps[k]]);
+        if (done == NULL) PyErr_Clear();
+        Py_XDECREF(done);
+    }
+}
+
 static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs, CUresult *err) {
     Plan *plan = self->plan;
     for (int i = 0; i < n_records; i++)
@@ -1709,11 +1735,7 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     Py_END_ALLOW_THREADS
     *err = r;
     if (r != 0) return CUDA_FAILED;
-    for (Py_ssize_t k = 0; k < n_bumps; k++) { /* autograd learns of the write (an in-place op's bump) */
-        PyObject *done = PyObject_CallOneArg(torch_bump_version, args[bumps[k]]);
-        if (done == NULL) PyErr_Clear(); /* an inference tensor has no version counter */
-        Py_XDECREF(done);
-    }
+    if (n_bumps) bump_versions(args, bumps, n_bumps);
     return LAUNCHED;
 }
 
@@ -1886,6 +1908,16 @@ static PyObject *set_torch_autograd(PyObject *mod, PyObject *fn) {
         return NULL;
     }
     Py_XSETREF(torch_bump_version, fn == Py_None ? NULL : Py_NewRef(fn));
+    Py_CLEAR(torch_bump_versions);
+    if (fn != Py_None) {
+        /* torch is imported by now (fn is its increment_version) */
+        PyObject *c = PyImport_ImportModule("torch._C");
+        PyObject *many = c != NULL ? PyObject_GetAttrString(c, "_increment_version") : NULL;
+        Py_XDECREF(c);
+        if (many != NULL && PyCallable_Check(many)) torch_bump_versions = Py_NewRef(many);
+        Py_XDECREF(many);
+        PyErr_Clear();
+    }
     Py_RETURN_NONE;
 }
 
