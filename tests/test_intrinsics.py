@@ -22,13 +22,13 @@ def test_every_registered_intrinsic_has_a_language_stub() -> None:
         assert hasattr(namespace, op) or op in getattr(namespace, "_ops", ()), name
 
 
-def test_every_registered_group_is_typed_and_lowered() -> None:
-    typing = Path(__file__).resolve().parent.parent / "oxide_build" / "frontend" / "intrinsics.py"
-    lowering = Path(__file__).resolve().parent.parent / "oxide_build" / "lower" / "intrinsics.py"
-    typed, lowered = typing.read_text(), lowering.read_text()
-    for group in {info.group for info in INTRINSICS.values()}:
-        assert f'"{group}' in typed, f"frontend/intrinsics.py does not type the {group} group"
-        assert f'"{group}"' in lowered or group in ("shared", "local"), f"lower/intrinsics.py does not lower {group}"
+def test_every_entry_lives_with_its_typing_and_lowering() -> None:
+    """One module per group holds an intrinsic's entry, typing and lowering: adding one touches
+    that module (plus the language's stub, docs and tests)."""
+    for name, info in INTRINSICS.items():
+        module = f"oxide_build.intrinsics.{'memory' if info.group in ('shared', 'local', 'fence') else info.group}"
+        assert info.typing.__module__ == module and info.lowering.__module__ == module, name
+        assert callable(info.typing) and callable(info.lowering)
 
 
 def test_attributes() -> None:
@@ -69,3 +69,65 @@ def test_the_prover_takes_the_value_range_from_the_registry(tmp_path: Path) -> N
     text = __import__("oxide_build.ir.printer", fromlist=["print_program"]).print_program(build_ir(src, "kern")[1].program)
     assert "lanes[warp.lane():i32] = 1.0:f32" in text  # 0..31 fits the array: no check
     assert "x[warp.lane():i32]" in text and "x[warp.lane():i32]!" not in text
+
+
+def test_convergent_comes_from_the_entry(tmp_path: Path) -> None:
+    """The lowering marks what a convergent intrinsic calls ``convergent``; nothing else."""
+    from oxide_build.compile import CompileOptions, compile_module
+
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + textwrap.dedent("""
+        @ox.kernel
+        def k(x: MutSlice[u32]) -> None:
+            with ox.unsafe():
+                x[0] = warp.shfl_down(x[0], 1) + u32(warp.ballot(x[1] > 0)) + u32(ox.bits.popc(x[2]))
+        """))
+    ir_text = compile_module(src, "kern", CompileOptions(archs=("sm_90",), link_cubins=False, cache=False)).llvm_ir
+    declares = {line.split("@")[1].split("(")[0].strip('"'): line for line in ir_text.splitlines()
+                if line.startswith("declare")}
+    assert "convergent" in declares["llvm.nvvm.shfl.sync.down.i32"]
+    assert "convergent" in declares["llvm.nvvm.vote.ballot.sync"]
+    assert "convergent" not in declares["llvm.ctpop.i32"]
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_bits_lower_to_popc_clz_brev(tmp_path: Path, backend: str) -> None:
+    from oxide_build.compile import CompileOptions, compile_module
+
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + textwrap.dedent("""
+        from oxide import u64
+
+        @ox.kernel
+        def k(a: MutSlice[i32], b: MutSlice[u64], c: MutSlice[i32]) -> None:
+            with ox.unsafe():
+                c[0] = ox.bits.popc(a[0]) + ox.bits.clz(b[0])
+                c[1] = ox.bits.popc(b[0]) + ox.bits.clz(a[0])
+                a[1] = ox.bits.brev(a[1])
+                b[1] = ox.bits.brev(b[1])
+        """))
+    compiled = compile_module(src, "kern", CompileOptions(archs=("sm_90",), link_cubins=False, cache=False, backend=backend))
+    ptx = compiled.ptx["sm_90"]
+    for instruction in ("popc.b32", "popc.b64", "clz.b32", "clz.b64", "brev.b32", "brev.b64"):
+        assert instruction in ptx, instruction
+    assert compiled.kernels[0].name == "k"
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    ("ox.bits.popc(f)", "bits.popc needs a 32- or 64-bit integer, got f32"),
+    ("ox.bits.clz(i16(1))", "bits.clz needs a 32- or 64-bit integer, got i16"),
+    ("ox.bits.brev(a[0], a[1])", r"oxide.bits.brev\(\) takes 1 argument\(s\), got 2"),
+])
+def test_bits_refuse_what_they_do_not_take(tmp_path: Path, call: str, message: str) -> None:
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + textwrap.dedent(f"""
+        from oxide import i16
+
+        @ox.kernel
+        def k(a: MutSlice[i32], f: f32) -> None:
+            with ox.unsafe():
+                a[0] = i32({call})
+        """))
+    with pytest.raises(CompileError, match=message) as err:
+        build_ir(src, "kern")
+    assert "kern.py:" in str(err.value)

@@ -7,7 +7,7 @@ from typing import Any, Iterator, Literal, NoReturn, Protocol, TypeVar
 from .types import ThreadIndex
 
 __all__ = ["thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "unsafe", "static_range",
-           "AtomicScope"]
+           "AtomicScope", "bits"]
 
 
 def _device_only(name: str) -> NoReturn:
@@ -132,6 +132,8 @@ math = _Space("math", ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "
                        "erf", "abs", "floor", "ceil", "trunc", "round", "pow", "min", "max", "atan2",
                        "fmod", "fma", "isnan", "isinf", "isfinite"))
 fence = _Space("fence", ("block", "device", "system"))
+# popc(x) / clz(x): the set / leading zero bits of a 32- or 64-bit integer, as an i32; brev(x): its bits reversed
+bits = _Space("bits", ("popc", "clz", "brev"))
 
 
 def static_range(*args: int) -> range:

@@ -524,14 +524,21 @@ class FunctionTranslator(ast.NodeVisitor):
             return False
         return dims_only(value)
 
+    def element_type(self, node: ast.expr) -> ScalarType:
+        """The scalar type an intrinsic's type argument names (``shared.array(n, f32)``)."""
+        ty = resolve_annotation(self.module, node, self.typevars, "the element type")
+        if isinstance(ty, TypeVarBinding) or not isinstance(ty, ScalarType):
+            raise self.error(node, f"{ast.unparse(node)} is not a scalar element type")
+        return ty
+
     def static_for(self, node: ast.For, it: ast.Call) -> list[ir.Stmt]:
         """``for k in oxide.static_range(n)``: the body is repeated n times with k a constant."""
         assert isinstance(node.target, ast.Name)
         if it.keywords or not 1 <= len(it.args) <= 3:
             raise self.error(it, "static_range() takes 1 to 3 compile-time integers")
-        from .intrinsics import _const_int
+        from ..intrinsics.arguments import const_int
 
-        bounds = [_const_int(self, a) for a in it.args]
+        bounds = [const_int(self, a) for a in it.args]
         for b, a in zip(bounds, it.args):
             if b is None:
                 raise self.error(a, f"static_range() needs compile-time integers, got {ast.unparse(a)}",
@@ -1124,11 +1131,11 @@ class FunctionTranslator(ast.NodeVisitor):
         return ir.Select(cond, a2, b2, ty, self.loc(node))
 
     def visit_Call(self, node: ast.Call) -> ir.Expr:
-        from .intrinsics import KEYWORD_INTRINSICS
+        from ..intrinsics import KEYWORD_INTRINSICS
 
         keyword_name = oxide_name(self.module, node.func) if node.keywords else None
         if keyword_name in KEYWORD_INTRINSICS and not any(isinstance(a, ast.Starred) for a in node.args):
-            return self.oxide_call(keyword_name, node)  # frontend/intrinsics.py checks the keywords
+            return self.oxide_call(keyword_name, node)  # the intrinsic's typing checks the keywords
         if node.keywords:
             raise self.error(node.keywords[0].value if node.keywords[0].value else node,
                              "keyword arguments are not supported in kernel calls", "pass arguments by position")
@@ -1217,11 +1224,11 @@ class FunctionTranslator(ast.NodeVisitor):
 
     def oxide_call(self, name: str, node: ast.Call) -> ir.Expr:
         from ..intrinsics import INTRINSICS
-        from .intrinsics import translate_intrinsic
 
         loc = self.loc(node)
         if name in INTRINSICS:
-            return translate_intrinsic(self, name, node)
+            info = INTRINSICS[name]
+            return info.typing(self, info, node)
         if name == "thread.index_1d":
             if node.args:
                 raise self.error(node, "thread.index_1d() takes no arguments")

@@ -1,0 +1,194 @@
+"""Atomics (``atomic.*``): typing (targets, element types, ``scope=``) and lowering (LLVM's
+atomics at device scope, inline PTX ``atom`` at block and system scope, a compare-and-swap loop
+for float min/max)."""
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from llvmlite import ir as ll
+
+from oxide.lang.types import SCALAR_TYPES, ScalarType
+
+from ..ir import nodes as ir
+from ..ir.types import ArrayType, ViewType, type_name
+from .arguments import check_arg_count, const_str
+from .entry import IntrinsicInfo
+from .warp import combine
+
+if TYPE_CHECKING:
+    from ..frontend.translate import FunctionTranslator
+    from ..lower.llvm import FunctionLowering
+
+__all__ = ["ENTRIES", "ATOMIC_SCOPES"]
+
+ATOMIC_OPS = ("add", "sub", "min", "max", "exch", "and_", "or_", "xor", "inc", "dec")
+ATOMIC_TYPES = ("i32", "u32", "i64", "u64", "f32", "f64")
+# scope= spellings → PTX scope: CUDA's (atomicAdd_block / atomicAdd / atomicAdd_system) and PTX's
+ATOMIC_SCOPES = {"block": "cta", "cta": "cta", "device": "gpu", "gpu": "gpu", "system": "sys", "sys": "sys"}
+ATOMIC_RMW = {"add": "add", "exch": "xchg", "and_": "and", "or_": "or", "xor": "xor",
+              "inc": "uinc_wrap", "dec": "udec_wrap"}
+
+
+def _type_atomic(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    name, op = info.name, info.op
+    nvals = 2 if op == "cas" else 1
+    last = node.args[-1] if len(node.args) == 3 + nvals else None
+    if last is not None and const_str(tr, last) is not None:
+        spelled = last.id if isinstance(last, ast.Name) else f'"{const_str(tr, last)}"'
+        raise tr.error(last, f"oxide.{name}() takes the scope as a keyword", f"write scope={spelled}")
+    check_arg_count(tr, node, 2 + nvals, name)
+    target = tr.expr(node.args[0])
+    if not isinstance(target.ty, (ViewType, ArrayType)):
+        raise tr.error(node.args[0], f"{name} needs a view or shared array, got {type_name(target.ty)}")
+    if isinstance(target.ty, ArrayType) and target.ty.space == "local":
+        raise tr.error(node.args[0], f"{name} needs a view or shared array; {ast.unparse(node.args[0])!r} is a local "
+                       "array, which no other thread can see", "update a local array with plain arithmetic")
+    if isinstance(target.ty, ViewType) and not target.ty.writable:
+        raise tr.error(node.args[0], f"{name} cannot modify the read-only Slice {ast.unparse(node.args[0])!r}",
+                       "declare the parameter DisjointSlice[T] or MutSlice[T]")
+    elem = target.ty.elem
+    if elem.name not in ATOMIC_TYPES:
+        raise tr.error(node.args[0], f"atomics need elements of {', '.join(ATOMIC_TYPES)}, got {elem.name}")
+    if op in ("and_", "or_", "xor", "inc", "dec") and elem.kind == "float":
+        raise tr.error(node, f"{name} needs integer elements, got {elem.name}")
+    if op in ("inc", "dec") and elem.name != "u32":
+        raise tr.error(node, f"{name} works on u32 elements, got {elem.name}")
+    scope = _atomic_scope(tr, node, name)
+    index = tr.index_expr(node.args[1], target.ty)
+    values = [tr.convert_implicit(tr.expr(a), elem, a, f"the {name} operand") for a in node.args[2:]]
+    site = tr.check_site(node, target, index, f"{ast.unparse(node.args[0])}[{ast.unparse(node.args[1])}]")
+    return ir.Intrinsic(name, [target, index, *values], elem, tr.loc(node), site, scope)
+
+
+def _atomic_scope(tr: FunctionTranslator, node: ast.Call, name: str) -> str:
+    """The PTX scope of ``scope=`` ("gpu" without one): a string literal or a module-level
+    string constant."""
+    spellings = ", ".join(f'"{s}"' for s in ATOMIC_SCOPES)
+    scope = "gpu"
+    for kw in node.keywords:
+        if kw.arg != "scope":
+            what = "does not take **kwargs" if kw.arg is None else f"got an unexpected keyword argument {kw.arg!r}"
+            raise tr.error(kw, f"oxide.{name}() {what}",
+                           'atomics take one keyword: scope="block", "device" (the default) or "system"')
+        text = const_str(tr, kw.value)
+        if text is None:
+            raise tr.error(kw.value, f"the scope of oxide.{name}() must be a compile-time string, "
+                           f"got {ast.unparse(kw.value)}", f"write one of {spellings}")
+        if text not in ATOMIC_SCOPES:
+            raise tr.error(kw.value, f"unknown atomic scope {text!r}", f"write one of {spellings}")
+        scope = ATOMIC_SCOPES[text]
+    return scope
+
+
+def _lower_atomic(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    """Device scope ("gpu", the default) is LLVM's ``atomicrmw``/``cmpxchg`` (a plain ``atom``,
+    whose scope is .gpu). Block and system scope are inline PTX (``atom.cta``/``atom.sys``):
+    LLVM's NVPTX backend drops ``syncscope`` from ``atomicrmw`` and libNVVM drops it from both."""
+    b = fl.b
+    op = info.op
+    view = fl.view(e.args[0])
+    idx = fl.index(e.args[1])
+    elem = view.elem
+    if e.check_site is not None:
+        fl.bounds_check(idx, view.length, e.check_site)
+    ptr = fl.element_address(view, idx)
+    values = [fl.expr(a) for a in e.args[2:]]
+    if op == "cas":
+        cmp, new = (_to_bits(fl, v) for v in values)
+        return _from_bits(fl, _cas(fl, _int_ptr(fl, ptr, elem), cmp, new, e.scope), elem)
+    value = values[0]
+    if op in ("min", "max") and elem.kind == "float":
+        return _float_min_max(fl, op, ptr, value, elem, e.scope)
+    if op == "exch" and elem.kind == "float":
+        bits = _rmw(fl, "exch", _int_ptr(fl, ptr, elem), _to_bits(fl, value), SCALAR_TYPES[f"u{elem.bits}"], e.scope)
+        return _from_bits(fl, bits, elem)
+    if op == "sub":  # atom has no sub: add the negation (as LLVM does)
+        op, value = "add", b.fneg(value) if elem.kind == "float" else b.neg(value)
+    return _rmw(fl, op, ptr, value, elem, e.scope)
+
+
+def _rmw(fl: FunctionLowering, op: str, ptr: ll.Value, value: ll.Value, elem: ScalarType, scope: str) -> ll.Value:
+    """``atom.<op>`` of an integer, or a float add."""
+    if scope == "gpu":
+        if op in ("min", "max"):
+            rmw = ("u" if elem.kind == "uint" else "") + op
+        else:
+            rmw = "fadd" if elem.kind == "float" else ATOMIC_RMW[op]
+        return fl.b.atomic_rmw(rmw, ptr, value, _ordering(scope))
+    if op in ("add", "inc", "dec"):
+        ptx_type = f"{'f' if elem.kind == 'float' else 'u'}{elem.bits}"
+    elif op in ("min", "max"):
+        ptx_type = f"{'u' if elem.kind == 'uint' else 's'}{elem.bits}"
+    else:
+        ptx_type = f"b{elem.bits}"
+    return _ptx_atom(fl, f"{op.rstrip('_')}.{ptx_type}", ptr, [value], scope)
+
+
+def _cas(fl: FunctionLowering, ptr: ll.Value, cmp: ll.Value, new: ll.Value, scope: str) -> ll.Value:
+    """Compare-and-swap of integers at an integer pointer; the old value."""
+    if scope != "gpu":
+        return _ptx_atom(fl, f"cas.b{cmp.type.width}", ptr, [cmp, new], scope)
+    return fl.b.extract_value(fl.b.cmpxchg(ptr, cmp, new, _ordering(scope), "monotonic"), 0)
+
+
+def _float_min_max(fl: FunctionLowering, op: str, ptr: ll.Value, value: ll.Value, elem: ScalarType, scope: str) -> ll.Value:
+    """A compare-and-swap loop (PTX has no float atom.min/max); stops without a write where the
+    element already is the minimum (maximum)."""
+    b = fl.b
+    iptr = _int_ptr(fl, ptr, elem)
+    first = b.load_atomic(iptr, _ordering(scope), elem.bits // 8)
+    entry = b.block
+    retry = fl.llfn.append_basic_block(f"atomic.{op}")
+    swap = fl.llfn.append_basic_block(f"atomic.{op}.cas")
+    done = fl.llfn.append_basic_block(f"atomic.{op}.done")
+    b.branch(retry)
+    b.position_at_end(retry)
+    old = b.phi(first.type)
+    old.add_incoming(first, entry)
+    new = _to_bits(fl, combine(fl, op, _from_bits(fl, old, elem), value, elem))
+    b.cbranch(b.icmp_unsigned("==", new, old), done, swap)
+    b.position_at_end(swap)
+    seen = _cas(fl, iptr, old, new, scope)
+    old.add_incoming(seen, swap)
+    b.cbranch(b.icmp_unsigned("==", seen, old), done, retry)
+    b.position_at_end(done)
+    return _from_bits(fl, old, elem)
+
+
+def _ordering(scope: str) -> str:
+    """The memory ordering of LLVM's atomics (relaxed), with the scope's ``syncscope``; llvmlite
+    prints the ordering where the syncscope goes."""
+    return {"cta": 'syncscope("block") ', "gpu": 'syncscope("device") ', "sys": ""}[scope] + "monotonic"
+
+
+def _ptx_atom(fl: FunctionLowering, op_type: str, ptr: ll.Value, values: list[ll.Value], scope: str) -> ll.Value:
+    """``atom.<scope>.<space>.<op>.<type> $0, [$1], $2 (, $3)`` as inline PTX."""
+    space = {1: ".global", 3: ".shared"}[ptr.type.addrspace]
+    operands = ", ".join(f"${i + 2}" for i in range(len(values)))
+    reg = {"float": "f", "double": "d", "i32": "r", "i64": "l"}[str(values[0].type)]
+    constraints = ",".join([f"={reg}", "l"] + [reg] * len(values) + ["~{memory}"])
+    ftype = ll.FunctionType(values[0].type, [ptr.type] + [v.type for v in values])
+    return fl.b.asm(ftype, f"atom.{scope}{space}.{op_type} $0, [$1], {operands};", constraints, [ptr, *values], True)
+
+
+def _int_ptr(fl: FunctionLowering, ptr: ll.Value, elem: ScalarType) -> ll.Value:
+    """``ptr`` as a pointer to same-size integers (typed pointers, for libNVVM)."""
+    if elem.kind != "float":
+        return ptr
+    return fl.b.bitcast(ptr, ll.PointerType(ll.IntType(elem.bits), ptr.type.addrspace))
+
+
+def _to_bits(fl: FunctionLowering, value: ll.Value) -> ll.Value:
+    if isinstance(value.type, (ll.FloatType, ll.DoubleType)):
+        return fl.b.bitcast(value, ll.IntType(32 if isinstance(value.type, ll.FloatType) else 64))
+    return value
+
+
+def _from_bits(fl: FunctionLowering, value: ll.Value, elem: ScalarType) -> ll.Value:
+    return fl.b.bitcast(value, fl.elem_type(elem)) if elem.kind == "float" else value
+
+
+# an atomic returns the value it replaced: which thread saw which is a race
+ENTRIES = [IntrinsicInfo(f"atomic.{op}", _type_atomic, _lower_atomic, thread_dependent=True, keywords=("scope",))
+           for op in ("cas", *ATOMIC_OPS)]

@@ -1,0 +1,58 @@
+"""What one registry entry holds: an intrinsic's attributes, its typing and its lowering.
+
+The entries live in the group modules beside the functions they point to (``memory.py``,
+``warp.py``, ``atomic.py``, ``math.py``, ``bits.py``); ``oxide_build/intrinsics/__init__.py``
+collects them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    import ast
+
+    from llvmlite import ir as ll
+
+    from ..frontend.translate import FunctionTranslator
+    from ..ir import nodes as ir
+    from ..lower.llvm import FunctionLowering
+
+__all__ = ["IntrinsicInfo", "Typing", "Lowering"]
+
+# typing: checks a call's arguments and makes its ir.Intrinsic (the result type decided)
+Typing = Callable[["FunctionTranslator", "IntrinsicInfo", "ast.Call"], "ir.Expr"]
+# lowering: the LLVM value of an ir.Intrinsic of this entry
+Lowering = Callable[["FunctionLowering", "IntrinsicInfo", "ir.Intrinsic"], "ll.Value"]
+
+
+@dataclass(frozen=True)
+class IntrinsicInfo:
+    """One intrinsic of the language.
+
+    - ``thread_dependent``: its value can differ between the threads of a block (the thread's
+      lane, memory another thread writes, a warp vote), so a condition on it is divergent;
+    - ``convergent``: the threads of a warp must reach it together (shuffles, votes, warp
+      sync); the lowering marks the LLVM functions it calls ``convergent`` from this;
+    - ``keywords``: the keyword arguments it takes (a call of anything else with keywords is
+      an error);
+    - ``value_range``: the bounds of its integer result, for the bounds prover.
+    """
+
+    name: str  # the language's name: "warp.shfl_down", "math.exp", "atomic.add"
+    typing: Typing
+    lowering: Lowering
+    thread_dependent: bool = False
+    convergent: bool = False
+    keywords: tuple[str, ...] = ()
+    value_range: tuple[int, int] | None = None
+
+    @property
+    def group(self) -> str:
+        """The namespace in the language: "warp", "atomic", "math", ..."""
+        return self.name.partition(".")[0]
+
+    @property
+    def op(self) -> str:
+        """The name inside its group: "shfl_down", "exp", "add"."""
+        return self.name.partition(".")[2]

@@ -1,0 +1,115 @@
+"""Math intrinsics (``math.*``): typing (float promotion; integer abs/min/max) and lowering
+(libdevice functions, LLVM's fma and IEEE sqrt, the fast-math variants)."""
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from llvmlite import ir as ll
+
+from ..ir import nodes as ir
+from ..ir.types import BOOL, F32, F64, ViewType, as_scalar, type_name
+from .arguments import check_arg_count
+from .entry import IntrinsicInfo
+
+if TYPE_CHECKING:
+    from ..frontend.translate import FunctionTranslator
+    from ..lower.llvm import FunctionLowering
+
+__all__ = ["ENTRIES"]
+
+LL_I32 = ll.IntType(32)
+MATH_UNARY = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh",
+              "erf", "abs", "floor", "ceil", "trunc", "round")
+MATH_BINARY = ("pow", "min", "max", "atan2", "fmod")
+MATH_PREDICATES = ("isnan", "isinf", "isfinite")
+# libdevice names: (f32, f64)
+LIBDEVICE_UNARY = {
+    "sqrt": ("__nv_sqrtf", "__nv_sqrt"), "rsqrt": ("__nv_rsqrtf", "__nv_rsqrt"),
+    "exp": ("__nv_expf", "__nv_exp"), "exp2": ("__nv_exp2f", "__nv_exp2"),
+    "log": ("__nv_logf", "__nv_log"), "log2": ("__nv_log2f", "__nv_log2"),
+    "log10": ("__nv_log10f", "__nv_log10"), "sin": ("__nv_sinf", "__nv_sin"),
+    "cos": ("__nv_cosf", "__nv_cos"), "tan": ("__nv_tanf", "__nv_tan"),
+    "tanh": ("__nv_tanhf", "__nv_tanh"), "erf": ("__nv_erff", "__nv_erf"),
+    "abs": ("__nv_fabsf", "__nv_fabs"), "floor": ("__nv_floorf", "__nv_floor"),
+    "ceil": ("__nv_ceilf", "__nv_ceil"), "trunc": ("__nv_truncf", "__nv_trunc"),
+    "round": ("__nv_rintf", "__nv_rint"),
+}
+LIBDEVICE_FAST = {"exp": "__nv_fast_expf", "exp2": "__nv_exp2f", "log": "__nv_fast_logf",
+                  "log2": "__nv_fast_log2f", "sin": "__nv_fast_sinf", "cos": "__nv_fast_cosf",
+                  "tan": "__nv_fast_tanf"}
+LIBDEVICE_BINARY = {
+    "pow": ("__nv_powf", "__nv_pow"), "min": ("__nv_fminf", "__nv_fmin"),
+    "max": ("__nv_fmaxf", "__nv_fmax"), "atan2": ("__nv_atan2f", "__nv_atan2"),
+    "fmod": ("__nv_fmodf", "__nv_fmod"),
+}
+LIBDEVICE_PRED = {"isnan": ("__nv_isnanf", "__nv_isnand"), "isinf": ("__nv_isinff", "__nv_isinfd"),
+                  "isfinite": ("__nv_finitef", "__nv_isfinited")}
+
+def _type_math(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    name, op = info.name, info.op
+    loc = tr.loc(node)
+    nargs = 3 if op == "fma" else 2 if op in MATH_BINARY else 1
+    check_arg_count(tr, node, nargs, name)
+    values = [tr.expr(a) for a in node.args]
+    for v, a in zip(values, node.args):
+        if as_scalar(v.ty) is None or v.ty == BOOL:
+            raise tr.error(a, f"{name} needs numbers, got {type_name(v.ty)}",
+                           "index the view to get an element" if isinstance(v.ty, ViewType) else "")
+    strong = [as_scalar(v.ty) for v in values if not (isinstance(v, ir.Const) and v.weak)]
+    ty = F64 if not strong else strong[0]
+    for other in strong[1:]:
+        assert ty is not None and other is not None
+        if other != ty:
+            ty = F64 if F64 in (ty, other) else other if other.kind == "float" else ty
+    assert ty is not None
+    if ty.kind != "float":
+        if op in ("abs", "min", "max"):
+            args = [tr.convert(v, ty, node) for v in values]
+            return ir.Intrinsic(name, args, ty, loc)
+        ty = F64 if ty.bits > 32 else F32
+    if ty.bits == 16:
+        ty = F32  # half-precision math runs in f32, like CUDA's promotion
+    args = [tr.convert(v, ty, node) for v in values]
+    if op in MATH_PREDICATES:
+        return ir.Intrinsic(name, args, BOOL, loc)
+    return ir.Intrinsic(name, args, ty, loc)
+
+
+def _lower_math(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    b = fl.b
+    op = info.op
+    args = [fl.expr(a) for a in e.args]
+    st = as_scalar(e.args[0].ty)
+    assert st is not None
+    if st.kind != "float":  # integer abs / min / max
+        a = args[0]
+        if op == "abs":
+            if st.kind == "uint":
+                return a
+            return b.select(b.icmp_signed("<", a, ll.Constant(a.type, 0)), b.neg(a), a)
+        cmp = b.icmp_signed if st.kind == "int" else b.icmp_unsigned
+        return b.select(cmp("<" if op == "min" else ">", args[0], args[1]), args[0], args[1])
+    is64 = st.bits == 64
+    t = args[0].type
+    if op == "fma":
+        fn = fl.parent.intrinsic(f"llvm.fma.{'f64' if is64 else 'f32'}", t, [t, t, t])
+        return b.call(fn, args)
+    if op in LIBDEVICE_PRED:
+        name = LIBDEVICE_PRED[op][is64]
+        r = b.call(fl.parent.intrinsic(name, LL_I32, [t]), args)
+        return b.icmp_unsigned("!=", r, ll.Constant(LL_I32, 0))
+    if op in LIBDEVICE_BINARY:
+        name = LIBDEVICE_BINARY[op][is64]
+        return b.call(fl.parent.intrinsic(name, t, [t, t]), args)
+    if op == "sqrt" and not fl.parent.fast_math:  # IEEE-rounded, like nvcc's default -prec-sqrt=true
+        return b.call(fl.parent.intrinsic(f"llvm.sqrt.{'f64' if is64 else 'f32'}", t, [t]), args)
+    if fl.parent.fast_math and not is64 and op in LIBDEVICE_FAST:
+        name = LIBDEVICE_FAST[op]
+    else:
+        name = LIBDEVICE_UNARY[op][is64]
+    return b.call(fl.parent.intrinsic(name, t, [t]), args)
+
+
+ENTRIES = [IntrinsicInfo(f"math.{op}", _type_math, _lower_math)
+           for op in ("fma", *MATH_UNARY, *MATH_BINARY, *MATH_PREDICATES)]

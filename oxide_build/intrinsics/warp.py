@@ -1,0 +1,201 @@
+"""Warp intrinsics: the lane and warp ids, warp sync, votes, match, shuffles and reductions
+(``warp.*``). Everything but the ids is convergent: the LLVM functions they call are marked
+so from the entry's ``convergent``."""
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from llvmlite import ir as ll
+
+from oxide.lang.types import SCALAR_TYPES, ScalarType
+
+from ..ir import nodes as ir
+from ..ir.types import BOOL, I32, VoidType, as_scalar
+from .arguments import check_arg_count, const_int, scalar_arg
+from .entry import IntrinsicInfo
+
+if TYPE_CHECKING:
+    from ..frontend.translate import FunctionTranslator
+    from ..lower.llvm import FunctionLowering
+
+__all__ = ["ENTRIES", "combine"]
+
+U32 = SCALAR_TYPES["u32"]
+LL_I1, LL_I32, LL_I64 = ll.IntType(1), ll.IntType(32), ll.IntType(64)
+FULL_MASK = 0xFFFFFFFF
+SHUFFLE_KINDS = {"shfl_idx": "idx", "shfl_up": "up", "shfl_down": "down", "shfl_xor": "bfly"}
+REDUCTIONS = ("reduce_sum", "reduce_min", "reduce_max")
+
+
+def _scalar(e: ir.Expr) -> ScalarType:
+    s = as_scalar(e.ty)
+    assert s is not None
+    return s
+
+
+def _declare(fl: FunctionLowering, info: IntrinsicInfo, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
+    fn = fl.parent.intrinsic(name, ret, args)
+    if info.convergent:
+        fn.attributes.add("convergent")
+    return fn
+
+
+# the ids -----------------------------------------------------------------------------------
+
+def _type_id(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, 0, info.name)
+    return ir.Intrinsic(info.name, [], I32, tr.loc(node))
+
+
+def _lower_lane(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    return fl.sreg("laneid")
+
+
+def _lower_warp_id(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    b = fl.b
+    tid_x, tid_y, tid_z = fl.sreg("tid.x"), fl.sreg("tid.y"), fl.sreg("tid.z")
+    ntid_x, ntid_y = fl.sreg("ntid.x"), fl.sreg("ntid.y")
+    linear = b.add(tid_x, b.mul(ntid_x, b.add(tid_y, b.mul(ntid_y, tid_z))))
+    return b.lshr(linear, ll.Constant(LL_I32, 5))
+
+
+# sync, votes, match ------------------------------------------------------------------------
+
+def _type_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, (0, 1), info.name)
+    mask = [tr.convert_implicit(tr.expr(node.args[0]), U32, node, "the mask")] if node.args else []
+    return ir.Intrinsic(info.name, mask, VoidType(), tr.loc(node))
+
+
+def _lower_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    m = fl.expr(e.args[0]) if e.args else ll.Constant(LL_I32, FULL_MASK)
+    return fl.b.call(_declare(fl, info, "llvm.nvvm.bar.warp.sync", ll.VoidType(), [LL_I32]), [m])
+
+
+def _type_vote(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, 1, info.name)
+    pred = tr.truth(tr.expr(node.args[0]), node.args[0])
+    return ir.Intrinsic(info.name, [pred], BOOL if info.op != "ballot" else U32, tr.loc(node))
+
+
+def _lower_vote(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    ret = LL_I1 if info.op != "ballot" else LL_I32
+    fn = _declare(fl, info, f"llvm.nvvm.vote.{info.op}.sync", ret, [LL_I32, LL_I1])
+    return fl.b.call(fn, [ll.Constant(LL_I32, FULL_MASK), fl.expr(e.args[0])])
+
+
+def _type_match(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, 1, info.name)
+    value = scalar_arg(tr, node.args[0], info.name)
+    st = _scalar(value)
+    if st.kind not in ("int", "uint") or st.bits not in (32, 64):
+        raise tr.error(node.args[0], f"warp.match_any needs a 32- or 64-bit integer, got {st.name}")
+    return ir.Intrinsic(info.name, [value], U32, tr.loc(node))
+
+
+def _lower_match(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    value = fl.expr(e.args[0])
+    suffix = "i64" if _scalar(e.args[0]).bits == 64 else "i32"
+    fn = _declare(fl, info, f"llvm.nvvm.match.any.sync.{suffix}", LL_I32, [LL_I32, value.type])
+    return fl.b.call(fn, [ll.Constant(LL_I32, FULL_MASK), value])
+
+
+# shuffles and reductions -------------------------------------------------------------------
+
+def _type_shuffle(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    loc = tr.loc(node)
+    check_arg_count(tr, node, (2, 3), info.name)
+    value = scalar_arg(tr, node.args[0], info.name)
+    lane = tr.convert_implicit(tr.expr(node.args[1]), I32, node.args[1],
+                               "the lane" if info.op == "shfl_idx" else "the lane offset")
+    width = ir.Const(32, I32, loc)
+    if len(node.args) == 3:
+        w = const_int(tr, node.args[2])
+        if w not in (1, 2, 4, 8, 16, 32):
+            raise tr.error(node.args[2], "the shuffle width must be a constant power of two ≤ 32",
+                           "use 1, 2, 4, 8, 16 or 32")
+        width = ir.Const(w, I32, loc)
+    return ir.Intrinsic(info.name, [value, lane, width], value.ty, loc)
+
+
+def _lower_shuffle(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    value = fl.expr(e.args[0])
+    lane = fl.expr(e.args[1])
+    width = e.args[2]
+    assert isinstance(width, ir.Const)
+    kind = SHUFFLE_KINDS[info.op]
+    clamp = ((32 - int(width.value)) << 8) | (0 if kind == "up" else 0x1F)
+    return _shuffle(fl, info, kind, value, _scalar(e.args[0]), lane, clamp)
+
+
+def _shuffle(fl: FunctionLowering, info: IntrinsicInfo, kind: str, value: ll.Value, st: ScalarType,
+             lane: ll.Value, clamp: int) -> ll.Value:
+    b = fl.b
+    mask = ll.Constant(LL_I32, FULL_MASK)
+    c = ll.Constant(LL_I32, clamp)
+
+    def shfl32(v: ll.Value, suffix: str) -> ll.Value:
+        t = ll.FloatType() if suffix == "f32" else LL_I32
+        fn = _declare(fl, info, f"llvm.nvvm.shfl.sync.{kind}.{suffix}", t, [LL_I32, t, LL_I32, LL_I32])
+        return b.call(fn, [mask, v, lane, c])
+
+    if st.kind == "float" and st.bits == 32:
+        return shfl32(value, "f32")
+    if st.bits == 64:
+        raw = b.bitcast(value, LL_I64) if st.kind == "float" else value
+        lo = shfl32(b.trunc(raw, LL_I32), "i32")
+        hi = shfl32(b.trunc(b.lshr(raw, ll.Constant(LL_I64, 32)), LL_I32), "i32")
+        joined = b.or_(b.zext(lo, LL_I64), b.shl(b.zext(hi, LL_I64), ll.Constant(LL_I64, 32)))
+        return b.bitcast(joined, value.type) if st.kind == "float" else joined
+    if st.kind == "float":  # f16: through i32
+        bits = b.zext(b.bitcast(value, ll.IntType(16)), LL_I32)
+        return b.bitcast(b.trunc(shfl32(bits, "i32"), ll.IntType(16)), value.type)
+    if st.bits == 32:
+        return shfl32(value, "i32")
+    wide = b.sext(value, LL_I32) if st.kind == "int" else b.zext(value, LL_I32)
+    return b.trunc(shfl32(wide, "i32"), value.type)
+
+
+def _type_reduce(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, 1, info.name)
+    value = scalar_arg(tr, node.args[0], info.name)
+    st = _scalar(value)
+    if st.kind == "bool":
+        raise tr.error(node.args[0], f"{info.name} needs a number, got bool")
+    return ir.Intrinsic(info.name, [value], st, tr.loc(node))
+
+
+def _lower_reduce(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    value = fl.expr(e.args[0])
+    st = _scalar(e.args[0])
+    for offset in (16, 8, 4, 2, 1):
+        other = _shuffle(fl, info, "bfly", value, st, ll.Constant(LL_I32, offset), 0x1F)
+        value = combine(fl, info.op[len("reduce_"):], value, other, st)
+    return value
+
+
+def combine(fl: FunctionLowering, op: str, a: ll.Value, c: ll.Value, st: ScalarType) -> ll.Value:
+    """``a + c``, ``min(a, c)`` or ``max(a, c)`` (``op``: "sum", "min", "max") in ``st``."""
+    b = fl.b
+    if op == "sum":
+        return b.fadd(a, c) if st.kind == "float" else b.add(a, c)
+    if st.kind == "float":
+        name = ("__nv_fminf" if op == "min" else "__nv_fmaxf") if st.bits == 32 else ("__nv_fmin" if op == "min" else "__nv_fmax")
+        return b.call(fl.parent.intrinsic(name, a.type, [a.type, a.type]), [a, c])
+    cmp = b.icmp_signed if st.kind == "int" else b.icmp_unsigned
+    return b.select(cmp("<" if op == "min" else ">", a, c), a, c)
+
+
+ENTRIES = [
+    IntrinsicInfo("warp.lane", _type_id, _lower_lane, thread_dependent=True, value_range=(0, 31)),
+    IntrinsicInfo("warp.id", _type_id, _lower_warp_id, thread_dependent=True, value_range=(0, 31)),
+    IntrinsicInfo("warp.sync", _type_sync, _lower_sync, thread_dependent=True, convergent=True),
+    *(IntrinsicInfo(f"warp.{op}", _type_vote, _lower_vote, thread_dependent=True, convergent=True)
+      for op in ("all", "any", "ballot")),
+    IntrinsicInfo("warp.match_any", _type_match, _lower_match, thread_dependent=True, convergent=True),
+    *(IntrinsicInfo(f"warp.{op}", _type_shuffle, _lower_shuffle, thread_dependent=True, convergent=True)
+      for op in SHUFFLE_KINDS),
+    *(IntrinsicInfo(f"warp.{op}", _type_reduce, _lower_reduce, thread_dependent=True, convergent=True)
+      for op in REDUCTIONS),
+]
