@@ -24,14 +24,14 @@ LAUNCH = """
 import json, sys
 from pathlib import Path
 import numpy as np
-import oxide
+from oxide.runtime import DeviceArray
 from oxide.runtime.artifacts import locate_manifest
 import culinked.ops as ops
 
 n = int(sys.argv[1])
 x = np.random.default_rng(int(sys.argv[2])).standard_normal(n).astype(np.float32)
-out = oxide.DeviceArray.from_numpy(np.full(n, np.nan, dtype=np.float32))
-ops.scale[ops.scale.grid_for(n), 256](oxide.DeviceArray.from_numpy(x), out)
+out = DeviceArray.from_numpy(np.full(n, np.nan, dtype=np.float32))
+ops.scale[ops.scale.grid_for(n), 256](DeviceArray.from_numpy(x), out)
 located = locate_manifest(Path(ops.__file__), "culinked.ops", lambda: "")  # found at the launch
 print(json.dumps({"x": x.tolist(), "out": out.to_numpy().tolist(), "jit": located.jit}))
 """

@@ -732,6 +732,13 @@ class FunctionLowering:
         if isinstance(r, ll.Constant) and 0 <= int(r.constant) < width:
             return b.shl(l, r) if op == "<<" else b.ashr(l, r) if signed else b.lshr(l, r)
         in_range = b.icmp_unsigned("<", r, ll.Constant(r.type, width))
+        if width == 64:
+            # PTX's 64-bit shifts take a u32 amount, and LLVM folds the guard below into the
+            # shift, truncating an amount such as 2**32 or -2**63 to one in range. Clamp it to 64
+            # in 32 bits first: truncating that is harmless, and PTX shifts by 64 as Python does.
+            clamped = b.trunc(b.select(in_range, r, ll.Constant(r.type, width)), ll.IntType(32))
+            in_range = b.icmp_unsigned("<", clamped, ll.Constant(ll.IntType(32), width))
+            r = b.zext(clamped, r.type)
         if op == ">>" and signed:
             return b.select(in_range, b.ashr(l, r), b.ashr(l, ll.Constant(l.type, width - 1)))
         shifted = b.shl(l, r) if op == "<<" else b.lshr(l, r)
