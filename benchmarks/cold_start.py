@@ -51,8 +51,8 @@ OXIDE_CHILD = textwrap.dedent('''
     out = DeviceArray.from_numpy(np.full(n, np.nan, np.float32))
     t2 = time.perf_counter()
     saxpy[(n + 255) // 256, 256](2.0, x, y, out)
-    from oxide.runtime import device
-    device.synchronize()
+    from oxide.runtime import synchronize
+    synchronize()
     t3 = time.perf_counter()
     ok = bool(np.allclose(out.to_numpy(), 2.0 * xh + yh, rtol=1e-5, atol=1e-5))
     print(json.dumps({"import_ms": (t1 - t0) * 1e3, "init_ms": (t2 - t1) * 1e3,

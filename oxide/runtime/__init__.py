@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from oxide.runtime.artifacts import StaleCodeWarning
-    from oxide.runtime.device import DeviceInfo, synchronize
+    from oxide.runtime.device import DeviceInfo
     from oxide.runtime.device_array import DeviceArray
     from oxide.runtime.kernel import Kernel, LaunchConfig
-    from oxide.runtime.kernel_errors import check_kernel_errors
+    from oxide.runtime.kernel_errors import check_kernel_errors, synchronize
     from oxide.runtime.launch import grid_for
     from oxide.runtime.loader import CodeChoice, select_code
     from oxide.runtime.streams import stream_handle
@@ -34,7 +34,7 @@ _LAZY = {
     "LaunchConfig": "kernel",
     "DeviceArray": "device_array",
     "DeviceInfo": "device",
-    "synchronize": "device",
+    "synchronize": "kernel_errors",
     "check_kernel_errors": "kernel_errors",
     "grid_for": "launch",
     "select_code": "loader",

@@ -25,7 +25,6 @@ __all__ = [
     "context_uid",
     "context_device",
     "primary_context",
-    "synchronize",
 ]
 
 _DRIVER_LIB = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so"
@@ -367,17 +366,3 @@ def context_device(ctx: int) -> DeviceInfo:
     info = DeviceInfo(ordinal=int(dev), name=name, major=int(major), minor=int(minor))
     _devices[ctx] = info
     return info
-
-
-def synchronize() -> None:
-    """Waits until every kernel and copy issued in the current context has finished.
-
-    Then raises ``oxide.KernelError`` if a kernel failed a device-side check (bounds check,
-    ``assert``); a sticky CUDA error (illegal address, trap) is a ``CudaError`` naming it.
-    """
-    current_context()
-    (err,) = driver().cuCtxSynchronize()
-    check(err, "cuCtxSynchronize")
-    from oxide.runtime.kernel_errors import check_kernel_errors  # it imports this module
-
-    check_kernel_errors()

@@ -41,7 +41,7 @@ import time
 from typing import Any, Callable
 
 from oxide.abi import error_record
-from oxide.abi.error_record import RECORD_WORDS
+from oxide.abi.error_record import FLAG, INDEX, LENGTH, MODULE_ID, RECORD_WORDS, SITE_ID
 from oxide.errors import KernelError
 from oxide.runtime import device
 from oxide.runtime.manifest import ErrorSite
@@ -54,6 +54,7 @@ __all__ = [
     "record_for_context",
     "register_module",
     "check_kernel_errors",
+    "synchronize",
     "kernel_error",
     "watched_records",
     "add_record_listener",
@@ -214,16 +215,16 @@ def _take(rec: ErrorRecord) -> KernelError | None:
     """Reads and clears a set record; None when another thread took it first."""
     with _lock:
         w = rec.words
-        flag = w[0]
+        flag = w[FLAG]
         if flag == 0:
             return None
         deadline = time.monotonic() + _FIELDS_WAIT_S
-        while flag != _PUBLISHED and (w[1] == 0 or w[2] == 0) and time.monotonic() < deadline:
+        while flag != _PUBLISHED and (w[MODULE_ID] == 0 or w[SITE_ID] == 0) and time.monotonic() < deadline:
             time.sleep(0)
-            flag = w[0]
-        module_id, site_id, index, length = w[1], w[2], w[3], w[4]
-        w[1] = w[2] = w[3] = w[4] = 0
-        w[0] = 0  # last: a new failure may claim the record only once it is clean
+            flag = w[FLAG]
+        module_id, site_id, index, length = w[MODULE_ID], w[SITE_ID], w[INDEX], w[LENGTH]
+        w[MODULE_ID] = w[SITE_ID] = w[INDEX] = w[LENGTH] = 0
+        w[FLAG] = 0  # last: a new failure may claim the record only once it is clean
     return kernel_error(module_id, site_id, index, length)
 
 
@@ -235,10 +236,22 @@ def check_kernel_errors() -> None:
     ``oxide.runtime.synchronize()`` check by themselves. It costs a read of host memory.
     """
     for rec in _watched:
-        if rec.words[0]:
+        if rec.words[FLAG]:
             error = _take(rec)
             if error is not None:
                 raise error
+
+
+def synchronize() -> None:
+    """Waits until every kernel and copy issued in the current context has finished.
+
+    Then raises ``oxide.KernelError`` if a kernel failed a device-side check (bounds check,
+    ``assert``); a sticky CUDA error (illegal address, trap) is a ``CudaError`` naming it.
+    """
+    device.current_context()
+    (err,) = device.driver().cuCtxSynchronize()
+    device.check(err, "cuCtxSynchronize")
+    check_kernel_errors()
 
 
 def _reset_for_tests() -> None:
