@@ -8,6 +8,8 @@ the compiled PTX keeps the stores LLVM deleted when the operation was poison; co
 operands out of range and functions that can end without a value are located compile errors."""
 from __future__ import annotations
 
+import re
+
 import ctypes
 import sys
 import types
@@ -145,6 +147,24 @@ def k(x: Slice[u32], out: DisjointSlice[u32], s: u32) -> None:
 """)
     ptx = compiled.ptx["sm_90"]
     assert "shr.u32" in ptx and "st.global.b32" in ptx
+
+
+@pytest.mark.parametrize("ty", ["i64", "u64"])
+def test_64_bit_shift_amount_is_clamped_before_ptx_truncates_it(tmp_path: Path, ty: str) -> None:
+    """PTX's 64-bit shifts take a u32 amount: unclamped, 2**32 or -2**63 shifted by 0 on the
+    H200 (LLVM folds the range guard into the shift). The amount is clamped to 64 first."""
+    compiled = compile_source(tmp_path, f"""
+@ox.kernel
+def k(x: Slice[{ty}], s: Slice[{ty}], out: DisjointSlice[{ty}]) -> None:
+    i = thread.index_1d()
+    if i < len(out) and i < len(x) and i < len(s):
+        out[i] = x[i] << s[i]
+""")
+    ptx = compiled.ptx["sm_90"]
+    clamp = re.search(r"min\.u64\s+(%rd\d+), %rd\d+, 64;", ptx)
+    assert clamp, ptx
+    truncated = re.search(rf"cvt\.u32\.u64\s+(%r\d+), {re.escape(clamp.group(1))};", ptx)
+    assert truncated and re.search(rf"shl\.b64\s+%rd\d+, %rd\d+, {re.escape(truncated.group(1))};", ptx), ptx
 
 
 def test_float_to_int_conversion_handles_nan_in_ptx(tmp_path: Path) -> None:
