@@ -101,7 +101,7 @@ static int is_numpy_scalar(PyObject *value) {
 
 static PyObject *s_is_cuda, *s_shape, *s_is_contiguous, *s_dtype, *s_data_ptr, *s_strides, *s_data, *s_ptr,
     *s_cai, *s_typestr, *s_mask, *s_launch_slow, *s_launch_failed, *s_stride, *s_make_config, *s_ndim, *s_size,
-    *s_c_contiguous, *s_exchange_api, *s_get_device, *s_device_id, *s_device, *s_stream, *s__stream, *s_requires_grad;
+    *s_c_contiguous, *s_exchange_api, *s_get_device, *s_device_id, *s_device, *s_stream, *s__stream, *s_requires_grad, *s_cupy_name;
 
 /* PyTorch's methods, looked up on the registered tensor type once: calling the type's method
    with the tensor skips the per-call attribute lookup on the instance. */
@@ -353,6 +353,7 @@ static CurrentWorkStream_t exchange_streams[MAX_TYPES];
 /* current_stream(ordinal) -> int handle, per framework, from set_stream_getters: the framework's
    current stream where its exchange API gives none (PyTorch before 2.10, CuPy) */
 static PyObject *torch_stream_getter = NULL, *cupy_stream_getter = NULL;
+static PyObject *cupy_get_current_stream = NULL; /* cupy.cuda.get_current_stream, called without a Python frame */
 
 /* torch._C._to_dlpack and torch.Tensor, when set_torch_dlpack gave them: one call then yields a
    plain tensor's pointer, length, stride, dtype and device, instead of five attribute reads
@@ -1536,6 +1537,20 @@ static int framework_stream(Plan *plan, PyObject *const *args, Py_ssize_t nargs,
     if (getter == NULL) return 0;
     PyObject *index = PyLong_FromLong(ordinal);
     if (index == NULL) return 0;
+    if (torch_at < 0 && cupy_get_current_stream != NULL) {
+        /* cupy_current_stream's first step, in C; on any failure (a CuPy without the device
+           argument) that function does it all */
+        PyObject *stream = PyObject_CallOneArg(cupy_get_current_stream, index);
+        PyObject *ptr = stream != NULL ? PyObject_GetAttr(stream, s_ptr) : NULL;
+        Py_XDECREF(stream);
+        int ok = ptr != NULL && PyLong_Check(ptr) && pointer_of(ptr, out);
+        Py_XDECREF(ptr);
+        if (ok) {
+            Py_DECREF(index);
+            return 1;
+        }
+        PyErr_Clear();
+    }
     PyObject *r = PyObject_CallOneArg(getter, index);
     Py_DECREF(index);
     if (r == NULL) {
@@ -1932,6 +1947,17 @@ static PyObject *set_stream_getters(PyObject *mod, PyObject *args) {
     }
     Py_XSETREF(torch_stream_getter, t == Py_None ? NULL : Py_NewRef(t));
     Py_XSETREF(cupy_stream_getter, c == Py_None ? NULL : Py_NewRef(c));
+    Py_CLEAR(cupy_get_current_stream);
+    if (c != Py_None) { /* cupy is imported by now: its getter is only given then */
+        PyObject *cupy = PyImport_GetModule(s_cupy_name);
+        PyObject *cuda = cupy != NULL ? PyObject_GetAttrString(cupy, "cuda") : NULL;
+        PyObject *fn = cuda != NULL ? PyObject_GetAttrString(cuda, "get_current_stream") : NULL;
+        if (fn != NULL && PyCallable_Check(fn)) cupy_get_current_stream = Py_NewRef(fn);
+        Py_XDECREF(fn);
+        Py_XDECREF(cuda);
+        Py_XDECREF(cupy);
+        PyErr_Clear();
+    }
     Py_RETURN_NONE;
 }
 
@@ -2223,6 +2249,7 @@ PyMODINIT_FUNC PyInit__launcher(void) {
     INTERN(s_stream, "stream");
     INTERN(s__stream, "_stream");
     INTERN(s_requires_grad, "requires_grad");
+    INTERN(s_cupy_name, "cupy");
     if ((typestr_codes = PyDict_New()) == NULL) return NULL;
     if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&LaunchBaseType) < 0 || PyType_Ready(&KernelBaseType) < 0)
         return NULL;
