@@ -1563,6 +1563,22 @@ static int framework_stream(Plan *plan, PyObject *const *args, Py_ssize_t nargs,
     return ok;
 }
 
+/* t.requires_grad. Where the type's attribute lookup is the generic one and finds a getset
+   descriptor (torch's), its getter is called directly: a data descriptor wins over the instance
+   dict, so getattr would call it too, after a lookup that costs about as much as the getter. */
+static PyObject *requires_grad_of(PyObject *obj) {
+    PyTypeObject *tp = Py_TYPE(obj);
+    if (tp->tp_getattro == PyObject_GenericGetAttr) {
+        PyObject *d = _PyType_Lookup(tp, s_requires_grad); /* borrowed, from the type's cache */
+        if (d != NULL && Py_IS_TYPE(d, &PyGetSetDescr_Type)) {
+            PyGetSetDescrObject *gs = (PyGetSetDescrObject *)d;
+            if (gs->d_getset->get != NULL && PyType_IsSubtype(tp, PyDescr_TYPE(gs)))
+                return gs->d_getset->get(obj, gs->d_getset->closure);
+        }
+    }
+    return PyObject_GetAttr(obj, s_requires_grad);
+}
+
 /* Autograd learns of the launch's writes (an in-place op's bump): all written tensors in one
    call of torch._C._increment_version where torch has it (what increment_version calls, without
    its Python frame), else one increment_version call per tensor. An inference tensor has no
@@ -1641,7 +1657,7 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
             if (view->readonly || (nd && tensor_overlaps_itself(view))) return FALLBACK;
             if (view->torch && torch_bump_version != NULL) {
                 /* a tensor that requires grad: Python decides (refused unless grad mode is off) */
-                PyObject *rg = PyObject_GetAttr(args[i], s_requires_grad);
+                PyObject *rg = requires_grad_of(args[i]);
                 if (rg == NULL) PyErr_Clear();
                 int requires_grad = rg != NULL && rg != Py_False;
                 Py_XDECREF(rg);
