@@ -1,7 +1,7 @@
 """The stream a launch takes when it is given none (#17): PyTorch's current stream for tensors,
 CuPy's for CuPy arrays, PyTorch's when both are passed, the legacy default stream otherwise; a
 given stream always wins. Each on the C and the Python launch path, with the fake driver and
-the fake torch/CuPy of tests/test_runtime.py (the GPU side is in test_framework_streams_gpu.py)."""
+the fake torch/CuPy of tests/fakes.py (the GPU side is in test_framework_streams_gpu.py)."""
 from __future__ import annotations
 
 import ctypes
@@ -15,7 +15,7 @@ import pytest
 
 import oxide
 from oxide.runtime import launcher, streams
-from test_runtime import (  # noqa: F401  (fixtures: fresh_runtime is autouse)
+from fakes import (  # noqa: F401  (fixtures: fresh_runtime is autouse)
     CFakeDriver,
     FakeArray,
     _Exchange,

@@ -1,6 +1,6 @@
 """Launch preconditions: which kernel asserts the compiler moves to the launch, their encoding,
 and the runtime's evaluation (the Python path; the C launcher is compared with it in
-tests/test_runtime.py)."""
+tests/test_runtime_c_launcher.py)."""
 from __future__ import annotations
 
 import textwrap

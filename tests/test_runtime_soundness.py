@@ -2,7 +2,7 @@
 is launched, naming kernel and parameter, in both launch paths; races between threads; a
 context reset; stream-ordered memory freed only after the launches that use it.
 
-The fake driver of tests/test_runtime.py stands in for CUDA. Each refusal is checked on the
+The fake driver of tests/fakes.py stands in for CUDA. Each refusal is checked on the
 compiled launcher's path (after a first launch has taught it the kernel and the array types)
 and on the Python path (``path`` fixture), and with no launch reaching the driver.
 """
@@ -24,7 +24,7 @@ from oxide.runtime import device, kernel_errors, launcher
 from oxide.runtime.arrays import may_overlap_itself
 from oxide.runtime.launch import normalize_dims
 
-from test_runtime import (  # noqa: F401  (fixtures: fresh_runtime is autouse)
+from fakes import (  # noqa: F401  (fixtures: fresh_runtime is autouse)
     SAXPY_KERNELS,
     SITES,
     TENSOR_KERNELS,
