@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from oxide.runtime import launcher
-from test_runtime import _fake_cupy
+from fakes import _fake_cupy
 
 from test_runtime_soundness import (  # noqa: F401  (fixtures: fresh_runtime is autouse)
     CFakeDriver,
