@@ -16,7 +16,7 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -62,16 +62,45 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+# what the items of a list-valued key may be: the message's "expected ...", and the check of one
+# item ("arch" is checked against SUPPORTED_ARCHS with a message of its own)
+LIST_ITEMS: dict[str, tuple[str, Callable[[str], bool]]] = {
+    "arch": ("a list of archs from " + ", ".join(SUPPORTED_ARCHS), lambda item: True),
+    "package": ("a list of top-level package names", str.isidentifier),
+    "string": ("a list of strings", lambda item: bool(item.strip())),
+    "path": ("a list of paths relative to the project root",
+             lambda item: bool(item.strip()) and not Path(item).is_absolute() and ".." not in Path(item).parts),
+    "glob": ("a list of globs relative to the project root",
+             lambda item: bool(item.strip()) and not Path(item).is_absolute() and ".." not in Path(item).parts),
+    "define": ('a list of "NAME" or "NAME=VALUE"', lambda item: item.split("=", 1)[0].isidentifier()),
+}
+
+
+def setting(
+    *,
+    items: str = "string",
+    low: int | None = None,
+    high: int | None = None,
+    choices: tuple[str, ...] = (),
+    unset: str = "",
+) -> dict[str, Any]:
+    """The metadata of an ``OxideConfig`` field that its type does not say: a list's kind of
+    item (a key of ``LIST_ITEMS``), an integer's bounds, a string's choices, and what an unset
+    value means (for the reference)."""
+    assert items in LIST_ITEMS, items
+    return {"items": items, "low": low, "high": high, "choices": choices, "unset": unset}
+
+
 @dataclass(frozen=True)
 class OxideConfig:
     """The ``[tool.oxide]`` table. Keys are spelled with dashes in TOML (``opt-level``)."""
 
-    arch: tuple[str, ...] = DEFAULT_ARCHS
+    arch: tuple[str, ...] = field(default=DEFAULT_ARCHS, metadata=setting(items="arch"))
     """GPU architectures to build a cubin for, e.g. ``["sm_80", "sm_90"]``. Every kernel is
     compiled for each; the runtime loads the cubin of the device's arch (or the newest older
     one of the same major version). ``OXIDE_ARCH=sm_90,sm_100`` overrides it."""
 
-    packages: tuple[str, ...] | None = None
+    packages: tuple[str, ...] | None = field(default=None, metadata=setting(items="package"))
     """Top-level packages (directory names under the project root, or under ``src/``) to scan
     for kernels; unset means every package."""
 
@@ -83,29 +112,29 @@ class OxideConfig:
     """Ship one fatbin per module (nvFatbin) holding every arch's cubin and the PTX, instead of
     a file per arch; the driver picks the code for the device when it loads the module."""
 
-    opt_level: int = 3
+    opt_level: int = field(default=3, metadata=setting(low=0, high=3))
     """Optimization level, 0 to 3 (LLVM and ptxas)."""
 
     bounds_check: bool = True
     """Check reads of ``Slice`` views on the device; a failed check raises
     ``oxide.KernelError`` on the host. Checks that a dominating guard proves are removed."""
 
-    backend: str = "nvptx"
+    backend: str = field(default="nvptx", metadata=setting(choices=BACKENDS))
     """What turns LLVM IR into PTX: ``"nvptx"`` (LLVM's NVPTX target, through llvmlite) or
     ``"nvvm"`` (NVIDIA's libNVVM). Modules that link CUDA C++ always go through libNVVM's
     LTO-IR."""
 
-    link: tuple[str, ...] = ()
+    link: tuple[str, ...] = field(default=(), metadata=setting(items="glob"))
     """More device-linker inputs for every kernel module: CUDA C++ sources (``.cu``, compiled by
     NVRTC) and ``.ltoir``, ``.ptx``, ``.cubin``, ``.fatbin``, ``.o`` and ``.a`` files. Globs,
     relative to the project root (``["csrc/*.cu"]``); a pattern that matches nothing is an
     error. Sources named by ``@extern(sources=...)`` need not be listed."""
 
-    include_dirs: tuple[str, ...] = ()
+    include_dirs: tuple[str, ...] = field(default=(), metadata=setting(items="path"))
     """Include directories for CUDA C++ sources, relative to the project root (the CUDA and CCCL
     headers of the nvidia-* wheels are always on the path)."""
 
-    defines: tuple[str, ...] = ()
+    defines: tuple[str, ...] = field(default=(), metadata=setting(items="define"))
     """Preprocessor definitions for CUDA C++ sources: ``"NAME"`` or ``"NAME=VALUE"``."""
 
     nvrtc_options: tuple[str, ...] = ()
@@ -119,11 +148,11 @@ class OxideConfig:
     """Line tables in the cubins, so profilers (Nsight Compute) map SASS back to Python lines.
     File names are relative to the project's source root."""
 
-    max_registers: int | None = None
+    max_registers: int | None = field(default=None, metadata=setting(low=MAX_REGISTERS_RANGE[0], high=MAX_REGISTERS_RANGE[1]))
     """Per-thread register cap for every kernel (ptxas ``-maxrregcount``), 16 to 255; unset
     means no cap."""
 
-    jobs: int | None = None
+    jobs: int | None = field(default=None, metadata=setting(low=1, unset="the number of CPUs"))
     """Compile jobs run at once (each a module for one arch); unset means one per CPU. The
     wheel's contents do not depend on it."""
 
@@ -198,21 +227,6 @@ class _Source:
     from_text: bool  # a string to split and convert (environment, config settings)
 
 
-# what each kind of value may be, as error messages and the reference say it
-_ALLOWED: dict[str, str] = {
-    "bool": "true or false",
-    "arch": "a list of archs from " + ", ".join(SUPPORTED_ARCHS),
-    "packages": "a list of top-level package names",
-    "strings": "a list of strings",
-    "paths": "a list of paths relative to the project root",
-    "globs": "a list of globs relative to the project root",
-    "defines": 'a list of "NAME" or "NAME=VALUE"',
-    "backend": " or ".join(repr(b) for b in BACKENDS),
-    "opt-level": "an integer from 0 to 3",
-    "max-registers": f"an integer from {MAX_REGISTERS_RANGE[0]} to {MAX_REGISTERS_RANGE[1]}",
-    "jobs": "a positive integer",
-}
-
 def _bad(source: _Source, key: str, value: Any, allowed: str) -> ConfigError:
     return ConfigError(f"{source.where}: {key} = {value!r} is not allowed; expected {allowed}")
 
@@ -225,35 +239,80 @@ def _as_list(source: _Source, key: str, value: Any, allowed: str) -> list[str]:
     raise _bad(source, key, value, allowed)
 
 
-def _as_bool(source: _Source, key: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if source.from_text and isinstance(value, str):
-        text = value.strip().lower()
-        if text in ("1", "true", "yes", "on"):
-            return True
-        if text in ("0", "false", "no", "off"):
-            return False
-    raise _bad(source, key, value, _ALLOWED["bool"])
+@dataclass(frozen=True)
+class _Setting:
+    """How one ``[tool.oxide]`` key is read: from its ``OxideConfig`` field's type (``bool``,
+    ``int``, ``str``, ``tuple[str, ...]``, each possibly ``| None``) and ``setting()`` metadata."""
+
+    key: str  # as spelled in TOML
+    kind: str  # "bool", "int", "str" or "list"
+    items: str
+    low: int | None
+    high: int | None
+    choices: tuple[str, ...]
+    unset: str
+
+    @classmethod
+    def of(cls, f: Field[Any]) -> _Setting:
+        kind = {"bool": "bool", "int": "int", "str": "str", "tuple[str, ...]": "list"}[str(f.type).removesuffix(" | None")]
+        meta = f.metadata or setting()
+        return cls(_toml_key(f.name), kind, meta["items"], meta["low"], meta["high"], meta["choices"], meta["unset"])
+
+    @property
+    def allowed(self) -> str:
+        """What a value may be, as error messages and the reference say it."""
+        if self.kind == "bool":
+            return "true or false"
+        if self.kind == "int":
+            if self.high is not None:
+                return f"an integer from {self.low} to {self.high}"
+            return "a positive integer" if self.low == 1 else f"an integer of at least {self.low}"
+        if self.kind == "str":
+            return " or ".join(repr(c) for c in self.choices)
+        return LIST_ITEMS[self.items][0]
+
+    @property
+    def type_name(self) -> str:
+        return {"bool": "bool", "int": "int", "str": "string", "list": "list of strings"}[self.kind]
+
+    def parse(self, source: _Source, value: Any) -> Any:
+        key, allowed = self.key, self.allowed
+        if self.kind == "bool":
+            if isinstance(value, bool):
+                return value
+            if source.from_text and isinstance(value, str):
+                text = value.strip().lower()
+                if text in ("1", "true", "yes", "on"):
+                    return True
+                if text in ("0", "false", "no", "off"):
+                    return False
+            raise _bad(source, key, value, allowed)
+        if self.kind == "int":
+            number: Any = value
+            if source.from_text and isinstance(value, str) and value.strip().isdigit():
+                number = int(value.strip())
+            if (
+                isinstance(number, bool)
+                or not isinstance(number, int)
+                or (self.low is not None and number < self.low)
+                or (self.high is not None and number > self.high)
+            ):
+                raise _bad(source, key, value, allowed)
+            return number
+        if self.kind == "str":
+            text = value.strip() if source.from_text and isinstance(value, str) else value
+            if text not in self.choices:
+                raise _bad(source, key, value, allowed)
+            return str(text)
+        items = _as_list(source, key, value, allowed)
+        if self.items == "arch":
+            return _archs(source, key, value, items, allowed)
+        if not all(LIST_ITEMS[self.items][1](item) for item in items):
+            raise _bad(source, key, value, allowed)
+        return tuple(items)
 
 
-def _as_int(source: _Source, key: str, value: Any, low: int, high: int | None, allowed: str) -> int:
-    number: Any = value
-    if source.from_text and isinstance(value, str) and value.strip().isdigit():
-        number = int(value.strip())
-    if (
-        isinstance(number, bool)
-        or not isinstance(number, int)
-        or number < low
-        or (high is not None and number > high)
-    ):
-        raise _bad(source, key, value, allowed)
-    return number
-
-
-def _as_arch(source: _Source, key: str, value: Any) -> tuple[str, ...]:
-    allowed = _ALLOWED["arch"]
-    archs = _as_list(source, key, value, allowed)
+def _archs(source: _Source, key: str, value: Any, archs: list[str], allowed: str) -> tuple[str, ...]:
     if not archs:
         raise _bad(source, key, value, allowed)
     for arch in archs:
@@ -265,88 +324,8 @@ def _as_arch(source: _Source, key: str, value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(archs))  # drop repeats, keep the order given
 
 
-def _as_packages(source: _Source, key: str, value: Any) -> tuple[str, ...]:
-    allowed = _ALLOWED["packages"]
-    packages = _as_list(source, key, value, allowed)
-    for name in packages:
-        if not name.isidentifier():
-            raise _bad(source, key, value, allowed)
-    return tuple(packages)
-
-
-def _as_strings(source: _Source, key: str, value: Any, allowed: str = _ALLOWED["strings"]) -> tuple[str, ...]:
-    items = _as_list(source, key, value, allowed)
-    if any(not item.strip() for item in items):
-        raise _bad(source, key, value, allowed)
-    return tuple(items)
-
-
-def _as_paths(source: _Source, key: str, value: Any) -> tuple[str, ...]:
-    allowed = _ALLOWED["globs"] if key == "link" else _ALLOWED["paths"]
-    items = _as_strings(source, key, value, allowed)
-    for item in items:
-        if Path(item).is_absolute() or ".." in Path(item).parts:
-            raise _bad(source, key, value, allowed)
-    return items
-
-
-def _as_defines(source: _Source, key: str, value: Any) -> tuple[str, ...]:
-    allowed = _ALLOWED["defines"]
-    items = _as_list(source, key, value, allowed)
-    for item in items:
-        name = item.split("=", 1)[0]
-        if not name.isidentifier():
-            raise _bad(source, key, value, allowed)
-    return tuple(items)
-
-
-def _as_backend(source: _Source, key: str, value: Any) -> str:
-    text = value.strip() if source.from_text and isinstance(value, str) else value
-    if text not in BACKENDS:
-        raise _bad(source, key, value, _ALLOWED["backend"])
-    return str(text)
-
-
-def _as_opt_level(source: _Source, key: str, value: Any) -> int:
-    return _as_int(source, key, value, 0, 3, _ALLOWED["opt-level"])
-
-
-def _as_max_registers(source: _Source, key: str, value: Any) -> int:
-    low, high = MAX_REGISTERS_RANGE
-    return _as_int(source, key, value, low, high, _ALLOWED["max-registers"])
-
-
-def _as_jobs(source: _Source, key: str, value: Any) -> int:
-    return _as_int(source, key, value, 1, None, _ALLOWED["jobs"])
-
-
-_Parser = Callable[[_Source, str, Any], Any]
-
-
-def _bool_parser(source: _Source, key: str, value: Any) -> bool:
-    return _as_bool(source, key, value)
-
-
-# TOML key -> (parser, what is allowed, type as the reference shows it)
-_PARSERS: dict[str, tuple[_Parser, str, str]] = {
-    "arch": (_as_arch, _ALLOWED["arch"], "list of strings"),
-    "packages": (_as_packages, _ALLOWED["packages"], "list of strings"),
-    "ptx": (_bool_parser, _ALLOWED["bool"], "bool"),
-    "fatbin": (_bool_parser, _ALLOWED["bool"], "bool"),
-    "opt-level": (_as_opt_level, _ALLOWED["opt-level"], "int"),
-    "bounds-check": (_bool_parser, _ALLOWED["bool"], "bool"),
-    "backend": (_as_backend, _ALLOWED["backend"], "string"),
-    "link": (_as_paths, _ALLOWED["globs"], "list of strings"),
-    "include-dirs": (_as_paths, _ALLOWED["paths"], "list of strings"),
-    "defines": (_as_defines, _ALLOWED["defines"], "list of strings"),
-    "nvrtc-options": (_as_strings, _ALLOWED["strings"], "list of strings"),
-    "fast-math": (_bool_parser, _ALLOWED["bool"], "bool"),
-    "lineinfo": (_bool_parser, _ALLOWED["bool"], "bool"),
-    "max-registers": (_as_max_registers, _ALLOWED["max-registers"], "int"),
-    "jobs": (_as_jobs, _ALLOWED["jobs"], "int"),
-    "cmake-kernels": (_bool_parser, _ALLOWED["bool"], "bool"),
-}
-assert set(_PARSERS) == set(ALLOWED_KEYS), "every OxideConfig field needs a parser"
+# TOML key -> how it is read, from the fields of OxideConfig
+_SETTINGS: dict[str, _Setting] = {_toml_key(f.name): _Setting.of(f) for f in fields(OxideConfig)}
 
 
 def _unknown_key(where: str, key: str) -> ConfigError:
@@ -363,12 +342,11 @@ def parse_config(
     ``base`` with those settings applied. ``source`` names where they came from in errors."""
     src = _Source(source, from_text)
     for key in table:
-        if key not in _PARSERS:
+        if key not in _SETTINGS:
             raise _unknown_key(source, key)
     values: dict[str, Any] = {}
     for key, value in table.items():
-        parser = _PARSERS[key][0]
-        values[key.replace("-", "_")] = parser(src, key, value)
+        values[key.replace("-", "_")] = _SETTINGS[key].parse(src, value)
     return _replace(base, values)
 
 
@@ -425,7 +403,7 @@ def load_config(
         config = parse_config({"arch": arch_env}, source=f"environment variable {ARCH_ENV}", base=config, from_text=True)
     settings = _settings_table(config_settings)
     for key in settings:
-        if key not in _PARSERS:
+        if key not in _SETTINGS:
             raise _unknown_key(f"config setting {CONFIG_SETTINGS_PREFIX}{key}", key)
     for key, value in settings.items():
         config = parse_config({key: value}, source=f"config setting {CONFIG_SETTINGS_PREFIX}{key}", base=config, from_text=True)
@@ -482,11 +460,9 @@ def settings_docs() -> list[SettingDoc]:
     for f in fields(OxideConfig):
         key = _toml_key(f.name)
         default = f.default if f.default is not MISSING else None
-        shown = _toml_value(default)
-        if f.name == "jobs":
-            shown = "unset (the number of CPUs)"
-        _, allowed, kind = _PARSERS[key]
-        out.append(SettingDoc(key, kind, shown, allowed, docs.get(f.name, "")))
+        spec = _SETTINGS[key]
+        shown = f"unset ({spec.unset})" if default is None and spec.unset else _toml_value(default)
+        out.append(SettingDoc(key, spec.type_name, shown, spec.allowed, docs.get(f.name, "")))
     return out
 
 
