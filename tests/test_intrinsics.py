@@ -25,8 +25,9 @@ def test_every_registered_intrinsic_has_a_language_stub() -> None:
 def test_every_entry_lives_with_its_typing_and_lowering() -> None:
     """One module per group holds an intrinsic's entry, typing and lowering: adding one touches
     that module (plus the language's stub, docs and tests)."""
+    module_of_group = {"shared": "memory", "local": "memory", "fence": "memory", "block": "thread"}
     for name, info in INTRINSICS.items():
-        module = f"oxide_build.intrinsics.{'memory' if info.group in ('shared', 'local', 'fence') else info.group}"
+        module = f"oxide_build.intrinsics.{module_of_group.get(info.group, info.group)}"
         assert info.typing.__module__ == module and info.lowering.__module__ == module, name
         assert callable(info.typing) and callable(info.lowering)
 
@@ -38,6 +39,8 @@ def test_attributes() -> None:
     assert not any(i.thread_dependent or i.convergent for n, i in INTRINSICS.items() if n.startswith("math."))
     assert {n for n, i in INTRINSICS.items() if i.keywords} == {n for n in INTRINSICS if n.startswith("atomic.")}
     assert intrinsic_info("checked_index") is None  # the IR's own
+    assert INTRINSICS["block.sync"].convergent and not INTRINSICS["block.sync"].thread_dependent
+    assert INTRINSICS["thread.index_1d"].thread_dependent and INTRINSICS["thread.index_2d"].thread_dependent
 
 
 def test_a_thread_dependent_intrinsic_makes_a_branch_divergent(tmp_path: Path) -> None:

@@ -18,9 +18,10 @@ from oxide.lang.types import SCALAR_TYPES, ScalarType
 from ..ir import nodes as ir
 from ..ir.ops import BINARY_OPS_OF_AST, COMPARE_OPS_OF_AST, BinaryOp, CompareOp, LogicOp
 from ..ir.types import (
-    BOOL, F64, I32, I64, THREAD_INDEX, VOID, ArrayType, ThreadIndexType, TupleType, Type,
+    BOOL, F64, I32, I64, VOID, ArrayType, ThreadIndexType, TupleType, Type,
     ViewType, VoidType, as_scalar, is_int, type_name,
 )
+from ..intrinsics.thread import SPECIAL_REGISTERS
 from ..scan import ModuleSource, Symbol
 from ..passes.divergence import is_thread_dependent
 from .annotations import PYTHON_SCALARS, TypeVarBinding, dotted_parts, oxide_name, resolve_annotation
@@ -35,9 +36,6 @@ __all__ = ["FunctionTranslator"]
 
 BIN_OPS = BINARY_OPS_OF_AST
 CMP_OPS = COMPARE_OPS_OF_AST
-SPECIAL_REGS = {
-    ("thread", "idx"): "tid", ("block", "idx"): "ctaid", ("block", "dim"): "ntid", ("grid", "dim"): "nctaid",
-}
 UNSUPPORTED_STMTS: dict[type, tuple[str, str]] = {
     ast.Try: ("try/except", "kernels cannot raise or catch exceptions; use `assert` for checks"),
     ast.Raise: ("raise", "kernels cannot raise exceptions; use `assert` for checks"),
@@ -842,8 +840,8 @@ class FunctionTranslator(ast.NodeVisitor):
             full = oxide_name(self.module, node.value)
             if full is not None:
                 pieces = tuple(full.split("."))
-                if len(pieces) == 2 and pieces in SPECIAL_REGS and node.attr in ("x", "y", "z"):
-                    return ir.SpecialReg(f"{SPECIAL_REGS[pieces]}.{node.attr}", I32, self.loc(node))
+                if len(pieces) == 2 and pieces in SPECIAL_REGISTERS and node.attr in ("x", "y", "z"):
+                    return ir.SpecialReg(f"{SPECIAL_REGISTERS[pieces]}.{node.attr}", I32, self.loc(node))
         base = node.value
         if isinstance(base, ast.Name) and base.id in self.locals:
             raise self.error(node, f"{type_name(self.locals[base.id])} has no attribute {node.attr!r}")
@@ -1225,28 +1223,11 @@ class FunctionTranslator(ast.NodeVisitor):
     def oxide_call(self, name: str, node: ast.Call) -> ir.Expr:
         from ..intrinsics import INTRINSICS
 
-        loc = self.loc(node)
         if name in INTRINSICS:
             info = INTRINSICS[name]
             return info.typing(self, info, node)
-        if name == "thread.index_1d":
-            if node.args:
-                raise self.error(node, "thread.index_1d() takes no arguments")
-            return ir.ThreadIndex1D(THREAD_INDEX, loc)
-        if name == "thread.index_2d":
-            if node.args:
-                raise self.error(node, "thread.index_2d() takes no arguments")
-            row, col = ThreadIndexType("row"), ThreadIndexType("col")
-            return ir.MakeTuple([ir.ThreadIndex1D(row, loc), ir.ThreadIndex1D(col, loc)], TupleType((row, col)), loc)
-        if name == "block.sync":
-            if node.args:
-                raise self.error(node, "block.sync() takes no arguments")
-            if self.divergent_depth:
-                raise self.error(node, "block.sync() under a condition that differs between threads "
-                                 "can deadlock the block",
-                                 "move block.sync() out of the branch or loop so every thread reaches it")
-            return ir.Call("llvm.nvvm.barrier0", [], VOID, loc)
         if name == "static_range":
+            # unrolling is IR structure (the for loop's body repeated), done by static_for
             raise self.error(node, "static_range() is only allowed as the iterable of a for loop")
         if name == "boolean":
             return self.conversion(BOOL, node)

@@ -10,12 +10,12 @@ in docs/language.md and test it.
 """
 from __future__ import annotations
 
-from . import atomic, bits, math, memory, warp
+from . import atomic, bits, math, memory, thread, warp
 from .entry import IntrinsicInfo
 
 __all__ = ["IntrinsicInfo", "INTRINSICS", "KEYWORD_INTRINSICS", "intrinsic_info"]
 
-GROUPS = (memory, warp, atomic, math, bits)
+GROUPS = (thread, memory, warp, atomic, math, bits)
 _ENTRIES = [entry for group in GROUPS for entry in group.ENTRIES]
 INTRINSICS: dict[str, IntrinsicInfo] = {e.name: e for e in _ENTRIES}
 assert len(INTRINSICS) == len(_ENTRIES), "an intrinsic is registered twice"

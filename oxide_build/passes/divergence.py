@@ -16,12 +16,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..intrinsics import intrinsic_info
+from ..intrinsics.thread import BARRIER  # what block.sync() is in the IR
 from ..ir import nodes as ir
 from ..ir.verify import IRError
 
 __all__ = ["BarrierDivergence", "BARRIER", "is_thread_dependent"]
 
-BARRIER = "llvm.nvvm.barrier0"  # what block.sync() is in the IR
 
 
 def _statements(stmts: list[ir.Stmt]) -> Iterator[ir.Stmt]:
