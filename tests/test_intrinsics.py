@@ -16,7 +16,9 @@ HEADER = "import oxide as ox\nfrom oxide import Slice, DisjointSlice, MutSlice, 
 
 
 def test_every_registered_intrinsic_has_a_language_stub() -> None:
-    for name in INTRINSICS:
+    for name, info in INTRINSICS.items():
+        if info.method:
+            continue  # a view's method (x.load4): views are annotations, with no methods on the host
         group, _, op = name.partition(".")
         namespace = getattr(oxide, group)
         assert hasattr(namespace, op) or op in getattr(namespace, "_ops", ()), name
@@ -25,7 +27,7 @@ def test_every_registered_intrinsic_has_a_language_stub() -> None:
 def test_every_entry_lives_with_its_typing_and_lowering() -> None:
     """One module per group holds an intrinsic's entry, typing and lowering: adding one touches
     that module (plus the language's stub, docs and tests)."""
-    module_of_group = {"shared": "memory", "local": "memory", "fence": "memory", "block": "thread"}
+    module_of_group = {"shared": "memory", "local": "memory", "fence": "memory", "block": "thread", "view": "vector"}
     for name, info in INTRINSICS.items():
         module = f"oxide_build.intrinsics.{module_of_group.get(info.group, info.group)}"
         assert info.typing.__module__ == module and info.lowering.__module__ == module, name
@@ -41,6 +43,7 @@ def test_attributes() -> None:
     assert intrinsic_info("checked_index") is None  # the IR's own
     assert INTRINSICS["block.sync"].convergent and not INTRINSICS["block.sync"].thread_dependent
     assert INTRINSICS["thread.index_1d"].thread_dependent and INTRINSICS["thread.index_2d"].thread_dependent
+    assert {n for n, i in INTRINSICS.items() if i.method} == {"view.load2", "view.load4", "view.store2", "view.store4"}
 
 
 def test_a_thread_dependent_intrinsic_makes_a_branch_divergent(tmp_path: Path) -> None:
@@ -134,3 +137,36 @@ def test_bits_refuse_what_they_do_not_take(tmp_path: Path, call: str, message: s
     with pytest.raises(CompileError, match=message) as err:
         build_ir(src, "kern")
     assert "kern.py:" in str(err.value)
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("a.load8(0)", "views have no method 'load8'"),
+    ("a.store4(0, 1, 2)", r"store4\(\) takes 5 argument\(s\), got 3"),
+    ("ox.block.sync(1)", r"block.sync\(\) takes no arguments"),
+    ("ox.thread.index_1d(0)", r"thread.index_1d\(\) takes no arguments"),
+])
+def test_thread_and_vector_entries_refuse_bad_calls(tmp_path: Path, body: str, message: str) -> None:
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + textwrap.dedent(f"""
+        @ox.kernel
+        def k(a: MutSlice[i32]) -> None:
+            with ox.unsafe():
+                {body}
+        """))
+    with pytest.raises(CompileError, match=message) as err:
+        build_ir(src, "kern")
+    assert "kern.py:" in str(err.value)
+
+
+def test_a_view_method_is_not_an_oxide_name(tmp_path: Path) -> None:
+    """``view.load4`` is an entry, but only as ``x.load4(k)``: not reachable through the oxide
+    namespace."""
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + textwrap.dedent("""
+        @ox.kernel
+        def k(a: MutSlice[i32]) -> None:
+            ox.view.load4(a, 0)
+        """))
+    with pytest.raises(CompileError) as err:
+        build_ir(src, "kern")
+    assert "kern.py:" in str(err.value) and "oxide.view.load4 is not a device intrinsic" in str(err.value)

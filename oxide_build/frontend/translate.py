@@ -1191,40 +1191,25 @@ class FunctionTranslator(ast.NodeVisitor):
         return self.builder.call_device(self, callee_module, callee, args, node)
 
     def view_method(self, func: ast.Attribute, node: ast.Call) -> ir.Expr:
-        """``x.load4(k)`` reads x[4k:4k+4] in one 16-byte access; ``out.store4(k, a, b, c, d)``
-        writes them (a DisjointSlice only at the thread's own ThreadIndex k)."""
-        view = self.expr(func.value)
-        assert isinstance(view.ty, ViewType)
-        loc = self.loc(node)
-        width = {"load2": 2, "load4": 4, "store2": 2, "store4": 4}.get(func.attr)
-        if width is None:
+        """``x.load4(k)`` and the other view methods: registry entries ``view.<method>``
+        (``oxide_build/intrinsics/vector.py``)."""
+        from ..intrinsics import INTRINSICS
+
+        info = INTRINSICS.get(f"view.{func.attr}")
+        if info is None or not info.method:
             raise self.error(func, f"views have no method {func.attr!r}", "view methods: load2, load4, store2, store4")
-        if view.ty.elem.bits * width > 128 or view.ty.elem.kind == "bool":
-            raise self.error(func, f"{func.attr} of {view.ty.elem.name} elements exceeds a 16-byte vector access")
-        is_store = func.attr.startswith("store")
-        nargs = 1 + (width if is_store else 0)
-        if len(node.args) != nargs:
-            raise self.error(node, f"{func.attr}() takes {nargs} argument(s), got {len(node.args)}")
-        index = self.index_expr(node.args[0])
-        if is_store:
-            refuse_vector_store(self, func, node, view.ty, index)
-        scalar_index = self.convert(self.materialize(index), I64, node.args[0]) if not isinstance(index.ty, ThreadIndexType) else ir.Cast(index, I64, loc)
-        last = ir.BinOp(BinaryOp.ADD, ir.BinOp(BinaryOp.MUL, scalar_index, ir.Const(width, I64, loc), I64, loc), ir.Const(width - 1, I64, loc), I64, loc)
-        site = None
-        if self.bounds_check and not self.proves_vector(scalar_index, width, view):
-            site = self.builder.add_error_site("bounds", self.kernel_name, self.module, node,
-                                               f"{ast.unparse(func.value)}.{func.attr}({ast.unparse(node.args[0])})")
-        elem = view.ty.elem
-        if is_store:
-            values = [self.convert_implicit(self.expr(a), elem, a, f"{func.attr} value") for a in node.args[1:]]
-            return ir.Intrinsic(f"view.{func.attr}", [view, scalar_index, last, *values], VoidType(), loc, site)
-        return ir.Intrinsic(f"view.{func.attr}", [view, scalar_index, last], TupleType((elem,) * width), loc, site)
+        return info.typing(self, info, node)
+
+    def refuse_vector_store(self, func: ast.Attribute, node: ast.Call, vt: ViewType, index: ir.Expr) -> None:
+        """``frontend/views.py``'s rule for a vector store, for the registry's typing (which
+        cannot import the frontend)."""
+        refuse_vector_store(self, func, node, vt, index)
 
     def oxide_call(self, name: str, node: ast.Call) -> ir.Expr:
         from ..intrinsics import INTRINSICS
 
-        if name in INTRINSICS:
-            info = INTRINSICS[name]
+        info = INTRINSICS.get(name)
+        if info is not None and not info.method:
             return info.typing(self, info, node)
         if name == "static_range":
             # unrolling is IR structure (the for loop's body repeated), done by static_for

@@ -1,7 +1,7 @@
 """What one registry entry holds: an intrinsic's attributes, its typing and its lowering.
 
-The entries live in the group modules beside the functions they point to (``memory.py``,
-``warp.py``, ``atomic.py``, ``math.py``, ``bits.py``); ``oxide_build/intrinsics/__init__.py``
+The entries live in the group modules beside the functions they point to (``thread.py``,
+``memory.py``, ``vector.py``, ``warp.py``, ``atomic.py``, ``math.py``, ``bits.py``); ``oxide_build/intrinsics/__init__.py``
 collects them.
 """
 from __future__ import annotations
@@ -37,6 +37,8 @@ class IntrinsicInfo:
     - ``keywords``: the keyword arguments it takes (a call of anything else with keywords is
       an error);
     - ``value_range``: the bounds of its integer result, for the bounds prover.
+    - ``method``: it is a method of a view (``x.load4(k)``), named ``view.<method>`` here, not
+      a name in the oxide namespace.
     """
 
     name: str  # the language's name: "warp.shfl_down", "math.exp", "atomic.add"
@@ -46,6 +48,7 @@ class IntrinsicInfo:
     convergent: bool = False
     keywords: tuple[str, ...] = ()
     value_range: tuple[int, int] | None = None
+    method: bool = False
 
     @property
     def group(self) -> str:

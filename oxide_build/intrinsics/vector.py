@@ -1,0 +1,90 @@
+"""Vector access, the view methods ``x.load2(k)`` / ``x.load4(k)`` (elements width·k … width·k +
+width - 1 in one access of up to 16 bytes) and ``out.store2(k, a, b)`` / ``out.store4(k, a, b, c,
+d)``. They are methods of a view, not names in the oxide namespace (``method=True``): the
+frontend types ``x.load4(...)`` through the entry ``view.load4``."""
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from llvmlite import ir as ll
+
+from ..ir import nodes as ir
+from ..ir.ops import BinaryOp
+from ..ir.types import I64, ThreadIndexType, TupleType, ViewType, VoidType
+from .entry import IntrinsicInfo
+
+if TYPE_CHECKING:
+    from ..frontend.translate import FunctionTranslator
+    from ..lower.llvm import FunctionLowering
+
+__all__ = ["ENTRIES"]
+
+I32 = ll.IntType(32)
+
+
+def _type_vector(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    func = node.func
+    assert isinstance(func, ast.Attribute)
+    view = tr.expr(func.value)
+    assert isinstance(view.ty, ViewType)
+    loc = tr.loc(node)
+    width = int(info.op[-1])
+    if view.ty.elem.bits * width > 128 or view.ty.elem.kind == "bool":
+        raise tr.error(func, f"{func.attr} of {view.ty.elem.name} elements exceeds a 16-byte vector access")
+    is_store = info.op.startswith("store")
+    nargs = 1 + (width if is_store else 0)
+    if len(node.args) != nargs:
+        raise tr.error(node, f"{func.attr}() takes {nargs} argument(s), got {len(node.args)}")
+    index = tr.index_expr(node.args[0])
+    if is_store:
+        tr.refuse_vector_store(func, node, view.ty, index)
+    scalar_index = tr.convert(tr.materialize(index), I64, node.args[0]) if not isinstance(index.ty, ThreadIndexType) else ir.Cast(index, I64, loc)
+    last = ir.BinOp(BinaryOp.ADD, ir.BinOp(BinaryOp.MUL, scalar_index, ir.Const(width, I64, loc), I64, loc), ir.Const(width - 1, I64, loc), I64, loc)
+    site = None
+    if tr.bounds_check and not tr.proves_vector(scalar_index, width, view):
+        site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node,
+                                         f"{ast.unparse(func.value)}.{func.attr}({ast.unparse(node.args[0])})")
+    elem = view.ty.elem
+    if is_store:
+        values = [tr.convert_implicit(tr.expr(a), elem, a, f"{func.attr} value") for a in node.args[1:]]
+        return ir.Intrinsic(info.name, [view, scalar_index, last, *values], VoidType(), loc, site)
+    return ir.Intrinsic(info.name, [view, scalar_index, last], TupleType((elem,) * width), loc, site)
+
+
+def _lower_vector(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    b = fl.b
+    view = fl.view(e.args[0])
+    width = int(info.op[-1])
+    k = fl.expr(e.args[1])
+    elem_t = fl.elem_type(view.elem)
+    vec_t = ll.VectorType(elem_t, width)
+    first = b.mul(k, ll.Constant(ll.IntType(64), width))
+    ptr = b.gep(view.ptr, [first], source_etype=elem_t)
+    vptr = b.bitcast(ptr, ll.PointerType(vec_t, ptr.type.addrspace))
+    if e.check_site is not None:
+        fl.bounds_check(fl.expr(e.args[2]), view.length, e.check_site)
+    align = view.elem.itemsize * width
+    if info.op.startswith("load"):
+        vec = b.load(vptr, typ=vec_t, align=align)
+        fl.mark_invariant(vec, view)
+        # `freeze` keeps instcombine from splitting the load into scalar loads, which would
+        # lose the invariant mark (and so ld.global.nc) when the backend re-vectorizes them
+        frozen = ll.instructions.Instruction(b.block, vec_t, "freeze", [vec])
+        b._insert(frozen)
+        vec = frozen
+        assert isinstance(e.ty, TupleType)
+        st = ll.LiteralStructType([elem_t] * width)
+        result: ll.Value = ll.Constant(st, None)
+        for i in range(width):
+            result = b.insert_value(result, b.extract_element(vec, ll.Constant(I32, i)), i)
+        return result
+    packed: ll.Value = ll.Constant(vec_t, None)
+    for i, a in enumerate(e.args[3:]):
+        packed = b.insert_element(packed, fl.expr(a), ll.Constant(I32, i))
+    b.store(packed, vptr, align=align)
+    return ll.Constant(I32, 0)
+
+
+ENTRIES = [IntrinsicInfo(f"view.{op}", _type_vector, _lower_vector, method=True)
+           for op in ("load2", "load4", "store2", "store4")]
