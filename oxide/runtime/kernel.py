@@ -7,8 +7,14 @@ checks and converts the arguments, then initializes CUDA and loads the code for 
 Two launch paths: ``LaunchConfig`` derives from the compiled launcher's ``LaunchBase``
 (:mod:`oxide.runtime.launcher`), whose C call handles the common launches; anything else, and
 every launch before the kernel's plan is known, goes through :meth:`Kernel._launch` here, which
-also teaches the C side what it learned. Without the extension (or with
-``OXIDE_PURE_PYTHON=1``) every launch takes the Python path.
+also teaches the C side what it learned (the C plan is built here, ``_configure_plan`` and
+``_teach``). Without the extension (or with ``OXIDE_PURE_PYTHON=1``) every launch takes the
+Python path.
+
+Beside this module: ``dispatch.py`` (the table read from the manifest: ``Dispatch``,
+``Specialization``), ``arguments.py`` (the checks that name a parameter, and the slot values),
+``streams.py`` (a framework's current stream) and ``stream_order.py`` (the streams a launch
+waits for).
 """
 from __future__ import annotations
 
@@ -20,28 +26,19 @@ from oxide.runtime.launch import (
     MAX_BLOCK_THREADS,
     MAX_PORTABLE_CLUSTER_BLOCKS,
     ArgPacker,
-    ScalarError,
     cluster_dims,
     grid_for,
     normalize_dims,
     scalar_converter,
 )
+from oxide.runtime.dispatch import CONSTEXPR, Dispatch, Specialization
 from oxide.runtime.streams import current_stream, framework_of, stream_handle
 
 if TYPE_CHECKING:
-    from oxide.runtime import artifacts, device, kernel_errors, loader
-    from oxide.runtime.arrays import (
-        ArrayView,
-        TensorView,
-        ViewError,
-        itemsize,
-        may_overlap_itself,
-        memory_problem,
-        tensor_view_of,
-        view_of,
-    )
+    from oxide.runtime import arguments, artifacts, device, kernel_errors, loader
+    from oxide.runtime.arrays import ArrayView
     from oxide.runtime.device_array import DeviceArray
-    from oxide.runtime.manifest import KernelSpec
+    from oxide.runtime.stream_order import producer_streams, same_stream
 
 __all__ = ["Kernel", "LaunchConfig", "Specialization"]
 
@@ -53,77 +50,12 @@ def _import_launch_modules() -> None:
     """Imports what a launch needs (the manifest reader, the loader, the array readers, ctypes)
     into this module's namespace, on the first launch: importing a module of kernels must stay
     cheap, and these are milliseconds."""
-    global _imported, artifacts, device, kernel_errors, loader
-    global TensorView, ViewError, itemsize, tensor_view_of, view_of, memory_problem, may_overlap_itself, DeviceArray
-    from oxide.runtime import artifacts, device, kernel_errors, loader
-    from oxide.runtime.arrays import (
-        TensorView,
-        ViewError,
-        itemsize,
-        may_overlap_itself,
-        memory_problem,
-        tensor_view_of,
-        view_of,
-    )
+    global _imported, arguments, artifacts, device, kernel_errors, loader, DeviceArray, producer_streams, same_stream
+    from oxide.runtime import arguments, artifacts, device, kernel_errors, loader
     from oxide.runtime.device_array import DeviceArray
+    from oxide.runtime.stream_order import producer_streams, same_stream
 
     _imported = True
-
-
-def _constexpr(value: Any) -> Any:  # marks a Constexpr parameter: it selects, it is not packed
-    return value
-
-
-_CONSTEXPR = _constexpr
-
-
-class Specialization:
-    """One compiled instance of a kernel (one per TypeVar assignment) and its launch state."""
-
-    __slots__ = ("spec", "packer", "converters", "index", "functions", "planned")
-
-    def __init__(
-        self,
-        spec: KernelSpec,
-        packer: ArgPacker,
-        converters: list[Callable[[Any], Any] | None],  # per parameter; None for views
-        index: int = 0,  # position among the kernel's specializations (the C plan's variant)
-    ) -> None:
-        self.spec = spec
-        self.packer = packer
-        self.converters = converters
-        self.index = index
-        self.functions: dict[int, Any] = {}  # context uid (device.context_uid) -> CUfunction
-        self.planned: set[int] = set()  # contexts (uids) whose function the C plan has
-
-    @property
-    def label(self) -> str:
-        if not self.spec.specialization:
-            return "(" + ", ".join(f"{p.name}: {p.dtype}" for p in self.spec.params) + ")"
-        return "(" + ", ".join(f"{k}={v}" for k, v in sorted(self.spec.specialization.items())) + ")"
-
-
-class _Dispatch:
-    """What a kernel's manifest says about it, arranged for a fast launch. (A plain class: a
-    NamedTuple would cost a millisecond when a module of kernels is imported.)"""
-
-    __slots__ = ("located", "names", "view_index", "mutable", "variants", "by_view_dtypes", "tensor_ndim",
-                 "constexpr_index")
-
-    located: artifacts.LocatedManifest
-    names: tuple[str, ...]
-    view_index: tuple[int, ...]  # positions of the view parameters
-    mutable: tuple[bool, ...]  # per view parameter: written by the kernel
-    variants: list[Specialization]
-    by_view_dtypes: dict[tuple[str, ...], list[Specialization]]
-    tensor_ndim: tuple[int, ...]  # per view parameter: ndim of a Tensor, 0 for a 1-D view
-    constexpr_index: tuple[int, ...]  # positions of Constexpr parameters (pick the variant)
-
-    def __init__(self, **fields: Any) -> None:
-        for name in self.__slots__:
-            setattr(self, name, fields.pop(name))
-        if fields:
-            raise TypeError(f"unknown fields {sorted(fields)}")
 
 
 class LaunchConfig(launcher.LaunchBase):  # type: ignore[misc]
@@ -197,7 +129,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         self.options = options
         self.name: str = func.__name__
         functools.update_wrapper(self, func)  # type: ignore[arg-type]
-        self._dispatch: _Dispatch | None = None
+        self._dispatch: Dispatch | None = None
         self._configs: dict[Any, LaunchConfig] = {}  # subscript key -> config; KernelBase reads it
         self._plan: Any = launcher.new_plan()  # the C launcher's view of this kernel; None without it
         self._planned = False  # whether the C plan could take this kernel's parameters
@@ -320,8 +252,9 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             fn, handle, uid = self._load(variant)
         several_gpus = device.device_count() > 1
         if several_gpus and len(keep):
-            self._check_devices(keep, handle)
-        for producer in _producer_streams(keep, stream):
+            assert self._dispatch is not None
+            arguments.check_devices(self._dispatch, self.name, keep, handle)
+        for producer in producer_streams(keep, stream):
             device.stream_wait(stream, producer)
         special = cluster is not None or cooperative
         if special:
@@ -397,25 +330,6 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         (err,) = drv.cuLaunchKernelEx(config, fn, params, 0)
         return err
 
-    def _check_devices(self, views: list[Any], ctx: int) -> None:
-        """With several GPUs: every array must be on the device of the current context, where
-        the kernel runs (pointers of another device would fault or read the wrong memory)."""
-        d = self._dispatch
-        assert d is not None
-        here = device.context_device(ctx).ordinal
-        found = [(d.names[i], device.pointer_device(v.ptr)) for v, i in zip(views, d.view_index) if v.ptr]
-        on = {name: ordinal for name, ordinal in found if ordinal is not None}
-        if len(set(on.values())) > 1:
-            listed = ", ".join(f"{name!r} on cuda:{ordinal}" for name, ordinal in on.items())
-            raise TypeError(f"the arrays passed to {self.name} are on different GPUs ({listed}); "
-                            "put them on one device")
-        for name, ordinal in on.items():
-            if ordinal != here:
-                raise TypeError(
-                    f"parameter {name!r} of {self.name} is on cuda:{ordinal}, but the current device is "
-                    f"cuda:{here}, where the kernel would run; make cuda:{ordinal} current first "
-                    f"(torch.cuda.set_device({ordinal}), cupy.cuda.Device({ordinal}).use(), ...)")
-
     def _check_preconditions(self, variant: Specialization, values: list[Any], grid: tuple[int, int, int],
                              block: tuple[int, int, int]) -> None:
         """The kernel's launch-time asserts (preconditions.py): a failure is raised here, and
@@ -445,9 +359,9 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         for view, writable in zip(views, d.mutable):
             owner = view.owner
             if type(owner) is DeviceArray:
-                if owner._stream is not None and _same_stream(owner._stream) != _same_stream(stream):
+                if owner._stream is not None and same_stream(owner._stream) != same_stream(stream):
                     owner._used_on(stream)
-            elif writable and _is_torch_tensor(owner):
+            elif writable and arguments.is_torch_tensor(owner):
                 _bump_version(owner)
 
     def _teach(
@@ -470,157 +384,16 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
     # arguments ----------------------------------------------------------------------------
 
     def _prepare(self, args: Sequence[Any]) -> tuple[Specialization, list[Any], list[ArrayView]]:
-        """Checks ``args`` and converts them into slot values: all on the CPU."""
-        d = self._dispatch or self._build_dispatch()
-        if len(args) != len(d.names):
-            raise TypeError(
-                f"{self.name}() takes {len(d.names)} argument{'s' if len(d.names) != 1 else ''} "
-                f"({', '.join(d.names)}); got {len(args)}"
-            )
-        views: list[Any] = []
-        dtypes: list[str] = []
-        for i, ndim in zip(d.view_index, d.tensor_ndim or (0,) * len(d.view_index)):
-            try:
-                view = tensor_view_of(args[i], ndim) if ndim else view_of(args[i])
-            except ViewError as e:
-                raise TypeError(e.render(d.names[i], self.name)) from None
-            views.append(view)
-            dtypes.append(view.dtype)
-        key = tuple(dtypes)
-        candidates = d.by_view_dtypes.get(key)
-        if candidates is None:
-            raise TypeError(self._no_match(d, views))
-        if d.constexpr_index:
-            candidates = self._choose_by_constexprs(d, candidates, args)
-        if len(candidates) == 1:
-            variant = candidates[0]
-            values = self._values(variant, args, views)
-        else:
-            variant, values = self._choose_by_scalars(candidates, args, views)
-        for view, writable, i in zip(views, d.mutable, d.view_index):
-            problem = memory_problem(view)
-            if problem is not None:
-                raise TypeError(f"parameter {d.names[i]!r} of {self.name} {problem}")
-            if not writable:
-                continue
-            if view.readonly:
-                raise TypeError(
-                    f"parameter {d.names[i]!r} of {self.name} is written by the kernel; got a read-only array"
-                )
-            if type(view) is TensorView and may_overlap_itself(view.shape, view.strides):
-                raise TypeError(
-                    f"parameter {d.names[i]!r} of {self.name} is written by the kernel; got a view whose elements "
-                    f"overlap (shape {view.shape}, strides {view.strides} elements: a broadcast or expand()ed "
-                    "array), so threads would write the same element — pass a contiguous copy (.contiguous(), .copy())"
-                )
-            if _is_torch_tensor(view.owner) and _needs_autograd(view.owner):
-                raise TypeError(
-                    f"parameter {d.names[i]!r} of {self.name} is written by the kernel; got a tensor that requires "
-                    "grad, and autograd cannot follow a write by an oxide kernel — write under torch.no_grad(), "
-                    "or into a tensor that does not require grad (e.g. out.detach())"
-                )
-        if len(views) > 1:
-            self._check_aliasing(d, views)
-        return variant, values, views
-
-    def _check_aliasing(self, d: _Dispatch, views: list[Any]) -> None:
-        """A read-only view (Slice, Tensor) must not overlap a view the kernel writes: its
-        loads go through the read-only data cache, which does not see the kernel's writes."""
-        spans = [(v.ptr, v.ptr + v.length * itemsize(v.dtype)) for v in views]
-        for a, (lo_a, hi_a) in enumerate(spans):
-            if d.mutable[a] or lo_a == hi_a:
-                continue
-            for b, (lo_b, hi_b) in enumerate(spans):
-                if d.mutable[b] and lo_b != hi_b and lo_a < hi_b and lo_b < hi_a:
-                    ra, rb = d.names[d.view_index[a]], d.names[d.view_index[b]]
-                    raise TypeError(
-                        f"parameter {ra!r} of {self.name} overlaps parameter {rb!r}, which the kernel writes; "
-                        f"a read-only view must not alias a writable one — pass a copy, or declare {ra!r} "
-                        "DisjointSlice/MutSlice to read and write the same memory"
-                    )
-
-    def _choose_by_constexprs(self, d: _Dispatch, candidates: list[Specialization], args: Sequence[Any]) -> list[Specialization]:
-        """Constexpr parameters select the specialization compiled for their values."""
-        chosen = candidates
-        for i in d.constexpr_index:
-            name = d.names[i]
-            value = args[i]
-            if isinstance(value, bool) or not isinstance(value, int):
-                try:
-                    import operator
-
-                    value = operator.index(value)
-                except TypeError:
-                    raise TypeError(f"parameter {name!r} of {self.name} is a compile-time int; "
-                                    f"got {type(args[i]).__name__}") from None
-            matching = [v for v in chosen if v.spec.specialization.get(name) == str(value)]
-            if not matching:
-                values = sorted({int(v.spec.specialization[name]) for v in candidates if name in v.spec.specialization})
-                raise TypeError(f"parameter {name!r} of {self.name} must be one of the compiled values "
-                                f"{', '.join(map(str, values))}; got {value}")
-            chosen = matching
-        return chosen
-
-    def _values(self, variant: Specialization, args: Sequence[Any], views: list[ArrayView]) -> list[Any]:
-        values: list[Any] = []
-        append = values.append
-        v = 0
-        for i, conv in enumerate(variant.converters):
-            if conv is _CONSTEXPR:
-                continue
-            if conv is None:
-                view = views[v]
-                v += 1
-                append(view.ptr)
-                if type(view) is TensorView:
-                    values.extend(view.shape)
-                    values.extend(view.strides)
-                else:
-                    append(view.length)
-            else:
-                try:
-                    append(conv(args[i]))
-                except ScalarError as e:
-                    raise TypeError(f"parameter {variant.spec.params[i].name!r} of {self.name} {e}") from None
-        return values
-
-    def _choose_by_scalars(
-        self, candidates: list[Specialization], args: Sequence[Any], views: list[ArrayView]
-    ) -> tuple[Specialization, list[Any]]:
-        # Only scalars tell these specializations apart: a NumPy scalar picks by its dtype,
-        # a Python number the first specialization it converts to.
-        assert self._dispatch is not None
-        for variant in candidates:
-            if all(
-                _numpy_scalar_dtype(a) in (None, p.dtype)
-                for a, p in zip(args, variant.spec.params)
-                if not p.is_view
-            ):
-                try:
-                    return variant, self._values(variant, args, views)
-                except TypeError:
-                    continue
-        raise TypeError(self._no_match(self._dispatch, views, args))
-
-    def _no_match(self, d: _Dispatch, views: list[ArrayView], args: Sequence[Any] = ()) -> str:
-        if len(d.variants) == 1:
-            params = d.variants[0].spec.params
-            for view, i in zip(views, d.view_index):
-                if view.dtype != params[i].dtype:
-                    return f"parameter {d.names[i]!r} of {self.name} needs {params[i].dtype} elements; got {view.dtype}"
-        got = ", ".join(f"{d.names[i]}: {v.dtype}" for v, i in zip(views, d.view_index))
-        if args:
-            scalars = [i for i in range(len(d.names)) if i not in d.view_index]
-            got = ", ".join(filter(None, [got] + [f"{d.names[i]}: {type(args[i]).__name__}" for i in scalars]))
-        available = ", ".join(v.label for v in d.variants)
-        return f"{self.name} has no specialization for these arguments ({got}); available: {available}"
+        """Checks ``args`` and converts them into slot values: all on the CPU (arguments.py)."""
+        d = self._dispatch or self._build_dispatch()  # imports the launch modules, arguments among them
+        return arguments.prepare(d, self.name, args)
 
     # code ---------------------------------------------------------------------------------
 
     def _arch(self) -> str:
         return device.context_device(device.current_context()).arch
 
-    def _build_dispatch(self) -> _Dispatch:
+    def _build_dispatch(self) -> Dispatch:
         if not _imported:
             _import_launch_modules()
         source, module = artifacts.kernel_source(self.func)
@@ -642,7 +415,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         variants = [
             Specialization(
                 s, ArgPacker(s.params),
-                [_CONSTEXPR if p.is_constexpr else None if p.is_view else scalar_converter(p.dtype) for p in s.params],
+                [CONSTEXPR if p.is_constexpr else None if p.is_view else scalar_converter(p.dtype) for p in s.params],
                 index
             )
             for index, s in enumerate(specs)
@@ -651,7 +424,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         by_dtypes: dict[tuple[str, ...], list[Specialization]] = {}
         for var in variants:
             by_dtypes.setdefault(tuple(var.spec.params[i].dtype for i in view_index), []).append(var)
-        d = _Dispatch(
+        d = Dispatch(
             located=located,
             names=tuple(p.name for p in first),
             view_index=view_index,
@@ -665,7 +438,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         self._dispatch = d
         return d
 
-    def _configure_plan(self, d: _Dispatch) -> bool:
+    def _configure_plan(self, d: Dispatch) -> bool:
         """Gives the C launcher this kernel's parameters, specializations and launch
         preconditions (which it compiles and checks before each launch, leaving a failure to
         :meth:`_check_preconditions`); False where it cannot take them (every launch then goes
@@ -781,30 +554,6 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         return self.attributes["max_threads_per_block"]
 
 
-def _same_stream(s: int) -> int:
-    """0 and 1 both name the legacy default stream (1 in the CUDA array interface)."""
-    return 0 if s == 1 else s
-
-
-def _is_torch_tensor(obj: Any) -> bool:
-    import sys
-
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(obj, getattr(torch, "Tensor", ()))
-
-
-def _needs_autograd(t: Any) -> bool:
-    """A write into ``t`` would have to be recorded by autograd: it requires grad and grad mode
-    is on (PyTorch refuses in-place operations on such leaves; under torch.no_grad() they are
-    fine, as an optimizer's updates)."""
-    if not getattr(t, "requires_grad", False):
-        return False
-    import sys
-
-    enabled = getattr(sys.modules["torch"], "is_grad_enabled", None)
-    return bool(enabled()) if enabled is not None else True
-
-
 def _bump_version(t: Any) -> None:
     """``torch.autograd.graph.increment_version(t)``: a tensor saved for a backward pass and
     then written by a kernel makes that backward fail loudly ("modified by an inplace
@@ -817,44 +566,3 @@ def _bump_version(t: Any) -> None:
             bump(t)
         except RuntimeError:
             pass  # an inference tensor has no version counter (older PyTorch raises for it)
-
-
-def _producer_streams(views: list[Any], stream: int) -> set[int]:
-    """The streams other than the launch's that the arrays' data is ordered on: a stream-ordered
-    DeviceArray's, or the ``stream`` of a ``__cuda_array_interface__`` (1: the legacy default
-    stream, which a launch on stream 0 is on already)."""
-    import sys
-
-    from oxide.runtime.device_array import DeviceArray
-
-    def same(s: int) -> int:
-        return 0 if s == 1 else s
-
-    # the arrays read through their interface, as arrays.view_of reads them (a torch tensor or a
-    # CuPy array is read through its own attributes, and carries no stream)
-    direct = tuple(t for t in (getattr(sys.modules.get("torch"), "Tensor", None),
-                               getattr(sys.modules.get("cupy"), "ndarray", None)) if isinstance(t, type))
-    out: set[int] = set()
-    for view in views:
-        owner = view.owner
-        if type(owner) is DeviceArray:
-            producer = owner._stream
-        elif isinstance(owner, direct):
-            continue
-        else:
-            cai = getattr(owner, "__cuda_array_interface__", None)
-            producer = cai.get("stream") if isinstance(cai, dict) else None
-        if isinstance(producer, int) and not isinstance(producer, bool) and same(producer) != same(stream):
-            out.add(producer)
-    return out
-
-
-def _numpy_scalar_dtype(value: Any) -> str | None:
-    cls = type(value)
-    if cls.__module__ != "numpy":
-        return None
-    from oxide.runtime.arrays import TYPESTR_DTYPES
-
-    dtype = getattr(value, "dtype", None)
-    return TYPESTR_DTYPES.get(getattr(dtype, "str", ""), None)
-

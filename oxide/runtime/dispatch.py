@@ -1,0 +1,70 @@
+"""What a kernel's manifest says about it, arranged for a fast launch: the ``Dispatch`` table and
+one ``Specialization`` per compiled instance with its launch state. Plain data, cheap to import
+(``kernel.py`` imports it with the kernels); ``arguments.py`` checks arguments against it.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from oxide.runtime import artifacts
+    from oxide.runtime.launch import ArgPacker
+    from oxide.runtime.manifest import KernelSpec
+
+__all__ = ["CONSTEXPR", "Dispatch", "Specialization"]
+
+
+def _constexpr(value: Any) -> Any:  # marks a Constexpr parameter: it selects, it is not packed
+    return value
+
+
+CONSTEXPR = _constexpr
+
+
+class Specialization:
+    """One compiled instance of a kernel (one per TypeVar assignment) and its launch state."""
+
+    __slots__ = ("spec", "packer", "converters", "index", "functions", "planned")
+
+    def __init__(
+        self,
+        spec: KernelSpec,
+        packer: ArgPacker,
+        converters: list[Callable[[Any], Any] | None],  # per parameter; None for views
+        index: int = 0,  # position among the kernel's specializations (the C plan's variant)
+    ) -> None:
+        self.spec = spec
+        self.packer = packer
+        self.converters = converters
+        self.index = index
+        self.functions: dict[int, Any] = {}  # context uid (device.context_uid) -> CUfunction
+        self.planned: set[int] = set()  # contexts (uids) whose function the C plan has
+
+    @property
+    def label(self) -> str:
+        if not self.spec.specialization:
+            return "(" + ", ".join(f"{p.name}: {p.dtype}" for p in self.spec.params) + ")"
+        return "(" + ", ".join(f"{k}={v}" for k, v in sorted(self.spec.specialization.items())) + ")"
+
+
+class Dispatch:
+    """What a kernel's manifest says about it, arranged for a fast launch. (A plain class: a
+    NamedTuple would cost a millisecond when a module of kernels is imported.)"""
+
+    __slots__ = ("located", "names", "view_index", "mutable", "variants", "by_view_dtypes", "tensor_ndim",
+                 "constexpr_index")
+
+    located: artifacts.LocatedManifest
+    names: tuple[str, ...]
+    view_index: tuple[int, ...]  # positions of the view parameters
+    mutable: tuple[bool, ...]  # per view parameter: written by the kernel
+    variants: list[Specialization]
+    by_view_dtypes: dict[tuple[str, ...], list[Specialization]]
+    tensor_ndim: tuple[int, ...]  # per view parameter: ndim of a Tensor, 0 for a 1-D view
+    constexpr_index: tuple[int, ...]  # positions of Constexpr parameters (pick the variant)
+
+    def __init__(self, **fields: Any) -> None:
+        for name in self.__slots__:
+            setattr(self, name, fields.pop(name))
+        if fields:
+            raise TypeError(f"unknown fields {sorted(fields)}")
