@@ -8,10 +8,21 @@ The CMake package lives in the checkout's top-level ``cmake/`` and is installed 
 ``oxide/cmake/`` (``python -m oxide --cmake-dir`` finds either).
 """
 import shutil
+import sys
 from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
+
+# the C launcher, one extension from several files by concern (oxide/runtime/_launcher.h lists them)
+LAUNCHER_SOURCES = [
+    "oxide/runtime/_launcher.c",
+    "oxide/runtime/_launcher_arrays.c",
+    "oxide/runtime/_launcher_launch.c",
+    "oxide/runtime/_launcher_plan.c",
+    "oxide/runtime/_launcher_preconditions.c",
+    "oxide/runtime/_launcher_scalars.c",
+]
 
 
 class build_py_with_cmake(build_py):
@@ -30,10 +41,11 @@ setup(
     ext_modules=[
         Extension(
             "oxide.runtime._launcher",
-            ["oxide/runtime/_launcher.c"],
-            depends=["oxide/runtime/_abi.h"],  # generated from oxide/abi/ (python -m oxide.abi.header)
+            LAUNCHER_SOURCES,
+            depends=["oxide/runtime/_abi.h", "oxide/runtime/_launcher.h"],  # _abi.h: generated from oxide/abi/ (python -m oxide.abi.header)
             optional=True,
-            extra_compile_args=["-O2"] if __import__("sys").platform != "win32" else [],
+            # hidden: the files share symbols with each other; the module exports PyInit__launcher only
+            extra_compile_args=["-O2", "-fvisibility=hidden"] if sys.platform != "win32" else [],
         )
     ],
 )

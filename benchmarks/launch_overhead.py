@@ -280,14 +280,16 @@ def ensure_launcher_built() -> str:
     built = runtime / f"_launcher{suffix}"
     if os.environ.get("OXIDE_PURE_PYTHON") == "1":
         return "disabled"
-    if built.exists() and built.stat().st_mtime >= (runtime / "_launcher.c").stat().st_mtime:
+    sources = sorted(runtime.glob("_launcher*.c"))
+    newest = max(p.stat().st_mtime for p in [*sources, runtime / "_launcher.h", runtime / "_abi.h"])
+    if built.exists() and built.stat().st_mtime >= newest:
         return "present"  # an extension older than its source is rebuilt (launcher.py would ignore it)
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     include = sysconfig.get_paths()["include"]
     if cc is None or not (Path(include) / "Python.h").exists():
         return "missing (no compiler or Python headers): oxide runs its pure-Python path"
     subprocess.run(
-        [cc, "-O2", "-shared", "-fPIC", f"-I{include}", str(runtime / "_launcher.c"), "-o", str(runtime / f"_launcher{suffix}")],
+        [cc, "-O2", "-shared", "-fPIC", f"-I{include}", *map(str, sources), "-o", str(runtime / f"_launcher{suffix}")],
         check=True,
     )
     return "built now"

@@ -23,11 +23,24 @@ def test_the_checked_in_header_is_what_the_abi_generates() -> None:
 
 
 def test_the_c_launcher_takes_its_constants_from_the_header_only() -> None:
-    source = (ROOT / "oxide" / "runtime" / "_launcher.c").read_text(encoding="utf-8")
-    assert '#include "_abi.h"' in source
-    for name in ("ABI_VERSION", "MAX_NDIM"):
-        assert not re.search(rf"#define\s+{name}\b", source), f"{name} is defined again in _launcher.c"
-    assert not re.search(r"enum\s*\{\s*DT_NONE", source) and not re.search(r"\bARRAY_TORCH\s*=", source)
+    runtime = ROOT / "oxide" / "runtime"
+    header = (runtime / "_launcher.h").read_text(encoding="utf-8")
+    assert '#include "_abi.h"' in header
+    files = sorted(runtime.glob("_launcher*.c"))
+    assert len(files) > 1
+    for path in [runtime / "_launcher.h", *files]:
+        source = path.read_text(encoding="utf-8")
+        if path.suffix == ".c":
+            assert '#include "_launcher.h"' in source, f"{path.name} does not include _launcher.h"
+        for name in ("ABI_VERSION", "MAX_NDIM"):
+            assert not re.search(rf"#define\s+{name}\b", source), f"{name} is defined again in {path.name}"
+        assert not re.search(r"enum\s*\{\s*DT_NONE", source) and not re.search(r"\bARRAY_TORCH\s*=", source)
+
+
+def test_setup_builds_the_launcher_from_every_file_of_it() -> None:
+    setup = (ROOT / "setup.py").read_text(encoding="utf-8")
+    listed = set(re.findall(r'"oxide/runtime/(_launcher\w*\.c)"', setup))
+    assert listed == {p.name for p in (ROOT / "oxide" / "runtime").glob("_launcher*.c")}
 
 
 def test_the_header_states_every_dtype_code_and_item_size() -> None:

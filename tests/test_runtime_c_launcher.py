@@ -1,4 +1,4 @@
-"""The compiled launcher (oxide/runtime/_launcher.c), driven through ctypes stand-ins for the
+"""The compiled launcher (oxide/runtime/_launcher*.c), driven through ctypes stand-ins for the
 two driver entry points: it must pack exactly what the Python path packs, and leave every case it
 does not handle to the Python path; launch preconditions decided like oxide.runtime.preconditions."""
 from __future__ import annotations
@@ -44,7 +44,7 @@ __all__: list[str] = []
 
 
 # ---------------------------------------------------------------------------------------------
-# the compiled launcher (oxide/runtime/_launcher.c), driven through ctypes stand-ins for the
+# the compiled launcher (oxide/runtime/_launcher*.c), driven through ctypes stand-ins for the
 # two driver entry points: it must pack exactly what the Python path packs, and leave every
 # case it does not handle to the Python path
 
@@ -819,9 +819,9 @@ def _compile_launcher(package_dir: Path) -> None:
     include = sysconfig.get_paths()["include"]
     if not (Path(include) / "Python.h").is_file():
         pytest.skip("no Python headers")
-    source = Path(oxide.__file__).parent / "runtime" / "_launcher.c"
+    sources = sorted(str(p) for p in (Path(oxide.__file__).parent / "runtime").glob("_launcher*.c"))
     target = package_dir / "runtime" / f"_launcher{sysconfig.get_config_var('EXT_SUFFIX')}"
-    subprocess.run([cc, "-O2", "-shared", "-fPIC", f"-I{include}", str(source), "-o", str(target)], check=True)
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", f"-I{include}", *sources, "-o", str(target)], check=True)
 
 
 def test_c_launcher_in_a_built_tree(tmp_path: Path) -> None:

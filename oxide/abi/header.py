@@ -3,7 +3,7 @@
     python -m oxide.abi.header           # rewrite oxide/runtime/_abi.h
     python -m oxide.abi.header --check   # exit status 1 if it is not up to date
 
-The header is checked in (a build of the wheel compiles ``_launcher.c`` without running
+The header is checked in (a build of the wheel compiles the C launcher without running
 Python code of ours); ``tests/test_abi.py`` regenerates it and compares.
 """
 from __future__ import annotations

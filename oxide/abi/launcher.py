@@ -1,4 +1,4 @@
-"""What the runtime's Python side and its C launcher (``_launcher.c``) agree on: dtype codes,
+"""What the runtime's Python side and its C launcher (``oxide/runtime/_launcher*.c``) agree on: dtype codes,
 array kinds and the launcher's version. ``_abi.h`` is generated from this module
 (``python -m oxide.abi.header``); ``tests/test_abi.py`` checks that it is up to date."""
 from __future__ import annotations

@@ -62,7 +62,7 @@ def tensor_view_of(obj: Any, ndim: int) -> TensorView:
     """The device memory, shape and element strides of ``obj``, which must have ``ndim`` dims.
 
     The same readers in the same order as :func:`view_of`; the compiled launcher
-    (``_launcher.c``, ``resolve_tensor``) reads PyTorch, CuPy, DeviceArray and CUDA array
+    (``_launcher_arrays.c``, ``resolve_tensor``) reads PyTorch, CuPy, DeviceArray and CUDA array
     interface objects the same way.
     """
     view = _tensor_view(obj)

@@ -1,4 +1,4 @@
-"""The compiled launch path (``oxide/runtime/_launcher.c``) and what it needs from Python.
+"""The compiled launch path (``oxide/runtime/_launcher*.c``) and what it needs from Python.
 
 Why C: a launch is a ``cuLaunchKernel`` of ~3 µs on our reference host; reading two arrays,
 converting two scalars and packing the parameter block in Python costs more than that again

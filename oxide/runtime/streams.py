@@ -4,7 +4,7 @@ stream a launch takes when it is given none (its arguments' framework's current 
 The rule for a launch without a stream: PyTorch's current stream of the first tensor's device
 when any argument is a PyTorch tensor; else CuPy's current stream of the first CuPy array's
 device when any is a CuPy array; else the legacy default stream. The launch runs on that device.
-The C launcher (``framework_stream`` in ``_launcher.c``) follows the same rule.
+The C launcher (``framework_stream`` in ``_launcher_launch.c``) follows the same rule.
 """
 from __future__ import annotations
 

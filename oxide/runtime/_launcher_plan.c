@@ -1,0 +1,249 @@
+/* Plan: what the launcher knows about one kernel (its parameters, variants, functions per context),
+   filled by oxide.runtime.kernel._configure_plan. */
+#include "_launcher.h"
+
+static void plan_clear(Plan *self) {
+    if (self->variants != NULL) {
+        for (Py_ssize_t i = 0; i < self->n_variants; i++) {
+            PyMem_Free(self->variants[i].view_codes);
+            PyMem_Free(self->variants[i].scalar_codes);
+            PyMem_Free(self->variants[i].constexprs);
+            PyMem_Free(self->variants[i].pre);
+        }
+        PyMem_Free(self->variants);
+    }
+    PyMem_Free(self->is_view);
+    PyMem_Free(self->is_mutable);
+    PyMem_Free(self->tensor_ndim);
+    PyMem_Free(self->is_constexpr);
+    self->variants = NULL;
+    self->is_view = self->is_mutable = self->tensor_ndim = self->is_constexpr = NULL;
+    self->n_variants = self->n_params = self->n_views = self->n_slots = self->n_constexprs = 0;
+    self->ready = 0;
+}
+
+static void plan_dealloc(Plan *self) {
+    plan_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* A sequence of n ints as int64 values (all zero when seq is None), or NULL with an exception. */
+static int64_t *int64s_from(PyObject *seq, Py_ssize_t n) {
+    int64_t *out = PyMem_Calloc(n > 0 ? n : 1, sizeof(int64_t));
+    if (out == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    if (seq == Py_None) return out;
+    PyObject *fast = PySequence_Fast(seq, "expected a sequence of ints");
+    if (fast == NULL || PySequence_Fast_GET_SIZE(fast) != n) {
+        if (fast != NULL) PyErr_SetString(PyExc_ValueError, "wrong number of values");
+        Py_XDECREF(fast);
+        PyMem_Free(out);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
+        if (v == -1 && PyErr_Occurred()) {
+            PyMem_Free(out);
+            Py_DECREF(fast);
+            return NULL;
+        }
+        out[i] = (int64_t)v;
+    }
+    Py_DECREF(fast);
+    return out;
+}
+
+/* The same as small codes (dtype codes, flags, ndims), or NULL with an exception. */
+int8_t *codes_from(PyObject *seq, Py_ssize_t n) {
+    int64_t *values = int64s_from(seq, n);
+    if (values == NULL) return NULL;
+    int8_t *out = PyMem_Calloc(n > 0 ? n : 1, 1);
+    if (out == NULL) {
+        PyMem_Free(values);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (values[i] < INT8_MIN || values[i] > INT8_MAX) {
+            PyMem_Free(values);
+            PyMem_Free(out);
+            PyErr_SetString(PyExc_ValueError, "a code out of range");
+            return NULL;
+        }
+        out[i] = (int8_t)values[i];
+    }
+    PyMem_Free(values);
+    return out;
+}
+
+/* The DT_ code of each packed slot of `var`: a view's pointer is u64, its length (a Tensor's
+   shape and strides) i64, a scalar its dtype. */
+static void slot_codes_of(const Plan *plan, const Variant *var, int8_t *out) {
+    Py_ssize_t s = 0;
+    for (Py_ssize_t i = 0; i < plan->n_params; i++) {
+        if (plan->is_constexpr[i]) continue;
+        if (plan->is_view[i]) {
+            int nd = plan->tensor_ndim[i];
+            out[s++] = DT_U64;
+            for (int k = 0; k < (nd ? 2 * nd : 1); k++) out[s++] = DT_I64;
+        } else {
+            out[s++] = var->scalar_codes[i];
+        }
+    }
+}
+
+/* configure(is_view, is_mutable, variants, tensor_ndim=None, is_constexpr=None): per parameter,
+   whether it is a view, written, the N of a Tensor[T, N] (0 otherwise), a Constexpr; variants
+   is a sequence of (view_codes, scalar_codes, unique[, constexpr_values[, preconditions]]), the
+   preconditions being the `expr`s of KernelSpec.preconditions. Returns whether launches may
+   take the C path (False: a parameter layout or a precondition it does not take). Once only:
+   a configured plan ignores it (another thread may be inside plan_launch, between two Python
+   calls, reading it); reset() first to redo it. */
+static PyObject *plan_configure(Plan *self, PyObject *args) {
+    PyObject *is_view, *is_mutable, *variants, *tensor_ndim = Py_None, *is_constexpr = Py_None;
+    if (!PyArg_ParseTuple(args, "OOO|OO", &is_view, &is_mutable, &variants, &tensor_ndim, &is_constexpr)) return NULL;
+    if (self->ready) Py_RETURN_TRUE;
+    plan_clear(self);
+    Py_ssize_t n = PySequence_Size(is_view);
+    if (n < 0) return NULL;
+    self->n_params = n;
+    if ((self->is_view = codes_from(is_view, n)) == NULL) goto fail;
+    if ((self->is_mutable = codes_from(is_mutable, n)) == NULL) goto fail;
+    if ((self->tensor_ndim = codes_from(tensor_ndim, n)) == NULL) goto fail;
+    if ((self->is_constexpr = codes_from(is_constexpr, n)) == NULL) goto fail;
+    Py_ssize_t slots = 0, views = 0, constexprs = 0;
+    int fits = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int nd = self->tensor_ndim[i];
+        if (self->is_constexpr[i]) {
+            constexprs++;
+        } else if (self->is_view[i]) {
+            views++;
+            slots += nd ? 1 + 2 * nd : 2;
+            if (nd < 0 || nd > MAX_NDIM) fits = 0;
+        } else {
+            slots++;
+        }
+    }
+    self->n_slots = slots;
+    self->n_views = views;
+    self->n_constexprs = constexprs;
+    PyObject *fast = PySequence_Fast(variants, "variants must be a sequence");
+    if (fast == NULL) goto fail;
+    Py_ssize_t nv = PySequence_Fast_GET_SIZE(fast);
+    self->variants = PyMem_Calloc(nv > 0 ? nv : 1, sizeof(Variant));
+    if (self->variants == NULL) {
+        Py_DECREF(fast);
+        PyErr_NoMemory();
+        goto fail;
+    }
+    self->n_variants = nv;
+    fits = fits && slots <= MAX_SLOTS && constexprs <= MAX_SLOTS; /* plan_launch's stack arrays */
+    for (Py_ssize_t i = 0; i < nv; i++) {
+        PyObject *view_codes, *scalar_codes, *constexpr_values = NULL, *preconditions = NULL;
+        int unique;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "OOp|OO", &view_codes, &scalar_codes, &unique,
+                              &constexpr_values, &preconditions)) {
+            Py_DECREF(fast);
+            goto fail;
+        }
+        Variant *var = &self->variants[i];
+        var->unique = unique;
+        if (constexpr_values == NULL && constexprs > 0) {
+            Py_DECREF(fast);
+            PyErr_SetString(PyExc_ValueError, "a kernel with Constexpr parameters needs their values per variant");
+            goto fail;
+        }
+        if ((var->view_codes = codes_from(view_codes, views)) == NULL ||
+            (var->scalar_codes = codes_from(scalar_codes, n)) == NULL ||
+            (constexpr_values != NULL && (var->constexprs = int64s_from(constexpr_values, constexprs)) == NULL)) {
+            Py_DECREF(fast);
+            goto fail;
+        }
+        if (fits && preconditions != NULL && preconditions != Py_None) {
+            int8_t slot_codes[MAX_SLOTS];
+            slot_codes_of(self, var, slot_codes);
+            int ok = compile_preconditions(preconditions, slot_codes, slots, &var->pre, &var->n_pre);
+            if (ok < 0) {
+                Py_DECREF(fast);
+                goto fail;
+            }
+            if (!ok) fits = 0; /* every launch of this kernel goes through Python, which checks them */
+        }
+    }
+    Py_DECREF(fast);
+    self->ready = fits;
+    return PyBool_FromLong(self->ready);
+fail:
+    plan_clear(self);
+    return NULL;
+}
+
+/* set_function(variant, context, function, ordinal=-1, uid=context): the CUfunction of a variant
+   in a context (its handle and its cuCtxGetId). */
+static PyObject *plan_set_function(Plan *self, PyObject *args) {
+    Py_ssize_t index;
+    unsigned long long ctx, fn, uid = (unsigned long long)-1;
+    int ordinal = -1;
+    if (!PyArg_ParseTuple(args, "nKK|iK", &index, &ctx, &fn, &ordinal, &uid)) return NULL;
+    if (uid == (unsigned long long)-1) uid = ctx;
+    if (index < 0 || index >= self->n_variants) {
+        PyErr_SetString(PyExc_IndexError, "no such variant");
+        return NULL;
+    }
+    Variant *var = &self->variants[index];
+    /* A context with the same handle is one that was reset (or destroyed and its handle reused):
+       its entry is replaced, whole, while the GIL is held. */
+    ContextFunction entry = {(void *)(uintptr_t)ctx, (uint64_t)uid, (void *)(uintptr_t)fn, ordinal};
+    for (int i = 0; i < var->n_contexts; i++) {
+        if (var->contexts[i].ctx == entry.ctx) {
+            var->contexts[i] = entry;
+            Py_RETURN_NONE;
+        }
+    }
+    if (var->n_contexts < MAX_CONTEXTS) var->contexts[var->n_contexts++] = entry;
+    Py_RETURN_NONE;
+}
+
+static PyObject *plan_reset(Plan *self, PyObject *unused) {
+    plan_clear(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *plan_get_ready(Plan *self, void *closure) { return PyBool_FromLong(self->ready); }
+
+static PyMethodDef plan_methods[] = {
+    {"configure", (PyCFunction)plan_configure, METH_VARARGS, "configure(is_view, is_mutable, variants)"},
+    {"set_function", (PyCFunction)plan_set_function, METH_VARARGS,
+     "set_function(variant, context, function, ordinal=-1, uid=context): the function in that context (its handle "
+     "and cuCtxGetId), on that device"},
+    {"reset", (PyCFunction)plan_reset, METH_NOARGS, "forget everything (tests only: not safe while launching)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef plan_getset[] = {
+    {"ready", (getter)plan_get_ready, NULL, "configured: launches may take the C path", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject PlanType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "oxide.runtime._launcher.Plan",
+    .tp_basicsize = sizeof(Plan),
+    .tp_dealloc = (destructor)plan_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "What the C launcher knows about one kernel: parameters, variants, functions per context.",
+    .tp_methods = plan_methods,
+    .tp_getset = plan_getset,
+    .tp_new = PyType_GenericNew,
+};
+
+uint64_t itemsize_of(int code) {
+    switch (code) {
+    case DT_I8: case DT_U8: case DT_BOOL: return 1;
+    case DT_I16: case DT_U16: case DT_F16: case DT_BF16: return 2;
+    case DT_I32: case DT_U32: case DT_F32: return 4;
+    default: return 8;
+    }
+}
