@@ -2,18 +2,18 @@
 
 :func:`view_of` turns any array object into an :class:`ArrayView` (pointer, length, dtype),
 :func:`tensor_view_of` into a :class:`TensorView` (shape and strides), without copying and
-without importing the producing library. The order is: oxide.DeviceArray, PyTorch tensors
-through their own fast accessors (their ``__cuda_array_interface__`` is slow Python), CuPy
-arrays through their attributes, then ``__cuda_array_interface__`` (Numba, any producer), then
-DLPack. One adapter module per kind: ``arrays_torch``, ``arrays_cupy``, ``arrays_cai``,
+without importing the producing library. The order is ``array_kinds.array_kind``'s:
+oxide.DeviceArray, PyTorch tensors through their own fast accessors (their
+``__cuda_array_interface__`` is slow Python), CuPy arrays through their attributes, then
+``__cuda_array_interface__`` (Numba, any producer), then DLPack. One adapter module per kind: ``arrays_torch``, ``arrays_cupy``, ``arrays_cai``,
 ``arrays_dlpack``; what they make and share is ``array_view``.
 """
 from __future__ import annotations
 
-import sys
 from typing import Any, Sequence
 
 from oxide.runtime import arrays_cai, arrays_cupy, arrays_dlpack, arrays_torch
+from oxide.runtime.array_kinds import CAI, CUPY, DEVICE_ARRAY, DLPACK, TORCH, array_kind
 from oxide.runtime.array_view import (
     ADDRESS_LIMIT,
     INT64_LIMIT,
@@ -40,21 +40,20 @@ __all__ = ["ArrayView", "TensorView", "ViewError", "view_of", "tensor_view_of", 
 
 def view_of(obj: Any) -> ArrayView:
     """The device memory of ``obj``; ViewError (a TypeError) when it is not a usable view."""
-    if type(obj) is DeviceArray:
+    kind = array_kind(obj)
+    if kind == DEVICE_ARRAY:
         check_1d_contiguous(obj.shape, None)
         return ArrayView(obj.ptr, obj.shape[0], TYPESTR_DTYPES.get(obj.dtype.str, str(obj.dtype)), False, obj)
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(obj, torch.Tensor):
+    if kind == TORCH:
         return arrays_torch.view(obj)
-    cupy = sys.modules.get("cupy")
-    if cupy is not None and isinstance(obj, cupy.ndarray):
+    if kind == CUPY:
         return arrays_cupy.view(obj)
-    cai = arrays_cai.cuda_array_interface(obj)
-    if cai is not None:
-        return arrays_cai.view(obj, cai)
-    dl_device = getattr(obj, "__dlpack_device__", None)
-    if dl_device is not None and hasattr(obj, "__dlpack__"):
-        return arrays_dlpack.view(obj, dl_device)
+    if kind == CAI:
+        cai = arrays_cai.cuda_array_interface(obj)
+        if cai is not None:
+            return arrays_cai.view(obj, cai)
+    elif kind == DLPACK:
+        return arrays_dlpack.view(obj, obj.__dlpack_device__)
     raise not_a_device_array(obj)
 
 
@@ -79,22 +78,21 @@ def tensor_view_of(obj: Any, ndim: int) -> TensorView:
 
 
 def _tensor_view(obj: Any) -> TensorView:
-    if type(obj) is DeviceArray:
+    kind = array_kind(obj)
+    if kind == DEVICE_ARRAY:
         shape = tuple(obj.shape)
         dtype = TYPESTR_DTYPES.get(obj.dtype.str, str(obj.dtype))
         return TensorView(obj.ptr, shape, contiguous_strides(shape), dtype, False, obj)
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(obj, torch.Tensor):
+    if kind == TORCH:
         return arrays_torch.tensor_view(obj)
-    cupy = sys.modules.get("cupy")
-    if cupy is not None and isinstance(obj, cupy.ndarray):
+    if kind == CUPY:
         return arrays_cupy.tensor_view(obj)
-    cai = arrays_cai.cuda_array_interface(obj)
-    if cai is not None:
-        return arrays_cai.tensor_view(obj, cai)
-    dl_device = getattr(obj, "__dlpack_device__", None)
-    if dl_device is not None and hasattr(obj, "__dlpack__"):
-        return arrays_dlpack.tensor_view(obj, dl_device)
+    if kind == CAI:
+        cai = arrays_cai.cuda_array_interface(obj)
+        if cai is not None:
+            return arrays_cai.tensor_view(obj, cai)
+    elif kind == DLPACK:
+        return arrays_dlpack.tensor_view(obj, obj.__dlpack_device__)
     raise not_a_device_array(obj)
 
 

@@ -206,21 +206,12 @@ def _register_numpy() -> None:
 
 
 def array_kind(obj: Any) -> int:
-    """How the C launcher reads ``obj`` (one of the ARRAY_ kinds), the way ``view_of`` does; 0:
-    it does not (DLPack-only objects stay on the Python path)."""
-    from oxide.runtime.device_array import DeviceArray
+    """How the C launcher reads ``obj`` (one of the ARRAY_ kinds), the way ``view_of`` does
+    (``array_kinds.array_kind``); 0: it does not (DLPack-only objects stay on the Python path)."""
+    from oxide.runtime.array_kinds import array_kind as kind_of
 
-    if type(obj) is DeviceArray:
-        return ARRAY_DEVICE_ARRAY
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(obj, torch.Tensor):
-        return ARRAY_TORCH
-    cupy = sys.modules.get("cupy")
-    if cupy is not None and isinstance(obj, cupy.ndarray):
-        return ARRAY_CUPY
-    if hasattr(obj, "__cuda_array_interface__"):
-        return ARRAY_CAI
-    return 0
+    kind = kind_of(obj)
+    return ARRAY_KINDS.get(kind, 0) if kind is not None else 0
 
 
 def learn_array(obj: Any) -> None:

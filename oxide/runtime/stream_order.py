@@ -5,10 +5,9 @@ waits for. The launch's own stream, a framework's current one, is read in ``stre
 """
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-from oxide.runtime.device_array import DeviceArray
+from oxide.runtime.array_kinds import CAI, DEVICE_ARRAY, array_kind
 
 __all__ = ["same_stream", "producer_streams"]
 
@@ -22,20 +21,17 @@ def producer_streams(views: list[Any], stream: int) -> set[int]:
     """The streams other than the launch's that the arrays' data is ordered on: a stream-ordered
     DeviceArray's, or the ``stream`` of a ``__cuda_array_interface__`` (1: the legacy default
     stream, which a launch on stream 0 is on already)."""
-    # the arrays read through their interface, as arrays.view_of reads them (a torch tensor or a
-    # CuPy array is read through its own attributes, and carries no stream)
-    direct = tuple(t for t in (getattr(sys.modules.get("torch"), "Tensor", None),
-                               getattr(sys.modules.get("cupy"), "ndarray", None)) if isinstance(t, type))
     out: set[int] = set()
     for view in views:
         owner = view.owner
-        if type(owner) is DeviceArray:
+        kind = array_kind(owner)
+        if kind == DEVICE_ARRAY:
             producer = owner._stream
-        elif isinstance(owner, direct):
-            continue
-        else:
+        elif kind == CAI:  # a torch tensor or a CuPy array is read through its own attributes: no stream
             cai = getattr(owner, "__cuda_array_interface__", None)
             producer = cai.get("stream") if isinstance(cai, dict) else None
+        else:
+            continue
         if isinstance(producer, int) and not isinstance(producer, bool) and same_stream(producer) != same_stream(stream):
             out.add(producer)
     return out

@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 from typing import Any, Iterable
 
+from oxide.runtime.array_kinds import framework_kind
+
 __all__ = ["LEGACY_DEFAULT_STREAM", "stream_handle", "framework_of", "current_stream", "torch_current_stream",
            "cupy_current_stream"]
 
@@ -52,15 +54,12 @@ def stream_handle(stream: Any) -> int:
 def framework_of(arrays: Iterable[Any]) -> tuple[str, int] | None:
     """``("torch", ordinal)`` for the first PyTorch tensor among ``arrays``, else ``("cupy",
     ordinal)`` for the first CuPy array, else None (the legacy default stream)."""
-    torch = sys.modules.get("torch")
-    cupy = sys.modules.get("cupy")
-    tensor_type = getattr(torch, "Tensor", None) if torch is not None else None
-    cupy_type = getattr(cupy, "ndarray", None) if cupy is not None else None
     first_cupy = None
     for a in arrays:
-        if isinstance(tensor_type, type) and isinstance(a, tensor_type):
+        kind = framework_kind(a)
+        if kind == "torch":
             return "torch", _torch_ordinal(a)
-        if first_cupy is None and isinstance(cupy_type, type) and isinstance(a, cupy_type):
+        if first_cupy is None and kind == "cupy":
             first_cupy = a
     if first_cupy is not None:
         return "cupy", _cupy_ordinal(first_cupy)
