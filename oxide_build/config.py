@@ -98,7 +98,10 @@ class OxideConfig:
     arch: tuple[str, ...] = field(default=DEFAULT_ARCHS, metadata=setting(items="arch"))
     """GPU architectures to build a cubin for, e.g. ``["sm_80", "sm_90"]``. Every kernel is
     compiled for each; the runtime loads the cubin of the device's arch (or the newest older
-    one of the same major version). ``OXIDE_ARCH=sm_90,sm_100`` overrides it."""
+    one of the same major version). An arch-specific target (``sm_90a``, ``sm_100a``) allows
+    the instructions only that GPU has; its cubin loads on that exact arch only, where the
+    runtime prefers it, so list the plain arch too (``["sm_80", "sm_90", "sm_90a"]``) for the
+    other GPUs. ``OXIDE_ARCH=sm_90,sm_100`` overrides it."""
 
     packages: tuple[str, ...] | None = field(default=None, metadata=setting(items="package"))
     """Top-level packages (directory names under the project root, or under ``src/``) to scan

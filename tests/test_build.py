@@ -440,7 +440,7 @@ def test_config_from_pyproject_env_and_settings(tmp_path: Path) -> None:
     assert (overridden.opt_level, overridden.ptx, overridden.bounds_check) == (0, False, False)
 
 
-ARCHS = "sm_80, sm_86, sm_89, sm_90, sm_100, sm_120"
+ARCHS = "sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100, sm_100a, sm_120"
 
 
 @pytest.mark.parametrize(

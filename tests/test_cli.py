@@ -112,7 +112,7 @@ def test_usage_errors_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert capsys.readouterr().err.strip() == f"oxide: error: {tmp_path / 'missing.py'}: no such file"
     assert main(["compile", str(SAMPLE_KERNELS), "--arch", "sm_70", "-o", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip()
-    assert err == "oxide: error: unsupported arch 'sm_70'; supported archs: sm_80, sm_86, sm_89, sm_90, sm_100, sm_120"
+    assert err == "oxide: error: unsupported arch 'sm_70'; supported archs: sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100, sm_100a, sm_120"
     assert not list(tmp_path.iterdir())
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from oxide.errors import CompileError, ToolchainError
 
+from ..targets import arch_number
 from .libdevice import libdevice_bytes
 
 __all__ = [
@@ -123,7 +124,7 @@ def nvvm_ir_text(llvm_ir: str, keep: tuple[str, ...] | None = None, arch: str = 
     has_used = False
     membars: set[str] = set()
     declares: dict[str, str] = {}
-    drop_prof = arch.split("_")[-1].isdigit() and int(arch.split("_")[-1]) >= 100
+    drop_prof = bool(arch) and arch_number(arch) >= 100
     temp = 0
     for line in llvm_ir.splitlines():
         # a line table (lineinfo) attaches `, !dbg !N`: set it aside so that the rewrites below

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from oxide.errors import LinkError, ToolchainError
 
+from ..targets import arch_number
 from ..toolchain import bindings
 
 __all__ = ["make_fatbin", "add_ltoir_fatbin", "nvfatbin_version"]
@@ -25,6 +26,7 @@ def nvfatbin_version() -> str:
 
 
 def _number(arch: str) -> str:
+    """nvFatbin's arch string: ``"sm_90"`` -> ``"90"``, ``"sm_90a"`` -> ``"90a"``."""
     return arch.split("_", 1)[1]
 
 
@@ -34,7 +36,7 @@ def make_fatbin(cubins: dict[str, bytes], ptx: dict[str, str] | None = None, nam
     handle = nvfatbin.create([], 0)
     try:
         try:
-            for arch, cubin in sorted(cubins.items(), key=lambda kv: int(_number(kv[0]))):
+            for arch, cubin in sorted(cubins.items(), key=lambda kv: (arch_number(kv[0]), kv[0])):
                 nvfatbin.add_cubin(handle, cubin, len(cubin), _number(arch), f"{name}.{arch}")
             for arch, text in sorted((ptx or {}).items()):
                 data = text.encode() + b"\0"

@@ -61,15 +61,22 @@ def as_fatbin(manifest: ModuleManifest, files: dict[str, bytes]) -> tuple[Module
     of the manifest then names that one file, and the driver picks the code for the device
     when it loads it (exact cubin, else a compatible one, else it JIT-compiles the PTX)."""
     from oxide_build.link.fatbin import make_fatbin
+    from oxide_build.targets import is_arch_specific
 
     if not manifest.cubins and not manifest.ptx:
         return manifest, files
     name = f"{manifest.module}.fatbin"
-    cubins = {arch: files[file] for arch, file in manifest.cubins.items()}
+    # an arch-specific cubin (sm_90a) stays a file of its own, which the runtime chooses by
+    # its rule (before sm_90, on that exact arch only) rather than leaving the choice between
+    # two cubins of one compute capability to the driver
+    own_files = {arch: file for arch, file in manifest.cubins.items() if is_arch_specific(arch)}
+    cubins = {arch: files[file] for arch, file in manifest.cubins.items() if arch not in own_files}
     ptx = {arch: files[file].decode() for arch, file in manifest.ptx.items()}
-    fatbin = make_fatbin(cubins, ptx, manifest.module)
-    return (manifest._replace(cubins={a: name for a in manifest.cubins}, ptx={a: name for a in manifest.ptx}),
-            {name: fatbin})
+    out = {file: files[file] for file in own_files.values()}
+    if cubins or ptx:
+        out[name] = make_fatbin(cubins, ptx, manifest.module)
+    return (manifest._replace(cubins={a: own_files.get(a, name) for a in manifest.cubins},
+                              ptx={a: name for a in manifest.ptx}), out)
 
 
 def write_artifacts(manifest: ModuleManifest, files: dict[str, bytes], module_dir: Path) -> Path:

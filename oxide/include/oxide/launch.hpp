@@ -447,12 +447,17 @@ class LoadedCode {
     driver::check(api.cuDeviceGetAttribute(&major, 75, dev), "reading the compute capability");  // MAJOR
     driver::check(api.cuDeviceGetAttribute(&minor, 76, dev), "reading the compute capability");  // MINOR
     const int have = major * 10 + minor;
-    // the device's own arch, else the newest older one of the same major version
+    // the device's own arch (its arch-specific "sm_90a" cubin first), else the newest older one
+    // of the same major version; an arch-specific cubin runs on its exact arch only
     std::string file;
     int best = -1;
     for (const auto& c : manifest_.at("cubins", path_).members) {
-      int number = std::atoi(c.first.c_str() + 3);  // "sm_90"
-      if (number / 10 == major && number <= have && number > best) best = number, file = c.second.text;
+      char* end = nullptr;
+      int number = static_cast<int>(std::strtol(c.first.c_str() + 3, &end, 10));  // "sm_90", "sm_90a"
+      const bool specific = end != nullptr && *end != '\0';
+      if (specific && number != have) continue;
+      const int rank = number * 2 + (specific ? 1 : 0);
+      if (number / 10 == major && number <= have && rank > best) best = rank, file = c.second.text;
     }
     if (file.empty())
       if (const auto* ptx = manifest_.find("ptx"))
