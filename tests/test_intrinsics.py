@@ -27,7 +27,8 @@ def test_every_registered_intrinsic_has_a_language_stub() -> None:
 def test_every_entry_lives_with_its_typing_and_lowering() -> None:
     """One module per group holds an intrinsic's entry, typing and lowering: adding one touches
     that module (plus the language's stub, docs and tests)."""
-    module_of_group = {"shared": "memory", "local": "memory", "fence": "memory", "block": "thread", "view": "vector"}
+    module_of_group = {"shared": "memory", "local": "memory", "fence": "memory", "volatile": "memory", "block": "thread",
+                       "view": "vector"}
     for name, info in INTRINSICS.items():
         module = f"oxide_build.intrinsics.{module_of_group.get(info.group, info.group)}"
         assert info.typing.__module__ == module and info.lowering.__module__ == module, name

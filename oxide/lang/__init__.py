@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from .decorators import device, extern, extern_kernel, kernel
-from .intrinsics import AtomicScope, atomic, bits, block, fence, grid, local, math, shared, static_range, thread, unsafe, warp
+from .intrinsics import (AtomicScope, atomic, bits, block, fence, grid, local, math, shared, static_range, thread, timer,
+                         unsafe, volatile, warp)
 from .types import (
     SCALAR_TYPES,
     Constexpr,
@@ -32,7 +33,7 @@ from .types import (
 )
 
 __all__ = [
-    "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "bits", "static_range", "unsafe",
+    "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "bits", "timer", "volatile", "static_range", "unsafe",
     "AtomicScope",
     "ScalarType", "SCALAR_TYPES", "TypeVar", "Constexpr", "Slice", "DisjointSlice", "MutSlice", "Tensor", "MutTensor", "DisjointTensor", "Ptr",
     "ThreadIndex", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",

@@ -7,7 +7,7 @@ from typing import Any, Iterator, Literal, NoReturn, Protocol, TypeVar
 from .types import ThreadIndex
 
 __all__ = ["thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "unsafe", "static_range",
-           "AtomicScope", "bits"]
+           "AtomicScope", "bits", "timer", "volatile"]
 
 
 def _device_only(name: str) -> NoReturn:
@@ -59,10 +59,12 @@ class _Grid:
 
 
 class _Warp:
-    """Warp-level operations (32 lanes). Shuffles and votes use the full mask."""
+    """Warp-level operations (32 lanes). Shuffles, votes, match and reductions take ``mask=``
+    (the lanes taking part, a u32; the full warp without it); ``active_mask()`` is
+    ``__activemask()``."""
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("lane", "id", "sync", "all", "any", "ballot", "match_any", "shfl_idx", "shfl_up",
+        if name in ("lane", "id", "sync", "active_mask", "all", "any", "ballot", "match_any", "shfl_idx", "shfl_up",
                     "shfl_down", "shfl_xor", "reduce_sum", "reduce_min", "reduce_max"):
             return lambda *a, **k: _device_only(f"warp.{name}")
         raise AttributeError(name)
@@ -130,10 +132,20 @@ local = _Space("local", ("array",))
 atomic = _Atomic()
 math = _Space("math", ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh",
                        "erf", "abs", "floor", "ceil", "trunc", "round", "pow", "min", "max", "atan2",
-                       "fmod", "fma", "isnan", "isinf", "isfinite"))
+                       "fmod", "fma", "isnan", "isinf", "isfinite",
+                       # per call, f32 only: CUDA's __expf, __exp10f, __logf, ..., __powf, __fdividef
+                       "fast_exp", "fast_exp10", "fast_log", "fast_log2", "fast_log10", "fast_sin", "fast_cos",
+                       "fast_tan", "fast_pow", "fast_div", "saturate", "rcp"))
 fence = _Space("fence", ("block", "device", "system"))
 # popc(x) / clz(x): the set / leading zero bits of a 32- or 64-bit integer, as an i32; brev(x): its bits reversed
-bits = _Space("bits", ("popc", "clz", "brev"))
+# ffs(x): 1 + the index of the lowest set bit (0 for zero); byte_perm(x, y, s): __byte_perm;
+# funnelshift_l/lc/r/rc(lo, hi, n): __funnelshift_*; bitcast(x, T): x's bits read as T (same width)
+bits = _Space("bits", ("popc", "clz", "brev", "ffs", "byte_perm", "funnelshift_l", "funnelshift_lc",
+                       "funnelshift_r", "funnelshift_rc", "bitcast"))
+# clock() -> u32, clock64() -> i64 (SM cycles), globaltimer() -> u64 (ns), nanosleep(ns)
+timer = _Space("timer", ("clock", "clock64", "globaltimer", "nanosleep"))
+# load(x, i) / store(x, i, v): accesses that always reach memory, like CUDA's volatile T*
+volatile = _Space("volatile", ("load", "store"))
 
 
 def static_range(*args: int) -> range:

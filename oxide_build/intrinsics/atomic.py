@@ -1,10 +1,12 @@
 """Atomics (``atomic.*``): typing (targets, element types, ``scope=``) and lowering (LLVM's
 atomics at device scope, inline PTX ``atom`` at block and system scope, a compare-and-swap loop
-for float min/max)."""
+for float min/max). ``f16``/``bf16`` elements take add, sub, exch, cas, min and max: an f16 add is
+PTX's ``atom.add.noftz.f16``; the rest, and every bf16 operation (whose ``atom.add`` needs
+sm_90), a 16-bit compare-and-swap loop (``atom.cas.b16``) computing in f32."""
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from llvmlite import ir as ll
 
@@ -23,7 +25,8 @@ if TYPE_CHECKING:
 __all__ = ["ENTRIES", "ATOMIC_SCOPES"]
 
 ATOMIC_OPS = ("add", "sub", "min", "max", "exch", "and_", "or_", "xor", "inc", "dec")
-ATOMIC_TYPES = ("i32", "u32", "i64", "u64", "f32", "f64")
+ATOMIC_TYPES = ("i32", "u32", "i64", "u64", "f32", "f64", "f16", "bf16")
+HALF_OPS = ("add", "sub", "exch", "cas", "min", "max")  # what f16/bf16 elements take
 # scope= spellings → PTX scope: CUDA's (atomicAdd_block / atomicAdd / atomicAdd_system) and PTX's
 ATOMIC_SCOPES = {"block": "cta", "cta": "cta", "device": "gpu", "gpu": "gpu", "system": "sys", "sys": "sys"}
 ATOMIC_RMW = {"add": "add", "exch": "xchg", "and_": "and", "or_": "or", "xor": "xor",
@@ -52,6 +55,9 @@ def _type_atomic(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) ->
         raise tr.error(node.args[0], f"atomics need elements of {', '.join(ATOMIC_TYPES)}, got {elem.name}")
     if op in ("and_", "or_", "xor", "inc", "dec") and elem.kind == "float":
         raise tr.error(node, f"{name} needs integer elements, got {elem.name}")
+    if elem.bits == 16 and op not in HALF_OPS:
+        raise tr.error(node, f"{name} does not take {elem.name} elements",
+                       f"{elem.name} elements take atomic {', '.join(HALF_OPS)}")
     if op in ("inc", "dec") and elem.name != "u32":
         raise tr.error(node, f"{name} works on u32 elements, got {elem.name}")
     scope = _atomic_scope(tr, node, name)
@@ -94,6 +100,8 @@ def _lower_atomic(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) ->
         fl.bounds_check(idx, view.length, e.check_site)
     ptr = fl.element_address(view, idx)
     values = [fl.expr(a) for a in e.args[2:]]
+    if elem.bits == 16:
+        return _half_atomic(fl, op, ptr, values, elem, e.scope)
     if op == "cas":
         cmp, new = (_to_bits(fl, v) for v in values)
         return _from_bits(fl, _cas(fl, _int_ptr(fl, ptr, elem), cmp, new, e.scope), elem)
@@ -133,8 +141,37 @@ def _cas(fl: FunctionLowering, ptr: ll.Value, cmp: ll.Value, new: ll.Value, scop
 
 
 def _float_min_max(fl: FunctionLowering, op: str, ptr: ll.Value, value: ll.Value, elem: ScalarType, scope: str) -> ll.Value:
-    """A compare-and-swap loop (PTX has no float atom.min/max); stops without a write where the
-    element already is the minimum (maximum)."""
+    """A compare-and-swap loop (PTX has no float atom.min/max)."""
+    return _cas_loop(fl, op, ptr, elem, scope, lambda old: combine(fl, op, old, value, elem))
+
+
+def _half_atomic(fl: FunctionLowering, op: str, ptr: ll.Value, values: list[ll.Value], elem: ScalarType,
+                 scope: str) -> ll.Value:
+    """An f16/bf16 atomic: PTX's f16 add, or a 16-bit CAS loop computing in f32."""
+    b = fl.b
+    iptr = _int_ptr(fl, ptr, elem)
+    if op == "cas":
+        cmp, new = (_to_bits(fl, v) for v in values)
+        return _from_bits(fl, _ptx_atom(fl, "cas.b16", iptr, [cmp, new], scope), elem)
+    value = values[0]
+    if op == "sub":
+        op, value = "add", b.fneg(value)
+    if op == "add" and elem.name == "f16":
+        return _from_bits(fl, _ptx_atom(fl, "add.noftz.f16", iptr, [_to_bits(fl, value)], scope), elem)
+    f32 = ll.FloatType()
+
+    def update(old: ll.Value) -> ll.Value:
+        if op == "exch":
+            return value
+        wide = combine(fl, op if op != "add" else "sum", b.fpext(old, f32), b.fpext(value, f32), SCALAR_TYPES["f32"])
+        return b.fptrunc(wide, value.type)
+    return _cas_loop(fl, op, ptr, elem, scope, update)
+
+
+def _cas_loop(fl: FunctionLowering, op: str, ptr: ll.Value, elem: ScalarType, scope: str,
+              update: Callable[[ll.Value], ll.Value]) -> ll.Value:
+    """Replaces the element by ``update(old)`` with a compare-and-swap loop; stops without a
+    write where the update leaves the element's bits as they are. The old value."""
     b = fl.b
     iptr = _int_ptr(fl, ptr, elem)
     first = b.load_atomic(iptr, _ordering(scope), elem.bits // 8)
@@ -146,10 +183,10 @@ def _float_min_max(fl: FunctionLowering, op: str, ptr: ll.Value, value: ll.Value
     b.position_at_end(retry)
     old = b.phi(first.type)
     old.add_incoming(first, entry)
-    new = _to_bits(fl, combine(fl, op, _from_bits(fl, old, elem), value, elem))
+    new = _to_bits(fl, update(_from_bits(fl, old, elem)))
     b.cbranch(b.icmp_unsigned("==", new, old), done, swap)
     b.position_at_end(swap)
-    seen = _cas(fl, iptr, old, new, scope)
+    seen = _ptx_atom(fl, f"cas.b{elem.bits}", iptr, [old, new], scope) if elem.bits == 16 else _cas(fl, iptr, old, new, scope)
     old.add_incoming(seen, swap)
     b.cbranch(b.icmp_unsigned("==", seen, old), done, retry)
     b.position_at_end(done)
@@ -166,7 +203,7 @@ def _ptx_atom(fl: FunctionLowering, op_type: str, ptr: ll.Value, values: list[ll
     """``atom.<scope>.<space>.<op>.<type> $0, [$1], $2 (, $3)`` as inline PTX."""
     space = {1: ".global", 3: ".shared"}[ptr.type.addrspace]
     operands = ", ".join(f"${i + 2}" for i in range(len(values)))
-    reg = {"float": "f", "double": "d", "i32": "r", "i64": "l"}[str(values[0].type)]
+    reg = {"float": "f", "double": "d", "i16": "h", "i32": "r", "i64": "l"}[str(values[0].type)]
     constraints = ",".join([f"={reg}", "l"] + [reg] * len(values) + ["~{memory}"])
     ftype = ll.FunctionType(values[0].type, [ptr.type] + [v.type for v in values])
     return fl.b.asm(ftype, f"atom.{scope}{space}.{op_type} $0, [$1], {operands};", constraints, [ptr, *values], True)
@@ -180,9 +217,8 @@ def _int_ptr(fl: FunctionLowering, ptr: ll.Value, elem: ScalarType) -> ll.Value:
 
 
 def _to_bits(fl: FunctionLowering, value: ll.Value) -> ll.Value:
-    if isinstance(value.type, (ll.FloatType, ll.DoubleType)):
-        return fl.b.bitcast(value, ll.IntType(32 if isinstance(value.type, ll.FloatType) else 64))
-    return value
+    width = {"half": 16, "bfloat": 16, "float": 32, "double": 64}.get(str(value.type))
+    return fl.b.bitcast(value, ll.IntType(width)) if width else value
 
 
 def _from_bits(fl: FunctionLowering, value: ll.Value, elem: ScalarType) -> ll.Value:

@@ -1,13 +1,24 @@
-"""Bit intrinsics (``bits.*``) on 32- and 64-bit integers: ``popc`` (the number of set bits),
-``clz`` (leading zero bits; 32 or 64 for zero) and ``brev`` (the bits reversed), like CUDA's
-``__popc``/``__clz``/``__brev`` and their ``ll`` forms. They lower to LLVM's ``ctpop``,
-``ctlz`` and ``bitreverse``."""
+"""Bit intrinsics (``bits.*``), CUDA's integer and bit-pattern intrinsics:
+
+- ``popc`` (set bits), ``clz`` (leading zero bits; 32 or 64 for zero), ``ffs`` (the 1-based
+  position of the lowest set bit; 0 for zero) and ``brev`` (bits reversed) on 32- and 64-bit
+  integers, like ``__popc``/``__clz``/``__ffs``/``__brev`` and their ``ll`` forms (LLVM's
+  ``ctpop``, ``ctlz``, ``cttz``, ``bitreverse``);
+- ``byte_perm(x, y, s)``, ``__byte_perm`` (PTX ``prmt.b32``, inline: neither backend has a
+  common intrinsic for it);
+- ``funnelshift_l/lc/r/rc(lo, hi, shift)``, ``__funnelshift_*`` (LLVM's ``fshl``/``fshr``, which
+  PTX's ``shf`` implements; the ``c`` forms clamp the shift to 32 instead of taking it mod 32);
+- ``bitcast(x, T)``: ``x``'s bits read as the same-width type ``T`` (``__float_as_int``,
+  ``__int_as_float``, ``__double_as_longlong``, ``__half_as_short``, ...).
+"""
 from __future__ import annotations
 
 import ast
 from typing import TYPE_CHECKING
 
 from llvmlite import ir as ll
+
+from oxide.lang.types import SCALAR_TYPES
 
 from ..ir import nodes as ir
 from ..ir.types import I32, as_scalar
@@ -20,7 +31,10 @@ if TYPE_CHECKING:
 
 __all__ = ["ENTRIES"]
 
+U32 = SCALAR_TYPES["u32"]
+LL_I32 = ll.IntType(32)
 LLVM_NAMES = {"popc": "llvm.ctpop", "clz": "llvm.ctlz", "brev": "llvm.bitreverse"}
+FUNNEL_SHIFTS = ("funnelshift_l", "funnelshift_lc", "funnelshift_r", "funnelshift_rc")
 
 
 def _type_bits(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
@@ -38,14 +52,98 @@ def _type_bits(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
 def _lower_bits(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     value = fl.expr(e.args[0])
     t = value.type
+    if info.op == "ffs":  # cttz(0) is the width (is_zero_poison false), and ffs(0) is 0
+        tz = fl.b.call(fl.parent.intrinsic(f"llvm.cttz.i{t.width}", t, [t, ll.IntType(1)]),
+                       [value, ll.Constant(ll.IntType(1), 0)])
+        one_based = fl.b.add(tz, ll.Constant(t, 1))
+        result = fl.b.select(fl.b.icmp_unsigned("==", value, ll.Constant(t, 0)), ll.Constant(t, 0), one_based)
+        return fl.b.trunc(result, LL_I32) if t.width == 64 else result
     name = f"{LLVM_NAMES[info.op]}.i{t.width}"
     if info.op == "clz":  # is_zero_poison false: clz(0) is the width
         result = fl.b.call(fl.parent.intrinsic(name, t, [t, ll.IntType(1)]), [value, ll.Constant(ll.IntType(1), 0)])
     else:
         result = fl.b.call(fl.parent.intrinsic(name, t, [t]), [value])
     if info.op != "brev" and t.width == 64:
-        return fl.b.trunc(result, ll.IntType(32))
+        return fl.b.trunc(result, LL_I32)
     return result
 
 
-ENTRIES = [IntrinsicInfo(f"bits.{op}", _type_bits, _lower_bits) for op in LLVM_NAMES]
+def _int32_arg(tr: FunctionTranslator, node: ast.expr, name: str, what: str) -> ir.Expr:
+    """A 32-bit integer operand, given as an ``i32``/``u32`` value or a literal; read as ``u32``
+    (CUDA's byte and funnel-shift intrinsics take ``unsigned int``)."""
+    value = tr.expr(node)
+    if isinstance(value, ir.Const) and value.weak:
+        if not isinstance(value.value, int) or isinstance(value.value, bool) or not -2**31 <= value.value < 2**32:
+            raise tr.error(node, f"{what} of {name} must be a 32-bit integer, got {ast.unparse(node)}")
+        return ir.Const(value.value & 0xFFFFFFFF, U32, tr.loc(node))
+    st = as_scalar(value.ty)
+    if st is None or st.kind not in ("int", "uint") or st.bits != 32:
+        got = st.name if st is not None else "a view"
+        raise tr.error(node, f"{what} of {name} must be an i32 or u32, got {got}",
+                       "convert it first, e.g. u32(x)")
+    return value if st == U32 else ir.Cast(value, U32, tr.loc(node))
+
+
+def _type_byte_perm(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, 3, info.name)
+    args = [_int32_arg(tr, a, info.name, what) for a, what in zip(node.args, ("x", "y", "the selector"))]
+    return ir.Intrinsic(info.name, args, U32, tr.loc(node))
+
+
+def _lower_byte_perm(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    args = [fl.expr(a) for a in e.args]
+    ftype = ll.FunctionType(LL_I32, [LL_I32] * 3)
+    return fl.b.asm(ftype, "prmt.b32 $0, $1, $2, $3;", "=r,r,r,r", args, False)
+
+
+def _type_funnel(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, 3, info.name)
+    args = [_int32_arg(tr, a, info.name, what) for a, what in zip(node.args, ("lo", "hi", "the shift"))]
+    return ir.Intrinsic(info.name, args, U32, tr.loc(node))
+
+
+def _lower_funnel(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    """``funnelshift_l(lo, hi, n)`` is the high word of ``(hi:lo) << n``: LLVM's
+    ``fshl(hi, lo, n)``, which takes ``n`` mod 32; ``funnelshift_r`` the low word of
+    ``(hi:lo) >> n``: ``fshr(hi, lo, n)``. The clamped forms give ``lo`` (left) or ``hi``
+    (right) for ``n >= 32``, as a shift by 32 would."""
+    b = fl.b
+    lo, hi, n = (fl.expr(a) for a in e.args)
+    left = info.op.startswith("funnelshift_l")
+    fn = fl.parent.intrinsic("llvm.fshl.i32" if left else "llvm.fshr.i32", LL_I32, [LL_I32] * 3)
+    shifted = b.call(fn, [hi, lo, n])
+    if not info.op.endswith("c"):
+        return shifted
+    return b.select(b.icmp_unsigned(">=", n, ll.Constant(LL_I32, 32)), lo if left else hi, shifted)
+
+
+def _type_bitcast(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, 2, info.name)
+    target = tr.element_type(node.args[1])
+    value = tr.expr(node.args[0])
+    if isinstance(value, ir.Const) and value.weak:
+        raise tr.error(node.args[0], f"{info.name} needs a typed value, got the literal {ast.unparse(node.args[0])}",
+                       f"give it its type first, e.g. {info.name}(f32({ast.unparse(node.args[0])}), "
+                       f"{ast.unparse(node.args[1])})")
+    st = as_scalar(value.ty)
+    if st is None or st.kind == "bool" or target.kind == "bool":
+        got = st.name if st is not None else "a view"
+        raise tr.error(node, f"{info.name} reinterprets numbers of the same width, got {got} -> {target.name}")
+    if st.bits != target.bits:
+        raise tr.error(node, f"{info.name} cannot reinterpret {st.bits}-bit {st.name} as {target.bits}-bit "
+                       f"{target.name}: the widths differ", "convert the value instead, or pick a type of its width")
+    return ir.Intrinsic(info.name, [value], target, tr.loc(node))
+
+
+def _lower_bitcast(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    target = as_scalar(e.ty)
+    assert target is not None
+    return fl.b.bitcast(fl.expr(e.args[0]), fl.elem_type(target))
+
+
+ENTRIES = [
+    *(IntrinsicInfo(f"bits.{op}", _type_bits, _lower_bits) for op in (*LLVM_NAMES, "ffs")),
+    IntrinsicInfo("bits.byte_perm", _type_byte_perm, _lower_byte_perm),
+    *(IntrinsicInfo(f"bits.{op}", _type_funnel, _lower_funnel) for op in FUNNEL_SHIFTS),
+    IntrinsicInfo("bits.bitcast", _type_bitcast, _lower_bitcast),
+]

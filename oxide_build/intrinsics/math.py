@@ -1,5 +1,8 @@
 """Math intrinsics (``math.*``): typing (float promotion; integer abs/min/max) and lowering
-(libdevice functions, LLVM's fma and IEEE sqrt, the fast-math variants)."""
+(libdevice functions, LLVM's fma and IEEE sqrt, the fast-math variants), and the per-call
+fast-math forms CUDA spells with two underscores (``math.fast_exp`` is ``__expf``,
+``math.fast_div`` ``__fdividef``, ...; ``f32`` only, as in CUDA), ``math.rcp`` (``__frcp_rn`` /
+``__drcp_rn``) and ``math.saturate`` (``__saturatef``)."""
 from __future__ import annotations
 
 import ast
@@ -43,6 +46,15 @@ LIBDEVICE_BINARY = {
     "max": ("__nv_fmaxf", "__nv_fmax"), "atan2": ("__nv_atan2f", "__nv_atan2"),
     "fmod": ("__nv_fmodf", "__nv_fmod"),
 }
+# per-call fast math, f32 only (libdevice's approximate forms: what nvcc makes of __expf ...)
+FAST_UNARY = {"fast_exp": "__nv_fast_expf", "fast_exp10": "__nv_fast_exp10f", "fast_log": "__nv_fast_logf",
+              "fast_log2": "__nv_fast_log2f", "fast_log10": "__nv_fast_log10f", "fast_sin": "__nv_fast_sinf",
+              "fast_cos": "__nv_fast_cosf", "fast_tan": "__nv_fast_tanf", "saturate": "__nv_saturatef"}
+FAST_BINARY = {"fast_pow": "__nv_fast_powf", "fast_div": "__nv_fast_fdividef"}
+CUDA_FAST_NAMES = {"fast_exp": "__expf", "fast_exp10": "__exp10f", "fast_log": "__logf", "fast_log2": "__log2f",
+                   "fast_log10": "__log10f", "fast_sin": "__sinf", "fast_cos": "__cosf", "fast_tan": "__tanf",
+                   "saturate": "__saturatef", "fast_pow": "__powf", "fast_div": "__fdividef"}
+RCP = ("__nv_frcp_rn", "__nv_drcp_rn")  # 1/x rounded to nearest, even under fast-math
 LIBDEVICE_PRED = {"isnan": ("__nv_isnanf", "__nv_isnand"), "isinf": ("__nv_isinff", "__nv_isinfd"),
                   "isfinite": ("__nv_finitef", "__nv_isfinited")}
 
@@ -74,6 +86,49 @@ def _type_math(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     if op in MATH_PREDICATES:
         return ir.Intrinsic(name, args, BOOL, loc)
     return ir.Intrinsic(name, args, ty, loc)
+
+
+def _type_fast(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    """The f32-only fast forms: f16/bf16, integers and literals convert to f32 (as CUDA's
+    implicit conversions do); an f64 would lose precision silently, so it is an error."""
+    check_arg_count(tr, node, 2 if info.op in FAST_BINARY else 1, info.name)
+    args = []
+    for a in node.args:
+        value = tr.expr(a)
+        st = as_scalar(value.ty)
+        if st is None or st == BOOL:
+            raise tr.error(a, f"{info.name} needs numbers, got {type_name(value.ty)}")
+        if st == F64 and not (isinstance(value, ir.Const) and value.weak):
+            exact = info.op[len("fast_"):] if info.op.startswith("fast_") else ""
+            raise tr.error(a, f"{info.name} is an f32 approximation (CUDA's {CUDA_FAST_NAMES[info.op]}), got f64",
+                           "convert with f32(...) to accept its precision" +
+                           (f", or use ox.math.{exact} for f64" if exact in LIBDEVICE_UNARY else "")
+                           + ("" if info.op != "fast_div" else ", or divide with /"))
+        args.append(tr.convert(value, F32, a))
+    return ir.Intrinsic(info.name, args, F32, tr.loc(node))
+
+
+def _lower_fast(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    args = [fl.expr(a) for a in e.args]
+    t = ll.FloatType()
+    name = FAST_UNARY.get(info.op) or FAST_BINARY[info.op]
+    return fl.b.call(fl.parent.intrinsic(name, t, [t] * len(args)), args)
+
+
+def _type_rcp(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, 1, info.name)
+    value = tr.expr(node.args[0])
+    st = as_scalar(value.ty)
+    if st is None or st == BOOL:
+        raise tr.error(node.args[0], f"{info.name} needs a number, got {type_name(value.ty)}")
+    ty = F64 if st == F64 or (st.kind != "float" and st.bits > 32) else F32
+    return ir.Intrinsic(info.name, [tr.convert(value, ty, node.args[0])], ty, tr.loc(node))
+
+
+def _lower_rcp(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    value = fl.expr(e.args[0])
+    name = RCP[e.ty == F64]
+    return fl.b.call(fl.parent.intrinsic(name, value.type, [value.type]), [value])
 
 
 def _lower_math(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
@@ -111,5 +166,8 @@ def _lower_math(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> l
     return b.call(fl.parent.intrinsic(name, t, [t]), args)
 
 
-ENTRIES = [IntrinsicInfo(f"math.{op}", _type_math, _lower_math)
-           for op in ("fma", *MATH_UNARY, *MATH_BINARY, *MATH_PREDICATES)]
+ENTRIES = [
+    *(IntrinsicInfo(f"math.{op}", _type_math, _lower_math) for op in ("fma", *MATH_UNARY, *MATH_BINARY, *MATH_PREDICATES)),
+    *(IntrinsicInfo(f"math.{op}", _type_fast, _lower_fast) for op in (*FAST_UNARY, *FAST_BINARY)),
+    IntrinsicInfo("math.rcp", _type_rcp, _lower_rcp),
+]

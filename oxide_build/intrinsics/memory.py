@@ -1,5 +1,7 @@
 """Memory intrinsics: ``shared.array``, ``shared.dynamic``, ``local.array`` (lowered by the
-function's lowering, which allocates them) and the fences."""
+function's lowering, which allocates them), the fences, and volatile access
+``volatile.load(x, i)`` / ``volatile.store(x, i, v)`` (CUDA's ``volatile T*``: every access
+reaches memory, in program order, none merged or hoisted; ``ld.volatile`` / ``st.volatile``)."""
 from __future__ import annotations
 
 import ast
@@ -8,7 +10,9 @@ from typing import TYPE_CHECKING
 from llvmlite import ir as ll
 
 from ..ir import nodes as ir
-from ..ir.types import ArrayType, VoidType
+from oxide.abi.views import ViewKind
+
+from ..ir.types import ArrayType, ThreadIndexType, ViewType, VoidType, type_name
 from .arguments import check_arg_count, const_int
 from .entry import IntrinsicInfo
 
@@ -56,9 +60,83 @@ def _lower_fence(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> 
     return fl.b.call(fl.parent.intrinsic(FENCES[info.op], ll.VoidType(), []), [])
 
 
+def _type_volatile(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    is_store = info.op == "store"
+    check_arg_count(tr, node, 3 if is_store else 2, info.name)
+    target = tr.expr(node.args[0])
+    text = ast.unparse(node.args[0])
+    if not isinstance(target.ty, (ViewType, ArrayType)) or isinstance(target.ty, ViewType) and (
+            target.ty.is_tensor or target.ty.kind == ViewKind.PTR):
+        raise tr.error(node.args[0], f"{info.name} needs a 1-D view (Slice, DisjointSlice, MutSlice) or an array, "
+                       f"got {type_name(target.ty)}")
+    index = tr.index_expr(node.args[1], target.ty)
+    if is_store and isinstance(target.ty, ViewType):
+        kind = target.ty.kind
+        if kind == ViewKind.SLICE:
+            raise tr.error(node.args[0], f"{info.name} cannot write the read-only Slice {text!r}",
+                           "declare the parameter MutSlice[T] (or DisjointSlice[T])")
+        if kind == ViewKind.DISJOINT_SLICE and not (isinstance(index.ty, ThreadIndexType) and index.ty.axis == "1d"):
+            raise tr.error(node.args[1], "a DisjointSlice can only be written at the calling thread's ThreadIndex; "
+                           f"{ast.unparse(node.args[1])!r} is {type_name(index.ty)}",
+                           "index with the value of thread.index_1d(), or use MutSlice inside `with oxide.unsafe():`")
+        if kind == ViewKind.MUT_SLICE and tr.unsafe_depth == 0:
+            raise tr.error(node, f"writing the MutSlice {text!r} needs `with oxide.unsafe():`",
+                           "wrap the store in `with oxide.unsafe():`")
+    elem = target.ty.elem
+    site = tr.check_site(node, target, index, f"{text}[{ast.unparse(node.args[1])}]")
+    if is_store:
+        value = tr.convert_implicit(tr.expr(node.args[2]), elem, node.args[2], f"the {info.name} value")
+        return ir.Intrinsic(info.name, [target, index, value], VoidType(), tr.loc(node), site)
+    return ir.Intrinsic(info.name, [target, index], elem, tr.loc(node), site)
+
+
+class _VolatileLoad(ll.LoadInstr):  # type: ignore[misc]
+    """``load volatile`` (llvmlite prints no ``volatile``)."""
+
+    def descr(self, buf: list[str]) -> None:
+        text: list[str] = []
+        super().descr(text)
+        buf.append("".join(text).replace("load ", "load volatile ", 1))
+
+
+class _VolatileStore(ll.StoreInstr):  # type: ignore[misc]
+    """``store volatile``."""
+
+    def descr(self, buf: list[str]) -> None:
+        text: list[str] = []
+        super().descr(text)
+        buf.append("".join(text).replace("store ", "store volatile ", 1))
+
+
+def _lower_volatile(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    view = fl.view(e.args[0])
+    idx = fl.index(e.args[1])
+    if e.check_site is not None:
+        fl.bounds_check(idx, view.length, e.check_site)
+    ptr = fl.element_address(view, idx)
+    align = view.elem.itemsize
+    if info.op == "store":
+        value = fl.expr(e.args[2])
+        if view.elem.kind == "bool":
+            value = fl.b.zext(value, ll.IntType(8))
+        store = _VolatileStore(fl.b.block, value, ptr)
+        store.align = align
+        fl.b._insert(store)
+        return ll.Constant(ll.IntType(32), 0)
+    load = _VolatileLoad(fl.b.block, ptr, typ=fl.elem_type(view.elem))
+    load.align = align
+    fl.b._insert(load)
+    if view.elem.kind == "bool":
+        return fl.b.icmp_unsigned("!=", load, ll.Constant(ll.IntType(8), 0))
+    return load
+
+
 ENTRIES = [
     IntrinsicInfo("shared.array", _type_array, _lower_allocation),
     IntrinsicInfo("shared.dynamic", _type_dynamic, _lower_allocation),
     IntrinsicInfo("local.array", _type_array, _lower_allocation),
     *(IntrinsicInfo(f"fence.{scope}", _type_fence, _lower_fence) for scope in FENCES),
+    # a volatile load sees what other threads write while the kernel runs
+    IntrinsicInfo("volatile.load", _type_volatile, _lower_volatile, thread_dependent=True),
+    IntrinsicInfo("volatile.store", _type_volatile, _lower_volatile),
 ]

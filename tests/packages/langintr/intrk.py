@@ -1,0 +1,127 @@
+"""Kernels for tests/test_lang_intrinsics_gpu.py: the CUDA intrinsics of docs/language.md
+("Coming from CUDA C++"), one element per thread, each result written to its own output."""
+import oxide as ox
+from oxide import (DisjointSlice, MutSlice, Slice, bf16, block, f16, f32, f64, i16, i32, i64, thread, u16, u32,
+                   u64, warp)
+
+
+@ox.kernel
+def bit_ops(x: Slice[u32], y: Slice[u32], s: Slice[u32], x64: Slice[u64], ffs32: DisjointSlice[i32],
+            ffs64: DisjointSlice[i32], perm: DisjointSlice[u32], shl: DisjointSlice[u32], shlc: DisjointSlice[u32],
+            shr: DisjointSlice[u32], shrc: DisjointSlice[u32]) -> None:
+    i = thread.index_1d()
+    if i < len(x) and i < len(y) and i < len(s) and i < len(x64):
+        ffs32[i] = ox.bits.ffs(x[i])
+        ffs64[i] = ox.bits.ffs(x64[i])
+        perm[i] = ox.bits.byte_perm(x[i], y[i], s[i])
+        shl[i] = ox.bits.funnelshift_l(x[i], y[i], s[i])
+        shlc[i] = ox.bits.funnelshift_lc(x[i], y[i], s[i])
+        shr[i] = ox.bits.funnelshift_r(x[i], y[i], s[i])
+        shrc[i] = ox.bits.funnelshift_rc(x[i], y[i], s[i])
+
+
+@ox.kernel
+def bit_casts(f: Slice[f32], d: Slice[f64], h: Slice[f16], f_bits: DisjointSlice[i32], f_back: DisjointSlice[f32],
+              d_bits: DisjointSlice[i64], d_back: DisjointSlice[f64], h_bits: DisjointSlice[i16],
+              h_back: DisjointSlice[f16]) -> None:
+    i = thread.index_1d()
+    if i < len(f) and i < len(d) and i < len(h):
+        f_bits[i] = ox.bits.bitcast(f[i], i32)
+        f_back[i] = ox.bits.bitcast(ox.bits.bitcast(f[i], u32) ^ u32(0x80000000), f32)  # -f
+        d_bits[i] = ox.bits.bitcast(d[i], i64)
+        d_back[i] = ox.bits.bitcast(ox.bits.bitcast(d[i], u64) ^ (u64(1) << u64(63)), f64)
+        h_bits[i] = ox.bits.bitcast(h[i], i16)
+        h_back[i] = ox.bits.bitcast(ox.bits.bitcast(h[i], u16) ^ u16(0x8000), f16)
+
+
+@ox.kernel
+def fast_math(x: Slice[f32], y: Slice[f32], ang: Slice[f32], exp_: DisjointSlice[f32], log_: DisjointSlice[f32],
+              sin_: DisjointSlice[f32], cos_: DisjointSlice[f32], div_: DisjointSlice[f32], pow_: DisjointSlice[f32],
+              rcp_: DisjointSlice[f32], sat_: DisjointSlice[f32], log2_: DisjointSlice[f32],
+              exp10_: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i < len(x) and i < len(y) and i < len(ang):
+        exp_[i] = ox.math.fast_exp(y[i])
+        log_[i] = ox.math.fast_log(x[i])
+        sin_[i] = ox.math.fast_sin(ang[i])
+        cos_[i] = ox.math.fast_cos(ang[i])
+        div_[i] = ox.math.fast_div(y[i], x[i])
+        pow_[i] = ox.math.fast_pow(x[i], y[i] * 0.25)
+        rcp_[i] = ox.math.rcp(x[i])
+        sat_[i] = ox.math.saturate(y[i])
+        log2_[i] = ox.math.fast_log2(x[i])
+        exp10_[i] = ox.math.fast_exp10(y[i] * 0.25)
+
+
+@ox.kernel
+def rcp64(x: Slice[f64], out: DisjointSlice[f64]) -> None:
+    i = thread.index_1d()
+    if i < len(x):
+        out[i] = ox.math.rcp(x[i])
+
+
+@ox.kernel
+def timers(sleep_ns: u32, cycles: DisjointSlice[i64], elapsed_ns: DisjointSlice[i64], clock32: DisjointSlice[i64]) -> None:
+    i = thread.index_1d()
+    if i < len(cycles) and i < len(elapsed_ns) and i < len(clock32):
+        t0 = ox.timer.globaltimer()
+        c0 = ox.timer.clock64()
+        k0 = ox.timer.clock()
+        ox.timer.nanosleep(sleep_ns)
+        c1 = ox.timer.clock64()
+        k1 = ox.timer.clock()
+        t1 = ox.timer.globaltimer()
+        cycles[i] = c1 - c0
+        elapsed_ns[i] = i64(t1 - t0)
+        clock32[i] = i64(k1 - k0)  # u32 wrap-around difference
+
+
+@ox.kernel
+def volatile_handoff(x: Slice[i32], out: DisjointSlice[i32], seen: MutSlice[i32]) -> None:
+    """Warp 0's lane 0 of each block publishes a value through shared memory with volatile
+    stores; lane 0 of the block's last warp spins on the flag with volatile loads."""
+    value = ox.shared.array(1, i32)
+    flag = ox.shared.array(1, i32)
+    if thread.idx.x == 0:
+        ox.volatile.store(flag, 0, 0)
+    block.sync()
+    i = thread.index_1d()
+    if i < len(x) and i < len(out):
+        out[i] = ox.volatile.load(x, i) * 3
+    last_warp = (block.dim.x - 1) // 32
+    if thread.idx.x == 0:
+        ox.volatile.store(value, 0, x[i64(block.idx.x)] + 7)
+        ox.fence.block()
+        ox.volatile.store(flag, 0, 1)
+    elif warp.id() == last_warp and warp.lane() == 0:
+        while ox.volatile.load(flag, 0) == 0:
+            ox.timer.nanosleep(32)
+        ox.fence.block()
+        with ox.unsafe():
+            ox.volatile.store(seen, i64(block.idx.x), ox.volatile.load(value, 0))
+
+
+@ox.kernel
+def half_atomics(x: Slice[f16], slot: Slice[i32], sums: MutSlice[f16], lows: MutSlice[f16], highs: MutSlice[f16],
+                 swapped: MutSlice[f16], old_exch: DisjointSlice[f16], old_cas: DisjointSlice[f16]) -> None:
+    i = thread.index_1d()
+    if i < len(x) and i < len(slot) and i < len(old_exch) and i < len(old_cas):
+        j = slot[i]
+        ox.atomic.add(sums, j, x[i])
+        ox.atomic.sub(sums, j + 8, x[i], scope="block")
+        ox.atomic.min(lows, j, x[i])
+        ox.atomic.max(highs, j, x[i], scope="system")
+        old_exch[i] = ox.atomic.exch(swapped, j, x[i])
+        old_cas[i] = ox.atomic.cas(swapped, j + 8, f16(-1.0), x[i])
+
+
+@ox.kernel
+def bf16_atomics(x: Slice[bf16], slot: Slice[i32], sums: MutSlice[bf16], lows: MutSlice[bf16], highs: MutSlice[bf16],
+                 old_cas: DisjointSlice[bf16]) -> None:
+    i = thread.index_1d()
+    if i < len(x) and i < len(slot) and i < len(old_cas):
+        j = slot[i]
+        ox.atomic.add(sums, j, x[i])
+        ox.atomic.min(lows, j, x[i], scope="block")
+        ox.atomic.max(highs, j, x[i])
+        old_cas[i] = ox.atomic.cas(sums, j + 8, bf16(-1.0), x[i])

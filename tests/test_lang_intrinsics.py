@@ -1,0 +1,291 @@
+"""Compile tests of the CUDA intrinsics (docs/language.md, "Coming from CUDA C++"): what each
+lowers to on both backends, and the located errors for misuse. Results on the GPU:
+tests/test_lang_intrinsics_gpu.py."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from oxide.errors import CompileError
+from oxide_build.compile import CompileOptions, compile_module
+
+HEADER = ("import oxide as ox\nfrom oxide import Slice, DisjointSlice, MutSlice, f16, bf16, f32, f64, i8, i16, i32, "
+          "i64, u16, u32, u64, thread, block, grid, warp\n")
+HEADER_LINES = HEADER.count("\n")
+
+
+def compile_source(tmp_path: Path, body: str, backend: str = "nvptx") -> str:
+    """The sm_90 PTX of a module made of HEADER and ``body`` (assembled by ptxas: cubins on)."""
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + textwrap.dedent(body))
+    compiled = compile_module(src, "kern", CompileOptions(archs=("sm_90",), backend=backend, cache=False), root=tmp_path)
+    assert compiled.cubins["sm_90"]
+    return compiled.ptx["sm_90"]
+
+
+def compile_error(tmp_path: Path, body: str) -> str:
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + textwrap.dedent(body))
+    with pytest.raises(CompileError) as info:
+        compile_module(src, "kern", CompileOptions(archs=("sm_90",), link_cubins=False, cache=False), root=tmp_path)
+    return str(info.value)
+
+
+def at(line: int, col: int) -> str:
+    """``kern.py:L:C`` for line ``line`` of the dedented body (1-based, its first line empty)."""
+    return f"kern.py:{HEADER_LINES + line}:{col}"
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_bit_intrinsics_lower_to_their_instructions(tmp_path: Path, backend: str) -> None:
+    ptx = compile_source(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[u32], y: Slice[i32], w: Slice[u64], out: DisjointSlice[u32], n: DisjointSlice[i32]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < len(y) and i < len(w):
+                out[i] = (ox.bits.byte_perm(x[i], y[i], 0x5140) + ox.bits.funnelshift_l(x[i], y[i], x[i])
+                          + ox.bits.funnelshift_r(x[i], y[i], 3) + ox.bits.funnelshift_lc(x[i], x[i], y[i])
+                          + ox.bits.funnelshift_rc(x[i], x[i], y[i]) + ox.bits.bitcast(y[i], u32))
+                n[i] = ox.bits.ffs(x[i]) + ox.bits.ffs(w[i]) + ox.bits.ffs(y[i]) + ox.bits.bitcast(ox.bits.bitcast(y[i], f32), i32)
+        """, backend)
+    assert "prmt.b32" in ptx
+    assert "shf.l.wrap.b32" in ptx and "shf.r.wrap.b32" in ptx
+
+
+def test_bitcast_between_every_same_width_pair(tmp_path: Path) -> None:
+    ptx = compile_source(tmp_path, """
+        @ox.kernel
+        def k(f: Slice[f32], d: Slice[f64], h: Slice[f16], b: Slice[bf16], o1: DisjointSlice[i32], o2: DisjointSlice[u64],
+              o3: DisjointSlice[i16], o4: DisjointSlice[u16], o5: DisjointSlice[f32], o6: DisjointSlice[f16]) -> None:
+            i = thread.index_1d()
+            if i < len(f) and i < len(d) and i < len(h) and i < len(b):
+                o1[i] = ox.bits.bitcast(f[i], i32)
+                o2[i] = ox.bits.bitcast(d[i], u64)
+                o3[i] = ox.bits.bitcast(h[i], i16)
+                o4[i] = ox.bits.bitcast(b[i], u16)
+                o5[i] = ox.bits.bitcast(o1[i], f32)
+                o6[i] = ox.bits.bitcast(b[i], f16)
+        """)
+    # reinterpretations convert nothing: no float conversion at all
+    assert not any(c in ptx for c in ("cvt.rn", "cvt.rz", "cvt.f", "cvt.s32.f", "cvt.u16.f")), ptx
+
+
+def test_bitcast_errors(tmp_path: Path) -> None:
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(f: Slice[f32], out: DisjointSlice[i64]) -> None:
+            i = thread.index_1d()
+            if i < len(f):
+                out[i] = ox.bits.bitcast(f[i], i64)
+        """)
+    assert f"{at(6, 18)}: error: bits.bitcast cannot reinterpret 32-bit f32 as 64-bit i64: the widths differ" in msg, msg
+    assert "hint: convert the value instead" in msg
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(out: DisjointSlice[i32]) -> None:
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = ox.bits.bitcast(1.5, i32)
+        """)
+    assert f"{at(6, 34)}: error: bits.bitcast needs a typed value, got the literal 1.5" in msg, msg
+    assert "bits.bitcast(f32(1.5), i32)" in msg
+
+
+def test_funnel_shift_and_byte_perm_errors(tmp_path: Path) -> None:
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[u64], out: DisjointSlice[u32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                out[i] = ox.bits.funnelshift_l(u32(1), x[i], 3)
+        """)
+    assert f"{at(6, 48)}: error: hi of bits.funnelshift_l must be an i32 or u32, got u64" in msg, msg
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[u32], out: DisjointSlice[u32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                out[i] = ox.bits.byte_perm(x[i], x[i])
+        """)
+    assert f"{at(6, 18)}: error: oxide.bits.byte_perm() takes 3 argument(s), got 2" in msg, msg
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[i32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                out[i] = ox.bits.ffs(x[i])
+        """)
+    assert f"{at(6, 30)}: error: bits.ffs needs a 32- or 64-bit integer, got f32" in msg, msg
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_fast_math_per_call(tmp_path: Path, backend: str) -> None:
+    ptx = compile_source(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], h: Slice[f16], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < len(h):
+                out[i] = (ox.math.fast_exp(x[i]) + ox.math.fast_log(x[i]) + ox.math.fast_sin(x[i]) + ox.math.fast_cos(h[i])
+                          + ox.math.fast_div(x[i], 3.0) + ox.math.fast_pow(x[i], 2) + ox.math.rcp(x[i])
+                          + ox.math.saturate(x[i]) + ox.math.fast_tan(x[i]) + ox.math.fast_log2(x[i])
+                          + ox.math.fast_log10(x[i]) + ox.math.fast_exp10(x[i]))
+        """, backend)
+    for instruction in ("ex2.approx", "lg2.approx", "sin.approx", "cos.approx", "div.approx", "rcp.rn.f32", ".sat.f32"):
+        assert instruction in ptx, instruction
+    # the precise forms stay precise: no fast-math for the whole module
+    ptx = compile_source(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                out[i] = ox.math.sin(x[i]) + x[i] / 3.0
+        """, backend)
+    assert "sin.approx" not in ptx and "div.approx" not in ptx and "div.rn.f32" in ptx
+
+
+def test_fast_math_refuses_f64(tmp_path: Path) -> None:
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f64], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                out[i] = ox.math.fast_exp(x[i])
+        """)
+    assert f"{at(6, 35)}: error: math.fast_exp is an f32 approximation (CUDA's __expf), got f64" in msg, msg
+    assert "hint: convert with f32(...) to accept its precision, or use ox.math.exp for f64" in msg
+
+
+def test_rcp_of_f64_is_the_double_reciprocal(tmp_path: Path) -> None:
+    ptx = compile_source(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f64], out: DisjointSlice[f64]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                out[i] = ox.math.rcp(x[i])
+        """)
+    assert "rcp.rn.f64" in ptx
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_timers_and_nanosleep(tmp_path: Path, backend: str) -> None:
+    ptx = compile_source(tmp_path, """
+        @ox.kernel
+        def k(out: DisjointSlice[i64], ns: u32) -> None:
+            i = thread.index_1d()
+            if i < len(out):
+                t0 = ox.timer.clock64()
+                ox.timer.nanosleep(ns)
+                ox.timer.nanosleep(100)
+                t1 = ox.timer.clock64()
+                out[i] = t1 - t0 + i64(ox.timer.globaltimer() - u64(ox.timer.clock()))
+        """, backend)
+    # both reads of the clock stay, around the sleeps (side effects: never merged or moved)
+    body = ptx.split(".entry")[1]
+    first, second = body.index("%clock64"), body.rindex("%clock64")
+    assert first < body.index("nanosleep.u32") < body.rindex("nanosleep.u32") < second
+    assert "%globaltimer" in body and "%clock;" in body
+
+
+def test_nanosleep_errors(tmp_path: Path) -> None:
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32]) -> None:
+            ox.timer.nanosleep(x[0])
+        """)
+    assert f"{at(4, 24)}: error: timer.nanosleep takes a u32 number of nanoseconds, got f32" in msg, msg
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32]) -> None:
+            ox.timer.nanosleep(-1)
+        """)
+    assert f"{at(4, 24)}: error: timer.nanosleep takes a u32 number of nanoseconds, got -1" in msg, msg
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_volatile_loads_and_stores(tmp_path: Path, backend: str) -> None:
+    ptx = compile_source(tmp_path, """
+        @ox.kernel
+        def k(flag: MutSlice[i32], x: MutSlice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            s = ox.shared.array(4, u16)
+            ox.volatile.store(s, 0, 1)
+            if i < len(out) and i < len(x):
+                ox.volatile.store(out, i, ox.volatile.load(x, i) + f32(ox.volatile.load(s, 0)))
+            while ox.volatile.load(flag, 0) == 0:
+                pass
+            with ox.unsafe():
+                ox.volatile.store(flag, 1, 7)
+        """, backend)
+    assert ptx.count("ld.volatile.global") == 2 and ptx.count("st.volatile.global") == 2
+    assert "st.volatile.shared.b16" in ptx or "st.volatile.shared.u16" in ptx
+    assert "ld.volatile.shared" in ptx
+
+
+def test_volatile_store_follows_the_view_rules(tmp_path: Path) -> None:
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32]) -> None:
+            ox.volatile.store(x, 0, 1.0)
+        """)
+    assert f"{at(4, 23)}: error: volatile.store cannot write the read-only Slice 'x'" in msg, msg
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: DisjointSlice[f32]) -> None:
+            ox.volatile.store(x, 0, 1.0)
+        """)
+    assert f"{at(4, 26)}: error: a DisjointSlice can only be written at the calling thread's ThreadIndex" in msg, msg
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: MutSlice[f32]) -> None:
+            ox.volatile.store(x, 0, 1.0)
+        """)
+    assert f"{at(4, 5)}: error: writing the MutSlice 'x' needs `with oxide.unsafe():`" in msg, msg
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: MutSlice[f32]) -> None:
+            v = ox.volatile.load(3, 0)
+        """)
+    assert f"{at(4, 26)}: error: volatile.load needs a 1-D view (Slice, DisjointSlice, MutSlice) or an array, got" in msg, msg
+
+
+@pytest.mark.parametrize("elem", ["f16", "bf16"])
+def test_half_precision_atomics(tmp_path: Path, elem: str) -> None:
+    ptx = compile_source(tmp_path, f"""
+        @ox.kernel
+        def k(x: Slice[{elem}], acc: MutSlice[{elem}], old: DisjointSlice[{elem}]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                ox.atomic.add(acc, 0, x[i])
+                ox.atomic.sub(acc, 1, x[i], scope="block")
+                ox.atomic.max(acc, 2, x[i])
+                ox.atomic.min(acc, 3, x[i], scope="system")
+                old[i] = ox.atomic.exch(acc, 4, x[i]) + ox.atomic.cas(acc, 5, x[i], {elem}(2.0))
+        """)
+    if elem == "f16":
+        assert "atom.gpu.global.add.noftz.f16" in ptx and "atom.cta.global.add.noftz.f16" in ptx
+    else:  # bf16's atom.add needs sm_90: a CAS loop on every arch
+        assert "add.noftz.bf16" not in ptx
+    assert "atom.gpu.global.cas.b16" in ptx and "atom.sys.global.cas.b16" in ptx
+
+
+def test_half_precision_atomics_through_libnvvm(tmp_path: Path) -> None:
+    ptx = compile_source(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f16], acc: MutSlice[f16]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                ox.atomic.add(acc, 0, x[i])
+                ox.atomic.max(acc, 1, x[i])
+        """, "nvvm")
+    assert "add.noftz.f16" in ptx and "cas.b16" in ptx
+
+
+def test_half_precision_atomics_refuse_bitwise_ops(tmp_path: Path) -> None:
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(acc: MutSlice[f16]) -> None:
+            ox.atomic.and_(acc, 0, f16(1.0))
+        """)
+    assert f"{at(4, 5)}: error: atomic.and_ needs integer elements, got f16" in msg, msg

@@ -1,0 +1,223 @@
+"""The CUDA intrinsics of docs/language.md on the GPU against NumPy / Python: bit operations,
+bit casts, per-call fast math, timers, volatile access, f16/bf16 atomics, partial-mask warp
+operations, grid-wide sync and print(). Inputs are fresh random non-zero values, outputs are
+poisoned before each launch and every element is checked. Kernels: packages/langintr/."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+sys.path.insert(0, str(Path(__file__).parent / "packages" / "langintr"))
+rng = np.random.default_rng()
+BLOCK = 128
+
+
+def dev(a):  # type: ignore[no-untyped-def]
+    return torch.as_tensor(np.ascontiguousarray(a), device="cuda")
+
+
+def poison(n, dtype=torch.float32):  # type: ignore[no-untyped-def]
+    if dtype.is_floating_point:
+        return torch.full((n,), float("nan"), dtype=dtype, device="cuda")
+    return torch.full((n,), -12345 if dtype.is_signed else 12345, dtype=dtype, device="cuda")
+
+
+def host(t):  # type: ignore[no-untyped-def]
+    torch.cuda.synchronize()
+    return t.cpu().numpy()
+
+
+def random_u32(n: int) -> np.ndarray:
+    return rng.integers(1, 2**32, n, dtype=np.uint64).astype(np.uint32)
+
+
+def test_ffs_byte_perm_funnel_shifts() -> None:
+    import intrk
+
+    n = 3001
+    x, y = random_u32(n), random_u32(n)
+    x[:4] = [0, 1, 0x80000000, 0xFFFFFFFF]                 # ffs of 0 is 0
+    x[4:36] = np.uint32(1) << np.arange(32, dtype=np.uint32)
+    s = rng.integers(0, 70, n, dtype=np.uint32)               # shifts beyond 32 too (mod 32 / clamp)
+    s[:300] = random_u32(300)                                 # byte_perm selectors over all bits
+    x64 = rng.integers(1, 2**63, n, dtype=np.int64).astype(np.uint64) << rng.integers(0, 40, n, dtype=np.uint64)
+    x64[:2] = [0, 1 << 63]
+    outs = [poison(n, torch.int32), poison(n, torch.int32)] + [poison(n, torch.uint32) for _ in range(5)]
+    intrk.bit_ops[(n + BLOCK - 1) // BLOCK, BLOCK](dev(x), dev(y), dev(s), dev(x64), *outs)
+    ffs32, ffs64, perm, shl, shlc, shr, shrc = (host(o) for o in outs)
+
+    def ffs(v: int) -> int:
+        return (v & -v).bit_length()
+
+    def byte_perm(a: int, b: int, sel: int) -> int:
+        src = a | (b << 32)
+        out = 0
+        for k in range(4):
+            nib = (sel >> (4 * k)) & 0xF
+            byte = (src >> (8 * (nib & 7))) & 0xFF
+            if nib & 8:  # PTX prmt (what nvcc makes of __byte_perm): replicate the byte's sign bit
+                byte = 0xFF if byte & 0x80 else 0
+            out |= byte << (8 * k)
+        return out
+
+    xs, ys, ss = (int(v) for v in x), (int(v) for v in y), (int(v) for v in s)
+    ref = {"ffs32": [], "ffs64": [], "perm": [], "shl": [], "shlc": [], "shr": [], "shrc": []}  # type: dict[str, list[int]]
+    for a, b, k, w in zip(xs, ys, ss, (int(v) for v in x64)):
+        ref["ffs32"].append(ffs(a))
+        ref["ffs64"].append(ffs(w))
+        ref["perm"].append(byte_perm(a, b, k))
+        wide = (b << 32) | a
+        ref["shl"].append(((wide << (k & 31)) >> 32) & 0xFFFFFFFF)
+        ref["shlc"].append(((wide << min(k, 32)) >> 32) & 0xFFFFFFFF)
+        ref["shr"].append((wide >> (k & 31)) & 0xFFFFFFFF)
+        ref["shrc"].append((wide >> min(k, 32)) & 0xFFFFFFFF)
+    np.testing.assert_array_equal(ffs32, ref["ffs32"])
+    np.testing.assert_array_equal(ffs64, ref["ffs64"])
+    np.testing.assert_array_equal(shl, ref["shl"])
+    np.testing.assert_array_equal(shlc, ref["shlc"])
+    np.testing.assert_array_equal(shr, ref["shr"])
+    np.testing.assert_array_equal(shrc, ref["shrc"])
+    np.testing.assert_array_equal(perm, ref["perm"])
+
+
+def test_bit_casts() -> None:
+    import intrk
+
+    n = 2001
+    f = (rng.standard_normal(n) * 1e3).astype(np.float32)
+    d = rng.standard_normal(n) * 1e100
+    h = (rng.standard_normal(n) * 100).astype(np.float16)
+    f[:3], d[:3], h[:3] = [np.inf, -0.0, 1e-40], [-np.inf, 5e-324, -0.0], [np.inf, -0.0, 6e-8]
+    outs = [poison(n, torch.int32), poison(n), poison(n, torch.int64), poison(n, torch.float64),
+            poison(n, torch.int16), poison(n, torch.float16)]
+    intrk.bit_casts[(n + BLOCK - 1) // BLOCK, BLOCK](dev(f), dev(d), dev(h), *outs)
+    f_bits, f_back, d_bits, d_back, h_bits, h_back = (host(o) for o in outs)
+    np.testing.assert_array_equal(f_bits, f.view(np.int32))
+    np.testing.assert_array_equal(f_back.view(np.uint32), (-f).view(np.uint32))
+    np.testing.assert_array_equal(d_bits, d.view(np.int64))
+    np.testing.assert_array_equal(d_back.view(np.uint64), (-d).view(np.uint64))
+    np.testing.assert_array_equal(h_bits, h.view(np.int16))
+    np.testing.assert_array_equal(h_back.view(np.uint16), (-h).view(np.uint16))
+
+
+def test_fast_math_per_call() -> None:
+    """Within the documented error bounds of CUDA's __expf, __logf, __sinf, ... (CUDA C++
+    Programming Guide, "Intrinsic Functions"); rcp (__frcp_rn) and saturate are exact."""
+    import intrk
+
+    n = 4097
+    x = rng.uniform(0.05, 50.0, n).astype(np.float32)
+    y = rng.uniform(-8.0, 8.0, n).astype(np.float32)
+    y[:4] = [-3.0, 0.5, 1.5, 2.0]  # saturate's edges: below 0, inside, above 1
+    ang = rng.uniform(-np.pi, np.pi, n).astype(np.float32)
+    outs = [poison(n) for _ in range(10)]
+    intrk.fast_math[(n + BLOCK - 1) // BLOCK, BLOCK](dev(x), dev(y), dev(ang), *outs)
+    exp_, log_, sin_, cos_, div_, pow_, rcp_, sat_, log2_, exp10_ = (host(o).astype(np.float64) for o in outs)
+    xv, yv, av = x.astype(np.float64), y.astype(np.float64), ang.astype(np.float64)
+    ulp = np.spacing(np.float32(1)).astype(np.float64)
+    np.testing.assert_allclose(exp_, np.exp(yv), rtol=(2 + np.floor(np.abs(1.16 * yv)) + 2) * ulp)
+    np.testing.assert_allclose(log_, np.log(xv), atol=2.0 ** -21.41 * 2, rtol=4 * ulp)
+    np.testing.assert_allclose(sin_, np.sin(av), atol=2.0 ** -21.41 * 2)
+    np.testing.assert_allclose(cos_, np.cos(av), atol=2.0 ** -21.41 * 2)
+    np.testing.assert_allclose(div_, yv / xv, rtol=3 * ulp)
+    np.testing.assert_allclose(pow_, xv ** (yv * 0.25), rtol=1e-5)
+    np.testing.assert_array_equal(rcp_, (np.float32(1) / x).astype(np.float64))
+    np.testing.assert_array_equal(sat_, np.clip(yv, 0.0, 1.0))
+    np.testing.assert_allclose(log2_, np.log2(xv), atol=2.0 ** -22 * 2, rtol=3 * ulp)
+    np.testing.assert_allclose(exp10_, 10.0 ** (yv * 0.25), rtol=(2 + np.floor(np.abs(2.95 * yv * 0.25)) + 2) * ulp)
+    d = rng.uniform(0.1, 1e6, n) * rng.choice([-1, 1], n)
+    r = poison(n, torch.float64)
+    intrk.rcp64[(n + BLOCK - 1) // BLOCK, BLOCK](dev(d), r)
+    np.testing.assert_array_equal(host(r), 1.0 / d)
+
+
+def test_timers_and_nanosleep() -> None:
+    import intrk
+
+    n = 512
+    cycles, elapsed, clock32 = poison(n, torch.int64), poison(n, torch.int64), poison(n, torch.int64)
+    intrk.timers[n // BLOCK, BLOCK](20000, cycles, elapsed, clock32)
+    c, e, k = host(cycles), host(elapsed), host(clock32)
+    # nanosleep(20 µs) sleeps for up to ~2x that (PTX ISA); the clocks only move forward
+    assert (c > 0).all() and (c < 10**9).all(), c
+    assert (k > 0).all() and (k < 2**32).all(), k
+    assert (e >= 0).all() and (e < 10**9).all(), e
+    assert np.median(e) > 1000, e  # the global timer has µs resolution or better, and the thread slept
+
+
+def test_volatile_loads_stores_and_a_flag_handoff() -> None:
+    import intrk
+
+    blocks = 24
+    n = blocks * BLOCK
+    x = rng.integers(-10**6, 10**6, n, dtype=np.int32) | 1
+    out, seen = poison(n, torch.int32), poison(blocks, torch.int32)
+    intrk.volatile_handoff[blocks, BLOCK](dev(x), out, seen)
+    np.testing.assert_array_equal(host(out), x * 3)
+    np.testing.assert_array_equal(host(seen), x[:blocks] + 7)
+
+
+def test_half_atomics() -> None:
+    """Sums of multiples of 1/8 below 32 are exact in f16, so the order of the adds does not
+    matter and the result is compared exactly."""
+    import intrk
+
+    n, slots, per = 1024, 8, 128
+    x = (rng.integers(1, 16, n) / 8.0 * rng.choice([-1, 1], n)).astype(np.float16)
+    slot = rng.permutation(np.repeat(np.arange(slots, dtype=np.int32), per))
+    per_sum = np.array([x[slot == j].astype(np.float64).sum() for j in range(slots)])
+    assert (np.abs(per_sum) < 2048).all()
+    base = rng.integers(1, 8, 2 * slots).astype(np.float16)
+    sums = dev(base)
+    lows, highs = dev(np.full(slots, 100.0, np.float16)), dev(np.full(slots, -100.0, np.float16))
+    swapped = dev(np.concatenate([np.full(slots, 3.5), np.full(slots, -1.0)]).astype(np.float16))
+    old_exch, old_cas = poison(n, torch.float16), poison(n, torch.float16)
+    intrk.half_atomics[n // BLOCK, BLOCK](dev(x), dev(slot), sums, lows, highs, swapped, old_exch, old_cas)
+    got = host(sums).astype(np.float64)
+    np.testing.assert_array_equal(got[:slots], base[:slots].astype(np.float64) + per_sum)
+    np.testing.assert_array_equal(got[slots:], base[slots:].astype(np.float64) - per_sum)
+    np.testing.assert_array_equal(host(lows), [x[slot == j].min() for j in range(slots)])
+    np.testing.assert_array_equal(host(highs), [x[slot == j].max() for j in range(slots)])
+    final, oe, oc = host(swapped), host(old_exch), host(old_cas)
+    for j in range(slots):
+        mine = slot == j
+        # exch: the old values and the final value are the start value and the inputs, each once
+        np.testing.assert_array_equal(np.sort(np.append(oe[mine], final[j])), np.sort(np.append(x[mine], np.float16(3.5))))
+        # cas from -1.0: exactly one thread saw -1.0 and its value is the one stored
+        winners = np.flatnonzero(mine & (oc == np.float16(-1.0)))
+        assert len(winners) == 1 and final[slots + j] == x[winners[0]], (j, winners)
+        np.testing.assert_array_equal(oc[mine & (oc != np.float16(-1.0))], np.full(per - 1, final[slots + j]))
+
+
+def test_bf16_atomics() -> None:
+    """Multiples of 1/4 below 32 are exact in bf16 (8 significant bits): 32 values of at most
+    0.75 per slot keep every partial sum, in any order, exact."""
+    import intrk
+
+    n, slots, per = 256, 8, 32
+    x_np = rng.integers(1, 4, n) / 4.0
+    slot = rng.permutation(np.repeat(np.arange(slots, dtype=np.int32), per))
+    per_sum = np.array([x_np[slot == j].sum() for j in range(slots)])
+    x = torch.tensor(x_np, dtype=torch.bfloat16, device="cuda")
+    assert (x.double().cpu().numpy() == x_np).all()
+    sums = torch.tensor(np.concatenate([rng.integers(1, 8, slots), np.full(slots, -1.0)]), dtype=torch.bfloat16, device="cuda")
+    start = sums.double().cpu().numpy()
+    lows = torch.full((slots,), 100.0, dtype=torch.bfloat16, device="cuda")
+    highs = torch.full((slots,), -100.0, dtype=torch.bfloat16, device="cuda")
+    old_cas = poison(n, torch.bfloat16)
+    intrk.bf16_atomics[n // BLOCK, BLOCK](x, dev(slot), sums, lows, highs, old_cas)
+    assert (start[:slots] + per_sum < 32).all()
+    torch.cuda.synchronize()
+    got = sums.double().cpu().numpy()
+    np.testing.assert_array_equal(got[:slots], start[:slots] + per_sum)
+    np.testing.assert_array_equal(lows.double().cpu().numpy(), [x_np[slot == j].min() for j in range(slots)])
+    np.testing.assert_array_equal(highs.double().cpu().numpy(), [x_np[slot == j].max() for j in range(slots)])
+    oc = old_cas.double().cpu().numpy()
+    for j in range(slots):
+        winners = np.flatnonzero((slot == j) & (oc == -1.0))
+        assert len(winners) == 1 and got[slots + j] == x_np[winners[0]], (j, winners)
