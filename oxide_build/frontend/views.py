@@ -13,12 +13,12 @@ from ..ir import nodes as ir
 from ..ir.types import ThreadIndexType, ViewType, type_name
 
 if TYPE_CHECKING:
-    from .translate import FunctionTranslator
+    from .context import TranslatorContext
 
 __all__ = ["refuse_tensor_write", "refuse_slice_write", "refuse_vector_store"]
 
 
-def refuse_tensor_write(tr: FunctionTranslator, target: ast.Subscript, vt: ViewType) -> None:
+def refuse_tensor_write(tr: TranslatorContext, target: ast.Subscript, vt: ViewType) -> None:
     """``t[i, j] = v`` into a tensor view."""
     if vt.kind == ViewKind.TENSOR:
         raise tr.error(target, f"{ast.unparse(target.value)!r} is a read-only Tensor",
@@ -36,7 +36,7 @@ def refuse_tensor_write(tr: FunctionTranslator, target: ast.Subscript, vt: ViewT
                            if vt.ndim == 2 else "use thread.index_1d() for 1-D")
 
 
-def refuse_slice_write(tr: FunctionTranslator, target: ast.Subscript, vt: ViewType, index: ir.Expr) -> None:
+def refuse_slice_write(tr: TranslatorContext, target: ast.Subscript, vt: ViewType, index: ir.Expr) -> None:
     """``x[i] = v`` into a 1-D view."""
     if vt.kind == ViewKind.SLICE:
         raise tr.error(target, f"{ast.unparse(target.value)!r} is a read-only Slice",
@@ -53,7 +53,7 @@ def refuse_slice_write(tr: FunctionTranslator, target: ast.Subscript, vt: ViewTy
                        "wrap the write in `with oxide.unsafe():`, or use a DisjointSlice")
 
 
-def refuse_vector_store(tr: FunctionTranslator, func: ast.Attribute, node: ast.Call, vt: ViewType,
+def refuse_vector_store(tr: TranslatorContext, func: ast.Attribute, node: ast.Call, vt: ViewType,
                         index: ir.Expr) -> None:
     """``x.store4(k, a, b, c, d)``."""
     if vt.kind == ViewKind.SLICE:

@@ -14,7 +14,7 @@ from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
 from ..ir.types import ArrayType, ViewType, type_name
-from .arguments import check_arg_count, const_str
+from .arguments import check_arg_count
 from .entry import IntrinsicInfo
 from .warp import combine
 
@@ -37,8 +37,8 @@ def _type_atomic(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) ->
     name, op = info.name, info.op
     nvals = 2 if op == "cas" else 1
     last = node.args[-1] if len(node.args) == 3 + nvals else None
-    if last is not None and const_str(tr, last) is not None:
-        spelled = last.id if isinstance(last, ast.Name) else f'"{const_str(tr, last)}"'
+    if last is not None and tr.const_str(last) is not None:
+        spelled = last.id if isinstance(last, ast.Name) else f'"{tr.const_str(last)}"'
         raise tr.error(last, f"oxide.{name}() takes the scope as a keyword", f"write scope={spelled}")
     check_arg_count(tr, node, 2 + nvals, name)
     target = tr.expr(node.args[0])
@@ -77,7 +77,7 @@ def _atomic_scope(tr: FunctionTranslator, node: ast.Call, name: str) -> str:
             what = "does not take **kwargs" if kw.arg is None else f"got an unexpected keyword argument {kw.arg!r}"
             raise tr.error(kw, f"oxide.{name}() {what}",
                            'atomics take one keyword: scope="block", "device" (the default) or "system"')
-        text = const_str(tr, kw.value)
+        text = tr.const_str(kw.value)
         if text is None:
             raise tr.error(kw.value, f"the scope of oxide.{name}() must be a compile-time string, "
                            f"got {ast.unparse(kw.value)}", f"write one of {spellings}")

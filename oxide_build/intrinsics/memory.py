@@ -13,7 +13,7 @@ from ..ir import nodes as ir
 from oxide.abi.views import ViewKind
 
 from ..ir.types import ArrayType, ThreadIndexType, ViewType, VoidType, type_name
-from .arguments import check_arg_count, const_int
+from .arguments import check_arg_count
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def _type_array(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> 
     dims = shape_node.elts if isinstance(shape_node, ast.Tuple) else [shape_node]
     shape: list[int] = []
     for d in dims:
-        value = const_int(tr, d)
+        value = tr.const_int(d)
         if value is None or value <= 0:
             raise tr.error(d, f"array dimensions must be positive compile-time integers, got {ast.unparse(d)}",
                            "use a literal or a module-level constant; use shared.dynamic for launch-time sizes")

@@ -12,7 +12,7 @@ from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
 from ..ir.types import BOOL, I32, VoidType, as_scalar
-from .arguments import check_arg_count, const_int, scalar_arg
+from .arguments import check_arg_count, scalar_arg
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def _type_shuffle(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -
                                "the lane" if info.op == "shfl_idx" else "the lane offset")
     width = ir.Const(32, I32, loc)
     if len(node.args) == 3:
-        w = const_int(tr, node.args[2])
+        w = tr.const_int(node.args[2])
         if w not in (1, 2, 4, 8, 16, 32):
             raise tr.error(node.args[2], "the shuffle width must be a constant power of two ≤ 32",
                            "use 1, 2, 4, 8, 16 or 32")

@@ -1,0 +1,139 @@
+"""What every concern of the translation of one function instance shares: its state (the
+parameters, locals and their types, the loop and divergence depths, the bounds prover and its
+scopes), the located errors, and ``visit``, which turns any exception that is not already a
+``CompileError`` into a ``CompileError`` at the node being translated, so a compiler bug still
+points at user source instead of showing our traceback.
+
+``FunctionTranslator`` (translate.py) is one class built in layers, one module per concern,
+each a subclass of the one below it and free to use what is below it:
+context → constants → names → facts → semantics → indexing → loops → translate.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from oxide.errors import CompileError
+from oxide.runtime.manifest import Precondition
+
+from ..ir import nodes as ir
+from ..ir.types import Type
+from ..scan import ModuleSource
+from ..passes.divergence import is_thread_dependent
+from .annotations import TypeVarBinding
+from .bounds import Poly, Prover
+
+if TYPE_CHECKING:
+    from .program import ProgramBuilder
+
+__all__ = ["Scope", "TranslatorContext"]
+
+
+@dataclass
+class Scope:
+    """Per-block facts for bounds-check elimination: polynomials known to be ≥ 0 (see bounds.py)."""
+
+    facts: list[Poly] = field(default_factory=list)
+
+
+class TranslatorContext(ast.NodeVisitor):
+    """The state of one function instance's translation, and the errors at its nodes."""
+
+    def __init__(
+        self,
+        builder: ProgramBuilder,
+        module: ModuleSource,
+        fdef: ast.FunctionDef,
+        typevars: dict[str, TypeVarBinding],
+        is_kernel: bool,
+        kernel_name: str,
+        bounds_check: bool,
+    ) -> None:
+        self.builder = builder
+        self.module = module
+        self.fdef = fdef
+        self.typevars = typevars
+        self.is_kernel = is_kernel
+        self.kernel_name = kernel_name
+        self.bounds_check = bounds_check
+        self.locals: dict[str, Type] = {}
+        self.local_decl_line: dict[str, int] = {}
+        self.params: list[ir.Param] = []
+        self.param_names: set[str] = set()
+        self.ret: Type | None = None
+        self.loop_depth = 0
+        self.unsafe_depth = 0
+        self.scopes: list[Scope] = [Scope()]
+        self.assign_counts = _count_assignments(fdef)
+        self.constexprs: dict[str, int] = {}
+        # names whose value may differ between the threads of a block, and how many enclosing
+        # conditions depend on such values (block.sync() there could deadlock)
+        self.thread_dependent: set[str] = set()
+        self.divergent_depth = 0
+        self.static_loop_depth = 0
+        self.positive_names: set[str] = set()  # locals assigned once from block/grid sizes
+        self.loop_bindings: set[str] = set()  # loop variables of the loops being translated
+        self.proofs: dict[tuple[object, ...], tuple[bool, tuple[Poly, ...]]] = {}
+        # kernel asserts checked by the runtime at launch (oxide/runtime/preconditions.py), and
+        # whether every top-level statement so far left the launch preconditions unchanged
+        self.preconditions: list[Precondition] = []
+        self.prefix_open = is_kernel
+        self.prover = Prover(self._stable, assume_grid=is_kernel)
+
+    def visit(self, node: ast.AST) -> Any:
+        try:
+            return super().visit(node)
+        except CompileError:
+            raise
+        except Exception as exc:  # a compiler bug must still point at the user's source
+            raise self.module.error(
+                node, f"internal compiler error: {type(exc).__name__}: {exc}",
+                "please report this at the oxide issue tracker with the kernel source",
+            ) from None
+
+    def error(self, node: ast.AST, message: str, hint: str = "") -> CompileError:
+        return self.module.error(node, message, hint)
+
+    def loc(self, node: ast.AST) -> ir.Loc:
+        return ir.Loc(getattr(node, "lineno", 0), getattr(node, "col_offset", 0) + 1)
+
+    def expr(self, node: ast.expr) -> ir.Expr:
+        result = self.visit(node)
+        assert result is not None
+        return result  # type: ignore[no-any-return]
+
+    def block(self, stmts: list[ast.stmt], scope: Scope | None = None) -> list[ir.Stmt]:
+        """A statement list in a scope of its own (default: the current facts); the visitor's
+        (translate.py), named here for the layers below it (the loops)."""
+        raise NotImplementedError
+
+    def is_thread_dependent(self, value: ir.Expr) -> bool:
+        return is_thread_dependent(value, self.thread_dependent)
+
+    def _stable(self, name: str) -> bool:
+        """Does ``name`` keep one value while it is visible (so facts about it stay true)?"""
+        if name in self.loop_bindings:
+            return True
+        if name in self.param_names:
+            return self.assign_counts.get(name, 0) == 0
+        return self.assign_counts.get(name, 0) == 1
+
+
+def _count_assignments(fdef: ast.FunctionDef) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for node in ast.walk(fdef):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.For):
+            targets = [node.target]
+        while targets:
+            t = targets.pop()
+            if isinstance(t, ast.Name):
+                counts[t.id] = counts.get(t.id, 0) + 1
+            elif isinstance(t, (ast.Tuple, ast.List)):
+                targets.extend(t.elts)
+    return counts

@@ -1,0 +1,132 @@
+"""Reading and writing view and array elements: 1-D indices, per-axis indices of arrays and
+tensors (flattened, each axis checked or proven), ``shape`` / ``strides``, and stores, with
+views.py's rule for what each view kind lets a kernel write.
+"""
+from __future__ import annotations
+
+import ast
+
+from ..ir import nodes as ir
+from ..ir.ops import BinaryOp
+from ..ir.types import I64, ArrayType, ThreadIndexType, Type, ViewType, is_int, type_name
+from .bounds import const
+from .views import refuse_slice_write, refuse_tensor_write
+from .semantics import Semantics
+
+__all__ = ["Indexing"]
+
+
+class Indexing(Semantics):
+    """Element reads and writes of views and arrays."""
+
+    def visit_Subscript(self, node: ast.Subscript) -> ir.Expr:
+        if (isinstance(node.value, ast.Attribute) and node.value.attr in ("shape", "strides")
+                and isinstance(node.value.value, ast.Name)
+                and isinstance(self.locals.get(node.value.value.id), ViewType)):
+            tv = self.expr(node.value.value)
+            assert isinstance(tv.ty, ViewType)
+            axis = node.slice.value if isinstance(node.slice, ast.Constant) else None
+            if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis < tv.ty.ndim:
+                raise self.error(node.slice, f"{node.value.attr} takes a constant axis from 0 to {tv.ty.ndim - 1}")
+            which = "shape" if node.value.attr == "shape" else "stride"
+            if not tv.ty.is_tensor:
+                if which == "shape":
+                    return ir.ViewLen(tv, I64, self.loc(node))
+                return ir.Const(1, I64, self.loc(node))
+            return ir.ViewDim(tv, axis, which, I64, self.loc(node))
+        view = self.expr(node.value)
+        if not isinstance(view.ty, (ViewType, ArrayType)):
+            raise self.error(node.value, f"{ast.unparse(node.value)!r} is {type_name(view.ty)}, not a view",
+                             "only Slice/DisjointSlice/MutSlice parameters and arrays can be indexed")
+        if isinstance(view.ty, ViewType) and view.ty.is_tensor:
+            return ir.ViewLoad(view, self.tensor_index(node.slice, view), view.ty.elem, self.loc(node), None)
+        index = self.index_expr(node.slice, view.ty)
+        site = self.check_site(node, view, index, f"{ast.unparse(node.value)}[{_index_text(node.slice)}]")
+        return ir.ViewLoad(view, index, view.ty.elem, self.loc(node), site)
+
+    def tensor_index(self, node: ast.expr, view: ir.Expr) -> ir.Expr:
+        """``t[i, j]`` → the element offset Σ index·stride, each axis checked against its size."""
+        vt = view.ty
+        assert isinstance(vt, ViewType)
+        elts = node.elts if isinstance(node, ast.Tuple) else [node]
+        if len(elts) != vt.ndim:
+            raise self.error(node, f"this tensor has {vt.ndim} dimension(s): index it with {vt.ndim} value(s)",
+                             f"write t[{', '.join('i' + str(k) for k in range(vt.ndim))}]")
+        loc = self.loc(node)
+        offset: ir.Expr | None = None
+        for axis, elt in enumerate(elts):
+            part = self.index_expr(elt)
+            part64 = ir.Cast(part, I64, loc) if isinstance(part.ty, ThreadIndexType) else self.convert(self.materialize(part), I64, elt)
+            bound = self.view_bound(view, axis)
+            if self.bounds_check and not (bound is not None and self.proves(part64, bound)):
+                view_text = view.name if isinstance(view, ir.Var) else "tensor"
+                site = self.builder.add_error_site("bounds", self.kernel_name, self.module, elt,
+                                                   f"{view_text}[{_index_text(node)}] axis {axis}")
+                part64 = ir.Intrinsic("checked_index", [part64, ir.ViewDim(view, axis, "shape", I64, loc)], I64, loc, site)
+            term: ir.Expr = ir.BinOp(BinaryOp.MUL, part64, ir.ViewDim(view, axis, "stride", I64, loc), I64, loc)
+            offset = term if offset is None else ir.BinOp(BinaryOp.ADD, offset, term, I64, loc)
+        assert offset is not None
+        return ir.Intrinsic("flat_index", [offset], I64, loc)
+
+    def index_expr(self, node: ast.expr, container: Type | None = None) -> ir.Expr:
+        if isinstance(node, ast.Slice):
+            raise self.error(node, "slicing a view is not supported", "index one element at a time")
+        if isinstance(container, ArrayType) and container.shape is not None and len(container.shape) > 1:
+            if not (isinstance(node, ast.Tuple) and len(node.elts) == len(container.shape)):
+                raise self.error(node, f"this array has {len(container.shape)} dimensions: index it as "
+                                 f"a[{', '.join('i' + str(k) for k in range(len(container.shape)))}]",
+                                 "give one index per dimension, separated by commas")
+            flat: ir.Expr | None = None
+            loc = self.loc(node)
+            for axis, (dim, elt) in enumerate(zip(container.shape, node.elts)):
+                part = self.index_expr(elt)
+                part = self.convert(self.materialize(part), I64, elt) if not isinstance(part.ty, ThreadIndexType) else ir.Cast(part, I64, loc)
+                if isinstance(part, ir.Const):
+                    if not 0 <= int(part.value) < dim:
+                        raise self.error(elt, f"index {part.value} is out of bounds for axis {axis} of size {dim}")
+                elif self.bounds_check and not self.proves(part, const(dim)):
+                    # one check per axis: identical checks (e.g. of thread.idx.y) fold together
+                    site = self.builder.add_error_site("bounds", self.kernel_name, self.module, elt,
+                                                       f"axis {axis} index {ast.unparse(elt)} (size {dim})")
+                    part = ir.Intrinsic("checked_index", [part, ir.Const(dim, I64, loc)], I64, loc, site)
+                flat = part if flat is None else ir.BinOp(BinaryOp.ADD, ir.BinOp(BinaryOp.MUL, flat, ir.Const(dim, I64, loc), I64, loc), part, I64, loc)
+            assert flat is not None
+            return ir.Intrinsic("flat_index", [flat], I64, loc)
+        if isinstance(node, ast.Tuple):
+            raise self.error(node, "1-D views take one index", "use a single integer index")
+        index = self.expr(node)
+        if not is_int(index.ty):
+            raise self.error(node, f"view index must be an integer, got {type_name(index.ty)}",
+                             "convert it with i64(...)")
+        return index
+
+    def store(self, target: ast.Subscript, value_node: ast.expr, node: ast.AST) -> ir.Stmt:
+        view = self.expr(target.value)
+        if not isinstance(view.ty, (ViewType, ArrayType)):
+            raise self.error(target.value, f"{ast.unparse(target.value)!r} is {type_name(view.ty)}, not a view",
+                             "only Slice/DisjointSlice/MutSlice parameters and arrays can be indexed")
+        if isinstance(view.ty, ArrayType):
+            index = self.index_expr(target.slice, view.ty)
+            value = self.convert_implicit(self.expr(value_node), view.ty.elem, value_node,
+                                          f"store into {ast.unparse(target.value)}")
+            site = self.check_site(target, view, index, f"{ast.unparse(target.value)}[{_index_text(target.slice)}]")
+            return ir.Store(view, index, value, self.loc(node), site)
+        vt = view.ty
+        if vt.is_tensor:
+            refuse_tensor_write(self, target, vt)
+            flat = self.tensor_index(target.slice, view)
+            value = self.convert_implicit(self.expr(value_node), vt.elem, value_node,
+                                          f"store into {ast.unparse(target.value)}")
+            return ir.Store(view, flat, value, self.loc(node), None)
+        index = self.index_expr(target.slice)
+        refuse_slice_write(self, target, vt, index)
+        value = self.convert_implicit(self.expr(value_node), vt.elem, value_node,
+                                      f"store into {ast.unparse(target.value)}")
+        site = self.check_site(target, view, index, f"{ast.unparse(target.value)}[{_index_text(target.slice)}]")
+        return ir.Store(view, index, value, self.loc(node), site)
+
+
+def _index_text(node: ast.expr) -> str:
+    if isinstance(node, ast.Tuple):
+        return ", ".join(ast.unparse(e) for e in node.elts)
+    return ast.unparse(node)

@@ -1,0 +1,200 @@
+"""Loops: ``while``, ``for ... in range(...)`` (a while loop with its step; facts on the loop
+variable for the bounds prover, and an entry check that ``v + step`` cannot wrap when a proof
+used them), ``for ... in static_range(...)`` (unrolled here: the body is translated once per
+value, so the value is a compile-time constant in it), ``break`` and ``continue``.
+"""
+from __future__ import annotations
+
+import ast
+
+from ..ir import nodes as ir
+from ..ir.ops import BinaryOp, CompareOp, LogicOp
+from ..ir.types import BOOL, I64, is_int, type_name
+from .annotations import oxide_name
+from .bounds import Poly
+from .context import Scope
+from .indexing import Indexing
+
+__all__ = ["Loops"]
+
+
+class Loops(Indexing):
+    """while, for over range() and static_range(), break, continue."""
+
+    def visit_While(self, node: ast.While) -> ir.Stmt:
+        if node.orelse:
+            raise self.error(node.orelse[0], "while/else is not supported", "move the else block after the loop")
+        cond = self.condition(node.test)
+        divergent = self.is_thread_dependent(cond)
+        self.loop_depth += 1
+        self.divergent_depth += divergent
+        try:
+            body = self.block(node.body, self.scope_where(cond, negated=False))
+        finally:
+            self.loop_depth -= 1
+            self.divergent_depth -= divergent
+        return ir.While(cond, body, self.loc(node))
+
+    def visit_For(self, node: ast.For) -> list[ir.Stmt]:
+        if node.orelse:
+            raise self.error(node.orelse[0], "for/else is not supported", "move the else block after the loop")
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, "the loop variable must be a single name")
+        it = node.iter
+        if isinstance(it, ast.Call) and oxide_name(self.module, it.func) == "static_range":
+            return self.static_for(node, it)
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and "range" not in self.module.symbols):
+            raise self.error(it, f"only `for ... in range(...)` loops are supported, not {ast.unparse(it)!r}",
+                             "iterate over range(start, stop, step)")
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            raise self.error(it, "range() takes 1 to 3 positional arguments")
+        args = [self.expr(a) for a in it.args]
+        start: ir.Expr
+        stop: ir.Expr
+        step: ir.Expr
+        if len(args) == 1:
+            start, stop, step = ir.Const(0, I64, self.loc(it), weak=True), args[0], ir.Const(1, I64, self.loc(it), weak=True)
+        elif len(args) == 2:
+            start, stop, step = args[0], args[1], ir.Const(1, I64, self.loc(it), weak=True)
+        else:
+            start, stop, step = args
+        for a, n in zip((start, stop, step), ("start", "stop", "step")):
+            if not is_int(a.ty):
+                raise self.error(it, f"range() {n} must be an integer, got {type_name(a.ty)}")
+        ty = self.common_type([start, stop, step], it)
+        if isinstance(step, ir.Const) and step.value == 0:
+            raise self.error(it, "range() step must not be zero")
+        name = node.target.id
+        if name in self.locals and self.locals[name] != ty:
+            raise self.error(node.target, f"loop variable {name!r} is {type_name(self.locals[name])} "
+                             f"but the range is {ty.name}")
+        self.locals.setdefault(name, ty)
+        stop_name = self.builder.fresh_name("stop")
+        step_name = self.builder.fresh_name("step")
+        self.locals[stop_name] = ty
+        self.locals[step_name] = ty
+        loc = self.loc(node)
+        bounds = [self.convert(start, ty, it), self.convert(stop, ty, it), self.convert(step, ty, it)]
+        init: list[ir.Stmt] = [ir.Assign(n, v, loc) for n, v in zip((name, stop_name, step_name), bounds)]
+        var = ir.Var(name, ty, loc)
+        stop_v, step_v = ir.Var(stop_name, ty, loc), ir.Var(step_name, ty, loc)
+        if isinstance(step, ir.Const) or self._positive_step(step, it.args[2] if len(it.args) == 3 else None):
+            op = CompareOp.LT if not isinstance(step, ir.Const) or step.value > 0 else CompareOp.GT
+            cond: ir.Expr = ir.Compare(op, var, stop_v, ty, BOOL, loc)
+        else:
+            zero = ir.Const(0, ty, loc)
+            cond = ir.BoolOp(LogicOp.OR, [
+                ir.BoolOp(LogicOp.AND, [ir.Compare(CompareOp.GT, step_v, zero, ty, BOOL, loc), ir.Compare(CompareOp.LT, var, stop_v, ty, BOOL, loc)], BOOL, loc),
+                ir.BoolOp(LogicOp.AND, [ir.Compare(CompareOp.LT, step_v, zero, ty, BOOL, loc), ir.Compare(CompareOp.GT, var, stop_v, ty, BOOL, loc)], BOOL, loc),
+            ], BOOL, loc)
+        divergent = any(self.is_thread_dependent(a) for a in (start, stop, step))
+        if divergent:
+            self.thread_dependent.add(name)
+        rebinds = self._rebinds(name, node.body)
+        self.prover.forget(name)
+        facts: list[Poly] = []
+        if not rebinds:
+            self.loop_bindings.add(name)
+        guard = None
+        if not rebinds and self.bounds_check:
+            facts, guard = self.range_facts(bounds[0], bounds[1], bounds[2], ty, node)
+        self.loop_depth += 1
+        self.divergent_depth += divergent
+        try:
+            body = self.block(node.body, Scope(self.scopes[-1].facts + facts))
+        finally:
+            self.loop_depth -= 1
+            self.divergent_depth -= divergent
+            self.loop_bindings.discard(name)
+            self.prover.forget(name)
+        if guard and any(id(f) in self.prover.used for f in facts):
+            # a proof in the body relied on the loop variable's range: v + step must not wrap
+            init.append(self.range_guard(stop_v, step_v, ty, node))
+        step_stmt = ir.Assign(name, ir.BinOp(BinaryOp.ADD, var, step_v, ty, loc), loc)
+        return [*init, ir.While(cond, body, loc, step=[step_stmt])]
+
+    def static_for(self, node: ast.For, it: ast.Call) -> list[ir.Stmt]:
+        """``for k in oxide.static_range(n)``: the body is repeated n times with k a constant."""
+        assert isinstance(node.target, ast.Name)
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            raise self.error(it, "static_range() takes 1 to 3 compile-time integers")
+        bounds = [self.const_int(a) for a in it.args]
+        for b, a in zip(bounds, it.args):
+            if b is None:
+                raise self.error(a, f"static_range() needs compile-time integers, got {ast.unparse(a)}",
+                                 "use a literal or module-level constant, or a plain range()")
+        if bounds[2:] == [0]:
+            raise self.error(it.args[2], "static_range() step must not be zero")
+        steps = range(*bounds)  # type: ignore[arg-type]
+        count = max(0, -(-(steps.stop - steps.start) // steps.step))  # len() overflows past 2**63
+        if count > 1024:
+            raise self.error(it, f"static_range() would unroll {count} times (limit 1024)")
+        values = list(steps)
+        name = node.target.id
+        if name in self.locals and self.locals[name] != I64:
+            raise self.error(node.target, f"loop variable {name!r} is {type_name(self.locals[name])}, "
+                             "static_range gives i64")
+        self.locals[name] = I64
+        out: list[ir.Stmt] = []
+        self.static_loop_depth += 1
+        rebinds = self._rebinds(name, node.body)
+        outer = self.constexprs.get(name)
+        try:
+            for v in values:
+                if rebinds:  # the body assigns it: an i64 variable set to each value
+                    value = ir.Const(v, I64, self.loc(node))
+                    self.define(name, value)
+                    out.append(ir.Assign(name, value, self.loc(node)))
+                else:  # a compile-time constant, typed by its use like a literal
+                    self.constexprs[name] = v
+                out.extend(self.block(node.body))
+        finally:
+            self.static_loop_depth -= 1
+            if not rebinds:
+                if outer is None:
+                    self.constexprs.pop(name, None)
+                else:
+                    self.constexprs[name] = outer
+            self.prover.forget(name)
+        if values and not rebinds:  # after the loop it holds its last value, as in Python
+            out.append(ir.Assign(name, ir.Const(values[-1], I64, self.loc(node)), self.loc(node)))
+        return out
+
+    def _rebinds(self, name: str, body: list[ast.stmt]) -> bool:
+        """Does a loop over ``name`` rebind it: an enclosing loop's variable, or assigned in ``body``?"""
+        return name in self.loop_bindings or any(
+            isinstance(t, ast.Name) and t.id == name for t in _assignment_targets(body))
+
+    def visit_Break(self, node: ast.Break) -> ir.Stmt:
+        if self.static_loop_depth and self.loop_depth == 0:
+            raise self.error(node, "`break` is not allowed in a static_range loop", "use range() instead")
+        if self.loop_depth == 0:
+            raise self.error(node, "`break` outside a loop")
+        return ir.Break(self.loc(node))
+
+    def visit_Continue(self, node: ast.Continue) -> ir.Stmt:
+        if self.static_loop_depth and self.loop_depth == 0:
+            raise self.error(node, "`continue` is not allowed in a static_range loop", "use range() instead")
+        if self.loop_depth == 0:
+            raise self.error(node, "`continue` outside a loop")
+        return ir.Continue(self.loc(node))
+
+
+def _assignment_targets(body: list[ast.stmt]) -> list[ast.expr]:
+    """Every name-like target assigned anywhere in ``body``."""
+    out: list[ast.expr] = []
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Assign):
+                out.extend(node.targets)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+                out.append(node.target)
+    expanded: list[ast.expr] = []
+    while out:
+        t = out.pop()
+        if isinstance(t, (ast.Tuple, ast.List)):
+            out.extend(t.elts)
+        else:
+            expanded.append(t)
+    return expanded

@@ -1,0 +1,121 @@
+"""Names in the translator: the signature (parameters and the return type from their
+annotations, annotations.py), what a name or a dotted attribute denotes in an expression (a
+local, a compile-time value, a module constant, a special register), and element types.
+"""
+from __future__ import annotations
+
+import ast
+
+from oxide.abi.views import ViewKind
+from oxide.lang.types import ScalarType
+
+from ..ir import nodes as ir
+from ..ir.types import BOOL, I32, I64, VOID, ThreadIndexType, Type, ViewType, VoidType, type_name
+from ..intrinsics.thread import SPECIAL_REGISTERS
+from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation
+from .promotion import literal_type
+from .constants import Constants, _constant_value, _is_number_expression
+
+__all__ = ["Names"]
+
+
+class Names(Constants):
+    """The signature, names and attributes in expressions, element types."""
+
+    def translate_signature(self, param_types: list[Type] | None = None) -> None:
+        args = self.fdef.args
+        for bad, label in ((args.vararg, "*args"), (args.kwarg, "**kwargs")):
+            if bad is not None:
+                raise self.error(bad, f"{label} parameters are not supported", "list every parameter with its type")
+        if args.kwonlyargs or args.posonlyargs:
+            node = (args.kwonlyargs or args.posonlyargs)[0]
+            raise self.error(node, "keyword-only and positional-only parameters are not supported",
+                             "use plain positional parameters")
+        if args.defaults:
+            raise self.error(args.defaults[0], "default parameter values are not supported",
+                             "pass every argument explicitly")
+        for i, arg in enumerate(args.args):
+            if arg.arg in self.constexprs:
+                continue  # a compile-time value, not a kernel parameter
+            if param_types is not None:
+                ty = param_types[i]
+            else:
+                if arg.annotation is None:
+                    raise self.error(arg, f"parameter {arg.arg!r} has no type annotation",
+                                     "annotate it, e.g. `x: Slice[f32]` or `a: f32`")
+                resolved = resolve_annotation(self.module, arg.annotation, self.typevars,
+                                              f"parameter {arg.arg!r}")
+                if isinstance(resolved, TypeVarBinding):
+                    raise self.error(arg, f"type variable {resolved.name} of {arg.arg!r} is not bound")
+                ty = resolved
+            if isinstance(ty, VoidType):
+                raise self.error(arg, f"parameter {arg.arg!r} cannot be None")
+            if isinstance(ty, ViewType) and ty.kind == ViewKind.PTR:
+                raise self.error(arg, f"Ptr[{ty.elem.name}] is only for the parameters of @extern C++ functions",
+                                 "take a Slice/DisjointSlice/MutSlice here and pass it to the extern")
+            if self.is_kernel and isinstance(ty, ThreadIndexType):
+                raise self.error(arg, "a kernel parameter cannot be a ThreadIndex",
+                                 "call thread.index_1d() inside the kernel")
+            self.params.append(ir.Param(arg.arg, ty))
+            self.param_names.add(arg.arg)
+            self.locals[arg.arg] = ty
+        if self.fdef.returns is not None:
+            ret = resolve_annotation(self.module, self.fdef.returns, self.typevars, "the return type")
+            if isinstance(ret, TypeVarBinding):
+                raise self.error(self.fdef.returns, f"the return type {ret.name} is not bound by any parameter",
+                                 "a TypeVar in the return type must also appear in a parameter")
+            if isinstance(ret, ViewType):
+                raise self.error(self.fdef.returns, "functions cannot return views",
+                                 "return scalars; write results into a view parameter")
+            self.ret = ret
+        if self.is_kernel and self.ret not in (None, VOID):
+            raise self.error(self.fdef.returns or self.fdef, "a kernel cannot return a value",
+                             "annotate it `-> None` and write results into a DisjointSlice parameter")
+        if self.is_kernel:
+            self.ret = VOID
+
+    def visit_Name(self, node: ast.Name) -> ir.Expr:
+        name = node.id
+        if name in self.constexprs:
+            return ir.Const(self.constexprs[name], I64, self.loc(node), weak=True)
+        if name in self.locals:
+            return ir.Var(name, self.locals[name], self.loc(node))
+        sym = self.module.symbols.get(name)
+        if sym is not None and sym.kind == "constant":
+            value = _constant_value(sym)
+            if isinstance(value, bool):
+                return ir.Const(value, BOOL, self.loc(node))
+            return ir.Const(value, literal_type(value), self.loc(node), weak=True)
+        if name in self.assign_counts:  # assigned somewhere, just not before this use
+            raise self.error(node, f"{name!r} is used before it is assigned",
+                             "assign it on every path before this use")
+        value_node = getattr(sym.node, "value", None) if sym is not None else None
+        if value_node is not None and _is_number_expression(value_node):
+            raise self.error(node, f"the module constant {name!r} = {ast.unparse(value_node)} does not fold to a "
+                                   f"64-bit number", f"fix its definition at {self.module.path.name}:"
+                                                     f"{sym.node.lineno}: no division by zero, no value past 64 bits")  # type: ignore[union-attr]
+        if sym is not None:
+            raise self.error(node, f"{name!r} cannot be used as a value in a kernel",
+                             "only local variables, parameters and module-level number constants are values")
+        raise self.error(node, f"unknown name {name!r}", "define it, or pass it as a parameter")
+
+    def visit_Attribute(self, node: ast.Attribute) -> ir.Expr:
+        parts = dotted_parts(node)
+        if parts and len(parts) >= 2:
+            full = oxide_name(self.module, node.value)
+            if full is not None:
+                pieces = tuple(full.split("."))
+                if len(pieces) == 2 and pieces in SPECIAL_REGISTERS and node.attr in ("x", "y", "z"):
+                    return ir.SpecialReg(f"{SPECIAL_REGISTERS[pieces]}.{node.attr}", I32, self.loc(node))
+        base = node.value
+        if isinstance(base, ast.Name) and base.id in self.locals:
+            raise self.error(node, f"{type_name(self.locals[base.id])} has no attribute {node.attr!r}")
+        raise self.error(node, f"unknown attribute {ast.unparse(node)!r}",
+                         "available: thread.idx.x/y/z, block.idx.x, block.dim.x, grid.dim.x")
+
+    def element_type(self, node: ast.expr) -> ScalarType:
+        """The scalar type an intrinsic's type argument names (``shared.array(n, f32)``)."""
+        ty = resolve_annotation(self.module, node, self.typevars, "the element type")
+        if isinstance(ty, TypeVarBinding) or not isinstance(ty, ScalarType):
+            raise self.error(node, f"{ast.unparse(node)} is not a scalar element type")
+        return ty

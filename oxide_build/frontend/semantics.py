@@ -1,0 +1,194 @@
+"""The typing rules applied to IR values (promotion.py has the rules over scalar types):
+binary operators, unification of two operands, literals taking their partner's type, the
+common type of a range, truth values, explicit conversions (``i32(x)``, ``float(x)``) and
+implicit ones at an assignment, argument or return.
+"""
+from __future__ import annotations
+
+import ast
+
+from oxide.lang.types import ScalarType
+
+from ..ir import nodes as ir
+from ..ir.ops import BinaryOp, CompareOp
+from ..ir.types import BOOL, F64, I64, ArrayType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, type_name
+from .promotion import PromotionError, fits, promote
+from .facts import BoundsFacts
+
+__all__ = ["Semantics"]
+
+
+class Semantics(BoundsFacts):
+    """Operators, unification, truth values and conversions of IR values."""
+
+    def binop(self, op: BinaryOp, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
+        for side in (left, right):
+            if as_scalar(side.ty) is None:  # views, tuples, arrays, nothing
+                raise self.error(node, f"operator {op} cannot take {type_name(side.ty)}",
+                                 "index the view to get an element" if isinstance(side.ty, ViewType) else "")
+        loc = self.loc(node)
+        if isinstance(left, ir.Const) and isinstance(right, ir.Const) and left.weak and right.weak:
+            return self.fold(op, left, right, node)
+        left, right, ty = self.unify(left, right, node, op)
+        if ty.kind == "bool":
+            if op in ("&", "|", "^"):
+                return ir.BinOp(op, left, right, ty, loc)
+            raise self.error(node, f"operator {op} cannot take bool operands", "convert with i32(...) first")
+        if op in ("&", "|", "^", "<<", ">>") and ty.kind == "float":
+            raise self.error(node, f"operator {op} needs integers, got {ty.name}")
+        if op == "/" and ty.kind != "float":
+            left, right, ty = self.convert(left, F64, node), self.convert(right, F64, node), F64
+        if op in ("//", "%") and ty.kind != "float" and isinstance(right, ir.Const) and int(right.value) == 0:
+            raise self.error(node, f"integer {'division' if op == '//' else 'modulo'} by the constant 0",
+                             "x // 0 is 0 and x % 0 is x (docs/language.md): write that value instead")
+        if op in ("<<", ">>") and isinstance(right, ir.Const) and not 0 <= int(right.value) < ty.bits:
+            raise self.error(node, f"shift by {right.value}: {ty.name} shifts by 0 to {ty.bits - 1}",
+                             f"{'x << n' if op == '<<' else 'x >> n'} by {ty.bits} or more gives "
+                             f"{'0' if op == '<<' or ty.kind == 'uint' else '0 or -1'}; write that value instead")
+        if op == "*" and ty.kind == "int" and ty.bits == 64:
+            self.mark_nonneg_widening(left, right)
+        return ir.BinOp(op, left, right, ty, loc)
+
+    def unify(self, left: ir.Expr, right: ir.Expr, node: ast.AST, op: str) -> tuple[ir.Expr, ir.Expr, ScalarType]:
+        lw = isinstance(left, ir.Const) and left.weak
+        rw = isinstance(right, ir.Const) and right.weak
+        lt, rt = as_scalar(left.ty), as_scalar(right.ty)
+        assert lt is not None and rt is not None
+        if lw and not rw:
+            ty = self.literal_partner_type(left, rt)  # type: ignore[arg-type]
+        elif rw and not lw:
+            ty = self.literal_partner_type(right, lt)  # type: ignore[arg-type]
+        else:
+            try:
+                ty = promote(lt, rt)
+            except PromotionError as exc:
+                raise self.error(node, f"operator {op}: {exc}",
+                                 f"convert one side explicitly, e.g. {rt.name}(...) or {lt.name}(...)") from None
+        return self.convert(left, ty, node), self.convert(right, ty, node), ty
+
+    def literal_partner_type(self, lit: ir.Const, other: ScalarType) -> ScalarType:
+        if other.kind == "bool":
+            return lit.ty if lit.ty.kind != "bool" else other
+        if isinstance(lit.value, float) and other.kind != "float":
+            return F64
+        if isinstance(lit.value, int) and other.kind in ("int", "uint") and not fits(lit.value, other):
+            raise self.builder.error_at(self.module, lit.loc,
+                                        f"the literal {lit.value} does not fit in {other.name}",
+                                        "use a wider type")
+        return other
+
+    def common_type(self, values: list[ir.Expr], node: ast.AST) -> ScalarType:
+        strong = [as_scalar(v.ty) for v in values if not (isinstance(v, ir.Const) and v.weak)]
+        if not strong:
+            return I64
+        ty = strong[0]
+        assert ty is not None
+        for other in strong[1:]:
+            assert other is not None
+            try:
+                ty = promote(ty, other)
+            except PromotionError as exc:
+                raise self.error(node, str(exc), "convert explicitly") from None
+        return ty
+
+    def condition(self, node: ast.expr) -> ir.Expr:
+        value = self.expr(node)
+        return self.truth(value, node)
+
+    def truth(self, value: ir.Expr, node: ast.AST) -> ir.Expr:
+        if value.ty == BOOL:
+            return value
+        if isinstance(value.ty, ViewType):
+            raise self.error(node, f"a view ({type_name(value.ty)}) has no truth value",
+                             "compare len(view) with 0 instead")
+        if isinstance(value.ty, VoidType):
+            raise self.error(node, "this call returns nothing and has no truth value")
+        scalar = self.materialize(value)
+        st = as_scalar(scalar.ty)
+        if st is None:
+            raise self.error(node, f"{type_name(value.ty)} has no truth value", "test a number or a comparison")
+        return ir.Compare(CompareOp.NE, scalar, ir.Const(0, st, value.loc), st, BOOL, value.loc)
+
+    def conversion(self, ty: ScalarType, node: ast.Call) -> ir.Expr:
+        if len(node.args) != 1:
+            raise self.error(node, f"{ty.name}() takes exactly one argument")
+        value = self.expr(node.args[0])
+        if as_scalar(value.ty) is None:
+            raise self.error(node.args[0], f"cannot convert {type_name(value.ty)} to {ty.name}")
+        if isinstance(value, ir.Const) and value.weak:
+            if ty.kind in ("int", "uint"):
+                if isinstance(value.value, float):
+                    v: int | float | bool = int(value.value)
+                else:
+                    v = value.value
+                if not fits(int(v), ty):
+                    raise self.error(node, f"{value.value} does not fit in {ty.name}")
+                return ir.Const(int(v), ty, self.loc(node))
+            if ty.kind == "float":
+                return ir.Const(float(value.value), ty, self.loc(node))
+            return ir.Const(bool(value.value), ty, self.loc(node))
+        return self.convert(value, ty, node)
+
+    def materialize(self, value: ir.Expr) -> ir.Expr:
+        """Gives a weak literal its default type (i64 / f64)."""
+        if isinstance(value, ir.Const) and value.weak:
+            if isinstance(value.value, int) and not isinstance(value.value, bool) and not fits(value.value, value.ty):
+                raise self.builder.error_at(self.module, value.loc, f"the literal {value.value} does not fit in {value.ty.name}",
+                                            "give it a type that holds it, e.g. u64(...), or use a smaller value")
+            return ir.Const(value.value, value.ty, value.loc)
+        return value
+
+    def convert(self, value: ir.Expr, ty: ScalarType, node: ast.AST) -> ir.Expr:
+        if isinstance(value, ir.Const) and value.weak:
+            if ty.kind in ("int", "uint"):
+                if isinstance(value.value, float):
+                    raise self.error(node, f"the float literal {value.value} cannot become {ty.name}",
+                                     f"write an integer, or convert with {ty.name}(...)")
+                if not fits(int(value.value), ty):
+                    raise self.error(node, f"the literal {value.value} does not fit in {ty.name}",
+                                     "use a wider type, e.g. i64 or u32")
+                return ir.Const(int(value.value), ty, value.loc)
+            if ty.kind == "float":
+                return ir.Const(float(value.value), ty, value.loc)
+            return ir.Const(bool(value.value), ty, value.loc)
+        if value.ty == ty:
+            return value
+        return ir.Cast(value, ty, value.loc)
+
+    def convert_implicit(self, value: ir.Expr, ty: Type, node: ast.AST, what: str) -> ir.Expr:
+        """Implicit conversion at an assignment, argument or return: literals adapt; other
+        values must already have the type, or widen without loss (i32 → i64, f32 → f64)."""
+        if isinstance(ty, ThreadIndexType):
+            if isinstance(value.ty, ThreadIndexType):
+                return value
+            raise self.error(node, f"{what} needs a ThreadIndex, got {type_name(value.ty)}",
+                             "only thread.index_1d() makes a ThreadIndex")
+        if isinstance(ty, (ViewType, VoidType, ArrayType, TupleType)):
+            if value.ty == ty:
+                return value
+            raise self.error(node, f"{what} needs {type_name(ty)}, got {type_name(value.ty)}",
+                             "return the same kind of value on every path" if what == "return value" else
+                             f"pass a {type_name(ty)}")
+        if isinstance(value.ty, (ViewType, VoidType, ArrayType, TupleType)):
+            raise self.error(node, f"{what} needs {ty.name}, got {type_name(value.ty)}")
+        if isinstance(value, ir.Const) and value.weak:
+            if isinstance(value.value, float) and ty.kind != "float":
+                raise self.error(node, f"{what} needs {ty.name}, got the float literal {value.value}",
+                                 f"convert explicitly with {ty.name}(...)")
+            return self.convert(value, ty, node)
+        src = as_scalar(value.ty)
+        assert src is not None
+        if src == ty:
+            return self.convert(value, ty, node)
+        if _widens(src, ty):
+            return ir.Cast(value, ty, value.loc)
+        raise self.error(node, f"{what} needs {ty.name}, got {src.name}",
+                         f"convert explicitly with {ty.name}(...)")
+
+
+def _widens(src: ScalarType, dst: ScalarType) -> bool:
+    if src.kind == dst.kind and src.kind in ("int", "uint", "float"):
+        return dst.bits > src.bits
+    if src.kind == "uint" and dst.kind == "int":
+        return dst.bits > src.bits
+    return False
