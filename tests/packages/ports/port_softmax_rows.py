@@ -4,7 +4,7 @@ Ported from the Triton tutorial "Fused Softmax" (python/tutorials/02-fused-softm
 rewritten as SIMT the way a CUDA author writes a row softmax: one block per row, a strided
 loop, block reductions through shared memory with `float('-inf')` as the identity."""
 import oxide as ox
-from oxide import DisjointTensor, MutTensor, Tensor, block, f32, i32, thread
+from oxide import MutTensor, Tensor, block, f32, thread
 
 BLOCK = 256
 

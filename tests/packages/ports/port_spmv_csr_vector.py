@@ -5,7 +5,7 @@ csr_vector_spmv.h (`spmv_csr_vector_kernel`), the way its author writes it: lane
 from `threadIdx.x & (WARP_SIZE - 1)`, a grid-stride loop over rows, the row split in two
 halves so the loads are aligned, a shuffle reduction."""
 import oxide as ox
-from oxide import DisjointSlice, MutSlice, Slice, block, f32, grid, i32, thread, warp
+from oxide import MutSlice, Slice, block, f32, grid, i32, thread, warp
 
 WARP_SIZE = 32
 THREADS_PER_VECTOR = 32
