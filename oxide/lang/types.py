@@ -14,6 +14,7 @@ __all__ = [
     "f16", "bf16", "f32", "f64", "boolean",
     "SCALAR_TYPES",
     "TypeVar",
+    "acc_type",
     "Constexpr",
     "Slice",
     "DisjointSlice",
@@ -32,14 +33,36 @@ from oxide.abi.scalars import (
 
 
 class TypeVar:
-    """A generic type parameter whose constraints are all compiled: ``T = TypeVar("T", f32, f64)``."""
+    """A generic type parameter whose constraints are all compiled: ``T = TypeVar("T", f32, f64)``.
 
-    def __init__(self, name: str, *constraints: ScalarType) -> None:
+    ``acc={f16: f32}`` chooses what ``acc_type(T)`` is for a constraint (by default f32 for
+    f16 and bf16, the type itself otherwise). Inside a kernel ``T(x)`` converts to the bound
+    type and ``if T is f64:`` picks a branch per instance (docs/language.md, "Generics")."""
+
+    def __init__(self, name: str, *constraints: ScalarType,
+                 acc: dict[ScalarType, ScalarType] | None = None) -> None:
         self.name = name
         self.constraints = constraints
+        self.acc = dict(acc or {})
 
     def __repr__(self) -> str:
         return f"oxide.TypeVar({self.name!r}, {', '.join(c.name for c in self.constraints)})"
+
+
+class _AccType:
+    """What ``acc_type(T)`` evaluates to on the host (annotations run at import): a marker."""
+
+    def __init__(self, typevar: TypeVar) -> None:
+        self.typevar = typevar
+
+    def __repr__(self) -> str:
+        return f"oxide.acc_type({self.typevar.name})"
+
+
+def acc_type(typevar: TypeVar) -> Any:
+    """The type a generic kernel accumulates ``typevar`` values in: ``acc: ox.acc_type(T) = 0.0``,
+    ``ox.acc_type(T)(x)``. f32 for f16/bf16 unless the TypeVar's ``acc=`` says otherwise."""
+    return _AccType(typevar)
 
 
 _T = _PyTypeVar("_T")

@@ -12,7 +12,10 @@ from ..ir.types import BOOL, F64, I64, THREAD_INDEX, VOID, TupleType, Type, View
 from ..project_imports import dotted_name
 from ..scan import ModuleSource
 
-__all__ = ["PYTHON_SCALARS", "TypeVarBinding", "dotted_parts", "oxide_name", "resolve_annotation"]
+__all__ = [
+    "PYTHON_SCALARS", "TypeVarBinding", "accumulate_type", "declared_accumulate_types", "dotted_parts",
+    "oxide_name", "resolve_annotation", "scalar_type_named",
+]
 
 PYTHON_SCALARS = {"int": I64, "float": F64, "bool": BOOL}
 
@@ -47,6 +50,58 @@ def oxide_name(module: ModuleSource, node: ast.AST) -> str | None:
     return ".".join(rest)
 
 
+def scalar_type_named(module: ModuleSource, node: ast.expr) -> ScalarType | None:
+    """``f32`` / ``ox.f32`` / ``bool`` → the scalar type; None when ``node`` names none."""
+    if isinstance(node, ast.Name) and node.id in PYTHON_SCALARS and node.id not in module.symbols:
+        return PYTHON_SCALARS[node.id]
+    name = oxide_name(module, node)
+    if name == "boolean":
+        return BOOL
+    return SCALAR_TYPES.get(name) if name else None
+
+
+def declared_accumulate_types(module: ModuleSource, typevar: str) -> dict[ScalarType, ScalarType]:
+    """The ``acc={f16: f32, ...}`` of ``T = ox.TypeVar("T", ..., acc=...)``, as written (the
+    TypeVar's declaration is checked where its constraints are read)."""
+    sym = module.symbols.get(typevar)
+    node = getattr(sym, "node", None)
+    call = getattr(node, "value", None)
+    out: dict[ScalarType, ScalarType] = {}
+    if isinstance(call, ast.Call):
+        for kw in call.keywords:
+            if kw.arg == "acc" and isinstance(kw.value, ast.Dict):
+                for k, v in zip(kw.value.keys, kw.value.values):
+                    key = scalar_type_named(module, k) if k is not None else None
+                    value = scalar_type_named(module, v)
+                    if key is not None and value is not None:
+                        out[key] = value
+    return out
+
+
+def accumulate_type(
+    module: ModuleSource, node: ast.Call, typevars: dict[str, TypeVarBinding], what: str
+) -> ScalarType:
+    """``ox.acc_type(T)``: the type a generic function accumulates ``T`` values in — the
+    TypeVar's ``acc=`` entry for the bound type, else f32 for f16/bf16, else the type itself."""
+    if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], ast.Name):
+        raise module.error(node, "ox.acc_type takes one TypeVar", "write e.g. ox.acc_type(T)")
+    name = node.args[0].id
+    binding = typevars.get(name)
+    if binding is None:
+        sym = module.symbols.get(name)
+        if sym is None or sym.kind != "typevar":
+            raise module.error(node.args[0], f"ox.acc_type takes a TypeVar, not {name!r} ({what})",
+                               "declare it with T = ox.TypeVar(\"T\", f16, bf16, f32)")
+        raise module.error(node.args[0], f"the TypeVar {name} is not a type parameter here",
+                           f"use {name} in a parameter's annotation, so each instance binds it")
+    if binding.bound is None:
+        raise module.error(node.args[0], f"type variable {name} in {what} is not bound by a parameter")
+    declared = declared_accumulate_types(module, name)
+    if binding.bound in declared:
+        return declared[binding.bound]
+    return SCALAR_TYPES["f32"] if binding.bound.kind == "float" and binding.bound.bits == 16 else binding.bound
+
+
 def resolve_annotation(
     module: ModuleSource, node: ast.expr | None, typevars: dict[str, TypeVarBinding], what: str
 ) -> Type | TypeVarBinding:
@@ -75,6 +130,8 @@ def resolve_annotation(
                 raise module.error(e, f"tuples hold scalars, not {type_name(r)}")
             elems.append(r)
         return TupleType(tuple(elems))
+    if isinstance(node, ast.Call) and oxide_name(module, node.func) == "acc_type":
+        return accumulate_type(module, node, typevars, what)
     if isinstance(node, ast.Subscript):
         view = oxide_name(module, node.value)
         if view == "Constexpr":

@@ -18,7 +18,7 @@ from ..ir import nodes as ir
 from ..ir.verify import IRError, verify_program
 from ..ir.types import ThreadIndexType, Type, ViewType, VoidType, as_scalar, type_name
 from ..scan import ModuleSource, ProjectIndex, _names_oxide, constant_value
-from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation
+from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation, scalar_type_named
 from .translate import FunctionTranslator
 
 __all__ = ["ProgramBuilder", "build_program", "FrontendResult", "located_error"]
@@ -143,7 +143,26 @@ class ProgramBuilder:
             if ty in out:
                 raise module.error(arg, f"the TypeVar lists {ty.name} twice", "list each type once")
             out.append(ty)
+        for kw in call.keywords:
+            if kw.arg != "acc":
+                raise module.error(kw.value if kw.arg is None else kw, f"unknown TypeVar option {kw.arg or '**'!r}",
+                                   "TypeVar takes a name, its constraints and optionally acc={f16: f32, ...}")
+            self._check_accumulate_types(module, kw.value, out)
         return tuple(out)
+
+    def _check_accumulate_types(self, module: ModuleSource, node: ast.expr, constraints: list[ScalarType]) -> None:
+        """``acc={f16: f32, bf16: f32}``: constraints mapped to the type ``ox.acc_type(T)`` gives."""
+        if not isinstance(node, ast.Dict):
+            raise module.error(node, "acc= takes a dict from constraints to types", "write e.g. acc={f16: f32, bf16: f32}")
+        for key, value in zip(node.keys, node.values):
+            if key is None:
+                raise module.error(value, "acc= takes a dict written out", "write e.g. acc={f16: f32}")
+            k, v = scalar_type_named(module, key), scalar_type_named(module, value)
+            if k is None or k not in constraints:
+                raise module.error(key, f"{ast.unparse(key)} in acc= is not one of the TypeVar's constraints",
+                                   f"the constraints are {', '.join(c.name for c in constraints)}")
+            if v is None:
+                raise module.error(value, f"{ast.unparse(value)!r} in acc= is not a scalar type", "e.g. f32")
 
     # ---- kernels -----------------------------------------------------------------------------
 

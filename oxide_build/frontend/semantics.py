@@ -14,6 +14,7 @@ from ..ir.ops import BinaryOp, CompareOp
 from ..ir.types import BOOL, F64, I64, ArrayType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, type_name
 from .promotion import PromotionError, fits, promote
 from .facts import BoundsFacts
+from .generics import type_spelling
 
 __all__ = ["Semantics"]
 
@@ -183,7 +184,7 @@ class Semantics(BoundsFacts):
         if _widens(src, ty):
             return ir.Cast(value, ty, value.loc)
         raise self.error(node, f"{what} needs {ty.name}, got {src.name}",
-                         f"convert explicitly with {ty.name}(...)")
+                         f"convert explicitly with {type_spelling(self, ty)}(...)")
 
 
 def _widens(src: ScalarType, dst: ScalarType) -> bool:

@@ -18,6 +18,7 @@ from .annotations import PYTHON_SCALARS, oxide_name, resolve_annotation
 from .views import refuse_vector_store
 from .promotion import literal_type
 from .context import Scope
+from .generics import static_type_test, type_operand
 from .loops import Loops
 
 __all__ = ["FunctionTranslator"]
@@ -67,9 +68,8 @@ class FunctionTranslator(Loops):
                     out.extend(result)
                 else:
                     out.append(result)
-                if isinstance(stmt, ast.If) and not stmt.orelse and _always_exits(stmt.body):
+                if isinstance(stmt, ast.If) and not stmt.orelse and _always_exits(stmt.body) and isinstance(result, ir.If):
                     # `if i >= len(x): return` proves `i < len(x)` for the rest of the block
-                    assert isinstance(result, ir.If)
                     self.add_facts(result.cond, negated=True)
         finally:
             self.scopes.pop()
@@ -218,7 +218,10 @@ class FunctionTranslator(Loops):
         result = self.binop(op, current, self.expr(node.value), node)
         return self.assign_name(node.target, result, node)
 
-    def visit_If(self, node: ast.If) -> ir.Stmt:
+    def visit_If(self, node: ast.If) -> ir.Stmt | list[ir.Stmt]:
+        chosen = static_type_test(self, node.test)
+        if chosen is not None:  # `if T is f64:`: only this instance's branch is translated
+            return self.block(node.body if chosen else node.orelse, self.scopes[-1])
         cond = self.condition(node.test)
         divergent = self.is_thread_dependent(cond)
         self.divergent_depth += divergent
@@ -366,6 +369,9 @@ class FunctionTranslator(Loops):
         return ir.BoolOp(LogicOp.AND, parts, BOOL, self.loc(node))
 
     def visit_IfExp(self, node: ast.IfExp) -> ir.Expr:
+        chosen = static_type_test(self, node.test)
+        if chosen is not None:
+            return self.expr(node.body if chosen else node.orelse)
         cond = self.condition(node.test)
         a = self.expr_where(node.body, self.scope_where(cond, negated=False))
         b = self.expr_where(node.orelse, self.scope_where(cond, negated=True))
@@ -390,6 +396,11 @@ class FunctionTranslator(Loops):
                 raise self.error(a, "*args in calls is not supported")
         loc = self.loc(node)
         func = node.func
+        if isinstance(func, (ast.Name, ast.Call)) and (
+                isinstance(func, ast.Call) or getattr(self.module.symbols.get(func.id), "kind", "") == "typevar"):
+            to = type_operand(self, func)  # T(x), ox.acc_type(T)(x)
+            if to is not None:
+                return self.conversion(to, node)
         name = oxide_name(self.module, func)
         if name is not None:
             return self.oxide_call(name, node)

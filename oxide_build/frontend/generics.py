@@ -1,0 +1,123 @@
+"""Types as values inside a generic function: ``T(x)`` and ``ox.acc_type(T)(x)`` conversions, and
+compile-time tests of a TypeVar (``if T is f64:``, ``if T in (f16, bf16):``) that choose one
+branch per instance, so the other branch is never translated (nor type-checked).
+
+Each instance of a generic kernel or device function has its TypeVars bound
+(``TypeVarBinding.bound``); everything here reads those bindings, nothing reaches the IR but
+the chosen code and plain conversions.
+"""
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from oxide.lang.types import ScalarType
+
+from .annotations import accumulate_type, oxide_name, scalar_type_named
+
+if TYPE_CHECKING:
+    from .context import TranslatorContext
+
+__all__ = ["type_operand", "static_type_test", "type_spelling"]
+
+
+def type_operand(tr: TranslatorContext, node: ast.expr) -> ScalarType | None:
+    """The scalar type ``node`` names inside a function body: a TypeVar of the instance (``T``),
+    ``ox.acc_type(T)``, or a type name (``f32``, ``ox.bf16``); None when it names no type."""
+    if isinstance(node, ast.Name):
+        sym = tr.module.symbols.get(node.id)
+        if node.id not in tr.locals and sym is not None and sym.kind == "typevar":
+            binding = tr.typevars.get(node.id)
+            if binding is None or binding.bound is None:
+                raise tr.error(node, f"the TypeVar {node.id} is not a type parameter of "
+                                     f"{tr.fdef.name!r}",
+                               f"use {node.id} in a parameter's annotation (e.g. `x: Slice[{node.id}]`), "
+                               "so each instance binds it")
+            return binding.bound
+        if node.id in tr.locals:
+            return None
+    if isinstance(node, ast.Call) and oxide_name(tr.module, node.func) == "acc_type":
+        return accumulate_type(tr.module, node, tr.typevars, "ox.acc_type")
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return scalar_type_named(tr.module, node)
+    return None
+
+
+def _type_list(tr: TranslatorContext, node: ast.expr) -> list[ScalarType] | None:
+    if not isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return None
+    types = []
+    for elt in node.elts:
+        ty = type_operand(tr, elt)
+        if ty is None:
+            raise tr.error(elt, f"{ast.unparse(elt)!r} is not a type",
+                           "list scalar types, e.g. `T in (f16, bf16)`")
+        types.append(ty)
+    return types
+
+
+def _mentions_typevar(tr: TranslatorContext, node: ast.expr) -> bool:
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id not in tr.locals:
+            sym = tr.module.symbols.get(n.id)
+            if sym is not None and sym.kind == "typevar":
+                return True
+        if isinstance(n, ast.Call) and oxide_name(tr.module, n.func) == "acc_type":
+            return True
+    return False
+
+
+def static_type_test(tr: TranslatorContext, node: ast.expr) -> bool | None:
+    """The value of a condition on types (``T is f64``, ``T is not f16``, ``T == f32``,
+    ``T in (f16, bf16)``, and ``and``/``or``/``not`` of those) for this instance, or None when
+    the condition does not test a type (then it is an ordinary run-time condition)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = static_type_test(tr, node.operand)
+        return None if inner is None else not inner
+    if isinstance(node, ast.BoolOp):
+        values = [static_type_test(tr, v) for v in node.values]
+        if all(v is None for v in values):
+            return None
+        if any(v is None for v in values):
+            mixed = next(v for v, r in zip(node.values, values) if r is None)
+            raise tr.error(mixed, "a condition on a type cannot be combined with a run-time condition",
+                           "test the type in its own `if` (e.g. `if T is f16:`) and nest the run-time "
+                           "condition inside it")
+        return all(values) if isinstance(node.op, ast.And) else any(values)  # type: ignore[arg-type]
+    if not isinstance(node, ast.Compare):
+        if _mentions_typevar(tr, node):
+            raise tr.error(node, f"{ast.unparse(node)!r} is not a test of a type",
+                           "compare the TypeVar with a type: `T is f64`, `T is not f16`, `T in (f16, bf16)`")
+        return None
+    if len(node.ops) != 1:
+        if _mentions_typevar(tr, node):
+            raise tr.error(node, "a type test compares two things", "write `T is f64` or `T in (f16, bf16)`")
+        return None
+    left = type_operand(tr, node.left) if _mentions_typevar(tr, node.left) else None
+    if left is None:
+        if _mentions_typevar(tr, node.comparators[0]):
+            raise tr.error(node, "write the TypeVar on the left of a type test", "e.g. `T is f64`")
+        return None
+    op, right_node = node.ops[0], node.comparators[0]
+    if isinstance(op, (ast.In, ast.NotIn)):
+        types = _type_list(tr, right_node)
+        if types is None:
+            raise tr.error(right_node, "`in` on a type takes a tuple of types", "write e.g. `T in (f16, bf16)`")
+        return (left in types) == isinstance(op, ast.In)
+    if isinstance(op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+        right = type_operand(tr, right_node)
+        if right is None:
+            raise tr.error(right_node, f"{ast.unparse(right_node)!r} is not a type",
+                           "compare a TypeVar with a scalar type, e.g. `T is f64`")
+        return (left == right) == isinstance(op, (ast.Is, ast.Eq))
+    raise tr.error(node, "a type is tested with `is`, `is not`, `==`, `!=`, `in` or `not in`",
+                   "e.g. `if T is f64:` or `if T in (f16, bf16):`")
+
+
+def type_spelling(tr: TranslatorContext, ty: ScalarType) -> str:
+    """How the source names ``ty`` in a hint: ``T`` where a TypeVar of the instance is bound to
+    it (the conversion must work for every instance), else the type's own name."""
+    for name, binding in tr.typevars.items():
+        if binding.bound == ty:
+            return name
+    return ty.name
