@@ -164,10 +164,11 @@ def build_ir(
         frontend.program = run_pipeline(frontend.program, print_after=print_after)
     except IRError as e:
         raise located_error(index, e.file, e.loc, e.message, e.hint) from None
-    # the manifest's kernel specs take the preconditions the passes settled on
-    settled = {f.symbol: tuple(f.preconditions) for f in frontend.program.functions if f.is_kernel}
-    frontend.kernels = [k._replace(preconditions=settled[k.symbol]) if k.symbol in settled else k
-                        for k in frontend.kernels]
+    # the manifest's kernel specs take the preconditions and the launch kind the passes settled on
+    settled = {f.symbol: f for f in frontend.program.functions if f.is_kernel}
+    frontend.kernels = [k._replace(preconditions=tuple(settled[k.symbol].preconditions),
+                                   cooperative=settled[k.symbol].cooperative)
+                        if k.symbol in settled else k for k in frontend.kernels]
     return index, frontend
 
 

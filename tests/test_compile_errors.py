@@ -198,8 +198,8 @@ CASES: dict[str, tuple[str, str]] = {
         'kern.py:7:19: error: atomic.add needs a view or shared array; \'a\' is a local array, which no other thread can see\n        ox.atomic.add(a, 0, 1, scope="block")\n                      ^\n  hint: update a local array with plain arithmetic',
     ),
     'keyword_in_other_intrinsic': (
-        '\n@ox.kernel\ndef k(h: MutSlice[u32]) -> None:\n    warp.sync(mask=1)\n',
-        'kern.py:6:20: error: keyword arguments are not supported in kernel calls\n        warp.sync(mask=1)\n                       ^\n  hint: pass arguments by position',
+        '\n@ox.kernel\ndef k(h: MutSlice[u32]) -> None:\n    x = ox.bits.popc(x=h[0])\n',
+        'kern.py:6:24: error: keyword arguments are not supported in kernel calls\n        x = ox.bits.popc(x=h[0])\n                           ^\n  hint: pass arguments by position',
     ),
     'mixed_tuple_return': (
         '\ndef two(a: f32) -> tuple[f32, f32]:\n    if a > 0.0:\n        return a, a\n    return a\n\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    a, b = two(x[i])\n',

@@ -27,7 +27,7 @@ def test_every_registered_intrinsic_has_a_language_stub() -> None:
 def test_every_entry_lives_with_its_typing_and_lowering() -> None:
     """One module per group holds an intrinsic's entry, typing and lowering: adding one touches
     that module (plus the language's stub, docs and tests)."""
-    module_of_group = {"shared": "memory", "local": "memory", "fence": "memory", "volatile": "memory", "block": "thread",
+    module_of_group = {"shared": "memory", "local": "memory", "fence": "memory", "volatile": "memory", "block": "thread", "grid": "thread",
                        "view": "vector"}
     for name, info in INTRINSICS.items():
         module = f"oxide_build.intrinsics.{module_of_group.get(info.group, info.group)}"
@@ -40,7 +40,10 @@ def test_attributes() -> None:
     assert all(INTRINSICS[f"warp.{op}"].convergent for op in ("shfl_down", "ballot", "sync", "reduce_sum"))
     assert all(i.thread_dependent for n, i in INTRINSICS.items() if n.startswith(("warp.", "atomic.")))
     assert not any(i.thread_dependent or i.convergent for n, i in INTRINSICS.items() if n.startswith("math."))
-    assert {n for n, i in INTRINSICS.items() if i.keywords} == {n for n in INTRINSICS if n.startswith("atomic.")}
+    masked = {f"warp.{op}" for op in ("sync", "all", "any", "ballot", "match_any", "shfl_idx", "shfl_up", "shfl_down",
+                                      "shfl_xor", "reduce_sum", "reduce_min", "reduce_max")}
+    assert {n for n, i in INTRINSICS.items() if i.keywords} == {n for n in INTRINSICS if n.startswith("atomic.")} | masked
+    assert all("mask" in INTRINSICS[n].keywords for n in masked)
     assert intrinsic_info("checked_index") is None  # the IR's own
     assert INTRINSICS["block.sync"].convergent and not INTRINSICS["block.sync"].thread_dependent
     assert INTRINSICS["thread.index_1d"].thread_dependent and INTRINSICS["thread.index_2d"].thread_dependent

@@ -289,3 +289,153 @@ def test_half_precision_atomics_refuse_bitwise_ops(tmp_path: Path) -> None:
             ox.atomic.and_(acc, 0, f16(1.0))
         """)
     assert f"{at(4, 5)}: error: atomic.and_ needs integer elements, got f16" in msg, msg
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_partial_mask_warp_operations(tmp_path: Path, backend: str) -> None:
+    ptx = compile_source(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[i32], f: Slice[f64], out: DisjointSlice[i32], g: DisjointSlice[f64], m: DisjointSlice[u32]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < len(f):
+                if warp.lane() < 20:
+                    mask = warp.active_mask()
+                    a = warp.reduce_sum(x[i], mask=mask) + warp.reduce_max(x[i], mask=0xFFFFF)
+                    b = warp.shfl_down(f[i], 1, mask=mask) + warp.shfl_xor(f[i], 1, width=16, mask=mask)
+                    out[i] = a + i32(warp.all(x[i] > 0, mask=mask)) + i32(warp.any(x[i] > 5, mask=mask))
+                    g[i] = b
+                    m[i] = warp.ballot(x[i] > 0, mask=mask) | warp.match_any(x[i], mask=mask)
+                    warp.sync(mask=mask)
+        """, backend)
+    body = ptx.split(".entry")[1]
+    mask = body.split("activemask.b32")[1].split(";")[0].strip()  # the register it lands in
+    assert "redux.sync.add.s32" in body and "redux.sync.max.s32" in body
+    for op in ("shfl.sync.down.b32", "shfl.sync.bfly.b32", "vote.sync.ballot.b32", "vote.sync.all.pred",
+               "vote.sync.any.pred", "match.any.sync.b32", "bar.warp.sync"):
+        lines = [line for line in body.splitlines() if op in line]
+        assert lines and all(line.rstrip(";").endswith(mask) or f"{mask};" in line for line in lines), (op, lines)
+    assert "4127" in body  # width=16: the shuffle's clamp operand ((32 - 16) << 8 | 31)
+
+
+def test_warp_operations_without_mask_use_the_full_warp(tmp_path: Path) -> None:
+    ptx = compile_source(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[i32], out: DisjointSlice[i32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                out[i] = warp.shfl_down(x[i], 1) + warp.reduce_sum(x[i]) + i32(warp.ballot(x[i] > 0))
+        """)
+    assert "redux" not in ptx and "activemask" not in ptx and "-1;" in ptx
+
+
+def test_partial_mask_errors(tmp_path: Path) -> None:
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                out[i] = warp.reduce_sum(x[i], mask=warp.active_mask())
+        """)
+    assert (f"{at(6, 45)}: error: warp.reduce_sum with a mask takes an i32 or u32 (PTX redux.sync, CUDA's "
+            "__reduce_add_sync), got f32") in msg, msg
+    assert "hint: reduce over the full warp without mask=" in msg
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                out[i] = warp.shfl_down(x[i], 1, mask=x[i])
+        """)
+    assert f"{at(6, 47)}: error: the mask needs u32, got f32" in msg, msg
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                out[i] = warp.shfl_down(x[i], 1, lanes=3)
+        """)
+    assert f"{at(6, 42)}: error: oxide.warp.shfl_down() got an unexpected keyword argument 'lanes'" in msg, msg
+    assert "hint: its keywords: mask, width" in msg
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                out[i] = warp.shfl_down(x[i], 1, 16, width=16)
+        """)
+    assert f"{at(6, 52)}: error: oxide.warp.shfl_down() got the width twice" in msg, msg
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                out[i] = f32(warp.ballot(x[i] > 0, mask=-1))
+        """)
+    assert f"{at(6, 49)}: error: the literal -1 does not fit in u32" in msg, msg
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_grid_sync_is_a_global_barrier_and_marks_the_kernel_cooperative(tmp_path: Path, backend: str) -> None:
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + textwrap.dedent("""
+        def phase() -> None:
+            grid.sync()
+
+        @ox.kernel
+        def k(x: Slice[f32], tmp: MutSlice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < len(tmp):
+                with ox.unsafe():
+                    tmp[i] = x[i] * 2.0
+            phase()
+            if i < len(out) and i < len(tmp):
+                out[i] = tmp[len(tmp) - 1 - i]
+
+        @ox.kernel
+        def direct(out: MutSlice[f32]) -> None:
+            grid.sync()
+
+        @ox.kernel
+        def plain(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(out) and i < len(x):
+                out[i] = x[i]
+        """))
+    compiled = compile_module(src, "kern", CompileOptions(archs=("sm_90",), backend=backend, cache=False), root=tmp_path)
+    assert {k.name: k.cooperative for k in compiled.kernels} == {"k": True, "direct": True, "plain": False}
+    ptx = compiled.ptx["sm_90"]
+    assert "__oxide_grid_barrier" in ptx and ("atom.global.add.u32" in ptx or "atom.add.u32" in ptx)
+    body = ptx.split(".entry direct")[1].split(".entry")[0]
+    # block barrier, fence, arrive, poll, fence, block barrier
+    order = [body.index(s) for s in ("bar.sync", "membar.gl", "__oxide_grid_barrier", "ld.volatile.global")]
+    assert order == sorted(order), body
+    assert body.count("bar.sync") == 2 and body.count("membar.gl") == 2
+    assert "__oxide_grid_barrier" not in ptx.split(".entry plain")[1].split(".entry")[0]
+
+
+def test_grid_sync_under_a_divergent_condition(tmp_path: Path) -> None:
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32]) -> None:
+            if thread.index_1d() < len(x):
+                grid.sync()
+        """)
+    assert f"{at(5, 9)}: error: grid.sync() under a condition that differs between threads can deadlock the grid" in msg, msg
+    assert "hint: move grid.sync() out of the branch or loop so every thread of every block reaches it" in msg
+    msg = compile_error(tmp_path, """
+        def phase() -> None:
+            grid.sync()
+
+        @ox.kernel
+        def k(x: Slice[f32]) -> None:
+            if x[thread.index_1d()] > 0.0:
+                phase()
+        """)
+    assert (f"{at(8, 9)}: error: phase() reaches grid.sync() (at " in msg and "the grid can deadlock" in msg
+            and "hint: call phase() where every thread of the grid calls it" in msg), msg
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32]) -> None:
+            grid.sync(1)
+        """)
+    assert f"{at(4, 5)}: error: grid.sync() takes no arguments" in msg, msg

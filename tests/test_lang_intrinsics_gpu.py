@@ -24,7 +24,9 @@ def dev(a):  # type: ignore[no-untyped-def]
 def poison(n, dtype=torch.float32):  # type: ignore[no-untyped-def]
     if dtype.is_floating_point:
         return torch.full((n,), float("nan"), dtype=dtype, device="cuda")
-    return torch.full((n,), -12345 if dtype.is_signed else 12345, dtype=dtype, device="cuda")
+    # through NumPy: torch implements few operations (fill_ among them) for its unsigned types
+    np_dtype = {torch.int16: np.int16, torch.int32: np.int32, torch.int64: np.int64, torch.uint32: np.uint32}[dtype]
+    return dev(np.full(n, -12345 if dtype.is_signed else 12345, np_dtype))
 
 
 def host(t):  # type: ignore[no-untyped-def]
@@ -221,3 +223,78 @@ def test_bf16_atomics() -> None:
     for j in range(slots):
         winners = np.flatnonzero((slot == j) & (oc == -1.0))
         assert len(winners) == 1 and got[slots + j] == x_np[winners[0]], (j, winners)
+
+
+def test_partial_mask_warp_operations() -> None:
+    """In each warp only the lanes of a random mask take the branch and operate with that mask
+    (`__reduce_add_sync(mask, v)`, `__ballot_sync(mask, p)`, ...); the other lanes' outputs
+    stay poisoned."""
+    import intrk
+
+    warps = 64
+    n = warps * 32
+    x = rng.integers(-10**8, 10**8, n, dtype=np.int32) | 1
+    masks = rng.integers(1, 2**32, warps, dtype=np.uint64).astype(np.uint32)
+    masks[:3] = [0xFFFFFFFF, 1, 0x80000001]
+    sel = np.repeat(masks, 32)
+    outs = [poison(n, torch.uint32)] + [poison(n, torch.int32) for _ in range(3)] + [
+        poison(n, torch.uint32), poison(n, torch.int32), poison(n, torch.uint32), poison(n, torch.uint32)]
+    intrk.masked_warp[n // BLOCK, BLOCK](dev(x), dev(sel), *outs)
+    active, total, low, high, votes, first, same, umax = (host(o) for o in outs)
+    poisoned = {"active": 12345, "total": -12345, "low": -12345, "high": -12345, "votes": 12345, "first": -12345,
+                "same": 12345, "umax": 12345}
+    for w in range(warps):
+        m = int(masks[w])
+        lanes = [k for k in range(32) if m >> k & 1]
+        xs = x[w * 32:(w + 1) * 32]
+        members = xs[lanes].astype(np.int64)
+        ballot = sum(1 << k for k in lanes if xs[k] > 0)
+        for k in range(32):
+            i = w * 32 + k
+            got = {"active": int(active[i]), "total": int(total[i]), "low": int(low[i]), "high": int(high[i]),
+                   "votes": int(votes[i]), "first": int(first[i]), "same": int(same[i]), "umax": int(umax[i])}
+            if k not in lanes:
+                assert got == poisoned, (w, k, got)
+                continue
+            # active_mask(): the lanes running together now, a subset of the branch's lanes with this one
+            assert got["active"] & ~m == 0 and got["active"] >> k & 1, (w, k, hex(got["active"]), hex(m))
+            wrapped = int((members.sum() + 2**31) % 2**32 - 2**31)
+            assert got["total"] == wrapped, (w, k)
+            assert got["low"] == members.min() and got["high"] == members.max(), (w, k)
+            assert got["votes"] == ballot, (w, k)
+            assert got["first"] == xs[lanes[0]], (w, k)
+            assert got["same"] == sum(1 << j for j in lanes if (xs[j] & 3) == (xs[k] & 3)), (w, k)
+            assert got["umax"] == max(int(v) for v in xs[lanes].view(np.uint32)), (w, k)
+
+
+def test_grid_sync_many_rounds_across_blocks() -> None:
+    """Each round reads what other blocks wrote in the previous one: any barrier that lets a
+    block run ahead gives a wrong element. The barrier is reused 2 * rounds + 1 times per
+    launch, by launches on two streams, and the kernel is launched with k[grid, block]: the
+    runtime makes it cooperative (the manifest says it calls grid.sync())."""
+    import intrk
+
+    n = 96 * 256 + 77  # a partial last block
+    rounds = 41
+    grid = (n + 255) // 256
+    x = rng.integers(-10**6, 10**6, n, dtype=np.int32) | 1
+    expect = np.roll(x, -37 * rounds) + rounds
+    for stream in (torch.cuda.current_stream(), torch.cuda.Stream(), torch.cuda.current_stream()):
+        a, b, out, xd = poison(n, torch.int32), poison(n, torch.int32), poison(n, torch.int32), dev(x)
+        torch.cuda.synchronize()  # the inputs are made on the default stream
+        with torch.cuda.stream(stream):
+            intrk.rotate_rounds[grid, 256](xd, a, b, rounds, out)
+        np.testing.assert_array_equal(host(out), expect)
+        np.testing.assert_array_equal(host(out), expect)  # twice: nothing still running changes it
+
+
+def test_grid_sync_refuses_a_grid_that_cannot_be_resident() -> None:
+    import intrk
+
+    n = 1 << 24
+    x = dev(np.ones(n, np.int32))
+    a, b, out = poison(n, torch.int32), poison(n, torch.int32), poison(n, torch.int32)
+    with pytest.raises(ValueError, match=r"a cooperative launch of rotate_rounds needs all its blocks resident at "
+                                         r"once: at most \d+ blocks of 256 threads"):
+        intrk.rotate_rounds[n // 256, 256](x, a, b, 3, out)
+    assert (host(out) == -12345).all()  # not launched

@@ -95,6 +95,8 @@ class KernelSpec(NamedTuple):
     file: str = ""
     line: int = 0
     preconditions: tuple[Precondition, ...] = ()
+    # reaches grid.sync(): launched cooperatively (all blocks resident at once), always
+    cooperative: bool = False
 
 
 class ErrorSite(NamedTuple):
@@ -200,6 +202,11 @@ def _int(value: Any, where: str) -> int:
     return out
 
 
+def _bool(value: Any, where: str) -> bool:
+    out: bool = _typed(value, bool, "true or false", where)
+    return out
+
+
 def _str_dict(value: Any, where: str) -> dict[str, str]:
     return {k: _str(v, f"{where}[{k!r}]") for k, v in _dict(value, where).items()}
 
@@ -255,6 +262,7 @@ def _kernel(value: Any, where: str) -> KernelSpec:
         line=_field(data, "line", where, _int, 0),
         preconditions=tuple(_precondition(c, f"{where}.preconditions[{i}]")
                             for i, c in enumerate(_field(data, "preconditions", where, _list, list[Any]()))),
+        cooperative=_field(data, "cooperative", where, _bool, False),
     )
 
 

@@ -57,6 +57,12 @@ class _Block:
 class _Grid:
     dim = _Dim3Marker("grid.dim")
 
+    @staticmethod
+    def sync() -> None:
+        """A barrier of every thread of the grid (cooperative groups' ``grid.sync()``); a
+        kernel that reaches it is launched cooperatively."""
+        _device_only("grid.sync")
+
 
 class _Warp:
     """Warp-level operations (32 lanes). Shuffles, votes, match and reductions take ``mask=``

@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 __all__ = ["Kernel", "LaunchConfig", "Specialization"]
 
 _CONFIG_CACHE_SIZE = 64
+# (manifest path, context id) -> the stream of the last launch there of a kernel that calls grid.sync()
+_GRID_BARRIER_STREAMS: dict[tuple[str, int], int] = {}
 _imported = False
 
 
@@ -215,6 +217,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             _import_launch_modules()
         kernel_errors.check_kernel_errors()  # a failure of an earlier kernel is raised first
         variant, values, keep = self._prepare(args)
+        cooperative = cooperative or variant.spec.cooperative  # it reaches grid.sync()
         if grid[0] == 0 or grid[1] == 0 or grid[2] == 0:
             return  # an empty grid (grid_for(0)) is a launch of nothing, not an error
         if variant.spec.preconditions:
@@ -259,6 +262,8 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         special = cluster is not None or cooperative
         if special:
             self._check_special_launch(fn, handle, grid, block, shared_mem, cluster, cooperative)
+        if variant.spec.cooperative:
+            self._order_grid_barrier(uid, stream)
         packer = variant.packer
         with packer.lock:
             params = packer.pack(values)
@@ -274,6 +279,17 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         if self._plan is not None and self._planned and not special:
             self._teach(variant, handle, uid, fn, keep, drv, args)
         del keep  # the argument arrays stay alive until the driver has taken the launch
+
+    def _order_grid_barrier(self, uid: int, stream: int) -> None:
+        """A module's kernels that call grid.sync() share one barrier counter per context
+        (``oxide_build/intrinsics/thread.py``): a launch of one on another stream than the
+        previous such launch in this context waits for it, so no two run at once."""
+        assert self._dispatch is not None
+        key = (str(self._dispatch.located.path), uid)
+        last = _GRID_BARRIER_STREAMS.get(key)
+        if last is not None and last != stream:
+            device.stream_wait(stream, last)
+        _GRID_BARRIER_STREAMS[key] = stream
 
     def _check_special_launch(self, fn: Any, ctx: int, grid: tuple[int, int, int], block: tuple[int, int, int],
                               shared_mem: int, cluster: tuple[int, int, int] | None, cooperative: bool) -> None:
@@ -443,6 +459,8 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         preconditions (which it compiles and checks before each launch, leaving a failure to
         :meth:`_check_preconditions`); False where it cannot take them (every launch then goes
         through Python)."""
+        if any(v.spec.cooperative for v in d.variants):
+            return False  # grid.sync(): a cooperative launch, which only the Python path makes
         first = d.variants[0].spec.params
         layout = [(p.kind, p.ndim) for p in first]
         codes = launcher.DTYPE_CODES

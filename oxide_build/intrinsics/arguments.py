@@ -13,7 +13,7 @@ from ..ir.types import as_scalar, type_name
 if TYPE_CHECKING:
     from ..frontend.translate import FunctionTranslator
 
-__all__ = ["check_arg_count", "scalar_arg"]
+__all__ = ["check_arg_count", "scalar_arg", "keyword_args"]
 
 
 def check_arg_count(tr: FunctionTranslator, node: ast.Call, n: int | tuple[int, int], name: str) -> None:
@@ -30,3 +30,17 @@ def scalar_arg(tr: FunctionTranslator, node: ast.expr, what: str) -> ir.Expr:
     scalar = as_scalar(value.ty)
     assert scalar is not None
     return tr.convert(value, scalar, node)
+
+
+def keyword_args(tr: FunctionTranslator, node: ast.Call, name: str, allowed: tuple[str, ...]) -> dict[str, ast.expr]:
+    """The keyword arguments of a call that takes ``allowed``; any other, ``**kwargs`` or a
+    repeated one is a located error."""
+    found: dict[str, ast.expr] = {}
+    for kw in node.keywords:
+        if kw.arg is None or kw.arg not in allowed:
+            what = "does not take **kwargs" if kw.arg is None else f"got an unexpected keyword argument {kw.arg!r}"
+            raise tr.error(kw, f"oxide.{name}() {what}", f"its keywords: {', '.join(allowed)}")
+        if kw.arg in found:
+            raise tr.error(kw, f"oxide.{name}() got {kw.arg}= twice")
+        found[kw.arg] = kw.value
+    return found

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..frontend.translate import FunctionTranslator
     from ..lower.llvm import FunctionLowering
 
-__all__ = ["ENTRIES"]
+__all__ = ["ENTRIES", "FENCES", "volatile_load"]
 
 FENCES = {"block": "llvm.nvvm.membar.cta", "device": "llvm.nvvm.membar.gl", "system": "llvm.nvvm.membar.sys"}
 
@@ -108,6 +108,14 @@ class _VolatileStore(ll.StoreInstr):  # type: ignore[misc]
         buf.append("".join(text).replace("store ", "store volatile ", 1))
 
 
+def volatile_load(fl: FunctionLowering, ptr: ll.Value, ty: ll.Type, align: int) -> ll.Value:
+    """``load volatile ty, ptr``: a read that reaches memory every time (a poll)."""
+    load = _VolatileLoad(fl.b.block, ptr, typ=ty)
+    load.align = align
+    fl.b._insert(load)
+    return load
+
+
 def _lower_volatile(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     view = fl.view(e.args[0])
     idx = fl.index(e.args[1])
@@ -123,9 +131,7 @@ def _lower_volatile(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) 
         store.align = align
         fl.b._insert(store)
         return ll.Constant(ll.IntType(32), 0)
-    load = _VolatileLoad(fl.b.block, ptr, typ=fl.elem_type(view.elem))
-    load.align = align
-    fl.b._insert(load)
+    load = volatile_load(fl, ptr, fl.elem_type(view.elem), align)
     if view.elem.kind == "bool":
         return fl.b.icmp_unsigned("!=", load, ll.Constant(ll.IntType(8), 0))
     return load

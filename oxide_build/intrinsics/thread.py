@@ -1,5 +1,6 @@
-"""Thread intrinsics: ``thread.index_1d()``, ``thread.index_2d()``, ``block.sync()``, and the
-special registers ``thread.idx``, ``block.idx``, ``block.dim``, ``grid.dim`` (``.x/.y/.z``).
+"""Thread intrinsics: ``thread.index_1d()``, ``thread.index_2d()``, ``block.sync()``,
+``grid.sync()``, and the special registers ``thread.idx``, ``block.idx``, ``block.dim``,
+``grid.dim`` (``.x/.y/.z``).
 
 These are typed into IR nodes of their own, not ``ir.Intrinsic``: a thread index is an
 ``ir.ThreadIndex1D`` (its type carries the disjointness the views check), ``block.sync()`` is
@@ -7,29 +8,40 @@ the call of ``llvm.nvvm.barrier0`` that the barrier-divergence pass looks for, a
 register is an ``ir.SpecialReg`` (an attribute, not a call: the frontend reads
 ``SPECIAL_REGISTERS``). lower/llvm.py lowers those nodes, so these entries' lowering is never
 reached.
+
+``grid.sync()`` is an ``ir.Intrinsic`` lowered here: a barrier of every thread of the grid, as
+cooperative groups' ``grid.sync()`` does it. The driver offers none by itself; a kernel that
+reaches it is marked cooperative in its manifest (``passes/divergence.py``), so the
+runtime launches it with all blocks resident at once (or refuses a grid that does not fit).
 """
 from __future__ import annotations
 
 import ast
 from typing import TYPE_CHECKING
 
+from llvmlite import ir as ll
+
 from ..ir import nodes as ir
 from ..ir.types import THREAD_INDEX, VOID, ThreadIndexType, TupleType
 from .entry import IntrinsicInfo
+from .memory import FENCES, volatile_load
 
 if TYPE_CHECKING:
-    from llvmlite import ir as ll
-
     from ..frontend.translate import FunctionTranslator
     from ..lower.llvm import FunctionLowering
 
-__all__ = ["ENTRIES", "SPECIAL_REGISTERS", "BARRIER"]
+__all__ = ["ENTRIES", "SPECIAL_REGISTERS", "BARRIER", "GRID_SYNC"]
 
 # (namespace, attribute) -> the PTX special register it reads, with ``.x/.y/.z`` appended
 SPECIAL_REGISTERS = {
     ("thread", "idx"): "tid", ("block", "idx"): "ctaid", ("block", "dim"): "ntid", ("grid", "dim"): "nctaid",
 }
 BARRIER = "llvm.nvvm.barrier0"  # what block.sync() is in the IR
+GRID_SYNC = "grid.sync"  # the ir.Intrinsic grid.sync() is
+# the grid barrier's counter: one per loaded module (the runtime orders the cooperative launches
+# of a module's kernels in a context one after the other, so no two use it at once)
+GRID_BARRIER_COUNTER = "__oxide_grid_barrier"
+LL_I32 = ll.IntType(32)
 
 
 def _no_arguments(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> None:
@@ -58,6 +70,61 @@ def _type_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     return ir.Call(BARRIER, [], VOID, tr.loc(node))
 
 
+def _type_grid_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    _no_arguments(tr, info, node)
+    if tr.divergent_depth:
+        raise tr.error(node, "grid.sync() under a condition that differs between threads can "
+                       "deadlock the grid",
+                       "move grid.sync() out of the branch or loop so every thread of every block reaches it")
+    return ir.Intrinsic(info.name, [], VOID, tr.loc(node))
+
+
+def _lower_grid_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    """Cooperative groups' grid barrier (``sync_grids``): after a block barrier, thread 0 of
+    each block adds to a counter in global memory, block (0, 0, 0) adds
+    ``0x80000000 - (blocks - 1)`` and every other block 1, so once all have arrived the sum is
+    ``0x80000000``: the counter's top bit has flipped and its low bits are back where they
+    were. Thread 0 waits for the flip (a volatile read, so each poll reaches memory), fenced
+    on both sides so the writes before the barrier are seen after it by every block; then a
+    block barrier releases its block. The counter needs no reset between barriers or launches."""
+    b = fl.b
+    module = fl.parent.module
+    counter = module.globals.get(GRID_BARRIER_COUNTER)
+    if counter is None:
+        counter = ll.GlobalVariable(module, LL_I32, GRID_BARRIER_COUNTER, addrspace=1)
+        counter.linkage = "internal"
+        counter.initializer = ll.Constant(LL_I32, 0)
+        counter.align = 4
+    barrier = fl.parent.intrinsic(BARRIER, ll.VoidType(), [])
+    fence = fl.parent.intrinsic(FENCES["device"], ll.VoidType(), [])
+    b.call(barrier, [])
+    tid = b.or_(b.or_(fl.sreg("tid.x"), fl.sreg("tid.y")), fl.sreg("tid.z"))
+    arrive = fl.llfn.append_basic_block("grid.sync.arrive")
+    wait = fl.llfn.append_basic_block("grid.sync.wait")
+    done = fl.llfn.append_basic_block("grid.sync.done")
+    b.cbranch(b.icmp_unsigned("==", tid, ll.Constant(LL_I32, 0)), arrive, done)
+    b.position_at_end(arrive)
+    blocks = b.mul(b.mul(fl.sreg("nctaid.x"), fl.sreg("nctaid.y")), fl.sreg("nctaid.z"))
+    first_block = b.icmp_unsigned("==", b.or_(b.or_(fl.sreg("ctaid.x"), fl.sreg("ctaid.y")), fl.sreg("ctaid.z")),
+                                  ll.Constant(LL_I32, 0))
+    top = ll.Constant(LL_I32, 0x80000000)
+    add = b.select(first_block, b.sub(top, b.sub(blocks, ll.Constant(LL_I32, 1))), ll.Constant(LL_I32, 1))
+    b.call(fence, [])
+    old = b.atomic_rmw("add", counter, add, 'syncscope("device") monotonic')
+    b.branch(wait)
+    b.position_at_end(wait)
+    now = volatile_load(fl, counter, LL_I32, 4)
+    flipped = b.icmp_unsigned("!=", b.and_(b.xor(old, now), top), ll.Constant(LL_I32, 0))
+    after = fl.llfn.append_basic_block("grid.sync.flipped")
+    b.cbranch(flipped, after, wait)
+    b.position_at_end(after)
+    b.call(fence, [])
+    b.branch(done)
+    b.position_at_end(done)
+    b.call(barrier, [])
+    return ll.Constant(LL_I32, 0)
+
+
 def _lowered_as_ir_node(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     raise AssertionError(f"{info.name} is typed into an IR node of its own, which lower/llvm.py lowers")
 
@@ -66,4 +133,5 @@ ENTRIES = [
     IntrinsicInfo("thread.index_1d", _type_index_1d, _lowered_as_ir_node, thread_dependent=True),
     IntrinsicInfo("thread.index_2d", _type_index_2d, _lowered_as_ir_node, thread_dependent=True),
     IntrinsicInfo("block.sync", _type_sync, _lowered_as_ir_node, convergent=True),
+    IntrinsicInfo(GRID_SYNC, _type_grid_sync, _lower_grid_sync, convergent=True),
 ]

@@ -1,6 +1,11 @@
 """Warp intrinsics: the lane and warp ids, warp sync, votes, match, shuffles and reductions
-(``warp.*``). Everything but the ids is convergent: the LLVM functions they call are marked
-so from the entry's ``convergent``."""
+(``warp.*``), and ``warp.active_mask()`` (``__activemask()``). Everything but the ids is
+convergent: the LLVM functions they call are marked so from the entry's ``convergent``.
+
+Votes, match, shuffles and reductions take ``mask=`` (a ``u32`` of the lanes taking part, CUDA's
+first argument of ``__shfl_sync``/``__ballot_sync``/...; all 32 lanes without it). A masked
+reduction is PTX's ``redux.sync`` (``__reduce_add_sync`` ...), which takes 32-bit integers; the
+full-warp reduction is a butterfly of shuffles, for every type."""
 from __future__ import annotations
 
 import ast
@@ -12,7 +17,7 @@ from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
 from ..ir.types import BOOL, I32, VoidType, as_scalar
-from .arguments import check_arg_count, scalar_arg
+from .arguments import check_arg_count, keyword_args, scalar_arg
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
@@ -32,6 +37,20 @@ def _scalar(e: ir.Expr) -> ScalarType:
     s = as_scalar(e.ty)
     assert s is not None
     return s
+
+
+def _mask(tr: FunctionTranslator, node: ast.Call, info: IntrinsicInfo, extra: tuple[str, ...] = ()) -> tuple[list[ir.Expr], dict[str, ast.expr]]:
+    """``mask=`` as a list of zero or one ``u32`` argument, and the other keywords."""
+    keywords = keyword_args(tr, node, info.name, ("mask", *extra))
+    if "mask" not in keywords:
+        return [], keywords
+    mask = tr.convert_implicit(tr.expr(keywords["mask"]), U32, keywords["mask"], "the mask")
+    return [mask], keywords
+
+
+def _mask_value(fl: FunctionLowering, args: list[ir.Expr], position: int) -> ll.Value:
+    """The mask argument at ``position``, or the full warp where the call has none."""
+    return fl.expr(args[position]) if len(args) > position else ll.Constant(LL_I32, FULL_MASK)
 
 
 def _declare(fl: FunctionLowering, info: IntrinsicInfo, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
@@ -63,8 +82,12 @@ def _lower_warp_id(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -
 # sync, votes, match ------------------------------------------------------------------------
 
 def _type_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    mask, keywords = _mask(tr, node, info)
+    if mask and node.args:
+        raise tr.error(keywords["mask"], "oxide.warp.sync() got the mask twice (by position and as mask=)")
     check_arg_count(tr, node, (0, 1), info.name)
-    mask = [tr.convert_implicit(tr.expr(node.args[0]), U32, node, "the mask")] if node.args else []
+    if node.args:
+        mask = [tr.convert_implicit(tr.expr(node.args[0]), U32, node, "the mask")]
     return ir.Intrinsic(info.name, mask, VoidType(), tr.loc(node))
 
 
@@ -74,49 +97,66 @@ def _lower_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> l
 
 
 def _type_vote(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    mask, _ = _mask(tr, node, info)
     check_arg_count(tr, node, 1, info.name)
     pred = tr.truth(tr.expr(node.args[0]), node.args[0])
-    return ir.Intrinsic(info.name, [pred], BOOL if info.op != "ballot" else U32, tr.loc(node))
+    return ir.Intrinsic(info.name, [pred, *mask], BOOL if info.op != "ballot" else U32, tr.loc(node))
 
 
 def _lower_vote(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     ret = LL_I1 if info.op != "ballot" else LL_I32
     fn = _declare(fl, info, f"llvm.nvvm.vote.{info.op}.sync", ret, [LL_I32, LL_I1])
-    return fl.b.call(fn, [ll.Constant(LL_I32, FULL_MASK), fl.expr(e.args[0])])
+    return fl.b.call(fn, [_mask_value(fl, e.args, 1), fl.expr(e.args[0])])
+
+
+def _type_active_mask(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, 0, info.name)
+    return ir.Intrinsic(info.name, [], U32, tr.loc(node))
+
+
+def _lower_active_mask(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    # inline PTX on both backends (libNVVM has no llvm.nvvm.activemask); convergent at the call
+    asm = ll.InlineAsm(ll.FunctionType(LL_I32, []), "activemask.b32 $0;", "=r", True)
+    return fl.b.call(asm, [], attrs=("convergent",))
 
 
 def _type_match(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    mask, _ = _mask(tr, node, info)
     check_arg_count(tr, node, 1, info.name)
     value = scalar_arg(tr, node.args[0], info.name)
     st = _scalar(value)
     if st.kind not in ("int", "uint") or st.bits not in (32, 64):
         raise tr.error(node.args[0], f"warp.match_any needs a 32- or 64-bit integer, got {st.name}")
-    return ir.Intrinsic(info.name, [value], U32, tr.loc(node))
+    return ir.Intrinsic(info.name, [value, *mask], U32, tr.loc(node))
 
 
 def _lower_match(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     value = fl.expr(e.args[0])
     suffix = "i64" if _scalar(e.args[0]).bits == 64 else "i32"
     fn = _declare(fl, info, f"llvm.nvvm.match.any.sync.{suffix}", LL_I32, [LL_I32, value.type])
-    return fl.b.call(fn, [ll.Constant(LL_I32, FULL_MASK), value])
+    return fl.b.call(fn, [_mask_value(fl, e.args, 1), value])
 
 
 # shuffles and reductions -------------------------------------------------------------------
 
 def _type_shuffle(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     loc = tr.loc(node)
+    mask, keywords = _mask(tr, node, info, ("width",))
+    if "width" in keywords and len(node.args) == 3:
+        raise tr.error(keywords["width"], f"oxide.{info.name}() got the width twice (by position and as width=)")
     check_arg_count(tr, node, (2, 3), info.name)
     value = scalar_arg(tr, node.args[0], info.name)
     lane = tr.convert_implicit(tr.expr(node.args[1]), I32, node.args[1],
                                "the lane" if info.op == "shfl_idx" else "the lane offset")
     width = ir.Const(32, I32, loc)
-    if len(node.args) == 3:
-        w = tr.const_int(node.args[2])
+    width_node = node.args[2] if len(node.args) == 3 else keywords.get("width")
+    if width_node is not None:
+        w = tr.const_int(width_node)
         if w not in (1, 2, 4, 8, 16, 32):
-            raise tr.error(node.args[2], "the shuffle width must be a constant power of two ≤ 32",
+            raise tr.error(width_node, "the shuffle width must be a constant power of two ≤ 32",
                            "use 1, 2, 4, 8, 16 or 32")
         width = ir.Const(w, I32, loc)
-    return ir.Intrinsic(info.name, [value, lane, width], value.ty, loc)
+    return ir.Intrinsic(info.name, [value, lane, width, *mask], value.ty, loc)
 
 
 def _lower_shuffle(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
@@ -126,13 +166,13 @@ def _lower_shuffle(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -
     assert isinstance(width, ir.Const)
     kind = SHUFFLE_KINDS[info.op]
     clamp = ((32 - int(width.value)) << 8) | (0 if kind == "up" else 0x1F)
-    return _shuffle(fl, info, kind, value, _scalar(e.args[0]), lane, clamp)
+    return _shuffle(fl, info, kind, value, _scalar(e.args[0]), lane, clamp, _mask_value(fl, e.args, 3))
 
 
 def _shuffle(fl: FunctionLowering, info: IntrinsicInfo, kind: str, value: ll.Value, st: ScalarType,
-             lane: ll.Value, clamp: int) -> ll.Value:
+             lane: ll.Value, clamp: int, mask: ll.Value | None = None) -> ll.Value:
     b = fl.b
-    mask = ll.Constant(LL_I32, FULL_MASK)
+    mask = mask if mask is not None else ll.Constant(LL_I32, FULL_MASK)
     c = ll.Constant(LL_I32, clamp)
 
     def shfl32(v: ll.Value, suffix: str) -> ll.Value:
@@ -158,17 +198,29 @@ def _shuffle(fl: FunctionLowering, info: IntrinsicInfo, kind: str, value: ll.Val
 
 
 def _type_reduce(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    mask, keywords = _mask(tr, node, info)
     check_arg_count(tr, node, 1, info.name)
     value = scalar_arg(tr, node.args[0], info.name)
     st = _scalar(value)
     if st.kind == "bool":
         raise tr.error(node.args[0], f"{info.name} needs a number, got bool")
-    return ir.Intrinsic(info.name, [value], st, tr.loc(node))
+    if mask and (st.kind not in ("int", "uint") or st.bits != 32):
+        raise tr.error(keywords["mask"], f"{info.name} with a mask takes an i32 or u32 (PTX redux.sync, CUDA's "
+                       f"__reduce_{info.op[len('reduce_'):].replace('sum', 'add')}_sync), got {st.name}",
+                       "reduce over the full warp without mask=, or combine the lanes with "
+                       "warp.shfl_xor(v, k, mask=...)")
+    return ir.Intrinsic(info.name, [value, *mask], st, tr.loc(node))
 
 
 def _lower_reduce(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     value = fl.expr(e.args[0])
     st = _scalar(e.args[0])
+    if len(e.args) == 2:  # masked: redux.sync, convergent at the call
+        op = info.op[len("reduce_"):].replace("sum", "add")
+        ptx_type = "s32" if op == "add" or st.kind == "int" else "u32"
+        asm = ll.InlineAsm(ll.FunctionType(LL_I32, [LL_I32, LL_I32]), f"redux.sync.{op}.{ptx_type} $0, $1, $2;",
+                           "=r,r,r", True)
+        return fl.b.call(asm, [value, fl.expr(e.args[1])], attrs=("convergent",))
     for offset in (16, 8, 4, 2, 1):
         other = _shuffle(fl, info, "bfly", value, st, ll.Constant(LL_I32, offset), 0x1F)
         value = combine(fl, info.op[len("reduce_"):], value, other, st)
@@ -190,12 +242,14 @@ def combine(fl: FunctionLowering, op: str, a: ll.Value, c: ll.Value, st: ScalarT
 ENTRIES = [
     IntrinsicInfo("warp.lane", _type_id, _lower_lane, thread_dependent=True, value_range=(0, 31)),
     IntrinsicInfo("warp.id", _type_id, _lower_warp_id, thread_dependent=True, value_range=(0, 31)),
-    IntrinsicInfo("warp.sync", _type_sync, _lower_sync, thread_dependent=True, convergent=True),
-    *(IntrinsicInfo(f"warp.{op}", _type_vote, _lower_vote, thread_dependent=True, convergent=True)
+    IntrinsicInfo("warp.sync", _type_sync, _lower_sync, thread_dependent=True, convergent=True, keywords=("mask",)),
+    IntrinsicInfo("warp.active_mask", _type_active_mask, _lower_active_mask, thread_dependent=True, convergent=True),
+    *(IntrinsicInfo(f"warp.{op}", _type_vote, _lower_vote, thread_dependent=True, convergent=True, keywords=("mask",))
       for op in ("all", "any", "ballot")),
-    IntrinsicInfo("warp.match_any", _type_match, _lower_match, thread_dependent=True, convergent=True),
-    *(IntrinsicInfo(f"warp.{op}", _type_shuffle, _lower_shuffle, thread_dependent=True, convergent=True)
-      for op in SHUFFLE_KINDS),
-    *(IntrinsicInfo(f"warp.{op}", _type_reduce, _lower_reduce, thread_dependent=True, convergent=True)
-      for op in REDUCTIONS),
+    IntrinsicInfo("warp.match_any", _type_match, _lower_match, thread_dependent=True, convergent=True,
+                  keywords=("mask",)),
+    *(IntrinsicInfo(f"warp.{op}", _type_shuffle, _lower_shuffle, thread_dependent=True, convergent=True,
+                    keywords=("mask", "width")) for op in SHUFFLE_KINDS),
+    *(IntrinsicInfo(f"warp.{op}", _type_reduce, _lower_reduce, thread_dependent=True, convergent=True,
+                    keywords=("mask",)) for op in REDUCTIONS),
 ]

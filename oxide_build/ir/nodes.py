@@ -313,6 +313,8 @@ class Function:
     max_registers: int | None = None
     # kernels: conditions the runtime checks before the launch (the manifest's preconditions)
     preconditions: list[Precondition] = field(default_factory=list)
+    # kernels: reaches grid.sync(), so the runtime launches it cooperatively (the manifest's flag)
+    cooperative: bool = False
 
 
 @dataclass

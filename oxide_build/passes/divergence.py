@@ -1,6 +1,7 @@
 """Barrier divergence, across calls: ``block.sync()`` must be reached by every thread of the
-block, so neither it nor a call of a function that reaches it may stand under a condition
-that differs between threads (the block would deadlock).
+block (``grid.sync()`` by every thread of the grid), so neither it nor a call of a function
+that reaches it may stand under a condition that differs between threads (the block would
+deadlock).
 
 The frontend catches ``block.sync()`` written directly under such a condition; this pass sees
 through calls. A value is thread-dependent when it comes from the thread's identity
@@ -9,6 +10,10 @@ from a parameter that some call passes a thread-dependent value, or from a call 
 returns such a value. A condition on a thread-dependent value is divergent; a call under a
 divergent condition of a function that reaches ``block.sync()`` is an error that names the
 call and the sync.
+
+The pass also marks the kernels that reach ``grid.sync()`` (directly or through calls)
+``cooperative``: the grid barrier waits for every block, so all must be resident at once; the
+manifest carries the mark and the runtime launches them cooperatively.
 """
 from __future__ import annotations
 
@@ -16,11 +21,37 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..intrinsics import intrinsic_info
-from ..intrinsics.thread import BARRIER  # what block.sync() is in the IR
+from ..intrinsics.thread import BARRIER, GRID_SYNC  # what block.sync() and grid.sync() are in the IR
 from ..ir import nodes as ir
 from ..ir.verify import IRError
 
-__all__ = ["BarrierDivergence", "BARRIER", "is_thread_dependent"]
+__all__ = ["BarrierDivergence", "BARRIER", "is_thread_dependent", "calls_and_barriers"]
+
+
+def _barrier_name(x: ir.Expr, grid_barrier: str = GRID_SYNC) -> str | None:
+    """"block.sync()" or "grid.sync()" where ``x`` is that barrier."""
+    if isinstance(x, ir.Call) and x.symbol == BARRIER:
+        return "block.sync()"
+    if isinstance(x, ir.Intrinsic) and x.name == grid_barrier:
+        return "grid.sync()"
+    return None
+
+
+def calls_and_barriers(program: ir.Program, barrier: str) -> tuple[dict[str, list[str]], dict[str, ir.Loc]]:
+    """Each function's callees, and the functions that contain the intrinsic ``barrier`` (one
+    place each)."""
+    calls: dict[str, list[str]] = {}
+    found: dict[str, ir.Loc] = {}
+    for fn in program.functions:
+        calls[fn.symbol] = []
+        for s in _statements(fn.body):
+            for root in _roots(s):
+                for x in _expressions(root):
+                    if isinstance(x, ir.Intrinsic) and x.name == barrier:
+                        found.setdefault(fn.symbol, x.loc)
+                    elif isinstance(x, ir.Call):
+                        calls[fn.symbol].append(x.symbol)
+    return calls, found
 
 
 
@@ -61,7 +92,7 @@ class _Facts:
     dependent_params: dict[str, set[str]] = field(default_factory=dict)  # symbol -> params
     returns_dependent: set[str] = field(default_factory=set)  # symbols
     dependent_vars: dict[str, set[str]] = field(default_factory=dict)  # symbol -> locals
-    barrier_at: dict[str, tuple[str, ir.Loc]] = field(default_factory=dict)  # symbol -> a sync it reaches
+    barrier_at: dict[str, tuple[str, ir.Loc, str]] = field(default_factory=dict)  # symbol -> a sync it reaches
 
     def depends(self, symbol: str, e: ir.Expr) -> bool:
         return is_thread_dependent(e, self.dependent_vars.get(symbol, set()), self.returns_dependent)
@@ -85,11 +116,28 @@ def is_thread_dependent(e: ir.Expr, names: set[str], calls: set[str] | frozenset
     return False
 
 
+def _mark_cooperative(program: ir.Program) -> None:
+    """``cooperative`` on each kernel that reaches grid.sync()."""
+    calls, syncs = calls_and_barriers(program, GRID_SYNC)
+    reaching = set(syncs)
+    changed = True
+    while changed:
+        changed = False
+        for caller, callees in calls.items():
+            if caller not in reaching and any(c in reaching for c in callees):
+                reaching.add(caller)
+                changed = True
+    for fn in program.functions:
+        if fn.is_kernel:
+            fn.cooperative = fn.symbol in reaching
+
+
 @dataclass(frozen=True)
 class BarrierDivergence:
     name: str = "barrier-divergence"
 
     def apply(self, program: ir.Program) -> ir.Program:
+        _mark_cooperative(program)
         functions = {f.symbol: f for f in program.functions}
         facts = _Facts()
         self._find_barriers(program, facts)
@@ -115,8 +163,9 @@ class BarrierDivergence:
             for s in _statements(fn.body):
                 for root in _roots(s):
                     for x in _expressions(root):
-                        if isinstance(x, ir.Call) and x.symbol == BARRIER:
-                            facts.barrier_at.setdefault(fn.symbol, (fn.file, x.loc))
+                        barrier = _barrier_name(x)
+                        if barrier is not None:
+                            facts.barrier_at.setdefault(fn.symbol, (fn.file, x.loc, barrier))
                         elif isinstance(x, ir.Call):
                             calls[fn.symbol].append(x.symbol)
         changed = True
@@ -166,10 +215,12 @@ class BarrierDivergence:
                     for x in _expressions(root):
                         if isinstance(x, ir.Call) and x.symbol != BARRIER and x.symbol in facts.barrier_at:
                             raise self._error(fn, x, facts, names[x.symbol])
-                        if isinstance(x, ir.Call) and x.symbol == BARRIER:
-                            raise IRError("block.sync() under a condition that differs between threads can "
-                                          "deadlock the block", fn.python_name, fn.file, x.loc,
-                                          "move block.sync() out of the branch or loop so every thread reaches it",
+                        barrier = _barrier_name(x)
+                        if barrier is not None:
+                            scope = "block" if barrier == "block.sync()" else "grid"
+                            raise IRError(f"{barrier} under a condition that differs between threads can "
+                                          f"deadlock the {scope}", fn.python_name, fn.file, x.loc,
+                                          f"move {barrier} out of the branch or loop so every thread reaches it",
                                           user_error=True)
             if isinstance(s, ir.If):
                 inner = divergent or facts.depends(fn.symbol, s.cond)
@@ -182,12 +233,13 @@ class BarrierDivergence:
 
     @staticmethod
     def _error(fn: ir.Function, call: ir.Call, facts: _Facts, callee: str) -> IRError:
-        file, loc = facts.barrier_at[call.symbol]
+        file, loc, barrier = facts.barrier_at[call.symbol]
+        scope = "block" if barrier == "block.sync()" else "grid"
         return IRError(
-            f"{callee}() reaches block.sync() (at {file}:{loc.line}:{loc.col}), and this call is under a "
+            f"{callee}() reaches {barrier} (at {file}:{loc.line}:{loc.col}), and this call is under a "
             "condition that differs between threads: the threads that skip it never arrive at the "
-            "barrier, and the block can deadlock",
+            f"barrier, and the {scope} can deadlock",
             fn.python_name, fn.file, call.loc,
-            f"call {callee}() where every thread of the block calls it, or move block.sync() out of {callee}()",
+            f"call {callee}() where every thread of the {scope} calls it, or move {barrier} out of {callee}()",
             user_error=True,
         )

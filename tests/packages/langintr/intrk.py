@@ -125,3 +125,51 @@ def bf16_atomics(x: Slice[bf16], slot: Slice[i32], sums: MutSlice[bf16], lows: M
         ox.atomic.min(lows, j, x[i], scope="block")
         ox.atomic.max(highs, j, x[i])
         old_cas[i] = ox.atomic.cas(sums, j + 8, bf16(-1.0), x[i])
+
+
+@ox.kernel
+def masked_warp(x: Slice[i32], sel: Slice[u32], active: DisjointSlice[u32], total: DisjointSlice[i32],
+                low: DisjointSlice[i32], high: DisjointSlice[i32], votes: DisjointSlice[u32], first: DisjointSlice[i32],
+                same: DisjointSlice[u32], umax: DisjointSlice[u32]) -> None:
+    """``sel`` is the same for the 32 lanes of a warp: the lanes that take part."""
+    i = thread.index_1d()
+    if i < len(x) and i < len(sel):
+        mask = sel[i]
+        if (mask >> u32(warp.lane())) & 1 == 1:
+            active[i] = warp.active_mask()
+            total[i] = warp.reduce_sum(x[i], mask=mask)
+            low[i] = warp.reduce_min(x[i], mask=mask)
+            high[i] = warp.reduce_max(x[i], mask=mask)
+            votes[i] = warp.ballot(x[i] > 0, mask=mask)
+            first[i] = warp.shfl_idx(x[i], ox.bits.ffs(mask) - 1, mask=mask)
+            same[i] = warp.match_any(x[i] & 3, mask=mask)
+            umax[i] = warp.reduce_max(ox.bits.bitcast(x[i], u32), mask=mask)
+            warp.sync(mask=mask)
+
+
+def next_round(i: i64, n: i64, r: i32, a: MutSlice[i32], b: MutSlice[i32]) -> None:
+    """One round: every element takes its neighbour 37 places on, plus one, from the other
+    buffer (written by other blocks in the previous round)."""
+    if i < n:
+        src = (i + 37) % n
+        with ox.unsafe():
+            if r % 2 == 0:
+                b[i] = a[src] + 1
+            else:
+                a[i] = b[src] + 1
+    ox.grid.sync()
+
+
+@ox.kernel
+def rotate_rounds(x: Slice[i32], a: MutSlice[i32], b: MutSlice[i32], rounds: i32, out: DisjointSlice[i32]) -> None:
+    assert len(a) == len(x) and len(b) == len(x) and len(out) == len(x)
+    i = thread.index_1d()
+    n = len(x)
+    if i < n:
+        with ox.unsafe():
+            a[i] = x[i]
+    ox.grid.sync()
+    for r in range(rounds):
+        next_round(i64(i), n, r, a, b)
+    if i < n:
+        out[i] = a[i] if rounds % 2 == 0 else b[i]
