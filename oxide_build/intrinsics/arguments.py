@@ -1,4 +1,5 @@
-"""Checks of an intrinsic call's arguments that several groups share: their number, a number.
+"""Checks of an intrinsic call's arguments that several groups share: their number, a number,
+its keywords.
 (A compile-time integer or string is the translator's ``const_int`` / ``const_str``, an element
 type its ``element_type``: the registry imports nothing of the frontend, which imports the
 registry.)"""
