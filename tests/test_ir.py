@@ -53,7 +53,9 @@ def test_the_printer_shows_types_checks_and_structure(tmp_path: Path) -> None:
           j: i64 = n
           while (j > 0:i64):
             j: i64 = (j - 1:i64)
-            if (j == 3:i64):
+            if (j != 3:i64):
+              pass
+            else:
               continue
           out[n]!2 = call __ox_kern_twice__f32(x[i]!1)
         """)

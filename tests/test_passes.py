@@ -31,7 +31,8 @@ def compile_error(tmp_path: Path, body: str) -> str:
 
 
 def test_the_pipeline_is_one_visible_list_of_named_passes() -> None:
-    assert pass_names() == [p.name for p in PIPELINE] == ["launch-preconditions", "barrier-divergence"]
+    assert pass_names() == [p.name for p in PIPELINE] == [
+        "launch-preconditions", "barrier-divergence", "canonicalize"]
     assert len(set(pass_names())) == len(PIPELINE)
 
 
@@ -155,6 +156,75 @@ def test_calls_that_every_thread_makes_compile(tmp_path: Path) -> None:
             stage(x, r)
     """), "kern")[1].program
     assert [f.python_name for f in program.functions if f.is_kernel] == ["k"]
+
+
+# ---- canonicalize --------------------------------------------------------------------------
+
+def _canonical_body(tmp_path: Path, body: str) -> list[str]:
+    """The kernel's body as printed after the whole pipeline (canonicalize runs last)."""
+    program = build_ir(source(tmp_path, body), "kern")[1].program
+    return print_program(program).splitlines()[1:]
+
+
+def test_an_if_without_else_branches_past_its_body_on_the_negated_test(tmp_path: Path) -> None:
+    assert _canonical_body(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32], n: i64) -> None:
+        i = thread.index_1d()
+        if i < len(out) and not n == 3:
+            out[i] = x[i]
+    """) == [
+        "  i: ThreadIndex = index_1d()",
+        "  if ((i64(i) >= len(out)) or (n == 3:i64)):",
+        "    pass",
+        "  else:",
+        "    out[i] = x[i]!1",
+    ]
+
+
+def test_float_tests_and_ifs_with_else_stay_as_written(tmp_path: Path) -> None:
+    # not (a < b) is not a >= b when a is NaN; an if with an else already has its two bodies
+    assert _canonical_body(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32], n: i64) -> None:
+        i = thread.index_1d()
+        if i < len(out):
+            if x[i] < 0.5:
+                out[i] = x[i]
+            if n > 2:
+                out[i] = 1.0
+            else:
+                out[i] = 2.0
+    """) == [
+        "  i: ThreadIndex = index_1d()",
+        "  if (i64(i) >= len(out)):",
+        "    pass",
+        "  else:",
+        "    if (x[i]!1 < 0.5:f32):",
+        "      out[i] = x[i]!2",
+        "    if (n > 2:i64):",
+        "      out[i] = 1.0:f32",
+        "    else:",
+        "      out[i] = 2.0:f32",
+    ]
+
+
+def test_the_canonical_if_lowers_to_one_branch_past_the_body(tmp_path: Path) -> None:
+    from oxide_build.compile import CompileOptions, compile_module
+
+    src = source(tmp_path, """
+    @ox.kernel
+    def k(out: DisjointSlice[f32], n: i64) -> None:
+        i = thread.index_1d()
+        if i < len(out):
+            out[i] = 1.0
+    """)
+    llvm_ir = compile_module(src, "kern", CompileOptions(archs=("sm_80",), link_cubins=False, cache=False),
+                             root=tmp_path).llvm_ir
+    compare = next(line for line in llvm_ir.splitlines() if "icmp" in line)
+    assert "icmp sge" in compare  # i >= len(out): the test of the branch past the body
+    assert any(line.strip().startswith("br i1") and "label %\"endif\", label %\"then\"" in line
+               for line in llvm_ir.splitlines())
 
 
 # ---- the pipeline's switches ---------------------------------------------------------------

@@ -429,17 +429,22 @@ class FunctionLowering:
             if s.check_site is not None:
                 self.bounds_check(index, view.length, s.check_site)
             b.store(value, self.element_address(view, index), align=view.elem.itemsize)
+        elif isinstance(s, ir.If) and not s.then:
+            # one branch past the body when the test holds, the body the fall-through: the
+            # canonical form of an `if` without `else` (passes/canonicalize.py)
+            body_bb = self.llfn.append_basic_block("then")
+            merge = self.llfn.append_basic_block("endif")
+            b.cbranch(self.expr(s.cond), merge, body_bb)
+            b.position_at_end(body_bb)
+            self.stmts(s.orelse)
+            if not b.block.is_terminated:
+                b.branch(merge)
+            b.position_at_end(merge)
         elif isinstance(s, ir.If):
-            inverse = _negated(s.cond) if not s.orelse else None
             then_bb = self.llfn.append_basic_block("then")
             else_bb = self.llfn.append_basic_block("else") if s.orelse else None
             merge = self.llfn.append_basic_block("endif")
-            if inverse is not None:
-                # branch past the body on the negated test (De Morgan over integer compares), as
-                # nvcc does: the body is then the fall-through, with no extra jump around it
-                b.cbranch(self.expr(inverse), merge, then_bb)
-            else:
-                b.cbranch(self.expr(s.cond), then_bb, else_bb or merge)
+            b.cbranch(self.expr(s.cond), then_bb, else_bb or merge)
             b.position_at_end(then_bb)
             self.stmts(s.then)
             if not b.block.is_terminated:
@@ -827,21 +832,6 @@ def _di_file_fields(path: str) -> dict[str, str]:
     import os
 
     return {"filename": os.path.basename(path), "directory": os.path.dirname(path) or "."}
-
-
-def _negated(e: ir.Expr) -> ir.Expr | None:
-    """``not e`` with the negation pushed into integer comparisons, or None where it cannot be
-    (float comparisons: NaN makes ``not a < b`` differ from ``a >= b``)."""
-    if isinstance(e, ir.Compare) and e.operand_ty.kind in ("int", "uint", "bool"):
-        return ir.Compare(e.op.inverse, e.left, e.right, e.operand_ty, e.ty, e.loc)
-    if isinstance(e, ir.BoolOp):
-        parts = [_negated(v) for v in e.values]
-        if any(p is None for p in parts):
-            return None
-        return ir.BoolOp(e.op.dual, parts, e.ty, e.loc)  # type: ignore[arg-type]
-    if isinstance(e, ir.Not):
-        return e.operand
-    return None
 
 
 def lower_program(program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False) -> ll.Module:

@@ -20,6 +20,7 @@ from typing import Protocol, TextIO
 from ..ir import nodes as ir
 from ..ir.printer import print_program
 from ..ir.verify import verify_program
+from .canonicalize import Canonicalize
 from .divergence import BarrierDivergence
 from .launch_preconditions import LaunchPreconditions
 
@@ -36,6 +37,7 @@ class Pass(Protocol):
 PIPELINE: tuple[Pass, ...] = (
     LaunchPreconditions(),
     BarrierDivergence(),
+    Canonicalize(),  # last: the passes before it read conditions as the source wrote them
 )
 
 
