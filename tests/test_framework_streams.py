@@ -112,7 +112,7 @@ def test_a_cuda_array_interface_stream_is_waited_for(tmp_path: Path, c_driver: C
     from oxide.runtime import device
 
     original = device.stream_wait
-    device.stream_wait = lambda stream, producer: waits.append((stream, producer))  # type: ignore[assignment]
+    device.stream_wait = lambda stream, producer, uid=None: waits.append((stream, producer))  # type: ignore[assignment]
     try:
         for _ in range(2):
             m.saxpy[1, 32](2.0, t, other, out)

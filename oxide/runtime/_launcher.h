@@ -103,12 +103,13 @@ extern PyTypeObject *memptr_type;    /* a CuPy MemoryPointer's type, its `ptr` a
 #define MAX_CONTEXTS 8
 #define MAX_SLOTS 256
 
+/* A context some variant of a kernel was loaded in: each variant's function there is at the
+   same index of its `fns`. */
 typedef struct {
     void *ctx;
-    uint64_t uid; /* cuCtxGetId of the context the function was loaded in (its handle without it) */
-    void *fn;
+    uint64_t uid; /* cuCtxGetId of the context (its handle without it) */
     int ordinal;  /* the context's device; -1: unknown */
-} ContextFunction;
+} Context;
 
 /* With several GPUs every array must be on the device of the current context (where the kernel
    runs): the launcher then reads each array's device and leaves the launch to the Python path
@@ -124,8 +125,7 @@ typedef struct {
     int unique;           /* the view dtypes and Constexpr values pick this variant alone */
     int n_pre;            /* launch preconditions: instructions of `pre` */
     PInsn *pre;
-    int n_contexts;
-    ContextFunction contexts[MAX_CONTEXTS];
+    void *fns[MAX_CONTEXTS]; /* the CUfunction in the plan's contexts[i], NULL while not loaded there */
 } Variant;
 
 typedef struct {
@@ -137,6 +137,8 @@ typedef struct {
     int8_t *is_constexpr;         /* [n_params]: selects the variant, is not passed */
     Py_ssize_t n_variants;
     Variant *variants;
+    int n_contexts;
+    Context contexts[MAX_CONTEXTS];
 } Plan;
 
 typedef struct {

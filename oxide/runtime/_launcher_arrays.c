@@ -246,17 +246,15 @@ static int cupy_pointer(PyObject *obj, const Getter *getters, View *v) {
     PyObject *data = array_attr(obj, getters, G_DATA);
     if (data == NULL) return 0;
     PyTypeObject *tp = Py_TYPE(data);
-    if (memptr_type == NULL) { /* the first array: learn its MemoryPointer type */
+    if (memptr_type == NULL) { /* the first array: learn its MemoryPointer type, once (tag 0: by name) */
         unsigned int tag = version_tag(tp);
         Getter g = getter_of(tp, s_ptr);
-        if (tag != 0 && g.get != NULL) {
-            memptr_ptr = g;
-            memptr_device = getter_of(tp, s_device_id);
-            memptr_tag = tag;
-            memptr_type = (PyTypeObject *)Py_NewRef((PyObject *)tp);
-        }
+        memptr_ptr = g;
+        memptr_device = getter_of(tp, s_device_id);
+        memptr_tag = g.get != NULL ? tag : 0;
+        memptr_type = (PyTypeObject *)Py_NewRef((PyObject *)tp);
     }
-    int fast = tp == memptr_type && tp->tp_version_tag == memptr_tag;
+    int fast = tp == memptr_type && memptr_tag != 0 && tp->tp_version_tag == memptr_tag;
     PyObject *p = get_attr(data, fast ? &memptr_ptr : &no_getters[0], s_ptr);
     int ok = p != NULL && pointer_of(p, &v->ptr);
     Py_XDECREF(p);

@@ -119,21 +119,15 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     if (drv_ctx_get_current(&ctx) != 0 || ctx == NULL) return FALLBACK;
     unsigned long long uid = (unsigned long long)(uintptr_t)ctx;
     if (drv_ctx_get_id != NULL && drv_ctx_get_id(ctx, &uid) != 0) return FALLBACK;
+    /* the context, and its device, as a variant loaded in it knows them (none yet: Python loads) */
+    int slot = 0;
+    while (slot < plan->n_contexts && (plan->contexts[slot].ctx != ctx || plan->contexts[slot].uid != (uint64_t)uid))
+        slot++;
+    if (slot == plan->n_contexts) return FALLBACK;
+    int ordinal = plan->contexts[slot].ordinal;
     uint64_t launch_stream = self->stream;
-    if (self->framework_stream) {
-        /* the current context's device, known from any variant loaded in it (else Python) */
-        int ordinal = -1;
-        for (Py_ssize_t k = 0; k < plan->n_variants && ordinal < 0; k++) {
-            Variant *var = &plan->variants[k];
-            for (int i = 0; i < var->n_contexts; i++) {
-                if (var->contexts[i].ctx == ctx && var->contexts[i].uid == (uint64_t)uid) {
-                    ordinal = var->contexts[i].ordinal;
-                    break;
-                }
-            }
-        }
-        if (ordinal < 0 || !framework_stream(plan, args, nargs, ordinal, &launch_stream)) return FALLBACK;
-    }
+    if (self->framework_stream && (ordinal < 0 || !framework_stream(plan, args, nargs, ordinal, &launch_stream)))
+        return FALLBACK;
 
     View views[MAX_SLOTS / 2];
     int64_t dims[MAX_SLOTS]; /* the Tensors' shapes and strides: fewer values than slots */
@@ -242,15 +236,8 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     /* a precondition that does not hold: Python re-checks it and raises its KernelError */
     if (var->n_pre && preconditions_failed(var->pre, var->n_pre, slots, self->grid, self->block) >= 0)
         return FALLBACK;
-    void *fn = NULL;
-    int ordinal = -1;
-    for (int i = 0; i < var->n_contexts; i++) {
-        if (var->contexts[i].ctx == ctx && var->contexts[i].uid == (uint64_t)uid) {
-            fn = var->contexts[i].fn;
-            ordinal = var->contexts[i].ordinal;
-            break;
-        }
-    }
+    /* reading the arguments ran Python: the slot is still this context's unless it was reset */
+    void *fn = plan->contexts[slot].uid == (uint64_t)uid ? var->fns[slot] : NULL;
     if (fn == NULL) return FALLBACK;
     if (check_devices) { /* as Kernel._check_devices: arrays without memory have no device */
         for (Py_ssize_t k = 0; k < v; k++)

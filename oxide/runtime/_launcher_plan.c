@@ -19,6 +19,7 @@ static void plan_clear(Plan *self) {
     self->variants = NULL;
     self->is_view = self->is_mutable = self->tensor_ndim = self->is_constexpr = NULL;
     self->n_variants = self->n_params = self->n_views = self->n_slots = self->n_constexprs = 0;
+    self->n_contexts = 0;
     self->ready = 0;
 }
 
@@ -193,17 +194,21 @@ static PyObject *plan_set_function(Plan *self, PyObject *args) {
         PyErr_SetString(PyExc_IndexError, "no such variant");
         return NULL;
     }
-    Variant *var = &self->variants[index];
-    /* A context with the same handle is one that was reset (or destroyed and its handle reused):
-       its entry is replaced, whole, while the GIL is held. */
-    ContextFunction entry = {(void *)(uintptr_t)ctx, (uint64_t)uid, (void *)(uintptr_t)fn, ordinal};
-    for (int i = 0; i < var->n_contexts; i++) {
-        if (var->contexts[i].ctx == entry.ctx) {
-            var->contexts[i] = entry;
-            Py_RETURN_NONE;
-        }
+    Context entry = {(void *)(uintptr_t)ctx, (uint64_t)uid, ordinal};
+    int slot = 0;
+    while (slot < self->n_contexts && self->contexts[slot].ctx != entry.ctx) slot++;
+    if (slot == self->n_contexts) {
+        if (slot == MAX_CONTEXTS) Py_RETURN_NONE; /* launches in more contexts take the Python path */
+        self->contexts[slot] = entry;
+        self->n_contexts++;
+    } else if (self->contexts[slot].uid != entry.uid || self->contexts[slot].ordinal != entry.ordinal) {
+        /* A context with the same handle and another uid is one that was reset (or destroyed and
+           its handle reused): the functions of the one before are forgotten in every variant,
+           while the GIL is held. */
+        for (Py_ssize_t k = 0; k < self->n_variants; k++) self->variants[k].fns[slot] = NULL;
+        self->contexts[slot] = entry;
     }
-    if (var->n_contexts < MAX_CONTEXTS) var->contexts[var->n_contexts++] = entry;
+    self->variants[index].fns[slot] = (void *)(uintptr_t)fn;
     Py_RETURN_NONE;
 }
 

@@ -323,12 +323,13 @@ def _give_event(key: int, event: Any) -> None:
         _events.setdefault(key, []).append(event)
 
 
-def stream_wait(consumer: int, producer: int) -> None:
+def stream_wait(consumer: int, producer: int, context_uid: int | None = None) -> None:
     """Makes work queued later on stream ``consumer`` wait for the work queued so far on
     ``producer`` (an event recorded on one, waited for by the other; the GPU waits, not the
-    host). Both are handles in the current context. Safe from several threads at once."""
+    host). Both are handles in the current context, whose uid (:func:`current`) a caller that
+    knows it passes. Safe from several threads at once."""
     drv = driver()
-    _, key = current()
+    key = current()[1] if context_uid is None else context_uid
     event = _take_event(drv, key)
     try:
         (err,) = drv.cuEventRecord(event, producer)

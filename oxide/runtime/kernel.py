@@ -258,7 +258,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             assert self._dispatch is not None
             arguments.check_devices(self._dispatch, self.name, keep, handle)
         for producer in producer_streams(keep, stream):
-            device.stream_wait(stream, producer)
+            device.stream_wait(stream, producer, uid)
         special = cluster is not None or cooperative
         if special:
             self._check_special_launch(fn, handle, grid, block, shared_mem, cluster, cooperative)
