@@ -12,8 +12,8 @@ float32, it reports (medians over repetitions, CUDA events, the GPU synchronised
 - ``forward_us``: one forward op (no autograd), ``backward_us``: one backward op,
   ``step_us``: forward with autograd then ``loss.backward()``, each per call over a loop;
 - ``host_forward_us``: host time per forward call (the loop's wall time before it synchronises,
-  at the small size, where the GPU waits for the host): oxide's op called directly, oxide's op
-  through ``torch.ops``, the C++ op, the PyTorch cell.
+  at the small size, where the GPU waits for the host; the four loops taken in turn): oxide's op
+  called directly, oxide's op through ``torch.ops``, the C++ op, the PyTorch cell.
 """
 from __future__ import annotations
 
@@ -50,19 +50,22 @@ def _events_us(torch: Any, fn: Callable[[], None], calls: int, reps: int) -> flo
     return statistics.median(times)
 
 
-def _host_us(torch: Any, fn: Callable[[], None], calls: int, reps: int) -> float:
-    """Median host time per call: the loop's wall time before it synchronises."""
-    for _ in range(10):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(calls):
+def _host_round_robin(torch: Any, fns: dict[str, Callable[[], None]], calls: int, reps: int) -> dict[str, float]:
+    """Median host time per call of each of ``fns``, their loops taken in turn (one of each per
+    repetition), so that the host's drift (clock ramps, other load) weighs on all alike."""
+    for fn in fns.values():
+        for _ in range(10):
             fn()
-        times.append((time.perf_counter() - t0) * 1e6 / calls)
-        torch.cuda.synchronize()
-    return statistics.median(times)
+    torch.cuda.synchronize()
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(reps):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times[k].append((time.perf_counter() - t0) * 1e6 / calls)
+            torch.cuda.synchronize()
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def _graph_us(torch: Any, launch: Callable[[], None], per_graph: int, reps: int) -> float:
@@ -222,12 +225,12 @@ def bench_size(torch: Any, label: str, size: tuple[int, int, int], cuda: CudaKer
         torch, step_forward_only(torch, lltm_reference, inputs), calls, reps)
     if label == "upstream":
         op = lltm_forward.op
-        row["host_forward_us"] = {
-            "oxide": _host_us(torch, fwd["oxide"], calls, reps),
-            "oxide_torch_ops": _host_us(torch, no_grad(lambda: op(*inputs)), calls, reps),
-            "cuda_cpp_op": _host_us(torch, fwd["cuda"], calls, reps),
-            "pytorch": _host_us(torch, fwd["pytorch"], calls, reps),
-        }
+        row["host_forward_us"] = _host_round_robin(torch, {
+            "oxide": fwd["oxide"],
+            "oxide_torch_ops": no_grad(lambda: op(*inputs)),
+            "cuda_cpp_op": fwd["cuda"],
+            "pytorch": fwd["pytorch"],
+        }, calls, 3 * reps)
     return row
 
 

@@ -27,9 +27,11 @@ The launches inside run on PyTorch's current stream of the tensors' device (oxid
 so the op works inside ``torch.cuda.stream`` and CUDA graphs (``torch.compile(mode=
 "reduce-overhead")``, ``torch.cuda.graph``).
 
-Host overhead: a call in eager mode on plain tensors that need no autograd, outside any
-``torch.compile`` trace, dispatch or function mode and functorch transform, runs the function
-directly (what the dispatcher would run); every other call goes through ``torch.ops``. PyTorch
+Host overhead: a call in eager mode on plain tensors, outside any ``torch.compile`` trace,
+dispatch or function mode and functorch transform, runs the function directly (what the
+dispatcher would run); where a tensor requires grad, inside the same ``torch.autograd.Function``
+that ``register_autograd`` gives the dispatcher's autograd kernel (an op without ``backward=``
+takes the dispatcher then). Every other call goes through ``torch.ops``. PyTorch
 is imported when the first op is declared, not when this module is.
 """
 from __future__ import annotations
@@ -90,6 +92,7 @@ class _Allocator:
             raise fail(f"like={like!r} is not a tensor input of the op (its tensor inputs: {', '.join(tensors) or 'none'})")
         self.like = inputs.index(like)
         self.plain = out.shape is None and out.dtype is None  # empty_like: half the cost of torch.empty
+        self.same_dtype = out.dtype is None
         self.shape_of: Callable[[Sequence[Any]], Any]
         self.dtype_of: Callable[[Sequence[Any]], Any]
         if out.shape is None:
@@ -126,9 +129,24 @@ class _Allocator:
         return lambda args: f(*(args[i] for i in picks))
 
     def allocate(self, torch: Any, args: Sequence[Any]) -> Any:
+        """The output for the fake kernel (any tensors, symbolic shapes: no test that could guard)."""
         if self.plain:
             return torch.empty_like(args[self.like], memory_format=torch.contiguous_format)
         return torch.empty(tuple(self.shape_of(args)), dtype=self.dtype_of(args), device=args[self.like].device)
+
+    def allocate_real(self, torch: Any, args: Sequence[Any]) -> Any:
+        """The same output for real tensors, through the cheapest of PyTorch's calls (host time,
+        H200 host, BENCHMARKS.md): ``empty_like`` keeps a contiguous input's strides, so the
+        keyword is only passed where the input is not (0.4 µs); ``new_empty`` takes the device
+        and dtype from the tensor (1.6 µs less than ``torch.empty(..., device=t.device)``)."""
+        like = args[self.like]
+        if self.plain:
+            if like.is_contiguous():
+                return torch.empty_like(like)
+            return torch.empty_like(like, memory_format=torch.contiguous_format)
+        if self.same_dtype:
+            return like.new_empty(tuple(self.shape_of(args)))
+        return like.new_empty(tuple(self.shape_of(args)), dtype=self.dtype_of(args))
 
 
 class _Saved:
@@ -200,11 +218,14 @@ class Op:
         self._lib.impl(name, self._run, "CompositeExplicitAutograd")
         torch.library.register_fake(qualname, self._fake, lib=self._lib)
         self.has_backward = backward is not None
+        # the autograd node of an eager call made here, as the dispatcher's autograd kernel makes it
+        self._function: Any = None
         if backward is not None:
             if setup_context is None:
                 setup_context = functools.partial(_save_all, n_inputs=len(inputs))
                 backward = functools.partial(_backward_with_saved, backward)
             torch.library.register_autograd(qualname, backward, setup_context=setup_context, lib=self._lib)
+            self._function = _autograd_function(torch, self, qualname, setup_context, backward, len(inputs))
         elif setup_context is not None:
             raise OpDeclarationError(f"{where}: setup_context= needs backward=")
         self.op = getattr(getattr(torch.ops, namespace), name).default
@@ -224,31 +245,43 @@ class Op:
         return f"<oxide.torch op {self.qualname}{self.schema}>"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs or self._is_compiling() or not self._eager_plain(args):
+        if kwargs or self._is_compiling():
             return self.op(*args, **kwargs)
-        return self._run(*args)
+        eager = self._eager_plain(args)
+        if eager is _AUTOGRAD:
+            return self._function.apply(*args)
+        if eager:
+            return self._run(*args)
+        return self.op(*args, **kwargs)
 
-    def _eager_plain(self, args: tuple[Any, ...]) -> bool:
-        """Whether the dispatcher would only run :meth:`_run` for ``args``: plain tensors, no
-        autograd to record, no mode or transform that must see the op."""
+    def _eager_plain(self, args: tuple[Any, ...]) -> Any:
+        """Whether the dispatcher would only run :meth:`_run` for ``args`` (True): plain tensors,
+        no autograd to record, no mode or transform that must see the op; or only its autograd
+        kernel's node around it (``_AUTOGRAD``: grad mode on, a tensor that requires grad, the
+        op's backward declared here). False: the dispatcher decides."""
         if len(args) != self._n_inputs or self._dispatch_modes() or self._function_modes():
             return False
         if self._functorch_level() is not None:
             return False
         grad = self._grad_enabled()
         plain = self._plain_types
+        autograd = False
         for i in self._tensor_positions:
             t = args[i]
             if t is None:
                 continue
-            if type(t) not in plain or (grad and t.requires_grad):
+            if type(t) not in plain:
                 return False
-        return True
+            if grad and t.requires_grad:
+                if self._function is None:
+                    return False
+                autograd = True
+        return _AUTOGRAD if autograd else True
 
     def _run(self, *args: Any) -> Any:
         """The real kernel: allocate the outputs, run the function, return the outputs."""
         torch = self._torch
-        outs = [a.allocate(torch, args) for a in self._allocators]
+        outs = [a.allocate_real(torch, args) for a in self._allocators]
         if self._outputs_trail:
             self.fn(*args, *outs)
         else:
@@ -263,6 +296,36 @@ class Op:
         if not outs:
             return None
         return outs[0] if self._single else tuple(outs)
+
+
+_AUTOGRAD = "autograd"  # Op._eager_plain: the call needs the op's autograd node
+
+
+def _autograd_function(torch: Any, op: Op, qualname: str, setup_context: Callable[..., Any],
+                       backward: Callable[..., Any], n_inputs: int) -> Any:
+    """The ``torch.autograd.Function`` that ``torch.library.register_autograd`` makes the op's
+    autograd kernel apply (torch/_library/autograd.py), for eager calls made without the
+    dispatcher: forward runs the op (grad mode off, as below the autograd key) and
+    ``setup_context``; backward calls ``backward`` and checks the count of its gradients."""
+
+    def forward(ctx: Any, *args: Any) -> Any:
+        result = op._run(*args)
+        setup_context(ctx=ctx, inputs=args, output=result)
+        return result
+
+    def backward_checked(ctx: Any, *grads: Any) -> Any:
+        result = backward(ctx, *grads)
+        actual = len(result) if isinstance(result, tuple) else 1
+        if actual != n_inputs:
+            raise RuntimeError(
+                f"The backward formula for {qualname} returned an incorrect number of gradients "
+                f"(expected {n_inputs}, got {actual}). Expected one gradient for each forward input. "
+                "Use None for inputs that do not require a gradient.")
+        return result
+
+    namespace, name = qualname.split("::")
+    return type(f"GeneratedBackwardFor_{namespace}_{name}_default", (torch.autograd.Function,),
+                {"forward": staticmethod(forward), "backward": staticmethod(backward_checked)})
 
 
 def _is_tensor_hint(torch: Any, hint: Any) -> bool:

@@ -144,9 +144,10 @@ def test_dynamic_shapes_in_the_fake_kernel() -> None:
         assert torch.equal(compiled(x), x[: (n // 2) * 2].reshape(-1, 2) + 1)
 
 
-def test_modes_and_autograd_take_the_dispatcher() -> None:
+def test_modes_take_the_dispatcher_and_autograd_gets_its_node() -> None:
     """The direct call is only taken where the dispatcher would do nothing else: a dispatch
-    mode sees the op, a tensor that requires grad gets its autograd node."""
+    mode sees the op; a tensor that requires grad gets the autograd node the op's autograd
+    kernel would make (the same autograd.Function, applied here)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     saxpy = _saxpy_op()
@@ -168,12 +169,30 @@ def test_modes_and_autograd_take_the_dispatcher() -> None:
         saxpy(2.0, x, y)
         assert direct == [1]
         out = saxpy(2.0, x.requires_grad_(), y)
-        assert out.grad_fn is not None and direct == [1]
+        assert direct == [1, 1] and type(out.grad_fn).__name__ == f"GeneratedBackwardFor_{saxpy.qualname.replace('::', '_')}_defaultBackward"
+        through_torch_ops = saxpy.op(2.0, x, y)  # the dispatcher's node: the same class name, the same gradient
+        assert type(through_torch_ops.grad_fn).__name__ == type(out.grad_fn).__name__
+        grads = [torch.autograd.grad((o * torch.arange(3.0)).sum(), x)[0] for o in (out, through_torch_ops)]
+        assert torch.equal(grads[0], grads[1]) and torch.equal(grads[0], 2.0 * torch.arange(3.0))
         with torch.no_grad():
             saxpy(2.0, x, y)
-        assert direct == [1, 1]
+        assert direct == [1, 1, 1]
     finally:
         saxpy._run = original  # type: ignore[method-assign]
+
+
+def test_a_wrong_count_of_gradients_is_refused_on_both_paths() -> None:
+    def backward(ctx: Any, grad: Any) -> Any:
+        return grad  # one gradient for three inputs
+
+    @oxt.op(f"{ns()}::short", outputs={"out": oxt.Out(like="x")}, backward=backward)
+    def short(a: float, x: torch.Tensor, y: torch.Tensor, out: torch.Tensor) -> None:
+        torch.add(y, x, alpha=a, out=out)
+
+    x, y = torch.randn(3, requires_grad=True), torch.randn(3)
+    for call in (short, short.op):
+        with pytest.raises(RuntimeError, match="returned an incorrect number of gradients"):
+            call(2.0, x, y).sum().backward()
 
 
 @pytest.mark.parametrize("declare, message", [
