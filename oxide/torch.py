@@ -340,9 +340,13 @@ def _save_all(ctx: Any, inputs: tuple[Any, ...], output: Any, *, n_inputs: int) 
     ``save_for_backward`` (so a later in-place write into one is an error at backward)."""
     outputs = () if output is None else output if isinstance(output, tuple) else (output,)
     values = list(inputs) + list(outputs)
-    torch = _torch()
-    tensor_at = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
+    tensor = _torch().Tensor
+    tensor_at = [i for i, v in enumerate(values) if isinstance(v, tensor)]
     ctx.save_for_backward(*(values[i] for i in tensor_at))
+    # the tensors come back from saved_tensors: ctx keeping them too would be a reference cycle
+    # (an output's grad_fn is this node), which held every step's outputs until a GC pass
+    for i in tensor_at:
+        values[i] = None
     ctx._oxide_layout = (values, tensor_at, n_inputs)
 
 
@@ -352,7 +356,10 @@ def _backward_with_saved(backward: Callable[..., Any], ctx: Any, *grads: Any) ->
     for i, t in zip(tensor_at, ctx.saved_tensors):
         values[i] = t
     ctx.inputs, ctx.outputs = tuple(values[:n_inputs]), tuple(values[n_inputs:])
-    return backward(ctx, *grads)
+    try:
+        return backward(ctx, *grads)
+    finally:
+        del ctx.inputs, ctx.outputs  # as above: no cycle through the node once backward is done
 
 
 def op(qualname: str, *, outputs: Mapping[str, Out] | None = None, mutates: Sequence[str] = (),

@@ -181,6 +181,29 @@ def test_modes_take_the_dispatcher_and_autograd_gets_its_node() -> None:
         saxpy._run = original  # type: ignore[method-assign]
 
 
+def test_autograd_keeps_no_reference_cycle_through_the_node() -> None:
+    """The default setup_context keeps no tensor outside save_for_backward: an output (whose
+    grad_fn is the node) is freed when its last reference goes, with no GC pass, on both paths."""
+    import gc
+    import weakref
+
+    saxpy = _saxpy_op()
+    x, y = torch.randn(4, dtype=torch.float64, requires_grad=True), torch.randn(4, dtype=torch.float64)
+    gc.collect()
+    gc.disable()
+    try:
+        for call in (saxpy, saxpy.op):
+            for backward in (False, True):
+                out = call(2.0, x, y)
+                freed = weakref.ref(out)
+                if backward:
+                    out.sum().backward()
+                del out
+                assert freed() is None, (call, backward)
+    finally:
+        gc.enable()
+
+
 def test_a_wrong_count_of_gradients_is_refused_on_both_paths() -> None:
     def backward(ctx: Any, grad: Any) -> Any:
         return grad  # one gradient for three inputs
