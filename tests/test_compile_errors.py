@@ -69,9 +69,9 @@ CASES: dict[str, tuple[str, str]] = {
         '\n@ox.kernel\ndef k(x: Slice[float32], out: DisjointSlice[f32]) -> None:\n    pass\n',
         "kern.py:5:16: error: unknown type 'float32' in parameter 'x'\n    def k(x: Slice[float32], out: DisjointSlice[f32]) -> None:\n                   ^\n  hint: use a scalar type from oxide (i32, i64, u32, u64, f32, f64, bool), a view like Slice[f32], or a TypeVar",
     ),
-    'print_in_kernel': (
-        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    print(x[0])\n',
-        'kern.py:6:5: error: print() is not available on the GPU\n        print(x[0])\n        ^\n  hint: return values through a view and print them on the host',
+    'print_of_a_view': (
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    print(x)\n',
+        'kern.py:6:11: error: print() cannot print Slice[f32]: print() in a kernel takes numbers, bools, string literals and f-strings (docs/language.md, "print() in kernels")\n        print(x)\n              ^\n  hint: print an element, e.g. x[i], or len(x)',
     ),
     'thread_index_reassigned': (
         '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    i = i + 1\n',

@@ -439,3 +439,109 @@ def test_grid_sync_under_a_divergent_condition(tmp_path: Path) -> None:
             grid.sync(1)
         """)
     assert f"{at(4, 5)}: error: grid.sync() takes no arguments" in msg, msg
+
+
+def print_format(tmp_path: Path, body: str) -> list[str]:
+    """The printf formats of the kernel's print() calls, from the IR."""
+    from oxide_build.compile import build_ir
+
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + textwrap.dedent(body))
+    program = build_ir(src, "kern")[1].program
+    found: list[str] = []
+
+    def walk(e: object) -> None:
+        from oxide_build.ir import nodes as ir
+
+        if isinstance(e, ir.Intrinsic) and e.name == "builtin.print":
+            found.append(e.text)
+        for child in ir.children(e) if hasattr(e, "ty") else ():
+            walk(child)
+
+    from oxide_build.ir import nodes as ir
+    for fn in program.functions:
+        stack = list(fn.body)
+        while stack:
+            s = stack.pop(0)
+            if isinstance(s, ir.ExprStmt):
+                walk(s.value)
+            for attr in ("then", "orelse", "body"):
+                stack.extend(getattr(s, attr, []) or [])
+    return found
+
+
+def test_print_formats(tmp_path: Path) -> None:
+    formats = print_format(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], n: Slice[i32], u: Slice[u64], h: Slice[f16], d: Slice[f64]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < len(n) and i < len(u) and i < len(h) and i < len(d):
+                print("thread", i, x[i], n[i] > 0, u[i], h[i], i8(n[i]), u32(n[i]), d[i])
+                print(f"x={x[i]:.3f} n={n[i]:>6d}|{n[i]:<6d}|{u32(n[i]):08x} {u[i]:#x} {x[i]:+e} {n[i]:.2f} 100%", end="!")
+                print(1, 2.5, "50%", sep=", ")
+                print()
+                print(f"{i}", f"{n[i]:X}{u[i]:o}{d[i]:G}{x[i]: 10.2f}{n[i]:c}")
+        """)
+    assert formats == [
+        "thread %lld %g %s %llu %g %d %u %g\n",
+        "x=%.3f n=%6d|%-6d|%08x %#llx %+e %.2f 100%%!",
+        "%lld, %g, 50%%\n",
+        "\n",
+        "%lld %X%llo%G% 10.2f%c\n",
+    ]
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_print_lowers_to_vprintf(tmp_path: Path, backend: str) -> None:
+    ptx = compile_source(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], n: Slice[i32]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < len(n):
+                print("row", i, x[i], n[i] > 0)
+                print()
+        """, backend)
+    import re
+
+    assert re.search(r"\.extern \.func\s+\(\.param \.b32 func_retval0\) vprintf", ptx)
+    assert len(re.findall(r"call\.uni\s*\(retval0\),\s*vprintf", ptx)) == 2
+    assert "cvta.const.u64" in ptx
+    # the format and the two strings a bool prints as, as constants
+    formats = ["row %lld %g %s\n", "True", "False", "\n"]
+    for text in formats:
+        data = ", ".join(str(b) for b in text.encode())  # PTX leaves the trailing NUL implicit
+        assert ("{" + data + "}") in ptx.replace("{ ", "{").replace(" }", "}"), text
+
+
+def test_print_errors(tmp_path: Path) -> None:
+    """Located errors; inside an f-string the column is the field's on Python 3.12 and the
+    f-string's before, so those cases check the line only."""
+    cases = [
+        ("print(x)", 11, "print() cannot print Slice[f32]: print() in a kernel takes numbers, bools, string literals "
+                         "and f-strings", "hint: print an element, e.g. x[i], or len(x)"),
+        ('print(f"{x[0]:^8}")', None, "print(): {...:^8}: fill characters and '^'/'=' alignment are not available "
+                                      "on the GPU", "hint: use '<' or '>' with a width"),
+        ('print(f"{x[0]:d}")', None, "print(): the format type 'd' is for integers, and this value is f32",
+         "hint: convert it, e.g. {i32(x):d}, or use f, e or g"),
+        ('print(f"{len(x):,}")', None, "print(): {...:,}: digit grouping (',') is not available on the GPU", ""),
+        ('print(f"{len(x):.3d}")', None, "print(): {...:.3d}: integers take no precision", ""),
+        ('print(f"{len(x):b}")', None, "print(): the format type 'b' is not available on the GPU",
+         "hint: use one of d, x, X, o, c, e, E, f, F, g, G"),
+        ('print(f"{x[0]!r}")', None, "print(): the conversion !r is not available on the GPU", ""),
+        ('print(f"{x[0]:{w}}")', None, "print(): a format spec must be written out, not computed", ""),
+        ("print(x[0], file=None)", 17, "print() in a kernel does not take file=", ""),
+        ("print(x[0], sep=s)", 21, "print(): sep= must be a string literal, got s", ""),
+        ("print(*x)", 11, "print(*values) is not available on the GPU", ""),
+        ('print(f"{x[0] > 0:>5}")', None, "print(): {...:>5} on a bool is not available on the GPU", ""),
+    ]
+    for call, col, message, hint in cases:
+        msg = compile_error(tmp_path, f"""
+        @ox.kernel
+        def k(x: Slice[f32]) -> None:
+            w = 3
+            s = 2
+            {call}
+        """)
+        where = at(6, col) if col is not None else at(6, 0).rsplit(":", 1)[0]
+        assert f"{where}:" in msg and f"error: {message}" in msg, (call, msg)
+        assert hint in msg, (call, msg)

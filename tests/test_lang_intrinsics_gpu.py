@@ -298,3 +298,41 @@ def test_grid_sync_refuses_a_grid_that_cannot_be_resident() -> None:
                                          r"once: at most \d+ blocks of 256 threads"):
         intrk.rotate_rounds[n // 256, 256](x, a, b, 3, out)
     assert (host(out) == -12345).all()  # not launched
+
+
+PRINT_SCRIPT = """
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import printk
+from oxide.runtime import DeviceArray, synchronize
+
+data = np.load(sys.argv[2])
+x, n, u = (DeviceArray.from_numpy(data[k]) for k in ("x", "n", "u"))
+printk.show[2, 64](x, n, u)
+synchronize()
+"""
+
+
+def test_print_in_kernels(tmp_path: Path) -> None:
+    """Device printf's output, read from a subprocess's stdout, against Python's own formatting
+    of the same values (print, f-strings, and C's %g for a bare float)."""
+    import subprocess
+
+    count = 128
+    x = (rng.standard_normal(count) * 10.0 ** rng.integers(-3, 6, count)).astype(np.float32)
+    n = rng.integers(-10**6, 10**6, count, dtype=np.int32)
+    n[n == 0] = 7
+    u = rng.integers(1, 2**63, count, dtype=np.int64).astype(np.uint64) * np.uint64(2)
+    np.savez(tmp_path / "data.npz", x=x, n=n, u=u)
+    result = subprocess.run([sys.executable, "-c", PRINT_SCRIPT, str(Path(__file__).parent / "packages" / "langintr"),
+                             str(tmp_path / "data.npz")], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    expect = []
+    for i in range(count):
+        xi, ni, ui = float(x[i]), int(n[i]), int(u[i])
+        expect.append(f"row {i} {ni} {ui} {ni > 0}")
+        expect.append(f"fmt {i}: x={xi:.3f} n={ni:>6d}|{ni:<6d}|{ni & 0xFFFFFFFF:08x}|{ui:#x}|{xi:+.4e}|{ni:.2f} 100%!")
+        expect.append(f"g,{i},{'%g' % xi}")
+    assert sorted(line for line in lines if line.startswith(("row ", "fmt ", "g,"))) == sorted(expect)

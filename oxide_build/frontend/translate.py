@@ -383,7 +383,12 @@ class FunctionTranslator(Loops):
         return ir.Select(cond, a2, b2, ty, self.loc(node))
 
     def visit_Call(self, node: ast.Call) -> ir.Expr:
-        from ..intrinsics import KEYWORD_INTRINSICS
+        from ..intrinsics import INTRINSICS, KEYWORD_INTRINSICS
+
+        if isinstance(node.func, ast.Name) and node.func.id == "print" and "print" not in self.module.symbols \
+                and "print" not in self.locals:
+            info = INTRINSICS["builtin.print"]  # device printf (intrinsics/printing.py)
+            return info.typing(self, info, node)
 
         keyword_name = oxide_name(self.module, node.func) if node.keywords else None
         if keyword_name in KEYWORD_INTRINSICS and not any(isinstance(a, ast.Starred) for a in node.args):
@@ -435,7 +440,7 @@ class FunctionTranslator(Loops):
                 return ir.Select(ir.Compare(CompareOp.LT, value, zero, st, BOOL, loc), ir.Neg(value, st, loc), value, st, loc)
             if builtin == "range":
                 raise self.error(node, "range() is only allowed as the iterable of a for loop")
-            if builtin in ("print", "input", "open"):
+            if builtin in ("input", "open"):
                 raise self.error(node, f"{builtin}() is not available on the GPU",
                                  "return values through a view and print them on the host")
         if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
@@ -468,7 +473,7 @@ class FunctionTranslator(Loops):
         from ..intrinsics import INTRINSICS
 
         info = INTRINSICS.get(name)
-        if info is not None and not info.method:
+        if info is not None and not info.method and not info.builtin:
             return info.typing(self, info, node)
         if name == "static_range":
             # unrolling is IR structure (the for loop's body repeated), done by static_for

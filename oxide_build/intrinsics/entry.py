@@ -39,6 +39,8 @@ class IntrinsicInfo:
     - ``value_range``: the bounds of its integer result, for the bounds prover.
     - ``method``: it is a method of a view (``x.load4(k)``), named ``view.<method>`` here, not
       a name in the oxide namespace.
+    - ``builtin``: it is a Python builtin (``print``), named ``builtin.<name>`` here, not a
+      name in the oxide namespace.
     """
 
     name: str  # the language's name: "warp.shfl_down", "math.exp", "atomic.add"
@@ -49,6 +51,7 @@ class IntrinsicInfo:
     keywords: tuple[str, ...] = ()
     value_range: tuple[int, int] | None = None
     method: bool = False
+    builtin: bool = False
 
     @property
     def group(self) -> str:

@@ -158,6 +158,7 @@ class Intrinsic:
     loc: Loc
     check_site: int | None = None  # for intrinsics that index a view
     scope: str = "gpu"  # atomics: the PTX scope, "cta", "gpu" or "sys"
+    text: str = ""  # print(): the printf format
 
 
 @dataclass
