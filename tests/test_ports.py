@@ -27,6 +27,8 @@ NOT_YET: dict[str, str] = {
     "port_scan_blelloch": "a local from a bare literal is i64, then refused into an i32 local",
     "port_softmax_rows": "float('-inf')",
     "port_spmv_csr_vector": "an i64 shuffle offset refused",
+    "port_grid_sync_reduce": "a shared array passed to a device function",
+    "port_warp_aggregated_filter": "u32 << i32 refused as ambiguous",
 }
 
 

@@ -164,3 +164,28 @@ def test_scan_blelloch() -> None:
     v = x.reshape(blocks, 1024).astype(np.float64)
     ref = np.cumsum(v, axis=1) - v
     np.testing.assert_array_equal(out.cpu().numpy().reshape(blocks, 1024), ref)
+
+
+def test_warp_aggregated_filter() -> None:
+    m = port("warp_aggregated_filter")
+    n = 200_003
+    src = rng.standard_normal(n).astype(np.float32)
+    dst = poisoned(n)
+    count = torch.zeros(1, dtype=torch.int32, device="cuda")
+    m.filter_k[(n + 255) // 256, 256](dst, count, dev(src), n)
+    kept = int(count.item())
+    ref = src[src > 0]
+    assert kept == len(ref)
+    # the order of the kept elements is not fixed; the multiset is
+    np.testing.assert_array_equal(np.sort(dst.cpu().numpy()[:kept]), np.sort(ref))
+    assert torch.isnan(dst[kept:]).all()
+
+
+def test_grid_sync_reduce() -> None:
+    m = port("grid_sync_reduce")
+    n = 1_000_003
+    x = rng.standard_normal(n).astype(np.float32)
+    blocks = 132
+    out = poisoned(blocks)
+    m.reduce_single_pass[blocks, 256](dev(x), out, n)
+    np.testing.assert_allclose(out[0].item(), x.astype(np.float64).sum(), rtol=1e-4, atol=1e-2)
