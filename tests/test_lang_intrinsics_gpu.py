@@ -25,7 +25,8 @@ def poison(n, dtype=torch.float32):  # type: ignore[no-untyped-def]
     if dtype.is_floating_point:
         return torch.full((n,), float("nan"), dtype=dtype, device="cuda")
     # through NumPy: torch implements few operations (fill_ among them) for its unsigned types
-    np_dtype = {torch.int16: np.int16, torch.int32: np.int32, torch.int64: np.int64, torch.uint32: np.uint32}[dtype]
+    np_dtype = {torch.int16: np.int16, torch.int32: np.int32, torch.int64: np.int64, torch.uint32: np.uint32,
+                torch.uint64: np.uint64}[dtype]
     return dev(np.full(n, -12345 if dtype.is_signed else 12345, np_dtype))
 
 
@@ -122,12 +123,12 @@ def test_fast_math_per_call() -> None:
     exp_, log_, sin_, cos_, div_, pow_, rcp_, sat_, log2_, exp10_ = (host(o).astype(np.float64) for o in outs)
     xv, yv, av = x.astype(np.float64), y.astype(np.float64), ang.astype(np.float64)
     ulp = np.spacing(np.float32(1)).astype(np.float64)
-    np.testing.assert_allclose(exp_, np.exp(yv), rtol=(2 + np.floor(np.abs(1.16 * yv)) + 2) * ulp)
+    np.testing.assert_allclose(exp_, np.exp(yv), rtol=(2 + np.floor(np.abs(1.2 * yv)) + 3) * ulp)
     np.testing.assert_allclose(log_, np.log(xv), atol=2.0 ** -21.41 * 2, rtol=4 * ulp)
     np.testing.assert_allclose(sin_, np.sin(av), atol=2.0 ** -21.41 * 2)
     np.testing.assert_allclose(cos_, np.cos(av), atol=2.0 ** -21.41 * 2)
     np.testing.assert_allclose(div_, yv / xv, rtol=3 * ulp)
-    np.testing.assert_allclose(pow_, xv ** (yv * 0.25), rtol=1e-5)
+    np.testing.assert_allclose(pow_, xv ** (yv * 0.25), rtol=3e-5)
     np.testing.assert_array_equal(rcp_, (np.float32(1) / x).astype(np.float64))
     np.testing.assert_array_equal(sat_, np.clip(yv, 0.0, 1.0))
     np.testing.assert_allclose(log2_, np.log2(xv), atol=2.0 ** -22 * 2, rtol=3 * ulp)
@@ -143,13 +144,15 @@ def test_timers_and_nanosleep() -> None:
 
     n = 512
     cycles, elapsed, clock32 = poison(n, torch.int64), poison(n, torch.int64), poison(n, torch.int64)
-    intrk.timers[n // BLOCK, BLOCK](20000, cycles, elapsed, clock32)
-    c, e, k = host(cycles), host(elapsed), host(clock32)
-    # nanosleep(20 µs) sleeps for up to ~2x that (PTX ISA); the clocks only move forward
+    stamps = dev(np.full(n, 12345, np.uint64))
+    intrk.timers[n // BLOCK, BLOCK](20000, cycles, elapsed, clock32, stamps)
+    c, e, k, t = host(cycles), host(elapsed), host(clock32), host(stamps)
+    # nanosleep(20 µs) sleeps for somewhere in [0, 40 µs] (PTX ISA); the clocks only move forward
     assert (c > 0).all() and (c < 10**9).all(), c
     assert (k > 0).all() and (k < 2**32).all(), k
     assert (e >= 0).all() and (e < 10**9).all(), e
-    assert np.median(e) > 1000, e  # the global timer has µs resolution or better, and the thread slept
+    # the global timer counts nanoseconds since some epoch: every thread read it within this launch
+    assert (t > 10**9).all() and int(t.max()) - int(t.min()) < 10**9, t
 
 
 def test_volatile_loads_stores_and_a_flag_handoff() -> None:
@@ -177,7 +180,7 @@ def test_half_atomics() -> None:
     base = rng.integers(1, 8, 2 * slots).astype(np.float16)
     sums = dev(base)
     lows, highs = dev(np.full(slots, 100.0, np.float16)), dev(np.full(slots, -100.0, np.float16))
-    swapped = dev(np.concatenate([np.full(slots, 3.5), np.full(slots, -1.0)]).astype(np.float16))
+    swapped = dev(np.concatenate([np.full(slots, 3.5), np.full(slots, -3.0)]).astype(np.float16))
     old_exch, old_cas = poison(n, torch.float16), poison(n, torch.float16)
     intrk.half_atomics[n // BLOCK, BLOCK](dev(x), dev(slot), sums, lows, highs, swapped, old_exch, old_cas)
     got = host(sums).astype(np.float64)
@@ -190,10 +193,10 @@ def test_half_atomics() -> None:
         mine = slot == j
         # exch: the old values and the final value are the start value and the inputs, each once
         np.testing.assert_array_equal(np.sort(np.append(oe[mine], final[j])), np.sort(np.append(x[mine], np.float16(3.5))))
-        # cas from -1.0: exactly one thread saw -1.0 and its value is the one stored
-        winners = np.flatnonzero(mine & (oc == np.float16(-1.0)))
+        # cas from -3.0: exactly one thread saw -3.0 and its value is the one stored
+        winners = np.flatnonzero(mine & (oc == np.float16(-3.0)))
         assert len(winners) == 1 and final[slots + j] == x[winners[0]], (j, winners)
-        np.testing.assert_array_equal(oc[mine & (oc != np.float16(-1.0))], np.full(per - 1, final[slots + j]))
+        np.testing.assert_array_equal(oc[mine & (oc != np.float16(-3.0))], np.full(per - 1, final[slots + j]))
 
 
 def test_bf16_atomics() -> None:

@@ -61,9 +61,10 @@ def rcp64(x: Slice[f64], out: DisjointSlice[f64]) -> None:
 
 
 @ox.kernel
-def timers(sleep_ns: u32, cycles: DisjointSlice[i64], elapsed_ns: DisjointSlice[i64], clock32: DisjointSlice[i64]) -> None:
+def timers(sleep_ns: u32, cycles: DisjointSlice[i64], elapsed_ns: DisjointSlice[i64], clock32: DisjointSlice[i64],
+           stamps: DisjointSlice[u64]) -> None:
     i = thread.index_1d()
-    if i < len(cycles) and i < len(elapsed_ns) and i < len(clock32):
+    if i < len(cycles) and i < len(elapsed_ns) and i < len(clock32) and i < len(stamps):
         t0 = ox.timer.globaltimer()
         c0 = ox.timer.clock64()
         k0 = ox.timer.clock()
@@ -74,6 +75,7 @@ def timers(sleep_ns: u32, cycles: DisjointSlice[i64], elapsed_ns: DisjointSlice[
         cycles[i] = c1 - c0
         elapsed_ns[i] = i64(t1 - t0)
         clock32[i] = i64(k1 - k0)  # u32 wrap-around difference
+        stamps[i] = t0
 
 
 @ox.kernel
@@ -108,11 +110,11 @@ def half_atomics(x: Slice[f16], slot: Slice[i32], sums: MutSlice[f16], lows: Mut
     if i < len(x) and i < len(slot) and i < len(old_exch) and i < len(old_cas):
         j = slot[i]
         ox.atomic.add(sums, j, x[i])
-        ox.atomic.sub(sums, j + 8, x[i], scope="block")
+        ox.atomic.sub(sums, j + 8, x[i], scope="system")
         ox.atomic.min(lows, j, x[i])
         ox.atomic.max(highs, j, x[i], scope="system")
         old_exch[i] = ox.atomic.exch(swapped, j, x[i])
-        old_cas[i] = ox.atomic.cas(swapped, j + 8, f16(-1.0), x[i])
+        old_cas[i] = ox.atomic.cas(swapped, j + 8, f16(-3.0), x[i])  # -3.0: no input has that value
 
 
 @ox.kernel
@@ -122,7 +124,7 @@ def bf16_atomics(x: Slice[bf16], slot: Slice[i32], sums: MutSlice[bf16], lows: M
     if i < len(x) and i < len(slot) and i < len(old_cas):
         j = slot[i]
         ox.atomic.add(sums, j, x[i])
-        ox.atomic.min(lows, j, x[i], scope="block")
+        ox.atomic.min(lows, j, x[i], scope="system")
         ox.atomic.max(highs, j, x[i])
         old_cas[i] = ox.atomic.cas(sums, j + 8, bf16(-1.0), x[i])
 
