@@ -25,7 +25,8 @@
 // asserts) are reported by Python as oxide.KernelError; here the failing thread traps, and the
 // launch's stream reports CUDA_ERROR_ILLEGAL_INSTRUCTION / LAUNCH_FAILED (a sticky error: the
 // context is lost). Kernels whose manifest lists launch preconditions (asserts the Python
-// runtime checks on the host instead of the device) are refused: launch those from Python.
+// runtime checks on the host instead of the device) are refused: launch those from Python; so
+// are kernels that call grid.sync() (the manifest marks them "cooperative").
 // The caller keeps the arrays alive and on the stream's device until the kernel has run.
 #pragma once
 
@@ -521,6 +522,10 @@ class Module {
     if (const auto* pre = found->find("preconditions"); pre && !pre->items.empty())
       throw Error(where + ": kernel '" + name +
                   "' has launch preconditions that only oxide's Python runtime checks: launch it from Python");
+    if (const auto* coop = found->find("cooperative"); coop && coop->boolean)
+      throw Error(where + ": kernel '" + name +
+                  "' calls grid.sync(), which needs the cooperative launch oxide's Python runtime makes: "
+                  "launch it from Python");
     std::vector<Param> params;
     for (const auto& p : found->at("params", path).items) {
       Param param{p.at("name", path).text, p.at("kind", path).text, p.at("dtype", path).text, 1};
