@@ -29,6 +29,7 @@ from .lang import (
     shared,
     static_range,
     timer,
+    unroll,
     volatile,
     warp,
     boolean,
@@ -56,7 +57,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CompileError", "CudaError", "KernelError", "LinkError", "OxideError", "ToolchainError",
-    "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "bits", "timer", "volatile", "static_range", "unsafe",
+    "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "bits", "timer", "volatile", "static_range", "unroll", "unsafe",
     "ScalarType", "SCALAR_TYPES", "TypeVar", "acc_type", "Constexpr", "Slice", "DisjointSlice", "MutSlice", "Tensor", "MutTensor", "DisjointTensor", "Ptr",
     "ThreadIndex", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",
     "f64", "boolean", "__version__",

@@ -12,7 +12,7 @@ import io
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from oxide.errors import CompileError, SourceLocation
 
@@ -45,6 +45,7 @@ class Symbol:
     kind: str
     target: str = ""
     node: ast.AST | None = None
+    value: int | float | bool | None = None  # a "constant"'s value (folded at scan time)
 
 
 @dataclass
@@ -225,31 +226,38 @@ def _collect_symbols(module: ModuleSource) -> None:
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             assigned = node.targets if isinstance(node, ast.Assign) else [node.target]
             value = node.value
+            # constants defined above this one: `C = A * B`, `NEG = -R`
+            known = {n: s.value for n, s in symbols.items() if s.kind == "constant" and s.value is not None}
             for target in assigned:
                 if not isinstance(target, ast.Name) or value is None:
                     continue
+                folded = constant_value(value, known)
                 if isinstance(value, ast.Call) and _names_oxide(module, value.func, "TypeVar"):
                     symbols[target.id] = Symbol("typevar", target.id, node)
-                elif constant_value(value) is not None:
-                    symbols[target.id] = Symbol("constant", target.id, node)
+                elif folded is not None:
+                    symbols[target.id] = Symbol("constant", target.id, node, folded)
                 else:
                     symbols[target.id] = Symbol("unknown", target.id, node)
         elif isinstance(node, ast.ClassDef):
             symbols[node.name] = Symbol("unknown", node.name, node)
 
 
-def constant_value(node: ast.AST | None) -> int | float | bool | None:
-    """The value of a module-level number constant (``N = 1 << 20``), or None if it is not one."""
+def constant_value(node: ast.AST | None, names: Mapping[str, int | float | bool] | None = None
+                   ) -> int | float | bool | None:
+    """The value of a module-level number constant (``N = 1 << 20``), or None if it is not one.
+    ``names``: the values of the constants it may use (``C = A * B``)."""
     try:
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
             return node.value
+        if isinstance(node, ast.Name) and names is not None:
+            return names.get(node.id)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
-            v = constant_value(node.operand)
+            v = constant_value(node.operand, names)
             if v is None:
                 return None
             return -v if isinstance(node.op, ast.USub) else (+v if isinstance(node.op, ast.UAdd) else ~int(v))
         if isinstance(node, ast.BinOp) and (type(node.op) in BINARY_OPS_OF_AST or isinstance(node.op, ast.Pow)):
-            a, b = constant_value(node.left), constant_value(node.right)
+            a, b = constant_value(node.left, names), constant_value(node.right, names)
             if a is None or b is None:
                 return None
             if (isinstance(node.op, (ast.Pow, ast.LShift)) and isinstance(b, (int, float)) and b > 64

@@ -228,6 +228,7 @@ def test_unannotated_literal_past_i64_is_a_located_error(tmp_path: Path) -> None
 def k(out: DisjointSlice[u64]) -> None:
     i = thread.index_1d()
     y = 18446744073709551615
+    y += 1
     out[i] = u64(y)
 """)
     assert "kern.py:7:9: error: the literal 18446744073709551615 does not fit in i64" in text, text

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .decorators import device, extern, extern_kernel, kernel
 from .intrinsics import (AtomicScope, atomic, bits, block, fence, grid, local, math, shared, static_range, thread, timer,
-                         unsafe, volatile, warp)
+                         unroll, unsafe, volatile, warp)
 from .types import (
     SCALAR_TYPES,
     Constexpr,
@@ -34,7 +34,7 @@ from .types import (
 )
 
 __all__ = [
-    "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "bits", "timer", "volatile", "static_range", "unsafe",
+    "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "bits", "timer", "volatile", "static_range", "unroll", "unsafe",
     "AtomicScope",
     "ScalarType", "SCALAR_TYPES", "TypeVar", "acc_type", "Constexpr", "Slice", "DisjointSlice", "MutSlice", "Tensor", "MutTensor", "DisjointTensor", "Ptr",
     "ThreadIndex", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",

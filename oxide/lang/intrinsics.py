@@ -6,7 +6,7 @@ from typing import Any, Iterator, Literal, NoReturn, Protocol, TypeVar
 
 from .types import ThreadIndex
 
-__all__ = ["thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "unsafe", "static_range",
+__all__ = ["thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "unsafe", "static_range", "unroll",
            "AtomicScope", "bits", "timer", "volatile"]
 
 
@@ -157,6 +157,12 @@ volatile = _Space("volatile", ("load", "store"))
 def static_range(*args: int) -> range:
     """A range the compiler unrolls completely; its bounds must be compile-time constants."""
     return range(*args)
+
+
+def unroll(loop: range, count: int = 0) -> range:
+    """``for i in unroll(range(n), 4)``: a run-time loop the compiler unrolls ``count`` times
+    (CUDA's ``#pragma unroll 4``; without a count, ``#pragma unroll``; 1 keeps it rolled)."""
+    return loop
 block = _Block()
 grid = _Grid()
 

@@ -47,25 +47,32 @@ class Constants(TranslatorContext):
         return ir.Const(value, literal_type(value), self.loc(node), weak=True)
 
     def const_int(self, node: ast.expr) -> int | None:
-        """The value of a compile-time integer argument (a literal, a module constant, a
-        static_range variable, or arithmetic of these), or None."""
-        if isinstance(node, ast.Name):
-            sym = self.module.symbols.get(node.id)
-            if sym is not None and sym.kind == "constant":
-                assert isinstance(sym.node, (ast.Assign, ast.AnnAssign))
-                value = constant_value(sym.node.value)
-                return value if isinstance(value, int) and not isinstance(value, bool) else None
-            if node.id in self.constexprs:
-                return self.constexprs[node.id]
-            return None
-        if isinstance(node, ast.BinOp):
-            a, b = self.const_int(node.left), self.const_int(node.right)
-            if a is None or b is None:
-                return None
-            folded = constant_value(ast.BinOp(ast.Constant(a), node.op, ast.Constant(b)))
-            return folded if isinstance(folded, int) else None
-        value = constant_value(node)
+        """The value of a compile-time integer: a literal, a module constant (``C = A * B``), a
+        Constexpr parameter, a local assigned once from a constant (``H = 2 * R``), a
+        static_range variable, or arithmetic on them (``-R``, ``R + 1``); None for anything else."""
+        names: dict[str, int | float | bool] = {
+            n: s.value for n, s in self.module.symbols.items()
+            if s.kind == "constant" and s.value is not None and n not in self.locals}
+        names.update(self.constexprs)
+        value = constant_value(node, names)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def is_named_constant(self, name: str, value: ir.Const) -> bool:
+        """A local assigned once, from a constant expression, is a name for that constant: it
+        takes its type from each use, like a literal (so `A1 = 0.319` keeps f32 math f32)."""
+        if not (value.weak or value.ty == BOOL) or self.assign_counts.get(name, 0) != 1 or name in self.param_names:
+            return False
+        # every use must be in this block (after the assignment, as Python runs it), or a use
+        # on a path that skipped the assignment would read a value the program never gave it
+        inside = {id(n) for stmt in self.block_statements[-1] for n in ast.walk(stmt)}
+        return all(id(n) in inside for n in ast.walk(self.fdef)
+                   if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load))
+
+    def constant_expr(self, value: int | float | bool, node: ast.AST) -> ir.Const:
+        """A compile-time value as an IR literal: a bool is a bool, a number a weak literal."""
+        if isinstance(value, bool):
+            return ir.Const(value, BOOL, self.loc(node))
+        return ir.Const(value, literal_type(value), self.loc(node), weak=True)
 
     def const_str(self, node: ast.expr) -> str | None:
         """The value of a compile-time string argument (a literal or a module constant), or None."""
@@ -86,10 +93,5 @@ def _is_number_expression(node: ast.AST) -> bool:
 
 
 def _constant_value(sym: Symbol) -> int | float | bool:
-    from ..scan import constant_value
-
-    node = sym.node
-    assert isinstance(node, (ast.Assign, ast.AnnAssign))
-    value = constant_value(node.value)
-    assert value is not None
-    return value
+    assert sym.value is not None
+    return sym.value

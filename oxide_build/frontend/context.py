@@ -66,7 +66,11 @@ class TranslatorContext(ast.NodeVisitor):
         self.unsafe_depth = 0
         self.scopes: list[Scope] = [Scope()]
         self.assign_counts = _count_assignments(fdef)
-        self.constexprs: dict[str, int] = {}
+        # names with a compile-time value: Constexpr parameters, static_range variables and
+        # locals assigned once from a constant (`A1 = 0.319`, `H = 2 * R`), typed by their use
+        self.constexprs: dict[str, int | float | bool] = {}
+        self.named_constants: set[str] = set()  # the locals among them
+        self.block_statements: list[list[ast.stmt]] = []  # of the blocks being translated
         # names whose value may differ between the threads of a block, and how many enclosing
         # conditions depend on such values (block.sync() there could deadlock)
         self.thread_dependent: set[str] = set()

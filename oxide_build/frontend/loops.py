@@ -43,6 +43,9 @@ class Loops(Indexing):
         it = node.iter
         if isinstance(it, ast.Call) and oxide_name(self.module, it.func) == "static_range":
             return self.static_for(node, it)
+        unroll = None
+        if isinstance(it, ast.Call) and oxide_name(self.module, it.func) == "unroll":
+            it, unroll = self.unroll_hint(it)
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
                 and "range" not in self.module.symbols):
             raise self.error(it, f"only `for ... in range(...)` loops are supported, not {ast.unparse(it)!r}",
@@ -112,7 +115,25 @@ class Loops(Indexing):
             # a proof in the body relied on the loop variable's range: v + step must not wrap
             init.append(self.range_guard(stop_v, step_v, ty, node))
         step_stmt = ir.Assign(name, ir.BinOp(BinaryOp.ADD, var, step_v, ty, loc), loc)
-        return [*init, ir.While(cond, body, loc, step=[step_stmt])]
+        return [*init, ir.While(cond, body, loc, step=[step_stmt], unroll=unroll)]
+
+    def unroll_hint(self, call: ast.Call) -> tuple[ast.expr, int]:
+        """``ox.unroll(range(...), n)``: the range, and how many times to unroll its loop
+        (``#pragma unroll n``; without ``n``, ``#pragma unroll``: 0, LLVM decides)."""
+        if call.keywords or not 1 <= len(call.args) <= 2:
+            raise self.error(call, "ox.unroll() takes a range and an optional unroll count: ox.unroll(range(n), 4)")
+        factor = 0
+        if len(call.args) == 2:
+            value = self.const_int(call.args[1])
+            if value is None or not 1 <= value <= 1024:
+                raise self.error(call.args[1], f"the unroll count must be a compile-time integer from 1 to 1024, "
+                                 f"got {ast.unparse(call.args[1])}", "1 keeps the loop rolled")
+            factor = value
+        inner = call.args[0]
+        if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "range"):
+            raise self.error(inner, f"ox.unroll() takes a range(...), not {ast.unparse(inner)!r}",
+                             "for a loop with constant bounds, ox.static_range unrolls it completely")
+        return inner, factor
 
     def static_for(self, node: ast.For, it: ast.Call) -> list[ir.Stmt]:
         """``for k in oxide.static_range(n)``: the body is repeated n times with k a constant."""

@@ -10,7 +10,7 @@ from oxide.abi.views import ViewKind
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, I32, I64, VOID, ThreadIndexType, Type, ViewType, VoidType, type_name
+from ..ir.types import BOOL, I32, VOID, ThreadIndexType, Type, ViewType, VoidType, type_name
 from ..intrinsics.thread import SPECIAL_REGISTERS
 from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation
 from .promotion import literal_type
@@ -77,7 +77,7 @@ class Names(Constants):
     def visit_Name(self, node: ast.Name) -> ir.Expr:
         name = node.id
         if name in self.constexprs:
-            return ir.Const(self.constexprs[name], I64, self.loc(node), weak=True)
+            return self.constant_expr(self.constexprs[name], node)
         if name in self.locals:
             return ir.Var(name, self.locals[name], self.loc(node))
         sym = self.module.symbols.get(name)

@@ -6,7 +6,7 @@ import ast
 import itertools
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from oxide.abi.params import CONSTEXPR_PARAM, SCALAR_PARAM
 from oxide.abi.views import ViewKind
@@ -42,7 +42,8 @@ class ProgramBuilder:
     module: ModuleSource
     bounds_check: bool = True
     functions: list[ir.Function] = field(default_factory=list)
-    instances: dict[tuple[str, str, tuple[str, ...]], _Instance] = field(default_factory=dict)
+    # (module, function, argument types, Constexpr arguments) -> its instance
+    instances: dict[tuple[str, str, tuple[str, ...], tuple[tuple[str, int | bool], ...]], _Instance] = field(default_factory=dict)
     error_sites: list[ErrorSite] = field(default_factory=list)
     call_stack: list[tuple[str, str]] = field(default_factory=list)
     externs: dict[str, ir.ExternFunction] = field(default_factory=dict)
@@ -192,11 +193,12 @@ class ProgramBuilder:
                 return opts
         return {}
 
-    def _constexpr_values(self, module: ModuleSource, fdef: ast.FunctionDef, node: ast.expr) -> dict[str, list[int]]:
+    def _constexpr_values(self, module: ModuleSource, fdef: ast.FunctionDef, node: ast.expr
+                          ) -> dict[str, list[int | bool]]:
         if not isinstance(node, ast.Dict):
             raise module.error(node, "constexprs must be a dict literal: {\"BLOCK\": [128, 256]}")
         params = {a.arg: a for a in fdef.args.args}
-        out: dict[str, list[int]] = {}
+        out: dict[str, list[int | bool]] = {}
         for key, value in zip(node.keys, node.values):
             if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
                 raise module.error(key or node, "constexprs keys are parameter names (strings)")
@@ -208,12 +210,15 @@ class ProgramBuilder:
                 raise module.error(param, f"parameter {key.value!r} must be annotated ox.Constexpr[int] "
                                    "to be listed in constexprs")
             elts = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
-            values = [constant_value(e) for e in elts]
-            if not values or any(not isinstance(v, int) or isinstance(v, bool) for v in values):
+            values = [constant_value(e, _constants(module)) for e in elts]
+            if _constexpr_kind(module, param.annotation) == "bool":
+                if not values or any(not isinstance(v, bool) for v in values):
+                    raise module.error(value, f"the values of {key.value!r} must be True and/or False")
+            elif not values or any(not isinstance(v, int) or isinstance(v, bool) for v in values):
                 raise module.error(value, f"the values of {key.value!r} must be integer constants")
             if len(set(values)) != len(values):
                 raise module.error(value, f"the values of {key.value!r} repeat a value", "list each value once")
-            out[key.value] = [int(v) for v in values]  # type: ignore[arg-type]
+            out[key.value] = values  # type: ignore[assignment]
         for name, arg in params.items():
             if (isinstance(arg.annotation, ast.Subscript) and oxide_name(module, arg.annotation.value) == "Constexpr"
                     and name not in out):
@@ -231,7 +236,7 @@ class ProgramBuilder:
             opts = self.kernel_options(self.module, fdef)
             bounds = opts.get("bounds_check", self.bounds_check)
             typevars = self.typevars_of(self.module, fdef)
-            constexprs: dict[str, list[int]] = opts.get("constexprs", {})
+            constexprs: dict[str, list[int | bool]] = opts.get("constexprs", {})
             for arg in fdef.args.args:
                 if (isinstance(arg.annotation, ast.Subscript) and oxide_name(self.module, arg.annotation.value) == "Constexpr"
                         and arg.arg not in constexprs):
@@ -243,10 +248,11 @@ class ProgramBuilder:
             value_combos = list(itertools.product(*(constexprs[n] for n in cnames))) or [()]
             for combo, values in itertools.product(type_combos, value_combos):
                 bound = {n: TypeVarBinding(n, typevars[n].constraints, t) for n, t in zip(names, combo)}
-                parts = [t.name for t in combo] + [f"{n}{v}".replace("-", "m") for n, v in zip(cnames, values)]
+                # a bool's variant is named and picked by its int (the runtime reads True as 1)
+                parts = [t.name for t in combo] + [f"{n}{int(v)}".replace("-", "m") for n, v in zip(cnames, values)]
                 symbol = name if not parts else f"{name}_{'_'.join(parts)}"
                 spec = {n: t.name for n, t in zip(names, combo)}
-                spec.update({n: str(v) for n, v in zip(cnames, values)})
+                spec.update({n: str(int(v)) for n, v in zip(cnames, values)})
                 translator, function = self.translate_function(
                     self.module, fdef, bound, symbol, kernel_name=name, bounds_check=bounds, is_kernel=True,
                     constexprs=dict(zip(cnames, values)))
@@ -308,13 +314,13 @@ class ProgramBuilder:
     def translate_function(
         self, module: ModuleSource, fdef: ast.FunctionDef, typevars: dict[str, TypeVarBinding], symbol: str,
         kernel_name: str, bounds_check: bool, is_kernel: bool = False, param_types: list[Type] | None = None,
-        constexprs: dict[str, int] | None = None,
+        constexprs: Mapping[str, int | bool] | None = None,
     ) -> tuple[FunctionTranslator, ir.Function]:
         """One instance of ``fdef`` (a kernel specialization, an export or a device function for
         one list of argument types) as an IR function, with the translator that made it."""
         translator = FunctionTranslator(self, module, fdef, typevars, is_kernel, kernel_name, bounds_check)
         if constexprs:
-            translator.constexprs = constexprs
+            translator.constexprs = dict(constexprs)
         self.call_stack.append((module.name, fdef.name))
         try:
             translator.translate_signature(param_types)
@@ -393,9 +399,23 @@ class ProgramBuilder:
             if isinstance(ann, TypeVarBinding):
                 raise caller.error(node, f"cannot infer {ann.name} for {fdef.name}()")
             param_types.append(ann)
+        # Constexpr parameters: one instance per value, which sizes arrays and bounds static_range
+        constexprs: dict[str, int | bool] = {}
+        for arg, param in zip(args, params):
+            kind = _constexpr_kind(module, param.annotation)
+            if kind is None:
+                continue
+            want = bool if kind == "bool" else int
+            if not (isinstance(arg, ir.Const) and isinstance(arg.value, want)
+                    and (kind == "bool" or not isinstance(arg.value, bool))):
+                raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() is a compile-time {kind}",
+                                   "pass a literal, a module constant or a Constexpr parameter")
+            constexprs[param.arg] = arg.value  # type: ignore[assignment]
         converted: list[ir.Expr] = []
         for arg, param, pty in zip(args, params, param_types):
             what = f"argument {param.arg!r} of {fdef.name}()"
+            if param.arg in constexprs:
+                continue
             if isinstance(pty, ViewType):
                 if not isinstance(arg.ty, ViewType):
                     raise caller.error(node, f"{what} needs {type_name(pty)}, got {type_name(arg.ty)}")
@@ -405,7 +425,8 @@ class ProgramBuilder:
                 converted.append(arg)
             else:
                 converted.append(caller.convert_implicit(arg, pty, node, what))
-        key = (module.name, fdef.name, tuple(type_name(t) + (":" + t.kind if isinstance(t, ViewType) else "") for t in param_types))
+        key = (module.name, fdef.name, tuple(type_name(t) + (":" + t.kind if isinstance(t, ViewType) else "") for t in param_types),
+               tuple(sorted(constexprs.items())))
         inst = self.instances.get(key)
         if inst is None:
             if (module.name, fdef.name) in self.call_stack:
@@ -414,11 +435,13 @@ class ProgramBuilder:
                                    "rewrite the recursion as a loop")
             inst = _Instance(None)
             self.instances[key] = inst
-            suffix = "_".join(type_name(t).replace("[", "_").replace("]", "") for t in param_types)
+            suffix = "_".join([type_name(t).replace("[", "_").replace("]", "") for p, t in zip(params, param_types)
+                               if p.arg not in constexprs] + [f"{n}{int(v)}".replace("-", "m") for n, v in constexprs.items()])
             symbol = f"__ox_{module.name.replace('.', '_')}_{fdef.name}" + (f"__{suffix}" if suffix else "")
             try:
                 _, inst.function = self.translate_function(module, fdef, typevars, symbol, kernel_name=caller.kernel_name,
-                                                           bounds_check=caller.bounds_check, param_types=param_types)
+                                                           bounds_check=caller.bounds_check, param_types=param_types,
+                                                           constexprs=constexprs)
             except CompileError:
                 del self.instances[key]
                 raise
@@ -478,6 +501,18 @@ class ProgramBuilder:
             raise caller.error(node, f"the C symbol {symbol!r} is declared twice with different types "
                                f"({existing.file}:{existing.line} and {module.path}:{fdef.lineno})")
         return ir.Call(symbol, converted, ret, caller.loc(node))
+
+
+def _constants(module: ModuleSource) -> dict[str, int | float | bool]:
+    return {n: s.value for n, s in module.symbols.items() if s.kind == "constant" and s.value is not None}
+
+
+def _constexpr_kind(module: ModuleSource, annotation: ast.expr | None) -> str | None:
+    """"int" or "bool" for ``ox.Constexpr[int]`` / ``ox.Constexpr[bool]``, None if it is not one."""
+    if not (isinstance(annotation, ast.Subscript) and oxide_name(module, annotation.value) == "Constexpr"):
+        return None
+    inner = annotation.slice
+    return "bool" if isinstance(inner, ast.Name) and inner.id == "bool" or oxide_name(module, inner) == "boolean" else "int"
 
 
 def _param_spec(p: ir.Param) -> ParamSpec:

@@ -1,19 +1,27 @@
 """The arithmetic promotion rules of the kernel language (docs/language.md has the table).
 
+They are C's usual arithmetic conversions, without C's promotion of 8- and 16-bit integers to
+``int`` (``u8 + u8`` stays ``u8`` and wraps, as NumPy's fixed-width integers do):
+
 - Same type: unchanged.
 - Two floats: the wider. An int and a float: the float.
-- Two ints of the same signedness: the wider. A signed and an unsigned int: the signed one if it
-  is strictly wider, otherwise an error (the result would silently change meaning).
-- ``bool`` never mixes with numbers in arithmetic: convert it explicitly.
+- Two ints of the same signedness: the wider.
+- A signed and an unsigned int: the signed one if it is strictly wider (``i64 + u32 → i64``),
+  otherwise the unsigned one (``i32 + u32 → u32``, ``i32 + u64 → u64``), as in C.
+- ``bool`` with a number: the number's type (``False``/``True`` are 0 and 1, as in C and
+  Python). Two bools in ``+ - * // % << >>``: ``i32`` (C's ``int``); ``& | ^`` keep ``bool``.
 - A literal takes the type of the other operand: ``0.5 * x`` is f32 when ``x`` is f32. An int
   literal next to a float takes the float type; a float literal next to an int gives f64
   (Python's int → float promotion). Literals on their own are i64 and f64, as in Python.
+
+Comparisons differ from C where C is a trap: a signed and an unsigned operand compare by value
+(``-1 < u32(1)`` is true; C converts -1 to 4294967295). ``comparison_type`` says how.
 """
 from __future__ import annotations
 
-from oxide.lang.types import ScalarType, f64, i64
+from oxide.lang.types import ScalarType, f64, i32, i64
 
-__all__ = ["promote", "literal_type", "PromotionError", "fits"]
+__all__ = ["promote", "comparison_type", "literal_type", "PromotionError", "fits"]
 
 
 class PromotionError(Exception):
@@ -23,8 +31,10 @@ class PromotionError(Exception):
 def promote(a: ScalarType, b: ScalarType) -> ScalarType:
     if a == b:
         return a
-    if a.kind == "bool" or b.kind == "bool":
-        raise PromotionError(f"cannot mix bool and {b.name if a.kind == 'bool' else a.name} in arithmetic")
+    if a.kind == "bool":
+        return b
+    if b.kind == "bool":
+        return a
     if a.kind == "float" and b.kind == "float":
         return a if a.bits >= b.bits else b
     if a.kind == "float":
@@ -36,7 +46,21 @@ def promote(a: ScalarType, b: ScalarType) -> ScalarType:
     signed, unsigned = (a, b) if a.kind == "int" else (b, a)
     if signed.bits > unsigned.bits:
         return signed
-    raise PromotionError(f"mixing signed {signed.name} and unsigned {unsigned.name} is ambiguous")
+    return unsigned  # at least as wide as the signed one
+
+
+def comparison_type(a: ScalarType, b: ScalarType) -> tuple[ScalarType, bool]:
+    """The type two operands of a comparison are compared in, and whether a signed operand must
+    first be tested for being negative (a 64-bit signed value against a 64-bit unsigned one:
+    no wider type holds both)."""
+    if {a.kind, b.kind} != {"int", "uint"}:
+        return promote(a, b), False
+    signed, unsigned = (a, b) if a.kind == "int" else (b, a)
+    if signed.bits > unsigned.bits:
+        return signed, False
+    if unsigned.bits < 64:
+        return i64, False  # holds every value of both
+    return unsigned, True
 
 
 def literal_type(value: object) -> ScalarType:
@@ -47,6 +71,11 @@ def literal_type(value: object) -> ScalarType:
     if isinstance(value, int):
         return i64
     return f64
+
+
+def bool_arithmetic_type() -> ScalarType:
+    """What two bools compute in outside ``& | ^``: C's ``int``."""
+    return i32
 
 
 def fits(value: int, ty: ScalarType) -> bool:

@@ -10,9 +10,9 @@ import ast
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
-from ..ir.ops import BinaryOp, CompareOp
+from ..ir.ops import BinaryOp, CompareOp, LogicOp
 from ..ir.types import BOOL, F64, I64, ArrayType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, type_name
-from .promotion import PromotionError, fits, promote
+from .promotion import PromotionError, bool_arithmetic_type, comparison_type, fits, promote
 from .facts import BoundsFacts
 from .generics import type_spelling
 
@@ -30,11 +30,12 @@ class Semantics(BoundsFacts):
         loc = self.loc(node)
         if isinstance(left, ir.Const) and isinstance(right, ir.Const) and left.weak and right.weak:
             return self.fold(op, left, right, node)
-        left, right, ty = self.unify(left, right, node, op)
+        left, right, ty = self.shift_operands(op, left, right, node) or self.unify(left, right, node, op)
         if ty.kind == "bool":
             if op in ("&", "|", "^"):
                 return ir.BinOp(op, left, right, ty, loc)
-            raise self.error(node, f"operator {op} cannot take bool operands", "convert with i32(...) first")
+            ty = bool_arithmetic_type()  # True + True == 2, as in C and Python
+            left, right = self.convert(left, ty, node), self.convert(right, ty, node)
         if op in ("&", "|", "^", "<<", ">>") and ty.kind == "float":
             raise self.error(node, f"operator {op} needs integers, got {ty.name}")
         if op == "/" and ty.kind != "float":
@@ -49,6 +50,46 @@ class Semantics(BoundsFacts):
         if op == "*" and ty.kind == "int" and ty.bits == 64:
             self.mark_nonneg_widening(left, right)
         return ir.BinOp(op, left, right, ty, loc)
+
+    def shift_operands(self, op: BinaryOp, left: ir.Expr, right: ir.Expr,
+                       node: ast.AST) -> tuple[ir.Expr, ir.Expr, ScalarType] | None:
+        """A shift of a signed value by an unsigned amount, or the other way round, keeps the
+        shifted value's type (as C does: the amount's type never changes what is shifted)."""
+        lt, rt = as_scalar(left.ty), as_scalar(right.ty)
+        if (op not in ("<<", ">>") or lt is None or rt is None or {lt.kind, rt.kind} != {"int", "uint"}
+                or any(isinstance(v, ir.Const) and v.weak for v in (left, right))):
+            return None
+        if rt.bits > lt.bits:
+            raise self.error(node, f"operator {op}: the {rt.name} shift amount is wider than the {lt.name} value",
+                             f"convert the amount with {lt.name}(...), or the value with {rt.name}(...)")
+        return self.convert(left, lt, node), self.convert(right, lt, node), lt
+
+    def compare(self, op: CompareOp, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
+        """``left op right``; a signed and an unsigned integer compare by value (not as C does)."""
+        lt, rt = as_scalar(left.ty), as_scalar(right.ty)
+        weak = any(isinstance(v, ir.Const) and v.weak for v in (left, right))
+        if weak or lt is None or rt is None or {lt.kind, rt.kind} != {"int", "uint"}:
+            l2, r2, ty = self.unify(left, right, node, op)
+            if ty.kind == "bool" and op not in ("==", "!="):
+                raise self.error(node, f"cannot order booleans with {op}")
+            return ir.Compare(op, l2, r2, ty, BOOL, self.loc(node))
+        ty, sign_test = comparison_type(lt, rt)
+        loc = self.loc(node)
+        if not sign_test:
+            return ir.Compare(op, self.convert(left, ty, node), self.convert(right, ty, node), ty, BOOL, loc)
+        # i64 against u64: no type holds both; a negative signed side decides the result
+        if lt.kind == "uint":
+            left, right, op = right, left, op.swapped
+        signed = self.materialize(left)
+        if not ir.is_pure(signed):
+            raise self.error(node, f"comparing {lt.name} with {rt.name} evaluates the signed side twice",
+                             "assign it to a local first, or convert one side explicitly")
+        zero = ir.Const(0, as_scalar(signed.ty) or I64, loc)
+        unsigned_cmp = ir.Compare(op, ir.Cast(signed, ty, loc), right, ty, BOOL, loc)
+        negative = ir.Compare(CompareOp.LT, signed, zero, zero.ty, BOOL, loc)
+        if op in (CompareOp.LT, CompareOp.LE, CompareOp.NE):  # true for every negative signed value
+            return ir.BoolOp(LogicOp.OR, [negative, unsigned_cmp], BOOL, loc)
+        return ir.BoolOp(LogicOp.AND, [ir.Not(negative, BOOL, loc), unsigned_cmp], BOOL, loc)
 
     def unify(self, left: ir.Expr, right: ir.Expr, node: ast.AST, op: str) -> tuple[ir.Expr, ir.Expr, ScalarType]:
         lw = isinstance(left, ir.Const) and left.weak
@@ -188,6 +229,8 @@ class Semantics(BoundsFacts):
 
 
 def _widens(src: ScalarType, dst: ScalarType) -> bool:
+    if src.kind == "bool":
+        return True  # 0 or 1: every number type holds both
     if src.kind == dst.kind and src.kind in ("int", "uint", "float"):
         return dst.bits > src.bits
     if src.kind == "uint" and dst.kind == "int":

@@ -54,6 +54,8 @@ class FunctionTranslator(Loops):
         parent = self.scopes[-1]
         self.scopes.append(scope or Scope(list(parent.facts)))
         defined_before = set(self.prover.defs)
+        constants_before = set(self.named_constants)
+        self.block_statements.append(stmts)
         out: list[ir.Stmt] = []
         try:
             for stmt in stmts:
@@ -73,6 +75,10 @@ class FunctionTranslator(Loops):
                     self.add_facts(result.cond, negated=True)
         finally:
             self.scopes.pop()
+            self.block_statements.pop()
+            for name in self.named_constants - constants_before:  # they name nothing after it
+                del self.constexprs[name]
+            self.named_constants = constants_before
             # a local first assigned in this block may not be assigned on every path that reaches
             # the code after it (a branch not taken, a loop run zero times): forget its value
             for name in set(self.prover.defs) - defined_before:
@@ -101,10 +107,9 @@ class FunctionTranslator(Loops):
         value = self.expr(node.value)
         return ir.ExprStmt(value, self.loc(node))
 
-    def visit_Assign(self, node: ast.Assign) -> ir.Stmt | list[ir.Stmt]:
+    def visit_Assign(self, node: ast.Assign) -> ir.Stmt | list[ir.Stmt] | None:
         if len(node.targets) != 1:
-            raise self.error(node, "chained assignment (a = b = ...) is not supported",
-                             "assign each name separately")
+            return self.chained_assign(node)
         target = node.targets[0]
         if isinstance(target, ast.Subscript):
             return self.store(target, node.value, node)
@@ -115,7 +120,41 @@ class FunctionTranslator(Loops):
                              "assign to a local name or to a view element like out[i]")
         return self.assign_name(target, self.expr(node.value), node)
 
+    def chained_assign(self, node: ast.Assign) -> list[ir.Stmt]:
+        """``a = b = value``: the value once, then each target from left to right, as Python."""
+        value = self.expr(node.value)
+        out: list[ir.Stmt] = []
+        if not isinstance(value, ir.Const):
+            if as_scalar(value.ty) is None:
+                raise self.error(node.value, f"chained assignment needs a number, not {type_name(value.ty)}",
+                                 "assign each name separately")
+            value = self.materialize(value)
+            temp = self.builder.fresh_name("chain")
+            self.locals[temp] = value.ty
+            if self.is_thread_dependent(value):
+                self.thread_dependent.add(temp)
+            out.append(ir.Assign(temp, value, self.loc(node)))
+            value = ir.Var(temp, value.ty, self.loc(node))
+        for target in node.targets:
+            out.extend(self.assign_to(target, value, node.value, node))
+        return out
+
+    def assign_to(self, target: ast.expr, value: ir.Expr, value_node: ast.expr, node: ast.AST) -> list[ir.Stmt]:
+        """One target of an assignment whose value is already translated."""
+        if isinstance(target, ast.Subscript):
+            return [self.store(target, value_node, node, value)]
+        if isinstance(target, ast.Name):
+            stmt = self.assign_name(target, value, node)
+            return [] if stmt is None else [stmt]
+        if isinstance(target, (ast.Tuple, ast.List)):
+            raise self.error(target, "unpacking in a chained assignment is not supported",
+                             "unpack in a statement of its own")
+        raise self.error(target, f"cannot assign to {ast.unparse(target)!r}",
+                         "assign to a local name or to a view element like out[i]")
+
     def unpack(self, target: ast.Tuple | ast.List, value_node: ast.expr, node: ast.AST) -> list[ir.Stmt]:
+        if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == len(target.elts):
+            return self.parallel_assign(target, value_node, node)
         value = self.expr(value_node)
         if not isinstance(value.ty, TupleType):
             raise self.error(value_node, f"cannot unpack {type_name(value.ty)}",
@@ -129,12 +168,35 @@ class FunctionTranslator(Loops):
         out: list[ir.Stmt] = [ir.Assign(temp, value, loc)]
         for i, (t, ety) in enumerate(zip(target.elts, value.ty.elems)):
             element = ir.TupleGet(ir.Var(temp, value.ty, loc), i, ety, loc)
-            if isinstance(t, ast.Name):
-                out.append(self.assign_name(t, element, node))
-            elif isinstance(t, ast.Subscript):
-                raise self.error(t, "unpack into names, then store them")
+            if isinstance(t, (ast.Name, ast.Subscript)):
+                out.extend(self.assign_to(t, element, t, node))
             else:
                 raise self.error(t, f"cannot assign to {ast.unparse(t)!r}")
+        return out
+
+    def parallel_assign(self, target: ast.Tuple | ast.List, value: ast.Tuple | ast.List, node: ast.AST) -> list[ir.Stmt]:
+        """``a[i], a[j] = a[j], a[i]``, ``x, y = 0.0, 1.0``: every value first (into temporaries),
+        then the targets from left to right, as Python does. Literals stay weak, so they take the
+        type of the name or element they go to."""
+        out: list[ir.Stmt] = []
+        staged: list[ir.Expr] = []
+        loc = self.loc(node)
+        for e in value.elts:
+            v = self.expr(e)
+            if isinstance(v.ty, (ViewType, ArrayType, VoidType, TupleType)):
+                raise self.error(e, f"tuples hold scalars, not {type_name(v.ty)}")
+            if not isinstance(v, ir.Const):
+                temp = self.builder.fresh_name("tuple")
+                self.locals[temp] = v.ty
+                if self.is_thread_dependent(v):
+                    self.thread_dependent.add(temp)
+                out.append(ir.Assign(temp, v, loc))
+                v = ir.Var(temp, v.ty, loc)
+            staged.append(v)
+        for t, v, e in zip(target.elts, staged, value.elts):
+            if isinstance(t, (ast.Tuple, ast.List)):
+                raise self.error(t, "nested unpacking is not supported", "unpack one level at a time")
+            out.extend(self.assign_to(t, v, e, node))
         return out
 
     def visit_Tuple(self, node: ast.Tuple) -> ir.Expr:
@@ -160,7 +222,7 @@ class FunctionTranslator(Loops):
             return ir.Assign(name, ir.Const(0, ty, self.loc(node)), self.loc(node))
         return self.assign_name(node.target, self.expr(node.value), node)
 
-    def assign_name(self, target: ast.Name, value: ir.Expr, node: ast.AST) -> ir.Stmt:
+    def assign_name(self, target: ast.Name, value: ir.Expr, node: ast.AST) -> ir.Stmt | None:
         name = target.id
         if name in self.param_names and isinstance(self.locals[name], ViewType):
             raise self.error(target, f"cannot assign to the view parameter {name!r}",
@@ -172,10 +234,9 @@ class FunctionTranslator(Loops):
             if not isinstance(value, ir.Intrinsic):
                 raise self.error(node, "arrays cannot be copied into other variables", "use the array's own name")
             if name in self.locals:
+                if self.locals[name] == value.ty and self.local_decl_line.get(name) == getattr(node, "lineno", 0):
+                    return None  # the same declaration again, in a static_range body: the same array
                 raise self.error(target, f"{name!r} is already defined; an array needs a name of its own")
-            if self.loop_depth and value.ty.space == "shared":
-                raise self.error(node, "shared arrays must be declared outside loops",
-                                 "declare it at the top of the kernel")
             self.locals[name] = value.ty
             self.local_decl_line[name] = getattr(node, "lineno", 0)
             return ir.ArrayDecl(name, value.ty, self.loc(node))
@@ -185,6 +246,11 @@ class FunctionTranslator(Loops):
             self.thread_dependent.add(name)
         if isinstance(value.ty, VoidType):
             raise self.error(node, "this call returns nothing; there is no value to assign")
+        if (name not in self.locals and name not in self.constexprs and isinstance(value, ir.Const)
+                and self.is_named_constant(name, value)):
+            self.constexprs[name] = value.value
+            self.named_constants.add(name)
+            return None
         if name not in self.locals:
             value = self.materialize(value)
             if self.assign_counts.get(name, 0) == 1 and self._positive_step(value, node):  # type: ignore[arg-type]
@@ -216,7 +282,9 @@ class FunctionTranslator(Loops):
                              "assign it a value first")
         current = ir.Var(node.target.id, self.locals[node.target.id], self.loc(node.target))
         result = self.binop(op, current, self.expr(node.value), node)
-        return self.assign_name(node.target, result, node)
+        stmt = self.assign_name(node.target, result, node)
+        assert stmt is not None  # assigned twice at least: never a named constant
+        return stmt
 
     def visit_If(self, node: ast.If) -> ir.Stmt | list[ir.Stmt]:
         chosen = static_type_test(self, node.test)
@@ -359,10 +427,7 @@ class FunctionTranslator(Loops):
                     raise self.error(node, f"cannot compare {type_name(side.ty)}")
             if isinstance(left, ir.Const) and isinstance(right, ir.Const) and left.weak and right.weak:
                 left, right = self.materialize(left), self.materialize(right)
-            l2, r2, ty = self.unify(left, right, node, op)
-            if ty.kind == "bool" and op not in ("==", "!="):
-                raise self.error(node, f"cannot order booleans with {op}")
-            parts.append(ir.Compare(op, l2, r2, ty, BOOL, self.loc(node)))
+            parts.append(self.compare(op, left, right, node))
             left = right
         if len(parts) == 1:
             return parts[0]
@@ -471,13 +536,16 @@ class FunctionTranslator(Loops):
 
     def oxide_call(self, name: str, node: ast.Call) -> ir.Expr:
         from ..intrinsics import INTRINSICS
+        from ..intrinsics.arguments import keywords_in_place
 
         info = INTRINSICS.get(name)
         if info is not None and not info.method and not info.builtin:
+            if info.parameters and node.keywords:
+                node = keywords_in_place(self, info, node)
             return info.typing(self, info, node)
-        if name == "static_range":
-            # unrolling is IR structure (the for loop's body repeated), done by static_for
-            raise self.error(node, "static_range() is only allowed as the iterable of a for loop")
+        if name in ("static_range", "unroll"):
+            # unrolling is IR structure (the for loop's body repeated, or the loop's metadata)
+            raise self.error(node, f"{name}() is only allowed as the iterable of a for loop")
         if name == "boolean":
             return self.conversion(BOOL, node)
         if name in SCALAR_TYPES:

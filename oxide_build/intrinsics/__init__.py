@@ -21,7 +21,7 @@ _ENTRIES = [entry for group in GROUPS for entry in group.ENTRIES]
 INTRINSICS: dict[str, IntrinsicInfo] = {e.name: e for e in _ENTRIES}
 assert len(INTRINSICS) == len(_ENTRIES), "an intrinsic is registered twice"
 # intrinsics that take keyword arguments (every other call in a kernel rejects keywords)
-KEYWORD_INTRINSICS = frozenset(name for name, info in INTRINSICS.items() if info.keywords)
+KEYWORD_INTRINSICS = frozenset(name for name, info in INTRINSICS.items() if info.keywords or info.parameters)
 
 
 def intrinsic_info(name: str) -> IntrinsicInfo | None:

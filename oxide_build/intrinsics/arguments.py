@@ -1,5 +1,5 @@
 """Checks of an intrinsic call's arguments that several groups share: their number, a number,
-its keywords.
+its keywords, keyword arguments for positional parameters.
 (A compile-time integer or string is the translator's ``const_int`` / ``const_str``, an element
 type its ``element_type``: the registry imports nothing of the frontend, which imports the
 registry.)"""
@@ -13,8 +13,9 @@ from ..ir.types import as_scalar, type_name
 
 if TYPE_CHECKING:
     from ..frontend.translate import FunctionTranslator
+    from .entry import IntrinsicInfo
 
-__all__ = ["check_arg_count", "scalar_arg", "keyword_args"]
+__all__ = ["check_arg_count", "scalar_arg", "keyword_args", "keywords_in_place"]
 
 
 def check_arg_count(tr: FunctionTranslator, node: ast.Call, n: int | tuple[int, int], name: str) -> None:
@@ -45,3 +46,32 @@ def keyword_args(tr: FunctionTranslator, node: ast.Call, name: str, allowed: tup
             raise tr.error(kw, f"oxide.{name}() got {kw.arg}= twice")
         found[kw.arg] = kw.value
     return found
+
+
+def keywords_in_place(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ast.Call:
+    """``node`` with the keyword arguments that name ``info.parameters`` moved to their
+    positions (``shared.array(shape=(32, 32), dtype=f32)`` → ``shared.array((32, 32), f32)``)."""
+    args = list(node.args)
+    rest: list[ast.keyword] = []
+    given = {}
+    for kw in node.keywords:
+        if kw.arg in info.parameters:
+            if kw.arg in given or info.parameters.index(kw.arg) < len(args):
+                raise tr.error(kw.value, f"oxide.{info.name}() got {kw.arg!r} twice")
+            given[kw.arg] = kw.value
+        elif kw.arg in info.keywords:
+            rest.append(kw)
+        else:
+            names = ", ".join(info.parameters + info.keywords)
+            raise tr.error(kw.value if kw.arg is not None else node,
+                           f"oxide.{info.name}() has no keyword argument {kw.arg!r}", f"its keywords: {names}")
+    for name in info.parameters[len(args):]:
+        if name not in given:
+            break
+        args.append(given.pop(name))
+    if given:
+        missing = info.parameters[len(args)]
+        raise tr.error(node, f"oxide.{info.name}() needs {missing!r} before {', '.join(map(repr, given))}",
+                       f"write oxide.{info.name}({', '.join(f'{p}=...' for p in info.parameters)})")
+    return ast.copy_location(ast.Call(node.func, args, rest), node)
+

@@ -41,6 +41,9 @@ class IntrinsicInfo:
       a name in the oxide namespace.
     - ``builtin``: it is a Python builtin (``print``), named ``builtin.<name>`` here, not a
       name in the oxide namespace.
+    - ``parameters``: the names of its positional parameters, which a call may also pass by
+      keyword (numba's ``shared.array(shape=..., dtype=...)``); the frontend puts them in
+      place before the typing sees the call.
     """
 
     name: str  # the language's name: "warp.shfl_down", "math.exp", "atomic.add"
@@ -52,6 +55,7 @@ class IntrinsicInfo:
     value_range: tuple[int, int] | None = None
     method: bool = False
     builtin: bool = False
+    parameters: tuple[str, ...] = ()
 
     @property
     def group(self) -> str:

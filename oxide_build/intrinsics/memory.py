@@ -138,9 +138,9 @@ def _lower_volatile(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) 
 
 
 ENTRIES = [
-    IntrinsicInfo("shared.array", _type_array, _lower_allocation),
-    IntrinsicInfo("shared.dynamic", _type_dynamic, _lower_allocation),
-    IntrinsicInfo("local.array", _type_array, _lower_allocation),
+    IntrinsicInfo("shared.array", _type_array, _lower_allocation, parameters=("shape", "dtype")),
+    IntrinsicInfo("shared.dynamic", _type_dynamic, _lower_allocation, parameters=("dtype",)),
+    IntrinsicInfo("local.array", _type_array, _lower_allocation, parameters=("shape", "dtype")),
     *(IntrinsicInfo(f"fence.{scope}", _type_fence, _lower_fence) for scope in FENCES),
     # a volatile load sees what other threads write while the kernel runs
     IntrinsicInfo("volatile.load", _type_volatile, _lower_volatile, thread_dependent=True),

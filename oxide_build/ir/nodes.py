@@ -243,6 +243,8 @@ class While:
     body: list[Stmt]
     loc: Loc
     step: list[Stmt] = field(default_factory=list)  # runs after body and on `continue` (for-range)
+    # `for v in ox.unroll(range(...), n)`: unroll n times (0: as far as LLVM sees fit; 1: never)
+    unroll: int | None = None
 
 
 @dataclass

@@ -64,7 +64,8 @@ def _block(stmts: list[ir.Stmt], depth: int, out: list[str], local_types: dict[s
                 out.append(f"{pad}else:")
                 _block(s.orelse, depth + 1, out, local_types)
         elif isinstance(s, ir.While):
-            out.append(f"{pad}while {print_expr(s.cond)}:")
+            hint = "" if s.unroll is None else f"  ; unroll {s.unroll or 'enable'}"
+            out.append(f"{pad}while {print_expr(s.cond)}:{hint}")
             _block(s.body, depth + 1, out, local_types)
             if s.step:
                 out.append(f"{pad}step:")

@@ -471,7 +471,9 @@ class FunctionLowering:
                 b.branch(step_bb)
             b.position_at_end(step_bb)
             self.stmts(s.step)
-            b.branch(cond_bb)
+            backedge = b.branch(cond_bb)
+            if s.unroll is not None:
+                backedge.set_metadata("llvm.loop", self.loop_metadata(s.unroll))
             b.position_at_end(exit_bb)
         elif isinstance(s, ir.Return):
             if s.value is None:
@@ -779,6 +781,19 @@ class FunctionLowering:
         if divisor_zero is None:
             return result
         return b.select(divisor_zero, zero if op == "//" else l, result)
+
+    def loop_metadata(self, unroll: int) -> ll.MDValue:
+        """A loop ID (a node whose first operand is itself, one per loop) with the unroll hint."""
+        m = self.parent.module
+        if unroll == 0:
+            hint = m.add_metadata([ll.MetaDataString(m, "llvm.loop.unroll.enable")])
+        elif unroll == 1:
+            hint = m.add_metadata([ll.MetaDataString(m, "llvm.loop.unroll.disable")])
+        else:
+            hint = m.add_metadata([ll.MetaDataString(m, "llvm.loop.unroll.count"), ll.Constant(I32T, unroll)])
+        loop_id = ll.values.MDValue(m, [hint], name=str(len(m.metadata)))  # not uniqued: one per loop
+        loop_id.operands = (loop_id, hint)
+        return loop_id
 
     def cast(self, v: ll.Value, src_ty: Type, dst: ScalarType) -> ll.Value:
         b = self.b

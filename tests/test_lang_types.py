@@ -1,0 +1,331 @@
+"""Issue 16 items 2, 3, 10, 11 and its diagnostics, at compile time: how CUDA habits type
+(integer mixing, compile-time values, literals, small syntax) and the messages for what stays an
+error. The GPU results are in tests/test_lang_types_gpu.py."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from oxide.errors import CompileError
+from oxide_build.compile import CompileOptions, build_ir, compile_module
+from oxide_build.ir.printer import print_program
+
+HEADER = ("import math\nimport oxide as ox\nfrom oxide import Slice, DisjointSlice, MutSlice, f32, f64, i32, i64, "
+          "u32, u64, thread, block, warp\n")
+PACKAGE = Path(__file__).resolve().parent / "packages" / "langtypes"
+
+
+def source(tmp_path: Path, body: str) -> Path:
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + textwrap.dedent(body))
+    return src
+
+
+def ir_text(tmp_path: Path, body: str) -> str:
+    return print_program(build_ir(source(tmp_path, body), "kern")[1].program)
+
+
+def compile_error(tmp_path: Path, body: str) -> str:
+    with pytest.raises(CompileError) as info:
+        build_ir(source(tmp_path, body), "kern")
+    return str(info.value)
+
+
+def test_the_gpu_kernels_compile_on_both_backends() -> None:
+    for backend in ("nvptx", "nvvm"):
+        compiled = compile_module(PACKAGE / "typek.py", "langtypes.typek",
+                                  CompileOptions(archs=("sm_90",), link_cubins=False, cache=False, backend=backend),
+                                  root=PACKAGE.parent)
+        assert compiled.ptx["sm_90"]
+
+
+# ---- item 2: integer mixing ------------------------------------------------------------------
+
+def test_cuda_integer_habits_type_as_c_does(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[i32], size: u32, count: u32, out: DisjointSlice[i64]) -> None:
+        i = thread.index_1d()
+        lane = thread.idx.x & (size - 1)
+        d = x[i] ^ (x[i] != 0)
+        b = (x[i] > 0) + (x[i] > 1)
+        s = x[i] >> size
+        wide = i64(x[i]) + count
+        for j in range(thread.idx.x, count, 32):
+            pass
+        if i < len(out):
+            out[i] = lane + d + b + s + wide
+    """)
+    assert "lane: u32 = (u32(%tid.x) & (size - 1:u32))" in text
+    assert "d: i32 = (x[i]!1 ^ i32((x[i]!2 != 0:i32)))" in text
+    assert "b: i32 = (i32((x[i]!3 > 0:i32)) + i32((x[i]!4 > 1:i32)))" in text
+    assert "s: i32 = (x[i]!5 >> i32(size))" in text       # the shifted value keeps its type
+    assert "wide: i64 = (i64(x[i]!6) + i64(count))" in text  # a strictly wider signed type wins
+    assert "j: u32 = u32(%tid.x)" in text                  # i32 start, u32 stop: a u32 loop
+
+
+def test_signed_and_unsigned_compare_by_value(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, """
+    @ox.kernel
+    def k(a: i32, n: u32, b: i64, m: u64, out: DisjointSlice[i32]) -> None:
+        i = thread.index_1d()
+        if a < n and b <= m and m > b and b >= m:
+            out[i] = 1
+    """)
+    assert "(i64(a) < i64(n))" in text                     # both fit in i64
+    assert "((b < 0:i64) or (u64(b) <= m))" in text         # no type holds i64 and u64
+    assert "((b < 0:i64) or (u64(b) < m))" in text          # m > b is b < m
+    assert "((not (b < 0:i64)) and (u64(b) >= m))" in text
+
+
+def test_what_stays_an_integer_error(tmp_path: Path) -> None:
+    shift = compile_error(tmp_path, """
+    @ox.kernel
+    def k(a: i32, n: u64, out: DisjointSlice[i32]) -> None:
+        i = thread.index_1d()
+        out[i] = a << n
+    """)
+    assert "kern.py:8:14: error: operator <<: the u64 shift amount is wider than the i32 value" in shift
+    lossy = compile_error(tmp_path, """
+    @ox.kernel
+    def k(a: i32, n: u32, out: DisjointSlice[i32]) -> None:
+        i = thread.index_1d()
+        out[i] = a + n
+    """)
+    assert "store into out needs i32, got u32" in lossy and "convert explicitly with i32(...)" in lossy
+    twice = compile_error(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[i64], m: u64, out: DisjointSlice[i32]) -> None:
+        i = thread.index_1d()
+        if x[i] < m:
+            out[i] = 1
+    """)
+    assert "comparing i64 with u64 evaluates the signed side twice" in twice
+
+
+# ---- item 3: compile-time values -------------------------------------------------------------
+
+def test_module_constants_computed_from_constants(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, """
+    A = 4
+    B = A * 8
+    C = B + A
+    R = 2
+    NEG = -R
+    SCALE = 1.0 / C
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        tile = ox.shared.array((C, NEG + 4), f32)
+        if i < len(out):
+            out[i] = x[i] * SCALE + f32(NEG)
+    """)
+    assert "tile: shared array[36x2] of f32" in text
+    assert "out[i] = ((x[i]!1 * 0.027777777777777776:f32) + -2.0:f32)" in text
+
+
+def test_constexpr_bool_and_locals_derived_from_constexprs(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, """
+    @ox.kernel(constexprs={"N": [2, 4], "FLAG": [False, True]})
+    def k(x: Slice[f32], out: DisjointSlice[f32], N: ox.Constexpr[int], FLAG: ox.Constexpr[bool]) -> None:
+        i = thread.index_1d()
+        M = 2 * N + 1
+        buf = ox.local.array(M, f32)
+        if FLAG:
+            buf[0] = 1.0
+        if i < len(out):
+            out[i] = buf[0]
+    """)
+    assert "kernel k_N2_FLAG0(" in text and "kernel k_N4_FLAG1(" in text
+    assert "; specialization N=4, FLAG=1" in text
+    assert "buf: local array[9] of f32" in text and "if True:bool:" in text
+    bad = compile_error(tmp_path, """
+    @ox.kernel(constexprs={"FLAG": [0, 1]})
+    def k(out: DisjointSlice[f32], FLAG: ox.Constexpr[bool]) -> None:
+        pass
+    """)
+    assert "the values of 'FLAG' must be True and/or False" in bad
+
+
+def test_constexpr_parameters_of_device_functions_size_arrays(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, """
+    def window(x: Slice[f32], i: i64, W: ox.Constexpr[int]) -> f32:
+        vals = ox.shared.array(2 * W + 1, f32)
+        acc: f32 = 0.0
+        for k in ox.static_range(-W, W + 1):
+            acc += x[i + k]
+        return acc
+
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        if i < len(out):
+            out[i] = window(x, i, 1) + window(x, i, 2) + window(x, i, 1)
+    """)
+    assert text.count("device __ox_kern_window__Slice_f32_i64_W1(x: Slice[f32], i: i64) -> f32") == 1
+    assert "vals: shared array[5] of f32" in text
+    assert "acc: f32 = (acc + x[(i + -2:i64)]" in text
+    bad = compile_error(tmp_path, """
+    def window(x: Slice[f32], W: ox.Constexpr[int]) -> f32:
+        return x[W]
+
+    @ox.kernel
+    def k(x: Slice[f32], n: i64, out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        out[i] = window(x, n)
+    """)
+    assert "kern.py:11:14: error: argument 'W' of window() is a compile-time int" in bad
+
+
+def test_unroll_hint_becomes_loop_metadata(tmp_path: Path) -> None:
+    body = """
+    @ox.kernel
+    def k(x: Slice[f32], n: i32, out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        s: f32 = 0.0
+        for j in ox.unroll(range(n), 4):
+            s += x[j]
+        for j in ox.unroll(range(n)):
+            s += x[j]
+        for j in ox.unroll(range(n), 1):
+            s += x[j]
+        if i < len(out):
+            out[i] = s
+    """
+    text = ir_text(tmp_path, body)
+    assert "while (j < $stop1):  ; unroll 4" in text and "; unroll enable" in text and "; unroll 1" in text
+    compiled = compile_module(source(tmp_path, body), "kern", CompileOptions(archs=("sm_90",), link_cubins=False, cache=False))
+    assert '!{ !"llvm.loop.unroll.count", i32 4 }' in compiled.llvm_ir
+    assert '!"llvm.loop.unroll.enable"' in compiled.llvm_ir and '!"llvm.loop.unroll.disable"' in compiled.llvm_ir
+    assert compiled.llvm_ir.count(", !llvm.loop !") == 3
+    bad = compile_error(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], n: i32, out: DisjointSlice[f32]) -> None:
+        for j in ox.unroll(range(n), n):
+            pass
+    """)
+    assert "the unroll count must be a compile-time integer from 1 to 1024, got n" in bad
+
+
+# ---- item 10: literal locals -----------------------------------------------------------------
+
+def test_a_literal_local_takes_its_type_from_each_use(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], y: Slice[f64], out: DisjointSlice[f32], out64: DisjointSlice[f64]) -> None:
+        i = thread.index_1d()
+        A1 = 0.3198
+        N = 3
+        if i < len(out):
+            out[i] = A1 * x[i] + N
+            out64[i] = A1 * y[i]
+    """)
+    assert "out[i] = ((0.3198:f32 * x[i]!1) + 3.0:f32)" in text   # f32 math, as 0.3198f in C++
+    assert "out64[i]!3 = (0.3198:f64 * y[i]!2)" in text
+    assert "A1" not in text.split("kernel k")[1]
+
+
+def test_a_local_assigned_twice_or_used_outside_its_block_stays_a_variable(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        acc = 0.0
+        acc += 1.0
+        if i < len(out):
+            j = 2
+        out[i] = f32(acc) + f32(j)
+    """)
+    assert "acc: f64 = 0.0:f64" in text and "j: i64 = 2:i64" in text
+
+
+# ---- item 11: small syntax -------------------------------------------------------------------
+
+def test_chained_assignment_evaluates_the_value_once(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+        i = thread.index_1d()
+        a = b = 0
+        c = d = x[i] * 2.0
+        c += 1.0
+        with ox.unsafe():
+            out[a] = out[i] = c + d
+    """)
+    assert "$chain1: f32 = (x[i]!1 * 2.0:f32)\n  c: f32 = $chain1\n  d: f32 = $chain1" in text
+    assert "out[0:i64?]!2 = $chain2\n  out[i]!3 = $chain2" in text
+
+
+def test_keyword_arguments_to_array_intrinsics(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, """
+    @ox.kernel
+    def k(out: DisjointSlice[f32]) -> None:
+        a = ox.shared.array(shape=(4, 8), dtype=f32)
+        b = ox.local.array(8, dtype=f32)
+        c = ox.shared.dynamic(dtype=f32)
+    """)
+    assert "a: shared array[4x8] of f32" in text and "b: local array[8] of f32" in text
+    assert "c: shared array[dynamic] of f32" in text
+    unknown = compile_error(tmp_path, """
+    @ox.kernel
+    def k(out: DisjointSlice[f32]) -> None:
+        a = ox.shared.array(shape=8, type=f32)
+    """)
+    assert "kern.py:7:39: error: oxide.shared.array() has no keyword argument 'type'" in unknown
+    assert "its keywords: shape, dtype" in unknown
+    twice = compile_error(tmp_path, """
+    @ox.kernel
+    def k(out: DisjointSlice[f32]) -> None:
+        a = ox.shared.array(8, shape=8, dtype=f32)
+    """)
+    assert "oxide.shared.array() got 'shape' twice" in twice
+    missing = compile_error(tmp_path, """
+    @ox.kernel
+    def k(out: DisjointSlice[f32]) -> None:
+        a = ox.shared.array(dtype=f32)
+    """)
+    assert "oxide.shared.array() needs 'shape' before 'dtype'" in missing
+
+
+def test_swapping_array_elements_and_literal_tuples(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+        i = thread.index_1d()
+        buf = ox.shared.array(64, f32)
+        buf[thread.idx.x % 64], buf[0] = buf[0], buf[thread.idx.x % 64]
+        s: f32 = 1.0
+        s, n = 0.5, 3
+        with ox.unsafe():
+            out[i], out[0] = out[0], out[i] * s + f32(n)
+    """)
+    assert ("$tuple1: f32 = buf[0:i64?]\n  $tuple2: f32 = buf[(%tid.x % 64:i32)]!1\n"
+            "  buf[(%tid.x % 64:i32)]!2 = $tuple1\n  buf[0:i64?] = $tuple2") in text
+    assert "s: f32 = 0.5:f32" in text        # the literal takes the declared f32
+
+
+def test_shared_arrays_declared_in_loop_bodies(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        for r in range(4):
+            buf = ox.shared.array(32, f32)
+            buf[thread.idx.x % 32] = 1.0
+        for s in ox.static_range(3):
+            tile = ox.shared.array(32, f32)
+            tile[s] = 2.0
+    """)
+    assert text.count("tile: shared array[32] of f32") == 1 and "buf: shared array[32] of f32" in text
+    ptx = compile_module(source(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        for s in ox.static_range(3):
+            tile = ox.shared.array(32, f32)
+            tile[s] = x[s]
+        i = thread.index_1d()
+        if i < len(out):
+            out[i] = tile[i % 3]
+    """), "kern", CompileOptions(archs=("sm_90",), link_cubins=False, cache=False)).ptx["sm_90"]
+    assert ptx.count(".shared .align") == 1
