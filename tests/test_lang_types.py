@@ -13,7 +13,7 @@ from oxide_build.compile import CompileOptions, build_ir, compile_module
 from oxide_build.ir.printer import print_program
 
 HEADER = ("import math\nimport oxide as ox\nfrom oxide import Slice, DisjointSlice, MutSlice, f32, f64, i32, i64, "
-          "u32, u64, thread, block, warp\n")
+          "u8, u32, u64, thread, block, warp\n")
 PACKAGE = Path(__file__).resolve().parent / "packages" / "langtypes"
 
 
@@ -89,12 +89,14 @@ def test_what_stays_an_integer_error(tmp_path: Path) -> None:
     """)
     assert "kern.py:8:14: error: operator <<: the u64 shift amount is wider than the i32 value" in shift
     lossy = compile_error(tmp_path, """
+    def f(a: i32, n: u32) -> i32:
+        return a + n
     @ox.kernel
     def k(a: i32, n: u32, out: DisjointSlice[i32]) -> None:
         i = thread.index_1d()
-        out[i] = a + n
+        out[i] = f(a, n)
     """)
-    assert "store into out needs i32, got u32" in lossy and "convert explicitly with i32(...)" in lossy
+    assert "return value needs i32, got u32" in lossy and "convert explicitly with i32(...)" in lossy
     twice = compile_error(tmp_path, """
     @ox.kernel
     def k(x: Slice[i64], m: u64, out: DisjointSlice[i32]) -> None:
@@ -329,3 +331,75 @@ def test_shared_arrays_declared_in_loop_bodies(tmp_path: Path) -> None:
             out[i] = tile[i % 3]
     """), "kern", CompileOptions(archs=("sm_90",), link_cubins=False, cache=False)).ptx["sm_90"]
     assert ptx.count(".shared .align") == 1
+
+
+def test_literal_initialized_locals_take_the_type_they_meet(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], n: i32, out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        acc = 0.0
+        m = float('-inf')
+        offset = 1
+        wide = 0.0
+        j = 0
+        while j < n:
+            acc += x[j]
+            m = max(m, x[j])
+            offset *= 2
+            wide += 1.0
+            j += 1
+        if i < len(out):
+            out[i] = acc + m + f32(offset * n) + f32(wide)
+    """)
+    assert "acc: f32 = 0.0:f32" in text and "m: f32 = -inf:f32" in text
+    assert "offset: i32 = 1:i32" in text and "j: i32 = 0:i32" in text
+    assert "wide: f64 = 0.0:f64" in text            # met only literals
+    annotated = ir_text(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f64]) -> None:
+        i = thread.index_1d()
+        acc: f64 = 0.0
+        acc += x[0]
+        if i < len(out):
+            out[i] = acc
+    """)
+    assert "acc: f64 = 0.0:f64" in annotated and "acc: f64 = (acc + f64(x[0:i64?]!1))" in annotated
+
+
+def test_a_retyped_local_that_no_longer_compiles_keeps_the_literal_type(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[u32], out: DisjointSlice[i64]) -> None:
+        i = thread.index_1d()
+        d = -1
+        d += x[0]
+        if i < len(out):
+            out[i] = d
+    """)
+    assert "d: i64 = -1:i64" in text               # -1 does not fit the u32 it met
+
+
+def test_stores_wrap_integers_into_the_element_type(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[i32], img: DisjointSlice[u8]) -> None:
+        i = thread.index_1d()
+        if i < len(img):
+            img[i] = x[i] * 3
+    """)
+    assert "img[i] = u8((x[i]!1 * 3:i32))" in text
+    bad = compile_error(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], img: DisjointSlice[u8]) -> None:
+        i = thread.index_1d()
+        img[i] = x[i]
+    """)
+    assert "store into img needs u8, got f32" in bad and "convert explicitly with u8(...)" in bad
+    text = compile_error(tmp_path, """
+    @ox.kernel
+    def k(out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        out[i] = float('fast')
+    """)
+    assert "'fast' is not a number" in text

@@ -110,3 +110,19 @@ def test_small_syntax(typek: ModuleType, reps: int) -> None:
     chunks = x.reshape(blocks, 64)
     moved = chunks[:, ::-1] if reps % 2 else chunks
     np.testing.assert_array_equal(out.to_numpy(), (moved.reshape(n) + x).astype(np.float32))
+
+
+def test_literal_locals_and_narrowing_stores(typek: ModuleType) -> None:
+    from oxide.runtime import synchronize
+
+    n = 1000
+    steps = int(rng.integers(5, 20))
+    x = rng.uniform(0.5, 2.0, n).astype(np.float32) * rng.choice([-1.0, 1.0], n).astype(np.float32)
+    counts = dev(np.full(n, 7, dtype=np.uint8))
+    out = dev(np.full(n, np.nan, dtype=np.float32))
+    typek.literal_locals[(n + BLOCK - 1) // BLOCK, BLOCK](dev(x), np.int32(steps), counts, out)
+    synchronize()
+    x64 = x.astype(np.float64)
+    windows = np.array([[x64[(i + j) % n] for j in range(steps)] for i in range(n)])
+    np.testing.assert_allclose(out.to_numpy(), windows.sum(axis=1) * windows.max(axis=1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(counts.to_numpy(), np.full(n, (steps + 250) % 256, dtype=np.uint8))

@@ -13,7 +13,9 @@ from ..ir import nodes as ir
 from ..ir.ops import BinaryOp
 from ..ir.types import BOOL
 from ..scan import Symbol, constant_value
-from .promotion import literal_type
+from oxide.lang.types import ScalarType
+
+from .promotion import PromotionError, literal_type, promote
 from .context import TranslatorContext
 
 __all__ = ["Constants"]
@@ -68,6 +70,30 @@ class Constants(TranslatorContext):
         return all(id(n) in inside for n in ast.walk(self.fdef)
                    if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load))
 
+    def note_partner(self, value: ir.Expr, other: ScalarType) -> None:
+        """``value`` met a typed value of type ``other``: if it is a local first assigned a bare
+        literal, ``other`` is a candidate for its type (``acc = 0.0`` then ``acc += x[i]``
+        with ``x[i]`` an f32 makes ``acc`` an f32, as ``float acc = 0.0f`` in C++)."""
+        if not (isinstance(value, ir.Var) and value.name in self.literal_locals):
+            return
+        mine = self.locals.get(value.name)
+        if isinstance(mine, ScalarType) and mine != other and _same_kind(mine, other):
+            self.partners.setdefault(value.name, []).append(other)
+
+    def literal_local_types(self) -> dict[str, ScalarType]:
+        """The type each literal-initialized local takes from the typed values it met: their
+        promotion, where it differs from the literal's own type."""
+        out: dict[str, ScalarType] = {}
+        for name, met in self.partners.items():
+            try:
+                ty = met[0]
+                for other in met[1:]:
+                    ty = promote(ty, other)
+            except PromotionError:
+                continue
+            out[name] = ty
+        return out
+
     def constant_expr(self, value: int | float | bool, node: ast.AST) -> ir.Const:
         """A compile-time value as an IR literal: a bool is a bool, a number a weak literal."""
         if isinstance(value, bool):
@@ -82,6 +108,11 @@ class Constants(TranslatorContext):
                 return None
             node = sym.node.value if sym.node.value is not None else node
         return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _same_kind(a: ScalarType, b: ScalarType) -> bool:
+    integers = ("int", "uint")
+    return (a.kind in integers and b.kind in integers) or (a.kind == b.kind == "float")
 
 
 def _is_number_expression(node: ast.AST) -> bool:

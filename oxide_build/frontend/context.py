@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from oxide.errors import CompileError
+from oxide.lang.types import ScalarType
 from oxide.runtime.manifest import Precondition
 
 from ..ir import nodes as ir
@@ -71,6 +72,12 @@ class TranslatorContext(ast.NodeVisitor):
         self.constexprs: dict[str, int | float | bool] = {}
         self.named_constants: set[str] = set()  # the locals among them
         self.block_statements: list[list[ast.stmt]] = []  # of the blocks being translated
+        # locals first assigned a bare literal (`acc = 0.0`, `offset = 1`), the typed values of
+        # the same kind each one met (operands, assignments, arguments), and the types chosen for
+        # them by the previous attempt at this function (ProgramBuilder.translate_function)
+        self.literal_locals: set[str] = set()
+        self.partners: dict[str, list[ScalarType]] = {}
+        self.retype: dict[str, ScalarType] = {}
         # names whose value may differ between the threads of a block, and how many enclosing
         # conditions depend on such values (block.sync() there could deadlock)
         self.thread_dependent: set[str] = set()

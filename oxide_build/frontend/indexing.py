@@ -109,7 +109,7 @@ class Indexing(Semantics):
                              "only Slice/DisjointSlice/MutSlice parameters and arrays can be indexed")
         if isinstance(view.ty, ArrayType):
             index = self.index_expr(target.slice, view.ty)
-            value = self.convert_implicit(self.expr(value_node) if value is None else value, view.ty.elem, value_node,
+            value = self.convert_store(self.expr(value_node) if value is None else value, view.ty.elem, value_node,
                                           f"store into {ast.unparse(target.value)}")
             site = self.check_site(target, view, index, f"{ast.unparse(target.value)}[{_index_text(target.slice)}]")
             return ir.Store(view, index, value, self.loc(node), site)
@@ -117,12 +117,12 @@ class Indexing(Semantics):
         if vt.is_tensor:
             refuse_tensor_write(self, target, vt)
             flat = self.tensor_index(target.slice, view)
-            value = self.convert_implicit(self.expr(value_node) if value is None else value, vt.elem, value_node,
+            value = self.convert_store(self.expr(value_node) if value is None else value, vt.elem, value_node,
                                           f"store into {ast.unparse(target.value)}")
             return ir.Store(view, flat, value, self.loc(node), None)
         index = self.index_expr(target.slice)
         refuse_slice_write(self, target, vt, index)
-        value = self.convert_implicit(self.expr(value_node) if value is None else value, vt.elem, value_node,
+        value = self.convert_store(self.expr(value_node) if value is None else value, vt.elem, value_node,
                                       f"store into {ast.unparse(target.value)}")
         site = self.check_site(target, view, index, f"{ast.unparse(target.value)}[{_index_text(target.slice)}]")
         return ir.Store(view, index, value, self.loc(node), site)

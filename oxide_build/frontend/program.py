@@ -54,6 +54,18 @@ class ProgramBuilder:
         self._counter += 1
         return f"${hint}{self._counter}"
 
+    def _save(self) -> tuple[int, int, dict[Any, _Instance], dict[str, ir.ExternFunction], int, int]:
+        """What translating a function adds to the builder, to undo a discarded attempt."""
+        return (len(self.functions), len(self.error_sites), dict(self.instances), dict(self.externs),
+                len(self.extern_kernels), self._counter)
+
+    def _restore(self, saved: tuple[int, int, dict[Any, _Instance], dict[str, ir.ExternFunction], int, int]) -> None:
+        functions, sites, instances, externs, extern_kernels, counter = saved
+        del self.functions[functions:], self.error_sites[sites:], self.extern_kernels[extern_kernels:]
+        self.instances = dict(instances)  # the saved copies stay as saved for a later restore
+        self.externs = dict(externs)
+        self._counter = counter
+
     def error_at(self, module: ModuleSource, loc: ir.Loc, message: str, hint: str = "") -> CompileError:
         lines = module.lines
         src = lines[loc.line - 1] if 0 < loc.line <= len(lines) else ""
@@ -318,21 +330,57 @@ class ProgramBuilder:
     ) -> tuple[FunctionTranslator, ir.Function]:
         """One instance of ``fdef`` (a kernel specialization, an export or a device function for
         one list of argument types) as an IR function, with the translator that made it."""
-        translator = FunctionTranslator(self, module, fdef, typevars, is_kernel, kernel_name, bounds_check)
-        if constexprs:
-            translator.constexprs = dict(constexprs)
-        self.call_stack.append((module.name, fdef.name))
-        try:
-            translator.translate_signature(param_types)
-            body = translator.translate_body()
-        finally:
-            self.call_stack.pop()
+        # A local first assigned a bare literal takes the type of the typed values it meets
+        # (`acc = 0.0; acc += x[i]`: f32 with an f32 x): when an attempt finds such types, the
+        # function is translated again with them (the builder's state rolled back), and the
+        # last attempt that compiled is kept if a retyped one does not.
+        retype: dict[str, ScalarType] = {}
+        good: dict[str, ScalarType] | None = None
+        tried: list[dict[str, ScalarType]] = []
+        saved = self._save()
+        while True:
+            translator, body, failure = self._attempt(module, fdef, typevars, kernel_name, bounds_check, is_kernel,
+                                                      param_types, constexprs, retype)
+            if failure is None:
+                good = retype
+            tried.append(retype)
+            wanted = {**retype, **translator.literal_local_types()}
+            if wanted in tried or len(tried) > _RETYPE_ATTEMPTS:
+                if failure is None:
+                    break
+                if good is None or good == retype:
+                    raise failure
+                self._restore(saved)  # a retyped attempt failed: the one that compiled, again
+                translator, body, failure = self._attempt(module, fdef, typevars, kernel_name, bounds_check,
+                                                          is_kernel, param_types, constexprs, good)
+                assert failure is None
+                break
+            retype = wanted
+            self._restore(saved)
         function = ir.Function(
             symbol=symbol, python_name=fdef.name, file=self.relative_file(module), params=translator.params,
             ret=translator.ret or VoidType(), body=body, locals=translator.locals, is_kernel=is_kernel,
             line=fdef.lineno,
         )
         return translator, function
+
+    def _attempt(
+        self, module: ModuleSource, fdef: ast.FunctionDef, typevars: dict[str, TypeVarBinding], kernel_name: str,
+        bounds_check: bool, is_kernel: bool, param_types: list[Type] | None,
+        constexprs: Mapping[str, int | bool] | None, retype: dict[str, ScalarType],
+    ) -> tuple[FunctionTranslator, list[ir.Stmt], CompileError | None]:
+        translator = FunctionTranslator(self, module, fdef, typevars, is_kernel, kernel_name, bounds_check)
+        if constexprs:
+            translator.constexprs = dict(constexprs)
+        translator.retype = dict(retype)
+        self.call_stack.append((module.name, fdef.name))
+        try:
+            translator.translate_signature(param_types)
+            return translator, translator.translate_body(), None
+        except CompileError as exc:
+            return translator, [], exc
+        finally:
+            self.call_stack.pop()
 
     # ---- device functions ------------------------------------------------------------------
 
@@ -501,6 +549,9 @@ class ProgramBuilder:
             raise caller.error(node, f"the C symbol {symbol!r} is declared twice with different types "
                                f"({existing.file}:{existing.line} and {module.path}:{fdef.lineno})")
         return ir.Call(symbol, converted, ret, caller.loc(node))
+
+
+_RETYPE_ATTEMPTS = 3  # each attempt settles at least one local; more are rare
 
 
 def _constants(module: ModuleSource) -> dict[str, int | float | bool]:

@@ -96,6 +96,9 @@ class Semantics(BoundsFacts):
         rw = isinstance(right, ir.Const) and right.weak
         lt, rt = as_scalar(left.ty), as_scalar(right.ty)
         assert lt is not None and rt is not None
+        if not lw and not rw:
+            self.note_partner(left, rt)
+            self.note_partner(right, lt)
         if lw and not rw:
             ty = self.literal_partner_type(left, rt)  # type: ignore[arg-type]
         elif rw and not lw:
@@ -154,6 +157,14 @@ class Semantics(BoundsFacts):
     def conversion(self, ty: ScalarType, node: ast.Call) -> ir.Expr:
         if len(node.args) != 1:
             raise self.error(node, f"{ty.name}() takes exactly one argument")
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and ty.kind == "float":
+            # float('-inf'), float('nan'): a float literal spelled as text, typed by its use
+            try:
+                return ir.Const(float(arg.value), F64, self.loc(node), weak=True)
+            except ValueError:
+                raise self.error(arg, f"{arg.value!r} is not a number", "write float('inf'), float('-inf') or "
+                                 "float('nan')") from None
         value = self.expr(node.args[0])
         if as_scalar(value.ty) is None:
             raise self.error(node.args[0], f"cannot convert {type_name(value.ty)} to {ty.name}")
@@ -197,6 +208,16 @@ class Semantics(BoundsFacts):
             return value
         return ir.Cast(value, ty, value.loc)
 
+    def convert_store(self, value: ir.Expr, ty: ScalarType, node: ast.AST, what: str) -> ir.Expr:
+        """A value stored into an element: as at an assignment, except that an integer goes into
+        any integer element type, wrapping as C's conversion does (`image[y, x] = count` into a
+        u8 image): the element type is a storage format the kernel chose."""
+        src = as_scalar(value.ty)
+        if (src is not None and src.kind in ("int", "uint") and ty.kind in ("int", "uint")
+                and not (isinstance(value, ir.Const) and value.weak) and not isinstance(value.ty, ThreadIndexType)):
+            return self.convert(value, ty, node)
+        return self.convert_implicit(value, ty, node, what)
+
     def convert_implicit(self, value: ir.Expr, ty: Type, node: ast.AST, what: str) -> ir.Expr:
         """Implicit conversion at an assignment, argument or return: literals adapt; other
         values must already have the type, or widen without loss (i32 → i64, f32 → f64)."""
@@ -220,6 +241,7 @@ class Semantics(BoundsFacts):
             return self.convert(value, ty, node)
         src = as_scalar(value.ty)
         assert src is not None
+        self.note_partner(value, ty)
         if src == ty:
             return self.convert(value, ty, node)
         if _widens(src, ty):

@@ -252,6 +252,10 @@ class FunctionTranslator(Loops):
             self.named_constants.add(name)
             return None
         if name not in self.locals:
+            if isinstance(value, ir.Const) and value.weak:
+                self.literal_locals.add(name)
+                if name in self.retype:
+                    value = self.convert(value, self.retype[name], node)
             value = self.materialize(value)
             if self.assign_counts.get(name, 0) == 1 and self._positive_step(value, node):  # type: ignore[arg-type]
                 self.positive_names.add(name)
@@ -263,6 +267,8 @@ class FunctionTranslator(Loops):
         if isinstance(declared, ThreadIndexType):
             raise self.error(target, f"{name!r} holds a ThreadIndex and cannot be reassigned",
                              "use another name for the new value")
+        if isinstance(declared, ScalarType) and as_scalar(value.ty) is not None:
+            self.note_partner(ir.Var(name, declared, value.loc), as_scalar(value.ty))  # type: ignore[arg-type]
         value = self.convert_implicit(value, declared, node, f"assignment to {name!r}")
         self.define(name, value)
         return ir.Assign(name, value, self.loc(node))

@@ -2,7 +2,7 @@
 tests/test_lang_types.py (compiles them) and tests/test_lang_types_gpu.py (runs them against
 NumPy). Each kernel says which habit it exercises."""
 import oxide as ox
-from oxide import DisjointSlice, MutSlice, Slice, block, f32, i32, i64, u32, thread
+from oxide import DisjointSlice, MutSlice, Slice, block, f32, i32, i64, u8, u32, thread
 
 
 @ox.kernel
@@ -87,3 +87,21 @@ def small_syntax(x: Slice[f32], reps: i32, out: MutSlice[f32]) -> None:
     if g < len(out):
         with ox.unsafe():
             out[g] = lo + hi
+
+
+@ox.kernel
+def literal_locals(x: Slice[f32], n: i32, counts: DisjointSlice[u8], out: DisjointSlice[f32]) -> None:
+    """Locals first assigned a literal take the type they meet (acc and m: f32, j: i32), and
+    an i32 stored into a u8 element wraps as in C."""
+    i = thread.index_1d()
+    if i < len(out):
+        acc = 0.0
+        m = float('-inf')
+        j = 0
+        while j < n:
+            v = x[(i + j) % len(x)]
+            acc += v
+            m = max(m, v)
+            j += 1
+        out[i] = acc * m
+        counts[i] = j + 250
