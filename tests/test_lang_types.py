@@ -24,7 +24,12 @@ def source(tmp_path: Path, body: str) -> Path:
 
 
 def ir_text(tmp_path: Path, body: str) -> str:
-    return print_program(build_ir(source(tmp_path, body), "kern")[1].program)
+    """The IR the frontend makes (before the passes rewrite it)."""
+    from oxide_build.frontend import build_program
+    from oxide_build.scan import ProjectIndex
+
+    index = ProjectIndex(tmp_path)
+    return print_program(build_program(index, index.add_file(source(tmp_path, body), "kern")).program)
 
 
 def compile_error(tmp_path: Path, body: str) -> str:
