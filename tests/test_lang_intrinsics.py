@@ -533,6 +533,8 @@ def test_print_errors(tmp_path: Path) -> None:
         ("print(x[0], sep=s)", 21, "print(): sep= must be a string literal, got s", ""),
         ("print(*x)", 11, "print(*values) is not available on the GPU", ""),
         ('print(f"{x[0] > 0:>5}")', None, "print(): {...:>5} on a bool is not available on the GPU", ""),
+        ('print(f"{len(x):<06d}")', None, "print(): {...:<06d}: '0' with '<' pads with zeros on the right in Python",
+         "hint: drop the '0', or the '<'"),
     ]
     for call, col, message, hint in cases:
         msg = compile_error(tmp_path, f"""

@@ -134,6 +134,9 @@ class _Format:
         if not is_float and m["precision"] is not None and kind not in FLOAT_TYPES:
             raise tr.error(where, f"print(): {shown}: integers take no precision",
                            "drop the .precision, or format as a float with f, e or g")
+        if m["zero"] and m["align"] == "<":
+            raise tr.error(where, f"print(): {shown}: '0' with '<' pads with zeros on the right in Python, "
+                           "which printf cannot", "drop the '0', or the '<'")
         if m["alt"] and kind in ("o", ""):
             raise tr.error(where, f"print(): {shown}: '#' works with x, X and the float types on the GPU")
         if kind == "c" and st.bits > 32:
