@@ -44,6 +44,11 @@ class _Thread:
         """(row, col): the y and x global indices of the calling thread."""
         _device_only("thread.index_2d")
 
+    @staticmethod
+    def index_3d() -> tuple[ThreadIndex, ThreadIndex, ThreadIndex]:
+        """(depth, row, col): the z, y and x global indices of the calling thread."""
+        _device_only("thread.index_3d")
+
 
 class _Block:
     idx = _Dim3Marker("block.idx")

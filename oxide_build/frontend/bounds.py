@@ -27,7 +27,7 @@ from typing import Callable, TypeVar
 
 from ..intrinsics import intrinsic_info
 from ..ir import nodes as ir
-from ..ir.types import ScalarType, ThreadIndexType, Type, ViewType, as_scalar
+from ..ir.types import THREAD_INDEX_DIM, ScalarType, ThreadIndexType, Type, ViewType, as_scalar
 
 Atom = tuple[str, ...]
 Mono = tuple[Atom, ...]  # sorted atoms; () is the constant term
@@ -175,7 +175,7 @@ class Prover:
             self._atom_types[("var", e.name)] = _type_range(e.ty)  # type: ignore[assignment]
             return atom(("var", e.name))
         if isinstance(e, ir.ThreadIndex1D):
-            axis = {"1d": "x", "row": "y", "col": "x"}[e.ty.axis if isinstance(e.ty, ThreadIndexType) else "1d"]
+            axis = THREAD_INDEX_DIM[e.ty.axis if isinstance(e.ty, ThreadIndexType) else "1d"]
             return add(mul(atom(("reg", f"ctaid.{axis}")), atom(("reg", f"ntid.{axis}"))) or Poly(),
                        atom(("reg", f"tid.{axis}")))
         if isinstance(e, ir.SpecialReg):

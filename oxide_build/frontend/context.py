@@ -78,6 +78,8 @@ class TranslatorContext(ast.NodeVisitor):
         self.literal_locals: set[str] = set()
         self.partners: dict[str, list[ScalarType]] = {}
         self.retype: dict[str, ScalarType] = {}
+        # (extent, write) pairs already made launch preconditions by a DisjointTensor write
+        self.disjoint_extents: set[tuple[str, str]] = set()
         # names whose value may differ between the threads of a block, and how many enclosing
         # conditions depend on such values (block.sync() there could deadlock)
         self.thread_dependent: set[str] = set()

@@ -19,6 +19,7 @@ from ..ir.verify import IRError, verify_program
 from ..ir.types import ThreadIndexType, Type, ViewType, VoidType, as_scalar, type_name
 from ..scan import ModuleSource, ProjectIndex, _names_oxide, constant_value
 from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation, scalar_type_named
+from .decorator_arguments import module_int, module_strings
 from .translate import FunctionTranslator
 
 __all__ = ["ProgramBuilder", "build_program", "FrontendResult", "located_error"]
@@ -192,10 +193,12 @@ class ProgramBuilder:
                             raise module.error(kw.value, "bounds_check must be True or False")
                         opts["bounds_check"] = kw.value.value
                     elif kw.arg in ("launch_bounds", "max_registers"):
-                        value = constant_value(kw.value)
+                        value = module_int(module, kw.value)
                         limit = 1024 if kw.arg == "launch_bounds" else 255
-                        if not (isinstance(value, int) and not isinstance(value, bool) and 0 < value <= limit):
-                            raise module.error(kw.value, f"{kw.arg} must be an integer from 1 to {limit}")
+                        if value is None or not 0 < value <= limit:
+                            got = "" if value is None else f" (it is {value})"
+                            raise module.error(kw.value, f"{kw.arg} must be an integer from 1 to {limit}{got}",
+                                               "write a literal or a module-level integer constant, e.g. BLOCK = 256")
                         opts[kw.arg] = value
                     elif kw.arg == "constexprs":
                         opts["constexprs"] = self._constexpr_values(module, fdef, kw.value)
@@ -302,10 +305,12 @@ class ProgramBuilder:
         for kw in dec.keywords:
             if kw.arg != "sources":
                 raise module.error(kw.value, f"unknown @{what} option {kw.arg!r}", "known options: sources")
-            if not (isinstance(kw.value, (ast.List, ast.Tuple))
-                    and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in kw.value.elts)):
-                raise module.error(kw.value, "sources must be a list of file names (strings)")
-            sources = [str((module.path.parent / e.value).resolve()) for e in kw.value.elts]  # type: ignore[attr-defined]
+            names = module_strings(module, kw.value)
+            if names is None:
+                raise module.error(kw.value, "sources must be a list of file names (strings)",
+                                   "write string literals or module-level string constants, or name a "
+                                   "module-level list of them: SOURCES = [\"csrc/f.cu\"]")
+            sources = [str((module.path.parent / name).resolve()) for name in names]
         return dec.args[0].value, sources
 
     def build_exports(self) -> None:

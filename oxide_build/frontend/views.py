@@ -9,13 +9,17 @@ from typing import TYPE_CHECKING
 
 from oxide.abi.views import ViewKind
 
+from oxide.runtime.manifest import Precondition
+
+from ..intrinsics.thread import SPECIAL_REGISTERS
 from ..ir import nodes as ir
-from ..ir.types import ThreadIndexType, ViewType, type_name
+from ..ir.types import THREAD_INDEX_DIM, ThreadIndexType, ViewType, type_name
+from .annotations import oxide_name
 
 if TYPE_CHECKING:
     from .context import TranslatorContext
 
-__all__ = ["refuse_tensor_write", "refuse_slice_write", "refuse_vector_store"]
+__all__ = ["refuse_tensor_write", "refuse_disjoint_tensor_write", "refuse_slice_write", "refuse_vector_store"]
 
 
 def refuse_tensor_write(tr: TranslatorContext, target: ast.Subscript, vt: ViewType) -> None:
@@ -26,14 +30,111 @@ def refuse_tensor_write(tr: TranslatorContext, target: ast.Subscript, vt: ViewTy
     if vt.kind == ViewKind.MUT_TENSOR and tr.unsafe_depth == 0:
         raise tr.error(target, f"writing the MutTensor {ast.unparse(target.value)!r} needs `with oxide.unsafe():`")
     if vt.kind == ViewKind.DISJOINT_TENSOR:
-        elts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
-        want = ["1d"] if vt.ndim == 1 else ["row", "col"] if vt.ndim == 2 else None
-        got = [tr.locals.get(e.id) if isinstance(e, ast.Name) else None for e in elts]
-        axes = [g.axis if isinstance(g, ThreadIndexType) else None for g in got]
-        if want is None or axes != want:
-            raise tr.error(target.slice, "a DisjointTensor is written only at the calling thread's own index",
-                           "index it with `row, col = thread.index_2d()` as out[row, col]"
-                           if vt.ndim == 2 else "use thread.index_1d() for 1-D")
+        refuse_disjoint_tensor_write(tr, target, vt)
+
+
+# what each index of a disjoint write may be, as the hardware coordinates of the calling thread it
+# determines: a ThreadIndex axis its global index (block and thread index along one dimension),
+# block.idx / thread.idx one coordinate each
+_THREAD_INDEX_COORDINATES = {
+    axis: frozenset({f"ctaid.{dim}", f"tid.{dim}"}) for axis, dim in THREAD_INDEX_DIM.items()
+}
+_REGISTER_COORDINATES = {f"{r}.{d}": frozenset({f"{r}.{d}"}) for r in ("ctaid", "tid") for d in "xyz"}
+_EXTENT = {"ctaid": "grid.dim", "tid": "block.dim"}
+
+
+def refuse_disjoint_tensor_write(tr: TranslatorContext, target: ast.Subscript, vt: ViewType) -> None:
+    """``t[i, j, ...] = v`` into a DisjointTensor: every index is a ThreadIndex axis
+    (``thread.index_1d/2d/3d()``), ``block.idx.*`` or ``thread.idx.*`` (or a local assigned once
+    from one), so distinct threads write distinct elements as long as every block/thread
+    coordinate the indices leave out has extent 1 — which becomes a launch precondition
+    (``block.dim.y == 1`` for ``out[block.idx.y, col]``)."""
+    elts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+    if len(elts) != vt.ndim:
+        return  # the indexing reports the count
+    covered: set[str] = set()
+    axes: list[str | None] = []
+    for elt in elts:
+        coords, axis = _thread_coordinates(tr, elt)
+        if coords is None:
+            raise tr.error(elt, "a DisjointTensor is written only at the calling thread's own index; "
+                                f"{ast.unparse(elt)!r} is not one",
+                           _disjoint_hint(vt.ndim))
+        covered |= coords
+        axes.append(axis)
+    if axes == (["1d"] if vt.ndim == 1 else ["row", "col"] if vt.ndim == 2 else None):
+        return  # index_1d / index_2d as documented
+    missing = sorted(c for c in _REGISTER_COORDINATES if c not in covered)
+    if not missing:
+        return
+    if not tr.is_kernel:
+        raise tr.error(target.slice, "a device function writes a DisjointTensor only at indices that tell "
+                                     "every thread of the launch apart",
+                       "index it with thread.index_3d() (or the kernel's own ThreadIndex values), or write "
+                       "it in the kernel, where the launch can be checked")
+    text = f"{ast.unparse(target.value)}[{', '.join(ast.unparse(e) for e in elts)}]"
+    for coord in missing:
+        register, dim = coord.split(".")
+        extent = f"{_EXTENT[register]}.{dim}"
+        if (extent, text) in tr.disjoint_extents:
+            continue
+        tr.disjoint_extents.add((extent, text))
+        site = tr.builder.add_error_site(
+            "assert", tr.kernel_name, tr.module, target,
+            f"{extent} == 1: the DisjointTensor write {text} tells threads apart only if it is "
+            f"(launch with {extent} = 1, or index with thread.index_3d())")
+        kind = "grid" if register == "ctaid" else "block"
+        tr.preconditions.append(Precondition(site, ["eq", [kind, "xyz".index(dim)], ["const", 1]]))
+
+
+def _disjoint_hint(ndim: int) -> str:
+    if ndim == 1:
+        return "index it with thread.index_1d()"
+    if ndim == 2:
+        return "index it with `row, col = thread.index_2d()` as out[row, col], or out[block.idx.y, col]"
+    if ndim == 3:
+        return "index it with `d, row, col = thread.index_3d()` as out[d, row, col]"
+    return (f"a {ndim}-D DisjointTensor takes thread.index_3d() values, block.idx and thread.idx; "
+            "or use MutTensor inside `with oxide.unsafe():`")
+
+
+def _thread_coordinates(tr: TranslatorContext, elt: ast.expr) -> tuple[frozenset[str] | None, str | None]:
+    """The hardware coordinates an index determines, and its ThreadIndex axis if it is one."""
+    if isinstance(elt, ast.Name):
+        ty = tr.locals.get(elt.id)
+        if isinstance(ty, ThreadIndexType):
+            return _THREAD_INDEX_COORDINATES[ty.axis], ty.axis
+        if tr.assign_counts.get(elt.id, 0) == 1 and elt.id not in tr.param_names:
+            value = _single_assignment(tr.fdef, elt.id)
+            if value is not None:
+                return _thread_coordinates(tr, value)[0], None
+        return None, None
+    if (isinstance(elt, ast.Call) and len(elt.args) == 1 and not elt.keywords
+            and (oxide_name(tr.module, elt.func) in ("i64", "u64")
+                 or isinstance(elt.func, ast.Name) and elt.func.id == "int" and "int" not in tr.module.symbols)):
+        return _thread_coordinates(tr, elt.args[0])[0], None  # widening keeps distinct values distinct
+    register = _special_register(tr, elt)
+    return _REGISTER_COORDINATES.get(register or ""), None
+
+
+def _special_register(tr: TranslatorContext, node: ast.expr) -> str | None:
+    """``block.idx.y`` → "ctaid.y" (thread.idx → tid; sizes are no coordinates)."""
+    if not (isinstance(node, ast.Attribute) and node.attr in ("x", "y", "z")):
+        return None
+    parts = (oxide_name(tr.module, node.value) or "").split(".")
+    register = SPECIAL_REGISTERS.get((parts[0], parts[1])) if len(parts) == 2 else None
+    return f"{register}.{node.attr}" if register in ("ctaid", "tid") else None
+
+
+def _single_assignment(fdef: ast.FunctionDef, name: str) -> ast.expr | None:
+    """The value of ``name = value``, the one assignment of ``name`` in ``fdef``."""
+    for node in ast.walk(fdef):
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == name):
+            return node.value
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+            return node.value
+    return None
 
 
 def refuse_slice_write(tr: TranslatorContext, target: ast.Subscript, vt: ViewType, index: ir.Expr) -> None:

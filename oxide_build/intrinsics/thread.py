@@ -61,6 +61,13 @@ def _type_index_2d(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) 
     return ir.MakeTuple([ir.ThreadIndex1D(row, loc), ir.ThreadIndex1D(col, loc)], TupleType((row, col)), loc)
 
 
+def _type_index_3d(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    _no_arguments(tr, info, node)
+    loc = tr.loc(node)
+    axes = (ThreadIndexType("depth"), ThreadIndexType("row"), ThreadIndexType("col"))
+    return ir.MakeTuple([ir.ThreadIndex1D(a, loc) for a in axes], TupleType(axes), loc)
+
+
 def _type_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     _no_arguments(tr, info, node)
     if tr.divergent_depth:
@@ -132,6 +139,7 @@ def _lowered_as_ir_node(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrins
 ENTRIES = [
     IntrinsicInfo("thread.index_1d", _type_index_1d, _lowered_as_ir_node, thread_dependent=True),
     IntrinsicInfo("thread.index_2d", _type_index_2d, _lowered_as_ir_node, thread_dependent=True),
+    IntrinsicInfo("thread.index_3d", _type_index_3d, _lowered_as_ir_node, thread_dependent=True),
     IntrinsicInfo("block.sync", _type_sync, _lowered_as_ir_node, convergent=True),
     IntrinsicInfo(GRID_SYNC, _type_grid_sync, _lower_grid_sync, convergent=True),
 ]

@@ -9,7 +9,7 @@ from oxide.lang.types import SCALAR_TYPES, ScalarType, boolean, f32, f64, i32, i
 
 __all__ = [
     "ScalarType", "ViewType", "ThreadIndexType", "VoidType", "ArrayType", "TupleType", "Type",
-    "THREAD_INDEX", "VOID", "BOOL", "I64", "I32", "F32", "F64", "SCALAR_TYPES",
+    "THREAD_INDEX", "THREAD_INDEX_DIM", "VOID", "BOOL", "I64", "I32", "F32", "F64", "SCALAR_TYPES",
     "ViewKind", "type_name", "is_int", "is_float", "as_scalar",
 ]
 
@@ -39,7 +39,8 @@ class ViewType:
 @dataclass(frozen=True)
 class ThreadIndexType:
     """An i64 known to be the calling thread's own global index (and so ≥ 0): ``axis`` "1d"
-    from ``thread.index_1d()``, "row" / "col" from ``thread.index_2d()``."""
+    from ``thread.index_1d()``, "row" / "col" from ``thread.index_2d()``, "depth" / "row" / "col"
+    from ``thread.index_3d()`` (the z, y and x global indices)."""
 
     axis: str = "1d"
 
@@ -89,6 +90,8 @@ class TupleType:
 
 
 THREAD_INDEX = ThreadIndexType()
+# the hardware dimension each ThreadIndex axis is the global index along
+THREAD_INDEX_DIM = {"1d": "x", "col": "x", "row": "y", "depth": "z"}
 VOID = VoidType()
 
 Type = Union[ScalarType, ViewType, ThreadIndexType, VoidType, ArrayType, TupleType]

@@ -20,7 +20,7 @@ from oxide.errors import CompileError, SourceLocation
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
-from ..ir.types import ArrayType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, is_int
+from ..ir.types import THREAD_INDEX_DIM, ArrayType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, is_int
 
 __all__ = ["lower_program", "module_text", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT"]
 
@@ -602,7 +602,7 @@ class FunctionLowering:
                 value = b.icmp_unsigned("!=", value, ll.Constant(I8, 0))
             return value
         if isinstance(e, ir.ThreadIndex1D):
-            dim = "y" if isinstance(e.ty, ThreadIndexType) and e.ty.axis == "row" else "x"
+            dim = THREAD_INDEX_DIM[e.ty.axis if isinstance(e.ty, ThreadIndexType) else "1d"]
             tid = b.zext(self.sreg(f"tid.{dim}"), I64T)
             ctaid = b.zext(self.sreg(f"ctaid.{dim}"), I64T)
             ntid = b.zext(self.sreg(f"ntid.{dim}"), I64T)
