@@ -285,3 +285,15 @@ def test_the_runtime_refuses_a_launch_with_two_threads_per_element(tmp_path: Pat
                                                              "out[block.idx.y, col]")
     refused = runtime_preconditions.failed(spec.preconditions, [], (4, 8, 2), (128, 1, 1))
     assert refused is not None and sites[refused].startswith("grid.dim.z == 1")
+
+
+def test_a_transposed_write_tells_threads_apart(tmp_path: Path) -> None:
+    # (row, col) -> out[col, row] is one element per thread; only z is left out
+    fns = kernels(tmp_path, """
+    @ox.kernel
+    def k(x: Tensor[f32, 2], out: DisjointTensor[f32, 2]) -> None:
+        r, c = thread.index_2d()
+        if r < x.shape[0] and c < x.shape[1] and c < out.shape[0] and r < out.shape[1]:
+            out[c, r] = x[r, c]
+    """)
+    assert preconditions(fns["k"]) == [["eq", ["grid", 2], ["const", 1]], ["eq", ["block", 2], ["const", 1]]]
