@@ -12,7 +12,7 @@ import io
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from oxide.errors import CompileError, SourceLocation
 
@@ -242,6 +242,10 @@ def _collect_symbols(module: ModuleSource) -> None:
             symbols[node.name] = Symbol("unknown", node.name, node)
 
 
+# the builtins a constant expression may call (`N = int(1e6)`, `TILE = max(A, B)`)
+_CONSTANT_CALLS: dict[str, Any] = {"int": int, "float": float, "min": min, "max": max, "abs": abs}
+
+
 def constant_value(node: ast.AST | None, names: Mapping[str, int | float | bool] | None = None
                    ) -> int | float | bool | None:
     """The value of a module-level number constant (``N = 1 << 20``), or None if it is not one.
@@ -251,6 +255,13 @@ def constant_value(node: ast.AST | None, names: Mapping[str, int | float | bool]
             return node.value
         if isinstance(node, ast.Name) and names is not None:
             return names.get(node.id)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CONSTANT_CALLS
+                and not node.keywords and node.args and (names is None or node.func.id not in names)):
+            values = [constant_value(a, names) for a in node.args]
+            if any(v is None for v in values):
+                return None
+            result = _CONSTANT_CALLS[node.func.id](*values)
+            return result if isinstance(result, (int, float)) and abs(result) < 1 << 64 else None
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
             v = constant_value(node.operand, names)
             if v is None:

@@ -116,7 +116,7 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     'shared_array_runtime_shape': (
         '\n@ox.kernel\ndef k(n: i32, out: DisjointSlice[f32]) -> None:\n    tile = ox.shared.array(n, f32)\n',
-        'kern.py:6:28: error: array dimensions must be positive compile-time integers, got n\n        tile = ox.shared.array(n, f32)\n                               ^\n  hint: use a literal or a module-level constant; use shared.dynamic for launch-time sizes',
+        'kern.py:6:28: error: array dimensions must be positive compile-time integers, got n\n        tile = ox.shared.array(n, f32)\n                               ^\n  hint: \'n\' is a run-time parameter: make it `n: ox.Constexpr[int]` and list its values; use shared.dynamic for launch-time sizes',
     ),
     'atomic_on_readonly_slice': (
         '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    ox.atomic.add(x, 0, 1.0)\n',
@@ -124,7 +124,7 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     'static_range_not_constant': (
         '\n@ox.kernel\ndef k(n: i32, out: DisjointSlice[f32]) -> None:\n    for j in ox.static_range(n):\n        pass\n',
-        'kern.py:6:30: error: static_range() needs compile-time integers, got n\n        for j in ox.static_range(n):\n                                 ^\n  hint: use a literal or module-level constant, or a plain range()',
+        'kern.py:6:30: error: static_range() needs compile-time integers, got n\n        for j in ox.static_range(n):\n                                 ^\n  hint: \'n\' is a run-time parameter: make it `n: ox.Constexpr[int]` and list its values; or loop with range()',
     ),
     'break_in_static_range': (
         '\n@ox.kernel\ndef k(out: DisjointSlice[f32]) -> None:\n    for j in ox.static_range(4):\n        break\n',

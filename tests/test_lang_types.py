@@ -408,3 +408,145 @@ def test_stores_wrap_integers_into_the_element_type(tmp_path: Path) -> None:
         out[i] = float('fast')
     """)
     assert "'fast' is not a number" in text
+
+
+# ---- diagnostics -----------------------------------------------------------------------------
+
+def test_sync_in_a_device_function_called_under_a_thread_dependent_condition(tmp_path: Path) -> None:
+    """Two calls deep (the divergence pass follows calls: passes/divergence.py)."""
+    text = compile_error(tmp_path, """
+    def inner(k: i64) -> None:
+        block.sync()
+
+    def outer(k: i64) -> None:
+        inner(k)
+
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        if x[i] > 0.0:
+            outer(i64(i))
+    """)
+    assert "kern.py:15:9: error: outer() reaches block.sync() (at kern.py:6:5)" in text
+
+
+def test_an_unannotated_device_function_parameter_is_reported_at_the_parameter(tmp_path: Path) -> None:
+    text = compile_error(tmp_path, """
+    def f(a, b: f32) -> f32:
+        return b
+
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        out[i] = f(x[i], x[i])
+    """)
+    assert "kern.py:5:7: error: parameter 'a' of f() has no type annotation" in text
+
+
+def test_derived_module_constants_and_what_does_not_fold(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, """
+    A = 16
+    N = int(1e3) + max(A, 4)
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        tile = ox.shared.array(N, f32)
+    """)
+    assert "tile: shared array[1016] of f32" in text
+    bad = compile_error(tmp_path, """
+    import os
+    N = int(os.environ.get("N", "4"))
+    @ox.kernel
+    def k(x: Slice[f32], n: i32, out: DisjointSlice[f32]) -> None:
+        tile = ox.shared.array(N, f32)
+    """)
+    assert "'N' (line 6) does not fold to a number" in bad and "use a module-level constant" not in bad
+    param = compile_error(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], n: i32, out: DisjointSlice[f32]) -> None:
+        for j in ox.static_range(n):
+            pass
+    """)
+    assert "'n' is a run-time parameter: make it `n: ox.Constexpr[int]`" in param
+
+
+def test_python_math_and_syntax_are_named_in_words(tmp_path: Path) -> None:
+    text = compile_error(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        out[i] = math.sqrt(x[i])
+    """)
+    assert "unknown function 'math.sqrt'" in text and "use ox.math.sqrt(...)" in text
+    comp = compile_error(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        v = [x[j] for j in range(3)]
+    """)
+    assert "a list comprehension is not supported in kernels or device functions" in comp
+    assert "ListComp" not in comp
+    contains = compile_error(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[i32], out: DisjointSlice[f32]) -> None:
+        if x[0] in x:
+            pass
+    """)
+    assert "comparison `in` is not supported" in contains
+
+
+@pytest.mark.parametrize("expr", ["36893488147419103232", "-9223372036854775809 + x[i]",
+                                  "x[i] + 9223372036854775808", "u64(-1)"])
+def test_integer_literals_past_their_type_are_errors(tmp_path: Path, expr: str) -> None:
+    text = compile_error(tmp_path, f"""
+    @ox.kernel
+    def k(x: Slice[i64], out: DisjointSlice[i64]) -> None:
+        i = thread.index_1d()
+        big = {expr}
+        out[i] = i64(big)
+    """)
+    assert "does not fit" in text, text
+
+
+def test_a_tuple_return_converts_each_literal(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, """
+    def f(a: f32) -> tuple[f32, i32]:
+        return a, 0
+
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        a, b = f(x[i])
+        out[i] = a + f32(b)
+    """)
+    assert "return (a, 0:i32,)" in text
+    bad = compile_error(tmp_path, """
+    def f(a: f32) -> tuple[f32, i32]:
+        return a, 0.5
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        a, b = f(x[i])
+    """)
+    assert "element 1 of the return value needs i32, got the float literal 0.5" in bad
+
+
+def test_shared_memory_past_the_limit_is_reported_at_the_source(tmp_path: Path) -> None:
+    text = compile_error(tmp_path, """
+    def helper(x: Slice[f32]) -> f32:
+        big = ox.shared.array(8192, f32)
+        big[0] = x[0]
+        return big[0]
+
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        tile = ox.shared.array(6144, f32)
+        tile[0] = x[0]
+        out[i] = tile[0] + helper(x)
+    """)
+    assert ("kern.py:6:5: error: the shared arrays of k() take 57344 bytes with 'big' (in helper(), "
+            "which it calls); static shared memory holds 49152 bytes (48 KiB) per block") in text
+    ir_text(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        tile = ox.shared.array((96, 128), f32)
+    """)  # exactly 48 KiB: fine

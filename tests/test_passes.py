@@ -32,7 +32,7 @@ def compile_error(tmp_path: Path, body: str) -> str:
 
 def test_the_pipeline_is_one_visible_list_of_named_passes() -> None:
     assert pass_names() == [p.name for p in PIPELINE] == [
-        "launch-preconditions", "barrier-divergence", "canonicalize"]
+        "launch-preconditions", "barrier-divergence", "shared-memory-limit", "canonicalize"]
     assert len(set(pass_names())) == len(PIPELINE)
 
 

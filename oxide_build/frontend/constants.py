@@ -59,6 +59,24 @@ class Constants(TranslatorContext):
         value = constant_value(node, names)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
+    def not_constant_hint(self, node: ast.expr) -> str:
+        """Why ``node`` is not a compile-time integer, naming the first name that makes it so."""
+        for n in ast.walk(node):
+            if not isinstance(n, ast.Name) or n.id in self.constexprs:
+                continue
+            sym = self.module.symbols.get(n.id)
+            if n.id in self.param_names:
+                return f"{n.id!r} is a run-time parameter: make it `{n.id}: ox.Constexpr[int]` and list its values"
+            if n.id in self.locals:
+                return (f"{n.id!r} is a variable (assigned more than once, or from a run-time value); "
+                        "a local assigned once from constants is a compile-time value")
+            if sym is not None and sym.kind == "constant" and not isinstance(sym.value, int):
+                return f"the module constant {n.id!r} is {sym.value!r}, not an integer"
+            if sym is not None and sym.kind != "constant" and isinstance(sym.node, (ast.Assign, ast.AnnAssign)):
+                return (f"{n.id!r} (line {sym.node.lineno}) does not fold to a number: module constants are "
+                        "literals, constants defined above them, operators and int/float/min/max/abs")
+        return "use literals, module constants, Constexpr parameters and arithmetic on them"
+
     def is_named_constant(self, name: str, value: ir.Const) -> bool:
         """A local assigned once, from a constant expression, is a name for that constant: it
         takes its type from each use, like a literal (so `A1 = 0.319` keeps f32 math f32)."""

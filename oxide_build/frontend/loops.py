@@ -144,7 +144,7 @@ class Loops(Indexing):
         for b, a in zip(bounds, it.args):
             if b is None:
                 raise self.error(a, f"static_range() needs compile-time integers, got {ast.unparse(a)}",
-                                 "use a literal or module-level constant, or a plain range()")
+                                 f"{self.not_constant_hint(a)}; or loop with range()")
         if bounds[2:] == [0]:
             raise self.error(it.args[2], "static_range() step must not be zero")
         steps = range(*bounds)  # type: ignore[arg-type]

@@ -416,10 +416,10 @@ class ProgramBuilder:
                 is_weak = isinstance(arg, ir.Const) and arg.weak
                 if is_weak != weak_pass:
                     continue
+                if param.annotation is None:  # at the parameter, not at the module (line 0)
+                    raise module.error(param, f"parameter {param.arg!r} of {fdef.name}() has no type annotation",
+                                       "annotate it, e.g. `x: f32` or `v: Slice[f32]`")
                 ann = resolve_annotation(module, param.annotation, typevars, f"parameter {param.arg!r}")
-                if param.annotation is None:
-                    raise module.error(param, f"parameter {param.arg!r} has no type annotation",
-                                       "annotate it, e.g. `x: f32`")
                 if isinstance(ann, TypeVarBinding):
                     ty = arg.ty
                     if isinstance(ty, ViewType):

@@ -38,6 +38,34 @@ UNSUPPORTED_STMTS: dict[type, tuple[str, str]] = {
     ast.ImportFrom: ("import", "import at module level"),
     ast.AsyncFunctionDef: ("async functions", "kernels are not coroutines"),
 }
+# expressions, named as a Python user knows them (not by their AST class)
+_ARRAY_HINT = "use ox.local.array(n, T) (per thread) or ox.shared.array(n, T) (per block)"
+UNSUPPORTED_EXPRS: dict[type, tuple[str, str]] = {
+    ast.ListComp: ("a list comprehension", _ARRAY_HINT + " and a for loop"),
+    ast.SetComp: ("a set comprehension", "kernels have no sets; use a loop"),
+    ast.DictComp: ("a dict comprehension", "kernels have no dicts; use a loop"),
+    ast.GeneratorExp: ("a generator expression", "use a for loop over range()"),
+    ast.List: ("a list", _ARRAY_HINT),
+    ast.Set: ("a set", "kernels have no sets"),
+    ast.Dict: ("a dict", "kernels have no dicts"),
+    ast.Lambda: ("a lambda", "define a device function at module level"),
+    ast.NamedExpr: ("the walrus operator (:=)", "assign in a statement of its own"),
+    ast.Await: ("await", "kernels are not coroutines"),
+    ast.Yield: ("yield", "kernels are not generators; write results into a view"),
+    ast.YieldFrom: ("yield from", "kernels are not generators; write results into a view"),
+    ast.Starred: ("a starred expression (*x)", "pass each value by itself"),
+    ast.Slice: ("a slice (a:b)", "index one element at a time"),
+    ast.JoinedStr: ("an f-string outside print()", "strings exist only as print()'s arguments"),
+}
+_OPERATOR_TEXT: dict[type, str] = {
+    ast.Pow: "**", ast.MatMult: "@", ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in",
+}
+
+
+def _syntax_words(node: ast.AST) -> str:
+    """``ast.SetComp`` -> "set comp": an unlisted AST class in words rather than as a class name."""
+    name = type(node).__name__
+    return "".join(" " + c.lower() if c.isupper() else c for c in name).strip()
 
 
 class FunctionTranslator(Loops):
@@ -89,8 +117,9 @@ class FunctionTranslator(Loops):
         for cls, (what, hint) in UNSUPPORTED_STMTS.items():
             if isinstance(node, cls):
                 raise self.error(node, f"{what} is not supported in kernels or device functions", hint)
-        raise self.error(node, f"{type(node).__name__} is not supported in kernels or device functions",
-                         "see docs/language.md for the supported subset")
+        what, hint = UNSUPPORTED_EXPRS.get(type(node), (f"this {_syntax_words(node)}", ""))
+        raise self.error(node, f"{what} is not supported in kernels or device functions",
+                         hint or "see docs/language.md for the supported subset")
 
     def visit_Pass(self, node: ast.Pass) -> None:
         return None
@@ -276,7 +305,8 @@ class FunctionTranslator(Loops):
     def visit_AugAssign(self, node: ast.AugAssign) -> ir.Stmt:
         op = BIN_OPS.get(type(node.op))
         if op is None:
-            raise self.error(node, f"operator {type(node.op).__name__} is not supported")
+            raise self.error(node, f"operator {_OPERATOR_TEXT.get(type(node.op), _syntax_words(node.op))}= is not supported",
+                             "write x = x * x for squares" if isinstance(node.op, ast.Pow) else "")
         if isinstance(node.target, ast.Subscript):
             load = ast.copy_location(ast.Subscript(node.target.value, node.target.slice, ast.Load()), node.target)
             value = ast.copy_location(ast.BinOp(load, node.op, node.value), node)
@@ -315,6 +345,12 @@ class FunctionTranslator(Loops):
         if self.is_kernel:
             raise self.error(node, "a kernel cannot return a value",
                              "write results into a DisjointSlice parameter")
+        if (isinstance(self.ret, TupleType) and isinstance(node.value, ast.Tuple)
+                and len(node.value.elts) == len(self.ret.elems)):
+            # `return a, 0` from `-> tuple[f32, i32]`: each element converts as a return value
+            elems = [self.convert_implicit(self.expr(e), ty, e, f"element {k} of the return value")
+                     for k, (e, ty) in enumerate(zip(node.value.elts, self.ret.elems))]
+            return ir.Return(ir.MakeTuple(elems, self.ret, self.loc(node.value)), self.loc(node))
         value = self.expr(node.value)
         if isinstance(value.ty, (ViewType, VoidType, ArrayType)):
             raise self.error(node.value, f"cannot return {type_name(value.ty)}")
@@ -422,7 +458,7 @@ class FunctionTranslator(Loops):
         for op_node, right_node in zip(node.ops, node.comparators):
             op = CMP_OPS.get(type(op_node))
             if op is None:
-                raise self.error(node, f"comparison {type(op_node).__name__} is not supported",
+                raise self.error(node, f"comparison `{_OPERATOR_TEXT.get(type(op_node), _syntax_words(op_node))}` is not supported",
                                  "use <, <=, >, >=, == or !=")
             if len(node.ops) > 1 and not isinstance(right_node, (ast.Name, ast.Constant)):
                 raise self.error(right_node, "chained comparisons need plain names or constants in the middle",
@@ -519,11 +555,22 @@ class FunctionTranslator(Loops):
             return self.view_method(func, node)
         target = self.builder.resolve_function(self.module, func)
         if target is None:
-            raise self.error(func, f"unknown function {ast.unparse(func)!r}",
-                             "call a function defined at module level in this project, or an oxide intrinsic")
+            raise self.error(func, f"unknown function {ast.unparse(func)!r}", self.unknown_function_hint(func))
         callee_module, callee = target
         args = [self.expr(a) for a in node.args]
         return self.builder.call_device(self, callee_module, callee, args, node)
+
+    def unknown_function_hint(self, func: ast.expr) -> str:
+        """``math.sqrt`` / ``np.exp`` / ``numpy.floor``: the oxide intrinsic of that name."""
+        from ..intrinsics import INTRINSICS
+
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if isinstance(func, ast.Attribute) and f"math.{name}" in INTRINSICS:
+            return (f"use ox.math.{name}(...): {ast.unparse(func.value)}.{name} is host Python, "
+                    "ox.math runs on the GPU")
+        if isinstance(func, ast.Name) and f"math.{name}" in INTRINSICS:
+            return f"use ox.math.{name}(...) (imported names of Python's math module do not run on the GPU)"
+        return "call a function defined at module level in this project, or an oxide intrinsic"
 
     def view_method(self, func: ast.Attribute, node: ast.Call) -> ir.Expr:
         """``x.load4(k)`` and the other view methods: registry entries ``view.<method>``

@@ -34,7 +34,8 @@ def _type_array(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> 
         value = tr.const_int(d)
         if value is None or value <= 0:
             raise tr.error(d, f"array dimensions must be positive compile-time integers, got {ast.unparse(d)}",
-                           "use a literal or a module-level constant; use shared.dynamic for launch-time sizes")
+                           (f"{tr.not_constant_hint(d)}; " if value is None else "")
+                           + "use shared.dynamic for launch-time sizes")
         shape.append(value)
     elem = tr.element_type(node.args[1])
     return ir.Intrinsic(info.name, [], ArrayType(info.group, elem, tuple(shape)), tr.loc(node))

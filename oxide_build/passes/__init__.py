@@ -23,6 +23,7 @@ from ..ir.verify import verify_program
 from .canonicalize import Canonicalize
 from .divergence import BarrierDivergence
 from .launch_preconditions import LaunchPreconditions
+from .shared_memory import SharedMemoryLimit
 
 __all__ = ["Pass", "PIPELINE", "pass_names", "run_pipeline"]
 
@@ -37,6 +38,7 @@ class Pass(Protocol):
 PIPELINE: tuple[Pass, ...] = (
     LaunchPreconditions(),
     BarrierDivergence(),
+    SharedMemoryLimit(),
     Canonicalize(),  # last: the passes before it read conditions as the source wrote them
 )
 
