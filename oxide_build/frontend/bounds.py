@@ -182,8 +182,8 @@ class Prover:
             return atom(("reg", e.name)) if e.name in _REG_RANGES else None
         if isinstance(e, ir.Intrinsic) and not e.args and getattr(intrinsic_info(e.name), "value_range", None):
             return atom(("intrinsic", e.name))
-        if isinstance(e, ir.ViewLen) and isinstance(e.view, ir.Var) and isinstance(e.view.ty, ViewType):
-            return atom(("len", e.view.name))
+        if isinstance(e, ir.ViewLen) and isinstance(e.view, ir.Var) and self.stable(e.view.name):
+            return atom(("len", e.view.name))  # a view parameter, or a local holding one view
         if (isinstance(e, ir.ViewDim) and e.which == "shape" and isinstance(e.view, ir.Var)
                 and isinstance(e.view.ty, ViewType)):
             return atom(("shape", e.view.name, str(e.axis)))

@@ -60,6 +60,7 @@ class TranslatorContext(ast.NodeVisitor):
         self.bounds_check = bounds_check
         self.locals: dict[str, Type] = {}
         self.local_decl_line: dict[str, int] = {}
+        self.declared_arrays: set[str] = set()  # names bound by ox.shared.array(...) / ox.local.array(...)
         self.params: list[ir.Param] = []
         self.param_names: set[str] = set()
         self.ret: Type | None = None

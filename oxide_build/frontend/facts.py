@@ -16,6 +16,7 @@ from ..ir.types import BOOL, I64, ArrayType, ViewType, as_scalar
 from .bounds import Poly, add, atom, const, mul
 from .context import Scope
 from .names import Names
+from . import view_values
 
 __all__ = ["BoundsFacts"]
 
@@ -143,8 +144,8 @@ class BoundsFacts(Names):
         return self.proofs[key][0]
 
     def view_bound(self, view: ir.Expr, axis: int | None = None) -> Poly | None:
-        if not (isinstance(view, ir.Var) and isinstance(view.ty, ViewType)):
-            return None
+        if not (isinstance(view, ir.Var) and isinstance(view.ty, ViewType) and view.name in self.param_names):
+            return view_values.view_bound(self, view)  # type: ignore[arg-type]  # arrays, slices, view locals
         if axis is None or not view.ty.is_tensor:
             return atom(("len", view.name))
         return atom(("shape", view.name, str(axis)))
@@ -164,9 +165,9 @@ class BoundsFacts(Names):
                              "views have no wrap-around indexing; index from 0")
         if isinstance(view.ty, ArrayType):
             size = view.ty.size
-            if size is None:
+            if view.ty.dynamic:
                 return None  # dynamic shared memory: its size is known only at launch
-            if isinstance(index, ir.Const) and isinstance(index.value, int):
+            if size is not None and isinstance(index, ir.Const) and isinstance(index.value, int):
                 if index.value >= size:
                     raise self.error(node, f"index {index.value} is out of bounds for an array of {size} elements",
                                      f"valid indices are 0 to {size - 1}")

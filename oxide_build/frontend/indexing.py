@@ -10,7 +10,8 @@ from ..ir import nodes as ir
 from ..ir.ops import BinaryOp
 from ..ir.types import I64, ArrayType, ThreadIndexType, Type, ViewType, is_int, type_name
 from .bounds import const
-from .views import refuse_slice_write, refuse_tensor_write
+from .views import refuse_array_write, refuse_slice_write, refuse_tensor_write
+from . import view_values
 from .semantics import Semantics
 
 __all__ = ["Indexing"]
@@ -38,6 +39,8 @@ class Indexing(Semantics):
         if not isinstance(view.ty, (ViewType, ArrayType)):
             raise self.error(node.value, f"{ast.unparse(node.value)!r} is {type_name(view.ty)}, not a view",
                              "only Slice/DisjointSlice/MutSlice parameters and arrays can be indexed")
+        if isinstance(node.slice, ast.Slice):
+            return view_values.slice_view(self, view, node)  # type: ignore[arg-type]
         if isinstance(view.ty, ViewType) and view.ty.is_tensor:
             return ir.ViewLoad(view, self.tensor_index(node.slice, view), view.ty.elem, self.loc(node), None)
         index = self.index_expr(node.slice, view.ty)
@@ -70,7 +73,7 @@ class Indexing(Semantics):
 
     def index_expr(self, node: ast.expr, container: Type | None = None) -> ir.Expr:
         if isinstance(node, ast.Slice):
-            raise self.error(node, "slicing a view is not supported", "index one element at a time")
+            raise self.error(node, "cannot assign to a slice", "store the elements one at a time: x[i] = v")
         if isinstance(container, ArrayType) and container.shape is not None and len(container.shape) > 1:
             if not (isinstance(node, ast.Tuple) and len(node.elts) == len(container.shape)):
                 raise self.error(node, f"this array has {len(container.shape)} dimensions: index it as "
@@ -108,6 +111,7 @@ class Indexing(Semantics):
             raise self.error(target.value, f"{ast.unparse(target.value)!r} is {type_name(view.ty)}, not a view",
                              "only Slice/DisjointSlice/MutSlice parameters and arrays can be indexed")
         if isinstance(view.ty, ArrayType):
+            refuse_array_write(self, target, view.ty)
             index = self.index_expr(target.slice, view.ty)
             value = self.convert_store(self.expr(value_node) if value is None else value, view.ty.elem, value_node,
                                           f"store into {ast.unparse(target.value)}")

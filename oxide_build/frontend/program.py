@@ -16,11 +16,12 @@ from oxide.runtime.manifest import ErrorSite, KernelSpec, ParamSpec
 
 from ..ir import nodes as ir
 from ..ir.verify import IRError, verify_program
-from ..ir.types import ThreadIndexType, Type, ViewType, VoidType, as_scalar, type_name
+from ..ir.types import ArrayType, ThreadIndexType, Type, ViewType, VoidType, as_scalar, type_name
 from ..scan import ModuleSource, ProjectIndex, _names_oxide, constant_value
 from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation, scalar_type_named
 from .decorator_arguments import module_int, module_strings
 from .translate import FunctionTranslator
+from .view_values import device_param_type
 
 __all__ = ["ProgramBuilder", "build_program", "FrontendResult", "located_error"]
 
@@ -438,7 +439,7 @@ class ProgramBuilder:
                 elif isinstance(param.annotation, ast.Subscript):
                     inner = param.annotation.slice
                     if isinstance(inner, ast.Name) and inner.id in typevars and typevars[inner.id].bound is None:
-                        if not isinstance(arg.ty, ViewType):
+                        if not isinstance(arg.ty, (ViewType, ArrayType)):
                             raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() needs a view, "
                                                f"got {type_name(arg.ty)}")
                         tv = typevars[inner.id]
@@ -465,11 +466,14 @@ class ProgramBuilder:
                                    "pass a literal, a module constant or a Constexpr parameter")
             constexprs[param.arg] = arg.value  # type: ignore[assignment]
         converted: list[ir.Expr] = []
-        for arg, param, pty in zip(args, params, param_types):
+        for position, (arg, param, pty) in enumerate(zip(args, params, param_types)):
             what = f"argument {param.arg!r} of {fdef.name}()"
             if param.arg in constexprs:
                 continue
-            if isinstance(pty, ViewType):
+            if isinstance(pty, ViewType) and isinstance(arg.ty, ArrayType) and not pty.is_tensor:
+                param_types[position] = device_param_type(caller, arg, pty, what, node)
+                converted.append(arg)
+            elif isinstance(pty, ViewType):
                 if not isinstance(arg.ty, ViewType):
                     raise caller.error(node, f"{what} needs {type_name(pty)}, got {type_name(arg.ty)}")
                 if arg.ty.elem != pty.elem or (pty.kind != ViewKind.SLICE and pty.kind != arg.ty.kind):
@@ -488,8 +492,9 @@ class ProgramBuilder:
                                    "rewrite the recursion as a loop")
             inst = _Instance(None)
             self.instances[key] = inst
-            suffix = "_".join([type_name(t).replace("[", "_").replace("]", "") for p, t in zip(params, param_types)
-                               if p.arg not in constexprs] + [f"{n}{int(v)}".replace("-", "m") for n, v in constexprs.items()])
+            suffix = "_".join([t.symbol_part if isinstance(t, ArrayType) else type_name(t).replace("[", "_").replace("]", "")
+                               for p, t in zip(params, param_types) if p.arg not in constexprs]
+                              + [f"{n}{int(v)}".replace("-", "m") for n, v in constexprs.items()])
             symbol = f"__ox_{module.name.replace('.', '_')}_{fdef.name}" + (f"__{suffix}" if suffix else "")
             try:
                 _, inst.function = self.translate_function(module, fdef, typevars, symbol, kernel_name=caller.kernel_name,

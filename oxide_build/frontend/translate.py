@@ -16,6 +16,7 @@ from ..ir.ops import BINARY_OPS_OF_AST, COMPARE_OPS_OF_AST, BinaryOp, CompareOp,
 from ..ir.types import BOOL, I64, VOID, ArrayType, ThreadIndexType, TupleType, ViewType, VoidType, as_scalar, type_name
 from .annotations import PYTHON_SCALARS, oxide_name, resolve_annotation
 from .views import refuse_vector_store
+from . import view_values
 from .promotion import literal_type
 from .context import Scope
 from .generics import static_type_test, type_operand
@@ -212,9 +213,9 @@ class FunctionTranslator(Loops):
         loc = self.loc(node)
         for e in value.elts:
             v = self.expr(e)
-            if isinstance(v.ty, (ViewType, ArrayType, VoidType, TupleType)):
-                raise self.error(e, f"tuples hold scalars, not {type_name(v.ty)}")
-            if not isinstance(v, ir.Const):
+            if isinstance(v.ty, (VoidType, TupleType)) or isinstance(v.ty, ViewType) and v.ty.is_tensor:
+                raise self.error(e, f"tuples hold scalars and 1-D views, not {type_name(v.ty)}")
+            if not isinstance(v, ir.Const):  # views too: a swap `src, dst = dst, src` reads both first
                 temp = self.builder.fresh_name("tuple")
                 self.locals[temp] = v.ty
                 if self.is_thread_dependent(v):
@@ -253,21 +254,19 @@ class FunctionTranslator(Loops):
 
     def assign_name(self, target: ast.Name, value: ir.Expr, node: ast.AST) -> ir.Stmt | None:
         name = target.id
-        if name in self.param_names and isinstance(self.locals[name], ViewType):
+        if name in self.param_names and isinstance(self.locals[name], (ViewType, ArrayType)):
             raise self.error(target, f"cannot assign to the view parameter {name!r}",
                              "views are fixed for the whole kernel; use a new local name")
-        if isinstance(value.ty, ViewType):
-            raise self.error(node, "views cannot be copied into local variables",
-                             "use the parameter directly")
+        if isinstance(value.ty, (ViewType, ArrayType)) and not isinstance(value, ir.Intrinsic):
+            return view_values.assign_view(self, target, value, node)
         if isinstance(value.ty, ArrayType):
-            if not isinstance(value, ir.Intrinsic):
-                raise self.error(node, "arrays cannot be copied into other variables", "use the array's own name")
             if name in self.locals:
                 if self.locals[name] == value.ty and self.local_decl_line.get(name) == getattr(node, "lineno", 0):
                     return None  # the same declaration again, in a static_range body: the same array
                 raise self.error(target, f"{name!r} is already defined; an array needs a name of its own")
             self.locals[name] = value.ty
             self.local_decl_line[name] = getattr(node, "lineno", 0)
+            self.declared_arrays.add(name)
             return ir.ArrayDecl(name, value.ty, self.loc(node))
         if isinstance(value.ty, TupleType):
             raise self.error(node, "a tuple must be unpacked into names: a, b = ...")
@@ -406,7 +405,12 @@ class FunctionTranslator(Loops):
             what = {ast.Pow: "**", ast.MatMult: "@"}.get(type(node.op), type(node.op).__name__)
             raise self.error(node, f"operator {what} is not supported",
                              "write x * x for squares" if what == "**" else "")
-        return self.binop(op, self.expr(node.left), self.expr(node.right), node)
+        left = self.expr(node.left)
+        if op == "+" and view_values.is_view(left.ty):
+            return view_values.offset_view(self, left, node.right, node)
+        if op == "+" and isinstance(node.right, ast.Name) and view_values.is_view(self.locals.get(node.right.id, I64)):
+            return view_values.offset_view(self, self.expr(node.right), node.left, node)
+        return self.binop(op, left, self.expr(node.right), node)
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ir.Expr:
         operand = self.expr(node.operand)
@@ -482,6 +486,8 @@ class FunctionTranslator(Loops):
         cond = self.condition(node.test)
         a = self.expr_where(node.body, self.scope_where(cond, negated=False))
         b = self.expr_where(node.orelse, self.scope_where(cond, negated=True))
+        if view_values.is_view(a.ty) or view_values.is_view(b.ty):
+            return view_values.select_views(self, cond, a, b, node)
         if as_scalar(a.ty) is None or as_scalar(b.ty) is None:
             raise self.error(node, "a conditional expression must produce scalars")
         if isinstance(a, ir.Const) and isinstance(b, ir.Const) and a.weak and b.weak:
@@ -524,6 +530,8 @@ class FunctionTranslator(Loops):
                 view = self.expr(node.args[0])
                 if isinstance(view.ty, ArrayType) and view.ty.shape is not None:
                     return ir.Const(view.ty.shape[0], I64, loc, weak=True)
+                if isinstance(view.ty, ArrayType) and view.ty.runtime_length:
+                    return ir.ViewLen(view, I64, loc)
                 if not isinstance(view.ty, ViewType):
                     raise self.error(node.args[0], f"len() needs a view, got {type_name(view.ty)}")
                 if view.ty.is_tensor:

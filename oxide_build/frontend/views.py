@@ -140,8 +140,11 @@ def _single_assignment(fdef: ast.FunctionDef, name: str) -> ast.expr | None:
 def refuse_slice_write(tr: TranslatorContext, target: ast.Subscript, vt: ViewType, index: ir.Expr) -> None:
     """``x[i] = v`` into a 1-D view."""
     if vt.kind == ViewKind.SLICE:
+        is_param = isinstance(target.value, ast.Name) and target.value.id in tr.param_names
         raise tr.error(target, f"{ast.unparse(target.value)!r} is a read-only Slice",
-                       "declare the parameter DisjointSlice[T] to write one element per thread")
+                       "declare the parameter DisjointSlice[T] to write one element per thread" if is_param else
+                       "a slice of a Slice or DisjointSlice is read-only (a DisjointSlice is written only at the "
+                       "thread's own index); write through the parameter, or slice a MutSlice inside `with ox.unsafe():`")
     if vt.kind == ViewKind.DISJOINT_SLICE and not (isinstance(index.ty, ThreadIndexType) and index.ty.axis == "1d"):
         raise tr.error(
             target.slice,

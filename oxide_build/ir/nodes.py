@@ -13,7 +13,7 @@ from .types import ScalarType, Type
 __all__ = [
     "Loc", "Expr", "Stmt",
     "Const", "Var", "BinOp", "Compare", "BoolOp", "Not", "Neg", "Cast", "Call", "ViewLen", "ViewDim",
-    "ViewLoad", "ThreadIndex1D", "SpecialReg", "Select", "Intrinsic", "MakeTuple", "TupleGet",
+    "ViewLoad", "ViewSlice", "ThreadIndex1D", "SpecialReg", "Select", "Intrinsic", "MakeTuple", "TupleGet",
     "ArrayDecl", "Check",
     "Assign", "Store", "If", "While", "Return", "ExprStmt", "Break", "Continue",
     "Param", "Function", "ExternFunction", "Program", "children", "is_pure",
@@ -126,6 +126,20 @@ class ViewLoad:
 
 
 @dataclass
+class ViewSlice:
+    """``x[start:stop]`` (``stop`` None: to the end), and ``x + start``: the view of those
+    elements of a 1-D view or array. ``check_site``: the run-time check that
+    ``0 <= start <= stop <= len(x)``."""
+
+    view: Expr
+    start: Expr
+    stop: Expr | None
+    ty: Type
+    loc: Loc
+    check_site: int | None = None
+
+
+@dataclass
 class ThreadIndex1D:
     ty: Type
     loc: Loc
@@ -177,7 +191,7 @@ class TupleGet:
 
 
 Expr = Union[
-    Const, Var, BinOp, Compare, BoolOp, Not, Neg, Cast, Call, ViewLen, ViewDim, ViewLoad, ThreadIndex1D,
+    Const, Var, BinOp, Compare, BoolOp, Not, Neg, Cast, Call, ViewLen, ViewDim, ViewLoad, ViewSlice, ThreadIndex1D,
     SpecialReg, Select, Intrinsic, MakeTuple, TupleGet,
 ]
 
@@ -208,6 +222,8 @@ def children(e: Expr) -> list[Expr]:
         return [e.view]
     if isinstance(e, ViewLoad):
         return [e.view, e.index]
+    if isinstance(e, ViewSlice):
+        return [e.view, e.start] + ([e.stop] if e.stop is not None else [])
     if isinstance(e, TupleGet):
         return [e.value]
     return []

@@ -62,6 +62,10 @@ class ArrayType:
     space: str  # "shared" or "local"
     elem: ScalarType
     shape: tuple[int, ...] | None
+    # a view into such an array (a slice ``a[k:]``, or an array passed on to a device function
+    # where only its length is known): 1-D, its length a run-time value, checked like a view's
+    runtime_length: bool = False
+    read_only: bool = False  # passed to a ``Slice[T]`` parameter: the callee only reads it
 
     @property
     def size(self) -> int | None:
@@ -74,11 +78,23 @@ class ArrayType:
 
     @property
     def writable(self) -> bool:
-        return True
+        return not self.read_only
+
+    @property
+    def dynamic(self) -> bool:
+        """Dynamic shared memory: sized at launch, its accesses unchecked."""
+        return self.shape is None and not self.runtime_length
 
     def __str__(self) -> str:
-        dims = "dynamic" if self.shape is None else "x".join(map(str, self.shape))
-        return f"{self.space} array[{dims}] of {self.elem.name}"
+        dims = "n" if self.runtime_length else "dynamic" if self.shape is None else "x".join(map(str, self.shape))
+        text = f"{self.space} array[{dims}] of {self.elem.name}"
+        return f"read-only {text}" if self.read_only else text
+
+    @property
+    def symbol_part(self) -> str:
+        """The array's type as it appears in the symbol of a device function taking it."""
+        dims = "n" if self.runtime_length else "dyn" if self.shape is None else "x".join(map(str, self.shape))
+        return f"{self.space}{'_ro' if self.read_only else ''}_{self.elem.name}_{dims}"
 
 
 @dataclass(frozen=True)

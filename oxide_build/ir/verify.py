@@ -194,6 +194,10 @@ class _Verifier:
                     raise self.fail(e.loc, f"a call of {e.symbol}, which is not a function of the program")
                 if count != len(e.args):
                     raise self.fail(e.loc, f"{e.symbol} takes {count} argument(s), called with {len(e.args)}")
+        elif isinstance(e, ir.ViewSlice):
+            self.site(e.check_site, e.loc)
+            if not isinstance(e.view.ty, (ViewType, ArrayType)) or not isinstance(e.ty, (ViewType, ArrayType)):
+                raise self.fail(e.loc, f"slicing a {type_name(e.view.ty)}")
         elif isinstance(e, (ir.ViewLoad, ir.Intrinsic)):
             self.site(e.check_site, e.loc)
             if isinstance(e, ir.ViewLoad) and not isinstance(e.view.ty, (ViewType, ArrayType)):

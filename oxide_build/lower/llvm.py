@@ -91,6 +91,11 @@ def value_ll(ty: Type) -> ll.Type:
     return scalar_ll(ty)
 
 
+def array_ptr(ty: ArrayType) -> ll.Type:
+    """A pointer into a shared (address space 3) or per-thread local (generic) array."""
+    return ll.PointerType(scalar_ll(ty.elem, True), addrspace=3 if ty.space == "shared" else 0)
+
+
 def abi_params(params: list[ir.Param], kernel: bool, c_abi: bool = False) -> list[ll.Type]:
     """Parameter types; ``c_abi`` (externs and exports) uses generic pointers, as C++ does, so
     LTO sees matching prototypes and inlines across the language boundary."""
@@ -103,6 +108,8 @@ def abi_params(params: list[ir.Param], kernel: bool, c_abi: bool = False) -> lis
             out += [ptr(p.ty.elem)] + [I64T] * (2 * p.ty.ndim)
         elif isinstance(p.ty, ViewType):
             out += [ptr(p.ty.elem), I64T]
+        elif isinstance(p.ty, ArrayType):  # an array passed on to a device function
+            out += [array_ptr(p.ty), I64T]
         elif isinstance(p.ty, ScalarType) and p.ty.kind == "bool" and kernel:
             out.append(I8)
         else:
@@ -311,6 +318,8 @@ class FunctionLowering:
         self.b = ll.IRBuilder(self.entry)
         self.slots: dict[str, ll.Value] = {}
         self.views: dict[str, _View] = {}
+        # locals that hold a view (``data = a if c else b``, ``row = x[k:]``): pointer and length
+        self.view_slots: dict[str, tuple[ll.Value, ll.Value]] = {}
         self.loops: list[_Loop] = []
         self.block_dims: dict[str, ll.Value] | None = None  # ntid.x/y/z, read first (lower())
         self.di_scope = parent.subprogram(fn, llfn)
@@ -347,6 +356,12 @@ class FunctionLowering:
                 if self.fn.export:  # C callers pass generic pointers to global memory
                     ptr = self.b.addrspacecast(ptr, global_ptr(p.ty.elem))
                 self.views[p.name] = _View(ptr, length, p.ty.elem, read_only=not p.ty.writable)
+            elif isinstance(p.ty, ArrayType):
+                ptr, length = next(args), next(args)
+                ptr.name, length.name = f"{p.name}.ptr", f"{p.name}.len"
+                if p.ty.size is not None:  # a whole array of a known shape
+                    length = ll.Constant(I64T, p.ty.size)
+                self.views[p.name] = _View(ptr, length, p.ty.elem)
             else:
                 value = next(args)
                 value.name = p.name
@@ -419,6 +434,9 @@ class FunctionLowering:
         b = self.b
         self.locate(s.loc.line, s.loc.col)
         if isinstance(s, ir.Assign):
+            if isinstance(s.value.ty, (ViewType, ArrayType)):
+                self.assign_view(s.name, s.value)
+                return
             b.store(self.expr(s.value), self.slots[s.name])
         elif isinstance(s, ir.Store):
             view = self.view(s.view)
@@ -534,8 +552,89 @@ class FunctionLowering:
     # ---- expressions --------------------------------------------------------------------
 
     def view(self, e: ir.Expr) -> _View:
-        assert isinstance(e, ir.Var) and e.name in self.views
-        return self.views[e.name]
+        """The pointer and length of a view-valued expression: a parameter, an array, a local
+        holding a view, a slice, or a choice between views."""
+        ty = e.ty
+        assert isinstance(ty, (ViewType, ArrayType))
+        if isinstance(e, ir.Var):
+            if e.name in self.views:
+                return self.views[e.name]
+            ptr_slot, len_slot = self.view_slots[e.name]
+            return _View(self.b.load(ptr_slot, typ=self.view_ptr_type(ty)), self.b.load(len_slot, typ=I64T), ty.elem)
+        if isinstance(e, ir.ViewSlice):
+            return self.view_slice(e)
+        if isinstance(e, ir.Select):
+            return self.view_select(e)
+        raise TypeError(f"cannot lower a view given by {type(e).__name__}")
+
+    @staticmethod
+    def view_ptr_type(ty: ViewType | ArrayType) -> ll.Type:
+        return array_ptr(ty) if isinstance(ty, ArrayType) else global_ptr(ty.elem)
+
+    def assign_view(self, name: str, value: ir.Expr) -> None:
+        ty = value.ty
+        assert isinstance(ty, (ViewType, ArrayType))
+        if name not in self.view_slots:
+            with self.b.goto_block(self.entry):
+                ptr_slot = self.b.alloca(self.view_ptr_type(ty), name=f"{name}.ptr")
+                len_slot = self.b.alloca(I64T, name=f"{name}.len")
+                # never read before an assignment (the frontend sees to that); a null view of
+                # length 0 keeps even a wrong read checked rather than undefined
+                self.b.store(ll.Constant(self.view_ptr_type(ty), None), ptr_slot)
+                self.b.store(ll.Constant(I64T, 0), len_slot)
+            self.view_slots[name] = (ptr_slot, len_slot)
+        view = self.view(value)
+        ptr_slot, len_slot = self.view_slots[name]
+        self.b.store(view.ptr, ptr_slot)
+        self.b.store(view.length, len_slot)
+
+    def view_slice(self, e: ir.ViewSlice) -> _View:
+        """``x[start:stop]``: the pointer moves by ``start`` elements, the length is
+        ``stop - start``; checked (when not proven) that ``0 <= start <= stop <= len(x)``,
+        as unsigned comparisons (a negative value reads as a huge one)."""
+        b = self.b
+        base = self.view(e.view)
+        start = self.index(e.start)
+        stop = self.index(e.stop) if e.stop is not None else base.length
+        if e.check_site is not None:
+            ok = b.icmp_unsigned("<=", stop, base.length)
+            if e.stop is not None:
+                ok = b.and_(ok, b.icmp_unsigned("<=", start, stop))
+            fail_bb = self.llfn.append_basic_block("slice.bad")
+            cont_bb = self.llfn.append_basic_block("slice.ok")
+            br = b.cbranch(ok, cont_bb, fail_bb)
+            br.set_weights([1 << 20, 1])
+            b.position_at_end(fail_bb)
+            reported = start if e.stop is None else b.select(b.icmp_unsigned("<=", stop, base.length), start, stop)
+            b.call(self.parent.fail_function(), [ll.Constant(I64T, e.check_site), reported, base.length])
+            b.unreachable()
+            b.position_at_end(cont_bb)
+        ptr = self.element_address(base, start)
+        return _View(ptr, b.sub(stop, start), base.elem, read_only=base.read_only)
+
+    def view_select(self, e: ir.Select) -> _View:
+        """``a if c else b`` of views: only the chosen side is evaluated (a slice may check)."""
+        b = self.b
+        cond = self.expr(e.cond)
+        ty = e.ty
+        assert isinstance(ty, (ViewType, ArrayType))
+        if isinstance(e.if_true, ir.Var) and isinstance(e.if_false, ir.Var):
+            t, f = self.view(e.if_true), self.view(e.if_false)
+            return _View(b.select(cond, t.ptr, f.ptr), b.select(cond, t.length, f.length), ty.elem,
+                         read_only=t.read_only and f.read_only)
+        ptr_slot, len_slot = self.temp(self.view_ptr_type(ty)), self.temp(I64T)
+        then_bb = self.llfn.append_basic_block("viewsel.then")
+        else_bb = self.llfn.append_basic_block("viewsel.else")
+        end_bb = self.llfn.append_basic_block("viewsel.end")
+        b.cbranch(cond, then_bb, else_bb)
+        for block, side in ((then_bb, e.if_true), (else_bb, e.if_false)):
+            b.position_at_end(block)
+            v = self.view(side)
+            b.store(v.ptr, ptr_slot)
+            b.store(v.length, len_slot)
+            b.branch(end_bb)
+        b.position_at_end(end_bb)
+        return _View(b.load(ptr_slot, typ=self.view_ptr_type(ty)), b.load(len_slot, typ=I64T), ty.elem)
 
     def index(self, e: ir.Expr) -> ll.Value:
         value = self.expr(e)
@@ -654,7 +753,10 @@ class FunctionLowering:
         params = self.parent.extern_params.get(e.symbol)
         args: list[ll.Value] = []
         for position, a in enumerate(e.args):
-            if isinstance(a.ty, ViewType):
+            if isinstance(a.ty, ArrayType):
+                v = self.view(a)
+                args += [v.ptr, v.length]
+            elif isinstance(a.ty, ViewType):
                 v = self.view(a)
                 ptr = self.b.addrspacecast(v.ptr, ll.PointerType(scalar_ll(v.elem, True))) if generic else v.ptr
                 pty = params[position].ty if params is not None else None

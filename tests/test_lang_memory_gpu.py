@@ -1,0 +1,156 @@
+"""Views as values, vector and struct types, memory spaces (docs/language.md): the kernels of
+tests/packages/memkernels/ against NumPy in float64, on fresh random inputs, outputs poisoned
+before each launch, every element checked."""
+from __future__ import annotations
+
+import importlib
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gpu
+PACKAGE = Path(__file__).resolve().parent / "packages" / "memkernels"
+BLOCK = 256
+rng = np.random.default_rng()
+POISON = np.float32(-12345.5)
+
+
+def _compile(name: str, backend: str, root: Path) -> ModuleType:
+    from oxide.runtime import device
+    from oxide_build.compile import CompileOptions, compile_module
+    from oxide_build.package.artifacts import write_module_artifacts
+
+    arch = device.context_device(device.current_context()).arch
+    pkg_name = f"memk_{name}_{backend}"
+    pkg = root / pkg_name
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    shutil.copy(PACKAGE / f"{name}.py", pkg / f"{name}.py")
+    compiled = compile_module(pkg / f"{name}.py", f"{pkg_name}.{name}", CompileOptions(archs=(arch,), backend=backend), root=root)
+    write_module_artifacts(compiled, pkg)
+    sys.path.insert(0, str(root))
+    try:
+        return importlib.import_module(f"{pkg_name}.{name}")
+    finally:
+        sys.path.remove(str(root))
+
+
+@pytest.fixture(scope="module", params=["nvptx", "nvvm"])
+def viewk(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    yield _compile("viewk", request.param, tmp_path_factory.mktemp(f"viewk_{request.param}"))
+
+
+def dev(a: np.ndarray) -> Any:
+    from oxide.runtime import DeviceArray
+
+    return DeviceArray.from_numpy(np.ascontiguousarray(a))
+
+
+def poisoned(n: int, dtype: Any = np.float32) -> Any:
+    return dev(np.full(n, POISON, dtype))
+
+
+def values(n: int) -> np.ndarray:
+    """Random non-zero float32 values in ±[0.5, 2)."""
+    return (rng.uniform(0.5, 2.0, n) * rng.choice([-1.0, 1.0], n)).astype(np.float32)
+
+
+def sync() -> None:
+    from oxide.runtime import synchronize
+
+    synchronize()
+
+
+def test_block_sums_with_a_shared_array_passed_to_a_device_function(viewk: ModuleType) -> None:
+    n = 7 * BLOCK + 45
+    x = values(n)
+    blocks = (n + BLOCK - 1) // BLOCK
+    out = poisoned(blocks)
+    viewk.block_sums[blocks, BLOCK](dev(x), out)
+    sync()
+    padded = np.zeros(blocks * BLOCK)
+    padded[:n] = x
+    np.testing.assert_allclose(out.to_numpy(), padded.reshape(blocks, BLOCK).sum(axis=1), rtol=1e-5, atol=1e-4)
+
+
+def test_row_sums_through_slices(viewk: ModuleType) -> None:
+    rows, cols = 1000, 37
+    x = values(rows * cols)
+    out = poisoned(rows)
+    viewk.row_sums[(rows + 127) // 128, 128](dev(x), cols, out)
+    sync()
+    np.testing.assert_allclose(out.to_numpy(), x.astype(np.float64).reshape(rows, cols).sum(axis=1), rtol=1e-5, atol=1e-4)
+
+
+def test_suffix_sums_through_pointer_offsets(viewk: ModuleType) -> None:
+    n = 700
+    x = values(n)
+    out = poisoned(n)
+    viewk.suffix_sums[(n + 127) // 128, 128](dev(x), out)
+    sync()
+    expect = np.cumsum(x.astype(np.float64)[::-1])[::-1]
+    np.testing.assert_allclose(out.to_numpy(), expect, rtol=1e-4, atol=1e-3)
+
+
+def test_shared_slices_to_device_functions(viewk: ModuleType) -> None:
+    n = 5 * BLOCK
+    x = values(n)
+    out = poisoned(n)
+    viewk.shared_slices[n // BLOCK, BLOCK](dev(x), out)
+    sync()
+    t = x.astype(np.float64).reshape(-1, BLOCK)
+    nxt = np.roll(t, -1, axis=1)
+    expect = 3 * t - t + t + nxt
+    expect[:, -1] = 3 * t[:, -1]  # tid + 2 > BLOCK: hi[tid] alone
+    np.testing.assert_allclose(out.to_numpy(), expect.ravel(), rtol=1e-5, atol=1e-5)
+
+
+def test_hillis_steele_scan_with_swapped_buffers(viewk: ModuleType) -> None:
+    n = 6 * BLOCK + 100
+    x = values(n)
+    blocks = (n + BLOCK - 1) // BLOCK
+    out = poisoned(n)
+    viewk.hillis_steele_scan[blocks, BLOCK](dev(x), out)
+    sync()
+    padded = np.zeros(blocks * BLOCK)
+    padded[:n] = x
+    expect = np.cumsum(padded.reshape(blocks, BLOCK), axis=1).ravel()[:n]
+    np.testing.assert_allclose(out.to_numpy(), expect, rtol=1e-5, atol=1e-4)
+
+
+def test_pick_buffer_by_block_parity(viewk: ModuleType) -> None:
+    n = 4 * BLOCK
+    x = values(n)
+    out = poisoned(n)
+    viewk.pick_buffer[n // BLOCK, BLOCK](dev(x), out)
+    sync()
+    t = x.astype(np.float64).reshape(-1, BLOCK)[:, ::-1].copy()
+    t[0::2] *= -2.0  # even blocks read buf_1 = -2 x
+    np.testing.assert_allclose(out.to_numpy(), t.ravel(), rtol=1e-6)
+
+
+def test_window_mean_with_slice_length(viewk: ModuleType) -> None:
+    n, w = 900, 7
+    x = values(n + w)
+    out = poisoned(n)
+    viewk.window_mean[(n + 127) // 128, 128](dev(x), w, out)
+    sync()
+    expect = np.array([x[i:i + w].astype(np.float64).mean() for i in range(n)])
+    np.testing.assert_allclose(out.to_numpy(), expect, rtol=1e-5, atol=1e-5)
+
+
+def test_a_slice_past_the_end_is_a_kernel_error(viewk: ModuleType) -> None:
+    from oxide import KernelError
+
+    n, w = 256, 7
+    x = values(n)  # the last windows reach past the end of x
+    out = poisoned(n)
+    with pytest.raises(KernelError, match=r"x\[i:i \+ w\]"):
+        viewk.window_mean[2, 128](dev(x), w, out)
+        sync()
