@@ -23,7 +23,10 @@ from .lang import (
     atomic,
     bits,
     block,
+    constant,
     fence,
+    global_memory,
+    ModuleArray,
     local,
     math,
     shared,
@@ -58,6 +61,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CompileError", "CudaError", "KernelError", "LinkError", "OxideError", "ToolchainError",
     "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "bits", "timer", "volatile", "static_range", "unroll", "unsafe",
+    "constant", "global_memory", "ModuleArray",
     "ScalarType", "SCALAR_TYPES", "TypeVar", "acc_type", "Constexpr", "Slice", "DisjointSlice", "MutSlice", "Tensor", "MutTensor", "DisjointTensor", "Ptr",
     "ThreadIndex", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",
     "f64", "boolean", "__version__",

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oxide.runtime.manifest import ErrorSite, KernelSpec
+from oxide.runtime.manifest import ErrorSite, KernelSpec, ModuleArrayRecord
 
 from .link.boundary import BoundaryDecl
 from .link.exports import ExportDecl
@@ -67,6 +67,7 @@ class CompiledModule:
     # (the runtime compares them to find stale code)
     dependencies: dict[Path, str] = field(default_factory=dict)
     lto: bool = False  # linked with C++ (or exported to it) through LTO-IR
+    arrays: tuple[ModuleArrayRecord, ...] = ()  # the module's own constant/global memory arrays
 
 
 def ptxas_options(options: CompileOptions) -> tuple[str, ...]:
@@ -99,6 +100,7 @@ def compile_module(
     ``oxide.ToolchainError`` (a missing component; the message names the pip package).
     ``print_after``: see ``build_ir``.
     """
+    from .frontend.module_memory import module_array_records
     from .lower.llvm import lower_program, module_text
 
     source_path = Path(source_path)
@@ -126,6 +128,7 @@ def compile_module(
         cubins=device.cubins,
         ptx_fallback=device.fallback,
         error_sites=tuple(frontend.error_sites),
+        arrays=module_array_records(frontend.program, module_name),
         ltoir=device.ltoir,
         fatbin=device.fatbin,
         exports=export_decls(frontend.program),

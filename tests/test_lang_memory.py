@@ -273,3 +273,135 @@ def test_the_gpu_test_kernels_compile_to_ptx_quickly(backend: str, tmp_path: Pat
             _, frontend = build_ir(path, path.stem)
             times.append((time.perf_counter() - start) / max(1, len(frontend.kernels)))
     assert statistics.median(times) < 0.050
+
+
+# ---- item 5: constant and global memory -----------------------------------------------------
+
+def test_module_arrays_compile_to_constant_and_global_symbols(tmp_path: Path) -> None:
+    src = source(tmp_path, """
+        WEIGHTS = ox.constant.array(3, f32, init=(0.25, 0.5, 0.25))
+        SCALE = ox.constant.array(2, f32)
+        OFFSETS = (0, 1, 3, 7)
+        COUNTER = ox.global_memory.array(1, ox.u32)
+        UNUSED = ox.global_memory.array((2, 3), i32)
+
+        def dot(w: Slice[f32], x: Slice[f32]) -> f32:
+            acc: f32 = 0.0
+            for k in range(len(w)):
+                acc += w[k] * x[k]
+            return acc
+
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(out) and i + 3 <= len(x):
+                out[i] = dot(WEIGHTS, x[i:i + 3]) * SCALE[0] + f32(OFFSETS[i % 4])
+                ox.atomic.add(COUNTER, 0, ox.u32(1))
+    """)
+    _, frontend = build_ir(src, "kern")
+    text = print_program(frontend.program)
+    assert "call __ox_kern_dot__constant_ro_f32_3_Slice_f32(@__oxg_kern_WEIGHTS, x[" in text
+    assert "@__oxg_kern_SCALE[0:i64?]" in text and "@__oxg_kern_OFFSETS[(i64(i) % 4:i64)]" in text
+    decls = {d.name: d for d in frontend.program.arrays}
+    assert sorted(decls) == ["COUNTER", "OFFSETS", "SCALE", "UNUSED", "WEIGHTS"]  # unused ones too: the host may use them
+    assert decls["WEIGHTS"].values == (0.25, 0.5, 0.25) and decls["SCALE"].values is None
+    assert str(decls["OFFSETS"].ty) == "read-only constant array[4] of i64"
+    compiled = compile_module(src, "kern", CompileOptions(archs=("sm_90",), link_cubins=False))
+    ptx = compiled.ptx["sm_90"]
+    assert ".visible .const .align 16 .b8 __oxg_kern_WEIGHTS[12] = {0, 0, 128, 62, 0, 0, 0, 63, 0, 0, 128, 62};" in ptx
+    assert ".visible .global .align 16 .b8 __oxg_kern_COUNTER[4];" in ptx
+    assert "ld.const" in ptx and "atom.global.add.u32" in ptx
+    records = {r.name: r for r in compiled.arrays}
+    assert records["UNUSED"] == ("UNUSED", "__oxg_kern_UNUSED", "global", "i32", (2, 3))
+    assert records["WEIGHTS"].space == "constant" and records["WEIGHTS"].dtype == "f32"
+
+
+def test_module_array_records_round_trip_through_the_manifest(tmp_path: Path) -> None:
+    from oxide.abi.manifest import ModuleArrayRecord, ModuleManifest
+    from oxide_build.package.artifacts import module_manifest
+
+    compiled = compile_module(PACKAGE / "memspaces.py", "memspaces", CompileOptions(archs=("sm_90",), link_cubins=False))
+    manifest = module_manifest(compiled)
+    again = ModuleManifest.from_json(manifest.to_json())
+    assert again.arrays == manifest.arrays
+    assert ModuleArrayRecord("COUNTER", "__oxg_memspaces_COUNTER", "global", "u32", (1,)) in again.arrays
+    assert [r.name for r in again.arrays] == ["COUNTER", "FLAG", "OFFSETS", "PER_BUCKET", "SCALE", "WEIGHTS"]
+
+
+def test_the_host_handle_knows_its_name_shape_and_type() -> None:
+    import types
+
+    import oxide as ox
+
+    mod = types.ModuleType("fake_tables")
+    import sys
+
+    sys.modules["fake_tables"] = mod
+    try:
+        exec("import oxide as ox\nTABLE = ox.constant.array((2, 3), ox.f32, init=(1, 2, 3, 4, 5, 6))\n", vars(mod))
+        table = mod.TABLE
+        assert isinstance(table, ox.ModuleArray)
+        assert (table.name, table.space, table.shape, table.dtype, table.module) == ("TABLE", "constant", (2, 3), ox.f32, "fake_tables")
+        with pytest.raises(TypeError, match="positive integers"):
+            ox.global_memory.array(0, ox.f32)
+        with pytest.raises(TypeError, match="oxide scalar type"):
+            ox.global_memory.array(4, float)
+    finally:
+        del sys.modules["fake_tables"]
+
+
+MEMORY_ERRORS: dict[str, tuple[str, str]] = {
+    "writing_constant_memory": ("W = ox.constant.array(4, f32)\n" + "{K}" + "    W[0] = 1.0\n",
+        "kern.py:8:5: error: 'W' is in constant memory, which kernels only read\n        W[0] = 1.0\n        ^\n"
+        "  hint: fill it from the host (NAME.write(values)), or use ox.global_memory.array"),
+    "writing_global_memory_outside_unsafe": ("G = ox.global_memory.array(4, f32)\n" + "{K}" + "    G[0] = 1.0\n",
+        "kern.py:8:5: error: writing the global memory array 'G' needs `with oxide.unsafe():`\n        G[0] = 1.0\n"
+        "        ^\n  hint: every thread may write any element (like a MutSlice): wrap the write in "
+        "`with oxide.unsafe():`, or update it with ox.atomic.*"),
+    "init_of_the_wrong_length": ("W = ox.constant.array(4, f32, init=(1.0, 2.0))\n" + "{K}" + "    out[i] = W[0]\n",
+        "kern.py:3:36: error: init= of W has 2 value(s); its shape (4,) holds 4\n"
+        "    W = ox.constant.array(4, f32, init=(1.0, 2.0))\n                                       ^\n"
+        "  hint: give one value per element (nested tuples are read row by row)"),
+    "a_zero_shape": ("W = ox.constant.array(0, f32)\n" + "{K}" + "    out[i] = W[0]\n",
+        "kern.py:3:23: error: the shape of ox.constant.array() takes positive integer constants\n"
+        "    W = ox.constant.array(0, f32)\n                          ^\n  hint: use literals or module-level integer constants"),
+    "an_unknown_keyword": ("W = ox.constant.array(4, f32, values=(1.0,))\n" + "{K}" + "    out[i] = W[0]\n",
+        "kern.py:3:31: error: ox.constant.array() takes the keyword init= only\n"
+        "    W = ox.constant.array(4, f32, values=(1.0,))\n                                  ^\n"
+        "  hint: write W = ox.constant.array(shape, dtype, init=(...))"),
+    "a_float_in_an_integer_table": ("W = ox.constant.array(2, i32, init=(1, 2.5))\n" + "{K}" + "    out[i] = f32(W[0])\n",
+        "kern.py:3:36: error: W holds i32, but its values include the float 2.5\n"
+        "    W = ox.constant.array(2, i32, init=(1, 2.5))\n                                       ^\n"
+        "  hint: give it a float element type, or write integers"),
+    "a_value_that_does_not_fit": ("W = ox.constant.array(2, u8, init=(1, 300))\n" + "{K}" + "    out[i] = f32(W[0])\n",
+        "kern.py:3:35: error: the value 300 of W does not fit in u8\n"
+        "    W = ox.constant.array(2, u8, init=(1, 300))\n                                      ^\n  hint: use a wider element type"),
+    "an_atomic_on_constant_memory": ("W = ox.constant.array(2, f32)\n" + "{K}" + "    ox.atomic.add(W, 0, 1.0)\n",
+        "kern.py:8:19: error: atomic.add cannot modify 'W', a read-only constant memory array\n"
+        "        ox.atomic.add(W, 0, 1.0)\n                      ^\n  hint: use ox.global_memory.array"),
+    "constant_memory_to_a_mut_slice": ("W = ox.constant.array(2, f32)\ndef f(a: MutSlice[f32]) -> None:\n    pass\n" + "{K}" + "    f(W)\n",
+        "kern.py:10:5: error: argument 'a' of f() needs a writable view, got read-only constant array[2] of f32\n"
+        "        f(W)\n        ^\n  hint: constant memory is read-only in kernels: take it as Slice[T]"),
+    "init_that_is_not_numbers": ("W = ox.constant.array(2, f32, init=(x, y))\n" + "{K}" + "    out[i] = W[0]\n",
+        "kern.py:3:36: error: init= of W must be a tuple of numbers (constants)\n"
+        "    W = ox.constant.array(2, f32, init=(x, y))\n                                       ^\n"
+        "  hint: write the values out, e.g. init=(0.25, 0.5, 0.25)"),
+    "a_constant_index_past_the_end": ("W = ox.constant.array(2, f32)\n" + "{K}" + "    out[i] = W[2]\n",
+        "kern.py:8:14: error: index 2 is out of bounds for an array of 2 elements\n        out[i] = W[2]\n"
+        "                 ^\n  hint: valid indices are 0 to 1"),
+    "missing_the_element_type": ("W = ox.constant.array(f32)\n" + "{K}" + "    out[i] = W[0]\n",
+        "kern.py:3:5: error: ox.constant.array() takes a shape and an element type, got 1 argument(s)\n"
+        "    W = ox.constant.array(f32)\n        ^\n"
+        "  hint: write W = ox.constant.array(16, f32) or ox.constant.array((4, 4), f32, init=(...))"),
+}
+KERNEL = "\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n"
+
+
+@pytest.mark.parametrize("name", sorted(MEMORY_ERRORS))
+def test_memory_space_errors(name: str, tmp_path: Path) -> None:
+    body, expected = MEMORY_ERRORS[name]
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER.replace("i64,", "i64, u8,") + body.replace("{K}", KERNEL))
+    with pytest.raises(CompileError) as info:
+        build_ir(src, "kern")
+    assert str(info.value).replace(str(src), "kern.py") == expected

@@ -154,3 +154,59 @@ def test_a_slice_past_the_end_is_a_kernel_error(viewk: ModuleType) -> None:
     with pytest.raises(KernelError, match=r"x\[i:i \+ w\]"):
         viewk.window_mean[2, 128](dev(x), w, out)
         sync()
+
+
+# ---- item 5: constant and global memory -----------------------------------------------------
+
+@pytest.fixture(scope="module", params=["nvptx", "nvvm"])
+def memspaces(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    yield _compile("memspaces", request.param, tmp_path_factory.mktemp(f"memspaces_{request.param}"))
+
+
+def test_constant_tables_initial_and_filled_from_the_host(memspaces: ModuleType) -> None:
+    n = 1000
+    x = values(n + 4)
+    scale = np.array([rng.uniform(0.5, 2.0), rng.uniform(-3.0, 3.0)], np.float32)
+    memspaces.SCALE.write(scale)
+    np.testing.assert_array_equal(memspaces.SCALE.read(), scale)
+    np.testing.assert_array_equal(memspaces.WEIGHTS.read(), [0.0625, 0.25, 0.375, 0.25, 0.0625])
+    out = poisoned(n)
+    memspaces.blur[(n + 127) // 128, 128](dev(x), out)
+    sync()
+    w = np.array([0.0625, 0.25, 0.375, 0.25, 0.0625])
+    offsets = np.array([3, -1, 4, -1, 5, -9, 2, 6], np.float64)
+    windows = np.lib.stride_tricks.sliding_window_view(x.astype(np.float64), 5)[:n]
+    expect = windows @ w * float(scale[0]) + float(scale[1]) + offsets[np.arange(n) % 8]
+    np.testing.assert_allclose(out.to_numpy(), expect, rtol=1e-5, atol=1e-5)
+    # new values from the host reach the next launch
+    memspaces.SCALE.write([1.0, 0.0])
+    out2 = poisoned(n)
+    memspaces.blur[(n + 127) // 128, 128](dev(x), out2)
+    sync()
+    np.testing.assert_allclose(out2.to_numpy(), windows @ w + offsets[np.arange(n) % 8], rtol=1e-5, atol=1e-5)
+
+
+def test_device_globals_count_and_flag(memspaces: ModuleType) -> None:
+    n = 5000 + int(rng.integers(0, 100))
+    x = values(n)
+    memspaces.COUNTER.write([7])  # a non-zero start: the kernel adds to it
+    memspaces.FLAG.write(np.zeros(1, np.int32))
+    memspaces.PER_BUCKET.write(np.full(8, 3, np.uint32))
+    threshold = np.float32(0.75)
+    memspaces.count_above[(n + 255) // 256, 256](dev(x), threshold)
+    sync()
+    assert int(memspaces.COUNTER.read()[0]) == 7 + int((x > threshold).sum())
+    assert int(memspaces.FLAG.read()[0]) == int((x < 0).any())
+    np.testing.assert_array_equal(memspaces.PER_BUCKET.read(), 3 + np.bincount(np.arange(n) % 8, minlength=8))
+    memspaces.FLAG.write([0])
+    memspaces.count_above[(n + 255) // 256, 256](dev(np.abs(x)), threshold)
+    sync()
+    assert int(memspaces.FLAG.read()[0]) == 0  # no negative value this time
+    assert memspaces.COUNTER.device_pointer() != 0
+
+
+def test_writing_a_module_array_checks_size_and_type(memspaces: ModuleType) -> None:
+    with pytest.raises(ValueError, match="holds 2 element"):
+        memspaces.SCALE.write([1.0, 2.0, 3.0])
+    with pytest.raises(TypeError, match="cannot convert"):
+        memspaces.COUNTER.write(np.array([1.5]))

@@ -30,6 +30,7 @@ __all__ = [
     "KernelSpec",
     "Precondition",
     "ErrorSite",
+    "ModuleArrayRecord",
     "ManifestError",
     "ModuleManifest",
     "changed_source",
@@ -111,6 +112,17 @@ class ErrorSite(NamedTuple):
     what: str  # e.g. "x[i]"
 
 
+class ModuleArrayRecord(NamedTuple):
+    """A module-level array in device memory (``ox.constant.array``, ``ox.global_memory.array``):
+    the host reads and writes it by ``symbol`` in the loaded code (``cuModuleGetGlobal``)."""
+
+    name: str  # the Python name in the module
+    symbol: str  # the global's symbol in the code
+    space: str  # "constant" or "global"
+    dtype: str  # element type, e.g. "f32"
+    shape: tuple[int, ...]
+
+
 class ModuleManifest(NamedTuple):
     module: str  # dotted module name, e.g. "sample.kernels"
     source: str  # source file name, relative to the module's directory
@@ -124,6 +136,7 @@ class ModuleManifest(NamedTuple):
     # -> sha256; a change to any of them makes the compiled code stale, like ``source``'s
     sources: dict[str, str] = {}  # (never mutated)
     format: int = MANIFEST_FORMAT
+    arrays: tuple[ModuleArrayRecord, ...] = ()  # module-level constant and global memory
 
     def to_json(self) -> str:
         return json.dumps(_plain(self), indent=1, sort_keys=True) + "\n"
@@ -146,6 +159,7 @@ class ModuleManifest(NamedTuple):
             error_sites=tuple(_error_site(e, f"error_sites[{i}]")
                               for i, e in enumerate(_list(data.get("error_sites", []), "error_sites"))),
             sources=_str_dict(data.get("sources", {}), "sources"),
+            arrays=tuple(_module_array(a, f"arrays[{i}]") for i, a in enumerate(_list(data.get("arrays", []), "arrays"))),
         )
 
     def kernels_named(self, name: str) -> list[KernelSpec]:
@@ -276,6 +290,18 @@ def _error_site(value: Any, where: str) -> ErrorSite:
         line=_field(data, "line", where, _int),
         col=_field(data, "col", where, _int),
         what=_field(data, "what", where, _str),
+    )
+
+
+def _module_array(value: Any, where: str) -> ModuleArrayRecord:
+    data = _dict(value, where)
+    shape = _field(data, "shape", where, _list)
+    return ModuleArrayRecord(
+        name=_field(data, "name", where, _str),
+        symbol=_field(data, "symbol", where, _str),
+        space=_field(data, "space", where, _str),
+        dtype=_field(data, "dtype", where, _str),
+        shape=tuple(_int(d, f"{where}.shape") for d in shape),
     )
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .decorators import device, extern, extern_kernel, kernel
+from .module_memory import ModuleArray, constant, global_memory
 from .intrinsics import (AtomicScope, atomic, bits, block, fence, grid, local, math, shared, static_range, thread, timer,
                          unroll, unsafe, volatile, warp)
 from .types import (
@@ -35,7 +36,7 @@ from .types import (
 
 __all__ = [
     "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "bits", "timer", "volatile", "static_range", "unroll", "unsafe",
-    "AtomicScope",
+    "AtomicScope", "constant", "global_memory", "ModuleArray",
     "ScalarType", "SCALAR_TYPES", "TypeVar", "acc_type", "Constexpr", "Slice", "DisjointSlice", "MutSlice", "Tensor", "MutTensor", "DisjointTensor", "Ptr",
     "ThreadIndex", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",
     "f64", "boolean",

@@ -86,6 +86,10 @@ class Names(Constants):
             if isinstance(value, bool):
                 return ir.Const(value, BOOL, self.loc(node))
             return ir.Const(value, literal_type(value), self.loc(node), weak=True)
+        if sym is not None and sym.kind == "unknown":
+            decl = self.builder.module_array(self.module, name)
+            if decl is not None:  # ox.constant.array / ox.global_memory.array / a tuple of numbers
+                return ir.ModuleArray(decl.symbol, decl.ty, self.loc(node))
         if name in self.assign_counts:  # assigned somewhere, just not before this use
             raise self.error(node, f"{name!r} is used before it is assigned",
                              "assign it on every path before this use")

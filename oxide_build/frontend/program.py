@@ -21,6 +21,7 @@ from ..scan import ModuleSource, ProjectIndex, _names_oxide, constant_value
 from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation, scalar_type_named
 from .decorator_arguments import module_int, module_strings
 from .translate import FunctionTranslator
+from .module_memory import module_array_decl
 from .view_values import device_param_type
 
 __all__ = ["ProgramBuilder", "build_program", "FrontendResult", "located_error"]
@@ -50,7 +51,16 @@ class ProgramBuilder:
     call_stack: list[tuple[str, str]] = field(default_factory=list)
     externs: dict[str, ir.ExternFunction] = field(default_factory=dict)
     extern_kernels: list[ir.ExternFunction] = field(default_factory=list)
+    arrays: dict[str, ir.ModuleArrayDecl] = field(default_factory=dict)  # symbol -> module-level array
     _counter: int = 0
+
+    def module_array(self, module: ModuleSource, name: str) -> ir.ModuleArrayDecl | None:
+        """The module-level constant/global array ``name`` of ``module`` (declared in the program
+        on first use), or None when ``name`` is none."""
+        decl = module_array_decl(self, module, name)
+        if decl is not None:
+            self.arrays.setdefault(decl.symbol, decl)
+        return decl
 
     def fresh_name(self, hint: str) -> str:
         self._counter += 1
@@ -588,8 +598,12 @@ def build_program(index: ProjectIndex, module: ModuleSource, bounds_check: bool 
     builder = ProgramBuilder(index, module, bounds_check)
     kernels = builder.build_kernels()
     builder.build_exports()
+    if kernels:  # the module's own arrays, used or not: the host may read and write them
+        for name, sym in module.symbols.items():
+            if sym.kind == "unknown":
+                builder.module_array(module, name)
     program = ir.Program(builder.functions, list(builder.externs.values()), builder.extern_kernels,
-                         builder.error_sites)
+                         builder.error_sites, list(builder.arrays.values()))
     _check_symbols(builder, program)
     try:
         verify_program(program)

@@ -216,7 +216,8 @@ def device_param_type(caller: FunctionTranslator, arg: ir.Expr, pty: ViewType, w
     if pty.kind == ViewKind.MUT_SLICE:
         if aty.read_only:
             raise caller.error(node, f"{what} needs a writable view, got {type_name(aty)}",
-                               "the caller received it as a read-only Slice: declare that parameter MutSlice[T]")
+                               "constant memory is read-only in kernels: take it as Slice[T]" if aty.space == "constant"
+                               else "the caller received it as a read-only Slice: declare that parameter MutSlice[T]")
         return aty
     raise caller.error(node, f"{what} needs {type_name(pty)}, got {type_name(aty)}",
                        "take an array as Slice[T] (read) or MutSlice[T] (written anywhere, as in the caller)")

@@ -13,13 +13,14 @@ from oxide.runtime.manifest import Precondition
 
 from ..intrinsics.thread import SPECIAL_REGISTERS
 from ..ir import nodes as ir
-from ..ir.types import THREAD_INDEX_DIM, ThreadIndexType, ViewType, type_name
+from ..ir.types import THREAD_INDEX_DIM, ArrayType, ThreadIndexType, ViewType, type_name
 from .annotations import oxide_name
 
 if TYPE_CHECKING:
     from .context import TranslatorContext
 
-__all__ = ["refuse_tensor_write", "refuse_disjoint_tensor_write", "refuse_slice_write", "refuse_vector_store"]
+__all__ = ["refuse_tensor_write", "refuse_disjoint_tensor_write", "refuse_slice_write", "refuse_vector_store",
+           "refuse_array_write"]
 
 
 def refuse_tensor_write(tr: TranslatorContext, target: ast.Subscript, vt: ViewType) -> None:
@@ -135,6 +136,23 @@ def _single_assignment(fdef: ast.FunctionDef, name: str) -> ast.expr | None:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
             return node.value
     return None
+
+
+def refuse_array_write(tr: TranslatorContext, target: ast.Subscript, ty: ArrayType) -> None:
+    """``a[i] = v`` into an array: shared and local arrays anywhere; module-level global memory
+    (``ox.global_memory.array``) like a ``MutSlice``; constant memory and arrays passed to a
+    ``Slice`` parameter never."""
+    text = ast.unparse(target.value)
+    if ty.space == "constant":
+        raise tr.error(target, f"{text!r} is in constant memory, which kernels only read",
+                       "fill it from the host (NAME.write(values)), or use ox.global_memory.array")
+    if ty.read_only:
+        raise tr.error(target, f"{text!r} is a read-only view of a {ty.space} array (a Slice parameter)",
+                       "declare the parameter MutSlice[T] to write it")
+    if ty.space == "global" and tr.unsafe_depth == 0:
+        raise tr.error(target, f"writing the global memory array {text!r} needs `with oxide.unsafe():`",
+                       "every thread may write any element (like a MutSlice): wrap the write in "
+                       "`with oxide.unsafe():`, or update it with ox.atomic.*")
 
 
 def refuse_slice_write(tr: TranslatorContext, target: ast.Subscript, vt: ViewType, index: ir.Expr) -> None:

@@ -48,8 +48,9 @@ def _type_atomic(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) ->
         raise tr.error(node.args[0], f"{name} needs a view or shared array; {ast.unparse(node.args[0])!r} is a local "
                        "array, which no other thread can see", "update a local array with plain arithmetic")
     if isinstance(target.ty, ArrayType) and target.ty.read_only:
-        raise tr.error(node.args[0], f"{name} cannot modify {ast.unparse(node.args[0])!r}, a read-only view of a shared array",
-                       "declare the parameter MutSlice[T]")
+        raise tr.error(node.args[0], f"{name} cannot modify {ast.unparse(node.args[0])!r}, a read-only "
+                       f"{'constant memory array' if target.ty.space == 'constant' else 'view of a ' + target.ty.space + ' array'}",
+                       "use ox.global_memory.array" if target.ty.space == "constant" else "declare the parameter MutSlice[T]")
     if isinstance(target.ty, ViewType) and not target.ty.writable:
         raise tr.error(node.args[0], f"{name} cannot modify the read-only Slice {ast.unparse(node.args[0])!r}",
                        "declare the parameter DisjointSlice[T] or MutSlice[T]")

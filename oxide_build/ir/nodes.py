@@ -13,7 +13,7 @@ from .types import ScalarType, Type
 __all__ = [
     "Loc", "Expr", "Stmt",
     "Const", "Var", "BinOp", "Compare", "BoolOp", "Not", "Neg", "Cast", "Call", "ViewLen", "ViewDim",
-    "ViewLoad", "ViewSlice", "ThreadIndex1D", "SpecialReg", "Select", "Intrinsic", "MakeTuple", "TupleGet",
+    "ViewLoad", "ViewSlice", "ModuleArray", "ModuleArrayDecl", "ThreadIndex1D", "SpecialReg", "Select", "Intrinsic", "MakeTuple", "TupleGet",
     "ArrayDecl", "Check",
     "Assign", "Store", "If", "While", "Return", "ExprStmt", "Break", "Continue",
     "Param", "Function", "ExternFunction", "Program", "children", "is_pure",
@@ -140,6 +140,29 @@ class ViewSlice:
 
 
 @dataclass
+class ModuleArray:
+    """A module-level array in constant or global memory (``ox.constant.array``,
+    ``ox.global_memory.array``), by the symbol of its ``ModuleArrayDecl``."""
+
+    symbol: str
+    ty: Type
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class ModuleArrayDecl:
+    """The definition of a module-level array: ``values`` its initial elements (row-major), or
+    None for zeros (filled from the host)."""
+
+    name: str
+    symbol: str
+    ty: Type  # an ArrayType of space "constant" or "global"
+    values: tuple[int | float | bool, ...] | None
+    file: str
+    line: int
+
+
+@dataclass
 class ThreadIndex1D:
     ty: Type
     loc: Loc
@@ -191,7 +214,7 @@ class TupleGet:
 
 
 Expr = Union[
-    Const, Var, BinOp, Compare, BoolOp, Not, Neg, Cast, Call, ViewLen, ViewDim, ViewLoad, ViewSlice, ThreadIndex1D,
+    Const, Var, BinOp, Compare, BoolOp, Not, Neg, Cast, Call, ViewLen, ViewDim, ViewLoad, ViewSlice, ModuleArray, ThreadIndex1D,
     SpecialReg, Select, Intrinsic, MakeTuple, TupleGet,
 ]
 
@@ -358,3 +381,4 @@ class Program:
     externs: list[ExternFunction] = field(default_factory=list)
     extern_kernels: list[ExternFunction] = field(default_factory=list)  # CUDA C++ __global__ stubs
     error_sites: list[ErrorSite] = field(default_factory=list)  # where device-side checks can fail
+    arrays: list[ModuleArrayDecl] = field(default_factory=list)  # module-level constant/global memory

@@ -116,6 +116,8 @@ def print_expr(e: ir.Expr) -> str:
         return f"{print_expr(e.view)}.{e.which}[{e.axis}]"
     if isinstance(e, ir.ViewLoad):
         return f"{print_expr(e.view)}[{print_expr(e.index)}]{_site(e.check_site)}"
+    if isinstance(e, ir.ModuleArray):
+        return f"@{e.symbol}"
     if isinstance(e, ir.ViewSlice):
         stop = print_expr(e.stop) if e.stop is not None else ""
         return f"{print_expr(e.view)}[{print_expr(e.start)}:{stop}]{_site(e.check_site)}"

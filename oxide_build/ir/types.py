@@ -59,7 +59,7 @@ class ArrayType:
     """An array the kernel allocates: ``shared`` (one per block) or ``local`` (per thread).
     ``shape`` is None for dynamic shared memory, sized at launch."""
 
-    space: str  # "shared" or "local"
+    space: str  # "shared", "local", or module-level "constant" / "global" memory
     elem: ScalarType
     shape: tuple[int, ...] | None
     # a view into such an array (a slice ``a[k:]``, or an array passed on to a device function

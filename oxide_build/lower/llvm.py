@@ -91,9 +91,12 @@ def value_ll(ty: Type) -> ll.Type:
     return scalar_ll(ty)
 
 
+ADDRESS_SPACES = {"global": 1, "shared": 3, "constant": 4, "local": 0}  # NVPTX's; local arrays are allocas (generic)
+
+
 def array_ptr(ty: ArrayType) -> ll.Type:
-    """A pointer into a shared (address space 3) or per-thread local (generic) array."""
-    return ll.PointerType(scalar_ll(ty.elem, True), addrspace=3 if ty.space == "shared" else 0)
+    """A pointer into an array of ``ty.space``."""
+    return ll.PointerType(scalar_ll(ty.elem, True), addrspace=ADDRESS_SPACES[ty.space])
 
 
 def abi_params(params: list[ir.Param], kernel: bool, c_abi: bool = False) -> list[ll.Type]:
@@ -151,6 +154,7 @@ class ModuleLowering:
         self.functions: dict[str, ll.Function] = {}
         self._fail: ll.Function | None = None
         self._intrinsics: dict[str, ll.Function] = {}
+        self.arrays: dict[str, ll.GlobalVariable] = {}  # module-level constant/global memory
 
     def lower(self) -> ll.Module:
         for fn in self.program.functions:
@@ -169,6 +173,8 @@ class ModuleLowering:
                         llfn.args[position].add_attribute("readonly")
                     position += len(abi_params([p], True))
             self.functions[fn.symbol] = llfn
+        for decl in self.program.arrays:
+            self.module_array(decl)
         for ext in self.program.externs:
             fnty = ll.FunctionType(value_ll(ext.ret), abi_params(ext.params, kernel=False, c_abi=True))
             self.c_abi.add(ext.symbol)
@@ -231,6 +237,23 @@ class ModuleLowering:
         }, is_distinct=True)
         llfn.set_metadata("dbg", sp)
         return sp
+
+    def module_array(self, decl: ir.ModuleArrayDecl) -> None:
+        """A module-level array: an externally visible global of its address space (the host
+        finds it by name), a ``global`` rather than a ``constant`` even in constant memory, so
+        that nothing folds loads to the initial values the host may overwrite."""
+        ty = decl.ty
+        assert isinstance(ty, ArrayType) and ty.size is not None
+        elem = scalar_ll(ty.elem, True)
+        arr = ll.ArrayType(elem, ty.size)
+        g = ll.GlobalVariable(self.module, arr, decl.symbol, addrspace=ADDRESS_SPACES[ty.space])
+        if decl.values is None:
+            g.initializer = ll.Constant(arr, None)
+        else:
+            g.initializer = ll.Constant(arr, [ll.Constant(elem, float(v) if ty.elem.kind == "float" else int(v))
+                                               for v in decl.values])
+        g.align = max(16, ty.elem.itemsize)
+        self.arrays[decl.symbol] = g
 
     def intrinsic(self, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
         if name not in self._intrinsics:
@@ -563,6 +586,11 @@ class FunctionLowering:
             return _View(self.b.load(ptr_slot, typ=self.view_ptr_type(ty)), self.b.load(len_slot, typ=I64T), ty.elem)
         if isinstance(e, ir.ViewSlice):
             return self.view_slice(e)
+        if isinstance(e, ir.ModuleArray):
+            assert isinstance(ty, ArrayType) and ty.size is not None
+            zero = ll.Constant(I32T, 0)
+            ptr = self.b.gep(self.parent.arrays[e.symbol], [zero, zero], inbounds=True)
+            return _View(ptr, ll.Constant(I64T, ty.size), ty.elem)
         if isinstance(e, ir.Select):
             return self.view_select(e)
         raise TypeError(f"cannot lower a view given by {type(e).__name__}")

@@ -23,6 +23,7 @@ def module_manifest(compiled: CompiledModule) -> ModuleManifest:
         ptx={arch: f"{compiled.module_name}.{arch}.ptx" for arch in sorted(compiled.ptx_fallback)},
         error_sites=compiled.error_sites,
         sources=_relative_sources(compiled),
+        arrays=compiled.arrays,
     )
 
 
