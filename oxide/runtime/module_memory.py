@@ -21,7 +21,10 @@ def _record(array: ModuleArray) -> tuple[Any, ModuleArrayRecord]:
     from oxide.errors import CudaError
 
     source = Path(array.file) if array.file else None
-    located = artifacts.locate_manifest(source, array.module, lambda: device.context_device(device.current_context()).arch)
+    module = array.module
+    if module == "__main__" or not module:  # as artifacts.kernel_source names a script's kernels
+        module = source.stem if source is not None else "__main__"
+    located = artifacts.locate_manifest(source, module, lambda: device.context_device(device.current_context()).arch)
     name = array.name
     for record in located.manifest.arrays:
         if record.name == name:
