@@ -18,13 +18,7 @@ NAMES = sorted(p.stem for p in PORTS.glob("port_*.py"))
 
 # Ports that do not compile as first written yet, with what they run into. A port that starts
 # compiling fails its strict xfail: take it off this list.
-NOT_YET: dict[str, str] = {
-    "port_bitonic_sort": "a shared array passed to a device function",
-    "port_histogram256": "a shared array passed to a device function",
-    "port_reduction": "a shared array passed to a device function",
-    "port_softmax_rows": "a shared array passed to a device function",
-    "port_grid_sync_reduce": "a shared array passed to a device function",
-}
+NOT_YET: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", NAMES)
