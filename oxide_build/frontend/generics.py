@@ -9,16 +9,21 @@ the chosen code and plain conversions.
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING
 
 from oxide.lang.types import ScalarType
 
-from .annotations import accumulate_type, oxide_name, scalar_type_named
+from ..ir import nodes as ir
+from ..ir.types import ViewType, as_scalar, type_name
+from ..link.boundary import c_type
+from ..scan import ModuleSource
+from .annotations import TypeVarBinding, accumulate_type, oxide_name, scalar_type_named
 
 if TYPE_CHECKING:
     from .context import TranslatorContext
 
-__all__ = ["type_operand", "static_type_test", "type_spelling"]
+__all__ = ["bind_from_arguments", "extern_symbol", "type_operand", "static_type_test", "type_spelling"]
 
 
 def type_operand(tr: TranslatorContext, node: ast.expr) -> ScalarType | None:
@@ -121,3 +126,77 @@ def type_spelling(tr: TranslatorContext, ty: ScalarType) -> str:
         if binding.bound == ty:
             return name
     return ty.name
+
+
+def _element_typevar(annotation: ast.expr | None, typevars: dict[str, TypeVarBinding]) -> str | None:
+    """``T`` of ``x: T``, ``Slice[T]``, ``Ptr[T]``, ``Tensor[T, 2]`` when T is one of ``typevars``."""
+    node = annotation
+    if isinstance(node, ast.Subscript):
+        node = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) and node.slice.elts else node.slice
+    return node.id if isinstance(node, ast.Name) and node.id in typevars else None
+
+
+def bind_from_arguments(
+    caller: TranslatorContext, fdef: ast.FunctionDef, typevars: dict[str, TypeVarBinding], args: list[ir.Expr],
+    node: ast.Call,
+) -> dict[str, TypeVarBinding]:
+    """Each TypeVar of ``fdef``'s parameters bound from the call's arguments (scalars by their
+    type, views by their element type; literals only where no typed argument binds it)."""
+    bound = dict(typevars)
+    for weak_pass in (False, True):
+        for arg, param in zip(args, fdef.args.args):
+            name = _element_typevar(param.annotation, typevars)
+            if name is None or (isinstance(arg, ir.Const) and arg.weak) != weak_pass:
+                continue
+            if bound[name].bound is not None:
+                continue
+            is_view = isinstance(param.annotation, ast.Subscript)
+            if is_view != isinstance(arg.ty, ViewType):
+                raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() needs "
+                                         f"{'a view' if is_view else 'a scalar'}, got {type_name(arg.ty)}")
+            ty = arg.ty.elem if isinstance(arg.ty, ViewType) else as_scalar(arg.ty)
+            tv = typevars[name]
+            if ty is None or ty not in tv.constraints:
+                raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() is {type_name(arg.ty)}, but "
+                                         f"{name} allows only {', '.join(c.name for c in tv.constraints)}",
+                                   "convert the argument, or add the type to the TypeVar's constraints")
+            bound[name] = TypeVarBinding(name, tv.constraints, ty)
+    for name, binding in bound.items():
+        if binding.bound is None:
+            raise caller.error(node, f"cannot infer {name} for {fdef.name}() from its arguments",
+                               f"pass a typed value for a parameter annotated {name}")
+    return bound
+
+
+def extern_symbol(module: ModuleSource, node: ast.expr, pattern: str,
+                  typevars: dict[str, TypeVarBinding]) -> tuple[str, str]:
+    """The C symbol of one instance of an ``@extern`` and, for a C++ template (``"f<{T}>"``),
+    the call its generated ``extern "C"`` wrapper makes: ``("__ox_tpl_f_float", "f<float>")``.
+    A name pattern (``"f_{T}"``) takes oxide's type names: ``("f_f32", "")``."""
+    template = "<" in pattern
+    named = _PLACEHOLDER.findall(pattern)
+    for name in named:
+        if name not in typevars:
+            raise module.error(node, f"the @extern symbol {pattern!r} names {{{name}}}, which is not a TypeVar of "
+                                     "its parameters", "each {T} must be a TypeVar its parameters use")
+    for name in typevars:
+        if name not in named:
+            example = pattern.split("<")[0]
+            raise module.error(node, f"the generic @extern symbol {pattern!r} does not name its type {name}",
+                               f"write e.g. \"{example}_{{{name}}}\" (one C function per type) or "
+                               f"\"{example}<{{{name}}}>\" (a C++ template)")
+    text = pattern
+    for name, binding in typevars.items():
+        assert binding.bound is not None
+        text = text.replace("{" + name + "}", c_type(binding.bound) if template else binding.bound.name)
+    if template:
+        return "__ox_tpl_" + "_".join(part for part in _IDENT_SPLIT.split(text) if part), text
+    if not _C_IDENT.fullmatch(text):
+        raise module.error(node, f"the @extern symbol {text!r} is not a C identifier",
+                           "a C++ template is written with its arguments: \"f<{T}>\"")
+    return text, ""
+
+
+_IDENT_SPLIT = re.compile(r"\W+")
+_PLACEHOLDER = re.compile(r"\{(\w*)\}")
+_C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

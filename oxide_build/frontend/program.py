@@ -20,6 +20,7 @@ from ..ir.types import ArrayType, ThreadIndexType, Type, ViewType, VoidType, as_
 from ..scan import ModuleSource, ProjectIndex, _names_oxide, constant_value
 from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation, scalar_type_named
 from .decorator_arguments import module_int, module_strings
+from .generics import bind_from_arguments, extern_symbol
 from .translate import FunctionTranslator
 from .module_memory import module_array_decl
 from .view_values import device_param_type
@@ -525,23 +526,32 @@ class ProgramBuilder:
         self, caller: FunctionTranslator, module: ModuleSource, fdef: ast.FunctionDef, dec: ast.expr,
         args: list[ir.Expr], node: ast.Call,
     ) -> ir.Expr:
-        symbol, sources = self._extern_decorator(module, dec, "extern")
+        pattern, sources = self._extern_decorator(module, dec, "extern")
         params = fdef.args.args
         if len(args) != len(params):
             raise caller.error(node, f"{fdef.name}() takes {len(params)} argument(s), got {len(args)}",
                                f"see its declaration at {module.path.name}:{fdef.lineno}")
+        # a generic stub: its TypeVars bound by this call, its symbol one instance of the pattern
+        typevars = self.typevars_of(module, fdef)
+        if typevars:
+            typevars = bind_from_arguments(caller, fdef, typevars, args, node)
+        assert isinstance(dec, ast.Call)
+        symbol, cpp_template = extern_symbol(module, dec.args[0], pattern, typevars)
+        if cpp_template and not (sources and sources[0].endswith(".cu")):
+            raise module.error(dec, f"the C++ template {pattern!r} needs sources= naming first the .cu that defines it",
+                               "oxide instantiates it there, behind an extern \"C\" wrapper")
         param_types: list[Type] = []
         for p in params:
             if p.annotation is None:
                 raise module.error(p, f"parameter {p.arg!r} of the extern {fdef.name!r} has no type annotation")
-            ty = resolve_annotation(module, p.annotation, {}, f"parameter {p.arg!r} of extern {fdef.name!r}")
+            ty = resolve_annotation(module, p.annotation, typevars, f"parameter {p.arg!r} of extern {fdef.name!r}")
             if not isinstance(ty, (ScalarType, ViewType)):  # a C function takes no tuple, type variable, ...
                 raise module.error(p.annotation, f"extern parameters must be concrete scalars or views, "
                                    f"not {ast.unparse(p.annotation)}")
             param_types.append(ty)
         ret: Type = VoidType()
         if fdef.returns is not None:
-            r = resolve_annotation(module, fdef.returns, {}, f"the return type of extern {fdef.name!r}")
+            r = resolve_annotation(module, fdef.returns, typevars, f"the return type of extern {fdef.name!r}")
             if not isinstance(r, (ScalarType, VoidType)):
                 raise module.error(fdef.returns, "an extern returns a scalar or None",
                                    "return several values through a MutSlice parameter")
@@ -562,7 +572,8 @@ class ProgramBuilder:
                 converted.append(caller.convert_implicit(arg, pty, node, what))
         existing = self.externs.get(symbol)
         decl = ir.ExternFunction(symbol, [ir.Param(p.arg, t) for p, t in zip(params, param_types)], ret, sources,
-                                 str(module.path), fdef.lineno, str(caller.module.path), node.lineno)
+                                 str(module.path), fdef.lineno, str(caller.module.path), node.lineno,
+                                 cpp_template)
         if existing is None:
             self.externs[symbol] = decl
         elif [p.ty for p in existing.params] != param_types or existing.ret != ret:

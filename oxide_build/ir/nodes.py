@@ -371,6 +371,9 @@ class ExternFunction:
     line: int
     call_file: str = ""
     call_line: int = 0
+    # a C++ template instance ("my_fn<float>") that ``symbol``, an extern "C" wrapper oxide
+    # generates into the first of ``sources``, calls; empty for a plain extern "C" function
+    cpp_template: str = ""
 
 
 @dataclass

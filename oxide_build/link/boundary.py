@@ -31,8 +31,8 @@ from ..ir import nodes as ir
 from ..ir.types import ThreadIndexType, Type, ViewType, VoidType
 
 __all__ = [
-    "BOUNDARY_HEADER", "EXPORTS_HEADER", "BoundaryDecl", "c_type", "c_params", "boundary_decls",
-    "boundary_header", "explain_nvrtc_log",
+    "BOUNDARY_HEADER", "EXPORTS_HEADER", "BoundaryDecl", "c_type", "c_params", "c_argument_names",
+    "boundary_decls", "boundary_header", "explain_nvrtc_log", "template_instances", "template_wrapper",
 ]
 
 BOUNDARY_HEADER = "oxide_boundary.h"  # force-included into each .cu a module compiles
@@ -55,6 +55,9 @@ class BoundaryDecl:
     file: str  # where the Python declares it
     line: int
     declaration: str  # extern "C" __device__ float ox_axpb(float a, float x, float b);
+    # for a C++ template instance: the extern "C" wrapper oxide appends to ``defined_in`` (a .cu)
+    definition: str = ""
+    defined_in: str = ""
 
     @property
     def where(self) -> str:
@@ -99,11 +102,40 @@ def c_params(params: list[ir.Param]) -> str:
     return ", ".join(out) or "void"
 
 
+def c_argument_names(params: list[ir.Param]) -> list[str]:
+    """The names ``c_params`` gives the C parameters, in order (a wrapper passes them on)."""
+    out: list[str] = []
+    for p in params:
+        name = _c_ident(p.name)
+        ty = p.ty
+        if isinstance(ty, ViewType) and ty.kind != ViewKind.PTR:
+            if ty.is_tensor:
+                out += [name, *(f"{name}_extent{d}" for d in range(ty.ndim)),
+                        *(f"{name}_stride{d}" for d in range(ty.ndim))]
+            else:
+                out += [name, f"{name}_len"]
+        else:
+            out.append(name)
+    return out
+
+
+def template_wrapper(ext: ir.ExternFunction) -> str:
+    """``extern "C" __device__ float __ox_tpl_f_float(float x) { return f<float>(x); }``: the
+    C-linkage instance of a C++ template an ``@extern("f<{T}>")`` stub calls."""
+    call = f"{ext.cpp_template}({', '.join(c_argument_names(ext.params))})"
+    body = f"{call};" if isinstance(ext.ret, VoidType) else f"return {call};"
+    return f'extern "C" __device__ {c_type(ext.ret)} {ext.symbol}({c_params(ext.params)}) {{ {body} }}'
+
+
 def boundary_decls(program: ir.Program) -> tuple[BoundaryDecl, ...]:
     """Every C symbol the module's Python code shares with C++, with its prototype."""
     out: list[BoundaryDecl] = []
     for ext in program.externs:
         decl = f'extern "C" __device__ {c_type(ext.ret)} {ext.symbol}({c_params(ext.params)});'
+        if ext.cpp_template:
+            out.append(BoundaryDecl(ext.symbol, "@extern", ext.symbol, ext.file, ext.line, decl,
+                                    template_wrapper(ext), ext.sources[0]))
+            continue
         out.append(BoundaryDecl(ext.symbol, "@extern", ext.symbol, ext.file, ext.line, decl))
     for ext in program.extern_kernels:
         decl = f'extern "C" __global__ void {ext.symbol}({c_params(ext.params)});'
@@ -178,3 +210,14 @@ def _source_line(path: str, line: int) -> str:
     except OSError:
         return ""
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
+def template_instances(decls: tuple[BoundaryDecl, ...], source: str) -> str:
+    """The template wrappers to append to the ``.cu`` file ``source`` (after its own code, where
+    the templates are defined), each under a ``#line`` naming the Python stub that asks for it."""
+    lines = []
+    for d in decls:
+        if d.definition and d.defined_in == source:
+            lines.append(f'#line {max(d.line, 1)} "{_c_string(d.file)}"')
+            lines.append(d.definition)
+    return "\n".join(lines)

@@ -13,7 +13,10 @@ from pathlib import Path
 from oxide.errors import LinkError
 
 from ..ir import nodes as ir
-from .boundary import BOUNDARY_HEADER, EXPORTS_HEADER, BoundaryDecl, boundary_decls, boundary_header, explain_nvrtc_log
+from .boundary import (
+    BOUNDARY_HEADER, EXPORTS_HEADER, BoundaryDecl, boundary_decls, boundary_header, explain_nvrtc_log,
+    template_instances,
+)
 from .cache import CompileCache, cache_key
 from .exports import ExportDecl, export_header
 from .inputs import InputFile, cudadevrt_path, input_file
@@ -137,7 +140,7 @@ def cuda_ltoir(source: CudaSource, arch: str, cache: CompileCache,
     for dep in source_dependencies(path, source.include_dirs):
         parts += [str(dep), dep.read_bytes()]
     key = cache_key("nvrtc-ltoir", tool_versions(), arch, str(path), "\0".join(source.include_dirs),
-                    "\0".join(source.defines), "\0".join(source.options), source.force_include,
+                    "\0".join(source.defines), "\0".join(source.options), source.force_include, source.appendix,
                     *[part for h in source.headers for part in h], *parts)
 
     def compile_checked() -> bytes:
@@ -206,7 +209,7 @@ def inputs_from_files(
     for f in files:
         if f.kind == "cu":
             src = CudaSource(f.path, settings.include_dirs, settings.defines, settings.nvrtc_options,
-                             headers, BOUNDARY_HEADER)
+                             headers, BOUNDARY_HEADER, template_instances(boundary, str(f.path)))
             inputs.append(LinkInput(f.name, "ltoir", cuda_ltoir(src, arch, settings.cache, boundary)))
         else:
             inputs.append(LinkInput(f.name, f.kind, f.path.read_bytes()))

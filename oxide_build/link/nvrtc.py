@@ -28,6 +28,7 @@ class CudaSource:
     options: tuple[str, ...] = ()  # more NVRTC options, e.g. "-std=c++20"
     headers: tuple[tuple[str, str], ...] = ()  # generated headers (name, text), #include-able
     force_include: str = ""  # one of ``headers``, included before the file's first line
+    appendix: str = ""  # generated code compiled after the file's last line (template instances)
 
 
 def _nvrtc():  # type: ignore[no-untyped-def]
@@ -77,6 +78,8 @@ def compile_cuda(source: CudaSource, arch: str, output: str = "ltoir") -> bytes:
         # the #line keeps NVRTC's line numbers those of the file
         quoted = str(path).replace("\\", "\\\\").replace('"', '\\"')
         text = f'#include "{source.force_include}"\n#line 1 "{quoted}"\n'.encode() + text
+    if source.appendix:
+        text += b"\n" + source.appendix.encode() + b"\n"
     err, prog = nvrtc.nvrtcCreateProgram(text, str(path).encode(), len(source.headers),
                                          [h[1].encode() for h in source.headers],
                                          [h[0].encode() for h in source.headers])
