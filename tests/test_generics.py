@@ -305,3 +305,49 @@ def test_acc_type_needs_a_bound_typevar(tmp_path: Path) -> None:
             out[i] = acc
     """)
     assert "kern.py:8:" in msg and "ox.acc_type takes a TypeVar" in msg, msg
+
+
+def test_generic_device_functions_over_tensors_and_accumulate_types(tmp_path: Path) -> None:
+    _, frontend = build_ir(source(tmp_path, """
+    T = ox.TypeVar("T", f16, f32, f64)
+
+    def row_sum(x: Tensor[T, 2], r: i64) -> ox.acc_type(T):
+        acc: ox.acc_type(T) = 0.0
+        for c in range(x.shape[1]):
+            acc += x[r, c]
+        return acc
+
+    def scaled(s: ox.acc_type(T), v: T) -> T:
+        return T(ox.acc_type(T)(v) * s)
+
+    @ox.kernel
+    def k(x: Tensor[T, 2], out: DisjointSlice[T]) -> None:
+        tile = ox.shared.array(128, T)
+        part = ox.local.array(4, ox.acc_type(T))
+        i = thread.index_1d()
+        tile[thread.idx.x] = T(1.0)
+        block.sync()
+        if i < len(out) and i < x.shape[0]:
+            part[0] = row_sum(x, i)
+            out[i] = scaled(part[0], tile[thread.idx.x])
+    """), "kern")
+    text = print_program(frontend.program)
+    assert "device __ox_kern_row_sum__Tensor_f16, 2_i64(x: Tensor[f16, 2], r: i64) -> f32" in text, text
+    assert "device __ox_kern_scaled__f32_f16(s: f32, v: f16) -> f16" in text
+    assert "device __ox_kern_scaled__f64_f64(s: f64, v: f64) -> f64" in text
+
+
+def test_a_tensor_of_another_type_than_the_typevar_allows(tmp_path: Path) -> None:
+    msg = compile_error(tmp_path, """
+    T = ox.TypeVar("T", f32, f64)
+
+    def first(x: Tensor[T, 2]) -> T:
+        return x[0, 0]
+
+    @ox.kernel
+    def k(x: Tensor[f16, 2], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        if i < len(out):
+            out[i] = f32(first(x))
+    """)
+    assert "kern.py:13:" in msg and "argument 'x' of first() has elements f16, not allowed by T" in msg, msg

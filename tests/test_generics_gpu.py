@@ -129,3 +129,15 @@ def test_softmax_against_float64(genk: ModuleType, name: str) -> None:
     got = as_f64(out)
     np.testing.assert_allclose(got, ref, rtol=rtol, atol=atol / 10)
     assert np.all(np.isfinite(got))
+
+
+@pytest.mark.parametrize("name", list(DTYPES))
+def test_rms_norm_through_a_generic_device_function(genk: ModuleType, name: str) -> None:
+    rows, cols = 33, 70
+    x = to_device(nonzero((rows, cols), 2.0), name)
+    out = poisoned((rows, cols), name)
+    launch_2d(genk.rms_norm, rows, cols, x, out)
+    xs = as_f64(x)
+    ref = xs / np.sqrt((xs * xs).mean(axis=1, keepdims=True) + 1e-6)
+    rtol, atol = TOLERANCE[name]
+    np.testing.assert_allclose(as_f64(out), ref, rtol=rtol, atol=atol)

@@ -431,8 +431,19 @@ class ProgramBuilder:
                 if param.annotation is None:  # at the parameter, not at the module (line 0)
                     raise module.error(param, f"parameter {param.arg!r} of {fdef.name}() has no type annotation",
                                        "annotate it, e.g. `x: f32` or `v: Slice[f32]`")
+                if isinstance(param.annotation, ast.Call):
+                    continue  # ox.acc_type(T) binds nothing: another parameter binds T
                 ann = resolve_annotation(module, param.annotation, typevars, f"parameter {param.arg!r}")
-                if isinstance(ann, TypeVarBinding):
+                if isinstance(ann, TypeVarBinding) and isinstance(param.annotation, ast.Subscript):
+                    # a view of T (Tensor[T, 2]: the element is not the subscript itself)
+                    if not isinstance(arg.ty, ViewType):
+                        raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() needs a view, "
+                                           f"got {type_name(arg.ty)}")
+                    if arg.ty.elem not in ann.constraints:
+                        raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() has elements "
+                                           f"{arg.ty.elem.name}, not allowed by {ann.name}")
+                    typevars[ann.name] = TypeVarBinding(ann.name, ann.constraints, arg.ty.elem)
+                elif isinstance(ann, TypeVarBinding):
                     ty = arg.ty
                     if isinstance(ty, ViewType):
                         raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() is a scalar {ann.name}, "

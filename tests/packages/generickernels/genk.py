@@ -3,7 +3,7 @@ type, half precision computed in ox.acc_type(T). The layer norm and softmax are 
 row-wise ports of the usual PyTorch forward (torch.nn.functional.layer_norm / softmax over the
 last dimension), one thread per output element recomputing its row's statistics."""
 import oxide as ox
-from oxide import DisjointSlice, DisjointTensor, Slice, Tensor, bf16, f16, f32, f64, i32, thread
+from oxide import DisjointSlice, DisjointTensor, Slice, Tensor, bf16, f16, f32, f64, i32, i64, thread
 
 T = ox.TypeVar("T", f16, bf16, f32, f64)
 I = ox.TypeVar("I", i32, f32)
@@ -64,3 +64,20 @@ def softmax(x: Tensor[T, 2], out: DisjointTensor[T, 2]) -> None:
         for c in range(n):
             total += ox.math.exp(ox.acc_type(T)(x[row, c]) - top)
         out[row, col] = T(ox.math.exp(ox.acc_type(T)(x[row, col]) - top) / total)
+
+
+def row_mean_square(x: Tensor[T, 2], r: i64) -> ox.acc_type(T):
+    acc: ox.acc_type(T) = 0.0
+    for c in range(x.shape[1]):
+        v = ox.acc_type(T)(x[r, c])
+        acc += v * v
+    return acc / x.shape[1]
+
+
+@ox.kernel
+def rms_norm(x: Tensor[T, 2], out: DisjointTensor[T, 2]) -> None:
+    # a generic device function over a tensor, returning the accumulate type
+    row, col = thread.index_2d()
+    if row < out.shape[0] and col < out.shape[1] and row < x.shape[0] and col < x.shape[1]:
+        scale = ox.math.rsqrt(row_mean_square(x, row) + ox.acc_type(T)(1e-6))
+        out[row, col] = T(ox.acc_type(T)(x[row, col]) * scale)
