@@ -223,3 +223,62 @@ def test_writing_a_module_array_checks_size_and_type(memspaces: ModuleType) -> N
         memspaces.SCALE.write([1.0, 2.0, 3.0])
     with pytest.raises(TypeError, match="cannot convert"):
         memspaces.COUNTER.write(np.array([1.5]))
+
+
+# ---- item 4: vector types -----------------------------------------------------------------
+
+@pytest.fixture(scope="module", params=["nvptx", "nvvm"])
+def vectork(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    yield _compile("vectork", request.param, tmp_path_factory.mktemp(f"vectork_{request.param}"))
+
+
+def test_float4_arithmetic_loads_and_stores(vectork: ModuleType) -> None:
+    n4 = 1000
+    x, y = values(4 * n4), values(4 * n4)
+    a = np.float32(rng.uniform(0.5, 2.0))
+    out = poisoned(4 * n4)
+    vectork.saxpy4[(n4 + 127) // 128, 128](a, dev(x), dev(y), out)
+    sync()
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    v = float(a) * x64 + y64
+    w = (v + (x64 - v) * 0.25).reshape(-1, 4)
+    w[:, 1] += 1.0
+    w[:, 3] = -w[:, 3]
+    np.testing.assert_allclose(out.to_numpy(), w.ravel(), rtol=1e-5, atol=1e-5)
+
+
+def test_uchar4_pixels(vectork: ModuleType) -> None:
+    n = 4 * 777
+    pixels = rng.integers(1, 255, n, dtype=np.uint8)
+    out = dev(np.full(n, 7, np.uint8))
+    vectork.invert_rgb[(n // 4 + 127) // 128, 128](dev(pixels), out)
+    sync()
+    expect = (255 - pixels.astype(np.int64)).reshape(-1, 4)
+    expect[:, 3] = pixels.reshape(-1, 4)[:, 3]
+    np.testing.assert_array_equal(out.to_numpy(), expect.ravel().astype(np.uint8))
+
+
+def test_double2_complex_multiply(vectork: ModuleType) -> None:
+    n = 600
+    x = rng.uniform(-2.0, 2.0, 2 * n) + 0.25
+    y = rng.uniform(-2.0, 2.0, 2 * n) - 0.125
+    out = dev(np.full(2 * n, -12345.5))
+    vectork.complex_multiply[(n + 127) // 128, 128](dev(x), dev(y), out)
+    sync()
+    zx, zy = x[0::2] + 1j * x[1::2], y[0::2] + 1j * y[1::2]
+    z = zx * zy + np.conj(zx)
+    expect = np.empty(2 * n)
+    expect[0::2], expect[1::2] = z.real, z.imag
+    np.testing.assert_allclose(out.to_numpy(), expect, rtol=1e-12, atol=1e-12)
+
+
+def test_int2_pairs_ordered(vectork: ModuleType) -> None:
+    n = 901
+    x = rng.integers(-1000, 1000, 2 * n).astype(np.int32)
+    x[x == 0] = 5
+    out = dev(np.full(2 * n, -77, np.int32))
+    vectork.pair_min_max[(n + 127) // 128, 128](dev(x), out)
+    sync()
+    pairs = x.reshape(-1, 2)
+    expect = np.stack([pairs.min(axis=1), pairs.max(axis=1)], axis=1).ravel()
+    np.testing.assert_array_equal(out.to_numpy(), expect)

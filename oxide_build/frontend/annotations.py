@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from oxide.abi.views import MAX_TENSOR_NDIM, VIEW_ANNOTATIONS
 from oxide.lang.types import SCALAR_TYPES, ScalarType
+from oxide.lang.vectors import VECTOR_TYPES
 
 from ..ir.types import BOOL, F64, I64, THREAD_INDEX, VOID, TupleType, Type, ViewType, type_name
 from ..project_imports import dotted_name
@@ -170,6 +171,8 @@ def resolve_annotation(
             return BOOL
         if name in SCALAR_TYPES:
             return SCALAR_TYPES[name]
+        if name in VECTOR_TYPES:
+            return VECTOR_TYPES[name]
         if name == "ThreadIndex":
             return THREAD_INDEX
         if name in VIEW_ANNOTATIONS:

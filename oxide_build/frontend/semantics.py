@@ -11,7 +11,9 @@ from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp, CompareOp, LogicOp
-from ..ir.types import BOOL, F64, I64, ArrayType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, type_name
+from ..ir.types import (BOOL, F64, I64, ArrayType, ThreadIndexType, TupleType, Type, VectorType, ViewType, VoidType,
+                        as_scalar, type_name)
+from . import vectors
 from .promotion import PromotionError, bool_arithmetic_type, comparison_type, fits, promote
 from .facts import BoundsFacts
 from .generics import type_spelling
@@ -23,6 +25,8 @@ class Semantics(BoundsFacts):
     """Operators, unification, truth values and conversions of IR values."""
 
     def binop(self, op: BinaryOp, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
+        if isinstance(left.ty, VectorType) or isinstance(right.ty, VectorType):
+            return vectors.vector_binop(self, op, left, right, node)  # type: ignore[arg-type]
         for side in (left, right):
             if as_scalar(side.ty) is None:  # views, tuples, arrays, nothing
                 raise self.error(node, f"operator {op} cannot take {type_name(side.ty)}",
@@ -226,14 +230,15 @@ class Semantics(BoundsFacts):
                 return value
             raise self.error(node, f"{what} needs a ThreadIndex, got {type_name(value.ty)}",
                              "only thread.index_1d() makes a ThreadIndex")
-        if isinstance(ty, (ViewType, VoidType, ArrayType, TupleType)):
+        if isinstance(ty, (ViewType, VoidType, ArrayType, TupleType, VectorType)):
             if value.ty == ty:
                 return value
             raise self.error(node, f"{what} needs {type_name(ty)}, got {type_name(value.ty)}",
                              "return the same kind of value on every path" if what == "return value" else
                              f"pass a {type_name(ty)}")
-        if isinstance(value.ty, (ViewType, VoidType, ArrayType, TupleType)):
-            raise self.error(node, f"{what} needs {ty.name}, got {type_name(value.ty)}")
+        if isinstance(value.ty, (ViewType, VoidType, ArrayType, TupleType, VectorType)):
+            raise self.error(node, f"{what} needs {ty.name}, got {type_name(value.ty)}",
+                             "take one lane (v.x)" if isinstance(value.ty, VectorType) else "")
         if isinstance(value, ir.Const) and value.weak:
             if isinstance(value.value, float) and ty.kind != "float":
                 raise self.error(node, f"{what} needs {ty.name}, got the float literal {value.value}",

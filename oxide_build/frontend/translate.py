@@ -13,9 +13,10 @@ from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
 from ..ir.ops import BINARY_OPS_OF_AST, COMPARE_OPS_OF_AST, BinaryOp, CompareOp, LogicOp
-from ..ir.types import BOOL, I64, VOID, ArrayType, ThreadIndexType, TupleType, ViewType, VoidType, as_scalar, type_name
+from ..ir.types import BOOL, I64, VOID, VECTOR_TYPES, ArrayType, VectorType, ThreadIndexType, TupleType, ViewType, VoidType, as_scalar, type_name
 from .annotations import PYTHON_SCALARS, oxide_name, resolve_annotation
 from .views import refuse_vector_store
+from . import vectors
 from . import view_values
 from .promotion import literal_type
 from .context import Scope
@@ -145,6 +146,8 @@ class FunctionTranslator(Loops):
             return self.store(target, node.value, node)
         if isinstance(target, (ast.Tuple, ast.List)):
             return self.unpack(target, node.value, node)
+        if isinstance(target, ast.Attribute):
+            return vectors.with_component(self, target, self.expr(node.value), node)
         if not isinstance(target, ast.Name):
             raise self.error(target, f"cannot assign to {ast.unparse(target)!r}",
                              "assign to a local name or to a view element like out[i]")
@@ -186,6 +189,8 @@ class FunctionTranslator(Loops):
         if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == len(target.elts):
             return self.parallel_assign(target, value_node, node)
         value = self.expr(value_node)
+        if isinstance(value.ty, VectorType):
+            return self.unpack_vector(target, value, node)
         if not isinstance(value.ty, TupleType):
             raise self.error(value_node, f"cannot unpack {type_name(value.ty)}",
                              "only tuples (from a device function or a tuple expression) unpack")
@@ -202,6 +207,25 @@ class FunctionTranslator(Loops):
                 out.extend(self.assign_to(t, element, t, node))
             else:
                 raise self.error(t, f"cannot assign to {ast.unparse(t)!r}")
+        return out
+
+    def unpack_vector(self, target: ast.Tuple | ast.List, value: ir.Expr, node: ast.AST) -> list[ir.Stmt]:
+        """``a, b, c, d = v``: the lanes of a vector, in order."""
+        vty = value.ty
+        assert isinstance(vty, VectorType)
+        if len(target.elts) != vty.lanes:
+            raise self.error(target, f"cannot unpack {vty.name} ({vty.lanes} lanes) into {len(target.elts)} names",
+                             f"use exactly {vty.lanes} names on the left")
+        temp = self.builder.fresh_name("vector")
+        self.locals[temp] = vty
+        if self.is_thread_dependent(value):
+            self.thread_dependent.add(temp)
+        loc = self.loc(node)
+        out: list[ir.Stmt] = [ir.Assign(temp, value, loc)]
+        for t, element in zip(target.elts, vectors.elements(ir.Var(temp, vty, loc))):
+            if not isinstance(t, (ast.Name, ast.Subscript)):
+                raise self.error(t, f"cannot assign to {ast.unparse(t)!r}")
+            out.extend(self.assign_to(t, element, t, node))
         return out
 
     def parallel_assign(self, target: ast.Tuple | ast.List, value: ast.Tuple | ast.List, node: ast.AST) -> list[ir.Stmt]:
@@ -310,6 +334,10 @@ class FunctionTranslator(Loops):
             load = ast.copy_location(ast.Subscript(node.target.value, node.target.slice, ast.Load()), node.target)
             value = ast.copy_location(ast.BinOp(load, node.op, node.value), node)
             return self.store(node.target, value, node)
+        if isinstance(node.target, ast.Attribute):  # v.x += 1.0 on a vector
+            load_lane = ast.copy_location(ast.Attribute(node.target.value, node.target.attr, ast.Load()), node.target)
+            lane_value = ast.copy_location(ast.BinOp(load_lane, node.op, node.value), node)
+            return vectors.with_component(self, node.target, self.expr(lane_value), node)
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, f"cannot assign to {ast.unparse(node.target)!r}")
         if node.target.id not in self.locals:
@@ -417,6 +445,8 @@ class FunctionTranslator(Loops):
         loc = self.loc(node)
         if isinstance(node.op, ast.Not):
             return ir.Not(self.truth(operand, node.operand), BOOL, loc)
+        if isinstance(operand.ty, VectorType) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            return operand if isinstance(node.op, ast.UAdd) else vectors.vector_neg(self, operand, node)
         if as_scalar(operand.ty) is None:
             raise self.error(node, f"unary operator cannot take {type_name(operand.ty)}")
         if isinstance(node.op, ast.UAdd):
@@ -488,6 +518,11 @@ class FunctionTranslator(Loops):
         b = self.expr_where(node.orelse, self.scope_where(cond, negated=True))
         if view_values.is_view(a.ty) or view_values.is_view(b.ty):
             return view_values.select_views(self, cond, a, b, node)
+        if isinstance(a.ty, VectorType) or isinstance(b.ty, VectorType):
+            if a.ty != b.ty:
+                raise self.error(node, f"a conditional expression chooses between {type_name(a.ty)} and {type_name(b.ty)}",
+                                 "both sides must have one type")
+            return ir.Select(cond, a, b, a.ty, self.loc(node))  # type: ignore[arg-type]
         if as_scalar(a.ty) is None or as_scalar(b.ty) is None:
             raise self.error(node, "a conditional expression must produce scalars")
         if isinstance(a, ir.Const) and isinstance(b, ir.Const) and a.weak and b.weak:
@@ -609,6 +644,8 @@ class FunctionTranslator(Loops):
             raise self.error(node, f"{name}() is only allowed as the iterable of a for loop")
         if name == "boolean":
             return self.conversion(BOOL, node)
+        if name in VECTOR_TYPES:
+            return vectors.construct(self, VECTOR_TYPES[name], node)
         if name in SCALAR_TYPES:
             return self.conversion(SCALAR_TYPES[name], node)
         if name in ("kernel", "device", "extern", "TypeVar"):

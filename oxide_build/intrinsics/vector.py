@@ -11,7 +11,7 @@ from llvmlite import ir as ll
 
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp
-from ..ir.types import I64, ThreadIndexType, TupleType, ViewType, VoidType
+from ..ir.types import I64, VECTOR_TYPES, ThreadIndexType, TupleType, VectorType, ViewType, VoidType
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
@@ -34,8 +34,10 @@ def _type_vector(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) ->
         raise tr.error(func, f"{func.attr} of {view.ty.elem.name} elements exceeds a 16-byte vector access")
     is_store = info.op.startswith("store")
     nargs = 1 + (width if is_store else 0)
-    if len(node.args) != nargs:
-        raise tr.error(node, f"{func.attr}() takes {nargs} argument(s), got {len(node.args)}")
+    vty = VECTOR_TYPES.get(f"{view.ty.elem.name}x{width}")
+    if len(node.args) != nargs and not (is_store and len(node.args) == 2 and vty is not None):
+        raise tr.error(node, f"{func.attr}() takes {nargs} argument(s), got {len(node.args)}",
+                       f"pass the index and {width} values" + (f", or the index and one {vty.name}" if vty and is_store else ""))
     index = tr.index_expr(node.args[0])
     if is_store:
         tr.refuse_vector_store(func, node, view.ty, index)
@@ -47,9 +49,16 @@ def _type_vector(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) ->
                                          f"{ast.unparse(func.value)}.{func.attr}({ast.unparse(node.args[0])})")
     elem = view.ty.elem
     if is_store:
-        values = [tr.convert_implicit(tr.expr(a), elem, a, f"{func.attr} value") for a in node.args[1:]]
+        if len(node.args) == 2:  # x.store4(k, v) with v an f32x4
+            assert vty is not None
+            whole = tr.convert_implicit(tr.expr(node.args[1]), vty, node.args[1], f"{func.attr} value")
+            values = [ir.VectorGet(whole, lane, elem, loc) for lane in range(width)]
+        else:
+            values = [tr.convert_implicit(tr.expr(a), elem, a, f"{func.attr} value") for a in node.args[1:]]
         return ir.Intrinsic(info.name, [view, scalar_index, last, *values], VoidType(), loc, site)
-    return ir.Intrinsic(info.name, [view, scalar_index, last], TupleType((elem,) * width), loc, site)
+    # a vector where the language has one (f32x4, i32x2, ...: it unpacks like the tuple it replaces)
+    result = vty if vty is not None else TupleType((elem,) * width)
+    return ir.Intrinsic(info.name, [view, scalar_index, last], result, loc, site)
 
 
 def _lower_vector(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
@@ -73,6 +82,8 @@ def _lower_vector(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) ->
         frozen = ll.instructions.Instruction(b.block, vec_t, "freeze", [vec])
         b._insert(frozen)
         vec = frozen
+        if isinstance(e.ty, VectorType):
+            return vec
         assert isinstance(e.ty, TupleType)
         st = ll.LiteralStructType([elem_t] * width)
         result: ll.Value = ll.Constant(st, None)

@@ -13,7 +13,7 @@ from .types import ScalarType, Type
 __all__ = [
     "Loc", "Expr", "Stmt",
     "Const", "Var", "BinOp", "Compare", "BoolOp", "Not", "Neg", "Cast", "Call", "ViewLen", "ViewDim",
-    "ViewLoad", "ViewSlice", "ModuleArray", "ModuleArrayDecl", "ThreadIndex1D", "SpecialReg", "Select", "Intrinsic", "MakeTuple", "TupleGet",
+    "ViewLoad", "ViewSlice", "ModuleArray", "ModuleArrayDecl", "MakeVector", "VectorGet", "VectorSet", "ThreadIndex1D", "SpecialReg", "Select", "Intrinsic", "MakeTuple", "TupleGet",
     "ArrayDecl", "Check",
     "Assign", "Store", "If", "While", "Return", "ExprStmt", "Break", "Continue",
     "Param", "Function", "ExternFunction", "Program", "children", "is_pure",
@@ -163,6 +163,36 @@ class ModuleArrayDecl:
 
 
 @dataclass
+class MakeVector:
+    """``f32x4(a, b, c, d)``: a vector of ``values`` (one per lane, each of the element type)."""
+
+    values: list[Expr]
+    ty: Type
+    loc: Loc
+
+
+@dataclass
+class VectorGet:
+    """``v.x`` … ``v.w``: lane ``lane`` of a vector."""
+
+    value: Expr
+    lane: int
+    ty: Type
+    loc: Loc
+
+
+@dataclass
+class VectorSet:
+    """``v`` with lane ``lane`` replaced by ``element`` (``v.y = e`` assigns this to ``v``)."""
+
+    value: Expr
+    lane: int
+    element: Expr
+    ty: Type
+    loc: Loc
+
+
+@dataclass
 class ThreadIndex1D:
     ty: Type
     loc: Loc
@@ -214,7 +244,7 @@ class TupleGet:
 
 
 Expr = Union[
-    Const, Var, BinOp, Compare, BoolOp, Not, Neg, Cast, Call, ViewLen, ViewDim, ViewLoad, ViewSlice, ModuleArray, ThreadIndex1D,
+    Const, Var, BinOp, Compare, BoolOp, Not, Neg, Cast, Call, ViewLen, ViewDim, ViewLoad, ViewSlice, ModuleArray, MakeVector, VectorGet, VectorSet, ThreadIndex1D,
     SpecialReg, Select, Intrinsic, MakeTuple, TupleGet,
 ]
 
@@ -247,6 +277,12 @@ def children(e: Expr) -> list[Expr]:
         return [e.view, e.index]
     if isinstance(e, ViewSlice):
         return [e.view, e.start] + ([e.stop] if e.stop is not None else [])
+    if isinstance(e, MakeVector):
+        return list(e.values)
+    if isinstance(e, VectorGet):
+        return [e.value]
+    if isinstance(e, VectorSet):
+        return [e.value, e.element]
     if isinstance(e, TupleGet):
         return [e.value]
     return []

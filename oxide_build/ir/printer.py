@@ -116,6 +116,12 @@ def print_expr(e: ir.Expr) -> str:
         return f"{print_expr(e.view)}.{e.which}[{e.axis}]"
     if isinstance(e, ir.ViewLoad):
         return f"{print_expr(e.view)}[{print_expr(e.index)}]{_site(e.check_site)}"
+    if isinstance(e, ir.MakeVector):
+        return f"{type_name(e.ty)}(" + ", ".join(print_expr(v) for v in e.values) + ")"
+    if isinstance(e, ir.VectorGet):
+        return f"{print_expr(e.value)}.{'xyzw'[e.lane]}"
+    if isinstance(e, ir.VectorSet):
+        return f"{print_expr(e.value)}.with_{'xyzw'[e.lane]}({print_expr(e.element)})"
     if isinstance(e, ir.ModuleArray):
         return f"@{e.symbol}"
     if isinstance(e, ir.ViewSlice):

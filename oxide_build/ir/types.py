@@ -6,9 +6,10 @@ from typing import Union
 
 from oxide.abi.views import ViewKind
 from oxide.lang.types import SCALAR_TYPES, ScalarType, boolean, f32, f64, i32, i64
+from oxide.lang.vectors import VECTOR_TYPES, VectorType
 
 __all__ = [
-    "ScalarType", "ViewType", "ThreadIndexType", "VoidType", "ArrayType", "TupleType", "Type",
+    "ScalarType", "VectorType", "VECTOR_TYPES", "ViewType", "ThreadIndexType", "VoidType", "ArrayType", "TupleType", "Type",
     "THREAD_INDEX", "THREAD_INDEX_DIM", "VOID", "BOOL", "I64", "I32", "F32", "F64", "SCALAR_TYPES",
     "ViewKind", "type_name", "is_int", "is_float", "as_scalar",
 ]
@@ -110,11 +111,11 @@ THREAD_INDEX = ThreadIndexType()
 THREAD_INDEX_DIM = {"1d": "x", "col": "x", "row": "y", "depth": "z"}
 VOID = VoidType()
 
-Type = Union[ScalarType, ViewType, ThreadIndexType, VoidType, ArrayType, TupleType]
+Type = Union[ScalarType, VectorType, ViewType, ThreadIndexType, VoidType, ArrayType, TupleType]
 
 
 def type_name(ty: Type) -> str:
-    return ty.name if isinstance(ty, ScalarType) else str(ty)
+    return ty.name if isinstance(ty, (ScalarType, VectorType)) else str(ty)
 
 
 def as_scalar(ty: Type) -> ScalarType | None:

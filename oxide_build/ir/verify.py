@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import nodes as ir
-from .types import BOOL, ArrayType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, type_name
+from .types import BOOL, ArrayType, VectorType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, type_name
 
 __all__ = ["IRError", "verify_program", "verify_function", "falls_through"]
 
@@ -194,6 +194,15 @@ class _Verifier:
                     raise self.fail(e.loc, f"a call of {e.symbol}, which is not a function of the program")
                 if count != len(e.args):
                     raise self.fail(e.loc, f"{e.symbol} takes {count} argument(s), called with {len(e.args)}")
+        elif isinstance(e, (ir.MakeVector, ir.VectorGet, ir.VectorSet)):
+            vec = e.ty if isinstance(e, (ir.MakeVector, ir.VectorSet)) else e.value.ty
+            if not isinstance(vec, VectorType):
+                raise self.fail(e.loc, f"a vector operation on {type_name(vec)}")
+            parts = e.values if isinstance(e, ir.MakeVector) else [e.element] if isinstance(e, ir.VectorSet) else []
+            if isinstance(e, ir.MakeVector) and len(parts) != vec.lanes or any(not _same(p.ty, vec.elem) for p in parts):
+                raise self.fail(e.loc, f"{type_name(vec)} built from the wrong values")
+            if not isinstance(e, ir.MakeVector) and not 0 <= e.lane < vec.lanes:
+                raise self.fail(e.loc, f"lane {e.lane} of a {type_name(vec)}")
         elif isinstance(e, ir.ViewSlice):
             self.site(e.check_site, e.loc)
             if not isinstance(e.view.ty, (ViewType, ArrayType)) or not isinstance(e.ty, (ViewType, ArrayType)):

@@ -20,7 +20,7 @@ from oxide.errors import CompileError, SourceLocation
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
-from ..ir.types import THREAD_INDEX_DIM, ArrayType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, is_int
+from ..ir.types import THREAD_INDEX_DIM, ArrayType, VectorType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, is_int
 
 __all__ = ["lower_program", "module_text", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT"]
 
@@ -81,6 +81,8 @@ def module_text(module: ll.Module) -> str:
 
 
 def value_ll(ty: Type) -> ll.Type:
+    if isinstance(ty, VectorType):
+        return ll.VectorType(scalar_ll(ty.elem), ty.lanes)
     if isinstance(ty, ThreadIndexType):
         return I64T
     if isinstance(ty, VoidType):
@@ -702,6 +704,8 @@ class FunctionLowering:
             return b.xor(self.expr(e.operand), ll.Constant(I1, 1))
         if isinstance(e, ir.Neg):
             v = self.expr(e.operand)
+            if isinstance(e.ty, VectorType) and e.ty.kind != "float":
+                return b.sub(ll.Constant(v.type, None), v)  # llvmlite's neg builds a scalar 0
             return b.fneg(v) if e.ty.kind == "float" else b.neg(v)
         if isinstance(e, ir.Cast):
             if e.nonneg and is_int(e.operand.ty) and is_int(e.ty):
@@ -763,6 +767,15 @@ class FunctionLowering:
             return packed
         if isinstance(e, ir.TupleGet):
             return b.extract_value(self.expr(e.value), e.index)
+        if isinstance(e, ir.MakeVector):
+            vec: ll.Value = ll.Constant(value_ll(e.ty), None)
+            for lane, v in enumerate(e.values):
+                vec = b.insert_element(vec, self.expr(v), ll.Constant(I32T, lane))
+            return vec
+        if isinstance(e, ir.VectorGet):
+            return b.extract_element(self.expr(e.value), ll.Constant(I32T, e.lane))
+        if isinstance(e, ir.VectorSet):
+            return b.insert_element(self.expr(e.value), self.expr(e.element), ll.Constant(I32T, e.lane))
         raise TypeError(f"cannot lower {type(e).__name__}")
 
     def sreg(self, name: str) -> ll.Value:

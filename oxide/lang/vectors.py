@@ -1,0 +1,58 @@
+"""Vector types of the kernel language: ``f32x4``, ``i32x2``, ``u8x4``, ... (CUDA's ``float4``,
+``int2``, ``uchar4``): 2 or 4 elements of one scalar type, 16 bytes at most, held in registers.
+On the host a vector type builds a tuple, so device functions stay testable on the CPU."""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from oxide.abi.scalars import SCALAR_TYPES, ScalarType
+
+__all__ = [
+    "VectorType", "VECTOR_TYPES",
+    "f32x2", "f32x4", "f64x2", "i32x2", "i32x4", "u32x2", "u32x4", "i64x2", "u64x2",
+    "i16x2", "u16x2", "i8x4", "u8x4",
+]
+
+
+class VectorType(NamedTuple):
+    """``lanes`` elements of ``elem``, named ``<elem>x<lanes>``."""
+
+    name: str
+    elem: ScalarType
+    lanes: int
+
+    def __call__(self, *values: Any) -> tuple[Any, ...]:
+        if len(values) == 1:
+            values = values * self.lanes
+        if len(values) != self.lanes:
+            raise TypeError(f"{self.name}() takes 1 or {self.lanes} values, got {len(values)}")
+        return tuple(self.elem(v) for v in values)
+
+    def __repr__(self) -> str:
+        return f"oxide.{self.name}"
+
+    @property
+    def kind(self) -> str:
+        return self.elem.kind
+
+    @property
+    def bits(self) -> int:
+        return self.elem.bits
+
+    @property
+    def itemsize(self) -> int:
+        return self.elem.itemsize * self.lanes
+
+
+def _vector(elem: str, lanes: int) -> VectorType:
+    return VectorType(f"{elem}x{lanes}", SCALAR_TYPES[elem], lanes)
+
+
+f32x2, f32x4, f64x2 = _vector("f32", 2), _vector("f32", 4), _vector("f64", 2)
+i32x2, i32x4, u32x2, u32x4 = _vector("i32", 2), _vector("i32", 4), _vector("u32", 2), _vector("u32", 4)
+i64x2, u64x2 = _vector("i64", 2), _vector("u64", 2)
+i16x2, u16x2, i8x4, u8x4 = _vector("i16", 2), _vector("u16", 2), _vector("i8", 4), _vector("u8", 4)
+
+VECTOR_TYPES: dict[str, VectorType] = {
+    v.name: v for v in (f32x2, f32x4, f64x2, i32x2, i32x4, u32x2, u32x4, i64x2, u64x2, i16x2, u16x2, i8x4, u8x4)
+}
