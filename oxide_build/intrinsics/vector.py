@@ -52,7 +52,7 @@ def _type_vector(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) ->
         if len(node.args) == 2:  # x.store4(k, v) with v an f32x4
             assert vty is not None
             whole = tr.convert_implicit(tr.expr(node.args[1]), vty, node.args[1], f"{func.attr} value")
-            values = [ir.VectorGet(whole, lane, elem, loc) for lane in range(width)]
+            values: list[ir.Expr] = [ir.VectorGet(whole, lane, elem, loc) for lane in range(width)]
         else:
             values = [tr.convert_implicit(tr.expr(a), elem, a, f"{func.attr} value") for a in node.args[1:]]
         return ir.Intrinsic(info.name, [view, scalar_index, last, *values], VoidType(), loc, site)
