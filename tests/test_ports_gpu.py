@@ -189,3 +189,16 @@ def test_grid_sync_reduce() -> None:
     out = poisoned(blocks)
     m.reduce_single_pass[blocks, 256](dev(x), out, n)
     np.testing.assert_allclose(out[0].item(), x.astype(np.float64).sum(), rtol=1e-4, atol=1e-2)
+
+
+def test_convolution_rows() -> None:
+    m = port("convolution_rows")
+    radius, bx, by, steps = m.KERNEL_RADIUS, m.ROWS_BLOCKDIM_X, m.ROWS_BLOCKDIM_Y, m.ROWS_RESULT_STEPS
+    w, h = bx * steps * 3, by * 11
+    src = rng.standard_normal((h, w)).astype(np.float32)
+    taps = rng.uniform(0.1, 1.0, 2 * radius + 1).astype(np.float32)
+    out = poisoned(h * w)
+    m.convolution_rows[(w // (bx * steps), h // by), (bx, by)](out, dev(src.ravel()), dev(taps), w, h, w)
+    padded = np.pad(src.astype(np.float64), ((0, 0), (radius, radius)))
+    ref = sum(taps[radius - j] * padded[:, radius + j:radius + j + w] for j in range(-radius, radius + 1))
+    np.testing.assert_allclose(out.cpu().numpy().reshape(h, w), ref, rtol=1e-4, atol=1e-4)
