@@ -17,7 +17,7 @@ def int_mix(x: Slice[i32], size: u32, count: u32, lane_out: DisjointSlice[u32], 
         lane_out[i] = thread.idx.x & (size - 1)      # i32 & u32 -> u32
         flip_out[i] = v ^ (v > 0)                    # bool in integer arithmetic -> i32
         below_out[i] = i32(v < count)                # by value: -5 < 3u is true
-        shift_out[i] = v >> (size & 7)               # arithmetic shift of the i32
+        shift_out[i] = v >> (size >> 3)              # arithmetic shift of the i32 by a u32
         lo = v % 16                                  # i32, 0..15
         acc = i64(0)
         for j in range(lo, count):                   # i32 start, u32 stop: a u32 loop
