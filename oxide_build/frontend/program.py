@@ -354,19 +354,23 @@ class ProgramBuilder:
         retype: dict[str, ScalarType] = {}
         good: dict[str, ScalarType] | None = None
         tried: list[dict[str, ScalarType]] = []
+        failures: list[CompileError] = []
         saved = self._save()
         while True:
             translator, body, failure = self._attempt(module, fdef, typevars, kernel_name, bounds_check, is_kernel,
                                                       param_types, constexprs, retype)
             if failure is None:
                 good = retype
+            else:
+                failures.append(failure)
             tried.append(retype)
             wanted = {**retype, **translator.literal_local_types()}
             if wanted in tried or len(tried) > _RETYPE_ATTEMPTS:
                 if failure is None:
                     break
-                if good is None or good == retype:
-                    raise failure
+                if good is None:
+                    # the attempt that got furthest through the source has the error to fix
+                    raise max(failures, key=lambda e: (e.location.line, e.location.col) if e.location else (0, 0))
                 self._restore(saved)  # a retyped attempt failed: the one that compiled, again
                 translator, body, failure = self._attempt(module, fdef, typevars, kernel_name, bounds_check,
                                                           is_kernel, param_types, constexprs, good)
