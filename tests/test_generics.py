@@ -351,3 +351,17 @@ def test_a_tensor_of_another_type_than_the_typevar_allows(tmp_path: Path) -> Non
             out[i] = f32(first(x))
     """)
     assert "kern.py:13:" in msg and "argument 'x' of first() has elements f16, not allowed by T" in msg, msg
+
+
+def test_a_type_test_as_a_value_is_a_compile_time_bool(tmp_path: Path) -> None:
+    ir = instances(tmp_path, """
+    T = ox.TypeVar("T", f32, f64)
+
+    @ox.kernel
+    def k(x: Slice[T], out: DisjointSlice[T]) -> None:
+        i = thread.index_1d()
+        wide: bool = T is f64
+        if i < len(out):
+            out[i] = x[i] * (T(2.0) if wide else T(3.0))
+    """)
+    assert "True:bool" in ir["k_f64"] and "False:bool" in ir["k_f32"], ir

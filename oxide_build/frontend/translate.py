@@ -486,6 +486,9 @@ class FunctionTranslator(Loops):
         return ir.BoolOp(LogicOp.OR if negated else LogicOp.AND, values, BOOL, self.loc(node))
 
     def visit_Compare(self, node: ast.Compare) -> ir.Expr:
+        chosen = static_type_test(self, node)
+        if chosen is not None:  # `T is f64` as a value: a compile-time bool of this instance
+            return ir.Const(chosen, BOOL, self.loc(node))
         parts: list[ir.Expr] = []
         left_node = node.left
         left = self.expr(left_node)
