@@ -39,7 +39,8 @@ class Symbol:
 
     kind: "oxide" (a name from the oxide package: ``target`` is its name, e.g. "f32", or "" for
     the package itself), "module" (a module of the tree: ``target`` is its dotted name),
-    "function" (``target`` = "module:function"), "typevar", "constant", "unknown".
+    "function" (``target`` = "module:function"), "typevar", "constant", "struct" (an ``@oxide.struct``
+    class: ``target`` = "module:Class"), "unknown".
     """
 
     kind: str
@@ -239,7 +240,8 @@ def _collect_symbols(module: ModuleSource) -> None:
                 else:
                     symbols[target.id] = Symbol("unknown", target.id, node)
         elif isinstance(node, ast.ClassDef):
-            symbols[node.name] = Symbol("unknown", node.name, node)
+            is_struct = any(_names_oxide(module, d, "struct") for d in node.decorator_list)
+            symbols[node.name] = Symbol("struct" if is_struct else "unknown", f"{module.name}:{node.name}", node)
 
 
 # the builtins a constant expression may call (`N = int(1e6)`, `TILE = max(A, B)`)

@@ -517,3 +517,98 @@ def test_vector_types_build_tuples_on_the_host() -> None:
     assert ox.f64x2.elem is ox.f64 and ox.f64x2.lanes == 2 and ox.VECTOR_TYPES["i32x2"] is ox.i32x2
     with pytest.raises(TypeError, match="takes 1 or 4 values"):
         ox.f32x4(1.0, 2.0)
+
+
+# ---- item 4: structs ------------------------------------------------------------------------
+
+STRUCT = """
+        @ox.struct
+        class Particle:
+            pos: ox.f32x2
+            vel: ox.f32x2
+            mass: f32
+"""
+
+
+def test_structs_construct_read_assign_and_pass_by_value(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, STRUCT + """
+        def step(p: Particle, dt: f32) -> Particle:
+            q = p
+            q.pos = p.pos + p.vel * dt
+            q.mass *= 2.0
+            return q
+
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < len(out):
+                p = Particle(ox.f32x2(x[i], 0.0), vel=ox.f32x2(1.0), mass=2.0)
+                p = step(p, 0.5)
+                out[i] = p.pos.x * p.mass
+    """)
+    assert "device __ox_kern_step__Particle_f32(p: Particle, dt: f32) -> Particle" in text
+    assert "q: Particle = q.with_0((p.0 + (p.1 * f32x2(dt, dt))))" in text
+    assert "p: Particle = (f32x2(x[i], 0.0:f32), f32x2(1.0:f32, 1.0:f32, 1.0:f32, 1.0:f32), 2.0:f32,)" not in text
+    assert "p: Particle = (f32x2(x[i], 0.0:f32), f32x2(1.0:f32, 1.0:f32), 2.0:f32,)" in text
+    assert "out[i] = (p.0.x * p.2)" in text
+
+
+def test_the_struct_is_a_dataclass_on_the_host() -> None:
+    import dataclasses
+
+    import oxide as ox
+
+    @ox.struct
+    class Pair:
+        a: ox.f32
+        b: ox.i32
+
+    assert dataclasses.is_dataclass(Pair) and Pair(1.5, 2) == Pair(a=1.5, b=2)
+    with pytest.raises(TypeError):
+        ox.struct(3)
+
+
+STRUCT_HEADER = "\n@ox.struct\nclass P:\n    x: f32\n    y: f32\n"
+STRUCT_ERRORS: dict[str, tuple[str, str]] = {
+    "a_missing_field": (STRUCT_HEADER + "{K}" + "    p = P(1.0)\n", "kern.py:12:9: error: P() needs the field(s) y\n"
+                        "        p = P(1.0)\n            ^\n  hint: structs have no defaults on the device: give every field"),
+    "an_unknown_field": (STRUCT_HEADER + "{K}" + "    p = P(1.0, z=2.0)\n", "kern.py:12:16: error: P has no field 'z'\n"
+                         "        p = P(1.0, z=2.0)\n                   ^\n  hint: its fields are x, y"),
+    "a_field_given_twice": (STRUCT_HEADER + "{K}" + "    p = P(1.0, x=2.0)\n", "kern.py:12:16: error: field 'x' of P() "
+                            "is given twice\n        p = P(1.0, x=2.0)\n                   ^"),
+    "reading_an_unknown_field": (STRUCT_HEADER + "{K}" + "    p = P(1.0, 2.0)\n    out[i] = p.z\n",
+                                 "kern.py:13:14: error: P has no field 'z'\n        out[i] = p.z\n                 ^\n"
+                                 "  hint: its fields are x, y"),
+    "a_field_of_another_type": (STRUCT_HEADER + "{K}" + "    p = P(1.0, i)\n", "kern.py:12:16: error: field 'y' of P() "
+                                "needs f32, got i64\n        p = P(1.0, i)\n                   ^\n"
+                                "  hint: convert explicitly with f32(...)"),
+    "a_default_value": ("\n@ox.struct\nclass P:\n    x: f32 = 0.0\n" + "{K}" + "    p = P(1.0)\n",
+                        "kern.py:6:14: error: field 'x' of the struct P has a default value\n        x: f32 = 0.0\n"
+                        "                 ^\n  hint: structs have no defaults on the device: pass every field when "
+                        "constructing it"),
+    "a_method": ("\n@ox.struct\nclass P:\n    x: f32\n    def f(self) -> f32:\n        return self.x\n" + "{K}"
+                 + "    p = P(1.0)\n", "kern.py:7:5: error: the struct P may hold only annotated fields (`x: f32`)\n"
+                 "        def f(self) -> f32:\n        ^\n  hint: define functions on it at module level, taking it as a "
+                 "parameter"),
+    "a_kernel_parameter": (STRUCT_HEADER + "\n@ox.kernel\ndef k(p: P, out: DisjointSlice[f32]) -> None:\n    pass\n",
+                           "kern.py:10:7: error: a kernel parameter cannot be a struct (P) yet\n"
+                           "    def k(p: P, out: DisjointSlice[f32]) -> None:\n          ^\n  hint: pass its fields as "
+                           "parameters and build it in the kernel with P(...), or keep the records in views of their fields"),
+    "a_view_of_structs": (STRUCT_HEADER + "\n@ox.kernel\ndef k(p: Slice[P], out: DisjointSlice[f32]) -> None:\n    pass\n",
+                          "kern.py:10:16: error: Slice elements must be scalars, not P\n"
+                          "    def k(p: Slice[P], out: DisjointSlice[f32]) -> None:\n                   ^\n"
+                          "  hint: views of structs (arrays of records) are not supported yet: pass one view per field"),
+    "a_nested_field_assignment": ("\n@ox.struct\nclass Q:\n    v: ox.f32x2\n" + "{K}" + "    q = Q(ox.f32x2(1.0))\n"
+                                  "    q.v.x = 2.0\n", "kern.py:12:5: error: cannot assign to 'q.v.x'\n        q.v.x = 2.0\n"
+                                  "        ^\n  hint: assign a nested field through a local: v = q.v; v.x = ...; q.v = v"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRUCT_ERRORS))
+def test_struct_errors(name: str, tmp_path: Path) -> None:
+    body, expected = STRUCT_ERRORS[name]
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + body.replace("{K}", KERNEL))
+    with pytest.raises(CompileError) as info:
+        build_ir(src, "kern")
+    assert str(info.value).replace(str(src), "kern.py") == expected

@@ -282,3 +282,27 @@ def test_int2_pairs_ordered(vectork: ModuleType) -> None:
     pairs = x.reshape(-1, 2)
     expect = np.stack([pairs.min(axis=1), pairs.max(axis=1)], axis=1).ravel()
     np.testing.assert_array_equal(out.to_numpy(), expect)
+
+
+# ---- item 4: structs ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module", params=["nvptx", "nvvm"])
+def structk(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    yield _compile("structk", request.param, tmp_path_factory.mktemp(f"structk_{request.param}"))
+
+
+def test_particles_through_struct_device_functions(structk: ModuleType) -> None:
+    n = 1500
+    px, py, vx, vy = values(n), values(n), values(n), values(n)
+    mass = rng.uniform(0.5, 3.0, n).astype(np.float32)
+    g, dt = np.float32(9.81), np.float32(0.01)
+    out_x, out_y, out_s = poisoned(n), poisoned(n), poisoned(n)
+    structk.step[(n + 127) // 128, 128](dev(px), dev(py), dev(vx), dev(vy), dev(mass), g, dt, out_x, out_y, out_s)
+    sync()
+    m = mass.astype(np.float64)
+    fy = -float(g) * m  # gravity: (0, -g) * mass
+    new_vx = vx.astype(np.float64)
+    new_vy = vy.astype(np.float64) + fy * (float(dt) / m)
+    np.testing.assert_allclose(out_x.to_numpy(), px + new_vx * float(dt), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out_y.to_numpy(), py + new_vy * float(dt), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out_s.to_numpy(), new_vx ** 2 + new_vy ** 2, rtol=1e-5, atol=1e-6)

@@ -9,13 +9,13 @@ from oxide.abi.views import MAX_TENSOR_NDIM, VIEW_ANNOTATIONS
 from oxide.lang.types import SCALAR_TYPES, ScalarType
 from oxide.lang.vectors import VECTOR_TYPES
 
-from ..ir.types import BOOL, F64, I64, THREAD_INDEX, VOID, TupleType, Type, ViewType, type_name
+from ..ir.types import BOOL, F64, I64, THREAD_INDEX, VOID, StructType, TupleType, Type, VectorType, ViewType, type_name
 from ..project_imports import dotted_name
 from ..scan import ModuleSource
 
 __all__ = [
     "PYTHON_SCALARS", "TypeVarBinding", "accumulate_type", "declared_accumulate_types", "dotted_parts",
-    "oxide_name", "resolve_annotation", "scalar_type_named",
+    "oxide_name", "resolve_annotation", "scalar_type_named", "struct_type",
 ]
 
 PYTHON_SCALARS = {"int": I64, "float": F64, "bool": BOOL}
@@ -157,12 +157,19 @@ def resolve_annotation(
                 return elem
             elem = elem.bound
         if not isinstance(elem, ScalarType):
-            raise module.error(elem_node, f"{view} elements must be scalars, not {type_name(elem)}")
+            raise module.error(elem_node, f"{view} elements must be scalars, not {type_name(elem)}",
+                               "views of structs (arrays of records) are not supported yet: pass one view per field"
+                               if isinstance(elem, StructType) else
+                               "take a view of the scalar elements and read it with x.load2/load4(k)"
+                               if isinstance(elem, VectorType) else "")
         return ViewType(kind, elem, ndim)
     if isinstance(node, ast.Name):
         if node.id in typevars:
             tv = typevars[node.id]
             return tv.bound if tv.bound is not None else tv
+        sym = module.symbols.get(node.id)
+        if sym is not None and sym.kind == "struct":
+            return struct_type(module, node.id)
         if node.id in PYTHON_SCALARS and node.id not in module.symbols:
             return PYTHON_SCALARS[node.id]
     name = oxide_name(module, node)
@@ -182,6 +189,46 @@ def resolve_annotation(
         "use a scalar type from oxide (i32, i64, u32, u64, f32, f64, bool), a view like Slice[f32], "
         "or a TypeVar",
     )
+
+
+_STRUCTS: dict[tuple[str, str, int], StructType] = {}  # (module, class, id of its node) -> type
+
+
+def struct_type(module: ModuleSource, name: str) -> StructType:
+    """The type of the ``@oxide.struct`` class ``name`` of ``module``: its annotated fields, in
+    order (scalars, vectors, other structs)."""
+    sym = module.symbols[name]
+    cls = sym.node
+    assert isinstance(cls, ast.ClassDef)
+    key = (module.name, name, id(cls))
+    found = _STRUCTS.get(key)
+    if found is not None:
+        return found
+    fields: list[tuple[str, Type]] = []
+    for stmt in cls.body:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue  # docstring
+        if isinstance(stmt, ast.Pass):
+            continue
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+            raise module.error(stmt, f"the struct {name} may hold only annotated fields (`x: f32`)",
+                               "define functions on it at module level, taking it as a parameter")
+        if stmt.value is not None:
+            raise module.error(stmt.value, f"field {stmt.target.id!r} of the struct {name} has a default value",
+                               "structs have no defaults on the device: pass every field when constructing it")
+        if stmt.annotation is not None and isinstance(stmt.annotation, ast.Name) and stmt.annotation.id == name:
+            raise module.error(stmt.annotation, f"the struct {name} cannot contain itself")
+        ty = resolve_annotation(module, stmt.annotation, {}, f"field {stmt.target.id!r} of {name}")
+        if not isinstance(ty, (ScalarType, VectorType, StructType)):
+            raise module.error(stmt.annotation, f"field {stmt.target.id!r} of the struct {name} must be a scalar, a "
+                               f"vector or a struct, not {type_name(ty) if not isinstance(ty, TypeVarBinding) else ty.name}",
+                               "pass views as parameters next to the struct")
+        fields.append((stmt.target.id, ty))
+    if not fields:
+        raise module.error(cls, f"the struct {name} has no fields", "declare them as `x: f32` in the class body")
+    found = StructType(name, sym.target, tuple(fields))
+    _STRUCTS[key] = found
+    return found
 
 
 def _anchor(node: ast.AST | None, module: ModuleSource) -> ast.AST:

@@ -10,11 +10,11 @@ from oxide.abi.views import ViewKind
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, I32, VOID, VectorType, ThreadIndexType, Type, ViewType, VoidType, type_name
+from ..ir.types import BOOL, I32, VOID, StructType, VectorType, ThreadIndexType, Type, ViewType, VoidType, type_name
 from ..intrinsics.thread import SPECIAL_REGISTERS
 from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation
 from .promotion import literal_type
-from . import vectors
+from . import structs, vectors
 from .constants import Constants, _constant_value, _is_number_expression
 
 __all__ = ["Names"]
@@ -54,6 +54,10 @@ class Names(Constants):
             if isinstance(ty, ViewType) and ty.kind == ViewKind.PTR:
                 raise self.error(arg, f"Ptr[{ty.elem.name}] is only for the parameters of @extern C++ functions",
                                  "take a Slice/DisjointSlice/MutSlice here and pass it to the extern")
+            if self.is_kernel and isinstance(ty, StructType):
+                raise self.error(arg, f"a kernel parameter cannot be a struct ({ty.name}) yet",
+                                 "pass its fields as parameters and build it in the kernel with "
+                                 f"{ty.name}(...), or keep the records in views of their fields")
             if self.is_kernel and isinstance(ty, VectorType):
                 raise self.error(arg, f"a kernel parameter cannot be a vector ({ty.name}) yet",
                                  f"pass its lanes as {ty.elem.name} parameters and build it with {ty.name}(...) "
@@ -117,11 +121,13 @@ class Names(Constants):
                 if len(pieces) == 2 and pieces in SPECIAL_REGISTERS and node.attr in ("x", "y", "z"):
                     return ir.SpecialReg(f"{SPECIAL_REGISTERS[pieces]}.{node.attr}", I32, self.loc(node))
         base = node.value
-        if isinstance(base, ast.Name) and isinstance(self.locals.get(base.id), VectorType) or not isinstance(
-                base, (ast.Name, ast.Attribute)):
-            value = self.expr(base)  # a lane of a vector: v.x, x.load4(k).y, (a + b).z
+        if isinstance(base, ast.Name) and isinstance(self.locals.get(base.id), (VectorType, StructType)) or not isinstance(
+                base, (ast.Name, ast.Attribute)) or isinstance(base, ast.Attribute) and oxide_name(self.module, base) is None:
+            value = self.expr(base)  # a lane of a vector: v.x, x.load4(k).y, (a + b).z; a field: p.pos.x
             if isinstance(value.ty, VectorType):
                 return vectors.component(self, value, node.attr, node)  # type: ignore[arg-type]
+            if isinstance(value.ty, StructType):
+                return structs.field(self, value, node.attr, node)  # type: ignore[arg-type]
             raise self.error(node, f"{type_name(value.ty)} has no attribute {node.attr!r}")
         if isinstance(base, ast.Name) and base.id in self.locals:
             raise self.error(node, f"{type_name(self.locals[base.id])} has no attribute {node.attr!r}")

@@ -13,10 +13,11 @@ from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
 from ..ir.ops import BINARY_OPS_OF_AST, COMPARE_OPS_OF_AST, BinaryOp, CompareOp, LogicOp
-from ..ir.types import BOOL, I64, VOID, VECTOR_TYPES, ArrayType, VectorType, ThreadIndexType, TupleType, ViewType, VoidType, as_scalar, type_name
+from ..ir.types import BOOL, I64, VOID, VECTOR_TYPES, ArrayType, StructType, VectorType, ThreadIndexType, TupleType, ViewType, VoidType, as_scalar, type_name
 from .annotations import PYTHON_SCALARS, oxide_name, resolve_annotation
 from .views import refuse_vector_store
-from . import vectors
+from . import structs, vectors
+from .annotations import struct_type
 from . import view_values
 from .promotion import literal_type
 from .context import Scope
@@ -147,7 +148,7 @@ class FunctionTranslator(Loops):
         if isinstance(target, (ast.Tuple, ast.List)):
             return self.unpack(target, node.value, node)
         if isinstance(target, ast.Attribute):
-            return vectors.with_component(self, target, self.expr(node.value), node)
+            return self.assign_attribute(target, self.expr(node.value), node)
         if not isinstance(target, ast.Name):
             raise self.error(target, f"cannot assign to {ast.unparse(target)!r}",
                              "assign to a local name or to a view element like out[i]")
@@ -208,6 +209,12 @@ class FunctionTranslator(Loops):
             else:
                 raise self.error(t, f"cannot assign to {ast.unparse(t)!r}")
         return out
+
+    def assign_attribute(self, target: ast.Attribute, value: ir.Expr, node: ast.AST) -> ir.Stmt:
+        """``v.x = e`` (a lane of a local vector) or ``p.mass = e`` (a field of a local struct)."""
+        if isinstance(target.value, ast.Name) and isinstance(self.locals.get(target.value.id), StructType):
+            return structs.with_field(self, target, value, node)
+        return vectors.with_component(self, target, value, node)
 
     def unpack_vector(self, target: ast.Tuple | ast.List, value: ir.Expr, node: ast.AST) -> list[ir.Stmt]:
         """``a, b, c, d = v``: the lanes of a vector, in order."""
@@ -337,7 +344,7 @@ class FunctionTranslator(Loops):
         if isinstance(node.target, ast.Attribute):  # v.x += 1.0 on a vector
             load_lane = ast.copy_location(ast.Attribute(node.target.value, node.target.attr, ast.Load()), node.target)
             lane_value = ast.copy_location(ast.BinOp(load_lane, node.op, node.value), node)
-            return vectors.with_component(self, node.target, self.expr(lane_value), node)
+            return self.assign_attribute(node.target, self.expr(lane_value), node)
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, f"cannot assign to {ast.unparse(node.target)!r}")
         if node.target.id not in self.locals:
@@ -521,7 +528,7 @@ class FunctionTranslator(Loops):
         b = self.expr_where(node.orelse, self.scope_where(cond, negated=True))
         if view_values.is_view(a.ty) or view_values.is_view(b.ty):
             return view_values.select_views(self, cond, a, b, node)
-        if isinstance(a.ty, VectorType) or isinstance(b.ty, VectorType):
+        if isinstance(a.ty, (VectorType, StructType)) or isinstance(b.ty, (VectorType, StructType)):
             if a.ty != b.ty:
                 raise self.error(node, f"a conditional expression chooses between {type_name(a.ty)} and {type_name(b.ty)}",
                                  "both sides must have one type")
@@ -541,6 +548,9 @@ class FunctionTranslator(Loops):
             info = INTRINSICS["builtin.print"]  # device printf (intrinsics/printing.py)
             return info.typing(self, info, node)
 
+        if isinstance(node.func, ast.Name) and node.func.id not in self.locals and getattr(
+                self.module.symbols.get(node.func.id), "kind", "") == "struct":
+            return structs.construct(self, struct_type(self.module, node.func.id), node)
         keyword_name = oxide_name(self.module, node.func) if node.keywords else None
         if keyword_name in KEYWORD_INTRINSICS and not any(isinstance(a, ast.Starred) for a in node.args):
             return self.oxide_call(keyword_name, node)  # the intrinsic's typing checks the keywords

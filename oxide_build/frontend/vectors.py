@@ -56,8 +56,12 @@ def component(tr: FunctionTranslator, value: ir.Expr, attr: str, node: ast.AST) 
 def with_component(tr: FunctionTranslator, target: ast.Attribute, value: ir.Expr, node: ast.AST) -> ir.Stmt:
     """``v.y = e``: ``v`` becomes ``v`` with lane y replaced."""
     if not isinstance(target.value, ast.Name) or not isinstance(tr.locals.get(target.value.id), VectorType):
+        nested = isinstance(target.value, ast.Attribute)
         raise tr.error(target, f"cannot assign to {ast.unparse(target)!r}",
-                       "assign to a local name, a lane of a local vector (v.x = ...), or a view element")
+                       f"assign a nested field through a local: v = {ast.unparse(target.value)}; v.{target.attr} = ...; "
+                       f"{ast.unparse(target.value)} = v" if nested else
+                       "assign to a local name, a lane of a local vector (v.x = ...), a field of a local struct, "
+                       "or a view element")
     name = target.value.id
     vty = tr.locals[name]
     assert isinstance(vty, VectorType)

@@ -13,7 +13,7 @@ from .types import ScalarType, Type
 __all__ = [
     "Loc", "Expr", "Stmt",
     "Const", "Var", "BinOp", "Compare", "BoolOp", "Not", "Neg", "Cast", "Call", "ViewLen", "ViewDim",
-    "ViewLoad", "ViewSlice", "ModuleArray", "ModuleArrayDecl", "MakeVector", "VectorGet", "VectorSet", "ThreadIndex1D", "SpecialReg", "Select", "Intrinsic", "MakeTuple", "TupleGet",
+    "ViewLoad", "ViewSlice", "ModuleArray", "ModuleArrayDecl", "MakeVector", "VectorGet", "VectorSet", "TupleSet", "ThreadIndex1D", "SpecialReg", "Select", "Intrinsic", "MakeTuple", "TupleGet",
     "ArrayDecl", "Check",
     "Assign", "Store", "If", "While", "Return", "ExprStmt", "Break", "Continue",
     "Param", "Function", "ExternFunction", "Program", "children", "is_pure",
@@ -193,6 +193,17 @@ class VectorSet:
 
 
 @dataclass
+class TupleSet:
+    """A struct value with field ``index`` replaced by ``element`` (``p.x = e`` assigns this to ``p``)."""
+
+    value: Expr
+    index: int
+    element: Expr
+    ty: Type
+    loc: Loc
+
+
+@dataclass
 class ThreadIndex1D:
     ty: Type
     loc: Loc
@@ -244,7 +255,7 @@ class TupleGet:
 
 
 Expr = Union[
-    Const, Var, BinOp, Compare, BoolOp, Not, Neg, Cast, Call, ViewLen, ViewDim, ViewLoad, ViewSlice, ModuleArray, MakeVector, VectorGet, VectorSet, ThreadIndex1D,
+    Const, Var, BinOp, Compare, BoolOp, Not, Neg, Cast, Call, ViewLen, ViewDim, ViewLoad, ViewSlice, ModuleArray, MakeVector, VectorGet, VectorSet, TupleSet, ThreadIndex1D,
     SpecialReg, Select, Intrinsic, MakeTuple, TupleGet,
 ]
 
@@ -281,7 +292,7 @@ def children(e: Expr) -> list[Expr]:
         return list(e.values)
     if isinstance(e, VectorGet):
         return [e.value]
-    if isinstance(e, VectorSet):
+    if isinstance(e, (VectorSet, TupleSet)):
         return [e.value, e.element]
     if isinstance(e, TupleGet):
         return [e.value]

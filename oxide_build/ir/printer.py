@@ -122,6 +122,8 @@ def print_expr(e: ir.Expr) -> str:
         return f"{print_expr(e.value)}.{'xyzw'[e.lane]}"
     if isinstance(e, ir.VectorSet):
         return f"{print_expr(e.value)}.with_{'xyzw'[e.lane]}({print_expr(e.element)})"
+    if isinstance(e, ir.TupleSet):
+        return f"{print_expr(e.value)}.with_{e.index}({print_expr(e.element)})"
     if isinstance(e, ir.ModuleArray):
         return f"@{e.symbol}"
     if isinstance(e, ir.ViewSlice):

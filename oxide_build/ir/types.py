@@ -9,7 +9,7 @@ from oxide.lang.types import SCALAR_TYPES, ScalarType, boolean, f32, f64, i32, i
 from oxide.lang.vectors import VECTOR_TYPES, VectorType
 
 __all__ = [
-    "ScalarType", "VectorType", "VECTOR_TYPES", "ViewType", "ThreadIndexType", "VoidType", "ArrayType", "TupleType", "Type",
+    "ScalarType", "VectorType", "VECTOR_TYPES", "ViewType", "ThreadIndexType", "VoidType", "ArrayType", "TupleType", "StructType", "Type",
     "THREAD_INDEX", "THREAD_INDEX_DIM", "VOID", "BOOL", "I64", "I32", "F32", "F64", "SCALAR_TYPES",
     "ViewKind", "type_name", "is_int", "is_float", "as_scalar",
 ]
@@ -99,6 +99,25 @@ class ArrayType:
 
 
 @dataclass(frozen=True)
+class StructType:
+    """An ``@oxide.struct`` class: named fields, a value (like a C struct passed by value).
+    ``qualname`` ("module:Class") tells apart structs of one name in different modules."""
+
+    name: str
+    qualname: str
+    fields: tuple[tuple[str, "Type"], ...]
+
+    def field_index(self, name: str) -> int | None:
+        for k, (field_name, _) in enumerate(self.fields):
+            if field_name == name:
+                return k
+        return None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
 class TupleType:
     elems: tuple["Type", ...]
 
@@ -111,7 +130,7 @@ THREAD_INDEX = ThreadIndexType()
 THREAD_INDEX_DIM = {"1d": "x", "col": "x", "row": "y", "depth": "z"}
 VOID = VoidType()
 
-Type = Union[ScalarType, VectorType, ViewType, ThreadIndexType, VoidType, ArrayType, TupleType]
+Type = Union[ScalarType, VectorType, ViewType, ThreadIndexType, VoidType, ArrayType, TupleType, StructType]
 
 
 def type_name(ty: Type) -> str:

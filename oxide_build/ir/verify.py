@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import nodes as ir
-from .types import BOOL, ArrayType, VectorType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, type_name
+from .types import BOOL, ArrayType, StructType, VectorType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, type_name
 
 __all__ = ["IRError", "verify_program", "verify_function", "falls_through"]
 
@@ -214,6 +214,14 @@ class _Verifier:
         elif isinstance(e, (ir.ViewLen, ir.ViewDim)):
             if not isinstance(e.view.ty, (ViewType, ArrayType)):
                 raise self.fail(e.loc, f"the length of a {type_name(e.view.ty)}")
+        elif isinstance(e, ir.TupleGet) and isinstance(e.value.ty, StructType):
+            if not 0 <= e.index < len(e.value.ty.fields) or not _same(e.ty, e.value.ty.fields[e.index][1]):
+                raise self.fail(e.loc, f"field {e.index} of a {type_name(e.value.ty)}")
+        elif isinstance(e, ir.TupleSet):
+            sty = e.ty
+            if (not isinstance(sty, StructType) or not _same(e.value.ty, sty) or not 0 <= e.index < len(sty.fields)
+                    or not _same(e.element.ty, sty.fields[e.index][1])):
+                raise self.fail(e.loc, f"field {e.index} of a {type_name(sty)} set to a {type_name(e.element.ty)}")
         elif isinstance(e, ir.TupleGet):
             if not isinstance(e.value.ty, TupleType) or not 0 <= e.index < len(e.value.ty.elems):
                 raise self.fail(e.loc, f"element {e.index} of a {type_name(e.value.ty)}")

@@ -20,7 +20,7 @@ from oxide.errors import CompileError, SourceLocation
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
-from ..ir.types import THREAD_INDEX_DIM, ArrayType, VectorType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, is_int
+from ..ir.types import THREAD_INDEX_DIM, ArrayType, StructType, VectorType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, is_int
 
 __all__ = ["lower_program", "module_text", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT"]
 
@@ -89,6 +89,8 @@ def value_ll(ty: Type) -> ll.Type:
         return ll.VoidType()
     if isinstance(ty, TupleType):
         return ll.LiteralStructType([value_ll(t) for t in ty.elems])
+    if isinstance(ty, StructType):
+        return ll.LiteralStructType([value_ll(t) for _, t in ty.fields])
     assert isinstance(ty, ScalarType)
     return scalar_ll(ty)
 
@@ -774,6 +776,8 @@ class FunctionLowering:
             return vec
         if isinstance(e, ir.VectorGet):
             return b.extract_element(self.expr(e.value), ll.Constant(I32T, e.lane))
+        if isinstance(e, ir.TupleSet):
+            return b.insert_value(self.expr(e.value), self.expr(e.element), e.index)
         if isinstance(e, ir.VectorSet):
             return b.insert_element(self.expr(e.value), self.expr(e.element), ll.Constant(I32T, e.lane))
         raise TypeError(f"cannot lower {type(e).__name__}")
