@@ -70,6 +70,7 @@ from .lang import (
     u32x4,
     u64x2,
     struct,
+    struct_dtype,
 )
 
 __version__ = "0.1.0"
@@ -77,7 +78,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CompileError", "CudaError", "KernelError", "LinkError", "OxideError", "ToolchainError",
     "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "bits", "timer", "volatile", "static_range", "unroll", "unsafe",
-    "constant", "global_memory", "ModuleArray", "struct",
+    "constant", "global_memory", "ModuleArray", "struct", "struct_dtype",
     "VectorType", "VECTOR_TYPES", "f32x2", "f32x4", "f64x2", "i32x2", "i32x4", "u32x2", "u32x4", "i64x2", "u64x2",
     "i16x2", "u16x2", "i8x4", "u8x4",
     "ScalarType", "SCALAR_TYPES", "TypeVar", "acc_type", "Constexpr", "Slice", "DisjointSlice", "MutSlice", "Tensor", "MutTensor", "DisjointTensor", "Ptr",

@@ -6,12 +6,15 @@ import statistics
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from oxide.errors import CompileError
 from oxide_build.compile import CompileOptions, build_ir, compile_module
 from oxide_build.ir.printer import print_program
+
+from fakes import fake_driver, fresh_runtime  # noqa: F401  (fixtures)
 
 HEADER = "import oxide as ox\nfrom oxide import Slice, DisjointSlice, MutSlice, Tensor, f32, i32, i64, thread, block\n"
 PACKAGE = Path(__file__).resolve().parent / "packages" / "memkernels"
@@ -593,11 +596,7 @@ STRUCT_ERRORS: dict[str, tuple[str, str]] = {
     "a_kernel_parameter": (STRUCT_HEADER + "\n@ox.kernel\ndef k(p: P, out: DisjointSlice[f32]) -> None:\n    pass\n",
                            "kern.py:10:7: error: a kernel parameter cannot be a struct (P) yet\n"
                            "    def k(p: P, out: DisjointSlice[f32]) -> None:\n          ^\n  hint: pass its fields as "
-                           "parameters and build it in the kernel with P(...), or keep the records in views of their fields"),
-    "a_view_of_structs": (STRUCT_HEADER + "\n@ox.kernel\ndef k(p: Slice[P], out: DisjointSlice[f32]) -> None:\n    pass\n",
-                          "kern.py:10:16: error: Slice elements must be scalars, not P\n"
-                          "    def k(p: Slice[P], out: DisjointSlice[f32]) -> None:\n                   ^\n"
-                          "  hint: views of structs (arrays of records) are not supported yet: pass one view per field"),
+                           "parameters and build it in the kernel with P(...), or pass a Slice[P] of records"),
     "a_nested_field_assignment": ("\n@ox.struct\nclass Q:\n    v: ox.f32x2\n" + "{K}" + "    q = Q(ox.f32x2(1.0))\n"
                                   "    q.v.x = 2.0\n", "kern.py:12:5: error: cannot assign to 'q.v.x'\n        q.v.x = 2.0\n"
                                   "        ^\n  hint: assign a nested field through a local: v = q.v; v.x = ...; q.v = v"),
@@ -612,3 +611,96 @@ def test_struct_errors(name: str, tmp_path: Path) -> None:
     with pytest.raises(CompileError) as info:
         build_ir(src, "kern")
     assert str(info.value).replace(str(src), "kern.py") == expected
+
+
+def test_views_of_records_name_their_layout_in_the_manifest(tmp_path: Path) -> None:
+    import oxide as ox
+    from oxide.runtime.array_view import record_name
+
+    compiled = compile_module(PACKAGE / "recordk.py", "recordk", CompileOptions(archs=("sm_90",), link_cubins=False))
+    params = {p.name: p for p in compiled.kernels[0].params}
+    layout = "record{x:f32@0,y:f32@4,id:i64@8,vx:f32@16,vy:f32@20}[24]"
+    assert (params["particles"].kind, params["particles"].dtype) == ("slice", layout)
+    assert params["out"].dtype == layout and params["ids"].dtype == "i64"
+    ptx = compiled.ptx["sm_90"]
+    assert "ld.global.nc.b64" in ptx and "st.global.b64" in ptx  # the i64 field at its offset
+    # the host's record dtype of the same class has the same name: the launch compares the two
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("recordk_host", PACKAGE / "recordk.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["recordk_host"] = module
+    try:
+        spec.loader.exec_module(module)
+        assert record_name(ox.struct_dtype(module.Particle)) == layout
+    finally:
+        del sys.modules["recordk_host"]
+
+
+RECORD_ERRORS: dict[str, tuple[str, str]] = {
+    "a_record_with_a_bool_field": ("\n@ox.struct\nclass R:\n    x: f32\n    ok: ox.boolean\n"
+                                   "\n@ox.kernel\ndef k(r: Slice[R], out: DisjointSlice[f32]) -> None:\n    pass\n",
+                                   "kern.py:10:16: error: a view of R records needs scalar fields (not bool); ok is not\n"
+                                   "    def k(r: Slice[R], out: DisjointSlice[f32]) -> None:\n                   ^\n"
+                                   "  hint: give the record scalar fields (a vector as two fields: x, y)"),
+    "a_tensor_of_records": ("\n@ox.struct\nclass R:\n    x: f32\n"
+                            "\n@ox.kernel\ndef k(r: Tensor[R, 2], out: DisjointSlice[f32]) -> None:\n    pass\n",
+                            "kern.py:9:17: error: Tensor elements must be scalars, not R\n"
+                            "    def k(r: Tensor[R, 2], out: DisjointSlice[f32]) -> None:\n                    ^\n"
+                            "  hint: a Tensor of records is not supported: take a 1-D Slice of them"),
+    "a_vector_load_of_records": ("\n@ox.struct\nclass R:\n    x: f32\n"
+                                 "\n@ox.kernel\ndef k(r: Slice[R], out: DisjointSlice[f32]) -> None:\n"
+                                 "    i = thread.index_1d()\n    a, b = r.load2(i)\n",
+                                 "kern.py:11:12: error: load2 reads scalar elements; 'r' holds R records\n"
+                                 "        a, b = r.load2(i)\n               ^\n  hint: index the records one at a time: x[i]"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECORD_ERRORS))
+def test_record_view_errors(name: str, tmp_path: Path) -> None:
+    body, expected = RECORD_ERRORS[name]
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + body)
+    with pytest.raises(CompileError) as info:
+        build_ir(src, "kern")
+    assert str(info.value).replace(str(src), "kern.py") == expected
+
+
+RECORD_SOURCE = """
+import oxide as ox
+from oxide import kernel, f32, i64, Slice, DisjointSlice
+
+
+@ox.struct
+class P:
+    x: f32
+    id: i64
+
+
+@kernel
+def touch(p: Slice[P], out: DisjointSlice[P]) -> None:
+    pass
+"""
+
+
+def test_a_launch_takes_records_of_the_kernels_layout_and_refuses_others(tmp_path: Path, fake_driver: Any) -> None:
+    import numpy as np
+
+    import oxide as ox
+    from oxide.abi.manifest import KernelSpec, ParamSpec
+    from oxide.runtime.device_array import DeviceArray
+    from fakes import make_module, slot_types
+
+    layout = "record{x:f32@0,id:i64@8}[16]"
+    kernels = (KernelSpec("touch", "touch", (ParamSpec("p", "slice", layout, 1), ParamSpec("out", "disjoint_slice", layout, 1))),)
+    m = make_module(tmp_path, RECORD_SOURCE, kernels)
+    fake_driver.signatures = {"touch": slot_types(kernels[0].params)}
+    dtype = ox.struct_dtype(m.P)
+    m.touch[1, 32](DeviceArray(0x1000, (5,), dtype, owned=False), DeviceArray(0x2000, (5,), dtype, owned=False))
+    assert fake_driver.launches[0]["values"] == [0x1000, 5, 0x2000, 5]
+    packed = np.dtype([("x", "<f4"), ("id", "<i8")], align=False)  # id at 4: not the device's layout
+    with pytest.raises(TypeError) as info:
+        m.touch[1, 32](DeviceArray(0x1000, (5,), packed, owned=False), DeviceArray(0x2000, (5,), dtype, owned=False))
+    assert str(info.value) == (f"parameter 'p' of touch needs {layout} elements; got record{{x:f32@0,id:i64@4}}[12]")

@@ -306,3 +306,42 @@ def test_particles_through_struct_device_functions(structk: ModuleType) -> None:
     np.testing.assert_allclose(out_x.to_numpy(), px + new_vx * float(dt), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(out_y.to_numpy(), py + new_vy * float(dt), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(out_s.to_numpy(), new_vx ** 2 + new_vy ** 2, rtol=1e-5, atol=1e-6)
+
+
+@pytest.fixture(scope="module", params=["nvptx", "nvvm"])
+def recordk(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    yield _compile("recordk", request.param, tmp_path_factory.mktemp(f"recordk_{request.param}"))
+
+
+def test_views_of_records_from_a_numpy_record_dtype(recordk: ModuleType) -> None:
+    import oxide as ox
+
+    n = 1234
+    dtype = ox.struct_dtype(recordk.Particle)
+    assert dtype.itemsize == 24 and dtype.fields["id"][1] == 8  # C's layout: the i64 aligned to 8
+    particles = np.zeros(n, dtype)
+    for name in ("x", "y", "vx", "vy"):
+        particles[name] = values(n)
+    particles["id"] = rng.integers(-2**40, 2**40, n)
+    out = dev(np.frombuffer(np.full(n * dtype.itemsize, 0x5A, np.uint8).tobytes(), dtype))  # poisoned bytes
+    ids = dev(np.full(n, -3, np.int64))
+    dt = np.float32(0.01)
+    recordk.step[(n + 127) // 128, 128](dev(particles), dt, out, ids)
+    sync()
+    got = out.to_numpy()
+    f = {k: particles[k].astype(np.float64) for k in ("x", "y", "vx", "vy")}
+    np.testing.assert_allclose(got["x"], f["x"] + f["vx"] * float(dt), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got["y"], f["y"] + f["vy"] * float(dt), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(got["vx"], particles["vx"])
+    np.testing.assert_allclose(got["vy"], f["vy"] - 9.81 * float(dt), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(got["id"], particles["id"])
+    np.testing.assert_array_equal(ids.to_numpy(), particles["id"] * 2 + 1)
+
+
+def test_a_record_dtype_of_another_layout_is_refused(recordk: ModuleType) -> None:
+    same_layout = np.dtype([("x", "<f4"), ("y", "<f4"), ("id", "<i8"), ("vx", "<f4"), ("vy", "<f4")])
+    unaligned = np.dtype([("x", "<f4"), ("id", "<i8"), ("y", "<f4"), ("vx", "<f4"), ("vy", "<f4")])
+    for bad in (unaligned, np.dtype([("x", "<f4"), ("y", "<f4")])):
+        with pytest.raises(TypeError, match=r"parameter 'particles' of step needs record\{x:f32@0,y:f32@4,id:i64@8"):
+            recordk.step[1, 128](dev(np.zeros(8, bad)), np.float32(0.1), dev(np.zeros(8, same_layout)),
+                                 dev(np.zeros(8, np.int64)))

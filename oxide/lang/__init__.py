@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .decorators import device, extern, extern_kernel, kernel
 from .module_memory import ModuleArray, constant, global_memory
-from .structs import struct
+from .structs import struct, struct_dtype
 from .vectors import (VECTOR_TYPES, VectorType, f32x2, f32x4, f64x2, i8x4, i16x2, i32x2, i32x4, i64x2, u8x4, u16x2,
                       u32x2, u32x4, u64x2)
 from .intrinsics import (AtomicScope, atomic, bits, block, fence, grid, local, math, shared, static_range, thread, timer,
@@ -39,7 +39,7 @@ from .types import (
 
 __all__ = [
     "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "bits", "timer", "volatile", "static_range", "unroll", "unsafe",
-    "AtomicScope", "constant", "global_memory", "ModuleArray", "struct",
+    "AtomicScope", "constant", "global_memory", "ModuleArray", "struct", "struct_dtype",
     "VectorType", "VECTOR_TYPES", "f32x2", "f32x4", "f64x2", "i32x2", "i32x4", "u32x2", "u32x4", "i64x2", "u64x2",
     "i16x2", "u16x2", "i8x4", "u8x4",
     "ScalarType", "SCALAR_TYPES", "TypeVar", "acc_type", "Constexpr", "Slice", "DisjointSlice", "MutSlice", "Tensor", "MutTensor", "DisjointTensor", "Ptr",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-__all__ = ["struct"]
+__all__ = ["struct", "struct_dtype"]
 
 
 def struct(cls: type) -> Any:
@@ -24,5 +24,24 @@ def struct(cls: type) -> Any:
     if not isinstance(cls, type):
         raise TypeError("@oxide.struct decorates a class")
     made: Any = dataclasses.dataclass(cls)
-    made.__oxide_struct__ = True  # type: ignore[attr-defined]
+    made.__oxide_struct__ = True
     return made
+
+
+def struct_dtype(cls: type) -> Any:
+    """The NumPy record dtype of an ``@oxide.struct`` class of scalar fields, laid out as the
+    device reads a view of its records (C's layout: ``numpy.dtype(..., align=True)``)."""
+    import typing
+
+    import numpy as np
+
+    from .types import ScalarType
+
+    if not getattr(cls, "__oxide_struct__", False):
+        raise TypeError(f"{cls!r} is not an @oxide.struct class")
+    fields = []
+    for name, ty in typing.get_type_hints(cls).items():
+        if not isinstance(ty, ScalarType) or ty.kind == "bool":
+            raise TypeError(f"field {name!r} of {cls.__name__} is {ty!r}: a record dtype holds scalar fields (not bool)")
+        fields.append((name, np.dtype(ty.numpy_name)))
+    return np.dtype(fields, align=True)

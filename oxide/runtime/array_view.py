@@ -5,7 +5,10 @@ from __future__ import annotations
 import sys
 from typing import Any, NamedTuple
 
+from oxide.abi.records import is_record_dtype, record_dtype_name, record_itemsize
+
 __all__ = ["ArrayView", "TensorView", "ViewError", "TYPESTR_DTYPES", "ITEMSIZE", "INT64_LIMIT", "ADDRESS_LIMIT",
+           "record_name",
            "itemsize", "type_name", "host_error", "not_a_device_array", "check_1d_contiguous", "elements",
            "contiguous_strides"]
 
@@ -128,4 +131,22 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def itemsize(dtype: str) -> int:
+    if is_record_dtype(dtype):
+        return record_itemsize(dtype)
     return ITEMSIZE.get(dtype, 1)
+
+
+def record_name(dtype: Any) -> str | None:
+    """The manifest's name of a NumPy record dtype (``oxide.abi.records``), which a view of
+    ``@oxide.struct`` records must equal; None when ``dtype`` has no fields."""
+    fields = getattr(dtype, "fields", None)
+    if not fields:
+        return None
+    parts = []
+    for name in dtype.names:
+        sub, offset = fields[name][:2]
+        scalar = TYPESTR_DTYPES.get(sub.str)
+        if scalar is None or sub.shape:
+            return f"a record whose field {name!r} is {sub} (records hold scalar fields)"
+        parts.append((name, scalar, int(offset)))
+    return record_dtype_name(parts, int(dtype.itemsize))

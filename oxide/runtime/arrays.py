@@ -18,6 +18,7 @@ from oxide.runtime.array_view import (
     ADDRESS_LIMIT,
     INT64_LIMIT,
     TYPESTR_DTYPES,
+    record_name,
     ArrayView,
     TensorView,
     ViewError,
@@ -43,7 +44,8 @@ def view_of(obj: Any) -> ArrayView:
     kind = array_kind(obj)
     if kind == DEVICE_ARRAY:
         check_1d_contiguous(obj.shape, None)
-        return ArrayView(obj.ptr, obj.shape[0], TYPESTR_DTYPES.get(obj.dtype.str, str(obj.dtype)), False, obj)
+        dtype = TYPESTR_DTYPES.get(obj.dtype.str) or record_name(obj.dtype) or str(obj.dtype)
+        return ArrayView(obj.ptr, obj.shape[0], dtype, False, obj)
     if kind == TORCH:
         return arrays_torch.view(obj)
     if kind == CUPY:

@@ -469,8 +469,8 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
                 if not 1 <= p.ndim <= launcher.MAX_NDIM:
                     return False
             elif p.is_view:
-                if p.ndim != 1:
-                    return False
+                if p.ndim != 1 or p.dtype not in codes:
+                    return False  # views of records (and other element types the C path has no code for)
             elif not (p.is_scalar or p.is_constexpr):
                 return False
         constexprs: list[tuple[int, ...]] = []

@@ -156,9 +156,16 @@ def resolve_annotation(
             if elem.bound is None:
                 return elem
             elem = elem.bound
+        if isinstance(elem, StructType) and not kind.is_tensor and kind.is_kernel_param:
+            bad = [name for name, t in elem.fields if not isinstance(t, ScalarType) or t.kind == "bool"]
+            if bad:
+                raise module.error(elem_node, f"a view of {elem.name} records needs scalar fields (not bool); "
+                                   f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not",
+                                   "give the record scalar fields (a vector as two fields: x, y)")
+            return ViewType(kind, elem, ndim)  # type: ignore[arg-type]
         if not isinstance(elem, ScalarType):
             raise module.error(elem_node, f"{view} elements must be scalars, not {type_name(elem)}",
-                               "views of structs (arrays of records) are not supported yet: pass one view per field"
+                               "a Tensor of records is not supported: take a 1-D Slice of them"
                                if isinstance(elem, StructType) else
                                "take a view of the scalar elements and read it with x.load2/load4(k)"
                                if isinstance(elem, VectorType) else "")

@@ -57,7 +57,7 @@ class Names(Constants):
             if self.is_kernel and isinstance(ty, StructType):
                 raise self.error(arg, f"a kernel parameter cannot be a struct ({ty.name}) yet",
                                  "pass its fields as parameters and build it in the kernel with "
-                                 f"{ty.name}(...), or keep the records in views of their fields")
+                                 f"{ty.name}(...), or pass a Slice[{ty.name}] of records")
             if self.is_kernel and isinstance(ty, VectorType):
                 raise self.error(arg, f"a kernel parameter cannot be a vector ({ty.name}) yet",
                                  f"pass its lanes as {ty.elem.name} parameters and build it with {ty.name}(...) "

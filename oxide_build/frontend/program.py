@@ -16,7 +16,7 @@ from oxide.runtime.manifest import ErrorSite, KernelSpec, ParamSpec
 
 from ..ir import nodes as ir
 from ..ir.verify import IRError, verify_program
-from ..ir.types import ArrayType, ThreadIndexType, Type, ViewType, VoidType, as_scalar, type_name
+from ..ir.types import ArrayType, StructType, ThreadIndexType, Type, ViewType, VoidType, as_scalar, type_name
 from ..scan import ModuleSource, ProjectIndex, _names_oxide, constant_value
 from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation, scalar_type_named
 from .decorator_arguments import module_int, module_strings
@@ -614,7 +614,8 @@ def _constexpr_kind(module: ModuleSource, annotation: ast.expr | None) -> str | 
 
 def _param_spec(p: ir.Param) -> ParamSpec:
     if isinstance(p.ty, ViewType):
-        return ParamSpec(p.name, p.ty.kind.value, p.ty.elem.name, p.ty.ndim)
+        elem = p.ty.elem.record_dtype() if isinstance(p.ty.elem, StructType) else p.ty.elem.name
+        return ParamSpec(p.name, p.ty.kind.value, elem, p.ty.ndim)
     scalar = as_scalar(p.ty)
     assert scalar is not None
     return ParamSpec(p.name, SCALAR_PARAM, scalar.name)

@@ -11,7 +11,7 @@ from llvmlite import ir as ll
 
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp
-from ..ir.types import I64, VECTOR_TYPES, ThreadIndexType, TupleType, VectorType, ViewType, VoidType
+from ..ir.types import I64, ScalarType, VECTOR_TYPES, ThreadIndexType, TupleType, VectorType, ViewType, VoidType
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
@@ -30,6 +30,9 @@ def _type_vector(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) ->
     assert isinstance(view.ty, ViewType)
     loc = tr.loc(node)
     width = int(info.op[-1])
+    if not isinstance(view.ty.elem, ScalarType):
+        raise tr.error(func, f"{func.attr} reads scalar elements; {ast.unparse(func.value)!r} holds {view.ty.elem.name} records",
+                       "index the records one at a time: x[i]")
     if view.ty.elem.bits * width > 128 or view.ty.elem.kind == "bool":
         raise tr.error(func, f"{func.attr} of {view.ty.elem.name} elements exceeds a 16-byte vector access")
     is_store = info.op.startswith("store")

@@ -6,6 +6,7 @@ from typing import Union
 
 from oxide.abi.views import ViewKind
 from oxide.lang.types import SCALAR_TYPES, ScalarType, boolean, f32, f64, i32, i64
+from oxide.abi.records import record_dtype_name
 from oxide.lang.vectors import VECTOR_TYPES, VectorType
 
 __all__ = [
@@ -21,7 +22,7 @@ BOOL, I32, I64, F32, F64 = boolean, i32, i64, f32, f64
 @dataclass(frozen=True)
 class ViewType:
     kind: ViewKind
-    elem: ScalarType
+    elem: ScalarType  # or a StructType of scalar fields (a view of records)
     ndim: int = 1
 
     @property
@@ -115,6 +116,53 @@ class StructType:
 
     def __str__(self) -> str:
         return self.name
+
+    # as an element in memory (views of records): C's layout, which is LLVM's for the NVPTX data
+    # layout and NumPy's for an aligned record dtype
+    kind = "struct"
+
+    @property
+    def alignment(self) -> int:
+        return max(_alignment(t) for _, t in self.fields)
+
+    @property
+    def offsets(self) -> tuple[int, ...]:
+        out, at = [], 0
+        for _, t in self.fields:
+            a = _alignment(t)
+            at = (at + a - 1) // a * a
+            out.append(at)
+            at += _size(t)
+        return tuple(out)
+
+    @property
+    def itemsize(self) -> int:
+        a = self.alignment
+        end = self.offsets[-1] + _size(self.fields[-1][1])
+        return (end + a - 1) // a * a
+
+    @property
+    def bits(self) -> int:
+        return 8 * self.itemsize
+
+    def record_dtype(self) -> str:
+        """The manifest's name of this element type (``oxide.abi.records``); scalar fields only."""
+        return record_dtype_name([(name, type_name(t), off) for (name, t), off in zip(self.fields, self.offsets)],
+                                 self.itemsize)
+
+
+def _alignment(t: "Type") -> int:
+    if isinstance(t, StructType):
+        return t.alignment
+    if isinstance(t, VectorType):
+        return t.itemsize
+    assert isinstance(t, ScalarType)
+    return t.itemsize
+
+
+def _size(t: "Type") -> int:
+    assert isinstance(t, (ScalarType, VectorType, StructType))
+    return t.itemsize
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,8 @@ ll.values.ArgumentAttributes._known = MappingProxyType({**ll.values.ArgumentAttr
 
 
 def scalar_ll(ty: ScalarType, in_memory: bool = False) -> ll.Type:
+    if isinstance(ty, StructType):  # a record: the element of a view of structs
+        return ll.LiteralStructType([scalar_ll(t, in_memory) for _, t in ty.fields])  # type: ignore[arg-type]
     if ty.kind == "bool":
         return I8 if in_memory else I1
     if ty.kind == "float":
@@ -473,7 +475,7 @@ class FunctionLowering:
                 value = b.zext(value, I8)
             if s.check_site is not None:
                 self.bounds_check(index, view.length, s.check_site)
-            b.store(value, self.element_address(view, index), align=view.elem.itemsize)
+            b.store(value, self.element_address(view, index), align=_alignment(view.elem))
         elif isinstance(s, ir.If) and not s.then:
             # one branch past the body when the test holds, the body the fall-through: the
             # canonical form of an `if` without `else` (passes/canonicalize.py)
@@ -729,7 +731,7 @@ class FunctionLowering:
             elem_t = scalar_ll(view.elem, True)
             if e.check_site is not None:
                 self.bounds_check(index, view.length, e.check_site)
-            value = b.load(self.element_address(view, index), typ=elem_t, align=view.elem.itemsize)
+            value = b.load(self.element_address(view, index), typ=elem_t, align=_alignment(view.elem))
             self.mark_invariant(value, view)
             if view.elem.kind == "bool":
                 value = b.icmp_unsigned("!=", value, ll.Constant(I8, 0))
@@ -988,6 +990,10 @@ class FunctionLowering:
         else:  # NaN, and -1 or less, give 0
             result = b.select(b.fcmp_unordered("<=", v, ll.Constant(v.type, low)), zero, b.fptoui(v, dt))
         return b.select(b.fcmp_ordered(">=", v, ll.Constant(v.type, high)), maximum, result)
+
+
+def _alignment(elem: ScalarType | StructType) -> int:
+    return elem.alignment if isinstance(elem, StructType) else elem.itemsize
 
 
 def _di_file_fields(path: str) -> dict[str, str]:
