@@ -6,7 +6,6 @@ import statistics
 import textwrap
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -14,7 +13,7 @@ from oxide.errors import CompileError
 from oxide_build.compile import CompileOptions, build_ir, compile_module
 from oxide_build.ir.printer import print_program
 
-from fakes import fake_driver, fresh_runtime  # noqa: F401  (fixtures)
+from fakes import FakeDriver, fake_driver, fresh_runtime  # noqa: F401  (fixtures: fresh_runtime is autouse)
 
 HEADER = "import oxide as ox\nfrom oxide import Slice, DisjointSlice, MutSlice, Tensor, f32, i32, i64, thread, block\n"
 PACKAGE = Path(__file__).resolve().parent / "packages" / "memkernels"
@@ -685,7 +684,7 @@ def touch(p: Slice[P], out: DisjointSlice[P]) -> None:
 """
 
 
-def test_a_launch_takes_records_of_the_kernels_layout_and_refuses_others(tmp_path: Path, fake_driver: Any) -> None:
+def test_a_launch_takes_records_of_the_kernels_layout_and_refuses_others(tmp_path: Path, fake_driver: FakeDriver) -> None:  # noqa: F811
     import numpy as np
 
     import oxide as ox
