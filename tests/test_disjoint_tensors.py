@@ -297,3 +297,34 @@ def test_a_transposed_write_tells_threads_apart(tmp_path: Path) -> None:
             out[c, r] = x[r, c]
     """)
     assert preconditions(fns["k"]) == [["eq", ["grid", 2], ["const", 1]], ["eq", ["block", 2], ["const", 1]]]
+
+
+def test_a_device_function_keeps_the_axis_of_a_thread_index_argument(tmp_path: Path) -> None:
+    # the row of index_2d passed as `ThreadIndex` stays a row index in the callee: writing a
+    # DisjointSlice there would let every thread of the row write one element
+    msg = compile_error(tmp_path, """
+    def put(out: DisjointSlice[f32], i: ox.ThreadIndex) -> None:
+        out[i] = 1.0
+
+    @ox.kernel
+    def k(out: DisjointSlice[f32]) -> None:
+        r, c = thread.index_2d()
+        if r < len(out):
+            put(out, r)
+    """)
+    assert "kern.py:5:" in msg and "'i' is ThreadIndex(row)" in msg, msg
+
+
+def test_a_device_function_writes_a_2d_disjoint_tensor_at_the_kernels_row_and_col(tmp_path: Path) -> None:
+    _, frontend = build_ir(source(tmp_path, """
+    def put(out: DisjointTensor[f32, 2], r: ox.ThreadIndex, c: ox.ThreadIndex) -> None:
+        out[r, c] = 1.0
+
+    @ox.kernel
+    def k(out: DisjointTensor[f32, 2]) -> None:
+        r, c = thread.index_2d()
+        if r < out.shape[0] and c < out.shape[1]:
+            put(out, r, c)
+    """), "kern")
+    symbols = [f.symbol for f in frontend.program.functions if not f.is_kernel]
+    assert symbols == ["__ox_kern_put__DisjointTensor_f32, 2_ThreadIndex_row_ThreadIndex_col"]

@@ -478,6 +478,9 @@ class ProgramBuilder:
             ann = resolve_annotation(module, param.annotation, typevars, f"parameter {param.arg!r}")
             if isinstance(ann, TypeVarBinding):
                 raise caller.error(node, f"cannot infer {ann.name} for {fdef.name}()")
+            if isinstance(ann, ThreadIndexType) and isinstance(arg.ty, ThreadIndexType):
+                # the instance keeps the argument's axis: a row index is no 1-D index inside
+                ann = arg.ty
             param_types.append(ann)
         # Constexpr parameters: one instance per value, which sizes arrays and bounds static_range
         constexprs: dict[str, int | bool] = {}
@@ -519,6 +522,7 @@ class ProgramBuilder:
             inst = _Instance(None)
             self.instances[key] = inst
             suffix = "_".join([t.symbol_part if isinstance(t, ArrayType) else type_name(t).replace("[", "_").replace("]", "")
+                               .replace("(", "_").replace(")", "")
                                for p, t in zip(params, param_types) if p.arg not in constexprs]
                               + [f"{n}{int(v)}".replace("-", "m") for n, v in constexprs.items()])
             symbol = f"__ox_{module.name.replace('.', '_')}_{fdef.name}" + (f"__{suffix}" if suffix else "")
