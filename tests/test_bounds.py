@@ -1,5 +1,5 @@
-"""Bounds-check elimination (oxide_build/frontend/bounds.py): what is proven, and — as important —
-what must stay checked. Each case compiles a kernel and reads the check sites left in it."""
+"""Bounds-check elimination (oxide_build/passes/bounds_elimination.py with bounds_prover.py):
+what is proven, and — as important — what must stay checked. Each case compiles a kernel and reads the check sites left in it."""
 from __future__ import annotations
 
 import textwrap

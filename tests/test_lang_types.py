@@ -24,12 +24,16 @@ def source(tmp_path: Path, body: str) -> Path:
 
 
 def ir_text(tmp_path: Path, body: str) -> str:
-    """The IR the frontend makes (before the passes rewrite it)."""
+    """The IR the frontend makes, its proven bounds checks removed (before the other passes
+    rewrite it)."""
     from oxide_build.frontend import build_program
+    from oxide_build.passes import run_pipeline
+    from oxide_build.passes.bounds_elimination import BoundsElimination
     from oxide_build.scan import ProjectIndex
 
     index = ProjectIndex(tmp_path)
-    return print_program(build_program(index, index.add_file(source(tmp_path, body), "kern")).program)
+    program = build_program(index, index.add_file(source(tmp_path, body), "kern")).program
+    return print_program(run_pipeline(program, passes=(BoundsElimination(),)))
 
 
 def compile_error(tmp_path: Path, body: str) -> str:

@@ -32,8 +32,77 @@ def compile_error(tmp_path: Path, body: str) -> str:
 
 def test_the_pipeline_is_one_visible_list_of_named_passes() -> None:
     assert pass_names() == [p.name for p in PIPELINE] == [
-        "launch-preconditions", "barrier-divergence", "shared-memory-limit", "canonicalize"]
+        "bounds-elimination", "launch-preconditions", "barrier-divergence", "shared-memory-limit", "canonicalize"]
     assert len(set(pass_names())) == len(PIPELINE)
+
+
+# ---- bounds elimination ---------------------------------------------------------------------
+
+def test_the_frontend_checks_every_access_and_the_pass_drops_the_proven_ones(tmp_path: Path) -> None:
+    src = source(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32], n: i64) -> None:
+        i = thread.index_1d()
+        if i < len(out) and i < len(x):
+            out[i] = x[i] + x[n]
+    """)
+    from oxide_build.frontend import build_program
+    from oxide_build.scan import ProjectIndex
+
+    index = ProjectIndex(tmp_path)
+    frontend = build_program(index, index.add_file(src, "kern"))
+    assert print_program(frontend.program).splitlines()[3] == "    out[i]!3 = (x[i]!1 + x[n]!2)"
+    after = run_pipeline(frontend.program, passes=PIPELINE[:1])
+    assert print_program(after).splitlines()[3] == "    out[i] = (x[i] + x[n]!1)"
+    # the sites left are numbered in order, in the program and in the frontend's result
+    assert [(s.id, s.what) for s in frontend.error_sites] == [(1, "x[n]")] == [
+        (s.id, s.what) for s in after.error_sites]
+
+
+def test_facts_end_with_their_block_and_a_range_guard_stays_only_when_used(tmp_path: Path) -> None:
+    body = """
+    @ox.kernel
+    def k(x: Slice[f32], out: MutSlice[f32], n: ox.i32) -> None:
+        for r in range(n):
+            with ox.unsafe():
+                assert r < len(x)
+                out[r] = x[r]
+            y = x[r]       # the assert's fact ended with the with-block
+    """
+    lines = print_program(build_ir(source(tmp_path, body), "kern")[1].program).splitlines()
+    assert "    y: f32 = x[r]!3" in lines
+    assert not any(line.lstrip().startswith("check ((i64($stop") for line in lines)  # no proof used r's range
+    guarded = """
+    @ox.kernel
+    def k(x: Slice[f32], out: MutSlice[f32], n: ox.i32) -> None:
+        assert n <= len(x)
+        for r in range(0, n, 2):
+            y = x[r]  # proven from 0 <= r < n and n <= len(x)
+    """
+    lines = print_program(build_ir(source(tmp_path, guarded), "kern")[1].program).splitlines()
+    assert "    y: f32 = x[r]" in lines
+    # the proof relied on r < n, which holds only if r + 1 cannot wrap: the entry check stays
+    assert "  check ((i64($stop1) + i64($step2)) <= 2147483648:i64)!2" in lines
+
+
+def test_a_proven_product_of_widened_values_is_marked_for_a_wide_multiply(tmp_path: Path) -> None:
+    program = build_ir(source(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32], rows: ox.i32, cols: ox.i32) -> None:
+        i = thread.index_1d()
+        r = ox.i32(block.idx.x)
+        if r < rows and cols > 0 and i < len(out):
+            out[i] = x[i64(r) * i64(cols)]
+    """), "kern")[1].program
+    products = [e for s in program.functions[0].body for e in _all_expressions(s)
+                if isinstance(e, ir.BinOp) and e.op == "*"]
+    assert products and all(isinstance(side, ir.Cast) and side.nonneg for side in (products[0].left, products[0].right))
+
+
+def _all_expressions(s: ir.Stmt) -> list[ir.Expr]:
+    from oxide_build.passes.bounds_elimination import _expressions
+
+    return list(_expressions([s]))
 
 
 # ---- launch preconditions -----------------------------------------------------------------
@@ -63,7 +132,7 @@ def test_leading_asserts_on_the_launch_move_to_the_runtime(tmp_path: Path) -> No
         "  check (half < 100:i64)!3  ; hoistable",  # a local: not a launch value
         "  i: ThreadIndex = index_1d()",
     ]
-    after = run_pipeline(before, passes=(PIPELINE[0],))
+    after = run_pipeline(before, passes=PIPELINE[:2])  # bounds elimination, then this pass
     text = print_program(after)
     assert "  ; precondition !1 ['eq', ['arg', 1], ['arg', 3]]" in text
     assert "  ; precondition !2 ['gt', ['arg', 4], ['const', 0]]" in text

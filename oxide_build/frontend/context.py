@@ -1,17 +1,15 @@
 """What every concern of the translation of one function instance shares: its state (the
-parameters, locals and their types, the loop and divergence depths, the bounds prover and its
-scopes), the located errors, and ``visit``, which turns any exception that is not already a
+parameters, locals and their types, the loop, block and divergence depths), the located errors, and ``visit``, which turns any exception that is not already a
 ``CompileError`` into a ``CompileError`` at the node being translated, so a compiler bug still
 points at user source instead of showing our traceback.
 
 ``FunctionTranslator`` (translate.py) is one class built in layers, one module per concern,
 each a subclass of the one below it and free to use what is below it:
-context → constants → names → facts → semantics → indexing → loops → translate.
+context → constants → names → checks → semantics → indexing → loops → translate.
 """
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from oxide.errors import CompileError
@@ -23,19 +21,11 @@ from ..ir.types import Type
 from ..scan import ModuleSource
 from ..passes.divergence import is_thread_dependent
 from .annotations import TypeVarBinding
-from .bounds import Poly, Prover
 
 if TYPE_CHECKING:
     from .program import ProgramBuilder
 
-__all__ = ["Scope", "TranslatorContext"]
-
-
-@dataclass
-class Scope:
-    """Per-block facts for bounds-check elimination: polynomials known to be ≥ 0 (see bounds.py)."""
-
-    facts: list[Poly] = field(default_factory=list)
+__all__ = ["TranslatorContext"]
 
 
 class TranslatorContext(ast.NodeVisitor):
@@ -66,7 +56,7 @@ class TranslatorContext(ast.NodeVisitor):
         self.ret: Type | None = None
         self.loop_depth = 0
         self.unsafe_depth = 0
-        self.scopes: list[Scope] = [Scope()]
+        self.block_depth = 0  # 1 in the function's own body
         self.assign_counts = _count_assignments(fdef)
         # names with a compile-time value: Constexpr parameters, static_range variables and
         # locals assigned once from a constant (`A1 = 0.319`, `H = 2 * R`), typed by their use
@@ -88,12 +78,13 @@ class TranslatorContext(ast.NodeVisitor):
         self.static_loop_depth = 0
         self.positive_names: set[str] = set()  # locals assigned once from block/grid sizes
         self.loop_bindings: set[str] = set()  # loop variables of the loops being translated
-        self.proofs: dict[tuple[object, ...], tuple[bool, tuple[Poly, ...]]] = {}
-        # kernel asserts checked by the runtime at launch (oxide/runtime/preconditions.py), and
-        # whether every top-level statement so far left the launch preconditions unchanged
+        # error sites reserved for the grid limits bounds proofs may assume (kernels), by axis
+        self.grid_sites: dict[str, int] = {}
+        # launch preconditions the translation itself records (DisjointTensor extents)
         self.preconditions: list[Precondition] = []
+        # whether every top-level statement so far left what a later assert means unchanged
+        # (such asserts may become launch preconditions: passes/launch_preconditions.py)
         self.prefix_open = is_kernel
-        self.prover = Prover(self._stable, assume_grid=is_kernel)
 
     def visit(self, node: ast.AST) -> Any:
         try:
@@ -117,21 +108,14 @@ class TranslatorContext(ast.NodeVisitor):
         assert result is not None
         return result  # type: ignore[no-any-return]
 
-    def block(self, stmts: list[ast.stmt], scope: Scope | None = None) -> list[ir.Stmt]:
-        """A statement list in a scope of its own (default: the current facts); the visitor's
-        (translate.py), named here for the layers below it (the loops)."""
+    def block(self, stmts: list[ast.stmt]) -> list[ir.Stmt]:
+        """A statement list; the visitor's (translate.py), named here for the layers below it
+        (the loops)."""
         raise NotImplementedError
 
     def is_thread_dependent(self, value: ir.Expr) -> bool:
         return is_thread_dependent(value, self.thread_dependent)
 
-    def _stable(self, name: str) -> bool:
-        """Does ``name`` keep one value while it is visible (so facts about it stay true)?"""
-        if name in self.loop_bindings:
-            return True
-        if name in self.param_names:
-            return self.assign_counts.get(name, 0) == 0
-        return self.assign_counts.get(name, 0) == 1
 
 
 def _count_assignments(fdef: ast.FunctionDef) -> dict[str, int]:

@@ -9,7 +9,6 @@ import ast
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp
 from ..ir.types import I64, ArrayType, ThreadIndexType, Type, ViewType, is_int, type_name
-from .bounds import const
 from .views import refuse_array_write, refuse_slice_write, refuse_tensor_write
 from . import view_values
 from .semantics import Semantics
@@ -60,8 +59,7 @@ class Indexing(Semantics):
         for axis, elt in enumerate(elts):
             part = self.index_expr(elt)
             part64 = ir.Cast(part, I64, loc) if isinstance(part.ty, ThreadIndexType) else self.convert(self.materialize(part), I64, elt)
-            bound = self.view_bound(view, axis)
-            if self.bounds_check and not (bound is not None and self.proves(part64, bound)):
+            if self.bounds_check:  # the bounds-elimination pass removes it where it is proven
                 view_text = view.name if isinstance(view, ir.Var) else "tensor"
                 site = self.builder.add_error_site("bounds", self.kernel_name, self.module, elt,
                                                    f"{view_text}[{_index_text(node)}] axis {axis}")
@@ -87,7 +85,7 @@ class Indexing(Semantics):
                 if isinstance(part, ir.Const):
                     if not 0 <= int(part.value) < dim:
                         raise self.error(elt, f"index {part.value} is out of bounds for axis {axis} of size {dim}")
-                elif self.bounds_check and not self.proves(part, const(dim)):
+                elif self.bounds_check:
                     # one check per axis: identical checks (e.g. of thread.idx.y) fold together
                     site = self.builder.add_error_site("bounds", self.kernel_name, self.module, elt,
                                                        f"axis {axis} index {ast.unparse(elt)} (size {dim})")

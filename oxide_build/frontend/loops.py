@@ -1,7 +1,8 @@
-"""Loops: ``while``, ``for ... in range(...)`` (a while loop with its step; facts on the loop
-variable for the bounds prover, and an entry check that ``v + step`` cannot wrap when a proof
-used them), ``for ... in static_range(...)`` (unrolled here: the body is translated once per
-value, so the value is a compile-time constant in it), ``break`` and ``continue``.
+"""Loops: ``while``, ``for ... in range(...)`` (a while loop with its step, and its range for the
+bounds-elimination pass: ``ir.ForRange``, with the entry check that ``v + step`` cannot wrap,
+which the pass keeps where a proof used the range), ``for ... in static_range(...)`` (unrolled
+here: the body is translated once per value, so the value is a compile-time constant in it;
+each copy an ``ir.Block``), ``break`` and ``continue``.
 """
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ from ..ir import nodes as ir
 from ..ir.ops import BinaryOp, CompareOp, LogicOp
 from ..ir.types import BOOL, I64, is_int, type_name
 from .annotations import oxide_name
-from .bounds import Poly
-from .context import Scope
 from .indexing import Indexing
 
 __all__ = ["Loops"]
@@ -29,7 +28,7 @@ class Loops(Indexing):
         self.loop_depth += 1
         self.divergent_depth += divergent
         try:
-            body = self.block(node.body, self.scope_where(cond, negated=False))
+            body = self.block(node.body)
         finally:
             self.loop_depth -= 1
             self.divergent_depth -= divergent
@@ -79,7 +78,7 @@ class Loops(Indexing):
         self.locals[step_name] = ty
         loc = self.loc(node)
         bounds = [self.convert(start, ty, it), self.convert(stop, ty, it), self.convert(step, ty, it)]
-        init: list[ir.Stmt] = [ir.Assign(n, v, loc) for n, v in zip((name, stop_name, step_name), bounds)]
+        init: list[ir.Stmt] = [ir.Assign(n, v, loc, tracked=False) for n, v in zip((name, stop_name, step_name), bounds)]
         var = ir.Var(name, ty, loc)
         stop_v, step_v = ir.Var(stop_name, ty, loc), ir.Var(step_name, ty, loc)
         if isinstance(step, ir.Const) or self._positive_step(step, it.args[2] if len(it.args) == 3 else None):
@@ -95,27 +94,25 @@ class Loops(Indexing):
         if divergent:
             self.thread_dependent.add(name)
         rebinds = self._rebinds(name, node.body)
-        self.prover.forget(name)
-        facts: list[Poly] = []
         if not rebinds:
             self.loop_bindings.add(name)
-        guard = None
-        if not rebinds and self.bounds_check:
-            facts, guard = self.range_facts(bounds[0], bounds[1], bounds[2], ty, node)
         self.loop_depth += 1
         self.divergent_depth += divergent
         try:
-            body = self.block(node.body, Scope(self.scopes[-1].facts + facts))
+            body = self.block(node.body)
         finally:
             self.loop_depth -= 1
             self.divergent_depth -= divergent
             self.loop_bindings.discard(name)
-            self.prover.forget(name)
-        if guard and any(id(f) in self.prover.used for f in facts):
-            # a proof in the body relied on the loop variable's range: v + step must not wrap
-            init.append(self.range_guard(stop_v, step_v, ty, node))
-        step_stmt = ir.Assign(name, ir.BinOp(BinaryOp.ADD, var, step_v, ty, loc), loc)
-        return [*init, ir.While(cond, body, loc, step=[step_stmt], unroll=unroll)]
+        guard = None
+        if not rebinds and self.bounds_check and ty.bits <= 32:
+            # v + step could wrap: the bounds-elimination pass keeps this entry check where a
+            # proof in the body relies on the loop variable's range
+            guard = self.range_guard(stop_v, step_v, ty, node)
+            init.append(guard)
+        step_stmt = ir.Assign(name, ir.BinOp(BinaryOp.ADD, var, step_v, ty, loc), loc, tracked=False)
+        facts = ir.ForRange(name, ty, bounds[0], bounds[1], bounds[2], rebinds, guard)
+        return [*init, ir.While(cond, body, loc, step=[step_stmt], unroll=unroll, range=facts)]
 
     def unroll_hint(self, call: ast.Call) -> tuple[ast.expr, int]:
         """``ox.unroll(range(...), n)``: the range, and how many times to unroll its loop
@@ -165,11 +162,10 @@ class Loops(Indexing):
             for v in values:
                 if rebinds:  # the body assigns it: an i64 variable set to each value
                     value = ir.Const(v, I64, self.loc(node))
-                    self.define(name, value)
                     out.append(ir.Assign(name, value, self.loc(node)))
                 else:  # a compile-time constant, typed by its use like a literal
                     self.constexprs[name] = v
-                out.extend(self.block(node.body))
+                out.append(ir.Block(self.block(node.body), self.loc(node), unrolled=name))
         finally:
             self.static_loop_depth -= 1
             if not rebinds:
@@ -177,10 +173,29 @@ class Loops(Indexing):
                     self.constexprs.pop(name, None)
                 else:
                     self.constexprs[name] = outer
-            self.prover.forget(name)
         if values and not rebinds:  # after the loop it holds its last value, as in Python
-            out.append(ir.Assign(name, ir.Const(values[-1], I64, self.loc(node)), self.loc(node)))
+            out.append(ir.Assign(name, ir.Const(values[-1], I64, self.loc(node)), self.loc(node), tracked=False))
         return out
+
+    def _positive_step(self, value: ir.Expr, node: ast.expr | None) -> bool:
+        if node is None:
+            return True
+        if isinstance(value, ir.Const):
+            return isinstance(value.value, int) and value.value > 0
+        # products of block/grid dimensions are positive
+        def dims_only(e: ir.Expr) -> bool:
+            if isinstance(e, ir.SpecialReg):
+                return e.name.startswith(("ntid.", "nctaid."))
+            if isinstance(e, ir.Var):
+                return e.name in self.positive_names
+            if isinstance(e, ir.Cast):
+                return dims_only(e.operand)
+            if isinstance(e, ir.BinOp) and e.op == "*":
+                return dims_only(e.left) and dims_only(e.right)
+            if isinstance(e, ir.Const):
+                return isinstance(e.value, int) and e.value > 0
+            return False
+        return dims_only(value)
 
     def _rebinds(self, name: str, body: list[ast.stmt]) -> bool:
         """Does a loop over ``name`` rebind it: an enclosing loop's variable, or assigned in ``body``?"""

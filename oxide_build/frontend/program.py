@@ -49,6 +49,7 @@ class ProgramBuilder:
     # (module, function, argument types, Constexpr arguments) -> its instance
     instances: dict[tuple[str, str, tuple[str, ...], tuple[tuple[str, int | bool], ...]], _Instance] = field(default_factory=dict)
     error_sites: list[ErrorSite] = field(default_factory=list)
+    site_files: dict[Path, str] = field(default_factory=dict)  # a module's path -> its error sites' file
     call_stack: list[tuple[str, str]] = field(default_factory=list)
     externs: dict[str, ir.ExternFunction] = field(default_factory=dict)
     extern_kernels: list[ir.ExternFunction] = field(default_factory=list)
@@ -89,10 +90,13 @@ class ProgramBuilder:
         return _relative_to_root(self.index, module)
 
     def add_error_site(self, kind: str, kernel: str, module: ModuleSource, node: ast.AST, what: str) -> int:
-        try:  # relative, so the manifest does not leak build paths and wheels are reproducible
-            file = module.path.resolve().relative_to(self.index.root).as_posix()
-        except ValueError:
-            file = module.path.name
+        file = self.site_files.get(module.path)
+        if file is None:
+            try:  # relative, so the manifest does not leak build paths and wheels are reproducible
+                file = module.path.resolve().relative_to(self.index.root).as_posix()
+            except ValueError:
+                file = module.path.name
+            self.site_files[module.path] = file  # a path resolves once (every bounds check has a site)
         site = ErrorSite(
             id=len(self.error_sites) + 1, kind=kind, kernel=kernel, file=file,
             line=getattr(node, "lineno", 0), col=getattr(node, "col_offset", 0) + 1, what=what,
@@ -381,7 +385,7 @@ class ProgramBuilder:
         function = ir.Function(
             symbol=symbol, python_name=fdef.name, file=self.relative_file(module), params=translator.params,
             ret=translator.ret or VoidType(), body=body, locals=translator.locals, is_kernel=is_kernel,
-            line=fdef.lineno,
+            line=fdef.lineno, assign_counts=translator.assign_counts, grid_sites=translator.grid_sites,
         )
         return translator, function
 

@@ -15,13 +15,13 @@ from ..ir.types import (BOOL, F64, I64, ArrayType, StructType, ThreadIndexType, 
                         as_scalar, type_name)
 from . import vectors
 from .promotion import PromotionError, bool_arithmetic_type, comparison_type, fits, promote
-from .facts import BoundsFacts
+from .checks import Checks
 from .generics import type_spelling
 
 __all__ = ["Semantics"]
 
 
-class Semantics(BoundsFacts):
+class Semantics(Checks):
     """Operators, unification, truth values and conversions of IR values."""
 
     def binop(self, op: BinaryOp, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
@@ -51,9 +51,9 @@ class Semantics(BoundsFacts):
             raise self.error(node, f"shift by {right.value}: {ty.name} shifts by 0 to {ty.bits - 1}",
                              f"{'x << n' if op == '<<' else 'x >> n'} by {ty.bits} or more gives "
                              f"{'0' if op == '<<' or ty.kind == 'uint' else '0 or -1'}; write that value instead")
-        if op == "*" and ty.kind == "int" and ty.bits == 64:
-            self.mark_nonneg_widening(left, right)
-        return ir.BinOp(op, left, right, ty, loc)
+        # the bounds-elimination pass may prove both widened operands >= 0 (mul.wide.u32)
+        widening = self.bounds_check and op == "*" and ty.kind == "int" and ty.bits == 64
+        return ir.BinOp(op, left, right, ty, loc, widening=widening)
 
     def shift_operands(self, op: BinaryOp, left: ir.Expr, right: ir.Expr,
                        node: ast.AST) -> tuple[ir.Expr, ir.Expr, ScalarType] | None:

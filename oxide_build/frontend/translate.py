@@ -1,8 +1,8 @@
 """Python AST → typed IR, one function instance at a time: the visitor of statements and
 expressions. It builds the IR; what it applies lives in the layers below it, one module per
-concern (context.py says the order): constants.py, names.py, facts.py (the bounds prover's
-bookkeeping), semantics.py (typing rules, conversions), indexing.py (views and arrays),
-loops.py.
+concern (context.py says the order): constants.py, names.py, checks.py (error sites of the
+bounds checks, which the bounds-elimination pass keeps or drops), semantics.py (typing rules,
+conversions), indexing.py (views and arrays), loops.py.
 """
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from . import structs, vectors
 from .annotations import struct_type
 from . import view_values
 from .promotion import literal_type
-from .context import Scope
 from .generics import static_type_test, type_operand
 from .loops import Loops
 
@@ -78,20 +77,18 @@ class FunctionTranslator(Loops):
         body = self.block(self.fdef.body)
         if self.ret is None:
             self.ret = VOID
-        self.record_grid_preconditions()
+        self.reserve_grid_sites()
         return body
 
-    def block(self, stmts: list[ast.stmt], scope: Scope | None = None) -> list[ir.Stmt]:
-        parent = self.scopes[-1]
-        self.scopes.append(scope or Scope(list(parent.facts)))
-        defined_before = set(self.prover.defs)
+    def block(self, stmts: list[ast.stmt]) -> list[ir.Stmt]:
+        self.block_depth += 1
         constants_before = set(self.named_constants)
         self.block_statements.append(stmts)
         out: list[ir.Stmt] = []
         try:
             for stmt in stmts:
                 result = self.visit(stmt)
-                if self.prefix_open and len(self.scopes) == 2 and not (
+                if self.prefix_open and self.block_depth == 1 and not (
                         result is None or isinstance(result, ir.Assign) and ir.is_pure(result.value)
                         or isinstance(result, ir.Check) and result.hoistable):
                     self.prefix_open = False  # later asserts may depend on what this statement did
@@ -101,19 +98,12 @@ class FunctionTranslator(Loops):
                     out.extend(result)
                 else:
                     out.append(result)
-                if isinstance(stmt, ast.If) and not stmt.orelse and _always_exits(stmt.body) and isinstance(result, ir.If):
-                    # `if i >= len(x): return` proves `i < len(x)` for the rest of the block
-                    self.add_facts(result.cond, negated=True)
         finally:
-            self.scopes.pop()
+            self.block_depth -= 1
             self.block_statements.pop()
             for name in self.named_constants - constants_before:  # they name nothing after it
                 del self.constexprs[name]
             self.named_constants = constants_before
-            # a local first assigned in this block may not be assigned on every path that reaches
-            # the code after it (a branch not taken, a loop run zero times): forget its value
-            for name in set(self.prover.defs) - defined_before:
-                self.prover.forget(name)
         return out
 
     def generic_visit(self, node: ast.AST) -> Any:
@@ -167,7 +157,7 @@ class FunctionTranslator(Loops):
             self.locals[temp] = value.ty
             if self.is_thread_dependent(value):
                 self.thread_dependent.add(temp)
-            out.append(ir.Assign(temp, value, self.loc(node)))
+            out.append(ir.Assign(temp, value, self.loc(node), tracked=False))
             value = ir.Var(temp, value.ty, self.loc(node))
         for target in node.targets:
             out.extend(self.assign_to(target, value, node.value, node))
@@ -201,7 +191,7 @@ class FunctionTranslator(Loops):
         temp = self.builder.fresh_name("tuple")
         self.locals[temp] = value.ty
         loc = self.loc(node)
-        out: list[ir.Stmt] = [ir.Assign(temp, value, loc)]
+        out: list[ir.Stmt] = [ir.Assign(temp, value, loc, tracked=False)]
         for i, (t, ety) in enumerate(zip(target.elts, value.ty.elems)):
             element = ir.TupleGet(ir.Var(temp, value.ty, loc), i, ety, loc)
             if isinstance(t, (ast.Name, ast.Subscript)):
@@ -251,7 +241,7 @@ class FunctionTranslator(Loops):
                 self.locals[temp] = v.ty
                 if self.is_thread_dependent(v):
                     self.thread_dependent.add(temp)
-                out.append(ir.Assign(temp, v, loc))
+                out.append(ir.Assign(temp, v, loc, tracked=False))
                 v = ir.Var(temp, v.ty, loc)
             staged.append(v)
         for t, v, e in zip(target.elts, staged, value.elts):
@@ -280,7 +270,7 @@ class FunctionTranslator(Loops):
         self.locals.setdefault(name, ty)
         self.local_decl_line.setdefault(name, node.lineno)
         if node.value is None:
-            return ir.Assign(name, ir.Const(0, ty, self.loc(node)), self.loc(node))
+            return ir.Assign(name, ir.Const(0, ty, self.loc(node)), self.loc(node), tracked=False)
         return self.assign_name(node.target, self.expr(node.value), node)
 
     def assign_name(self, target: ast.Name, value: ir.Expr, node: ast.AST) -> ir.Stmt | None:
@@ -320,7 +310,6 @@ class FunctionTranslator(Loops):
                 self.positive_names.add(name)
             self.locals[name] = value.ty
             self.local_decl_line[name] = getattr(node, "lineno", 0)
-            self.define(name, value)
             return ir.Assign(name, value, self.loc(node))
         declared = self.locals[name]
         if isinstance(declared, ThreadIndexType):
@@ -329,7 +318,6 @@ class FunctionTranslator(Loops):
         if isinstance(declared, ScalarType) and as_scalar(value.ty) is not None:
             self.note_partner(ir.Var(name, declared, value.loc), as_scalar(value.ty))  # type: ignore[arg-type]
         value = self.convert_implicit(value, declared, node, f"assignment to {name!r}")
-        self.define(name, value)
         return ir.Assign(name, value, self.loc(node))
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ir.Stmt:
@@ -359,13 +347,13 @@ class FunctionTranslator(Loops):
     def visit_If(self, node: ast.If) -> ir.Stmt | list[ir.Stmt]:
         chosen = static_type_test(self, node.test)
         if chosen is not None:  # `if T is f64:`: only this instance's branch is translated
-            return self.block(node.body if chosen else node.orelse, self.scopes[-1])
+            return [ir.Block(self.block(node.body if chosen else node.orelse), self.loc(node), keeps_facts=True)]
         cond = self.condition(node.test)
         divergent = self.is_thread_dependent(cond)
         self.divergent_depth += divergent
         try:
-            then = self.block(node.body, self.scope_where(cond, negated=False))
-            orelse = self.block(node.orelse, self.scope_where(cond, negated=True))
+            then = self.block(node.body)
+            orelse = self.block(node.orelse)
         finally:
             self.divergent_depth -= divergent
         return ir.If(cond, then, orelse, self.loc(node))
@@ -418,7 +406,7 @@ class FunctionTranslator(Loops):
             raise self.error(item.optional_vars, "`with oxide.unsafe()` binds no name")
         self.unsafe_depth += 1
         try:
-            return self.block(node.body)
+            return [ir.Block(self.block(node.body), self.loc(node))]
         finally:
             self.unsafe_depth -= 1
 
@@ -430,9 +418,8 @@ class FunctionTranslator(Loops):
                 raise self.error(node.msg, "an assert message must be a string literal")
             what = f"{what}: {node.msg.value}"
         site = self.builder.add_error_site("assert", self.kernel_name, self.module, node, what)
-        self.add_facts(cond, negated=False)
         # in the prefix, the launch-preconditions pass may move it to the runtime
-        return ir.Check(cond, site, self.loc(node), hoistable=self.prefix_open and len(self.scopes) == 2)
+        return ir.Check(cond, site, self.loc(node), hoistable=self.prefix_open and self.block_depth == 1)
 
     def visit_BinOp(self, node: ast.BinOp) -> ir.Expr:
         op = BIN_OPS.get(type(node.op))
@@ -480,16 +467,7 @@ class FunctionTranslator(Loops):
     def visit_BoolOp(self, node: ast.BoolOp) -> ir.Expr:
         # `i < len(x) and x[i] > 0`: later operands run only where the earlier ones allow
         negated = isinstance(node.op, ast.Or)
-        values: list[ir.Expr] = []
-        scope = Scope(list(self.scopes[-1].facts))
-        for v in node.values:
-            value = self.truth(self.expr_where(v, scope), v)
-            values.append(value)
-            self.scopes.append(scope)
-            try:
-                scope = self.scope_where(value, negated)
-            finally:
-                self.scopes.pop()
+        values = [self.truth(self.expr(v), v) for v in node.values]
         return ir.BoolOp(LogicOp.OR if negated else LogicOp.AND, values, BOOL, self.loc(node))
 
     def visit_Compare(self, node: ast.Compare) -> ir.Expr:
@@ -524,8 +502,8 @@ class FunctionTranslator(Loops):
         if chosen is not None:
             return self.expr(node.body if chosen else node.orelse)
         cond = self.condition(node.test)
-        a = self.expr_where(node.body, self.scope_where(cond, negated=False))
-        b = self.expr_where(node.orelse, self.scope_where(cond, negated=True))
+        a = self.expr(node.body)
+        b = self.expr(node.orelse)
         if view_values.is_view(a.ty) or view_values.is_view(b.ty):
             return view_values.select_views(self, cond, a, b, node)
         if isinstance(a.ty, (VectorType, StructType)) or isinstance(b.ty, (VectorType, StructType)):
@@ -538,7 +516,7 @@ class FunctionTranslator(Loops):
         if isinstance(a, ir.Const) and isinstance(b, ir.Const) and a.weak and b.weak:
             a, b = self.materialize(a), self.materialize(b)
         a2, b2, ty = self.unify(a, b, node, "if/else")
-        return ir.Select(cond, a2, b2, ty, self.loc(node))
+        return ir.Select(cond, a2, b2, ty, self.loc(node), scoped=True)
 
     def visit_Call(self, node: ast.Call) -> ir.Expr:
         from ..intrinsics import INTRINSICS, KEYWORD_INTRINSICS
@@ -684,6 +662,3 @@ class FunctionTranslator(Loops):
             result = ir.Select(ir.Compare(op, a, b, ty, BOOL, self.loc(node)), a, b, ty, self.loc(node))
         return result
 
-
-def _always_exits(stmts: list[ast.stmt]) -> bool:
-    return bool(stmts) and isinstance(stmts[-1], ast.Return)

@@ -19,14 +19,13 @@ from oxide.abi.views import ViewKind
 
 from ..ir import nodes as ir
 from ..ir.types import I64, ArrayType, ThreadIndexType, Type, ViewType, is_int, type_name
-from .bounds import Poly, add, atom, const
 
 if TYPE_CHECKING:
     from .translate import FunctionTranslator
 
 __all__ = [
     "is_view", "slice_view", "offset_view", "select_views", "assign_view",
-    "device_param_type", "view_bound",
+    "device_param_type",
 ]
 
 ViewLike = (ViewType, ArrayType)
@@ -69,19 +68,6 @@ def _bound_value(tr: FunctionTranslator, node: ast.expr, what: str) -> ir.Expr:
     return tr.convert(tr.materialize(value), I64, node)
 
 
-def view_bound(tr: FunctionTranslator, view: ir.Expr) -> Poly | None:
-    """The length of a 1-D view or array as a polynomial, when the prover may use it: a
-    constant for an array of known shape, ``len(name)`` for a name that keeps one value."""
-    ty = view.ty
-    if isinstance(ty, ArrayType) and ty.size is not None:
-        return const(ty.size)
-    if not isinstance(view, ir.Var) or not is_view(ty) or isinstance(ty, ArrayType) and not ty.runtime_length:
-        return None
-    if view.name not in tr.param_names and not tr._stable(view.name):
-        return None  # a local rebound to other views: its length changes
-    return atom(("len", view.name))
-
-
 def slice_view(tr: FunctionTranslator, view: ir.Expr, node: ast.Subscript) -> ir.Expr:
     """``x[start:stop]``."""
     sl = node.slice
@@ -115,20 +101,10 @@ def _make_slice(tr: FunctionTranslator, view: ir.Expr, start: ir.Expr, stop: ir.
 
 
 def _slice_check(tr: FunctionTranslator, view: ir.Expr, start: ir.Expr, stop: ir.Expr | None, node: ast.AST) -> int | None:
-    """The error site of the run-time check ``0 <= start <= stop <= len``, or None when proven."""
+    """The error site of the run-time check ``0 <= start <= stop <= len`` (the bounds-elimination
+    pass removes it where it is proven)."""
     if not tr.bounds_check or isinstance(view.ty, ArrayType) and view.ty.dynamic:
         return None
-    bound = view_bound(tr, view)
-    if bound is not None:
-        facts = tr.scopes[-1].facts
-        past_end = add(bound, const(1))
-        if stop is None:
-            if tr.proves(start, past_end):
-                return None
-        else:
-            stop_poly = tr.prover.poly(stop, facts)
-            if stop_poly is not None and tr.proves(stop, past_end) and tr.proves(start, add(stop_poly, const(1))):
-                return None
     text = ast.unparse(node)  # type: ignore[arg-type]
     return tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node, f"slice {text} (start..stop in 0..len)")
 
@@ -159,7 +135,7 @@ def select_views(tr: FunctionTranslator, cond: ir.Expr, a: ir.Expr, b: ir.Expr, 
         if isinstance(side, ViewType) and side.is_tensor:
             raise tr.error(node, "tensor views cannot be chosen between (yet)", "use if/else around the accesses")
     ty = _common_view_type(tr, a.ty, b.ty, node, "the two sides of this conditional expression")
-    return ir.Select(cond, _as_type(a, ty), _as_type(b, ty), ty, tr.loc(node))  # type: ignore[arg-type]
+    return ir.Select(cond, _as_type(a, ty), _as_type(b, ty), ty, tr.loc(node), scoped=True)  # type: ignore[arg-type]
 
 
 def _as_type(value: ir.Expr, ty: ViewType | ArrayType) -> ir.Expr:
@@ -187,7 +163,7 @@ def assign_view(tr: FunctionTranslator, target: ast.Name, value: ir.Expr, node: 
     if declared is None:
         tr.locals[name] = ty
         tr.local_decl_line[name] = getattr(node, "lineno", 0)
-        return ir.Assign(name, value, tr.loc(node))
+        return ir.Assign(name, value, tr.loc(node), tracked=False)
     if not is_view(declared):
         raise tr.error(node, f"{name!r} holds {type_name(declared)} (line {tr.local_decl_line.get(name, '?')}), "
                        f"not a view", "use another name for the view")
@@ -197,7 +173,7 @@ def assign_view(tr: FunctionTranslator, target: ast.Name, value: ir.Expr, node: 
                        f"this is {type_name(ty)}",
                        "a local keeps the view type of its first assignment: give the arrays one shape, or "
                        "start from a slice (`a[0:n]` with a run-time n) to hold any length")
-    return ir.Assign(name, _as_type(value, declared), tr.loc(node))  # type: ignore[arg-type]
+    return ir.Assign(name, _as_type(value, declared), tr.loc(node), tracked=False)  # type: ignore[arg-type]
 
 
 def device_param_type(caller: FunctionTranslator, arg: ir.Expr, pty: ViewType, what: str, node: ast.AST) -> Type:

@@ -66,8 +66,8 @@ def _type_atomic(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) ->
         raise tr.error(node, f"{name} works on u32 elements, got {elem.name}")
     scope = _atomic_scope(tr, node, name)
     index = tr.index_expr(node.args[1], target.ty)
-    values = [tr.convert_implicit(tr.expr(a), elem, a, f"the {name} operand") for a in node.args[2:]]
     site = tr.check_site(node, target, index, f"{ast.unparse(node.args[0])}[{ast.unparse(node.args[1])}]")
+    values = [tr.convert_implicit(tr.expr(a), elem, a, f"the {name} operand") for a in node.args[2:]]
     return ir.Intrinsic(name, [target, index, *values], elem, tr.loc(node), site, scope)
 
 

@@ -15,7 +15,7 @@ __all__ = [
     "Const", "Var", "BinOp", "Compare", "BoolOp", "Not", "Neg", "Cast", "Call", "ViewLen", "ViewDim",
     "ViewLoad", "ViewSlice", "ModuleArray", "ModuleArrayDecl", "MakeVector", "VectorGet", "VectorSet", "TupleSet", "ThreadIndex1D", "SpecialReg", "Select", "Intrinsic", "MakeTuple", "TupleGet",
     "ArrayDecl", "Check",
-    "Assign", "Store", "If", "While", "Return", "ExprStmt", "Break", "Continue",
+    "Assign", "Store", "If", "While", "ForRange", "Block", "Return", "ExprStmt", "Break", "Continue",
     "Param", "Function", "ExternFunction", "Program", "children", "is_pure",
 ]
 
@@ -48,6 +48,9 @@ class BinOp:
     right: Expr
     ty: ScalarType
     loc: Loc
+    # a 64-bit signed product the source wrote: where the bounds-elimination pass proves the
+    # widened operands >= 0 it marks their casts ``nonneg`` (NVPTX then forms mul.wide.u32)
+    widening: bool = False
 
 
 @dataclass
@@ -223,6 +226,7 @@ class Select:
     if_false: Expr
     ty: ScalarType
     loc: Loc
+    scoped: bool = False  # a conditional expression: each side is evaluated where cond is (not) true
 
 
 @dataclass
@@ -304,6 +308,9 @@ class Assign:
     name: str
     value: Expr
     loc: Loc
+    # the bounds-elimination pass learns the value (not for a declaration's zero, an unpacked
+    # tuple's temporary, a loop's own bookkeeping or a static_range variable's last value)
+    tracked: bool = True
 
 
 @dataclass
@@ -331,6 +338,37 @@ class While:
     step: list[Stmt] = field(default_factory=list)  # runs after body and on `continue` (for-range)
     # `for v in ox.unroll(range(...), n)`: unroll n times (0: as far as LLVM sees fit; 1: never)
     unroll: int | None = None
+    range: ForRange | None = None  # the loop of ``for var in range(...)``
+
+
+@dataclass
+class ForRange:
+    """What a ``while`` that a ``for var in range(start, stop, step)`` became keeps of it, for
+    the bounds-elimination pass: the facts on ``var`` inside the body, and the entry check
+    that ``var + step`` cannot wrap (``guard``, standing before the loop), which the pass
+    keeps only when a proof used those facts."""
+
+    var: str
+    ty: ScalarType
+    start: Expr
+    stop: Expr
+    step: Expr
+    rebinds: bool  # the body (or an enclosing loop) assigns var: no facts on it
+    guard: Check | None = None
+
+
+@dataclass
+class Block:
+    """A scope inside a statement list: the body of ``with oxide.unsafe():`` or one copy of a
+    ``static_range`` loop's body (``unrolled``: its variable). What an assert or an early
+    return inside establishes does not hold after it. The bounds-elimination pass reads it and
+    splices its body into the enclosing list."""
+
+    body: list[Stmt]
+    loc: Loc
+    unrolled: str | None = None
+    # a compile-time `if`'s branch (`if T is f64:`): what it establishes holds after it too
+    keeps_facts: bool = False
 
 
 @dataclass
@@ -376,7 +414,7 @@ class Continue:
     loc: Loc
 
 
-Stmt = Union[Assign, Store, If, While, Return, ExprStmt, Break, Continue, ArrayDecl, Check]
+Stmt = Union[Assign, Store, If, While, Block, Return, ExprStmt, Break, Continue, ArrayDecl, Check]
 
 
 @dataclass
@@ -402,6 +440,11 @@ class Function:
     max_registers: int | None = None
     # kernels: conditions the runtime checks before the launch (the manifest's preconditions)
     preconditions: list[Precondition] = field(default_factory=list)
+    # for the bounds-elimination pass: how often the source assigns each name (a name assigned
+    # once keeps its value), and the error sites reserved for the grid limits its proofs may
+    # assume (kernels), by axis
+    assign_counts: dict[str, int] = field(default_factory=dict)
+    grid_sites: dict[str, int] = field(default_factory=dict)
     # kernels: reaches grid.sync(), so the runtime launches it cooperatively (the manifest's flag)
     cooperative: bool = False
 

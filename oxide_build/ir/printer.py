@@ -70,6 +70,9 @@ def _block(stmts: list[ir.Stmt], depth: int, out: list[str], local_types: dict[s
             if s.step:
                 out.append(f"{pad}step:")
                 _block(s.step, depth + 1, out, local_types)
+        elif isinstance(s, ir.Block):
+            out.append(f"{pad}scope" + (f" (static_range {s.unrolled})" if s.unrolled else "") + ":")
+            _block(s.body, depth + 1, out, local_types)
         elif isinstance(s, ir.Return):
             out.append(f"{pad}return" + (f" {print_expr(s.value)}" if s.value is not None else ""))
         elif isinstance(s, ir.ExprStmt):

@@ -12,7 +12,7 @@ from oxide.lang.vectors import VECTOR_TYPES, VectorType
 __all__ = [
     "ScalarType", "VectorType", "VECTOR_TYPES", "ViewType", "ThreadIndexType", "VoidType", "ArrayType", "TupleType", "StructType", "Type",
     "THREAD_INDEX", "THREAD_INDEX_DIM", "VOID", "BOOL", "I64", "I32", "F32", "F64", "SCALAR_TYPES",
-    "ViewKind", "type_name", "is_int", "is_float", "as_scalar",
+    "ViewKind", "type_name", "is_int", "is_float", "as_scalar", "int_limits",
 ]
 
 BOOL, I32, I64, F32, F64 = boolean, i32, i64, f32, f64
@@ -197,6 +197,13 @@ def as_scalar(ty: Type) -> ScalarType | None:
 def is_int(ty: Type) -> bool:
     s = as_scalar(ty)
     return s is not None and s.kind in ("int", "uint")
+
+
+def int_limits(ty: ScalarType) -> tuple[int, int]:
+    """The smallest and largest value of an integer type."""
+    if ty.kind == "uint":
+        return 0, (1 << ty.bits) - 1
+    return -(1 << (ty.bits - 1)), (1 << (ty.bits - 1)) - 1
 
 
 def is_float(ty: Type) -> bool:

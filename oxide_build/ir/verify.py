@@ -61,6 +61,8 @@ def falls_through(stmts: list[ir.Stmt]) -> bool:
             return False
         if isinstance(s, ir.If) and not (falls_through(s.then) or falls_through(s.orelse)):
             return False
+        if isinstance(s, ir.Block) and not falls_through(s.body):
+            return False
         if (isinstance(s, ir.While) and isinstance(s.cond, ir.Const) and s.cond.value is True
                 and not _breaks(s.body)):
             return False
@@ -73,6 +75,8 @@ def _breaks(stmts: list[ir.Stmt]) -> bool:
         if isinstance(s, ir.Break):
             return True
         if isinstance(s, ir.If) and (_breaks(s.then) or _breaks(s.orelse)):
+            return True
+        if isinstance(s, ir.Block) and _breaks(s.body):
             return True
     return False
 
@@ -144,6 +148,8 @@ class _Verifier:
             self.condition(s.cond)
             self.block(s.body, loops + 1)
             self.block(s.step, loops + 1)
+        elif isinstance(s, ir.Block):
+            self.block(s.body, loops)
         elif isinstance(s, (ir.Break, ir.Continue)):
             if not loops:
                 raise self.fail(s.loc, f"{type(s).__name__.lower()} outside a loop")

@@ -542,6 +542,8 @@ class FunctionLowering:
             b.call(self.parent.fail_function(), [ll.Constant(I64T, s.site), ll.Constant(I64T, 0), ll.Constant(I64T, 0)])
             b.unreachable()
             b.position_at_end(cont_bb)
+        elif isinstance(s, ir.Block):  # a scope only the passes read (bounds elimination splices it)
+            self.stmts(s.body)
         elif isinstance(s, ir.Break):
             b.branch(self.loops[-1].exit_block)
         elif isinstance(s, ir.Continue):

@@ -20,6 +20,7 @@ from typing import Protocol, TextIO
 from ..ir import nodes as ir
 from ..ir.printer import print_program
 from ..ir.verify import verify_program
+from .bounds_elimination import BoundsElimination
 from .canonicalize import Canonicalize
 from .divergence import BarrierDivergence
 from .launch_preconditions import LaunchPreconditions
@@ -36,6 +37,7 @@ class Pass(Protocol):
 
 
 PIPELINE: tuple[Pass, ...] = (
+    BoundsElimination(),  # first: the checks it keeps are what the others see
     LaunchPreconditions(),
     BarrierDivergence(),
     SharedMemoryLimit(),

@@ -5,7 +5,7 @@ the runtime before the launch (``oxide.abi.preconditions``), instead of by every
 The frontend marks the checks that stand in the kernel's prefix (before any statement that
 could change what a later condition means, checks aside) as ``hoistable``; this pass moves
 them, in order, from the body into ``Function.preconditions`` (ahead of the grid limits the
-frontend's bounds proofs recorded there) until it meets one it cannot encode, which stays on
+bounds-elimination pass recorded there) until it meets one it cannot encode, which stays on
 the device with every check after it.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Bounds-check elimination: proves view, tensor-axis and array indices in range from the
-conditions that dominate them, so the translator can drop their checks.
+"""The bounds prover: proves view, tensor-axis and array indices in range from the conditions
+that dominate them, so the bounds-elimination pass (bounds_elimination.py) can drop their checks.
 
 Integer values are written as polynomials over *atoms* — parameters and locals that never change
 once set, ``len(x)``, ``x.shape[k]``, the special registers, ``warp.lane()`` — with exact integer
@@ -17,8 +17,8 @@ is non-negative. A row-major index ``A·u + v`` is in range of ``len(x)`` when `
 
 In a kernel, i32 index arithmetic on ``block.idx`` (e.g. ``block.idx.x * 32 + thread.idx.x``)
 would wrap only on grids far larger than any 2-D problem needs; rather than give up, the prover
-assumes a grid limit that makes it exact, and the translator checks that limit once at kernel
-entry (a failed launch is reported as a ``KernelError`` naming the limit).
+assumes a grid limit that makes it exact, and the runtime checks that limit once at launch
+(a launch precondition the pass records) (a failed launch is reported as a ``KernelError`` naming the limit).
 """
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ from typing import Callable, TypeVar
 from ..intrinsics import intrinsic_info
 from ..ir import nodes as ir
 from ..ir.types import THREAD_INDEX_DIM, ScalarType, ThreadIndexType, Type, ViewType, as_scalar
+
+__all__ = ["Poly", "Prover", "GridAssumption", "add", "atom", "const", "mul"]
 
 Atom = tuple[str, ...]
 Mono = tuple[Atom, ...]  # sorted atoms; () is the constant term
@@ -119,7 +121,7 @@ class GridAssumption:
 
 
 class Prover:
-    """Linear-arithmetic facts of one function; the translator owns the scopes (lists of facts)."""
+    """Linear-arithmetic facts of one function; the pass owns the scopes (lists of facts)."""
 
     def __init__(self, stable: Callable[[str], bool], assume_grid: bool) -> None:
         self.stable = stable  # a name whose value cannot change while it is visible

@@ -1,0 +1,497 @@
+"""Bounds elimination: the frontend checks every view, tensor-axis and array index (a check
+site on the access, or a ``checked_index``); this pass removes the checks that the facts
+dominating them prove in range (bounds_prover.py says how), and the error sites they had.
+
+It walks each function's IR in the order the source is evaluated and keeps, per block, the
+facts known there: the conditions of ``if`` / ``while`` (negated in ``else``), of ``and`` /
+``or`` operands and conditional expressions, ``assert``, early returns (``if i >= n:
+return``), ``range`` loops (``ForRange``; a loop variable that could wrap keeps the entry
+check ``guard`` only when a proof used its range) and the values of names assigned once.
+What a ``Block`` (``with oxide.unsafe():``, one copy of a ``static_range`` body) establishes
+ends with it; the pass splices blocks into the enclosing list.
+
+It also marks the casts of a 64-bit product it proves non-negative (``BinOp.widening``) as
+``nonneg``, so NVPTX forms one mul.wide.u32, and records the grid limits its proofs assumed as
+launch preconditions (the error sites the frontend reserved in ``Function.grid_sites``). Error
+sites it leaves unused are dropped and the others renumbered in order, so the ids match what
+the frontend would have given had it proven the same.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from oxide.abi.manifest import ErrorSite, Precondition
+
+from ..ir import nodes as ir
+from ..ir.ops import LogicOp
+from ..ir.types import ArrayType, ViewType, as_scalar, int_limits
+from .bounds_prover import Poly, Prover, add, atom, const, mul
+
+__all__ = ["BoundsElimination"]
+
+Access = ir.ViewLoad | ir.ViewSlice | ir.Intrinsic | ir.Store  # what a bounds check guards
+VECTOR_PREFIX = "view."  # the view methods load2/load4/store2/store4 (intrinsics/vector.py)
+
+
+@dataclass(frozen=True)
+class BoundsElimination:
+    name: str = "bounds-elimination"
+
+    def apply(self, program: ir.Program) -> ir.Program:
+        removed: set[int] = set()
+        checked: list[Access] = []  # the accesses whose checks stay
+        for fn in program.functions:
+            if fn.grid_sites or _has_checks(fn.body):
+                proofs = _FunctionProofs(fn, program, removed)
+                proofs.run()
+                checked += proofs.checked
+            fn.body = _spliced(fn.body)
+        if removed:
+            _compact_sites(program, removed, checked)
+        return program
+
+
+@dataclass
+class _Scope:
+    """The facts (polynomials known to be >= 0) that hold in a block."""
+
+    facts: list[Poly] = field(default_factory=list)
+
+
+class _FunctionProofs:
+    def __init__(self, fn: ir.Function, program: ir.Program, removed: set[int]) -> None:
+        self.fn = fn
+        self.program = program
+        self.removed = removed
+        self.param_names = {p.name for p in fn.params}
+        self.loop_bindings: set[str] = set()  # variables of the range loops being walked
+        self.scopes: list[_Scope] = [_Scope()]
+        self.prover = Prover(self._stable, assume_grid=fn.is_kernel)
+        self.proofs: dict[tuple[object, ...], tuple[bool, tuple[Poly, ...]]] = {}
+        self.seen: dict[int, ir.Expr] = {}  # id of an expression walked -> what replaces it
+        self.checked: list[Access] = []  # the accesses whose checks stay
+
+    def run(self) -> None:
+        self.fn.body = self.block(self.fn.body)
+        for assumed in self.prover.grid_checks():
+            site = self.fn.grid_sites[assumed.axis]
+            entry = self.program.error_sites[site - 1]
+            self.program.error_sites[site - 1] = entry._replace(
+                line=assumed.loc.line, col=assumed.loc.col,
+                what=f"grid.{assumed.axis} <= {assumed.limit}: the i32 index arithmetic here assumes it "
+                     "(compute the index in i64 to lift the limit)")
+            axis = "xyz".index(assumed.axis)
+            self.fn.preconditions.append(Precondition(site, ["le", ["grid", axis], ["const", assumed.limit]]))
+        used = {p.site for p in self.fn.preconditions}
+        self.removed.update(site for site in self.fn.grid_sites.values() if site not in used)
+
+    def _stable(self, name: str) -> bool:
+        """Does ``name`` keep one value while it is visible (so facts about it stay true)?"""
+        if name in self.loop_bindings:
+            return True
+        if name in self.param_names:
+            return self.fn.assign_counts.get(name, 0) == 0
+        return self.fn.assign_counts.get(name, 0) == 1
+
+    # ---- statements -------------------------------------------------------------------------
+
+    def block(self, stmts: list[ir.Stmt], scope: _Scope | None = None) -> list[ir.Stmt]:
+        parent = self.scopes[-1]
+        self.scopes.append(scope or _Scope(list(parent.facts)))
+        defined_before = set(self.prover.defs)
+        guards = {id(s.range.guard) for s in stmts if isinstance(s, ir.While) and s.range and s.range.guard}
+        out: list[ir.Stmt] = []
+        try:
+            for s in stmts:
+                if id(s) in guards:
+                    out.append(s)  # decided with its loop, which follows
+                    continue
+                out.extend(self.stmt(s, out))
+                if isinstance(s, ir.If) and not s.orelse and s.then and isinstance(s.then[-1], ir.Return):
+                    # `if i >= len(x): return` proves `i < len(x)` for the rest of the block
+                    self.add_facts(s.cond, negated=True)
+        finally:
+            self.scopes.pop()
+            # a local first assigned in this block may not be assigned on every path that reaches
+            # the code after it (a branch not taken, a loop run zero times): forget its value
+            for name in set(self.prover.defs) - defined_before:
+                self.prover.forget(name)
+        return out
+
+    def stmt(self, s: ir.Stmt, before: list[ir.Stmt]) -> list[ir.Stmt]:
+        """``s`` with its proven checks gone (a block: its statements); ``before``: the
+        statements of its block so far (a range loop's guard stands there)."""
+        if isinstance(s, ir.Assign):
+            s.value = self.expr(s.value)
+            if s.tracked:
+                self.define(s.name, s.value)
+        elif isinstance(s, ir.Store):
+            s.view = self.expr(s.view)
+            s.index = self.expr(s.index)
+            s.value = self.expr(s.value)
+            if s.check_site is not None and self.element_proven(s.view, s.index):
+                self.removed.add(s.check_site)
+                s.check_site = None
+            elif s.check_site is not None:
+                self.checked.append(s)
+        elif isinstance(s, ir.If):
+            s.cond = self.expr(s.cond)
+            s.then = self.block(s.then, self.scope_where(s.cond, negated=False))
+            s.orelse = self.block(s.orelse, self.scope_where(s.cond, negated=True))
+        elif isinstance(s, ir.While) and s.range is not None:
+            self.range_loop(s, s.range, before)
+        elif isinstance(s, ir.While):
+            s.cond = self.expr(s.cond)
+            s.body = self.block(s.body, self.scope_where(s.cond, negated=False))
+        elif isinstance(s, ir.Block):
+            body = self.block(s.body, self.scopes[-1] if s.keeps_facts else None)
+            if s.unrolled is not None:
+                self.prover.forget(s.unrolled)
+            return body
+        elif isinstance(s, (ir.Return, ir.ExprStmt)):
+            if s.value is not None:
+                s.value = self.expr(s.value)
+        elif isinstance(s, ir.Check):  # an assert
+            s.cond = self.expr(s.cond)
+            self.add_facts(s.cond, negated=False)
+        return [s]
+
+    def range_loop(self, s: ir.While, r: ir.ForRange, before: list[ir.Stmt]) -> None:
+        self.prover.forget(r.var)
+        facts: list[Poly] = []
+        guarded = False
+        if not r.rebinds:
+            self.loop_bindings.add(r.var)
+            facts, guarded = self.range_facts(r)
+        try:
+            s.body = self.block(s.body, _Scope(self.scopes[-1].facts + facts))
+        finally:
+            self.loop_bindings.discard(r.var)
+            self.prover.forget(r.var)
+        if r.guard is None:
+            assert not guarded, "the frontend reserves a guard wherever the range may need one"
+            return
+        if guarded and any(id(f) in self.prover.used for f in facts):
+            return  # a proof in the body relied on the loop variable's range: v + step must not wrap
+        before[:] = [x for x in before if x is not r.guard]
+        self.removed.add(r.guard.site)
+        r.guard = None
+
+    # ---- expressions ------------------------------------------------------------------------
+
+    def expr(self, e: ir.Expr) -> ir.Expr:
+        """``e`` with its proven checks gone, walked once in evaluation order (a value used
+        twice, as ``abs(x)``'s, is one expression)."""
+        if id(e) in self.seen:
+            return self.seen[id(e)]
+        self.seen[id(e)] = e
+        result = self._expr(e)
+        self.seen[id(e)] = result
+        if isinstance(result, (ir.ViewLoad, ir.ViewSlice, ir.Intrinsic)) and result.check_site is not None:
+            self.checked.append(result)
+        return result
+
+    def _expr(self, e: ir.Expr) -> ir.Expr:
+        if isinstance(e, ir.BoolOp):
+            # `i < len(x) and x[i] > 0`: later operands run only where the earlier ones allow
+            negated = e.op == LogicOp.OR
+            scope = _Scope(list(self.scopes[-1].facts))
+            values: list[ir.Expr] = []
+            for v in e.values:
+                value = self.expr_where(v, scope)
+                values.append(value)
+                self.scopes.append(scope)
+                try:
+                    scope = self.scope_where(value, negated)
+                finally:
+                    self.scopes.pop()
+            e.values = values
+            return e
+        if isinstance(e, ir.Select) and e.scoped:
+            e.cond = self.expr(e.cond)
+            e.if_true = self.expr_where(e.if_true, self.scope_where(e.cond, negated=False))
+            e.if_false = self.expr_where(e.if_false, self.scope_where(e.cond, negated=True))
+            return e
+        if isinstance(e, ir.Intrinsic) and e.name == "checked_index":
+            e.args = [self.expr(a) for a in e.args]
+            index, size = e.args
+            bound = self.axis_bound(size)
+            if e.check_site is not None and bound is not None and self.proves(index, bound):
+                self.removed.add(e.check_site)
+                return index
+            return e
+        if isinstance(e, ir.Intrinsic) and e.check_site is not None:
+            # an access through an intrinsic: its check is proven after the view and the index,
+            # before the other operands (as the intrinsic's typing asks)
+            vector = e.name.startswith(VECTOR_PREFIX)
+            lead = 3 if vector else 2
+            e.args[:lead] = [self.expr(a) for a in e.args[:lead]]
+            view, index = e.args[0], e.args[1]
+            if vector:
+                proven = self.proves_vector(index, int(e.name[-1]), view)
+            else:
+                proven = self.element_proven(view, index)
+            if proven:
+                self.removed.add(e.check_site)
+                e.check_site = None
+            e.args[lead:] = [self.expr(a) for a in e.args[lead:]]
+            return e
+        _set_children(e, [self.expr(c) for c in ir.children(e)])
+        if isinstance(e, ir.ViewLoad) and e.check_site is not None and self.element_proven(e.view, e.index):
+            self.removed.add(e.check_site)
+            e.check_site = None
+        elif isinstance(e, ir.ViewSlice) and e.check_site is not None and self.slice_proven(e):
+            self.removed.add(e.check_site)
+            e.check_site = None
+        elif isinstance(e, ir.BinOp) and e.widening:
+            self.mark_nonneg_widening(e.left, e.right)
+        return e
+
+    def expr_where(self, e: ir.Expr, scope: _Scope) -> ir.Expr:
+        """``e`` walked under the facts of ``scope``."""
+        self.scopes.append(scope)
+        try:
+            return self.expr(e)
+        finally:
+            self.scopes.pop()
+
+    # ---- facts --------------------------------------------------------------------------------
+
+    def define(self, name: str, value: ir.Expr) -> None:
+        self.prover.define(name, value if self._stable(name) else None, self.scopes[-1].facts)
+
+    def add_facts(self, cond: ir.Expr, negated: bool) -> None:
+        self.scopes[-1].facts += self.prover.facts_of(cond, negated, self.scopes[-1].facts)
+
+    def scope_where(self, cond: ir.Expr, negated: bool) -> _Scope:
+        """The current facts plus those of ``cond`` (or of its negation)."""
+        facts = self.scopes[-1].facts
+        return _Scope(facts + self.prover.facts_of(cond, negated, facts))
+
+    def range_facts(self, r: ir.ForRange) -> tuple[list[Poly], bool]:
+        """Facts on the variable of ``for v in range(start, stop, step)`` inside the body, and
+        whether they need a check at loop entry that ``v + step`` cannot wrap around."""
+        facts = self.scopes[-1].facts
+        p = self.prover
+        lo, hi, st = p.poly(r.start, facts), p.poly(r.stop, facts), p.poly(r.step, facts)
+        if lo is None or hi is None or st is None:
+            return [], False
+        v = p.poly(ir.Var(r.var, r.ty, r.start.loc), facts)
+        assert v is not None
+        limits = int_limits(r.ty)
+        positive = p.nonneg(add(st, const(-1)), facts)
+        if positive:  # step ≥ 1: start ≤ v < stop
+            body = [add(v, lo, -1), add(add(hi, v, -1), const(-1))]
+            # v + step must not wrap: stop - 1 + step ≤ max
+            no_wrap = add(add(const(limits[1] + 1), hi, -1), st, -1)
+        elif p.nonneg(add(const(-1), st, -1), facts):  # step ≤ -1: stop < v ≤ start
+            body = [add(lo, v, -1), add(add(v, hi, -1), const(-1))]
+            no_wrap = add(add(hi, const(1 - limits[0])), st)
+        else:
+            return [], False
+        if p.nonneg(no_wrap, facts):
+            return body, False
+        if r.ty.bits > 32 or not positive:
+            return [], False  # no wider type to check in (or no guard for negative steps): keep the checks
+        return body + [no_wrap], True  # using any of them keeps the entry check (the guard)
+
+    # ---- proofs ---------------------------------------------------------------------------------
+
+    def proves(self, index: ir.Expr, bound: Poly) -> bool:
+        """Is ``0 <= index < bound`` proven by the facts in scope?"""
+        facts = self.scopes[-1].facts
+        p = self.prover.poly(index, facts)
+        if p is None:
+            return False
+        # unrolled loops ask the same question under the same facts many times; the entry keeps
+        # the facts alive, so their ids in the key cannot be reused by other objects
+        key = (_poly_key(p), _poly_key(bound), tuple(map(id, facts)))
+        if key not in self.proofs:
+            self.proofs[key] = (self.prover.in_range(p, bound, facts), tuple(facts))
+        return self.proofs[key][0]
+
+    def proves_vector(self, index: ir.Expr, width: int, view: ir.Expr) -> bool:
+        """Elements width·index … width·index + width - 1 all in range?"""
+        facts = self.scopes[-1].facts
+        bound = self.view_bound(view)
+        p = self.prover.poly(index, facts)
+        if p is None or bound is None:
+            return False
+        first = mul(p, const(width)) or Poly()
+        return self.prover.nonneg(first, facts) and self.prover.in_range(add(first, const(width - 1)), bound, facts)
+
+    def element_proven(self, view: ir.Expr, index: ir.Expr) -> bool:
+        bound = self.view_bound(view)
+        if bound is None and isinstance(view.ty, ArrayType) and view.ty.size is not None:
+            bound = const(view.ty.size)
+        return bound is not None and self.proves(index, bound)
+
+    def slice_proven(self, e: ir.ViewSlice) -> bool:
+        """``0 <= start <= stop <= len(view)``?"""
+        bound = self.view_bound(e.view)
+        if bound is None:
+            return False
+        past_end = add(bound, const(1))
+        if e.stop is None:
+            return self.proves(e.start, past_end)
+        stop = self.prover.poly(e.stop, self.scopes[-1].facts)
+        return stop is not None and self.proves(e.stop, past_end) and self.proves(e.start, add(stop, const(1)))
+
+    def view_bound(self, view: ir.Expr, axis: int | None = None) -> Poly | None:
+        """The length of a view (a tensor parameter's shape along ``axis``) as a polynomial,
+        when the prover may use it: ``len(name)`` for a parameter or a local that keeps one
+        view, a constant for an array of known shape."""
+        ty = view.ty
+        if isinstance(view, ir.Var) and isinstance(ty, ViewType) and view.name in self.param_names:
+            if axis is None or not ty.is_tensor:
+                return atom(("len", view.name))
+            return atom(("shape", view.name, str(axis)))
+        if isinstance(ty, ArrayType) and ty.size is not None:
+            return const(ty.size)
+        if not isinstance(view, ir.Var) or not isinstance(ty, (ViewType, ArrayType)) or (
+                isinstance(ty, ArrayType) and not ty.runtime_length):
+            return None
+        if view.name not in self.param_names and not self._stable(view.name):
+            return None  # a local rebound to other views: its length changes
+        return atom(("len", view.name))
+
+    def axis_bound(self, size: ir.Expr) -> Poly | None:
+        """The bound of a ``checked_index``: a tensor's shape along an axis, an array's size."""
+        if isinstance(size, ir.ViewDim):
+            return self.view_bound(size.view, size.axis)
+        if isinstance(size, ir.Const) and isinstance(size.value, int):
+            return const(size.value)
+        return None
+
+    def mark_nonneg_widening(self, *sides: ir.Expr) -> None:
+        """``i64(r) * cols`` with r, cols ≥ 0 proven: both widen with zext, so the product is one
+        32×32→64 multiply (mul.wide.u32) instead of a 64-bit one (sext and zext do not pair)."""
+        if not all(isinstance(s, ir.Cast) or (isinstance(s, ir.Const) and int(s.value) >= 0) for s in sides):
+            return
+        casts = [s for s in sides if isinstance(s, ir.Cast)]
+        for c in casts:
+            src = as_scalar(c.operand.ty)
+            if src is None or src.kind != "int" or src.bits > 32:
+                return
+            p = self.prover.poly(c.operand, self.scopes[-1].facts)
+            if p is None or not self.prover.proves_nonneg(p, self.scopes[-1].facts):
+                return
+        for c in casts:
+            c.nonneg = True
+
+
+
+def _poly_key(p: Poly) -> object:
+    return tuple(sorted(p.items()))
+
+
+
+def _set_children(e: ir.Expr, kids: list[ir.Expr]) -> None:
+    """The inverse of ``ir.children``: ``e`` with these sub-expressions."""
+    if isinstance(e, (ir.BinOp, ir.Compare)):
+        e.left, e.right = kids
+    elif isinstance(e, (ir.Not, ir.Neg, ir.Cast)):
+        (e.operand,) = kids
+    elif isinstance(e, ir.Select):
+        e.cond, e.if_true, e.if_false = kids
+    elif isinstance(e, (ir.BoolOp, ir.MakeTuple)):
+        e.values = kids
+    elif isinstance(e, (ir.Call, ir.Intrinsic)):
+        e.args = kids
+    elif isinstance(e, (ir.ViewLen, ir.ViewDim)):
+        (e.view,) = kids
+    elif isinstance(e, ir.ViewLoad):
+        e.view, e.index = kids
+    elif isinstance(e, ir.ViewSlice):
+        e.view, e.start = kids[0], kids[1]
+        if e.stop is not None:
+            e.stop = kids[2]
+    elif isinstance(e, ir.MakeVector):
+        e.values = kids
+    elif isinstance(e, (ir.VectorGet, ir.TupleGet)):
+        (e.value,) = kids
+    elif isinstance(e, (ir.VectorSet, ir.TupleSet)):
+        e.value, e.element = kids
+    else:  # a node without sub-expressions
+        assert not kids, f"bounds elimination cannot rebuild {type(e).__name__}"
+
+
+# ---- walking the whole IR -----------------------------------------------------------------------
+
+def _statements(stmts: list[ir.Stmt]) -> Iterator[ir.Stmt]:
+    for s in stmts:
+        yield s
+        if isinstance(s, ir.If):
+            yield from _statements(s.then)
+            yield from _statements(s.orelse)
+        elif isinstance(s, ir.While):
+            yield from _statements(s.body)
+            yield from _statements(s.step)
+        elif isinstance(s, ir.Block):
+            yield from _statements(s.body)
+
+
+def _roots(s: ir.Stmt) -> list[ir.Expr]:
+    if isinstance(s, ir.Store):
+        return [s.view, s.index, s.value]
+    if isinstance(s, (ir.Assign, ir.ExprStmt)) or isinstance(s, ir.Return) and s.value is not None:
+        return [s.value]  # type: ignore[list-item]
+    if isinstance(s, (ir.If, ir.While, ir.Check)):
+        return [s.cond]
+    return []
+
+
+def _expressions(stmts: list[ir.Stmt]) -> Iterator[ir.Expr]:
+    todo = [e for s in _statements(stmts) for e in _roots(s)]
+    while todo:
+        e = todo.pop()
+        yield e
+        todo.extend(ir.children(e))
+
+
+def _has_checks(stmts: list[ir.Stmt]) -> bool:
+    """Does the function have anything for the pass to prove?"""
+    if any(isinstance(s, ir.Store) and s.check_site is not None
+           or isinstance(s, ir.While) and s.range is not None and s.range.guard is not None
+           for s in _statements(stmts)):
+        return True
+    return any(isinstance(e, (ir.ViewLoad, ir.ViewSlice, ir.Intrinsic)) and e.check_site is not None
+               or isinstance(e, ir.BinOp) and e.widening for e in _expressions(stmts))
+
+
+def _spliced(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
+    """``stmts`` with every block's statements in its place."""
+    out: list[ir.Stmt] = []
+    for s in stmts:
+        if isinstance(s, ir.Block):
+            out.extend(_spliced(s.body))
+            continue
+        if isinstance(s, ir.If):
+            s.then, s.orelse = _spliced(s.then), _spliced(s.orelse)
+        elif isinstance(s, ir.While):
+            s.body, s.step = _spliced(s.body), _spliced(s.step)
+        out.append(s)
+    return out
+
+
+def _compact_sites(program: ir.Program, removed: set[int], checked: list[Access]) -> None:
+    """Drops the error sites in ``removed`` and renumbers the others in order, everywhere: the
+    checks that stay (``checked``: every access with a site, found by the walk), asserts and
+    launch preconditions."""
+    renumbered: dict[int, int] = {}
+    kept: list[ErrorSite] = []
+    for site in program.error_sites:
+        if site.id in removed:
+            continue
+        renumbered[site.id] = len(kept) + 1
+        kept.append(site._replace(id=len(kept) + 1))
+    program.error_sites[:] = kept  # the frontend's result holds this list too
+    for access in checked:
+        assert access.check_site is not None
+        access.check_site = renumbered[access.check_site]
+    for fn in program.functions:
+        fn.preconditions = [p._replace(site=renumbered[p.site]) for p in fn.preconditions]
+        for s in _statements(fn.body):
+            if isinstance(s, ir.Check):
+                s.site = renumbered[s.site]
