@@ -108,6 +108,11 @@ def test_bit_casts() -> None:
     np.testing.assert_array_equal(h_back.view(np.uint16), (-h).view(np.uint16))
 
 
+def within_relative(actual: np.ndarray, desired: np.ndarray, rtol: np.ndarray) -> None:
+    bad = ~(np.abs(actual - desired) <= rtol * np.abs(desired))
+    assert not bad.any(), f"{bad.sum()} elements out of bounds, first: {actual[bad][:5]} vs {desired[bad][:5]}"
+
+
 def test_fast_math_per_call() -> None:
     """Within the documented error bounds of CUDA's __expf, __logf, __sinf, ... (CUDA C++
     Programming Guide, "Intrinsic Functions"); rcp (__frcp_rn) and saturate are exact."""
@@ -123,7 +128,8 @@ def test_fast_math_per_call() -> None:
     exp_, log_, sin_, cos_, div_, pow_, rcp_, sat_, log2_, exp10_ = (host(o).astype(np.float64) for o in outs)
     xv, yv, av = x.astype(np.float64), y.astype(np.float64), ang.astype(np.float64)
     ulp = np.spacing(np.float32(1)).astype(np.float64)
-    np.testing.assert_allclose(exp_, np.exp(yv), rtol=(2 + np.floor(np.abs(1.2 * yv)) + 3) * ulp)
+    # the bound of __expf grows with |x| (elementwise), which assert_allclose's scalar rtol cannot say
+    within_relative(exp_, np.exp(yv), (2 + np.floor(np.abs(1.2 * yv)) + 3) * ulp)
     np.testing.assert_allclose(log_, np.log(xv), atol=2.0 ** -21.41 * 2, rtol=4 * ulp)
     np.testing.assert_allclose(sin_, np.sin(av), atol=2.0 ** -21.41 * 2)
     np.testing.assert_allclose(cos_, np.cos(av), atol=2.0 ** -21.41 * 2)
@@ -132,7 +138,7 @@ def test_fast_math_per_call() -> None:
     np.testing.assert_array_equal(rcp_, (np.float32(1) / x).astype(np.float64))
     np.testing.assert_array_equal(sat_, np.clip(yv, 0.0, 1.0))
     np.testing.assert_allclose(log2_, np.log2(xv), atol=2.0 ** -22 * 2, rtol=3 * ulp)
-    np.testing.assert_allclose(exp10_, 10.0 ** (yv * 0.25), rtol=(2 + np.floor(np.abs(2.95 * yv * 0.25)) + 2) * ulp)
+    within_relative(exp10_, 10.0 ** (yv * 0.25), (2 + np.floor(np.abs(2.95 * yv * 0.25)) + 2) * ulp)
     d = rng.uniform(0.1, 1e6, n) * rng.choice([-1, 1], n)
     r = poison(n, torch.float64)
     intrk.rcp64[(n + BLOCK - 1) // BLOCK, BLOCK](dev(d), r)

@@ -27,7 +27,8 @@ def dev(a: np.ndarray) -> "torch.Tensor":
 def poisoned(shape: tuple[int, ...] | int, dtype: "torch.dtype" = torch.float32) -> "torch.Tensor":
     if dtype.is_floating_point:
         return torch.full(shape if isinstance(shape, tuple) else (shape,), float("nan"), dtype=dtype, device="cuda")
-    return torch.full(shape if isinstance(shape, tuple) else (shape,), 0x5A5A, dtype=dtype, device="cuda")
+    value = 0x5A if dtype in (torch.uint8, torch.int8) else 0x5A5A
+    return torch.full(shape if isinstance(shape, tuple) else (shape,), value, dtype=dtype, device="cuda")
 
 
 def test_bitonic_sort_shared() -> None:
