@@ -318,6 +318,31 @@ def test_module_arrays_compile_to_constant_and_global_symbols(tmp_path: Path) ->
     assert records["WEIGHTS"].space == "constant" and records["WEIGHTS"].dtype == "f32"
 
 
+def test_module_array_shapes_and_init_take_derived_module_constants(tmp_path: Path) -> None:
+    # cuda-samples' `__constant__ float c_Kernel[KERNEL_LENGTH]` with KERNEL_LENGTH = 2 * R + 1
+    src = source(tmp_path, """
+        KERNEL_RADIUS = 2
+        KERNEL_LENGTH = 2 * KERNEL_RADIUS + 1
+        CLUSTERS = 4
+        FEATURES = 3
+        HALF = 0.5
+        TAPS = ox.constant.array(KERNEL_LENGTH, f32)
+        CENTRES = ox.constant.array((CLUSTERS, FEATURES), f32)
+        FLAT = ox.global_memory.array(CLUSTERS * FEATURES + 1, i32)
+        PAIR = ox.constant.array(2, f32, init=(HALF, HALF * 3))
+
+        @ox.kernel
+        def k(out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = TAPS[i % KERNEL_LENGTH] + CENTRES[1, 2] + f32(FLAT[0]) + PAIR[1]
+    """)
+    _, frontend = build_ir(src, "kern")
+    shapes = {d.name: (d.ty.shape, d.values) for d in frontend.program.arrays}
+    assert shapes == {"TAPS": ((5,), None), "CENTRES": ((4, 3), None), "FLAT": ((13,), None),
+                      "PAIR": ((2,), (0.5, 1.5))}
+
+
 def test_module_array_records_round_trip_through_the_manifest(tmp_path: Path) -> None:
     from oxide.abi.manifest import ModuleArrayRecord, ModuleManifest
     from oxide_build.package.artifacts import module_manifest

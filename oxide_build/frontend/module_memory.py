@@ -121,12 +121,10 @@ def _shape(module: ModuleSource, node: ast.expr, call: str) -> tuple[int, ...]:
 
 
 def _number(module: ModuleSource, node: ast.expr) -> int | float | bool | None:
-    if isinstance(node, ast.Name):
-        sym = module.symbols.get(node.id)
-        if sym is not None and sym.kind == "constant":
-            return constant_value(getattr(sym.node, "value", None))
-        return None
-    return constant_value(node)
+    """The value of a constant expression of literals and module constants (``KERNEL_LENGTH``
+    defined as ``2 * KERNEL_RADIUS + 1``, ``ROWS * COLS``), as the scan folded them."""
+    known = {n: s.value for n, s in module.symbols.items() if s.kind == "constant" and s.value is not None}
+    return constant_value(node, known)
 
 
 def _values(module: ModuleSource, node: ast.expr, name: str) -> list[int | float | bool] | None:
