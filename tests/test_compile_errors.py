@@ -23,7 +23,7 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     'disjoint_write_not_thread_index': (
         '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    j = i + 1\n    out[j] = x[i]\n',
-        "kern.py:8:9: error: a DisjointSlice can only be written at the calling thread's ThreadIndex; 'j' is i64\n        out[j] = x[i]\n            ^\n  hint: index with the value of thread.index_1d(), or use MutSlice inside `with oxide.unsafe():`",
+        "kern.py:8:9: error: a DisjointSlice can only be written at the calling thread's ThreadIndex; 'j' is i64, which two threads may share\n        out[j] = x[i]\n            ^\n  hint: index with the value of thread.index_1d() (one element per thread); for any other write (one thread per block at out[block.idx.x], a loop) declare the parameter MutSlice[T] and write inside `with oxide.unsafe():`",
     ),
     'unknown_function': (
         '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    out[i] = frobnicate(x[i])\n',

@@ -515,6 +515,11 @@ VECTOR_ERRORS: dict[str, tuple[str, str]] = {
     "choosing_between_vector_types": ("    v = f32x4(1.0) if i > 0 else f32x2(1.0)\n", "kern.py:8:9: error: a conditional "
                                       "expression chooses between f32x4 and f32x2\n        v = f32x4(1.0) if i > 0 else "
                                       "f32x2(1.0)\n            ^\n  hint: both sides must have one type"),
+    "a_shared_array_of_vectors": ("    a = ox.shared.array(128, f32x4)\n", "kern.py:8:30: error: arrays of vectors (f32x4) "
+                                  "are not supported yet: an element type is a scalar\n        a = ox.shared.array(128, "
+                                  "f32x4)\n                                 ^\n  hint: hold the lanes in an array of f32 "
+                                  "with a last axis of 4 (`a[i, 0]` … `a[i, 3]`, rebuilt with f32x4(...)), or one array "
+                                  "per lane"),
 }
 
 

@@ -376,6 +376,40 @@ def test_literal_initialized_locals_take_the_type_they_meet(tmp_path: Path) -> N
     assert "acc: f64 = 0.0:f64" in annotated and "acc: f64 = (acc + f64(x[0:i64?]!1))" in annotated
 
 
+def test_a_range_over_constants_types_its_variable_by_the_values_it_meets(tmp_path: Path) -> None:
+    # Rodinia's needle kernel: `for (int m = 0; m < BLOCK_SIZE; m++)` then, in a second loop
+    # counting down, `int t_index_x = tx + BLOCK_SIZE - m;` into the same int local
+    text = ir_text(tmp_path, """
+    BLOCK_SIZE = 16
+
+    @ox.kernel
+    def k(x: Slice[i32], n: i32, out: DisjointSlice[i32]) -> None:
+        i = thread.index_1d()
+        tx = thread.idx.x
+        total = 0
+        for m in range(BLOCK_SIZE):
+            t_index_x = tx + 1
+            total += m - tx
+        for m in range(BLOCK_SIZE - 2, -1, -1):
+            t_index_x = tx + BLOCK_SIZE - m
+            total += t_index_x
+        for w in range(4):
+            total += x[w]
+        for big in range(5000000000):
+            if big > tx:
+                break
+        for r in range(n):
+            total += r
+        if i < len(out):
+            out[i] = total
+    """)
+    assert "m: i32 = 0:i32" in text and "m: i32 = 14:i32" in text
+    assert "t_index_x: i32 = ((tx + 16:i32) - m)" in text
+    assert "w: i64 = 0:i64" in text                 # met only an index: stays i64
+    assert "big: i64 = 0:i64" in text               # 5000000000 does not fit i32
+    assert "r: i32 = 0:i32" in text                 # a run-time bound types it, as before
+
+
 def test_a_retyped_local_that_no_longer_compiles_keeps_the_literal_type(tmp_path: Path) -> None:
     text = ir_text(tmp_path, """
     @ox.kernel

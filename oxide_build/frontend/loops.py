@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ast
 
+from oxide.lang.types import ScalarType
+
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp, CompareOp, LogicOp
 from ..ir.types import BOOL, I64, is_int, type_name
@@ -68,6 +70,14 @@ class Loops(Indexing):
         if isinstance(step, ir.Const) and step.value == 0:
             raise self.error(it, "range() step must not be zero")
         name = node.target.id
+        if (all(isinstance(a, ir.Const) and a.weak for a in (start, stop, step))
+                and (name not in self.locals or name in self.literal_locals)):
+            # `for m in range(BLOCK_SIZE)`: bounds of literals and constants type the variable
+            # like a local first assigned a literal, by the values it meets (`tx <= m` with an
+            # i32 tx makes it an i32, C++'s `for (int m = 0; ...)`), not as an i64
+            self.literal_locals.add(name)
+            known = self.locals.get(name)
+            ty = known if isinstance(known, ScalarType) else self.retype.get(name, ty)
         if name in self.locals and self.locals[name] != ty:
             raise self.error(node.target, f"loop variable {name!r} is {type_name(self.locals[name])} "
                              f"but the range is {ty.name}")

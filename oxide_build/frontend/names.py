@@ -137,6 +137,12 @@ class Names(Constants):
     def element_type(self, node: ast.expr) -> ScalarType:
         """The scalar type an intrinsic's type argument names (``shared.array(n, f32)``)."""
         ty = resolve_annotation(self.module, node, self.typevars, "the element type")
+        if isinstance(ty, VectorType):
+            lanes = ty.lanes
+            raise self.error(node, f"arrays of vectors ({ty.name}) are not supported yet: an element type is a scalar",
+                             f"hold the lanes in an array of {ty.elem.name} with a last axis of {lanes} "
+                             f"(`a[i, 0]` … `a[i, {lanes - 1}]`, rebuilt with {ty.name}(...)), or one array per lane")
         if isinstance(ty, TypeVarBinding) or not isinstance(ty, ScalarType):
-            raise self.error(node, f"{ast.unparse(node)} is not a scalar element type")
+            raise self.error(node, f"{ast.unparse(node)} is not a scalar element type",
+                             "name one of i8 … u64, f16, bf16, f32, f64, bool (or a TypeVar bound to them)")
         return ty

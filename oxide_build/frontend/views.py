@@ -167,8 +167,10 @@ def refuse_slice_write(tr: TranslatorContext, target: ast.Subscript, vt: ViewTyp
         raise tr.error(
             target.slice,
             f"a DisjointSlice can only be written at the calling thread's ThreadIndex; "
-            f"{ast.unparse(target.slice)!r} is {type_name(index.ty)}",
-            "index with the value of thread.index_1d(), or use MutSlice inside `with oxide.unsafe():`",
+            f"{ast.unparse(target.slice)!r} is {type_name(index.ty)}, which two threads may share",
+            "index with the value of thread.index_1d() (one element per thread); for any other write "
+            "(one thread per block at out[block.idx.x], a loop) declare the parameter MutSlice[T] and "
+            "write inside `with oxide.unsafe():`",
         )
     if vt.kind == ViewKind.MUT_SLICE and tr.unsafe_depth == 0:
         raise tr.error(target, f"writing the MutSlice {ast.unparse(target.value)!r} needs `with oxide.unsafe():`",
