@@ -410,6 +410,36 @@ def test_a_range_over_constants_types_its_variable_by_the_values_it_meets(tmp_pa
     assert "r: i32 = 0:i32" in text                 # a run-time bound types it, as before
 
 
+def test_a_tensor_shape_unpacks_into_names(tmp_path: Path) -> None:
+    # numba's `h, w = img.shape`
+    text = ir_text(tmp_path, """
+    @ox.kernel
+    def k(img: ox.Tensor[f32, 2], out: ox.DisjointTensor[f32, 2]) -> None:
+        row, col = thread.index_2d()
+        h, w = img.shape
+        sh, sw = img.strides
+        if row < h and col < w and row < out.shape[0] and col < out.shape[1]:
+            out[row, col] = img[row, col] + f32(sh + sw)
+    """)
+    assert "h: i64 = img.shape[0]" in text and "w: i64 = img.shape[1]" in text
+    assert "sh: i64 = img.stride[0]" in text
+    assert "img[flat_index(" in text and "checked_index" not in text   # the guard on h and w proves it
+    wrong_count = compile_error(tmp_path, """
+    @ox.kernel
+    def k(img: ox.Tensor[f32, 2], out: DisjointSlice[f32]) -> None:
+        h, w, d = img.shape
+    """)
+    assert "img.shape has 2 value(s); cannot unpack it into 3 names" in wrong_count
+    assert "kern.py:7:5" in wrong_count
+    bare = compile_error(tmp_path, """
+    @ox.kernel
+    def k(img: ox.Tensor[f32, 2], out: DisjointSlice[f32]) -> None:
+        s = img.shape
+    """)
+    assert "kern.py:7:9: error: img.shape is not a value on its own" in bare
+    assert "unpack it into names (h, w = img.shape)" in bare
+
+
 def test_a_retyped_local_that_no_longer_compiles_keeps_the_literal_type(tmp_path: Path) -> None:
     text = ir_text(tmp_path, """
     @ox.kernel

@@ -130,6 +130,10 @@ class Names(Constants):
                 return structs.field(self, value, node.attr, node)  # type: ignore[arg-type]
             raise self.error(node, f"{type_name(value.ty)} has no attribute {node.attr!r}")
         if isinstance(base, ast.Name) and base.id in self.locals:
+            if node.attr in ("shape", "strides") and isinstance(self.locals[base.id], ViewType):
+                raise self.error(node, f"{ast.unparse(node)} is not a value on its own",
+                                 f"index it ({ast.unparse(node)}[0]) or unpack it into names "
+                                 f"(h, w = {ast.unparse(node)})")
             raise self.error(node, f"{type_name(self.locals[base.id])} has no attribute {node.attr!r}")
         raise self.error(node, f"unknown attribute {ast.unparse(node)!r}",
                          "available: thread.idx.x/y/z, block.idx.x, block.dim.x, grid.dim.x")

@@ -179,6 +179,10 @@ class FunctionTranslator(Loops):
     def unpack(self, target: ast.Tuple | ast.List, value_node: ast.expr, node: ast.AST) -> list[ir.Stmt]:
         if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == len(target.elts):
             return self.parallel_assign(target, value_node, node)
+        if (isinstance(value_node, ast.Attribute) and value_node.attr in ("shape", "strides")
+                and isinstance(value_node.value, ast.Name)
+                and isinstance(self.locals.get(value_node.value.id), ViewType)):
+            return self.unpack_shape(target, value_node, node)
         value = self.expr(value_node)
         if isinstance(value.ty, VectorType):
             return self.unpack_vector(target, value, node)
@@ -198,6 +202,25 @@ class FunctionTranslator(Loops):
                 out.extend(self.assign_to(t, element, t, node))
             else:
                 raise self.error(t, f"cannot assign to {ast.unparse(t)!r}")
+        return out
+
+    def unpack_shape(self, target: ast.Tuple | ast.List, value_node: ast.Attribute, node: ast.AST) -> list[ir.Stmt]:
+        """``h, w = img.shape`` (numba's habit): each name is assigned ``img.shape[k]``, as if
+        written out, so the bounds prover knows ``h`` as the extent it is."""
+        view_ty = self.locals[value_node.value.id]  # type: ignore[attr-defined]
+        assert isinstance(view_ty, ViewType)
+        if len(target.elts) != view_ty.ndim:
+            raise self.error(target, f"{ast.unparse(value_node)} has {view_ty.ndim} value(s); "
+                                     f"cannot unpack it into {len(target.elts)} names",
+                             f"use exactly {view_ty.ndim} names on the left, or index it: "
+                             f"{ast.unparse(value_node)}[0]")
+        out: list[ir.Stmt] = []
+        for axis, t in enumerate(target.elts):
+            part = ast.copy_location(ast.Subscript(value=value_node, slice=ast.copy_location(ast.Constant(axis), value_node),
+                                                   ctx=ast.Load()), value_node)
+            if not isinstance(t, (ast.Name, ast.Subscript)):
+                raise self.error(t, f"cannot assign to {ast.unparse(t)!r}")
+            out.extend(self.assign_to(t, self.expr(part), part, node))
         return out
 
     def assign_attribute(self, target: ast.Attribute, value: ir.Expr, node: ast.AST) -> ir.Stmt:
