@@ -440,6 +440,28 @@ def test_a_tensor_shape_unpacks_into_names(tmp_path: Path) -> None:
     assert "unpack it into names (h, w = img.shape)" in bare
 
 
+def test_math_of_constants_folds_to_a_literal_typed_by_its_use(tmp_path: Path) -> None:
+    # PolyBench's `data[...] /= sqrt(FLOAT_N) * std[j]`, Black-Scholes' `1.0f / sqrtf(2.0f * PI)`
+    text = ir_text(tmp_path, """
+    FLOAT_N = 3214212.01
+    PI = 3.141592653589793
+
+    @ox.kernel
+    def k(x: Slice[f32], n: i32, out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        inv_sqrt_2pi = 1.0 / ox.math.sqrt(2.0 * PI)
+        wide = ox.math.sqrt(FLOAT_N)
+        m = ox.math.max(3, 5)
+        bad = ox.math.log(0.0)
+        if i < len(out):
+            out[i] = x[i] * inv_sqrt_2pi / (wide * x[0]) + f32(m) + f32(bad) + ox.math.sqrt(x[i])
+    """)
+    assert "0.3989422804014327:f32" in text and "1792.8223587405419:f32" in text
+    assert "math.max" not in text and "+ 5.0:f32)" in text
+    assert "bad: f64 = math.log(0.0:f64)" in text       # -inf: left to run time
+    assert "math.sqrt(x[" in text                       # a run-time argument is not folded
+
+
 def test_a_retyped_local_that_no_longer_compiles_keeps_the_literal_type(tmp_path: Path) -> None:
     text = ir_text(tmp_path, """
     @ox.kernel

@@ -537,3 +537,40 @@ def test_median_filter() -> None:
     windows = np.stack([img[1 + di:h - 1 + di, 1 + dj:w - 1 + dj] for di in (-1, 0, 1) for dj in (-1, 0, 1)])
     ref[1:-1, 1:-1] = np.median(windows, axis=0)
     np.testing.assert_array_equal(out.cpu().numpy(), ref)
+
+
+def test_correlation() -> None:
+    m = port("correlation")
+    n_rows, m_cols = 300, 97                      # N data points of M variables, 1-based as the original
+    data = np.zeros((n_rows + 1, m_cols + 1), np.float32)
+    # scales chosen so every deviation is well away from EPS (0.005), whose test would otherwise flip
+    data[1:, 1:] = rng.standard_normal((n_rows, m_cols)) * rng.uniform(1.0, 3.0, m_cols) + rng.uniform(-1, 1, m_cols)
+    data[1:, 7] = 0.25                            # a constant column: its deviation is clamped to 1.0
+    d_data = dev(data.ravel())
+    mean, std = poisoned(m_cols + 1), poisoned(m_cols + 1)
+    symmat = poisoned((m_cols + 1) * (m_cols + 1))
+    blocks = (m_cols + 255) // 256
+    m.mean_kernel[blocks, 256](mean, d_data, m_cols, n_rows)
+    m.std_kernel[blocks, 256](mean, std, d_data, m_cols, n_rows)
+    m.reduce_kernel[((m_cols + 31) // 32, (n_rows + 7) // 8), (32, 8)](mean, std, d_data, m_cols, n_rows)
+    m.corr_kernel[blocks, 256](symmat, d_data, m_cols, n_rows)
+
+    float_n = 3214212.01
+    v = data[1:, 1:].astype(np.float64)
+    ref_mean = v.sum(0) / float_n
+    ref_std = np.sqrt(((v - ref_mean) ** 2).sum(0) / float_n)
+    ref_std[ref_std <= 0.005] = 1.0
+    np.testing.assert_allclose(mean.cpu().numpy()[1:], ref_mean, rtol=1e-4, atol=1e-10)
+    np.testing.assert_allclose(std.cpu().numpy()[1:], ref_std, rtol=1e-4)
+    z = (v - ref_mean) / (np.sqrt(float_n) * ref_std)
+    np.testing.assert_allclose(d_data.cpu().numpy().reshape(n_rows + 1, m_cols + 1)[1:, 1:], z, rtol=1e-4,
+                               atol=1e-6 * np.abs(z).max())
+    corr = z.T @ z
+    np.fill_diagonal(corr, 1.0)
+    got = symmat.cpu().numpy().reshape(m_cols + 1, m_cols + 1)
+    # the original fills rows/columns 1..M-1 above the diagonal and mirrors them; the last diagonal
+    # element and row/column 0 stay as they were
+    for j1 in range(1, m_cols):
+        np.testing.assert_allclose(got[j1, j1 + 1:], corr[j1 - 1, j1:], rtol=1e-3, atol=1e-5 * np.abs(corr).max())
+        np.testing.assert_allclose(got[j1 + 1:, j1], corr[j1:, j1 - 1], rtol=1e-3, atol=1e-5 * np.abs(corr).max())
+        assert got[j1, j1] == 1.0

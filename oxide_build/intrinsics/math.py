@@ -6,12 +6,13 @@ fast-math forms CUDA spells with two underscores (``math.fast_exp`` is ``__expf`
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
+import math
+from typing import TYPE_CHECKING, Callable
 
 from llvmlite import ir as ll
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, F32, F64, ViewType, as_scalar, type_name
+from ..ir.types import BOOL, F32, F64, I64, ViewType, as_scalar, type_name
 from .arguments import check_arg_count
 from .entry import IntrinsicInfo
 
@@ -58,6 +59,39 @@ RCP = ("__nv_frcp_rn", "__nv_drcp_rn")  # 1/x rounded to nearest, even under fas
 LIBDEVICE_PRED = {"isnan": ("__nv_isnanf", "__nv_isnand"), "isinf": ("__nv_isinff", "__nv_isinfd"),
                   "isfinite": ("__nv_finitef", "__nv_isfinited")}
 
+# math of compile-time constants, folded in f64 as Python computes it (a domain error, an
+# overflow or a non-finite result is left to run time)
+_FOLDABLE: dict[str, Callable[..., float]] = {
+    "sqrt": math.sqrt, "rsqrt": lambda x: 1.0 / math.sqrt(x), "exp": math.exp, "exp2": lambda x: math.pow(2.0, x),
+    "log": math.log, "log2": math.log2, "log10": math.log10, "sin": math.sin, "cos": math.cos, "tan": math.tan,
+    "tanh": math.tanh, "erf": math.erf, "abs": math.fabs, "floor": lambda x: float(math.floor(x)),
+    "ceil": lambda x: float(math.ceil(x)), "trunc": lambda x: float(math.trunc(x)),
+    "round": lambda x: float(round(x)), "pow": math.pow, "min": min, "max": max, "atan2": math.atan2,
+    "fmod": math.fmod,
+}
+
+
+def _fold_constant(op: str, values: list[ir.Expr], loc: ir.Loc) -> ir.Const | None:
+    """``ox.math.sqrt(2.0)``, ``ox.math.sqrt(FLOAT_N)``: a weak literal typed by its use, like the
+    constant expression it is, so ``x * ox.math.sqrt(2.0)`` stays ``f32`` (CUDA's
+    ``x * sqrtf(2.0f)``) instead of making the math ``f64``."""
+    fold = _FOLDABLE.get(op)
+    consts = [v for v in values if isinstance(v, ir.Const) and v.weak]
+    if fold is None or len(consts) != len(values):
+        return None
+    args = [c.value for c in consts]
+    if op in ("abs", "min", "max") and all(c.ty == I64 for c in consts):
+        result: int | float = abs(args[0]) if op == "abs" else fold(*args)
+        return ir.Const(result, I64, loc, weak=True)
+    try:
+        value = float(fold(*[float(a) for a in args]))
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return None
+    if not math.isfinite(value):
+        return None
+    return ir.Const(value, F64, loc, weak=True)
+
+
 def _type_math(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     name, op = info.name, info.op
     loc = tr.loc(node)
@@ -68,6 +102,9 @@ def _type_math(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
         if as_scalar(v.ty) is None or v.ty == BOOL:
             raise tr.error(a, f"{name} needs numbers, got {type_name(v.ty)}",
                            "index the view to get an element" if isinstance(v.ty, ViewType) else "")
+    folded = _fold_constant(op, values, loc)
+    if folded is not None:
+        return folded
     strong = [as_scalar(v.ty) for v in values if not (isinstance(v, ir.Const) and v.weak)]
     ty = F64 if not strong else strong[0]
     for other in strong[1:]:
