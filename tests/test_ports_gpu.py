@@ -574,3 +574,42 @@ def test_correlation() -> None:
         np.testing.assert_allclose(got[j1, j1 + 1:], corr[j1 - 1, j1:], rtol=1e-3, atol=1e-5 * np.abs(corr).max())
         np.testing.assert_allclose(got[j1 + 1:, j1], corr[j1:, j1 - 1], rtol=1e-3, atol=1e-5 * np.abs(corr).max())
         assert got[j1, j1] == 1.0
+
+
+def test_bfs() -> None:
+    m = port("bfs")
+    from collections import deque
+
+    n = 6007
+    counts = rng.integers(0, 5, n).astype(np.int32)
+    starting = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int32)
+    edges = rng.integers(0, n, int(counts.sum())).astype(np.int32)
+    mask = np.zeros(n, bool)
+    visited = np.zeros(n, bool)
+    cost = np.full(n, -1, np.int32)
+    mask[0] = visited[0] = True
+    cost[0] = 0
+    d_mask, d_updating, d_visited, d_cost = dev(mask), dev(np.zeros(n, bool)), dev(visited), dev(cost)
+    d_starting, d_counts, d_edges = dev(starting), dev(counts), dev(edges)
+    blocks = (n + m.MAX_THREADS_PER_BLOCK - 1) // m.MAX_THREADS_PER_BLOCK
+    levels = 0
+    while True:
+        over = torch.zeros(1, dtype=torch.bool, device="cuda")
+        m.bfs_kernel[blocks, m.MAX_THREADS_PER_BLOCK](d_starting, d_counts, d_edges, d_mask, d_updating, d_visited,
+                                                       d_cost, n)
+        m.bfs_kernel2[blocks, m.MAX_THREADS_PER_BLOCK](d_mask, d_updating, d_visited, over, n)
+        levels += 1
+        if not over.item():
+            break
+        assert levels <= n
+    ref = np.full(n, -1, np.int64)
+    ref[0] = 0
+    queue = deque([0])
+    while queue:
+        u = queue.popleft()
+        for v in edges[starting[u]:starting[u] + counts[u]]:
+            if ref[v] < 0:
+                ref[v] = ref[u] + 1
+                queue.append(v)
+    np.testing.assert_array_equal(d_cost.cpu().numpy(), ref)
+    np.testing.assert_array_equal(d_visited.cpu().numpy(), ref >= 0)
