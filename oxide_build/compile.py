@@ -106,7 +106,11 @@ def compile_module(
     source_path = Path(source_path)
     index, frontend = build_ir(source_path, module_name, options, root, print_after)
     data = source_path.read_bytes()
-    llvm_module = lower_program(frontend.program, module_name, fast_math=options.fast_math, lineinfo=options.lineinfo)
+    from .link.lto import needs_lto
+
+    libnvvm = options.backend == "nvvm" or options.emit_ltoir or needs_lto(frontend.program, options.link_inputs)
+    llvm_module = lower_program(frontend.program, module_name, fast_math=options.fast_math, lineinfo=options.lineinfo,
+                                libnvvm=libnvvm)
     llvm_ir = module_text(llvm_module)
     _check_libnvvm_types(frontend.program, llvm_ir, options)
     device = _compile_device_code(frontend.program, llvm_ir, module_name, bool(frontend.kernels), options)

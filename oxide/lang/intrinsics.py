@@ -7,7 +7,7 @@ from typing import Any, Iterator, Literal, NoReturn, Protocol, TypeVar
 from .types import ThreadIndex
 
 __all__ = ["thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "unsafe", "static_range", "unroll",
-           "AtomicScope", "bits", "timer", "volatile"]
+           "AtomicScope", "bits", "timer", "volatile", "asm", "mma", "cp_async"]
 
 
 def _device_only(name: str) -> NoReturn:
@@ -157,6 +157,21 @@ bits = _Space("bits", ("popc", "clz", "brev", "ffs", "byte_perm", "funnelshift_l
 timer = _Space("timer", ("clock", "clock64", "globaltimer", "nanosleep"))
 # load(x, i) / store(x, i, v): accesses that always reach memory, like CUDA's volatile T*
 volatile = _Space("volatile", ("load", "store"))
+
+# tensor cores (sm_80): fragment_a/b(shape, T), fragment_c(shape), sync(d, a, b, c),
+# ldmatrix(dst..., smem, index, trans=False), swizzle(offset, bits, base, shift)
+mma = _Space("mma", ("fragment_a", "fragment_b", "fragment_c", "sync", "ldmatrix", "swizzle"))
+# asynchronous global-to-shared copies (sm_80): copy(dst, dst_index, src, src_index, nbytes,
+# cache="ca", src_bytes=n), commit_group(), wait_group(n)
+cp_async = _Space("cp_async", ("copy", "commit_group", "wait_group"))
+
+
+def asm(template: str, *, outputs: tuple[tuple[str, Any], ...] = (), inputs: tuple[tuple[str, Any], ...] = (),
+        memory: bool = False) -> Any:
+    """Inline PTX, only inside ``with ox.unsafe():``. ``outputs``: ``("=r", u32)`` pairs of a
+    constraint and the type produced; ``inputs``: ``("r", value)`` pairs; operands are ``$0``,
+    ``$1``, ... (outputs first). Gives None, the one output, or a tuple of them."""
+    _device_only("asm")
 
 
 def static_range(*args: int) -> range:

@@ -241,6 +241,7 @@ class Intrinsic:
     check_site: int | None = None  # for intrinsics that index a view
     scope: str = "gpu"  # atomics: the PTX scope, "cta", "gpu" or "sys"
     text: str = ""  # print(): the printf format
+    options: tuple[str, ...] = ()  # compile-time text it carries: ox.asm's template and constraints
 
 
 @dataclass

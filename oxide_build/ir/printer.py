@@ -112,6 +112,7 @@ def print_expr(e: ir.Expr) -> str:
         return f"call {e.symbol}(" + ", ".join(print_expr(a) for a in e.args) + ")"
     if isinstance(e, ir.Intrinsic):
         scope = f"[{e.scope}]" if e.name.startswith("atomic.") else f"[{e.text!r}]" if e.text else ""
+        scope += "".join(f"[{option!r}]" for option in e.options)
         return f"{e.name}{scope}(" + ", ".join(print_expr(a) for a in e.args) + f"){_site(e.check_site)}:{type_name(e.ty)}"
     if isinstance(e, ir.ViewLen):
         return f"len({print_expr(e.view)})"

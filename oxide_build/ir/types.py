@@ -68,6 +68,7 @@ class ArrayType:
     # where only its length is known): 1-D, its length a run-time value, checked like a view's
     runtime_length: bool = False
     read_only: bool = False  # passed to a ``Slice[T]`` parameter: the callee only reads it
+    fragment: str | None = None  # a tensor-core operand (ox.mma.fragment_a/b/c): "a:m16n8k16"
 
     @property
     def size(self) -> int | None:
@@ -88,6 +89,9 @@ class ArrayType:
         return self.shape is None and not self.runtime_length
 
     def __str__(self) -> str:
+        if self.fragment is not None:
+            role, _, shape = self.fragment.partition(":")
+            return f"mma fragment {role} {shape} of {self.elem.name}"
         dims = "n" if self.runtime_length else "dynamic" if self.shape is None else "x".join(map(str, self.shape))
         text = f"{self.space} array[{dims}] of {self.elem.name}"
         return f"read-only {text}" if self.read_only else text

@@ -144,8 +144,12 @@ class _Loop:
 
 
 class ModuleLowering:
-    def __init__(self, program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False) -> None:
+    def __init__(self, program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False,
+                 libnvvm: bool = False) -> None:
         self.program = program
+        # libNVVM compiles this module (too): the intrinsics it lacks (llvm.nvvm.mma/ldmatrix/
+        # cp.async) lower to inline PTX instead
+        self.libnvvm = libnvvm
         self.fast_math = fast_math
         self.lineinfo = lineinfo
         self._di_unit: ll.DIValue | None = None
@@ -1004,8 +1008,10 @@ def _di_file_fields(path: str) -> dict[str, str]:
     return {"filename": os.path.basename(path), "directory": os.path.dirname(path) or "."}
 
 
-def lower_program(program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False) -> ll.Module:
+def lower_program(program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False,
+                  libnvvm: bool = False) -> ll.Module:
     """Lowers ``program`` to an llvmlite module for the NVPTX target; print it with
-    ``module_text``. ``lineinfo`` adds line tables that map PTX/SASS back to the Python source."""
-    return ModuleLowering(program, module_name, fast_math, lineinfo).lower()
+    ``module_text``. ``lineinfo`` adds line tables that map PTX/SASS back to the Python source;
+    ``libnvvm``: libNVVM compiles it (too), so use only what libNVVM reads."""
+    return ModuleLowering(program, module_name, fast_math, lineinfo, libnvvm).lower()
 

@@ -1,0 +1,288 @@
+"""Tensor cores, the sm_80 path (``mma.*``): warp-wide ``mma.sync`` on register fragments,
+``ldmatrix`` from shared memory into fragments, and the swizzle of shared-memory offsets.
+
+A fragment is a per-thread array whose type knows its role and shape
+(``ox.mma.fragment_a("m16n8k16", bf16)``: the 8 bf16 values of A that this lane holds), so a
+call with the wrong fragment is a compile error, not wrong results. Shapes:
+
+| shape | A, B element | a | b | c (f32 accumulator) |
+| --- | --- | --- | --- | --- |
+| ``m16n8k16`` | ``f16``, ``bf16`` | 8 | 4 | 4 |
+| ``m16n8k8`` | ``f32`` (read as tf32) | 4 | 2 | 4 |
+
+The element layout per lane is PTX's (``mma.m16n8k16`` "Matrix fragments": lane ``l`` holds
+``a[0:2]`` at row ``l // 4``, columns ``2 * (l % 4) + 0/1``, and so on).
+
+Lowering: LLVM's NVPTX intrinsics (``llvm.nvvm.mma.*``, ``llvm.nvvm.ldmatrix.*``) where
+llvmlite compiles the module; where libNVVM does (``--backend nvvm``, LTO-IR), which has
+neither intrinsic, the same instructions as inline PTX.
+"""
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, NamedTuple
+
+from llvmlite import ir as ll
+
+from oxide.lang.types import SCALAR_TYPES
+
+from ..ir import nodes as ir
+from ..ir.ops import BinaryOp
+from ..ir.types import I64, ArrayType, VoidType, as_scalar, type_name
+from .arguments import check_arg_count, const_int, const_str
+from .asm import asm_call
+from .entry import IntrinsicInfo
+
+if TYPE_CHECKING:
+    from ..frontend.translate import FunctionTranslator
+    from ..lower.llvm import FunctionLowering
+
+__all__ = ["ENTRIES", "SHAPES", "Shape"]
+
+LL_I32 = ll.IntType(32)
+F32 = SCALAR_TYPES["f32"]
+
+
+class Shape(NamedTuple):
+    inputs: tuple[str, ...]  # the element types A and B may have
+    a: int  # elements per lane
+    b: int
+    c: int
+
+
+SHAPES: dict[str, Shape] = {
+    "m16n8k16": Shape(("f16", "bf16"), 8, 4, 4),
+    "m16n8k8": Shape(("f32",), 4, 2, 4),
+}
+ROLES = ("a", "b", "c")
+
+
+def _shape(tr: FunctionTranslator, node: ast.expr) -> str:
+    shape = const_str(tr, node)
+    if shape not in SHAPES:
+        raise tr.error(node, f"unknown mma shape {ast.unparse(node)}", "shapes: " + ", ".join(repr(s) for s in SHAPES))
+    return shape
+
+
+def _type_fragment(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    role = info.op[-1]
+    check_arg_count(tr, node, 1 if role == "c" else 2, info.name)
+    shape = _shape(tr, node.args[0])
+    spec = SHAPES[shape]
+    if role == "c":
+        elem = F32
+    else:
+        elem = tr.element_type(node.args[1])
+        if elem.name not in spec.inputs:
+            raise tr.error(node.args[1], f"an {shape} fragment holds {' or '.join(spec.inputs)}, not {elem.name}",
+                           "m16n8k16 multiplies f16 or bf16; m16n8k8 multiplies f32 values as tf32")
+    size = {"a": spec.a, "b": spec.b, "c": spec.c}[role]
+    return ir.Intrinsic(info.name, [], ArrayType("local", elem, (size,), fragment=f"{role}:{shape}"), tr.loc(node))
+
+
+def _lower_allocation(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    raise AssertionError(f"{info.name} is allocated by its assignment, not lowered as a value")
+
+
+def _fragment(tr: FunctionTranslator, node: ast.expr, what: str) -> tuple[ir.Expr, ArrayType]:
+    value = tr.expr(node)
+    if not isinstance(value.ty, ArrayType) or value.ty.fragment is None:
+        raise tr.error(node, f"{what} must be an mma fragment (ox.mma.fragment_{what[0]}), got {type_name(value.ty)}")
+    return value, value.ty
+
+
+def _type_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, 4, info.name)
+    args: list[ir.Expr] = []
+    types: list[ArrayType] = []
+    for arg, role in zip(node.args, ("c", "a", "b", "c")):
+        value, ty = _fragment(tr, arg, role)
+        args.append(value)
+        types.append(ty)
+    shape = types[1].fragment.partition(":")[2]  # type: ignore[union-attr]
+    for arg, role, ty in zip(node.args, ("d", "a", "b", "c"), types):
+        want = f"{'c' if role == 'd' else role}:{shape}"
+        if ty.fragment != want:
+            raise tr.error(arg, f"mma.sync(d, a, b, c) takes {role} as {want.replace(':', ' fragment ')}, got {ty}",
+                           "d and c are fragment_c, a fragment_a, b fragment_b, all of one shape")
+    if types[1].elem != types[2].elem:
+        raise tr.error(node.args[2], f"a holds {types[1].elem.name} but b holds {types[2].elem.name}",
+                       "A and B of one mma have one element type")
+    return ir.Intrinsic(info.name, args, VoidType(), tr.loc(node), options=(shape, types[1].elem.name))
+
+
+def _register_ptr(fl: FunctionLowering, array: ir.Expr) -> ll.Value:
+    ptr = fl.view(array).ptr
+    return fl.b.bitcast(ptr, ll.PointerType(LL_I32, ptr.type.addrspace))
+
+
+def _load_registers(fl: FunctionLowering, array: ir.Expr, count: int, float_regs: bool = False) -> list[ll.Value]:
+    b = fl.b
+    view = fl.view(array)
+    if float_regs:
+        return [b.load(b.gep(view.ptr, [ll.Constant(LL_I32, i)]), typ=ll.FloatType()) for i in range(count)]
+    ptr = _register_ptr(fl, array)
+    return [b.load(b.gep(ptr, [ll.Constant(LL_I32, i)]), typ=LL_I32) for i in range(count)]
+
+
+def _store_registers(fl: FunctionLowering, array: ir.Expr, values: list[ll.Value], first: int = 0) -> None:
+    b = fl.b
+    ptr = fl.view(array).ptr if isinstance(values[0].type, ll.FloatType) else _register_ptr(fl, array)
+    for i, v in enumerate(values):
+        b.store(v, b.gep(ptr, [ll.Constant(LL_I32, first + i)]))
+
+
+def _declare(fl: FunctionLowering, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
+    fn = fl.parent.intrinsic(name, ret, args)
+    fn.attributes.add("convergent")
+    return fn
+
+
+def _lower_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    b = fl.b
+    shape, elem = e.options
+    spec = SHAPES[shape]
+    d, a, bb, c = e.args
+    regs_a = spec.a if elem == "f32" else spec.a // 2
+    regs_b = spec.b if elem == "f32" else spec.b // 2
+    ra = _load_registers(fl, a, regs_a)
+    rb = _load_registers(fl, bb, regs_b)
+    rc = _load_registers(fl, c, spec.c, float_regs=True)
+    f32 = ll.FloatType()
+    if fl.parent.libnvvm:
+        ptx_in = {"f16": "f16", "bf16": "bf16", "f32": "tf32"}[elem]
+        regs = list(range(spec.c + regs_a + regs_b + spec.c))
+        groups, at = [], 0
+        for n in (spec.c, regs_a, regs_b, spec.c):
+            groups.append("{" + ", ".join(f"${i}" for i in regs[at:at + n]) + "}")
+            at += n
+        text = f"mma.sync.aligned.{shape}.row.col.f32.{ptx_in}.{ptx_in}.f32 " + ", ".join(groups) + ";"
+        constraint = ",".join(["=f"] * spec.c + ["r"] * (regs_a + regs_b) + ["f"] * spec.c)
+        result = asm_call(fl, text, constraint, ll.LiteralStructType([f32] * spec.c), [*ra, *rb, *rc])
+    else:
+        if elem == "f16":
+            h2 = ll.VectorType(ll.HalfType(), 2)
+            ra = [b.bitcast(r, h2) for r in ra]
+            rb = [b.bitcast(r, h2) for r in rb]
+            name = f"llvm.nvvm.mma.{shape}.row.col.f32.f32"
+        else:
+            name = f"llvm.nvvm.mma.{shape}.row.col.{'bf16' if elem == 'bf16' else 'tf32'}"
+        args = [*ra, *rb, *rc]
+        fn = _declare(fl, name, ll.LiteralStructType([f32] * spec.c), [v.type for v in args])
+        result = b.call(fn, args)
+    _store_registers(fl, d, [b.extract_value(result, i) for i in range(spec.c)])
+    return ll.Constant(LL_I32, 0)
+
+
+# ldmatrix -----------------------------------------------------------------------------------
+
+def _type_ldmatrix(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    if len(node.args) < 3:
+        raise tr.error(node, "mma.ldmatrix(dst, ..., smem, index) takes the fragments to fill, a shared array "
+                       "and this lane's row start in it")
+    trans = False
+    for k in node.keywords:
+        if k.arg != "trans" or not (isinstance(k.value, ast.Constant) and isinstance(k.value.value, bool)):
+            raise tr.error(k.value, "mma.ldmatrix() takes one keyword, trans=True or trans=False")
+        trans = k.value.value
+    dsts: list[ir.Expr] = []
+    registers = 0
+    for arg in node.args[:-2]:
+        value = tr.expr(arg)
+        ty = value.ty
+        if not isinstance(ty, ArrayType) or ty.space != "local" or ty.elem.bits != 16 or ty.size is None \
+                or ty.size % 2:
+            raise tr.error(arg, f"ldmatrix fills fragments of 16-bit elements (f16, bf16), got {type_name(ty)}")
+        dsts.append(value)
+        registers += ty.size // 2
+    if registers not in (1, 2, 4):
+        raise tr.error(node, f"ldmatrix loads 1, 2 or 4 8x8 matrices (one 32-bit register each per lane); "
+                       f"these fragments take {registers}",
+                       "an m16n8k16 A fragment takes 4 (.x4), a B fragment 2 (.x2), two B fragments 4")
+    smem_node, index_node = node.args[-2], node.args[-1]
+    smem = tr.expr(smem_node)
+    if not isinstance(smem.ty, ArrayType) or smem.ty.space != "shared" or smem.ty.elem.bits != 16:
+        raise tr.error(smem_node, f"ldmatrix reads a shared array of 16-bit elements, got {type_name(smem.ty)}")
+    index = tr.convert(tr.materialize(tr.expr(index_node)), I64, index_node)
+    if as_scalar(index.ty) is None or as_scalar(index.ty).kind not in ("int", "uint"):  # type: ignore[union-attr]
+        raise tr.error(index_node, "the ldmatrix index must be an integer")
+    loc = tr.loc(node)
+    checked: ir.Expr = index
+    if tr.bounds_check:  # this lane's row: 8 elements from index
+        site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node,
+                                         f"ldmatrix row {ast.unparse(smem_node)}[{ast.unparse(index_node)} : +8]")
+        last = ir.BinOp(BinaryOp.ADD, index, ir.Const(7, I64, loc), I64, loc)
+        length = smem.ty.size if smem.ty.size is not None else 1 << 62
+        checked = ir.Intrinsic("checked_index", [last, ir.Const(length, I64, loc)], I64, loc, site)
+    sizes = tuple(str(d.ty.size // 2) for d in dsts)  # type: ignore[union-attr]
+    return ir.Intrinsic(info.name, [*dsts, smem, index, checked], VoidType(), loc,
+                        options=(f"x{registers}", "trans" if trans else "", *sizes))
+
+
+def _lower_ldmatrix(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    b = fl.b
+    count, trans, *sizes = e.options
+    n = int(count[1:])
+    *dsts, smem, index, checked = e.args
+    fl.expr(checked)  # the bounds check, when there is one
+    view = fl.view(smem)
+    ptr = b.gep(view.ptr, [fl.expr(index)], source_etype=fl.elem_type(view.elem))
+    ret: ll.Type = LL_I32 if n == 1 else ll.LiteralStructType([LL_I32] * n)
+    if fl.parent.libnvvm:
+        outs = ", ".join(f"${i}" for i in range(n))
+        text = f"ldmatrix.sync.aligned.m8n8.{count}{'.trans' if trans else ''}.shared.b16 {{{outs}}}, [${n}];"
+        address = b.ptrtoint(ptr, ll.IntType(64))
+        result = asm_call(fl, text, ",".join(["=r"] * n + ["l"]), ret, [address])
+    else:
+        p8 = b.bitcast(ptr, ll.PointerType(ll.IntType(8), 3))
+        name = f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.{count}{'.trans' if trans else ''}.b16"
+        fn = fl.parent.intrinsic(name, ret, [p8.type])
+        fn.attributes.add("convergent")
+        result = b.call(fn, [p8])
+    regs = [result] if n == 1 else [b.extract_value(result, i) for i in range(n)]
+    at = 0
+    for dst, size in zip(dsts, map(int, sizes)):
+        _store_registers(fl, dst, regs[at:at + size])
+        at += size
+    return ll.Constant(LL_I32, 0)
+
+
+# swizzle ------------------------------------------------------------------------------------
+
+def _type_swizzle(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    """``swizzle(offset, bits, base, shift)`` = ``offset ^ ((offset >> shift) & (((1 << bits) - 1) << base))``:
+    CUTLASS's ``Swizzle<bits, base, shift>`` on an element offset, pure integer arithmetic."""
+    check_arg_count(tr, node, 4, info.name)
+    offset = tr.materialize(tr.expr(node.args[0]))
+    st = as_scalar(offset.ty)
+    if st is None or st.kind not in ("int", "uint"):
+        raise tr.error(node.args[0], f"mma.swizzle needs an integer offset, got {type_name(offset.ty)}")
+    offset = tr.convert(offset, st, node.args[0])
+    consts: list[int] = []
+    for arg, what in zip(node.args[1:], ("bits", "base", "shift")):
+        value = const_int(tr, arg)
+        if value is None or not 0 <= value < st.bits:
+            raise tr.error(arg, f"mma.swizzle's {what} must be a compile-time integer from 0 to {st.bits - 1}")
+        consts.append(value)
+    bits, base, shift = consts
+    if shift < bits:
+        raise tr.error(node.args[3], f"mma.swizzle's shift ({shift}) must be at least bits ({bits}), "
+                       "or the swizzle is not a permutation")
+    loc = tr.loc(node)
+    mask = ((1 << bits) - 1) << base
+    shifted = ir.BinOp(BinaryOp.SHR, offset, ir.Const(shift, st, loc), st, loc)
+    return ir.BinOp(BinaryOp.BIT_XOR, offset, ir.BinOp(BinaryOp.BIT_AND, shifted, ir.Const(mask, st, loc), st, loc),
+                    st, loc)
+
+
+def _lowered_as_ir(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    raise AssertionError(f"{info.name} is typed into plain integer IR")
+
+
+ENTRIES = [
+    *(IntrinsicInfo(f"mma.fragment_{role}", _type_fragment, _lower_allocation) for role in ROLES),
+    IntrinsicInfo("mma.sync", _type_sync, _lower_sync, convergent=True),
+    IntrinsicInfo("mma.ldmatrix", _type_ldmatrix, _lower_ldmatrix, thread_dependent=True, convergent=True,
+                  keywords=("trans",)),
+    IntrinsicInfo("mma.swizzle", _type_swizzle, _lowered_as_ir),
+]
