@@ -110,11 +110,11 @@ def _type_asm(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir
             args.append(ir.Const(value, I32, tr.loc(v_node)))
         else:
             expr = tr.materialize(tr.expr(v_node))
-            st = as_scalar(expr.ty)
-            if st is None:
+            scalar = as_scalar(expr.ty)
+            if scalar is None:
                 raise tr.error(v_node, f"an asm input must be a number, got {type_name(expr.ty)}")
-            _check_fits(tr, v_node, letter, st, f"{ast.unparse(v_node)}")
-            args.append(tr.convert(expr, st, v_node))
+            _check_fits(tr, v_node, letter, scalar, f"{ast.unparse(v_node)}")
+            args.append(tr.convert(expr, scalar, v_node))
         constraints.append(letter)
     memory = False
     if "memory" in keywords:
@@ -155,10 +155,8 @@ def _lower_asm(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll
     for a in e.args:
         value = fl.expr(a)
         args.append(b.bitcast(value, ll.IntType(16)) if _is_16bit_float(value.type) else value)
-    from ..lower.llvm import value_ll
-
     out_types = list(e.ty.elems) if isinstance(e.ty, TupleType) else [] if isinstance(e.ty, VoidType) else [e.ty]
-    final = [value_ll(t) for t in out_types]
+    final = [fl.elem_type(t) for t in out_types]  # type: ignore[arg-type]  # scalars (no bool): typed so
     raw = [ll.IntType(16) if _is_16bit_float(t) else t for t in final]
     ret: ll.Type = ll.VoidType() if not raw else raw[0] if len(raw) == 1 else ll.LiteralStructType(raw)
     result = asm_call(fl, template, constraint, ret, args)

@@ -103,7 +103,8 @@ def _type_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     for arg, role, ty in zip(node.args, ("d", "a", "b", "c"), types):
         want = f"{'c' if role == 'd' else role}:{shape}"
         if ty.fragment != want:
-            raise tr.error(arg, f"mma.sync(d, a, b, c) takes {role} as {want.replace(':', ' fragment ')}, got {ty}",
+            of_a = " (the shape of a)" if role != "a" and ty.fragment.partition(":")[2] != shape else ""  # type: ignore[union-attr]
+            raise tr.error(arg, f"mma.sync(d, a, b, c) takes {role} as {want.replace(':', ' fragment ')}{of_a}, got {ty}",
                            "d and c are fragment_c, a fragment_a, b fragment_b, all of one shape")
     if types[1].elem != types[2].elem:
         raise tr.error(node.args[2], f"a holds {types[1].elem.name} but b holds {types[2].elem.name}",
@@ -214,7 +215,7 @@ def _type_ldmatrix(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) 
         last = ir.BinOp(BinaryOp.ADD, index, ir.Const(7, I64, loc), I64, loc)
         length = smem.ty.size if smem.ty.size is not None else 1 << 62
         checked = ir.Intrinsic("checked_index", [last, ir.Const(length, I64, loc)], I64, loc, site)
-    sizes = tuple(str(d.ty.size // 2) for d in dsts)  # type: ignore[union-attr]
+    sizes = tuple(str((d.ty.size or 0) // 2) for d in dsts if isinstance(d.ty, ArrayType))
     return ir.Intrinsic(info.name, [*dsts, smem, index, checked], VoidType(), loc,
                         options=(f"x{registers}", "trans" if trans else "", *sizes))
 
