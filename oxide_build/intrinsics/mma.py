@@ -66,7 +66,8 @@ def _shape(tr: FunctionTranslator, node: ast.expr) -> str:
 
 def _type_fragment(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     role = info.op[-1]
-    check_arg_count(tr, node, 1 if role == "c" else 2, info.name)
+    fixed = 1 if role == "c" else 2
+    check_arg_count(tr, node, (fixed, fixed + 1), info.name)
     shape = _shape(tr, node.args[0])
     spec = SHAPES[shape]
     if role == "c":
@@ -77,28 +78,64 @@ def _type_fragment(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) 
             raise tr.error(node.args[1], f"an {shape} fragment holds {' or '.join(spec.inputs)}, not {elem.name}",
                            "m16n8k16 multiplies f16 or bf16; m16n8k8 multiplies f32 values as tf32")
     size = {"a": spec.a, "b": spec.b, "c": spec.c}[role]
-    return ir.Intrinsic(info.name, [], ArrayType("local", elem, (size,), fragment=f"{role}:{shape}"), tr.loc(node))
+    dims: tuple[int, ...] = (size,)
+    if len(node.args) > fixed:  # several fragments: frag[i] is one, frag[i, j] its element j
+        count = const_int(tr, node.args[fixed])
+        if count is None or count <= 0:
+            raise tr.error(node.args[fixed], "the number of fragments must be a positive compile-time integer")
+        dims = (count, size)
+    return ir.Intrinsic(info.name, [], ArrayType("local", elem, dims, fragment=f"{role}:{shape}"), tr.loc(node))
 
 
 def _lower_allocation(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     raise AssertionError(f"{info.name} is allocated by its assignment, not lowered as a value")
 
 
-def _fragment(tr: FunctionTranslator, node: ast.expr, what: str) -> tuple[ir.Expr, ArrayType]:
+def _operand(tr: FunctionTranslator, node: ast.expr) -> tuple[ir.Expr, ArrayType, int]:
+    """A fragment operand: a fragment (or a 16-bit local array), or ``frags[i]``, fragment ``i``
+    (a compile-time index) of an array of them; gives the array, its type and the first element."""
+    if isinstance(node, ast.Subscript):
+        array = tr.expr(node.value)
+        ty = array.ty
+        if isinstance(ty, ArrayType) and ty.fragment is not None and ty.shape is not None and len(ty.shape) == 2:
+            index = const_int(tr, node.slice)
+            if index is None or not 0 <= index < ty.shape[0]:
+                raise tr.error(node.slice, f"{ast.unparse(node.value)} holds {ty.shape[0]} fragments: the index must be "
+                               f"a compile-time integer from 0 to {ty.shape[0] - 1}, got {ast.unparse(node.slice)}",
+                               "index fragments with constants (a static_range loop variable), so they stay in registers")
+            return array, ty, index * ty.shape[1]
     value = tr.expr(node)
-    if not isinstance(value.ty, ArrayType) or value.ty.fragment is None:
-        raise tr.error(node, f"{what} must be an mma fragment (ox.mma.fragment_{what[0]}), got {type_name(value.ty)}")
-    return value, value.ty
+    if isinstance(value.ty, ArrayType) and value.ty.shape is not None and len(value.ty.shape) == 2 \
+            and value.ty.fragment is not None:
+        raise tr.error(node, f"{ast.unparse(node)} holds {value.ty.shape[0]} fragments: pick one, "
+                       f"{ast.unparse(node)}[i]")
+    if not isinstance(value.ty, ArrayType):
+        raise tr.error(node, f"expected a fragment, got {type_name(value.ty)}")
+    return value, value.ty, 0
+
+
+def _fragment_size(ty: ArrayType) -> int:
+    assert ty.shape is not None
+    return ty.shape[-1]
+
+
+def _fragment(tr: FunctionTranslator, node: ast.expr, what: str) -> tuple[ir.Expr, ArrayType, int]:
+    value, ty, first = _operand(tr, node)
+    if ty.fragment is None:
+        raise tr.error(node, f"{what} must be an mma fragment (ox.mma.fragment_{what[0]}), got {type_name(ty)}")
+    return value, ty, first
 
 
 def _type_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 4, info.name)
     args: list[ir.Expr] = []
     types: list[ArrayType] = []
+    firsts: list[str] = []
     for arg, role in zip(node.args, ("c", "a", "b", "c")):
-        value, ty = _fragment(tr, arg, role)
+        value, ty, first = _fragment(tr, arg, role)
         args.append(value)
         types.append(ty)
+        firsts.append(str(first))
     shape = types[1].fragment.partition(":")[2]  # type: ignore[union-attr]
     for arg, role, ty in zip(node.args, ("d", "a", "b", "c"), types):
         want = f"{'c' if role == 'd' else role}:{shape}"
@@ -109,7 +146,7 @@ def _type_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     if types[1].elem != types[2].elem:
         raise tr.error(node.args[2], f"a holds {types[1].elem.name} but b holds {types[2].elem.name}",
                        "A and B of one mma have one element type")
-    return ir.Intrinsic(info.name, args, VoidType(), tr.loc(node), options=(shape, types[1].elem.name))
+    return ir.Intrinsic(info.name, args, VoidType(), tr.loc(node), options=(shape, types[1].elem.name, *firsts))
 
 
 def _register_ptr(fl: FunctionLowering, array: ir.Expr) -> ll.Value:
@@ -117,13 +154,16 @@ def _register_ptr(fl: FunctionLowering, array: ir.Expr) -> ll.Value:
     return fl.b.bitcast(ptr, ll.PointerType(LL_I32, ptr.type.addrspace))
 
 
-def _load_registers(fl: FunctionLowering, array: ir.Expr, count: int, float_regs: bool = False) -> list[ll.Value]:
+def _load_registers(fl: FunctionLowering, array: ir.Expr, first: int, count: int,
+                    float_regs: bool = False) -> list[ll.Value]:
+    """``count`` 32-bit registers of ``array`` from register ``first`` (f32 values when
+    ``float_regs``, else raw 32-bit words: two 16-bit elements, or a tf32)."""
     b = fl.b
     view = fl.view(array)
     if float_regs:
-        return [b.load(b.gep(view.ptr, [ll.Constant(LL_I32, i)]), typ=ll.FloatType()) for i in range(count)]
+        return [b.load(b.gep(view.ptr, [ll.Constant(LL_I32, first + i)]), typ=ll.FloatType()) for i in range(count)]
     ptr = _register_ptr(fl, array)
-    return [b.load(b.gep(ptr, [ll.Constant(LL_I32, i)]), typ=LL_I32) for i in range(count)]
+    return [b.load(b.gep(ptr, [ll.Constant(LL_I32, first + i)]), typ=LL_I32) for i in range(count)]
 
 
 def _store_registers(fl: FunctionLowering, array: ir.Expr, values: list[ll.Value], first: int = 0) -> None:
@@ -141,14 +181,15 @@ def _declare(fl: FunctionLowering, name: str, ret: ll.Type, args: list[ll.Type])
 
 def _lower_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     b = fl.b
-    shape, elem = e.options
+    shape, elem, *firsts = e.options
+    first_d, first_a, first_b, first_c = map(int, firsts)
     spec = SHAPES[shape]
     d, a, bb, c = e.args
-    regs_a = spec.a if elem == "f32" else spec.a // 2
-    regs_b = spec.b if elem == "f32" else spec.b // 2
-    ra = _load_registers(fl, a, regs_a)
-    rb = _load_registers(fl, bb, regs_b)
-    rc = _load_registers(fl, c, spec.c, float_regs=True)
+    words = 1 if elem == "f32" else 2  # elements per 32-bit register
+    regs_a, regs_b = spec.a // words, spec.b // words
+    ra = _load_registers(fl, a, first_a // words, regs_a)
+    rb = _load_registers(fl, bb, first_b // words, regs_b)
+    rc = _load_registers(fl, c, first_c, spec.c, float_regs=True)
     f32 = ll.FloatType()
     if fl.parent.libnvvm:
         ptx_in = {"f16": "f16", "bf16": "bf16", "f32": "tf32"}[elem]
@@ -171,7 +212,7 @@ def _lower_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> l
         args = [*ra, *rb, *rc]
         fn = _declare(fl, name, ll.LiteralStructType([f32] * spec.c), [v.type for v in args])
         result = b.call(fn, args)
-    _store_registers(fl, d, [b.extract_value(result, i) for i in range(spec.c)])
+    _store_registers(fl, d, [b.extract_value(result, i) for i in range(spec.c)], first_d)
     return ll.Constant(LL_I32, 0)
 
 
@@ -187,15 +228,15 @@ def _type_ldmatrix(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) 
             raise tr.error(k.value, "mma.ldmatrix() takes one keyword, trans=True or trans=False")
         trans = k.value.value
     dsts: list[ir.Expr] = []
+    places: list[str] = []  # per destination: its first register and its number of registers
     registers = 0
     for arg in node.args[:-2]:
-        value = tr.expr(arg)
-        ty = value.ty
-        if not isinstance(ty, ArrayType) or ty.space != "local" or ty.elem.bits != 16 or ty.size is None \
-                or ty.size % 2:
+        value, ty, first = _operand(tr, arg)
+        if ty.space != "local" or ty.elem.bits != 16 or ty.shape is None or _fragment_size(ty) % 2:
             raise tr.error(arg, f"ldmatrix fills fragments of 16-bit elements (f16, bf16), got {type_name(ty)}")
         dsts.append(value)
-        registers += ty.size // 2
+        places += [str(first // 2), str(_fragment_size(ty) // 2)]
+        registers += _fragment_size(ty) // 2
     if registers not in (1, 2, 4):
         raise tr.error(node, f"ldmatrix loads 1, 2 or 4 8x8 matrices (one 32-bit register each per lane); "
                        f"these fragments take {registers}",
@@ -215,14 +256,13 @@ def _type_ldmatrix(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) 
         last = ir.BinOp(BinaryOp.ADD, index, ir.Const(7, I64, loc), I64, loc)
         length = smem.ty.size if smem.ty.size is not None else 1 << 62
         checked = ir.Intrinsic("checked_index", [last, ir.Const(length, I64, loc)], I64, loc, site)
-    sizes = tuple(str((d.ty.size or 0) // 2) for d in dsts if isinstance(d.ty, ArrayType))
     return ir.Intrinsic(info.name, [*dsts, smem, index, checked], VoidType(), loc,
-                        options=(f"x{registers}", "trans" if trans else "", *sizes))
+                        options=(f"x{registers}", "trans" if trans else "", *places))
 
 
 def _lower_ldmatrix(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     b = fl.b
-    count, trans, *sizes = e.options
+    count, trans, *places = e.options
     n = int(count[1:])
     *dsts, smem, index, checked = e.args
     fl.expr(checked)  # the bounds check, when there is one
@@ -242,8 +282,9 @@ def _lower_ldmatrix(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) 
         result = b.call(fn, [p8])
     regs = [result] if n == 1 else [b.extract_value(result, i) for i in range(n)]
     at = 0
-    for dst, size in zip(dsts, map(int, sizes)):
-        _store_registers(fl, dst, regs[at:at + size])
+    for i, dst in enumerate(dsts):
+        first, size = int(places[2 * i]), int(places[2 * i + 1])
+        _store_registers(fl, dst, regs[at:at + size], first)
         at += size
     return ll.Constant(LL_I32, 0)
 
