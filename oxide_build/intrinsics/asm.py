@@ -22,7 +22,6 @@ from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
 from ..ir.types import I32, TupleType, Type, VoidType, as_scalar, type_name
-from .arguments import const_int
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
@@ -57,9 +56,7 @@ def _pairs(tr: FunctionTranslator, node: ast.expr, what: str) -> list[tuple[ast.
 
 
 def _constraint(tr: FunctionTranslator, node: ast.expr, output: bool) -> str:
-    from .arguments import const_str
-
-    text = const_str(tr, node)
+    text = tr.const_str(node)
     if text is None:
         raise tr.error(node, "an asm constraint must be a string constant", _HINT)
     letter = text[1:] if output and text.startswith("=") else text
@@ -78,14 +75,12 @@ def _check_fits(tr: FunctionTranslator, node: ast.AST, letter: str, st: ScalarTy
 
 
 def _type_asm(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
-    from .arguments import const_str
-
     if not tr.unsafe_depth:
         raise tr.error(node, "ox.asm is allowed only inside `with ox.unsafe():`",
                        "the compiler cannot check inline PTX: mark the block unsafe")
     if len(node.args) != 1:
         raise tr.error(node, f"ox.asm() takes the PTX template as its one positional argument, got {len(node.args)}")
-    template = const_str(tr, node.args[0])
+    template = tr.const_str(node.args[0])
     if template is None:
         raise tr.error(node.args[0], "the asm template must be a string constant")
     keywords = {k.arg: k.value for k in node.keywords}
@@ -104,7 +99,7 @@ def _type_asm(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir
     for c_node, v_node in _pairs(tr, keywords["inputs"], "inputs") if "inputs" in keywords else []:
         letter = _constraint(tr, c_node, output=False)
         if letter == "n":
-            value = const_int(tr, v_node)
+            value = tr.const_int(v_node)
             if value is None:
                 raise tr.error(v_node, "an 'n' operand must be a compile-time integer", "use 'r' for a run-time value")
             args.append(ir.Const(value, I32, tr.loc(v_node)))

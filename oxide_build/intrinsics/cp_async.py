@@ -21,7 +21,7 @@ from llvmlite import ir as ll
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp
 from ..ir.types import I32, I64, ArrayType, ViewType, VoidType, as_scalar, type_name
-from .arguments import check_arg_count, const_int, const_str
+from .arguments import check_arg_count
 from .asm import asm_call
 from .entry import IntrinsicInfo
 
@@ -65,7 +65,7 @@ def _type_copy(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     if src.ty.elem != dst.ty.elem:
         raise tr.error(src_node, f"cp_async.copy copies {src.ty.elem.name} into a shared array of {dst.ty.elem.name}",
                        "the source and the shared array have one element type")
-    nbytes = const_int(tr, size_node)
+    nbytes = tr.const_int(size_node)
     if nbytes not in SIZES:
         raise tr.error(size_node, f"cp_async.copy copies 4, 8 or 16 bytes, a compile-time constant; got "
                        f"{ast.unparse(size_node)}")
@@ -78,7 +78,7 @@ def _type_copy(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
             raise tr.error(k.value, f"cp_async.copy() has no keyword {k.arg!r}", "keywords: cache, src_bytes")
     cache = "ca"
     if "cache" in keywords:
-        given = const_str(tr, keywords["cache"])
+        given = tr.const_str(keywords["cache"])
         if given not in ("ca", "cg"):
             raise tr.error(keywords["cache"], f"cache= is 'ca' (L1 and L2) or 'cg' (L2 only), got "
                            f"{ast.unparse(keywords['cache'])}")
@@ -141,7 +141,7 @@ def _lower_commit(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) ->
 
 def _type_wait(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 1, info.name)
-    n = const_int(tr, node.args[0])
+    n = tr.const_int(node.args[0])
     if n is None or not 0 <= n <= 7:
         raise tr.error(node.args[0], f"cp_async.wait_group takes a compile-time count of groups from 0 to 7, got "
                        f"{ast.unparse(node.args[0])}", "the groups that may stay in flight (stages - 2 in a pipeline)")

@@ -29,7 +29,7 @@ from oxide.lang.types import SCALAR_TYPES
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp
 from ..ir.types import I64, ArrayType, VoidType, as_scalar, type_name
-from .arguments import check_arg_count, const_int, const_str
+from .arguments import check_arg_count
 from .asm import asm_call
 from .entry import IntrinsicInfo
 
@@ -58,7 +58,7 @@ ROLES = ("a", "b", "c")
 
 
 def _shape(tr: FunctionTranslator, node: ast.expr) -> str:
-    shape = const_str(tr, node)
+    shape = tr.const_str(node)
     if shape not in SHAPES:
         raise tr.error(node, f"unknown mma shape {ast.unparse(node)}", "shapes: " + ", ".join(repr(s) for s in SHAPES))
     return shape
@@ -80,7 +80,7 @@ def _type_fragment(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) 
     size = {"a": spec.a, "b": spec.b, "c": spec.c}[role]
     dims: tuple[int, ...] = (size,)
     if len(node.args) > fixed:  # several fragments: frag[i] is one, frag[i, j] its element j
-        count = const_int(tr, node.args[fixed])
+        count = tr.const_int(node.args[fixed])
         if count is None or count <= 0:
             raise tr.error(node.args[fixed], "the number of fragments must be a positive compile-time integer")
         dims = (count, size)
@@ -98,7 +98,7 @@ def _operand(tr: FunctionTranslator, node: ast.expr) -> tuple[ir.Expr, ArrayType
         array = tr.expr(node.value)
         ty = array.ty
         if isinstance(ty, ArrayType) and ty.fragment is not None and ty.shape is not None and len(ty.shape) == 2:
-            index = const_int(tr, node.slice)
+            index = tr.const_int(node.slice)
             if index is None or not 0 <= index < ty.shape[0]:
                 raise tr.error(node.slice, f"{ast.unparse(node.value)} holds {ty.shape[0]} fragments: the index must be "
                                f"a compile-time integer from 0 to {ty.shape[0] - 1}, got {ast.unparse(node.slice)}",
@@ -302,7 +302,7 @@ def _type_swizzle(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -
     offset = tr.convert(offset, st, node.args[0])
     consts: list[int] = []
     for arg, what in zip(node.args[1:], ("bits", "base", "shift")):
-        value = const_int(tr, arg)
+        value = tr.const_int(arg)
         if value is None or not 0 <= value < st.bits:
             raise tr.error(arg, f"mma.swizzle's {what} must be a compile-time integer from 0 to {st.bits - 1}")
         consts.append(value)
