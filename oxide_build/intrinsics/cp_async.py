@@ -89,7 +89,6 @@ def _type_copy(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     count = nbytes // item
     dst_index = _index(tr, dst_index_node, "the shared index")
     src_index = _index(tr, src_index_node, "the source index")
-    assert dst.ty.size is not None or dst.ty.shape is None
     dst_len: ir.Expr = ir.Const(dst.ty.size if dst.ty.size is not None else 1 << 62, I64, loc)
     args: list[ir.Expr] = [
         dst, dst_index, src, src_index,
