@@ -240,3 +240,17 @@ def k(x: Slice[bf16], y: Slice[f32], n: i32, m: i32, out: MutSlice[i32]) -> None
 """)
     assert message in str(err), str(err)
     assert err.location is not None and err.location.line == 15
+
+
+def test_gemm_example_is_all_tensor_core_instructions_in_registers() -> None:
+    """examples/gemm/mma_gemm.py: both instances compile to mma.sync, ldmatrix and cp.async.cg,
+    with the 32 accumulators and the fragments in registers (no local memory)."""
+    example = Path(__file__).resolve().parents[1] / "examples" / "gemm" / "mma_gemm.py"
+    compiled = compile_module(example, "mma_gemm", CompileOptions(archs=("sm_80",), cache=False))
+    ptx = compiled.ptx["sm_80"]
+    for elem in ("bf16", "f16"):
+        assert ptx.count(f"mma.sync.aligned.m16n8k16.row.col.f32.{elem}.{elem}.f32") == 64  # 2 k-steps x 4 x 8
+    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 2 * 8
+    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 2 * 8
+    assert ptx.count("cp.async.cg.shared.global") == 2 * 8
+    assert "ld.local" not in ptx and "st.local" not in ptx

@@ -1,6 +1,7 @@
 """Tensor cores on the GPU (issue #18): single-warp mma.sync / ldmatrix / cp.async kernels
-against float64 references (a wrong fragment layout shows as wrong elements), ox.asm, and an
-sm_90a-only module chosen at load. Inputs are fresh random non-zero values, outputs are poisoned with NaN
+against float64 references (a wrong fragment layout shows as wrong elements), ox.asm, an
+sm_90a-only module chosen at load, and the sm_80 GEMM of examples/gemm against torch in
+float64 at odd sizes. Inputs are fresh random non-zero values, outputs are poisoned with NaN
 before every launch and every element is checked. Kernels: packages/tensorcores/."""
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ import pytest
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
+ROOT = Path(__file__).resolve().parents[1]
 KERNELS = Path(__file__).resolve().parent / "packages" / "tensorcores"
 sys.path.insert(0, str(KERNELS))
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 
 
@@ -123,3 +127,35 @@ def test_sm_90a_cubin_is_chosen_and_runs(tmp_path_factory: pytest.TempPathFactor
         torch.testing.assert_close(out, 2.0 * x, rtol=0, atol=0)
     finally:
         sys.path.remove(str(root))
+
+
+GEMM_SIZES = [(128, 128, 32), (1000, 776, 392), (300, 136, 8), (513, 1032, 1064), (77, 8, 40)]
+
+
+@pytest.mark.parametrize("elem", ["bf16", "f16"])
+@pytest.mark.parametrize("mnk", GEMM_SIZES, ids=lambda s: "x".join(map(str, s)))
+def test_mma_gemm(elem: str, mnk: tuple[int, int, int]) -> None:
+    from examples.gemm.mma_gemm import BM, BN, THREADS, mma_gemm
+
+    m, n, k = mnk
+    dt = DTYPES[elem]
+    a, b = randn(m, k, dtype=dt), randn(k, n, dtype=dt)
+    c = poison(m, n, dtype=dt)
+    mma_gemm[((n + BN - 1) // BN, (m + BM - 1) // BM), THREADS](a.reshape(-1), b.reshape(-1), m, n, k, c.reshape(-1))
+    ref = a.double() @ b.double()
+    ulp = 2.0 ** -8 if elem == "bf16" else 2.0 ** -11  # the output's rounding, relative
+    bound = ulp * ref.abs() + 1e-6 * (a.double().abs() @ b.double().abs()) + 1e-6
+    err = (c.double() - ref).abs()
+    bad = ~(err <= bound)  # NaN (an element never written) is bad too
+    assert not bool(bad.any()), (f"{int(bad.sum())} of {m * n} wrong, first at "
+                                 f"{divmod(int(bad.reshape(-1).nonzero()[0]), n)}, max error {err.max().item()}")
+
+
+def test_mma_gemm_refuses_unsupported_sizes() -> None:
+    import oxide
+    from examples.gemm.mma_gemm import THREADS, mma_gemm
+
+    a, b = randn(16, 16, dtype=torch.bfloat16), randn(16, 12, dtype=torch.bfloat16)
+    c = poison(16, 12, dtype=torch.bfloat16)
+    with pytest.raises(oxide.KernelError, match="n % 8 == 0"):
+        mma_gemm[(1, 1), THREADS](a.reshape(-1), b.reshape(-1), 16, 12, 16, c.reshape(-1))
