@@ -154,8 +154,12 @@ def test_mma_gemm(elem: str, mnk: tuple[int, int, int]) -> None:
 def test_mma_gemm_refuses_unsupported_sizes() -> None:
     import oxide
     from examples.gemm.mma_gemm import THREADS, mma_gemm
+    from oxide.runtime import synchronize
 
     a, b = randn(16, 16, dtype=torch.bfloat16), randn(16, 12, dtype=torch.bfloat16)
     c = poison(16, 12, dtype=torch.bfloat16)
-    with pytest.raises(oxide.KernelError, match="n % 8 == 0"):
+    with pytest.raises(oxide.KernelError, match="n % 8 == 0"):  # a device assert: raised at the synchronize
         mma_gemm[(1, 1), THREADS](a.reshape(-1), b.reshape(-1), 16, 12, 16, c.reshape(-1))
+        synchronize()
+    with pytest.raises(oxide.KernelError, match=r"len\(a\) == i64\(m\) \* k"):  # a precondition: before the launch
+        mma_gemm[(1, 1), THREADS](a.reshape(-1), b.reshape(-1), 16, 16, 16, c.reshape(-1))

@@ -36,9 +36,12 @@ GROUP = 8  # tile rows per group of the launch order
 
 @ox.kernel(bounds_check=False, launch_bounds=128)  # THREADS
 def mma_gemm(a: Slice[T], b: Slice[T], m: i32, n: i32, k: i32, c: MutSlice[T]) -> None:
+    # checked by the runtime before the launch (launch preconditions)...
     assert block.dim.x == THREADS
-    assert m > 0 and n % 8 == 0 and k % 8 == 0 and n > 0 and k > 0
     assert len(a) == i64(m) * k and len(b) == i64(k) * n and len(c) == i64(m) * n
+    assert m > 0 and n > 0 and k > 0
+    # ...and on the device (a precondition has no %), reported at the next synchronize
+    assert n % 8 == 0 and k % 8 == 0
     sa = ox.shared.array(SA, T)
     sb = ox.shared.array(SB, T)
     fa = ox.mma.fragment_a("m16n8k16", T, MI)
