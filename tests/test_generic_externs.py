@@ -36,7 +36,7 @@ def test_each_constraint_gets_its_own_symbol(tmp_path: Path) -> None:
         "__ox_tpl_scale_add_double": "scale_add<double>",
         "__ox_tpl_mean_of___half": "mean_of<__half>", "__ox_tpl_mean_of_float": "mean_of<float>",
         "__ox_tpl_mean_of_double": "mean_of<double>",
-        "twice_f32": "", "twice_f64": "",
+        "twice_f32": "", "twice_f64": "", "half_fma": "",
     }
 
 
@@ -51,7 +51,12 @@ def test_the_template_wrapper_passes_the_abi_parameters_on() -> None:
         '{ return scale_add<__half>(x, a); }')
     decls = boundary_decls(frontend.program)
     appendix = template_instances(decls, str((PACKAGE / "csrc" / "scale.cu").resolve()))
-    assert appendix.count("extern \"C\"") == 6 and "twice" not in appendix
+    # six template instances, and the shims the f16 instance and half_fma are is called through (C++'s __half is a
+    # 2-byte struct, passed as .b8[2], where the Python side has a 16-bit scalar)
+    assert appendix.count("extern \"C\"") == 8 and "twice" not in appendix
+    assert ('extern "C" __device__ unsigned short __ox_h16___ox_tpl_scale_add___half(unsigned short x, '
+            'unsigned short a) { return __half_as_ushort(__ox_tpl_scale_add___half(__ushort_as_half(x), '
+            '__ushort_as_half(a))); }') in appendix
     stub_line = next(n for n, line in enumerate((PACKAGE / "genx.py").read_text().splitlines(), 1)
                      if line.startswith("def scale_add("))
     assert f'#line {stub_line} "{PACKAGE / "genx.py"}"' in appendix

@@ -82,3 +82,12 @@ def test_a_name_pattern_per_type(genx: ModuleType, name: str) -> None:
     genx.doubled[genx.doubled.grid_for(n), 256](x, out)
     tol = TOLERANCE[name]
     np.testing.assert_allclose(as_f64(out), as_f64(x) * 2.0 + 0.5, rtol=tol, atol=tol)
+
+
+def test_a_plain_extern_over_half(genx: ModuleType) -> None:
+    n = 4099
+    x, a = on_device(nonzero(n), "f16"), on_device(nonzero(n), "f16")
+    out = torch.full((n,), float("nan"), dtype=torch.float16, device="cuda")
+    genx.half_affine[genx.half_affine.grid_for(n), 256](x, a, 0.75, out)
+    ref = as_f64(x) * as_f64(a) + 0.75
+    np.testing.assert_allclose(as_f64(out), ref, rtol=2e-3, atol=2e-3)

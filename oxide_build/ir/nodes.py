@@ -466,6 +466,20 @@ class ExternFunction:
     # generates into the first of ``sources``, calls; empty for a plain extern "C" function
     cpp_template: str = ""
 
+    @property
+    def passes_halves(self) -> bool:
+        """Whether an ``f16``/``bf16`` crosses by value: C++'s ``__half``/``__nv_bfloat16`` are
+        2-byte structs (PTX ``.b8 [2]``) where the Python side has a ``.b16`` scalar, so the call
+        goes through a generated shim that passes the bits as ``unsigned short``."""
+        def half(ty: Type) -> bool:
+            return isinstance(ty, ScalarType) and ty.name in ("f16", "bf16")
+        return half(self.ret) or any(half(p.ty) for p in self.params)
+
+    @property
+    def call_symbol(self) -> str:
+        """The C symbol the Python side calls: the shim's when ``passes_halves``."""
+        return f"__ox_h16_{self.symbol}" if self.passes_halves else self.symbol
+
 
 @dataclass
 class Program:

@@ -27,12 +27,15 @@ from pathlib import Path
 from oxide.abi.views import ViewKind
 from oxide.lang.types import ScalarType
 
+from oxide.errors import LinkError
+
 from ..ir import nodes as ir
 from ..ir.types import ThreadIndexType, Type, ViewType, VoidType
 
 __all__ = [
     "BOUNDARY_HEADER", "EXPORTS_HEADER", "BoundaryDecl", "c_type", "c_params", "c_argument_names",
-    "boundary_decls", "boundary_header", "explain_nvrtc_log", "template_instances", "template_wrapper",
+    "boundary_decls", "boundary_header", "explain_nvrtc_log", "half_shim",
+    "template_instances", "template_wrapper",
 ]
 
 BOUNDARY_HEADER = "oxide_boundary.h"  # force-included into each .cu a module compiles
@@ -127,6 +130,42 @@ def template_wrapper(ext: ir.ExternFunction) -> str:
     return f'extern "C" __device__ {c_type(ext.ret)} {ext.symbol}({c_params(ext.params)}) {{ {body} }}'
 
 
+_HALF_BITS = {"f16": ("__half_as_ushort", "__ushort_as_half"), "bf16": ("__bfloat16_as_ushort", "__ushort_as_bfloat16")}
+
+
+def _is_half(ty: Type) -> bool:
+    return isinstance(ty, ScalarType) and ty.name in _HALF_BITS
+
+
+def half_shim(ext: ir.ExternFunction) -> tuple[str, str]:
+    """The shim ``ext.call_symbol`` (when ``ext.passes_halves``), its prototype and definition:
+    ``unsigned short`` in place of each 16-bit float, converted bit for bit around a call of
+    ``ext.symbol``."""
+    names = c_argument_names(ext.params)
+    params = c_params(ext.params).split(", ") if ext.params else []
+    shim_params: list[str] = []
+    args: list[str] = []
+    position = 0
+    for p in ext.params:
+        width = len(c_argument_names([p]))
+        if _is_half(p.ty):
+            assert isinstance(p.ty, ScalarType)
+            shim_params.append(f"unsigned short {names[position]}")
+            args.append(f"{_HALF_BITS[p.ty.name][1]}({names[position]})")
+        else:
+            shim_params += params[position:position + width]
+            args += names[position:position + width]
+        position += width
+    ret = "unsigned short" if _is_half(ext.ret) else c_type(ext.ret)
+    call = f"{ext.symbol}({', '.join(args)})"
+    if isinstance(ext.ret, ScalarType) and _is_half(ext.ret):
+        body = f"return {_HALF_BITS[ext.ret.name][0]}({call});"
+    else:
+        body = f"{call};" if isinstance(ext.ret, VoidType) else f"return {call};"
+    head = f'extern "C" __device__ {ret} {ext.call_symbol}({", ".join(shim_params) or "void"})'
+    return head + ";", f"{head} {{ {body} }}"
+
+
 def boundary_decls(program: ir.Program) -> tuple[BoundaryDecl, ...]:
     """Every C symbol the module's Python code shares with C++, with its prototype."""
     out: list[BoundaryDecl] = []
@@ -135,13 +174,22 @@ def boundary_decls(program: ir.Program) -> tuple[BoundaryDecl, ...]:
         if ext.cpp_template:
             out.append(BoundaryDecl(ext.symbol, "@extern", ext.symbol, ext.file, ext.line, decl,
                                     template_wrapper(ext), ext.sources[0]))
-            continue
-        out.append(BoundaryDecl(ext.symbol, "@extern", ext.symbol, ext.file, ext.line, decl))
+        else:
+            out.append(BoundaryDecl(ext.symbol, "@extern", ext.symbol, ext.file, ext.line, decl))
+        if ext.passes_halves:
+            shim_decl, shim_def = half_shim(ext)
+            out.append(BoundaryDecl(ext.call_symbol, "@extern", ext.symbol, ext.file, ext.line,
+                                    shim_decl, shim_def, ext.sources[0] if ext.sources else ""))
     for ext in program.extern_kernels:
         decl = f'extern "C" __global__ void {ext.symbol}({c_params(ext.params)});'
         out.append(BoundaryDecl(ext.symbol, "@extern_kernel", ext.symbol, ext.file, ext.line, decl))
     for fn in program.functions:
         if fn.export:
+            if any(_is_half(t) for t in (fn.ret, *(q.ty for q in fn.params))):
+                # C++ would pass a __half as a 2-byte struct where this function takes a scalar
+                raise LinkError(f"{fn.file}:{fn.line}: the exported device function {fn.python_name!r} takes or "
+                                "returns an f16/bf16 value, which C++ passes as a struct (__half) that oxide "
+                                "cannot receive yet; pass f32 (convert on each side) or a pointer (Ptr[f16])")
             decl = f'extern "C" __device__ {c_type(fn.ret)} {fn.symbol}({c_params(fn.params)});'
             out.append(BoundaryDecl(fn.symbol, "export", fn.python_name, fn.file, fn.line, decl))
     return tuple(out)
@@ -212,12 +260,14 @@ def _source_line(path: str, line: int) -> str:
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
-def template_instances(decls: tuple[BoundaryDecl, ...], source: str) -> str:
-    """The template wrappers to append to the ``.cu`` file ``source`` (after its own code, where
-    the templates are defined), each under a ``#line`` naming the Python stub that asks for it."""
+def template_instances(decls: tuple[BoundaryDecl, ...], source: str, first: bool = False) -> str:
+    """The template wrappers and half-precision shims to append to the ``.cu`` file ``source``
+    (after its own code, where the templates are defined), each under a ``#line`` naming the
+    Python stub that asks for it. The ``first`` ``.cu`` of a module also takes the shims of
+    externs declared without ``sources=``."""
     lines = []
     for d in decls:
-        if d.definition and d.defined_in == source:
+        if d.definition and (d.defined_in == source or (first and not d.defined_in)):
             lines.append(f'#line {max(d.line, 1)} "{_c_string(d.file)}"')
             lines.append(d.definition)
     return "\n".join(lines)

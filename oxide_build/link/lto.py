@@ -206,10 +206,16 @@ def inputs_from_files(
     inputs: list[LinkInput] = []
     if python_ltoir is not None:
         inputs.append(LinkInput(f"{module_name} (Python, LTO-IR)", "ltoir", python_ltoir))
+    first_cu = next((f for f in files if f.kind == "cu"), None)
+    for d in boundary:
+        if d.definition and not d.defined_in and first_cu is None:
+            raise LinkError(f"{d.file}:{d.line}: @extern {d.python_name!r} passes or returns an f16/bf16 value: "
+                            "oxide calls it through a small C++ shim, which needs a .cu file to go into; "
+                            "add the .cu that defines it to sources=")
     for f in files:
         if f.kind == "cu":
             src = CudaSource(f.path, settings.include_dirs, settings.defines, settings.nvrtc_options,
-                             headers, BOUNDARY_HEADER, template_instances(boundary, str(f.path)))
+                             headers, BOUNDARY_HEADER, template_instances(boundary, str(f.path), f is first_cu))
             inputs.append(LinkInput(f.name, "ltoir", cuda_ltoir(src, arch, settings.cache, boundary)))
         else:
             inputs.append(LinkInput(f.name, f.kind, f.path.read_bytes()))

@@ -29,6 +29,7 @@ NVPTX_DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64
 from ..passes.shared_memory import STATIC_SHARED_LIMIT  # also checked per kernel, across calls, by the pass
 
 I1, I8, I32T, I64T = ll.IntType(1), ll.IntType(8), ll.IntType(32), ll.IntType(64)
+I16T = ll.IntType(16)
 
 
 class BFloatType(ll.types._BaseFloatType):  # type: ignore[name-defined,misc]
@@ -105,6 +106,11 @@ def array_ptr(ty: ArrayType) -> ll.Type:
     return ll.PointerType(scalar_ll(ty.elem, True), addrspace=ADDRESS_SPACES[ty.space])
 
 
+def _half_bits(ty: ll.Type) -> ll.Type:
+    """``i16`` for LLVM's ``half`` and ``bfloat``, ``ty`` itself otherwise."""
+    return I16T if isinstance(ty, (ll.HalfType, BFloatType)) else ty
+
+
 def abi_params(params: list[ir.Param], kernel: bool, c_abi: bool = False) -> list[ll.Type]:
     """Parameter types; ``c_abi`` (externs and exports) uses generic pointers, as C++ does, so
     LTO sees matching prototypes and inlines across the language boundary."""
@@ -157,6 +163,7 @@ class ModuleLowering:
         self._dynamic_smem: ll.GlobalVariable | None = None
         self.c_abi: set[str] = set()  # callees that take generic pointers
         self.extern_params: dict[str, list[ir.Param]] = {}
+        self.half_shims: set[str] = set()  # externs called through their shim (16-bit floats as i16)
         self._shared_count = 0
         self.module = ll.Module(name=module_name)
         self.module.triple = NVPTX_TRIPLE
@@ -186,10 +193,14 @@ class ModuleLowering:
         for decl in self.program.arrays:
             self.module_array(decl)
         for ext in self.program.externs:
-            fnty = ll.FunctionType(value_ll(ext.ret), abi_params(ext.params, kernel=False, c_abi=True))
+            ret, params = value_ll(ext.ret), abi_params(ext.params, kernel=False, c_abi=True)
+            if ext.passes_halves:  # through the shim that takes the bits (ir.ExternFunction.passes_halves)
+                ret, params = _half_bits(ret), [_half_bits(t) for t in params]
+                self.half_shims.add(ext.symbol)
+            fnty = ll.FunctionType(ret, params)
             self.c_abi.add(ext.symbol)
             self.extern_params[ext.symbol] = ext.params
-            self.functions[ext.symbol] = ll.Function(self.module, fnty, ext.symbol)
+            self.functions[ext.symbol] = ll.Function(self.module, fnty, ext.call_symbol)
         kernels = []
         for fn in self.program.functions:
             lowering = FunctionLowering(self, fn, self.functions[fn.symbol])
@@ -822,6 +833,11 @@ class FunctionLowering:
                     args += [ptr, v.length]
             else:
                 args.append(self.expr(a))
+        if e.symbol in self.parent.half_shims:
+            args = [self.b.bitcast(a, I16T) if _half_bits(a.type) is not a.type else a for a in args]
+            result = self.b.call(callee, args)
+            ret = value_ll(e.ty)
+            return self.b.bitcast(result, ret) if _half_bits(ret) is not ret else result
         return self.b.call(callee, args)
 
     def boolop(self, e: ir.BoolOp) -> ll.Value:

@@ -39,3 +39,14 @@ def doubled(x: Slice[F], out: DisjointSlice[F]) -> None:
     i = thread.index_1d()
     if i < len(out):
         out[i] = twice(x[i]) + F(0.5)
+
+
+@ox.extern("half_fma", sources=SOURCES)
+def half_fma(x: f16, a: f16, b: f32) -> f16: ...
+
+
+@ox.kernel
+def half_affine(x: Slice[f16], a: Slice[f16], b: f32, out: DisjointSlice[f16]) -> None:
+    i = thread.index_1d()
+    if i < len(out):
+        out[i] = half_fma(x[i], a[i], b)

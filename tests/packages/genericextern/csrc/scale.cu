@@ -19,3 +19,9 @@ __device__ float mean_of(const T* x, long long n) {
 // One extern "C" function per type, named by a pattern.
 extern "C" __device__ float twice_f32(float x) { return 2.0f * x; }
 extern "C" __device__ double twice_f64(double x) { return 2.0 * x; }
+
+// A plain extern "C" function over __half (a 2-byte struct in C++): oxide calls it through a
+// shim that passes the bits.
+extern "C" __device__ __half half_fma(__half x, __half a, float b) {
+    return __float2half(__half2float(x) * __half2float(a) + b);
+}
