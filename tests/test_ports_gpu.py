@@ -613,3 +613,20 @@ def test_bfs() -> None:
                 queue.append(v)
     np.testing.assert_array_equal(d_cost.cpu().numpy(), ref)
     np.testing.assert_array_equal(d_visited.cpu().numpy(), ref >= 0)
+
+
+@pytest.mark.parametrize("log2n", [10, 11])
+def test_fast_walsh(log2n: int) -> None:
+    m = port("fast_walsh")
+    n, batch = 1 << log2n, 7
+    x = rng.standard_normal((batch, n)).astype(np.float32)
+    out = poisoned(batch * n)
+    m.fwt_batch1_kernel[batch, n // 4, None, n * 4](out, dev(x.ravel()), log2n)
+    ref = x.astype(np.float64)
+    h = 1
+    while h < n:                                  # Sylvester-ordered Walsh-Hadamard transform
+        ref = ref.reshape(batch, -1, 2, h)
+        ref = np.stack([ref[:, :, 0] + ref[:, :, 1], ref[:, :, 0] - ref[:, :, 1]], axis=2)
+        h *= 2
+    ref = ref.reshape(batch, n)
+    np.testing.assert_allclose(out.cpu().numpy().reshape(batch, n), ref, rtol=1e-4, atol=1e-3)
