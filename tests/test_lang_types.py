@@ -462,6 +462,45 @@ def test_math_of_constants_folds_to_a_literal_typed_by_its_use(tmp_path: Path) -
     assert "math.sqrt(x[" in text                       # a run-time argument is not folded
 
 
+@pytest.mark.parametrize("line", [
+    "horz: ox.i16 = ur + 2 * mr - ul",          # cuda-samples' Sobel: `short Horz = ur + 2 * mr - ul;`
+    "wide: i32 = (ur + mr) >> 1",               # the sum wraps under the shift
+    "mix = (ur * mr) + n",                       # meets a wider operand
+    "f = (ur - mr) * 0.5",                       # meets a float
+    "out[i] = ur + mr",                          # stored into a wider element
+])
+def test_narrow_arithmetic_that_widens_afterwards_is_an_error(tmp_path: Path, line: str) -> None:
+    message = compile_error(tmp_path, f"""
+    @ox.kernel
+    def k(img: Slice[u8], n: i32, out: DisjointSlice[i32]) -> None:
+        i = thread.index_1d()
+        ur = img[0]
+        mr = img[1]
+        ul = img[2]
+        {line}
+    """)
+    assert "arithmetic can wrap around in u8 before the result becomes" in message, message
+    assert "8- and 16-bit integers are not promoted to int as in C" in message
+    assert "kern.py:11:" in message and "convert an operand first" in message
+
+
+def test_narrow_arithmetic_that_stays_narrow_or_is_converted_is_accepted(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, """
+    @ox.kernel
+    def k(img: Slice[u8], out: DisjointSlice[u8], wide: DisjointSlice[i32]) -> None:
+        i = thread.index_1d()
+        ur = img[0]
+        mr = img[1]
+        s = ur + mr                                  # u8, wraps, as in NumPy
+        horz: ox.i16 = ox.i16(ur) + 2 * ox.i16(mr)   # computed in i16
+        hashed = i32(ur * mr)                        # an explicit conversion: wrapping is meant
+        bits = (ur & mr) | (ur >> 1)                 # no arithmetic that wraps
+        out[i] = s
+        wide[i] = horz + hashed + bits
+    """)
+    assert "s: u8 = (ur + mr)" in text and "hashed: i32 = i32((ur * mr))" in text
+
+
 def test_a_retyped_local_that_no_longer_compiles_keeps_the_literal_type(tmp_path: Path) -> None:
     text = ir_text(tmp_path, """
     @ox.kernel

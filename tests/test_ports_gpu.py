@@ -630,3 +630,20 @@ def test_fast_walsh(log2n: int) -> None:
         h *= 2
     ref = ref.reshape(batch, n)
     np.testing.assert_allclose(out.cpu().numpy().reshape(batch, n), ref, rtol=1e-4, atol=1e-3)
+
+
+def test_sobel() -> None:
+    m = port("sobel")
+    h, w, scale = 97, 131, 0.625                 # a scale exact in binary: the f32 product truncates like f64's
+    img = rng.integers(0, 256, (h, w)).astype(np.uint8)
+    out = poisoned((h, w), torch.uint8)
+    m.sobel_tex[((w + 15) // 16, (h + 15) // 16), (16, 16)](dev(img), out, scale)
+    p = np.pad(img.astype(np.int64), 1, mode="edge")
+
+    def at(dy: int, dx: int) -> np.ndarray:
+        return p[1 + dy:1 + dy + h, 1 + dx:1 + dx + w]
+
+    horz = at(-1, 1) + 2 * at(0, 1) + at(1, 1) - at(-1, -1) - 2 * at(0, -1) - at(1, -1)
+    vert = at(-1, -1) + 2 * at(-1, 0) + at(-1, 1) - at(1, -1) - 2 * at(1, 0) - at(1, 1)
+    ref = np.clip(np.trunc(scale * (np.abs(horz) + np.abs(vert))), 0, 255).astype(np.uint8)
+    np.testing.assert_array_equal(out.cpu().numpy(), ref)

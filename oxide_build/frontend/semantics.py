@@ -113,6 +113,9 @@ class Semantics(Checks):
             except PromotionError as exc:
                 raise self.error(node, f"operator {op}: {exc}",
                                  f"convert one side explicitly, e.g. {rt.name}(...) or {lt.name}(...)") from None
+        for side, side_ty, weak in ((left, lt, lw), (right, rt, rw)):
+            if not weak and side_ty.kind in ("int", "uint") and (ty.kind == "float" or ty.bits > side_ty.bits):
+                self.refuse_wrapped_narrow(side, ty)
         return self.convert(left, ty, node), self.convert(right, ty, node), ty
 
     def literal_partner_type(self, lit: ir.Const, other: ScalarType) -> ScalarType:
@@ -219,6 +222,8 @@ class Semantics(Checks):
         src = as_scalar(value.ty)
         if (src is not None and src.kind in ("int", "uint") and ty.kind in ("int", "uint")
                 and not (isinstance(value, ir.Const) and value.weak) and not isinstance(value.ty, ThreadIndexType)):
+            if ty.bits > src.bits:
+                self.refuse_wrapped_narrow(value, ty)
             return self.convert(value, ty, node)
         return self.convert_implicit(value, ty, node, what)
 
@@ -250,9 +255,39 @@ class Semantics(Checks):
         if src == ty:
             return self.convert(value, ty, node)
         if _widens(src, ty):
+            self.refuse_wrapped_narrow(value, ty)
             return ir.Cast(value, ty, value.loc)
         raise self.error(node, f"{what} needs {ty.name}, got {src.name}",
                          f"convert explicitly with {type_spelling(self, ty)}(...)")
+
+    def refuse_wrapped_narrow(self, value: ir.Expr, ty: ScalarType) -> None:
+        """``horz: i16 = ur + 2 * mr - ul`` with u8 pixels: the sum is computed in u8 (8- and
+        16-bit integers are not promoted to int) and wraps before it widens, where C's int
+        arithmetic would not; silently different results, so an error that says which to write."""
+        src = as_scalar(value.ty)
+        if src is None or not _narrow_arithmetic(value):
+            return
+        raise self.builder.error_at(
+            self.module, value.loc,
+            f"this {src.name} arithmetic can wrap around in {src.name} before the result becomes {ty.name}: "
+            f"8- and 16-bit integers are not promoted to int as in C",
+            f"convert an operand first so it computes in {ty.name} (C's result), e.g. {ty.name}(a) + b; "
+            f"or convert the result explicitly, {ty.name}(...), if wrapping in {src.name} is meant")
+
+
+def _narrow_arithmetic(value: ir.Expr) -> bool:
+    """An 8- or 16-bit integer +, -, * or << (or a negation), at the top of ``value`` or under
+    other operators of that type: arithmetic that C would have done in int."""
+    ty = as_scalar(value.ty)
+    if ty is None or ty.kind not in ("int", "uint") or ty.bits >= 32:
+        return False
+    if isinstance(value, ir.Neg):
+        return True
+    if isinstance(value, ir.BinOp) and value.ty == ty:
+        if value.op in (BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL, BinaryOp.SHL):
+            return True
+        return _narrow_arithmetic(value.left) or _narrow_arithmetic(value.right)
+    return False
 
 
 def _widens(src: ScalarType, dst: ScalarType) -> bool:
