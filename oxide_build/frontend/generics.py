@@ -4,7 +4,9 @@ branch per instance, so the other branch is never translated (nor type-checked).
 
 Each instance of a generic kernel or device function has its TypeVars bound
 (``TypeVarBinding.bound``); everything here reads those bindings, nothing reaches the IR but
-the chosen code and plain conversions.
+the chosen code and plain conversions. A generic ``@extern`` stub is bound per call
+(``bind_from_arguments``) and its C symbol made per instance (``extern_symbol``: a C++
+template's wrapper, or a name pattern).
 """
 from __future__ import annotations
 
