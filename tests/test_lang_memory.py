@@ -733,3 +733,18 @@ def test_a_launch_takes_records_of_the_kernels_layout_and_refuses_others(tmp_pat
     with pytest.raises(TypeError) as info:
         m.touch[1, 32](DeviceArray(0x1000, (5,), packed, owned=False), DeviceArray(0x2000, (5,), dtype, owned=False))
     assert str(info.value) == (f"parameter 'p' of touch needs {layout} elements; got record{{x:f32@0,id:i64@4}}[12]")
+
+
+def test_an_open_ended_slice_checks_its_start_against_the_length(tmp_path: Path) -> None:
+    """x[k:] with k > len(x) would make a view of negative (huge) length: refused at the slice."""
+    src = source(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], k: i64, out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = x[k:][0]
+    """)
+    llvm_ir = compile_module(src, "kern", CompileOptions(archs=("sm_90",), link_cubins=False)).llvm_ir
+    loads_k = [line.split()[0] for line in llvm_ir.splitlines() if 'load i64, i64* %"k' in line]
+    assert loads_k and any(f'icmp ule i64 {name}, %"x.len"' in llvm_ir for name in loads_k)
+    assert "slice.bad" in llvm_ir

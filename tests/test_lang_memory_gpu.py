@@ -158,6 +158,21 @@ def test_window_mean_with_slice_length(viewk: ModuleType) -> None:
     assert_sums_close(out.to_numpy(), expect, w + 1, abs_means)
 
 
+def test_an_offset_is_checked_against_the_length(viewk: ModuleType) -> None:
+    from oxide import KernelError
+
+    n = 300
+    x = values(n)
+    out = poisoned(64)
+    viewk.tail_sum[1, 64](dev(x), 3, out)
+    sync()
+    tail = x[3:].astype(np.float64)
+    assert_sums_close(out.to_numpy(), np.full(64, tail.sum()), n - 3, np.full(64, np.abs(tail).sum()))
+    with pytest.raises(KernelError, match=r"slice x \+ k .* with index 305 but length 300"):
+        viewk.tail_sum[1, 64](dev(x), n + 5, poisoned(64))
+        sync()
+
+
 def test_a_slice_past_the_end_is_a_kernel_error(viewk: ModuleType) -> None:
     from oxide import KernelError
 

@@ -648,9 +648,8 @@ class FunctionLowering:
         start = self.index(e.start)
         stop = self.index(e.stop) if e.stop is not None else base.length
         if e.check_site is not None:
-            ok = b.icmp_unsigned("<=", stop, base.length)
-            if e.stop is not None:
-                ok = b.and_(ok, b.icmp_unsigned("<=", start, stop))
+            # x[k:] checks k <= len(x) (its stop is the length); x[a:b] both comparisons
+            ok = b.and_(b.icmp_unsigned("<=", stop, base.length), b.icmp_unsigned("<=", start, stop))
             fail_bb = self.llfn.append_basic_block("slice.bad")
             cont_bb = self.llfn.append_basic_block("slice.ok")
             br = b.cbranch(ok, cont_bb, fail_bb)

@@ -133,3 +133,11 @@ def window_mean(x: Slice[f32], w: i64, out: DisjointSlice[f32]) -> None:
     if i < len(out):
         window = x[i:i + w]
         out[i] = total(window) / f32(len(window))
+
+
+@ox.kernel
+def tail_sum(x: Slice[f32], k: i64, out: DisjointSlice[f32]) -> None:
+    """out[i] = sum of x[k:] (pointer style x + k, checked: k <= len(x))."""
+    i = thread.index_1d()
+    if i < len(out):
+        out[i] = total(x + k)
