@@ -365,3 +365,29 @@ def test_a_type_test_as_a_value_is_a_compile_time_bool(tmp_path: Path) -> None:
             out[i] = x[i] * (T(2.0) if wide else T(3.0))
     """)
     assert "True:bool" in ir["k_f64"] and "False:bool" in ir["k_f32"], ir
+
+
+def test_a_module_alias_of_the_accumulate_type(tmp_path: Path) -> None:
+    _, frontend = build_ir(source(tmp_path, """
+    T = ox.TypeVar("T", f16, f32, f64)
+    Acc = ox.acc_type(T)
+
+    def total(x: Slice[T]) -> Acc:
+        s: Acc = 0.0
+        for k in range(len(x)):
+            s += Acc(x[k])
+        return s
+
+    @ox.kernel
+    def k(x: Slice[T], out: DisjointSlice[T]) -> None:
+        i = thread.index_1d()
+        if i < len(out):
+            acc: Acc = total(x)
+            if Acc is f64:
+                acc = acc * 2.0
+            out[i] = T(acc)
+    """), "kern")
+    text = print_program(frontend.program)
+    assert "device __ox_kern_total__Slice_f16(x: Slice[f16]) -> f32" in text
+    assert "device __ox_kern_total__Slice_f64(x: Slice[f64]) -> f64" in text
+    assert text.count("(acc * 2.0:f64)") == 1 and "2.0:f32" not in text

@@ -14,7 +14,7 @@ from ..project_imports import dotted_name
 from ..scan import ModuleSource
 
 __all__ = [
-    "PYTHON_SCALARS", "TypeVarBinding", "accumulate_type", "declared_accumulate_types", "dotted_parts",
+    "PYTHON_SCALARS", "TypeVarBinding", "accumulate_alias", "accumulate_type", "declared_accumulate_types", "dotted_parts",
     "oxide_name", "resolve_annotation", "scalar_type_named", "struct_type",
 ]
 
@@ -77,6 +77,16 @@ def declared_accumulate_types(module: ModuleSource, typevar: str) -> dict[Scalar
                     if key is not None and value is not None:
                         out[key] = value
     return out
+
+
+def accumulate_alias(module: ModuleSource, name: str) -> ast.Call | None:
+    """The ``ox.acc_type(T)`` of a module-level ``Acc = ox.acc_type(T)``, or None."""
+    sym = module.symbols.get(name)
+    value = getattr(getattr(sym, "node", None), "value", None)
+    if (sym is not None and sym.kind == "unknown" and isinstance(value, ast.Call)
+            and oxide_name(module, value.func) == "acc_type"):
+        return value
+    return None
 
 
 def accumulate_type(
@@ -177,6 +187,9 @@ def resolve_annotation(
         sym = module.symbols.get(node.id)
         if sym is not None and sym.kind == "struct":
             return struct_type(module, node.id)
+        alias = accumulate_alias(module, node.id)
+        if alias is not None:  # Acc = ox.acc_type(T)
+            return accumulate_type(module, alias, typevars, what)
         if node.id in PYTHON_SCALARS and node.id not in module.symbols:
             return PYTHON_SCALARS[node.id]
     name = oxide_name(module, node)

@@ -20,7 +20,7 @@ from ..ir import nodes as ir
 from ..ir.types import ViewType, as_scalar, type_name
 from ..link.boundary import c_type
 from ..scan import ModuleSource
-from .annotations import TypeVarBinding, accumulate_type, oxide_name, scalar_type_named
+from .annotations import TypeVarBinding, accumulate_alias, accumulate_type, oxide_name, scalar_type_named
 
 if TYPE_CHECKING:
     from .context import TranslatorContext
@@ -43,6 +43,9 @@ def type_operand(tr: TranslatorContext, node: ast.expr) -> ScalarType | None:
             return binding.bound
         if node.id in tr.locals:
             return None
+        alias = accumulate_alias(tr.module, node.id)
+        if alias is not None:  # Acc = ox.acc_type(T)
+            return accumulate_type(tr.module, alias, tr.typevars, "ox.acc_type")
     if isinstance(node, ast.Call) and oxide_name(tr.module, node.func) == "acc_type":
         return accumulate_type(tr.module, node, tr.typevars, "ox.acc_type")
     if isinstance(node, (ast.Name, ast.Attribute)):
@@ -67,7 +70,7 @@ def _mentions_typevar(tr: TranslatorContext, node: ast.expr) -> bool:
     for n in ast.walk(node):
         if isinstance(n, ast.Name) and n.id not in tr.locals:
             sym = tr.module.symbols.get(n.id)
-            if sym is not None and sym.kind == "typevar":
+            if sym is not None and sym.kind == "typevar" or accumulate_alias(tr.module, n.id) is not None:
                 return True
         if isinstance(n, ast.Call) and oxide_name(tr.module, n.func) == "acc_type":
             return True

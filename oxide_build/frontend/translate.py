@@ -14,7 +14,7 @@ from oxide.lang.types import SCALAR_TYPES, ScalarType
 from ..ir import nodes as ir
 from ..ir.ops import BINARY_OPS_OF_AST, COMPARE_OPS_OF_AST, BinaryOp, CompareOp, LogicOp
 from ..ir.types import BOOL, I64, VOID, VECTOR_TYPES, ArrayType, StructType, VectorType, ThreadIndexType, TupleType, ViewType, VoidType, as_scalar, type_name
-from .annotations import PYTHON_SCALARS, oxide_name, resolve_annotation
+from .annotations import PYTHON_SCALARS, accumulate_alias, oxide_name, resolve_annotation
 from .views import refuse_vector_store
 from . import structs, vectors
 from .annotations import struct_type
@@ -564,7 +564,8 @@ class FunctionTranslator(Loops):
         loc = self.loc(node)
         func = node.func
         if isinstance(func, (ast.Name, ast.Call)) and (
-                isinstance(func, ast.Call) or getattr(self.module.symbols.get(func.id), "kind", "") == "typevar"):
+                isinstance(func, ast.Call) or getattr(self.module.symbols.get(func.id), "kind", "") == "typevar"
+                or accumulate_alias(self.module, func.id) is not None):
             to = type_operand(self, func)  # T(x), ox.acc_type(T)(x)
             if to is not None:
                 return self.conversion(to, node)
