@@ -647,3 +647,15 @@ def test_sobel() -> None:
     vert = at(-1, -1) + 2 * at(-1, 0) + at(-1, 1) - at(1, -1) - 2 * at(1, 0) - at(1, 1)
     ref = np.clip(np.trunc(scale * (np.abs(horz) + np.abs(vert))), 0, 255).astype(np.uint8)
     np.testing.assert_array_equal(out.cpu().numpy(), ref)
+
+
+@pytest.mark.parametrize("bits, shift", [(32, 0), (32, 24), (64, 8), (64, 56)])
+def test_radix_histogram(bits: int, shift: int) -> None:
+    m = port("radix_histogram")
+    n = 300_007
+    dtype = np.uint32 if bits == 32 else np.uint64
+    keys = rng.integers(0, 2**bits, n, dtype=np.uint64 if bits == 64 else np.uint32).astype(dtype)
+    counts = dev(np.zeros(m.RADIX_DIGITS, np.uint32))
+    m.radix_histogram[40, 256](dev(keys), counts, np.uint32(shift))
+    digits = ((keys >> dtype(shift)) & dtype(m.RADIX_DIGITS - 1)).astype(np.int64)
+    np.testing.assert_array_equal(counts.cpu().numpy(), np.bincount(digits, minlength=m.RADIX_DIGITS))
