@@ -54,6 +54,30 @@ def test_bit_intrinsics_lower_to_their_instructions(tmp_path: Path, backend: str
     assert "shf.l.wrap.b32" in ptx and "shf.r.wrap.b32" in ptx
 
 
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_mulhi_is_the_high_half_of_the_product(tmp_path: Path, backend: str) -> None:
+    # __umulhi / __mulhi / __umul64hi / __mul64hi (Philox, division by multiplication)
+    ptx = compile_source(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[u32], y: Slice[i32], w: Slice[u64], v: Slice[i64], out: DisjointSlice[u64]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < len(y) and i < len(w) and i < len(v):
+                a = ox.bits.mulhi(0xD2511F53, x[i])
+                b = ox.bits.mulhi(y[i], y[i])
+                out[i] = u64(a) + u64(b) + ox.bits.mulhi(w[i], w[i]) + u64(ox.bits.mulhi(v[i], v[i]))
+        """, backend)
+    assert "mul.hi.u64" in ptx and "mul.hi.s64" in ptx
+    # 32 bits: mul.hi, or (libNVVM) the wide product whose high word is taken
+    assert ("mul.hi.u32" in ptx or "mul.wide.u32" in ptx) and ("mul.hi.s32" in ptx or "mul.wide.s32" in ptx)
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[u32]) -> None:
+            i = thread.index_1d()
+            out[i] = ox.bits.mulhi(x[i], x[i])
+        """)
+    assert f"{at(5, 14)}: error: bits.mulhi needs 32- or 64-bit integers, got f32" in msg, msg
+
+
 def test_bitcast_between_every_same_width_pair(tmp_path: Path) -> None:
     ptx = compile_source(tmp_path, """
         @ox.kernel

@@ -501,6 +501,39 @@ def test_narrow_arithmetic_that_stays_narrow_or_is_converted_is_accepted(tmp_pat
     assert "s: u8 = (ur + mr)" in text and "hashed: i32 = i32((ur * mr))" in text
 
 
+def test_literal_locals_take_the_type_of_an_assignment_they_made_fail(tmp_path: Path) -> None:
+    # Triton/curand Philox: `unsigned c1 = 0, c2 = 0, c3 = 0;` written `c1 = 0`, met first
+    # inside a value assigned to a u32 local (through a copy `_c2 = c2`)
+    text = ir_text(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[u32], out: DisjointSlice[u32]) -> None:
+        i = thread.index_1d()
+        c0 = x[0]
+        c1 = 0
+        c2 = 0
+        c3 = 0
+        for r in ox.static_range(2):
+            _c2 = c2
+            c0 = ox.bits.mulhi(0xCD9E8D57, _c2) ^ c1 ^ c0
+            c2 = c0 ^ c3
+            c1 = 0xCD9E8D57 * _c2
+            c3 = c0 + 1
+        if i < len(out):
+            out[i] = c0 ^ c1 ^ c2 ^ c3
+    """)
+    assert "c1: u32 = 0:u32" in text and "c2: u32 = 0:u32" in text and "c3: u32 = 0:u32" in text
+    wide = ir_text(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[u64], out: DisjointSlice[i64]) -> None:
+        i = thread.index_1d()
+        m = 0
+        m = x[0]
+        if i < len(out):
+            out[i] = i64(m)
+    """)
+    assert "m: u64 = 0:u64" in wide              # the target itself still learns from a typed value
+
+
 def test_a_retyped_local_that_no_longer_compiles_keeps_the_literal_type(tmp_path: Path) -> None:
     text = ir_text(tmp_path, """
     @ox.kernel

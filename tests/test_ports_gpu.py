@@ -659,3 +659,36 @@ def test_radix_histogram(bits: int, shift: int) -> None:
     m.radix_histogram[40, 256](dev(keys), counts, np.uint32(shift))
     digits = ((keys >> dtype(shift)) & dtype(m.RADIX_DIGITS - 1)).astype(np.int64)
     np.testing.assert_array_equal(counts.cpu().numpy(), np.bincount(digits, minlength=m.RADIX_DIGITS))
+
+
+def test_philox_dropout() -> None:
+    m = port("philox_dropout")
+    n, p = 200_003, 0.3
+    seed = int(rng.integers(1, 2**63))
+    x = rng.uniform(0.5, 2.0, n).astype(np.float32)
+    out = poisoned(n)
+    m.seeded_dropout[(n + 255) // 256, 256](dev(x), out, n, p, np.uint64(seed))
+    mask32 = np.uint64(0xFFFFFFFF)
+    k0, k1 = np.uint64(seed) & mask32, np.uint64(seed) >> np.uint64(32)
+    c0 = np.arange(n, dtype=np.uint64)
+    c1 = np.zeros(n, np.uint64)
+    c2 = np.zeros(n, np.uint64)
+    c3 = np.zeros(n, np.uint64)
+    a, b = np.uint64(m.PHILOX_ROUND_A), np.uint64(m.PHILOX_ROUND_B)
+    for _ in range(m.N_ROUNDS):
+        _c0, _c2 = c0, c2
+        c0 = ((b * _c2) >> np.uint64(32)) ^ c1 ^ k0
+        c2 = ((a * _c0) >> np.uint64(32)) ^ c3 ^ k1
+        c1 = (b * _c2) & mask32
+        c3 = (a * _c0) & mask32
+        k0 = (k0 + np.uint64(m.PHILOX_KEY_A)) & mask32
+        k1 = (k1 + np.uint64(m.PHILOX_KEY_B)) & mask32
+    xi = c0.astype(np.uint32).view(np.int32).astype(np.int64)
+    xi = np.where(xi < 0, -xi - 1, xi)
+    random = xi.astype(np.float32) * np.float32(4.6566127342e-10)
+    keep = random > np.float32(p)
+    ref = np.where(keep, x / (np.float32(1) - np.float32(p)), np.float32(0)).astype(np.float32)
+    got = out.cpu().numpy()
+    np.testing.assert_array_equal(got != 0, keep)
+    np.testing.assert_allclose(got, ref, rtol=1e-6, atol=0)
+    assert 0.6 < keep.mean() < 0.8

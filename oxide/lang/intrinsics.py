@@ -150,9 +150,10 @@ math = _Space("math", ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "
 fence = _Space("fence", ("block", "device", "system"))
 # popc(x) / clz(x): the set / leading zero bits of a 32- or 64-bit integer, as an i32; brev(x): its bits reversed
 # ffs(x): 1 + the index of the lowest set bit (0 for zero); byte_perm(x, y, s): __byte_perm;
-# funnelshift_l/lc/r/rc(lo, hi, n): __funnelshift_*; bitcast(x, T): x's bits read as T (same width)
+# funnelshift_l/lc/r/rc(lo, hi, n): __funnelshift_*; bitcast(x, T): x's bits read as T (same width);
+# mulhi(a, b): the high half of the product (__mulhi, __umulhi, __mul64hi, __umul64hi)
 bits = _Space("bits", ("popc", "clz", "brev", "ffs", "byte_perm", "funnelshift_l", "funnelshift_lc",
-                       "funnelshift_r", "funnelshift_rc", "bitcast"))
+                       "funnelshift_r", "funnelshift_rc", "bitcast", "mulhi"))
 # clock() -> u32, clock64() -> i64 (SM cycles), globaltimer() -> u64 (ns), nanosleep(ns)
 timer = _Space("timer", ("clock", "clock64", "globaltimer", "nanosleep"))
 # load(x, i) / store(x, i, v): accesses that always reach memory, like CUDA's volatile T*

@@ -98,6 +98,32 @@ class Constants(TranslatorContext):
         if isinstance(mine, ScalarType) and mine != other and _same_kind(mine, other):
             self.partners.setdefault(value.name, []).append(other)
 
+    def note_partners_of_failed_conversion(self, value: ir.Expr, ty: ScalarType) -> None:
+        """``c0 = mulhi(B, _c2) ^ c1 ^ k0`` into a ``u32`` ``c0`` failed because ``c1`` and ``c2``
+        (through its copy ``_c2``) are still the ``i64`` of their ``0``: each such local in the
+        value is a candidate for ``ty``, so the next attempt types them as C's `unsigned c1 = 0`."""
+        stack = [value]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, ir.Var):
+                name = e.name
+                while name in self.literal_copies:
+                    name = self.literal_copies[name]
+                self.note_partner(ir.Var(name, e.ty, e.loc), ty)
+            elif not isinstance(e, (ir.ViewLoad, ir.Call)):
+                # only operands that gave the value its type (not an explicit conversion's, a
+                # comparison's or an index's)
+                stack.extend(c for c in ir.children(e) if c.ty == e.ty)
+
+    def mentions_literal_local(self, value: ir.Expr) -> bool:
+        stack = [value]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, ir.Var) and (e.name in self.literal_locals or e.name in self.literal_copies):
+                return True
+            stack.extend(ir.children(e))
+        return False
+
     def literal_local_types(self) -> dict[str, ScalarType]:
         """The type each literal-initialized local takes from the typed values it met: their
         promotion, where it differs from the literal's own type."""

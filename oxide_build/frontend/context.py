@@ -67,6 +67,8 @@ class TranslatorContext(ast.NodeVisitor):
         # the same kind each one met (operands, assignments, arguments), and the types chosen for
         # them by the previous attempt at this function (ProgramBuilder.translate_function)
         self.literal_locals: set[str] = set()
+        # locals first assigned a literal-initialized local (`_c2 = c2`): the name they copy
+        self.literal_copies: dict[str, str] = {}
         self.partners: dict[str, list[ScalarType]] = {}
         self.retype: dict[str, ScalarType] = {}
         # (extent, write) pairs already made launch preconditions by a DisjointTensor write

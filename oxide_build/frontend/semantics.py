@@ -257,6 +257,7 @@ class Semantics(Checks):
         if _widens(src, ty):
             self.refuse_wrapped_narrow(value, ty)
             return ir.Cast(value, ty, value.loc)
+        self.note_partners_of_failed_conversion(value, ty)
         raise self.error(node, f"{what} needs {ty.name}, got {src.name}",
                          f"convert explicitly with {type_spelling(self, ty)}(...)")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from oxide.errors import CompileError
 from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
@@ -328,6 +329,8 @@ class FunctionTranslator(Loops):
                 self.literal_locals.add(name)
                 if name in self.retype:
                     value = self.convert(value, self.retype[name], node)
+            elif isinstance(value, ir.Var) and (value.name in self.literal_locals or value.name in self.literal_copies):
+                self.literal_copies[name] = value.name
             value = self.materialize(value)
             if self.assign_counts.get(name, 0) == 1 and self._positive_step(value, node):  # type: ignore[arg-type]
                 self.positive_names.add(name)
@@ -338,10 +341,18 @@ class FunctionTranslator(Loops):
         if isinstance(declared, ThreadIndexType):
             raise self.error(target, f"{name!r} holds a ThreadIndex and cannot be reassigned",
                              "use another name for the new value")
-        if isinstance(declared, ScalarType) and as_scalar(value.ty) is not None:
-            self.note_partner(ir.Var(name, declared, value.loc), as_scalar(value.ty))  # type: ignore[arg-type]
-        value = self.convert_implicit(value, declared, node, f"assignment to {name!r}")
-        return ir.Assign(name, value, self.loc(node))
+        met = as_scalar(value.ty) if isinstance(declared, ScalarType) else None
+        try:
+            converted = self.convert_implicit(value, declared, node, f"assignment to {name!r}")
+        except CompileError:
+            # a value whose type came from literal locals (`c1 = 0` still i64) retypes those
+            # locals (note_partners_of_failed_conversion), not the typed target
+            if met is not None and not self.mentions_literal_local(value):
+                self.note_partner(ir.Var(name, declared, value.loc), met)
+            raise
+        if met is not None:
+            self.note_partner(ir.Var(name, declared, value.loc), met)
+        return ir.Assign(name, converted, self.loc(node))
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ir.Stmt:
         op = BIN_OPS.get(type(node.op))

@@ -9,7 +9,10 @@
 - ``funnelshift_l/lc/r/rc(lo, hi, shift)``, ``__funnelshift_*`` (LLVM's ``fshl``/``fshr``, which
   PTX's ``shf`` implements; the ``c`` forms clamp the shift to 32 instead of taking it mod 32);
 - ``bitcast(x, T)``: ``x``'s bits read as the same-width type ``T`` (``__float_as_int``,
-  ``__int_as_float``, ``__double_as_longlong``, ``__half_as_short``, ...).
+  ``__int_as_float``, ``__double_as_longlong``, ``__half_as_short``, ...);
+- ``mulhi(a, b)``: the high half of the full product (``__mulhi``, ``__umulhi``,
+  ``__mul64hi``, ``__umul64hi``; PTX ``mul.hi``), the core of Philox and of division by
+  multiplication.
 """
 from __future__ import annotations
 
@@ -141,9 +144,32 @@ def _lower_bitcast(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -
     return fl.b.bitcast(fl.expr(e.args[0]), fl.elem_type(target))
 
 
+def _type_mulhi(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, 2, info.name)
+    a, b = tr.expr(node.args[0]), tr.expr(node.args[1])
+    a, b, ty = tr.unify(a, b, node, info.name)
+    if ty.kind not in ("int", "uint") or ty.bits not in (32, 64):
+        raise tr.error(node, f"{info.name} needs 32- or 64-bit integers, got {ty.name}",
+                       "convert them first, e.g. u32(x) (CUDA's __umulhi takes unsigned int)")
+    return ir.Intrinsic(info.name, [a, b], ty, tr.loc(node))
+
+
+def _lower_mulhi(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    """The product in twice the width, shifted down: LLVM's NVPTX backend makes it ``mul.hi``."""
+    ty = as_scalar(e.ty)
+    assert ty is not None
+    a, b = (fl.expr(x) for x in e.args)
+    wide = ll.IntType(2 * ty.bits)
+    extend = fl.b.sext if ty.kind == "int" else fl.b.zext
+    product = fl.b.mul(extend(a, wide), extend(b, wide))
+    high = fl.b.lshr(product, ll.Constant(wide, ty.bits))
+    return fl.b.trunc(high, a.type)
+
+
 ENTRIES = [
     *(IntrinsicInfo(f"bits.{op}", _type_bits, _lower_bits) for op in (*LLVM_NAMES, "ffs")),
     IntrinsicInfo("bits.byte_perm", _type_byte_perm, _lower_byte_perm),
     *(IntrinsicInfo(f"bits.{op}", _type_funnel, _lower_funnel) for op in FUNNEL_SHIFTS),
     IntrinsicInfo("bits.bitcast", _type_bitcast, _lower_bitcast),
+    IntrinsicInfo("bits.mulhi", _type_mulhi, _lower_mulhi),
 ]
