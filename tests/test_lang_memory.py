@@ -515,11 +515,6 @@ VECTOR_ERRORS: dict[str, tuple[str, str]] = {
     "choosing_between_vector_types": ("    v = f32x4(1.0) if i > 0 else f32x2(1.0)\n", "kern.py:8:9: error: a conditional "
                                       "expression chooses between f32x4 and f32x2\n        v = f32x4(1.0) if i > 0 else "
                                       "f32x2(1.0)\n            ^\n  hint: both sides must have one type"),
-    "a_shared_array_of_vectors": ("    a = ox.shared.array(128, f32x4)\n", "kern.py:8:30: error: arrays of vectors (f32x4) "
-                                  "are not supported yet: an element type is a scalar\n        a = ox.shared.array(128, "
-                                  "f32x4)\n                                 ^\n  hint: hold the lanes in an array of f32 "
-                                  "with a last axis of 4 (`a[i, 0]` … `a[i, 3]`, rebuilt with f32x4(...)), or one array "
-                                  "per lane"),
 }
 
 
@@ -531,6 +526,61 @@ def test_vector_errors(name: str, tmp_path: Path) -> None:
     with pytest.raises(CompileError) as info:
         build_ir(src, "kern")
     assert str(info.value).replace(str(src), "kern.py") == expected
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_arrays_of_vectors(tmp_path: Path, backend: str) -> None:
+    # cuda-samples' n-body: `extern __shared__ float4 sharedPos[]`, one float4 load/store each
+    src = source(tmp_path, VECTOR_IMPORT + """
+        @ox.kernel
+        def k(pos: Slice[f32], out: MutSlice[f32]) -> None:
+            assert block.dim.x == 128
+            tile = ox.shared.array(128, f32x4)
+            grid2 = ox.shared.array((2, 16), ox.i32x2)
+            dyn = ox.shared.dynamic(f32x4)
+            acc = ox.local.array(2, f32x4)
+            i = block.idx.x * 128 + thread.idx.x
+            tile[thread.idx.x] = pos.load4(i)
+            dyn[thread.idx.x] = tile[thread.idx.x] * 2.0
+            grid2[1, thread.idx.x % 16] = ox.i32x2(1, 2)
+            block.sync()
+            acc[0] = f32x4(0.0)
+            for j in range(128):
+                acc[0] = acc[0] + tile[j] + dyn[j]
+            rest = tile[64:]
+            v = acc[0]
+            v.w = rest[0].x + f32(grid2[1, 3].y) + f32(len(rest))
+            with ox.unsafe():
+                out.store4(i, v)
+    """)
+    compiled = compile_module(src, "kern", CompileOptions(archs=("sm_90",), backend=backend, cache=False))
+    ptx = compiled.ptx["sm_90"]
+    assert compiled.cubins["sm_90"]
+    assert "st.shared.v4" in ptx and "ld.shared.v4" in ptx and "[2048]" in ptx
+
+
+ARRAY_OF_VECTOR_ERRORS = {
+    "ox.atomic.add(a, 0, f32x4(1.0))": "atomics need elements of i32, u32, i64, u64, f32, f64, f16, bf16, got f32x4",
+    "a[0] = 1.0": "store into a needs f32x4, got f64",
+    "out[i] = take(a)": "argument 's' of take() needs Slice[f32], got shared array[32] of f32x4",
+    "print(a[0])": "print() cannot print f32x4",
+    "x = ox.bits.bitcast(out[i], f32x4)": "f32x4 is a vector type; a scalar element type goes here",
+}
+
+
+@pytest.mark.parametrize("line", sorted(ARRAY_OF_VECTOR_ERRORS))
+def test_array_of_vector_errors(tmp_path: Path, line: str) -> None:
+    message = compile_error(tmp_path, VECTOR_IMPORT + f"""
+        def take(s: Slice[f32]) -> f32:
+            return s[0]
+
+        @ox.kernel
+        def k(out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            a = ox.shared.array(32, f32x4)
+            {line}
+    """)
+    assert ARRAY_OF_VECTOR_ERRORS[line] in message, message
 
 
 def test_a_kernel_cannot_take_a_vector_parameter_yet(tmp_path: Path) -> None:

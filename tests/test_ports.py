@@ -18,10 +18,7 @@ NAMES = sorted(p.stem for p in PORTS.glob("port_*.py"))
 
 # Ports that do not compile as first written yet, with what they run into. A port that starts
 # compiling fails its strict xfail: take it off this list.
-NOT_YET: dict[str, str] = {
-    "port_nbody": "a shared array of float4 (`ox.shared.array(BLOCK, f32x4)`): arrays of vectors are not "
-                  "supported yet ('arrays of vectors (f32x4) are not supported yet: an element type is a scalar')",
-}
+NOT_YET: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -138,14 +138,20 @@ class Names(Constants):
         raise self.error(node, f"unknown attribute {ast.unparse(node)!r}",
                          "available: thread.idx.x/y/z, block.idx.x, block.dim.x, grid.dim.x")
 
+    def array_element_type(self, node: ast.expr) -> ScalarType | VectorType:
+        """The element type of a shared or local array: a scalar, or a vector
+        (``ox.shared.array(128, f32x4)``, CUDA's ``__shared__ float4 pos[128]``)."""
+        ty = resolve_annotation(self.module, node, self.typevars, "the element type")
+        if isinstance(ty, VectorType):
+            return ty
+        return self.element_type(node)
+
     def element_type(self, node: ast.expr) -> ScalarType:
         """The scalar type an intrinsic's type argument names (``shared.array(n, f32)``)."""
         ty = resolve_annotation(self.module, node, self.typevars, "the element type")
         if isinstance(ty, VectorType):
-            lanes = ty.lanes
-            raise self.error(node, f"arrays of vectors ({ty.name}) are not supported yet: an element type is a scalar",
-                             f"hold the lanes in an array of {ty.elem.name} with a last axis of {lanes} "
-                             f"(`a[i, 0]` … `a[i, {lanes - 1}]`, rebuilt with {ty.name}(...)), or one array per lane")
+            raise self.error(node, f"{ty.name} is a vector type; a scalar element type goes here",
+                             f"name one of i8 … u64, f16, bf16, f32, f64, bool (e.g. {ty.elem.name})")
         if isinstance(ty, TypeVarBinding) or not isinstance(ty, ScalarType):
             raise self.error(node, f"{ast.unparse(node)} is not a scalar element type",
                              "name one of i8 … u64, f16, bf16, f32, f64, bool (or a TypeVar bound to them)")

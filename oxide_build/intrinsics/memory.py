@@ -37,14 +37,14 @@ def _type_array(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> 
                            (f"{tr.not_constant_hint(d)}; " if value is None else "")
                            + "use shared.dynamic for launch-time sizes")
         shape.append(value)
-    elem = tr.element_type(node.args[1])
-    return ir.Intrinsic(info.name, [], ArrayType(info.group, elem, tuple(shape)), tr.loc(node))
+    elem = tr.array_element_type(node.args[1])
+    return ir.Intrinsic(info.name, [], ArrayType(info.group, elem, tuple(shape)), tr.loc(node))  # type: ignore[arg-type]
 
 
 def _type_dynamic(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 1, info.name)
-    elem = tr.element_type(node.args[0])
-    return ir.Intrinsic(info.name, [], ArrayType("shared", elem, None), tr.loc(node))
+    elem = tr.array_element_type(node.args[0])
+    return ir.Intrinsic(info.name, [], ArrayType("shared", elem, None), tr.loc(node))  # type: ignore[arg-type]
 
 
 def _lower_allocation(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:

@@ -62,6 +62,8 @@ ll.values.ArgumentAttributes._known = MappingProxyType({**ll.values.ArgumentAttr
 def scalar_ll(ty: ScalarType, in_memory: bool = False) -> ll.Type:
     if isinstance(ty, StructType):  # a record: the element of a view of structs
         return ll.LiteralStructType([scalar_ll(t, in_memory) for _, t in ty.fields])  # type: ignore[arg-type]
+    if isinstance(ty, VectorType):  # the element of an array of vectors (`ox.shared.array(n, f32x4)`)
+        return ll.VectorType(scalar_ll(ty.elem, in_memory), ty.lanes)
     if ty.kind == "bool":
         return I8 if in_memory else I1
     if ty.kind == "float":
