@@ -692,3 +692,15 @@ def test_philox_dropout() -> None:
     np.testing.assert_array_equal(got != 0, keep)
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=0)
     assert 0.6 < keep.mean() < 0.8
+
+
+@pytest.mark.parametrize("block_size, n", [(128, 1 << 20), (256, 1_000_003), (512, 777_777), (512, 1 << 18)])
+def test_reduce6(block_size: int, n: int) -> None:
+    m = port("reduce6")
+    x = rng.standard_normal(n).astype(np.float32)
+    blocks = 64
+    out = poisoned(blocks)
+    pow2 = n & (n - 1) == 0
+    m.reduce6[blocks, block_size](dev(x), out, np.uint32(n), block_size, pow2)
+    np.testing.assert_allclose(out.cpu().numpy().astype(np.float64).sum(), x.astype(np.float64).sum(),
+                               rtol=1e-4, atol=1e-2)
