@@ -706,3 +706,19 @@ def test_reduce6(block_size: int, n: int) -> None:
     owner = (np.arange(n) % (2 * block_size * blocks)) // (2 * block_size)
     ref = np.bincount(owner, weights=x.astype(np.float64), minlength=blocks)
     np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_gelu(dtype: str) -> None:
+    m = port("gelu")
+    from scipy.special import erf  # type: ignore[import-untyped]
+
+    tdt = getattr(torch, dtype)
+    n = 100_003
+    x = torch.as_tensor(rng.standard_normal(n) * 3, dtype=tdt, device="cuda")
+    y = poisoned(n, tdt)
+    m.gelu_kernel[120, 256](x, y, n)
+    v = x.double().cpu().numpy()
+    ref = v * 0.5 * (1 + erf(v / np.sqrt(2.0)))
+    tol = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 1e-5, "float64": 1e-12}[dtype]
+    np.testing.assert_allclose(y.double().cpu().numpy(), ref, rtol=tol, atol=tol)
