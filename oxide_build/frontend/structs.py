@@ -13,7 +13,7 @@ from ..ir.types import StructType, type_name
 if TYPE_CHECKING:
     from .translate import FunctionTranslator
 
-__all__ = ["construct", "field", "with_field"]
+__all__ = ["construct", "field", "with_field", "set_field"]
 
 
 def construct(tr: FunctionTranslator, sty: StructType, node: ast.Call) -> ir.Expr:
@@ -58,6 +58,15 @@ def field(tr: FunctionTranslator, value: ir.Expr, attr: str, node: ast.AST) -> i
     assert isinstance(sty, StructType)
     k = _index(tr, sty, attr, node)
     return ir.TupleGet(value, k, sty.fields[k][1], tr.loc(node))
+
+
+def set_field(tr: FunctionTranslator, value: ir.Expr, attr: str, element: ir.Expr, node: ast.AST) -> ir.Expr:
+    """``value`` with field ``attr`` replaced by ``element`` (a nested ``q.pos.vel = e``)."""
+    sty = value.ty
+    assert isinstance(sty, StructType)
+    k = _index(tr, sty, attr, node)
+    converted = tr.convert_implicit(element, sty.fields[k][1], node, f"field {attr!r} of {sty.name}")
+    return ir.TupleSet(value, k, converted, sty, tr.loc(node))
 
 
 def with_field(tr: FunctionTranslator, target: ast.Attribute, value: ir.Expr, node: ast.AST) -> ir.Stmt:

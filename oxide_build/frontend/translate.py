@@ -226,8 +226,16 @@ class FunctionTranslator(Loops):
 
     def assign_attribute(self, target: ast.Attribute, value: ir.Expr, node: ast.AST) -> ir.Stmt:
         """``v.x = e`` (a lane of a local vector) or ``p.mass = e`` (a field of a local struct)."""
-        if isinstance(target.value, ast.Name) and isinstance(self.locals.get(target.value.id), StructType):
+        base = target.value
+        if isinstance(base, ast.Name) and isinstance(self.locals.get(base.id), StructType):
             return structs.with_field(self, target, value, node)
+        if isinstance(base, ast.Attribute) and not (isinstance(base.value, ast.Name) and base.value.id not in self.locals):
+            # q.vel.y = e: q.vel becomes q.vel with lane y replaced, assigned the same way
+            inner = self.expr(base)
+            if isinstance(inner.ty, VectorType):
+                return self.assign_attribute(base, vectors.set_lane(self, inner, target.attr, value, node), node)
+            if isinstance(inner.ty, StructType):
+                return self.assign_attribute(base, structs.set_field(self, inner, target.attr, value, node), node)
         return vectors.with_component(self, target, value, node)
 
     def unpack_vector(self, target: ast.Tuple | ast.List, value: ir.Expr, node: ast.AST) -> list[ir.Stmt]:

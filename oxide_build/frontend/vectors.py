@@ -15,7 +15,8 @@ from ..ir.types import VectorType, type_name
 if TYPE_CHECKING:
     from .translate import FunctionTranslator
 
-__all__ = ["LANES", "construct", "lane", "component", "with_component", "vector_binop", "vector_neg", "elements"]
+__all__ = ["LANES", "construct", "lane", "component", "with_component", "set_lane", "vector_binop", "vector_neg",
+           "elements"]
 
 LANES = "xyzw"
 ELEMENTWISE = {"+", "-", "*", "/", "&", "|", "^"}
@@ -56,10 +57,10 @@ def component(tr: FunctionTranslator, value: ir.Expr, attr: str, node: ast.AST) 
 def with_component(tr: FunctionTranslator, target: ast.Attribute, value: ir.Expr, node: ast.AST) -> ir.Stmt:
     """``v.y = e``: ``v`` becomes ``v`` with lane y replaced."""
     if not isinstance(target.value, ast.Name) or not isinstance(tr.locals.get(target.value.id), VectorType):
-        nested = isinstance(target.value, ast.Attribute)
+        of_element = isinstance(target.value, ast.Subscript)
         raise tr.error(target, f"cannot assign to {ast.unparse(target)!r}",
-                       f"assign a nested field through a local: v = {ast.unparse(target.value)}; v.{target.attr} = ...; "
-                       f"{ast.unparse(target.value)} = v" if nested else
+                       f"change a copy and store it back: v = {ast.unparse(target.value)}; v.{target.attr} = ...; "
+                       f"{ast.unparse(target.value)} = v" if of_element else
                        "assign to a local name, a lane of a local vector (v.x = ...), a field of a local struct, "
                        "or a view element")
     name = target.value.id
@@ -69,6 +70,15 @@ def with_component(tr: FunctionTranslator, target: ast.Attribute, value: ir.Expr
     element = tr.convert_implicit(value, vty.elem, node, f"lane {target.attr} of {name!r}")
     loc = tr.loc(node)
     return ir.Assign(name, ir.VectorSet(ir.Var(name, vty, loc), k, element, vty, loc), loc)
+
+
+def set_lane(tr: FunctionTranslator, value: ir.Expr, attr: str, element: ir.Expr, node: ast.AST) -> ir.Expr:
+    """``value`` with lane ``attr`` replaced by ``element`` (a nested ``q.vel.y = e``)."""
+    vty = value.ty
+    assert isinstance(vty, VectorType)
+    k = lane(tr, vty, attr, node)
+    lane_value = tr.convert_implicit(element, vty.elem, node, f"lane {attr} of {vty.name}")
+    return ir.VectorSet(value, k, lane_value, vty, tr.loc(node))
 
 
 def elements(value: ir.Expr) -> list[ir.Expr]:
