@@ -722,3 +722,39 @@ def test_gelu(dtype: str) -> None:
     ref = v * 0.5 * (1 + erf(v / np.sqrt(2.0)))
     tol = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 1e-5, "float64": 1e-12}[dtype]
     np.testing.assert_allclose(y.double().cpu().numpy(), ref, rtol=tol, atol=tol)
+
+
+def test_hotspot() -> None:
+    m = port("hotspot")
+    rows, cols, pyramid, total = 64, 80, 2, 7
+    t_chip, chip_height, chip_width = 0.0005, 0.016, 0.016
+    factor_chip, spec_heat_si, k_si, max_pd, precision = 0.5, 1.75e6, 100, 3.0e6, 0.001
+    temp = rng.uniform(320.0, 345.0, (rows, cols)).astype(np.float32)
+    power = rng.uniform(0.0, 1.0, (rows, cols)).astype(np.float32)
+    grid_height, grid_width = np.float32(chip_height / rows), np.float32(chip_width / cols)
+    cap = np.float32(factor_chip * spec_heat_si * t_chip * grid_width * grid_height)
+    rx = np.float32(grid_width / (2.0 * k_si * t_chip * grid_height))
+    ry = np.float32(grid_height / (2.0 * k_si * t_chip * grid_width))
+    rz = np.float32(t_chip / (k_si * grid_height * grid_width))
+    step = np.float32(precision / (max_pd / (factor_chip * t_chip * spec_heat_si)))
+    border = pyramid                                   # pyramid_height * EXPAND_RATE / 2
+    small = m.BLOCK_SIZE - pyramid * 2
+    grid = ((cols + small - 1) // small, (rows + small - 1) // small)
+    bufs = [dev(temp.ravel()), poisoned(rows * cols)]
+    d_power = dev(power.ravel())
+    src, dst = 1, 0
+    for t in range(0, total, pyramid):
+        src, dst = dst, src
+        m.calculate_temp[grid, (m.BLOCK_SIZE, m.BLOCK_SIZE)](min(pyramid, total - t), d_power, bufs[src], bufs[dst],
+                                                            cols, rows, border, border, float(cap), float(rx),
+                                                            float(ry), float(rz), float(step), 0.001)
+    ref = temp.astype(np.float64)
+    p = power.astype(np.float64)
+    sdc = float(step) / float(cap)
+    for _ in range(total):
+        e = np.pad(ref, 1, mode="edge")
+        north, south = e[:-2, 1:-1], e[2:, 1:-1]
+        west, east = e[1:-1, :-2], e[1:-1, 2:]
+        ref = ref + sdc * (p + (south + north - 2.0 * ref) / float(ry) + (east + west - 2.0 * ref) / float(rx)
+                           + (80.0 - ref) / float(rz))
+    np.testing.assert_allclose(bufs[dst].cpu().numpy().reshape(rows, cols), ref, rtol=1e-5, atol=1e-3)
