@@ -758,3 +758,18 @@ def test_hotspot() -> None:
         ref = ref + sdc * (p + (south + north - 2.0 * ref) / float(ry) + (east + west - 2.0 * ref) / float(rx)
                            + (80.0 - ref) / float(rz))
     np.testing.assert_allclose(bufs[dst].cpu().numpy().reshape(rows, cols), ref, rtol=1e-5, atol=1e-3)
+
+
+def test_conv2d_tiled() -> None:
+    m = port("conv2d_tiled")
+    height, width, mw, tile = 53, 71, m.MASK_WIDTH, m.O_TILE_WIDTH
+    image = rng.standard_normal((height, width)).astype(np.float32)
+    mask = rng.uniform(-1.0, 1.0, (mw, mw)).astype(np.float32)
+    m.M.write(mask)
+    out = poisoned(height * width)
+    grid = ((width + tile - 1) // tile, (height + tile - 1) // tile)
+    m.convolution_2d_tiled[grid, (m.BLOCK_WIDTH, m.BLOCK_WIDTH)](out, dev(image.ravel()), height, width, width)
+    r = mw // 2
+    padded = np.pad(image.astype(np.float64), r)
+    ref = sum(float(mask[i, j]) * padded[i:i + height, j:j + width] for i in range(mw) for j in range(mw))
+    np.testing.assert_allclose(out.cpu().numpy().reshape(height, width), ref, rtol=1e-4, atol=1e-4)
