@@ -773,3 +773,16 @@ def test_conv2d_tiled() -> None:
     padded = np.pad(image.astype(np.float64), r)
     ref = sum(float(mask[i, j]) * padded[i:i + height, j:j + width] for i in range(mw) for j in range(mw))
     np.testing.assert_allclose(out.cpu().numpy().reshape(height, width), ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_simple_templates(dtype: str) -> None:
+    m = port("simple_templates")
+    threads = 256
+    if dtype == "int32":
+        x = rng.integers(-1000, 1000, threads).astype(np.int32)
+    else:
+        x = rng.standard_normal(threads).astype(dtype)
+    out = poisoned(threads, getattr(torch, dtype))
+    m.test_kernel[1, threads, None, threads * x.itemsize](dev(x), out)
+    np.testing.assert_array_equal(out.cpu().numpy(), x * x.dtype.type(threads))
