@@ -786,3 +786,17 @@ def test_simple_templates(dtype: str) -> None:
     out = poisoned(threads, getattr(torch, dtype))
     m.test_kernel[1, threads, None, threads * x.itemsize](dev(x), out)
     np.testing.assert_array_equal(out.cpu().numpy(), x * x.dtype.type(threads))
+
+
+def test_sequential_rows() -> None:
+    m = port("sequential_rows")
+    rows, cols = 300, 1024                        # like the original: one thread per column, exactly
+    first = rng.integers(-1000, 1000, cols).astype(np.int32)
+    start = np.full((rows, cols), 0x5A5A, np.int32)
+    start[0] = first
+    M = dev(start)
+    m.sequential_rows[cols // 128, 128](M)
+    ref = start.astype(np.int64)
+    for row in range(1, rows):
+        ref[row] = ref[row - 1, ::-1] + 1
+    np.testing.assert_array_equal(M.cpu().numpy(), ref)
