@@ -132,6 +132,7 @@ def test_device_library_and_kernels_built_by_cmake_without_a_toolkit(tmp_path: P
         "print(n.kernel_params('gelu_scaled'))\n"
         "try:\n    n.gelu_scaled_f64(0, 0, 0)\nexcept RuntimeError as e:\n    print('refused:', e)\n"
         "try:\n    n.kernel_params('nope')\nexcept RuntimeError as e:\n    print('missing:', e)\n"
+        "try:\n    n.gelu_scaled_2d_blocks(0, 0, 0)\nexcept RuntimeError as e:\n    print('shape:', e)\n"
     )
     check = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=site,
                            env=_env(False), timeout=60)
@@ -140,6 +141,9 @@ def test_device_library_and_kernels_built_by_cmake_without_a_toolkit(tmp_path: P
     assert lines[0] == "[('x', 'slice', 'f32'), ('out', 'disjoint_slice', 'f32')]"
     assert lines[1] == "refused: ops.py:20: kernel 'gelu_scaled' parameter 'x' is slice[f32], got slice[f64]"
     assert lines[2].startswith("missing: oxide: ") and "no kernel 'nope'" in lines[2]
+    # the launch precondition of a DisjointSlice written at index_1d(), evaluated by launch.hpp
+    assert lines[3].startswith("shape: cmkern/ops.py:") and "launch precondition failed: block.dim.y == 1" in lines[3]
+    assert lines[3].endswith("(kernel 'gelu_scaled', grid 1x1x1, block 16x16x1)")
 
 
 @needs_cmake

@@ -132,7 +132,8 @@ def test_the_documented_index_2d_form_is_unchanged(tmp_path: Path) -> None:
         if r < out.shape[0] and c < out.shape[1]:
             out[r, c] = 1.0
     """)
-    assert preconditions(fns["k"]) == []
+    # index_2d() leaves out z: distinct threads of a launch with block.dim.z == grid.dim.z == 1
+    assert preconditions(fns["k"]) == [["and", [["eq", ["block", 2], ["const", 1]], ["eq", ["grid", 2], ["const", 1]]]]]
 
 
 @pytest.mark.parametrize("index, message", [

@@ -48,7 +48,8 @@ def test_cli_inspect_prints_a_row_per_specialization(capsys) -> None:  # type: i
     assert [line.split()[0] for line in out[1:3]] == ["saxpy_f32", "saxpy_f64"]
     # the bounds-check failure path is inlined: no call ABI inflating the register count
     assert all(int(line.split()[1]) <= 32 for line in out[1:3])
-    assert out[3:5] == ["checks left in the device code: 0", "checked at launch: 1"]
+    # the length assert, and the 1-D launch shape its DisjointSlice write at index_1d() needs
+    assert out[3:5] == ["checks left in the device code: 0", "checked at launch: 2"]
     assert out[5].endswith(": assert len(x) == len(out) and len(y) == len(out)  [saxpy]")
 
 

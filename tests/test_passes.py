@@ -32,7 +32,8 @@ def compile_error(tmp_path: Path, body: str) -> str:
 
 def test_the_pipeline_is_one_visible_list_of_named_passes() -> None:
     assert pass_names() == [p.name for p in PIPELINE] == [
-        "bounds-elimination", "launch-preconditions", "barrier-divergence", "shared-memory-limit", "canonicalize"]
+        "bounds-elimination", "launch-preconditions", "disjoint-launch-shape", "barrier-divergence",
+        "shared-memory-limit", "canonicalize"]
     assert len(set(pass_names())) == len(PIPELINE)
 
 
@@ -140,7 +141,8 @@ def test_leading_asserts_on_the_launch_move_to_the_runtime(tmp_path: Path) -> No
     assert "check (half < 100:i64)!3" in text and "check (len(x) > 1:i64)!4  ; hoistable" in text
     assert "check (n > 0" not in text
     _, frontend = build_ir(src, "kern")
-    assert [p.site for p in frontend.kernels[0].preconditions] == [1, 2]
+    # the hoisted asserts, then the launch shape its DisjointSlice write needs (disjoint-launch-shape)
+    assert [p.site for p in frontend.kernels[0].preconditions] == [1, 2, 5]
 
 
 # ---- barrier divergence across calls -------------------------------------------------------
@@ -230,9 +232,10 @@ def test_calls_that_every_thread_makes_compile(tmp_path: Path) -> None:
 # ---- canonicalize --------------------------------------------------------------------------
 
 def _canonical_body(tmp_path: Path, body: str) -> list[str]:
-    """The kernel's body as printed after the whole pipeline (canonicalize runs last)."""
+    """The kernel's body as printed after the whole pipeline (canonicalize runs last), without
+    the launch-shape precondition its DisjointSlice write gets (tests/test_disjoint_launch_shape.py)."""
     program = build_ir(source(tmp_path, body), "kern")[1].program
-    return print_program(program).splitlines()[1:]
+    return [line for line in print_program(program).splitlines()[1:] if not line.startswith("  ; precondition")]
 
 
 def test_an_if_without_else_branches_past_its_body_on_the_negated_test(tmp_path: Path) -> None:

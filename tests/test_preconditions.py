@@ -46,7 +46,10 @@ def test_leading_asserts_over_the_launch_move_to_the_launch(tmp_path: Path) -> N
     """)
     launch, device = split(c)
     assert launch == ["len(x) == n and len(out) >= len(x)", "block.dim.x == 256 and grid.dim.y == 1: one row of blocks",
-                      "t.shape[0] * 2 == t.shape[1] and (not n < 0)"]
+                      "t.shape[0] * 2 == t.shape[1] and (not n < 0)",
+                      "block.dim.y == 1 and block.dim.z == 1 and grid.dim.y == 1 and grid.dim.z == 1: out[i] is "
+                      "written at the thread's ThreadIndex, which leaves out block.dim.y, block.dim.z, grid.dim.y, "
+                      "grid.dim.z (launch a 1-D grid of 1-D blocks, or index with thread.index_2d()/index_3d())"]
     assert device == []
     (spec,) = c.kernels
     # slots: x = 0 (pointer), 1 (length); n = 2; t = 3 (pointer), 4, 5 (shape), 6, 7 (strides); out = 8, 9

@@ -73,6 +73,9 @@ class TranslatorContext(ast.NodeVisitor):
         self.retype: dict[str, ScalarType] = {}
         # (extent, write) pairs already made launch preconditions by a DisjointTensor write
         self.disjoint_extents: set[tuple[str, str]] = set()
+        # launch extents that must be 1 for this function's disjoint writes at a ThreadIndex to
+        # be one thread's (index_1d() leaves out y and z, index_2d() z): extent -> the write
+        self.unit_extents: dict[str, tuple[str, int, int]] = {}  # extent -> (write, line, col)
         # names whose value may differ between the threads of a block, and how many enclosing
         # conditions depend on such values (block.sync() there could deadlock)
         self.thread_dependent: set[str] = set()

@@ -386,6 +386,7 @@ class ProgramBuilder:
             symbol=symbol, python_name=fdef.name, file=self.relative_file(module), params=translator.params,
             ret=translator.ret or VoidType(), body=body, locals=translator.locals, is_kernel=is_kernel,
             line=fdef.lineno, assign_counts=translator.assign_counts, grid_sites=translator.grid_sites,
+            unit_extents=dict(translator.unit_extents),
         )
         return translator, function
 

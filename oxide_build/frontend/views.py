@@ -19,7 +19,7 @@ from .annotations import oxide_name
 if TYPE_CHECKING:
     from .context import TranslatorContext
 
-__all__ = ["refuse_tensor_write", "refuse_disjoint_tensor_write", "refuse_slice_write", "refuse_vector_store",
+__all__ = ["record_unit_extents", "refuse_tensor_write", "refuse_disjoint_tensor_write", "refuse_slice_write", "refuse_vector_store",
            "refuse_array_write"]
 
 
@@ -64,7 +64,10 @@ def refuse_disjoint_tensor_write(tr: TranslatorContext, target: ast.Subscript, v
         covered |= coords
         axes.append(axis)
     if axes == (["1d"] if vt.ndim == 1 else ["row", "col"] if vt.ndim == 2 else None):
-        return  # index_1d / index_2d as documented
+        # index_1d / index_2d as documented: distinct threads of a launch without the
+        # dimensions they leave out (passes/disjoint_launch_shape.py makes that a precondition)
+        record_unit_extents(tr, "1d" if vt.ndim == 1 else "row", target)
+        return
     missing = sorted(c for c in _REGISTER_COORDINATES if c not in covered)
     if not missing:
         return
@@ -86,6 +89,22 @@ def refuse_disjoint_tensor_write(tr: TranslatorContext, target: ast.Subscript, v
             f"(launch with {extent} = 1, or index with thread.index_3d())")
         kind = "grid" if register == "ctaid" else "block"
         tr.preconditions.append(Precondition(site, ["eq", [kind, "xyz".index(dim)], ["const", 1]]))
+
+
+# the launch extents a ThreadIndex axis leaves out: index_1d() is block.idx.x * block.dim.x +
+# thread.idx.x, so threads that differ only in y or z share it
+_LEFT_OUT = {
+    "1d": ("grid.dim.y", "grid.dim.z", "block.dim.y", "block.dim.z"),
+    "row": ("grid.dim.z", "block.dim.z"), "col": ("grid.dim.z", "block.dim.z"),
+    "depth": (),
+}
+
+
+def record_unit_extents(tr: TranslatorContext, axis: str, write: ast.expr) -> None:
+    """A disjoint write at a ThreadIndex of ``axis``: the extents it leaves out must be 1 at
+    launch (the launch shape pass turns them into the kernel's precondition)."""
+    for extent in _LEFT_OUT.get(axis, ()):
+        tr.unit_extents.setdefault(extent, (ast.unparse(write), write.lineno, write.col_offset + 1))
 
 
 def _disjoint_hint(ndim: int) -> str:
@@ -175,6 +194,8 @@ def refuse_slice_write(tr: TranslatorContext, target: ast.Subscript, vt: ViewTyp
     if vt.kind == ViewKind.MUT_SLICE and tr.unsafe_depth == 0:
         raise tr.error(target, f"writing the MutSlice {ast.unparse(target.value)!r} needs `with oxide.unsafe():`",
                        "wrap the write in `with oxide.unsafe():`, or use a DisjointSlice")
+    if vt.kind == ViewKind.DISJOINT_SLICE:
+        record_unit_extents(tr, "1d", target)
 
 
 def refuse_vector_store(tr: TranslatorContext, func: ast.Attribute, node: ast.Call, vt: ViewType,
@@ -185,5 +206,8 @@ def refuse_vector_store(tr: TranslatorContext, func: ast.Attribute, node: ast.Ca
     if vt.kind == ViewKind.DISJOINT_SLICE and not isinstance(index.ty, ThreadIndexType):
         raise tr.error(node.args[0], "a DisjointSlice vector store needs the thread's ThreadIndex",
                        "index with the value of thread.index_1d()")
+    if vt.kind == ViewKind.DISJOINT_SLICE:
+        assert isinstance(index.ty, ThreadIndexType)
+        record_unit_extents(tr, index.ty.axis, node)
     if vt.kind == ViewKind.MUT_SLICE and tr.unsafe_depth == 0:
         raise tr.error(node, f"writing the MutSlice {ast.unparse(func.value)!r} needs `with oxide.unsafe():`")

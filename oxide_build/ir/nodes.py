@@ -448,6 +448,10 @@ class Function:
     grid_sites: dict[str, int] = field(default_factory=dict)
     # kernels: reaches grid.sync(), so the runtime launches it cooperatively (the manifest's flag)
     cooperative: bool = False
+    # launch extents that must be 1 for this function's disjoint writes (index_1d() leaves out
+    # y and z): extent ("block.dim.y") -> the write that needs it, its line and column
+    # (passes/disjoint_launch_shape.py)
+    unit_extents: dict[str, tuple[str, int, int]] = field(default_factory=dict)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from ..ir.printer import print_program
 from ..ir.verify import verify_program
 from .bounds_elimination import BoundsElimination
 from .canonicalize import Canonicalize
+from .disjoint_launch_shape import DisjointLaunchShape
 from .divergence import BarrierDivergence
 from .launch_preconditions import LaunchPreconditions
 from .shared_memory import SharedMemoryLimit
@@ -39,6 +40,7 @@ class Pass(Protocol):
 PIPELINE: tuple[Pass, ...] = (
     BoundsElimination(),  # first: the checks it keeps are what the others see
     LaunchPreconditions(),
+    DisjointLaunchShape(),  # after it: its precondition comes after the kernel's own asserts
     BarrierDivergence(),
     SharedMemoryLimit(),
     Canonicalize(),  # last: the passes before it read conditions as the source wrote them

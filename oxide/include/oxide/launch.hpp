@@ -24,9 +24,11 @@
 // What the Python runtime does and this does not: device-side check failures (bounds checks,
 // asserts) are reported by Python as oxide.KernelError; here the failing thread traps, and the
 // launch's stream reports CUDA_ERROR_ILLEGAL_INSTRUCTION / LAUNCH_FAILED (a sticky error: the
-// context is lost). Kernels whose manifest lists launch preconditions (asserts the Python
-// runtime checks on the host instead of the device) are refused: launch those from Python; so
-// are kernels that call grid.sync() (the manifest marks them "cooperative").
+// context is lost). Launch preconditions on the launch dimensions alone (a DisjointSlice written
+// at thread.index_1d() needs a 1-D grid of 1-D blocks; grid limits) are checked here before the
+// launch, throwing oxide::Error with the file:line and what they say; kernels with preconditions
+// on their arguments (asserts the Python runtime checks on the host) are refused: launch those
+// from Python; so are kernels that call grid.sync() (the manifest marks them "cooperative").
 // The caller keeps the arrays alive and on the stream's device until the kernel has run.
 #pragma once
 
@@ -303,12 +305,81 @@ class LoadedCode;
 driver::CUfunction function_of(LoadedCode& code, const std::string& symbol);
 }  // namespace detail
 
+namespace detail {
+// Launch preconditions over the launch dimensions alone (oxide.abi.preconditions): the encoding's
+// "const", "grid" and "block" leaves, casts, wrapping arithmetic, comparisons and logic. One
+// that reads an argument ("arg") is not launch_dims_only(): such a kernel is refused.
+inline bool launch_dims_only(const json::Value& e) {
+  if (e.kind != json::Value::Array || e.items.empty() || e.items[0].kind != json::Value::String) return false;
+  const std::string& op = e.items[0].text;
+  if (op == "const" || op == "grid" || op == "block") return true;
+  if (op == "arg") return false;
+  for (size_t i = 1; i < e.items.size(); ++i) {
+    const auto& x = e.items[i];
+    if (x.kind == json::Value::String) continue;  // a type name
+    if (op == "and" || op == "or") {
+      for (const auto& y : x.items)
+        if (!launch_dims_only(y)) return false;
+    } else if (!launch_dims_only(x)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+inline int64_t wrap_to(const std::string& type, uint64_t v) {
+  if (type == "bool") return v != 0;
+  int bits = 64;
+  if (type == "i8" || type == "u8") bits = 8;
+  else if (type == "i16" || type == "u16") bits = 16;
+  else if (type == "i32" || type == "u32") bits = 32;
+  if (bits < 64) v &= (uint64_t{1} << bits) - 1;
+  if (type[0] == 'i' && bits < 64 && (v >> (bits - 1)) & 1) v |= ~uint64_t{0} << bits;
+  return static_cast<int64_t>(v);
+}
+
+inline int64_t launch_value(const json::Value& e, const unsigned* grid, const unsigned* block) {
+  const std::string& op = e.items[0].text;
+  auto sub = [&](size_t i) { return launch_value(e.items[i], grid, block); };
+  if (op == "const") return e.items[1].kind == json::Value::Bool ? e.items[1].boolean
+                                                                 : static_cast<int64_t>(e.items[1].number);
+  if (op == "grid") return grid[static_cast<int>(e.items[1].number)];
+  if (op == "block") return block[static_cast<int>(e.items[1].number)];
+  if (op == "cast") return wrap_to(e.items[1].text, static_cast<uint64_t>(sub(2)));
+  if (op == "add") return wrap_to(e.items[1].text, static_cast<uint64_t>(sub(2)) + static_cast<uint64_t>(sub(3)));
+  if (op == "sub") return wrap_to(e.items[1].text, static_cast<uint64_t>(sub(2)) - static_cast<uint64_t>(sub(3)));
+  if (op == "mul") return wrap_to(e.items[1].text, static_cast<uint64_t>(sub(2)) * static_cast<uint64_t>(sub(3)));
+  if (op == "neg") return wrap_to(e.items[1].text, uint64_t{0} - static_cast<uint64_t>(sub(2)));
+  if (op == "lt") return sub(1) < sub(2);
+  if (op == "le") return sub(1) <= sub(2);
+  if (op == "gt") return sub(1) > sub(2);
+  if (op == "ge") return sub(1) >= sub(2);
+  if (op == "eq") return sub(1) == sub(2);
+  if (op == "ne") return sub(1) != sub(2);
+  if (op == "not") return !sub(1);
+  if (op == "and" || op == "or") {
+    for (const auto& x : e.items[1].items) {
+      bool v = launch_value(x, grid, block) != 0;
+      if (v != (op == "and")) return v;
+    }
+    return op == "and";
+  }
+  throw Error("oxide: unknown launch precondition operation '" + op + "'");
+}
+}  // namespace detail
+
+// A launch precondition on the launch dimensions, and what its failure says.
+struct LaunchCheck {
+  json::Value expr;
+  std::string message;
+};
+
 class Kernel {
  public:
   Kernel(std::shared_ptr<detail::LoadedCode> code, std::string symbol, std::string name, std::string where,
-         std::vector<Param> params)
+         std::vector<Param> params, std::vector<LaunchCheck> checks = {})
       : code_(std::move(code)), symbol_(std::move(symbol)), name_(std::move(name)), where_(std::move(where)),
-        params_(std::move(params)) {}
+        params_(std::move(params)), checks_(std::move(checks)) {}
 
   const std::string& name() const { return name_; }
   std::vector<Param> params() const { return params_; }  // a copy: safe on a temporary Kernel
@@ -338,6 +409,11 @@ class Kernel {
     unsigned g[3] = {1, 1, 1}, b[3] = {1, 1, 1};
     dims(grid, g, "grid");
     dims(block, b, "block");
+    for (const auto& c : checks_)
+      if (!detail::launch_value(c.expr, g, b))
+        throw Error(c.message + " (kernel '" + name_ + "', grid " + std::to_string(g[0]) + "x" + std::to_string(g[1]) +
+                    "x" + std::to_string(g[2]) + ", block " + std::to_string(b[0]) + "x" + std::to_string(b[1]) +
+                    "x" + std::to_string(b[2]) + ")");
     // the arguments are checked first: a wrong call fails the same with or without a GPU
     driver::CUfunction fn = detail::function_of(*code_, symbol_);
     const auto& api = driver::api();
@@ -350,6 +426,7 @@ class Kernel {
   std::shared_ptr<detail::LoadedCode> code_;
   std::string symbol_, name_, where_;
   std::vector<Param> params_;
+  std::vector<LaunchCheck> checks_;
 
   void dims(std::initializer_list<unsigned> in, unsigned* out, const char* what) const {
     if (in.size() < 1 || in.size() > 3)
@@ -519,9 +596,28 @@ class Module {
     if (!found) throw Error("oxide: " + path + ": no kernel '" + name + "' (with that specialization)");
     std::string where = found->at("file", path).text + ":" +
                         std::to_string(static_cast<int>(found->at("line", path).number));
-    if (const auto* pre = found->find("preconditions"); pre && !pre->items.empty())
-      throw Error(where + ": kernel '" + name +
-                  "' has launch preconditions that only oxide's Python runtime checks: launch it from Python");
+    std::vector<LaunchCheck> checks;
+    if (const auto* pre = found->find("preconditions"))
+      for (const auto& c : pre->items) {
+        const json::Value& expr = c.at("expr", path);
+        if (!detail::launch_dims_only(expr))
+          throw Error(where + ": kernel '" + name +
+                      "' has launch preconditions on its arguments that only oxide's Python runtime checks: "
+                      "launch it from Python");
+        std::string message = where + ": launch precondition failed";
+        const int site = static_cast<int>(c.at("site", path).number);
+        if (const auto* sites = code_->manifest().find("error_sites"))
+          for (const auto& s : sites->items)
+            if (const auto* id = s.find("id"); id && static_cast<int>(id->number) == site) {
+              const auto* file = s.find("file");
+              const auto* line = s.find("line");
+              const auto* what = s.find("what");
+              if (file && line && what)
+                message = file->text + ":" + std::to_string(static_cast<int>(line->number)) +
+                          ": launch precondition failed: " + what->text;
+            }
+        checks.push_back(LaunchCheck{expr, message});
+      }
     if (const auto* coop = found->find("cooperative"); coop && coop->boolean)
       throw Error(where + ": kernel '" + name +
                   "' calls grid.sync(), which needs the cooperative launch oxide's Python runtime makes: "
@@ -532,7 +628,7 @@ class Module {
       if (const auto* nd = p.find("ndim")) param.ndim = static_cast<int>(nd->number);
       params.push_back(param);
     }
-    return Kernel(code_, found->at("symbol", path).text, name, where, params);
+    return Kernel(code_, found->at("symbol", path).text, name, where, params, std::move(checks));
   }
 
  private:

@@ -38,4 +38,10 @@ PYBIND11_MODULE(_native, m) {
     ops().kernel("gelu_scaled").launch({1}, {256}, nullptr, oxide::slice(reinterpret_cast<const double*>(x), n),
                                        oxide::mut_slice(reinterpret_cast<double*>(out), n));
   });
+  // 16x16 blocks for a kernel that writes its DisjointSlice at thread.index_1d(): two threads
+  // would share an element, so its launch precondition refuses it before anything reaches the GPU
+  m.def("gelu_scaled_2d_blocks", [](std::uintptr_t x, std::uintptr_t out, std::int64_t n) {
+    ops().kernel("gelu_scaled").launch({1}, {16, 16}, nullptr, oxide::slice(reinterpret_cast<const float*>(x), n),
+                                       oxide::mut_slice(reinterpret_cast<float*>(out), n));
+  });
 }
