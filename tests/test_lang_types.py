@@ -712,3 +712,18 @@ def test_shared_memory_past_the_limit_is_reported_at_the_source(tmp_path: Path) 
     def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
         tile = ox.shared.array((96, 128), f32)
     """)  # exactly 48 KiB: fine
+
+
+def test_python_math_constants_are_float_literals(tmp_path: Path) -> None:
+    text = ir_text(tmp_path, """
+    from math import pi
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        m = -math.inf
+        m = max(m, x[i])
+        if i < len(out):
+            out[i] = 2.0 * math.pi * x[i] + pi + m
+    """)
+    assert "m: f32 = -inf:f32" in text
+    assert "out[i] = (((6.283185307179586:f32 * x[i]!2) + 3.141592653589793:f32) + m)" in text

@@ -5,12 +5,13 @@ local, a compile-time value, a module constant, a special register), and element
 from __future__ import annotations
 
 import ast
+import math
 
 from oxide.abi.views import ViewKind
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, I32, VOID, StructType, VectorType, ThreadIndexType, Type, ViewType, VoidType, type_name
+from ..ir.types import BOOL, F64, I32, VOID, StructType, VectorType, ThreadIndexType, Type, ViewType, VoidType, type_name
 from ..intrinsics.thread import SPECIAL_REGISTERS
 from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation
 from .promotion import literal_type
@@ -18,6 +19,10 @@ from . import structs, vectors
 from .constants import Constants, _constant_value, _is_number_expression
 
 __all__ = ["Names"]
+
+# Python's math constants, usable in kernels as float literals
+PYTHON_MATH_CONSTANTS: dict[str, float] = {
+    "pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf, "nan": math.nan}
 
 
 class Names(Constants):
@@ -99,6 +104,9 @@ class Names(Constants):
             decl = self.builder.module_array(self.module, name)
             if decl is not None:  # ox.constant.array / ox.global_memory.array / a tuple of numbers
                 return ir.ModuleArray(decl.symbol, decl.ty, self.loc(node))
+        if sym is not None and sym.kind == "from" and sym.target.startswith("math:") \
+                and sym.target[5:] in PYTHON_MATH_CONSTANTS:  # from math import pi
+            return ir.Const(PYTHON_MATH_CONSTANTS[sym.target[5:]], F64, self.loc(node), weak=True)
         if name in self.assign_counts:  # assigned somewhere, just not before this use
             raise self.error(node, f"{name!r} is used before it is assigned",
                              "assign it on every path before this use")
@@ -113,6 +121,10 @@ class Names(Constants):
         raise self.error(node, f"unknown name {name!r}", "define it, or pass it as a parameter")
 
     def visit_Attribute(self, node: ast.Attribute) -> ir.Expr:
+        if (isinstance(node.value, ast.Name) and node.attr in PYTHON_MATH_CONSTANTS and node.value.id not in self.locals
+                and getattr(self.module.symbols.get(node.value.id), "target", None) == "math"):
+            # math.pi, math.inf: float literals (typed by their use, so 2 * math.pi * x stays f32)
+            return ir.Const(PYTHON_MATH_CONSTANTS[node.attr], F64, self.loc(node), weak=True)
         parts = dotted_parts(node)
         if parts and len(parts) >= 2:
             full = oxide_name(self.module, node.value)
