@@ -800,3 +800,16 @@ def test_sequential_rows() -> None:
     for row in range(1, rows):
         ref[row] = ref[row - 1, ::-1] + 1
     np.testing.assert_array_equal(M.cpu().numpy(), ref)
+
+
+def test_histogram64() -> None:
+    m = port("histogram64")
+    threads = m.HISTOGRAM64_THREADBLOCK_SIZE
+    data_count = 40_001                           # uint4 elements
+    data = rng.integers(0, 2**32, 4 * data_count, dtype=np.uint64).astype(np.uint32)
+    # as the sample sizes the grid: each thread's byte counters stay below 256
+    blocks = (16 * data_count + threads * 240 - 1) // (threads * 240)
+    partial = poisoned(blocks * m.HISTOGRAM64_BIN_COUNT, torch.uint32)
+    m.histogram64_kernel[blocks, threads](partial, dev(data), np.uint32(data_count))
+    hist = partial.cpu().numpy().reshape(blocks, m.HISTOGRAM64_BIN_COUNT).astype(np.int64).sum(0)
+    np.testing.assert_array_equal(hist, np.bincount(data.view(np.uint8) >> 2, minlength=m.HISTOGRAM64_BIN_COUNT))
