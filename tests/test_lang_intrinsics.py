@@ -465,6 +465,51 @@ def test_grid_sync_under_a_divergent_condition(tmp_path: Path) -> None:
     assert f"{at(4, 5)}: error: grid.sync() takes no arguments" in msg, msg
 
 
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_block_votes_are_reducing_barriers(tmp_path: Path, backend: str) -> None:
+    # __syncthreads_count / __syncthreads_and / __syncthreads_or
+    ptx = compile_source(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[i32]) -> None:
+            i = thread.index_1d()
+            v = x[i] if i < len(x) else 0.0
+            n = block.sync_count(v > 0.0)
+            every = block.sync_and(v > -5.0)
+            some = block.sync_or(i32(v))
+            if i < len(out):
+                out[i] = n + i32(every) * 1000 + i32(some) * 100000
+        """, backend)
+    assert "bar.red.popc.u32" in ptx and "bar.red.and.pred" in ptx and "bar.red.or.pred" in ptx
+
+
+def test_block_votes_under_a_divergent_condition(tmp_path: Path) -> None:
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[i32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                out[i] = block.sync_count(x[i] > 0.0)
+        """)
+    assert f"{at(6, 18)}: error: block.sync_count() under a condition that differs between threads" in msg, msg
+    msg = compile_error(tmp_path, """
+        def anyone(v: f32) -> bool:
+            return block.sync_or(v > 0.0)
+
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[i32]) -> None:
+            i = thread.index_1d()
+            if i < len(out) and i < len(x):
+                out[i] = i32(anyone(x[i]))
+        """)
+    assert f"{at(9, 22)}: error: anyone() reaches block.sync_or() (at " in msg and "the block can deadlock" in msg, msg
+    msg = compile_error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32]) -> None:
+            n = block.sync_and()
+        """)
+    assert f"{at(4, 9)}: error: block.sync_and() takes one predicate" in msg, msg
+
+
 def print_format(tmp_path: Path, body: str) -> list[str]:
     """The printf formats of the kernel's print() calls, from the IR."""
     from oxide_build.compile import build_ir

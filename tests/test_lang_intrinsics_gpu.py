@@ -345,3 +345,19 @@ def test_print_in_kernels(tmp_path: Path) -> None:
         expect.append(f"fmt {i}: x={xi:.3f} n={ni:>6d}|{ni:<6d}|{ni & 0xFFFFFFFF:08x}|{ui:#x}|{xi:+.4e}|{ni:.2f} 100%!")
         expect.append(f"g,{i},{'%g' % xi}")
     assert sorted(line for line in lines if line.startswith(("row ", "fmt ", "g,"))) == sorted(expect)
+
+
+def test_block_votes() -> None:
+    import blockvotes
+
+    block, blocks = 256, 6
+    n = blocks * block - 37                       # the last block's missing threads vote with 0.0
+    x = rng.uniform(0.6, 2.0, n).astype(np.float32)
+    x[block:2 * block] = rng.uniform(-2.0, 0.4, block)          # no thread above the threshold
+    x[2 * block:3 * block] *= np.where(rng.integers(0, 2, block) == 1, 1.0, -1.0).astype(np.float32)
+    x[3 * block + 17] = -1.0                                    # one thread below
+    outs = [dev(np.full(n, -7, np.int32)) for _ in range(3)]
+    blockvotes.block_votes[blocks, block](dev(x), 0.5, *outs)
+    v = np.pad(x, (0, blocks * block - n)).reshape(blocks, block) > 0.5
+    for got, ref in zip(outs, (v.sum(1), v.all(1), v.any(1))):
+        np.testing.assert_array_equal(host(got), np.repeat(ref.astype(np.int32), block)[:n])

@@ -58,6 +58,22 @@ class _Block:
     def sync() -> None:
         _device_only("block.sync")
 
+    @staticmethod
+    def sync_count(predicate: object) -> int:
+        """A block barrier that returns how many threads passed a true ``predicate``
+        (``__syncthreads_count``)."""
+        _device_only("block.sync_count")
+
+    @staticmethod
+    def sync_and(predicate: object) -> bool:
+        """A block barrier that returns whether every thread's ``predicate`` is true."""
+        _device_only("block.sync_and")
+
+    @staticmethod
+    def sync_or(predicate: object) -> bool:
+        """A block barrier that returns whether any thread's ``predicate`` is true."""
+        _device_only("block.sync_or")
+
 
 class _Grid:
     dim = _Dim3Marker("grid.dim")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir as ll
 
 from ..ir import nodes as ir
-from ..ir.types import THREAD_INDEX, VOID, ThreadIndexType, TupleType
+from ..ir.types import BOOL, I32, THREAD_INDEX, VOID, ThreadIndexType, TupleType
 from .entry import IntrinsicInfo
 from .memory import FENCES, volatile_load
 
@@ -38,6 +38,9 @@ SPECIAL_REGISTERS = {
 }
 BARRIER = "llvm.nvvm.barrier0"  # what block.sync() is in the IR
 GRID_SYNC = "grid.sync"  # the ir.Intrinsic grid.sync() is
+# barriers that also reduce a predicate over the block: __syncthreads_count / _and / _or
+BLOCK_VOTES = {"block.sync_count": "llvm.nvvm.barrier0.popc", "block.sync_and": "llvm.nvvm.barrier0.and",
+               "block.sync_or": "llvm.nvvm.barrier0.or"}
 # the grid barrier's counter: one per loaded module (the runtime orders the cooperative launches
 # of a module's kernels in a context one after the other, so no two use it at once)
 GRID_BARRIER_COUNTER = "__oxide_grid_barrier"
@@ -75,6 +78,27 @@ def _type_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
                        "can deadlock the block",
                        "move block.sync() out of the branch or loop so every thread reaches it")
     return ir.Call(BARRIER, [], VOID, tr.loc(node))
+
+
+def _type_block_vote(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    """``block.sync_count(p)``: a block barrier that also counts the threads whose ``p`` is
+    true (``__syncthreads_count``); ``sync_and`` / ``sync_or`` say whether all / any are."""
+    if len(node.args) != 1 or node.keywords:
+        raise tr.error(node, f"{info.name}() takes one predicate", f"write {info.name}(x > 0)")
+    if tr.divergent_depth:
+        raise tr.error(node, f"{info.name}() under a condition that differs between threads "
+                       "can deadlock the block",
+                       f"move {info.name}() out of the branch or loop so every thread reaches it")
+    pred = tr.truth(tr.expr(node.args[0]), node.args[0])
+    return ir.Intrinsic(info.name, [pred], I32 if info.name == "block.sync_count" else BOOL, tr.loc(node))
+
+
+def _lower_block_vote(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    pred = fl.b.zext(fl.expr(e.args[0]), LL_I32)
+    result = fl.b.call(fl.parent.intrinsic(BLOCK_VOTES[info.name], LL_I32, [LL_I32]), [pred])
+    if info.name == "block.sync_count":
+        return result
+    return fl.b.icmp_unsigned("!=", result, ll.Constant(LL_I32, 0))
 
 
 def _type_grid_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
@@ -142,4 +166,5 @@ ENTRIES = [
     IntrinsicInfo("thread.index_3d", _type_index_3d, _lowered_as_ir_node, thread_dependent=True),
     IntrinsicInfo("block.sync", _type_sync, _lowered_as_ir_node, convergent=True),
     IntrinsicInfo(GRID_SYNC, _type_grid_sync, _lower_grid_sync, convergent=True),
+    *(IntrinsicInfo(name, _type_block_vote, _lower_block_vote, convergent=True) for name in BLOCK_VOTES),
 ]

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..intrinsics import intrinsic_info
-from ..intrinsics.thread import BARRIER, GRID_SYNC  # what block.sync() and grid.sync() are in the IR
+from ..intrinsics.thread import BARRIER, BLOCK_VOTES, GRID_SYNC  # what block.sync() and grid.sync() are in the IR
 from ..ir import nodes as ir
 from ..ir.verify import IRError
 
@@ -34,6 +34,8 @@ def _barrier_name(x: ir.Expr, grid_barrier: str = GRID_SYNC) -> str | None:
         return "block.sync()"
     if isinstance(x, ir.Intrinsic) and x.name == grid_barrier:
         return "grid.sync()"
+    if isinstance(x, ir.Intrinsic) and x.name in BLOCK_VOTES:
+        return f"{x.name}()"
     return None
 
 
@@ -217,7 +219,7 @@ class BarrierDivergence:
                             raise self._error(fn, x, facts, names[x.symbol])
                         barrier = _barrier_name(x)
                         if barrier is not None:
-                            scope = "block" if barrier == "block.sync()" else "grid"
+                            scope = "block" if barrier.startswith("block.") else "grid"
                             raise IRError(f"{barrier} under a condition that differs between threads can "
                                           f"deadlock the {scope}", fn.python_name, fn.file, x.loc,
                                           f"move {barrier} out of the branch or loop so every thread reaches it",
@@ -234,7 +236,7 @@ class BarrierDivergence:
     @staticmethod
     def _error(fn: ir.Function, call: ir.Call, facts: _Facts, callee: str) -> IRError:
         file, loc, barrier = facts.barrier_at[call.symbol]
-        scope = "block" if barrier == "block.sync()" else "grid"
+        scope = "block" if barrier.startswith("block.") else "grid"
         return IRError(
             f"{callee}() reaches {barrier} (at {file}:{loc.line}:{loc.col}), and this call is under a "
             "condition that differs between threads: the threads that skip it never arrive at the "
