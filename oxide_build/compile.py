@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from oxide.runtime.manifest import ErrorSite, KernelSpec, ModuleArrayRecord
 
@@ -113,7 +113,8 @@ def compile_module(
                                 libnvvm=libnvvm)
     llvm_ir = module_text(llvm_module)
     _check_libnvvm_types(frontend.program, llvm_ir, options)
-    device = _compile_device_code(frontend.program, llvm_ir, module_name, bool(frontend.kernels), options)
+    nvvm_ir = _nvvm_ir_of(frontend.program, module_name, options)
+    device = _compile_device_code(frontend.program, llvm_ir, nvvm_ir, module_name, bool(frontend.kernels), options)
     from .link.boundary import boundary_decls
     from .link.exports import export_decls
 
@@ -197,6 +198,25 @@ def _check_libnvvm_types(program: Any, llvm_ir: str, options: CompileOptions) ->
         "use the nvptx backend (the default) for this module, or compute in f16/f32")
 
 
+def _nvvm_ir_of(program: Any, module_name: str, options: CompileOptions) -> Callable[[str], str]:
+    """arch -> the program lowered as NVVM IR for libNVVM (``lower/dialect.py``), lowered when
+    first asked for (only the nvvm backend and LTO-IR need it), once per form."""
+    from .lower.dialect import Dialect, nvvm_dialect
+    from .lower.llvm import lower_program, module_text
+
+    lowered: dict[Dialect, str] = {}
+
+    def nvvm_ir(arch: str) -> str:
+        from .backends.nvvm import nvvm_ir_version
+
+        dialect = nvvm_dialect(nvvm_ir_version(), arch)
+        if dialect not in lowered:
+            lowered[dialect] = module_text(lower_program(
+                program, module_name, fast_math=options.fast_math, lineinfo=options.lineinfo, dialect=dialect))
+        return lowered[dialect]
+    return nvvm_ir
+
+
 @dataclass
 class _DeviceCode:
     ptx: dict[str, str] = field(default_factory=dict)
@@ -210,7 +230,8 @@ class _DeviceCode:
 
 
 def _compile_device_code(
-    program: Any, llvm_ir: str, module_name: str, has_kernels: bool, options: CompileOptions,
+    program: Any, llvm_ir: str, nvvm_ir: Callable[[str], str], module_name: str, has_kernels: bool,
+    options: CompileOptions,
 ) -> _DeviceCode:
     """Backend and link: PTX per arch, then cubins, LTO-IR and the fatbin as the module needs.
 
@@ -234,7 +255,7 @@ def _compile_device_code(
     out = _DeviceCode()
     cache = CompileCache(enabled=options.cache)
     if options.backend == "nvvm":
-        out.ptx = {arch: nvvm_ptx(llvm_ir, arch, options.opt_level, module_name, cache) for arch in options.archs}
+        out.ptx = {arch: nvvm_ptx(nvvm_ir(arch), arch, options.opt_level, module_name, cache) for arch in options.archs}
     else:
         from .backends.nvptx import optimize_and_emit_ptx
 
@@ -242,7 +263,7 @@ def _compile_device_code(
     lto = needs_lto(program, options.link_inputs)
     newest = newest_arch(options.archs) if options.archs else None
     if options.emit_ltoir and program.functions:
-        out.ltoir = {arch: nvvm_ltoir(llvm_ir, arch, options.opt_level, module_name, cache) for arch in options.archs}
+        out.ltoir = {arch: nvvm_ltoir(nvvm_ir(arch), arch, options.opt_level, module_name, cache) for arch in options.archs}
     if not lto:
         if options.link_cubins and has_kernels:
             from .link.nvjitlink import LinkInput, link_cubin
@@ -265,7 +286,7 @@ def _compile_device_code(
         out.dependencies = input_dependencies(files, options.include_dirs)
         for arch in options.archs:
             if has_python_code and arch not in out.ltoir:
-                out.ltoir[arch] = nvvm_ltoir(llvm_ir, arch, options.opt_level, module_name, cache)
+                out.ltoir[arch] = nvvm_ltoir(nvvm_ir(arch), arch, options.opt_level, module_name, cache)
         if options.link_cubins and has_kernels:
             for arch in options.archs:
                 inputs = module_inputs(program, out.ltoir.get(arch), module_name, arch, settings)

@@ -116,7 +116,7 @@ def _lower_atomic(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) ->
         bits = _rmw(fl, "exch", _int_ptr(fl, ptr, elem), _to_bits(fl, value), SCALAR_TYPES[f"u{elem.bits}"], e.scope)
         return _from_bits(fl, bits, elem)
     if op == "sub":  # atom has no sub: add the negation (as LLVM does)
-        op, value = "add", b.fneg(value) if elem.kind == "float" else b.neg(value)
+        op, value = "add", fl.fneg(value) if elem.kind == "float" else b.neg(value)
     return _rmw(fl, op, ptr, value, elem, e.scope)
 
 
@@ -127,6 +127,8 @@ def _rmw(fl: FunctionLowering, op: str, ptr: ll.Value, value: ll.Value, elem: Sc
             rmw = ("u" if elem.kind == "uint" else "") + op
         else:
             rmw = "fadd" if elem.kind == "float" else ATOMIC_RMW[op]
+        if rmw in NVVM_ATOMIC_INTRINSICS and fl.parent.dialect.is_nvvm:
+            return _nvvm_atomic(fl, rmw, ptr, value)
         return fl.b.atomic_rmw(rmw, ptr, value, _ordering(scope))
     if op in ("add", "inc", "dec"):
         ptx_type = f"{'f' if elem.kind == 'float' else 'u'}{elem.bits}"
@@ -135,6 +137,18 @@ def _rmw(fl: FunctionLowering, op: str, ptr: ll.Value, value: ll.Value, elem: Sc
     else:
         ptx_type = f"b{elem.bits}"
     return _ptx_atom(fl, f"{op.rstrip('_')}.{ptx_type}", ptr, [value], scope)
+
+
+# LLVM 7 (libNVVM) has no float nor wrapping atomicrmw: nvcc's NVVM IR calls these intrinsics
+# for atomicAdd on floats, atomicInc and atomicDec (name: base, then type, pointer space, type)
+NVVM_ATOMIC_INTRINSICS = {"fadd": "add", "uinc_wrap": "inc.32", "udec_wrap": "dec.32"}
+
+
+def _nvvm_atomic(fl: FunctionLowering, rmw: str, ptr: ll.Value, value: ll.Value) -> ll.Value:
+    bits = {"float": "f32", "double": "f64", "i32": "i32"}[str(value.type)]
+    typed = "" if bits == "i32" else f".{bits}"
+    name = f"llvm.nvvm.atomic.load.{NVVM_ATOMIC_INTRINSICS[rmw]}{typed}.p{ptr.type.addrspace}{bits}"
+    return fl.b.call(fl.parent.intrinsic(name, value.type, [ptr.type, value.type]), [ptr, value])
 
 
 def _cas(fl: FunctionLowering, ptr: ll.Value, cmp: ll.Value, new: ll.Value, scope: str) -> ll.Value:
@@ -159,7 +173,7 @@ def _half_atomic(fl: FunctionLowering, op: str, ptr: ll.Value, values: list[ll.V
         return _from_bits(fl, _ptx_atom(fl, "cas.b16", iptr, [cmp, new], scope), elem)
     value = values[0]
     if op == "sub":
-        op, value = "add", b.fneg(value)
+        op, value = "add", fl.fneg(value)
     if op == "add" and elem.name == "f16":
         return _from_bits(fl, _ptx_atom(fl, "add.noftz.f16", iptr, [_to_bits(fl, value)], scope), elem)
     f32 = ll.FloatType()

@@ -82,9 +82,7 @@ def _lower_vector(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) ->
         fl.mark_invariant(vec, view)
         # `freeze` keeps instcombine from splitting the load into scalar loads, which would
         # lose the invariant mark (and so ld.global.nc) when the backend re-vectorizes them
-        frozen = ll.instructions.Instruction(b.block, vec_t, "freeze", [vec])
-        b._insert(frozen)
-        vec = frozen
+        vec = fl.freeze(vec)
         if isinstance(e.ty, VectorType):
             return vec
         assert isinstance(e.ty, TupleType)

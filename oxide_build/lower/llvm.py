@@ -1,4 +1,5 @@
-"""Typed IR → LLVM IR text (llvmlite.ir), for the NVPTX backend (opaque pointers).
+"""Typed IR → LLVM IR (llvmlite.ir), in the forms of one backend's ``Dialect`` (``dialect.py``:
+LLVM's NVPTX backend, or NVVM IR for libNVVM).
 
 Views are two values everywhere: a ``ptr addrspace(1)`` to global memory and an i64 length.
 Locals live in entry-block allocas that LLVM's mem2reg turns into registers. A failed bounds
@@ -21,12 +22,10 @@ from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
 from ..ir.types import THREAD_INDEX_DIM, ArrayType, StructType, VectorType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, is_int
+from ..passes.shared_memory import STATIC_SHARED_LIMIT  # also checked per kernel, across calls, by the pass
+from .dialect import NVPTX, NVPTX_DATA_LAYOUT, NVPTX_TRIPLE, Dialect
 
 __all__ = ["lower_program", "module_text", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT"]
-
-NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
-NVPTX_DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
-from ..passes.shared_memory import STATIC_SHARED_LIMIT  # also checked per kernel, across calls, by the pass
 
 I1, I8, I32T, I64T = ll.IntType(1), ll.IntType(8), ll.IntType(32), ll.IntType(64)
 I16T = ll.IntType(16)
@@ -74,8 +73,8 @@ def scalar_ll(ty: ScalarType, in_memory: bool = False) -> ll.Type:
 
 
 def global_ptr(elem: ScalarType) -> ll.Type:
-    """A pointer to global memory. Typed, so the same module prints as opaque-pointer IR for
-    NVPTX (LLVM 22) and as typed-pointer IR for libNVVM (see ``module_text``)."""
+    """A pointer to global memory. Typed: libNVVM needs typed pointers, and NVPTX's LLVM reads
+    them as opaque ones (see ``module_text``)."""
     return ll.PointerType(scalar_ll(elem, True), addrspace=1)
 
 
@@ -153,11 +152,12 @@ class _Loop:
 
 class ModuleLowering:
     def __init__(self, program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False,
-                 libnvvm: bool = False) -> None:
+                 libnvvm: bool = False, dialect: Dialect = NVPTX) -> None:
         self.program = program
         # libNVVM compiles this module (too): the intrinsics it lacks (llvm.nvvm.mma/ldmatrix/
         # cp.async) lower to inline PTX instead
-        self.libnvvm = libnvvm
+        self.libnvvm = libnvvm or dialect.is_nvvm
+        self.dialect = dialect
         self.fast_math = fast_math
         self.lineinfo = lineinfo
         self._di_unit: ll.DIValue | None = None
@@ -168,8 +168,8 @@ class ModuleLowering:
         self.half_shims: set[str] = set()  # externs called through their shim (16-bit floats as i16)
         self._shared_count = 0
         self.module = ll.Module(name=module_name)
-        self.module.triple = NVPTX_TRIPLE
-        self.module.data_layout = NVPTX_DATA_LAYOUT
+        self.module.triple = dialect.triple
+        self.module.data_layout = dialect.data_layout
         self.functions: dict[str, ll.Function] = {}
         self._fail: ll.Function | None = None
         self._intrinsics: dict[str, ll.Function] = {}
@@ -231,7 +231,32 @@ class ModuleLowering:
                     annotations.add(self.module.add_metadata([llfn, ll.MetaDataString(self.module, "maxntidx"), ll.Constant(I32T, fn.launch_bounds)]))
                 if fn.is_kernel and fn.max_registers:
                     annotations.add(self.module.add_metadata([llfn, ll.MetaDataString(self.module, "maxnreg"), ll.Constant(I32T, fn.max_registers)]))
+        if self.dialect.nvvm_ir_version is not None:
+            self.finish_nvvm(self.dialect.nvvm_ir_version)
         return self.module
+
+    def finish_nvvm(self, version: tuple[int, int, int, int]) -> None:
+        """What libNVVM needs besides the code: every kernel, exported function and externally
+        visible global (the runtime's ``__oxide_error_ptr``, ``__oxide_module_id``) in
+        ``@llvm.used`` (with ``-gen-lto`` the LTO link otherwise drops them, or folds the loads
+        of a global to its initializer), and the NVVM IR version the module follows."""
+        i8p = ll.PointerType(I8)
+        entries: list[ll.Constant] = []
+        values = list(self.module.global_values)
+        for fn in values:
+            if isinstance(fn, ll.Function) and not fn.is_declaration and fn.linkage not in ("internal", "private"):
+                entries.append(fn.bitcast(i8p))
+        for g in values:
+            if (isinstance(g, ll.GlobalVariable) and g.initializer is not None and not g.name.startswith("llvm.")
+                    and g.linkage not in ("internal", "private", "external", "extern_weak")):
+                cast = "addrspacecast" if g.type.addrspace != 0 else "bitcast"
+                entries.append(ll.FormattedConstant(i8p, f"{cast} ({g.type} {g.get_reference()} to {i8p})"))
+        if entries:
+            used = ll.GlobalVariable(self.module, ll.ArrayType(i8p, len(entries)), "llvm.used")
+            used.linkage = "appending"
+            used.section = "llvm.metadata"
+            used.initializer = ll.Constant(ll.ArrayType(i8p, len(entries)), entries)
+        self.module.add_named_metadata("nvvmir.version", [ll.Constant(I32T, v) for v in version])
 
     def subprogram(self, fn: ir.Function, llfn: ll.Function) -> ll.DIValue | None:
         """Debug info for line tables only (``.loc`` in PTX), so profilers show Python lines."""
@@ -256,7 +281,8 @@ class ModuleLowering:
             "name": fn.python_name, "linkageName": fn.symbol, "file": difile, "line": fn.line,
             "type": m.add_debug_info("DISubroutineType", {"types": m.add_metadata([])}),
             "scopeLine": fn.line, "unit": self._di_unit,
-            "spFlags": ll.DIToken("DISPFlagDefinition | DISPFlagOptimized"),
+            **({"isDefinition": True, "isOptimized": True} if self.dialect.is_nvvm  # LLVM 7 spells the flags as fields
+               else {"spFlags": ll.DIToken("DISPFlagDefinition | DISPFlagOptimized")}),
         }, is_distinct=True)
         llfn.set_metadata("dbg", sp)
         return sp
@@ -553,8 +579,7 @@ class FunctionLowering:
             cond = self.expr(s.cond)
             fail_bb = self.llfn.append_basic_block("assert.fail")
             cont_bb = self.llfn.append_basic_block("assert.ok")
-            br = b.cbranch(cond, cont_bb, fail_bb)
-            br.set_weights([1 << 20, 1])
+            self.branch_weights(b.cbranch(cond, cont_bb, fail_bb), [1 << 20, 1])
             b.position_at_end(fail_bb)
             b.call(self.parent.fail_function(), [ll.Constant(I64T, s.site), ll.Constant(I64T, 0), ll.Constant(I64T, 0)])
             b.unreachable()
@@ -577,12 +602,35 @@ class FunctionLowering:
         ok = b.icmp_unsigned("<", index, length)
         fail_bb = self.llfn.append_basic_block("oob")
         cont_bb = self.llfn.append_basic_block("inbounds")
-        br = b.cbranch(ok, cont_bb, fail_bb)
-        br.set_weights([1 << 20, 1])
+        self.branch_weights(b.cbranch(ok, cont_bb, fail_bb), [1 << 20, 1])
         b.position_at_end(fail_bb)
         b.call(self.parent.fail_function(), [ll.Constant(I64T, site), index, length])
         b.unreachable()
         b.position_at_end(cont_bb)
+
+    # ---- the forms that differ between the dialects (dialect.py) ---------------------------
+
+    def branch_weights(self, branch: ll.Instruction, weights: list[int]) -> None:
+        if self.parent.dialect.branch_weights:
+            branch.set_weights(weights)
+
+    def fneg(self, value: ll.Value) -> ll.Value:
+        """``-value`` of a float: LLVM 7 (libNVVM) has no ``fneg``, its form is ``fsub -0.0, x``."""
+        if self.parent.dialect.is_nvvm:
+            ty = value.type
+            zero = (ll.Constant(ty, [ll.Constant(ty.element, -0.0)] * ty.count) if isinstance(ty, ll.VectorType)
+                    else ll.Constant(ty, -0.0))
+            return self.b.fsub(zero, value)
+        return self.b.fneg(value)
+
+    def freeze(self, value: ll.Value) -> ll.Value:
+        """``freeze value`` (it keeps LLVM's instcombine from taking apart what it freezes); LLVM 7
+        (libNVVM) has no ``freeze``: the value itself."""
+        if self.parent.dialect.is_nvvm:
+            return value
+        frozen = ll.instructions.Instruction(self.b.block, value.type, "freeze", [value])
+        self.b._insert(frozen)
+        return frozen
 
     def element_address(self, view: _View, index: ll.Value) -> ll.Value:
         return self.b.gep(view.ptr, [index], source_etype=scalar_ll(view.elem, True))
@@ -654,8 +702,7 @@ class FunctionLowering:
             ok = b.and_(b.icmp_unsigned("<=", stop, base.length), b.icmp_unsigned("<=", start, stop))
             fail_bb = self.llfn.append_basic_block("slice.bad")
             cont_bb = self.llfn.append_basic_block("slice.ok")
-            br = b.cbranch(ok, cont_bb, fail_bb)
-            br.set_weights([1 << 20, 1])
+            self.branch_weights(b.cbranch(ok, cont_bb, fail_bb), [1 << 20, 1])
             b.position_at_end(fail_bb)
             reported = start if e.stop is None else b.select(b.icmp_unsigned("<=", stop, base.length), start, stop)
             b.call(self.parent.fail_function(), [ll.Constant(I64T, e.check_site), reported, base.length])
@@ -728,7 +775,7 @@ class FunctionLowering:
             v = self.expr(e.operand)
             if isinstance(e.ty, VectorType) and e.ty.kind != "float":
                 return b.sub(ll.Constant(v.type, None), v)  # llvmlite's neg builds a scalar 0
-            return b.fneg(v) if e.ty.kind == "float" else b.neg(v)
+            return self.fneg(v) if e.ty.kind == "float" else b.neg(v)
         if isinstance(e, ir.Cast):
             if e.nonneg and is_int(e.operand.ty) and is_int(e.ty):
                 src = as_scalar(e.operand.ty)
@@ -1026,9 +1073,11 @@ def _di_file_fields(path: str) -> dict[str, str]:
 
 
 def lower_program(program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False,
-                  libnvvm: bool = False) -> ll.Module:
-    """Lowers ``program`` to an llvmlite module for the NVPTX target; print it with
-    ``module_text``. ``lineinfo`` adds line tables that map PTX/SASS back to the Python source;
-    ``libnvvm``: libNVVM compiles it (too), so use only what libNVVM reads."""
-    return ModuleLowering(program, module_name, fast_math, lineinfo, libnvvm).lower()
+                  libnvvm: bool = False, dialect: Dialect = NVPTX) -> ll.Module:
+    """Lowers ``program`` to an llvmlite module in the forms of ``dialect`` (NVPTX, or NVVM IR
+    from ``dialect.nvvm_dialect``); print it with ``module_text``. ``lineinfo`` adds line
+    tables that map PTX/SASS back to the Python source; ``libnvvm``: libNVVM compiles the
+    program too (an NVVM dialect implies it), so the NVPTX form also uses only the intrinsics
+    libNVVM reads."""
+    return ModuleLowering(program, module_name, fast_math, lineinfo, libnvvm, dialect).lower()
 
