@@ -42,6 +42,7 @@ class CompileOptions:
     cache: bool = True  # reuse NVRTC / libNVVM / nvJitLink results from the compile cache
     emit_ltoir: bool = False  # LTO-IR of the Python side even when the module has no interop
     fast_math: bool = False  # approximate division, sqrt, exp, log, sin, cos; no NaN/inf guarantees
+    fma: bool = True  # contract a * b + c into one fma, as nvcc --fmad=true (passes/fma.py)
     lineinfo: bool = False  # line tables so profilers map SASS back to Python lines
     max_registers: int | None = None  # per-thread register cap for every kernel (-maxrregcount)
 
@@ -168,6 +169,7 @@ def build_ir(
     index = ProjectIndex(root if root is not None else Path(source_path).parent)
     module = index.add_file(Path(source_path), module_name)
     frontend = build_program(index, module, bounds_check=options.bounds_check)
+    frontend.program.fma_contraction = options.fma
     try:
         frontend.program = run_pipeline(frontend.program, print_after=print_after)
     except IRError as e:
@@ -255,15 +257,15 @@ def _compile_device_code(
     out = _DeviceCode()
     cache = CompileCache(enabled=options.cache)
     if options.backend == "nvvm":
-        out.ptx = {arch: nvvm_ptx(nvvm_ir(arch), arch, options.opt_level, module_name, cache) for arch in options.archs}
+        out.ptx = {arch: nvvm_ptx(nvvm_ir(arch), arch, options.opt_level, module_name, cache, options.fma) for arch in options.archs}
     else:
         from .backends.nvptx import optimize_and_emit_ptx
 
-        out.ptx = {arch: optimize_and_emit_ptx(llvm_ir, arch, options.opt_level) for arch in options.archs}
+        out.ptx = {arch: optimize_and_emit_ptx(llvm_ir, arch, options.opt_level, options.fma) for arch in options.archs}
     lto = needs_lto(program, options.link_inputs)
     newest = newest_arch(options.archs) if options.archs else None
     if options.emit_ltoir and program.functions:
-        out.ltoir = {arch: nvvm_ltoir(nvvm_ir(arch), arch, options.opt_level, module_name, cache) for arch in options.archs}
+        out.ltoir = {arch: nvvm_ltoir(nvvm_ir(arch), arch, options.opt_level, module_name, cache, options.fma) for arch in options.archs}
     if not lto:
         if options.link_cubins and has_kernels:
             from .link.nvjitlink import LinkInput, link_cubin
@@ -286,7 +288,7 @@ def _compile_device_code(
         out.dependencies = input_dependencies(files, options.include_dirs)
         for arch in options.archs:
             if has_python_code and arch not in out.ltoir:
-                out.ltoir[arch] = nvvm_ltoir(nvvm_ir(arch), arch, options.opt_level, module_name, cache)
+                out.ltoir[arch] = nvvm_ltoir(nvvm_ir(arch), arch, options.opt_level, module_name, cache, options.fma)
         if options.link_cubins and has_kernels:
             for arch in options.archs:
                 inputs = module_inputs(program, out.ltoir.get(arch), module_name, arch, settings)

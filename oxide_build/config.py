@@ -147,6 +147,11 @@ class OxideConfig:
     """Approximate division, square root, ``exp``, ``log``, ``sin`` and ``cos``; flush
     denormals; no guarantees about NaN and infinity."""
 
+    fma: bool = True
+    """Contract ``a * b + c`` in ``f32``/``f64`` into one fused multiply-add (one rounding), as
+    nvcc's default ``--fmad=true`` does for CUDA C++; ``false`` rounds every ``+``, ``-`` and
+    ``*`` on its own (``--fmad=false``). ``ox.math.fma`` is fused either way."""
+
     lineinfo: bool = False
     """Line tables in the cubins, so profilers (Nsight Compute) map SASS back to Python lines.
     File names are relative to the project's source root."""
@@ -179,6 +184,7 @@ class OxideConfig:
             nvrtc_options=self.nvrtc_options,
             link_inputs=tuple(self._link_inputs(project_dir)),
             fast_math=self.fast_math,
+            fma=self.fma,
             lineinfo=self.lineinfo,
             max_registers=self.max_registers,
             fatbin=self.fatbin,

@@ -29,7 +29,7 @@ PACKAGES = Path(__file__).resolve().parent / "packages"
 SAMPLE = REPO / "sample_project"
 EPOCH = "1700000000"  # 2023-11-14 22:13:20 UTC
 KEYS = (
-    "arch, backend, bounds-check, cmake-kernels, defines, fast-math, fatbin, include-dirs, jobs, lineinfo, link, max-registers, "
+    "arch, backend, bounds-check, cmake-kernels, defines, fast-math, fatbin, fma, include-dirs, jobs, lineinfo, link, max-registers, "
     "nvrtc-options, opt-level, packages, ptx"
 )
 

@@ -44,4 +44,4 @@ def test_golden_ir(name: str) -> None:
 
 
 def test_there_are_golden_cases() -> None:
-    assert {"bounds", "bounds_elimination", "canonicalize", "divergence_ok", "launch_preconditions"} <= set(CASES)
+    assert {"bounds", "bounds_elimination", "canonicalize", "divergence_ok", "launch_preconditions", "fma"} <= set(CASES)

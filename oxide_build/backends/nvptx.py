@@ -11,6 +11,8 @@ __all__ = ["optimize_and_emit_ptx", "llvm_version"]
 
 _init_lock = threading.Lock()
 _initialized = False
+_emit_lock = threading.Lock()  # the FMA level is a process-wide LLVM option
+_fma_level: int | None = None
 
 
 def _llvm():  # type: ignore[no-untyped-def]
@@ -31,8 +33,15 @@ def llvm_version() -> str:
     return ".".join(map(str, _llvm().llvm_version_info))
 
 
-def optimize_and_emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3) -> str:
-    """Parses, verifies and optimizes ``llvm_ir`` for ``arch`` ("sm_90") and returns PTX text."""
+def optimize_and_emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3, fma: bool = True) -> str:
+    """Parses, verifies and optimizes ``llvm_ir`` for ``arch`` ("sm_90") and returns PTX text.
+
+    ``fma``: contract every ``a * b + c`` the code generator sees, also in the libdevice
+    functions (which carry no ``contract`` flags), and leave the other adds and multiplies
+    plain (``add.f32``, which ptxas may fuse further) rather than ``add.rn.f32``: nvcc's
+    ``--fmad=true``. Off, only what carries ``contract`` is fused (the lowering sets none then),
+    and every add and multiply is ``.rn``, which ptxas does not fuse (``--fmad=false``).
+    """
     llvm = _llvm()
     module = llvm.parse_assembly(llvm_ir)
     module.verify()
@@ -45,7 +54,19 @@ def optimize_and_emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3) -> str:
         pb = llvm.create_pass_builder(tm, pto)
         mpm = pb.getModulePassManager()
         mpm.run(module, pb)
-    return str(tm.emit_assembly(module))
+    with _emit_lock:
+        _set_fma_level(llvm, 2 if fma and opt_level > 0 else 0)
+        return str(tm.emit_assembly(module))
+
+
+def _set_fma_level(llvm, level: int) -> None:  # type: ignore[no-untyped-def]
+    """NVPTX's FMA contraction (``-nvptx-fma-level``: 0 none beyond ``contract`` flags, 2 every
+    multiply-add, as clang's CUDA default ``-ffp-contract=fast``); llvmlite's target machine
+    has no fusion setting of its own."""
+    global _fma_level
+    if _fma_level != level:
+        llvm.set_option("oxide", f"-nvptx-fma-level={level}")
+        _fma_level = level
 
 
 _subsets: dict[tuple[str, ...], str] = {}

@@ -111,11 +111,16 @@ def _uses_libdevice(llvm_ir: str) -> bool:
     return _LIBDEVICE_CALL_RE.search(llvm_ir) is not None
 
 
-def emit_ptx(nvvm_ir: str, arch: str, opt_level: int = 3, name: str = "module") -> str:
-    """NVVM IR (lowered for ``arch`` in ``nvvm_dialect``) → PTX text for ``arch``."""
-    opts = (f"-opt={3 if opt_level > 0 else 0}", *_line_info(nvvm_ir))
+def emit_ptx(nvvm_ir: str, arch: str, opt_level: int = 3, name: str = "module", fma: bool = True) -> str:
+    """NVVM IR (lowered for ``arch`` in ``nvvm_dialect``) → PTX text for ``arch``. ``fma``:
+    libNVVM's ``-fma=1`` (its default, nvcc's ``--fmad=true``) or ``-fma=0``."""
+    opts = (f"-opt={3 if opt_level > 0 else 0}", *_line_info(nvvm_ir), *_fma(fma))
     out = compile_nvvm(nvvm_ir, arch, opts, name, _uses_libdevice(nvvm_ir))
     return out.data.decode()
+
+
+def _fma(fma: bool) -> tuple[str, ...]:
+    return () if fma else ("-fma=0",)
 
 
 def _line_info(llvm_ir: str) -> tuple[str, ...]:
@@ -123,8 +128,8 @@ def _line_info(llvm_ir: str) -> tuple[str, ...]:
     return ("-generate-line-info",) if "!llvm.dbg.cu" in llvm_ir else ()
 
 
-def emit_ltoir(nvvm_ir: str, arch: str, opt_level: int = 3, name: str = "module") -> bytes:
+def emit_ltoir(nvvm_ir: str, arch: str, opt_level: int = 3, name: str = "module", fma: bool = True) -> bytes:
     """NVVM IR (lowered for ``arch`` in ``nvvm_dialect``) → LTO-IR for ``arch`` (``-gen-lto``),
     for nvJitLink ``-lto``; the libdevice functions it calls are compiled into it."""
-    opts = ("-gen-lto", f"-opt={3 if opt_level > 0 else 0}", *_line_info(nvvm_ir))
+    opts = ("-gen-lto", f"-opt={3 if opt_level > 0 else 0}", *_line_info(nvvm_ir), *_fma(fma))
     return compile_nvvm(nvvm_ir, arch, opts, name, _uses_libdevice(nvvm_ir)).data

@@ -105,18 +105,18 @@ def _cached(cache: CompileCache, key: str, make) -> bytes:  # type: ignore[no-un
     return data
 
 
-def nvvm_ltoir(nvvm_ir: str, arch: str, opt_level: int, name: str, cache: CompileCache) -> bytes:
+def nvvm_ltoir(nvvm_ir: str, arch: str, opt_level: int, name: str, cache: CompileCache, fma: bool = True) -> bytes:
     from ..backends.nvvm import emit_ltoir
 
-    key = cache_key("nvvm-ltoir", tool_versions(), arch, str(opt_level), nvvm_ir)
-    return _cached(cache, key, lambda: emit_ltoir(nvvm_ir, arch, opt_level, name))
+    key = cache_key("nvvm-ltoir", tool_versions(), arch, str(opt_level), nvvm_ir, *(() if fma else ("fma=0",)))
+    return _cached(cache, key, lambda: emit_ltoir(nvvm_ir, arch, opt_level, name, fma))
 
 
-def nvvm_ptx(nvvm_ir: str, arch: str, opt_level: int, name: str, cache: CompileCache) -> str:
+def nvvm_ptx(nvvm_ir: str, arch: str, opt_level: int, name: str, cache: CompileCache, fma: bool = True) -> str:
     from ..backends.nvvm import emit_ptx
 
-    key = cache_key("nvvm-ptx", tool_versions(), arch, str(opt_level), nvvm_ir)
-    return _cached(cache, key, lambda: emit_ptx(nvvm_ir, arch, opt_level, name).encode()).decode()
+    key = cache_key("nvvm-ptx", tool_versions(), arch, str(opt_level), nvvm_ir, *(() if fma else ("fma=0",)))
+    return _cached(cache, key, lambda: emit_ptx(nvvm_ir, arch, opt_level, name, fma).encode()).decode()
 
 
 def boundary_headers(boundary: tuple[BoundaryDecl, ...], module_name: str) -> tuple[tuple[str, str], ...]:

@@ -916,7 +916,8 @@ class FunctionLowering:
         l, r = self.expr(e.left), self.expr(e.right)
         t = e.ty
         if t.kind == "float":
-            flags = ["fast"] if self.parent.fast_math else ["contract"]
+            # `contract`: LLVM may fuse what passes/fma.py could not see (across statements)
+            flags = ["fast"] if self.parent.fast_math else ["contract"] if self.parent.program.fma_contraction else []
             if e.op == "+":
                 return b.fadd(l, r, flags=flags)
             if e.op == "-":

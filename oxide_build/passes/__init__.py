@@ -24,6 +24,7 @@ from .bounds_elimination import BoundsElimination
 from .canonicalize import Canonicalize
 from .disjoint_launch_shape import DisjointLaunchShape
 from .divergence import BarrierDivergence
+from .fma import FmaContraction
 from .launch_preconditions import LaunchPreconditions
 from .shared_memory import SharedMemoryLimit
 
@@ -43,6 +44,7 @@ PIPELINE: tuple[Pass, ...] = (
     DisjointLaunchShape(),  # after it: its precondition comes after the kernel's own asserts
     BarrierDivergence(),
     SharedMemoryLimit(),
+    FmaContraction(),
     Canonicalize(),  # last: the passes before it read conditions as the source wrote them
 )
 
