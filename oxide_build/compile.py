@@ -80,6 +80,10 @@ def ptxas_options(options: CompileOptions) -> tuple[str, ...]:
         out.append("-lineinfo")
     if options.max_registers is not None:
         out.append(f"-maxrregcount={options.max_registers}")
+    if not options.fma:
+        # the code generation of an LTO link (Python with CUDA C++) happens here, and would
+        # contract again; for PTX input the backends already wrote add.rn/mul.rn
+        out.append("-fma=0")
     return tuple(out)
 
 

@@ -40,7 +40,7 @@ __all__ = [
     "lto_link_options",
 ]
 
-_FORMAT = "oxide-lto-1"  # bump when the text adaptation or the key layout changes
+_FORMAT = "oxide-lto-1"  # bump when the key layout changes (the keys hold the NVVM IR libNVVM compiles)
 
 
 @dataclass(frozen=True)
