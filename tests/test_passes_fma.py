@@ -137,3 +137,25 @@ def test_lto_link_keeps_the_setting() -> None:
 def test_fma_setting_in_tool_oxide() -> None:
     assert OxideConfig().compile_options().fma is True
     assert OxideConfig(fma=False).compile_options().fma is False
+
+
+def test_vector_arithmetic_is_left_to_the_backends(tmp_path: Path) -> None:
+    src = tmp_path / "vec.py"
+    src.write_text(textwrap.dedent('''
+        import oxide as ox
+        from oxide import MutSlice, Slice, f32, f32x4, thread
+
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i * 4 + 3 < len(x) and i * 4 + 3 < len(out):
+                v = x.load4(i)
+                w = v * v + v
+                with ox.unsafe():
+                    out.store4(i, w)
+    '''))
+    _, frontend = build_ir(src, "vec", CompileOptions(), root=tmp_path)
+    assert "math.fma" not in print_program(frontend.program)
+    options = CompileOptions(archs=("sm_90",), link_cubins=False, cache=False)
+    ptx = compile_module(src, "vec", options, root=tmp_path).ptx["sm_90"]
+    assert len(re.findall(r"\bfma\.rn\.f32", ptx)) == 4  # fused lane by lane by NVPTX

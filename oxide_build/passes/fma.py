@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+from oxide.lang.types import ScalarType
+
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp
 
@@ -74,8 +76,9 @@ def _contract(e: ir.Expr) -> ir.Expr:
             changes[f.name] = [_contract(v) for v in value]
     if changes:
         e = replace(e, **changes)  # type: ignore[arg-type]
-    if not (isinstance(e, ir.BinOp) and e.op in (BinaryOp.ADD, BinaryOp.SUB) and e.ty.kind == "float"
-            and e.ty.bits in (32, 64)):
+    # scalars only: vector arithmetic (f32x2, ...) is fused by the backends after scalarizing
+    if not (isinstance(e, ir.BinOp) and isinstance(e.ty, ScalarType) and e.op in (BinaryOp.ADD, BinaryOp.SUB)
+            and e.ty.kind == "float" and e.ty.bits in (32, 64)):
         return e
     if _is_product(e.right) and (ir.is_pure(e.left) or ir.is_pure(e.right)):
         product, addend = e.right, e.left  # c + a * b, c - a * b
@@ -94,4 +97,4 @@ def _contract(e: ir.Expr) -> ir.Expr:
 
 
 def _is_product(e: ir.Expr) -> bool:
-    return isinstance(e, ir.BinOp) and e.op == BinaryOp.MUL and e.ty.kind == "float"
+    return isinstance(e, ir.BinOp) and isinstance(e.ty, ScalarType) and e.op == BinaryOp.MUL and e.ty.kind == "float"
