@@ -315,7 +315,9 @@ def test_jit_reads_the_project_config(tmp_path: Path) -> None:
     checked = _project(tmp_path, "checked", kernel=kernel)
     unchecked = _project(tmp_path, "unchecked", oxide="bounds-check = false\nfast-math = true\nopt-level = 2", kernel=kernel)
     assert load_manifest(jit_manifest(checked / "pk" / "ops.py", "pk.ops", "sm_90")).error_sites
-    assert not load_manifest(jit_manifest(unchecked / "pk" / "ops.py", "pk.ops", "sm_90")).error_sites
+    # no bounds check left (the launch-shape precondition of its DisjointSlice write stays)
+    assert not [s for s in load_manifest(jit_manifest(unchecked / "pk" / "ops.py", "pk.ops", "sm_90")).error_sites
+                if s.kind == "bounds"]
     options = jit_compile_options(unchecked, "sm_80")
     assert (options.archs, options.bounds_check, options.fast_math, options.opt_level) == (("sm_80",), False, True, 2)
     assert not options.embed_ptx and not options.fatbin
