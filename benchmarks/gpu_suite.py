@@ -136,6 +136,8 @@ class Record:
     ceiling_key: str  # "copy_gbps" or "cublas_tflops"
     impls: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # checked implementations waiting to be timed, round-robin (time_pending): impl -> run, note
+    pending: dict[str, tuple[Callable[[], None], str]] = field(default_factory=dict)
 
     def throughput(self, median_ms: float) -> float:
         scale = 1e9 if self.metric == "GB/s" else 1e12
@@ -150,13 +152,14 @@ class Record:
 
 def measure(ctx: GpuContext, rec: Record, impl: str, build: Callable[[], Callable[[], None]],
             check: Callable[[Callable[[], None]], None], note: str = "") -> None:
-    """Builds ``impl``'s run function, checks its result, times it; records the outcome."""
+    """Builds ``impl``'s run function and checks its result; it is timed with the record's other
+    contenders, taking turns (``time_pending``). A failure is recorded now."""
     entry: dict[str, Any]
     try:
         run = build()
         check(run)
-        stats = ctx.timer.time(run, ctx.runs)
-        entry = {"status": "ok", **stats.to_dict(), "throughput": rec.throughput(stats.median_ms)}
+        rec.pending[impl] = (run, note)
+        return
     except Unavailable as e:
         entry = {"status": "skipped", "reason": str(e)}
     except Exception as e:
@@ -169,6 +172,22 @@ def measure(ctx: GpuContext, rec: Record, impl: str, build: Callable[[], Callabl
     detail = f"{entry['median_ms']:.4f} ms, {entry['throughput']:.1f} {rec.metric}" if status == "ok" else \
         entry.get("reason") or entry.get("error", "")
     print(f"  {rec.name:<10} {impl:<16} {status:<7} {detail}", flush=True)
+
+
+def time_pending(ctx: GpuContext, rec: Record) -> None:
+    """Times every checked implementation of ``rec`` round-robin and records each."""
+    if not rec.pending:
+        return
+    stats = ctx.timer.time_round_robin({impl: run for impl, (run, _) in rec.pending.items()}, ctx.runs)
+    for impl, (_, note) in rec.pending.items():
+        s = stats[impl]
+        entry: dict[str, Any] = {"status": "ok", **s.to_dict(), "throughput": rec.throughput(s.median_ms)}
+        if note:
+            entry["note"] = note
+        rec.impls[impl] = entry
+        print(f"  {rec.name:<10} {impl:<16} ok      {s.median_ms:.4f} ms, {entry['throughput']:.1f} {rec.metric}",
+              flush=True)
+    rec.pending.clear()
 
 
 def _throughput(rec: dict[str, Any], impl: str) -> float | None:
@@ -643,7 +662,9 @@ def run_kernel_benchmark(ctx: GpuContext, name: str) -> dict[str, Any]:
     """Runs one kernel benchmark; any failure outside the per-implementation guards becomes an
     error record. GPU memory is returned to the pool afterwards."""
     try:
-        rec = KERNEL_BENCHMARKS[name](ctx).to_dict()
+        record = KERNEL_BENCHMARKS[name](ctx)
+        time_pending(ctx, record)
+        rec = record.to_dict()
         rec["status"] = "ok" if any(e.get("status") == "ok" for e in rec["impls"].values()) else "error"
     except Unavailable as e:
         rec = {"name": name, "status": "skipped", "reason": str(e), "impls": {}}

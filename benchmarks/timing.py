@@ -119,22 +119,31 @@ class GpuTimer:
 
     def time(self, fn: Callable[[], Any], runs: int) -> Stats:
         """Median of ``runs`` event-timed calls of ``fn`` after ``self.warmup`` untimed ones."""
+        return self.time_round_robin({"": fn}, runs)[""]
+
+    def time_round_robin(self, fns: dict[str, Callable[[], Any]], runs: int) -> dict[str, Stats]:
+        """Each of ``fns`` timed ``runs`` times, taking turns (run r of every contender before
+        run r + 1 of any), so clock and thermal drift hit all alike; medians per name."""
         torch = self.torch
         host_ms = 0.0
-        for k in range(self.warmup):
-            t0 = time.perf_counter()
-            fn()
-            if k > 0:
-                host_ms = max(host_ms, (time.perf_counter() - t0) * 1e3)
+        for fn in fns.values():
+            for k in range(self.warmup):
+                t0 = time.perf_counter()
+                fn()
+                if k > 0:
+                    host_ms = max(host_ms, (time.perf_counter() - t0) * 1e3)
         torch.cuda.synchronize()
         # cover the host's enqueue time of one run, with a margin; at most 20 ms of sleep
         sleep_cycles = int(min(20.0, 0.05 + 3.0 * host_ms) * self.cycles_per_ms)
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
-        for start, end in events:
-            if self._sleep is not None and sleep_cycles > 0:
-                self._sleep(sleep_cycles)
-            start.record()
-            fn()
-            end.record()
+        events = {name: [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                         for _ in range(runs)] for name in fns}
+        for r in range(runs):
+            for name, fn in fns.items():
+                start, end = events[name][r]
+                if self._sleep is not None and sleep_cycles > 0:
+                    self._sleep(sleep_cycles)
+                start.record()
+                fn()
+                end.record()
         torch.cuda.synchronize()
-        return summarize([start.elapsed_time(end) for start, end in events])
+        return {name: summarize([s.elapsed_time(e) for s, e in pairs]) for name, pairs in events.items()}
