@@ -46,34 +46,56 @@ class FmaContraction:
         return program
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(node: object) -> tuple[str, ...]:
+    cls = type(node)
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(node))  # type: ignore[arg-type]
+    return names
+
+
 def _statement(s: ir.Stmt) -> ir.Stmt:
     if isinstance(s, (ir.If, ir.While)):
-        for f in fields(s):
-            value = getattr(s, f.name)
+        for name in _field_names(s):
+            value = getattr(s, name)
             if isinstance(value, list):
-                setattr(s, f.name, [_statement(x) for x in value])
-    for f in fields(s):  # type: ignore[arg-type]
-        value = getattr(s, f.name)
+                setattr(s, name, [_statement(x) for x in value])
+    for name in _field_names(s):
+        value = getattr(s, name)
         if _is_expr(value):
-            setattr(s, f.name, _contract(value))
+            setattr(s, name, _contract(value))
     return s
 
 
+_EXPRESSIONS = (ir.Const, ir.Var, ir.BinOp, ir.Compare, ir.BoolOp, ir.Not, ir.Neg, ir.Cast, ir.Call, ir.ViewLen,
+                ir.ViewDim, ir.ViewLoad, ir.ThreadIndex1D, ir.SpecialReg, ir.Select, ir.Intrinsic, ir.MakeTuple,
+                ir.TupleGet)
+_LEAVES = (ir.Const, ir.Var, ir.ThreadIndex1D, ir.SpecialReg)
+
+
 def _is_expr(value: object) -> bool:
-    return isinstance(value, (ir.Const, ir.Var, ir.BinOp, ir.Compare, ir.BoolOp, ir.Not, ir.Neg, ir.Cast, ir.Call,
-                              ir.ViewLen, ir.ViewDim, ir.ViewLoad, ir.ThreadIndex1D, ir.SpecialReg, ir.Select,
-                              ir.Intrinsic, ir.MakeTuple, ir.TupleGet))
+    return isinstance(value, _EXPRESSIONS)
 
 
 def _contract(e: ir.Expr) -> ir.Expr:
-    """``e`` with its sub-expressions contracted (bottom-up), then itself."""
+    """``e`` with its sub-expressions contracted (bottom-up), then itself; a node is copied
+    only when a sub-expression changed."""
+    if isinstance(e, _LEAVES):
+        return e
     changes: dict[str, object] = {}
-    for f in fields(e):  # type: ignore[arg-type]
-        value = getattr(e, f.name)
+    for name in _field_names(e):
+        value = getattr(e, name)
         if _is_expr(value):
-            changes[f.name] = _contract(value)
+            new = _contract(value)
+            if new is not value:
+                changes[name] = new
         elif isinstance(value, list) and value and all(_is_expr(v) for v in value):
-            changes[f.name] = [_contract(v) for v in value]
+            contracted = [_contract(v) for v in value]
+            if any(n is not v for n, v in zip(contracted, value)):
+                changes[name] = contracted
     if changes:
         e = replace(e, **changes)  # type: ignore[arg-type]
     # scalars only: vector arithmetic (f32x2, ...) is fused by the backends after scalarizing
