@@ -152,6 +152,7 @@ class FakeDriver:
         self.device_memory: dict[int, bytes] = {}  # what cuMemcpyHtoD wrote where
         self.synchronized = 0
         self.function_attributes: dict[tuple[str, Any], int] = {}  # cuFuncSetAttribute
+        self.attribute_calls: list[tuple[Any, ...]] = []  # cuFuncGetAttribute and cuFuncSetAttribute, in order
         self.stream_order: list[tuple[Any, ...]] = []  # event calls: one stream waiting for another
 
     def cuInit(self, flags: int) -> tuple[Any]:
@@ -203,6 +204,8 @@ class FakeDriver:
             return self.OK, self.capability[0]
         if attr == a.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
             return self.OK, 132
+        if attr == a.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+            return self.OK, self.shared_optin
         return self.OK, self.capability[1]
 
     CUlaunchConfig = real_driver.CUlaunchConfig
@@ -227,9 +230,26 @@ class FakeDriver:
     def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, fn: str, threads: int, shared: int) -> tuple[Any, int]:
         return self.OK, self.blocks_per_sm
 
+    shared_optin = 232448  # MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: 227 KiB, as on sm_80 and sm_90
+    static_shared = 0  # every function's SHARED_SIZE_BYTES
+
     def cuFuncSetAttribute(self, fn: str, attr: Any, value: int) -> tuple[Any]:
         self.function_attributes[(fn, attr)] = value
+        self.attribute_calls.append(("set", fn, attr, value))
         return (self.OK,)
+
+    def cuFuncGetAttribute(self, attr: Any, fn: str) -> tuple[Any, int]:
+        """What was set, else the driver's defaults (MAX_DYNAMIC_SHARED_SIZE_BYTES: 48 KiB less
+        the static shared memory)."""
+        self.attribute_calls.append(("get", fn, attr))
+        a = self.CUfunction_attribute
+        if (fn, attr) in self.function_attributes:
+            return self.OK, self.function_attributes[(fn, attr)]
+        if attr == a.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+            return self.OK, 49152 - self.static_shared
+        if attr == a.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+            return self.OK, self.static_shared
+        return self.OK, 0
 
     def cuLaunchKernelEx(self, config: Any, fn: str, params: int, extra: int) -> tuple[Any]:
         """Records the launch like cuLaunchKernel, with its cluster and cooperative attributes."""

@@ -126,6 +126,9 @@ typedef struct {
     int n_pre;            /* launch preconditions: instructions of `pre` */
     PInsn *pre;
     void *fns[MAX_CONTEXTS]; /* the CUfunction in the plan's contexts[i], NULL while not loaded there */
+    /* the dynamic shared bytes per block fns[i] takes (its MAX_DYNAMIC_SHARED_SIZE_BYTES, as
+       Python last read or raised it): a launch asking for more goes to Python, which raises it */
+    unsigned shared_limits[MAX_CONTEXTS];
 } Variant;
 
 typedef struct {

@@ -238,7 +238,7 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
         return FALLBACK;
     /* reading the arguments ran Python: the slot is still this context's unless it was reset */
     void *fn = plan->contexts[slot].uid == (uint64_t)uid ? var->fns[slot] : NULL;
-    if (fn == NULL) return FALLBACK;
+    if (fn == NULL || self->shared > var->shared_limits[slot]) return FALLBACK;
     if (check_devices) { /* as Kernel._check_devices: arrays without memory have no device */
         for (Py_ssize_t k = 0; k < v; k++)
             if (views[k].ptr != 0 && (views[k].device < 0 || views[k].device != ordinal)) return FALLBACK;

@@ -182,13 +182,15 @@ fail:
     return NULL;
 }
 
-/* set_function(variant, context, function, ordinal=-1, uid=context): the CUfunction of a variant
-   in a context (its handle and its cuCtxGetId). */
+/* set_function(variant, context, function, ordinal=-1, uid=context, shared_limit=0): the CUfunction
+   of a variant in a context (its handle and its cuCtxGetId), and the dynamic shared memory per
+   block it takes (launches asking for more take the Python path). */
 static PyObject *plan_set_function(Plan *self, PyObject *args) {
     Py_ssize_t index;
     unsigned long long ctx, fn, uid = (unsigned long long)-1;
     int ordinal = -1;
-    if (!PyArg_ParseTuple(args, "nKK|iK", &index, &ctx, &fn, &ordinal, &uid)) return NULL;
+    unsigned shared_limit = 0;
+    if (!PyArg_ParseTuple(args, "nKK|iKI", &index, &ctx, &fn, &ordinal, &uid, &shared_limit)) return NULL;
     if (uid == (unsigned long long)-1) uid = ctx;
     if (index < 0 || index >= self->n_variants) {
         PyErr_SetString(PyExc_IndexError, "no such variant");
@@ -205,10 +207,14 @@ static PyObject *plan_set_function(Plan *self, PyObject *args) {
         /* A context with the same handle and another uid is one that was reset (or destroyed and
            its handle reused): the functions of the one before are forgotten in every variant,
            while the GIL is held. */
-        for (Py_ssize_t k = 0; k < self->n_variants; k++) self->variants[k].fns[slot] = NULL;
+        for (Py_ssize_t k = 0; k < self->n_variants; k++) {
+            self->variants[k].fns[slot] = NULL;
+            self->variants[k].shared_limits[slot] = 0;
+        }
         self->contexts[slot] = entry;
     }
     self->variants[index].fns[slot] = (void *)(uintptr_t)fn;
+    self->variants[index].shared_limits[slot] = shared_limit;
     Py_RETURN_NONE;
 }
 
@@ -222,8 +228,8 @@ static PyObject *plan_get_ready(Plan *self, void *closure) { return PyBool_FromL
 static PyMethodDef plan_methods[] = {
     {"configure", (PyCFunction)plan_configure, METH_VARARGS, "configure(is_view, is_mutable, variants)"},
     {"set_function", (PyCFunction)plan_set_function, METH_VARARGS,
-     "set_function(variant, context, function, ordinal=-1, uid=context): the function in that context (its handle "
-     "and cuCtxGetId), on that device"},
+     "set_function(variant, context, function, ordinal=-1, uid=context, shared_limit=0): the function in that "
+     "context (its handle and cuCtxGetId), on that device, and the dynamic shared bytes per block it takes"},
     {"reset", (PyCFunction)plan_reset, METH_NOARGS, "forget everything (tests only: not safe while launching)"},
     {NULL, NULL, 0, NULL},
 };

@@ -24,7 +24,7 @@ CONSTEXPR = _constexpr
 class Specialization:
     """One compiled instance of a kernel (one per TypeVar assignment) and its launch state."""
 
-    __slots__ = ("spec", "packer", "converters", "index", "functions", "planned")
+    __slots__ = ("spec", "packer", "converters", "index", "functions", "planned", "shared_limits")
 
     def __init__(
         self,
@@ -38,7 +38,11 @@ class Specialization:
         self.converters = converters
         self.index = index
         self.functions: dict[int, Any] = {}  # context uid (device.context_uid) -> CUfunction
-        self.planned: set[int] = set()  # contexts (uids) whose function the C plan has
+        # context uid -> the dynamic shared bytes the C plan was told its function there takes
+        self.planned: dict[int, int] = {}
+        # context uid -> the dynamic shared bytes per block its function takes now
+        # (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, raised by dynamic_shared.allow)
+        self.shared_limits: dict[int, int] = {}
 
     @property
     def label(self) -> str:

@@ -35,7 +35,7 @@ from oxide.runtime.dispatch import CONSTEXPR, Dispatch, Specialization
 from oxide.runtime.streams import current_stream, framework_of, stream_handle
 
 if TYPE_CHECKING:
-    from oxide.runtime import arguments, artifacts, device, kernel_errors, loader
+    from oxide.runtime import arguments, artifacts, device, dynamic_shared, kernel_errors, loader
     from oxide.runtime.arrays import ArrayView
     from oxide.runtime.device_array import DeviceArray
     from oxide.runtime.stream_order import producer_streams, same_stream
@@ -52,8 +52,9 @@ def _import_launch_modules() -> None:
     """Imports what a launch needs (the manifest reader, the loader, the array readers, ctypes)
     into this module's namespace, on the first launch: importing a module of kernels must stay
     cheap, and these are milliseconds."""
-    global _imported, arguments, artifacts, device, kernel_errors, loader, DeviceArray, producer_streams, same_stream
-    from oxide.runtime import arguments, artifacts, device, kernel_errors, loader
+    global _imported, arguments, artifacts, device, dynamic_shared, kernel_errors, loader, DeviceArray
+    global producer_streams, same_stream
+    from oxide.runtime import arguments, artifacts, device, dynamic_shared, kernel_errors, loader
     from oxide.runtime.device_array import DeviceArray
     from oxide.runtime.stream_order import producer_streams, same_stream
 
@@ -257,6 +258,8 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         if several_gpus and len(keep):
             assert self._dispatch is not None
             arguments.check_devices(self._dispatch, self.name, keep, handle)
+        if shared_mem > variant.shared_limits.get(uid, 0):  # what the function takes: known after one launch
+            dynamic_shared.allow(drv, fn, variant, handle, uid, shared_mem, self.name)
         for producer in producer_streams(keep, stream):
             device.stream_wait(stream, producer, uid)
         special = cluster is not None or cooperative
@@ -388,9 +391,10 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         context, the array and NumPy scalar types. Later launches like it take the C path."""
         if not launcher.bind_driver(drv):
             return
-        if uid not in variant.planned:  # ctx is current: its device is the one the launch checked
-            self._plan.set_function(variant.index, ctx, int(fn), device.context_device(ctx).ordinal, uid)
-            variant.planned.add(uid)
+        shared = dynamic_shared.limit(drv, fn, variant, uid, self.name)  # C leaves launches asking more to Python
+        if variant.planned.get(uid) != shared:  # ctx is current: its device is the one the launch checked
+            self._plan.set_function(variant.index, ctx, int(fn), device.context_device(ctx).ordinal, uid, shared)
+            variant.planned[uid] = shared
         for view in views:
             launcher.learn_array(view.owner)
         for i, conv in enumerate(variant.converters):
