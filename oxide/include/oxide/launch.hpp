@@ -21,6 +21,11 @@
 // A mismatch (count, dtype, view kind, const-ness, ndim, a negative length) throws
 // oxide::Error naming the kernel, the parameter and its file:line, before anything is launched.
 //
+// launch_shared(grid, block, shared_bytes, stream, args...) gives each block shared_bytes of
+// dynamic shared memory (ox.shared.dynamic): above 48 KiB it raises the function's
+// MAX_DYNAMIC_SHARED_SIZE_BYTES first (cudaFuncSetAttribute's job in CUDA C++), once per size,
+// and throws oxide::Error beyond the device's opt-in maximum (227 KiB on sm_80 and sm_90).
+//
 // What the Python runtime does and this does not: device-side check failures (bounds checks,
 // asserts) are reported by Python as oxide.KernelError; here the failing thread traps, and the
 // launch's stream reports CUDA_ERROR_ILLEGAL_INSTRUCTION / LAUNCH_FAILED (a sticky error: the
@@ -79,7 +84,14 @@ struct Api {
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              CUstream, void**, void**) = nullptr;
   CUresult (*cuGetErrorName)(CUresult, const char**) = nullptr;
+  CUresult (*cuFuncGetAttribute)(int*, int, CUfunction) = nullptr;
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int) = nullptr;
 };
+
+// the enum values of cuda.h that this header uses
+constexpr int CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1;
+constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
+constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
 
 inline const Api& api() {
   static Api table;
@@ -107,6 +119,8 @@ inline const Api& api() {
     bind(table.cuModuleGetFunction, "cuModuleGetFunction");
     bind(table.cuLaunchKernel, "cuLaunchKernel");
     bind(table.cuGetErrorName, "cuGetErrorName");
+    bind(table.cuFuncGetAttribute, "cuFuncGetAttribute");
+    bind(table.cuFuncSetAttribute, "cuFuncSetAttribute");
     if (problem.empty() && table.cuInit(0) != 0) problem = "cuInit failed: no usable CUDA device";
   });
   if (!problem.empty()) throw Error("oxide: " + problem);
@@ -303,6 +317,8 @@ struct Param {
 namespace detail {
 class LoadedCode;
 driver::CUfunction function_of(LoadedCode& code, const std::string& symbol);
+void allow_dynamic_shared(LoadedCode& code, driver::CUfunction fn, unsigned bytes, const std::string& kernel,
+                          const std::string& where);
 }  // namespace detail
 
 namespace detail {
@@ -416,6 +432,7 @@ class Kernel {
                     "x" + std::to_string(b[2]) + ")");
     // the arguments are checked first: a wrong call fails the same with or without a GPU
     driver::CUfunction fn = detail::function_of(*code_, symbol_);
+    if (shared_bytes > 0) detail::allow_dynamic_shared(*code_, fn, shared_bytes, name_, where_);
     const auto& api = driver::api();
     driver::check(api.cuLaunchKernel(fn, g[0], g[1], g[2], b[0], b[1], b[2], shared_bytes,
                                      static_cast<driver::CUstream>(stream), pointers.data(), nullptr),
@@ -500,11 +517,48 @@ class LoadedCode {
     return fn;
   }
 
+  // Makes `fn` take `bytes` of dynamic shared memory per block: above its limit (by default
+  // 48 KiB less its static shared memory) cuFuncSetAttribute raises it first, as
+  // cudaFuncSetAttribute in CUDA C++, once per function and size; more than the device's opt-in
+  // maximum throws, before the launch. The limit is cached: a launch asking no more pays a lookup.
+  void allow_dynamic_shared(driver::CUfunction fn, unsigned bytes, const std::string& kernel,
+                            const std::string& where) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto& api = driver::api();
+    auto known = shared_limits_.find(fn);
+    if (known == shared_limits_.end()) {
+      int limit = 0;
+      driver::check(api.cuFuncGetAttribute(&limit, driver::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, fn),
+                    "reading the dynamic shared memory limit of '" + kernel + "'");
+      known = shared_limits_.emplace(fn, static_cast<unsigned>(limit < 0 ? 0 : limit)).first;
+    }
+    if (bytes <= known->second) return;
+    int static_bytes = 0, optin = 0;
+    driver::CUdevice dev = 0;
+    driver::check(api.cuFuncGetAttribute(&static_bytes, driver::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn),
+                  "reading the static shared memory of '" + kernel + "'");
+    driver::check(api.cuCtxGetDevice(&dev), "cuCtxGetDevice");
+    driver::check(api.cuDeviceGetAttribute(&optin, driver::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev),
+                  "reading the device's shared memory per block");
+    const uint64_t most = optin > static_bytes ? static_cast<uint64_t>(optin - static_bytes) : 0;
+    if (bytes > most)
+      throw Error(where + ": kernel '" + kernel + "' asks for " + std::to_string(bytes) +
+                  " bytes of dynamic shared memory per block; the device gives a block at most " +
+                  std::to_string(most) + " bytes (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN " +
+                  std::to_string(optin) + ", less the kernel's " + std::to_string(static_bytes) +
+                  " bytes of static shared memory): use less shared memory per block; the kernel was not launched");
+    driver::check(api.cuFuncSetAttribute(fn, driver::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                         static_cast<int>(bytes)),
+                  "allowing '" + kernel + "' " + std::to_string(bytes) + " bytes of dynamic shared memory");
+    known->second = bytes;
+  }
+
  private:
   std::string dir_, path_;
   json::Value manifest_;
   std::mutex mutex_;
   std::map<driver::CUcontext, driver::CUmodule> modules_;
+  std::map<driver::CUfunction, unsigned> shared_limits_;  // MAX_DYNAMIC_SHARED_SIZE_BYTES as read or raised
 
   // The module in the current context (the device's primary context when none is current).
   driver::CUmodule loaded() {
@@ -554,6 +608,10 @@ class LoadedCode {
 };
 
 inline driver::CUfunction function_of(LoadedCode& code, const std::string& symbol) { return code.function(symbol); }
+inline void allow_dynamic_shared(LoadedCode& code, driver::CUfunction fn, unsigned bytes, const std::string& kernel,
+                                 const std::string& where) {
+  code.allow_dynamic_shared(fn, bytes, kernel, where);
+}
 }  // namespace detail
 
 class Module {
