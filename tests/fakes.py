@@ -230,7 +230,7 @@ class FakeDriver:
     def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, fn: str, threads: int, shared: int) -> tuple[Any, int]:
         return self.OK, self.blocks_per_sm
 
-    shared_optin = 232448  # MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: 227 KiB, as on sm_80 and sm_90
+    shared_optin = 232448  # MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: 227 KiB, as on sm_90
     static_shared = 0  # every function's SHARED_SIZE_BYTES
 
     def cuFuncSetAttribute(self, fn: str, attr: Any, value: int) -> tuple[Any]:

@@ -3,7 +3,7 @@
 A kernel function accepts at most ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`` of dynamic
 shared memory per block: by default 48 KiB less its static shared memory. More, up to the
 device's opt-in maximum (``CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN``, 227 KiB on
-sm_80 and sm_90), needs ``cuFuncSetAttribute`` first, as ``cudaFuncSetAttribute`` in a CUDA C++
+sm_90, 163 KiB on sm_80), needs ``cuFuncSetAttribute`` first, as ``cudaFuncSetAttribute`` in a CUDA C++
 program. :func:`allow` does that for a launch, once per function per context, and refuses a
 request beyond the device's maximum before anything is launched. What each function takes now is
 cached in its ``Specialization.shared_limits`` (by context uid), so a launch that asks for no

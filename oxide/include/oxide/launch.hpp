@@ -24,7 +24,7 @@
 // launch_shared(grid, block, shared_bytes, stream, args...) gives each block shared_bytes of
 // dynamic shared memory (ox.shared.dynamic): above 48 KiB it raises the function's
 // MAX_DYNAMIC_SHARED_SIZE_BYTES first (cudaFuncSetAttribute's job in CUDA C++), once per size,
-// and throws oxide::Error beyond the device's opt-in maximum (227 KiB on sm_80 and sm_90).
+// and throws oxide::Error beyond the device's opt-in maximum (227 KiB on sm_90).
 //
 // What the Python runtime does and this does not: device-side check failures (bounds checks,
 // asserts) are reported by Python as oxide.KernelError; here the failing thread traps, and the
