@@ -670,6 +670,7 @@ def install_fake_driver(stub: Path) -> None:
     class StubDriver:
         CUresult = real.CUresult
         CUdevice_attribute = real.CUdevice_attribute
+        CUfunction_attribute = real.CUfunction_attribute
         CU_MEMHOSTALLOC_DEVICEMAP = real.CU_MEMHOSTALLOC_DEVICEMAP
         CU_MEMHOSTALLOC_PORTABLE = real.CU_MEMHOSTALLOC_PORTABLE
         OK = real.CUresult.CUDA_SUCCESS
@@ -709,6 +710,9 @@ def install_fake_driver(stub: Path) -> None:
 
         def cuLaunchKernel(self, *a: Any) -> Any:
             return (self.OK,)
+
+        def cuFuncGetAttribute(self, attr: Any, fn: Any) -> Any:  # the dynamic shared memory limit: 48 KiB
+            return self.OK, 49152
 
         def cuCtxSynchronize(self) -> Any:
             return (self.OK,)
