@@ -6,7 +6,7 @@ from __future__ import annotations
 __all__ = ["ABI_VERSION", "DTYPE_CODES", "ARRAY_KINDS", "MAX_LAUNCH_NDIM"]
 
 # an extension built from another version of _launcher.c is ignored (launcher.py)
-ABI_VERSION = 6
+ABI_VERSION = 7  # 7: Plan.set_function takes the dynamic shared memory limit
 
 # scalar type name -> the launcher's dtype code (0: none)
 DTYPE_CODES: dict[str, int] = {

@@ -3,7 +3,7 @@
 #define OXIDE_ABI_H
 
 /* what launcher.py expects (it ignores an extension built from another version) */
-#define ABI_VERSION 6
+#define ABI_VERSION 7
 /* a Tensor of more dimensions stays on the Python path */
 #define MAX_NDIM 8
 

@@ -18,7 +18,9 @@ What the C side learns from Python, all from the Python path's first successful 
 - per kernel, a ``Plan``: parameters, specializations (by view dtypes), their launch
   preconditions (evaluated in C; a failing one leaves the launch to Python, which raises), and
   the ``CUfunction`` of each specialization in each context it has been loaded in, by the
-  context's uid (a reset context gets a new one, and its old functions are never launched);
+  context's uid (a reset context gets a new one, and its old functions are never launched),
+  with the dynamic shared memory per block each takes (a launch asking more goes to Python,
+  which raises the function's limit: ``dynamic_shared.py``);
 - the addresses of the device-error records, read before every launch (host memory oxide
   owns, so a context reset cannot unmap them);
 - ``torch.autograd.graph.increment_version``, called on every tensor a launch writes.
