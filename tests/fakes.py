@@ -335,6 +335,8 @@ def slot_types(params: tuple[ParamSpec, ...]) -> list[str]:
             continue
         if p.is_tensor:
             out += ["u64"] + ["i64"] * (2 * p.ndim)
+        elif p.is_aggregate:  # a struct or vector: one slot per scalar field
+            out += [dtype for _, dtype in p.fields]
         else:
             out += ["u64", "i64"] if p.is_view else [p.dtype]
     return out

@@ -583,15 +583,6 @@ def test_array_of_vector_errors(tmp_path: Path, line: str) -> None:
     assert ARRAY_OF_VECTOR_ERRORS[line] in message, message
 
 
-def test_a_kernel_cannot_take_a_vector_parameter_yet(tmp_path: Path) -> None:
-    message = compile_error(tmp_path, VECTOR_IMPORT + """
-        @ox.kernel
-        def k(v: f32x4, out: DisjointSlice[f32]) -> None:
-            pass
-    """)
-    assert "error: a kernel parameter cannot be a vector (f32x4) yet" in message
-
-
 def test_vector_types_build_tuples_on_the_host() -> None:
     import oxide as ox
 
@@ -672,10 +663,6 @@ STRUCT_ERRORS: dict[str, tuple[str, str]] = {
                  + "    p = P(1.0)\n", "kern.py:7:5: error: the struct P may hold only annotated fields (`x: f32`)\n"
                  "        def f(self) -> f32:\n        ^\n  hint: define functions on it at module level, taking it as a "
                  "parameter"),
-    "a_kernel_parameter": (STRUCT_HEADER + "\n@ox.kernel\ndef k(p: P, out: DisjointSlice[f32]) -> None:\n    pass\n",
-                           "kern.py:10:7: error: a kernel parameter cannot be a struct (P) yet\n"
-                           "    def k(p: P, out: DisjointSlice[f32]) -> None:\n          ^\n  hint: pass its fields as "
-                           "parameters and build it in the kernel with P(...), or pass a Slice[P] of records"),
     "a_field_of_a_view_element": ("\n@ox.struct\nclass Q:\n    m: f32\n\n@ox.kernel\ndef k(q: MutSlice[Q], out: "
                                   "DisjointSlice[f32]) -> None:\n    with ox.unsafe():\n        q[0].m = 2.0\n",
                                   "kern.py:11:9: error: cannot assign to 'q[0].m'\n            q[0].m = 2.0\n            ^\n"

@@ -18,13 +18,15 @@ import json
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, TypeVar
 
-from .params import CONSTEXPR_PARAM, SCALAR_PARAM
+from .params import AGGREGATE_PARAMS, CONSTEXPR_PARAM, SCALAR_PARAM, STRUCT_PARAM, VECTOR_PARAM
 from .views import ViewKind
 
 __all__ = [
     "MANIFEST_FORMAT",
     "SCALAR_PARAM",
     "CONSTEXPR_PARAM",
+    "STRUCT_PARAM",
+    "VECTOR_PARAM",
     "ARTIFACT_DIR",
     "ParamSpec",
     "KernelSpec",
@@ -52,9 +54,19 @@ class ManifestError(ValueError):
 
 class ParamSpec(NamedTuple):
     name: str
-    kind: str  # SCALAR_PARAM, CONSTEXPR_PARAM (compiled in, not passed) or a ViewKind value
-    dtype: str  # scalar type name: "f32", "i64", ...
+    # SCALAR_PARAM, CONSTEXPR_PARAM (compiled in, not passed), STRUCT_PARAM, VECTOR_PARAM or a
+    # ViewKind value
+    kind: str
+    dtype: str  # scalar type name: "f32", "i64", ...; a struct's class name; a vector's ("f32x4")
     ndim: int = 1  # views: Slice kinds are 1-D; a tensor passes pointer, shape[ndim], strides[ndim]
+    # STRUCT_PARAM / VECTOR_PARAM: (field path, scalar type name) of each scalar it is passed as,
+    # in slot order; a nested field's path is dotted ("shift.0" is lane 0 of the field shift)
+    fields: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def is_aggregate(self) -> bool:
+        """A struct or vector value, passed as its scalar fields (oxide.abi.params)."""
+        return self.kind in AGGREGATE_PARAMS
 
     @property
     def is_scalar(self) -> bool:
@@ -169,7 +181,9 @@ class ModuleManifest(NamedTuple):
 def _plain(value: Any) -> Any:
     """``value`` with its records turned into dicts, for JSON."""
     if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return {name: _plain(getattr(value, name)) for name in value._fields}
+        # a parameter without fields (all but structs and vectors) is written as before them
+        names = [n for n in value._fields if not (n == "fields" and isinstance(value, ParamSpec) and not value.fields)]
+        return {name: _plain(getattr(value, name)) for name in names}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
@@ -252,12 +266,23 @@ def _code_files(value: Any, where: str) -> dict[str, str]:
 def _param(value: Any, where: str) -> ParamSpec:
     data = _dict(value, where)
     kind = _field(data, "kind", where, _str)
-    if kind not in (SCALAR_PARAM, CONSTEXPR_PARAM, *_PARAM_VIEW_KINDS):
+    if kind not in (SCALAR_PARAM, CONSTEXPR_PARAM, *AGGREGATE_PARAMS, *_PARAM_VIEW_KINDS):
         raise ManifestError(f"{where}.kind: unknown parameter kind {kind!r}")
     ndim = _field(data, "ndim", where, _int, 1)
     if ndim < 0:
         raise ManifestError(f"{where}.ndim: {ndim} is negative")
-    return ParamSpec(_field(data, "name", where, _str), kind, _field(data, "dtype", where, _str), ndim)
+    fields = tuple(_param_field(f, f"{where}.fields[{i}]")
+                   for i, f in enumerate(_field(data, "fields", where, _list, list[Any]())))
+    if (kind in AGGREGATE_PARAMS) != bool(fields):
+        raise ManifestError(f"{where}.fields: a struct or vector parameter lists its fields, no other does")
+    return ParamSpec(_field(data, "name", where, _str), kind, _field(data, "dtype", where, _str), ndim, fields)
+
+
+def _param_field(value: Any, where: str) -> tuple[str, str]:
+    pair = _list(value, where)
+    if len(pair) != 2:
+        raise ManifestError(f"{where}: expected [field path, scalar type], got {len(pair)} items")
+    return _str(pair[0], f"{where}[0]"), _str(pair[1], f"{where}[1]")
 
 
 def _precondition(value: Any, where: str) -> Precondition:

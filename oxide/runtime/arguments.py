@@ -23,6 +23,7 @@ from oxide.runtime.arrays import (
 )
 from oxide.runtime.dispatch import CONSTEXPR, Dispatch, Specialization
 from oxide.runtime.launch import ScalarError
+from oxide.runtime.struct_params import FieldsConverter
 
 if TYPE_CHECKING:
     from oxide.runtime.arrays import ArrayView
@@ -145,7 +146,10 @@ def slot_values(kernel: str, variant: Specialization, args: Sequence[Any], views
                 append(view.length)
         else:
             try:
-                append(conv(args[i]))
+                if type(conv) is FieldsConverter:  # a struct or vector: one slot per scalar field
+                    values.extend(conv(args[i]))
+                else:
+                    append(conv(args[i]))
             except ScalarError as e:
                 raise TypeError(f"parameter {variant.spec.params[i].name!r} of {kernel} {e}") from None
     return values
@@ -159,7 +163,7 @@ def choose_by_scalars(
         if all(
             numpy_scalar_dtype(a) in (None, p.dtype)
             for a, p in zip(args, variant.spec.params)
-            if not p.is_view
+            if not (p.is_view or p.is_aggregate)
         ):
             try:
                 return variant, slot_values(kernel, variant, args, views)

@@ -432,10 +432,13 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
                 from oxide.errors import CudaError
 
                 raise CudaError(f"the specializations of kernel {self.name} in {located.path} disagree on its parameters")
+        from oxide.runtime.struct_params import FieldsConverter
+
         variants = [
             Specialization(
                 s, ArgPacker(s.params),
-                [CONSTEXPR if p.is_constexpr else None if p.is_view else scalar_converter(p.dtype) for p in s.params],
+                [CONSTEXPR if p.is_constexpr else None if p.is_view else FieldsConverter(p) if p.is_aggregate
+                 else scalar_converter(p.dtype) for p in s.params],
                 index
             )
             for index, s in enumerate(specs)
@@ -476,7 +479,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
                 if p.ndim != 1 or p.dtype not in codes:
                     return False  # views of records (and other element types the C path has no code for)
             elif not (p.is_scalar or p.is_constexpr):
-                return False
+                return False  # structs and vectors (passed as their fields) take the Python path
         constexprs: list[tuple[int, ...]] = []
         for v in d.variants:
             if [(p.kind, p.ndim) for p in v.spec.params] != layout:

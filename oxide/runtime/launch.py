@@ -1,8 +1,8 @@
 """Launch arguments: scalar conversion, launch dimensions and the packed parameter block.
 
 The ABI (see :mod:`oxide.runtime.manifest`): a scalar parameter is one value of its dtype; a
-view parameter is a device pointer (u64) then its length in elements (i64). Every kernel
-parameter gets one 8-byte slot in a buffer made once per specialization; ``kernelParams`` is a
+view parameter is a device pointer (u64) then its length in elements (i64); a struct or vector
+parameter is its scalar fields, one slot each. Every scalar gets one 8-byte slot in a buffer made once per specialization; ``kernelParams`` is a
 ``void**`` array made once too, pointing at the slots. A launch only packs the new values with
 one precompiled ``struct.Struct.pack_into`` and hands the array's address to the driver.
 """
@@ -179,11 +179,13 @@ class ArgPacker:
                 fmt += "Q" + "q" * (2 * p.ndim)  # pointer, shape, strides (elements)
             elif p.is_view:
                 fmt += "Qq"
-            else:
-                code = _FORMATS.get(p.dtype)
-                if code is None:
-                    raise ValueError(f"unknown scalar type {p.dtype!r} of parameter {p.name!r} in the manifest")
-                fmt += code + f"{_SLOT - struct.calcsize('=' + code)}x"
+            else:  # a scalar, or each scalar field of a struct or vector (oxide.abi.params)
+                for field, dtype in p.fields or (("", p.dtype),):
+                    code = _FORMATS.get(dtype)
+                    if code is None:
+                        what = f"field {field!r} of parameter {p.name!r}" if field else f"parameter {p.name!r}"
+                        raise ValueError(f"unknown scalar type {dtype!r} of {what} in the manifest")
+                    fmt += code + f"{_SLOT - struct.calcsize('=' + code)}x"
         self.struct = struct.Struct(fmt)
         self.slots = self.struct.size // _SLOT
         self.buffer = ctypes.create_string_buffer(max(self.struct.size, _SLOT))

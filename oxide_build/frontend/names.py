@@ -59,14 +59,6 @@ class Names(Constants):
             if isinstance(ty, ViewType) and ty.kind == ViewKind.PTR:
                 raise self.error(arg, f"Ptr[{ty.elem.name}] is only for the parameters of @extern C++ functions",
                                  "take a Slice/DisjointSlice/MutSlice here and pass it to the extern")
-            if self.is_kernel and isinstance(ty, StructType):
-                raise self.error(arg, f"a kernel parameter cannot be a struct ({ty.name}) yet",
-                                 "pass its fields as parameters and build it in the kernel with "
-                                 f"{ty.name}(...), or pass a Slice[{ty.name}] of records")
-            if self.is_kernel and isinstance(ty, VectorType):
-                raise self.error(arg, f"a kernel parameter cannot be a vector ({ty.name}) yet",
-                                 f"pass its lanes as {ty.elem.name} parameters and build it with {ty.name}(...) "
-                                 "in the kernel, or pass a view and read it with x.load2/load4(k)")
             if self.is_kernel and isinstance(ty, ThreadIndexType):
                 raise self.error(arg, "a kernel parameter cannot be a ThreadIndex",
                                  "call thread.index_1d() inside the kernel")

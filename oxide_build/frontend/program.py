@@ -8,7 +8,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from oxide.abi.params import CONSTEXPR_PARAM, SCALAR_PARAM
+from oxide.abi.params import CONSTEXPR_PARAM, SCALAR_PARAM, STRUCT_PARAM, VECTOR_PARAM
 from oxide.abi.views import ViewKind
 from oxide.errors import CompileError, SourceLocation
 from oxide.lang.types import ScalarType
@@ -16,7 +16,9 @@ from oxide.runtime.manifest import ErrorSite, KernelSpec, ParamSpec
 
 from ..ir import nodes as ir
 from ..ir.verify import IRError, verify_program
-from ..ir.types import ArrayType, StructType, ThreadIndexType, Type, ViewType, VoidType, as_scalar, type_name
+from ..ir.types import (
+    ArrayType, StructType, ThreadIndexType, Type, VectorType, ViewType, VoidType, as_scalar, scalar_leaves, type_name,
+)
 from ..scan import ModuleSource, ProjectIndex, _names_oxide, constant_value
 from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation, scalar_type_named
 from .decorator_arguments import module_int, module_strings
@@ -622,6 +624,9 @@ def _constexpr_kind(module: ModuleSource, annotation: ast.expr | None) -> str | 
 
 
 def _param_spec(p: ir.Param) -> ParamSpec:
+    if isinstance(p.ty, (StructType, VectorType)):
+        kind = STRUCT_PARAM if isinstance(p.ty, StructType) else VECTOR_PARAM
+        return ParamSpec(p.name, kind, p.ty.name, 1, tuple((path, leaf.name) for path, leaf in scalar_leaves(p.ty)))
     if isinstance(p.ty, ViewType):
         elem = p.ty.elem.record_dtype() if isinstance(p.ty.elem, StructType) else p.ty.elem.name
         return ParamSpec(p.name, p.ty.kind.value, elem, p.ty.ndim)

@@ -12,7 +12,7 @@ from oxide.lang.vectors import VECTOR_TYPES, VectorType
 __all__ = [
     "ScalarType", "VectorType", "VECTOR_TYPES", "ViewType", "ThreadIndexType", "VoidType", "ArrayType", "TupleType", "StructType", "Type",
     "THREAD_INDEX", "THREAD_INDEX_DIM", "VOID", "BOOL", "I64", "I32", "F32", "F64", "SCALAR_TYPES",
-    "ViewKind", "type_name", "is_int", "is_float", "as_scalar", "int_limits",
+    "ViewKind", "type_name", "is_int", "is_float", "as_scalar", "int_limits", "scalar_leaves",
 ]
 
 BOOL, I32, I64, F32, F64 = boolean, i32, i64, f32, f64
@@ -183,6 +183,21 @@ THREAD_INDEX_DIM = {"1d": "x", "col": "x", "row": "y", "depth": "z"}
 VOID = VoidType()
 
 Type = Union[ScalarType, VectorType, ViewType, ThreadIndexType, VoidType, ArrayType, TupleType, StructType]
+
+
+def scalar_leaves(ty: Type, path: str = "") -> list[tuple[str, ScalarType]]:
+    """The scalars a struct or vector value is made of, in order, each with its dotted path
+    ("shift.0" is lane 0 of field shift): how a kernel parameter of it is passed
+    (``oxide.abi.params``)."""
+    if isinstance(ty, ScalarType):
+        return [(path, ty)]
+    if isinstance(ty, VectorType):
+        return [(f"{path}.{k}" if path else str(k), ty.elem) for k in range(ty.lanes)]
+    assert isinstance(ty, StructType)
+    out: list[tuple[str, ScalarType]] = []
+    for name, field in ty.fields:
+        out += scalar_leaves(field, f"{path}.{name}" if path else name)
+    return out
 
 
 def type_name(ty: Type) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Callable
+from typing import Callable, Iterator
 
 from llvmlite import ir as ll
 
@@ -21,7 +21,7 @@ from oxide.errors import CompileError, SourceLocation
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
-from ..ir.types import THREAD_INDEX_DIM, ArrayType, StructType, VectorType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, is_int
+from ..ir.types import THREAD_INDEX_DIM, ArrayType, StructType, VectorType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, is_int, scalar_leaves
 from ..passes.shared_memory import STATIC_SHARED_LIMIT  # also checked per kernel, across calls, by the pass
 from .dialect import NVPTX, NVPTX_DATA_LAYOUT, NVPTX_TRIPLE, Dialect
 
@@ -128,6 +128,8 @@ def abi_params(params: list[ir.Param], kernel: bool, c_abi: bool = False) -> lis
             out += [array_ptr(p.ty), I64T]
         elif isinstance(p.ty, ScalarType) and p.ty.kind == "bool" and kernel:
             out.append(I8)
+        elif isinstance(p.ty, (StructType, VectorType)) and kernel:  # one parameter per scalar (oxide.abi.params)
+            out += [I8 if leaf.kind == "bool" else value_ll(leaf) for _, leaf in scalar_leaves(p.ty)]
         else:
             out.append(value_ll(p.ty))
     return out
@@ -434,6 +436,9 @@ class FunctionLowering:
                 if p.ty.size is not None:  # a whole array of a known shape
                     length = ll.Constant(I64T, p.ty.size)
                 self.views[p.name] = _View(ptr, length, p.ty.elem)
+            elif self.fn.is_kernel and isinstance(p.ty, (StructType, VectorType)):
+                self.slot(p.name, p.ty)
+                self.b.store(self.assemble_param(p.ty, args, p.name), self.slots[p.name])
             else:
                 value = next(args)
                 value.name = p.name
@@ -456,6 +461,22 @@ class FunctionLowering:
                 self.b.ret_void()
             else:
                 self.b.unreachable()  # the frontend guarantees a return on value paths; see verifier
+
+    def assemble_param(self, ty: Type, args: Iterator[ll.Argument], name: str) -> ll.Value:
+        """A struct or vector kernel parameter, from the scalar parameters it is passed as."""
+        if isinstance(ty, ScalarType):
+            arg = next(args)
+            arg.name = name
+            return self.b.icmp_unsigned("!=", arg, ll.Constant(I8, 0)) if ty.kind == "bool" else arg
+        value: ll.Value = ll.Constant(value_ll(ty), ll.Undefined)
+        if isinstance(ty, VectorType):
+            for k in range(ty.lanes):
+                value = self.b.insert_element(value, self.assemble_param(ty.elem, args, f"{name}.{k}"), ll.Constant(I32T, k))
+            return value
+        assert isinstance(ty, StructType)
+        for k, (field, field_ty) in enumerate(ty.fields):
+            value = self.b.insert_value(value, self.assemble_param(field_ty, args, f"{name}.{field}"), k)
+        return value
 
     def elem_type(self, elem: ScalarType) -> ll.Type:
         return scalar_ll(elem, True)

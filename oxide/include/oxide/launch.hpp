@@ -33,7 +33,8 @@
 // at thread.index_1d() needs a 1-D grid of 1-D blocks; grid limits) are checked here before the
 // launch, throwing oxide::Error with the file:line and what they say; kernels with preconditions
 // on their arguments (asserts the Python runtime checks on the host) are refused: launch those
-// from Python; so are kernels that call grid.sync() (the manifest marks them "cooperative").
+// from Python; so are kernels that call grid.sync() (the manifest marks them "cooperative") and
+// kernels with a struct or vector parameter (passed as its scalar fields; oxide/abi/params.py).
 // The caller keeps the arrays alive and on the stream's device until the kernel has run.
 #pragma once
 
@@ -683,6 +684,10 @@ class Module {
     std::vector<Param> params;
     for (const auto& p : found->at("params", path).items) {
       Param param{p.at("name", path).text, p.at("kind", path).text, p.at("dtype", path).text, 1};
+      if (param.kind == "struct" || param.kind == "vector")
+        throw Error(where + ": kernel '" + name + "' parameter '" + param.name + "' is a " + param.kind + " (" +
+                    param.dtype + "), passed as its scalar fields, which this C++ API does not pack yet: "
+                    "launch it from Python");
       if (const auto* nd = p.find("ndim")) param.ndim = static_cast<int>(nd->number);
       params.push_back(param);
     }
