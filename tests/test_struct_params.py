@@ -291,3 +291,18 @@ def test_launch_hpp_refuses_kernels_with_struct_or_vector_parameters(tmp_path: P
         "refused: structsrc.py:36: kernel 'weights' parameter 'v' is a vector (f32x4), passed as its scalar fields, "
         "which this C++ API does not pack yet: launch it from Python",
     ]
+
+
+def test_an_extern_kernel_cannot_take_a_struct_or_vector(tmp_path: Path) -> None:
+    from oxide.errors import CompileError
+
+    src = tmp_path / "kern.py"
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void ox_fill(float4 v, float* out, long long n) {}\n')
+    src.write_text("import oxide as ox\nfrom oxide import MutSlice, f32, f32x4\n\n"
+                   "@ox.extern_kernel(\"ox_fill\", sources=[\"k.cu\"])\n"
+                   "def fill(v: f32x4, out: MutSlice[f32]) -> None: ...\n")
+    with pytest.raises(CompileError) as info:
+        build_ir(src, "kern")
+    message = str(info.value).replace(str(src), "kern.py")
+    assert "kern.py:5:10: error: a parameter of an @extern_kernel cannot be a vector (f32x4)" in message
+    assert "hint: pass its fields as scalar parameters, or write the kernel in Python" in message

@@ -310,6 +310,11 @@ class ProgramBuilder:
         symbol, sources = self._extern_decorator(module, dec, "extern_kernel")
         translator = FunctionTranslator(self, module, fdef, {}, True, fdef.name, False)
         translator.translate_signature()
+        for p, arg in zip(translator.params, (a for a in fdef.args.args if a.arg in translator.param_names)):
+            if isinstance(p.ty, (StructType, VectorType)):  # oxide passes it as its fields; C++ takes one value
+                raise module.error(arg, f"a parameter of an @extern_kernel cannot be a {'struct' if isinstance(p.ty, StructType) else 'vector'} "
+                                        f"({p.ty.name})",
+                                   "pass its fields as scalar parameters, or write the kernel in Python")
         self.extern_kernels.append(ir.ExternFunction(symbol, translator.params, VoidType(), sources,
                                                      str(module.path), fdef.lineno))
         return KernelSpec(name=fdef.name, symbol=symbol, params=tuple(_param_spec(p) for p in translator.params),
