@@ -183,6 +183,8 @@ class _FunctionProofs:
     def expr(self, e: ir.Expr) -> ir.Expr:
         """``e`` with its proven checks gone, walked once in evaluation order (a value used
         twice, as ``abs(x)``'s, is one expression)."""
+        if isinstance(e, _LEAVES):
+            return e  # nothing to check or rewrite below a name or a constant
         if id(e) in self.seen:
             return self.seen[id(e)]
         self.seen[id(e)] = e
@@ -385,6 +387,9 @@ class _FunctionProofs:
 def _poly_key(p: Poly) -> object:
     return tuple(sorted(p.items()))
 
+
+
+_LEAVES = (ir.Const, ir.Var, ir.ThreadIndex1D, ir.SpecialReg)
 
 
 def _set_children(e: ir.Expr, kids: list[ir.Expr]) -> None:
