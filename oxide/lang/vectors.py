@@ -10,7 +10,7 @@ from oxide.abi.scalars import SCALAR_TYPES, ScalarType
 __all__ = [
     "VectorType", "VECTOR_TYPES",
     "f32x2", "f32x4", "f64x2", "i32x2", "i32x4", "u32x2", "u32x4", "i64x2", "u64x2",
-    "i16x2", "u16x2", "i8x4", "u8x4",
+    "i16x2", "u16x2", "i8x4", "u8x4", "f16x2", "bf16x2",
 ]
 
 
@@ -52,7 +52,9 @@ f32x2, f32x4, f64x2 = _vector("f32", 2), _vector("f32", 4), _vector("f64", 2)
 i32x2, i32x4, u32x2, u32x4 = _vector("i32", 2), _vector("i32", 4), _vector("u32", 2), _vector("u32", 4)
 i64x2, u64x2 = _vector("i64", 2), _vector("u64", 2)
 i16x2, u16x2, i8x4, u8x4 = _vector("i16", 2), _vector("u16", 2), _vector("i8", 4), _vector("u8", 4)
+f16x2, bf16x2 = _vector("f16", 2), _vector("bf16", 2)  # CUDA's __half2 / __nv_bfloat162
 
 VECTOR_TYPES: dict[str, VectorType] = {
-    v.name: v for v in (f32x2, f32x4, f64x2, i32x2, i32x4, u32x2, u32x4, i64x2, u64x2, i16x2, u16x2, i8x4, u8x4)
+    v.name: v for v in (f32x2, f32x4, f64x2, i32x2, i32x4, u32x2, u32x4, i64x2, u64x2, i16x2, u16x2, i8x4, u8x4,
+                        f16x2, bf16x2)
 }
