@@ -8,7 +8,7 @@ from typing import Union
 from oxide.abi.manifest import ErrorSite, Precondition
 
 from .ops import BinaryOp, CompareOp, LogicOp
-from .types import ScalarType, Type
+from .types import ScalarType, Type, is_half_float
 
 __all__ = [
     "Loc", "Expr", "Stmt",
@@ -475,9 +475,7 @@ class ExternFunction:
         """Whether an ``f16``/``bf16`` crosses by value: C++'s ``__half``/``__nv_bfloat16`` are
         2-byte structs (PTX ``.b8 [2]``) where the Python side has a ``.b16`` scalar, so the call
         goes through a generated shim that passes the bits as ``unsigned short``."""
-        def half(ty: Type) -> bool:
-            return isinstance(ty, ScalarType) and ty.name in ("f16", "bf16")
-        return half(self.ret) or any(half(p.ty) for p in self.params)
+        return is_half_float(self.ret) or any(is_half_float(p.ty) for p in self.params)
 
     @property
     def call_symbol(self) -> str:

@@ -228,3 +228,8 @@ def int_limits(ty: ScalarType) -> tuple[int, int]:
 def is_float(ty: Type) -> bool:
     s = as_scalar(ty)
     return s is not None and s.kind == "float"
+
+
+def is_half_float(ty: Type) -> bool:
+    """``f16`` or ``bf16`` (C++'s ``__half`` / ``__nv_bfloat16``, 2-byte structs in its ABI)."""
+    return isinstance(ty, ScalarType) and ty.name in ("f16", "bf16")

@@ -30,7 +30,7 @@ from oxide.lang.types import ScalarType
 from oxide.errors import LinkError
 
 from ..ir import nodes as ir
-from ..ir.types import ThreadIndexType, Type, ViewType, VoidType
+from ..ir.types import ThreadIndexType, Type, ViewType, VoidType, is_half_float
 
 __all__ = [
     "BOUNDARY_HEADER", "EXPORTS_HEADER", "BoundaryDecl", "c_type", "c_params", "c_argument_names",
@@ -133,10 +133,6 @@ def template_wrapper(ext: ir.ExternFunction) -> str:
 _HALF_BITS = {"f16": ("__half_as_ushort", "__ushort_as_half"), "bf16": ("__bfloat16_as_ushort", "__ushort_as_bfloat16")}
 
 
-def _is_half(ty: Type) -> bool:
-    return isinstance(ty, ScalarType) and ty.name in _HALF_BITS
-
-
 def half_shim(ext: ir.ExternFunction) -> tuple[str, str]:
     """The shim ``ext.call_symbol`` (when ``ext.passes_halves``), its prototype and definition:
     ``unsigned short`` in place of each 16-bit float, converted bit for bit around a call of
@@ -148,7 +144,7 @@ def half_shim(ext: ir.ExternFunction) -> tuple[str, str]:
     position = 0
     for p in ext.params:
         width = len(c_argument_names([p]))
-        if _is_half(p.ty):
+        if is_half_float(p.ty):
             assert isinstance(p.ty, ScalarType)
             shim_params.append(f"unsigned short {names[position]}")
             args.append(f"{_HALF_BITS[p.ty.name][1]}({names[position]})")
@@ -156,9 +152,9 @@ def half_shim(ext: ir.ExternFunction) -> tuple[str, str]:
             shim_params += params[position:position + width]
             args += names[position:position + width]
         position += width
-    ret = "unsigned short" if _is_half(ext.ret) else c_type(ext.ret)
+    ret = "unsigned short" if is_half_float(ext.ret) else c_type(ext.ret)
     call = f"{ext.symbol}({', '.join(args)})"
-    if isinstance(ext.ret, ScalarType) and _is_half(ext.ret):
+    if isinstance(ext.ret, ScalarType) and is_half_float(ext.ret):
         body = f"return {_HALF_BITS[ext.ret.name][0]}({call});"
     else:
         body = f"{call};" if isinstance(ext.ret, VoidType) else f"return {call};"
@@ -185,7 +181,7 @@ def boundary_decls(program: ir.Program) -> tuple[BoundaryDecl, ...]:
         out.append(BoundaryDecl(ext.symbol, "@extern_kernel", ext.symbol, ext.file, ext.line, decl))
     for fn in program.functions:
         if fn.export:
-            if any(_is_half(t) for t in (fn.ret, *(q.ty for q in fn.params))):
+            if any(is_half_float(t) for t in (fn.ret, *(q.ty for q in fn.params))):
                 # C++ would pass a __half as a 2-byte struct where this function takes a scalar
                 raise LinkError(f"{fn.file}:{fn.line}: the exported device function {fn.python_name!r} takes or "
                                 "returns an f16/bf16 value, which C++ passes as a struct (__half) that oxide "
