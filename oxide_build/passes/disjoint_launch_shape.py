@@ -18,7 +18,7 @@ from typing import Any
 from oxide.abi.manifest import ErrorSite, Precondition
 
 from ..ir import nodes as ir
-from .divergence import calls_and_barriers
+from .divergence import calls_and_barriers, reached_from
 
 __all__ = ["DisjointLaunchShape"]
 
@@ -33,22 +33,13 @@ class DisjointLaunchShape:
         if not any(fn.unit_extents for fn in program.functions):
             return program
         calls, _ = calls_and_barriers(program, "")
-        by_symbol = {fn.symbol: fn for fn in program.functions}
         for kernel in program.functions:
             if not kernel.is_kernel:
                 continue
             needed: dict[str, tuple[str, int, int, str]] = {}
-            seen: set[str] = set()
-            todo = [kernel.symbol]
-            while todo:
-                symbol = todo.pop()
-                if symbol in seen or symbol not in by_symbol:
-                    continue
-                seen.add(symbol)
-                fn = by_symbol[symbol]
+            for fn in reached_from(kernel, program, calls):
                 for extent, write in fn.unit_extents.items():
                     needed.setdefault(extent, (*write, fn.file))
-                todo += calls.get(symbol, [])
             if needed:
                 kernel.preconditions.append(_precondition(program, kernel, needed))
         return program

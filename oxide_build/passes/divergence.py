@@ -25,7 +25,7 @@ from ..intrinsics.thread import BARRIER, BLOCK_VOTES, GRID_SYNC  # what block.sy
 from ..ir import nodes as ir
 from ..ir.verify import IRError
 
-__all__ = ["BarrierDivergence", "BARRIER", "is_thread_dependent", "calls_and_barriers"]
+__all__ = ["BarrierDivergence", "BARRIER", "is_thread_dependent", "calls_and_barriers", "reached_from"]
 
 
 def _barrier_name(x: ir.Expr, grid_barrier: str = GRID_SYNC) -> str | None:
@@ -55,6 +55,26 @@ def calls_and_barriers(program: ir.Program, barrier: str) -> tuple[dict[str, lis
                         calls[fn.symbol].append(x.symbol)
     return calls, found
 
+
+def reached_from(kernel: ir.Function, program: ir.Program,
+                 calls: dict[str, list[str]] | None = None) -> list[ir.Function]:
+    """``kernel``, then every function it calls directly or through others, each once, nearest
+    first (``calls``: the call graph of ``calls_and_barriers``, when the caller has it)."""
+    if calls is None:
+        calls, _ = calls_and_barriers(program, "")
+    by_symbol = {fn.symbol: fn for fn in program.functions}
+    out: list[ir.Function] = []
+    seen: set[str] = set()
+    order = [kernel.symbol]
+    while order:
+        symbol = order.pop(0)
+        fn = by_symbol.get(symbol)
+        if fn is None or symbol in seen:
+            continue
+        seen.add(symbol)
+        out.append(fn)
+        order += calls.get(symbol, [])
+    return out
 
 
 def _statements(stmts: list[ir.Stmt]) -> Iterator[ir.Stmt]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ..ir import nodes as ir
 from ..ir.types import ArrayType
 from ..ir.verify import IRError
-from .divergence import calls_and_barriers
+from .divergence import calls_and_barriers, reached_from
 
 __all__ = ["SharedMemoryLimit", "STATIC_SHARED_LIMIT"]
 
@@ -35,20 +35,11 @@ class SharedMemoryLimit:
 
     def apply(self, program: ir.Program) -> ir.Program:
         calls, _ = calls_and_barriers(program, "")
-        by_symbol = {fn.symbol: fn for fn in program.functions}
         for kernel in program.functions:
             if not kernel.is_kernel:
                 continue
             total = 0
-            seen: set[str] = set()
-            order = [kernel.symbol]
-            while order:  # the kernel, then what it calls, each function once
-                symbol = order.pop(0)
-                fn = by_symbol.get(symbol)
-                if fn is None or symbol in seen:
-                    continue
-                seen.add(symbol)
-                order += calls.get(symbol, [])
+            for fn in reached_from(kernel, program, calls):  # the kernel, then what it calls
                 for decl in _declarations(fn.body):
                     ty = decl.ty
                     if not (isinstance(ty, ArrayType) and ty.space == "shared" and ty.size is not None):
