@@ -2,6 +2,7 @@
 (``loc``: line, col in the function's file) so later stages can still point at the source."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -16,7 +17,7 @@ __all__ = [
     "ViewLoad", "ViewSlice", "ModuleArray", "ModuleArrayDecl", "MakeVector", "VectorGet", "VectorSet", "TupleSet", "ThreadIndex1D", "SpecialReg", "Select", "Intrinsic", "MakeTuple", "TupleGet",
     "ArrayDecl", "Check",
     "Assign", "Store", "If", "While", "ForRange", "Block", "Return", "ExprStmt", "Break", "Continue",
-    "Param", "Function", "ExternFunction", "Program", "children", "is_pure",
+    "Param", "Function", "ExternFunction", "Program", "children", "is_pure", "statements", "statement_roots",
 ]
 
 
@@ -494,3 +495,28 @@ class Program:
     arrays: list[ModuleArrayDecl] = field(default_factory=list)  # module-level constant/global memory
     # a * b + c may round once (fma), as nvcc --fmad=true (passes/fma.py); CompileOptions.fma
     fma_contraction: bool = True
+
+
+def statements(stmts: list[Stmt]) -> Iterator[Stmt]:
+    """Every statement of ``stmts`` and of the bodies nested in them, each before its body."""
+    for s in stmts:
+        yield s
+        if isinstance(s, If):
+            yield from statements(s.then)
+            yield from statements(s.orelse)
+        elif isinstance(s, While):
+            yield from statements(s.body)
+            yield from statements(s.step)
+        elif isinstance(s, Block):
+            yield from statements(s.body)
+
+
+def statement_roots(s: Stmt) -> list[Expr]:
+    """The expressions of statement ``s`` itself (not of the bodies nested in it)."""
+    if isinstance(s, Store):
+        return [s.view, s.index, s.value]
+    if isinstance(s, (Assign, ExprStmt)) or isinstance(s, Return) and s.value is not None:
+        return [s.value]  # type: ignore[list-item]
+    if isinstance(s, (If, While, Check)):
+        return [s.cond]
+    return []

@@ -424,31 +424,8 @@ def _set_children(e: ir.Expr, kids: list[ir.Expr]) -> None:
 
 # ---- walking the whole IR -----------------------------------------------------------------------
 
-def _statements(stmts: list[ir.Stmt]) -> Iterator[ir.Stmt]:
-    for s in stmts:
-        yield s
-        if isinstance(s, ir.If):
-            yield from _statements(s.then)
-            yield from _statements(s.orelse)
-        elif isinstance(s, ir.While):
-            yield from _statements(s.body)
-            yield from _statements(s.step)
-        elif isinstance(s, ir.Block):
-            yield from _statements(s.body)
-
-
-def _roots(s: ir.Stmt) -> list[ir.Expr]:
-    if isinstance(s, ir.Store):
-        return [s.view, s.index, s.value]
-    if isinstance(s, (ir.Assign, ir.ExprStmt)) or isinstance(s, ir.Return) and s.value is not None:
-        return [s.value]  # type: ignore[list-item]
-    if isinstance(s, (ir.If, ir.While, ir.Check)):
-        return [s.cond]
-    return []
-
-
 def _expressions(stmts: list[ir.Stmt]) -> Iterator[ir.Expr]:
-    todo = [e for s in _statements(stmts) for e in _roots(s)]
+    todo = [e for s in ir.statements(stmts) for e in ir.statement_roots(s)]
     while todo:
         e = todo.pop()
         yield e
@@ -459,7 +436,7 @@ def _has_checks(stmts: list[ir.Stmt]) -> bool:
     """Does the function have anything for the pass to prove?"""
     if any(isinstance(s, ir.Store) and s.check_site is not None
            or isinstance(s, ir.While) and s.range is not None and s.range.guard is not None
-           for s in _statements(stmts)):
+           for s in ir.statements(stmts)):
         return True
     return any(isinstance(e, (ir.ViewLoad, ir.ViewSlice, ir.Intrinsic)) and e.check_site is not None
                or isinstance(e, ir.BinOp) and e.widening for e in _expressions(stmts))
@@ -497,6 +474,6 @@ def _compact_sites(program: ir.Program, removed: set[int], checked: list[Access]
         access.check_site = renumbered[access.check_site]
     for fn in program.functions:
         fn.preconditions = [p._replace(site=renumbered[p.site]) for p in fn.preconditions]
-        for s in _statements(fn.body):
+        for s in ir.statements(fn.body):
             if isinstance(s, ir.Check):
                 s.site = renumbered[s.site]

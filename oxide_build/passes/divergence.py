@@ -46,8 +46,8 @@ def calls_and_barriers(program: ir.Program, barrier: str) -> tuple[dict[str, lis
     found: dict[str, ir.Loc] = {}
     for fn in program.functions:
         calls[fn.symbol] = []
-        for s in _statements(fn.body):
-            for root in _roots(s):
+        for s in ir.statements(fn.body):
+            for root in ir.statement_roots(s):
                 for x in _expressions(root):
                     if isinstance(x, ir.Intrinsic) and x.name == barrier:
                         found.setdefault(fn.symbol, x.loc)
@@ -75,30 +75,6 @@ def reached_from(kernel: ir.Function, program: ir.Program,
         out.append(fn)
         order += calls.get(symbol, [])
     return out
-
-
-def _statements(stmts: list[ir.Stmt]) -> Iterator[ir.Stmt]:
-    for s in stmts:
-        yield s
-        if isinstance(s, ir.If):
-            yield from _statements(s.then)
-            yield from _statements(s.orelse)
-        elif isinstance(s, ir.While):
-            yield from _statements(s.body)
-            yield from _statements(s.step)
-
-
-def _roots(s: ir.Stmt) -> list[ir.Expr]:
-    """The expressions of statement ``s`` itself (not of nested blocks)."""
-    if isinstance(s, (ir.Assign, ir.ExprStmt)):
-        return [s.value]
-    if isinstance(s, ir.Store):
-        return [s.view, s.index, s.value]
-    if isinstance(s, (ir.If, ir.While, ir.Check)):
-        return [s.cond]
-    if isinstance(s, ir.Return) and s.value is not None:
-        return [s.value]
-    return []
 
 
 def _expressions(e: ir.Expr) -> Iterator[ir.Expr]:
@@ -182,8 +158,8 @@ class BarrierDivergence:
         calls: dict[str, list[str]] = {}
         for fn in program.functions:
             calls[fn.symbol] = []
-            for s in _statements(fn.body):
-                for root in _roots(s):
+            for s in ir.statements(fn.body):
+                for root in ir.statement_roots(s):
                     for x in _expressions(root):
                         barrier = _barrier_name(x)
                         if barrier is not None:
@@ -210,14 +186,14 @@ class BarrierDivergence:
         names = facts.dependent_vars.setdefault(fn.symbol, set())
         before = len(names)
         names |= facts.dependent_params.get(fn.symbol, set())
-        for s in _statements(fn.body):
+        for s in ir.statements(fn.body):
             if isinstance(s, ir.Assign) and s.name not in names and facts.depends(fn.symbol, s.value):
                 names.add(s.name)
             if isinstance(s, ir.Return) and s.value is not None and fn.symbol not in facts.returns_dependent \
                     and facts.depends(fn.symbol, s.value):
                 facts.returns_dependent.add(fn.symbol)
                 grew = True
-            for root in _roots(s):
+            for root in ir.statement_roots(s):
                 for x in _expressions(root):
                     callee = functions.get(x.symbol) if isinstance(x, ir.Call) else None
                     if callee is None or not isinstance(x, ir.Call):
@@ -233,7 +209,7 @@ class BarrierDivergence:
                divergent: bool) -> None:
         for s in stmts:
             if divergent:
-                for root in _roots(s):
+                for root in ir.statement_roots(s):
                     for x in _expressions(root):
                         if isinstance(x, ir.Call) and x.symbol != BARRIER and x.symbol in facts.barrier_at:
                             raise self._error(fn, x, facts, names[x.symbol])

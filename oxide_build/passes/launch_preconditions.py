@@ -36,7 +36,7 @@ class LaunchPreconditions:
     @staticmethod
     def _hoist(fn: ir.Function) -> None:
         slots = _slots(fn)
-        assigned = {s.name for s in _assignments(fn.body)}
+        assigned = {s.name for s in ir.statements(fn.body) if isinstance(s, ir.Assign)}
         hoisted: list[Precondition] = []
         body: list[ir.Stmt] = []
         prefix = True
@@ -50,18 +50,6 @@ class LaunchPreconditions:
             body.append(s)
         fn.body = body
         fn.preconditions = hoisted + fn.preconditions
-
-
-def _assignments(stmts: list[ir.Stmt]) -> list[ir.Assign]:
-    out: list[ir.Assign] = []
-    for s in stmts:
-        if isinstance(s, ir.Assign):
-            out.append(s)
-        elif isinstance(s, ir.If):
-            out += _assignments(s.then) + _assignments(s.orelse)
-        elif isinstance(s, ir.While):
-            out += _assignments(s.body) + _assignments(s.step)
-    return out
 
 
 def _slots(fn: ir.Function) -> dict[str, int]:

@@ -17,18 +17,6 @@ __all__ = ["SharedMemoryLimit", "STATIC_SHARED_LIMIT"]
 STATIC_SHARED_LIMIT = 48 * 1024  # ptxas refuses more static shared memory per kernel, on every arch
 
 
-def _declarations(stmts: list[ir.Stmt]) -> list[ir.ArrayDecl]:
-    out: list[ir.ArrayDecl] = []
-    for s in stmts:
-        if isinstance(s, ir.ArrayDecl):
-            out.append(s)
-        elif isinstance(s, ir.If):
-            out += _declarations(s.then) + _declarations(s.orelse)
-        elif isinstance(s, ir.While):
-            out += _declarations(s.body) + _declarations(s.step)
-    return out
-
-
 @dataclass(frozen=True)
 class SharedMemoryLimit:
     name: str = "shared-memory-limit"
@@ -40,7 +28,9 @@ class SharedMemoryLimit:
                 continue
             total = 0
             for fn in reached_from(kernel, program, calls):  # the kernel, then what it calls
-                for decl in _declarations(fn.body):
+                for decl in ir.statements(fn.body):
+                    if not isinstance(decl, ir.ArrayDecl):
+                        continue
                     ty = decl.ty
                     if not (isinstance(ty, ArrayType) and ty.space == "shared" and ty.size is not None):
                         continue
