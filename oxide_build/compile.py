@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from oxide.errors import CompileError, SourceLocation
 from oxide.runtime.manifest import ErrorSite, KernelSpec, ModuleArrayRecord
 
 from .link.boundary import BoundaryDecl
@@ -20,7 +21,18 @@ if TYPE_CHECKING:
     from .frontend import FrontendResult
     from .scan import ProjectIndex
 
-__all__ = ["DEFAULT_ARCHS", "SUPPORTED_ARCHS", "BACKENDS", "CompileOptions", "CompiledModule", "compile_module", "build_ir"]
+__all__ = ["DEFAULT_ARCHS", "SUPPORTED_ARCHS", "BACKENDS", "ArchRequirementError", "CompileOptions", "CompiledModule",
+           "compile_module", "build_ir"]
+
+
+class ArchRequirementError(CompileError):
+    """A kernel uses an instruction an arch it is built for lacks; ``required`` is the arch the
+    instruction needs (the JIT compiles for it when it is the device's own arch-specific one)."""
+
+    def __init__(self, message: str, location: SourceLocation | None = None, hint: str = "", *,
+                 required: str) -> None:
+        self.required = required
+        super().__init__(message, location, hint)
 
 
 @dataclass(frozen=True)
@@ -159,6 +171,7 @@ def build_ir(
     from .frontend import build_program, located_error
     from .ir.verify import IRError
     from .passes import run_pipeline
+    from .passes.arch_requirements import MissingArch, check_arch_requirements
     from .scan import ProjectIndex
 
     for arch in options.archs:
@@ -176,6 +189,10 @@ def build_ir(
     frontend.program.fma_contraction = options.fma
     try:
         frontend.program = run_pipeline(frontend.program, print_after=print_after)
+        check_arch_requirements(frontend.program, options.archs)
+    except MissingArch as e:
+        located = located_error(index, e.file, e.loc, e.message, e.hint)
+        raise ArchRequirementError(located.message, located.location, located.hint, required=e.required) from None
     except IRError as e:
         raise located_error(index, e.file, e.loc, e.message, e.hint) from None
     # the manifest's kernel specs take the preconditions and the launch kind the passes settled on

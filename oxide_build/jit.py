@@ -5,7 +5,9 @@ the one there is stale) and ``oxide_build`` is importable; installed wheels neve
 
 The module is compiled with the project's own configuration, read as the wheel build reads it
 (``[tool.oxide]`` of the ``pyproject.toml`` of the source tree), for the device's arch only,
-so bounds checks, fast math, include dirs and link inputs are the wheel's.
+so bounds checks, fast math, include dirs and link inputs are the wheel's. A module whose
+kernels need the device's arch-specific target (``sm_90a`` for wgmma on a 9.0 GPU) is compiled
+for that target instead.
 
 Results are cached under ``<cache dir>/jit/<key>/<variant>/``. The key covers the source of the
 module and of every tree module it imports, the module name, the compile options, the compiler's
@@ -37,7 +39,7 @@ from pathlib import Path
 from oxide.runtime.manifest import ModuleManifest, load_manifest, manifest_path
 
 from .cache_location import cache_root
-from .compile import CompiledModule, CompileOptions, compile_module
+from .compile import ArchRequirementError, CompiledModule, CompileOptions, compile_module
 from .package.artifacts import write_module_artifacts
 
 __all__ = ["JIT_FORMAT", "cache_root", "jit_compile_options", "jit_manifest", "project_dir_of", "tree_root"]
@@ -82,12 +84,12 @@ def jit_manifest(source_path: Path, module_name: str, arch: str) -> Path:
     problem = cache_dir_problem(jit_dir.parent) or cache_dir_problem(jit_dir)
     if problem is not None:
         warn_cache_unusable(jit_dir, problem, _UNCACHED)
-        return _write_entry(_private_dir(), compile_module(source_path, module_name, options, root=root))
+        return _write_entry(_private_dir(), _compile(source_path, module_name, options, root))
     entries = jit_dir / key
     found = _matching_entry(entries, source_path, module_name)
     if found is not None:
         return found
-    compiled = compile_module(source_path, module_name, options, root=root)
+    compiled = _compile(source_path, module_name, options, root)
     staging: Path | None = None
     try:
         staging = Path(tempfile.mkdtemp(dir=jit_dir, prefix=f".{key[:8]}."))
@@ -102,6 +104,18 @@ def jit_manifest(source_path: Path, module_name: str, arch: str) -> Path:
 
 
 _UNCACHED = "compiling into a temporary directory of this process"
+
+
+def _compile(source_path: Path, module_name: str, options: CompileOptions, root: Path) -> CompiledModule:
+    """The module compiled for the device's arch; a module whose kernels need the device's
+    arch-specific target (wgmma needs sm_90a on a 9.0 GPU) is compiled for that instead, as the
+    code is for this one machine (the runtime loads an ``sm_90a`` cubin there)."""
+    try:
+        return compile_module(source_path, module_name, options, root=root)
+    except ArchRequirementError as e:
+        if options.archs != (e.required.rstrip("af"),):
+            raise
+        return compile_module(source_path, module_name, replace(options, archs=(e.required,)), root=root)
 
 
 def _entry_key(source_path: Path, module_name: str, root: Path, project: Path | None,

@@ -32,7 +32,7 @@ def test_every_entry_lives_with_its_typing_and_lowering() -> None:
     that module (plus the language's stub, docs and tests)."""
     module_of_group = {"shared": "memory", "local": "memory", "fence": "memory", "volatile": "memory", "block": "thread", "grid": "thread",
                        "builtin": "printing",
-                       "view": "vector"}
+                       "view": "vector", "warpgroup": "wgmma"}
     for name, info in INTRINSICS.items():
         module = f"oxide_build.intrinsics.{module_of_group.get(info.group, info.group)}"
         assert info.typing.__module__ == module and info.lowering.__module__ == module, name
@@ -47,7 +47,7 @@ def test_attributes() -> None:
     masked = {f"warp.{op}" for op in ("sync", "all", "any", "ballot", "match_any", "shfl_idx", "shfl_up", "shfl_down",
                                       "shfl_xor", "reduce_sum", "reduce_min", "reduce_max")}
     assert {n for n, i in INTRINSICS.items() if i.keywords} == {n for n in INTRINSICS if n.startswith("atomic.")} | masked | {
-        "asm", "mma.ldmatrix", "cp_async.copy"}
+        "asm", "mma.ldmatrix", "cp_async.copy", "shared.array", "shared.dynamic", "wgmma.mma"}
     assert all("mask" in INTRINSICS[n].keywords for n in masked)
     assert intrinsic_info("checked_index") is None  # the IR's own
     assert INTRINSICS["block.sync"].convergent and not INTRINSICS["block.sync"].thread_dependent

@@ -7,7 +7,7 @@ from typing import Any, Iterator, Literal, NoReturn, Protocol, TypeVar
 from .types import ThreadIndex
 
 __all__ = ["thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "unsafe", "static_range", "unroll",
-           "AtomicScope", "bits", "timer", "volatile", "asm", "mma", "cp_async"]
+           "AtomicScope", "bits", "timer", "volatile", "asm", "mma", "cp_async", "wgmma", "warpgroup"]
 
 
 def _device_only(name: str) -> NoReturn:
@@ -163,7 +163,8 @@ math = _Space("math", ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "
                        # per call, f32 only: CUDA's __expf, __exp10f, __logf, ..., __powf, __fdividef
                        "fast_exp", "fast_exp10", "fast_log", "fast_log2", "fast_log10", "fast_sin", "fast_cos",
                        "fast_tan", "fast_pow", "fast_div", "saturate", "rcp"))
-fence = _Space("fence", ("block", "device", "system"))
+# proxy_async(): fence.proxy.async.shared::cta (sm_90): ordinary shared-memory writes seen by wgmma / TMA
+fence = _Space("fence", ("block", "device", "system", "proxy_async"))
 # popc(x) / clz(x): the set / leading zero bits of a 32- or 64-bit integer, as an i32; brev(x): its bits reversed
 # ffs(x): 1 + the index of the lowest set bit (0 for zero); byte_perm(x, y, s): __byte_perm;
 # funnelshift_l/lc/r/rc(lo, hi, n): __funnelshift_*; bitcast(x, T): x's bits read as T (same width);
@@ -181,6 +182,11 @@ mma = _Space("mma", ("fragment_a", "fragment_b", "fragment_c", "sync", "ldmatrix
 # asynchronous global-to-shared copies (sm_80): copy(dst, dst_index, src, src_index, nbytes,
 # cache="ca", src_bytes=n), commit_group(), wait_group(n)
 cp_async = _Space("cp_async", ("copy", "commit_group", "wait_group"))
+# tensor cores (sm_90a): accumulator(shape), mma(acc, a, a_index, b, b_index, scale_d=True,
+# b_major="k", b_rows=n) on swizzled shared arrays, fence(), commit_group(), wait_group(n, acc...)
+wgmma = _Space("wgmma", ("accumulator", "mma", "fence", "commit_group", "wait_group"))
+# id(): thread.idx.x // 128, warp-uniform; setmaxnreg_inc(n) / setmaxnreg_dec(n) (sm_90a)
+warpgroup = _Space("warpgroup", ("id", "setmaxnreg_inc", "setmaxnreg_dec"))
 
 
 def asm(template: str, *, outputs: tuple[tuple[str, Any], ...] = (), inputs: tuple[tuple[str, Any], ...] = (),

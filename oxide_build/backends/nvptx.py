@@ -33,6 +33,20 @@ def llvm_version() -> str:
     return ".".join(map(str, _llvm().llvm_version_info))
 
 
+# intrinsics of sm_90 that need PTX ISA 8.0, while LLVM emits 7.8 for a plain sm_90 (sm_90a
+# gets 8.0): LLVM cannot select them there and aborts the process
+PTX80_INTRINSICS = ("llvm.nvvm.fence.proxy.async",)
+
+
+def _ptx_features(module: object, arch: str) -> str:
+    """``+ptx80`` for an sm_90 module that calls an intrinsic of ``PTX80_INTRINSICS`` (only
+    then, so the PTX of every other module stays what it was)."""
+    if arch != "sm_90":
+        return ""
+    names = (f.name for f in module.functions if f.is_declaration)  # type: ignore[attr-defined]
+    return "+ptx80" if any(name.startswith(PTX80_INTRINSICS) for name in names) else ""
+
+
 def optimize_and_emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3, fma: bool = True) -> str:
     """Parses, verifies and optimizes ``llvm_ir`` for ``arch`` ("sm_90") and returns PTX text.
 
@@ -48,7 +62,7 @@ def optimize_and_emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3, fma: bool
     if any(f.is_declaration and f.name.startswith("__nv_") for f in module.functions):
         _link_libdevice(llvm, module)
     target = llvm.Target.from_triple("nvptx64-nvidia-cuda")
-    tm = target.create_target_machine(cpu=arch, opt=opt_level, codemodel="default")
+    tm = target.create_target_machine(cpu=arch, opt=opt_level, codemodel="default", features=_ptx_features(module, arch))
     if opt_level > 0:
         pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
         pb = llvm.create_pass_builder(tm, pto)

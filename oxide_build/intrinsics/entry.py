@@ -44,6 +44,10 @@ class IntrinsicInfo:
     - ``parameters``: the names of its positional parameters, which a call may also pass by
       keyword (numba's ``shared.array(shape=..., dtype=...)``); the frontend puts them in
       place before the typing sees the call.
+    - ``min_arch``: the oldest arch with the instruction (``"sm_90"``: that arch and newer);
+      an arch-specific one (``"sm_90a"``) means exactly that arch, as its instructions do not
+      carry forward. A kernel built for another arch is a located compile error
+      (``passes/arch_requirements.py``).
     """
 
     name: str  # the language's name: "warp.shfl_down", "math.exp", "atomic.add"
@@ -56,6 +60,7 @@ class IntrinsicInfo:
     method: bool = False
     builtin: bool = False
     parameters: tuple[str, ...] = ()
+    min_arch: str | None = None
 
     @property
     def group(self) -> str:

@@ -1,5 +1,6 @@
 """Memory intrinsics: ``shared.array``, ``shared.dynamic``, ``local.array`` (lowered by the
-function's lowering, which allocates them), the fences, and volatile access
+function's lowering, which allocates them; a shared array may be declared ``swizzle=`` 32, 64 or
+128, the layout wgmma reads), the fences (``fence.proxy_async``: sm_90), and volatile access
 ``volatile.load(x, i)`` / ``volatile.store(x, i, v)`` (CUDA's ``volatile T*``: every access
 reaches memory, in program order, none merged or hoisted; ``ld.volatile`` / ``st.volatile``)."""
 from __future__ import annotations
@@ -14,6 +15,7 @@ from oxide.abi.views import ViewKind
 
 from ..ir.types import ArrayType, ThreadIndexType, ViewType, VoidType, type_name
 from .arguments import check_arg_count
+from .asm import asm_call
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
@@ -25,8 +27,28 @@ __all__ = ["ENTRIES", "FENCES", "volatile_load"]
 FENCES = {"block": "llvm.nvvm.membar.cta", "device": "llvm.nvvm.membar.gl", "system": "llvm.nvvm.membar.sys"}
 
 
+SWIZZLES = (32, 64, 128)  # the row widths in bytes a shared array may be swizzled by (wgmma, TMA)
+
+
+def _swizzle(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> int:
+    """``swizzle=`` of ``shared.array`` / ``shared.dynamic``: 0 (none), 32, 64 or 128."""
+    swizzle = 0
+    for k in node.keywords:
+        if k.arg != "swizzle":
+            raise tr.error(k.value, f"{info.name}() has no keyword {k.arg!r}", "keywords: swizzle")
+        if info.name != "shared.array" and info.name != "shared.dynamic":
+            raise tr.error(k.value, f"{info.name}() takes no swizzle; only shared arrays are swizzled")
+        value = tr.const_int(k.value)
+        if value not in (0, *SWIZZLES):
+            raise tr.error(k.value, f"swizzle= is 32, 64 or 128 (bytes per swizzled row), got {ast.unparse(k.value)}",
+                           "wgmma and TMA read rows of that many bytes whose 16-byte chunks are XORed with the row")
+        swizzle = value
+    return swizzle
+
+
 def _type_array(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 2, info.name)
+    swizzle = _swizzle(tr, info, node)
     shape_node = node.args[0]
     dims = shape_node.elts if isinstance(shape_node, ast.Tuple) else [shape_node]
     shape: list[int] = []
@@ -38,13 +60,20 @@ def _type_array(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> 
                            + "use shared.dynamic for launch-time sizes")
         shape.append(value)
     elem = tr.array_element_type(node.args[1])
-    return ir.Intrinsic(info.name, [], ArrayType(info.group, elem, tuple(shape)), tr.loc(node))  # type: ignore[arg-type]
+    if swizzle and shape[-1] * elem.itemsize % swizzle:
+        raise tr.error(node.args[0], f"a shared array swizzled by {swizzle} bytes holds whole rows of {swizzle} bytes; "
+                       f"its last dimension ({shape[-1]} {elem.name}) is not a multiple of "
+                       f"{swizzle // elem.itemsize if swizzle >= elem.itemsize else 1}")
+    return ir.Intrinsic(info.name, [], ArrayType(info.group, elem, tuple(shape), swizzle=swizzle),  # type: ignore[arg-type]
+                        tr.loc(node))
 
 
 def _type_dynamic(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 1, info.name)
+    swizzle = _swizzle(tr, info, node)
     elem = tr.array_element_type(node.args[0])
-    return ir.Intrinsic(info.name, [], ArrayType("shared", elem, None), tr.loc(node))  # type: ignore[arg-type]
+    return ir.Intrinsic(info.name, [], ArrayType("shared", elem, None, swizzle=swizzle),  # type: ignore[arg-type]
+                        tr.loc(node))
 
 
 def _lower_allocation(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
@@ -59,6 +88,14 @@ def _type_fence(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> 
 
 def _lower_fence(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     return fl.b.call(fl.parent.intrinsic(FENCES[info.op], ll.VoidType(), []), [])
+
+
+def _lower_proxy_fence(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    """``fence.proxy.async.shared::cta``: this thread's ordinary shared-memory writes become
+    visible to the async proxy (wgmma, TMA) that reads them after the next barrier."""
+    if fl.parent.libnvvm:  # libNVVM has no such intrinsic
+        return asm_call(fl, "fence.proxy.async.shared::cta;", "~{memory}", ll.VoidType(), [])
+    return fl.b.call(fl.parent.intrinsic("llvm.nvvm.fence.proxy.async.shared_cta", ll.VoidType(), []), [])
 
 
 def _type_volatile(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
@@ -139,10 +176,11 @@ def _lower_volatile(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) 
 
 
 ENTRIES = [
-    IntrinsicInfo("shared.array", _type_array, _lower_allocation, parameters=("shape", "dtype")),
-    IntrinsicInfo("shared.dynamic", _type_dynamic, _lower_allocation, parameters=("dtype",)),
+    IntrinsicInfo("shared.array", _type_array, _lower_allocation, parameters=("shape", "dtype"), keywords=("swizzle",)),
+    IntrinsicInfo("shared.dynamic", _type_dynamic, _lower_allocation, parameters=("dtype",), keywords=("swizzle",)),
     IntrinsicInfo("local.array", _type_array, _lower_allocation, parameters=("shape", "dtype")),
     *(IntrinsicInfo(f"fence.{scope}", _type_fence, _lower_fence) for scope in FENCES),
+    IntrinsicInfo("fence.proxy_async", _type_fence, _lower_proxy_fence, min_arch="sm_90"),
     # a volatile load sees what other threads write while the kernel runs
     IntrinsicInfo("volatile.load", _type_volatile, _lower_volatile, thread_dependent=True),
     IntrinsicInfo("volatile.store", _type_volatile, _lower_volatile),

@@ -69,6 +69,9 @@ class ArrayType:
     runtime_length: bool = False
     read_only: bool = False  # passed to a ``Slice[T]`` parameter: the callee only reads it
     fragment: str | None = None  # a tensor-core operand (ox.mma.fragment_a/b/c): "a:m16n8k16"
+    # a shared array's swizzle (shared.array(..., swizzle=128)): rows of that many bytes whose
+    # 16-byte chunks are XORed with the row, the layout wgmma reads; the array is 1024-aligned
+    swizzle: int = 0
 
     @property
     def size(self) -> int | None:
@@ -91,9 +94,13 @@ class ArrayType:
     def __str__(self) -> str:
         if self.fragment is not None:
             role, _, shape = self.fragment.partition(":")
+            if role == "wgmma.c":
+                return f"wgmma accumulator {shape} of {self.elem.name}"
             return f"mma fragment {role} {shape} of {self.elem.name}"
         dims = "n" if self.runtime_length else "dynamic" if self.shape is None else "x".join(map(str, self.shape))
         text = f"{self.space} array[{dims}] of {self.elem.name}"
+        if self.swizzle:
+            text += f" (swizzle {self.swizzle})"
         return f"read-only {text}" if self.read_only else text
 
     @property

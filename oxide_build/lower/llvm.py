@@ -99,6 +99,7 @@ def value_ll(ty: Type) -> ll.Type:
     return scalar_ll(ty)
 
 
+SWIZZLE_ALIGNMENT = 1024  # a swizzled shared array: 8 rows of 128 bytes, the swizzle's period
 ADDRESS_SPACES = {"global": 1, "shared": 3, "constant": 4, "local": 0}  # NVPTX's; local arrays are allocas (generic)
 
 
@@ -319,13 +320,15 @@ class ModuleLowering:
                 self._dynamic_smem = ll.GlobalVariable(self.module, arr, "__oxide_dynamic_shared", addrspace=3)
                 self._dynamic_smem.linkage = "external"
                 self._dynamic_smem.align = 16
+            if ty.swizzle:  # a swizzled tile: the hardware swizzles address bits 4-9
+                self._dynamic_smem.align = SWIZZLE_ALIGNMENT
             return self._dynamic_smem
         self._shared_count += 1
         arr = ll.ArrayType(elem, ty.size)
         g = ll.GlobalVariable(self.module, arr, f"__oxide_shared.{hint}.{self._shared_count}", addrspace=3)
         g.linkage = "internal"
         g.initializer = ll.Constant(arr, ll.Undefined)
-        g.align = 16
+        g.align = SWIZZLE_ALIGNMENT if ty.swizzle else 16
         return g
 
     def fail_function(self) -> ll.Function:

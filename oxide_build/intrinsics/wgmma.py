@@ -1,0 +1,345 @@
+"""Tensor cores, the sm_90a path (``wgmma.*``, ``warpgroup.*``; ``fence.proxy_async`` is with the
+other fences in ``memory.py``).
+
+A warpgroup (4 consecutive warps, 128 threads, starting at a warp index divisible by 4)
+multiplies together: ``ox.wgmma.mma(acc, a, a_index, b, b_index)`` starts
+``D = A·B + D`` (or ``D = A·B`` with ``scale_d=False``) on the tensor cores, A (64×16) and B
+(16×N) read from shared memory, D an accumulator in the registers of the 128 threads.
+
+- ``ox.wgmma.accumulator("m64n256k16")``: the accumulator, a per-thread array of ``N / 2``
+  f32 values whose type carries the shape (``ArrayType.fragment = "wgmma.c:m64n256k16"``).
+  Thread ``t`` of the warpgroup holds ``acc[4 * j + i]`` at row ``16 * (t // 32) + (t % 32) // 4
+  + 8 * (i // 2)`` and column ``8 * j + 2 * (t % 4) + i % 2`` (PTX's "Matrix fragments for
+  wgmma .m64nNk16", accumulator D).
+- A and B are shared arrays declared with a swizzle (``ox.shared.array(..., swizzle=128)`` or
+  ``ox.shared.dynamic(bf16, swizzle=128)``): rows of ``swizzle`` bytes (64 f16/bf16 for 128),
+  the 16-byte chunks of row ``r`` stored at chunk ``c ^ (r % 8)`` (``ox.mma.swizzle(i, 3, 3, 3)``
+  for 128 bytes of 16-bit elements), the array aligned to 1024 bytes. ``a_index`` / ``b_index``
+  are the element offsets of the operand's first element. The 64-bit shared-memory matrix
+  descriptors (start address, leading and stride byte offsets, swizzle mode) are built here, in
+  the lowering, from the array's element type and swizzle; user code never packs their bits.
+- Layouts: A is K-major (row ``m`` of A is a row of the array, K along it: a row-major A).
+  B is K-major by default (row ``n`` of the array holds B's column ``n``: a row-major Bᵀ);
+  ``b_major="mn"`` reads B N-major (a row-major B, ``K×N``): the array then holds B in chunks
+  of ``swizzle`` bytes of N, each chunk ``b_rows`` rows of K one after the other
+  (``[N / 64][b_rows][64]`` for 128-byte swizzle and 16-bit elements).
+- ``fence()`` before the first ``mma`` that reads registers written since (the accumulator),
+  ``commit_group()`` closes the ``mma``s issued since the last one into a group,
+  ``wait_group(n, acc, ...)`` waits until at most ``n`` groups are pending; the accumulators
+  named there are fenced, so that nothing reads them before the wait.
+- ``ox.fence.proxy_async()``: shared memory written by ordinary stores (``cp.async`` too) that
+  ``wgmma`` (the async proxy) reads next needs it in each writing thread before the barrier.
+- ``ox.warpgroup.id()``: ``thread.idx.x // 128``, warp-uniform (read from lane 0 by a shuffle, as
+  CUTLASS's ``canonical_warp_group_idx``); ``setmaxnreg_inc(n)`` / ``setmaxnreg_dec(n)``: the
+  warpgroup's register budget (``n`` a constant multiple of 8 from 24 to 256), which takes
+  effect only in a kernel with a register cap at entry (``launch_bounds=`` or ``max_registers=``).
+
+Every entry records the arch it needs (``IntrinsicInfo.min_arch``): ``wgmma`` and ``setmaxnreg``
+exist on ``sm_90a`` only (``fence.proxy.async`` on ``sm_90`` and later); a kernel using one built
+for another arch is a located compile error (``passes/arch_requirements.py``).
+
+Lowering: ``llvm.nvvm.wgmma.fence/commit_group/wait_group`` and ``llvm.nvvm.setmaxnreg.*`` for
+LLVM's NVPTX; inline PTX where libNVVM compiles the
+module. ``wgmma.mma_async`` has no LLVM intrinsic: it is inline PTX on both backends, its
+``{$0, ..., $127}`` accumulator list built from the accumulator's type, tied to the inputs.
+"""
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from llvmlite import ir as ll
+
+from oxide.lang.types import SCALAR_TYPES
+
+from ..ir import nodes as ir
+from ..ir.types import I32, ArrayType, VoidType, as_scalar, type_name
+from .arguments import check_arg_count
+from .asm import asm_call
+from .entry import IntrinsicInfo
+
+if TYPE_CHECKING:
+    from ..frontend.translate import FunctionTranslator
+    from ..lower.llvm import FunctionLowering
+
+__all__ = ["ENTRIES", "SWIZZLES", "accumulator_shape", "matrix_descriptor_bits"]
+
+LL_I32, LL_I64 = ll.IntType(32), ll.IntType(64)
+F32 = SCALAR_TYPES["f32"]
+SM90A = "sm_90a"
+# the swizzle a shared array may be declared with (bytes per row) -> the descriptor's layout type
+SWIZZLES: dict[int, int] = {128: 1, 64: 2, 32: 3}
+INPUTS = ("f16", "bf16")
+FRAGMENT = "wgmma.c:"
+
+
+def accumulator_shape(fragment: str | None) -> tuple[int, int, int] | None:
+    """``"wgmma.c:m64n256k16"`` -> ``(64, 256, 16)``; None for anything else."""
+    if fragment is None or not fragment.startswith(FRAGMENT):
+        return None
+    shape = fragment[len(FRAGMENT):]
+    m, _, rest = shape[1:].partition("n")
+    n, _, k = rest.partition("k")
+    return int(m), int(n), int(k)
+
+
+def _shape(tr: FunctionTranslator, node: ast.expr) -> tuple[str, int]:
+    text = tr.const_str(node)
+    hint = "shapes: 'm64nNk16' with N a multiple of 8 from 8 to 256, e.g. 'm64n256k16'"
+    if text is None or not text.startswith("m64n") or not text.endswith("k16"):
+        raise tr.error(node, f"unknown wgmma shape {ast.unparse(node)}", hint)
+    digits = text[len("m64n"):-len("k16")]
+    if not digits.isdigit() or not 8 <= int(digits) <= 256 or int(digits) % 8:
+        raise tr.error(node, f"unknown wgmma shape {ast.unparse(node)}", hint)
+    return text, int(digits)
+
+
+def _type_accumulator(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, (1, 2), info.name)
+    shape, n = _shape(tr, node.args[0])
+    if len(node.args) == 2 and tr.element_type(node.args[1]) != F32:
+        raise tr.error(node.args[1], f"a wgmma accumulator holds f32, not {ast.unparse(node.args[1])}",
+                       "f16/bf16 inputs accumulate in f32; convert when storing the result")
+    return ir.Intrinsic(info.name, [], ArrayType("local", F32, (n // 2,), fragment=FRAGMENT + shape), tr.loc(node))
+
+
+def _lower_allocation(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    raise AssertionError(f"{info.name} is allocated by its assignment, not lowered as a value")
+
+
+def _accumulator(tr: FunctionTranslator, node: ast.expr, what: str) -> tuple[ir.Expr, ArrayType]:
+    value = tr.expr(node)
+    ty = value.ty
+    if not isinstance(ty, ArrayType) or accumulator_shape(ty.fragment) is None:
+        raise tr.error(node, f"{what} must be a wgmma accumulator (ox.wgmma.accumulator(\"m64n256k16\")), "
+                       f"got {type_name(ty)}")
+    return value, ty
+
+
+def _operand(tr: FunctionTranslator, node: ast.expr, index_node: ast.expr, what: str) -> tuple[ir.Expr, ir.Expr, ArrayType]:
+    array = tr.expr(node)
+    ty = array.ty
+    if not isinstance(ty, ArrayType) or ty.space != "shared":
+        raise tr.error(node, f"wgmma.mma reads {what} from a shared array, got {type_name(ty)}",
+                       "declare it ox.shared.array(shape, T, swizzle=128) (or ox.shared.dynamic(T, swizzle=128))")
+    if ty.elem.name not in INPUTS:
+        raise tr.error(node, f"wgmma.mma multiplies f16 or bf16, {what} holds {ty.elem.name}")
+    if ty.swizzle not in SWIZZLES:
+        raise tr.error(node, f"{what} ({ast.unparse(node)}) is a shared array without a swizzle; wgmma reads "
+                       "swizzled tiles", "declare it with swizzle=128 (or 64, 32): rows of that many bytes, "
+                       "16-byte chunks XORed with the row (ox.mma.swizzle(i, 3, 3, 3) for 128 bytes of f16/bf16)")
+    index = tr.materialize(tr.expr(index_node))
+    st = as_scalar(index.ty)
+    if st is None or st.kind not in ("int", "uint"):
+        raise tr.error(index_node, f"the element offset of {what} must be an integer, got {type_name(index.ty)}")
+    return array, tr.convert(index, I32, index_node), ty
+
+
+def _type_mma(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    if len(node.args) != 5:
+        raise tr.error(node, f"wgmma.mma(acc, a, a_index, b, b_index) takes 5 arguments, got {len(node.args)}",
+                       "acc: ox.wgmma.accumulator; a, b: swizzled shared arrays; the indices: element offsets")
+    acc, acc_ty = _accumulator(tr, node.args[0], "acc")
+    a, a_index, a_ty = _operand(tr, node.args[1], node.args[2], "A")
+    b, b_index, b_ty = _operand(tr, node.args[3], node.args[4], "B")
+    if a_ty.elem != b_ty.elem:
+        raise tr.error(node.args[3], f"A holds {a_ty.elem.name} but B holds {b_ty.elem.name}",
+                       "A and B of one wgmma have one element type")
+    keywords = {k.arg: k for k in node.keywords}
+    for k in node.keywords:
+        if k.arg not in info.keywords:
+            raise tr.error(k.value, f"wgmma.mma() has no keyword {k.arg!r}", "keywords: " + ", ".join(info.keywords))
+    b_major = "k"
+    if "b_major" in keywords:
+        given = tr.const_str(keywords["b_major"].value)
+        if given not in ("k", "mn"):
+            raise tr.error(keywords["b_major"].value, f"b_major= is 'k' (B stored as rows of K: a row-major Bᵀ) or "
+                           f"'mn' (rows of N: a row-major B), got {ast.unparse(keywords['b_major'].value)}")
+        b_major = given
+    b_rows = 0
+    if b_major == "mn":
+        if "b_rows" not in keywords:
+            raise tr.error(node, "an N-major B (b_major='mn') needs b_rows=: the rows of K each chunk of "
+                           f"{b_ty.swizzle} bytes of N holds, one chunk after the other",
+                           "for B tiles of BK rows of K stored as [BN // 64][BK][64], b_rows=BK")
+        rows = tr.const_int(keywords["b_rows"].value)
+        if rows is None or rows <= 0 or rows % 8:
+            raise tr.error(keywords["b_rows"].value, "b_rows= must be a positive compile-time multiple of 8, got "
+                           f"{ast.unparse(keywords['b_rows'].value)}")
+        b_rows = rows
+    elif "b_rows" in keywords:
+        raise tr.error(keywords["b_rows"].value, "b_rows= describes an N-major B; this B is K-major",
+                       "add b_major='mn', or leave b_rows out")
+    scale_d: ir.Expr = ir.Const(1, I32, tr.loc(node))
+    if "scale_d" in keywords:
+        value_node = keywords["scale_d"].value
+        value = tr.materialize(tr.expr(value_node))
+        st = as_scalar(value.ty)
+        if st is None or st.kind not in ("bool", "int", "uint"):
+            raise tr.error(value_node, f"scale_d= is a bool (False: D = A·B, True: D = A·B + D), got {type_name(value.ty)}")
+        scale_d = tr.convert(value, I32, value_node)
+    _, n, _ = accumulator_shape(acc_ty.fragment)  # type: ignore[misc]
+    return ir.Intrinsic(info.name, [acc, a, a_index, b, b_index, scale_d], VoidType(), tr.loc(node),
+                        options=(str(n), a_ty.elem.name, str(a_ty.swizzle), str(b_ty.swizzle), b_major, str(b_rows)))
+
+
+def matrix_descriptor_bits(swizzle: int, itemsize: int, mn_major: bool, rows: int) -> int:
+    """The constant part of a shared-memory matrix descriptor (everything but the start
+    address): leading byte offset (bits 16-29), stride byte offset (32-45), layout type (62-63),
+    each offset in units of 16 bytes (PTX "Matrix Descriptor Format", CUTLASS's make_gmma_desc).
+
+    K-major: 8 rows of ``swizzle`` bytes make one swizzle atom, the next 8 rows follow at
+    ``8 * swizzle`` bytes (the stride offset); the leading offset is unused (16 elements of K fit
+    in a row). N-major: the stride offset steps 8 rows of K (``8 * swizzle`` bytes), the leading
+    offset one chunk of ``swizzle`` bytes of N (``rows * swizzle`` bytes)."""
+    del itemsize  # the layouts are in bytes
+    stride = 8 * swizzle
+    leading = rows * swizzle if mn_major else 16
+    return ((leading >> 4) << 16) | ((stride >> 4) << 32) | (SWIZZLES[swizzle] << 62)
+
+
+def _descriptor(fl: FunctionLowering, array: ir.Expr, index: ir.Expr, bits: int) -> ll.Value:
+    b = fl.b
+    view = fl.view(array)
+    ptr = b.gep(view.ptr, [fl.expr(index)], source_etype=fl.elem_type(view.elem))
+    address = b.zext(b.ptrtoint(ptr, LL_I32), LL_I64)  # the shared window is 32-bit
+    start = b.lshr(b.and_(address, ll.Constant(LL_I64, 0x3FFFF)), ll.Constant(LL_I64, 4))
+    return b.or_(start, ll.Constant(LL_I64, bits))
+
+
+def _lower_mma(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    b = fl.b
+    n_text, elem, a_swizzle, b_swizzle, b_major, b_rows = e.options
+    n = int(n_text)
+    acc, a, a_index, bb, b_index, scale_d = e.args
+    count = n // 2
+    itemsize = 2
+    desc_a = _descriptor(fl, a, a_index, matrix_descriptor_bits(int(a_swizzle), itemsize, False, 0))
+    desc_b = _descriptor(fl, bb, b_index, matrix_descriptor_bits(int(b_swizzle), itemsize, b_major == "mn", int(b_rows)))
+    view = fl.view(acc)
+    f32 = ll.FloatType()
+    slots = [b.gep(view.ptr, [ll.Constant(LL_I32, i)]) for i in range(count)]
+    values = [b.load(p, typ=f32) for p in slots]
+    regs = ", ".join(f"${i}" for i in range(count))
+    at = 2 * count  # the outputs, then as many inputs tied to them, then the descriptors
+    trans_b = 1 if b_major == "mn" else 0
+    text = ("{\n.reg .pred p;\n"
+            f"setp.ne.b32 p, ${at + 2}, 0;\n"
+            f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{elem}.{elem} {{{regs}}}, ${at}, ${at + 1}, p, 1, 1, 0, {trans_b};\n"
+            "}")
+    constraint = ",".join(["=f"] * count + [str(i) for i in range(count)] + ["l", "l", "r", "~{memory}"])
+    result = asm_call(fl, text, constraint, ll.LiteralStructType([f32] * count),
+                      [*values, desc_a, desc_b, fl.expr(scale_d)])
+    for i, p in enumerate(slots):
+        b.store(b.extract_value(result, i), p)
+    return ll.Constant(LL_I32, 0)
+
+
+def _type_no_args(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, 0, info.name)
+    return ir.Intrinsic(info.name, [], VoidType(), tr.loc(node))
+
+
+# instruction text (libNVVM) and NVPTX intrinsic of the entries without operands
+_SIMPLE: dict[str, tuple[str, str]] = {
+    "wgmma.fence": ("wgmma.fence.sync.aligned;", "llvm.nvvm.wgmma.fence.sync.aligned"),
+    "wgmma.commit_group": ("wgmma.commit_group.sync.aligned;", "llvm.nvvm.wgmma.commit_group.sync.aligned"),
+}
+
+
+def _lower_simple(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    text, name = _SIMPLE[info.name]
+    if fl.parent.libnvvm:
+        return asm_call(fl, text, "~{memory}", ll.VoidType(), [])
+    fn = fl.parent.intrinsic(name, ll.VoidType(), [])
+    fn.attributes.add("convergent")
+    return fl.b.call(fn, [])
+
+
+def _type_wait(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    if not node.args:
+        raise tr.error(node, "wgmma.wait_group(n, acc, ...) takes the number of groups that may stay pending "
+                       "and the accumulators read after the wait")
+    n = tr.const_int(node.args[0])
+    if n is None or not 0 <= n <= 7:
+        raise tr.error(node.args[0], f"wgmma.wait_group takes a compile-time count of groups from 0 to 7, got "
+                       f"{ast.unparse(node.args[0])}", "0 before reading the accumulator; 1 to keep one group in flight")
+    accs = [_accumulator(tr, arg, "each argument after the count")[0] for arg in node.args[1:]]
+    return ir.Intrinsic(info.name, accs, VoidType(), tr.loc(node), options=(str(n),))
+
+
+def fence_accumulator(fl: FunctionLowering, acc: ir.Expr) -> None:
+    """An empty asm that reads and rewrites every register of ``acc``: code that reads it cannot
+    move above the wait before it (CUTLASS's ``warpgroup_fence_operand``)."""
+    b = fl.b
+    view = fl.view(acc)
+    ty = acc.ty
+    assert isinstance(ty, ArrayType) and ty.size is not None
+    f32 = ll.FloatType()
+    slots = [b.gep(view.ptr, [ll.Constant(LL_I32, i)]) for i in range(ty.size)]
+    values = [b.load(p, typ=f32) for p in slots]
+    constraint = ",".join(["=f"] * ty.size + [str(i) for i in range(ty.size)])
+    result = asm_call(fl, "", constraint, ll.LiteralStructType([f32] * ty.size), values)
+    for i, p in enumerate(slots):
+        b.store(b.extract_value(result, i), p)
+
+
+def _lower_wait(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    n = int(e.options[0])
+    if fl.parent.libnvvm:
+        asm_call(fl, f"wgmma.wait_group.sync.aligned {n};", "~{memory}", ll.VoidType(), [])
+    else:
+        fn = fl.parent.intrinsic("llvm.nvvm.wgmma.wait_group.sync.aligned", ll.VoidType(), [LL_I64])
+        fn.attributes.add("convergent")
+        fl.b.call(fn, [ll.Constant(LL_I64, n)])
+    for acc in e.args:
+        fence_accumulator(fl, acc)
+    return ll.Constant(LL_I32, 0)
+
+
+def _type_setmaxnreg(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, 1, info.name)
+    n = tr.const_int(node.args[0])
+    if n is None or not 24 <= n <= 256 or n % 8:
+        raise tr.error(node.args[0], f"{info.name} takes a compile-time register count, a multiple of 8 from 24 to "
+                       f"256, got {ast.unparse(node.args[0])}")
+    return ir.Intrinsic(info.name, [], VoidType(), tr.loc(node), options=(str(n),))
+
+
+def _lower_setmaxnreg(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    n = int(e.options[0])
+    direction = info.op.rpartition("_")[2]  # "inc" or "dec"
+    if fl.parent.libnvvm:
+        return asm_call(fl, f"setmaxnreg.{direction}.sync.aligned.u32 {n};", "", ll.VoidType(), [])
+    fn = fl.parent.intrinsic(f"llvm.nvvm.setmaxnreg.{direction}.sync.aligned.u32", ll.VoidType(), [LL_I32])
+    fn.attributes.add("convergent")
+    return fl.b.call(fn, [ll.Constant(LL_I32, n)])
+
+
+def _type_warpgroup_id(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, 0, info.name)
+    return ir.Intrinsic(info.name, [], I32, tr.loc(node))
+
+
+def _lower_warpgroup_id(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    b = fl.b
+    tid = b.call(fl.parent.intrinsic("llvm.nvvm.read.ptx.sreg.tid.x", LL_I32, []), [])
+    group = b.lshr(tid, ll.Constant(LL_I32, 7))
+    # the shuffle from lane 0 tells the compiler the value is warp-uniform
+    shfl = fl.parent.intrinsic("llvm.nvvm.shfl.sync.idx.i32", LL_I32, [LL_I32] * 4)
+    shfl.attributes.add("convergent")
+    return b.call(shfl, [ll.Constant(LL_I32, -1), group, ll.Constant(LL_I32, 0), ll.Constant(LL_I32, 31)])
+
+
+ENTRIES = [
+    IntrinsicInfo("wgmma.accumulator", _type_accumulator, _lower_allocation),
+    IntrinsicInfo("wgmma.mma", _type_mma, _lower_mma, convergent=True, keywords=("scale_d", "b_major", "b_rows"),
+                  min_arch=SM90A),
+    IntrinsicInfo("wgmma.fence", _type_no_args, _lower_simple, convergent=True, min_arch=SM90A),
+    IntrinsicInfo("wgmma.commit_group", _type_no_args, _lower_simple, convergent=True, min_arch=SM90A),
+    IntrinsicInfo("wgmma.wait_group", _type_wait, _lower_wait, convergent=True, min_arch=SM90A),
+    IntrinsicInfo("warpgroup.id", _type_warpgroup_id, _lower_warpgroup_id, thread_dependent=True, convergent=True,
+                  value_range=(0, 7)),
+    IntrinsicInfo("warpgroup.setmaxnreg_inc", _type_setmaxnreg, _lower_setmaxnreg, convergent=True, min_arch=SM90A),
+    IntrinsicInfo("warpgroup.setmaxnreg_dec", _type_setmaxnreg, _lower_setmaxnreg, convergent=True, min_arch=SM90A),
+]

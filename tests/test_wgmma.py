@@ -1,0 +1,203 @@
+"""The sm_90a tensor-core intrinsics (oxide_build/intrinsics/wgmma.py, fence.proxy_async,
+swizzled shared arrays) on the CPU: the PTX each backend makes, the descriptors' constant bits,
+the arch each needs (a located error naming the intrinsic and the arch), every misuse a located
+error, the JIT's switch to sm_90a, and the SASS of examples/gemm/wgmma_gemm.py (HGMMA, no
+local memory) where cuobjdump is installed. The GPU results are in tests/test_wgmma_gpu.py."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from oxide.errors import CompileError, ToolchainError
+from oxide_build.compile import ArchRequirementError, CompileOptions, compile_module
+from oxide_build.intrinsics import INTRINSICS
+from oxide_build.intrinsics.wgmma import accumulator_shape, matrix_descriptor_bits
+from oxide_build.passes.arch_requirements import arch_satisfies
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "gemm" / "wgmma_gemm.py"
+TILES = ROOT / "tests" / "packages" / "wgmmakernels" / "wgk.py"
+HEADER = "import oxide as ox\nfrom oxide import Slice, MutSlice, f16, f32, i32, thread, block\n"
+SM90A = CompileOptions(archs=("sm_90a",), link_cubins=False)
+
+
+def compile_source(tmp_path: Path, body: str, options: CompileOptions = SM90A) -> dict[str, str]:
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + textwrap.dedent(body))
+    return compile_module(src, "kern", options).ptx
+
+
+TILE = """
+@ox.kernel
+def tile(a: Slice[f16], c: MutSlice[f32]) -> None:
+    sa = ox.shared.array(4096, f16, swizzle=128)
+    sb = ox.shared.array(8192, f16, swizzle=128)
+    for i in range(thread.idx.x, 4096, 128):
+        sa[i] = a[i]
+        sb[i] = a[i]
+    ox.fence.proxy_async()
+    block.sync()
+    acc = ox.wgmma.accumulator("m64n128k16")
+    ox.wgmma.fence()
+    ox.wgmma.mma(acc, sa, 0, sb, 16, scale_d=False)
+    ox.wgmma.mma(acc, sa, 16, sb, 1024, b_major="mn", b_rows=64)
+    ox.wgmma.commit_group()
+    ox.wgmma.wait_group(0, acc)
+    with ox.unsafe():
+        c[thread.idx.x] = acc[0] + acc[63]
+"""
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_ptx_of_each_intrinsic(tmp_path: Path, backend: str) -> None:
+    ptx = compile_source(tmp_path, TILE + """
+@ox.kernel(launch_bounds=384, max_registers=168)
+def regs(c: MutSlice[f32]) -> None:
+    if ox.warpgroup.id() == 0:
+        ox.warpgroup.setmaxnreg_dec(40)
+    else:
+        ox.warpgroup.setmaxnreg_inc(232)
+""", CompileOptions(archs=("sm_90a",), backend=backend))["sm_90a"]
+    flat = " ".join(ptx.split())
+    assert ".target sm_90a" in flat
+    assert ".shared .align 1024" in flat  # swizzled arrays: the swizzle's period
+    for text in ("wgmma.fence.sync.aligned;", "wgmma.commit_group.sync.aligned;", "wgmma.wait_group.sync.aligned",
+                 "fence.proxy.async.shared::cta;", "setmaxnreg.dec.sync.aligned.u32 40;",
+                 "setmaxnreg.inc.sync.aligned.u32 232;", "shfl.sync.idx.b32"):
+        assert text in flat, text
+    mmas = [line for line in ptx.splitlines() if "wgmma.mma_async" in line]
+    assert len(mmas) == 2
+    assert all(line.startswith("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {") for line in mmas)
+    assert mmas[0].count(",") == 64 + 6 and mmas[0].endswith("p, 1, 1, 0, 0;")  # 64 registers; K-major B
+    assert mmas[1].endswith("p, 1, 1, 0, 1;")  # N-major B: imm-trans-b
+
+
+def test_descriptor_bits() -> None:
+    """CUTLASS's make_gmma_desc: K-major SW128 has LBO 1 (unused), SBO 1024 bytes (8 rows of
+    128); N-major SW128 has SBO 1024 (8 rows of K) and LBO the stride between 64-wide chunks."""
+    assert matrix_descriptor_bits(128, 2, False, 0) == (1 << 16) | (64 << 32) | (1 << 62)
+    assert matrix_descriptor_bits(128, 2, True, 64) == ((64 * 128 >> 4) << 16) | (64 << 32) | (1 << 62)
+    assert matrix_descriptor_bits(64, 2, False, 0) == (1 << 16) | (32 << 32) | (2 << 62)
+    assert matrix_descriptor_bits(32, 2, True, 16) == ((16 * 32 >> 4) << 16) | (16 << 32) | (3 << 62)
+    assert accumulator_shape("wgmma.c:m64n256k16") == (64, 256, 16) and accumulator_shape("c:m16n8k16") is None
+
+
+def test_each_entry_records_its_arch() -> None:
+    for name in ("wgmma.mma", "wgmma.fence", "wgmma.commit_group", "wgmma.wait_group", "warpgroup.setmaxnreg_inc",
+                 "warpgroup.setmaxnreg_dec"):
+        assert INTRINSICS[name].min_arch == "sm_90a", name
+    assert INTRINSICS["fence.proxy_async"].min_arch == "sm_90"
+    assert INTRINSICS["warpgroup.id"].min_arch is None and INTRINSICS["warpgroup.id"].thread_dependent
+    assert arch_satisfies("sm_90a", "sm_90a") and not arch_satisfies("sm_90", "sm_90a")
+    assert not arch_satisfies("sm_100a", "sm_90a") and arch_satisfies("sm_100", "sm_90") and not arch_satisfies("sm_80", "sm_90")
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80", "sm_100a"])
+def test_a_wgmma_kernel_for_another_arch_is_a_located_error(tmp_path: Path, arch: str) -> None:
+    with pytest.raises(ArchRequirementError) as info:
+        compile_source(tmp_path, TILE, CompileOptions(archs=("sm_90a", arch), link_cubins=False))
+    message = str(info.value)
+    if arch == "sm_80":  # the fence comes first in the source
+        assert "ox.fence.proxy_async needs sm_90 or newer; this module is built for sm_80" in message
+        assert "kern.py:11:" in message
+    else:
+        assert f"ox.wgmma.fence needs sm_90a (that arch only" in message and f"built for {arch}" in message
+        assert "kern.py:14:" in message and "ox.wgmma.fence()" in message
+    assert 'arch = ["' in message
+    assert info.value.required in ("sm_90", "sm_90a")
+
+
+def test_fence_proxy_async_compiles_for_sm_90_and_newer(tmp_path: Path) -> None:
+    ptx = compile_source(tmp_path, """
+@ox.kernel
+def k(c: MutSlice[f32]) -> None:
+    ox.fence.proxy_async()
+""", CompileOptions(archs=("sm_90", "sm_100"), link_cubins=False))
+    assert all("fence.proxy.async.shared::cta" in text for text in ptx.values())
+
+
+MISUSES = [
+    ("acc = ox.wgmma.accumulator('m64n250k16')", "unknown wgmma shape 'm64n250k16'"),
+    ("acc = ox.wgmma.accumulator('m64n128k16', f16)", "a wgmma accumulator holds f32"),
+    ("ox.wgmma.mma(frag, sa, 0, sb, 0)", "acc must be a wgmma accumulator"),
+    ("ox.wgmma.mma(acc, plain, 0, sb, 0)", "is a shared array without a swizzle"),
+    ("ox.wgmma.mma(acc, sf, 0, sb, 0)", "wgmma.mma multiplies f16 or bf16, A holds f32"),
+    ("ox.wgmma.mma(acc, loc, 0, sb, 0)", "wgmma.mma reads A from a shared array, got local array"),
+    ("ox.wgmma.mma(acc, sa, 0.5, sb, 0)", "the element offset of A must be an integer"),
+    ("ox.wgmma.mma(acc, sa, 0, sb)", "takes 5 arguments, got 4"),
+    ("ox.wgmma.mma(acc, sa, 0, sb, 0, b_major='mn')", "needs b_rows="),
+    ("ox.wgmma.mma(acc, sa, 0, sb, 0, b_major='row')", "b_major= is 'k'"),
+    ("ox.wgmma.mma(acc, sa, 0, sb, 0, b_rows=64)", "b_rows= describes an N-major B"),
+    ("ox.wgmma.mma(acc, sa, 0, sb, 0, b_major='mn', b_rows=60)", "b_rows= must be a positive compile-time multiple of 8"),
+    ("ox.wgmma.mma(acc, sa, 0, sb, 0, scale_a=1)", "wgmma.mma() has no keyword 'scale_a'"),
+    ("ox.wgmma.mma(acc, sa, 0, sb, 0, scale_d=1.0)", "scale_d= is a bool"),
+    ("ox.wgmma.wait_group(n)", "wgmma.wait_group takes a compile-time count of groups from 0 to 7"),
+    ("ox.wgmma.wait_group(0, sa)", "each argument after the count must be a wgmma accumulator"),
+    ("ox.wgmma.fence(acc)", "takes"),
+    ("ox.warpgroup.setmaxnreg_inc(250)", "a multiple of 8 from 24 to 256"),
+    ("ox.warpgroup.setmaxnreg_dec(n)", "a multiple of 8 from 24 to 256"),
+    ("bad = ox.shared.array(4096, f16, swizzle=100)", "swizzle= is 32, 64 or 128"),
+    ("bad = ox.shared.array(40, f16, swizzle=128)", "holds whole rows of 128 bytes"),
+    ("bad = ox.local.array(64, f16, swizzle=128)", "has no keyword argument 'swizzle'"),
+]
+
+
+@pytest.mark.parametrize("line, message", MISUSES, ids=[m[0] for m in MISUSES])
+def test_misuse_is_a_located_error(tmp_path: Path, line: str, message: str) -> None:
+    body = f"""
+@ox.kernel
+def k(c: MutSlice[f32], n: i32) -> None:
+    sa = ox.shared.array(4096, f16, swizzle=128)
+    sb = ox.shared.array(4096, f16, swizzle=128)
+    sf = ox.shared.array(4096, f32, swizzle=128)
+    plain = ox.shared.array(4096, f16)
+    loc = ox.local.array(64, f16)
+    frag = ox.mma.fragment_c("m16n8k16")
+    acc = ox.wgmma.accumulator("m64n64k16")
+    {line}
+"""
+    with pytest.raises(CompileError) as info:
+        compile_source(tmp_path, body)
+    assert message in str(info.value)
+    assert "kern.py:13:" in str(info.value)  # the line of the misuse
+
+
+def test_jit_compiles_a_wgmma_module_for_sm_90a(tmp_path: Path) -> None:
+    """The runtime asks the JIT for the device's arch (sm_90 on an H200); a module whose kernels
+    need sm_90a gets an sm_90a cubin, which the loader picks on that GPU. Other modules stay."""
+    from oxide_build.jit import _compile
+
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + textwrap.dedent(TILE))
+    compiled = _compile(src, "kern", CompileOptions(archs=("sm_90",)), tmp_path)
+    assert set(compiled.cubins) == {"sm_90a"}
+    with pytest.raises(ArchRequirementError):  # sm_80 has no sm_90a
+        _compile(src, "kern", CompileOptions(archs=("sm_80",)), tmp_path)
+    plain = tmp_path / "plain.py"
+    plain.write_text(HEADER + "@ox.kernel\ndef k(c: MutSlice[f32]) -> None:\n    pass\n")
+    assert set(_compile(plain, "plain", CompileOptions(archs=("sm_90",)), tmp_path).cubins) == {"sm_90"}
+
+
+def test_the_tile_fixtures_compile_for_sm_90a() -> None:
+    compiled = compile_module(TILES, "wgk", CompileOptions(archs=("sm_90a",)))
+    assert set(compiled.cubins) == {"sm_90a"}
+
+
+def test_sass_of_the_gemm_holds_hgmma_and_no_local_memory() -> None:
+    """The sm_90a GEMM runs on the warpgroup tensor cores (HGMMA, not HMMA), its 128
+    accumulators stay in registers (no local memory), and the wgmmas are not serialized."""
+    from oxide_build.inspect import disassemble, inspect_module
+
+    found = inspect_module(EXAMPLE, "wgmma_gemm", "sm_90a")
+    for symbol, res in found.resources.items():
+        assert res.local_bytes == 0 and res.spill_stores == 0 and res.spill_loads == 0, symbol
+    try:
+        sass = disassemble(found.cubin)
+    except ToolchainError as e:
+        pytest.skip(f"no SASS: {e}")
+    assert sass.count("HGMMA.64x256x16.F32.BF16") == 8 and sass.count("HGMMA.64x256x16.F32 ") == 8
+    assert "HMMA" not in sass.replace("HGMMA", "")
+    assert "LDL" not in sass and "STL" not in sass
+    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sass  # one group kept in flight
