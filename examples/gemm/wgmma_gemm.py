@@ -41,7 +41,10 @@ A_STAGE = 8192  # BM * BK elements
 B_STAGE = 16384  # BK * BN elements
 B_BASE = 32768  # STAGES * A_STAGE: the B stages follow the A stages
 SMEM_BYTES = 196608  # STAGES * (A_STAGE + B_STAGE) * 2 bytes
-LAG = 3  # copy groups the producer keeps in flight (STAGES - 1)
+# copy groups the producer keeps in flight before announcing the oldest: STAGES - 2, as a
+# consumer hands stage j back only once it has stage j + 1 (one wgmma group stays in flight),
+# so the producer waiting for stage j must have announced j + 1 already
+LAG = 2
 GROUP = 8  # tile rows per group of the tile order
 FULL = 1  # named barriers FULL..FULL+3: stage s filled; EMPTY..EMPTY+3: stage s free again
 EMPTY = 5  # (barrier 0 is block.sync's)
