@@ -201,3 +201,59 @@ def test_sass_of_the_gemm_holds_hgmma_and_no_local_memory() -> None:
     assert "HMMA" not in sass.replace("HGMMA", "")
     assert "LDL" not in sass and "STL" not in sass
     assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sass  # one group kept in flight
+
+
+ORDER_CASES = {
+    "read before the wait": ("ox.wgmma.commit_group()\n    x = acc[0]", "is read while the ox.wgmma.mma at line 11"),
+    "read after wait_group(1)": ("ox.wgmma.commit_group()\n    ox.wgmma.wait_group(1, acc)\n    x = acc[0]",
+                                 "is read while"),
+    "wait_group(0) not naming it": ("ox.wgmma.commit_group()\n    ox.wgmma.wait_group(0)\n    x = acc[0]",
+                                    "call ox.wgmma.wait_group(0, acc) first"),
+    "written before the wait": ("acc[3] = 1.0", "is written while"),
+    "read in a branch": ("if n > 0:\n        with ox.unsafe():\n            c[0] = acc[1]", "is read while"),
+}
+
+
+@pytest.mark.parametrize("case", ORDER_CASES)
+def test_an_accumulator_used_before_its_wait_is_a_located_error(tmp_path: Path, case: str) -> None:
+    code, message = ORDER_CASES[case]
+    body = f"""
+@ox.kernel
+def k(c: MutSlice[f32], n: i32) -> None:
+    sa = ox.shared.array(4096, f16, swizzle=128)
+    sb = ox.shared.array(4096, f16, swizzle=128)
+    acc = ox.wgmma.accumulator("m64n64k16")
+    acc[0] = 0.0
+    ox.wgmma.fence()
+    ox.wgmma.mma(acc, sa, 0, sb, 0)
+    {code}
+"""
+    with pytest.raises(CompileError) as info:
+        compile_source(tmp_path, body)
+    assert message in str(info.value)
+    assert "kern.py:1" in str(info.value)
+
+
+def test_accumulators_across_a_loop(tmp_path: Path) -> None:
+    """An mma in a loop leaves the accumulator pending after it (and at the top of the next trip)."""
+    loop = """
+@ox.kernel
+def k(c: MutSlice[f32], n: i32) -> None:
+    sa = ox.shared.array(4096, f16, swizzle=128)
+    sb = ox.shared.array(4096, f16, swizzle=128)
+    acc = ox.wgmma.accumulator("m64n64k16")
+    for i in range(n):
+        {top}
+        ox.wgmma.fence()
+        ox.wgmma.mma(acc, sa, 0, sb, 0, scale_d=i > 0)
+        ox.wgmma.commit_group()
+        ox.wgmma.wait_group(1)
+    {after}
+    with ox.unsafe():
+        c[thread.idx.x] = acc[0]
+"""
+    with pytest.raises(CompileError, match="is read while the ox.wgmma.mma at line 12"):
+        compile_source(tmp_path, loop.format(top="pass", after="pass"))
+    with pytest.raises(CompileError, match="is read while"):
+        compile_source(tmp_path, loop.format(top="x = acc[5]", after="ox.wgmma.wait_group(0, acc)"))
+    assert compile_source(tmp_path, loop.format(top="pass", after="ox.wgmma.wait_group(0, acc)"))

@@ -27,6 +27,7 @@ from .divergence import BarrierDivergence
 from .fma import FmaContraction
 from .launch_preconditions import LaunchPreconditions
 from .shared_memory import SharedMemoryLimit
+from .wgmma_order import WgmmaOrder
 
 __all__ = ["Pass", "PIPELINE", "pass_names", "run_pipeline"]
 
@@ -44,6 +45,7 @@ PIPELINE: tuple[Pass, ...] = (
     DisjointLaunchShape(),  # after it: its precondition comes after the kernel's own asserts
     BarrierDivergence(),
     SharedMemoryLimit(),
+    WgmmaOrder(),
     FmaContraction(),
     Canonicalize(),  # last: the passes before it read conditions as the source wrote them
 )
