@@ -195,10 +195,14 @@ def build_ir(
         raise ArchRequirementError(located.message, located.location, located.hint, required=e.required) from None
     except IRError as e:
         raise located_error(index, e.file, e.loc, e.message, e.hint) from None
-    # the manifest's kernel specs take the preconditions and the launch kind the passes settled on
+    # the manifest's kernel specs take the preconditions and the launch kind the passes settled
+    # on, and the entry point of the index32 instance the lowering makes (lower/index32.py)
+    from .lower.index32 import index32_symbol
+
     settled = {f.symbol: f for f in frontend.program.functions if f.is_kernel}
     frontend.kernels = [k._replace(preconditions=tuple(settled[k.symbol].preconditions),
-                                   cooperative=settled[k.symbol].cooperative)
+                                   cooperative=settled[k.symbol].cooperative,
+                                   index32_symbol=index32_symbol(settled[k.symbol]))
                         if k.symbol in settled else k for k in frontend.kernels]
     return index, frontend
 

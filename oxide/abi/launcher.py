@@ -3,10 +3,10 @@ array kinds and the launcher's version. ``_abi.h`` is generated from this module
 (``python -m oxide.abi.header``); ``tests/test_abi.py`` checks that it is up to date."""
 from __future__ import annotations
 
-__all__ = ["ABI_VERSION", "DTYPE_CODES", "ARRAY_KINDS", "MAX_LAUNCH_NDIM"]
+__all__ = ["ABI_VERSION", "DTYPE_CODES", "ARRAY_KINDS", "MAX_LAUNCH_NDIM", "INDEX32_MAX_SPAN"]
 
 # an extension built from another version of _launcher.c is ignored (launcher.py)
-ABI_VERSION = 7  # 7: Plan.set_function takes the dynamic shared memory limit
+ABI_VERSION = 8  # 7: Plan.set_function takes the dynamic shared memory limit; 8: and the index32 flag
 
 # scalar type name -> the launcher's dtype code (0: none)
 DTYPE_CODES: dict[str, int] = {
@@ -18,3 +18,8 @@ DTYPE_CODES: dict[str, int] = {
 ARRAY_KINDS: dict[str, int] = {"torch": 1, "cupy": 2, "device_array": 3, "cai": 4}
 
 MAX_LAUNCH_NDIM = 8  # a Tensor of more dimensions stays on the Python path
+
+# A kernel's index32 instance (KernelSpec.index32_symbol, oxide_build/lower/index32.py) is launched
+# only when every tensor argument spans at most this many elements: 1 + Σ (shape[k] - 1)·|stride[k]|
+# (0 for an empty tensor), so every element's offset Σ index·stride fits a signed 32-bit int.
+INDEX32_MAX_SPAN = 2**31 - 1

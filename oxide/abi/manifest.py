@@ -110,6 +110,11 @@ class KernelSpec(NamedTuple):
     preconditions: tuple[Precondition, ...] = ()
     # reaches grid.sync(): launched cooperatively (all blocks resident at once), always
     cooperative: bool = False
+    # the entry point of the kernel's index32 instance (same parameters; tensor offsets computed
+    # in 32 bits), launched instead of ``symbol`` when every tensor argument spans at most
+    # ``oxide.abi.launcher.INDEX32_MAX_SPAN`` elements; "" when there is none. Optional in the
+    # JSON (older manifests lack it: their kernels have one instance; older runtimes ignore it)
+    index32_symbol: str = ""
 
 
 class ErrorSite(NamedTuple):
@@ -181,8 +186,11 @@ class ModuleManifest(NamedTuple):
 def _plain(value: Any) -> Any:
     """``value`` with its records turned into dicts, for JSON."""
     if isinstance(value, tuple) and hasattr(value, "_fields"):
-        # a parameter without fields (all but structs and vectors) is written as before them
-        names = [n for n in value._fields if not (n == "fields" and isinstance(value, ParamSpec) and not value.fields)]
+        # a parameter without fields (all but structs and vectors), a kernel without an index32
+        # instance, are written as before those existed
+        names = [n for n in value._fields
+                 if not (n == "fields" and isinstance(value, ParamSpec) and not value.fields)
+                 and not (n == "index32_symbol" and isinstance(value, KernelSpec) and not value.index32_symbol)]
         return {name: _plain(getattr(value, name)) for name in names}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
@@ -302,6 +310,7 @@ def _kernel(value: Any, where: str) -> KernelSpec:
         preconditions=tuple(_precondition(c, f"{where}.preconditions[{i}]")
                             for i, c in enumerate(_field(data, "preconditions", where, _list, list[Any]()))),
         cooperative=_field(data, "cooperative", where, _bool, False),
+        index32_symbol=_field(data, "index32_symbol", where, _str, ""),
     )
 
 

@@ -129,6 +129,11 @@ typedef struct {
     /* the dynamic shared bytes per block fns[i] takes (its MAX_DYNAMIC_SHARED_SIZE_BYTES, as
        Python last read or raised it): a launch asking for more goes to Python, which raises it */
     unsigned shared_limits[MAX_CONTEXTS];
+    /* the variant's index32 instance (KernelSpec.index32_symbol): launched instead of fns when
+       every Tensor argument spans at most INDEX32_MAX_SPAN elements */
+    int has_index32;
+    void *fns32[MAX_CONTEXTS];
+    unsigned shared_limits32[MAX_CONTEXTS];
 } Variant;
 
 typedef struct {

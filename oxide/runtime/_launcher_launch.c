@@ -135,6 +135,7 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     Py_ssize_t n_bumps = 0;
     Py_ssize_t used = 0;
     Py_ssize_t v = 0;
+    int index32 = 1; /* every Tensor spans at most INDEX32_MAX_SPAN elements (Variant.has_index32) */
     for (Py_ssize_t i = 0; i < nargs; i++) {
         if (!plan->is_view[i]) continue;
         int nd = plan->tensor_ndim[i];
@@ -143,6 +144,7 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
             view->dims = dims + used;
             used += 2 * nd;
             if (!resolve_tensor(args[i], nd, view, launch_stream)) return FALLBACK;
+            if (view->length > INDEX32_MAX_SPAN) index32 = 0; /* its span: finish_tensor */
         } else if (!resolve_view(args[i], view, launch_stream)) {
             return FALLBACK;
         }
@@ -237,8 +239,9 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     if (var->n_pre && preconditions_failed(var->pre, var->n_pre, slots, self->grid, self->block) >= 0)
         return FALLBACK;
     /* reading the arguments ran Python: the slot is still this context's unless it was reset */
-    void *fn = plan->contexts[slot].uid == (uint64_t)uid ? var->fns[slot] : NULL;
-    if (fn == NULL || self->shared > var->shared_limits[slot]) return FALLBACK;
+    index32 = index32 && var->has_index32;
+    void *fn = plan->contexts[slot].uid == (uint64_t)uid ? (index32 ? var->fns32 : var->fns)[slot] : NULL;
+    if (fn == NULL || self->shared > (index32 ? var->shared_limits32 : var->shared_limits)[slot]) return FALLBACK;
     if (check_devices) { /* as Kernel._check_devices: arrays without memory have no device */
         for (Py_ssize_t k = 0; k < v; k++)
             if (views[k].ptr != 0 && (views[k].device < 0 || views[k].device != ordinal)) return FALLBACK;

@@ -97,8 +97,9 @@ static void slot_codes_of(const Plan *plan, const Variant *var, int8_t *out) {
 
 /* configure(is_view, is_mutable, variants, tensor_ndim=None, is_constexpr=None): per parameter,
    whether it is a view, written, the N of a Tensor[T, N] (0 otherwise), a Constexpr; variants
-   is a sequence of (view_codes, scalar_codes, unique[, constexpr_values[, preconditions]]), the
-   preconditions being the `expr`s of KernelSpec.preconditions. Returns whether launches may
+   is a sequence of (view_codes, scalar_codes, unique[, constexpr_values[, preconditions[,
+   has_index32]]]), the preconditions being the `expr`s of KernelSpec.preconditions, has_index32
+   whether the variant has an index32 instance. Returns whether launches may
    take the C path (False: a parameter layout or a precondition it does not take). Once only:
    a configured plan ignores it (another thread may be inside plan_launch, between two Python
    calls, reading it); reset() first to redo it. */
@@ -144,14 +145,15 @@ static PyObject *plan_configure(Plan *self, PyObject *args) {
     fits = fits && slots <= MAX_SLOTS && constexprs <= MAX_SLOTS; /* plan_launch's stack arrays */
     for (Py_ssize_t i = 0; i < nv; i++) {
         PyObject *view_codes, *scalar_codes, *constexpr_values = NULL, *preconditions = NULL;
-        int unique;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "OOp|OO", &view_codes, &scalar_codes, &unique,
-                              &constexpr_values, &preconditions)) {
+        int unique, has_index32 = 0;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "OOp|OOp", &view_codes, &scalar_codes, &unique,
+                              &constexpr_values, &preconditions, &has_index32)) {
             Py_DECREF(fast);
             goto fail;
         }
         Variant *var = &self->variants[i];
         var->unique = unique;
+        var->has_index32 = has_index32;
         if (constexpr_values == NULL && constexprs > 0) {
             Py_DECREF(fast);
             PyErr_SetString(PyExc_ValueError, "a kernel with Constexpr parameters needs their values per variant");
@@ -182,15 +184,16 @@ fail:
     return NULL;
 }
 
-/* set_function(variant, context, function, ordinal=-1, uid=context, shared_limit=0): the CUfunction
-   of a variant in a context (its handle and its cuCtxGetId), and the dynamic shared memory per
-   block it takes (launches asking for more take the Python path). */
+/* set_function(variant, context, function, ordinal=-1, uid=context, shared_limit=0, index32=False):
+   the CUfunction of a variant (index32: of its index32 instance) in a context (its handle and its
+   cuCtxGetId), and the dynamic shared memory per block it takes (launches asking for more take
+   the Python path). */
 static PyObject *plan_set_function(Plan *self, PyObject *args) {
     Py_ssize_t index;
     unsigned long long ctx, fn, uid = (unsigned long long)-1;
-    int ordinal = -1;
+    int ordinal = -1, index32 = 0;
     unsigned shared_limit = 0;
-    if (!PyArg_ParseTuple(args, "nKK|iKI", &index, &ctx, &fn, &ordinal, &uid, &shared_limit)) return NULL;
+    if (!PyArg_ParseTuple(args, "nKK|iKIp", &index, &ctx, &fn, &ordinal, &uid, &shared_limit, &index32)) return NULL;
     if (uid == (unsigned long long)-1) uid = ctx;
     if (index < 0 || index >= self->n_variants) {
         PyErr_SetString(PyExc_IndexError, "no such variant");
@@ -208,13 +211,17 @@ static PyObject *plan_set_function(Plan *self, PyObject *args) {
            its handle reused): the functions of the one before are forgotten in every variant,
            while the GIL is held. */
         for (Py_ssize_t k = 0; k < self->n_variants; k++) {
-            self->variants[k].fns[slot] = NULL;
-            self->variants[k].shared_limits[slot] = 0;
+            self->variants[k].fns[slot] = self->variants[k].fns32[slot] = NULL;
+            self->variants[k].shared_limits[slot] = self->variants[k].shared_limits32[slot] = 0;
         }
         self->contexts[slot] = entry;
     }
-    self->variants[index].fns[slot] = (void *)(uintptr_t)fn;
-    self->variants[index].shared_limits[slot] = shared_limit;
+    if (index32 && !self->variants[index].has_index32) {
+        PyErr_SetString(PyExc_ValueError, "this variant has no index32 instance");
+        return NULL;
+    }
+    (index32 ? self->variants[index].fns32 : self->variants[index].fns)[slot] = (void *)(uintptr_t)fn;
+    (index32 ? self->variants[index].shared_limits32 : self->variants[index].shared_limits)[slot] = shared_limit;
     Py_RETURN_NONE;
 }
 
@@ -228,8 +235,9 @@ static PyObject *plan_get_ready(Plan *self, void *closure) { return PyBool_FromL
 static PyMethodDef plan_methods[] = {
     {"configure", (PyCFunction)plan_configure, METH_VARARGS, "configure(is_view, is_mutable, variants)"},
     {"set_function", (PyCFunction)plan_set_function, METH_VARARGS,
-     "set_function(variant, context, function, ordinal=-1, uid=context, shared_limit=0): the function in that "
-     "context (its handle and cuCtxGetId), on that device, and the dynamic shared bytes per block it takes"},
+     "set_function(variant, context, function, ordinal=-1, uid=context, shared_limit=0, index32=False): the "
+     "function (of the index32 instance) in that context (its handle and cuCtxGetId), on that device, and the "
+     "dynamic shared bytes per block it takes"},
     {"reset", (PyCFunction)plan_reset, METH_NOARGS, "forget everything (tests only: not safe while launching)"},
     {NULL, NULL, 0, NULL},
 };

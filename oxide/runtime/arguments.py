@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any, Sequence
 
+from oxide.abi.launcher import INDEX32_MAX_SPAN
 from oxide.runtime.arrays import (
     TYPESTR_DTYPES,
     TensorView,
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "prepare", "check_aliasing", "choose_by_constexprs", "slot_values", "choose_by_scalars", "no_match",
-    "check_devices", "is_torch_tensor", "needs_autograd", "numpy_scalar_dtype",
+    "check_devices", "is_torch_tensor", "needs_autograd", "numpy_scalar_dtype", "fits_index32",
 ]
 
 
@@ -86,7 +87,16 @@ def prepare(d: Dispatch, kernel: str, args: Sequence[Any]) -> tuple[Specializati
             )
     if len(views) > 1:
         check_aliasing(d, kernel, views)
+    if variant.index32 is not None and fits_index32(views):
+        variant = variant.index32
     return variant, values, views
+
+
+def fits_index32(views: list[Any]) -> bool:
+    """Whether every tensor among ``views`` spans at most ``INDEX32_MAX_SPAN`` elements, so that a
+    kernel's index32 instance (oxide_build/lower/index32.py) computes each offset exactly. The C
+    launcher asks the same of each tensor's span (plan_launch)."""
+    return all(type(v) is not TensorView or v.length <= INDEX32_MAX_SPAN for v in views)
 
 def check_aliasing(d: Dispatch, kernel: str, views: list[Any]) -> None:
     """A read-only view (Slice, Tensor) must not overlap a view the kernel writes: its

@@ -24,7 +24,8 @@ CONSTEXPR = _constexpr
 class Specialization:
     """One compiled instance of a kernel (one per TypeVar assignment) and its launch state."""
 
-    __slots__ = ("spec", "packer", "converters", "index", "functions", "planned", "shared_limits")
+    __slots__ = ("spec", "packer", "converters", "index", "functions", "planned", "shared_limits", "index32",
+                 "is_index32")
 
     def __init__(
         self,
@@ -32,11 +33,20 @@ class Specialization:
         packer: ArgPacker,
         converters: list[Callable[[Any], Any] | None],  # per parameter; None for views
         index: int = 0,  # position among the kernel's specializations (the C plan's variant)
+        is_index32: bool = False,  # the index32 instance of the specialization at ``index``
     ) -> None:
         self.spec = spec
         self.packer = packer
         self.converters = converters
         self.index = index
+        self.is_index32 = is_index32
+        # its index32 instance (oxide_build/lower/index32.py: same parameters, tensor offsets in
+        # 32 bits), launched instead when every tensor argument spans at most
+        # oxide.abi.launcher.INDEX32_MAX_SPAN elements (arguments.prepare); None when it has none
+        self.index32: Specialization | None = None
+        if spec.index32_symbol and not is_index32:
+            self.index32 = Specialization(spec._replace(symbol=spec.index32_symbol, index32_symbol=""), packer,
+                                          converters, index, is_index32=True)
         self.functions: dict[int, Any] = {}  # context uid (device.context_uid) -> CUfunction
         # context uid -> the dynamic shared bytes the C plan was told its function there takes
         self.planned: dict[int, int] = {}

@@ -393,7 +393,8 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             return
         shared = dynamic_shared.limit(drv, fn, variant, uid, self.name)  # C leaves launches asking more to Python
         if variant.planned.get(uid) != shared:  # ctx is current: its device is the one the launch checked
-            self._plan.set_function(variant.index, ctx, int(fn), device.context_device(ctx).ordinal, uid, shared)
+            self._plan.set_function(variant.index, ctx, int(fn), device.context_device(ctx).ordinal, uid, shared,
+                                    variant.is_index32)
             variant.planned[uid] = shared
         for view in views:
             launcher.learn_array(view.owner)
@@ -509,6 +510,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
                     keys.count(key) == 1,
                     list(c),
                     [pre.expr for pre in v.spec.preconditions],
+                    v.index32 is not None,
                 )
                 for v, key, c in zip(d.variants, keys, constexprs)
             ],

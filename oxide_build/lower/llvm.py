@@ -24,6 +24,7 @@ from ..ir import nodes as ir
 from ..ir.types import THREAD_INDEX_DIM, ArrayType, StructType, VectorType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, is_int, scalar_leaves
 from ..passes.shared_memory import STATIC_SHARED_LIMIT  # also checked per kernel, across calls, by the pass
 from .dialect import NVPTX, NVPTX_DATA_LAYOUT, NVPTX_TRIPLE, Dialect
+from .index32 import index32_twins
 
 __all__ = ["lower_program", "module_text", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT"]
 
@@ -177,24 +178,34 @@ class ModuleLowering:
         self._fail: ll.Function | None = None
         self._intrinsics: dict[str, ll.Function] = {}
         self.arrays: dict[str, ll.GlobalVariable] = {}  # module-level constant/global memory
+        # symbol -> its index32 instance's (index32.py): what an index32 function calls instead
+        self.index32_twins = index32_twins(program)
+
+    def declare(self, fn: ir.Function, symbol: str, index32: bool) -> ll.Function:
+        fnty = ll.FunctionType(value_ll(fn.ret), abi_params(fn.params, fn.is_kernel, c_abi=fn.export))
+        llfn = ll.Function(self.module, fnty, symbol)
+        if not fn.is_kernel and (not fn.export or index32):  # C++ calls the function as written
+            llfn.linkage = "internal"
+        if fn.is_kernel:
+            # A read-only view is never written during the kernel: the runtime refuses a
+            # launch where it overlaps a writable view. So its loads may use the read-only
+            # data cache (ld.global.nc), as `const T* __restrict__` does in CUDA C++.
+            position = 0
+            for p in fn.params:
+                if isinstance(p.ty, ViewType) and not p.ty.writable:
+                    llfn.args[position].add_attribute("noalias")
+                    llfn.args[position].add_attribute("readonly")
+                position += len(abi_params([p], True))
+        self.functions[symbol] = llfn
+        return llfn
 
     def lower(self) -> ll.Module:
-        for fn in self.program.functions:
-            fnty = ll.FunctionType(value_ll(fn.ret), abi_params(fn.params, fn.is_kernel, c_abi=fn.export))
-            llfn = ll.Function(self.module, fnty, fn.symbol)
-            if not fn.is_kernel and not fn.export:
-                llfn.linkage = "internal"
-            if fn.is_kernel:
-                # A read-only view is never written during the kernel: the runtime refuses a
-                # launch where it overlaps a writable view. So its loads may use the read-only
-                # data cache (ld.global.nc), as `const T* __restrict__` does in CUDA C++.
-                position = 0
-                for p in fn.params:
-                    if isinstance(p.ty, ViewType) and not p.ty.writable:
-                        llfn.args[position].add_attribute("noalias")
-                        llfn.args[position].add_attribute("readonly")
-                    position += len(abi_params([p], True))
-            self.functions[fn.symbol] = llfn
+        # (function, its LLVM function, index32): each function as written, then the index32
+        # instances (index32.py) of those that get one
+        instances = [(fn, self.declare(fn, fn.symbol, False), False) for fn in self.program.functions]
+        by_symbol = {fn.symbol: fn for fn in self.program.functions}
+        instances += [(by_symbol[symbol], self.declare(by_symbol[symbol], twin, True), True)
+                      for symbol, twin in self.index32_twins.items()]
         for decl in self.program.arrays:
             self.module_array(decl)
         for ext in self.program.externs:
@@ -207,8 +218,8 @@ class ModuleLowering:
             self.extern_params[ext.symbol] = ext.params
             self.functions[ext.symbol] = ll.Function(self.module, fnty, ext.call_symbol)
         kernels = []
-        for fn in self.program.functions:
-            lowering = FunctionLowering(self, fn, self.functions[fn.symbol])
+        for fn, llfn, index32 in instances:
+            lowering = FunctionLowering(self, fn, llfn, index32)
             try:
                 lowering.lower()
             except CompileError:
@@ -223,13 +234,12 @@ class ModuleLowering:
                     "please report this with the function's source; rewriting the statement may avoid it",
                 ) from exc
             if fn.is_kernel:
-                kernels.append(self.functions[fn.symbol])
+                kernels.append(llfn)
         if kernels:
             annotations = self.module.add_named_metadata("nvvm.annotations")
             for k in kernels:
                 annotations.add(self.module.add_metadata([k, ll.MetaDataString(self.module, "kernel"), ll.Constant(I32T, 1)]))
-            for fn in self.program.functions:
-                llfn = self.functions[fn.symbol]
+            for fn, llfn, _ in instances:
                 if fn.is_kernel and fn.launch_bounds:
                     annotations.add(self.module.add_metadata([llfn, ll.MetaDataString(self.module, "maxntidx"), ll.Constant(I32T, fn.launch_bounds)]))
                 if fn.is_kernel and fn.max_registers:
@@ -387,10 +397,13 @@ class ModuleLowering:
 
 
 class FunctionLowering:
-    def __init__(self, parent: ModuleLowering, fn: ir.Function, llfn: ll.Function) -> None:
+    def __init__(self, parent: ModuleLowering, fn: ir.Function, llfn: ll.Function, index32: bool = False) -> None:
         self.parent = parent
         self.fn = fn
         self.llfn = llfn
+        # the index32 instance (index32.py): tensor offsets computed modulo 2**32, which the
+        # runtime launches only when every tensor argument spans at most 2**31 - 1 elements
+        self.index32 = index32
         self.entry = llfn.append_basic_block("entry")
         self.b = ll.IRBuilder(self.entry)
         self.slots: dict[str, ll.Value] = {}
@@ -760,11 +773,60 @@ class FunctionLowering:
         return _View(b.load(ptr_slot, typ=self.view_ptr_type(ty)), b.load(len_slot, typ=I64T), ty.elem)
 
     def index(self, e: ir.Expr) -> ll.Value:
+        if self.index32 and isinstance(e, ir.Intrinsic) and e.name == "flat_index" and _has_stride(e.args[0]):
+            # a tensor element's offset: exact modulo 2**32 for an element in bounds of a tensor
+            # the runtime let this instance take (index32.py); its terms are then at most the
+            # offset in size, so the products and sums have no signed overflow
+            return self.b.sext(self.opaque_i32(self.narrow_offset(e.args[0], top=True)), I64T)
         value = self.expr(e)
         scalar = as_scalar(e.ty)
         assert scalar is not None
         if scalar.bits < 64:
             value = self.b.sext(value, I64T) if scalar.kind == "int" else self.b.zext(value, I64T)
+        return value
+
+    def opaque_i32(self, value: ll.Value) -> ll.Value:
+        """``value``, hidden from InstCombine, which would otherwise rewrite the sign-extension
+        of 32-bit arithmetic over truncated i64 values back into i64 arithmetic and a
+        shift pair: ``freeze`` (NVPTX), a ``mov.b32`` that ptxas removes (libNVVM's LLVM 7)."""
+        if not self.parent.dialect.is_nvvm:
+            return self.freeze(value)
+        mov = ll.InlineAsm(ll.FunctionType(I32T, [I32T]), "mov.b32 $0, $1;", "=r,r", side_effect=False)
+        return self.b.call(mov, [value])
+
+    def narrow_offset(self, e: ir.Expr, top: bool = False) -> ll.Value:
+        """The i64 expression ``e`` modulo 2**32, as i32: sums, differences and products are
+        computed on their operands modulo 2**32 (what the i64 ones leave in the low 32 bits),
+        a tensor's shape and stride are their low halves, anything else is computed as written
+        and truncated (a checked index is checked at full width). ``top``: ``e`` is the
+        offset's ``Σ index·stride`` itself (nsw holds there, index32.py), not a term's index."""
+        b = self.b
+        if isinstance(e, ir.Const):
+            return ll.Constant(I32T, int(e.value) & 0xFFFFFFFF)
+        if isinstance(e, ir.BinOp) and e.op in ("+", "-", "*") and is_int(e.ty):
+            left = self.narrow_offset(e.left, top and e.op == "+")
+            right = self.narrow_offset(e.right, top and e.op == "+")
+            flags = ["nsw"] if top else []
+            return b.add(left, right, flags=flags) if e.op == "+" else b.sub(left, right) if e.op == "-" \
+                else b.mul(left, right, flags=flags)
+        if isinstance(e, ir.ViewDim):
+            v = self.view(e.view)
+            assert v.shape is not None and v.strides is not None
+            return b.trunc((v.shape if e.which == "shape" else v.strides)[e.axis], I32T)
+        if isinstance(e, ir.Cast) and is_int(e.ty):
+            src = e.operand.ty
+            if isinstance(src, ThreadIndexType) or (is_int(src) and as_scalar(src).bits == 64):  # type: ignore[union-attr]
+                return self.narrow_offset(e.operand)
+        if isinstance(e, ir.ThreadIndex1D):
+            dim = THREAD_INDEX_DIM[e.ty.axis if isinstance(e.ty, ThreadIndexType) else "1d"]
+            return b.add(b.mul(self.sreg(f"ctaid.{dim}"), self.sreg(f"ntid.{dim}")), self.sreg(f"tid.{dim}"))
+        value = self.expr(e)
+        bits = value.type.width if isinstance(value.type, ll.IntType) else 64
+        if bits > 32:
+            return b.trunc(value, I32T)
+        if bits < 32:
+            scalar = as_scalar(e.ty)
+            return b.sext(value, I32T) if scalar is not None and scalar.kind == "int" else b.zext(value, I32T)
         return value
 
     def expr(self, e: ir.Expr) -> ll.Value:
@@ -884,7 +946,7 @@ class FunctionLowering:
             fn = self.parent.intrinsic("llvm.nvvm.barrier0", ll.VoidType(), [])
             fn.attributes.add("convergent")
             return self.b.call(fn, [])
-        callee = self.parent.functions[e.symbol]
+        callee = self.parent.functions[self.parent.index32_twins.get(e.symbol, e.symbol) if self.index32 else e.symbol]
         generic = e.symbol in self.parent.c_abi
         params = self.parent.extern_params.get(e.symbol)
         args: list[ll.Value] = []
@@ -1085,6 +1147,13 @@ class FunctionLowering:
         else:  # NaN, and -1 or less, give 0
             result = b.select(b.fcmp_unordered("<=", v, ll.Constant(v.type, low)), zero, b.fptoui(v, dt))
         return b.select(b.fcmp_ordered(">=", v, ll.Constant(v.type, high)), maximum, result)
+
+
+def _has_stride(e: ir.Expr) -> bool:
+    """Whether the flat index ``e`` reads a tensor's stride (a tensor access, not an array's)."""
+    if isinstance(e, ir.ViewDim):
+        return e.which == "stride"
+    return any(_has_stride(c) for c in ir.children(e))
 
 
 def _alignment(elem: ScalarType | StructType) -> int:

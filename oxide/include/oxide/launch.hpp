@@ -391,12 +391,39 @@ struct LaunchCheck {
   std::string message;
 };
 
+namespace detail {
+// The most elements a tensor argument may span for a launch of a kernel's index32 instance
+// (oxide.abi.launcher.INDEX32_MAX_SPAN; oxide_build/lower/index32.py): every offset then fits int.
+constexpr uint64_t kIndex32MaxSpan = 2147483647u;
+
+template <class T>
+bool fits_index32(const T&) { return true; }  // scalars and 1-D slices: their index math is as written
+template <class T>
+bool fits_index32(const Tensor<T>& t) {  // 1 + sum (extent - 1) * |stride| <= kIndex32MaxSpan
+  uint64_t span = 1;
+  for (size_t k = 0; k < t.shape.size(); ++k)
+    if (t.shape[k] == 0) return true;  // no element
+  for (size_t k = 0; k < t.shape.size() && k < t.strides.size(); ++k) {
+    if (t.shape[k] <= 1) continue;
+    const uint64_t steps = static_cast<uint64_t>(t.shape[k]) - 1;
+    const uint64_t stride = t.strides[k] < 0 ? uint64_t{0} - static_cast<uint64_t>(t.strides[k])
+                                             : static_cast<uint64_t>(t.strides[k]);
+    if (stride != 0 && steps > kIndex32MaxSpan / stride) return false;
+    span += steps * stride;
+    if (span > kIndex32MaxSpan) return false;
+  }
+  return true;
+}
+}  // namespace detail
+
 class Kernel {
  public:
+  // index32_symbol: the entry point of the kernel's index32 instance ("" if none), launched
+  // instead of `symbol` when every tensor argument spans at most 2**31 - 1 elements
   Kernel(std::shared_ptr<detail::LoadedCode> code, std::string symbol, std::string name, std::string where,
-         std::vector<Param> params, std::vector<LaunchCheck> checks = {})
+         std::vector<Param> params, std::vector<LaunchCheck> checks = {}, std::string index32_symbol = "")
       : code_(std::move(code)), symbol_(std::move(symbol)), name_(std::move(name)), where_(std::move(where)),
-        params_(std::move(params)), checks_(std::move(checks)) {}
+        params_(std::move(params)), checks_(std::move(checks)), index32_symbol_(std::move(index32_symbol)) {}
 
   const std::string& name() const { return name_; }
   std::vector<Param> params() const { return params_; }  // a copy: safe on a temporary Kernel
@@ -432,7 +459,8 @@ class Kernel {
                     "x" + std::to_string(g[2]) + ", block " + std::to_string(b[0]) + "x" + std::to_string(b[1]) +
                     "x" + std::to_string(b[2]) + ")");
     // the arguments are checked first: a wrong call fails the same with or without a GPU
-    driver::CUfunction fn = detail::function_of(*code_, symbol_);
+    const bool index32 = !index32_symbol_.empty() && (detail::fits_index32(args) && ...);
+    driver::CUfunction fn = detail::function_of(*code_, index32 ? index32_symbol_ : symbol_);
     if (shared_bytes > 0) detail::allow_dynamic_shared(*code_, fn, shared_bytes, name_, where_);
     const auto& api = driver::api();
     driver::check(api.cuLaunchKernel(fn, g[0], g[1], g[2], b[0], b[1], b[2], shared_bytes,
@@ -445,6 +473,7 @@ class Kernel {
   std::string symbol_, name_, where_;
   std::vector<Param> params_;
   std::vector<LaunchCheck> checks_;
+  std::string index32_symbol_;
 
   void dims(std::initializer_list<unsigned> in, unsigned* out, const char* what) const {
     if (in.size() < 1 || in.size() > 3)
@@ -691,7 +720,10 @@ class Module {
       if (const auto* nd = p.find("ndim")) param.ndim = static_cast<int>(nd->number);
       params.push_back(param);
     }
-    return Kernel(code_, found->at("symbol", path).text, name, where, params, std::move(checks));
+    std::string index32_symbol;
+    if (const auto* narrow = found->find("index32_symbol"); narrow && narrow->kind == json::Value::String)
+      index32_symbol = narrow->text;
+    return Kernel(code_, found->at("symbol", path).text, name, where, params, std::move(checks), index32_symbol);
   }
 
  private:

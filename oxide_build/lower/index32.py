@@ -1,0 +1,44 @@
+"""Which functions get a second instance whose tensor index arithmetic is 32-bit.
+
+A tensor element's offset ``Σ index·stride`` is computed in i64 (shapes and strides are i64
+parameters), which costs a 64-bit multiply-add chain per access; CUDA C++ extensions compute it
+in ``int`` when every tensor is small enough (PyTorch's ``canUse32BitIndexMath``). So a kernel
+with a tensor parameter is compiled twice: as written, and as an *index32* instance (entry point
+``<symbol>__index32``) in which the offset of every tensor access is computed modulo 2**32 and
+sign-extended (``FunctionLowering.index``). That is exact whenever the true offset lies in
+``[-2**31, 2**31)``, which holds for every in-bounds element of a tensor whose span
+``1 + Σ (shape[k] - 1)·|stride[k]|`` is at most ``2**31 - 1`` elements: the runtime launches the
+index32 instance only when every tensor argument's span is (``oxide.abi.launcher.INDEX32_MAX_SPAN``),
+else the one as written. Device functions that take a tensor get an index32 twin too (internal),
+which the index32 instances call. Both instances take the same parameters; the manifest names
+the second in ``KernelSpec.index32_symbol``.
+"""
+from __future__ import annotations
+
+from ..ir import nodes as ir
+from ..ir.types import ViewType
+
+__all__ = ["INDEX32_SUFFIX", "takes_tensor", "index32_symbol", "index32_twins"]
+
+INDEX32_SUFFIX = "__index32"
+
+
+def takes_tensor(fn: ir.Function) -> bool:
+    return any(isinstance(p.ty, ViewType) and p.ty.is_tensor for p in fn.params)
+
+
+def index32_symbol(fn: ir.Function) -> str:
+    """The entry point of kernel ``fn``'s index32 instance; "" when it has none (no tensor
+    parameter: its index arithmetic is the source's own, nothing to narrow)."""
+    return fn.symbol + INDEX32_SUFFIX if fn.is_kernel and takes_tensor(fn) else ""
+
+
+def index32_twins(program: ir.Program) -> dict[str, str]:
+    """symbol -> the symbol of its index32 instance, for every function that gets one: kernels
+    with a tensor parameter, and (when there is such a kernel) device functions with one."""
+    kernels = {fn.symbol: index32_symbol(fn) for fn in program.functions if index32_symbol(fn)}
+    if not kernels:
+        return {}
+    devices = {fn.symbol: fn.symbol + INDEX32_SUFFIX for fn in program.functions
+               if not fn.is_kernel and takes_tensor(fn)}
+    return {**kernels, **devices}

@@ -1,0 +1,113 @@
+"""The index32 instance of kernels with tensor parameters (oxide_build/lower/index32.py): which
+kernels get one, the manifest's name for it, and its code: tensor offsets in 32-bit arithmetic,
+per-axis bounds checks still at full width, device functions that take a tensor called through
+their index32 twin. The runtime's choice between the two is tested in tests/test_index32_runtime.py
+and tests/test_index32_cpp.py; results on the GPU in tests/test_index32_gpu.py."""
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from oxide_build.compile import CompileOptions, CompiledModule, compile_module
+
+__all__: list[str] = []
+
+SOURCE = '''
+import oxide as ox
+from oxide import DisjointSlice, DisjointTensor, Slice, Tensor, f32, i64, thread
+
+
+def at(x: Tensor[f32, 2], r: i64, c: i64) -> f32:
+    return x[r, c]
+
+
+@ox.kernel
+def t2(x: Tensor[f32, 2], out: DisjointTensor[f32, 2]) -> None:
+    assert x.shape[0] == out.shape[0] and x.shape[1] == out.shape[1]
+    row, col = thread.index_2d()
+    if row < out.shape[0] and col < out.shape[1]:
+        out[row, col] = 2.0 * x[row, col] + at(x, row, col)
+
+
+@ox.kernel
+def gather(x: Tensor[f32, 2], rows: Slice[i64], out: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i < len(out):
+        out[i] = x[rows[i], 1]  # rows[i] is not proven in bounds: checked, at full width
+
+
+@ox.kernel
+def flat(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i < len(out):
+        out[i] = x[i]
+'''
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> CompiledModule:
+    path = tmp_path_factory.mktemp("index32") / "idx.py"
+    path.write_text(textwrap.dedent(SOURCE))
+    return compile_module(path, "idx", CompileOptions(archs=("sm_90",)), root=path.parent)
+
+
+def _define(llvm: str, name: str) -> str:
+    match = re.search(r"^define [^\n]*@\"?" + re.escape(name) + r"\"?\((.*?)\n}\n", llvm, re.S | re.M)
+    assert match is not None, f"no function {name}"
+    return match.group(1)
+
+
+def _entry(ptx: str, name: str) -> str:
+    match = re.search(r"\.entry " + re.escape(name) + r"\((.*?)\n}\n", ptx, re.S)
+    assert match is not None, f"no entry {name}"
+    return match.group(1)
+
+
+def test_kernels_with_a_tensor_parameter_get_an_index32_instance(compiled: CompiledModule) -> None:
+    symbols = {k.name: (k.symbol, k.index32_symbol) for k in compiled.kernels}
+    assert symbols == {"t2": ("t2", "t2__index32"), "gather": ("gather", "gather__index32"), "flat": ("flat", "")}
+    ptx = compiled.ptx["sm_90"]
+    entries = re.findall(r"\.visible \.entry (\w+)\(", ptx)
+    assert sorted(entries) == ["flat", "gather", "gather__index32", "t2", "t2__index32"]
+    assert compiled.cubins["sm_90"]  # ptxas and nvJitLink take both instances
+
+
+def test_index32_offsets_are_32_bit_arithmetic(compiled: CompiledModule) -> None:
+    ptx = compiled.ptx["sm_90"]
+    wide, narrow = _entry(ptx, "t2"), _entry(ptx, "t2__index32")
+    # as written: i64 products of index and stride; index32: mad.lo.s32, one mul.wide.s32 to bytes
+    assert "mul.lo.s64" in wide and "mul.wide.s32" not in wide
+    assert "mul.lo.s64" not in narrow and "mul.wide.s32" in narrow
+    assert len(re.findall(r"\bmad\.lo\.s32|\bmul\.lo\.s32", narrow)) >= 2
+    # both read the same parameter block
+    assert re.findall(r"\.param \.\w+ \w+?_param_\d+", wide) == [
+        p.replace("t2__index32", "t2") for p in re.findall(r"\.param \.\w+ \w+?_param_\d+", narrow)]
+
+
+def test_index32_keeps_full_width_bounds_checks(compiled: CompiledModule) -> None:
+    llvm = compiled.llvm_ir
+    for name in ("gather", "gather__index32"):
+        body = _define(llvm, name)
+        assert "__oxide_fail" in body  # rows[i] against x.shape[0]
+        assert re.search(r"icmp (uge|ult|ugt|ule) i64", body)
+
+
+def test_device_functions_taking_a_tensor_have_an_index32_twin(compiled: CompiledModule) -> None:
+    llvm = compiled.llvm_ir
+    twins = re.findall(r'define internal float @"(__ox_idx_at[^"]*__index32)"\(', llvm)
+    assert len(twins) == 1
+    narrow, wide = _define(llvm, "t2__index32"), _define(llvm, "t2")
+    assert twins[0] in narrow and twins[0] not in wide
+    assert twins[0].removesuffix("__index32") in wide
+
+
+def test_the_nvvm_backend_compiles_both_instances(tmp_path: Path) -> None:
+    path = tmp_path / "idx.py"
+    path.write_text(textwrap.dedent(SOURCE))
+    module = compile_module(path, "idx", CompileOptions(archs=("sm_90",), backend="nvvm", link_cubins=False),
+                            root=tmp_path)
+    ptx = module.ptx["sm_90"]
+    assert "mul.lo.s64" not in _entry(ptx, "t2__index32") and "mul.lo.s64" in _entry(ptx, "t2")

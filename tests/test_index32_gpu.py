@@ -1,0 +1,77 @@
+"""A kernel's index32 instance on a GPU (oxide_build/lower/index32.py): examples/lltm's forward
+kernel launched with small tensors runs its index32 instance, with a tensor spanning more than
+2**31 - 1 elements (a strided view of an 8 GiB buffer) the kernel as written; both against
+PyTorch in float64, outputs poisoned before the launch, every element checked."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+torch = pytest.importorskip("torch")
+
+
+def _reference(gi: Any, go: Any, gc: Any, old: Any) -> list[Any]:
+    gi, go, gc, old = (t.double() for t in (gi, go, gc, old))
+    ig, og, cc = torch.sigmoid(gi), torch.sigmoid(go), torch.nn.functional.elu(gc)
+    nc = old + cc * ig
+    return [torch.tanh(nc) * og, nc, ig, og, cc]
+
+
+def _f32_variant(kernel: Any) -> Any:
+    d = kernel._dispatch or kernel._build_dispatch()
+    (variant,) = [v for v in d.variants if v.spec.specialization == {"T": "f32"}]
+    assert variant.index32 is not None
+    return variant
+
+
+def _run(gates: tuple[Any, Any, Any], old: Any) -> None:
+    from examples.lltm import kernels
+
+    batch, state = old.shape
+    outs = [torch.full((batch, state), float("nan"), device="cuda") for _ in range(5)]
+    grid = (-(-state // 128), -(-batch // 2))
+    kernels.lltm_forward[grid, (128, 2)](*gates, old, *outs)
+    torch.cuda.synchronize()
+    for got, want in zip(outs, _reference(*gates, old)):
+        torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_small_tensors_run_the_index32_instance() -> None:
+    from examples.lltm import kernels
+
+    g = torch.Generator(device="cuda").manual_seed(17)
+    batch, state = 67, 300
+    gates = torch.randn(batch, 3 * state, device="cuda", generator=g)
+    old = torch.randn(batch, state, device="cuda", generator=g)
+    variant = _f32_variant(kernels.lltm_forward)
+    launched_wide = len(variant.functions)
+    _run(tuple(gates.chunk(3, dim=1)), old)  # type: ignore[arg-type]
+    assert variant.index32.functions and len(variant.functions) == launched_wide
+
+
+def test_a_tensor_spanning_more_than_2_31_elements_runs_the_kernel_as_written() -> None:
+    from examples.lltm import kernels
+
+    if torch.cuda.get_device_properties(0).total_memory < 24 << 30:
+        pytest.skip("needs 9 GiB of GPU memory")
+    g = torch.Generator(device="cuda").manual_seed(18)
+    batch, state = 3, 257
+    big = torch.empty(2**31 + 2 * state + 64, device="cuda")  # row r of gate_i at element r * 2**30
+    gate_i = big.as_strided((batch, state), (2**30, 1))
+    gate_i.copy_(torch.randn(batch, state, device="cuda", generator=g))  # spans 2**31 + 257 elements
+    assert 1 + (batch - 1) * 2**30 + (state - 1) > 2**31 - 1
+    gate_o, gate_c, old = (torch.randn(batch, state, device="cuda", generator=g) for _ in range(3))
+    variant = _f32_variant(kernels.lltm_forward)
+    launched_narrow = len(variant.index32.functions)
+    _run((gate_i, gate_o, gate_c), old)
+    assert variant.functions and len(variant.index32.functions) == launched_narrow
+    del big
+    torch.cuda.empty_cache()
