@@ -234,6 +234,74 @@ def bench_size(torch: Any, label: str, size: tuple[int, int, int], cuda: CudaKer
     return row
 
 
+def bench_kernels(torch: Any, label: str, size: tuple[int, int, int], cuda: CudaKernels, reps: int) -> dict[str, Any]:
+    """The element-wise kernels alone, round-robin: oxide's index32 instance (what a launch with
+    these tensors runs), oxide's kernel as written (64-bit offsets, launched through the Python
+    path told that the tensors do not fit) and CUDA C++, each a CUDA graph of 200 launches,
+    replayed in turn ``reps`` times; µs per launch, medians."""
+    from examples.lltm import kernels
+    from oxide.runtime import arguments
+
+    batch, _, state = size
+    g = torch.Generator(device="cuda").manual_seed(0)
+    gates = torch.randn(batch, 3 * state, device="cuda", generator=g)
+    c, grad_h, grad_c, new_cell, ig, og, cc = (torch.randn(batch, state, device="cuda", generator=g) for _ in range(7))
+    outs5 = [torch.empty_like(c) for _ in range(5)]
+    d_gates, d_cell = torch.empty_like(gates), torch.empty_like(c)
+    grid = (-(-state // 128), -(-batch // 2))
+    blocks = tuple(gates[:, k * state:(k + 1) * state] for k in range(3))
+    d_blocks = tuple(d_gates[:, k * state:(k + 1) * state] for k in range(3))
+    fwd_args = (*blocks, c, *outs5)
+    bwd_args = (grad_h, grad_c, new_cell, ig, og, cc, *blocks, d_cell, *d_blocks)
+
+    def wide(kernel: Any, args: tuple[Any, ...]) -> Callable[[], None]:
+        def launch() -> None:
+            fits, arguments.fits_index32 = arguments.fits_index32, lambda views: False
+            try:
+                kernel._launch(args, (grid[0], grid[1], 1), (128, 2, 1), torch.cuda.current_stream().cuda_stream, 0)
+            finally:
+                arguments.fits_index32 = fits
+        return launch
+
+    launches = {
+        "forward": {"oxide": lambda: kernels.lltm_forward[grid, (128, 2)](*fwd_args),
+                    "oxide_64bit": wide(kernels.lltm_forward, fwd_args),
+                    "cuda": lambda: cuda.launch("lltm_forward_f32", batch, state, [gates, c, *outs5],
+                                                torch.cuda.current_stream().cuda_stream)},
+        "backward": {"oxide": lambda: kernels.lltm_backward[grid, (128, 2)](*bwd_args),
+                     "oxide_64bit": wide(kernels.lltm_backward, bwd_args),
+                     "cuda": lambda: cuda.launch("lltm_backward_f32", batch, state,
+                                                 [grad_h, grad_c, new_cell, ig, og, cc, gates, d_cell, *d_blocks],
+                                                 torch.cuda.current_stream().cuda_stream)},
+    }
+    per_graph = 200
+    row: dict[str, Any] = {"size": {"batch": batch, "state": state}}
+    for which, fns in launches.items():
+        graphs = {}
+        for name, launch in fns.items():
+            launch()
+            torch.cuda.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for _ in range(per_graph):
+                    launch()
+            graphs[name] = graph
+        for graph in graphs.values():
+            graph.replay()
+        torch.cuda.synchronize()
+        times: dict[str, list[float]] = {name: [] for name in graphs}
+        for _ in range(reps):
+            for name, graph in graphs.items():
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                graph.replay()
+                end.record()
+                end.synchronize()
+                times[name].append(start.elapsed_time(end) * 1000.0 / per_graph)
+        row[f"kernel_{which}_us"] = {name: statistics.median(v) for name, v in times.items()}
+    return row
+
+
 def step_forward_only(torch: Any, cell: Callable[..., Any], inputs: tuple[Any, ...]) -> Callable[[], None]:
     leaves = [t.detach().clone().requires_grad_() for t in inputs]
 
@@ -247,8 +315,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="directory for lltm.json")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--sizes", default=",".join(SIZES), help="comma-separated: " + ", ".join(SIZES))
+    ap.add_argument("--kernels-only", action="store_true",
+                    help="only the element-wise kernels, round-robin: oxide's index32 instance, oxide's kernel as "
+                         "written (64-bit offsets) and CUDA C++ (no C++ operators to build)")
     args = ap.parse_args(argv)
     import torch
+
+    if args.kernels_only:
+        cuda = CudaKernels(torch)
+        results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "sizes": {}}
+        for label in args.sizes.split(","):
+            row = bench_kernels(torch, label, SIZES[label], cuda, args.reps)
+            results["sizes"][label] = row
+            print(f"\n== {label} {SIZES[label]} (batch, features, state), float32, kernels alone: µs per launch")
+            for key in ("kernel_forward_us", "kernel_backward_us"):
+                v = row[key]
+                print(f"  {key:20s} " + "  ".join(f"{k}={x:8.3f}" for k, x in v.items()) +
+                      f"   C++/oxide {v['cuda'] / v['oxide']:.3f}x, C++/oxide_64bit {v['cuda'] / v['oxide_64bit']:.3f}x")
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "lltm_kernels.json").write_text(json.dumps(results, indent=2))
+        return 0
 
     from benchmarks.lltm_cpp import build_lltm_cpp
 
