@@ -26,6 +26,11 @@
 // MAX_DYNAMIC_SHARED_SIZE_BYTES first (cudaFuncSetAttribute's job in CUDA C++), once per size,
 // and throws oxide::Error beyond the device's opt-in maximum (227 KiB on sm_90).
 //
+// A kernel with tensor parameters has a second instance whose tensor offsets are 32-bit
+// arithmetic (the manifest's "index32_symbol"): it is launched when every tensor argument spans
+// at most 2**31 - 1 elements (1 + sum (extent - 1) * |stride|), the kernel as written otherwise,
+// as the Python runtime chooses (docs/runtime.md, "Code for the device").
+//
 // What the Python runtime does and this does not: device-side check failures (bounds checks,
 // asserts) are reported by Python as oxide.KernelError; here the failing thread traps, and the
 // launch's stream reports CUDA_ERROR_ILLEGAL_INSTRUCTION / LAUNCH_FAILED (a sticky error: the
