@@ -1,6 +1,6 @@
 """oxide/include/oxide/launch.hpp launches a kernel's index32 instance (the manifest's
 ``index32_symbol``, oxide_build/lower/index32.py) only when every tensor argument spans at most
-2**31 - 1 elements, the kernel as written otherwise; on the CPU, against a stand-in libcuda.so.1
+2**31 - 1 elements and has no extent or |stride| beyond that, the kernel as written otherwise; on the CPU, against a stand-in libcuda.so.1
 (built here) that prints the entry point each launch runs."""
 from __future__ import annotations
 
@@ -60,9 +60,12 @@ int main(int, char** argv) {
       {2, 2, 2147483648, 1},             // 4 elements spanning 2**31 + 2
       {2, 2, -1073741824, 1},            // a negative stride: the span counts its size
       {2, 2, -2147483647, 1},            // spanning 2**31 + 1
-      {1, 2, 4611686018427387904, 1},    // a size-1 axis's stride spans nothing
-      {0, 8589934592, 8589934592, 1},    // empty
-      {3, 4611686018427387904, 1, 4},    // (cols - 1) * stride overflows 64 bits
+      {1, 2, 2147483647, 1},             // a size-1 axis's stride spans nothing
+      {1, 2, 2147483648, 1},             // but is read as an int: past it
+      {2147483648, 2, 0, 1},             // a broadcast axis: 2 elements, an extent past it
+      {0, 8589934592, 8589934592, 1},    // empty, an extent past it
+      {0, 9, 9, 1},                      // empty
+      {3, 1073741824, 1, 4},             // (cols - 1) * stride = 2**32 - 4
   };
   for (const auto& c : cases)
     k.launch({1}, {32}, nullptr, oxide::tensor<const float>(a, {c[0], c[1]}, {c[2], c[3]}), 1.5f,
@@ -105,12 +108,13 @@ def test_launch_hpp_takes_the_index32_instance_only_when_every_tensor_fits(tmp_p
     narrow, wide = "launch tadd__index32", "launch tadd"
     assert lines == [
         f"{narrow} 2", f"{narrow} 2147483647", f"{wide} 2147483648", f"{narrow} 2", f"{wide} 2", f"{narrow} 2",
-        f"{wide} 2", f"{narrow} 2", f"{narrow} 8589934592", f"{wide} 4611686018427387904",
+        f"{wide} 2", f"{narrow} 2", f"{wide} 2", f"{wide} 2", f"{wide} 8589934592", f"{narrow} 9",
+        f"{wide} 1073741824",
     ]
 
 
 @needs_compilers
 def test_launch_hpp_without_an_index32_instance_launches_the_kernel_as_written(tmp_path: Path) -> None:
     lines = run(tmp_path, {"name": "tadd", "symbol": "tadd", "file": "t.py", "line": 3, "params": PARAMS})
-    assert lines == ["launch tadd " + n for n in ("2", "2147483647", "2147483648", "2", "2", "2", "2", "2",
-                                                  "8589934592", "4611686018427387904")]
+    assert lines == ["launch tadd " + n for n in ("2", "2147483647", "2147483648", "2", "2", "2", "2", "2", "2", "2",
+                                                  "8589934592", "9", "1073741824")]

@@ -1,8 +1,8 @@
 """The index32 instance of a kernel with tensor parameters (oxide_build/lower/index32.py): both
 launch paths of the Python runtime (the Python path, oxide/runtime/arguments.py, and the C
 launcher, oxide/runtime/_launcher_launch.c) launch it only when every tensor argument spans at
-most INDEX32_MAX_SPAN = 2**31 - 1 elements, the kernel as written otherwise; on the CPU, with the
-fake driver (tests/fakes.py). The C++ header's choice is tested in tests/test_index32_cpp.py."""
+most INDEX32_LIMIT = 2**31 - 1 elements and has no extent or stride beyond it, the kernel as
+written otherwise; on the CPU, with the fake driver (tests/fakes.py). The C++ header's choice is tested in tests/test_index32_cpp.py."""
 from __future__ import annotations
 
 import types
@@ -25,7 +25,7 @@ from fakes import (  # noqa: F401  (fixtures: fresh_runtime is autouse)
 )
 
 import oxide
-from oxide.abi.launcher import INDEX32_MAX_SPAN
+from oxide.abi.launcher import INDEX32_LIMIT
 from oxide.runtime import launcher
 from oxide.runtime.manifest import KernelSpec, ModuleManifest
 
@@ -50,17 +50,21 @@ def _f32(shape: tuple[int, ...], strides: tuple[int, ...] | None = None, ptr: in
 
 
 SMALL = (4, 6)
-# (a, out) -> the entry point that must run: spans of 2**31 - 1 elements and fewer take the index32
-# instance, any tensor spanning more (however few elements it has) the kernel as written
+# (a, out) -> the entry point that must run: spans, extents and strides of 2**31 - 1 and less take
+# the index32 instance, any tensor with more (however few elements it has) the kernel as written
 CASES = [
     ((_f32(SMALL), _f32(SMALL, ptr=0x20000)), NARROW),
-    ((_f32((1, INDEX32_MAX_SPAN)), _f32((1, 3), ptr=1 << 40)), NARROW),  # exactly the limit
-    ((_f32((1, INDEX32_MAX_SPAN + 1)), _f32((1, 3), ptr=1 << 40)), "tadd"),  # one element past it
+    ((_f32((1, INDEX32_LIMIT)), _f32((1, 3), ptr=1 << 40)), NARROW),  # exactly the limit
+    ((_f32((1, INDEX32_LIMIT + 1)), _f32((1, 3), ptr=1 << 40)), "tadd"),  # one element past it
     ((_f32((2, 2**31)), _f32(SMALL, ptr=1 << 40)), "tadd"),  # 2**32 elements, read
     ((_f32(SMALL), _f32((3, 2**30), ptr=1 << 40)), "tadd"),  # 3 * 2**30 elements, written
     ((_f32((2, 2), (2**31, 1)), _f32(SMALL, ptr=1 << 40)), "tadd"),  # 4 elements, a stride past 2**31
-    ((_f32((1, 2), (2**40, 1)), _f32(SMALL, ptr=1 << 40)), NARROW),  # a size-1 axis's stride spans nothing
-    ((_f32((0, 2**33)), _f32(SMALL, ptr=1 << 40)), NARROW),  # empty: no element to address
+    ((_f32((1, 2), (2**31, 1)), _f32(SMALL, ptr=1 << 40)), "tadd"),  # a stride past it (read as i32)
+    ((_f32((1, 2), (INDEX32_LIMIT, 1)), _f32(SMALL, ptr=1 << 40)), NARROW),  # a size-1 axis's stride spans nothing
+    ((_f32((2**31, 2), (0, 1)), _f32(SMALL, ptr=1 << 40)), "tadd"),  # 2 elements, an extent past it
+    ((_f32((INDEX32_LIMIT, 2), (0, 1)), _f32(SMALL, ptr=1 << 40)), NARROW),  # a broadcast axis of 2**31 - 1
+    ((_f32((0, 2**33)), _f32(SMALL, ptr=1 << 40)), "tadd"),  # empty, an extent past it
+    ((_f32((0, 9)), _f32(SMALL, ptr=1 << 40)), NARROW),  # empty
 ]
 
 

@@ -43,7 +43,7 @@ def render_header() -> str:
         "/* a Tensor of more dimensions stays on the Python path */",
         f"#define MAX_NDIM {launcher.MAX_LAUNCH_NDIM}",
         "/* the most elements a tensor may span for a launch of a kernel's index32 instance */",
-        f"#define INDEX32_MAX_SPAN {launcher.INDEX32_MAX_SPAN}",
+        f"#define INDEX32_LIMIT {launcher.INDEX32_LIMIT}",
         "",
         "/* array kinds (oxide.abi.launcher.ARRAY_KINDS) */",
         _enum([("ARRAY_NONE", 0)] + [("ARRAY_" + name.upper(), code) for name, code in arrays]),

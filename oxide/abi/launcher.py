@@ -3,7 +3,7 @@ array kinds and the launcher's version. ``_abi.h`` is generated from this module
 (``python -m oxide.abi.header``); ``tests/test_abi.py`` checks that it is up to date."""
 from __future__ import annotations
 
-__all__ = ["ABI_VERSION", "DTYPE_CODES", "ARRAY_KINDS", "MAX_LAUNCH_NDIM", "INDEX32_MAX_SPAN"]
+__all__ = ["ABI_VERSION", "DTYPE_CODES", "ARRAY_KINDS", "MAX_LAUNCH_NDIM", "INDEX32_LIMIT"]
 
 # an extension built from another version of _launcher.c is ignored (launcher.py)
 ABI_VERSION = 8  # 7: Plan.set_function takes the dynamic shared memory limit; 8: and the index32 flag
@@ -20,6 +20,7 @@ ARRAY_KINDS: dict[str, int] = {"torch": 1, "cupy": 2, "device_array": 3, "cai": 
 MAX_LAUNCH_NDIM = 8  # a Tensor of more dimensions stays on the Python path
 
 # A kernel's index32 instance (KernelSpec.index32_symbol, oxide_build/lower/index32.py) is launched
-# only when every tensor argument spans at most this many elements: 1 + Σ (shape[k] - 1)·|stride[k]|
-# (0 for an empty tensor), so every element's offset Σ index·stride fits a signed 32-bit int.
-INDEX32_MAX_SPAN = 2**31 - 1
+# only when every tensor argument's span 1 + Σ (shape[k] - 1)·|stride[k]| (0 for an empty tensor),
+# each of its extents and each |stride| are at most this: every element's offset Σ index·stride
+# then fits a signed 32-bit int, and so do the shapes and strides it reads as i32.
+INDEX32_LIMIT = 2**31 - 1

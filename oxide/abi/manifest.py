@@ -112,7 +112,7 @@ class KernelSpec(NamedTuple):
     cooperative: bool = False
     # the entry point of the kernel's index32 instance (same parameters; tensor offsets computed
     # in 32 bits), launched instead of ``symbol`` when every tensor argument spans at most
-    # ``oxide.abi.launcher.INDEX32_MAX_SPAN`` elements; "" when there is none. Optional in the
+    # ``oxide.abi.launcher.INDEX32_LIMIT`` elements; "" when there is none. Optional in the
     # JSON (older manifests lack it: their kernels have one instance; older runtimes ignore it)
     index32_symbol: str = ""
 

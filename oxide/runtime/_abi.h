@@ -7,7 +7,7 @@
 /* a Tensor of more dimensions stays on the Python path */
 #define MAX_NDIM 8
 /* the most elements a tensor may span for a launch of a kernel's index32 instance */
-#define INDEX32_MAX_SPAN 2147483647
+#define INDEX32_LIMIT 2147483647
 
 /* array kinds (oxide.abi.launcher.ARRAY_KINDS) */
 enum { ARRAY_NONE = 0, ARRAY_TORCH = 1, ARRAY_CUPY = 2, ARRAY_DEVICE_ARRAY = 3, ARRAY_CAI = 4 };

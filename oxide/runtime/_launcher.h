@@ -130,7 +130,7 @@ typedef struct {
        Python last read or raised it): a launch asking for more goes to Python, which raises it */
     unsigned shared_limits[MAX_CONTEXTS];
     /* the variant's index32 instance (KernelSpec.index32_symbol): launched instead of fns when
-       every Tensor argument spans at most INDEX32_MAX_SPAN elements */
+       every Tensor argument fits it (View.index32) */
     int has_index32;
     void *fns32[MAX_CONTEXTS];
     unsigned shared_limits32[MAX_CONTEXTS];
@@ -159,6 +159,7 @@ typedef struct {
     int device;     /* the CUDA ordinal of its memory, -1 if not read (read only with several GPUs) */
     int torch;      /* a PyTorch tensor (its version counter goes up when the kernel writes it) */
     uint64_t end;   /* ptr + length * itemsize: the end of its bytes (set by plan_launch) */
+    int index32;    /* a Tensor whose span, extents and strides are at most INDEX32_LIMIT (finish_tensor) */
 } View;
 
 

@@ -461,10 +461,11 @@ static int element_strides(PyObject *byte_strides, int n, int code, int64_t *out
 static int finish_tensor(View *v, int n) {
     int64_t *shape = v->dims, *strides = v->dims + n;
     uint64_t span = 1;
-    int empty = 0;
+    int empty = 0, small = 1;
     for (int i = 0; i < n; i++) {
         if (shape[i] < 0 || strides[i] < 0) return 0;
         if (shape[i] == 0) empty = 1;
+        if (shape[i] > INDEX32_LIMIT || strides[i] > INDEX32_LIMIT) small = 0;
     }
     for (int i = 0; i < n && !empty; i++) {
         uint64_t step;
@@ -473,6 +474,7 @@ static int finish_tensor(View *v, int n) {
     if (span > INT64_MAX) return 0;
     v->length = empty ? 0 : (int64_t)span;
     v->ndim = n;
+    v->index32 = small && v->length <= INDEX32_LIMIT; /* a kernel's index32 instance may take it */
     return 1;
 }
 

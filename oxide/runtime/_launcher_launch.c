@@ -135,7 +135,7 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     Py_ssize_t n_bumps = 0;
     Py_ssize_t used = 0;
     Py_ssize_t v = 0;
-    int index32 = 1; /* every Tensor spans at most INDEX32_MAX_SPAN elements (Variant.has_index32) */
+    int index32 = 1; /* every Tensor fits a kernel's index32 instance (Variant.has_index32) */
     for (Py_ssize_t i = 0; i < nargs; i++) {
         if (!plan->is_view[i]) continue;
         int nd = plan->tensor_ndim[i];
@@ -144,7 +144,7 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
             view->dims = dims + used;
             used += 2 * nd;
             if (!resolve_tensor(args[i], nd, view, launch_stream)) return FALLBACK;
-            if (view->length > INDEX32_MAX_SPAN) index32 = 0; /* its span: finish_tensor */
+            index32 &= view->index32; /* its span, extents and strides: finish_tensor */
         } else if (!resolve_view(args[i], view, launch_stream)) {
             return FALLBACK;
         }

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any, Sequence
 
-from oxide.abi.launcher import INDEX32_MAX_SPAN
+from oxide.abi.launcher import INDEX32_LIMIT
 from oxide.runtime.arrays import (
     TYPESTR_DTYPES,
     TensorView,
@@ -93,10 +93,15 @@ def prepare(d: Dispatch, kernel: str, args: Sequence[Any]) -> tuple[Specializati
 
 
 def fits_index32(views: list[Any]) -> bool:
-    """Whether every tensor among ``views`` spans at most ``INDEX32_MAX_SPAN`` elements, so that a
-    kernel's index32 instance (oxide_build/lower/index32.py) computes each offset exactly. The C
-    launcher asks the same of each tensor's span (plan_launch)."""
-    return all(type(v) is not TensorView or v.length <= INDEX32_MAX_SPAN for v in views)
+    """Whether every tensor among ``views`` spans at most ``INDEX32_LIMIT`` elements and has no
+    extent or stride beyond it, so that a kernel's index32 instance (oxide_build/lower/index32.py)
+    reads its shape and strides as i32 and computes each offset exactly. The C launcher asks the
+    same (finish_tensor's ``index32``)."""
+    for v in views:
+        if type(v) is TensorView and (v.length > INDEX32_LIMIT or any(d > INDEX32_LIMIT for d in v.shape)
+                                      or any(abs(s) > INDEX32_LIMIT for s in v.strides)):
+            return False
+    return True
 
 def check_aliasing(d: Dispatch, kernel: str, views: list[Any]) -> None:
     """A read-only view (Slice, Tensor) must not overlap a view the kernel writes: its

@@ -8,7 +8,7 @@ with a tensor parameter is compiled twice: as written, and as an *index32* insta
 sign-extended (``FunctionLowering.index``). That is exact whenever the true offset lies in
 ``[-2**31, 2**31)``, which holds for every in-bounds element of a tensor whose span
 ``1 + Σ (shape[k] - 1)·|stride[k]|`` is at most ``2**31 - 1`` elements: the runtime launches the
-index32 instance only when every tensor argument's span is (``oxide.abi.launcher.INDEX32_MAX_SPAN``),
+index32 instance only when every tensor argument's span is (``oxide.abi.launcher.INDEX32_LIMIT``),
 else the one as written. Device functions that take a tensor get an index32 twin too (internal),
 which the index32 instances call. Both instances take the same parameters; the manifest names
 the second in ``KernelSpec.index32_symbol``.

@@ -114,16 +114,18 @@ def _half_bits(ty: ll.Type) -> ll.Type:
     return I16T if isinstance(ty, (ll.HalfType, BFloatType)) else ty
 
 
-def abi_params(params: list[ir.Param], kernel: bool, c_abi: bool = False) -> list[ll.Type]:
+def abi_params(params: list[ir.Param], kernel: bool, c_abi: bool = False, index32: bool = False) -> list[ll.Type]:
     """Parameter types; ``c_abi`` (externs and exports) uses generic pointers, as C++ does, so
-    LTO sees matching prototypes and inlines across the language boundary."""
+    LTO sees matching prototypes and inlines across the language boundary. ``index32``: a
+    kernel's index32 instance (index32.py), which reads a tensor's shape and strides as i32: the
+    low halves of the same 8-byte slots (the runtime launches it only when they fit)."""
     out: list[ll.Type] = []
     for p in params:
         ptr = (lambda e: ll.PointerType(scalar_ll(e, True))) if c_abi else global_ptr
         if isinstance(p.ty, ViewType) and p.ty.kind == ViewKind.PTR:
             out.append(ptr(p.ty.elem))
         elif isinstance(p.ty, ViewType) and p.ty.is_tensor:
-            out += [ptr(p.ty.elem)] + [I64T] * (2 * p.ty.ndim)
+            out += [ptr(p.ty.elem)] + [I32T if kernel and index32 else I64T] * (2 * p.ty.ndim)
         elif isinstance(p.ty, ViewType):
             out += [ptr(p.ty.elem), I64T]
         elif isinstance(p.ty, ArrayType):  # an array passed on to a device function
@@ -145,6 +147,8 @@ class _View:
     shape: list[ll.Value] | None = None  # tensors
     strides: list[ll.Value] | None = None
     read_only: bool = False  # a Slice/Tensor parameter: nothing writes it during the kernel
+    # an index32 kernel's tensor parameter: its shape then strides as the i32 parameters they are
+    dims32: list[ll.Value] | None = None
 
 
 @dataclass
@@ -182,7 +186,7 @@ class ModuleLowering:
         self.index32_twins = index32_twins(program)
 
     def declare(self, fn: ir.Function, symbol: str, index32: bool) -> ll.Function:
-        fnty = ll.FunctionType(value_ll(fn.ret), abi_params(fn.params, fn.is_kernel, c_abi=fn.export))
+        fnty = ll.FunctionType(value_ll(fn.ret), abi_params(fn.params, fn.is_kernel, c_abi=fn.export, index32=index32))
         llfn = ll.Function(self.module, fnty, symbol)
         if not fn.is_kernel and (not fn.export or index32):  # C++ calls the function as written
             llfn.linkage = "internal"
@@ -195,7 +199,7 @@ class ModuleLowering:
                 if isinstance(p.ty, ViewType) and not p.ty.writable:
                     llfn.args[position].add_attribute("noalias")
                     llfn.args[position].add_attribute("readonly")
-                position += len(abi_params([p], True))
+                position += len(abi_params([p], True, index32=index32))
         self.functions[symbol] = llfn
         return llfn
 
@@ -435,11 +439,16 @@ class FunctionLowering:
                 ptr.name = f"{p.name}.ptr"
                 if self.fn.export:
                     ptr = self.b.addrspacecast(ptr, global_ptr(p.ty.elem))
-                shape = [next(args) for _ in range(p.ty.ndim)]
-                strides = [next(args) for _ in range(p.ty.ndim)]
+                shape: list[ll.Value] = [next(args) for _ in range(p.ty.ndim)]
+                strides: list[ll.Value] = [next(args) for _ in range(p.ty.ndim)]
                 for k, (d, st) in enumerate(zip(shape, strides)):
                     d.name, st.name = f"{p.name}.shape{k}", f"{p.name}.stride{k}"
-                self.views[p.name] = _View(ptr, shape[0], p.ty.elem, shape, strides, read_only=not p.ty.writable)
+                dims32 = None
+                if self.index32 and self.fn.is_kernel:  # i32 parameters (abi_params), exact as i64
+                    dims32 = shape + strides
+                    shape, strides = [self.b.sext(d, I64T) for d in shape], [self.b.sext(d, I64T) for d in strides]
+                self.views[p.name] = _View(ptr, shape[0], p.ty.elem, shape, strides, read_only=not p.ty.writable,
+                                           dims32=dims32)
             elif isinstance(p.ty, ViewType):
                 ptr, length = next(args), next(args)
                 ptr.name, length.name = f"{p.name}.ptr", f"{p.name}.len"
@@ -812,6 +821,8 @@ class FunctionLowering:
         if isinstance(e, ir.ViewDim):
             v = self.view(e.view)
             assert v.shape is not None and v.strides is not None
+            if v.dims32 is not None:
+                return v.dims32[e.axis + (len(v.shape) if e.which == "stride" else 0)]
             return b.trunc((v.shape if e.which == "shape" else v.strides)[e.axis], I32T)
         if isinstance(e, ir.Cast) and is_int(e.ty):
             src = e.operand.ty

@@ -28,8 +28,9 @@
 //
 // A kernel with tensor parameters has a second instance whose tensor offsets are 32-bit
 // arithmetic (the manifest's "index32_symbol"): it is launched when every tensor argument spans
-// at most 2**31 - 1 elements (1 + sum (extent - 1) * |stride|), the kernel as written otherwise,
-// as the Python runtime chooses (docs/runtime.md, "Code for the device").
+// at most 2**31 - 1 elements (1 + sum (extent - 1) * |stride|) and has no extent or |stride|
+// beyond that, the kernel as written otherwise, as the Python runtime chooses (docs/runtime.md,
+// "Code for the device").
 //
 // What the Python runtime does and this does not: device-side check failures (bounds checks,
 // asserts) are reported by Python as oxide.KernelError; here the failing thread traps, and the
@@ -397,25 +398,32 @@ struct LaunchCheck {
 };
 
 namespace detail {
-// The most elements a tensor argument may span for a launch of a kernel's index32 instance
-// (oxide.abi.launcher.INDEX32_MAX_SPAN; oxide_build/lower/index32.py): every offset then fits int.
-constexpr uint64_t kIndex32MaxSpan = 2147483647u;
+// The most elements a tensor argument may span, and its largest extent and |stride|, for a launch
+// of a kernel's index32 instance (oxide.abi.launcher.INDEX32_LIMIT; oxide_build/lower/index32.py):
+// every offset then fits int, and so do the shape and strides it reads as int.
+constexpr uint64_t kIndex32Limit = 2147483647u;
 
 template <class T>
 bool fits_index32(const T&) { return true; }  // scalars and 1-D slices: their index math is as written
 template <class T>
-bool fits_index32(const Tensor<T>& t) {  // 1 + sum (extent - 1) * |stride| <= kIndex32MaxSpan
+bool fits_index32(const Tensor<T>& t) {  // 1 + sum (extent - 1) * |stride|, extents, |strides| <= kIndex32Limit
   uint64_t span = 1;
-  for (size_t k = 0; k < t.shape.size(); ++k)
-    if (t.shape[k] == 0) return true;  // no element
+  bool empty = false;
+  for (size_t k = 0; k < t.shape.size() && k < t.strides.size(); ++k) {
+    const uint64_t stride = t.strides[k] < 0 ? uint64_t{0} - static_cast<uint64_t>(t.strides[k])
+                                             : static_cast<uint64_t>(t.strides[k]);
+    if (static_cast<uint64_t>(t.shape[k]) > kIndex32Limit || stride > kIndex32Limit) return false;
+    empty = empty || t.shape[k] == 0;
+  }
+  if (empty) return true;  // no element
   for (size_t k = 0; k < t.shape.size() && k < t.strides.size(); ++k) {
     if (t.shape[k] <= 1) continue;
     const uint64_t steps = static_cast<uint64_t>(t.shape[k]) - 1;
     const uint64_t stride = t.strides[k] < 0 ? uint64_t{0} - static_cast<uint64_t>(t.strides[k])
                                              : static_cast<uint64_t>(t.strides[k]);
-    if (stride != 0 && steps > kIndex32MaxSpan / stride) return false;
+    if (stride != 0 && steps > kIndex32Limit / stride) return false;
     span += steps * stride;
-    if (span > kIndex32MaxSpan) return false;
+    if (span > kIndex32Limit) return false;
   }
   return true;
 }
