@@ -110,10 +110,11 @@ class KernelSpec(NamedTuple):
     preconditions: tuple[Precondition, ...] = ()
     # reaches grid.sync(): launched cooperatively (all blocks resident at once), always
     cooperative: bool = False
-    # the entry point of the kernel's index32 instance (same parameters; tensor offsets computed
-    # in 32 bits), launched instead of ``symbol`` when every tensor argument spans at most
-    # ``oxide.abi.launcher.INDEX32_LIMIT`` elements; "" when there is none. Optional in the
-    # JSON (older manifests lack it: their kernels have one instance; older runtimes ignore it)
+    # the entry point of the kernel's index32 instance (the same parameter slots; tensor offsets,
+    # shapes and strides in 32 bits), launched instead of ``symbol`` when every tensor argument's
+    # span, extents and strides are at most ``oxide.abi.launcher.INDEX32_LIMIT``; "" when there is
+    # none. Optional in the JSON (older manifests lack it: their kernels have one instance; older
+    # runtimes ignore it)
     index32_symbol: str = ""
 
 

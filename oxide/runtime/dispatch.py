@@ -40,9 +40,9 @@ class Specialization:
         self.converters = converters
         self.index = index
         self.is_index32 = is_index32
-        # its index32 instance (oxide_build/lower/index32.py: same parameters, tensor offsets in
-        # 32 bits), launched instead when every tensor argument spans at most
-        # oxide.abi.launcher.INDEX32_LIMIT elements (arguments.prepare); None when it has none
+        # its index32 instance (oxide_build/lower/index32.py: the same slots, tensor offsets in
+        # 32 bits), launched instead when every tensor argument fits oxide.abi.launcher.INDEX32_LIMIT
+        # (arguments.fits_index32); None when it has none
         self.index32: Specialization | None = None
         if spec.index32_symbol and not is_index32:
             self.index32 = Specialization(spec._replace(symbol=spec.index32_symbol, index32_symbol=""), packer,

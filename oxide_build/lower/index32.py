@@ -7,11 +7,13 @@ with a tensor parameter is compiled twice: as written, and as an *index32* insta
 ``<symbol>__index32``) in which the offset of every tensor access is computed modulo 2**32 and
 sign-extended (``FunctionLowering.index``). That is exact whenever the true offset lies in
 ``[-2**31, 2**31)``, which holds for every in-bounds element of a tensor whose span
-``1 + Σ (shape[k] - 1)·|stride[k]|`` is at most ``2**31 - 1`` elements: the runtime launches the
-index32 instance only when every tensor argument's span is (``oxide.abi.launcher.INDEX32_LIMIT``),
-else the one as written. Device functions that take a tensor get an index32 twin too (internal),
-which the index32 instances call. Both instances take the same parameters; the manifest names
-the second in ``KernelSpec.index32_symbol``.
+``1 + Σ (shape[k] - 1)·|stride[k]|`` is at most ``2**31 - 1`` elements. The index32 kernel also
+declares each tensor's shape and strides as i32 parameters (``abi_params``): the low halves of
+the same 8-byte slots, so the runtime packs both instances alike, and the block the launch copies
+is smaller. The runtime launches the index32 instance only when every tensor argument's span,
+extents and |strides| are at most ``oxide.abi.launcher.INDEX32_LIMIT``, else the one as written.
+Device functions that take a tensor get an index32 twin too (internal), which the index32
+instances call. The manifest names the second instance in ``KernelSpec.index32_symbol``.
 """
 from __future__ import annotations
 
