@@ -111,3 +111,12 @@ def test_the_nvvm_backend_compiles_both_instances(tmp_path: Path) -> None:
                             root=tmp_path)
     ptx = module.ptx["sm_90"]
     assert "mul.lo.s64" not in _entry(ptx, "t2__index32") and "mul.lo.s64" in _entry(ptx, "t2")
+
+
+def test_the_gpu_tests_package_compiles_with_32_bit_shape_and_stride_parameters() -> None:
+    package = Path(__file__).parent / "packages" / "index32k"
+    module = compile_module(package / "idx32k.py", "idx32k", CompileOptions(archs=("sm_90",), link_cubins=False),
+                            root=package)
+    assert [(k.symbol, k.index32_symbol) for k in module.kernels] == [("shifted", "shifted__index32")]
+    narrow = _entry(module.ptx["sm_90"], "shifted__index32")
+    assert "ld.param.s32" in narrow or "cvt.s64.s32" in narrow  # x.strides[0] etc. sign-extended as values

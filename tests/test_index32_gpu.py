@@ -1,6 +1,8 @@
 """A kernel's index32 instance on a GPU (oxide_build/lower/index32.py): examples/lltm's forward
 kernel launched with small tensors runs its index32 instance, with a tensor spanning more than
-2**31 - 1 elements (a strided view of an 8 GiB buffer) the kernel as written; both against
+2**31 - 1 elements (a strided view of an 8 GiB buffer) the kernel as written; so does a kernel
+that reads tensors through a device function and uses a tensor's shape and strides as values
+(tests/packages/index32k, whose index32 instance takes them as 32-bit parameters). All against
 PyTorch in float64, outputs poisoned before the launch, every element checked."""
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 torch = pytest.importorskip("torch")
+sys.path.insert(0, str(Path(__file__).parent / "packages" / "index32k"))
 
 
 def _reference(gi: Any, go: Any, gc: Any, old: Any) -> list[Any]:
@@ -75,3 +78,40 @@ def test_a_tensor_spanning_more_than_2_31_elements_runs_the_kernel_as_written() 
     assert variant.functions and len(variant.index32.functions) == launched_narrow
     del big
     torch.cuda.empty_cache()
+
+
+def _shifted(x: Any) -> None:
+    import idx32k
+
+    rows, cols = x.shape
+    out = torch.full((rows, cols), float("nan"), device="cuda")
+    idx32k.shifted[(-(-cols // 32), -(-rows // 8)), (32, 8)](x, out)
+    torch.cuda.synchronize()
+    dims = (x.stride(0) - x.stride(1) + cols) % 1021
+    want = x.double() + x[:, :1].double() + dims / 1024.0
+    torch.testing.assert_close(out.double(), want, rtol=1e-6, atol=1e-6)
+
+
+def test_shape_strides_and_device_functions_in_both_instances() -> None:
+    import idx32k
+
+    if torch.cuda.get_device_properties(0).total_memory < 24 << 30:
+        pytest.skip("needs 9 GiB of GPU memory")
+    g = torch.Generator(device="cuda").manual_seed(19)
+    variant = _f32_variant_of(idx32k.shifted)
+    _shifted(torch.randn(301, 77, device="cuda", generator=g).t())  # strides (1, 77): index32
+    assert variant.index32.functions and not variant.functions
+    big = torch.empty(2**31 + 4096, device="cuda")
+    x = big.as_strided((3, 1000), (2**30, 1))  # spans 2**31 + 1000 elements
+    x.copy_(torch.randn(3, 1000, device="cuda", generator=g))
+    _shifted(x)
+    assert variant.functions
+    del big, x
+    torch.cuda.empty_cache()
+
+
+def _f32_variant_of(kernel: Any) -> Any:
+    d = kernel._dispatch or kernel._build_dispatch()
+    (variant,) = d.variants
+    assert variant.index32 is not None
+    return variant
