@@ -197,12 +197,13 @@ def build_ir(
         raise located_error(index, e.file, e.loc, e.message, e.hint) from None
     # the manifest's kernel specs take the preconditions and the launch kind the passes settled
     # on, and the entry point of the index32 instance the lowering makes (lower/index32.py)
-    from .lower.index32 import index32_symbol
+    from .lower.index32 import index32_twins
 
     settled = {f.symbol: f for f in frontend.program.functions if f.is_kernel}
+    twins = index32_twins(frontend.program)
     frontend.kernels = [k._replace(preconditions=tuple(settled[k.symbol].preconditions),
                                    cooperative=settled[k.symbol].cooperative,
-                                   index32_symbol=index32_symbol(settled[k.symbol]))
+                                   index32_symbol=twins.get(k.symbol, ""))
                         if k.symbol in settled else k for k in frontend.kernels]
     return index, frontend
 

@@ -120,3 +120,29 @@ def test_the_gpu_tests_package_compiles_with_32_bit_shape_and_stride_parameters(
     assert [(k.symbol, k.index32_symbol) for k in module.kernels] == [("shifted", "shifted__index32")]
     narrow = _entry(module.ptx["sm_90"], "shifted__index32")
     assert "ld.param.s32" in narrow or "cvt.s64.s32" in narrow  # x.strides[0] etc. sign-extended as values
+
+
+def test_a_kernel_whose_instance_name_is_taken_has_none(tmp_path: Path) -> None:
+    path = tmp_path / "taken.py"
+    path.write_text(textwrap.dedent('''
+        import oxide as ox
+        from oxide import DisjointTensor, Tensor, f32, thread
+
+
+        @ox.kernel
+        def k(x: Tensor[f32, 1], out: DisjointTensor[f32, 1]) -> None:
+            i = thread.index_1d()
+            if i < out.shape[0] and i < x.shape[0]:
+                out[i] = x[i]
+
+
+        @ox.kernel
+        def k__index32(x: Tensor[f32, 1], out: DisjointTensor[f32, 1]) -> None:
+            i = thread.index_1d()
+            if i < out.shape[0] and i < x.shape[0]:
+                out[i] = 2.0 * x[i]
+    '''))
+    module = compile_module(path, "taken", CompileOptions(archs=("sm_90",), link_cubins=False), root=tmp_path)
+    assert {k.symbol: k.index32_symbol for k in module.kernels} == {"k": "", "k__index32": "k__index32__index32"}
+    entries = re.findall(r"\.visible \.entry (\w+)\(", module.ptx["sm_90"])
+    assert sorted(entries) == ["k", "k__index32", "k__index32__index32"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.types import ViewType
 
-__all__ = ["INDEX32_SUFFIX", "takes_tensor", "index32_symbol", "index32_twins"]
+__all__ = ["INDEX32_SUFFIX", "takes_tensor", "index32_twins"]
 
 INDEX32_SUFFIX = "__index32"
 
@@ -29,18 +29,15 @@ def takes_tensor(fn: ir.Function) -> bool:
     return any(isinstance(p.ty, ViewType) and p.ty.is_tensor for p in fn.params)
 
 
-def index32_symbol(fn: ir.Function) -> str:
-    """The entry point of kernel ``fn``'s index32 instance; "" when it has none (no tensor
-    parameter: its index arithmetic is the source's own, nothing to narrow)."""
-    return fn.symbol + INDEX32_SUFFIX if fn.is_kernel and takes_tensor(fn) else ""
-
-
 def index32_twins(program: ir.Program) -> dict[str, str]:
     """symbol -> the symbol of its index32 instance, for every function that gets one: kernels
-    with a tensor parameter, and (when there is such a kernel) device functions with one."""
-    kernels = {fn.symbol: index32_symbol(fn) for fn in program.functions if index32_symbol(fn)}
+    with a tensor parameter, and (when there is such a kernel) device functions with one. A
+    kernel whose instance's name is taken (a function of that name exists) has none."""
+    taken = {fn.symbol for fn in program.functions} | {e.symbol for e in program.externs}
+    kernels = {fn.symbol: fn.symbol + INDEX32_SUFFIX for fn in program.functions
+               if fn.is_kernel and takes_tensor(fn) and fn.symbol + INDEX32_SUFFIX not in taken}
     if not kernels:
         return {}
     devices = {fn.symbol: fn.symbol + INDEX32_SUFFIX for fn in program.functions
-               if not fn.is_kernel and takes_tensor(fn)}
+               if not fn.is_kernel and takes_tensor(fn) and fn.symbol + INDEX32_SUFFIX not in taken}
     return {**kernels, **devices}
