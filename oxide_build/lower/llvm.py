@@ -406,7 +406,7 @@ class FunctionLowering:
         self.fn = fn
         self.llfn = llfn
         # the index32 instance (index32.py): tensor offsets computed modulo 2**32, which the
-        # runtime launches only when every tensor argument spans at most 2**31 - 1 elements
+        # runtime launches only when every tensor argument's span, extents and strides fit i32
         self.index32 = index32
         self.entry = llfn.append_basic_block("entry")
         self.b = ll.IRBuilder(self.entry)
