@@ -112,6 +112,7 @@ def inspect_module(source: Path, module_name: str, arch: str, options: CompileOp
     cubin, log = link_cubin_with_log(inputs, arch, link_opts)
     resources = parse_info_log(log)
     names = {k.symbol: k.name for k in compiled.kernels}
+    names.update({k.index32_symbol: k.name for k in compiled.kernels if k.index32_symbol})  # docs/runtime.md
     at_launch = {c.site for k in compiled.kernels for c in k.preconditions}
     return Inspection({s: r for s, r in resources.items() if s in names}, cubin, names,
                       [s for s in compiled.error_sites if s.id not in at_launch],

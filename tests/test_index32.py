@@ -146,3 +146,13 @@ def test_a_kernel_whose_instance_name_is_taken_has_none(tmp_path: Path) -> None:
     assert {k.symbol: k.index32_symbol for k in module.kernels} == {"k": "", "k__index32": "k__index32__index32"}
     entries = re.findall(r"\.visible \.entry (\w+)\(", module.ptx["sm_90"])
     assert sorted(entries) == ["k", "k__index32", "k__index32__index32"]
+
+
+def test_oxide_inspect_shows_both_instances() -> None:
+    from oxide_build.inspect import inspect_module
+
+    package = Path(__file__).parent / "packages" / "index32k"
+    resources, _, names, _, _ = inspect_module(package / "idx32k.py", "idx32k", "sm_90", root=package)
+    assert names == {"shifted": "shifted", "shifted__index32": "shifted"}
+    assert set(resources) == {"shifted", "shifted__index32"}
+    assert 0 < resources["shifted__index32"].registers <= resources["shifted"].registers
