@@ -56,5 +56,6 @@ def test_lltm_kernels_keep_no_bounds_checks() -> None:
 
     _, _, names, checks, _ = inspect_module(ROOT / "examples" / "lltm" / "kernels.py", "examples.lltm.kernels",
                                             "sm_90", root=ROOT)
-    assert sorted(names) == ["lltm_backward_f32", "lltm_backward_f64", "lltm_forward_f32", "lltm_forward_f64"]
+    symbols = ["lltm_backward_f32", "lltm_backward_f64", "lltm_forward_f32", "lltm_forward_f64"]
+    assert sorted(names) == sorted(symbols + [s + "__index32" for s in symbols])  # docs/runtime.md: index32
     assert checks == []
