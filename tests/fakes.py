@@ -287,7 +287,8 @@ class FakeDriver:
             return (self.launch_result,)
         slots = self.signatures[fn]
         pointers = (ctypes.c_void_p * max(len(slots), 1)).from_address(params) if slots else []
-        values = [_C_TYPES[t].from_address(pointers[i]).value for i, t in enumerate(slots)]
+        values = [ctypes.string_at(pointers[i], 128) if t == "tensor_map" else _C_TYPES[t].from_address(pointers[i]).value
+                  for i, t in enumerate(slots)]
         self.launches.append(
             {"fn": fn, "grid": (gx, gy, gz), "block": (bx, by, bz), "shared": shared, "stream": stream, "values": values,
              "ctx": self.ctx}
@@ -337,6 +338,8 @@ def slot_types(params: tuple[ParamSpec, ...]) -> list[str]:
             out += ["u64"] + ["i64"] * (2 * p.ndim)
         elif p.is_aggregate:  # a struct or vector: one slot per scalar field
             out += [dtype for _, dtype in p.fields]
+        elif p.is_tensor_map:  # the 128-byte CUtensorMap (one kernel parameter), its box's elements
+            out += ["tensor_map", "i64"]
         else:
             out += ["u64", "i64"] if p.is_view else [p.dtype]
     return out

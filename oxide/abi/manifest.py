@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, TypeVar
 
-from .params import AGGREGATE_PARAMS, CONSTEXPR_PARAM, SCALAR_PARAM, STRUCT_PARAM, VECTOR_PARAM
+from .params import AGGREGATE_PARAMS, CONSTEXPR_PARAM, SCALAR_PARAM, STRUCT_PARAM, TENSOR_MAP_PARAM, VECTOR_PARAM
 from .views import ViewKind
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "CONSTEXPR_PARAM",
     "STRUCT_PARAM",
     "VECTOR_PARAM",
+    "TENSOR_MAP_PARAM",
     "ARTIFACT_DIR",
     "ParamSpec",
     "KernelSpec",
@@ -54,8 +55,8 @@ class ManifestError(ValueError):
 
 class ParamSpec(NamedTuple):
     name: str
-    # SCALAR_PARAM, CONSTEXPR_PARAM (compiled in, not passed), STRUCT_PARAM, VECTOR_PARAM or a
-    # ViewKind value
+    # SCALAR_PARAM, CONSTEXPR_PARAM (compiled in, not passed), STRUCT_PARAM, VECTOR_PARAM,
+    # TENSOR_MAP_PARAM (a TMA descriptor: dtype its element type, ndim its rank) or a ViewKind value
     kind: str
     dtype: str  # scalar type name: "f32", "i64", ...; a struct's class name; a vector's ("f32x4")
     ndim: int = 1  # views: Slice kinds are 1-D; a tensor passes pointer, shape[ndim], strides[ndim]
@@ -67,6 +68,11 @@ class ParamSpec(NamedTuple):
     def is_aggregate(self) -> bool:
         """A struct or vector value, passed as its scalar fields (oxide.abi.params)."""
         return self.kind in AGGREGATE_PARAMS
+
+    @property
+    def is_tensor_map(self) -> bool:
+        """A TMA descriptor (``ox.tma.Descriptor[T, N]``), passed as a 128-byte CUtensorMap."""
+        return self.kind == TENSOR_MAP_PARAM
 
     @property
     def is_scalar(self) -> bool:
@@ -275,7 +281,7 @@ def _code_files(value: Any, where: str) -> dict[str, str]:
 def _param(value: Any, where: str) -> ParamSpec:
     data = _dict(value, where)
     kind = _field(data, "kind", where, _str)
-    if kind not in (SCALAR_PARAM, CONSTEXPR_PARAM, *AGGREGATE_PARAMS, *_PARAM_VIEW_KINDS):
+    if kind not in (SCALAR_PARAM, CONSTEXPR_PARAM, TENSOR_MAP_PARAM, *AGGREGATE_PARAMS, *_PARAM_VIEW_KINDS):
         raise ManifestError(f"{where}.kind: unknown parameter kind {kind!r}")
     ndim = _field(data, "ndim", where, _int, 1)
     if ndim < 0:

@@ -7,7 +7,7 @@ from typing import Any, Iterator, Literal, NoReturn, Protocol, TypeVar
 from .types import ThreadIndex
 
 __all__ = ["thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "unsafe", "static_range", "unroll",
-           "AtomicScope", "bits", "timer", "volatile", "asm", "mma", "cp_async", "wgmma", "warpgroup"]
+           "AtomicScope", "bits", "timer", "volatile", "asm", "mma", "cp_async", "wgmma", "warpgroup", "mbarrier"]
 
 
 def _device_only(name: str) -> NoReturn:
@@ -187,6 +187,11 @@ cp_async = _Space("cp_async", ("copy", "commit_group", "wait_group"))
 wgmma = _Space("wgmma", ("accumulator", "mma", "fence", "commit_group", "wait_group"))
 # id(): thread.idx.x // 128, warp-uniform; setmaxnreg_inc(n) / setmaxnreg_dec(n) (sm_90a)
 warpgroup = _Space("warpgroup", ("id", "setmaxnreg_inc", "setmaxnreg_dec"))
+# shared-memory barriers with transaction counts (sm_90): array(n), init(bar, count), arrive(bar),
+# arrive_expect_tx(bar, nbytes), expect_tx(bar, nbytes), try_wait(bar, phase), wait(bar, phase),
+# fence_init(), inval(bar); a barrier is bars[k] of bars = mbarrier.array(n)
+mbarrier = _Space("mbarrier", ("array", "init", "arrive", "arrive_expect_tx", "expect_tx", "try_wait", "wait",
+                               "fence_init", "inval"))
 
 
 def asm(template: str, *, outputs: tuple[tuple[str, Any], ...] = (), inputs: tuple[tuple[str, Any], ...] = (),

@@ -25,6 +25,7 @@ from oxide.runtime.arrays import (
 from oxide.runtime.dispatch import CONSTEXPR, Dispatch, Specialization
 from oxide.runtime.launch import ScalarError
 from oxide.runtime.struct_params import FieldsConverter
+from oxide.runtime.tensor_maps import TensorMapConverter
 
 if TYPE_CHECKING:
     from oxide.runtime.arrays import ArrayView
@@ -89,6 +90,10 @@ def prepare(d: Dispatch, kernel: str, args: Sequence[Any]) -> tuple[Specializati
         check_aliasing(d, kernel, views)
     if variant.index32 is not None and fits_index32(views):
         variant = variant.index32
+    for i in d.tensor_map_index:
+        # the descriptors' arrays: kept alive through the launch, and the launch joins their
+        # framework's stream as it does for views (after the checks, which index views only)
+        views.append(args[i].view)
     return variant, values, views
 
 
@@ -161,7 +166,7 @@ def slot_values(kernel: str, variant: Specialization, args: Sequence[Any], views
                 append(view.length)
         else:
             try:
-                if type(conv) is FieldsConverter:  # a struct or vector: one slot per scalar field
+                if type(conv) is FieldsConverter or type(conv) is TensorMapConverter:  # several slots
                     values.extend(conv(args[i]))
                 else:
                     append(conv(args[i]))

@@ -66,7 +66,7 @@ class Dispatch:
     NamedTuple would cost a millisecond when a module of kernels is imported.)"""
 
     __slots__ = ("located", "names", "view_index", "mutable", "variants", "by_view_dtypes", "tensor_ndim",
-                 "constexpr_index")
+                 "constexpr_index", "tensor_map_index")
 
     located: artifacts.LocatedManifest
     names: tuple[str, ...]
@@ -76,8 +76,10 @@ class Dispatch:
     by_view_dtypes: dict[tuple[str, ...], list[Specialization]]
     tensor_ndim: tuple[int, ...]  # per view parameter: ndim of a Tensor, 0 for a 1-D view
     constexpr_index: tuple[int, ...]  # positions of Constexpr parameters (pick the variant)
+    tensor_map_index: tuple[int, ...]  # positions of TMA descriptor parameters (their arrays join the views)
 
     def __init__(self, **fields: Any) -> None:
+        fields.setdefault("tensor_map_index", ())
         for name in self.__slots__:
             setattr(self, name, fields.pop(name))
         if fields:

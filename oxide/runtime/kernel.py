@@ -434,11 +434,13 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
 
                 raise CudaError(f"the specializations of kernel {self.name} in {located.path} disagree on its parameters")
         from oxide.runtime.struct_params import FieldsConverter
+        from oxide.runtime.tensor_maps import TensorMapConverter
 
         variants = [
             Specialization(
                 s, ArgPacker(s.params),
                 [CONSTEXPR if p.is_constexpr else None if p.is_view else FieldsConverter(p) if p.is_aggregate
+                 else TensorMapConverter(p.dtype, p.ndim) if p.is_tensor_map
                  else scalar_converter(p.dtype) for p in s.params],
                 index
             )
@@ -457,6 +459,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             by_view_dtypes=by_dtypes,
             tensor_ndim=tuple(first[i].ndim if first[i].is_tensor else 0 for i in view_index),
             constexpr_index=tuple(i for i, p in enumerate(first) if p.is_constexpr),
+            tensor_map_index=tuple(i for i, p in enumerate(first) if p.is_tensor_map),
         )
         self._planned = self._plan is not None and self._configure_plan(d)
         self._dispatch = d
@@ -480,7 +483,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
                 if p.ndim != 1 or p.dtype not in codes:
                     return False  # views of records (and other element types the C path has no code for)
             elif not (p.is_scalar or p.is_constexpr):
-                return False  # structs and vectors (passed as their fields) take the Python path
+                return False  # structs, vectors (passed as their fields) and TMA descriptors take the Python path
         constexprs: list[tuple[int, ...]] = []
         for v in d.variants:
             if [(p.kind, p.ndim) for p in v.spec.params] != layout:

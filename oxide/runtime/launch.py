@@ -14,6 +14,8 @@ import struct
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from oxide.abi.params import TENSOR_MAP_BYTES
+
 if TYPE_CHECKING:
     from oxide.runtime.manifest import ParamSpec
 
@@ -172,9 +174,15 @@ class ArgPacker:
         import ctypes  # made on the first launch; importing kernels must not import ctypes
 
         fmt = "="
+        starts = []  # the slot where each kernel parameter (.param) begins
         for p in params:
             if p.is_constexpr:
                 continue  # compiled into the specialization, not passed
+            at = struct.calcsize(fmt) // _SLOT
+            if p.is_tensor_map:  # the CUtensorMap (one .param of 128 bytes), then its box's elements
+                starts += [at, at + TENSOR_MAP_BYTES // _SLOT]
+                fmt += f"{TENSOR_MAP_BYTES // _SLOT}Qq"
+                continue
             if p.is_tensor:
                 fmt += "Q" + "q" * (2 * p.ndim)  # pointer, shape, strides (elements)
             elif p.is_view:
@@ -186,11 +194,12 @@ class ArgPacker:
                         what = f"field {field!r} of parameter {p.name!r}" if field else f"parameter {p.name!r}"
                         raise ValueError(f"unknown scalar type {dtype!r} of {what} in the manifest")
                     fmt += code + f"{_SLOT - struct.calcsize('=' + code)}x"
+            starts += range(at, struct.calcsize(fmt) // _SLOT)
         self.struct = struct.Struct(fmt)
         self.slots = self.struct.size // _SLOT
         self.buffer = ctypes.create_string_buffer(max(self.struct.size, _SLOT))
         base = ctypes.addressof(self.buffer)
-        self.pointers = (ctypes.c_void_p * max(self.slots, 1))(*(base + _SLOT * i for i in range(self.slots)))
+        self.pointers = (ctypes.c_void_p * max(len(starts), 1))(*(base + _SLOT * i for i in starts))
         self.address = ctypes.addressof(self.pointers) if self.slots else 0
         self.lock = threading.Lock()
 

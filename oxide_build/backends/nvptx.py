@@ -13,8 +13,6 @@ _init_lock = threading.Lock()
 _initialized = False
 _emit_lock = threading.Lock()  # the FMA level is a process-wide LLVM option
 _fma_level: int | None = None
-
-
 def _llvm():  # type: ignore[no-untyped-def]
     global _initialized
     try:
@@ -35,16 +33,22 @@ def llvm_version() -> str:
 
 # intrinsics of sm_90 that need PTX ISA 8.0, while LLVM emits 7.8 for a plain sm_90 (sm_90a
 # gets 8.0): LLVM cannot select them there and aborts the process
-PTX80_INTRINSICS = ("llvm.nvvm.fence.proxy.async",)
+PTX80_INTRINSICS = ("llvm.nvvm.fence.proxy.async", "llvm.nvvm.cp.async.bulk")
+# and PTX 8.0 instructions the lowering writes as inline PTX (mbarrier.py), which ptxas refuses
+# under .version 7.8: looked for in the module's text
+PTX80_INLINE = ("mbarrier.arrive.expect_tx", "mbarrier.expect_tx", "mbarrier.try_wait", "mbarrier.complete_tx",
+                "fence.mbarrier_init")
 
 
-def _ptx_features(module: object, arch: str) -> str:
-    """``+ptx80`` for an sm_90 module that calls an intrinsic of ``PTX80_INTRINSICS`` (only
-    then, so the PTX of every other module stays what it was)."""
+def _ptx_features(module: object, llvm_ir: str, arch: str) -> str:
+    """``+ptx80`` for an sm_90 module that calls an intrinsic of ``PTX80_INTRINSICS`` or holds
+    inline PTX of ``PTX80_INLINE`` (only then, so the PTX of every other module stays what it was)."""
     if arch != "sm_90":
         return ""
     names = (f.name for f in module.functions if f.is_declaration)  # type: ignore[attr-defined]
-    return "+ptx80" if any(name.startswith(PTX80_INTRINSICS) for name in names) else ""
+    if any(name.startswith(PTX80_INTRINSICS) for name in names):
+        return "+ptx80"
+    return "+ptx80" if any(marker in llvm_ir for marker in PTX80_INLINE) else ""
 
 
 def optimize_and_emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3, fma: bool = True) -> str:
@@ -62,7 +66,7 @@ def optimize_and_emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3, fma: bool
     if any(f.is_declaration and f.name.startswith("__nv_") for f in module.functions):
         _link_libdevice(llvm, module)
     target = llvm.Target.from_triple("nvptx64-nvidia-cuda")
-    tm = target.create_target_machine(cpu=arch, opt=opt_level, codemodel="default", features=_ptx_features(module, arch))
+    tm = target.create_target_machine(cpu=arch, opt=opt_level, codemodel="default", features=_ptx_features(module, llvm_ir, arch))
     if opt_level > 0:
         pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
         pb = llvm.create_pass_builder(tm, pto)

@@ -9,7 +9,11 @@ from oxide.abi.views import MAX_TENSOR_NDIM, VIEW_ANNOTATIONS
 from oxide.lang.types import SCALAR_TYPES, ScalarType
 from oxide.lang.vectors import VECTOR_TYPES
 
-from ..ir.types import BOOL, F64, I64, THREAD_INDEX, VOID, StructType, TupleType, Type, VectorType, ViewType, type_name
+from oxide.abi.params import TENSOR_MAP_MAX_NDIM
+
+from ..ir.types import (
+    BOOL, F64, I64, THREAD_INDEX, VOID, StructType, TensorMapType, TupleType, Type, VectorType, ViewType, type_name,
+)
 from ..project_imports import dotted_name
 from ..scan import ModuleSource
 
@@ -147,6 +151,8 @@ def resolve_annotation(
         view = oxide_name(module, node.value)
         if view == "Constexpr":
             return I64
+        if view == "tma.Descriptor":
+            return _tensor_map_annotation(module, node, typevars, what)
         kind = VIEW_ANNOTATIONS.get(view or "")
         if view is None or kind is None:
             raise module.error(node, f"unknown generic type {ast.unparse(node.value)!r} in {what}",
@@ -204,11 +210,36 @@ def resolve_annotation(
             return THREAD_INDEX
         if name in VIEW_ANNOTATIONS:
             raise module.error(node, f"{name} needs an element type ({what})", f"write {name}[f32]")
+        if name == "tma.Descriptor":
+            raise module.error(node, f"ox.tma.Descriptor needs an element type and a rank ({what})",
+                               "write ox.tma.Descriptor[bf16, 2]")
     raise module.error(
         node, f"unknown type {ast.unparse(node)!r} in {what}",
         "use a scalar type from oxide (i32, i64, u32, u64, f32, f64, bool), a view like Slice[f32], "
         "or a TypeVar",
     )
+
+
+def _tensor_map_annotation(
+    module: ModuleSource, node: ast.Subscript, typevars: dict[str, TypeVarBinding], what: str
+) -> Type | TypeVarBinding:
+    """``ox.tma.Descriptor[T, N]``: a TMA tensor map of an N-d array of scalars T."""
+    if not (isinstance(node.slice, ast.Tuple) and len(node.slice.elts) == 2):
+        raise module.error(node, f"ox.tma.Descriptor takes an element type and a rank ({what})",
+                           "write ox.tma.Descriptor[bf16, 2]")
+    elem_node, ndim_node = node.slice.elts
+    n = ndim_node.value if isinstance(ndim_node, ast.Constant) else None
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= TENSOR_MAP_MAX_NDIM:
+        raise module.error(ndim_node, f"the rank of ox.tma.Descriptor must be an integer from 1 to {TENSOR_MAP_MAX_NDIM}",
+                           "TMA copies boxes of 1 to 5 dimensions")
+    elem = resolve_annotation(module, elem_node, typevars, what)
+    if isinstance(elem, TypeVarBinding):
+        if elem.bound is None:
+            return elem
+        elem = elem.bound
+    if not isinstance(elem, ScalarType) or elem.kind == "bool":
+        raise module.error(elem_node, f"the elements of ox.tma.Descriptor are numbers, not {type_name(elem)}")
+    return TensorMapType(elem, n)
 
 
 _STRUCTS: dict[tuple[str, str, int], StructType] = {}  # (module, class, id of its node) -> type

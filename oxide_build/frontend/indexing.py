@@ -38,6 +38,8 @@ class Indexing(Semantics):
         if not isinstance(view.ty, (ViewType, ArrayType)):
             raise self.error(node.value, f"{ast.unparse(node.value)!r} is {type_name(view.ty)}, not a view",
                              "only Slice/DisjointSlice/MutSlice parameters and arrays can be indexed")
+        if isinstance(view.ty, ArrayType) and view.ty.barrier:
+            raise _barrier_is_not_a_number(self, node)
         if isinstance(node.slice, ast.Slice):
             return view_values.slice_view(self, view, node)  # type: ignore[arg-type]
         if isinstance(view.ty, ViewType) and view.ty.is_tensor:
@@ -108,6 +110,8 @@ class Indexing(Semantics):
         if not isinstance(view.ty, (ViewType, ArrayType)):
             raise self.error(target.value, f"{ast.unparse(target.value)!r} is {type_name(view.ty)}, not a view",
                              "only Slice/DisjointSlice/MutSlice parameters and arrays can be indexed")
+        if isinstance(view.ty, ArrayType) and view.ty.barrier:
+            raise _barrier_is_not_a_number(self, target)
         if isinstance(view.ty, ArrayType):
             refuse_array_write(self, target, view.ty)
             index = self.index_expr(target.slice, view.ty)
@@ -128,6 +132,11 @@ class Indexing(Semantics):
                                       f"store into {ast.unparse(target.value)}")
         site = self.check_site(target, view, index, f"{ast.unparse(target.value)}[{_index_text(target.slice)}]")
         return ir.Store(view, index, value, self.loc(node), site)
+
+
+def _barrier_is_not_a_number(tr: Semantics, node: ast.Subscript) -> Exception:
+    return tr.error(node, f"{ast.unparse(node)} is an mbarrier: it is not read, written or sliced as a number",
+                    f"pass it to the ox.mbarrier.* intrinsics or ox.tma.load (ox.mbarrier.wait({ast.unparse(node)}, phase))")
 
 
 def _index_text(node: ast.expr) -> str:

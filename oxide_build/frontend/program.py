@@ -8,7 +8,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from oxide.abi.params import CONSTEXPR_PARAM, SCALAR_PARAM, STRUCT_PARAM, VECTOR_PARAM
+from oxide.abi.params import CONSTEXPR_PARAM, SCALAR_PARAM, STRUCT_PARAM, TENSOR_MAP_PARAM, VECTOR_PARAM
 from oxide.abi.views import ViewKind
 from oxide.errors import CompileError, SourceLocation
 from oxide.lang.types import ScalarType
@@ -17,7 +17,8 @@ from oxide.runtime.manifest import ErrorSite, KernelSpec, ParamSpec
 from ..ir import nodes as ir
 from ..ir.verify import IRError, verify_program
 from ..ir.types import (
-    ArrayType, StructType, ThreadIndexType, Type, VectorType, ViewType, VoidType, as_scalar, scalar_leaves, type_name,
+    ArrayType, StructType, TensorMapType, ThreadIndexType, Type, VectorType, ViewType, VoidType, as_scalar, scalar_leaves,
+    type_name,
 )
 from ..scan import ModuleSource, ProjectIndex, _names_oxide, constant_value
 from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation, scalar_type_named
@@ -452,7 +453,7 @@ class ProgramBuilder:
                 ann = resolve_annotation(module, param.annotation, typevars, f"parameter {param.arg!r}")
                 if isinstance(ann, TypeVarBinding) and isinstance(param.annotation, ast.Subscript):
                     # a view of T (Tensor[T, 2]: the element is not the subscript itself)
-                    if not isinstance(arg.ty, ViewType):
+                    if not isinstance(arg.ty, (ViewType, TensorMapType)):
                         raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() needs a view, "
                                            f"got {type_name(arg.ty)}")
                     if arg.ty.elem not in ann.constraints:
@@ -514,6 +515,10 @@ class ProgramBuilder:
             if isinstance(pty, ViewType) and isinstance(arg.ty, ArrayType) and not pty.is_tensor:
                 param_types[position] = device_param_type(caller, arg, pty, what, node)
                 converted.append(arg)
+            elif isinstance(pty, TensorMapType):
+                if arg.ty != pty:
+                    raise caller.error(node, f"{what} needs {type_name(pty)}, got {type_name(arg.ty)}")
+                converted.append(arg)
             elif isinstance(pty, ViewType):
                 if not isinstance(arg.ty, ViewType):
                     raise caller.error(node, f"{what} needs {type_name(pty)}, got {type_name(arg.ty)}")
@@ -533,7 +538,7 @@ class ProgramBuilder:
                                    "rewrite the recursion as a loop")
             inst = _Instance(None)
             self.instances[key] = inst
-            suffix = "_".join([t.symbol_part if isinstance(t, ArrayType) else type_name(t).replace("[", "_").replace("]", "")
+            suffix = "_".join([t.symbol_part if isinstance(t, (ArrayType, TensorMapType)) else type_name(t).replace("[", "_").replace("]", "")
                                .replace("(", "_").replace(")", "")
                                for p, t in zip(params, param_types) if p.arg not in constexprs]
                               + [f"{n}{int(v)}".replace("-", "m") for n, v in constexprs.items()])
@@ -629,6 +634,8 @@ def _constexpr_kind(module: ModuleSource, annotation: ast.expr | None) -> str | 
 
 
 def _param_spec(p: ir.Param) -> ParamSpec:
+    if isinstance(p.ty, TensorMapType):
+        return ParamSpec(p.name, TENSOR_MAP_PARAM, p.ty.elem.name, p.ty.ndim)
     if isinstance(p.ty, (StructType, VectorType)):
         kind = STRUCT_PARAM if isinstance(p.ty, StructType) else VECTOR_PARAM
         return ParamSpec(p.name, kind, p.ty.name, 1, tuple((path, leaf.name) for path, leaf in scalar_leaves(p.ty)))

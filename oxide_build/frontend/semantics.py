@@ -11,7 +11,7 @@ from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp, CompareOp, LogicOp
-from ..ir.types import (BOOL, F64, I64, ArrayType, StructType, ThreadIndexType, TupleType, Type, VectorType, ViewType, VoidType,
+from ..ir.types import (BOOL, F64, I64, ArrayType, StructType, TensorMapType, ThreadIndexType, TupleType, Type, VectorType, ViewType, VoidType,
                         as_scalar, type_name)
 from . import vectors
 from .promotion import PromotionError, bool_arithmetic_type, comparison_type, fits, promote
@@ -235,13 +235,13 @@ class Semantics(Checks):
                 return value
             raise self.error(node, f"{what} needs a ThreadIndex, got {type_name(value.ty)}",
                              "only thread.index_1d() makes a ThreadIndex")
-        if isinstance(ty, (ViewType, VoidType, ArrayType, TupleType, VectorType, StructType)):
+        if isinstance(ty, (ViewType, VoidType, ArrayType, TupleType, VectorType, StructType, TensorMapType)):
             if value.ty == ty:
                 return value
             raise self.error(node, f"{what} needs {type_name(ty)}, got {type_name(value.ty)}",
                              "return the same kind of value on every path" if what == "return value" else
                              f"pass a {type_name(ty)}")
-        if isinstance(value.ty, (ViewType, VoidType, ArrayType, TupleType, VectorType, StructType)):
+        if isinstance(value.ty, (ViewType, VoidType, ArrayType, TupleType, VectorType, StructType, TensorMapType)):
             raise self.error(node, f"{what} needs {ty.name}, got {type_name(value.ty)}",
                              "take one lane (v.x)" if isinstance(value.ty, VectorType) else "")
         if isinstance(value, ir.Const) and value.weak:

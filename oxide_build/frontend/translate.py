@@ -14,7 +14,10 @@ from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
 from ..ir.ops import BINARY_OPS_OF_AST, COMPARE_OPS_OF_AST, BinaryOp, CompareOp, LogicOp
-from ..ir.types import BOOL, I64, VOID, VECTOR_TYPES, ArrayType, StructType, VectorType, ThreadIndexType, TupleType, ViewType, VoidType, as_scalar, type_name
+from ..ir.types import (
+    BOOL, I64, VOID, VECTOR_TYPES, ArrayType, StructType, TensorMapType, VectorType, ThreadIndexType, TupleType, ViewType,
+    VoidType, as_scalar, type_name,
+)
 from .annotations import PYTHON_SCALARS, accumulate_alias, oxide_name, resolve_annotation
 from .views import refuse_vector_store
 from . import structs, vectors
@@ -307,9 +310,15 @@ class FunctionTranslator(Loops):
 
     def assign_name(self, target: ast.Name, value: ir.Expr, node: ast.AST) -> ir.Stmt | None:
         name = target.id
-        if name in self.param_names and isinstance(self.locals[name], (ViewType, ArrayType)):
+        if name in self.param_names and isinstance(self.locals[name], (ViewType, ArrayType, TensorMapType)):
             raise self.error(target, f"cannot assign to the view parameter {name!r}",
                              "views are fixed for the whole kernel; use a new local name")
+        if isinstance(value.ty, TensorMapType):
+            raise self.error(node, f"a TMA descriptor is not copied into a local ({name!r})",
+                             "use the parameter itself in ox.tma.* calls, or pass it to a device function")
+        if isinstance(value.ty, ArrayType) and value.ty.barrier and not isinstance(value, ir.Intrinsic):
+            raise self.error(node, f"mbarriers are not copied into a local ({name!r})",
+                             "use the array of ox.mbarrier.array(n) itself, or pass it to a device function")
         if isinstance(value.ty, (ViewType, ArrayType)) and not isinstance(value, ir.Intrinsic):
             return view_values.assign_view(self, target, value, node)
         if isinstance(value.ty, ArrayType):

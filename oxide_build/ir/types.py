@@ -10,7 +10,7 @@ from oxide.abi.records import record_dtype_name
 from oxide.lang.vectors import VECTOR_TYPES, VectorType
 
 __all__ = [
-    "ScalarType", "VectorType", "VECTOR_TYPES", "ViewType", "ThreadIndexType", "VoidType", "ArrayType", "TupleType", "StructType", "Type",
+    "ScalarType", "VectorType", "VECTOR_TYPES", "ViewType", "TensorMapType", "ThreadIndexType", "VoidType", "ArrayType", "TupleType", "StructType", "Type",
     "THREAD_INDEX", "THREAD_INDEX_DIM", "VOID", "BOOL", "I64", "I32", "F32", "F64", "SCALAR_TYPES",
     "ViewKind", "type_name", "is_int", "is_float", "as_scalar", "int_limits", "scalar_leaves",
 ]
@@ -72,6 +72,9 @@ class ArrayType:
     # a shared array's swizzle (shared.array(..., swizzle=128)): rows of that many bytes whose
     # 16-byte chunks are XORed with the row, the layout wgmma reads; the array is 1024-aligned
     swizzle: int = 0
+    # ox.mbarrier.array(n): shared u64 barriers that only the mbarrier.* intrinsics (and tma.load)
+    # take; a barrier is never read, written or compared as a number
+    barrier: bool = False
 
     @property
     def size(self) -> int | None:
@@ -97,6 +100,8 @@ class ArrayType:
             if role == "wgmma.c":
                 return f"wgmma accumulator {shape} of {self.elem.name}"
             return f"mma fragment {role} {shape} of {self.elem.name}"
+        if self.barrier:
+            return f"mbarrier array[{'n' if self.shape is None else self.size}]"
         dims = "n" if self.runtime_length else "dynamic" if self.shape is None else "x".join(map(str, self.shape))
         text = f"{self.space} array[{dims}] of {self.elem.name}"
         if self.swizzle:
@@ -107,7 +112,25 @@ class ArrayType:
     def symbol_part(self) -> str:
         """The array's type as it appears in the symbol of a device function taking it."""
         dims = "n" if self.runtime_length else "dyn" if self.shape is None else "x".join(map(str, self.shape))
-        return f"{self.space}{'_ro' if self.read_only else ''}_{self.elem.name}_{dims}"
+        return f"{self.space}{'_ro' if self.read_only else ''}_{'mbarrier' if self.barrier else self.elem.name}_{dims}"
+
+
+@dataclass(frozen=True)
+class TensorMapType:
+    """``ox.tma.Descriptor[T, N]``: a TMA tensor map of an N-d array of ``T`` that the host
+    built (a kernel parameter: the 128-byte ``CUtensorMap`` and the elements of one box,
+    ``oxide.abi.params``). Inside a function its value is the map's generic address and the
+    box's element count; only the ``tma.*`` intrinsics take it."""
+
+    elem: ScalarType
+    ndim: int
+
+    def __str__(self) -> str:
+        return f"tma.Descriptor[{self.elem.name}, {self.ndim}]"
+
+    @property
+    def symbol_part(self) -> str:
+        return f"tmap_{self.elem.name}_{self.ndim}d"
 
 
 @dataclass(frozen=True)
@@ -189,7 +212,8 @@ THREAD_INDEX = ThreadIndexType()
 THREAD_INDEX_DIM = {"1d": "x", "col": "x", "row": "y", "depth": "z"}
 VOID = VoidType()
 
-Type = Union[ScalarType, VectorType, ViewType, ThreadIndexType, VoidType, ArrayType, TupleType, StructType]
+Type = Union[ScalarType, VectorType, ViewType, ThreadIndexType, VoidType, ArrayType, TupleType, StructType,
+             TensorMapType]
 
 
 def scalar_leaves(ty: Type, path: str = "") -> list[tuple[str, ScalarType]]:

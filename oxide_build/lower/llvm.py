@@ -21,7 +21,12 @@ from oxide.errors import CompileError, SourceLocation
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
-from ..ir.types import THREAD_INDEX_DIM, ArrayType, StructType, VectorType, ThreadIndexType, TupleType, Type, ViewType, VoidType, as_scalar, is_int, scalar_leaves
+from oxide.abi.params import TENSOR_MAP_ALIGN, TENSOR_MAP_BYTES
+
+from ..ir.types import (
+    THREAD_INDEX_DIM, ArrayType, StructType, TensorMapType, VectorType, ThreadIndexType, TupleType, Type, ViewType, VoidType,
+    as_scalar, is_int, scalar_leaves,
+)
 from ..passes.shared_memory import STATIC_SHARED_LIMIT  # also checked per kernel, across calls, by the pass
 from .dialect import NVPTX, NVPTX_DATA_LAYOUT, NVPTX_TRIPLE, Dialect
 from .index32 import index32_twins
@@ -57,6 +62,23 @@ BFLOAT = BFloatType()
 
 # llvmlite does not list `readonly` among argument attributes; LLVM accepts it there
 ll.values.ArgumentAttributes._known = MappingProxyType({**ll.values.ArgumentAttributes._known, "readonly": False})
+
+TENSOR_MAP_LL = ll.ArrayType(ll.IntType(8), TENSOR_MAP_BYTES)  # a CUtensorMap, as the kernel parameter holds it
+
+
+class _TensorMapAttributes(ll.values.ArgumentAttributes):  # type: ignore[misc]
+    """The attributes of a TMA descriptor kernel parameter: ``byval`` of the 128-byte map,
+    aligned to 64. NVVM IR (LLVM 7) writes ``byval`` without its type, LLVM 22 with it."""
+
+    def __init__(self, typed_byval: bool) -> None:
+        super().__init__(["byval"])
+        self.align = TENSOR_MAP_ALIGN
+        self._typed_byval = typed_byval
+
+    def _expand(self, name: str, typ: ll.Type) -> str:
+        if name == "byval" and not self._typed_byval:
+            return "byval"
+        return str(super()._expand(name, typ))
 
 
 def scalar_ll(ty: ScalarType, in_memory: bool = False) -> ll.Type:
@@ -124,6 +146,10 @@ def abi_params(params: list[ir.Param], kernel: bool, c_abi: bool = False, index3
         ptr = (lambda e: ll.PointerType(scalar_ll(e, True))) if c_abi else global_ptr
         if isinstance(p.ty, ViewType) and p.ty.kind == ViewKind.PTR:
             out.append(ptr(p.ty.elem))
+        elif isinstance(p.ty, TensorMapType):
+            # a kernel takes the map itself (byval, __grid_constant__), a function its generic
+            # address; both then the elements of one box (oxide.abi.params)
+            out += [ll.PointerType(TENSOR_MAP_LL) if kernel else ll.PointerType(ll.IntType(8)), I64T]
         elif isinstance(p.ty, ViewType) and p.ty.is_tensor:
             out += [ptr(p.ty.elem)] + [I32T if kernel and index32 else I64T] * (2 * p.ty.ndim)
         elif isinstance(p.ty, ViewType):
@@ -179,7 +205,11 @@ class ModuleLowering:
         self.module.triple = dialect.triple
         self.module.data_layout = dialect.data_layout
         self.functions: dict[str, ll.Function] = {}
+        # kernel -> the LLVM argument positions of its TMA descriptors (``grid_constant``)
+        self.grid_constants: dict[ll.Function, list[int]] = {}
         self._fail: ll.Function | None = None
+        self._report: ll.Function | None = None
+        self._error_globals: tuple[ll.GlobalVariable, ll.GlobalVariable] | None = None
         self._intrinsics: dict[str, ll.Function] = {}
         self.arrays: dict[str, ll.GlobalVariable] = {}  # module-level constant/global memory
         # symbol -> its index32 instance's (index32.py): what an index32 function calls instead
@@ -199,6 +229,9 @@ class ModuleLowering:
                 if isinstance(p.ty, ViewType) and not p.ty.writable:
                     llfn.args[position].add_attribute("noalias")
                     llfn.args[position].add_attribute("readonly")
+                if isinstance(p.ty, TensorMapType):
+                    llfn.args[position].attributes = _TensorMapAttributes(typed_byval=not self.dialect.is_nvvm)
+                    self.grid_constants.setdefault(llfn, []).append(position)
                 position += len(abi_params([p], True, index32=index32))
         self.functions[symbol] = llfn
         return llfn
@@ -248,6 +281,12 @@ class ModuleLowering:
                     annotations.add(self.module.add_metadata([llfn, ll.MetaDataString(self.module, "maxntidx"), ll.Constant(I32T, fn.launch_bounds)]))
                 if fn.is_kernel and fn.max_registers:
                     annotations.add(self.module.add_metadata([llfn, ll.MetaDataString(self.module, "maxnreg"), ll.Constant(I32T, fn.max_registers)]))
+                if llfn in self.grid_constants:
+                    # __grid_constant__: the kernel reads the map where the driver put it
+                    # (cvta.param), rather than from a local copy TMA cannot use; both
+                    # libNVVM and LLVM 22 read this form (1-based argument positions)
+                    positions = self.module.add_metadata([ll.Constant(I32T, k + 1) for k in self.grid_constants[llfn]])
+                    annotations.add(self.module.add_metadata([llfn, ll.MetaDataString(self.module, "grid_constant"), positions]))
         if self.dialect.nvvm_ir_version is not None:
             self.finish_nvvm(self.dialect.nvvm_ir_version)
         return self.module
@@ -345,8 +384,10 @@ class ModuleLowering:
         g.align = SWIZZLE_ALIGNMENT if ty.swizzle else 16
         return g
 
-    def fail_function(self) -> ll.Function:
+    def fail_function(self, ends_thread: bool = True) -> ll.Function:
         """``__oxide_fail(site, index, length)``: record the first failure, then end the thread.
+        ``ends_thread`` False: ``__oxide_report``, which records and returns, for a check whose
+        thread must go on (a TMA copy's, whose barrier others wait on: ``intrinsics/tma.py``).
 
         The record lives in host-mapped memory whose device address the runtime stores in
         ``__oxide_error_ptr`` when it loads the module, together with ``__oxide_module_id``;
@@ -355,20 +396,27 @@ class ModuleLowering:
         index, length. With no record set up,
         the thread traps rather than fail silently.
         """
-        if self._fail is not None:
+        if ends_thread and self._fail is not None:
             return self._fail
+        if not ends_thread and self._report is not None:
+            return self._report
         rec_ptr_ty = ll.PointerType(I64T)  # generic address of the host-mapped record
-        err_ptr = ll.GlobalVariable(self.module, rec_ptr_ty, error_record.ERROR_PTR_SYMBOL, addrspace=1)
-        err_ptr.initializer = ll.Constant(rec_ptr_ty, None)
-        err_ptr.align = 8
-        mod_id = ll.GlobalVariable(self.module, I64T, error_record.MODULE_ID_SYMBOL, addrspace=1)
-        mod_id.initializer = ll.Constant(I64T, 0)
-        mod_id.align = 8
-        fn = ll.Function(self.module, ll.FunctionType(ll.VoidType(), [I64T, I64T, I64T]), error_record.FAIL_FUNCTION)
+        if self._error_globals is None:
+            err_ptr = ll.GlobalVariable(self.module, rec_ptr_ty, error_record.ERROR_PTR_SYMBOL, addrspace=1)
+            err_ptr.initializer = ll.Constant(rec_ptr_ty, None)
+            err_ptr.align = 8
+            mod_id = ll.GlobalVariable(self.module, I64T, error_record.MODULE_ID_SYMBOL, addrspace=1)
+            mod_id.initializer = ll.Constant(I64T, 0)
+            mod_id.align = 8
+            self._error_globals = (err_ptr, mod_id)
+        err_ptr, mod_id = self._error_globals
+        name = error_record.FAIL_FUNCTION if ends_thread else "__oxide_report"
+        fn = ll.Function(self.module, ll.FunctionType(ll.VoidType(), [I64T, I64T, I64T]), name)
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")  # a call costs the kernel ~12 registers of ABI
         fn.attributes.add("cold")
-        fn.attributes.add("noreturn")
+        if ends_thread:
+            fn.attributes.add("noreturn")
         entry = fn.append_basic_block("entry")
         no_record = fn.append_basic_block("no_record")
         claim = fn.append_basic_block("claim")
@@ -394,6 +442,10 @@ class ModuleLowering:
         b.call(self.intrinsic("llvm.nvvm.membar.sys", ll.VoidType(), []), [])
         b.branch(done)
         b.position_at_end(done)
+        if not ends_thread:
+            b.ret_void()
+            self._report = fn
+            return fn
         b.asm(ll.FunctionType(ll.VoidType(), []), "exit;", "", [], side_effect=True)
         b.unreachable()
         self._fail = fn
@@ -412,6 +464,8 @@ class FunctionLowering:
         self.b = ll.IRBuilder(self.entry)
         self.slots: dict[str, ll.Value] = {}
         self.views: dict[str, _View] = {}
+        # TMA descriptors: the map's generic address (i8*) and the elements of one box (i64)
+        self.tensor_maps: dict[str, tuple[ll.Value, ll.Value]] = {}
         # locals that hold a view (``data = a if c else b``, ``row = x[k:]``): pointer and length
         self.view_slots: dict[str, tuple[ll.Value, ll.Value]] = {}
         self.loops: list[_Loop] = []
@@ -434,7 +488,13 @@ class FunctionLowering:
         self.block_dims = {axis: self.sreg(f"ntid.{axis}") for axis in "xyz"}
         args = iter(self.llfn.args)
         for p in self.fn.params:
-            if isinstance(p.ty, ViewType) and p.ty.is_tensor:
+            if isinstance(p.ty, TensorMapType):
+                address, box = next(args), next(args)
+                address.name, box.name = f"{p.name}.map", f"{p.name}.box"
+                if self.fn.is_kernel:
+                    address = self.b.bitcast(address, ll.PointerType(I8))
+                self.tensor_maps[p.name] = (address, box)
+            elif isinstance(p.ty, ViewType) and p.ty.is_tensor:
                 ptr = next(args)
                 ptr.name = f"{p.name}.ptr"
                 if self.fn.export:
@@ -472,7 +532,7 @@ class FunctionLowering:
                 self.slot(p.name, p.ty)
                 self.b.store(value, self.slots[p.name])
         for name, ty in self.fn.locals.items():
-            if name not in self.slots and not isinstance(ty, (ViewType, ArrayType)):
+            if name not in self.slots and not isinstance(ty, (ViewType, ArrayType, TensorMapType)):
                 self.slot(name, ty)
                 # a local read on a path that never assigned it is 0, not undef (which would let
                 # LLVM pick any value, also past a bounds check)
@@ -962,7 +1022,9 @@ class FunctionLowering:
         params = self.parent.extern_params.get(e.symbol)
         args: list[ll.Value] = []
         for position, a in enumerate(e.args):
-            if isinstance(a.ty, ArrayType):
+            if isinstance(a.ty, TensorMapType):
+                args += list(self.tensor_map(a))
+            elif isinstance(a.ty, ArrayType):
                 v = self.view(a)
                 args += [v.ptr, v.length]
             elif isinstance(a.ty, ViewType):
@@ -984,6 +1046,11 @@ class FunctionLowering:
             ret = value_ll(e.ty)
             return self.b.bitcast(result, ret) if _half_bits(ret) is not ret else result
         return self.b.call(callee, args)
+
+    def tensor_map(self, e: ir.Expr) -> tuple[ll.Value, ll.Value]:
+        """A TMA descriptor's generic address (i8*) and the elements of one of its boxes."""
+        assert isinstance(e, ir.Var) and e.name in self.tensor_maps, "a TMA descriptor is a parameter"
+        return self.tensor_maps[e.name]
 
     def boolop(self, e: ir.BoolOp) -> ll.Value:
         b = self.b

@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from oxide.abi.params import SCALAR_PARAM, STRUCT_PARAM, param_slot_count
+from oxide.abi.params import SCALAR_PARAM, STRUCT_PARAM, TENSOR_MAP_PARAM, param_slot_count
 from oxide.abi.preconditions import ARITHMETIC, COMPARISONS
 from oxide.abi.manifest import Precondition
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, StructType, VectorType, ViewType, as_scalar, is_int, scalar_leaves
+from ..ir.types import BOOL, StructType, TensorMapType, VectorType, ViewType, as_scalar, is_int, scalar_leaves
 
 __all__ = ["LaunchPreconditions", "launch_expr"]
 
@@ -62,6 +62,8 @@ def _slots(fn: ir.Function) -> dict[str, int]:
             k += param_slot_count(p.ty.kind, p.ty.ndim)
         elif isinstance(p.ty, (StructType, VectorType)):
             k += param_slot_count(STRUCT_PARAM, fields=len(scalar_leaves(p.ty)))
+        elif isinstance(p.ty, TensorMapType):
+            k += param_slot_count(TENSOR_MAP_PARAM)
         else:
             k += param_slot_count(SCALAR_PARAM)
     return slots

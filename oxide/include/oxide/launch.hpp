@@ -40,7 +40,8 @@
 // launch, throwing oxide::Error with the file:line and what they say; kernels with preconditions
 // on their arguments (asserts the Python runtime checks on the host) are refused: launch those
 // from Python; so are kernels that call grid.sync() (the manifest marks them "cooperative") and
-// kernels with a struct or vector parameter (passed as its scalar fields; oxide/abi/params.py).
+// kernels with a struct or vector parameter (passed as its scalar fields; oxide/abi/params.py)
+// or a TMA descriptor parameter (ox.tma.Descriptor).
 // The caller keeps the arrays alive and on the stream's device until the kernel has run.
 #pragma once
 
@@ -730,6 +731,9 @@ class Module {
         throw Error(where + ": kernel '" + name + "' parameter '" + param.name + "' is a " + param.kind + " (" +
                     param.dtype + "), passed as its scalar fields, which this C++ API does not pack yet: "
                     "launch it from Python");
+      if (param.kind == "tensor_map")
+        throw Error(where + ": kernel '" + name + "' parameter '" + param.name + "' is a TMA descriptor (" +
+                    param.dtype + "), which this C++ API does not pack yet: launch it from Python");
       if (const auto* nd = p.find("ndim")) param.ndim = static_cast<int>(nd->number);
       params.push_back(param);
     }

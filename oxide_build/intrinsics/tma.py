@@ -1,0 +1,320 @@
+"""The Tensor Memory Accelerator (sm_90, ``tma.*``): copies of whole boxes of a tensor between
+global and shared memory, described by a tensor map the host built
+(``oxide.tma.descriptor(tensor, box=...)``) and passed as an ``ox.tma.Descriptor[T, N]``
+parameter.
+
+- ``load(desc, bar, dst, c0, ..., cN-1)``: one box of ``desc`` whose first element is at the
+  coordinates ``c0`` (innermost, the column) ... into the shared array (or shared slice) ``dst``;
+  the barrier ``bar`` (``bars[k]``) counts its bytes as they land (give them to it with
+  ``mbarrier.arrive_expect_tx``). Elements of the box outside the tensor read as zero.
+- ``store(desc, src, c0, ...)``: one box from shared memory into the tensor (elements outside
+  it are not written); ``store_commit()`` closes the stores issued so far into a group and
+  ``store_wait(n)`` waits until at most ``n`` groups are unfinished. Writes memory other
+  threads may read: inside ``with ox.unsafe():``.
+- ``prefetch(desc, c0, ...)``: brings the box into L2.
+- ``box_bytes(desc)`` / ``box_elements(desc)``: the size of one box (what a load's barrier
+  must expect).
+
+The box must fit in ``dst``/``src`` (checked at run time against the array's or slice's length
+unless bounds checks are off: the box's size is the host's, passed with the map). A box that
+does not fit is not copied and is reported as ``oxide.KernelError``; the thread goes on, and a
+load's bytes count as arrived on its barrier, so no thread waits forever for them. Shared
+memory a TMA copy touches is aligned to 128 bytes: the lowering raises the alignment of the
+array it names; an offset into it (a slice ``smem[k:]``) must keep that alignment.
+
+Lowering: ``llvm.nvvm.cp.async.bulk.tensor.*`` for LLVM's NVPTX; inline PTX where libNVVM
+compiles the module.
+"""
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from llvmlite import ir as ll
+
+from ..ir import nodes as ir
+from ..ir.ops import BinaryOp
+from ..ir.types import I32, I64, ArrayType, TensorMapType, VoidType, as_scalar, type_name
+from .arguments import check_arg_count
+from .asm import asm_call
+from .entry import IntrinsicInfo
+from .mbarrier import barrier_address, barrier_arguments, shared_address32
+
+if TYPE_CHECKING:
+    from ..frontend.translate import FunctionTranslator
+    from ..lower.llvm import FunctionLowering
+
+__all__ = ["ENTRIES", "TMA_SHARED_ALIGNMENT"]
+
+LL_I1, LL_I8, LL_I16, LL_I32, LL_I64 = ll.IntType(1), ll.IntType(8), ll.IntType(16), ll.IntType(32), ll.IntType(64)
+TMA_SHARED_ALIGNMENT = 128  # cp.async.bulk.tensor's shared-memory operand
+
+
+def _descriptor(tr: FunctionTranslator, node: ast.expr, name: str) -> ir.Expr:
+    desc = tr.expr(node)
+    if not isinstance(desc.ty, TensorMapType):
+        raise tr.error(node, f"oxide.{name} takes a TMA descriptor (a parameter of type ox.tma.Descriptor[T, N]), "
+                       f"got {type_name(desc.ty)}",
+                       "build it on the host with oxide.tma.descriptor(tensor, box=(rows, cols)) and pass it")
+    if not isinstance(desc, ir.Var):
+        raise tr.error(node, f"oxide.{name} takes the descriptor parameter itself")
+    return desc
+
+
+def _coordinates(tr: FunctionTranslator, nodes: list[ast.expr], desc: ir.Expr, node: ast.Call, name: str) -> list[ir.Expr]:
+    assert isinstance(desc.ty, TensorMapType)
+    if len(nodes) != desc.ty.ndim:
+        raise tr.error(node, f"oxide.{name} of a {desc.ty.ndim}-d descriptor takes {desc.ty.ndim} coordinate(s), "
+                       f"got {len(nodes)}", "the coordinates of the box's first element, innermost (column) first")
+    out = []
+    for c in nodes:
+        value = tr.materialize(tr.expr(c))
+        st = as_scalar(value.ty)
+        if st is None or st.kind not in ("int", "uint"):
+            raise tr.error(c, f"a TMA coordinate must be an integer, got {type_name(value.ty)}")
+        out.append(tr.convert(value, I32, c))  # signed: a box may start before the tensor (zero-filled)
+    return out
+
+
+def _shared_tile(tr: FunctionTranslator, node: ast.expr, desc: ir.Expr, name: str, role: str) -> list[ir.Expr]:
+    """The shared array (or slice) a box goes to or comes from, and the check that one box of
+    ``desc`` fits in it."""
+    assert isinstance(desc.ty, TensorMapType)
+    tile = tr.expr(node)
+    if not isinstance(tile.ty, ArrayType) or tile.ty.space != "shared" or tile.ty.barrier or tile.ty.fragment:
+        raise tr.error(node, f"oxide.{name} {role} a shared array (ox.shared.array / ox.shared.dynamic, or a slice "
+                       f"of one), got {type_name(tile.ty)}")
+    if tile.ty.elem != desc.ty.elem:
+        raise tr.error(node, f"oxide.{name}: the descriptor has {desc.ty.elem.name} elements, the shared array "
+                       f"{tile.ty.elem.name}", "declare the shared array with the descriptor's element type")
+    loc = tr.loc(node)
+    if not tr.bounds_check or tile.ty.dynamic:
+        return [tile, ir.Const(0, I64, loc)]
+    length: ir.Expr = (ir.ViewLen(tile, I64, loc) if tile.ty.runtime_length
+                       else ir.Const(tile.ty.size if tile.ty.size is not None else 1 << 62, I64, loc))
+    box = ir.Intrinsic("tma.box_elements", [desc], I64, loc)
+    last = ir.BinOp(BinaryOp.SUB, box, ir.Const(1, I64, loc), I64, loc)
+    assert isinstance(desc, ir.Var)
+    site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node, f"one box of {desc.name} in {ast.unparse(node)}")
+    return [tile, ir.Intrinsic("checked_index", [last, length], I64, loc, site)]
+
+
+def _raise_alignment(ptr: ll.Value) -> None:
+    """Raises the alignment of the shared array ``ptr`` points into to what TMA needs."""
+    value = ptr
+    for _ in range(16):
+        if isinstance(value, ll.GlobalVariable):
+            value.align = max(value.align or 0, TMA_SHARED_ALIGNMENT)
+            return
+        operands = getattr(value, "operands", None)
+        if not operands:
+            return
+        value = operands[0]
+
+
+def _tile_address(fl: FunctionLowering, tile: ir.Expr) -> ll.Value:
+    view = fl.view(tile)
+    _raise_alignment(view.ptr)
+    return view.ptr
+
+
+def _if_box_fits(fl: FunctionLowering, check: ir.Expr) -> tuple[ll.Block, ll.Block] | None:
+    """Lowers the box check (a ``checked_index`` the bounds pass kept): the copy goes on in
+    the first block returned, the second is the failure path, which has recorded the error for
+    the host (``KernelError``) and lets the thread go on: it may be the one that arrives on or
+    fills a barrier other threads wait for, so ending it would hang them. None when no check
+    remains (proven, or checks off)."""
+    if not (isinstance(check, ir.Intrinsic) and check.name == "checked_index" and check.check_site is not None):
+        return None
+    b = fl.b
+    last, length = (fl.expr(a) for a in check.args)
+    fits = fl.llfn.append_basic_block("tma.fits")
+    fails = fl.llfn.append_basic_block("tma.box_too_large")
+    fl.branch_weights(b.cbranch(b.icmp_unsigned("<", last, length), fits, fails), [1 << 20, 1])
+    b.position_at_end(fails)
+    b.call(fl.parent.fail_function(ends_thread=False), [ll.Constant(LL_I64, check.check_site), last, length])
+    return fits, fails
+
+
+def _join(fl: FunctionLowering, blocks: tuple[ll.Block, ll.Block] | None) -> None:
+    """Ends the copy and the failure path of ``_if_box_fits`` in one block."""
+    if blocks is None:
+        return
+    b = fl.b
+    end = fl.llfn.append_basic_block("tma.end")
+    b.branch(end)
+    b.position_at_end(blocks[1])
+    b.branch(end)
+    b.position_at_end(end)
+
+
+def _type_load(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    if len(node.args) < 4:
+        raise tr.error(node, "oxide.tma.load takes (desc, bar, dst, c0, ...): the descriptor, the barrier, the shared "
+                       f"array and one coordinate per dimension; got {len(node.args)} argument(s)")
+    desc = _descriptor(tr, node.args[0], info.name)
+    bar = barrier_arguments(tr, node.args[1], info.name)
+    tile = _shared_tile(tr, node.args[2], desc, info.name, "writes")
+    coords = _coordinates(tr, node.args[3:], desc, node, info.name)
+    return ir.Intrinsic(info.name, [desc, *bar, *tile, *coords], VoidType(), tr.loc(node))
+
+
+def _lower_load(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    desc, bars, index, tile, check, *coords = e.args
+    b = fl.b
+    dst = _tile_address(fl, tile)
+    bar = barrier_address(fl, bars, index)
+    tmap, box = fl.tensor_map(desc)
+    assert isinstance(desc.ty, TensorMapType)
+    cs = [fl.expr(c) for c in coords][::-1]  # PTX lists them innermost first
+    n = len(cs)
+    blocks = _if_box_fits(fl, check)
+    if blocks is not None:
+        # the box does not fit: no copy, but its bytes are counted as arrived, so the threads
+        # waiting for this phase go on (and the host raises the recorded error)
+        with b.goto_block(blocks[1]):
+            nbytes = b.trunc(b.mul(box, ll.Constant(LL_I64, desc.ty.elem.itemsize)), LL_I32)
+            asm_call(fl, "mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [$0], $1;", "r,r,~{memory}", ll.VoidType(),
+                     [shared_address32(fl, bar), nbytes])
+        b.position_at_end(blocks[0])
+    if fl.parent.libnvvm:
+        places = ", ".join(f"${k + 3}" for k in range(n))
+        text = (f"cp.async.bulk.tensor.{n}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                f"[$0], [$1, {{{places}}}], [$2];")
+        args = [shared_address32(fl, dst), b.ptrtoint(tmap, LL_I64), shared_address32(fl, bar), *cs]
+        asm_call(fl, text, "r,l,r" + ",r" * n + ",~{memory}", ll.VoidType(), args)
+    else:
+        cluster_dst = b.addrspacecast(b.bitcast(dst, ll.PointerType(LL_I8, 3)), ll.PointerType(LL_I8, 7))
+        bar8 = b.bitcast(bar, ll.PointerType(LL_I8, 3))
+        fn = fl.parent.intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.g2s.tile.{n}d", ll.VoidType(),
+                                 [cluster_dst.type, bar8.type, tmap.type, *([LL_I32] * n), LL_I16, LL_I64, LL_I1, LL_I1,
+                                  LL_I32])
+        b.call(fn, [cluster_dst, bar8, tmap, *cs, ll.Constant(LL_I16, 0), ll.Constant(LL_I64, 0),
+                    ll.Constant(LL_I1, 0), ll.Constant(LL_I1, 0), ll.Constant(LL_I32, 0)])
+    _join(fl, blocks)
+    return ll.Constant(LL_I32, 0)
+
+
+def _type_store(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    if len(node.args) < 3:
+        raise tr.error(node, "oxide.tma.store takes (desc, src, c0, ...): the descriptor, the shared array and one "
+                       f"coordinate per dimension; got {len(node.args)} argument(s)")
+    if tr.unsafe_depth == 0:
+        raise tr.error(node, "oxide.tma.store writes a box anywhere in the tensor: it needs `with oxide.unsafe():`",
+                       "the kernel must make sure no two blocks write the same box, and no thread reads it meanwhile")
+    desc = _descriptor(tr, node.args[0], info.name)
+    tile = _shared_tile(tr, node.args[1], desc, info.name, "reads")
+    coords = _coordinates(tr, node.args[2:], desc, node, info.name)
+    return ir.Intrinsic(info.name, [desc, *tile, *coords], VoidType(), tr.loc(node))
+
+
+def _lower_store(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    desc, tile, check, *coords = e.args
+    b = fl.b
+    src = _tile_address(fl, tile)
+    tmap, _ = fl.tensor_map(desc)
+    cs = [fl.expr(c) for c in coords][::-1]  # PTX lists them innermost first
+    n = len(cs)
+    blocks = _if_box_fits(fl, check)  # a box that does not fit is not stored (and is reported)
+    if blocks is not None:
+        b.position_at_end(blocks[0])
+    if fl.parent.libnvvm:
+        places = ", ".join(f"${k + 2}" for k in range(n))
+        text = f"cp.async.bulk.tensor.{n}d.global.shared::cta.tile.bulk_group [$0, {{{places}}}], [$1];"
+        asm_call(fl, text, "l,r" + ",r" * n + ",~{memory}", ll.VoidType(),
+                 [b.ptrtoint(tmap, LL_I64), shared_address32(fl, src), *cs])
+    else:
+        src8 = b.bitcast(src, ll.PointerType(LL_I8, 3))
+        fn = fl.parent.intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.s2g.tile.{n}d", ll.VoidType(),
+                                 [src8.type, tmap.type, *([LL_I32] * n), LL_I64, LL_I1])
+        b.call(fn, [src8, tmap, *cs, ll.Constant(LL_I64, 0), ll.Constant(LL_I1, 0)])
+    _join(fl, blocks)
+    return ll.Constant(LL_I32, 0)
+
+
+def _type_prefetch(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    if len(node.args) < 2:
+        raise tr.error(node, "oxide.tma.prefetch takes (desc, c0, ...): the descriptor and one coordinate per "
+                       f"dimension; got {len(node.args)} argument(s)")
+    desc = _descriptor(tr, node.args[0], info.name)
+    coords = _coordinates(tr, node.args[1:], desc, node, info.name)
+    return ir.Intrinsic(info.name, [desc, *coords], VoidType(), tr.loc(node))
+
+
+def _lower_prefetch(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    desc, *coords = e.args
+    b = fl.b
+    tmap, _ = fl.tensor_map(desc)
+    cs = [fl.expr(c) for c in coords][::-1]  # PTX lists them innermost first
+    n = len(cs)
+    if fl.parent.libnvvm:
+        places = ", ".join(f"${k + 1}" for k in range(n))
+        return asm_call(fl, f"cp.async.bulk.prefetch.tensor.{n}d.L2.global.tile [$0, {{{places}}}];",
+                        "l" + ",r" * n + ",~{memory}", ll.VoidType(), [b.ptrtoint(tmap, LL_I64), *cs])
+    fn = fl.parent.intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.prefetch.tile.{n}d", ll.VoidType(),
+                             [tmap.type, *([LL_I32] * n), LL_I64, LL_I1])
+    return b.call(fn, [tmap, *cs, ll.Constant(LL_I64, 0), ll.Constant(LL_I1, 0)])
+
+
+def _type_commit(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, 0, info.name)
+    return ir.Intrinsic(info.name, [], VoidType(), tr.loc(node))
+
+
+def _lower_commit(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    if fl.parent.libnvvm:
+        return asm_call(fl, "cp.async.bulk.commit_group;", "~{memory}", ll.VoidType(), [])
+    return fl.b.call(fl.parent.intrinsic("llvm.nvvm.cp.async.bulk.commit.group", ll.VoidType(), []), [])
+
+
+def _type_store_wait(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, 1, info.name)
+    n = tr.const_int(node.args[0])
+    if n is None or not 0 <= n <= 63:
+        raise tr.error(node.args[0], f"oxide.{info.name} takes a compile-time number of groups from 0 to 63, got "
+                       f"{ast.unparse(node.args[0])}", "the store groups that may stay unfinished; 0 waits for all")
+    keywords = {k.arg: k.value for k in node.keywords}
+    for k in node.keywords:
+        if k.arg not in info.keywords:
+            raise tr.error(k.value if k.arg else node, f"oxide.{info.name}() has no keyword {k.arg!r}", "keywords: read")
+    read = False
+    if "read" in keywords:
+        value = keywords["read"]
+        if not (isinstance(value, ast.Constant) and isinstance(value.value, bool)):
+            raise tr.error(value, "read= is True or False, a constant")
+        read = value.value
+    return ir.Intrinsic(info.name, [], VoidType(), tr.loc(node), options=(str(n), "read" if read else ""))
+
+
+def _lower_store_wait(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    n, read = int(e.options[0]), e.options[1] == "read"
+    if fl.parent.libnvvm:
+        return asm_call(fl, f"cp.async.bulk.wait_group{'.read' if read else ''} {n};", "~{memory}", ll.VoidType(), [])
+    fn = fl.parent.intrinsic(f"llvm.nvvm.cp.async.bulk.wait.group{'.read' if read else ''}", ll.VoidType(), [LL_I32])
+    return fl.b.call(fn, [ll.Constant(LL_I32, n)])
+
+
+def _type_box(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    check_arg_count(tr, node, 1, info.name)
+    desc = _descriptor(tr, node.args[0], info.name)
+    return ir.Intrinsic(info.name, [desc], I32 if info.op == "box_bytes" else I64, tr.loc(node))
+
+
+def _lower_box(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    (desc,) = e.args
+    assert isinstance(desc.ty, TensorMapType)
+    _, box = fl.tensor_map(desc)
+    if info.op == "box_elements":
+        return box
+    return fl.b.trunc(fl.b.mul(box, ll.Constant(LL_I64, desc.ty.elem.itemsize)), LL_I32)
+
+
+ENTRIES = [
+    IntrinsicInfo("tma.load", _type_load, _lower_load),
+    IntrinsicInfo("tma.store", _type_store, _lower_store),
+    IntrinsicInfo("tma.prefetch", _type_prefetch, _lower_prefetch),
+    IntrinsicInfo("tma.store_commit", _type_commit, _lower_commit),
+    IntrinsicInfo("tma.store_wait", _type_store_wait, _lower_store_wait, keywords=("read",)),
+    IntrinsicInfo("tma.box_bytes", _type_box, _lower_box),
+    IntrinsicInfo("tma.box_elements", _type_box, _lower_box),
+]
