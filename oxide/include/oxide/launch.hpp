@@ -17,6 +17,9 @@
 //   Slice[T]             oxide::slice(const T* data, int64_t length)   (mut_slice also accepted)
 //   MutSlice/DisjointSlice[T]  oxide::mut_slice(T* data, int64_t length)
 //   Tensor[T, N] (Mut/Disjoint)  oxide::tensor(T* data, {shape...}, {strides in elements...})
+//   ox.tma.Descriptor[T, N]  oxide::tensor_map<T>(const CUtensorMap* map, {box...}): a map the
+//                        caller encoded (cuTensorMapEncodeTiled) for elements of T, and the box
+//                        it was encoded with, outermost first (the kernel's box checks read it)
 //   (f16 and bf16 parameters are not supported yet: such a kernel is refused at launch)
 // A mismatch (count, dtype, view kind, const-ness, ndim, a negative length) throws
 // oxide::Error naming the kernel, the parameter and its file:line, before anything is launched.
@@ -40,8 +43,7 @@
 // launch, throwing oxide::Error with the file:line and what they say; kernels with preconditions
 // on their arguments (asserts the Python runtime checks on the host) are refused: launch those
 // from Python; so are kernels that call grid.sync() (the manifest marks them "cooperative") and
-// kernels with a struct or vector parameter (passed as its scalar fields; oxide/abi/params.py)
-// or a TMA descriptor parameter (ox.tma.Descriptor).
+// kernels with a struct or vector parameter (passed as its scalar fields; oxide/abi/params.py).
 // The caller keeps the arrays alive and on the stream's device until the kernel has run.
 #pragma once
 
@@ -299,6 +301,15 @@ Tensor<T> tensor(T* data, std::initializer_list<int64_t> shape, std::initializer
   return {data, shape, strides};
 }
 
+// A TMA descriptor argument: the 128-byte CUtensorMap (copied at the launch) and its box.
+template <class T>
+struct TensorMap {
+  const void* map;
+  std::vector<int64_t> box;  // outermost first
+};
+template <class T>
+TensorMap<T> tensor_map(const void* map, std::initializer_list<int64_t> box) { return {map, box}; }
+
 namespace detail {
 template <class T> constexpr const char* dtype_of() {
   using U = std::remove_cv_t<T>;
@@ -462,8 +473,16 @@ class Kernel {
     std::vector<uint64_t> slots;
     size_t index = 0;
     (pack(*passed[index++], args, slots), ...);
+    // one pointer per kernel .param: a TMA descriptor's 16 words are one (oxide/abi/params.py)
     std::vector<void*> pointers;
-    for (auto& s : slots) pointers.push_back(&s);
+    size_t at = 0;
+    for (const Param* p : passed) {
+      size_t n = p->kind == "scalar" ? 1 : p->kind == "tensor_map" ? 17
+                 : p->kind.find("tensor") != std::string::npos ? 1 + 2 * static_cast<size_t>(p->ndim) : 2;
+      for (size_t i = 0; i < n; i++)
+        if (p->kind != "tensor_map" || i == 0 || i == 16) pointers.push_back(&slots[at + i]);
+      at += n;
+    }
     unsigned g[3] = {1, 1, 1}, b[3] = {1, 1, 1};
     dims(grid, g, "grid");
     dims(block, b, "block");
@@ -530,9 +549,26 @@ class Kernel {
     slots.push_back(static_cast<uint64_t>(view.length));
   }
   template <class T>
+  void pack(const Param& p, const TensorMap<T>& m, std::vector<uint64_t>& slots) const {
+    std::string got = std::string("tensor_map[") + detail::dtype_of<T>() + ", " + std::to_string(m.box.size()) + "]";
+    if (p.kind != "tensor_map" || p.dtype != detail::dtype_of<T>() || static_cast<int>(m.box.size()) != p.ndim)
+      wrong(p, shown(p), got);
+    if (!m.map) wrong(p, shown(p), "a null tensor map");
+    int64_t elements = 1;
+    for (int64_t extent : m.box) {
+      if (extent < 1 || extent > 256) wrong(p, shown(p), "a box extent of " + std::to_string(extent) + " (1 to 256)");
+      elements *= extent;
+    }
+    uint64_t words[16];
+    std::memcpy(words, m.map, sizeof words);
+    slots.insert(slots.end(), words, words + 16);
+    slots.push_back(static_cast<uint64_t>(elements));
+  }
+  template <class T>
   void pack(const Param& p, const Tensor<T>& view, std::vector<uint64_t>& slots) const {
     std::string got = std::string("tensor[") + detail::dtype_of<T>() + ", " + std::to_string(view.shape.size()) + "]";
-    if (p.kind.find("tensor") == std::string::npos || p.dtype != detail::dtype_of<T>()) wrong(p, shown(p), got);
+    if (p.kind.find("tensor") == std::string::npos || p.kind == "tensor_map" || p.dtype != detail::dtype_of<T>())
+      wrong(p, shown(p), got);
     if (writable(p.kind) && std::is_const_v<T>) wrong(p, shown(p) + " (writable: pass a non-const pointer)", got);
     if (static_cast<int>(view.shape.size()) != p.ndim || view.strides.size() != view.shape.size())
       wrong(p, shown(p), got + " with " + std::to_string(view.strides.size()) + " strides");
@@ -731,9 +767,6 @@ class Module {
         throw Error(where + ": kernel '" + name + "' parameter '" + param.name + "' is a " + param.kind + " (" +
                     param.dtype + "), passed as its scalar fields, which this C++ API does not pack yet: "
                     "launch it from Python");
-      if (param.kind == "tensor_map")
-        throw Error(where + ": kernel '" + name + "' parameter '" + param.name + "' is a TMA descriptor (" +
-                    param.dtype + "), which this C++ API does not pack yet: launch it from Python");
       if (const auto* nd = p.find("ndim")) param.ndim = static_cast<int>(nd->number);
       params.push_back(param);
     }

@@ -1,0 +1,94 @@
+"""oxide/include/oxide/launch.hpp with a TMA descriptor parameter, on the CPU: the header runs
+against a stand-in libcuda.so.1 (built here) whose cuLaunchKernel prints the parameters it is
+given: the 128-byte map as one parameter, then the box's element count, then the rest; a
+wrong element type, rank, box or a view where a map is declared throws before the launch."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import oxide
+
+__all__: list[str] = []
+
+FAKE_CUDA = r"""
+#include <stdio.h>
+#include <stdint.h>
+static int ctx_obj, mod_obj, fn_obj;
+int cuInit(unsigned f) { return 0; }
+int cuCtxGetCurrent(void **c) { *c = &ctx_obj; return 0; }
+int cuCtxSetCurrent(void *c) { return 0; }
+int cuCtxGetDevice(int *d) { *d = 0; return 0; }
+int cuDeviceGet(int *d, int o) { *d = o; return 0; }
+int cuDevicePrimaryCtxRetain(void **c, int d) { *c = &ctx_obj; return 0; }
+int cuDeviceGetAttribute(int *v, int a, int d) { *v = a == 75 ? 9 : a == 76 ? 0 : a == 97 ? 232448 : -1; return 0; }
+int cuModuleLoadData(void **m, const void *image) { *m = &mod_obj; return 0; }
+int cuModuleGetFunction(void **f, void *m, const char *name) { *f = &fn_obj; return 0; }
+int cuFuncGetAttribute(int *v, int a, void *f) { *v = a == 8 ? 49152 : 0; return 0; }
+int cuFuncSetAttribute(void *f, int a, int v) { return 0; }
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned shared, void *s, void **p, void **e) {
+  const uint64_t *map = (const uint64_t *)p[0];
+  printf("launch map %llx..%llx box %lld n %d\n", (unsigned long long)map[0], (unsigned long long)map[15],
+         (long long)*(const int64_t *)p[1], *(const int32_t *)p[2]);
+  return 0;
+}
+int cuGetErrorName(int r, const char **n) { *n = "CUDA_ERROR_FAKE"; return 0; }
+"""
+
+MAIN = r"""
+#include <cstdio>
+#include <oxide/launch.hpp>
+alignas(64) static uint64_t map[16];
+int main(int, char** argv) {
+  for (int i = 0; i < 16; i++) map[i] = 0xA0 + i;
+  oxide::Kernel k = oxide::Module::open(argv[1], "tm").kernel("k");
+  auto attempt = [](auto&& launch) {
+    try { launch(); } catch (const oxide::Error& e) { std::printf("refused: %s\n", e.what()); }
+  };
+  attempt([&] { k.launch({1}, {32}, nullptr, oxide::tensor_map<float>(map, {16, 32}), int32_t(7)); });
+  attempt([&] { k.launch({1}, {32}, nullptr, oxide::tensor_map<double>(map, {16, 32}), int32_t(7)); });
+  attempt([&] { k.launch({1}, {32}, nullptr, oxide::tensor_map<float>(map, {16}), int32_t(7)); });
+  attempt([&] { k.launch({1}, {32}, nullptr, oxide::tensor_map<float>(map, {16, 512}), int32_t(7)); });
+  float* data = nullptr;
+  attempt([&] { k.launch({1}, {32}, nullptr, oxide::tensor(data, {4, 4}, {4, 1}), int32_t(7)); });
+  std::fflush(stdout);
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("g++") is None, reason="no gcc/g++")
+def test_launch_hpp_passes_a_tensor_map_as_one_parameter(tmp_path: Path) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "fake.c").write_text(FAKE_CUDA)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "lib" / "libcuda.so.1"), str(tmp_path / "fake.c")],
+                   check=True)
+    (tmp_path / "main.cpp").write_text(MAIN)
+    include = Path(oxide.__file__).parent / "include"
+    subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", "-I", str(include), str(tmp_path / "main.cpp"), "-o",
+                    str(tmp_path / "main"), "-ldl"], check=True)
+    art = tmp_path / "art"
+    art.mkdir()
+    (art / "tm.sm_90.cubin").write_bytes(b"stand-in")
+    (art / "tm.json").write_text(json.dumps({
+        "format": 1, "cubins": {"sm_90": "tm.sm_90.cubin"},
+        "kernels": [{"name": "k", "symbol": "k", "file": "tm.py", "line": 3,
+                     "params": [{"name": "src", "kind": "tensor_map", "dtype": "f32", "ndim": 2},
+                                {"name": "n", "kind": "scalar", "dtype": "i32"}]}],
+    }))
+    env = {**os.environ, "LD_LIBRARY_PATH": str(tmp_path / "lib")}
+    done = subprocess.run([str(tmp_path / "main"), str(art)], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "launch map a0..af box 512 n 7",
+        "refused: tm.py:3: kernel 'k' parameter 'src' is tensor_map[f32, 2], got tensor_map[f64, 2]",
+        "refused: tm.py:3: kernel 'k' parameter 'src' is tensor_map[f32, 2], got tensor_map[f32, 1]",
+        "refused: tm.py:3: kernel 'k' parameter 'src' is tensor_map[f32, 2], got a box extent of 512 (1 to 256)",
+        "refused: tm.py:3: kernel 'k' parameter 'src' is tensor_map[f32, 2], got tensor[f32, 2]",
+    ]
