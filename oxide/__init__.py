@@ -24,6 +24,7 @@ from .lang import (
     atomic,
     bits,
     cp_async,
+    cluster,
     mbarrier,
     mma,
     wgmma,
@@ -88,7 +89,7 @@ from . import tma  # TMA descriptors (host) and the kernel language's ox.tma.* c
 __all__ = [
     "CompileError", "CudaError", "KernelError", "LinkError", "OxideError", "ToolchainError",
     "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "bits", "timer", "volatile", "static_range", "unroll", "unsafe",
-    "asm", "mma", "cp_async", "wgmma", "warpgroup", "mbarrier", "tma",
+    "asm", "mma", "cp_async", "wgmma", "warpgroup", "mbarrier", "tma", "cluster",
     "constant", "global_memory", "ModuleArray", "struct", "struct_dtype",
     "VectorType", "VECTOR_TYPES", "f32x2", "f32x4", "f64x2", "i32x2", "i32x4", "u32x2", "u32x4", "i64x2", "u64x2",
     "i16x2", "u16x2", "i8x4", "u8x4", "f16x2", "bf16x2",

@@ -252,7 +252,7 @@ class TensorMapDriver(FakeDriver):
         from cuda.bindings import driver as real
 
         for enum in ("CUtensorMapDataType", "CUtensorMapInterleave", "CUtensorMapSwizzle", "CUtensorMapL2promotion",
-                     "CUtensorMapFloatOOBfill"):
+                     "CUtensorMapFloatOOBfill", "cuuint64_t", "cuuint32_t"):
             setattr(self, enum, getattr(real, enum))
         self.encoded: list[tuple[Any, ...]] = []
 
@@ -288,6 +288,9 @@ def test_descriptor_encodes_innermost_first_and_caches(tmap_driver: TensorMapDri
     d = oxide.tma.descriptor(a, box=(64, 32), swizzle=64)
     (call,) = tmap_driver.encoded
     dtype, rank, address, dims, strides, box, elem_strides, _, swizzle, _, _ = call
+    assert all(type(v).__name__ == "cuuint64_t" for v in dims + strides)
+    assert all(type(v).__name__ == "cuuint32_t" for v in box + elem_strides)
+    dims, strides, box, elem_strides = ([int(v) for v in x] for x in (dims, strides, box, elem_strides))
     assert (rank, address, dims, strides, box, elem_strides) == (2, 0x10000, [72, 100], [160], [32, 64], [1, 1])
     assert int(dtype) == int(tmap_driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT16)
     assert int(swizzle) == int(tmap_driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_64B)
@@ -359,3 +362,27 @@ def test_a_launch_packs_the_map_and_its_box_and_keeps_checks(tmp_path: Path, tma
     with pytest.raises(TypeError, match=r"parameter 'src' of copy_ring needs a TMA descriptor of 2-d f32 .*got FakeArray"):
         m.copy_ring[1, 32](a, dst, 8)
     assert len(tmap_driver.launches) == 1
+
+
+# ---- clusters --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_cluster_rank_size_and_sync(tmp_path: Path, backend: str) -> None:
+    src = write(tmp_path, """
+        import oxide as ox
+        from oxide import i32, thread, block
+
+        @ox.kernel
+        def ranks(out: ox.DisjointSlice[i32]) -> None:
+            i = thread.index_1d()
+            ox.cluster.sync()
+            if ox.cluster.rank() == 0:  # block-uniform: not divergent for block.sync
+                block.sync()
+            if i < len(out):
+                out[i] = ox.cluster.rank() * 100 + ox.cluster.num_blocks()
+    """)
+    out = compile_module(src, "tmasrc", CompileOptions(archs=("sm_90",), backend=backend))
+    ptx = out.ptx["sm_90"]
+    assert out.cubins["sm_90"]
+    for instruction in ("%cluster_ctarank", "%cluster_nctarank", "barrier.cluster.arrive", "barrier.cluster.wait"):
+        assert instruction in ptx, instruction

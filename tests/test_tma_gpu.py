@@ -175,3 +175,14 @@ def test_a_descriptor_of_another_dtype_is_refused_before_launch(tmak: ModuleType
     with pytest.raises(TypeError, match="parameter 'src' of tile_transpose needs a TMA descriptor of 2-d f32; got one of 2-d f64"):
         tmak.tile_transpose[1, 32](oxide.tma.descriptor(src, box=(32, 32)),
                                    oxide.tma.descriptor(torch_values((32, 32), torch.float32), box=(32, 32)))
+
+
+@pytest.mark.parametrize("cluster", [1, 2, 4])
+def test_cluster_rank_and_size(tmak: ModuleType, cluster: int) -> None:
+    import torch
+
+    out = torch.full((8 * 32 - 5,), -7, dtype=torch.int32, device="cuda")
+    tmak.cluster_ranks.launch(out, grid=8, block=32, cluster=cluster)
+    torch.cuda.synchronize()
+    block = torch.arange(out.numel(), device="cuda") // 32
+    assert torch.equal(out.to(torch.int64), (block % cluster) * 100 + cluster)

@@ -6,8 +6,8 @@ from .module_memory import ModuleArray, constant, global_memory
 from .structs import struct, struct_dtype
 from .vectors import (VECTOR_TYPES, VectorType, bf16x2, f16x2, f32x2, f32x4, f64x2, i8x4, i16x2, i32x2, i32x4, i64x2, u8x4, u16x2,
                       u32x2, u32x4, u64x2)
-from .intrinsics import (AtomicScope, asm, atomic, bits, block, cp_async, fence, grid, local, math, mbarrier, mma, shared,
-                         static_range, thread, timer, unroll, unsafe, volatile, warp, warpgroup, wgmma)
+from .intrinsics import (AtomicScope, asm, atomic, bits, block, cluster, cp_async, fence, grid, local, math, mbarrier, mma,
+                         shared, static_range, thread, timer, unroll, unsafe, volatile, warp, warpgroup, wgmma)
 from .types import (
     SCALAR_TYPES,
     Constexpr,
@@ -39,7 +39,7 @@ from .types import (
 
 __all__ = [
     "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "bits", "timer", "volatile", "static_range", "unroll", "unsafe",
-    "asm", "mma", "cp_async", "wgmma", "warpgroup", "mbarrier",
+    "asm", "mma", "cp_async", "wgmma", "warpgroup", "mbarrier", "cluster",
     "AtomicScope", "constant", "global_memory", "ModuleArray", "struct", "struct_dtype",
     "VectorType", "VECTOR_TYPES", "f32x2", "f32x4", "f64x2", "i32x2", "i32x4", "u32x2", "u32x4", "i64x2", "u64x2",
     "i16x2", "u16x2", "i8x4", "u8x4", "f16x2", "bf16x2",

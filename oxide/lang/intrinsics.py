@@ -7,7 +7,8 @@ from typing import Any, Iterator, Literal, NoReturn, Protocol, TypeVar
 from .types import ThreadIndex
 
 __all__ = ["thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "unsafe", "static_range", "unroll",
-           "AtomicScope", "bits", "timer", "volatile", "asm", "mma", "cp_async", "wgmma", "warpgroup", "mbarrier"]
+           "AtomicScope", "bits", "timer", "volatile", "asm", "mma", "cp_async", "wgmma", "warpgroup", "mbarrier",
+           "cluster"]
 
 
 def _device_only(name: str) -> NoReturn:
@@ -192,6 +193,8 @@ warpgroup = _Space("warpgroup", ("id", "setmaxnreg_inc", "setmaxnreg_dec"))
 # fence_init(), inval(bar); a barrier is bars[k] of bars = mbarrier.array(n)
 mbarrier = _Space("mbarrier", ("array", "init", "arrive", "arrive_expect_tx", "expect_tx", "try_wait", "wait",
                                "fence_init", "inval"))
+# thread block clusters (sm_90; launch with cluster=): rank(), num_blocks(), sync()
+cluster = _Space("cluster", ("rank", "num_blocks", "sync"))
 
 
 def asm(template: str, *, outputs: tuple[tuple[str, Any], ...] = (), inputs: tuple[tuple[str, Any], ...] = (),

@@ -1,5 +1,5 @@
 """Kernels of tests/test_tma_gpu.py: TMA loads into shared memory and stores out of it, the
-zero fill of boxes past the tensor's edge, and a ring of stages guarded by mbarriers."""
+zero fill of boxes past the tensor's edge, a ring of stages guarded by mbarriers, cluster ranks."""
 import oxide as ox
 from oxide import f32, i32, thread, block, MutSlice
 
@@ -113,3 +113,12 @@ def ring(src: ox.tma.Descriptor[f32, 2], tiles: i32, out: MutSlice[f32]) -> None
             with ox.unsafe():
                 out[k * 256 + e] = 2.0 * tile[s * 256 + e] + 1.0
         ox.mbarrier.arrive(empty[s])
+
+
+@ox.kernel
+def cluster_ranks(out: ox.DisjointSlice[i32]) -> None:
+    """out[i] = 100 * the block's rank in its cluster + the cluster's size, after a cluster sync."""
+    i = thread.index_1d()
+    ox.cluster.sync()
+    if i < len(out):
+        out[i] = ox.cluster.rank() * 100 + ox.cluster.num_blocks()
