@@ -181,6 +181,9 @@ MISUSES = [
     ("ox.tma.load(src, bars[0], bars, 0, 0)", "writes a shared array"),
     ("ox.tma.load(src, bars[0], ox.shared.array(256, bf16), 0, 0)", "the descriptor has f32 elements, the shared array bf16"),
     ("ox.tma.load(src, bars[0], tile, 0.5, 0)", "a TMA coordinate must be an integer"),
+    ("ox.tma.load(src, bars[0], tile, 0, 3)", "the innermost coordinate 3 is 12 bytes into a row; a TMA box starts at a "
+     "multiple of 16 bytes (4 f32 elements)"),
+    ("ox.tma.prefetch(src, n, -2)", "the innermost coordinate -2 is -8 bytes into a row"),
     ("ox.tma.store(src, tile, 0, 0)", "needs `with oxide.unsafe():`"),
     ("ox.tma.store_wait(n)", "a compile-time number of groups"),
     ("d = src", "a TMA descriptor is not copied into a local"),

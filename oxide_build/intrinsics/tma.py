@@ -15,6 +15,8 @@ parameter.
 - ``box_bytes(desc)`` / ``box_elements(desc)``: the size of one box (what a load's barrier
   must expect).
 
+The innermost coordinate must be a multiple of 16 bytes (the GPU faults otherwise, and the
+context is lost): checked when compiling if constant, else at run time like the box's fit.
 The box must fit in ``dst``/``src`` (checked at run time against the array's or slice's length
 unless bounds checks are off: the box's size is the host's, passed with the map). A box that
 does not fit is not copied and is reported as ``oxide.KernelError``; the thread goes on, and a
@@ -65,7 +67,7 @@ def _coordinates(tr: FunctionTranslator, nodes: list[ast.expr], desc: ir.Expr, n
     assert isinstance(desc.ty, TensorMapType)
     if len(nodes) != desc.ty.ndim:
         raise tr.error(node, f"oxide.{name} of a {desc.ty.ndim}-d descriptor takes {desc.ty.ndim} coordinate(s), "
-                       f"got {len(nodes)}", "the coordinates of the box's first element, innermost (column) first")
+                       f"got {len(nodes)}", "the coordinates of the box's first element, outermost first")
     out = []
     for c in nodes:
         value = tr.materialize(tr.expr(c))
@@ -73,7 +75,33 @@ def _coordinates(tr: FunctionTranslator, nodes: list[ast.expr], desc: ir.Expr, n
         if st is None or st.kind not in ("int", "uint"):
             raise tr.error(c, f"a TMA coordinate must be an integer, got {type_name(value.ty)}")
         out.append(tr.convert(value, I32, c))  # signed: a box may start before the tensor (zero-filled)
-    return out
+    return [_alignment_check(tr, nodes[-1], out[-1], desc, name), *out]
+
+
+def _alignment_check(tr: FunctionTranslator, node: ast.expr, inner: ir.Expr, desc: ir.Expr, name: str) -> ir.Expr:
+    """TMA starts a box only at a multiple of 16 bytes along the innermost dimension (the GPU
+    raises an illegal-instruction fault otherwise, which ends the context): a constant
+    coordinate is checked here, another at run time (``_if_copy_allowed``) unless checks are
+    off. The check's operands are only its shape: the lowering tests the coordinate's value it
+    already has, so the coordinate is evaluated once."""
+    assert isinstance(desc.ty, TensorMapType)
+    size = desc.ty.elem.itemsize
+    loc = tr.loc(node)
+    constant = tr.const_int(node)
+    if constant is not None:
+        if constant * size % 16:
+            raise tr.error(node, f"oxide.{name}: the innermost coordinate {constant} is {constant * size} bytes "
+                           f"into a row; a TMA box starts at a multiple of 16 bytes ({16 // size} {desc.ty.elem.name} "
+                           "elements) along the innermost dimension")
+        return ir.Const(0, I64, loc)
+    if not tr.bounds_check:
+        return ir.Const(0, I64, loc)
+    offset = ir.BinOp(BinaryOp.MUL, ir.Cast(inner, I64, loc), ir.Const(size, I64, loc), I64, loc)
+    remainder = ir.BinOp(BinaryOp.BIT_AND, offset, ir.Const(15, I64, loc), I64, loc)
+    site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node,
+                                     f"the innermost coordinate {ast.unparse(node)} of oxide.{name}: its byte offset "
+                                     "modulo 16 (a box starts at a multiple of 16 bytes)")
+    return ir.Intrinsic("checked_index", [remainder, ir.Const(1, I64, loc)], I64, loc, site)
 
 
 def _shared_tile(tr: FunctionTranslator, node: ast.expr, desc: ir.Expr, name: str, role: str) -> list[ir.Expr]:
@@ -118,26 +146,47 @@ def _tile_address(fl: FunctionLowering, tile: ir.Expr) -> ll.Value:
     return view.ptr
 
 
-def _if_box_fits(fl: FunctionLowering, check: ir.Expr) -> tuple[ll.Block, ll.Block] | None:
-    """Lowers the box check (a ``checked_index`` the bounds pass kept): the copy goes on in
-    the first block returned, the second is the failure path, which has recorded the error for
-    the host (``KernelError``) and lets the thread go on: it may be the one that arrives on or
-    fills a barrier other threads wait for, so ending it would hang them. None when no check
-    remains (proven, or checks off)."""
-    if not (isinstance(check, ir.Intrinsic) and check.name == "checked_index" and check.check_site is not None):
+def _remains(check: ir.Expr) -> bool:
+    return isinstance(check, ir.Intrinsic) and check.name == "checked_index" and check.check_site is not None
+
+
+def _if_copy_allowed(fl: FunctionLowering, box_check: ir.Expr | None, align_check: ir.Expr, inner: ll.Value,
+                     itemsize: int) -> tuple[ll.Block, ll.Block] | None:
+    """Lowers the checks the bounds pass kept (``checked_index``): that one box fits the shared
+    tile, and that the innermost coordinate ``inner`` is a multiple of 16 bytes. The copy goes
+    on in the first block returned; the second is the failure path, reached once the failed
+    check is recorded for the host (``KernelError``), where the thread goes on: it may be the
+    one that arrives on or fills a barrier other threads wait for, so ending it would hang them.
+    None when no check remains (proven, or checks off)."""
+    if not (box_check is not None and _remains(box_check)) and not _remains(align_check):
         return None
     b = fl.b
-    last, length = (fl.expr(a) for a in check.args)
-    fits = fl.llfn.append_basic_block("tma.fits")
-    fails = fl.llfn.append_basic_block("tma.box_too_large")
-    fl.branch_weights(b.cbranch(b.icmp_unsigned("<", last, length), fits, fails), [1 << 20, 1])
-    b.position_at_end(fails)
-    b.call(fl.parent.fail_function(ends_thread=False), [ll.Constant(LL_I64, check.check_site), last, length])
-    return fits, fails
+    report = fl.parent.fail_function(ends_thread=False)
+    failed = fl.llfn.append_basic_block("tma.refused")
+    conditions: list[tuple[int, ll.Value, ll.Value, ll.Value]] = []  # site, ok, index, length
+    if box_check is not None and _remains(box_check):
+        assert isinstance(box_check, ir.Intrinsic) and box_check.check_site is not None
+        last, length = (fl.expr(a) for a in box_check.args)
+        conditions.append((box_check.check_site, b.icmp_unsigned("<", last, length), last, length))
+    if _remains(align_check):
+        assert isinstance(align_check, ir.Intrinsic) and align_check.check_site is not None
+        offset = b.mul(b.sext(inner, LL_I64), ll.Constant(LL_I64, itemsize))
+        remainder = b.and_(offset, ll.Constant(LL_I64, 15))
+        conditions.append((align_check.check_site, b.icmp_unsigned("==", remainder, ll.Constant(LL_I64, 0)),
+                           remainder, ll.Constant(LL_I64, 1)))
+    for site, ok, index, length in conditions:
+        passed = fl.llfn.append_basic_block("tma.checked")
+        refused = fl.llfn.append_basic_block("tma.report")
+        fl.branch_weights(b.cbranch(ok, passed, refused), [1 << 20, 1])
+        b.position_at_end(refused)
+        b.call(report, [ll.Constant(LL_I64, site), index, length])
+        b.branch(failed)
+        b.position_at_end(passed)
+    return b.block, failed
 
 
 def _join(fl: FunctionLowering, blocks: tuple[ll.Block, ll.Block] | None) -> None:
-    """Ends the copy and the failure path of ``_if_box_fits`` in one block."""
+    """Ends the copy and the failure path of ``_if_copy_allowed`` in one block."""
     if blocks is None:
         return
     b = fl.b
@@ -160,7 +209,7 @@ def _type_load(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
 
 
 def _lower_load(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
-    desc, bars, index, tile, check, *coords = e.args
+    desc, bars, index, tile, check, align, *coords = e.args
     b = fl.b
     dst = _tile_address(fl, tile)
     bar = barrier_address(fl, bars, index)
@@ -168,9 +217,10 @@ def _lower_load(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> l
     assert isinstance(desc.ty, TensorMapType)
     cs = [fl.expr(c) for c in coords][::-1]  # PTX lists them innermost first
     n = len(cs)
-    blocks = _if_box_fits(fl, check)
+    blocks = _if_copy_allowed(fl, check, align, cs[0], desc.ty.elem.itemsize)
     if blocks is not None:
-        # the box does not fit: no copy, but its bytes are counted as arrived, so the threads
+        # refused (the box does not fit, a misaligned start): no copy, but its bytes are counted
+        # as arrived, so the threads
         # waiting for this phase go on (and the host raises the recorded error)
         with b.goto_block(blocks[1]):
             nbytes = b.trunc(b.mul(box, ll.Constant(LL_I64, desc.ty.elem.itemsize)), LL_I32)
@@ -209,13 +259,14 @@ def _type_store(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> 
 
 
 def _lower_store(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
-    desc, tile, check, *coords = e.args
+    desc, tile, check, align, *coords = e.args
+    assert isinstance(desc.ty, TensorMapType)
     b = fl.b
     src = _tile_address(fl, tile)
     tmap, _ = fl.tensor_map(desc)
     cs = [fl.expr(c) for c in coords][::-1]  # PTX lists them innermost first
     n = len(cs)
-    blocks = _if_box_fits(fl, check)  # a box that does not fit is not stored (and is reported)
+    blocks = _if_copy_allowed(fl, check, align, cs[0], desc.ty.elem.itemsize)  # refused: not stored, reported
     if blocks is not None:
         b.position_at_end(blocks[0])
     if fl.parent.libnvvm:
@@ -242,18 +293,25 @@ def _type_prefetch(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) 
 
 
 def _lower_prefetch(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
-    desc, *coords = e.args
+    desc, align, *coords = e.args
+    assert isinstance(desc.ty, TensorMapType)
     b = fl.b
     tmap, _ = fl.tensor_map(desc)
     cs = [fl.expr(c) for c in coords][::-1]  # PTX lists them innermost first
     n = len(cs)
+    blocks = _if_copy_allowed(fl, None, align, cs[0], desc.ty.elem.itemsize)
+    if blocks is not None:
+        b.position_at_end(blocks[0])
     if fl.parent.libnvvm:
         places = ", ".join(f"${k + 1}" for k in range(n))
-        return asm_call(fl, f"cp.async.bulk.prefetch.tensor.{n}d.L2.global.tile [$0, {{{places}}}];",
-                        "l" + ",r" * n + ",~{memory}", ll.VoidType(), [b.ptrtoint(tmap, LL_I64), *cs])
-    fn = fl.parent.intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.prefetch.tile.{n}d", ll.VoidType(),
-                             [tmap.type, *([LL_I32] * n), LL_I64, LL_I1])
-    return b.call(fn, [tmap, *cs, ll.Constant(LL_I64, 0), ll.Constant(LL_I1, 0)])
+        asm_call(fl, f"cp.async.bulk.prefetch.tensor.{n}d.L2.global.tile [$0, {{{places}}}];",
+                 "l" + ",r" * n + ",~{memory}", ll.VoidType(), [b.ptrtoint(tmap, LL_I64), *cs])
+    else:
+        fn = fl.parent.intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.prefetch.tile.{n}d", ll.VoidType(),
+                                 [tmap.type, *([LL_I32] * n), LL_I64, LL_I1])
+        b.call(fn, [tmap, *cs, ll.Constant(LL_I64, 0), ll.Constant(LL_I1, 0)])
+    _join(fl, blocks)
+    return ll.Constant(LL_I32, 0)
 
 
 def _type_commit(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
