@@ -68,6 +68,9 @@ def copy_ring(src: ox.tma.Descriptor[f32, 2], dst: ox.tma.Descriptor[f32, 2], ti
 """
 
 
+SM90 = CompileOptions(archs=("sm_90",))
+
+
 def write(tmp_path: Path, source: str, name: str = "tmasrc") -> Path:
     src = tmp_path / f"{name}.py"
     src.write_text(textwrap.dedent(source))
@@ -135,7 +138,7 @@ def test_coordinates_are_written_outermost_first_and_passed_innermost_first(tmp_
 # ---- the manifest and the parameter block --------------------------------------------------------
 
 def test_a_descriptor_parameter_in_the_manifest_and_its_slots(tmp_path: Path) -> None:
-    _, frontend = build_ir(write(tmp_path, SOURCE), "tmasrc")
+    _, frontend = build_ir(write(tmp_path, SOURCE), "tmasrc", SM90)
     (spec,) = frontend.kernels
     assert spec.params[:2] == (ParamSpec("src", "tensor_map", "f32", 2), ParamSpec("dst", "tensor_map", "f32", 2))
     assert spec.params[0].is_tensor_map and not spec.params[0].is_view and not spec.params[0].is_scalar
@@ -196,7 +199,7 @@ MISUSES = [
 def test_each_misuse_is_a_located_error(tmp_path: Path, body: str, message: str) -> None:
     src = write(tmp_path, KERNEL.replace("{body}", body))
     with pytest.raises(CompileError) as info:
-        build_ir(src, "tmasrc")
+        build_ir(src, "tmasrc", SM90)
     assert message in str(info.value)
     assert info.value.location is not None and info.value.location.line == 9, str(info.value)
 
@@ -217,7 +220,7 @@ def test_bad_descriptor_annotations(tmp_path: Path, annotation: str, message: st
             pass
     """)
     with pytest.raises(CompileError, match=re.escape(message)):
-        build_ir(src, "tmasrc")
+        build_ir(src, "tmasrc", SM90)
 
 
 def test_a_descriptor_passes_to_a_device_function(tmp_path: Path) -> None:
@@ -348,7 +351,7 @@ def test_descriptor_checks_the_memory(tmap_driver: TensorMapDriver) -> None:
 def test_a_launch_packs_the_map_and_its_box_and_keeps_checks(tmp_path: Path, tmap_driver: TensorMapDriver) -> None:
     import oxide
 
-    _, frontend = build_ir(write(tmp_path, SOURCE, "tmamanifest"), "tmamanifest")
+    _, frontend = build_ir(write(tmp_path, SOURCE, "tmamanifest"), "tmamanifest", SM90)
     specs = tuple(frontend.kernels)
     tmap_driver.signatures = {k.symbol: slot_types(k.params) for k in specs}
     assert tmap_driver.signatures["copy_ring"] == ["tensor_map", "i64", "tensor_map", "i64", "i32"]
@@ -389,3 +392,13 @@ def test_cluster_rank_size_and_sync(tmp_path: Path, backend: str) -> None:
     assert out.cubins["sm_90"]
     for instruction in ("%cluster_ctarank", "%cluster_nctarank", "barrier.cluster.arrive", "barrier.cluster.wait"):
         assert instruction in ptx, instruction
+
+
+def test_a_module_for_sm_80_that_uses_tma_is_refused_at_the_call(tmp_path: Path) -> None:
+    src = write(tmp_path, KERNEL.replace("{body}", "ox.mbarrier.wait(bars[0], 0)"))
+    with pytest.raises(CompileError, match=r"ox\.mbarrier\.wait needs sm_90 or newer; this module is built for sm_80") as info:
+        compile_module(src, "tmasrc", CompileOptions(archs=("sm_80", "sm_90")))
+    assert info.value.location is not None and info.value.location.line == 9
+    src = write(tmp_path, KERNEL.replace("{body}", "ox.cluster.sync()"), "tmasrc2")
+    with pytest.raises(CompileError, match=r"ox\.cluster\.sync needs sm_90 or newer"):
+        compile_module(src, "tmasrc2", CompileOptions(archs=("sm_80",)))

@@ -32,6 +32,7 @@ __all__ = ["ENTRIES"]
 
 LL_I32 = ll.IntType(32)
 MAX_CLUSTER_BLOCKS = 16  # sm_90's non-portable maximum
+MIN_ARCH = "sm_90"  # IntrinsicInfo.min_arch of every entry here
 # op -> (the LLVM intrinsic's register name, the PTX register)
 REGISTERS = {"rank": ("ctarank", "%cluster_ctarank"), "num_blocks": ("nctarank", "%cluster_nctarank")}
 
@@ -66,7 +67,9 @@ def _lower_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> l
 
 
 ENTRIES = [
-    IntrinsicInfo("cluster.rank", _type_register, _lower_register, value_range=(0, MAX_CLUSTER_BLOCKS - 1)),
-    IntrinsicInfo("cluster.num_blocks", _type_register, _lower_register, value_range=(1, MAX_CLUSTER_BLOCKS)),
-    IntrinsicInfo("cluster.sync", _type_sync, _lower_sync, convergent=True),
+    IntrinsicInfo("cluster.rank", _type_register, _lower_register, value_range=(0, MAX_CLUSTER_BLOCKS - 1),
+                  min_arch=MIN_ARCH),
+    IntrinsicInfo("cluster.num_blocks", _type_register, _lower_register, value_range=(1, MAX_CLUSTER_BLOCKS),
+                  min_arch=MIN_ARCH),
+    IntrinsicInfo("cluster.sync", _type_sync, _lower_sync, convergent=True, min_arch=MIN_ARCH),
 ]

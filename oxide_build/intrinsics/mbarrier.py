@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["ENTRIES", "barrier_arguments", "barrier_address", "shared_address32"]
 
 LL_I1, LL_I32, LL_I64 = ll.IntType(1), ll.IntType(32), ll.IntType(64)
-MIN_ARCH = 90  # mbarrier with transaction counts, try_wait.parity: sm_90 (PTX 8.0)
+MIN_ARCH = "sm_90"  # transaction counts, try_wait.parity, the init fence (init, arrive, inval: sm_80)
 
 
 def barrier_arguments(tr: FunctionTranslator, node: ast.expr, name: str) -> list[ir.Expr]:
@@ -227,10 +227,10 @@ ENTRIES = [
     IntrinsicInfo("mbarrier.array", _type_array, _lower_allocation),
     IntrinsicInfo("mbarrier.init", _type_init, _lower_init),
     IntrinsicInfo("mbarrier.arrive", _type_barrier_only, _lower_arrive),
-    IntrinsicInfo("mbarrier.arrive_expect_tx", _type_tx, _lower_tx),
-    IntrinsicInfo("mbarrier.expect_tx", _type_tx, _lower_tx),
-    IntrinsicInfo("mbarrier.try_wait", _type_wait, _lower_try_wait, thread_dependent=True),
-    IntrinsicInfo("mbarrier.wait", _type_wait, _lower_wait),
-    IntrinsicInfo("mbarrier.fence_init", _type_fence_init, _lower_fence_init),
+    IntrinsicInfo("mbarrier.arrive_expect_tx", _type_tx, _lower_tx, min_arch=MIN_ARCH),
+    IntrinsicInfo("mbarrier.expect_tx", _type_tx, _lower_tx, min_arch=MIN_ARCH),
+    IntrinsicInfo("mbarrier.try_wait", _type_wait, _lower_try_wait, thread_dependent=True, min_arch=MIN_ARCH),
+    IntrinsicInfo("mbarrier.wait", _type_wait, _lower_wait, min_arch=MIN_ARCH),
+    IntrinsicInfo("mbarrier.fence_init", _type_fence_init, _lower_fence_init, min_arch=MIN_ARCH),
     IntrinsicInfo("mbarrier.inval", _type_barrier_only, _lower_inval),
 ]

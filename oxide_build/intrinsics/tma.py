@@ -50,6 +50,7 @@ __all__ = ["ENTRIES", "TMA_SHARED_ALIGNMENT"]
 
 LL_I1, LL_I8, LL_I16, LL_I32, LL_I64 = ll.IntType(1), ll.IntType(8), ll.IntType(16), ll.IntType(32), ll.IntType(64)
 TMA_SHARED_ALIGNMENT = 128  # cp.async.bulk.tensor's shared-memory operand
+MIN_ARCH = "sm_90"  # IntrinsicInfo.min_arch of every entry here
 
 
 def _descriptor(tr: FunctionTranslator, node: ast.expr, name: str) -> ir.Expr:
@@ -368,11 +369,11 @@ def _lower_box(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll
 
 
 ENTRIES = [
-    IntrinsicInfo("tma.load", _type_load, _lower_load),
-    IntrinsicInfo("tma.store", _type_store, _lower_store),
-    IntrinsicInfo("tma.prefetch", _type_prefetch, _lower_prefetch),
-    IntrinsicInfo("tma.store_commit", _type_commit, _lower_commit),
-    IntrinsicInfo("tma.store_wait", _type_store_wait, _lower_store_wait, keywords=("read",)),
-    IntrinsicInfo("tma.box_bytes", _type_box, _lower_box),
-    IntrinsicInfo("tma.box_elements", _type_box, _lower_box),
+    IntrinsicInfo("tma.load", _type_load, _lower_load, min_arch=MIN_ARCH),
+    IntrinsicInfo("tma.store", _type_store, _lower_store, min_arch=MIN_ARCH),
+    IntrinsicInfo("tma.prefetch", _type_prefetch, _lower_prefetch, min_arch=MIN_ARCH),
+    IntrinsicInfo("tma.store_commit", _type_commit, _lower_commit, min_arch=MIN_ARCH),
+    IntrinsicInfo("tma.store_wait", _type_store_wait, _lower_store_wait, keywords=("read",), min_arch=MIN_ARCH),
+    IntrinsicInfo("tma.box_bytes", _type_box, _lower_box, min_arch=MIN_ARCH),
+    IntrinsicInfo("tma.box_elements", _type_box, _lower_box, min_arch=MIN_ARCH),
 ]
