@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 from oxide.runtime.tensor_maps import MAX_BOX, SWIZZLES, TensorMap, descriptor
 
 __all__ = ["Descriptor", "TensorMap", "descriptor", "MAX_BOX", "SWIZZLES", "load", "store", "prefetch",
-           "store_commit", "store_wait", "box_bytes", "box_elements"]
+           "store_commit", "store_wait", "box_bytes", "box_elements", "swizzle"]
 
 
 class _DescriptorType:
@@ -69,3 +69,8 @@ def box_bytes(desc: Any) -> int:
 def box_elements(desc: Any) -> int:
     """Elements of one box of ``desc``."""
     _device_only("box_elements")
+
+
+def swizzle(desc: Any) -> int:
+    """The swizzle of ``desc`` in bytes (0, 32, 64 or 128)."""
+    _device_only("swizzle")

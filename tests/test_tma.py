@@ -360,6 +360,9 @@ def test_a_launch_packs_the_map_and_its_box_and_keeps_checks(tmp_path: Path, tma
     src, dst = oxide.tma.descriptor(a, box=(8, 16)), oxide.tma.descriptor(b, box=(8, 16))
     m.copy_ring[1, 32](src, dst, 8)
     assert tmap_driver.launches[-1]["values"] == [src.data, 128, dst.data, 128, 8]
+    swizzled = oxide.tma.descriptor(b, box=(8, 16), swizzle=64)  # the box's elements, the swizzle above them
+    m.copy_ring[1, 32](src, swizzled, 8)
+    assert tmap_driver.launches[-1]["values"] == [src.data, 128, swizzled.data, 128 | 64 << 32, 8]
     with pytest.raises(Exception, match="tiles > 0"):  # the precondition reads slot 34
         m.copy_ring[1, 32](src, dst, 0)
     half = oxide.tma.descriptor(matrix(64, 16, "<f2", ptr=0x40000), box=(8, 16))
@@ -367,7 +370,7 @@ def test_a_launch_packs_the_map_and_its_box_and_keeps_checks(tmp_path: Path, tma
         m.copy_ring[1, 32](src, half, 8)
     with pytest.raises(TypeError, match=r"parameter 'src' of copy_ring needs a TMA descriptor of 2-d f32 .*got FakeArray"):
         m.copy_ring[1, 32](a, dst, 8)
-    assert len(tmap_driver.launches) == 1
+    assert len(tmap_driver.launches) == 2
 
 
 # ---- clusters --------------------------------------------------------------------------------------
@@ -402,3 +405,27 @@ def test_a_module_for_sm_80_that_uses_tma_is_refused_at_the_call(tmp_path: Path)
     src = write(tmp_path, KERNEL.replace("{body}", "ox.cluster.sync()"), "tmasrc2")
     with pytest.raises(CompileError, match=r"ox\.cluster\.sync needs sm_90 or newer"):
         compile_module(src, "tmasrc2", CompileOptions(archs=("sm_80",)))
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_a_swizzled_shared_array_checks_the_maps_swizzle(tmp_path: Path, backend: str) -> None:
+    src = write(tmp_path, """
+        import oxide as ox
+        from oxide import f32
+
+        @ox.kernel
+        def k(src: ox.tma.Descriptor[f32, 2]) -> None:
+            tile = ox.shared.array((8, 32), f32, swizzle=128)
+            plain = ox.shared.array((8, 32), f32)
+            bars = ox.mbarrier.array(2)
+            ox.tma.load(src, bars[0], tile, 0, 0)
+            ox.tma.load(src, bars[1], plain, 0, 0)
+    """)
+    _, frontend = build_ir(src, "tmasrc", SM90)
+    whats = [site.what for site in frontend.error_sites]
+    # one swizzle check (the swizzled array only), one fit check per load; constant coordinates
+    assert sum("the swizzle of src" in w and "128 bytes tile is declared with" in w for w in whats) == 1, whats
+    assert sum(w.startswith("one box of src") for w in whats) == 2, whats
+    out = compile_module(src, "tmasrc", CompileOptions(archs=("sm_90",), backend=backend))
+    assert out.cubins["sm_90"]
+    assert re.search(r"shr\.u64\s+%rd\d+, %rd\d+, 32;", out.ptx["sm_90"])

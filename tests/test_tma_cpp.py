@@ -52,6 +52,8 @@ int main(int, char** argv) {
     try { launch(); } catch (const oxide::Error& e) { std::printf("refused: %s\n", e.what()); }
   };
   attempt([&] { k.launch({1}, {32}, nullptr, oxide::tensor_map<float>(map, {16, 32}), int32_t(7)); });
+  attempt([&] { k.launch({1}, {32}, nullptr, oxide::tensor_map<float>(map, {8, 32}, 128), int32_t(7)); });
+  attempt([&] { k.launch({1}, {32}, nullptr, oxide::tensor_map<float>(map, {8, 32}, 48), int32_t(7)); });
   attempt([&] { k.launch({1}, {32}, nullptr, oxide::tensor_map<double>(map, {16, 32}), int32_t(7)); });
   attempt([&] { k.launch({1}, {32}, nullptr, oxide::tensor_map<float>(map, {16}), int32_t(7)); });
   attempt([&] { k.launch({1}, {32}, nullptr, oxide::tensor_map<float>(map, {16, 512}), int32_t(7)); });
@@ -87,6 +89,8 @@ def test_launch_hpp_passes_a_tensor_map_as_one_parameter(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "launch map a0..af box 512 n 7",
+        f"launch map a0..af box {256 | 128 << 32} n 7",
+        "refused: tm.py:3: kernel 'k' parameter 'src' is tensor_map[f32, 2], got a swizzle of 48 bytes (0, 32, 64 or 128)",
         "refused: tm.py:3: kernel 'k' parameter 'src' is tensor_map[f32, 2], got tensor_map[f64, 2]",
         "refused: tm.py:3: kernel 'k' parameter 'src' is tensor_map[f32, 2], got tensor_map[f32, 1]",
         "refused: tm.py:3: kernel 'k' parameter 'src' is tensor_map[f32, 2], got a box extent of 512 (1 to 256)",

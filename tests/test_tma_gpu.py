@@ -189,6 +189,29 @@ def test_a_column_not_on_16_bytes_is_a_kernel_error_and_nothing_hangs(tmak: Modu
     assert torch.equal(out.reshape(16, 32), src[:16, 8:40])
 
 
+def test_a_swizzled_shared_array_holds_the_box_swizzled(tmak: ModuleType) -> None:
+    """swizzle=128: the 16-byte chunk c of row r lands at chunk c ^ (r % 8) (CUTLASS's
+    Swizzle<3, 4, 3>); a map without that swizzle is refused by the kernel's check."""
+    import torch
+
+    import oxide
+    from oxide.runtime import synchronize
+
+    src = torch_values((8, 32), torch.float32)
+    out = poisoned((8 * 32,), torch.float32)
+    tmak.swizzled_box[1, 64](oxide.tma.descriptor(src, box=(8, 32), swizzle=128), out)
+    synchronize()
+    want = torch.empty_like(src)
+    for r in range(8):
+        for c in range(32):
+            want[r, ((c // 4) ^ (r % 8)) * 4 + c % 4] = src[r, c]
+    assert torch.equal(out.reshape(8, 32), want)
+    with pytest.raises(oxide.KernelError, match=r"the swizzle of src .* XOR the 128 bytes tile is declared with .* with "
+                                                r"index 128 but length 1"):
+        tmak.swizzled_box[1, 64](oxide.tma.descriptor(src, box=(8, 32)), out)
+        synchronize()
+
+
 def test_a_descriptor_of_another_dtype_is_refused_before_launch(tmak: ModuleType) -> None:
     import torch
 

@@ -10,8 +10,9 @@ like a scalar parameter, and the kernel reassembles the value on entry. A TMA de
 (``TENSOR_MAP_PARAM``, ``ox.tma.Descriptor[T, N]``) takes ``TENSOR_MAP_SLOTS``: the 128-byte
 ``CUtensorMap`` (16 slots; the kernel's ``__grid_constant__`` parameter of 128 bytes aligned to
 64, which the driver copies from the block, so the block itself needs no such alignment) and
-one slot with the number of elements in one box (i64), which the kernel's bounds checks of
-``tma.load``/``tma.store`` and ``tma.box_bytes`` read. Launch preconditions name slots by their
+one slot with the number of elements in one box (its low 32 bits) and the map's swizzle in
+bytes (0, 32, 64 or 128, the bits above), which the kernel's checks of ``tma.load``/``tma.store``
+and ``tma.box_bytes``/``tma.swizzle`` read. Launch preconditions name slots by their
 index in this layout.
 """
 from __future__ import annotations

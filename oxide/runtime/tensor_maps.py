@@ -198,7 +198,7 @@ def descriptor(array: Any, box: Sequence[int] | int, swizzle: int = 0, dtype: st
 
 class TensorMapConverter:
     """The slot values of an ``ox.tma.Descriptor[T, N]`` parameter (``oxide.abi.params``): the
-    map's 16 words, then the elements of one box."""
+    map's 16 words, then the elements of one box with the swizzle in bytes above them."""
 
     __slots__ = ("dtype", "ndim")
 
@@ -214,4 +214,4 @@ class TensorMapConverter:
         if value.dtype != self.dtype or value.ndim != self.ndim:
             raise ScalarError(f"needs a TMA descriptor of {self.ndim}-d {self.dtype}; got one of {value.ndim}-d "
                               f"{value.dtype}")
-        return [*value.words, value.box_elements]
+        return [*value.words, value.box_elements | value.swizzle << 32]

@@ -13,12 +13,14 @@ parameter.
   threads may read: inside ``with ox.unsafe():``.
 - ``prefetch(desc, c0, ...)``: brings the box into L2.
 - ``box_bytes(desc)`` / ``box_elements(desc)``: the size of one box (what a load's barrier
-  must expect).
+  must expect); ``swizzle(desc)``: the map's swizzle in bytes (0, 32, 64, 128).
 
 The innermost coordinate must be a multiple of 16 bytes (the GPU faults otherwise, and the
 context is lost): checked when compiling if constant, else at run time like the box's fit.
 The box must fit in ``dst``/``src`` (checked at run time against the array's or slice's length
-unless bounds checks are off: the box's size is the host's, passed with the map). A box that
+unless bounds checks are off: the box's size is the host's, passed with the map), and a shared
+array declared with a swizzle (``ox.shared.array(..., swizzle=128)``) must get a map of that
+swizzle (also checked at run time: the swizzle travels with the box size). A box that
 does not fit is not copied and is reported as ``oxide.KernelError``; the thread goes on, and a
 load's bytes count as arrived on its barrier, so no thread waits forever for them. Shared
 memory a TMA copy touches is aligned to 128 bytes: the lowering raises the alignment of the
@@ -106,8 +108,10 @@ def _alignment_check(tr: FunctionTranslator, node: ast.expr, inner: ir.Expr, des
 
 
 def _shared_tile(tr: FunctionTranslator, node: ast.expr, desc: ir.Expr, name: str, role: str) -> list[ir.Expr]:
-    """The shared array (or slice) a box goes to or comes from, and the check that one box of
-    ``desc`` fits in it."""
+    """The shared array (or slice) a box goes to or comes from, the check that one box of
+    ``desc`` fits in it, and, for an array declared with a swizzle, the check that the map has
+    that swizzle (a box landing in another layout than the one its readers assume is wrong data
+    without a fault)."""
     assert isinstance(desc.ty, TensorMapType)
     tile = tr.expr(node)
     if not isinstance(tile.ty, ArrayType) or tile.ty.space != "shared" or tile.ty.barrier or tile.ty.fragment:
@@ -117,15 +121,28 @@ def _shared_tile(tr: FunctionTranslator, node: ast.expr, desc: ir.Expr, name: st
         raise tr.error(node, f"oxide.{name}: the descriptor has {desc.ty.elem.name} elements, the shared array "
                        f"{tile.ty.elem.name}", "declare the shared array with the descriptor's element type")
     loc = tr.loc(node)
-    if not tr.bounds_check or tile.ty.dynamic:
-        return [tile, ir.Const(0, I64, loc)]
-    length: ir.Expr = (ir.ViewLen(tile, I64, loc) if tile.ty.runtime_length
-                       else ir.Const(tile.ty.size if tile.ty.size is not None else 1 << 62, I64, loc))
-    box = ir.Intrinsic("tma.box_elements", [desc], I64, loc)
-    last = ir.BinOp(BinaryOp.SUB, box, ir.Const(1, I64, loc), I64, loc)
     assert isinstance(desc, ir.Var)
-    site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node, f"one box of {desc.name} in {ast.unparse(node)}")
-    return [tile, ir.Intrinsic("checked_index", [last, length], I64, loc, site)]
+    if not tr.bounds_check:
+        return [tile, ir.Const(0, I64, loc), ir.Const(0, I64, loc)]
+    fits: ir.Expr = ir.Const(0, I64, loc)
+    if not tile.ty.dynamic:
+        length: ir.Expr = (ir.ViewLen(tile, I64, loc) if tile.ty.runtime_length
+                           else ir.Const(tile.ty.size if tile.ty.size is not None else 1 << 62, I64, loc))
+        box = ir.Intrinsic("tma.box_elements", [desc], I64, loc)
+        last = ir.BinOp(BinaryOp.SUB, box, ir.Const(1, I64, loc), I64, loc)
+        site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node,
+                                         f"one box of {desc.name} in {ast.unparse(node)}")
+        fits = ir.Intrinsic("checked_index", [last, length], I64, loc, site)
+    same_layout: ir.Expr = ir.Const(0, I64, loc)
+    swizzle = getattr(tile.ty, "swizzle", 0)
+    if swizzle:
+        differs = ir.BinOp(BinaryOp.BIT_XOR, ir.Intrinsic("tma.swizzle", [desc], I64, loc), ir.Const(swizzle, I64, loc),
+                           I64, loc)
+        site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node,
+                                         f"the swizzle of {desc.name} (oxide.tma.descriptor(..., swizzle=)) XOR the "
+                                         f"{swizzle} bytes {ast.unparse(node)} is declared with (they must be equal)")
+        same_layout = ir.Intrinsic("checked_index", [differs, ir.Const(1, I64, loc)], I64, loc, site)
+    return [tile, fits, same_layout]
 
 
 def _raise_alignment(ptr: ll.Value) -> None:
@@ -151,24 +168,26 @@ def _remains(check: ir.Expr) -> bool:
     return isinstance(check, ir.Intrinsic) and check.name == "checked_index" and check.check_site is not None
 
 
-def _if_copy_allowed(fl: FunctionLowering, box_check: ir.Expr | None, align_check: ir.Expr, inner: ll.Value,
+def _if_copy_allowed(fl: FunctionLowering, tile_checks: list[ir.Expr], align_check: ir.Expr, inner: ll.Value,
                      itemsize: int) -> tuple[ll.Block, ll.Block] | None:
-    """Lowers the checks the bounds pass kept (``checked_index``): that one box fits the shared
-    tile, and that the innermost coordinate ``inner`` is a multiple of 16 bytes. The copy goes
+    """Lowers the checks the bounds pass kept (``checked_index``): those of the shared tile
+    (``_shared_tile``: one box fits, the layout is the map's), and that the innermost coordinate
+    ``inner`` is a multiple of 16 bytes. The copy goes
     on in the first block returned; the second is the failure path, reached once the failed
     check is recorded for the host (``KernelError``), where the thread goes on: it may be the
     one that arrives on or fills a barrier other threads wait for, so ending it would hang them.
     None when no check remains (proven, or checks off)."""
-    if not (box_check is not None and _remains(box_check)) and not _remains(align_check):
+    remaining = [c for c in tile_checks if _remains(c)]
+    if not remaining and not _remains(align_check):
         return None
     b = fl.b
     report = fl.parent.fail_function(ends_thread=False)
     failed = fl.llfn.append_basic_block("tma.refused")
     conditions: list[tuple[int, ll.Value, ll.Value, ll.Value]] = []  # site, ok, index, length
-    if box_check is not None and _remains(box_check):
-        assert isinstance(box_check, ir.Intrinsic) and box_check.check_site is not None
-        last, length = (fl.expr(a) for a in box_check.args)
-        conditions.append((box_check.check_site, b.icmp_unsigned("<", last, length), last, length))
+    for check in remaining:
+        assert isinstance(check, ir.Intrinsic) and check.check_site is not None
+        index, length = (fl.expr(a) for a in check.args)
+        conditions.append((check.check_site, b.icmp_unsigned("<", index, length), index, length))
     if _remains(align_check):
         assert isinstance(align_check, ir.Intrinsic) and align_check.check_site is not None
         offset = b.mul(b.sext(inner, LL_I64), ll.Constant(LL_I64, itemsize))
@@ -210,21 +229,21 @@ def _type_load(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
 
 
 def _lower_load(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
-    desc, bars, index, tile, check, align, *coords = e.args
+    desc, bars, index, tile, fits, same_layout, align, *coords = e.args
     b = fl.b
     dst = _tile_address(fl, tile)
     bar = barrier_address(fl, bars, index)
-    tmap, box = fl.tensor_map(desc)
+    tmap, packed = fl.tensor_map(desc)
     assert isinstance(desc.ty, TensorMapType)
     cs = [fl.expr(c) for c in coords][::-1]  # PTX lists them innermost first
     n = len(cs)
-    blocks = _if_copy_allowed(fl, check, align, cs[0], desc.ty.elem.itemsize)
+    blocks = _if_copy_allowed(fl, [fits, same_layout], align, cs[0], desc.ty.elem.itemsize)
     if blocks is not None:
-        # refused (the box does not fit, a misaligned start): no copy, but its bytes are counted
-        # as arrived, so the threads
-        # waiting for this phase go on (and the host raises the recorded error)
+        # refused (the box does not fit, another layout, a misaligned start): no copy, but its
+        # bytes are counted as arrived, so the threads waiting for this phase go on (and the
+        # host raises the recorded error)
         with b.goto_block(blocks[1]):
-            nbytes = b.trunc(b.mul(box, ll.Constant(LL_I64, desc.ty.elem.itemsize)), LL_I32)
+            nbytes = b.trunc(b.mul(_box_elements(fl, packed), ll.Constant(LL_I64, desc.ty.elem.itemsize)), LL_I32)
             asm_call(fl, "mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [$0], $1;", "r,r,~{memory}", ll.VoidType(),
                      [shared_address32(fl, bar), nbytes])
         b.position_at_end(blocks[0])
@@ -260,14 +279,15 @@ def _type_store(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> 
 
 
 def _lower_store(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
-    desc, tile, check, align, *coords = e.args
+    desc, tile, fits, same_layout, align, *coords = e.args
     assert isinstance(desc.ty, TensorMapType)
     b = fl.b
     src = _tile_address(fl, tile)
     tmap, _ = fl.tensor_map(desc)
     cs = [fl.expr(c) for c in coords][::-1]  # PTX lists them innermost first
     n = len(cs)
-    blocks = _if_copy_allowed(fl, check, align, cs[0], desc.ty.elem.itemsize)  # refused: not stored, reported
+    # refused: not stored, reported
+    blocks = _if_copy_allowed(fl, [fits, same_layout], align, cs[0], desc.ty.elem.itemsize)
     if blocks is not None:
         b.position_at_end(blocks[0])
     if fl.parent.libnvvm:
@@ -300,7 +320,7 @@ def _lower_prefetch(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) 
     tmap, _ = fl.tensor_map(desc)
     cs = [fl.expr(c) for c in coords][::-1]  # PTX lists them innermost first
     n = len(cs)
-    blocks = _if_copy_allowed(fl, None, align, cs[0], desc.ty.elem.itemsize)
+    blocks = _if_copy_allowed(fl, [], align, cs[0], desc.ty.elem.itemsize)
     if blocks is not None:
         b.position_at_end(blocks[0])
     if fl.parent.libnvvm:
@@ -353,16 +373,25 @@ def _lower_store_wait(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic
     return fl.b.call(fn, [ll.Constant(LL_I32, n)])
 
 
+def _box_elements(fl: FunctionLowering, packed: ll.Value) -> ll.Value:
+    """The elements of one box, from the map's last slot (oxide.abi.params: its low 32 bits)."""
+    return fl.b.and_(packed, ll.Constant(LL_I64, 0xFFFFFFFF))
+
+
 def _type_box(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 1, info.name)
     desc = _descriptor(tr, node.args[0], info.name)
-    return ir.Intrinsic(info.name, [desc], I32 if info.op == "box_bytes" else I64, tr.loc(node))
+    return ir.Intrinsic(info.name, [desc], I64 if info.op == "box_elements" else I32, tr.loc(node))
 
 
 def _lower_box(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     (desc,) = e.args
     assert isinstance(desc.ty, TensorMapType)
-    _, box = fl.tensor_map(desc)
+    _, packed = fl.tensor_map(desc)
+    if info.op == "swizzle":  # bits 32 and up: the swizzle in bytes
+        value = fl.b.lshr(packed, ll.Constant(LL_I64, 32))
+        return value if e.ty == I64 else fl.b.trunc(value, LL_I32)
+    box = _box_elements(fl, packed)
     if info.op == "box_elements":
         return box
     return fl.b.trunc(fl.b.mul(box, ll.Constant(LL_I64, desc.ty.elem.itemsize)), LL_I32)
@@ -376,4 +405,5 @@ ENTRIES = [
     IntrinsicInfo("tma.store_wait", _type_store_wait, _lower_store_wait, keywords=("read",), min_arch=MIN_ARCH),
     IntrinsicInfo("tma.box_bytes", _type_box, _lower_box, min_arch=MIN_ARCH),
     IntrinsicInfo("tma.box_elements", _type_box, _lower_box, min_arch=MIN_ARCH),
+    IntrinsicInfo("tma.swizzle", _type_box, _lower_box, min_arch=MIN_ARCH),
 ]

@@ -17,9 +17,10 @@
 //   Slice[T]             oxide::slice(const T* data, int64_t length)   (mut_slice also accepted)
 //   MutSlice/DisjointSlice[T]  oxide::mut_slice(T* data, int64_t length)
 //   Tensor[T, N] (Mut/Disjoint)  oxide::tensor(T* data, {shape...}, {strides in elements...})
-//   ox.tma.Descriptor[T, N]  oxide::tensor_map<T>(const CUtensorMap* map, {box...}): a map the
-//                        caller encoded (cuTensorMapEncodeTiled) for elements of T, and the box
-//                        it was encoded with, outermost first (the kernel's box checks read it)
+//   ox.tma.Descriptor[T, N]  oxide::tensor_map<T>(const CUtensorMap* map, {box...}, swizzle): a
+//                        map the caller encoded (cuTensorMapEncodeTiled) for elements of T, the
+//                        box it was encoded with, outermost first, and its swizzle in bytes (0,
+//                        32, 64, 128): the kernel's checks read them
 //   (f16 and bf16 parameters are not supported yet: such a kernel is refused at launch)
 // A mismatch (count, dtype, view kind, const-ness, ndim, a negative length) throws
 // oxide::Error naming the kernel, the parameter and its file:line, before anything is launched.
@@ -306,9 +307,12 @@ template <class T>
 struct TensorMap {
   const void* map;
   std::vector<int64_t> box;  // outermost first
+  int swizzle;               // bytes: 0, 32, 64 or 128
 };
 template <class T>
-TensorMap<T> tensor_map(const void* map, std::initializer_list<int64_t> box) { return {map, box}; }
+TensorMap<T> tensor_map(const void* map, std::initializer_list<int64_t> box, int swizzle = 0) {
+  return {map, box, swizzle};
+}
 
 namespace detail {
 template <class T> constexpr const char* dtype_of() {
@@ -559,10 +563,12 @@ class Kernel {
       if (extent < 1 || extent > 256) wrong(p, shown(p), "a box extent of " + std::to_string(extent) + " (1 to 256)");
       elements *= extent;
     }
+    if (m.swizzle != 0 && m.swizzle != 32 && m.swizzle != 64 && m.swizzle != 128)
+      wrong(p, shown(p), "a swizzle of " + std::to_string(m.swizzle) + " bytes (0, 32, 64 or 128)");
     uint64_t words[16];
     std::memcpy(words, m.map, sizeof words);
     slots.insert(slots.end(), words, words + 16);
-    slots.push_back(static_cast<uint64_t>(elements));
+    slots.push_back(static_cast<uint64_t>(elements) | static_cast<uint64_t>(m.swizzle) << 32);
   }
   template <class T>
   void pack(const Param& p, const Tensor<T>& view, std::vector<uint64_t>& slots) const {

@@ -122,3 +122,23 @@ def cluster_ranks(out: ox.DisjointSlice[i32]) -> None:
     ox.cluster.sync()
     if i < len(out):
         out[i] = ox.cluster.rank() * 100 + ox.cluster.num_blocks()
+
+
+@ox.kernel
+def swizzled_box(src: ox.tma.Descriptor[f32, 2], out: MutSlice[f32]) -> None:
+    """The 8 x 32 box at (0, 0) into a shared array declared swizzle=128, copied out as it lies
+    in shared memory (the 16-byte chunks of row r permuted by XOR with r % 8)."""
+    tile = ox.shared.array((8, 32), f32, swizzle=128)
+    bars = ox.mbarrier.array(1)
+    t = thread.idx.x
+    if t == 0:
+        ox.mbarrier.init(bars, 1)
+        ox.mbarrier.fence_init()
+    block.sync()
+    if t == 0:
+        ox.mbarrier.arrive_expect_tx(bars, ox.tma.box_bytes(src))
+        ox.tma.load(src, bars, tile, 0, 0)
+    ox.mbarrier.wait(bars, 0)
+    for k in range(t, 8 * 32, block.dim.x):
+        with ox.unsafe():
+            out[k] = tile[k // 32, k % 32]
