@@ -14,7 +14,9 @@ What the declaration gives, which a ``torch.library.custom_op`` needs written by
 - the schema, from the function's type hints (``torch.Tensor``, ``float``, ``int``, ``bool``,
   ``str``, ``list[int]``, optional ones); the outputs (the parameters named in ``outputs``) are
   not part of it: they are allocated before the function runs, from their :class:`Out`
-  (a shape and dtype like an input's, or functions of the inputs), and returned;
+  (a shape and dtype like an input's, or functions of the inputs), and returned; an output
+  declared ``Out(..., returned=True)`` is made by the function itself (``torch.cat``,
+  ``torch.addmm``) and returned by it, checked against its declaration;
 - the fake (meta) kernel, from the same declarations: ``torch.compile`` traces the op without
   running it, so a function calling it compiles with ``fullgraph=True``;
 - mutated arguments (``mutates=``): written in place, declared in the schema (``Tensor(a!)``);
@@ -59,11 +61,19 @@ class Out:
     name of an input to take the shape of. ``dtype``: a ``torch.dtype``, or a function of
     inputs returning one. Each defaults to ``like``'s; ``like`` defaults to the first tensor
     input (which also gives the device).
+
+    ``returned``: the function makes this output itself (``torch.cat(...)``, ``torch.addmm(...)``:
+    a PyTorch call that allocates anyway) and returns it, instead of writing into one the op
+    allocated: it is then not a parameter of the function, which returns the returned outputs
+    (one tensor, or a tuple in declaration order). The op checks each against the declaration
+    (a tensor of that shape, dtype and device, contiguous, not an input nor a view) and raises
+    ``TypeError`` naming the output where one differs.
     """
 
     like: str | None = None
     shape: Callable[..., Sequence[int]] | str | None = None
     dtype: Any = None
+    returned: bool = False
 
 
 def _torch() -> Any:
@@ -82,6 +92,9 @@ class _Allocator:
     kernel and the fake one (where the inputs are fake tensors with symbolic shapes)."""
 
     def __init__(self, name: str, out: Out, inputs: list[str], tensors: list[str], where: str) -> None:
+        self.name = name
+        self.returned = out.returned
+
         def fail(what: str) -> OpDeclarationError:
             return OpDeclarationError(f"{where}: output {name!r}: {what}")
 
@@ -126,7 +139,14 @@ class _Allocator:
             raise fail(f"the {what} function's parameters {unknown} are not inputs of the op "
                        f"(its inputs: {', '.join(inputs)})")
         picks = [inputs.index(n) for n in names]
-        return lambda args: f(*(args[i] for i in picks))
+        # one call a shape, no generator: an output's shape is computed on every call of the op
+        if len(picks) == 1:
+            (only,) = picks
+            return lambda args: f(args[only])
+        if len(picks) == 2:
+            first, second = picks
+            return lambda args: f(args[first], args[second])
+        return lambda args: f(*[args[i] for i in picks])
 
     def allocate(self, torch: Any, args: Sequence[Any]) -> Any:
         """The output for the fake kernel (any tensors, symbolic shapes: no test that could guard)."""
@@ -136,17 +156,32 @@ class _Allocator:
 
     def allocate_real(self, torch: Any, args: Sequence[Any]) -> Any:
         """The same output for real tensors, through the cheapest of PyTorch's calls (host time,
-        H200 host, BENCHMARKS.md): ``empty_like`` keeps a contiguous input's strides, so the
-        keyword is only passed where the input is not (0.4 µs); ``new_empty`` takes the device
-        and dtype from the tensor (1.6 µs less than ``torch.empty(..., device=t.device)``)."""
+        H200 host, BENCHMARKS.md): ``new_empty`` takes the device and dtype from the tensor (1.6 µs
+        less than ``torch.empty(..., device=t.device)``). A plain output (``like`` alone) is
+        made by :meth:`Op._allocate`, which asks each input's contiguity once."""
         like = args[self.like]
-        if self.plain:
-            if like.is_contiguous():
-                return torch.empty_like(like)
-            return torch.empty_like(like, memory_format=torch.contiguous_format)
         if self.same_dtype:
-            return like.new_empty(tuple(self.shape_of(args)))
-        return like.new_empty(tuple(self.shape_of(args)), dtype=self.dtype_of(args))
+            return like.new_empty(self.shape_of(args))
+        return like.new_empty(self.shape_of(args), dtype=self.dtype_of(args))
+
+    def check_returned(self, torch: Any, args: Sequence[Any], made: Any) -> None:
+        """A returned output against its declaration: what the fake kernel said it would be."""
+        like = args[self.like]
+        if (type(made) is torch.Tensor or isinstance(made, torch.Tensor)) and made._base is None:
+            shape = like.shape if self.plain else self.shape_of(args)
+            dtype = like.dtype if self.same_dtype else self.dtype_of(args)
+            if (made.shape == tuple(shape) and made.dtype == dtype and made.is_contiguous()
+                    and made.device == like.device and all(made is not a for a in args)):
+                return
+            what = (f"a tensor of shape {tuple(made.shape)}, {made.dtype} on {made.device}"
+                    f"{'' if made.is_contiguous() else ', not contiguous'}")
+            expected = f"a contiguous tensor of shape {tuple(shape)}, {dtype} on {like.device}, made by the function"
+            if any(made is a for a in args):
+                what = "one of the op's inputs"
+        else:
+            what = ("a view of a tensor" if isinstance(made, torch.Tensor) else f"{type(made).__name__}")
+            expected = "a tensor the function made (not an input, nor a view of one)"
+        raise TypeError(f"output {self.name!r} (returned=True) is {what}; its declaration says {expected}")
 
 
 class _Saved:
@@ -175,10 +210,14 @@ class Op:
             if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
                 raise OpDeclarationError(f"{where}: parameter {p.name!r}: an op takes plain parameters (no *args, "
                                          "**kwargs or keyword-only ones)")
-        for o in outputs:
-            if o not in names:
+        for o, out in outputs.items():
+            if out.returned and o in names:
+                raise OpDeclarationError(f"{where}: output {o!r} is returned=True: {fn.__qualname__} makes and returns "
+                                         "it, so it is not a parameter of the function (remove the parameter)")
+            if not out.returned and o not in names:
                 raise OpDeclarationError(f"{where}: output {o!r} is not a parameter of {fn.__qualname__} "
-                                         f"(its parameters: {', '.join(names)})")
+                                         f"(its parameters: {', '.join(names)}; an output the function makes "
+                                         "itself and returns is declared Out(..., returned=True))")
         inputs = [p for p in params if p.name not in outputs]
         for m in mutates:
             if m not in [p.name for p in inputs]:
@@ -190,9 +229,18 @@ class Op:
         input_names = [p.name for p in inputs]
         tensors = [p.name for p in inputs if _is_tensor_hint(torch, hints[p.name])]
         self._allocators = [_Allocator(o, out, input_names, tensors, where) for o, out in outputs.items()]
-        self._output_names = list(outputs)
-        # outputs after every input, in declaration order: passed by position (cheaper)
-        self._outputs_trail = names[len(names) - len(outputs):] == list(outputs)
+        # the outputs the op allocates and passes, and those the function returns
+        passed = [o for o, out in outputs.items() if not out.returned]
+        self._passed_names = passed
+        self._returned = [a for a in self._allocators if a.returned]
+        self._passed_allocators = [a for a in self._allocators if not a.returned]
+        self._returns_one = len(self._returned) == 1
+        # where each output of the op comes from: ("passed" or "returned", index there)
+        self._gather = [(a.returned, (self._returned if a.returned else self._passed_allocators).index(a))
+                        for a in self._allocators]
+        self._all_passed = not self._returned
+        # passed outputs after every input, in declaration order: passed by position (cheaper)
+        self._outputs_trail = names[len(names) - len(passed):] == passed if passed else True
         self._single = len(outputs) == 1
         returns: Any = (None if not outputs else torch.Tensor if self._single
                         else tuple.__class_getitem__(tuple([torch.Tensor] * len(outputs))))  # type: ignore[attr-defined]
@@ -245,25 +293,16 @@ class Op:
         return f"<oxide.torch op {self.qualname}{self.schema}>"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs or self._is_compiling():
+        # Only where the dispatcher would run nothing but :meth:`_run` for these args is it called
+        # here directly: plain tensors (or Parameters), no autograd to record, no torch.compile
+        # trace (checked first: tracing must not reach the C calls below), dispatch or function
+        # mode, functorch transform. Where a tensor requires grad (grad mode on) and the op has a
+        # backward, the call gets the autograd node the dispatcher's autograd kernel would make
+        # (the same autograd.Function). One frame, no helper calls: each costs ~0.1 µs on the
+        # H200 host, and this runs on every call.
+        if (kwargs or self._is_compiling() or len(args) != self._n_inputs or self._dispatch_modes()
+                or self._function_modes() or self._functorch_level() is not None):
             return self.op(*args, **kwargs)
-        eager = self._eager_plain(args)
-        if eager is _AUTOGRAD:
-            return self._function.apply(*args)
-        if eager:
-            return self._run(*args)
-        return self.op(*args, **kwargs)
-
-    def _eager_plain(self, args: tuple[Any, ...]) -> Any:
-        """Whether the dispatcher would only run :meth:`_run` for ``args`` (True): plain tensors,
-        no autograd to record, no mode or transform that must see the op; or only its autograd
-        kernel's node around it (``_AUTOGRAD``: grad mode on, a tensor that requires grad, the
-        op's backward declared here). False: the dispatcher decides."""
-        if len(args) != self._n_inputs or self._dispatch_modes() or self._function_modes():
-            return False
-        if self._functorch_level() is not None:
-            return False
-        grad = self._grad_enabled()
         plain = self._plain_types
         autograd = False
         for i in self._tensor_positions:
@@ -271,21 +310,53 @@ class Op:
             if t is None:
                 continue
             if type(t) not in plain:
-                return False
-            if grad and t.requires_grad:
-                if self._function is None:
-                    return False
+                return self.op(*args)
+            if t.requires_grad:
                 autograd = True
-        return _AUTOGRAD if autograd else True
+        if autograd and self._grad_enabled():
+            if self._function is None:
+                return self.op(*args)
+            return self._function.apply(*args)
+        return self._call(args)
 
     def _run(self, *args: Any) -> Any:
-        """The real kernel: allocate the outputs, run the function, return the outputs."""
+        """The real kernel (the dispatcher's): allocate the outputs, run the function, return the outputs."""
+        return self._call(args)
+
+    def _allocate(self, args: tuple[Any, ...]) -> list[Any]:
+        """The outputs the op passes to the function. ``empty_like`` keeps a contiguous input's
+        strides, so a plain output of a contiguous input needs no ``memory_format`` keyword
+        (0.4 µs each on the H200 host); an input's contiguity is asked once for all the plain
+        outputs like it in a row (the LLTM forward has five)."""
         torch = self._torch
-        outs = [a.allocate_real(torch, args) for a in self._allocators]
+        outs = []
+        last, contiguous = -1, False
+        for a in self._passed_allocators:
+            if a.plain:
+                like = args[a.like]
+                if a.like != last:
+                    last, contiguous = a.like, like.is_contiguous()
+                outs.append(torch.empty_like(like) if contiguous
+                            else torch.empty_like(like, memory_format=torch.contiguous_format))
+            else:
+                outs.append(a.allocate_real(torch, args))
+        return outs
+
+    def _call(self, args: tuple[Any, ...]) -> Any:
+        outs = self._allocate(args)
         if self._outputs_trail:
-            self.fn(*args, *outs)
+            made = self.fn(*args, *outs)
         else:
-            self.fn(*args, **dict(zip(self._output_names, outs)))
+            made = self.fn(*args, **dict(zip(self._passed_names, outs)))
+        if not self._all_passed:
+            returned = [made] if self._returns_one else list(made) if isinstance(made, (tuple, list)) else None
+            if returned is None or len(returned) != len(self._returned):
+                raise TypeError(f"{self.qualname}: {self.fn.__qualname__} returned {type(made).__name__}; it must "
+                                f"return its returned=True outputs ({', '.join(a.name for a in self._returned)}) "
+                                f"{'as a tensor' if self._returns_one else 'as a tuple, in declaration order'}")
+            for a, r in zip(self._returned, returned):
+                a.check_returned(self._torch, args, r)
+            outs = [returned[i] if from_fn else outs[i] for from_fn, i in self._gather]
         if not outs:
             return None
         return outs[0] if self._single else tuple(outs)
@@ -298,9 +369,6 @@ class Op:
         return outs[0] if self._single else tuple(outs)
 
 
-_AUTOGRAD = "autograd"  # Op._eager_plain: the call needs the op's autograd node
-
-
 def _autograd_function(torch: Any, op: Op, qualname: str, setup_context: Callable[..., Any],
                        backward: Callable[..., Any], n_inputs: int) -> Any:
     """The ``torch.autograd.Function`` that ``torch.library.register_autograd`` makes the op's
@@ -309,7 +377,7 @@ def _autograd_function(torch: Any, op: Op, qualname: str, setup_context: Callabl
     ``setup_context``; backward calls ``backward`` and checks the count of its gradients."""
 
     def forward(ctx: Any, *args: Any) -> Any:
-        result = op._run(*args)
+        result = op._call(args)
         setup_context(ctx=ctx, inputs=args, output=result)
         return result
 

@@ -163,22 +163,27 @@ def test_modes_take_the_dispatcher_and_autograd_gets_its_node() -> None:
         saxpy(2.0, x, y)
     assert saxpy.op in seen
     direct: list[int] = []
-    original = saxpy._run
-    saxpy._run = lambda *a: direct.append(1) or original(*a)  # type: ignore[method-assign]
+    dispatched: list[int] = []
+    original, op = saxpy._call, saxpy.op
+    saxpy._call = lambda a: direct.append(1) or original(a)  # type: ignore[method-assign]
+    saxpy.op = lambda *a, **k: dispatched.append(1) or op(*a, **k)  # what the fallback calls
     try:
         saxpy(2.0, x, y)
-        assert direct == [1]
+        assert direct == [1] and dispatched == []
         out = saxpy(2.0, x.requires_grad_(), y)
-        assert direct == [1, 1] and type(out.grad_fn).__name__ == f"GeneratedBackwardFor_{saxpy.qualname.replace('::', '_')}_defaultBackward"
-        through_torch_ops = saxpy.op(2.0, x, y)  # the dispatcher's node: the same class name, the same gradient
+        assert direct == [1, 1] and dispatched == []
+        assert type(out.grad_fn).__name__ == f"GeneratedBackwardFor_{saxpy.qualname.replace('::', '_')}_defaultBackward"
+        through_torch_ops = op(2.0, x, y)  # the dispatcher's node: the same class name, the same gradient
         assert type(through_torch_ops.grad_fn).__name__ == type(out.grad_fn).__name__
         grads = [torch.autograd.grad((o * torch.arange(3.0)).sum(), x)[0] for o in (out, through_torch_ops)]
         assert torch.equal(grads[0], grads[1]) and torch.equal(grads[0], 2.0 * torch.arange(3.0))
+        direct.clear()
         with torch.no_grad():
             saxpy(2.0, x, y)
-        assert direct == [1, 1, 1]
+        assert direct == [1] and dispatched == []
     finally:
-        saxpy._run = original  # type: ignore[method-assign]
+        saxpy._call = original  # type: ignore[method-assign]
+        saxpy.op = op
 
 
 def test_autograd_keeps_no_reference_cycle_through_the_node() -> None:

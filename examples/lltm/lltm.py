@@ -48,20 +48,22 @@ _like_cell = oxt.Out(like="old_cell")
     outputs={
         "new_h": _like_cell, "new_cell": _like_cell, "input_gate": _like_cell, "output_gate": _like_cell,
         "candidate_cell": _like_cell,
-        "X": oxt.Out(like="input", shape=lambda input, old_h: (input.shape[0], old_h.shape[1] + input.shape[1])),
-        "gates": oxt.Out(like="input", shape=lambda input, weights: (input.shape[0], weights.shape[0])),
+        # made by torch.cat and torch.addmm, as in the C++ extension: no allocation and out= of ours
+        "X": oxt.Out(like="input", shape=lambda input, old_h: (input.shape[0], old_h.shape[1] + input.shape[1]),
+                     returned=True),
+        "gates": oxt.Out(like="input", shape=lambda input, weights: (input.shape[0], weights.shape[0]), returned=True),
     },
     backward=_backward,
 )
 def lltm_forward(input: torch.Tensor, weights: torch.Tensor, bias: torch.Tensor, old_h: torch.Tensor,
                  old_cell: torch.Tensor, new_h: torch.Tensor, new_cell: torch.Tensor, input_gate: torch.Tensor,
-                 output_gate: torch.Tensor, candidate_cell: torch.Tensor, X: torch.Tensor,
-                 gates: torch.Tensor) -> None:
-    torch.cat([old_h, input], dim=1, out=X)
-    torch.addmm(bias, X, weights.t(), out=gates)
+                 output_gate: torch.Tensor, candidate_cell: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    X = torch.cat([old_h, input], dim=1)
+    gates = torch.addmm(bias, X, weights.t())
     batch, state = old_cell.shape
     kernels.lltm_forward[_grid(batch, state), BLOCK](
         *_gate_blocks(gates), old_cell, new_h, new_cell, input_gate, output_gate, candidate_cell)
+    return X, gates
 
 
 @oxt.op(
