@@ -13,7 +13,13 @@ float32, it reports (medians over repetitions, CUDA events, the GPU synchronised
   ``step_us``: forward with autograd then ``loss.backward()``, each per call over a loop;
 - ``host_forward_us``: host time per forward call (the loop's wall time before it synchronises,
   at the small size, where the GPU waits for the host; the four loops taken in turn): oxide's op
-  called directly, oxide's op through ``torch.ops``, the C++ op, the PyTorch cell.
+  called directly, oxide's op through ``torch.ops``, the C++ op, the PyTorch cell;
+- ``host_minimal_op_us``: the same for the smallest op (one input of 4096 floats, one output
+  allocated like it, one launch: ``out = 2 x + x`` with examples/saxpy.py's kernel): oxide's op
+  direct and through ``torch.ops``, a C++ op launching the same CUfunction, and PyTorch's own
+  ``torch.add(x, x, alpha=2)``.
+
+``--host-only`` measures the two host-time tables alone (after the correctness checks).
 """
 from __future__ import annotations
 
@@ -111,6 +117,84 @@ class CudaKernels:
         (err,) = self.drv.cuLaunchKernel(fn, -(-state // 128), -(-batch // 2), 1, 128, 2, 1, 0, stream,
                                          ctypes.addressof(params), 0)
         assert int(err) == 0, err
+
+
+def bench_minimal_op(torch: Any, cuda: CudaKernels, reps: int) -> dict[str, float]:
+    """Host time per call of the smallest op, oxide's and a C++ op's (see the module docstring)."""
+    import oxide.torch as oxt
+    from examples.saxpy import saxpy
+
+    @oxt.op("oxide_bench::saxpy", outputs={"out": oxt.Out(like="x")})
+    def saxpy_op(a: float, x: torch.Tensor, out: torch.Tensor) -> None:
+        saxpy[saxpy.grid_for(x.numel()), 256](a, x, x, out)
+
+    x = torch.randn(4096, device="cuda")
+    expected = x * 3.0
+    torch.testing.assert_close(saxpy_op(2.0, x), expected)  # loads the f32 instance in this context
+    from oxide.runtime import device
+
+    _, uid = device.current()
+    assert saxpy._dispatch is not None
+    fn = next(int(v.functions[uid]) for v in saxpy._dispatch.variants
+              if v.spec.specialization.get("T") == "f32" and uid in v.functions)
+    cpp = torch.ops.lltm_cpp.saxpy
+    launch = cuda.launch_address
+    for got in (saxpy_op.op(2.0, x), cpp(2.0, x, fn, launch), torch.add(x, x, alpha=2.0)):
+        torch.testing.assert_close(got, expected)
+    op = saxpy_op.op
+
+    def no_grad(fn: Callable[[], Any]) -> Callable[[], None]:
+        def run() -> None:
+            with torch.no_grad():
+                fn()
+        return run
+
+    return _host_round_robin(torch, {
+        "oxide": no_grad(lambda: saxpy_op(2.0, x)),
+        "oxide_torch_ops": no_grad(lambda: op(2.0, x)),
+        "cuda_cpp_op": no_grad(lambda: cpp(2.0, x, fn, launch)),
+        "pytorch_add": no_grad(lambda: torch.add(x, x, alpha=2.0)),
+    }, 500, 3 * reps)
+
+
+def bench_host(torch: Any, size: tuple[int, int, int], cuda: CudaKernels, reps: int) -> dict[str, Any]:
+    """The host-time tables alone, at ``size``: the forward op's (with its correctness check) and
+    the smallest op's."""
+    from examples.lltm.lltm import lltm_forward, lltm_reference
+
+    batch, features, state = size
+    g = torch.Generator(device="cuda").manual_seed(0)
+    stdv = 1.0 / state**0.5
+    x = torch.randn(batch, features, device="cuda", generator=g)
+    h, c = torch.randn(batch, state, device="cuda", generator=g), torch.randn(batch, state, device="cuda", generator=g)
+    w = (torch.rand(3 * state, features + state, device="cuda", generator=g) * 2 - 1) * stdv
+    b = (torch.rand(3 * state, device="cuda", generator=g) * 2 - 1) * stdv
+    inputs = (x, w, b, h, c)
+    cpp = torch.ops.lltm_cpp
+    fwd_fn, launch = cuda.functions["lltm_forward_f32"], cuda.launch_address
+    ref = lltm_reference(*(t.double() for t in inputs))
+    op = lltm_forward.op
+    with torch.no_grad():
+        for name, got in (("oxide", lltm_forward(*inputs)[:2]), ("oxide torch.ops", op(*inputs)[:2]),
+                          ("cuda", cpp.forward(*inputs, fwd_fn, launch)[:2])):
+            for gt, rt in zip(got, ref):
+                torch.testing.assert_close(gt.double(), rt, rtol=1e-4, atol=1e-4, msg=lambda m: f"{name}: {m}")
+
+    def no_grad(fn: Callable[[], Any]) -> Callable[[], None]:
+        def run() -> None:
+            with torch.no_grad():
+                fn()
+        return run
+
+    row: dict[str, Any] = {"size": {"batch": batch, "features": features, "state": state}}
+    row["host_forward_us"] = _host_round_robin(torch, {
+        "oxide": no_grad(lambda: lltm_forward(*inputs)),
+        "oxide_torch_ops": no_grad(lambda: op(*inputs)),
+        "cuda_cpp_op": no_grad(lambda: cpp.forward(*inputs, fwd_fn, launch)),
+        "pytorch": no_grad(lambda: lltm_reference(*inputs)),
+    }, 200, 3 * reps)
+    row["host_minimal_op_us"] = bench_minimal_op(torch, cuda, reps)
+    return row
 
 
 def bench_size(torch: Any, label: str, size: tuple[int, int, int], cuda: CudaKernels, reps: int) -> dict[str, Any]:
@@ -318,6 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kernels-only", action="store_true",
                     help="only the element-wise kernels, round-robin: oxide's index32 instance, oxide's kernel as "
                          "written (64-bit offsets) and CUDA C++ (no C++ operators to build)")
+    ap.add_argument("--host-only", action="store_true", help="the host-time tables alone (small size)")
     args = ap.parse_args(argv)
     import torch
 
@@ -344,22 +429,28 @@ def main(argv: list[str] | None = None) -> int:
     print(f"C++ operators built in {time.perf_counter() - t0:.1f} s")
     cuda = CudaKernels(torch)
     results: dict[str, Any] = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "sizes": {}}
-    for label in args.sizes.split(","):
-        row = bench_size(torch, label, SIZES[label], cuda, args.reps)
+    for label in ["upstream"] if args.host_only else args.sizes.split(","):
+        if args.host_only:
+            row = bench_host(torch, SIZES[label], cuda, args.reps)
+        else:
+            row = bench_size(torch, label, SIZES[label], cuda, args.reps)
+            row["host_minimal_op_us"] = bench_minimal_op(torch, cuda, args.reps) if label == "upstream" else {}
         results["sizes"][label] = row
         print(f"\n== {label} {SIZES[label]} (batch, features, state), float32: µs")
         for key, values in row.items():
             if key == "size":
                 continue
             print(f"  {key:20s} " + "  ".join(f"{k}={v:8.2f}" for k, v in values.items()))
-        kb = row["kernel_backward_us"]
-        kf = row["kernel_forward_us"]
-        print(f"  kernel speed oxide vs CUDA C++: forward {kf['cuda'] / kf['oxide']:.3f}x, "
-              f"backward {kb['cuda'] / kb['oxide']:.3f}x (>1: oxide faster)")
-        if "host_forward_us" in row:
-            hf = row["host_forward_us"]
-            print(f"  host per forward call, oxide / C++ op: {hf['oxide'] / hf['cuda_cpp_op']:.3f} "
-                  f"(through torch.ops: {hf['oxide_torch_ops'] / hf['cuda_cpp_op']:.3f})")
+        if "kernel_forward_us" in row:
+            kb = row["kernel_backward_us"]
+            kf = row["kernel_forward_us"]
+            print(f"  kernel speed oxide vs CUDA C++: forward {kf['cuda'] / kf['oxide']:.3f}x, "
+                  f"backward {kb['cuda'] / kb['oxide']:.3f}x (>1: oxide faster)")
+        for key, what in (("host_forward_us", "forward call"), ("host_minimal_op_us", "minimal op call")):
+            if row.get(key):
+                hf = row[key]
+                print(f"  host per {what}, oxide / C++ op: {hf['oxide'] / hf['cuda_cpp_op']:.3f} "
+                      f"(through torch.ops: {hf['oxide_torch_ops'] / hf['cuda_cpp_op']:.3f})")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "lltm.json").write_text(json.dumps(results, indent=2))

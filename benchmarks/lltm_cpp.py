@@ -1,6 +1,7 @@
 """The LLTM cell's forward and backward as C++ operators registered with ``TORCH_LIBRARY`` (what
 pytorch/extension-cpp's extension does), calling the CUDA C++ kernels of ``lltm_cuda.py``: the
-host-overhead baseline of a C++ op registration for ``benchmarks/lltm.py``.
+host-overhead baseline of a C++ op registration for ``benchmarks/lltm.py``; and the smallest op,
+``saxpy`` (one input, one output, one launch of a given kernel), its baseline for a minimal op.
 
 No CUDA headers are needed: the kernels are launched through the address of ``cuLaunchKernel``
 and the ``CUfunction`` handles, passed in as ints, on the legacy default stream (the benchmark's
@@ -80,7 +81,22 @@ std::vector<at::Tensor> lltm_backward(const at::Tensor& grad_h, const at::Tensor
     return {d_old_h, d_input, d_weights, d_bias, d_old_cell};
 }
 
+// The smallest op: one input, one output allocated like it, one launch (of the kernel whose
+// CUfunction is given: oxide's saxpy instance, out = a * x + x, parameters as oxide packs them).
+at::Tensor saxpy(double a, const at::Tensor& x, int64_t fn, int64_t launch_ptr) {
+    auto out = at::empty_like(x);
+    float a32 = (float)a;
+    uint64_t xp = (uint64_t)x.data_ptr(), op = (uint64_t)out.data_ptr();
+    int64_t n = x.numel();
+    void* params[] = {&a32, &xp, &n, &xp, &n, &op, &n};
+    unsigned grid = (unsigned)((n + 255) / 256);
+    int err = ((launch_t)launch_ptr)((void*)fn, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr);
+    TORCH_CHECK(err == 0, "cuLaunchKernel failed: ", err);
+    return out;
+}
+
 TORCH_LIBRARY(lltm_cpp, m) {
+    m.def("saxpy(float a, Tensor x, int fn, int launch) -> Tensor");
     m.def("forward(Tensor input, Tensor weights, Tensor bias, Tensor old_h, Tensor old_cell, int fn, int launch) -> Tensor[]");
     m.def("backward(Tensor grad_h, Tensor grad_cell, Tensor new_cell, Tensor input_gate, Tensor output_gate, "
           "Tensor candidate_cell, Tensor X, Tensor gates, Tensor weights, int fn, int launch) -> Tensor[]");
@@ -89,6 +105,7 @@ TORCH_LIBRARY(lltm_cpp, m) {
 TORCH_LIBRARY_IMPL(lltm_cpp, CompositeExplicitAutograd, m) {
     m.impl("forward", &lltm_forward);
     m.impl("backward", &lltm_backward);
+    m.impl("saxpy", &saxpy);
 }
 """
 

@@ -164,23 +164,37 @@ class _Allocator:
             return like.new_empty(self.shape_of(args))
         return like.new_empty(self.shape_of(args), dtype=self.dtype_of(args))
 
-    def check_returned(self, torch: Any, args: Sequence[Any], made: Any) -> None:
-        """A returned output against its declaration: what the fake kernel said it would be."""
+    def check_returned(self, torch: Any, args: Sequence[Any], tensor_positions: Sequence[int], made: Any) -> None:
+        """A returned output against its declaration, what the fake kernel said it would be: a
+        contiguous tensor of the declared shape, dtype and device that is no input nor a view."""
         like = args[self.like]
-        if (type(made) is torch.Tensor or isinstance(made, torch.Tensor)) and made._base is None:
+        if type(made) is torch.Tensor and made._base is None:
             shape = like.shape if self.plain else self.shape_of(args)
             dtype = like.dtype if self.same_dtype else self.dtype_of(args)
-            if (made.shape == tuple(shape) and made.dtype == dtype and made.is_contiguous()
-                    and made.device == like.device and all(made is not a for a in args)):
-                return
+            if made.shape == tuple(shape) and made.dtype == dtype and made.is_contiguous() and made.device == like.device:
+                for i in tensor_positions:
+                    if args[i] is made:
+                        break
+                else:
+                    return
+        self._refuse(torch, args, made)
+
+    def _refuse(self, torch: Any, args: Sequence[Any], made: Any) -> None:
+        like = args[self.like]
+        if not isinstance(made, torch.Tensor):
+            what, expected = type(made).__name__, "a tensor the function made"
+        elif any(made is a for a in args):
+            what, expected = "one of the op's inputs", "a tensor the function made (not an input, nor a view of one)"
+        elif made._base is not None:
+            what, expected = "a view of a tensor", "a tensor the function made (not an input, nor a view of one)"
+        elif type(made) is not torch.Tensor:
+            what, expected = f"a {type(made).__name__}", "a plain torch.Tensor"
+        else:
+            shape = like.shape if self.plain else self.shape_of(args)
+            dtype = like.dtype if self.same_dtype else self.dtype_of(args)
             what = (f"a tensor of shape {tuple(made.shape)}, {made.dtype} on {made.device}"
                     f"{'' if made.is_contiguous() else ', not contiguous'}")
-            expected = f"a contiguous tensor of shape {tuple(shape)}, {dtype} on {like.device}, made by the function"
-            if any(made is a for a in args):
-                what = "one of the op's inputs"
-        else:
-            what = ("a view of a tensor" if isinstance(made, torch.Tensor) else f"{type(made).__name__}")
-            expected = "a tensor the function made (not an input, nor a view of one)"
+            expected = f"a contiguous tensor of shape {tuple(shape)}, {dtype} on {like.device}"
         raise TypeError(f"output {self.name!r} (returned=True) is {what}; its declaration says {expected}")
 
 
@@ -355,7 +369,7 @@ class Op:
                                 f"return its returned=True outputs ({', '.join(a.name for a in self._returned)}) "
                                 f"{'as a tensor' if self._returns_one else 'as a tuple, in declaration order'}")
             for a, r in zip(self._returned, returned):
-                a.check_returned(self._torch, args, r)
+                a.check_returned(self._torch, args, self._tensor_positions, r)
             outs = [returned[i] if from_fn else outs[i] for from_fn, i in self._gather]
         if not outs:
             return None
