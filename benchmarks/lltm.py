@@ -124,9 +124,12 @@ def bench_minimal_op(torch: Any, cuda: CudaKernels, reps: int) -> dict[str, floa
     import oxide.torch as oxt
     from examples.saxpy import saxpy
 
-    @oxt.op("oxide_bench::saxpy", outputs={"out": oxt.Out(like="x")})
-    def saxpy_op(a: float, x: torch.Tensor, out: torch.Tensor) -> None:
+    def saxpy_body(a: float, x: Any, out: Any) -> None:
         saxpy[saxpy.grid_for(x.numel()), 256](a, x, x, out)
+
+    # the hints as objects: torch is no global of this module, so their strings would not resolve
+    saxpy_body.__annotations__ = {"a": float, "x": torch.Tensor, "out": torch.Tensor, "return": None}
+    saxpy_op = oxt.op("oxide_bench::saxpy", outputs={"out": oxt.Out(like="x")})(saxpy_body)
 
     x = torch.randn(4096, device="cuda")
     expected = x * 3.0
@@ -403,6 +406,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="only the element-wise kernels, round-robin: oxide's index32 instance, oxide's kernel as "
                          "written (64-bit offsets) and CUDA C++ (no C++ operators to build)")
     ap.add_argument("--host-only", action="store_true", help="the host-time tables alone (small size)")
+    ap.add_argument("--cpp-lib", type=Path, help="the C++ operators' library, built already (benchmarks/lltm_cpp.py)")
     args = ap.parse_args(argv)
     import torch
 
@@ -425,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.lltm_cpp import build_lltm_cpp
 
     t0 = time.perf_counter()
-    torch.ops.load_library(str(build_lltm_cpp()))
+    torch.ops.load_library(str(args.cpp_lib or build_lltm_cpp()))
     print(f"C++ operators built in {time.perf_counter() - t0:.1f} s")
     cuda = CudaKernels(torch)
     results: dict[str, Any] = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "sizes": {}}
