@@ -161,8 +161,8 @@ class _Allocator:
         made by :meth:`Op._allocate`, which asks each input's contiguity once."""
         like = args[self.like]
         if self.same_dtype:
-            return like.new_empty(self.shape_of(args))
-        return like.new_empty(self.shape_of(args), dtype=self.dtype_of(args))
+            return like.new_empty(tuple(self.shape_of(args)))
+        return like.new_empty(tuple(self.shape_of(args)), dtype=self.dtype_of(args))
 
     def check_returned(self, torch: Any, args: Sequence[Any], tensor_positions: Sequence[int], made: Any) -> None:
         """A returned output against its declaration, what the fake kernel said it would be: a
