@@ -187,6 +187,8 @@ MISUSES = [
     ("ox.tma.load(src, bars[0], tile, 0, 3)", "the innermost coordinate 3 is 12 bytes into a row; a TMA box starts at a "
      "multiple of 16 bytes (4 f32 elements)"),
     ("ox.tma.prefetch(src, n, -2)", "the innermost coordinate -2 is -8 bytes into a row"),
+    ("ox.tma.load(src, bars[0], tile[4:], 0, 0)", "tile[4:] starts 16 bytes into its array; TMA's shared memory starts "
+     "at a multiple of 128 bytes (32 f32 elements)"),
     ("ox.tma.store(src, tile, 0, 0)", "needs `with oxide.unsafe():`"),
     ("ox.tma.store_wait(n)", "a compile-time number of groups"),
     ("d = src", "a TMA descriptor is not copied into a local"),
@@ -429,3 +431,28 @@ def test_a_swizzled_shared_array_checks_the_maps_swizzle(tmp_path: Path, backend
     out = compile_module(src, "tmasrc", CompileOptions(archs=("sm_90",), backend=backend))
     assert out.cubins["sm_90"]
     assert re.search(r"shr\.u64\s+%rd\d+, %rd\d+, 32;", out.ptx["sm_90"])
+
+
+def test_the_shared_address_is_checked_where_the_compiler_cannot_see_it(tmp_path: Path) -> None:
+    src = write(tmp_path, """
+        import oxide as ox
+        from oxide import f32, i32
+
+        @ox.kernel
+        def k(src: ox.tma.Descriptor[f32, 2], s: i32) -> None:
+            tile = ox.shared.array(1024, f32)
+            bars = ox.mbarrier.array(1)
+            ox.tma.load(src, bars, tile, 0, 0)           # a whole array: aligned by the compiler
+            ox.tma.load(src, bars, tile[256:], 0, 0)     # a constant offset of 1024 bytes
+            ox.tma.load(src, bars, tile[s * 256:], 0, 0)  # checked at run time (LLVM proves it: s * 1024 bytes)
+            ox.tma.load(src, bars, tile[s:], 0, 0)        # checked at run time
+    """)
+    _, frontend = build_ir(src, "tmasrc", SM90)
+    whats = [site.what for site in frontend.error_sites]
+    assert [w for w in whats if w.startswith("the shared address")] == [
+        "the shared address of tile[s * 256:] for oxide.tma.load, modulo 128 (a multiple of 128 bytes)",
+        "the shared address of tile[s:] for oxide.tma.load, modulo 128 (a multiple of 128 bytes)"]
+    for backend in ("nvptx", "nvvm"):
+        ptx = compile_module(src, "tmasrc", CompileOptions(archs=("sm_90",), backend=backend)).ptx["sm_90"]
+        # the address's low 7 bits (LLVM leaves out those it knows are zero: 124 for an f32 offset)
+        assert re.search(r"and\.b(32|64)\s+%r\w*\d+, %r\w*\d+, (127|124);", ptx), backend

@@ -212,6 +212,26 @@ def test_a_swizzled_shared_array_holds_the_box_swizzled(tmak: ModuleType) -> Non
         synchronize()
 
 
+def test_a_shared_tile_off_128_bytes_is_a_kernel_error_and_nothing_hangs(tmak: ModuleType) -> None:
+    import torch
+
+    import oxide
+    from oxide.runtime import synchronize
+
+    src = torch_values((16, 32), torch.float32)
+    out = poisoned((16 * 32,), torch.float32)
+    tmak.box_at_offset[1, 64](oxide.tma.descriptor(src, box=(16, 32)), 96, out)  # 384 bytes: aligned
+    synchronize()
+    assert torch.equal(out.reshape(16, 32), src)
+    with pytest.raises(oxide.KernelError, match=r"the shared address of tile\[off:\] for oxide\.tma\.load, modulo 128 "
+                                                r".* with index 16 but length 1"):
+        tmak.box_at_offset[1, 64](oxide.tma.descriptor(src, box=(16, 32)), 4, out)  # 16 bytes: refused
+        synchronize()
+    tmak.box_at_offset[1, 64](oxide.tma.descriptor(src, box=(16, 32)), 0, out)  # the context still works
+    synchronize()
+    assert torch.equal(out.reshape(16, 32), src)
+
+
 def test_a_descriptor_of_another_dtype_is_refused_before_launch(tmak: ModuleType) -> None:
     import torch
 

@@ -24,7 +24,8 @@ swizzle (also checked at run time: the swizzle travels with the box size). A box
 does not fit is not copied and is reported as ``oxide.KernelError``; the thread goes on, and a
 load's bytes count as arrived on its barrier, so no thread waits forever for them. Shared
 memory a TMA copy touches is aligned to 128 bytes: the lowering raises the alignment of the
-array it names; an offset into it (a slice ``smem[k:]``) must keep that alignment.
+array it names; an offset into it (a slice ``smem[k:]``) must keep that alignment (checked when
+compiling if constant, else at run time on the address).
 
 Lowering: ``llvm.nvvm.cp.async.bulk.tensor.*`` for LLVM's NVPTX; inline PTX where libNVVM
 compiles the module.
@@ -122,8 +123,9 @@ def _shared_tile(tr: FunctionTranslator, node: ast.expr, desc: ir.Expr, name: st
                        f"{tile.ty.elem.name}", "declare the shared array with the descriptor's element type")
     loc = tr.loc(node)
     assert isinstance(desc, ir.Var)
+    aligned = _address_check(tr, node, tile, desc, name)
     if not tr.bounds_check:
-        return [tile, ir.Const(0, I64, loc), ir.Const(0, I64, loc)]
+        return [tile, ir.Const(0, I64, loc), ir.Const(0, I64, loc), aligned]
     fits: ir.Expr = ir.Const(0, I64, loc)
     if not tile.ty.dynamic:
         length: ir.Expr = (ir.ViewLen(tile, I64, loc) if tile.ty.runtime_length
@@ -142,7 +144,38 @@ def _shared_tile(tr: FunctionTranslator, node: ast.expr, desc: ir.Expr, name: st
                                          f"the swizzle of {desc.name} (oxide.tma.descriptor(..., swizzle=)) XOR the "
                                          f"{swizzle} bytes {ast.unparse(node)} is declared with (they must be equal)")
         same_layout = ir.Intrinsic("checked_index", [differs, ir.Const(1, I64, loc)], I64, loc, site)
-    return [tile, fits, same_layout]
+    return [tile, fits, same_layout, aligned]
+
+
+def _address_check(tr: FunctionTranslator, node: ast.expr, tile: ir.Expr, desc: ir.Expr, name: str) -> ir.Expr:
+    """TMA's shared operand is 128-byte aligned (the GPU faults otherwise, ending the context).
+    A whole static array is (the lowering aligns it); a slice at constant offsets is checked
+    here; any other (a slice at a run-time offset, a view in a local, dynamic shared memory) at
+    run time on the address itself (``_if_copy_allowed``), unless checks are off. The check's
+    operands are only a carrier of its error site: the lowering tests the address it has."""
+    loc = tr.loc(node)
+    offset, base = 0, tile
+    while isinstance(base, ir.ViewSlice) and isinstance(base.start, ir.Const):
+        offset += int(base.start.value)
+        base = base.view
+    whole = isinstance(base, ir.Var) and isinstance(base.ty, ArrayType) and base.ty.size is not None \
+        and not base.ty.runtime_length and base.name in tr.declared_arrays
+    assert isinstance(tile.ty, ArrayType)
+    if whole:
+        size = tile.ty.elem.itemsize
+        if offset * size % TMA_SHARED_ALIGNMENT:
+            raise tr.error(node, f"oxide.{name}: {ast.unparse(node)} starts {offset * size} bytes into its array; TMA's "
+                           f"shared memory starts at a multiple of {TMA_SHARED_ALIGNMENT} bytes "
+                           f"({TMA_SHARED_ALIGNMENT // size} {tile.ty.elem.name} elements)")
+        return ir.Const(0, I64, loc)
+    if not tr.bounds_check:
+        return ir.Const(0, I64, loc)
+    carrier = ir.BinOp(BinaryOp.BIT_AND, ir.Intrinsic("tma.box_elements", [desc], I64, loc),
+                       ir.Const(TMA_SHARED_ALIGNMENT - 1, I64, loc), I64, loc)
+    site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node,
+                                     f"the shared address of {ast.unparse(node)} for oxide.{name}, modulo "
+                                     f"{TMA_SHARED_ALIGNMENT} (a multiple of {TMA_SHARED_ALIGNMENT} bytes)")
+    return ir.Intrinsic("checked_index", [carrier, ir.Const(1, I64, loc)], I64, loc, site)
 
 
 def _raise_alignment(ptr: ll.Value) -> None:
@@ -168,17 +201,19 @@ def _remains(check: ir.Expr) -> bool:
     return isinstance(check, ir.Intrinsic) and check.name == "checked_index" and check.check_site is not None
 
 
-def _if_copy_allowed(fl: FunctionLowering, tile_checks: list[ir.Expr], align_check: ir.Expr, inner: ll.Value,
-                     itemsize: int) -> tuple[ll.Block, ll.Block] | None:
+def _if_copy_allowed(fl: FunctionLowering, tile_checks: list[ir.Expr], aligned: list[tuple[ir.Expr, ll.Value, int]]
+                     ) -> tuple[ll.Block, ll.Block] | None:
     """Lowers the checks the bounds pass kept (``checked_index``): those of the shared tile
-    (``_shared_tile``: one box fits, the layout is the map's), and that the innermost coordinate
-    ``inner`` is a multiple of 16 bytes. The copy goes
+    evaluated as written (``_shared_tile``: one box fits, the layout is the map's), and those
+    ``aligned`` lists as (check, value, modulus): the value (the innermost coordinate's byte
+    offset, the shared address) a multiple of the modulus, the check only giving the site. The copy goes
     on in the first block returned; the second is the failure path, reached once the failed
     check is recorded for the host (``KernelError``), where the thread goes on: it may be the
     one that arrives on or fills a barrier other threads wait for, so ending it would hang them.
     None when no check remains (proven, or checks off)."""
     remaining = [c for c in tile_checks if _remains(c)]
-    if not remaining and not _remains(align_check):
+    alignments = [(c, value, modulus) for c, value, modulus in aligned if _remains(c)]
+    if not remaining and not alignments:
         return None
     b = fl.b
     report = fl.parent.fail_function(ends_thread=False)
@@ -188,11 +223,10 @@ def _if_copy_allowed(fl: FunctionLowering, tile_checks: list[ir.Expr], align_che
         assert isinstance(check, ir.Intrinsic) and check.check_site is not None
         index, length = (fl.expr(a) for a in check.args)
         conditions.append((check.check_site, b.icmp_unsigned("<", index, length), index, length))
-    if _remains(align_check):
-        assert isinstance(align_check, ir.Intrinsic) and align_check.check_site is not None
-        offset = b.mul(b.sext(inner, LL_I64), ll.Constant(LL_I64, itemsize))
-        remainder = b.and_(offset, ll.Constant(LL_I64, 15))
-        conditions.append((align_check.check_site, b.icmp_unsigned("==", remainder, ll.Constant(LL_I64, 0)),
+    for check, value, modulus in alignments:
+        assert isinstance(check, ir.Intrinsic) and check.check_site is not None
+        remainder = b.and_(value, ll.Constant(LL_I64, modulus - 1))
+        conditions.append((check.check_site, b.icmp_unsigned("==", remainder, ll.Constant(LL_I64, 0)),
                            remainder, ll.Constant(LL_I64, 1)))
     for site, ok, index, length in conditions:
         passed = fl.llfn.append_basic_block("tma.checked")
@@ -203,6 +237,15 @@ def _if_copy_allowed(fl: FunctionLowering, tile_checks: list[ir.Expr], align_che
         b.branch(failed)
         b.position_at_end(passed)
     return b.block, failed
+
+
+def _coordinate_offset(fl: FunctionLowering, check: ir.Expr, inner: ll.Value, desc: ir.Expr
+                       ) -> tuple[ir.Expr, ll.Value, int]:
+    """The alignment check of the innermost coordinate ``inner``: its byte offset, on 16 bytes."""
+    assert isinstance(desc.ty, TensorMapType)
+    if not _remains(check):
+        return check, inner, 16
+    return check, fl.b.mul(fl.b.sext(inner, LL_I64), ll.Constant(LL_I64, desc.ty.elem.itemsize)), 16
 
 
 def _join(fl: FunctionLowering, blocks: tuple[ll.Block, ll.Block] | None) -> None:
@@ -229,7 +272,7 @@ def _type_load(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
 
 
 def _lower_load(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
-    desc, bars, index, tile, fits, same_layout, align, *coords = e.args
+    desc, bars, index, tile, fits, same_layout, aligned, align, *coords = e.args
     b = fl.b
     dst = _tile_address(fl, tile)
     bar = barrier_address(fl, bars, index)
@@ -237,7 +280,8 @@ def _lower_load(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> l
     assert isinstance(desc.ty, TensorMapType)
     cs = [fl.expr(c) for c in coords][::-1]  # PTX lists them innermost first
     n = len(cs)
-    blocks = _if_copy_allowed(fl, [fits, same_layout], align, cs[0], desc.ty.elem.itemsize)
+    blocks = _if_copy_allowed(fl, [fits, same_layout], [_coordinate_offset(fl, align, cs[0], desc),
+                                                         (aligned, b.ptrtoint(dst, LL_I64), TMA_SHARED_ALIGNMENT)])
     if blocks is not None:
         # refused (the box does not fit, another layout, a misaligned start): no copy, but its
         # bytes are counted as arrived, so the threads waiting for this phase go on (and the
@@ -279,7 +323,7 @@ def _type_store(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> 
 
 
 def _lower_store(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
-    desc, tile, fits, same_layout, align, *coords = e.args
+    desc, tile, fits, same_layout, aligned, align, *coords = e.args
     assert isinstance(desc.ty, TensorMapType)
     b = fl.b
     src = _tile_address(fl, tile)
@@ -287,7 +331,8 @@ def _lower_store(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> 
     cs = [fl.expr(c) for c in coords][::-1]  # PTX lists them innermost first
     n = len(cs)
     # refused: not stored, reported
-    blocks = _if_copy_allowed(fl, [fits, same_layout], align, cs[0], desc.ty.elem.itemsize)
+    blocks = _if_copy_allowed(fl, [fits, same_layout], [_coordinate_offset(fl, align, cs[0], desc),
+                                                         (aligned, b.ptrtoint(src, LL_I64), TMA_SHARED_ALIGNMENT)])
     if blocks is not None:
         b.position_at_end(blocks[0])
     if fl.parent.libnvvm:
@@ -320,7 +365,7 @@ def _lower_prefetch(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) 
     tmap, _ = fl.tensor_map(desc)
     cs = [fl.expr(c) for c in coords][::-1]  # PTX lists them innermost first
     n = len(cs)
-    blocks = _if_copy_allowed(fl, [], align, cs[0], desc.ty.elem.itemsize)
+    blocks = _if_copy_allowed(fl, [], [_coordinate_offset(fl, align, cs[0], desc)])
     if blocks is not None:
         b.position_at_end(blocks[0])
     if fl.parent.libnvvm:

@@ -142,3 +142,23 @@ def swizzled_box(src: ox.tma.Descriptor[f32, 2], out: MutSlice[f32]) -> None:
     for k in range(t, 8 * 32, block.dim.x):
         with ox.unsafe():
             out[k] = tile[k // 32, k % 32]
+
+
+@ox.kernel
+def box_at_offset(src: ox.tma.Descriptor[f32, 2], off: i32, out: MutSlice[f32]) -> None:
+    """The 16 x 32 box at (0, 0) into tile[off:] (TMA's shared memory must be 128-byte aligned:
+    off a multiple of 32 f32), copied out from there."""
+    tile = ox.shared.array(1024, f32)
+    bars = ox.mbarrier.array(1)
+    t = thread.idx.x
+    if t == 0:
+        ox.mbarrier.init(bars, 1)
+        ox.mbarrier.fence_init()
+    block.sync()
+    if t == 0:
+        ox.mbarrier.arrive_expect_tx(bars, ox.tma.box_bytes(src))
+        ox.tma.load(src, bars, tile[off:], 0, 0)
+    ox.mbarrier.wait(bars, 0)
+    for k in range(t, ROWS * COLS, block.dim.x):
+        with ox.unsafe():
+            out[k] = tile[off + k]
