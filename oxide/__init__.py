@@ -46,6 +46,8 @@ from .lang import (
     device,
     extern,
     extern_kernel,
+    f8e4m3,
+    f8e5m2,
     f16,
     f32,
     f64,
@@ -95,5 +97,5 @@ __all__ = [
     "i16x2", "u16x2", "i8x4", "u8x4", "f16x2", "bf16x2",
     "ScalarType", "SCALAR_TYPES", "TypeVar", "acc_type", "Constexpr", "Slice", "DisjointSlice", "MutSlice", "Tensor", "MutTensor", "DisjointTensor", "Ptr",
     "ThreadIndex", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",
-    "f64", "boolean", "__version__",
+    "f64", "boolean", "f8e4m3", "f8e5m2", "__version__",
 ]

@@ -172,6 +172,7 @@ def build_ir(
     from .ir.verify import IRError
     from .passes import run_pipeline
     from .passes.arch_requirements import MissingArch, check_arch_requirements
+    from .passes.fp8_arch import check_fp8_archs
     from .scan import ProjectIndex
 
     for arch in options.archs:
@@ -190,6 +191,7 @@ def build_ir(
     try:
         frontend.program = run_pipeline(frontend.program, print_after=print_after)
         check_arch_requirements(frontend.program, options.archs)
+        check_fp8_archs(frontend.program, options.archs)
     except MissingArch as e:
         located = located_error(index, e.file, e.loc, e.message, e.hint)
         raise ArchRequirementError(located.message, located.location, located.hint, required=e.required) from None

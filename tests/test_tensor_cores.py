@@ -210,7 +210,7 @@ FRAGMENTS = """
 
 
 @pytest.mark.parametrize("body, message", [
-    ("x = ox.mma.fragment_a('m16n8k32', bf16)", "unknown mma shape 'm16n8k32'"),
+    ("x = ox.mma.fragment_a('m16n8k64', bf16)", "unknown mma shape 'm16n8k64'"),
     ("x = ox.mma.fragment_a('m16n8k16', f32)", "an m16n8k16 fragment holds f16 or bf16, not f32"),
     ("x = ox.mma.fragment_b('m16n8k8', f16)", "an m16n8k8 fragment holds f32, not f16"),
     ("ox.mma.sync(fc, fb, fa, fc)", "takes a as a fragment m16n8k16, got mma fragment b m16n8k16 of bf16"),
@@ -219,7 +219,7 @@ FRAGMENTS = """
     ("ox.mma.sync(fc, ta, fb, fc)", "takes d as c fragment m16n8k8 (the shape of a), got mma fragment c m16n8k16"),
     ("ox.mma.sync(fc, loc, fb, fc)", "a must be an mma fragment"),
     ("ox.mma.ldmatrix(fa, fb, sm, 0)", "ldmatrix loads 1, 2 or 4 8x8 matrices"),
-    ("ox.mma.ldmatrix(fa, loc, 0)", "ldmatrix reads a shared array of 16-bit elements"),
+    ("ox.mma.ldmatrix(fa, loc, 0)", "ldmatrix reads a shared array of 16-bit or 8-bit elements"),
     ("ox.mma.ldmatrix(ta, sm, 0)", "ldmatrix fills fragments of 16-bit elements"),
     ("ox.mma.ldmatrix(fa, sm, 0, trans=1)", "takes one keyword, trans=True or trans=False"),
     ("ox.cp_async.copy(sm, 0, x, 0, 8, cache='cg')", "cache='cg' copies 16 bytes only, not 8"),

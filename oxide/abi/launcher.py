@@ -6,12 +6,12 @@ from __future__ import annotations
 __all__ = ["ABI_VERSION", "DTYPE_CODES", "ARRAY_KINDS", "MAX_LAUNCH_NDIM", "INDEX32_LIMIT"]
 
 # an extension built from another version of _launcher.c is ignored (launcher.py)
-ABI_VERSION = 8  # 7: Plan.set_function takes the dynamic shared memory limit; 8: and the index32 flag
+ABI_VERSION = 9  # 7: Plan.set_function takes the dynamic shared memory limit; 8: and the index32 flag; 9: fp8 dtype codes
 
 # scalar type name -> the launcher's dtype code (0: none)
 DTYPE_CODES: dict[str, int] = {
     "i8": 1, "i16": 2, "i32": 3, "i64": 4, "u8": 5, "u16": 6, "u32": 7, "u64": 8,
-    "f16": 9, "bf16": 10, "f32": 11, "f64": 12, "bool": 13,
+    "f16": 9, "bf16": 10, "f32": 11, "f64": 12, "bool": 13, "f8e4m3": 14, "f8e5m2": 15,
 }  # fmt: skip
 
 # the kinds of array the C launcher reads itself (0: none, the Python path)

@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 __all__ = [
     "ScalarType", "SCALAR_TYPES",
     "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64", "boolean",
+    "f8e4m3", "f8e5m2",
 ]
 
 
@@ -16,12 +17,12 @@ class ScalarType(NamedTuple):
     ``import oxide``.)"""
 
     name: str
-    kind: str  # "int", "uint", "float", "bool"
+    kind: str  # "int", "uint", "float", "bool", "fp8" (a storage format: converted, never computed with)
     bits: int
     numpy_name: str
 
     def __call__(self, value: Any) -> Any:
-        if self.kind == "float":
+        if self.kind in ("float", "fp8"):
             return float(value)
         if self.kind == "bool":
             return bool(value)
@@ -48,7 +49,11 @@ bf16 = ScalarType("bf16", "float", 16, "bfloat16")
 f32 = ScalarType("f32", "float", 32, "float32")
 f64 = ScalarType("f64", "float", 64, "float64")
 boolean = ScalarType("bool", "bool", 1, "bool")
+# 8-bit floats (sm_89+): OCP FP8's E4M3 (no infinities, torch.float8_e4m3fn) and E5M2; their
+# numpy_name is ml_dtypes' (numpy itself has no such type)
+f8e4m3 = ScalarType("f8e4m3", "fp8", 8, "float8_e4m3fn")
+f8e5m2 = ScalarType("f8e5m2", "fp8", 8, "float8_e5m2")
 
 SCALAR_TYPES: dict[str, ScalarType] = {
-    t.name: t for t in (i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, boolean)
+    t.name: t for t in (i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, boolean, f8e4m3, f8e5m2)
 }

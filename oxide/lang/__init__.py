@@ -24,6 +24,8 @@ from .types import (
     acc_type,
     bf16,
     boolean,
+    f8e4m3,
+    f8e5m2,
     f16,
     f32,
     f64,
@@ -45,5 +47,5 @@ __all__ = [
     "i16x2", "u16x2", "i8x4", "u8x4", "f16x2", "bf16x2",
     "ScalarType", "SCALAR_TYPES", "TypeVar", "acc_type", "Constexpr", "Slice", "DisjointSlice", "MutSlice", "Tensor", "MutTensor", "DisjointTensor", "Ptr",
     "ThreadIndex", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",
-    "f64", "boolean",
+    "f64", "boolean", "f8e4m3", "f8e5m2",
 ]

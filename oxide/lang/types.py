@@ -11,7 +11,7 @@ from typing import Any, Generic, TypeVar as _PyTypeVar
 __all__ = [
     "ScalarType",
     "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
-    "f16", "bf16", "f32", "f64", "boolean",
+    "f16", "bf16", "f32", "f64", "boolean", "f8e4m3", "f8e5m2",
     "SCALAR_TYPES",
     "TypeVar",
     "acc_type",
@@ -28,7 +28,7 @@ __all__ = [
 
 
 from oxide.abi.scalars import (
-    SCALAR_TYPES, ScalarType, bf16, boolean, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64,
+    SCALAR_TYPES, ScalarType, bf16, boolean, f8e4m3, f8e5m2, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64,
 )
 
 

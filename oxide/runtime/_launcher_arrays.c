@@ -144,6 +144,10 @@ static int dlpack_code(DLDataType_ t) {
         return t.bits == 16 ? DT_BF16 : DT_NONE;
     case 6: /* kDLBool */
         return t.bits == 8 ? DT_BOOL : DT_NONE;
+    case 10: /* kDLFloat8_e4m3fn (DLPack 1.1) */
+        return t.bits == 8 ? DT_F8E4M3 : DT_NONE;
+    case 12: /* kDLFloat8_e5m2 */
+        return t.bits == 8 ? DT_F8E5M2 : DT_NONE;
     default:
         return DT_NONE;
     }

@@ -25,7 +25,7 @@ if sys.byteorder == "big":  # pragma: no cover - no big-endian CUDA host exists
     TYPESTR_DTYPES = {k.replace("<", ">"): v for k, v in TYPESTR_DTYPES.items()}
 
 ITEMSIZE = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "u8": 1, "u16": 2, "u32": 4, "u64": 8,
-             "f16": 2, "bf16": 2, "f32": 4, "f64": 8, "bool": 1}  # fmt: skip
+             "f16": 2, "bf16": 2, "f32": 4, "f64": 8, "bool": 1, "f8e4m3": 1, "f8e5m2": 1}  # fmt: skip
 
 INT64_LIMIT = 2**63  # shapes and strides are packed as i64
 ADDRESS_LIMIT = 2**64

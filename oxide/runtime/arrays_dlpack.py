@@ -21,7 +21,7 @@ __all__ = ["DLPACK_CUDA_DEVICES", "DLDevice", "DLDataType", "DLTensor", "dlpack_
 # DLPack: DLDeviceType codes of memory a kernel can read, and DLDataTypeCode -> oxide names
 DLPACK_CUDA_DEVICES = (2, 13)  # kDLCUDA, kDLCUDAManaged
 _DLPACK_HOST_DEVICES = (1, 3)  # kDLCPU, kDLCUDAHost
-_DLPACK_CODES = {0: "i", 1: "u", 2: "f", 4: "bf", 6: "bool"}
+_DLPACK_CODES = {0: "i", 1: "u", 2: "f", 4: "bf", 6: "bool", 10: "f8e4m3", 12: "f8e5m2"}  # 10, 12: DLPack 1.1's float8 e4m3fn, e5m2
 
 class _DLDevice(ctypes.Structure):
     _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
@@ -63,7 +63,7 @@ def dlpack_dtype(code: int, bits: int, lanes: int) -> str:
     """The oxide name of a DLPack element type, or a description when oxide has none."""
     kind = _DLPACK_CODES.get(code)
     if lanes == 1 and kind is not None:
-        name = "bool" if kind == "bool" and bits == 8 else f"{kind}{bits}"
+        name = "bool" if kind == "bool" and bits == 8 else kind if kind.startswith("f8") and bits == 8 else f"{kind}{bits}"
         if name in ITEMSIZE:
             return name
     return f"unsupported element type (DLPack code {code}, {bits} bits, {lanes} lanes)"

@@ -12,7 +12,7 @@ TORCH_DTYPES = {
     "torch.float32": "f32", "torch.float64": "f64", "torch.float16": "f16",
     "torch.bfloat16": "bf16", "torch.int8": "i8", "torch.int16": "i16", "torch.int32": "i32",
     "torch.int64": "i64", "torch.uint8": "u8", "torch.uint16": "u16", "torch.uint32": "u32",
-    "torch.uint64": "u64", "torch.bool": "bool",
+    "torch.uint64": "u64", "torch.bool": "bool", "torch.float8_e4m3fn": "f8e4m3", "torch.float8_e5m2": "f8e5m2",
 }  # fmt: skip
 _torch_dtype_cache: dict[Any, str] = {}
 

@@ -5,6 +5,7 @@ import threading
 
 from oxide.errors import ToolchainError
 
+from ..targets import arch_number
 from .libdevice import libdevice_bytes
 
 __all__ = ["optimize_and_emit_ptx", "llvm_version"]
@@ -40,15 +41,27 @@ PTX80_INLINE = ("mbarrier.arrive.expect_tx", "mbarrier.expect_tx", "mbarrier.try
                 "fence.mbarrier_init")
 
 
+# fp8 intrinsics (by name prefix) and the PTX ISA they need, newer than LLVM 22's default for
+# sm_89 / sm_90 (7.8) and sm_90a (8.0): fp8 to f16x2 8.1, the fp8 mma 8.4
+PTX_ISA_OF_FP8_INTRINSIC = (
+    ("llvm.nvvm.e4m3x2.to.f16x2", 81), ("llvm.nvvm.e5m2x2.to.f16x2", 81),
+    ("llvm.nvvm.mma.m16n8k32.row.col.f32.e", 84),
+)
+
+
 def _ptx_features(module: object, llvm_ir: str, arch: str) -> str:
-    """``+ptx80`` for an sm_90 module that calls an intrinsic of ``PTX80_INTRINSICS`` or holds
-    inline PTX of ``PTX80_INLINE`` (only then, so the PTX of every other module stays what it was)."""
-    if arch != "sm_90":
+    """``+ptxNN`` where the module needs PTX ISA NN, newer than the arch's default: an sm_90
+    module that calls an intrinsic of ``PTX80_INTRINSICS`` or holds inline PTX of
+    ``PTX80_INLINE`` (8.0), a module converting or multiplying fp8 (8.1, 8.4); "" otherwise, so
+    the PTX of every other module stays what it was. sm_100 and newer default to 8.6 or later."""
+    if arch_number(arch) >= 100:
         return ""
-    names = (f.name for f in module.functions if f.is_declaration)  # type: ignore[attr-defined]
-    if any(name.startswith(PTX80_INTRINSICS) for name in names):
-        return "+ptx80"
-    return "+ptx80" if any(marker in llvm_ir for marker in PTX80_INLINE) else ""
+    names = [f.name for f in module.functions if f.is_declaration]  # type: ignore[attr-defined]
+    needed = [isa for name in names for prefix, isa in PTX_ISA_OF_FP8_INTRINSIC if name.startswith(prefix)]
+    if arch == "sm_90" and (any(name.startswith(PTX80_INTRINSICS) for name in names)
+                            or any(marker in llvm_ir for marker in PTX80_INLINE)):
+        needed.append(80)
+    return f"+ptx{max(needed)}" if needed else ""
 
 
 def optimize_and_emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3, fma: bool = True) -> str:
@@ -66,7 +79,8 @@ def optimize_and_emit_ptx(llvm_ir: str, arch: str, opt_level: int = 3, fma: bool
     if any(f.is_declaration and f.name.startswith("__nv_") for f in module.functions):
         _link_libdevice(llvm, module)
     target = llvm.Target.from_triple("nvptx64-nvidia-cuda")
-    tm = target.create_target_machine(cpu=arch, opt=opt_level, codemodel="default", features=_ptx_features(module, llvm_ir, arch))
+    tm = target.create_target_machine(cpu=arch, opt=opt_level, codemodel="default",
+                                      features=_ptx_features(module, llvm_ir, arch))
     if opt_level > 0:
         pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
         pb = llvm.create_pass_builder(tm, pto)

@@ -97,7 +97,7 @@ def accumulate_type(
     module: ModuleSource, node: ast.Call, typevars: dict[str, TypeVarBinding], what: str
 ) -> ScalarType:
     """``ox.acc_type(T)``: the type a generic function accumulates ``T`` values in — the
-    TypeVar's ``acc=`` entry for the bound type, else f32 for f16/bf16, else the type itself."""
+    TypeVar's ``acc=`` entry for the bound type, else f32 for f16/bf16/fp8, else the type itself."""
     if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], ast.Name):
         raise module.error(node, "ox.acc_type takes one TypeVar", "write e.g. ox.acc_type(T)")
     name = node.args[0].id
@@ -114,7 +114,8 @@ def accumulate_type(
     declared = declared_accumulate_types(module, name)
     if binding.bound in declared:
         return declared[binding.bound]
-    return SCALAR_TYPES["f32"] if binding.bound.kind == "float" and binding.bound.bits == 16 else binding.bound
+    narrow = binding.bound.kind == "fp8" or binding.bound.kind == "float" and binding.bound.bits == 16
+    return SCALAR_TYPES["f32"] if narrow else binding.bound
 
 
 def resolve_annotation(

@@ -59,6 +59,10 @@ class Names(Constants):
             if isinstance(ty, ViewType) and ty.kind == ViewKind.PTR:
                 raise self.error(arg, f"Ptr[{ty.elem.name}] is only for the parameters of @extern C++ functions",
                                  "take a Slice/DisjointSlice/MutSlice here and pass it to the extern")
+            if self.is_kernel and isinstance(ty, ScalarType) and ty.kind == "fp8":
+                raise self.error(arg, f"a kernel parameter cannot be an {ty.name} scalar",
+                                 f"take an f32 and convert it in the kernel, ox.{ty.name}(x); views of "
+                                 f"{ty.name} (Slice[ox.{ty.name}]) are fine")
             if self.is_kernel and isinstance(ty, ThreadIndexType):
                 raise self.error(arg, "a kernel parameter cannot be a ThreadIndex",
                                  "call thread.index_1d() inside the kernel")

@@ -11,7 +11,7 @@ from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp, CompareOp, LogicOp
-from ..ir.types import (BOOL, F64, I64, ArrayType, StructType, TensorMapType, ThreadIndexType, TupleType, Type, VectorType, ViewType, VoidType,
+from ..ir.types import (BOOL, F32, F64, I64, ArrayType, StructType, TensorMapType, ThreadIndexType, TupleType, Type, VectorType, ViewType, VoidType,
                         as_scalar, type_name)
 from . import vectors
 from .promotion import PromotionError, bool_arithmetic_type, comparison_type, fits, promote
@@ -100,6 +100,8 @@ class Semantics(Checks):
         rw = isinstance(right, ir.Const) and right.weak
         lt, rt = as_scalar(left.ty), as_scalar(right.ty)
         assert lt is not None and rt is not None
+        if op != "if/else" or lt != rt and not (lw or rw):  # choosing between fp8 values moves bytes
+            self.refuse_fp8(node, f"operator {op}", lt, rt)
         if not lw and not rw:
             self.note_partner(left, rt)
             self.note_partner(right, lt)
@@ -135,6 +137,7 @@ class Semantics(Checks):
             return I64
         ty = strong[0]
         assert ty is not None
+        self.refuse_fp8(node, "this expression", *strong)  # type: ignore[arg-type]
         for other in strong[1:]:
             assert other is not None
             try:
@@ -159,6 +162,7 @@ class Semantics(Checks):
         st = as_scalar(scalar.ty)
         if st is None:
             raise self.error(node, f"{type_name(value.ty)} has no truth value", "test a number or a comparison")
+        self.refuse_fp8(node, "a truth test", st)
         return ir.Compare(CompareOp.NE, scalar, ir.Const(0, st, value.loc), st, BOOL, value.loc)
 
     def conversion(self, ty: ScalarType, node: ast.Call) -> ir.Expr:
@@ -175,6 +179,10 @@ class Semantics(Checks):
         value = self.expr(node.args[0])
         if as_scalar(value.ty) is None:
             raise self.error(node.args[0], f"cannot convert {type_name(value.ty)} to {ty.name}")
+        self.check_fp8_conversion(value, ty, node)
+        src = as_scalar(value.ty)
+        if not (isinstance(value, ir.Const) and value.weak) and src != ty and "fp8" in (ty.kind, getattr(src, "kind", "")):
+            return ir.Cast(value, ty, value.loc)  # the explicit conversion convert() refuses to make
         if isinstance(value, ir.Const) and value.weak:
             if ty.kind in ("int", "uint"):
                 if isinstance(value.value, float):
@@ -186,8 +194,35 @@ class Semantics(Checks):
                 return ir.Const(int(v), ty, self.loc(node))
             if ty.kind == "float":
                 return ir.Const(float(value.value), ty, self.loc(node))
+            if ty.kind == "fp8":
+                return self.convert(value, ty, node)
             return ir.Const(bool(value.value), ty, self.loc(node))
         return self.convert(value, ty, node)
+
+    def refuse_fp8(self, node: ast.AST, what: str, *types: ScalarType) -> None:
+        """fp8 values are a storage format: every operation on them is refused, pointing at
+        the conversion to a type that computes."""
+        for t in types:
+            if t.kind == "fp8":
+                raise self.error(node, f"{what} cannot take {t.name}: 8-bit floats are a storage format, "
+                                 "oxide does not compute with them",
+                                 f"convert first, e.g. f32(x) (or f16/bf16), compute, and store "
+                                 f"ox.{t.name}(result)")
+
+    def check_fp8_conversion(self, value: ir.Expr, ty: ScalarType, node: ast.Call) -> None:
+        """``ox.f8e4m3(x)`` takes f32, f16, bf16 (and literals); an fp8 value converts to
+        f32, f16, bf16 or f64. PTX converts fp8 from and to those only (``cvt.rn.satfinite``)."""
+        src = as_scalar(value.ty)
+        assert src is not None
+        if src == ty or isinstance(value, ir.Const) and value.weak and ty.kind == "fp8":
+            return
+        if ty.kind == "fp8" and src.name not in ("f32", "f16", "bf16"):
+            via = "f32(x)" if src.kind != "fp8" else "f32(x): fp8 values convert exactly to f32"
+            raise self.error(node, f"ox.{ty.name}() converts f32, f16 or bf16 values, not {src.name}",
+                             f"convert to f32 first, ox.{ty.name}({via})")
+        if src.kind == "fp8" and ty.kind != "float":
+            raise self.error(node, f"{ty.name}() of an {src.name} value: 8-bit floats convert to f32, f16, bf16 "
+                             "or f64 only", f"convert to f32 first, {ty.name}(f32(x))")
 
     def materialize(self, value: ir.Expr) -> ir.Expr:
         """Gives a weak literal its default type (i64 / f64)."""
@@ -210,9 +245,15 @@ class Semantics(Checks):
                 return ir.Const(int(value.value), ty, value.loc)
             if ty.kind == "float":
                 return ir.Const(float(value.value), ty, value.loc)
+            if ty.kind == "fp8":  # rounded by the same cvt as a value (there is no fp8 constant in LLVM IR)
+                return ir.Cast(ir.Const(float(value.value), F32, value.loc), ty, value.loc)
             return ir.Const(bool(value.value), ty, value.loc)
         if value.ty == ty:
             return value
+        src = as_scalar(value.ty)
+        if src is not None and src != ty and "fp8" in (src.kind, ty.kind):
+            raise self.error(node, f"{src.name} does not convert to {ty.name} implicitly: 8-bit floats are a "
+                             "storage format", f"convert explicitly, e.g. {'f32(x)' if src.kind == 'fp8' else f'ox.{ty.name}(x)'}")
         return ir.Cast(value, ty, value.loc)
 
     def convert_store(self, value: ir.Expr, ty: ScalarType, node: ast.AST, what: str) -> ir.Expr:

@@ -504,6 +504,7 @@ class FunctionTranslator(Loops):
             assert st is not None
             if st.kind == "bool":
                 raise self.error(node, "cannot negate a bool")
+            self.refuse_fp8(node, "operator -", st)
             if isinstance(operand.ty, ThreadIndexType):
                 operand = ir.Cast(operand, I64, loc)
             return ir.Neg(operand, st, loc)
@@ -626,6 +627,7 @@ class FunctionTranslator(Loops):
                 st = as_scalar(value.ty)
                 if st is None or st.kind == "bool":
                     raise self.error(node, f"abs() needs a number, got {type_name(value.ty)}")
+                self.refuse_fp8(node, "abs()", st)
                 value = self.convert(value, st, node)
                 if st.kind == "uint":
                     return value

@@ -9,6 +9,7 @@ call with the wrong fragment is a compile error, not wrong results. Shapes:
 | --- | --- | --- | --- | --- |
 | ``m16n8k16`` | ``f16``, ``bf16`` | 8 | 4 | 4 |
 | ``m16n8k8`` | ``f32`` (read as tf32) | 4 | 2 | 4 |
+| ``m16n8k32`` | ``f8e4m3``, ``f8e5m2`` (sm_89+; A and B may differ) | 16 | 8 | 4 |
 
 The element layout per lane is PTX's (``mma.m16n8k16`` "Matrix fragments": lane ``l`` holds
 ``a[0:2]`` at row ``l // 4``, columns ``2 * (l % 4) + 0/1``, and so on).
@@ -53,7 +54,9 @@ class Shape(NamedTuple):
 SHAPES: dict[str, Shape] = {
     "m16n8k16": Shape(("f16", "bf16"), 8, 4, 4),
     "m16n8k8": Shape(("f32",), 4, 2, 4),
+    "m16n8k32": Shape(("f8e4m3", "f8e5m2"), 16, 8, 4),
 }
+PTX_ELEMENT = {"f16": "f16", "bf16": "bf16", "f32": "tf32", "f8e4m3": "e4m3", "f8e5m2": "e5m2"}
 ROLES = ("a", "b", "c")
 
 
@@ -76,7 +79,8 @@ def _type_fragment(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) 
         elem = tr.element_type(node.args[1])
         if elem.name not in spec.inputs:
             raise tr.error(node.args[1], f"an {shape} fragment holds {' or '.join(spec.inputs)}, not {elem.name}",
-                           "m16n8k16 multiplies f16 or bf16; m16n8k8 multiplies f32 values as tf32")
+                           "m16n8k16 multiplies f16 or bf16; m16n8k8 multiplies f32 values as tf32; "
+                           "m16n8k32 multiplies f8e4m3 or f8e5m2")
     size = {"a": spec.a, "b": spec.b, "c": spec.c}[role]
     dims: tuple[int, ...] = (size,)
     if len(node.args) > fixed:  # several fragments: frag[i] is one, frag[i, j] its element j
@@ -143,10 +147,11 @@ def _type_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
             of_a = " (the shape of a)" if role != "a" and ty.fragment.partition(":")[2] != shape else ""  # type: ignore[union-attr]
             raise tr.error(arg, f"mma.sync(d, a, b, c) takes {role} as {want.replace(':', ' fragment ')}{of_a}, got {ty}",
                            "d and c are fragment_c, a fragment_a, b fragment_b, all of one shape")
-    if types[1].elem != types[2].elem:
+    if types[1].elem != types[2].elem and types[1].elem.kind != "fp8":  # fp8 mixes e4m3 and e5m2
         raise tr.error(node.args[2], f"a holds {types[1].elem.name} but b holds {types[2].elem.name}",
                        "A and B of one mma have one element type")
-    return ir.Intrinsic(info.name, args, VoidType(), tr.loc(node), options=(shape, types[1].elem.name, *firsts))
+    return ir.Intrinsic(info.name, args, VoidType(), tr.loc(node),
+                        options=(shape, types[1].elem.name, types[2].elem.name, *firsts))
 
 
 def _register_ptr(fl: FunctionLowering, array: ir.Expr) -> ll.Value:
@@ -181,24 +186,24 @@ def _declare(fl: FunctionLowering, name: str, ret: ll.Type, args: list[ll.Type])
 
 def _lower_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     b = fl.b
-    shape, elem, *firsts = e.options
+    shape, elem, elem_b, *firsts = e.options
     first_d, first_a, first_b, first_c = map(int, firsts)
     spec = SHAPES[shape]
     d, a, bb, c = e.args
-    words = 1 if elem == "f32" else 2  # elements per 32-bit register
+    words = 32 // SCALAR_TYPES[elem].bits  # elements per 32-bit register
     regs_a, regs_b = spec.a // words, spec.b // words
     ra = _load_registers(fl, a, first_a // words, regs_a)
     rb = _load_registers(fl, bb, first_b // words, regs_b)
     rc = _load_registers(fl, c, first_c, spec.c, float_regs=True)
     f32 = ll.FloatType()
+    ptx_a, ptx_b = PTX_ELEMENT[elem], PTX_ELEMENT[elem_b]
     if fl.parent.libnvvm:
-        ptx_in = {"f16": "f16", "bf16": "bf16", "f32": "tf32"}[elem]
         regs = list(range(spec.c + regs_a + regs_b + spec.c))
         groups, at = [], 0
         for n in (spec.c, regs_a, regs_b, spec.c):
             groups.append("{" + ", ".join(f"${i}" for i in regs[at:at + n]) + "}")
             at += n
-        text = f"mma.sync.aligned.{shape}.row.col.f32.{ptx_in}.{ptx_in}.f32 " + ", ".join(groups) + ";"
+        text = f"mma.sync.aligned.{shape}.row.col.f32.{ptx_a}.{ptx_b}.f32 " + ", ".join(groups) + ";"
         constraint = ",".join(["=f"] * spec.c + ["r"] * (regs_a + regs_b) + ["f"] * spec.c)
         result = asm_call(fl, text, constraint, ll.LiteralStructType([f32] * spec.c), [*ra, *rb, *rc])
     else:
@@ -207,6 +212,8 @@ def _lower_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> l
             ra = [b.bitcast(r, h2) for r in ra]
             rb = [b.bitcast(r, h2) for r in rb]
             name = f"llvm.nvvm.mma.{shape}.row.col.f32.f32"
+        elif elem in ("f8e4m3", "f8e5m2"):  # needs PTX ISA 8.4 (backends/nvptx.py asks for it)
+            name = f"llvm.nvvm.mma.{shape}.row.col.f32.{ptx_a}.{ptx_b}.f32"
         else:
             name = f"llvm.nvvm.mma.{shape}.row.col.{'bf16' if elem == 'bf16' else 'tf32'}"
         args = [*ra, *rb, *rc]
@@ -232,28 +239,36 @@ def _type_ldmatrix(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) 
     registers = 0
     for arg in node.args[:-2]:
         value, ty, first = _operand(tr, arg)
-        if ty.space != "local" or ty.elem.bits != 16 or ty.shape is None or _fragment_size(ty) % 2:
-            raise tr.error(arg, f"ldmatrix fills fragments of 16-bit elements (f16, bf16), got {type_name(ty)}")
+        per_register = 32 // ty.elem.bits if ty.elem.bits in (8, 16) else 0
+        if ty.space != "local" or not per_register or ty.shape is None or _fragment_size(ty) % per_register:
+            raise tr.error(arg, f"ldmatrix fills fragments of 16-bit elements (f16, bf16) or 8-bit ones "
+                           f"(f8e4m3, f8e5m2), got {type_name(ty)}")
+        if trans and ty.elem.bits == 8:
+            raise tr.error(node, "ldmatrix trans=True transposes 16-bit elements, so it cannot transpose "
+                           f"{ty.elem.name} values",
+                           "keep the fp8 B operand K-contiguous in shared memory (B transposed, N x K: "
+                           "torch._scaled_mm's column-major B) and load it without trans")
         dsts.append(value)
-        places += [str(first // 2), str(_fragment_size(ty) // 2)]
-        registers += _fragment_size(ty) // 2
+        places += [str(first // per_register), str(_fragment_size(ty) // per_register)]
+        registers += _fragment_size(ty) // per_register
     if registers not in (1, 2, 4):
         raise tr.error(node, f"ldmatrix loads 1, 2 or 4 8x8 matrices (one 32-bit register each per lane); "
                        f"these fragments take {registers}",
                        "an m16n8k16 A fragment takes 4 (.x4), a B fragment 2 (.x2), two B fragments 4")
     smem_node, index_node = node.args[-2], node.args[-1]
     smem = tr.expr(smem_node)
-    if not isinstance(smem.ty, ArrayType) or smem.ty.space != "shared" or smem.ty.elem.bits != 16:
-        raise tr.error(smem_node, f"ldmatrix reads a shared array of 16-bit elements, got {type_name(smem.ty)}")
+    if not isinstance(smem.ty, ArrayType) or smem.ty.space != "shared" or smem.ty.elem.bits not in (8, 16):
+        raise tr.error(smem_node, f"ldmatrix reads a shared array of 16-bit or 8-bit elements, got {type_name(smem.ty)}")
     index = tr.convert(tr.materialize(tr.expr(index_node)), I64, index_node)
     if as_scalar(index.ty) is None or as_scalar(index.ty).kind not in ("int", "uint"):  # type: ignore[union-attr]
         raise tr.error(index_node, "the ldmatrix index must be an integer")
     loc = tr.loc(node)
     checked: ir.Expr = index
-    if tr.bounds_check:  # this lane's row: 8 elements from index
+    if tr.bounds_check:  # this lane's row: 16 bytes from index
+        row = 128 // smem.ty.elem.bits
         site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node,
-                                         f"ldmatrix row {ast.unparse(smem_node)}[{ast.unparse(index_node)} : +8]")
-        last = ir.BinOp(BinaryOp.ADD, index, ir.Const(7, I64, loc), I64, loc)
+                                         f"ldmatrix row {ast.unparse(smem_node)}[{ast.unparse(index_node)} : +{row}]")
+        last = ir.BinOp(BinaryOp.ADD, index, ir.Const(row - 1, I64, loc), I64, loc)
         length = smem.ty.size if smem.ty.size is not None else 1 << 62
         checked = ir.Intrinsic("checked_index", [last, ir.Const(length, I64, loc)], I64, loc, site)
     return ir.Intrinsic(info.name, [*dsts, smem, index, checked], VoidType(), loc,

@@ -18,7 +18,7 @@ from llvmlite import ir as ll
 from oxide.abi import error_record
 from oxide.abi.views import ViewKind
 from oxide.errors import CompileError, SourceLocation
-from oxide.lang.types import ScalarType
+from oxide.lang.types import ScalarType, f32 as F32
 
 from ..ir import nodes as ir
 from oxide.abi.params import TENSOR_MAP_ALIGN, TENSOR_MAP_BYTES
@@ -30,6 +30,7 @@ from ..ir.types import (
 from ..passes.shared_memory import STATIC_SHARED_LIMIT  # also checked per kernel, across calls, by the pass
 from .dialect import NVPTX, NVPTX_DATA_LAYOUT, NVPTX_TRIPLE, Dialect
 from .index32 import index32_twins
+from .fp8 import cast_fp8
 
 __all__ = ["lower_program", "module_text", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT"]
 
@@ -1185,6 +1186,10 @@ class FunctionLowering:
         assert src is not None
         if src == dst:
             return v
+        if src.kind == "fp8" or dst.kind == "fp8":
+            if dst.name == "bf16":  # through f32: every fp8 value is a bf16 value, so exactly
+                return b.fptrunc(cast_fp8(self, v, src, F32), BFLOAT)
+            return cast_fp8(self, v, src, dst)
         dt = scalar_ll(dst)
         if dst.kind == "bool":
             if src.kind == "float":
