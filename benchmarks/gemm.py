@@ -1,9 +1,11 @@
-"""Tensor-core GEMM (issue #18): oxide's sm_80 ``mma.sync`` GEMM (examples/gemm/mma_gemm.py)
-and, on a 9.0 GPU, its sm_90a warp-specialized ``wgmma`` GEMM (examples/gemm/wgmma_gemm.py)
-against cuBLAS (``torch.matmul``) and a Triton matmul, bf16 and f16 in, f32 accumulate,
-bf16/f16 out, at 4096³, 8192³ and the skinny 16384×1024×4096. Needs a GPU, PyTorch and Triton.
+"""Tensor-core GEMM (issue #18): oxide's GEMMs against cuBLAS and Triton, same run: bf16 and
+f16 in (the sm_80 ``mma.sync`` examples/gemm/mma_gemm.py, 128×256×64 tiles, and its 128×128×32
+first version mma_gemm_128x128.py; on a 9.0 GPU the sm_90a warp-specialized ``wgmma`` GEMM
+examples/gemm/wgmma_gemm.py) against ``torch.matmul``; fp8 e4m3 in (mma_gemm_fp8.py, per-tensor
+scales, bf16 out) against cuBLASLt through ``torch._scaled_mm``; f32 accumulate; each against a
+Triton matmul; at 4096³, 8192³ and the skinny 16384×1024×4096. Needs a GPU, PyTorch and Triton.
 
-    python benchmarks/gemm.py --out results/ [--reps 30]
+    python benchmarks/gemm.py --out results/ [--reps 30] [--dtypes bf16,f16,e4m3] [--sizes 4096,8192x8192x8192]
 
 Each size and type is checked against torch in float64 on sampled rows first. The timed runs
 go round-robin (oxide, cuBLAS, Triton, oxide, ...) so that clocks and temperature drift hit all
@@ -25,10 +27,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 SIZES = [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 1024, 4096)]
+# (BM, BN, BK, stages, warps): Triton's autotuning candidates per input width
+TRITON_CONFIGS = {2: [(128, 256, 64, 3, 8), (256, 128, 64, 3, 8), (128, 128, 64, 4, 4)],
+                  1: [(128, 256, 128, 3, 8), (128, 128, 128, 4, 4)]}
 
 
-def triton_matmul() -> Callable[[Any, Any], Any] | None:
-    """A Triton matmul (tiles autotuned over common configurations), or None without Triton."""
+def triton_matmul(itemsize: int = 2) -> Callable[..., Any] | None:
+    """A Triton matmul (tiles autotuned over common configurations for inputs of ``itemsize``
+    bytes), or None without Triton. ``matmul(x, y, out_dtype=None, scale=1.0)``: y may be a
+    transposed view (fp8: K-contiguous, as cuBLASLt takes it)."""
     try:
         import torch
         import triton
@@ -38,12 +45,12 @@ def triton_matmul() -> Callable[[Any, Any], Any] | None:
 
     configs = [
         triton.Config({"BM": bm, "BN": bn, "BK": bk, "GROUP": 8}, num_stages=s, num_warps=w)
-        for bm, bn, bk, s, w in [(128, 256, 64, 3, 8), (256, 128, 64, 3, 8), (128, 128, 64, 4, 4)]
+        for bm, bn, bk, s, w in TRITON_CONFIGS[itemsize]
     ]
 
     @triton.autotune(configs=configs, key=["M", "N", "K"])
     @triton.jit
-    def kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
+    def kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, scale,
                BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
         pid = tl.program_id(0)
         grid_m = tl.cdiv(M, BM)
@@ -68,49 +75,132 @@ def triton_matmul() -> Callable[[Any, Any], Any] | None:
         cm = pid_m * BM + tl.arange(0, BM)
         cn = pid_n * BN + tl.arange(0, BN)
         pc = c + cm[:, None] * scm + cn[None, :] * scn
-        tl.store(pc, acc.to(c.dtype.element_ty), mask=(cm[:, None] < M) & (cn[None, :] < N))
+        tl.store(pc, (acc * scale).to(c.dtype.element_ty), mask=(cm[:, None] < M) & (cn[None, :] < N))
 
-    def matmul(x: Any, y: Any) -> Any:
+    def matmul(x: Any, y: Any, out_dtype: Any = None, scale: float = 1.0) -> Any:
         m, k = x.shape
         _, n = y.shape
-        out = torch.empty((m, n), device=x.device, dtype=x.dtype)
+        out = torch.empty((m, n), device=x.device, dtype=out_dtype or x.dtype)
         kernel[lambda meta: (triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"]),)](
-            x, y, out, m, n, k, x.stride(0), x.stride(1), y.stride(0), y.stride(1), out.stride(0), out.stride(1))
+            x, y, out, m, n, k, x.stride(0), x.stride(1), y.stride(0), y.stride(1), out.stride(0), out.stride(1),
+            scale)
         return out
 
     return matmul
 
 
-def check(torch: Any, name: str, out: Any, a: Any, b: Any, elem: str) -> float:
-    """The largest error on 64 sampled rows against float64, relative to the output's ulp."""
+def check(torch: Any, name: str, out: Any, a: Any, b: Any, elem: str, scale: float = 1.0) -> float:
+    """The largest error on 64 sampled rows against float64, in units of the bound an f32
+    accumulation rounded once to the output type meets (≤ 1: right)."""
     rows = torch.randperm(a.shape[0], device=a.device)[:64]
-    ref = a[rows].double() @ b.double()
-    ulp = 2.0 ** -8 if elem == "bf16" else 2.0 ** -11
+    ref = (a[rows].double() @ b.double()) * scale
+    ulp = 2.0 ** -11 if elem == "f16" else 2.0 ** -8  # bf16 out for bf16 and e4m3
     err = ((out[rows].double() - ref).abs() / (ulp * ref.abs() + 1e-6 * (a[rows].double().abs() @ b.double().abs()) + 1e-6))
-    worst = float(err.max())
-    if not worst <= 1.0:
-        print(f"{name} {elem} {tuple(a.shape)}x{tuple(b.shape)}: WRONG result (error {worst:.2f} ulp-bounds); not timed",
-              flush=True)
-    return worst
+    return float(err.max())
+
+
+def timed(torch: Any, impls: dict[str, Callable[[], Any]], reps: int) -> dict[str, list[float]]:
+    """Milliseconds per call of each implementation, round-robin so that drift hits all alike."""
+    for fn in impls.values():  # warm-up (and Triton's autotuning)
+        for _ in range(3):
+            fn()
+    torch.cuda.synchronize()
+    times: dict[str, list[float]] = {name: [] for name in impls}
+    for _ in range(reps):
+        for name, fn in impls.items():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(1_000_000)  # the host queues the call before the GPU reaches start
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times[name].append(start.elapsed_time(end))
+    return times
+
+
+def sixteen_bit_impls(torch: Any, m: int, n: int, k: int, dt: Any,
+                      tri: Callable[..., Any] | None) -> tuple[dict[str, Callable[[], Any]], Any, Any, str, float]:
+    """The bf16/f16 contenders on fresh inputs, the inputs, the reference's name and the scale."""
+    from examples.gemm import mma_gemm as big
+    from examples.gemm import mma_gemm_128x128 as small
+    from examples.gemm import wgmma_gemm as wg
+
+    a = torch.randn(m, k, device="cuda").to(dt)
+    b = torch.randn(k, n, device="cuda").to(dt)
+    # outputs poisoned: an element a kernel never writes fails the check
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
+    c2 = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
+
+    def oxide_run() -> Any:
+        big.mma_gemm[((n + big.BN - 1) // big.BN, (m + big.BM - 1) // big.BM), big.THREADS, None, big.SMEM_BYTES](
+            a.view(-1), b.view(-1), m, n, k, c.view(-1))
+        return c
+
+    def oxide_small() -> Any:
+        small.mma_gemm_128x128[((n + small.BN - 1) // small.BN, (m + small.BM - 1) // small.BM), small.THREADS](
+            a.view(-1), b.view(-1), m, n, k, c2.view(-1))
+        return c2
+
+    tiles = ((m + wg.BM - 1) // wg.BM) * ((n + wg.BN - 1) // wg.BN)
+    wgmma_launch = wg.wgmma_gemm[min(torch.cuda.get_device_properties(0).multi_processor_count, tiles), wg.THREADS,
+                                 None, wg.SMEM_BYTES]
+    c3 = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
+
+    def wgmma_run() -> Any:
+        wgmma_launch(a.view(-1), b.view(-1), m, n, k, c3.view(-1))
+        return c3
+
+    impls: dict[str, Callable[[], Any]] = {"oxide mma_gemm": oxide_run, "oxide mma_gemm_128x128": oxide_small}
+    if torch.cuda.get_device_capability(0) == (9, 0):  # wgmma needs sm_90a
+        impls["oxide wgmma_gemm"] = wgmma_run
+    impls["cuBLAS (torch.matmul)"] = lambda: a @ b
+    if tri is not None:
+        impls["Triton"] = lambda: tri(a, b)
+    return impls, a, b, "cuBLAS (torch.matmul)", 1.0
+
+
+def fp8_impls(torch: Any, m: int, n: int, k: int,
+              tri: Callable[..., Any] | None) -> tuple[dict[str, Callable[[], Any]], Any, Any, str, float]:
+    """The e4m3 contenders (per-tensor scales, bf16 out) on fresh inputs: A M×K and B K×N
+    K-contiguous (bt, N×K row-major), as cuBLASLt takes fp8; and the dequantized inputs."""
+    from examples.gemm import mma_gemm_fp8 as f8
+
+    e4m3 = torch.float8_e4m3fn
+    a = torch.randn(m, k, device="cuda").to(e4m3)
+    bt = torch.randn(n, k, device="cuda").to(e4m3)
+    sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(1.5, device="cuda")
+    scale = float(sa * sb)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+
+    def oxide_run() -> Any:
+        f8.mma_gemm_fp8[((n + f8.BN - 1) // f8.BN, (m + f8.BM - 1) // f8.BM), f8.THREADS, None, f8.SMEM_BYTES](
+            a.view(-1), bt.view(-1), scale, m, n, k, c.view(-1))
+        return c
+
+    impls: dict[str, Callable[[], Any]] = {
+        "oxide mma_gemm_fp8": oxide_run,
+        "cuBLASLt (torch._scaled_mm)": lambda: torch._scaled_mm(a, bt.t(), sa, sb, out_dtype=torch.bfloat16)}
+    if tri is not None:
+        impls["Triton"] = lambda: tri(a, bt.t(), torch.bfloat16, scale)
+    return impls, a.float(), bt.float().t(), "cuBLASLt (torch._scaled_mm)", scale
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--reps", type=int, default=30)
-    parser.add_argument("--sizes", default=None, help="MxNxK,... (default: " + ",".join("x".join(map(str, s)) for s in SIZES) + ")")
+    parser.add_argument("--dtypes", default="bf16,f16,e4m3", help="comma-separated: bf16, f16, e4m3")
+    parser.add_argument("--sizes", default=None, help="MxNxK or an edge of a cube, comma-separated (default: "
+                        + ",".join("x".join(map(str, s)) for s in SIZES) + ")")
     args = parser.parse_args()
     import torch
 
-    from examples.gemm import wgmma_gemm as wg
-    from examples.gemm.mma_gemm import BM, BN, THREADS, mma_gemm
-
-    sizes = SIZES if args.sizes is None else [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",")]
-    hopper = torch.cuda.get_device_capability(0) == (9, 0)  # wgmma needs sm_90a
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-
-    dtypes = {"bf16": torch.bfloat16, "f16": torch.float16}
-    tri = triton_matmul()
+    dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "e4m3": torch.float8_e4m3fn}
+    chosen = [d for d in args.dtypes.split(",") if d]
+    shapes = [[int(x) for x in s.split("x")] for s in (args.sizes or "").split(",") if s]
+    sizes = [(s[0], s[0], s[0]) if len(s) == 1 else (s[0], s[1], s[2]) for s in shapes] or SIZES
+    tri16 = triton_matmul(2)
+    tri8 = triton_matmul(1) if "e4m3" in chosen else None
     results: list[dict[str, Any]] = []
     props = torch.cuda.get_device_properties(0)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "gpu": props.name,
@@ -122,57 +212,42 @@ def main() -> None:
     except ImportError:
         pass
     for m, n, k in sizes:
-        for elem, dt in dtypes.items():
-            a = torch.randn(m, k, device="cuda").to(dt)
-            b = torch.randn(k, n, device="cuda").to(dt)
-            c = torch.empty(m, n, device="cuda", dtype=dt)
-
-            def oxide_run() -> Any:
-                mma_gemm[((n + BN - 1) // BN, (m + BM - 1) // BM), THREADS](a.view(-1), b.view(-1), m, n, k, c.view(-1))
-                return c
-
-            tiles = ((m + wg.BM - 1) // wg.BM) * ((n + wg.BN - 1) // wg.BN)
-            wgmma_launch = wg.wgmma_gemm[min(sms, tiles), wg.THREADS, None, wg.SMEM_BYTES]
-
-            def wgmma_run() -> Any:
-                wgmma_launch(a.view(-1), b.view(-1), m, n, k, c.view(-1))
-                return c
-
-            impls: dict[str, Callable[[], Any]] = {"oxide mma_gemm": oxide_run}
-            if hopper:
-                impls["oxide wgmma_gemm"] = wgmma_run
-            impls["cuBLAS (torch.matmul)"] = lambda: a @ b
-            if tri is not None:
-                impls["Triton"] = lambda: tri(a, b)
-            errors = {}
-            for name, fn in impls.items():
-                c.fill_(float("nan"))  # poisoned: an element the kernel never writes fails the check
-                errors[name] = check(torch, name, fn(), a, b, elem)
-            impls = {name: fn for name, fn in impls.items() if errors[name] <= 1.0}
-            for fn in impls.values():  # warm-up (and Triton's autotuning)
-                for _ in range(3):
-                    fn()
-            torch.cuda.synchronize()
-            times: dict[str, list[float]] = {name: [] for name in impls}
-            for _ in range(args.reps):
-                for name, fn in impls.items():
-                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    torch.cuda._sleep(1_000_000)  # the host queues the call before the GPU reaches start
-                    start.record()
-                    fn()
-                    end.record()
-                    end.synchronize()
-                    times[name].append(start.elapsed_time(end))
+        for elem in chosen:
+            if elem == "e4m3":
+                impls, a, b, reference, scale = fp8_impls(torch, m, n, k, tri8)
+            else:
+                impls, a, b, reference, scale = sixteen_bit_impls(torch, m, n, k, dtypes[elem], tri16)
+            errors: dict[str, float] = {}
+            for name in list(impls):
+                try:
+                    out = impls[name]()
+                    torch.cuda.synchronize()
+                    errors[name] = check(torch, name, out, a, b, elem, scale)
+                except Exception as exc:  # a contender that fails (a Triton fp8 config) is reported, not fatal
+                    if name.startswith("oxide"):
+                        raise
+                    print(f"{m}x{n}x{k} {elem} {name}: failed, left out: {type(exc).__name__}: {exc}"[:300], flush=True)
+                    del impls[name]
+                    continue
+                if errors[name] > 1.0:  # oxide's must be right; the others' error is reported with their time
+                    if name.startswith("oxide"):
+                        print(f"{name} {elem} {m}x{n}x{k}: WRONG result (error {errors[name]:.2f} bounds); not timed",
+                              flush=True)
+                        del impls[name]
+                        continue
+                    print(f"{m}x{n}x{k} {elem} {name}: error {errors[name]:.2f}x the f32-accumulation bound "
+                          "(checked on 64 rows against float64)", flush=True)
+            times = timed(torch, impls, args.reps)
             flops = 2.0 * m * n * k
-            cublas = statistics.median(times["cuBLAS (torch.matmul)"])
+            base = statistics.median(times[reference])
             for name, ts in times.items():
                 med = statistics.median(ts)
                 row = {"size": f"{m}x{n}x{k}", "dtype": elem, "impl": name, "median_ms": round(med, 4),
                        "min_ms": round(min(ts), 4), "tflops": round(flops / med / 1e9, 1),
-                       "vs_cublas": round(cublas / med, 3), "max_error_ulp_bound": round(errors[name], 3)}
+                       "vs_cublas": round(base / med, 3), "max_error_ulp_bound": round(errors[name], 3)}
                 results.append(row)
-                print(f"{row['size']:>16} {elem:>5} {name:<24} {row['median_ms']:9.3f} ms {row['tflops']:7.1f} TFLOP/s "
-                      f"{row['vs_cublas']:6.3f}x cuBLAS", flush=True)
+                print(f"{row['size']:>16} {elem:>5} {name:<28} {row['median_ms']:9.3f} ms {row['tflops']:7.1f} TFLOP/s "
+                      f"{row['vs_cublas']:6.3f}x {reference.split()[0]}", flush=True)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "gemm.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))

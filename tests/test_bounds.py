@@ -392,3 +392,25 @@ def test_static_range_variable_is_typed_like_a_literal(tmp_path: Path) -> None:
     """))
     compiled = compile_module(src, "k", CompileOptions(archs=("sm_90",), link_cubins=False))
     assert "add i64" not in compiled.llvm_ir.split("define", 1)[1].split("__oxide_fail")[0]
+
+
+@pytest.mark.parametrize("bound, widened", [("assert k <= 1 << 20", True), ("", False)])
+def test_unchecked_kernels_widen_from_facts_without_run_time_checks(tmp_path: Path, bound: str, widened: bool) -> None:
+    """Without bounds checks the pass may still prove a widened product non-negative, but only
+    from facts that need no check at run time: a range loop whose stop cannot wrap (here bounded
+    by a precondition), never one that would need the entry guard a checked kernel keeps."""
+    src = tmp_path / "k.py"
+    src.write_text(HEADER + textwrap.dedent(f"""
+        @ox.kernel(bounds_check=False)
+        def k(x: Slice[f32], n: i32, k: i32, out: MutSlice[f32]) -> None:
+            assert k > 0 and n > 0
+            {bound}
+            acc: f32 = 0.0
+            for r in range(0, k, 2):  # r + 2 may wrap unless k is bounded
+                acc += x[i64(r) * n]
+            with ox.unsafe():
+                out[0] = acc
+    """))
+    compiled = compile_module(src, "k", CompileOptions(archs=("sm_90",), link_cubins=False))
+    assert ("zext i32" in compiled.llvm_ir.split("define", 1)[1]) is widened
+    assert [s for s in compiled.error_sites if s.kind == "assert" and "reserved" in s.what] == []

@@ -243,14 +243,32 @@ def k(x: Slice[bf16], y: Slice[f32], n: i32, m: i32, out: MutSlice[i32]) -> None
 
 
 def test_gemm_example_is_all_tensor_core_instructions_in_registers() -> None:
-    """examples/gemm/mma_gemm.py: both instances compile to mma.sync, ldmatrix and cp.async.cg,
-    with the 32 accumulators and the fragments in registers (no local memory)."""
-    example = Path(__file__).resolve().parents[1] / "examples" / "gemm" / "mma_gemm.py"
-    compiled = compile_module(example, "mma_gemm", CompileOptions(archs=("sm_80",), cache=False))
-    ptx = compiled.ptx["sm_80"]
-    for elem in ("bf16", "f16"):
-        assert ptx.count(f"mma.sync.aligned.m16n8k16.row.col.f32.{elem}.{elem}.f32") == 64  # 2 k-steps x 4 x 8
-    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 2 * 8
-    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 2 * 8
-    assert ptx.count("cp.async.cg.shared.global") == 2 * 8
-    assert "ld.local" not in ptx and "st.local" not in ptx
+    """examples/gemm/mma_gemm.py (128x256x64 tiles, 8 warps) and its 128x128x32 baseline: both
+    instances compile to mma.sync, ldmatrix and cp.async.cg, with the accumulators and the
+    fragments in registers (no local memory)."""
+    gemm = Path(__file__).resolve().parents[1] / "examples" / "gemm"
+    for name, kk, copies in (("mma_gemm", 4, 3 * 12), ("mma_gemm_128x128", 2, 8)):  # 2 stages ahead + the loop
+        compiled = compile_module(gemm / f"{name}.py", name, CompileOptions(archs=("sm_80",), cache=False))
+        ptx = compiled.ptx["sm_80"]
+        for elem in ("bf16", "f16"):
+            assert ptx.count(f"mma.sync.aligned.m16n8k16.row.col.f32.{elem}.{elem}.f32") == kk * 32  # k-steps x 4 x 8
+        assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 2 * kk * 4
+        assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 2 * kk * 4
+        assert ptx.count("cp.async.cg.shared.global") == 2 * copies
+        assert "ld.local" not in ptx and "st.local" not in ptx
+
+
+def test_gemm_copies_widen_with_one_32_bit_multiply() -> None:
+    """The mma GEMM has no bounds checks; its row offsets i64(u32(k0 + kr)) * n still widen with
+    zext on both sides (mul.wide.u32, or adds once LLVM strength-reduces them), not a
+    sign-extended 64-bit multiply: the bounds-elimination pass proves n >= 0 from the
+    precondition n > 0, a fact that needs no run-time check."""
+    from oxide_build.compile import build_ir
+    from oxide_build.ir.printer import print_program
+
+    root = Path(__file__).resolve().parents[1]
+    _, frontend = build_ir(root / "examples" / "gemm" / "mma_gemm.py", "examples.gemm.mma_gemm",
+                           CompileOptions(archs=("sm_90",), cache=False), root=root)
+    text = print_program(frontend.program)
+    assert text.count("i64(u32((k0 + kr))) * i64.nonneg(n)") == 2 * 8  # 8 copies of B, 2 instances
+    assert "grid" not in " ".join(str(p) for f in frontend.program.functions for p in f.preconditions)

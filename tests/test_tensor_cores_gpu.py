@@ -132,16 +132,18 @@ def test_sm_90a_cubin_is_chosen_and_runs(tmp_path_factory: pytest.TempPathFactor
 GEMM_SIZES = [(128, 128, 32), (1000, 776, 392), (300, 136, 8), (513, 1032, 1064), (77, 8, 40)]
 
 
+@pytest.mark.parametrize("kernel", ["mma_gemm", "mma_gemm_128x128"])
 @pytest.mark.parametrize("elem", ["bf16", "f16"])
 @pytest.mark.parametrize("mnk", GEMM_SIZES, ids=lambda s: "x".join(map(str, s)))
-def test_mma_gemm(elem: str, mnk: tuple[int, int, int]) -> None:
-    from examples.gemm.mma_gemm import BM, BN, THREADS, mma_gemm
-
+def test_mma_gemm(elem: str, mnk: tuple[int, int, int], kernel: str) -> None:
+    module = importlib.import_module(f"examples.gemm.{kernel}")
     m, n, k = mnk
     dt = DTYPES[elem]
     a, b = randn(m, k, dtype=dt), randn(k, n, dtype=dt)
     c = poison(m, n, dtype=dt)
-    mma_gemm[((n + BN - 1) // BN, (m + BM - 1) // BM), THREADS](a.reshape(-1), b.reshape(-1), m, n, k, c.reshape(-1))
+    grid = ((n + module.BN - 1) // module.BN, (m + module.BM - 1) // module.BM)
+    smem = getattr(module, "SMEM_BYTES", 0)  # the 128x256 kernel's stages are dynamic shared memory
+    getattr(module, kernel)[grid, module.THREADS, None, smem](a.reshape(-1), b.reshape(-1), m, n, k, c.reshape(-1))
     ref = a.double() @ b.double()
     ulp = 2.0 ** -8 if elem == "bf16" else 2.0 ** -11  # the output's rounding, relative
     bound = ulp * ref.abs() + 1e-6 * (a.double().abs() @ b.double().abs()) + 1e-6
@@ -153,13 +155,13 @@ def test_mma_gemm(elem: str, mnk: tuple[int, int, int]) -> None:
 
 def test_mma_gemm_refuses_unsupported_sizes() -> None:
     import oxide
-    from examples.gemm.mma_gemm import THREADS, mma_gemm
+    from examples.gemm.mma_gemm import SMEM_BYTES, THREADS, mma_gemm
     from oxide.runtime import synchronize
 
     a, b = randn(16, 16, dtype=torch.bfloat16), randn(16, 12, dtype=torch.bfloat16)
     c = poison(16, 12, dtype=torch.bfloat16)
     with pytest.raises(oxide.KernelError, match="n % 8 == 0"):  # a device assert: raised at the synchronize
-        mma_gemm[(1, 1), THREADS](a.reshape(-1), b.reshape(-1), 16, 12, 16, c.reshape(-1))
+        mma_gemm[(1, 1), THREADS, None, SMEM_BYTES](a.reshape(-1), b.reshape(-1), 16, 12, 16, c.reshape(-1))
         synchronize()
     with pytest.raises(oxide.KernelError, match=r"len\(a\) == i64\(m\) \* k"):  # a precondition: before the launch
-        mma_gemm[(1, 1), THREADS](a.reshape(-1), b.reshape(-1), 16, 16, 16, c.reshape(-1))
+        mma_gemm[(1, 1), THREADS, None, SMEM_BYTES](a.reshape(-1), b.reshape(-1), 16, 16, 16, c.reshape(-1))

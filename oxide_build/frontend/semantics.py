@@ -51,8 +51,9 @@ class Semantics(Checks):
             raise self.error(node, f"shift by {right.value}: {ty.name} shifts by 0 to {ty.bits - 1}",
                              f"{'x << n' if op == '<<' else 'x >> n'} by {ty.bits} or more gives "
                              f"{'0' if op == '<<' or ty.kind == 'uint' else '0 or -1'}; write that value instead")
-        # the bounds-elimination pass may prove both widened operands >= 0 (mul.wide.u32)
-        widening = self.bounds_check and op == "*" and ty.kind == "int" and ty.bits == 64
+        # the bounds-elimination pass may prove both widened operands >= 0 (mul.wide.u32), also
+        # where bounds checks are off (from the facts that need no check at run time)
+        widening = op == "*" and ty.kind == "int" and ty.bits == 64
         return ir.BinOp(op, left, right, ty, loc, widening=widening)
 
     def shift_operands(self, op: BinaryOp, left: ir.Expr, right: ir.Expr,

@@ -11,7 +11,8 @@ What a ``Block`` (``with oxide.unsafe():``, one copy of a ``static_range`` body)
 ends with it; the pass splices blocks into the enclosing list.
 
 It also marks the casts of a 64-bit product it proves non-negative (``BinOp.widening``) as
-``nonneg``, so NVPTX forms one mul.wide.u32, and records the grid limits its proofs assumed as
+``nonneg``, so NVPTX forms one mul.wide.u32 — in functions without bounds checks too, there from
+the facts that need no check at run time (no grid limit, no range guard) — and records the grid limits its proofs assumed as
 launch preconditions (the error sites the frontend reserved in ``Function.grid_sites``). Error
 sites it leaves unused are dropped and the others renumbered in order, so the ids match what
 the frontend would have given had it proven the same.
@@ -67,7 +68,10 @@ class _FunctionProofs:
         self.param_names = {p.name for p in fn.params}
         self.loop_bindings: set[str] = set()  # variables of the range loops being walked
         self.scopes: list[_Scope] = [_Scope()]
-        self.prover = Prover(self._stable, assume_grid=fn.is_kernel)
+        # a function compiled without bounds checks has no grid sites or range guards reserved
+        # (frontend/checks.py): its proofs use only facts that need no check at run time
+        self.checked_function = bool(fn.grid_sites)
+        self.prover = Prover(self._stable, assume_grid=fn.is_kernel and self.checked_function)
         self.proofs: dict[tuple[object, ...], tuple[bool, tuple[Poly, ...]]] = {}
         self.seen: dict[int, ir.Expr] = {}  # id of an expression walked -> what replaces it
         self.checked: list[Access] = []  # the accesses whose checks stay
@@ -164,6 +168,8 @@ class _FunctionProofs:
         if not r.rebinds:
             self.loop_bindings.add(r.var)
             facts, guarded = self.range_facts(r)
+            if guarded and r.guard is None:  # no entry check to keep: its facts are not known
+                facts, guarded = [], False
         try:
             s.body = self.block(s.body, _Scope(self.scopes[-1].facts + facts))
         finally:
@@ -367,19 +373,24 @@ class _FunctionProofs:
         return None
 
     def mark_nonneg_widening(self, *sides: ir.Expr) -> None:
-        """``i64(r) * cols`` with r, cols ≥ 0 proven: both widen with zext, so the product is one
-        32×32→64 multiply (mul.wide.u32) instead of a 64-bit one (sext and zext do not pair)."""
+        """``i64(r) * cols`` with r, cols ≥ 0 proven (or an unsigned r, ``i64(u32(r))``): both
+        widen with zext, so the product is one 32×32→64 multiply (mul.wide.u32) instead of a
+        64-bit one (sext and zext do not pair)."""
         if not all(isinstance(s, ir.Cast) or (isinstance(s, ir.Const) and int(s.value) >= 0) for s in sides):
             return
         casts = [s for s in sides if isinstance(s, ir.Cast)]
+        signed = []
         for c in casts:
             src = as_scalar(c.operand.ty)
+            if src is not None and src.kind == "uint" and src.bits <= 32:
+                continue  # widens with zext already: u32(r) says r >= 0 where no fact can
             if src is None or src.kind != "int" or src.bits > 32:
                 return
             p = self.prover.poly(c.operand, self.scopes[-1].facts)
             if p is None or not self.prover.proves_nonneg(p, self.scopes[-1].facts):
                 return
-        for c in casts:
+            signed.append(c)
+        for c in signed:
             c.nonneg = True
 
 
