@@ -2,7 +2,9 @@
 read from nvJitLink's verbose info log, and the SASS where cuobjdump is installed."""
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, replace
@@ -120,14 +122,22 @@ def inspect_module(source: Path, module_name: str, arch: str, options: CompileOp
 
 
 def disassemble(cubin: bytes) -> str:
-    """SASS of ``cubin`` through cuobjdump (pip install nvidia-cuda-cuobjdump)."""
+    """SASS of ``cubin`` through cuobjdump, which runs nvidia's nvdisasm (pip install
+    nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm, or a CUDA toolkit). cuobjdump looks for nvdisasm
+    on PATH only: the pip wheels' and the toolkit's bin directories are put before it."""
     tool = find_tool("cuobjdump")
     if tool is None:
         raise ToolchainError("cuobjdump was not found: pip install nvidia-cuda-cuobjdump")
+    places = [str(tool.parent), *(str(Path(os.environ[v]) / "bin") for v in ("CUDA_HOME", "CUDA_PATH") if v in os.environ),
+              "/usr/local/cuda/bin", os.environ.get("PATH", "")]
+    search = os.pathsep.join(places)
+    if shutil.which("nvdisasm", path=search) is None:
+        raise ToolchainError("nvdisasm (which cuobjdump runs for SASS) was not found: pip install nvidia-cuda-nvdisasm")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "module.cubin"
         path.write_bytes(cubin)
-        result = subprocess.run([tool, "--dump-sass", str(path)], capture_output=True, text=True)
+        result = subprocess.run([tool, "--dump-sass", str(path)], capture_output=True, text=True,
+                                env={**os.environ, "PATH": search})
     if result.returncode != 0:
         raise ToolchainError(f"cuobjdump failed: {result.stderr.strip()}")
     return result.stdout

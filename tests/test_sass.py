@@ -1,18 +1,28 @@
 """The SASS of the tensor-core GEMM examples holds the tensor-core instructions (issue 18): the
 bf16/f16 mma.sync GEMM is HMMA.16816 on sm_90; the fp8 one is QMMA.16832 (e4m3) on sm_89 and,
 on sm_90, which has no fp8 mma.sync, F2FP unpacks to f16 and HMMA.16816. No local memory in
-either (the accumulators stay in registers). Needs cuobjdump and nvdisasm (tests/sass.py), no GPU."""
+either (the accumulators stay in registers). Needs cuobjdump and nvdisasm (oxide_build.inspect's
+disassemble, as tests/test_wgmma.py's SASS test), no GPU."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from oxide_build.compile import CompileOptions, compile_module
+import pytest
 
-from sass import sass_of
+from oxide.errors import ToolchainError
+from oxide_build.compile import CompileOptions, compile_module
+from oxide_build.inspect import disassemble
 
 GEMM = Path(__file__).resolve().parent.parent / "examples" / "gemm"
 ROOT = GEMM.parent.parent
+
+
+def sass_of(cubin: bytes) -> str:
+    try:
+        return disassemble(cubin)
+    except ToolchainError as e:
+        pytest.skip(f"no SASS: {e}")
 
 
 def _cubins(name: str, archs: tuple[str, ...]) -> dict[str, bytes]:

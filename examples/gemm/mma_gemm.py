@@ -16,7 +16,7 @@ chunk, to which a K step adds (A: the swizzle flips the chunk bits that a step o
 sets, so the step is an XOR; B: a step of 16 rows keeps the row's low bits, so it is an add)
 and a stage adds its base; the copies' global offsets advance by whole rows.
 
-Sizes: any M; N and K multiples of 8 (rows of 16 bytes). Edges read zeros (``src_bytes=0``, from
+Sizes: any M; N and K multiples of 8 (rows of 16 bytes), K ≤ 2^30. Edges read zeros (``src_bytes=0``, from
 offset 0) and stores are guarded.
 
     mma_gemm[(cdiv(n, BN), cdiv(m, BM)), THREADS, None, SMEM_BYTES](a, b, m, n, k, c)

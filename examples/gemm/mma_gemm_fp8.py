@@ -14,7 +14,7 @@ there is no such instruction: ptxas unpacks the fragments to f16 (F2FP) and issu
 HMMA.16816, so on Hopper this kernel runs at about the f16 ``mma.sync`` rate; Hopper's fp8 rate
 needs ``wgmma`` (examples/gemm/wgmma_gemm.py).
 
-Sizes: any M; N a multiple of 8 and K of 16 (rows of 16 bytes).
+Sizes: any M; N a multiple of 8 and K of 16 (rows of 16 bytes), K ≤ 2^30.
 
     mma_gemm_fp8[(cdiv(n, BN), cdiv(m, BM)), THREADS, None, SMEM_BYTES](a, bt, scale, m, n, k, c)
 """
