@@ -13,7 +13,7 @@ from oxide.errors import CompileError
 from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
-from ..ir.ops import BINARY_OPS_OF_AST, COMPARE_OPS_OF_AST, BinaryOp, CompareOp, LogicOp
+from ..ir.ops import BINARY_OPS_OF_AST, COMPARE_OPS_OF_AST, BinaryOp, LogicOp
 from ..ir.types import (
     BOOL, I64, VOID, VECTOR_TYPES, ArrayType, StructType, TensorMapType, VectorType, ThreadIndexType, TupleType, ViewType,
     VoidType, as_scalar, type_name,
@@ -23,7 +23,6 @@ from .views import refuse_vector_store
 from . import structs, vectors
 from .annotations import struct_type
 from . import view_values
-from .promotion import literal_type
 from .generics import static_type_test, type_operand
 from .loops import Loops
 
@@ -618,21 +617,11 @@ class FunctionTranslator(Loops):
                 return ir.ViewLen(view, I64, loc)
             if builtin in PYTHON_SCALARS:
                 return self.conversion(PYTHON_SCALARS[builtin], node)
-            if builtin in ("min", "max"):
-                return self.minmax(builtin, node)
-            if builtin == "abs":
-                if len(node.args) != 1:
-                    raise self.error(node, "abs() takes one argument")
-                value = self.materialize(self.expr(node.args[0]))
-                st = as_scalar(value.ty)
-                if st is None or st.kind == "bool":
-                    raise self.error(node, f"abs() needs a number, got {type_name(value.ty)}")
-                self.refuse_fp8(node, "abs()", st)
-                value = self.convert(value, st, node)
-                if st.kind == "uint":
-                    return value
-                zero = ir.Const(0, st, loc)
-                return ir.Select(ir.Compare(CompareOp.LT, value, zero, st, BOOL, loc), ir.Neg(value, st, loc), value, st, loc)
+            if builtin in ("min", "max", "abs"):  # intrinsics/selection.py: each operand evaluated once
+                from ..intrinsics import INTRINSICS
+
+                info = INTRINSICS[f"builtin.{builtin}"]
+                return info.typing(self, info, node)
             if builtin == "range":
                 raise self.error(node, "range() is only allowed as the iterable of a for loop")
             if builtin in ("input", "open"):
@@ -697,22 +686,4 @@ class FunctionTranslator(Loops):
             raise self.error(node, f"oxide.{name} cannot be called inside a kernel")
         raise self.error(node.func, f"oxide.{name} is not a device intrinsic (or not supported yet)",
                          "see docs/language.md for the intrinsics available in kernels")
-
-    def minmax(self, which: str, node: ast.Call) -> ir.Expr:
-        if len(node.args) < 2:
-            raise self.error(node, f"{which}() takes two or more numbers")
-        values = [self.expr(a) for a in node.args]
-        result = values[0]
-        for v in values[1:]:
-            for side in (result, v):
-                if as_scalar(side.ty) is None:
-                    raise self.error(node, f"{which}() needs numbers, got {type_name(side.ty)}")
-            if isinstance(result, ir.Const) and isinstance(v, ir.Const) and result.weak and v.weak:
-                result = ir.Const(min(result.value, v.value) if which == "min" else max(result.value, v.value),
-                                  literal_type(result.value), self.loc(node), weak=True)
-                continue
-            a, b, ty = self.unify(result, v, node, which)
-            op = CompareOp.LT if which == "min" else CompareOp.GT
-            result = ir.Select(ir.Compare(op, a, b, ty, BOOL, self.loc(node)), a, b, ty, self.loc(node))
-        return result
 

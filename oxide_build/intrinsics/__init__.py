@@ -7,7 +7,8 @@ arrays, fences), ``vector.py`` (the view methods ``load2/4``, ``store2/4``), ``w
 ``atomic.py``, ``math.py``, ``bits.py``, ``timer.py``, ``printing.py`` (``print()``), ``asm.py`` (inline PTX),
 ``mma.py`` (tensor-core fragments, ``mma.sync``, ``ldmatrix``, swizzle), ``cp_async.py`` (asynchronous global-to-shared
 copies), ``wgmma.py`` (sm_90a warpgroup MMA, ``warpgroup.*``, ``fence.proxy_async``), ``mbarrier.py`` (shared-memory
-barriers with transaction counts), ``tma.py`` (tensor-map copies), ``cluster.py`` (thread block clusters). Adding an
+barriers with transaction counts), ``tma.py`` (tensor-map copies), ``cluster.py`` (thread block clusters),
+``selection.py`` (the builtins ``min``, ``max``, ``abs``). Adding an
 intrinsic to a group is an entry and its two functions in that group's
 module; a new group is a new module listed in ``GROUPS`` below. The language's stub goes in
 ``oxide/lang/intrinsics.py`` (the runtime package, which cannot import this one); document it
@@ -15,12 +16,14 @@ in docs/language.md and test it.
 """
 from __future__ import annotations
 
-from . import asm, atomic, bits, cluster, cp_async, math, mbarrier, memory, mma, printing, thread, timer, tma, vector, warp, wgmma
+from . import (asm, atomic, bits, cluster, cp_async, math, mbarrier, memory, mma, printing, selection, thread, timer, tma,
+               vector, warp, wgmma)
 from .entry import IntrinsicInfo
 
 __all__ = ["IntrinsicInfo", "INTRINSICS", "KEYWORD_INTRINSICS", "intrinsic_info"]
 
-GROUPS = (thread, memory, vector, warp, atomic, math, bits, timer, printing, asm, mma, cp_async, wgmma, mbarrier, tma, cluster)
+GROUPS = (thread, memory, vector, warp, atomic, math, bits, timer, printing, asm, mma, cp_async, wgmma, mbarrier, tma, cluster,
+          selection)
 _ENTRIES = [entry for group in GROUPS for entry in group.ENTRIES]
 INTRINSICS: dict[str, IntrinsicInfo] = {e.name: e for e in _ENTRIES}
 assert len(INTRINSICS) == len(_ENTRIES), "an intrinsic is registered twice"
