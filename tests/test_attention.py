@@ -25,7 +25,7 @@ def check_instance(body: str, elem: str, d: int) -> None:
     assert body.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == mmas // 4
     assert body.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == mmas // 4
     assert body.count("ex2.approx") == 64 // 2 + 2  # P's 32 values a lane and the two rescale factors
-    assert body.count("shfl.sync.bfly") == 8 + 4  # two row maxima a tile and two sums at the end, 2 steps each
+    assert body.count("shfl.sync.bfly") == 4 + 4  # two row maxima a tile and two sums at the end, 2 steps each
     assert "cp.async.cg.shared.global" in body and "cp.async.wait_group" in body
     assert "ld.local" not in body and "st.local" not in body
 
