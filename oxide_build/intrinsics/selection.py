@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir as ll
 
-from oxide.lang.types import ScalarType
+from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
 from ..ir.ops import CompareOp
@@ -33,9 +33,15 @@ if TYPE_CHECKING:
 __all__ = ["ENTRIES"]
 
 
-def _type_minmax(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
-    from ..frontend.promotion import literal_type  # the frontend imports this registry
+def _literal_type(value: object) -> ScalarType:
+    """A Python literal's type, as ``frontend.promotion.literal_type`` gives it (not imported: the
+    frontend imports this registry)."""
+    if isinstance(value, bool):
+        return SCALAR_TYPES["bool"]
+    return SCALAR_TYPES["i64"] if isinstance(value, int) else SCALAR_TYPES["f64"]
 
+
+def _type_minmax(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     which = info.op
     if len(node.args) < 2 or node.keywords:
         raise tr.error(node, f"{which}() takes two or more numbers")
@@ -48,7 +54,7 @@ def _type_minmax(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) ->
                 raise tr.error(node, f"{which}() needs numbers, got {type_name(side.ty)}")
         if isinstance(result, ir.Const) and isinstance(v, ir.Const) and result.weak and v.weak:
             result = ir.Const(min(result.value, v.value) if which == "min" else max(result.value, v.value),
-                              literal_type(result.value), loc, weak=True)
+                              _literal_type(result.value), loc, weak=True)
             continue
         a, b, ty = tr.unify(result, v, node, which)
         if ir.is_pure(a) and ir.is_pure(b):
