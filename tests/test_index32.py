@@ -113,6 +113,17 @@ def test_the_nvvm_backend_compiles_both_instances(tmp_path: Path) -> None:
     assert "mul.lo.s64" not in _entry(ptx, "t2__index32") and "mul.lo.s64" in _entry(ptx, "t2")
 
 
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_lineinfo_gives_each_instance_its_own_subprogram(tmp_path: Path, backend: str) -> None:
+    """With line info both instances have a DISubprogram of their own (one shared by both broke
+    libNVVM's verifier: "DISubprogram attached to more than one function")."""
+    path = tmp_path / "idx.py"
+    path.write_text(textwrap.dedent(SOURCE))
+    module = compile_module(path, "idx", CompileOptions(archs=("sm_90",), backend=backend, lineinfo=True,
+                                                        link_cubins=False), root=tmp_path)
+    assert ".loc" in _entry(module.ptx["sm_90"], "t2__index32") and ".loc" in _entry(module.ptx["sm_90"], "t2")
+
+
 def test_the_gpu_tests_package_compiles_with_32_bit_shape_and_stride_parameters() -> None:
     package = Path(__file__).parent / "packages" / "index32k"
     module = compile_module(package / "idx32k.py", "idx32k", CompileOptions(archs=("sm_90",), link_cubins=False),

@@ -335,7 +335,9 @@ class ModuleLowering:
             self._di_files[fn.file] = m.add_debug_info("DIFile", _di_file_fields(fn.file))
         difile = self._di_files[fn.file]
         sp = m.add_debug_info("DISubprogram", {
-            "name": fn.python_name, "linkageName": fn.symbol, "file": difile, "line": fn.line,
+            # the instance's own name: an index32 twin with the same fields would get the same
+            # (uniqued) subprogram, which the verifier refuses ("attached to more than one function")
+            "name": fn.python_name, "linkageName": llfn.name, "file": difile, "line": fn.line,
             "type": m.add_debug_info("DISubroutineType", {"types": m.add_metadata([])}),
             "scopeLine": fn.line, "unit": self._di_unit,
             **({"isDefinition": True, "isOptimized": True} if self.dialect.is_nvvm  # LLVM 7 spells the flags as fields
