@@ -200,8 +200,7 @@ def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) ->
     # a bad [tool.oxide], or kernels without the runtime requirement, should not be shipped
     _check_static_requirement(project, _kernel_modules(project, config_settings))
     name = str(_host_backend().build_sdist(sdist_directory, _host_settings(config_settings)))
-    rewrite_sdist(Path(sdist_directory) / name, project)
-    return name
+    return rewrite_sdist(Path(sdist_directory) / name, project).name
 
 
 @_reports_user_errors

@@ -10,6 +10,10 @@ wrote. So the archive is rewritten:
   ... ``.cmake``, ``CMakeLists.txt``) is added when missing (hidden directories, ``build/``,
   ``dist/``, virtual environments and ``_oxide/`` are not searched);
 - every ``_oxide/`` and ``__pycache__/`` entry is dropped;
+- the file and its top directory are named as PEP 625 says, ``<name>-<version>``, the name
+  normalized (lower case, each run of ``-_.`` one ``_``): setuptools before 69.3 writes the
+  project name as declared (``pure-kernel-1.2.3.tar.gz``), so the sdist is the same whatever
+  setuptools an environment has (next to PyTorch it may be 65.5);
 - members are sorted, owned by root, with normalized permissions, and with
   ``SOURCE_DATE_EPOCH`` set every time stamp (tar and gzip) is that time, so the sdist is
   reproducible.
@@ -22,12 +26,14 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import tarfile
+from email.parser import HeaderParser
 from pathlib import Path
 
 from oxide.runtime.manifest import ARTIFACT_DIR
 
-__all__ = ["SDIST_SOURCE_NAMES", "SDIST_SOURCE_SUFFIXES", "project_sources", "rewrite_sdist"]
+__all__ = ["SDIST_SOURCE_NAMES", "SDIST_SOURCE_SUFFIXES", "normalized_sdist_prefix", "project_sources", "rewrite_sdist"]
 
 SDIST_SOURCE_SUFFIXES = frozenset({
     ".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inc", ".inl", ".c", ".cc", ".cpp", ".cxx", ".cmake",
@@ -56,17 +62,41 @@ def _source_date() -> int | None:
     return int(value) if value.isdigit() else None
 
 
-def rewrite_sdist(sdist: Path, project_dir: Path) -> None:
-    """Rewrites the ``.tar.gz`` sdist ``sdist`` of the project in ``project_dir`` (see above)."""
+def normalized_sdist_prefix(prefix: str, pkg_info: bytes | None) -> str:
+    """PEP 625's ``<name>-<version>`` for an sdist whose top directory is ``prefix``: the
+    name from ``PKG-INFO`` (else the part of ``prefix`` before its last ``-``), normalized; the
+    version as the host backend wrote it (setuptools and scikit-build-core both write it
+    normalized, and a PEP 440 version has no ``-`` once normalized)."""
+    name, sep, version = prefix.rpartition("-")
+    if not sep:
+        return prefix
+    if pkg_info is not None:
+        name = HeaderParser().parsestr(pkg_info.decode("utf-8", "replace")).get("Name") or name
+    return f"{re.sub(r'[-_.]+', '_', name.strip()).lower()}-{version}"
+
+
+def _renamed(name: str, prefix: str, new_prefix: str) -> str:
+    return new_prefix + name[len(prefix):] if name == prefix or name.startswith(prefix + "/") else name
+
+
+def rewrite_sdist(sdist: Path, project_dir: Path) -> Path:
+    """Rewrites the ``.tar.gz`` sdist ``sdist`` of the project in ``project_dir`` (see above)
+    and returns its path: the same, or the PEP 625 name in the same directory (the file
+    ``sdist`` is then gone)."""
     members: dict[str, tuple[tarfile.TarInfo, bytes | None]] = {}
     with tarfile.open(sdist, "r:gz") as tf:
         names = tf.getnames()
-        prefix = names[0].split("/", 1)[0] if names else sdist.name[: -len(".tar.gz")]
+        old_prefix = names[0].split("/", 1)[0] if names else sdist.name[: -len(".tar.gz")]
+        pkg_info = tf.extractfile(f"{old_prefix}/PKG-INFO") if f"{old_prefix}/PKG-INFO" in names else None
+        prefix = normalized_sdist_prefix(old_prefix, pkg_info.read() if pkg_info is not None else None)
         for info in tf.getmembers():
             parts = info.name.split("/")
             if _DROP_PARTS.intersection(parts[1:]):
                 continue
             data = tf.extractfile(info).read() if info.isfile() else None  # type: ignore[union-attr]
+            info.name = _renamed(info.name, old_prefix, prefix)
+            if info.islnk():  # a hard link names its target by its path in the archive
+                info.linkname = _renamed(info.linkname, old_prefix, prefix)
             members[info.name] = (info, data)
     for rel in project_sources(project_dir):
         name = f"{prefix}/{rel}"
@@ -102,8 +132,12 @@ def rewrite_sdist(sdist: Path, project_dir: Path) -> None:
                 info.mtime = epoch
             info.pax_headers = {}
             out.addfile(info, io.BytesIO(data) if data is not None else None)
+    target = sdist.with_name(f"{prefix}.tar.gz")
     tmp = sdist.with_name(f".{sdist.name}.{os.getpid()}.tmp")  # concurrent builds never share it
     with open(tmp, "wb") as f:
         with gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=epoch or 0, compresslevel=9) as gz:
             gz.write(raw.getvalue())
-    tmp.replace(sdist)
+    tmp.replace(target)
+    if target != sdist:
+        sdist.unlink()
+    return target

@@ -1,0 +1,80 @@
+"""The sdist is named as PEP 625 says whatever setuptools made it.
+
+setuptools before 69.3 (Python 3.10/3.11 venvs come with 65.5, and PyTorch caps setuptools
+below 82) names the archive and its top directory with the project name as declared:
+``Pure.Kernel-1.2.3.tar.gz``. ``rewrite_sdist`` renames both; these tests hand it such an
+archive directly, so they do not depend on the setuptools installed here.
+"""
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from oxide_build.package.sdist import normalized_sdist_prefix, rewrite_sdist
+
+PKG_INFO = b"Metadata-Version: 2.1\nName: Pure.Kernel\nVersion: 1.2.3\nSummary: x\n"
+
+
+def old_style_sdist(directory: Path, prefix: str, pkg_info: bytes | None = PKG_INFO) -> Path:
+    files = {f"{prefix}/pyproject.toml": b"[project]\n", f"{prefix}/purekernel/__init__.py": b"X = 1\n"}
+    if pkg_info is not None:
+        files[f"{prefix}/PKG-INFO"] = pkg_info
+    path = directory / f"{prefix}.tar.gz"
+    with tarfile.open(path, "w:gz") as tf:
+        for dirname in (prefix, f"{prefix}/purekernel"):
+            d = tarfile.TarInfo(dirname)
+            d.type = tarfile.DIRTYPE
+            tf.addfile(d)
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return path
+
+
+@pytest.mark.parametrize(("prefix", "pkg_info", "expected"), [
+    ("Pure.Kernel-1.2.3", PKG_INFO, "pure_kernel-1.2.3"),
+    ("pure-kernel-1.2.3", b"Name: pure-kernel\nVersion: 1.2.3\n", "pure_kernel-1.2.3"),
+    ("pure_kernel-1.2.3", b"Name: pure-kernel\nVersion: 1.2.3\n", "pure_kernel-1.2.3"),
+    ("My__Pkg--x-2.0rc1", None, "my_pkg_x-2.0rc1"),  # no PKG-INFO: the name before the version
+    ("plain", None, "plain"),
+])
+def test_normalized_prefix(prefix: str, pkg_info: bytes | None, expected: str) -> None:
+    assert normalized_sdist_prefix(prefix, pkg_info) == expected
+
+
+def test_rewrite_renames_the_archive_and_its_top_directory(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "purekernel").mkdir(parents=True)
+    (project / "purekernel" / "helper.cu").write_text("__device__ float twice(float x) { return 2 * x; }\n")
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    old = old_style_sdist(dist, "Pure.Kernel-1.2.3")
+
+    new = rewrite_sdist(old, project)
+
+    assert new == dist / "pure_kernel-1.2.3.tar.gz"
+    assert sorted(p.name for p in dist.iterdir()) == ["pure_kernel-1.2.3.tar.gz"], "the old file is gone"
+    with tarfile.open(new) as tf:
+        names = tf.getnames()
+        assert tf.extractfile("pure_kernel-1.2.3/PKG-INFO").read() == PKG_INFO  # type: ignore[union-attr]
+    assert names == sorted([
+        "pure_kernel-1.2.3",
+        "pure_kernel-1.2.3/PKG-INFO",
+        "pure_kernel-1.2.3/purekernel",
+        "pure_kernel-1.2.3/purekernel/__init__.py",
+        "pure_kernel-1.2.3/purekernel/helper.cu",  # added from the tree, under the new name
+        "pure_kernel-1.2.3/pyproject.toml",
+    ])
+
+
+def test_rewrite_keeps_a_normalized_name(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    old = old_style_sdist(tmp_path, "pure_kernel-1.2.3")
+    before = tarfile.open(old).getnames()
+    assert rewrite_sdist(old, project) == old
+    assert tarfile.open(old).getnames() == sorted(before)
