@@ -112,6 +112,23 @@ def _host_backend() -> ModuleType:
     return build_meta
 
 
+def _host_editable_hook(name: str) -> Callable[..., Any]:
+    """The host backend's PEP 660 hook ``name``; setuptools before 64 has none (the
+    ``[build]`` extra allows 61, so that installing oxide next to PyTorch keeps its setuptools)."""
+    backend = _host_backend()
+    hook = getattr(backend, name, None)
+    if hook is None:
+        from oxide.errors import ToolchainError
+
+        version = getattr(sys.modules.get(backend.__name__.split(".")[0]), "__version__", "?")
+        raise ToolchainError(
+            f"an editable install needs setuptools 64 or newer (PEP 660); this build environment has "
+            f"setuptools {version}: pip install 'setuptools>=64' (next to PyTorch: 'setuptools>=64,<82'), "
+            "or install without -e"
+        )
+    return hook  # type: ignore[no-any-return]
+
+
 @_reports_user_errors
 def get_requires_for_build_wheel(config_settings: ConfigSettings = None) -> list[str]:
     return list(_host_backend().get_requires_for_build_wheel(_host_settings(config_settings)))
@@ -124,7 +141,7 @@ def get_requires_for_build_sdist(config_settings: ConfigSettings = None) -> list
 
 @_reports_user_errors
 def get_requires_for_build_editable(config_settings: ConfigSettings = None) -> list[str]:
-    return list(_host_backend().get_requires_for_build_editable(_host_settings(config_settings)))
+    return list(_host_editable_hook("get_requires_for_build_editable")(_host_settings(config_settings)))
 
 
 def _kernel_modules(project: Path, config_settings: ConfigSettings) -> list[str]:
@@ -174,7 +191,8 @@ def _prepare_metadata(kind: str, metadata_directory: str, config_settings: Confi
     project = _project_dir()
     modules = _kernel_modules(project, config_settings)
     static = _check_static_requirement(project, modules)
-    prepare = getattr(_host_backend(), f"prepare_metadata_for_build_{kind}")
+    prepare = (_host_editable_hook("prepare_metadata_for_build_editable") if kind == "editable"
+               else _host_backend().prepare_metadata_for_build_wheel)
     dist_info = str(prepare(metadata_directory, _host_settings(config_settings)))
     if not static:
         path = Path(metadata_directory) / dist_info / "METADATA"
@@ -253,12 +271,12 @@ def build_editable(
     modules = _kernel_modules(project, config_settings)
     static = _check_static_requirement(project, modules)
     config = load_config(project, config_settings)
-    backend = _host_backend()
+    host_build_editable = _host_editable_hook("build_editable")  # before compiling: fails at once
     if modules:
         _check_toolchain()
     # The editable wheel points at the source tree, so the artifacts go there.
     compile_project(project, config, staging_dir=None)
-    name = backend.build_editable(wheel_directory, _host_settings(config_settings))
+    name = host_build_editable(wheel_directory, _host_settings(config_settings))
     if not static:
         _check_metadata_requirement(wheel_metadata(Path(wheel_directory) / name), modules, str(name))
     rewrite_wheel(Path(wheel_directory) / name)

@@ -1,6 +1,6 @@
-"""The sdist is named as PEP 625 says whatever setuptools made it.
+"""oxide_build with the old setuptools a PyTorch environment may have (the [build] extra allows 61).
 
-setuptools before 69.3 (Python 3.10/3.11 venvs come with 65.5, and PyTorch caps setuptools
+The sdist is named as PEP 625 says whatever setuptools made it: setuptools before 69.3 (Python 3.10/3.11 venvs come with 65.5, and PyTorch caps setuptools
 below 82) names the archive and its top directory with the project name as declared:
 ``Pure.Kernel-1.2.3.tar.gz``. ``rewrite_sdist`` renames both; these tests hand it such an
 archive directly, so they do not depend on the setuptools installed here.
@@ -8,11 +8,15 @@ archive directly, so they do not depend on the setuptools installed here.
 from __future__ import annotations
 
 import io
+import shutil
+import sys
 import tarfile
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
+import oxide_build
 from oxide_build.package.sdist import normalized_sdist_prefix, rewrite_sdist
 
 PKG_INFO = b"Metadata-Version: 2.1\nName: Pure.Kernel\nVersion: 1.2.3\nSummary: x\n"
@@ -78,3 +82,29 @@ def test_rewrite_keeps_a_normalized_name(tmp_path: Path) -> None:
     before = tarfile.open(old).getnames()
     assert rewrite_sdist(old, project) == old
     assert tarfile.open(old).getnames() == sorted(before)
+
+
+@pytest.mark.parametrize("hook", ["get_requires_for_build_editable", "prepare_metadata_for_build_editable",
+                                  "build_editable"])
+def test_editable_hooks_need_setuptools_64(hook: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # setuptools 61-63: build_meta without the PEP 660 hooks
+    setuptools = ModuleType("setuptools")
+    setuptools.__version__ = "63.2.0"  # type: ignore[attr-defined]
+    build_meta = ModuleType("setuptools.build_meta")
+    monkeypatch.setitem(sys.modules, "setuptools", setuptools)
+    monkeypatch.setattr(oxide_build, "_host_backend", lambda: build_meta)
+    project = tmp_path / "pure_kernel"
+    shutil.copytree(Path(__file__).parent / "packages" / "pure_kernel", project)
+    monkeypatch.chdir(project)
+    (tmp_path / "out").mkdir()
+    args = [] if hook == "get_requires_for_build_editable" else [str(tmp_path / "out")]
+
+    with pytest.raises(SystemExit) as exit_info:
+        getattr(oxide_build, hook)(*args)
+
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert "an editable install needs setuptools 64 or newer (PEP 660); this build environment has setuptools 63.2.0" in err
+    assert "Traceback" not in err
+    assert not list(project.rglob("_oxide")), "nothing compiled before the refusal"
