@@ -188,12 +188,19 @@ def _check_toolchain(log: Any = None) -> None:
 
 
 def _prepare_metadata(kind: str, metadata_directory: str, config_settings: ConfigSettings) -> str:
+    from oxide_build.package.wheel import normalized_dist_name
+
     project = _project_dir()
     modules = _kernel_modules(project, config_settings)
     static = _check_static_requirement(project, modules)
     prepare = (_host_editable_hook("prepare_metadata_for_build_editable") if kind == "editable"
                else _host_backend().prepare_metadata_for_build_wheel)
     dist_info = str(prepare(metadata_directory, _host_settings(config_settings)))
+    name, _, version = dist_info[: -len(".dist-info")].rpartition("-")
+    normalized = f"{normalized_dist_name(name)}-{version}.dist-info"  # as rewrite_wheel names it
+    if normalized != dist_info:
+        (Path(metadata_directory) / dist_info).rename(Path(metadata_directory) / normalized)
+        dist_info = normalized
     if not static:
         path = Path(metadata_directory) / dist_info / "METADATA"
         _check_metadata_requirement(path.read_text(encoding="utf-8"), modules, str(path))
@@ -253,8 +260,7 @@ def build_wheel(
     name = backend.build_wheel(wheel_directory, _host_settings(config_settings))
     if not static:
         _check_metadata_requirement(wheel_metadata(Path(wheel_directory) / name), modules, str(name))
-    rewrite_wheel(Path(wheel_directory) / name, artifacts, drop_artifact_dirs=True)
-    return str(name)
+    return rewrite_wheel(Path(wheel_directory) / name, artifacts, drop_artifact_dirs=True).name
 
 
 @_reports_user_errors
@@ -279,5 +285,4 @@ def build_editable(
     name = host_build_editable(wheel_directory, _host_settings(config_settings))
     if not static:
         _check_metadata_requirement(wheel_metadata(Path(wheel_directory) / name), modules, str(name))
-    rewrite_wheel(Path(wheel_directory) / name)
-    return str(name)
+    return rewrite_wheel(Path(wheel_directory) / name).name

@@ -235,6 +235,33 @@ def test_python_m_build_sdist_then_wheel(project: str, tmp_path: Path, oxide_whe
     check_installed(python, project, env, tmp_path)
 
 
+def test_python_m_build_with_the_setuptools_of_a_python_311_venv(tmp_path: Path, oxide_wheel_dir: Path,
+                                                                 compile_cache: Path) -> None:
+    """The build environment gets setuptools 65.5 (what ``python3.11 -m venv`` brings, and what
+    the ``[build]`` extra keeps next to PyTorch): the sdist is still named as PEP 625 says,
+    and the wheel built from it installs and finds its code."""
+    env = bare_env(tmp_path / "venv" / "bin", oxide_wheel_dir)
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text("setuptools==65.5.0\n")
+    env["PIP_CONSTRAINT"] = str(constraints)  # pip applies it to the isolated build environments too
+    python = make_venv(tmp_path / "venv", env)
+    run([python, "-m", "pip", "install", "build"], env, tmp_path, "python -m build (setuptools 65.5)")
+    out = tmp_path / "dist"
+    log = run([python, "-m", "build", "-o", out, copy_project("fixture", tmp_path)], env, tmp_path,
+              "python -m build (setuptools 65.5)")
+    assert_toolchain_of_the_build_env(log)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "frontend_kernels-0.1.0-py3-none-any.whl", "frontend_kernels-0.1.0.tar.gz"]
+    with tarfile.open(out / "frontend_kernels-0.1.0.tar.gz") as tf:
+        names = tf.getnames()
+        metadata = tf.extractfile("frontend_kernels-0.1.0/PKG-INFO").read().decode()  # type: ignore[union-attr]
+    assert {n.split("/", 1)[0] for n in names} == {"frontend_kernels-0.1.0"}, names
+    assert metadata.startswith("Metadata-Version: 2.1\n"), "setuptools 65.5 made it (newer ones write 2.2 and up)"
+    run([python, "-m", "pip", "install", out / "frontend_kernels-0.1.0-py3-none-any.whl"], env, tmp_path,
+        "python -m build (setuptools 65.5)")
+    check_installed(python, "fixture", env, tmp_path)
+
+
 @pytest.mark.parametrize("project", sorted(PROJECTS))
 def test_uv_build(project: str, tmp_path: Path, oxide_wheel_dir: Path, compile_cache: Path) -> None:
     env = bare_env(tmp_path / "venv" / "bin", oxide_wheel_dir)

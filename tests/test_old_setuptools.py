@@ -1,9 +1,12 @@
 """oxide_build with the old setuptools a PyTorch environment may have (the [build] extra allows 61).
 
-The sdist is named as PEP 625 says whatever setuptools made it: setuptools before 69.3 (Python 3.10/3.11 venvs come with 65.5, and PyTorch caps setuptools
-below 82) names the archive and its top directory with the project name as declared:
-``Pure.Kernel-1.2.3.tar.gz``. ``rewrite_sdist`` renames both; these tests hand it such an
-archive directly, so they do not depend on the setuptools installed here.
+The sdist and the wheel are named with the normalized project name whatever setuptools made
+them. The sdist: setuptools before 69.3 (Python 3.10/3.11 venvs come with 65.5, and PyTorch
+caps setuptools below 82) names the archive and its top directory with the project name as
+declared: ``Pure.Kernel-1.2.3.tar.gz``. ``rewrite_sdist`` renames both; these tests hand it such an
+archive directly, so they do not depend on the setuptools installed here. The wheel: with
+the wheel package's bdist_wheel (setuptools before 70.1) ``name = "My.Pkg"`` gives
+``My.Pkg-1.0-py3-none-any.whl``.
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import io
 import shutil
 import sys
 import tarfile
+import zipfile
 from pathlib import Path
 from types import ModuleType
 
@@ -18,6 +22,7 @@ import pytest
 
 import oxide_build
 from oxide_build.package.sdist import normalized_sdist_prefix, rewrite_sdist
+from oxide_build.package.wheel import rewrite_wheel
 
 PKG_INFO = b"Metadata-Version: 2.1\nName: Pure.Kernel\nVersion: 1.2.3\nSummary: x\n"
 
@@ -108,3 +113,53 @@ def test_editable_hooks_need_setuptools_64(hook: str, tmp_path: Path, monkeypatc
     assert "an editable install needs setuptools 64 or newer (PEP 660); this build environment has setuptools 63.2.0" in err
     assert "Traceback" not in err
     assert not list(project.rglob("_oxide")), "nothing compiled before the refusal"
+
+
+def old_style_wheel(directory: Path) -> Path:
+    """What setuptools 65.5 with the wheel package's bdist_wheel makes of ``name = "My.Pkg"``."""
+    path = directory / "My.Pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("mypkg/__init__.py", "X = 1\n")
+        zf.writestr("My.Pkg-1.0.data/scripts/tool", "#!python\n")
+        zf.writestr("My.Pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: My.Pkg\nVersion: 1.0\n")
+        zf.writestr("My.Pkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr("My.Pkg-1.0.dist-info/RECORD", "stale,,\n")
+    return path
+
+
+def test_rewrite_wheel_normalizes_the_name(tmp_path: Path) -> None:
+    new = rewrite_wheel(old_style_wheel(tmp_path), {"mypkg/_oxide/mypkg.k.json": b"{}"})
+
+    assert new == tmp_path / "my_pkg-1.0-py3-none-any.whl"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my_pkg-1.0-py3-none-any.whl"], "the old file is gone"
+    with zipfile.ZipFile(new) as zf:
+        names = zf.namelist()
+        record = zf.read("my_pkg-1.0.dist-info/RECORD").decode()
+        metadata = zf.read("my_pkg-1.0.dist-info/METADATA").decode()
+    assert names == [
+        "my_pkg-1.0.data/scripts/tool", "mypkg/__init__.py", "mypkg/_oxide/mypkg.k.json",
+        "my_pkg-1.0.dist-info/METADATA", "my_pkg-1.0.dist-info/WHEEL", "my_pkg-1.0.dist-info/RECORD",
+    ]
+    assert [line.split(",")[0] for line in record.splitlines()] == names
+    assert "Name: My.Pkg\n" in metadata, "the metadata keeps the name as declared"
+
+
+def test_prepared_metadata_directory_is_normalized_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pip checks the wheel against the metadata it prepared: both must be named alike
+    def prepare_metadata_for_build_wheel(metadata_directory: str, config_settings: object = None) -> str:
+        (Path(metadata_directory) / "My.Pkg-1.0.dist-info").mkdir()
+        (Path(metadata_directory) / "My.Pkg-1.0.dist-info" / "METADATA").write_text("Name: My.Pkg\nVersion: 1.0\n")
+        return "My.Pkg-1.0.dist-info"
+
+    backend = ModuleType("setuptools.build_meta")
+    backend.prepare_metadata_for_build_wheel = prepare_metadata_for_build_wheel  # type: ignore[attr-defined]
+    monkeypatch.setattr(oxide_build, "_host_backend", lambda: backend)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "My.Pkg"\nversion = "1.0"\n')
+    monkeypatch.chdir(project)
+    out = tmp_path / "meta"
+    out.mkdir()
+
+    assert oxide_build.prepare_metadata_for_build_wheel(str(out)) == "my_pkg-1.0.dist-info"
+    assert [p.name for p in out.iterdir()] == ["my_pkg-1.0.dist-info"]

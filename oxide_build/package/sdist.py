@@ -26,12 +26,12 @@ from __future__ import annotations
 import gzip
 import io
 import os
-import re
 import tarfile
 from email.parser import HeaderParser
 from pathlib import Path
 
 from oxide.runtime.manifest import ARTIFACT_DIR
+from oxide_build.package.wheel import normalized_dist_name
 
 __all__ = ["SDIST_SOURCE_NAMES", "SDIST_SOURCE_SUFFIXES", "normalized_sdist_prefix", "project_sources", "rewrite_sdist"]
 
@@ -72,7 +72,7 @@ def normalized_sdist_prefix(prefix: str, pkg_info: bytes | None) -> str:
         return prefix
     if pkg_info is not None:
         name = HeaderParser().parsestr(pkg_info.decode("utf-8", "replace")).get("Name") or name
-    return f"{re.sub(r'[-_.]+', '_', name.strip()).lower()}-{version}"
+    return f"{normalized_dist_name(name.strip())}-{version}"
 
 
 def _renamed(name: str, prefix: str, new_prefix: str) -> str:

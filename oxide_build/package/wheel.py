@@ -4,7 +4,10 @@ The wheel is rewritten whole: new files added, ``RECORD`` recomputed (``METADATA
 backend's: the runtime requirement is the project's to declare, see ``requirement.py``). Entries are sorted (the
 ``.dist-info`` directory last, ``RECORD`` at the very end) with normalized permissions, and
 with ``SOURCE_DATE_EPOCH`` set every timestamp is that time, so two builds of the same sources
-give byte-identical wheels.
+give byte-identical wheels. The file, its ``.dist-info`` and ``.data`` directories are named
+with the normalized project name (lower case, each run of ``-_.`` one ``_``), as the
+binary distribution format says and current setuptools does: older ones (with ``bdist_wheel``
+of the wheel package) keep upper-case letters and dots (``My.Pkg-1.0.dist-info``), and a PyTorch environment may have them.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import csv
 import hashlib
 import io
 import os
+import re
 import time
 import zipfile
 from collections.abc import Mapping
@@ -20,7 +24,7 @@ from pathlib import Path
 
 from oxide.runtime.manifest import ARTIFACT_DIR
 
-__all__ = ["collect_files", "rewrite_wheel", "wheel_metadata"]
+__all__ = ["collect_files", "normalized_dist_name", "rewrite_wheel", "wheel_metadata"]
 
 # zip cannot store times before 1980
 _ZIP_EPOCH = 315532800
@@ -67,6 +71,22 @@ def _dist_info_dir(names: list[str]) -> str:
     return candidates[0]
 
 
+def normalized_dist_name(name: str) -> str:
+    """A distribution name as wheel and sdist file names spell it: ``My.Pkg`` → ``my_pkg``."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _normalized_top_dir(top: str, dist_info: str) -> str:
+    """``top`` (a ``<name>-<version>.dist-info`` or ``.data`` directory of the wheel whose
+    ``.dist-info`` is ``dist_info``) with the name normalized; anything else unchanged."""
+    stem = dist_info[: -len(".dist-info")]
+    name, _, version = stem.rpartition("-")
+    for suffix in (".dist-info", ".data"):
+        if top == stem + suffix:
+            return f"{normalized_dist_name(name)}-{version}{suffix}"
+    return top
+
+
 def _artifact_owner(name: str) -> str | None:
     """The package directory whose ``_oxide/`` holds ``name`` ("" at the top), else None."""
     parts = name.split("/")
@@ -79,10 +99,11 @@ def rewrite_wheel(
     wheel: Path,
     add: Mapping[str, bytes] | None = None,
     drop_artifact_dirs: bool = False,
-) -> None:
+) -> Path:
     """Adds ``add`` (archive name → contents; replacing entries of the same name) to ``wheel``,
     recomputes RECORD and
-    writes the archive back in a reproducible form. ``drop_artifact_dirs`` removes the
+    writes the archive back in a reproducible form, under the normalized name (see above): its
+    path is returned, and ``wheel`` is gone when that differs. ``drop_artifact_dirs`` removes the
     ``_oxide/`` entries the host backend copied from the source tree (left there by an
     editable install, perhaps for other archs) in each directory ``add`` writes artifacts to:
     those artifacts are then the ones of ``add``."""
@@ -91,16 +112,19 @@ def rewrite_wheel(
     replaced = {_artifact_owner(name) for name in (add or {})} - {None}
     with zipfile.ZipFile(wheel) as zf:
         infos = [i for i in zf.infolist() if not i.is_dir()]
-        dist_info = _dist_info_dir([i.filename for i in infos])
+        old_dist_info = _dist_info_dir([i.filename for i in infos])
+        dist_info = _normalized_top_dir(old_dist_info, old_dist_info)
         record_name = f"{dist_info}/RECORD"
         entries: dict[str, tuple[bytes, bool, tuple[int, int, int, int, int, int]]] = {}
         for info in infos:
-            if info.filename == record_name or info.filename.startswith(f"{dist_info}/RECORD."):
+            if info.filename == f"{old_dist_info}/RECORD" or info.filename.startswith(f"{old_dist_info}/RECORD."):
                 continue  # RECORD is rewritten; signatures (RECORD.jws/.p7s) would be stale
             if drop_artifact_dirs and _artifact_owner(info.filename) in replaced:
                 continue
             executable = bool((info.external_attr >> 16) & 0o111)
-            entries[info.filename] = (zf.read(info), executable, info.date_time)
+            top, sep, rest = info.filename.partition("/")
+            name = _normalized_top_dir(top, old_dist_info) + sep + rest if sep else info.filename
+            entries[name] = (zf.read(info), executable, info.date_time)
 
     now = time.localtime()[:6]
     for name, data in (add or {}).items():
@@ -129,4 +153,9 @@ def rewrite_wheel(
             info.create_system = 3  # unix, so the permission bits below are read
             info.external_attr = ((0o100755 if executable else 0o100644) & 0xFFFF) << 16
             out.writestr(info, data, compresslevel=6)
-    tmp.replace(wheel)
+    name, _, tags = wheel.name.partition("-")
+    target = wheel.with_name(f"{normalized_dist_name(name)}-{tags}")
+    tmp.replace(target)
+    if target != wheel:
+        wheel.unlink()
+    return target
