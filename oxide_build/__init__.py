@@ -113,8 +113,8 @@ def _host_backend() -> ModuleType:
 
 
 def _host_editable_hook(name: str) -> Callable[..., Any]:
-    """The host backend's PEP 660 hook ``name``; setuptools before 64 has none (the
-    ``[build]`` extra allows 61, so that installing oxide next to PyTorch keeps its setuptools)."""
+    """The host backend's PEP 660 hook ``name``; setuptools before 64 has none (the ``[build]``
+    extra asks for 64, but a build without isolation takes the environment's setuptools as it is)."""
     backend = _host_backend()
     hook = getattr(backend, name, None)
     if hook is None:
@@ -196,9 +196,9 @@ def _prepare_metadata(kind: str, metadata_directory: str, config_settings: Confi
     prepare = (_host_editable_hook("prepare_metadata_for_build_editable") if kind == "editable"
                else _host_backend().prepare_metadata_for_build_wheel)
     dist_info = str(prepare(metadata_directory, _host_settings(config_settings)))
-    name, _, version = dist_info[: -len(".dist-info")].rpartition("-")
+    name, dash, version = dist_info[: -len(".dist-info")].rpartition("-")
     normalized = f"{normalized_dist_name(name)}-{version}.dist-info"  # as rewrite_wheel names it
-    if normalized != dist_info:
+    if dash and normalized != dist_info:
         (Path(metadata_directory) / dist_info).rename(Path(metadata_directory) / normalized)
         dist_info = normalized
     if not static:

@@ -1,4 +1,4 @@
-"""oxide_build with the old setuptools a PyTorch environment may have (the [build] extra allows 61).
+"""oxide_build with the old setuptools a PyTorch environment may have (the [build] extra allows 64).
 
 The sdist and the wheel are named with the normalized project name whatever setuptools made
 them. The sdist: setuptools before 69.3 (Python 3.10/3.11 venvs come with 65.5, and PyTorch
@@ -93,7 +93,8 @@ def test_rewrite_keeps_a_normalized_name(tmp_path: Path) -> None:
                                   "build_editable"])
 def test_editable_hooks_need_setuptools_64(hook: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    # setuptools 61-63: build_meta without the PEP 660 hooks
+    # setuptools 61-63 (a build without isolation does not check the [build] extra's floor):
+    # build_meta without the PEP 660 hooks
     setuptools = ModuleType("setuptools")
     setuptools.__version__ = "63.2.0"  # type: ignore[attr-defined]
     build_meta = ModuleType("setuptools.build_meta")
@@ -163,3 +164,23 @@ def test_prepared_metadata_directory_is_normalized_too(tmp_path: Path, monkeypat
 
     assert oxide_build.prepare_metadata_for_build_wheel(str(out)) == "my_pkg-1.0.dist-info"
     assert [p.name for p in out.iterdir()] == ["my_pkg-1.0.dist-info"]
+
+
+def test_prepared_metadata_without_a_version_is_left_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # setuptools 61.0 prepares "pure_kernel.dist-info"; there is no <name>-<version> to normalize
+    def prepare_metadata_for_build_wheel(metadata_directory: str, config_settings: object = None) -> str:
+        (Path(metadata_directory) / "pure_kernel.dist-info").mkdir()
+        return "pure_kernel.dist-info"
+
+    backend = ModuleType("setuptools.build_meta")
+    backend.prepare_metadata_for_build_wheel = prepare_metadata_for_build_wheel  # type: ignore[attr-defined]
+    monkeypatch.setattr(oxide_build, "_host_backend", lambda: backend)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "pure-kernel"\nversion = "1.2.3"\n')
+    monkeypatch.chdir(project)
+    out = tmp_path / "meta"
+    out.mkdir()
+
+    assert oxide_build.prepare_metadata_for_build_wheel(str(out)) == "pure_kernel.dist-info"
+    assert [p.name for p in out.iterdir()] == ["pure_kernel.dist-info"]

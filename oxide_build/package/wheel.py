@@ -80,7 +80,9 @@ def _normalized_top_dir(top: str, dist_info: str) -> str:
     """``top`` (a ``<name>-<version>.dist-info`` or ``.data`` directory of the wheel whose
     ``.dist-info`` is ``dist_info``) with the name normalized; anything else unchanged."""
     stem = dist_info[: -len(".dist-info")]
-    name, _, version = stem.rpartition("-")
+    name, dash, version = stem.rpartition("-")
+    if not dash:  # not <name>-<version> (setuptools 61.0 prepares pure_kernel.dist-info): left alone
+        return top
     for suffix in (".dist-info", ".data"):
         if top == stem + suffix:
             return f"{normalized_dist_name(name)}-{version}{suffix}"
