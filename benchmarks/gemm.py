@@ -1,7 +1,7 @@
 """Tensor-core GEMM (issue #18): oxide's GEMMs against cuBLAS and Triton, same run: bf16 and
 f16 in (the sm_80 ``mma.sync`` examples/gemm/mma_gemm.py, 128×256×64 tiles, and its 128×128×32
-first version mma_gemm_128x128.py; on a 9.0 GPU the sm_90a warp-specialized ``wgmma`` GEMM
-examples/gemm/wgmma_gemm.py) against ``torch.matmul``; fp8 e4m3 in (mma_gemm_fp8.py, per-tensor
+first version mma_gemm_128x128.py; on a 9.0 GPU the sm_90a warp-specialized ``wgmma`` GEMMs,
+examples/gemm/wgmma_gemm.py with TMA loads and wgmma_cpasync_gemm.py with cp.async) against ``torch.matmul``; fp8 e4m3 in (mma_gemm_fp8.py, per-tensor
 scales, bf16 out) against cuBLASLt through ``torch._scaled_mm``; f32 accumulate; each against a
 Triton matmul; at 4096³, 8192³ and the skinny 16384×1024×4096. Needs a GPU, PyTorch and Triton.
 
@@ -118,12 +118,39 @@ def timed(torch: Any, impls: dict[str, Callable[[], Any]], reps: int) -> dict[st
     return times
 
 
+def wgmma_impls(torch: Any, a: Any, b: Any) -> dict[str, Callable[[], Any]]:
+    """The sm_90a GEMMs: examples/gemm/wgmma_gemm.py (TMA loads; its descriptors made once, as a
+    caller keeps them) and its cp.async variant, each into an output of its own."""
+    import oxide
+    from examples.gemm import wgmma_cpasync_gemm as wgc
+    from examples.gemm import wgmma_gemm as wg
+
+    (m, k), n = a.shape, b.shape[1]
+    tiles = ((m + wg.BM - 1) // wg.BM) * ((n + wg.BN - 1) // wg.BN)
+    blocks = min(torch.cuda.get_device_properties(0).multi_processor_count, tiles)
+    tma_launch = wg.wgmma_gemm[blocks, wg.THREADS, None, wg.SMEM_BYTES]
+    a_map = oxide.tma.descriptor(a, box=(wg.BM, wg.BK), swizzle=128)
+    b_map = oxide.tma.descriptor(b, box=(wg.BK, 64), swizzle=128)
+    cpasync_launch = wgc.wgmma_cpasync_gemm[blocks, wgc.THREADS, None, wgc.SMEM_BYTES]
+    c_tma = torch.full((m, n), float("nan"), device="cuda", dtype=a.dtype)
+    c_cpasync = torch.full((m, n), float("nan"), device="cuda", dtype=a.dtype)
+
+    def tma_run() -> Any:
+        tma_launch(a_map, b_map, m, n, k, c_tma.view(-1))
+        return c_tma
+
+    def cpasync_run() -> Any:
+        cpasync_launch(a.view(-1), b.view(-1), m, n, k, c_cpasync.view(-1))
+        return c_cpasync
+
+    return {"oxide wgmma_gemm (TMA)": tma_run, "oxide wgmma_cpasync_gemm": cpasync_run}
+
+
 def sixteen_bit_impls(torch: Any, m: int, n: int, k: int, dt: Any,
                       tri: Callable[..., Any] | None) -> tuple[dict[str, Callable[[], Any]], Any, Any, str, float]:
     """The bf16/f16 contenders on fresh inputs, the inputs, the reference's name and the scale."""
     from examples.gemm import mma_gemm as big
     from examples.gemm import mma_gemm_128x128 as small
-    from examples.gemm import wgmma_gemm as wg
 
     a = torch.randn(m, k, device="cuda").to(dt)
     b = torch.randn(k, n, device="cuda").to(dt)
@@ -141,18 +168,9 @@ def sixteen_bit_impls(torch: Any, m: int, n: int, k: int, dt: Any,
             a.view(-1), b.view(-1), m, n, k, c2.view(-1))
         return c2
 
-    tiles = ((m + wg.BM - 1) // wg.BM) * ((n + wg.BN - 1) // wg.BN)
-    wgmma_launch = wg.wgmma_gemm[min(torch.cuda.get_device_properties(0).multi_processor_count, tiles), wg.THREADS,
-                                 None, wg.SMEM_BYTES]
-    c3 = torch.full((m, n), float("nan"), device="cuda", dtype=dt)
-
-    def wgmma_run() -> Any:
-        wgmma_launch(a.view(-1), b.view(-1), m, n, k, c3.view(-1))
-        return c3
-
     impls: dict[str, Callable[[], Any]] = {"oxide mma_gemm": oxide_run, "oxide mma_gemm_128x128": oxide_small}
     if torch.cuda.get_device_capability(0) == (9, 0):  # wgmma needs sm_90a
-        impls["oxide wgmma_gemm"] = wgmma_run
+        impls.update(wgmma_impls(torch, a, b))
     impls["cuBLAS (torch.matmul)"] = lambda: a @ b
     if tri is not None:
         impls["Triton"] = lambda: tri(a, b)

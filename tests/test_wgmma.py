@@ -185,12 +185,15 @@ def test_the_tile_fixtures_compile_for_sm_90a() -> None:
     assert set(compiled.cubins) == {"sm_90a"}
 
 
-def test_sass_of_the_gemm_holds_hgmma_and_no_local_memory() -> None:
-    """The sm_90a GEMM runs on the warpgroup tensor cores (HGMMA, not HMMA), its 128
-    accumulators stay in registers (no local memory), and the wgmmas are not serialized."""
+@pytest.mark.parametrize("example", ["wgmma_gemm", "wgmma_cpasync_gemm"])
+def test_sass_of_the_gemm_holds_hgmma_and_no_local_memory(example: str) -> None:
+    """The sm_90a GEMMs run on the warpgroup tensor cores (HGMMA, not HMMA), their 128
+    accumulators stay in registers (no local memory), the wgmmas are not serialized, and the
+    TMA one loads with UTMALDG."""
     from oxide_build.inspect import disassemble, inspect_module
 
-    found = inspect_module(EXAMPLE, "wgmma_gemm", "sm_90a")
+    found = inspect_module(EXAMPLE.parent / f"{example}.py", example, "sm_90a")
+    assert len(found.resources) == 2  # bf16 and f16
     for symbol, res in found.resources.items():
         assert res.local_bytes == 0 and res.spill_stores == 0 and res.spill_loads == 0, symbol
     try:
@@ -201,6 +204,7 @@ def test_sass_of_the_gemm_holds_hgmma_and_no_local_memory() -> None:
     assert "HMMA" not in sass.replace("HGMMA", "")
     assert "LDL" not in sass and "STL" not in sass
     assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sass  # one group kept in flight
+    assert sass.count("UTMALDG.2D") == (2 * 5 if example == "wgmma_gemm" else 0)  # A and 4 boxes of B, per type
 
 
 ORDER_CASES = {
