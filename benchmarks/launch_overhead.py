@@ -451,7 +451,10 @@ def main() -> int:
         first_arrays, first_tensors = arrays[first_kind], tensors.get(first_kind, [])
         launch(*oxide_args(params, first_arrays, first_tensors))  # loads the module, fills the C plan
         sync()
-        fn = next(v.functions[ctx_uid] for v in kernel._dispatch.variants if ctx_uid in v.functions)
+        # the function oxide launched: a kernel with tensor parameters launches its index32
+        # instance for these small tensors (same argument slots)
+        fn = next(w.functions[ctx_uid] for v in kernel._dispatch.variants for w in (v.index32, v)
+                  if w is not None and ctx_uid in w.functions)
 
         # the C floor: the same CUfunction, arguments packed once
         slots: list[Any] = []

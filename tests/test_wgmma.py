@@ -5,6 +5,7 @@ error, the JIT's switch to sm_90a, and the SASS of examples/gemm/wgmma_gemm.py (
 local memory) where cuobjdump is installed. The GPU results are in tests/test_wgmma_gpu.py."""
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -261,3 +262,32 @@ def k(c: MutSlice[f32], n: i32) -> None:
     with pytest.raises(CompileError, match="is read while"):
         compile_source(tmp_path, loop.format(top="x = acc[5]", after="ox.wgmma.wait_group(0, acc)"))
     assert compile_source(tmp_path, loop.format(top="pass", after="ox.wgmma.wait_group(0, acc)"))
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_static_shared_keeps_a_swizzled_dynamic_array_on_its_period(tmp_path: Path, backend: str) -> None:
+    """The driver places dynamic shared memory right after the static shared memory, 16-byte
+    aligned whatever its declaration asks: next to a swizzled dynamic array every static shared
+    array (the mbarriers here, 4 × 8 bytes) is a whole number of 1024-byte periods, 1024-aligned.
+    Without a swizzled dynamic array nothing is padded."""
+    body = """
+@ox.kernel
+def k(c: MutSlice[f32]) -> None:
+    smem = ox.shared.dynamic(f16, swizzle={swizzle})
+    bars = ox.mbarrier.array(4)
+    rows = ox.shared.array(100, f32)
+    if thread.idx.x == 0:
+        ox.mbarrier.init(bars[0], 1)
+    rows[thread.idx.x % 100] = 1.0
+    block.sync()
+    with ox.unsafe():
+        c[thread.idx.x] = f32(smem[thread.idx.x]) + rows[(thread.idx.x + 1) % 100]
+"""
+    options = CompileOptions(archs=("sm_90",), backend=backend, link_cubins=False)
+    padded = " ".join(compile_source(tmp_path, body.replace("{swizzle}", "128"), options)["sm_90"].split())
+    assert ".extern .shared .align 1024" in padded
+    statics = re.findall(r"\.shared \.align (\d+) \.b8 \S+\[(\d+)\]", padded)
+    assert len(statics) == 2 and all(a == "1024" and int(n) % 1024 == 0 for a, n in statics), statics
+    plain = " ".join(compile_source(tmp_path, body.replace(", swizzle={swizzle}", ""), options)["sm_90"].split())
+    statics = re.findall(r"\.shared \.align (\d+) \.b8 \S+\[(\d+)\]", plain)
+    assert sorted(int(n) for _, n in statics) == [32, 400] and all(a == "16" for a, _ in statics), statics

@@ -9,6 +9,7 @@ ends the thread.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Iterator
@@ -185,6 +186,14 @@ class _Loop:
     exit_block: ll.Block
 
 
+def _has_swizzled_dynamic_shared(program: ir.Program) -> bool:
+    """Whether a function of ``program`` declares a swizzled dynamic shared array
+    (``ox.shared.dynamic(T, swizzle=...)``), whose start must keep the swizzle's period."""
+    return any(isinstance(s, ir.ArrayDecl) and isinstance(s.ty, ArrayType) and s.ty.space == "shared"
+               and s.ty.size is None and bool(s.ty.swizzle)
+               for fn in program.functions for s in ir.statements(fn.body))
+
+
 class ModuleLowering:
     def __init__(self, program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False,
                  libnvvm: bool = False, dialect: Dialect = NVPTX) -> None:
@@ -215,6 +224,7 @@ class ModuleLowering:
         self.arrays: dict[str, ll.GlobalVariable] = {}  # module-level constant/global memory
         # symbol -> its index32 instance's (index32.py): what an index32 function calls instead
         self.index32_twins = index32_twins(program)
+        self._pad_static_shared = _has_swizzled_dynamic_shared(program)
 
     def declare(self, fn: ir.Function, symbol: str, index32: bool) -> ll.Function:
         fnty = ll.FunctionType(value_ll(fn.ret), abi_params(fn.params, fn.is_kernel, c_abi=fn.export, index32=index32))
@@ -380,11 +390,22 @@ class ModuleLowering:
                 self._dynamic_smem.align = SWIZZLE_ALIGNMENT
             return self._dynamic_smem
         self._shared_count += 1
-        arr = ll.ArrayType(elem, ty.size)
+        count = ty.size
+        if self._pad_static_shared:
+            # The driver places dynamic shared memory right after a block's static shared
+            # memory, 16-byte aligned whatever the alignment its declaration asks for (CCCL and
+            # others measured this): a swizzled dynamic array after 64 bytes of mbarriers starts
+            # 64 bytes off its 1024-byte period, and TMA faults (misaligned address) or wgmma
+            # reads the tile unswizzled. In a module with one, every static shared array is
+            # therefore a whole number of 1024-byte periods, 1024-aligned, so the static
+            # segment, and the dynamic one after it, keep the period.
+            step = SWIZZLE_ALIGNMENT // math.gcd(SWIZZLE_ALIGNMENT, ty.elem.itemsize)
+            count = -(-ty.size // step) * step
+        arr = ll.ArrayType(elem, count)
         g = ll.GlobalVariable(self.module, arr, f"__oxide_shared.{hint}.{self._shared_count}", addrspace=3)
         g.linkage = "internal"
         g.initializer = ll.Constant(arr, ll.Undefined)
-        g.align = SWIZZLE_ALIGNMENT if ty.swizzle else 16
+        g.align = SWIZZLE_ALIGNMENT if ty.swizzle or self._pad_static_shared else 16
         return g
 
     def fail_function(self, ends_thread: bool = True) -> ll.Function:
