@@ -1,8 +1,8 @@
 """The sm_90a tensor-core intrinsics (oxide_build/intrinsics/wgmma.py, fence.proxy_async,
 swizzled shared arrays) on the CPU: the PTX each backend makes, the descriptors' constant bits,
 the arch each needs (a located error naming the intrinsic and the arch), every misuse a located
-error, the JIT's switch to sm_90a, and the SASS of examples/gemm/wgmma_gemm.py (HGMMA, no
-local memory) where cuobjdump is installed. The GPU results are in tests/test_wgmma_gpu.py."""
+error, the JIT's switch to sm_90a, the 8-bit (e4m3/e5m2) operands, and the SASS of
+examples/gemm/wgmma_gemm.py and wgmma_gemm_fp8.py (HGMMA/QGMMA, no local memory) where cuobjdump is installed. The GPU results are in tests/test_wgmma_gpu.py."""
 from __future__ import annotations
 
 import re
@@ -124,7 +124,7 @@ MISUSES = [
     ("acc = ox.wgmma.accumulator('m64n128k16', f16)", "a wgmma accumulator holds f32"),
     ("ox.wgmma.mma(frag, sa, 0, sb, 0)", "acc must be a wgmma accumulator"),
     ("ox.wgmma.mma(acc, plain, 0, sb, 0)", "is a shared array without a swizzle"),
-    ("ox.wgmma.mma(acc, sf, 0, sb, 0)", "wgmma.mma multiplies f16 or bf16, A holds f32"),
+    ("ox.wgmma.mma(acc, sf, 0, sb, 0)", "wgmma.mma multiplies f16, bf16, f8e4m3 or f8e5m2, A holds f32"),
     ("ox.wgmma.mma(acc, loc, 0, sb, 0)", "wgmma.mma reads A from a shared array, got local array"),
     ("ox.wgmma.mma(acc, sa, 0.5, sb, 0)", "the element offset of A must be an integer"),
     ("ox.wgmma.mma(acc, sa, 0, sb)", "takes 5 arguments, got 4"),
@@ -163,6 +163,99 @@ def k(c: MutSlice[f32], n: i32) -> None:
         compile_source(tmp_path, body)
     assert message in str(info.value)
     assert "kern.py:13:" in str(info.value)  # the line of the misuse
+
+
+TILE_FP8 = """
+from oxide import f8e4m3, f8e5m2
+
+
+@ox.kernel
+def tile8(a: Slice[f8e4m3], b: Slice[f8e5m2], c: MutSlice[f32]) -> None:
+    sa = ox.shared.array(8192, f8e4m3, swizzle=128)
+    sb = ox.shared.array(16384, f8e4m3, swizzle=128)
+    s5 = ox.shared.array(16384, f8e5m2, swizzle=128)
+    for i in range(thread.idx.x, 8192, 128):
+        sa[i] = a[i]
+        sb[i] = a[i]
+        s5[i] = b[i]
+    ox.fence.proxy_async()
+    block.sync()
+    acc = ox.wgmma.accumulator("m64n128k32")
+    ox.wgmma.fence()
+    ox.wgmma.mma(acc, sa, 0, sb, 0, scale_d=False)
+    ox.wgmma.mma(acc, sa, 32, sb, 32)
+    ox.wgmma.mma(acc, sa, 64, s5, 64)
+    ox.wgmma.commit_group()
+    ox.wgmma.wait_group(0, acc)
+    with ox.unsafe():
+        c[thread.idx.x] = acc[0] + acc[63]
+"""
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_ptx_of_an_8_bit_wgmma(tmp_path: Path, backend: str) -> None:
+    """8-bit operands: shape k32, PTX types .e4m3/.e5m2 (A and B may differ), and no
+    imm-trans-a/imm-trans-b operands (PTX has none for 8-bit types: both are K-major)."""
+    ptx = compile_source(tmp_path, TILE_FP8, CompileOptions(archs=("sm_90a",), backend=backend))["sm_90a"]
+    mmas = [line for line in ptx.splitlines() if "wgmma.mma_async" in line]
+    assert len(mmas) == 3
+    assert all(line.startswith("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {") for line in mmas[:2])
+    assert mmas[2].startswith("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2 {")
+    # 64 registers (63 commas), then a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b
+    assert all(line.count(",") == 63 + 5 and line.endswith("p, 1, 1;") for line in mmas)
+
+
+FP8_MISUSES = [
+    ("ox.wgmma.mma(acc8, s8, 0, s8, 0, b_major='mn', b_rows=64)",
+     "wgmma with 8-bit operands (f8e4m3) reads both A and B K-major: PTX has no transpose for them"),
+    ("ox.wgmma.mma(acc8, s8, 0, s8, 0, b_major='mn')", "reads both A and B K-major"),
+    ("ox.wgmma.mma(acc8, s8, 0, sa, 0)", "A holds f8e4m3 but B holds f16"),
+    ("ox.wgmma.mma(acc8, sa, 0, s8, 0)", "A holds f16 but B holds f8e4m3"),
+    ("ox.wgmma.mma(acc, s8, 0, s8, 0)", "the accumulator's shape m64n64k16 does not fit f8e4m3 inputs"),
+    ("ox.wgmma.mma(acc8, sa, 0, sa, 0)", "the accumulator's shape m64n64k32 does not fit f16 inputs"),
+    ("bad = ox.wgmma.accumulator('m64n64k8')", "unknown wgmma shape 'm64n64k8'"),
+]
+
+
+@pytest.mark.parametrize("line, message", FP8_MISUSES, ids=[m[0] for m in FP8_MISUSES])
+def test_8_bit_misuse_is_a_located_error(tmp_path: Path, line: str, message: str) -> None:
+    body = f"""
+from oxide import f8e4m3
+
+
+@ox.kernel
+def k(c: MutSlice[f32], n: i32) -> None:
+    sa = ox.shared.array(4096, f16, swizzle=128)
+    s8 = ox.shared.array(8192, f8e4m3, swizzle=128)
+    acc = ox.wgmma.accumulator("m64n64k16")
+    acc8 = ox.wgmma.accumulator("m64n64k32")
+    {line}
+"""
+    with pytest.raises(CompileError) as info:
+        compile_source(tmp_path, body)
+    assert message in str(info.value)
+    assert "kern.py:13:" in str(info.value)  # the line of the misuse
+
+
+def test_sass_of_the_fp8_gemm_holds_qgmma_and_no_local_memory() -> None:
+    """examples/gemm/wgmma_gemm_fp8.py runs on the warpgroup tensor cores with e4m3 (QGMMA
+    64x256x32), its 128 accumulators stay in registers, one group in flight, and it loads one
+    box of A and one of Bt per stage with UTMALDG."""
+    from oxide_build.inspect import disassemble, inspect_module
+
+    found = inspect_module(EXAMPLE.parent / "wgmma_gemm_fp8.py", "wgmma_gemm_fp8", "sm_90a")
+    assert list(found.resources) == ["wgmma_gemm_fp8"]
+    for symbol, res in found.resources.items():
+        assert res.local_bytes == 0 and res.spill_stores == 0 and res.spill_loads == 0, symbol
+    try:
+        sass = disassemble(found.cubin)
+    except ToolchainError as e:
+        pytest.skip(f"no SASS: {e}")
+    assert sass.count("QGMMA.64x256x32.F32.E4M3.E4M3") == 8  # 4 per stage, the loop's body twice
+    assert "HMMA" not in sass and "HGMMA" not in sass
+    assert "LDL" not in sass and "STL" not in sass
+    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sass
+    assert sass.count("UTMALDG.2D") == 2
 
 
 def test_jit_compiles_a_wgmma_module_for_sm_90a(tmp_path: Path) -> None:

@@ -23,6 +23,10 @@ multiplies together: ``ox.wgmma.mma(acc, a, a_index, b, b_index)`` starts
   ``b_major="mn"`` reads B N-major (a row-major B, ``K×N``): the array then holds B in chunks
   of ``swizzle`` bytes of N, each chunk ``b_rows`` rows of K one after the other
   (``[N / 64][b_rows][64]`` for 128-byte swizzle and 16-bit elements).
+- 8-bit floats: A and B of ``f8e4m3``/``f8e5m2`` (the two may mix) multiply with an
+  ``"m64nNk32"`` accumulator (f32, same fragment layout), K = 32 elements = 32 bytes per
+  instruction; a 128-byte swizzled row holds 128 of them. PTX has no transpose for 8-bit
+  operands: both are K-major and ``b_major="mn"`` is a located error.
 - ``fence()`` before the first ``mma`` that reads registers written since (the accumulator),
   ``commit_group()`` closes the ``mma``s issued since the last one into a group,
   ``wait_group(n, acc, ...)`` waits until at most ``n`` groups are pending; the accumulators
@@ -70,6 +74,8 @@ SM90A = "sm_90a"
 # the swizzle a shared array may be declared with (bytes per row) -> the descriptor's layout type
 SWIZZLES: dict[int, int] = {128: 1, 64: 2, 32: 3}
 INPUTS = ("f16", "bf16")
+# 8-bit floats (PTX .e4m3/.e5m2): K of 32 per instruction, both operands K-major
+INPUTS_8BIT: dict[str, str] = {"f8e4m3": "e4m3", "f8e5m2": "e5m2"}
 FRAGMENT = "wgmma.c:"
 
 
@@ -85,8 +91,9 @@ def accumulator_shape(fragment: str | None) -> tuple[int, int, int] | None:
 
 def _shape(tr: FunctionTranslator, node: ast.expr) -> tuple[str, int]:
     text = tr.const_str(node)
-    hint = "shapes: 'm64nNk16' with N a multiple of 8 from 8 to 256, e.g. 'm64n256k16'"
-    if text is None or not text.startswith("m64n") or not text.endswith("k16"):
+    hint = ("shapes: 'm64nNk16' (f16/bf16 inputs) or 'm64nNk32' (f8e4m3/f8e5m2 inputs) with N a multiple of 8 "
+            "from 8 to 256, e.g. 'm64n256k16'")
+    if text is None or not text.startswith("m64n") or not (text.endswith("k16") or text.endswith("k32")):
         raise tr.error(node, f"unknown wgmma shape {ast.unparse(node)}", hint)
     digits = text[len("m64n"):-len("k16")]
     if not digits.isdigit() or not 8 <= int(digits) <= 256 or int(digits) % 8:
@@ -122,8 +129,8 @@ def _operand(tr: FunctionTranslator, node: ast.expr, index_node: ast.expr, what:
     if not isinstance(ty, ArrayType) or ty.space != "shared":
         raise tr.error(node, f"wgmma.mma reads {what} from a shared array, got {type_name(ty)}",
                        "declare it ox.shared.array(shape, T, swizzle=128) (or ox.shared.dynamic(T, swizzle=128))")
-    if ty.elem.name not in INPUTS:
-        raise tr.error(node, f"wgmma.mma multiplies f16 or bf16, {what} holds {ty.elem.name}")
+    if ty.elem.name not in INPUTS and ty.elem.name not in INPUTS_8BIT:
+        raise tr.error(node, f"wgmma.mma multiplies f16, bf16, f8e4m3 or f8e5m2, {what} holds {ty.elem.name}")
     if ty.swizzle not in SWIZZLES:
         raise tr.error(node, f"{what} ({ast.unparse(node)}) is a shared array without a swizzle; wgmma reads "
                        "swizzled tiles", "declare it with swizzle=128 (or 64, 32): rows of that many bytes, "
@@ -142,9 +149,17 @@ def _type_mma(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir
     acc, acc_ty = _accumulator(tr, node.args[0], "acc")
     a, a_index, a_ty = _operand(tr, node.args[1], node.args[2], "A")
     b, b_index, b_ty = _operand(tr, node.args[3], node.args[4], "B")
-    if a_ty.elem != b_ty.elem:
+    eight_bit = a_ty.elem.name in INPUTS_8BIT
+    if a_ty.elem != b_ty.elem and not (eight_bit and b_ty.elem.name in INPUTS_8BIT):
         raise tr.error(node.args[3], f"A holds {a_ty.elem.name} but B holds {b_ty.elem.name}",
-                       "A and B of one wgmma have one element type")
+                       "A and B of one wgmma have one 16-bit element type (f16 or bf16), or are both 8-bit "
+                       "floats (f8e4m3/f8e5m2, which may mix)")
+    _, n, k_step = accumulator_shape(acc_ty.fragment)  # type: ignore[misc]
+    if k_step != (32 if eight_bit else 16):
+        shape = f"m64n{n}k{32 if eight_bit else 16}"
+        raise tr.error(node.args[0], f"the accumulator's shape m64n{n}k{k_step} does not fit {a_ty.elem.name} inputs: "
+                       f"wgmma multiplies K = {32 if eight_bit else 16} of them per instruction",
+                       f"declare it ox.wgmma.accumulator(\"{shape}\")")
     keywords = {k.arg: k for k in node.keywords}
     for k in node.keywords:
         if k.arg not in info.keywords:
@@ -156,6 +171,10 @@ def _type_mma(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir
             raise tr.error(keywords["b_major"].value, f"b_major= is 'k' (B stored as rows of K: a row-major Bᵀ) or "
                            f"'mn' (rows of N: a row-major B), got {ast.unparse(keywords['b_major'].value)}")
         b_major = given
+    if eight_bit and b_major == "mn":
+        raise tr.error(keywords["b_major"].value, f"wgmma with 8-bit operands ({a_ty.elem.name}) reads both A and B "
+                       "K-major: PTX has no transpose for them", "store B as rows of K (a row-major Bᵀ, N×K: "
+                       "K-contiguous as torch._scaled_mm takes it) and leave b_major out")
     b_rows = 0
     if b_major == "mn":
         if "b_rows" not in keywords:
@@ -178,9 +197,9 @@ def _type_mma(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir
         if st is None or st.kind not in ("bool", "int", "uint"):
             raise tr.error(value_node, f"scale_d= is a bool (False: D = A·B, True: D = A·B + D), got {type_name(value.ty)}")
         scale_d = tr.convert(value, I32, value_node)
-    _, n, _ = accumulator_shape(acc_ty.fragment)  # type: ignore[misc]
     return ir.Intrinsic(info.name, [acc, a, a_index, b, b_index, scale_d], VoidType(), tr.loc(node),
-                        options=(str(n), a_ty.elem.name, str(a_ty.swizzle), str(b_ty.swizzle), b_major, str(b_rows)))
+                        options=(str(n), a_ty.elem.name, str(a_ty.swizzle), str(b_ty.swizzle), b_major, str(b_rows),
+                                 str(k_step), b_ty.elem.name))
 
 
 def matrix_descriptor_bits(swizzle: int, itemsize: int, mn_major: bool, rows: int) -> int:
@@ -190,7 +209,7 @@ def matrix_descriptor_bits(swizzle: int, itemsize: int, mn_major: bool, rows: in
 
     K-major: 8 rows of ``swizzle`` bytes make one swizzle atom, the next 8 rows follow at
     ``8 * swizzle`` bytes (the stride offset); the leading offset is unused (16 elements of K fit
-    in a row). N-major: the stride offset steps 8 rows of K (``8 * swizzle`` bytes), the leading
+    in a row; 32 elements of an 8-bit K also take 32 bytes). N-major: the stride offset steps 8 rows of K (``8 * swizzle`` bytes), the leading
     offset one chunk of ``swizzle`` bytes of N (``rows * swizzle`` bytes)."""
     del itemsize  # the layouts are in bytes
     stride = 8 * swizzle
@@ -209,11 +228,13 @@ def _descriptor(fl: FunctionLowering, array: ir.Expr, index: ir.Expr, bits: int)
 
 def _lower_mma(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     b = fl.b
-    n_text, elem, a_swizzle, b_swizzle, b_major, b_rows = e.options
+    n_text, a_elem, a_swizzle, b_swizzle, b_major, b_rows, k, b_elem = e.options
     n = int(n_text)
     acc, a, a_index, bb, b_index, scale_d = e.args
     count = n // 2
-    itemsize = 2
+    itemsize = 1 if a_elem in INPUTS_8BIT else 2
+    # the start addresses are byte addresses of element a_index / b_index (a gep over the element
+    # type): a K step of 32 8-bit elements advances 32 bytes, as 16 16-bit elements do
     desc_a = _descriptor(fl, a, a_index, matrix_descriptor_bits(int(a_swizzle), itemsize, False, 0))
     desc_b = _descriptor(fl, bb, b_index, matrix_descriptor_bits(int(b_swizzle), itemsize, b_major == "mn", int(b_rows)))
     view = fl.view(acc)
@@ -222,10 +243,16 @@ def _lower_mma(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll
     values = [b.load(p, typ=f32) for p in slots]
     regs = ", ".join(f"${i}" for i in range(count))
     at = 2 * count  # the outputs, then as many inputs tied to them, then the descriptors
-    trans_b = 1 if b_major == "mn" else 0
+    if a_elem in INPUTS_8BIT:
+        # 8-bit inputs: d, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b (no transpose operands)
+        types = f"{INPUTS_8BIT[a_elem]}.{INPUTS_8BIT[b_elem]}"
+        tail = ""
+    else:
+        types = f"{a_elem}.{b_elem}"
+        tail = f", 0, {1 if b_major == 'mn' else 0}"  # imm-trans-a, imm-trans-b
     text = ("{\n.reg .pred p;\n"
             f"setp.ne.b32 p, ${at + 2}, 0;\n"
-            f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{elem}.{elem} {{{regs}}}, ${at}, ${at + 1}, p, 1, 1, 0, {trans_b};\n"
+            f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{types} {{{regs}}}, ${at}, ${at + 1}, p, 1, 1{tail};\n"
             "}")
     constraint = ",".join(["=f"] * count + [str(i) for i in range(count)] + ["l", "l", "r", "~{memory}"])
     result = asm_call(fl, text, constraint, ll.LiteralStructType([f32] * count),
