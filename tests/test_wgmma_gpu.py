@@ -1,7 +1,7 @@
 """Hopper tensor cores on the GPU (issue #18): one-warpgroup wgmma tiles (K-major and N-major
 B, written by ordinary stores and fenced for the async proxy), the TMA + wgmma GEMM of
-examples/gemm/wgmma_gemm.py and its cp.async variant examples/gemm/wgmma_cpasync_gemm.py against
-torch in float64, at odd sizes and with more tiles than SMs. Inputs are fresh random non-zero
+examples/gemm/wgmma_gemm.py and its cp.async variant examples/gemm/wgmma_cpasync_gemm.py, and the
+e4m3 one examples/gemm/wgmma_gemm_fp8.py, against torch in float64, at odd sizes and with more tiles than SMs. Inputs are fresh random non-zero
 values, outputs are poisoned with NaN before every launch and every element is checked. The
 modules need sm_90a: on a 9.0 GPU the JIT compiles them for it (their kernels need it),
 elsewhere the tests skip. Kernels: packages/wgmmakernels/, examples/gemm/."""
@@ -79,6 +79,17 @@ def test_wgmma_tma_gemm() -> None:
                                 capture_output=True, text=True, timeout=90, cwd=ROOT)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"the TMA GEMM did not finish in 90 s (a barrier never completed?); it printed:\n{e.stdout}")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_wgmma_tma_gemm_fp8() -> None:
+    """examples/gemm/wgmma_gemm_fp8.py (e4m3, per-tensor scales, bf16 out) at every size of
+    FP8_GEMM_SIZES and on 3 blocks walking 16 tiles, in a process of its own with a timeout."""
+    try:
+        result = subprocess.run([sys.executable, str(Path(__file__).resolve().parent / "wgmma_gemm_fp8_cases.py")],
+                                capture_output=True, text=True, timeout=120, cwd=ROOT)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the fp8 TMA GEMM did not finish in 120 s (a barrier never completed?); it printed:\n{e.stdout}")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

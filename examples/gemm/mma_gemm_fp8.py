@@ -12,7 +12,7 @@ rows, Swizzle<3,4,3> on element offsets), 144 KiB of dynamic shared memory.
 On sm_89 and sm_120 ``mma.sync`` with e4m3 is one QMMA.16832 instruction. On sm_90 (H100/H200)
 there is no such instruction: ptxas unpacks the fragments to f16 (F2FP) and issues two
 HMMA.16816, so on Hopper this kernel runs at about the f16 ``mma.sync`` rate; Hopper's fp8 rate
-needs ``wgmma`` (examples/gemm/wgmma_gemm.py).
+needs ``wgmma`` (examples/gemm/wgmma_gemm_fp8.py).
 
 Sizes: any M; N a multiple of 8 and K of 16 (rows of 16 bytes), K ≤ 2^30.
 
