@@ -102,7 +102,7 @@ def check(torch: Any, name: str, out: Any, a: Any, b: Any, elem: str, scale: flo
     ref = (a[rows].double() @ b.double()) * scale
     ulp = 2.0 ** -11 if elem == "f16" else 2.0 ** -8  # bf16 out for bf16 and e4m3
     err = ((out[rows].double() - ref).abs()
-           / (ulp * ref.abs() + accumulation * scale * (a[rows].double().abs() @ b.double().abs()) + 1e-6))
+           / (ulp * ref.abs() + accumulation * (a[rows].double().abs() @ b.double().abs()) + 1e-6))
     return float(err.max())
 
 
