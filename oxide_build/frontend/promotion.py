@@ -19,7 +19,9 @@ Comparisons differ from C where C is a trap: a signed and an unsigned operand co
 """
 from __future__ import annotations
 
-from oxide.lang.types import ScalarType, f64, i32, i64
+from oxide.lang.types import ScalarType, i32, i64
+
+from ..ir.types import literal_type
 
 __all__ = ["promote", "comparison_type", "literal_type", "PromotionError", "fits"]
 
@@ -61,16 +63,6 @@ def comparison_type(a: ScalarType, b: ScalarType) -> tuple[ScalarType, bool]:
     if unsigned.bits < 64:
         return i64, False  # holds every value of both
     return unsigned, True
-
-
-def literal_type(value: object) -> ScalarType:
-    from oxide.lang.types import boolean
-
-    if isinstance(value, bool):
-        return boolean
-    if isinstance(value, int):
-        return i64
-    return f64
 
 
 def bool_arithmetic_type() -> ScalarType:

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir as ll
 
-from oxide.lang.types import SCALAR_TYPES, ScalarType
+from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
 from ..ir.ops import CompareOp
-from ..ir.types import BOOL, as_scalar, type_name
+from ..ir.types import BOOL, as_scalar, literal_type, type_name
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
@@ -31,14 +31,6 @@ if TYPE_CHECKING:
     from ..lower.llvm import FunctionLowering
 
 __all__ = ["ENTRIES"]
-
-
-def _literal_type(value: object) -> ScalarType:
-    """A Python literal's type, as ``frontend.promotion.literal_type`` gives it (not imported: the
-    frontend imports this registry)."""
-    if isinstance(value, bool):
-        return SCALAR_TYPES["bool"]
-    return SCALAR_TYPES["i64"] if isinstance(value, int) else SCALAR_TYPES["f64"]
 
 
 def _type_minmax(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
@@ -54,7 +46,7 @@ def _type_minmax(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) ->
                 raise tr.error(node, f"{which}() needs numbers, got {type_name(side.ty)}")
         if isinstance(result, ir.Const) and isinstance(v, ir.Const) and result.weak and v.weak:
             result = ir.Const(min(result.value, v.value) if which == "min" else max(result.value, v.value),
-                              _literal_type(result.value), loc, weak=True)
+                              literal_type(result.value), loc, weak=True)
             continue
         a, b, ty = tr.unify(result, v, node, which)
         if ir.is_pure(a) and ir.is_pure(b):

@@ -12,10 +12,19 @@ from oxide.lang.vectors import VECTOR_TYPES, VectorType
 __all__ = [
     "ScalarType", "VectorType", "VECTOR_TYPES", "ViewType", "TensorMapType", "ThreadIndexType", "VoidType", "ArrayType", "TupleType", "StructType", "Type",
     "THREAD_INDEX", "THREAD_INDEX_DIM", "VOID", "BOOL", "I64", "I32", "F32", "F64", "SCALAR_TYPES",
-    "ViewKind", "type_name", "is_int", "is_float", "as_scalar", "int_limits", "scalar_leaves",
+    "ViewKind", "type_name", "is_int", "is_float", "as_scalar", "int_limits", "scalar_leaves", "literal_type",
 ]
 
 BOOL, I32, I64, F32, F64 = boolean, i32, i64, f32, f64
+
+
+def literal_type(value: object) -> ScalarType:
+    """A Python literal's type before it meets a typed operand: bool, i64 or f64."""
+    if isinstance(value, bool):
+        return boolean
+    if isinstance(value, int):
+        return i64
+    return f64
 
 
 
