@@ -384,3 +384,107 @@ def k(c: MutSlice[f32]) -> None:
     plain = " ".join(compile_source(tmp_path, body.replace(", swizzle={swizzle}", ""), options)["sm_90"].split())
     statics = re.findall(r"\.shared \.align (\d+) \.b8 \S+\[(\d+)\]", plain)
     assert sorted(int(n) for _, n in statics) == [32, 400] and all(a == "16" for a, _ in statics), statics
+
+
+REGISTER_A = """
+@ox.kernel
+def rs(a: Slice[f16], c: MutSlice[f32]) -> None:
+    sb = ox.shared.array(8192, f16, swizzle=128)
+    for i in range(thread.idx.x, 8192, 128):
+        sb[i] = a[i]
+    ox.fence.proxy_async()
+    block.sync()
+    pf = ox.mma.fragment_a("m16n8k16", f16, 2)
+    for kk in ox.static_range(2):
+        for e in ox.static_range(8):
+            pf[kk, e] = a[thread.idx.x * 16 + kk * 8 + e]
+    acc = ox.wgmma.accumulator("m64n64k16")
+    ox.wgmma.fence()
+    ox.wgmma.mma(acc, pf[0], sb, 0, scale_d=False)
+    ox.wgmma.mma(acc, pf[1], sb, 16 * 64, b_major="mn", b_rows=32)
+    ox.wgmma.commit_group()
+    ox.wgmma.wait_group(0, acc)
+    with ox.unsafe():
+        c[thread.idx.x] = acc[0] + acc[31]
+"""
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_ptx_of_a_register_a_wgmma(tmp_path: Path, backend: str) -> None:
+    """``wgmma.mma(acc, fragment, b, b_index)``: A's four 32-bit registers in the instruction,
+    no transpose operand for A, B's as given."""
+    ptx = compile_source(tmp_path, REGISTER_A, CompileOptions(archs=("sm_90a",), backend=backend))["sm_90a"]
+    mmas = [line for line in ptx.splitlines() if "wgmma.mma_async" in line]
+    assert len(mmas) == 2
+    for line, trans in zip(mmas, "01"):
+        assert line.startswith("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {")
+        a_regs = line.split("}, {")[1].split("}")[0].split(", ")
+        assert len(a_regs) == 4 and all(r.startswith("%r") for r in a_regs), line
+        assert line.endswith(f"p, 1, 1, {trans};"), line  # scale-d, imm-scale-a/b, imm-trans-b only
+
+
+REGISTER_A_MISUSE = {
+    "an f32 array as A": ("x = ox.local.array(8, f32)\n    ox.wgmma.mma(acc, x, sb, 0)",
+                          "a register A of wgmma.mma is an ox.mma.fragment_a(\"m16n8k16\", T) of f16 or bf16"),
+    "a B fragment as A": ("x = ox.mma.fragment_b(\"m16n8k16\", f16)\n    ox.wgmma.mma(acc, x, sb, 0)",
+                          "a register A of wgmma.mma"),
+    "bf16 A, f16 B": ("x = ox.mma.fragment_a(\"m16n8k16\", bf16)\n    ox.wgmma.mma(acc, x, sb, 0)",
+                      "A holds bf16 but B holds f16"),
+    "three arguments": ("ox.wgmma.mma(acc, pf, sb)", "wgmma.mma takes (acc, a, a_index, b, b_index)"),
+}
+
+
+@pytest.mark.parametrize("case", REGISTER_A_MISUSE)
+def test_register_a_misuse_is_a_located_error(tmp_path: Path, case: str) -> None:
+    code, message = REGISTER_A_MISUSE[case]
+    body = f"""
+@ox.kernel
+def k(c: MutSlice[f32]) -> None:
+    sb = ox.shared.array(4096, f16, swizzle=128)
+    pf = ox.mma.fragment_a("m16n8k16", f16)
+    acc = ox.wgmma.accumulator("m64n64k16")
+    {code}
+"""
+    with pytest.raises(CompileError) as info:
+        compile_source(tmp_path, "from oxide import bf16\n" + body)
+    assert message in str(info.value)
+    assert "kern.py:1" in str(info.value)
+
+
+OVERLAP = """
+@ox.kernel
+def k(c: MutSlice[f32], n: i32) -> None:
+    sa = ox.shared.array(4096, f16, swizzle=128)
+    sb = ox.shared.array(4096, f16, swizzle=128)
+    s = ox.wgmma.accumulator("m64n64k16")
+    o = ox.wgmma.accumulator("m64n64k16")
+    pf = ox.mma.fragment_a("m16n8k16", f16)
+    for e in ox.static_range(8):
+        pf[e] = f16(e)
+    ox.wgmma.fence()
+    for i in range(n):
+        ox.wgmma.mma(s, sa, 0, sb, 0, scale_d=False)
+        ox.wgmma.commit_group()
+        ox.wgmma.mma(o, pf, sb, 0)
+        ox.wgmma.commit_group()
+        ox.wgmma.wait_group({wait}, s)
+        with ox.unsafe():
+            {use}
+        ox.wgmma.wait_group(0, o)
+        ox.wgmma.fence()
+    with ox.unsafe():
+        c[thread.idx.x] = o[0]
+"""
+
+
+def test_wait_group_completes_the_older_groups(tmp_path: Path) -> None:
+    """FlashAttention-3's overlap: S then O issued, each committed; wait_group(1, s) makes S
+    readable while O's group is pending, and O's register A may not be written until O's wait."""
+    assert compile_source(tmp_path, OVERLAP.format(wait=1, use="c[0] = s[0]"))
+    with pytest.raises(CompileError, match="'s' is read while the ox.wgmma.mma at line 15"):
+        compile_source(tmp_path, OVERLAP.format(wait=2, use="c[0] = s[0]"))
+    with pytest.raises(CompileError, match="'o' is read while the ox.wgmma.mma at line 17"):
+        compile_source(tmp_path, OVERLAP.format(wait=1, use="c[0] = o[0]"))
+    with pytest.raises(CompileError, match="the register A operand 'pf' is written while the ox.wgmma.mma at line 17"):
+        compile_source(tmp_path, OVERLAP.format(wait=1, use="c[0] = s[0]\n            pf[0] = f16(s[0])"))
+    assert compile_source(tmp_path, OVERLAP.format(wait=1, use="c[1] = f32(pf[0]) + s[1]"))  # reading A is fine

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ..frontend.translate import FunctionTranslator
     from ..lower.llvm import FunctionLowering
 
-__all__ = ["ENTRIES", "SHAPES", "Shape"]
+__all__ = ["ENTRIES", "SHAPES", "Shape", "fragment_operand", "load_registers"]
 
 LL_I32 = ll.IntType(32)
 F32 = SCALAR_TYPES["f32"]
@@ -95,7 +95,7 @@ def _lower_allocation(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic
     raise AssertionError(f"{info.name} is allocated by its assignment, not lowered as a value")
 
 
-def _operand(tr: FunctionTranslator, node: ast.expr) -> tuple[ir.Expr, ArrayType, int]:
+def fragment_operand(tr: FunctionTranslator, node: ast.expr) -> tuple[ir.Expr, ArrayType, int]:
     """A fragment operand: a fragment (or a 16-bit local array), or ``frags[i]``, fragment ``i``
     (a compile-time index) of an array of them; gives the array, its type and the first element."""
     if isinstance(node, ast.Subscript):
@@ -124,7 +124,7 @@ def _fragment_size(ty: ArrayType) -> int:
 
 
 def _fragment(tr: FunctionTranslator, node: ast.expr, what: str) -> tuple[ir.Expr, ArrayType, int]:
-    value, ty, first = _operand(tr, node)
+    value, ty, first = fragment_operand(tr, node)
     if ty.fragment is None:
         raise tr.error(node, f"{what} must be an mma fragment (ox.mma.fragment_{what[0]}), got {type_name(ty)}")
     return value, ty, first
@@ -159,7 +159,7 @@ def _register_ptr(fl: FunctionLowering, array: ir.Expr) -> ll.Value:
     return fl.b.bitcast(ptr, ll.PointerType(LL_I32, ptr.type.addrspace))
 
 
-def _load_registers(fl: FunctionLowering, array: ir.Expr, first: int, count: int,
+def load_registers(fl: FunctionLowering, array: ir.Expr, first: int, count: int,
                     float_regs: bool = False) -> list[ll.Value]:
     """``count`` 32-bit registers of ``array`` from register ``first`` (f32 values when
     ``float_regs``, else raw 32-bit words: two 16-bit elements, or a tf32)."""
@@ -192,9 +192,9 @@ def _lower_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> l
     d, a, bb, c = e.args
     words = 32 // SCALAR_TYPES[elem].bits  # elements per 32-bit register
     regs_a, regs_b = spec.a // words, spec.b // words
-    ra = _load_registers(fl, a, first_a // words, regs_a)
-    rb = _load_registers(fl, bb, first_b // words, regs_b)
-    rc = _load_registers(fl, c, first_c, spec.c, float_regs=True)
+    ra = load_registers(fl, a, first_a // words, regs_a)
+    rb = load_registers(fl, bb, first_b // words, regs_b)
+    rc = load_registers(fl, c, first_c, spec.c, float_regs=True)
     f32 = ll.FloatType()
     ptx_a, ptx_b = PTX_ELEMENT[elem], PTX_ELEMENT[elem_b]
     if fl.parent.libnvvm:
@@ -238,7 +238,7 @@ def _type_ldmatrix(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) 
     places: list[str] = []  # per destination: its first register and its number of registers
     registers = 0
     for arg in node.args[:-2]:
-        value, ty, first = _operand(tr, arg)
+        value, ty, first = fragment_operand(tr, arg)
         per_register = 32 // ty.elem.bits if ty.elem.bits in (8, 16) else 0
         if ty.space != "local" or not per_register or ty.shape is None or _fragment_size(ty) % per_register:
             raise tr.error(arg, f"ldmatrix fills fragments of 16-bit elements (f16, bf16) or 8-bit ones "

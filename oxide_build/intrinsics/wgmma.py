@@ -142,16 +142,43 @@ def _operand(tr: FunctionTranslator, node: ast.expr, index_node: ast.expr, what:
     return array, tr.convert(index, I32, index_node), ty
 
 
+def _register_a(tr: FunctionTranslator, node: ast.expr) -> tuple[ir.Expr, int, ArrayType]:
+    """A register A operand: an ``ox.mma.fragment_a("m16n8k16", T)`` (or ``frags[i]`` of an
+    array of them), whose 8 elements per thread are wgmma's A fragment of ``m64nNk16`` (warp
+    ``w`` of the warpgroup holding rows ``16 w`` to ``16 w + 15`` as mma.sync's m16n8k16 A)."""
+    from .mma import fragment_operand
+
+    array, ty, first = fragment_operand(tr, node)
+    if ty.space == "shared":
+        raise tr.error(node, f"wgmma.mma(acc, a, a_index, b, b_index) takes 5 arguments, got 4: A is a shared array",
+                       "the element offset of A follows it; a register A is an ox.mma.fragment_a(\"m16n8k16\", T)")
+    if ty.fragment != "a:m16n8k16" or ty.elem.name not in INPUTS:
+        raise tr.error(node, f"a register A of wgmma.mma is an ox.mma.fragment_a(\"m16n8k16\", T) of f16 or bf16, "
+                       f"got {type_name(ty)}", "or pass a swizzled shared array and its element offset: "
+                       "wgmma.mma(acc, a, a_index, b, b_index)")
+    return array, first, ty
+
+
 def _type_mma(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
-    if len(node.args) != 5:
-        raise tr.error(node, f"wgmma.mma(acc, a, a_index, b, b_index) takes 5 arguments, got {len(node.args)}",
-                       "acc: ox.wgmma.accumulator; a, b: swizzled shared arrays; the indices: element offsets")
+    if len(node.args) not in (4, 5):
+        raise tr.error(node, f"wgmma.mma takes (acc, a, a_index, b, b_index) with A in shared memory, or "
+                       f"(acc, a_fragment, b, b_index) with A in registers; got {len(node.args)} arguments",
+                       "acc: ox.wgmma.accumulator; a, b: swizzled shared arrays; the indices: element offsets; "
+                       "a_fragment: an ox.mma.fragment_a(\"m16n8k16\", T)")
     acc, acc_ty = _accumulator(tr, node.args[0], "acc")
-    a, a_index, a_ty = _operand(tr, node.args[1], node.args[2], "A")
-    b, b_index, b_ty = _operand(tr, node.args[3], node.args[4], "B")
+    registers = len(node.args) == 4
+    if registers:
+        a, first, a_ty = _register_a(tr, node.args[1])
+        a_index: ir.Expr = ir.Const(first, I32, tr.loc(node.args[1]))
+        b, b_index, b_ty = _operand(tr, node.args[2], node.args[3], "B")
+        b_node = node.args[2]
+    else:
+        a, a_index, a_ty = _operand(tr, node.args[1], node.args[2], "A")
+        b, b_index, b_ty = _operand(tr, node.args[3], node.args[4], "B")
+        b_node = node.args[3]
     eight_bit = a_ty.elem.name in INPUTS_8BIT
     if a_ty.elem != b_ty.elem and not (eight_bit and b_ty.elem.name in INPUTS_8BIT):
-        raise tr.error(node.args[3], f"A holds {a_ty.elem.name} but B holds {b_ty.elem.name}",
+        raise tr.error(b_node, f"A holds {a_ty.elem.name} but B holds {b_ty.elem.name}",
                        "A and B of one wgmma have one 16-bit element type (f16 or bf16), or are both 8-bit "
                        "floats (f8e4m3/f8e5m2, which may mix)")
     _, n, k_step = accumulator_shape(acc_ty.fragment)  # type: ignore[misc]
@@ -197,9 +224,10 @@ def _type_mma(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir
         if st is None or st.kind not in ("bool", "int", "uint"):
             raise tr.error(value_node, f"scale_d= is a bool (False: D = A·B, True: D = A·B + D), got {type_name(value.ty)}")
         scale_d = tr.convert(value, I32, value_node)
+    # a_swizzle "0": A is a register fragment (wgmma_order reads that too)
     return ir.Intrinsic(info.name, [acc, a, a_index, b, b_index, scale_d], VoidType(), tr.loc(node),
-                        options=(str(n), a_ty.elem.name, str(a_ty.swizzle), str(b_ty.swizzle), b_major, str(b_rows),
-                                 str(k_step), b_ty.elem.name))
+                        options=(str(n), a_ty.elem.name, "0" if registers else str(a_ty.swizzle), str(b_ty.swizzle),
+                                 b_major, str(b_rows), str(k_step), b_ty.elem.name))
 
 
 def matrix_descriptor_bits(swizzle: int, itemsize: int, mn_major: bool, rows: int) -> int:
@@ -233,30 +261,43 @@ def _lower_mma(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll
     acc, a, a_index, bb, b_index, scale_d = e.args
     count = n // 2
     itemsize = 1 if a_elem in INPUTS_8BIT else 2
+    registers = a_swizzle == "0"
     # the start addresses are byte addresses of element a_index / b_index (a gep over the element
     # type): a K step of 32 8-bit elements advances 32 bytes, as 16 16-bit elements do
-    desc_a = _descriptor(fl, a, a_index, matrix_descriptor_bits(int(a_swizzle), itemsize, False, 0))
+    if registers:  # four 32-bit registers, two 16-bit elements each, from the fragment's first element
+        from .mma import load_registers
+
+        assert isinstance(a_index, ir.Const)
+        a_operands = load_registers(fl, a, int(a_index.value) // 2, 4)
+    else:
+        a_operands = [_descriptor(fl, a, a_index, matrix_descriptor_bits(int(a_swizzle), itemsize, False, 0))]
     desc_b = _descriptor(fl, bb, b_index, matrix_descriptor_bits(int(b_swizzle), itemsize, b_major == "mn", int(b_rows)))
     view = fl.view(acc)
     f32 = ll.FloatType()
     slots = [b.gep(view.ptr, [ll.Constant(LL_I32, i)]) for i in range(count)]
     values = [b.load(p, typ=f32) for p in slots]
     regs = ", ".join(f"${i}" for i in range(count))
-    at = 2 * count  # the outputs, then as many inputs tied to them, then the descriptors
+    at = 2 * count  # the outputs, then as many inputs tied to them, then A, B's descriptor, scale-d
+    a_text = f"${at}"
+    if registers:
+        a_text = "{" + ", ".join(f"${at + i}" for i in range(4)) + "}"
+        at += 3  # B's descriptor and scale-d come 3 operands later
     if a_elem in INPUTS_8BIT:
         # 8-bit inputs: d, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b (no transpose operands)
         types = f"{INPUTS_8BIT[a_elem]}.{INPUTS_8BIT[b_elem]}"
         tail = ""
     else:
         types = f"{a_elem}.{b_elem}"
-        tail = f", 0, {1 if b_major == 'mn' else 0}"  # imm-trans-a, imm-trans-b
+        # imm-trans-a (not with a register A), imm-trans-b
+        tail = f"{'' if registers else ', 0'}, {1 if b_major == 'mn' else 0}"
     text = ("{\n.reg .pred p;\n"
             f"setp.ne.b32 p, ${at + 2}, 0;\n"
-            f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{types} {{{regs}}}, ${at}, ${at + 1}, p, 1, 1{tail};\n"
+            f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{types} {{{regs}}}, {a_text}, ${at + 1}, p, 1, 1{tail};\n"
             "}")
-    constraint = ",".join(["=f"] * count + [str(i) for i in range(count)] + ["l", "l", "r", "~{memory}"])
+    a_constraints = ["r"] * 4 if registers else ["l"]
+    constraint = ",".join(["=f"] * count + [str(i) for i in range(count)] + a_constraints + ["l", "r", "~{memory}"])
     result = asm_call(fl, text, constraint, ll.LiteralStructType([f32] * count),
-                      [*values, desc_a, desc_b, fl.expr(scale_d)])
+                      [*values, *a_operands, desc_b, fl.expr(scale_d)])
     for i, p in enumerate(slots):
         b.store(b.extract_value(result, i), p)
     return ll.Constant(LL_I32, 0)
