@@ -150,7 +150,7 @@ def _register_a(tr: FunctionTranslator, node: ast.expr) -> tuple[ir.Expr, int, A
 
     array, ty, first = fragment_operand(tr, node)
     if ty.space == "shared":
-        raise tr.error(node, f"wgmma.mma(acc, a, a_index, b, b_index) takes 5 arguments, got 4: A is a shared array",
+        raise tr.error(node, "wgmma.mma(acc, a, a_index, b, b_index) takes 5 arguments, got 4: A is a shared array",
                        "the element offset of A follows it; a register A is an ox.mma.fragment_a(\"m16n8k16\", T)")
     if ty.fragment != "a:m16n8k16" or ty.elem.name not in INPUTS:
         raise tr.error(node, f"a register A of wgmma.mma is an ox.mma.fragment_a(\"m16n8k16\", T) of f16 or bf16, "
