@@ -193,8 +193,10 @@ warpgroup = _Space("warpgroup", ("id", "setmaxnreg_inc", "setmaxnreg_dec"))
 # fence_init(), inval(bar); a barrier is bars[k] of bars = mbarrier.array(n)
 mbarrier = _Space("mbarrier", ("array", "init", "arrive", "arrive_expect_tx", "expect_tx", "try_wait", "wait",
                                "fence_init", "inval"))
-# thread block clusters (sm_90; launch with cluster=): rank(), num_blocks(), sync()
-cluster = _Space("cluster", ("rank", "num_blocks", "sync"))
+# thread block clusters (sm_90; launch with cluster=): rank(), num_blocks(), sync(),
+# arrive(relaxed=False), wait(); map_shared(arr, rank): another block's shared array (distributed
+# shared memory); mbarrier_arrive(bars[k], rank): an arrival on another block's barrier
+cluster = _Space("cluster", ("rank", "num_blocks", "sync", "arrive", "wait", "map_shared", "mbarrier_arrive"))
 
 
 def asm(template: str, *, outputs: tuple[tuple[str, Any], ...] = (), inputs: tuple[tuple[str, Any], ...] = (),

@@ -34,11 +34,11 @@ def llvm_version() -> str:
 
 # intrinsics of sm_90 that need PTX ISA 8.0, while LLVM emits 7.8 for a plain sm_90 (sm_90a
 # gets 8.0): LLVM cannot select them there and aborts the process
-PTX80_INTRINSICS = ("llvm.nvvm.fence.proxy.async", "llvm.nvvm.cp.async.bulk")
-# and PTX 8.0 instructions the lowering writes as inline PTX (mbarrier.py), which ptxas refuses
+PTX80_INTRINSICS = ("llvm.nvvm.fence.proxy.async", "llvm.nvvm.cp.async.bulk", "llvm.nvvm.barrier.cluster.arrive.relaxed")
+# and PTX 8.0 instructions the lowering writes as inline PTX (mbarrier.py, cluster.py), which ptxas refuses
 # under .version 7.8: looked for in the module's text
 PTX80_INLINE = ("mbarrier.arrive.expect_tx", "mbarrier.expect_tx", "mbarrier.try_wait", "mbarrier.complete_tx",
-                "fence.mbarrier_init")
+                "fence.mbarrier_init", "mbarrier.arrive.release.cluster")
 
 
 # fp8 intrinsics (by name prefix) and the PTX ISA they need, newer than LLVM 22's default for

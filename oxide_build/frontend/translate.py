@@ -73,6 +73,12 @@ def _syntax_words(node: ast.AST) -> str:
     return "".join(" " + c.lower() if c.isupper() else c for c in name).strip()
 
 
+def _declares_array(value: ir.Expr) -> bool:
+    """``name = ox.shared.array(...)`` (any intrinsic of an array type) declares that array;
+    ``name = ox.cluster.map_shared(arr, rank)`` holds a view of memory that exists."""
+    return isinstance(value, ir.Intrinsic) and not (isinstance(value.ty, ArrayType) and value.ty.space == "cluster")
+
+
 class FunctionTranslator(Loops):
     """The visitor: statements and expressions into IR (see the module docstring)."""
 
@@ -318,7 +324,7 @@ class FunctionTranslator(Loops):
         if isinstance(value.ty, ArrayType) and value.ty.barrier and not isinstance(value, ir.Intrinsic):
             raise self.error(node, f"mbarriers are not copied into a local ({name!r})",
                              "use the array of ox.mbarrier.array(n) itself, or pass it to a device function")
-        if isinstance(value.ty, (ViewType, ArrayType)) and not isinstance(value, ir.Intrinsic):
+        if isinstance(value.ty, (ViewType, ArrayType)) and not _declares_array(value):
             return view_values.assign_view(self, target, value, node)
         if isinstance(value.ty, ArrayType):
             if name in self.locals:

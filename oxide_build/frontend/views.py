@@ -159,8 +159,8 @@ def _single_assignment(fdef: ast.FunctionDef, name: str) -> ast.expr | None:
 
 def refuse_array_write(tr: TranslatorContext, target: ast.Subscript, ty: ArrayType) -> None:
     """``a[i] = v`` into an array: shared and local arrays anywhere; module-level global memory
-    (``ox.global_memory.array``) like a ``MutSlice``; constant memory and arrays passed to a
-    ``Slice`` parameter never."""
+    (``ox.global_memory.array``) and another block's shared array (``ox.cluster.map_shared``)
+    like a ``MutSlice``; constant memory and arrays passed to a ``Slice`` parameter never."""
     text = ast.unparse(target.value)
     if ty.space == "constant":
         raise tr.error(target, f"{text!r} is in constant memory, which kernels only read",
@@ -168,6 +168,12 @@ def refuse_array_write(tr: TranslatorContext, target: ast.Subscript, ty: ArrayTy
     if ty.read_only:
         raise tr.error(target, f"{text!r} is a read-only view of a {ty.space} array (a Slice parameter)",
                        "declare the parameter MutSlice[T] to write it")
+    if ty.space == "cluster" and tr.unsafe_depth == 0:
+        raise tr.error(target, f"writing {text!r}, the shared memory of another block of the cluster, needs "
+                       "`with oxide.unsafe():`",
+                       "that block's threads may read or write the element meanwhile: order the accesses "
+                       "(ox.cluster.sync(), or arrive()/wait()) and wrap the write in `with oxide.unsafe():`, "
+                       "or update it with ox.atomic.*")
     if ty.space == "global" and tr.unsafe_depth == 0:
         raise tr.error(target, f"writing the global memory array {text!r} needs `with oxide.unsafe():`",
                        "every thread may write any element (like a MutSlice): wrap the write in "

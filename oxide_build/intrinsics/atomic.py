@@ -65,6 +65,10 @@ def _type_atomic(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) ->
     if op in ("inc", "dec") and elem.name != "u32":
         raise tr.error(node, f"{name} works on u32 elements, got {elem.name}")
     scope = _atomic_scope(tr, node, name)
+    if isinstance(target.ty, ArrayType) and target.ty.space == "cluster" and scope == "cta":
+        raise tr.error(node, f"{name} at block scope on {ast.unparse(node.args[0])!r}, the shared memory of another "
+                       "block of the cluster: that block's threads are outside this block's scope",
+                       'leave scope= out (device scope) or write scope="system"')
     index = tr.index_expr(node.args[1], target.ty)
     site = tr.check_site(node, target, index, f"{ast.unparse(node.args[0])}[{ast.unparse(node.args[1])}]")
     values = [tr.convert_implicit(tr.expr(a), elem, a, f"the {name} operand") for a in node.args[2:]]
@@ -219,7 +223,7 @@ def _ordering(scope: str) -> str:
 
 def _ptx_atom(fl: FunctionLowering, op_type: str, ptr: ll.Value, values: list[ll.Value], scope: str) -> ll.Value:
     """``atom.<scope>.<space>.<op>.<type> $0, [$1], $2 (, $3)`` as inline PTX."""
-    space = {1: ".global", 3: ".shared"}[ptr.type.addrspace]
+    space = {0: "", 1: ".global", 3: ".shared"}[ptr.type.addrspace]  # 0: another block's (ox.cluster.map_shared)
     operands = ", ".join(f"${i + 2}" for i in range(len(values)))
     reg = {"float": "f", "double": "d", "i16": "h", "i32": "r", "i64": "l"}[str(values[0].type)]
     constraints = ",".join([f"={reg}", "l"] + [reg] * len(values) + ["~{memory}"])

@@ -33,7 +33,7 @@ compiles the module.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from llvmlite import ir as ll
 
@@ -43,6 +43,7 @@ from ..ir.types import I32, I64, ArrayType, TensorMapType, VoidType, as_scalar, 
 from .arguments import check_arg_count
 from .asm import asm_call
 from .entry import IntrinsicInfo
+from .cluster import MAX_CLUSTER_BLOCKS
 from .mbarrier import barrier_address, barrier_arguments, shared_address32
 
 if TYPE_CHECKING:
@@ -201,19 +202,20 @@ def _remains(check: ir.Expr) -> bool:
     return isinstance(check, ir.Intrinsic) and check.name == "checked_index" and check.check_site is not None
 
 
-def _if_copy_allowed(fl: FunctionLowering, tile_checks: list[ir.Expr], aligned: list[tuple[ir.Expr, ll.Value, int]]
-                     ) -> tuple[ll.Block, ll.Block] | None:
+def _if_copy_allowed(fl: FunctionLowering, tile_checks: list[ir.Expr], aligned: list[tuple[ir.Expr, ll.Value, int]],
+                     evaluated: Sequence[tuple[ir.Expr, ll.Value, ll.Value]] = ()) -> tuple[ll.Block, ll.Block] | None:
     """Lowers the checks the bounds pass kept (``checked_index``): those of the shared tile
     evaluated as written (``_shared_tile``: one box fits, the layout is the map's), and those
     ``aligned`` lists as (check, value, modulus): the value (the innermost coordinate's byte
-    offset, the shared address) a multiple of the modulus, the check only giving the site. The copy goes
+    offset, the shared address) a multiple of the modulus, the check only giving the site, and
+    those ``evaluated`` lists as (check, index, bound) lowered already (a multicast mask). The copy goes
     on in the first block returned; the second is the failure path, reached once the failed
     check is recorded for the host (``KernelError``), where the thread goes on: it may be the
     one that arrives on or fills a barrier other threads wait for, so ending it would hang them.
     None when no check remains (proven, or checks off)."""
     remaining = [c for c in tile_checks if _remains(c)]
     alignments = [(c, value, modulus) for c, value, modulus in aligned if _remains(c)]
-    if not remaining and not alignments:
+    if not remaining and not alignments and not evaluated:
         return None
     b = fl.b
     report = fl.parent.fail_function(ends_thread=False)
@@ -222,6 +224,9 @@ def _if_copy_allowed(fl: FunctionLowering, tile_checks: list[ir.Expr], aligned: 
     for check in remaining:
         assert isinstance(check, ir.Intrinsic) and check.check_site is not None
         index, length = (fl.expr(a) for a in check.args)
+        conditions.append((check.check_site, b.icmp_unsigned("<", index, length), index, length))
+    for check, index, length in evaluated:
+        assert isinstance(check, ir.Intrinsic) and check.check_site is not None
         conditions.append((check.check_site, b.icmp_unsigned("<", index, length), index, length))
     for check, value, modulus in alignments:
         assert isinstance(check, ir.Intrinsic) and check.check_site is not None
@@ -264,15 +269,82 @@ def _type_load(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     if len(node.args) < 4:
         raise tr.error(node, "oxide.tma.load takes (desc, bar, dst, c0, ...): the descriptor, the barrier, the shared "
                        f"array and one coordinate per dimension; got {len(node.args)} argument(s)")
+    mask_node = None
+    for k in node.keywords:
+        if k.arg not in info.keywords:
+            raise tr.error(k.value if k.arg else node, f"oxide.{info.name}() has no keyword {k.arg!r}",
+                           "keywords: multicast")
+        mask_node = k.value
     desc = _descriptor(tr, node.args[0], info.name)
     bar = barrier_arguments(tr, node.args[1], info.name)
     tile = _shared_tile(tr, node.args[2], desc, info.name, "writes")
     coords = _coordinates(tr, node.args[3:], desc, node, info.name)
-    return ir.Intrinsic(info.name, [desc, *bar, *tile, *coords], VoidType(), tr.loc(node))
+    if mask_node is None:
+        return ir.Intrinsic(info.name, [desc, *bar, *tile, *coords], VoidType(), tr.loc(node))
+    # the mask last and an option naming it: the arguments of a load without one stay as they were
+    mask = _multicast_mask(tr, mask_node, info.name)
+    return ir.Intrinsic(info.name, [desc, *bar, *tile, *coords, mask], VoidType(), tr.loc(node), options=("multicast",))
+
+
+def _multicast_mask(tr: FunctionTranslator, node: ast.expr, name: str) -> ir.Expr:
+    """``multicast=mask``: bit r sends the box to block r of the cluster (the same shared
+    offset, the same barrier offset there). An integer; a constant one from 1 to 0xFFFF
+    (checked here); any one naming only blocks of the cluster, ``1 <= mask < 1 << num_blocks()``
+    (checked at run time unless checks are off, in ``_if_copy_allowed``: refused and reported,
+    the bytes counted on the barriers of the blocks it names)."""
+    value = tr.materialize(tr.expr(node))
+    st = as_scalar(value.ty)
+    if st is None or st.kind not in ("int", "uint"):
+        raise tr.error(node, f"oxide.{name}: multicast= is a mask of the cluster's blocks, an integer, got "
+                       f"{type_name(value.ty)}", "bit r sends the box to block r: (1 << ox.cluster.num_blocks()) - 1 "
+                       "for all of them")
+    constant = tr.const_int(node)
+    if constant is not None and not 1 <= constant < (1 << MAX_CLUSTER_BLOCKS):
+        raise tr.error(node, f"oxide.{name}: multicast={constant} names no block of a cluster; the mask is from 1 to "
+                       f"0x{(1 << MAX_CLUSTER_BLOCKS) - 1:X} (bit r: block r)")
+    mask = tr.convert(value, I64, node)
+    loc = tr.loc(node)
+    if not tr.bounds_check:
+        return mask
+    blocks = ir.Cast(ir.Intrinsic("cluster.num_blocks", [], I32, loc), I64, loc)
+    limit = ir.BinOp(BinaryOp.SUB, ir.BinOp(BinaryOp.SHL, ir.Const(1, I64, loc), blocks, I64, loc),
+                     ir.Const(1, I64, loc), I64, loc)
+    site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node,
+                                     f"the multicast mask {ast.unparse(node)} of oxide.{name}, minus 1 (from 1 to "
+                                     "(1 << ox.cluster.num_blocks()) - 1)")
+    return ir.Intrinsic("checked_index", [ir.BinOp(BinaryOp.SUB, mask, ir.Const(1, I64, loc), I64, loc), limit],
+                        I64, loc, site)
+
+
+def _multicast_mask_value(fl: FunctionLowering, mask: ir.Expr) -> tuple[ll.Value, list[tuple[ir.Expr, ll.Value, ll.Value]]]:
+    """The mask's value, evaluated once, and its check for ``_if_copy_allowed`` as (check,
+    index, bound): ``_multicast_mask``'s check carries mask - 1 (its bound is never a constant,
+    so the bounds pass keeps it as written)."""
+    if _remains(mask):
+        assert isinstance(mask, ir.Intrinsic)
+        below, limit = (fl.expr(a) for a in mask.args)
+        return fl.b.add(below, ll.Constant(LL_I64, 1)), [(mask, below, limit)]
+    return fl.expr(mask), []
+
+
+def _complete_multicast_bytes(fl: FunctionLowering, bar: ll.Value, nbytes: ll.Value, mask: ll.Value) -> None:
+    """A refused multicast load: its bytes counted as arrived on the barrier of each block of
+    ``mask`` that exists, so none of them waits forever for the box."""
+    b = fl.b
+    blocks = b.asm(ll.FunctionType(LL_I32, []), "mov.u32 $0, %cluster_nctarank;", "=r", [], False)
+    existing = b.sub(b.shl(ll.Constant(LL_I32, 1), blocks), ll.Constant(LL_I32, 1))
+    ranks = b.and_(b.trunc(mask, LL_I32), existing)
+    steps = " ".join(f"and.b32 bit, $2, {1 << r}; setp.ne.u32 p, bit, 0; @p mapa.shared::cluster.u32 remote, $0, {r}; "
+                     "@p mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64 [remote], $1;"
+                     for r in range(MAX_CLUSTER_BLOCKS))
+    asm_call(fl, "{ .reg .pred p; .reg .b32 bit, remote; " + steps + " }", "r,r,r,~{memory}", ll.VoidType(),
+             [shared_address32(fl, bar), nbytes, ranks])
 
 
 def _lower_load(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
-    desc, bars, index, tile, fits, same_layout, aligned, align, *coords = e.args
+    multicast = "multicast" in e.options
+    desc, bars, index, tile, fits, same_layout, aligned, align, *coords = e.args[:-1] if multicast else e.args
+    mask, mask_checks = _multicast_mask_value(fl, e.args[-1]) if multicast else (None, [])
     b = fl.b
     dst = _tile_address(fl, tile)
     bar = barrier_address(fl, bars, index)
@@ -281,30 +353,38 @@ def _lower_load(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> l
     cs = [fl.expr(c) for c in coords][::-1]  # PTX lists them innermost first
     n = len(cs)
     blocks = _if_copy_allowed(fl, [fits, same_layout], [_coordinate_offset(fl, align, cs[0], desc),
-                                                         (aligned, b.ptrtoint(dst, LL_I64), TMA_SHARED_ALIGNMENT)])
+                                                         (aligned, b.ptrtoint(dst, LL_I64), TMA_SHARED_ALIGNMENT)],
+                              mask_checks)
     if blocks is not None:
-        # refused (the box does not fit, another layout, a misaligned start): no copy, but its
-        # bytes are counted as arrived, so the threads waiting for this phase go on (and the
-        # host raises the recorded error)
+        # refused (the box does not fit, another layout, a misaligned start, a mask naming no
+        # block or one outside the cluster): no copy, but its bytes are counted as arrived, so
+        # the threads waiting for this phase go on (and the host raises the recorded error)
         with b.goto_block(blocks[1]):
             nbytes = b.trunc(b.mul(_box_elements(fl, packed), ll.Constant(LL_I64, desc.ty.elem.itemsize)), LL_I32)
-            asm_call(fl, "mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [$0], $1;", "r,r,~{memory}", ll.VoidType(),
-                     [shared_address32(fl, bar), nbytes])
+            if mask is not None:
+                _complete_multicast_bytes(fl, bar, nbytes, mask)
+            else:
+                asm_call(fl, "mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [$0], $1;", "r,r,~{memory}",
+                         ll.VoidType(), [shared_address32(fl, bar), nbytes])
         b.position_at_end(blocks[0])
     if fl.parent.libnvvm:
         places = ", ".join(f"${k + 3}" for k in range(n))
-        text = (f"cp.async.bulk.tensor.{n}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-                f"[$0], [$1, {{{places}}}], [$2];")
+        text = (f"cp.async.bulk.tensor.{n}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                f"{'.multicast::cluster' if mask is not None else ''} [$0], [$1, {{{places}}}], [$2]"
+                f"{f', ${n + 3}' if mask is not None else ''};")
         args = [shared_address32(fl, dst), b.ptrtoint(tmap, LL_I64), shared_address32(fl, bar), *cs]
-        asm_call(fl, text, "r,l,r" + ",r" * n + ",~{memory}", ll.VoidType(), args)
+        if mask is not None:
+            args.append(b.trunc(mask, LL_I16))
+        asm_call(fl, text, "r,l,r" + ",r" * n + (",h" if mask is not None else "") + ",~{memory}", ll.VoidType(), args)
     else:
         cluster_dst = b.addrspacecast(b.bitcast(dst, ll.PointerType(LL_I8, 3)), ll.PointerType(LL_I8, 7))
         bar8 = b.bitcast(bar, ll.PointerType(LL_I8, 3))
         fn = fl.parent.intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.g2s.tile.{n}d", ll.VoidType(),
                                  [cluster_dst.type, bar8.type, tmap.type, *([LL_I32] * n), LL_I16, LL_I64, LL_I1, LL_I1,
                                   LL_I32])
-        b.call(fn, [cluster_dst, bar8, tmap, *cs, ll.Constant(LL_I16, 0), ll.Constant(LL_I64, 0),
-                    ll.Constant(LL_I1, 0), ll.Constant(LL_I1, 0), ll.Constant(LL_I32, 0)])
+        ctas = b.trunc(mask, LL_I16) if mask is not None else ll.Constant(LL_I16, 0)
+        b.call(fn, [cluster_dst, bar8, tmap, *cs, ctas, ll.Constant(LL_I64, 0),
+                    ll.Constant(LL_I1, int(mask is not None)), ll.Constant(LL_I1, 0), ll.Constant(LL_I32, 0)])
     _join(fl, blocks)
     return ll.Constant(LL_I32, 0)
 
@@ -443,7 +523,7 @@ def _lower_box(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll
 
 
 ENTRIES = [
-    IntrinsicInfo("tma.load", _type_load, _lower_load, min_arch=MIN_ARCH),
+    IntrinsicInfo("tma.load", _type_load, _lower_load, keywords=("multicast",), min_arch=MIN_ARCH),
     IntrinsicInfo("tma.store", _type_store, _lower_store, min_arch=MIN_ARCH),
     IntrinsicInfo("tma.prefetch", _type_prefetch, _lower_prefetch, min_arch=MIN_ARCH),
     IntrinsicInfo("tma.store_commit", _type_commit, _lower_commit, min_arch=MIN_ARCH),

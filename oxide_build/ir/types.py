@@ -70,7 +70,9 @@ class ArrayType:
     """An array the kernel allocates: ``shared`` (one per block) or ``local`` (per thread).
     ``shape`` is None for dynamic shared memory, sized at launch."""
 
-    space: str  # "shared", "local", or module-level "constant" / "global" memory
+    # "shared", "local", module-level "constant" / "global" memory, or "cluster": the shared
+    # array of another block of the cluster (ox.cluster.map_shared), a view, never declared
+    space: str
     elem: ScalarType
     shape: tuple[int, ...] | None
     # a view into such an array (a slice ``a[k:]``, or an array passed on to a device function
@@ -112,7 +114,8 @@ class ArrayType:
         if self.barrier:
             return f"mbarrier array[{'n' if self.shape is None else self.size}]"
         dims = "n" if self.runtime_length else "dynamic" if self.shape is None else "x".join(map(str, self.shape))
-        text = f"{self.space} array[{dims}] of {self.elem.name}"
+        space = "another block's shared" if self.space == "cluster" else self.space  # ox.cluster.map_shared
+        text = f"{space} array[{dims}] of {self.elem.name}"
         if self.swizzle:
             text += f" (swizzle {self.swizzle})"
         return f"read-only {text}" if self.read_only else text

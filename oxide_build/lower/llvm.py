@@ -125,7 +125,9 @@ def value_ll(ty: Type) -> ll.Type:
 
 
 SWIZZLE_ALIGNMENT = 1024  # a swizzled shared array: 8 rows of 128 bytes, the swizzle's period
-ADDRESS_SPACES = {"global": 1, "shared": 3, "constant": 4, "local": 0}  # NVPTX's; local arrays are allocas (generic)
+# NVPTX's; local arrays are allocas (generic); another block's shared array
+# (ox.cluster.map_shared) is a generic address from mapa, which both backends read and write
+ADDRESS_SPACES = {"global": 1, "shared": 3, "constant": 4, "local": 0, "cluster": 0}
 
 
 def array_ptr(ty: ArrayType) -> ll.Type:
@@ -796,6 +798,10 @@ class FunctionLowering:
             return _View(ptr, ll.Constant(I64T, ty.size), ty.elem)
         if isinstance(e, ir.Select):
             return self.view_select(e)
+        if isinstance(e, ir.Intrinsic) and e.args and isinstance(e.args[0].ty, ArrayType):
+            # a view an intrinsic maps from another (ox.cluster.map_shared: the same array of
+            # another block): its pointer from the intrinsic, the length of the view it maps
+            return _View(self.expr(e), self.view(e.args[0]).length, ty.elem)
         raise TypeError(f"cannot lower a view given by {type(e).__name__}")
 
     @staticmethod
