@@ -291,7 +291,7 @@ def _multicast_mask(tr: FunctionTranslator, node: ast.expr, name: str) -> ir.Exp
     offset, the same barrier offset there). An integer; a constant one from 1 to 0xFFFF
     (checked here); any one naming only blocks of the cluster, ``1 <= mask < 1 << num_blocks()``
     (checked at run time unless checks are off, in ``_if_copy_allowed``: refused and reported,
-    the bytes counted on the barriers of the blocks it names)."""
+    the bytes counted on the barriers of the blocks it names and of the issuing block)."""
     value = tr.materialize(tr.expr(node))
     st = as_scalar(value.ty)
     if st is None or st.kind not in ("int", "uint"):
@@ -329,11 +329,13 @@ def _multicast_mask_value(fl: FunctionLowering, mask: ir.Expr) -> tuple[ll.Value
 
 def _complete_multicast_bytes(fl: FunctionLowering, bar: ll.Value, nbytes: ll.Value, mask: ll.Value) -> None:
     """A refused multicast load: its bytes counted as arrived on the barrier of each block of
-    ``mask`` that exists, so none of them waits forever for the box."""
+    ``mask`` that exists, and on this block's (a mask naming no block of the cluster still
+    frees the issuing block), so none of them waits forever for the box."""
     b = fl.b
     blocks = b.asm(ll.FunctionType(LL_I32, []), "mov.u32 $0, %cluster_nctarank;", "=r", [], False)
+    own = b.asm(ll.FunctionType(LL_I32, []), "mov.u32 $0, %cluster_ctarank;", "=r", [], False)
     existing = b.sub(b.shl(ll.Constant(LL_I32, 1), blocks), ll.Constant(LL_I32, 1))
-    ranks = b.and_(b.trunc(mask, LL_I32), existing)
+    ranks = b.or_(b.and_(b.trunc(mask, LL_I32), existing), b.shl(ll.Constant(LL_I32, 1), own))
     steps = " ".join(f"and.b32 bit, $2, {1 << r}; setp.ne.u32 p, bit, 0; @p mapa.shared::cluster.u32 remote, $0, {r}; "
                      "@p mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64 [remote], $1;"
                      for r in range(MAX_CLUSTER_BLOCKS))
