@@ -78,10 +78,12 @@ def as_f32(values: Any) -> Any:
 def test_each_block_reads_the_next_blocks_shared_array(clk: ModuleType, cluster: int) -> None:
     import torch
 
+    from oxide.runtime import synchronize
+
     x = random_f32(GRID * N)
     out = poisoned(GRID * N)
     clk.read_neighbour.launch(x, out, grid=GRID, block=N, cluster=cluster)
-    torch.cuda.synchronize()
+    synchronize()
     xs = x.to(torch.float64).reshape(GRID, N)
     blocks = torch.arange(GRID, device="cuda")
     nxt = (blocks // cluster) * cluster + (blocks % cluster + 1) % cluster
@@ -94,10 +96,12 @@ def test_each_block_reads_the_next_blocks_shared_array(clk: ModuleType, cluster:
 def test_each_block_writes_the_previous_blocks_2d_shared_array(clk: ModuleType, cluster: int) -> None:
     import torch
 
+    from oxide.runtime import synchronize
+
     x = random_f32(GRID * N)
     out = poisoned(GRID * N)
     clk.write_neighbour.launch(x, out, grid=GRID, block=N, cluster=cluster)
-    torch.cuda.synchronize()
+    synchronize()
     xs = x.to(torch.float64).reshape(GRID, N)
     blocks = torch.arange(GRID, device="cuda")
     writer = (blocks // cluster) * cluster + (blocks % cluster + 1) % cluster  # the block that wrote mine
@@ -110,10 +114,12 @@ def test_atomics_into_block_0s_shared_memory_make_a_histogram_per_cluster(clk: M
     import numpy as np
     import torch
 
+    from oxide.runtime import synchronize
+
     values = torch.randint(1, 1000, (GRID * N,), dtype=torch.int32, device="cuda")
     out = torch.full((GRID // cluster * BINS,), -7, dtype=torch.int32, device="cuda")
     clk.cluster_histogram.launch(values, out, grid=GRID, block=N, cluster=cluster)
-    torch.cuda.synchronize()
+    synchronize()
     v = values.cpu().numpy().reshape(GRID // cluster, cluster * N)
     want = np.stack([np.bincount(row % BINS, minlength=BINS) for row in v]).astype(np.int64)
     got = out.to(torch.int64).cpu().numpy().reshape(GRID // cluster, BINS)
@@ -125,6 +131,7 @@ def test_a_rank_outside_the_cluster_is_a_kernel_error(clk: ModuleType) -> None:
     import torch
 
     import oxide
+    from oxide.runtime import synchronize
 
     x = random_f32(GRID * N)
     for rank in (2, -1):
@@ -132,10 +139,10 @@ def test_a_rank_outside_the_cluster_is_a_kernel_error(clk: ModuleType) -> None:
         with pytest.raises(oxide.KernelError, match=r"map_rank at .*clusterk\.py:\d+:\d+: the cluster rank rank of "
                                                     r"oxide\.cluster\.map_shared\(buf, \.\.\.\)"):
             clk.map_rank.launch(x, rank, out, grid=GRID, block=N, cluster=2)
-            torch.cuda.synchronize()
+            synchronize()
     out = poisoned(GRID * N)
     clk.map_rank.launch(x, 1, out, grid=GRID, block=N, cluster=2)  # the context still works
-    torch.cuda.synchronize()
+    synchronize()
     xs = x.to(torch.float64).reshape(GRID // 2, 2, N)
     want = xs[:, 1:2, :].expand(GRID // 2, 2, N)
     assert torch.equal(out.to(torch.float64).reshape(GRID // 2, 2, N), want)
@@ -146,13 +153,14 @@ def test_a_multicast_box_lands_in_every_block_of_the_cluster(clk: ModuleType, cl
     import torch
 
     import oxide
+    from oxide.runtime import synchronize
 
     rows, cols = GRID // cluster * BOX[0] + 5, 40  # a few rows past the last box, a row of 160 bytes
     src = random_f32(rows * cols).reshape(rows, cols)
     out = poisoned(GRID * BOX[0] * BOX[1])
     flags = torch.full((GRID // cluster,), -1, dtype=torch.int32, device="cuda")
     clk.multicast_box.launch(oxide.tma.descriptor(src, box=BOX), out, flags, grid=GRID, block=N, cluster=cluster)
-    torch.cuda.synchronize()
+    synchronize()
     got = out.to(torch.float64).reshape(GRID, BOX[0], BOX[1])
     for b in range(GRID):
         c = b // cluster
@@ -166,6 +174,7 @@ def test_a_multicast_mask_outside_the_cluster_is_a_kernel_error_and_nothing_hang
     import torch
 
     import oxide
+    from oxide.runtime import synchronize
 
     src = random_f32(BOX[0] * BOX[1]).reshape(BOX)
     for mask in (7, 6):  # a block outside the cluster; 6 leaves out the issuing block 0 too
@@ -173,9 +182,9 @@ def test_a_multicast_mask_outside_the_cluster_is_a_kernel_error_and_nothing_hang
         with pytest.raises(oxide.KernelError, match=r"multicast_mask at .*clusterk\.py:\d+:\d+: the multicast mask mask of "
                                                     r"oxide\.tma\.load"):
             clk.multicast_mask.launch(oxide.tma.descriptor(src, box=BOX), mask, out, grid=GRID, block=N, cluster=2)
-            torch.cuda.synchronize()
+            synchronize()
     out = poisoned(GRID * BOX[0] * BOX[1])
     clk.multicast_mask.launch(oxide.tma.descriptor(src, box=BOX), 3, out, grid=GRID, block=N, cluster=2)
-    torch.cuda.synchronize()
+    synchronize()
     got = out.to(torch.float64).reshape(GRID, BOX[0], BOX[1])
     assert torch.equal(got, src.to(torch.float64).expand(GRID, *BOX))
