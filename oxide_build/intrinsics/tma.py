@@ -7,6 +7,9 @@ parameter.
   coordinates ``c0`` (innermost, the column) ... into the shared array (or shared slice) ``dst``;
   the barrier ``bar`` (``bars[k]``) counts its bytes as they land (give them to it with
   ``mbarrier.arrive_expect_tx``). Elements of the box outside the tensor read as zero.
+  ``multicast=mask``: the box goes to ``dst`` of every block of the cluster whose bit is set
+  (``.multicast::cluster``), each block's barrier at ``bar``'s offset counting its bytes; a
+  mask naming a block outside the cluster is refused like a box that does not fit.
 - ``store(desc, src, c0, ...)``: one box from shared memory into the tensor (elements outside
   it are not written); ``store_commit()`` closes the stores issued so far into a group and
   ``store_wait(n)`` waits until at most ``n`` groups are unfinished. Writes memory other
