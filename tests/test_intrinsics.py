@@ -50,8 +50,8 @@ def test_attributes() -> None:
     masked = {f"warp.{op}" for op in ("sync", "all", "any", "ballot", "match_any", "shfl_idx", "shfl_up", "shfl_down",
                                       "shfl_xor", "reduce_sum", "reduce_min", "reduce_max")}
     assert {n for n, i in INTRINSICS.items() if i.keywords} == {n for n in INTRINSICS if n.startswith("atomic.")} | masked | {
-        "asm", "mma.ldmatrix", "cp_async.copy", "shared.array", "shared.dynamic", "wgmma.mma", "tma.store_wait",
-        "tma.load", "cluster.arrive"}
+        "asm", "mma.ldmatrix", "mma.stmatrix", "cp_async.copy", "shared.array", "shared.dynamic", "wgmma.mma",
+        "tma.store_wait", "tma.load", "cluster.arrive"}
     assert all("mask" in INTRINSICS[n].keywords for n in masked)
     assert intrinsic_info("checked_index") is None  # the IR's own
     assert INTRINSICS["block.sync"].convergent and not INTRINSICS["block.sync"].thread_dependent

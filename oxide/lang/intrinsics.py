@@ -178,8 +178,9 @@ timer = _Space("timer", ("clock", "clock64", "globaltimer", "nanosleep"))
 volatile = _Space("volatile", ("load", "store"))
 
 # tensor cores (sm_80): fragment_a/b(shape, T), fragment_c(shape), sync(d, a, b, c),
-# ldmatrix(dst..., smem, index, trans=False), swizzle(offset, bits, base, shift)
-mma = _Space("mma", ("fragment_a", "fragment_b", "fragment_c", "sync", "ldmatrix", "swizzle"))
+# ldmatrix(dst..., smem, index, trans=False), stmatrix(src..., smem, index, trans=False) (sm_90),
+# swizzle(offset, bits, base, shift)
+mma = _Space("mma", ("fragment_a", "fragment_b", "fragment_c", "sync", "ldmatrix", "stmatrix", "swizzle"))
 # asynchronous global-to-shared copies (sm_80): copy(dst, dst_index, src, src_index, nbytes,
 # cache="ca", src_bytes=n), commit_group(), wait_group(n)
 cp_async = _Space("cp_async", ("copy", "commit_group", "wait_group"))

@@ -1,5 +1,6 @@
 """Tensor cores, the sm_80 path (``mma.*``): warp-wide ``mma.sync`` on register fragments,
-``ldmatrix`` from shared memory into fragments, and the swizzle of shared-memory offsets.
+``ldmatrix`` from shared memory into fragments, ``stmatrix`` (sm_90) from fragments into shared
+memory, and the swizzle of shared-memory offsets.
 
 A fragment is a per-thread array whose type knows its role and shape
 (``ox.mma.fragment_a("m16n8k16", bf16)``: the 8 bf16 values of A that this lane holds), so a
@@ -14,9 +15,15 @@ call with the wrong fragment is a compile error, not wrong results. Shapes:
 The element layout per lane is PTX's (``mma.m16n8k16`` "Matrix fragments": lane ``l`` holds
 ``a[0:2]`` at row ``l // 4``, columns ``2 * (l % 4) + 0/1``, and so on).
 
-Lowering: LLVM's NVPTX intrinsics (``llvm.nvvm.mma.*``, ``llvm.nvvm.ldmatrix.*``) where
-llvmlite compiles the module; where libNVVM does (``--backend nvvm``, LTO-IR), which has
-neither intrinsic, the same instructions as inline PTX.
+``ldmatrix(dst..., smem, index)`` and ``stmatrix(src..., smem, index)`` take the same arguments:
+1, 2 or 4 registers of fragments (``.x1/.x2/.x4``), each register one 8x8 matrix of 16-bit
+elements whose 16-byte rows lanes 8i..8i+7 address (``index``: where this lane's row starts);
+lane ``l`` holds the two elements at row ``l // 4``, columns ``2 * (l % 4)`` and ``+1`` of each
+(``trans=True``: of its transpose), the layout of an ``mma`` accumulator and of a ``wgmma`` one.
+
+Lowering: LLVM's NVPTX intrinsics (``llvm.nvvm.mma.*``, ``llvm.nvvm.ldmatrix.*``,
+``llvm.nvvm.stmatrix.*``) where llvmlite compiles the module; where libNVVM does (``--backend
+nvvm``, LTO-IR), which has none of them, the same instructions as inline PTX.
 """
 from __future__ import annotations
 
@@ -223,56 +230,95 @@ def _lower_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> l
     return ll.Constant(LL_I32, 0)
 
 
-# ldmatrix -----------------------------------------------------------------------------------
+# ldmatrix, stmatrix -------------------------------------------------------------------------
 
-def _type_ldmatrix(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+class MatrixRows(NamedTuple):
+    """What ``ldmatrix`` and ``stmatrix`` share once typed: the fragments (their first 32-bit
+    register and number of registers, as option strings), the .x count, .trans, the shared array
+    and this lane's row start, checked when bounds checks are on."""
+    fragments: list[ir.Expr]
+    places: list[str]
+    registers: int
+    trans: bool
+    smem: ir.Expr
+    row_start: ir.Expr
+    checked: ir.Expr
+
+
+def _type_matrix_rows(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> MatrixRows:
+    """The arguments of ``ldmatrix(dst..., smem, index, trans=False)`` and of
+    ``stmatrix(src..., smem, index, trans=False)``: fragments or local arrays of 16-bit (or, not
+    transposed, 8-bit) elements making 1, 2 or 4 registers, a shared array and this lane's row."""
+    op = info.op
+    role, fill = ("dst", "fills") if op == "ldmatrix" else ("src", "stores")
     if len(node.args) < 3:
-        raise tr.error(node, "mma.ldmatrix(dst, ..., smem, index) takes the fragments to fill, a shared array "
-                       "and this lane's row start in it")
+        raise tr.error(node, f"mma.{op}({role}, ..., smem, index) takes the fragments to "
+                       f"{'fill' if op == 'ldmatrix' else 'store'}, a shared array and this lane's row start in it")
     trans = False
     for k in node.keywords:
         if k.arg != "trans" or not (isinstance(k.value, ast.Constant) and isinstance(k.value.value, bool)):
-            raise tr.error(k.value, "mma.ldmatrix() takes one keyword, trans=True or trans=False")
+            raise tr.error(k.value, f"mma.{op}() takes one keyword, trans=True or trans=False")
         trans = k.value.value
-    dsts: list[ir.Expr] = []
-    places: list[str] = []  # per destination: its first register and its number of registers
+    fragments: list[ir.Expr] = []
+    places: list[str] = []  # per fragment: its first register and its number of registers
     registers = 0
     for arg in node.args[:-2]:
         value, ty, first = fragment_operand(tr, arg)
         per_register = 32 // ty.elem.bits if ty.elem.bits in (8, 16) else 0
         if ty.space != "local" or not per_register or ty.shape is None or _fragment_size(ty) % per_register:
-            raise tr.error(arg, f"ldmatrix fills fragments of 16-bit elements (f16, bf16) or 8-bit ones "
-                           f"(f8e4m3, f8e5m2), got {type_name(ty)}")
+            hint = ("convert the f32 values to f16 or bf16 into a local array first "
+                    "(frag = ox.local.array(8, T); frag[e] = T(acc[...]))"
+                    if op == "stmatrix" and ty.elem.bits == 32 else "")
+            raise tr.error(arg, f"{op} {fill} fragments of 16-bit elements (f16, bf16) or 8-bit ones "
+                           f"(f8e4m3, f8e5m2), got {type_name(ty)}", hint)
         if trans and ty.elem.bits == 8:
-            raise tr.error(node, "ldmatrix trans=True transposes 16-bit elements, so it cannot transpose "
+            raise tr.error(node, f"{op} trans=True transposes 16-bit elements, so it cannot transpose "
                            f"{ty.elem.name} values",
                            "keep the fp8 B operand K-contiguous in shared memory (B transposed, N x K: "
-                           "torch._scaled_mm's column-major B) and load it without trans")
-        dsts.append(value)
+                           "torch._scaled_mm's column-major B) and load it without trans"
+                           if op == "ldmatrix" else "store 8-bit fragments without trans")
+        fragments.append(value)
         places += [str(first // per_register), str(_fragment_size(ty) // per_register)]
         registers += _fragment_size(ty) // per_register
     if registers not in (1, 2, 4):
-        raise tr.error(node, f"ldmatrix loads 1, 2 or 4 8x8 matrices (one 32-bit register each per lane); "
+        moves = "loads" if op == "ldmatrix" else "stores"
+        raise tr.error(node, f"{op} {moves} 1, 2 or 4 8x8 matrices (one 32-bit register each per lane); "
                        f"these fragments take {registers}",
-                       "an m16n8k16 A fragment takes 4 (.x4), a B fragment 2 (.x2), two B fragments 4")
+                       "an m16n8k16 A fragment takes 4 (.x4), a B fragment 2 (.x2), two B fragments 4; "
+                       "8 f16/bf16 values take 4")
     smem_node, index_node = node.args[-2], node.args[-1]
     smem = tr.expr(smem_node)
     if not isinstance(smem.ty, ArrayType) or smem.ty.space != "shared" or smem.ty.elem.bits not in (8, 16):
-        raise tr.error(smem_node, f"ldmatrix reads a shared array of 16-bit or 8-bit elements, got {type_name(smem.ty)}")
-    index = tr.convert(tr.materialize(tr.expr(index_node)), I64, index_node)
-    if as_scalar(index.ty) is None or as_scalar(index.ty).kind not in ("int", "uint"):  # type: ignore[union-attr]
-        raise tr.error(index_node, "the ldmatrix index must be an integer")
+        reads = "reads" if op == "ldmatrix" else "writes"
+        raise tr.error(smem_node, f"{op} {reads} a shared array of 16-bit or 8-bit elements, got {type_name(smem.ty)}")
+    index = tr.materialize(tr.expr(index_node))
+    index_type = as_scalar(index.ty)
+    if index_type is None or index_type.kind not in ("int", "uint"):  # checked before the conversion hides it
+        raise tr.error(index_node, f"the {op} index must be an integer, got {type_name(index.ty)}")
+    index = tr.convert(index, I64, index_node)
     loc = tr.loc(node)
     checked: ir.Expr = index
     if tr.bounds_check:  # this lane's row: 16 bytes from index
         row = 128 // smem.ty.elem.bits
         site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node,
-                                         f"ldmatrix row {ast.unparse(smem_node)}[{ast.unparse(index_node)} : +{row}]")
+                                         f"{op} row {ast.unparse(smem_node)}[{ast.unparse(index_node)} : +{row}]")
         last = ir.BinOp(BinaryOp.ADD, index, ir.Const(row - 1, I64, loc), I64, loc)
         length = smem.ty.size if smem.ty.size is not None else 1 << 62
         checked = ir.Intrinsic("checked_index", [last, ir.Const(length, I64, loc)], I64, loc, site)
-    return ir.Intrinsic(info.name, [*dsts, smem, index, checked], VoidType(), loc,
-                        options=(f"x{registers}", "trans" if trans else "", *places))
+    return MatrixRows(fragments, places, registers, trans, smem, index, checked)
+
+
+def _type_matrix_copy(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    rows = _type_matrix_rows(tr, info, node)
+    return ir.Intrinsic(info.name, [*rows.fragments, rows.smem, rows.row_start, rows.checked], VoidType(), tr.loc(node),
+                        options=(f"x{rows.registers}", "trans" if rows.trans else "", *rows.places))
+
+
+def _row_address(fl: FunctionLowering, smem: ir.Expr, index: ir.Expr, checked: ir.Expr) -> ll.Value:
+    """This lane's row in ``smem`` (a shared pointer), after its bounds check when there is one."""
+    fl.expr(checked)
+    view = fl.view(smem)
+    return fl.b.gep(view.ptr, [fl.expr(index)], source_etype=fl.elem_type(view.elem))
 
 
 def _lower_ldmatrix(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
@@ -280,9 +326,7 @@ def _lower_ldmatrix(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) 
     count, trans, *places = e.options
     n = int(count[1:])
     *dsts, smem, index, checked = e.args
-    fl.expr(checked)  # the bounds check, when there is one
-    view = fl.view(smem)
-    ptr = b.gep(view.ptr, [fl.expr(index)], source_etype=fl.elem_type(view.elem))
+    ptr = _row_address(fl, smem, index, checked)
     ret: ll.Type = LL_I32 if n == 1 else ll.LiteralStructType([LL_I32] * n)
     if fl.parent.libnvvm:
         outs = ", ".join(f"${i}" for i in range(n))
@@ -301,6 +345,28 @@ def _lower_ldmatrix(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) 
         first, size = int(places[2 * i]), int(places[2 * i + 1])
         _store_registers(fl, dst, regs[at:at + size], first)
         at += size
+    return ll.Constant(LL_I32, 0)
+
+
+def _lower_stmatrix(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    b = fl.b
+    count, trans, *places = e.options
+    n = int(count[1:])
+    *srcs, smem, index, checked = e.args
+    ptr = _row_address(fl, smem, index, checked)
+    regs: list[ll.Value] = []
+    for i, src in enumerate(srcs):
+        regs += load_registers(fl, src, int(places[2 * i]), int(places[2 * i + 1]))
+    if fl.parent.libnvvm:
+        ins = ", ".join(f"${i + 1}" for i in range(n))
+        text = f"stmatrix.sync.aligned.m8n8.{count}{'.trans' if trans else ''}.shared.b16 [$0], {{{ins}}};"
+        asm_call(fl, text, ",".join(["l"] + ["r"] * n) + ",~{memory}", ll.VoidType(),
+                 [b.ptrtoint(ptr, ll.IntType(64)), *regs])
+    else:
+        p8 = b.bitcast(ptr, ll.PointerType(ll.IntType(8), 3))
+        name = f"llvm.nvvm.stmatrix.sync.aligned.m8n8.{count}{'.trans' if trans else ''}.b16"
+        fn = _declare(fl, name, ll.VoidType(), [p8.type, *([LL_I32] * n)])
+        b.call(fn, [p8, *regs])
     return ll.Constant(LL_I32, 0)
 
 
@@ -339,7 +405,9 @@ def _lowered_as_ir(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -
 ENTRIES = [
     *(IntrinsicInfo(f"mma.fragment_{role}", _type_fragment, _lower_allocation) for role in ROLES),
     IntrinsicInfo("mma.sync", _type_sync, _lower_sync, convergent=True),
-    IntrinsicInfo("mma.ldmatrix", _type_ldmatrix, _lower_ldmatrix, thread_dependent=True, convergent=True,
+    IntrinsicInfo("mma.ldmatrix", _type_matrix_copy, _lower_ldmatrix, thread_dependent=True, convergent=True,
                   keywords=("trans",)),
+    IntrinsicInfo("mma.stmatrix", _type_matrix_copy, _lower_stmatrix, convergent=True, keywords=("trans",),
+                  min_arch="sm_90"),
     IntrinsicInfo("mma.swizzle", _type_swizzle, _lowered_as_ir),
 ]
