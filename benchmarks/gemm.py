@@ -8,6 +8,7 @@ fast one's); f32 accumulate; each against a
 Triton matmul; at 4096³, 8192³ and the skinny 16384×1024×4096. Needs a GPU, PyTorch and Triton.
 
     python benchmarks/gemm.py --out results/ [--reps 30] [--dtypes bf16,f16,e4m3] [--sizes 4096,8192x8192x8192]
+        [--impls "wgmma_gemm (TMA"]  # only the contenders whose name holds one of these, and the reference
 
 Each size and type is checked against torch in float64 on sampled rows first. The timed runs
 go round-robin (oxide, cuBLAS, Triton, oxide, ...) so that clocks and temperature drift hit all
@@ -141,16 +142,24 @@ def wgmma_impls(torch: Any, a: Any, b: Any) -> dict[str, Callable[[], Any]]:
     cpasync_launch = wgc.wgmma_cpasync_gemm[blocks, wgc.THREADS, None, wgc.SMEM_BYTES]
     c_tma = torch.full((m, n), float("nan"), device="cuda", dtype=a.dtype)
     c_cpasync = torch.full((m, n), float("nan"), device="cuda", dtype=a.dtype)
+    tma_store_launch = wg.wgmma_gemm_tma_store[blocks, wg.THREADS, None, wg.TMA_STORE_SMEM_BYTES]
+    c_tma_store = torch.full((m, n), float("nan"), device="cuda", dtype=a.dtype)
+    c_map = oxide.tma.descriptor(c_tma_store, box=(64, 64), swizzle=128)
 
     def tma_run() -> Any:
         tma_launch(a_map, b_map, m, n, k, c_tma.view(-1))
         return c_tma
 
+    def tma_store_run() -> Any:
+        tma_store_launch(a_map, b_map, c_map, m, n, k)
+        return c_tma_store
+
     def cpasync_run() -> Any:
         cpasync_launch(a.view(-1), b.view(-1), m, n, k, c_cpasync.view(-1))
         return c_cpasync
 
-    return {"oxide wgmma_gemm (TMA)": tma_run, "oxide wgmma_cpasync_gemm": cpasync_run}
+    return {"oxide wgmma_gemm (TMA)": tma_run, "oxide wgmma_gemm (TMA, TMA store)": tma_store_run,
+            "oxide wgmma_cpasync_gemm": cpasync_run}
 
 
 def wgmma_fp8_impls(torch: Any, a: Any, bt: Any, scale: float) -> dict[str, Callable[[], Any]]:
@@ -239,6 +248,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--dtypes", default="bf16,f16,e4m3", help="comma-separated: bf16, f16, e4m3")
+    parser.add_argument("--impls", default=None, help="comma-separated parts of contender names to time (the "
+                        "reference is always timed), e.g. 'wgmma_gemm (TMA' (default: all)")
     parser.add_argument("--sizes", default=None, help="MxNxK or an edge of a cube, comma-separated (default: "
                         + ",".join("x".join(map(str, s)) for s in SIZES) + ")")
     args = parser.parse_args()
@@ -266,6 +277,9 @@ def main() -> None:
                 impls, a, b, reference, scale = fp8_impls(torch, m, n, k, tri8)
             else:
                 impls, a, b, reference, scale = sixteen_bit_impls(torch, m, n, k, dtypes[elem], tri16)
+            if args.impls:  # the reference stays: the figures are relative to it
+                wanted = [w for w in args.impls.split(",") if w]
+                impls = {name: fn for name, fn in impls.items() if name == reference or any(w in name for w in wanted)}
             errors: dict[str, float] = {}
             for name in list(impls):
                 try:
