@@ -1,14 +1,14 @@
 """Tensor-core GEMM (issue #18): oxide's GEMMs against cuBLAS and Triton, same run: bf16 and
 f16 in (the sm_80 ``mma.sync`` examples/gemm/mma_gemm.py, 128×256×64 tiles, and its 128×128×32
 first version mma_gemm_128x128.py; on a 9.0 GPU the sm_90a warp-specialized ``wgmma`` GEMMs,
-examples/gemm/wgmma_gemm.py with TMA loads and wgmma_cpasync_gemm.py with cp.async) against ``torch.matmul``; fp8 e4m3 in (mma_gemm_fp8.py and,
+examples/gemm/wgmma_gemm.py with TMA loads and stores, wgmma_cpasync_gemm.py with cp.async) against ``torch.matmul``; fp8 e4m3 in (mma_gemm_fp8.py and,
 on a 9.0 GPU, the TMA wgmma wgmma_gemm_fp8.py; per-tensor scales, bf16 out) against cuBLASLt through
 ``torch._scaled_mm`` (with and without ``use_fast_accum``: the wgmma kernel's accumulation is the
 fast one's); f32 accumulate; each against a
 Triton matmul; at 4096³, 8192³ and the skinny 16384×1024×4096. Needs a GPU, PyTorch and Triton.
 
     python benchmarks/gemm.py --out results/ [--reps 30] [--dtypes bf16,f16,e4m3] [--sizes 4096,8192x8192x8192]
-        [--impls "wgmma_gemm (TMA"]  # only the contenders whose name holds one of these, and the reference
+        [--impls "wgmma_gemm (TMA"]  # only the contenders whose names hold one of these, and the reference
 
 Each size and type is checked against torch in float64 on sampled rows first. The timed runs
 go round-robin (oxide, cuBLAS, Triton, oxide, ...) so that clocks and temperature drift hit all
@@ -127,8 +127,8 @@ def timed(torch: Any, impls: dict[str, Callable[[], Any]], reps: int) -> dict[st
 
 
 def wgmma_impls(torch: Any, a: Any, b: Any) -> dict[str, Callable[[], Any]]:
-    """The sm_90a GEMMs: examples/gemm/wgmma_gemm.py (TMA loads; its descriptors made once, as a
-    caller keeps them) and its cp.async variant, each into an output of its own."""
+    """The sm_90a GEMMs: examples/gemm/wgmma_gemm.py (TMA loads and stores; its descriptors made
+    once, as a caller keeps them) and its cp.async variant, each into an output of its own."""
     import oxide
     from examples.gemm import wgmma_cpasync_gemm as wgc
     from examples.gemm import wgmma_gemm as wg
@@ -141,25 +141,18 @@ def wgmma_impls(torch: Any, a: Any, b: Any) -> dict[str, Callable[[], Any]]:
     b_map = oxide.tma.descriptor(b, box=(wg.BK, 64), swizzle=128)
     cpasync_launch = wgc.wgmma_cpasync_gemm[blocks, wgc.THREADS, None, wgc.SMEM_BYTES]
     c_tma = torch.full((m, n), float("nan"), device="cuda", dtype=a.dtype)
+    c_map = oxide.tma.descriptor(c_tma, box=(64, 64), swizzle=128)  # its epilogue's TMA stores
     c_cpasync = torch.full((m, n), float("nan"), device="cuda", dtype=a.dtype)
-    tma_store_launch = wg.wgmma_gemm_tma_store[blocks, wg.THREADS, None, wg.TMA_STORE_SMEM_BYTES]
-    c_tma_store = torch.full((m, n), float("nan"), device="cuda", dtype=a.dtype)
-    c_map = oxide.tma.descriptor(c_tma_store, box=(64, 64), swizzle=128)
 
     def tma_run() -> Any:
-        tma_launch(a_map, b_map, m, n, k, c_tma.view(-1))
+        tma_launch(a_map, b_map, c_map, m, n, k)
         return c_tma
-
-    def tma_store_run() -> Any:
-        tma_store_launch(a_map, b_map, c_map, m, n, k)
-        return c_tma_store
 
     def cpasync_run() -> Any:
         cpasync_launch(a.view(-1), b.view(-1), m, n, k, c_cpasync.view(-1))
         return c_cpasync
 
-    return {"oxide wgmma_gemm (TMA)": tma_run, "oxide wgmma_gemm (TMA, TMA store)": tma_store_run,
-            "oxide wgmma_cpasync_gemm": cpasync_run}
+    return {"oxide wgmma_gemm (TMA)": tma_run, "oxide wgmma_cpasync_gemm": cpasync_run}
 
 
 def wgmma_fp8_impls(torch: Any, a: Any, bt: Any, scale: float) -> dict[str, Callable[[], Any]]:

@@ -283,7 +283,7 @@ def test_the_tile_fixtures_compile_for_sm_90a() -> None:
 def test_sass_of_the_gemm_holds_hgmma_and_no_local_memory(example: str) -> None:
     """The sm_90a GEMMs run on the warpgroup tensor cores (HGMMA, not HMMA), their 128
     accumulators stay in registers (no local memory), the wgmmas are not serialized, and the
-    TMA one loads with UTMALDG."""
+    TMA one loads with UTMALDG and stores C with STSM (stmatrix) and UTMASTG."""
     from oxide_build.inspect import disassemble, inspect_module
 
     found = inspect_module(EXAMPLE.parent / f"{example}.py", example, "sm_90a")
@@ -299,6 +299,9 @@ def test_sass_of_the_gemm_holds_hgmma_and_no_local_memory(example: str) -> None:
     assert "LDL" not in sass and "STL" not in sass
     assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sass  # one group kept in flight
     assert sass.count("UTMALDG.2D") == (2 * 5 if example == "wgmma_gemm" else 0)  # A and 4 boxes of B, per type
+    if example == "wgmma_gemm":  # the TMA-store epilogue: 4 boxes of 64x64, each 4 stmatrix .x4 per warp
+        assert sass.count("STSM.16.M88.4") == 2 * 16 and sass.count("UTMASTG.2D") == 2 * 4
+        assert "STG" not in sass.replace("UTMASTG", "")  # no element goes out from registers
 
 
 ORDER_CASES = {

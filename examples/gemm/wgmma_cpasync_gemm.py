@@ -1,7 +1,8 @@
 """C = A @ B on Hopper's warpgroup tensor cores (sm_90a ``wgmma``) without TMA: the same
 kernel as wgmma_gemm.py with a ``cp.async`` producer and named hardware barriers in place of
 TMA loads and mbarriers (it ran before ``ox.tma`` existed, and shows wgmma reading shared memory
-written by ordinary copies). bf16 or f16 in, f32 accumulate, bf16/f16 out. A is M×K and B is
+written by ordinary copies), and C stored from registers (wgmma_gemm.py stores it with
+``stmatrix`` and TMA). bf16 or f16 in, f32 accumulate, bf16/f16 out. A is M×K and B is
 K×N, both row-major (torch's ``a @ b``), C is M×N row-major.
 
 A persistent, warp-specialized kernel: one block per SM, 3 warpgroups. Warpgroup 0 (the
