@@ -123,6 +123,9 @@ def test_coordinates_are_written_outermost_first_and_passed_innermost_first(tmp_
         def one(src: ox.tma.Descriptor[f32, 3], row: i32, col: i32) -> None:
             bars = ox.mbarrier.array(1)
             tile = ox.shared.array(64, f32)
+            ox.mbarrier.init(bars, 1)
+            ox.mbarrier.fence_init()
+            ox.mbarrier.arrive_expect_tx(bars, ox.tma.box_bytes(src))
             ox.tma.load(src, bars, tile, 7, row, col)
     """)
     for backend in ("nvptx", "nvvm"):
@@ -400,7 +403,7 @@ def test_cluster_rank_size_and_sync(tmp_path: Path, backend: str) -> None:
 
 
 def test_a_module_for_sm_80_that_uses_tma_is_refused_at_the_call(tmp_path: Path) -> None:
-    src = write(tmp_path, KERNEL.replace("{body}", "ox.mbarrier.wait(bars[0], 0)"))
+    src = write(tmp_path, KERNEL.replace("{body}", "ox.mbarrier.init(bars[0], 1); ox.mbarrier.wait(bars[0], 0)"))
     with pytest.raises(CompileError, match=r"ox\.mbarrier\.wait needs sm_90 or newer; this module is built for sm_80") as info:
         compile_module(src, "tmasrc", CompileOptions(archs=("sm_80", "sm_90")))
     assert info.value.location is not None and info.value.location.line == 9
@@ -420,6 +423,11 @@ def test_a_swizzled_shared_array_checks_the_maps_swizzle(tmp_path: Path, backend
             tile = ox.shared.array((8, 32), f32, swizzle=128)
             plain = ox.shared.array((8, 32), f32)
             bars = ox.mbarrier.array(2)
+            ox.mbarrier.init(bars[0], 1)
+            ox.mbarrier.init(bars[1], 1)
+            ox.mbarrier.fence_init()
+            ox.mbarrier.arrive_expect_tx(bars[0], ox.tma.box_bytes(src))
+            ox.mbarrier.arrive_expect_tx(bars[1], ox.tma.box_bytes(src))
             ox.tma.load(src, bars[0], tile, 0, 0)
             ox.tma.load(src, bars[1], plain, 0, 0)
     """)
@@ -442,6 +450,9 @@ def test_the_shared_address_is_checked_where_the_compiler_cannot_see_it(tmp_path
         def k(src: ox.tma.Descriptor[f32, 2], s: i32) -> None:
             tile = ox.shared.array(1024, f32)
             bars = ox.mbarrier.array(1)
+            ox.mbarrier.init(bars, 1)
+            ox.mbarrier.fence_init()
+            ox.mbarrier.arrive_expect_tx(bars, 4 * ox.tma.box_bytes(src))
             ox.tma.load(src, bars, tile, 0, 0)           # a whole array: aligned by the compiler
             ox.tma.load(src, bars, tile[256:], 0, 0)     # a constant offset of 1024 bytes
             ox.tma.load(src, bars, tile[s * 256:], 0, 0)  # checked at run time (LLVM proves it: s * 1024 bytes)

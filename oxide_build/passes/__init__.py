@@ -26,7 +26,9 @@ from .disjoint_launch_shape import DisjointLaunchShape
 from .divergence import BarrierDivergence
 from .fma import FmaContraction
 from .launch_preconditions import LaunchPreconditions
+from .mbarrier_lint import MbarrierLint
 from .shared_memory import SharedMemoryLimit
+from .warpgroup_divergence import WarpgroupDivergence
 from .wgmma_order import WgmmaOrder
 
 __all__ = ["Pass", "PIPELINE", "pass_names", "run_pipeline"]
@@ -44,6 +46,8 @@ PIPELINE: tuple[Pass, ...] = (
     LaunchPreconditions(),
     DisjointLaunchShape(),  # after it: its precondition comes after the kernel's own asserts
     BarrierDivergence(),
+    WarpgroupDivergence(),
+    MbarrierLint(),
     SharedMemoryLimit(),
     WgmmaOrder(),
     FmaContraction(),
