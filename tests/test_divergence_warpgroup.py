@@ -72,6 +72,8 @@ UNIFORM_ACROSS_A_WARPGROUP = [
     "n > 0",
     "thread.idx.y == 0",
     "c[block.idx.x] > 0.0",  # memory at a block-uniform address
+    "block.sync_or(tid == 3)",  # the block's answer
+    "ox.math.sqrt(f32(ox.warpgroup.id())) > 1.0",
 ]
 
 
@@ -91,7 +93,7 @@ DIFFERING_WITHIN_A_WARPGROUP = [
     "ox.warp.id() == 4",
     "thread.index_1d() < n",
     "c[thread.idx.x] > 0.0",  # memory at a lane-dependent address
-    "ox.warp.any(tid > 5)",
+    "ox.warp.any(tid == 5)",  # true in warp 0 only
 ]
 
 

@@ -5,8 +5,9 @@ The warpgroup-collective check (``passes/warpgroup_divergence.py``) and the mbar
 
 The levels, from the most uniform:
 
-- ``BLOCK``: constants, kernel parameters, ``block.*``, ``grid.*``, ``cluster.*``, memory read at
-  a block-uniform address, and what is computed from those only;
+- ``BLOCK``: constants, kernel parameters, ``block.*``, ``grid.*``, ``cluster.*``, block votes
+  (``block.sync_or``), memory read at a block-uniform address, and what is computed from those
+  only;
 - ``WARPGROUP``: ``ox.warpgroup.id()``, ``thread.idx.x // c`` and ``thread.idx.x >> k`` for a
   multiple ``c`` of 128 (``k >= 7``), ``warp.id() // 4``, a comparison of ``thread.idx.x`` with a
   constant multiple of 128 (``thread.idx.x < 128``), ``thread.idx.y`` and ``.z``. This assumes
@@ -14,7 +15,8 @@ The levels, from the most uniform:
 - ``UNKNOWN``: may differ between threads, nothing says how (inline PTX, ``volatile.load``,
   ``mbarrier.try_wait``): never reported as differing within a warpgroup;
 - ``LANE``: differs between the threads of one warpgroup: ``thread.idx.x`` and the thread
-  indices, ``warp.lane()``, ``warp.id()``, warp votes and shuffles, atomics, clocks,
+  indices, ``warp.lane()``, ``warp.id()``, warp votes and shuffles (one answer per warp, four
+  warps to a warpgroup), atomics, clocks,
   ``ldmatrix`` fragments, memory read at such an address, and any value computed from one of
   them in another way than above (``thread.idx.x % 128 < 64``).
 
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from ..intrinsics import intrinsic_info
+from ..intrinsics.thread import BLOCK_VOTES
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp, CompareOp
 
@@ -95,11 +98,14 @@ class _Levels:
                 return positional
         if isinstance(e, ir.Call):
             callee = self.program.functions.get(e.symbol)
-            own = callee.returns if callee is not None else Uniformity.BLOCK
-            return max([own, *(self.level(a) for a in e.args)])
+            if callee is not None:  # its parameters carry what its callers pass
+                return callee.returns
+            return max([Uniformity.UNKNOWN, *(self.level(a) for a in e.args)])  # CUDA C++
         if isinstance(e, ir.Intrinsic):
             if e.name == "warpgroup.id":
                 return Uniformity.WARPGROUP
+            if e.name in BLOCK_VOTES:  # the block's answer, the same in every thread
+                return Uniformity.BLOCK
             if e.name in _LANE_INTRINSICS or e.name.startswith(_LANE_GROUPS):
                 return Uniformity.LANE
             info = intrinsic_info(e.name)
