@@ -30,6 +30,7 @@ never complete a phase) is a hang on the GPU, not a compile error.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..intrinsics import intrinsic_info
@@ -129,9 +130,8 @@ class MbarrierLint:
         return program
 
 
-def _reaching(program: ir.Program, found: object) -> set[str]:
+def _reaching(program: ir.Program, found: Callable[[ir.Expr], bool]) -> set[str]:
     """The functions with an expression for which ``found`` is true, directly or through calls."""
-    assert callable(found)
     calls: dict[str, set[str]] = {}
     reach: set[str] = set()
     for fn in program.functions:
