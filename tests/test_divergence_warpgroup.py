@@ -240,4 +240,4 @@ def test_the_levels_of_the_gemms_locals(tmp_path: Path) -> None:
     local = levels.functions[kernel.symbol].levels
     assert local.get("tiles", Uniformity.BLOCK) == Uniformity.BLOCK
     assert local["wg"] == local["half"] == Uniformity.WARPGROUP
-    assert local["tid"] == local["lane"] == local["row"] == Uniformity.LANE
+    assert local["tid"] == local["lane"] == local["c_row"] == Uniformity.LANE
