@@ -33,7 +33,8 @@ def compile_error(tmp_path: Path, body: str) -> str:
 def test_the_pipeline_is_one_visible_list_of_named_passes() -> None:
     assert pass_names() == [p.name for p in PIPELINE] == [
         "bounds-elimination", "launch-preconditions", "disjoint-launch-shape", "barrier-divergence",
-        "warpgroup-divergence", "mbarrier-lint", "shared-memory-limit", "wgmma-order", "fma-contraction", "canonicalize"]
+        "warpgroup-divergence", "mbarrier-lint", "shared-memory-limit", "wgmma-order", "wgmma-fence",
+        "fma-contraction", "canonicalize"]
     assert len(set(pass_names())) == len(PIPELINE)
 
 

@@ -29,6 +29,7 @@ from .launch_preconditions import LaunchPreconditions
 from .mbarrier_lint import MbarrierLint
 from .shared_memory import SharedMemoryLimit
 from .warpgroup_divergence import WarpgroupDivergence
+from .wgmma_fence import WgmmaFence
 from .wgmma_order import WgmmaOrder
 
 __all__ = ["Pass", "PIPELINE", "pass_names", "run_pipeline"]
@@ -50,6 +51,7 @@ PIPELINE: tuple[Pass, ...] = (
     MbarrierLint(),
     SharedMemoryLimit(),
     WgmmaOrder(),
+    WgmmaFence(),
     FmaContraction(),
     Canonicalize(),  # last: the passes before it read conditions as the source wrote them
 )
