@@ -189,8 +189,9 @@ def build_ir(
     frontend = build_program(index, module, bounds_check=options.bounds_check)
     frontend.program.fma_contraction = options.fma
     try:
-        frontend.program = run_pipeline(frontend.program, print_after=print_after)
+        # the arch first: a module that cannot be built for its archs says so before any lint
         check_arch_requirements(frontend.program, options.archs)
+        frontend.program = run_pipeline(frontend.program, print_after=print_after)
         check_fp8_archs(frontend.program, options.archs)
     except MissingArch as e:
         located = located_error(index, e.file, e.loc, e.message, e.hint)

@@ -4,7 +4,8 @@ ptxas afterwards ("Instruction 'wgmma.fence' not supported on .target 'sm_90'", 
 ``.ptx`` file).
 
 Unlike the passes of ``PIPELINE`` it needs the archs the module is built for, so the driver
-(``compile.build_ir``) calls ``check_arch_requirements`` after the pipeline. Every function of
+(``compile.build_ir``) calls ``check_arch_requirements`` itself, before the pipeline: a module
+that cannot be built for its archs says so before any pass's complaint about its code. Every function of
 the program is compiled for every arch, so every intrinsic call is checked against each.
 """
 from __future__ import annotations
