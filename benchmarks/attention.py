@@ -1,4 +1,6 @@
-"""Attention forward (issue #18): oxide's FlashAttention-2-style kernel on the sm_80 tensor-core
+"""Attention forward (issue #18): oxide's FlashAttention-3-style kernel on the sm_90a path
+(examples/attention/wgmma_attention.py: TMA, wgmma, warp specialization; with and without its
+consumers' pingpong; on sm_90 GPUs) and its FlashAttention-2-style kernel on the sm_80 tensor-core
 path (examples/attention/flash_attention.py) against PyTorch's scaled_dot_product_attention
 with its flash backend and its cuDNN backend, and a compact Triton flash-attention forward
 written here (the FlashAttention-2 algorithm in Triton, ours, not the tutorial's code). bf16,
@@ -168,7 +170,25 @@ def main() -> None:
                     return o
                 return run
 
-            impls: dict[str, Callable[[], Any]] = {
+            def wgmma_run(pingpong: bool) -> Callable[[], Any]:
+                import oxide
+                from examples.attention import wgmma_attention as wa
+
+                bh = BATCH * HEADS
+                maps = [oxide.tma.descriptor(t.view(bh, seq, dim), box=(1, rows, 64), swizzle=128)
+                        for t, rows in ((q, wa.BM), (k, wa.BN), (v, wa.BN))]
+                launch = wa.wgmma_attention[(seq + wa.BM - 1) // wa.BM * bh, wa.THREADS, None, wa.smem_bytes(dim)]
+
+                def run() -> Any:
+                    launch(*maps, bh, seq, scale, o.view(-1), lse.view(-1), dim, causal, pingpong)
+                    return o
+                return run
+
+            impls: dict[str, Callable[[], Any]] = {}
+            if torch.cuda.get_device_capability(0) == (9, 0):  # wgmma needs sm_90a
+                impls["oxide wgmma"] = wgmma_run(False)
+                impls["oxide wgmma pingpong"] = wgmma_run(True)
+            impls |= {
                 "oxide (4 warps)": oxide_run(4),
                 "oxide (8 warps)": oxide_run(8),
                 "SDPA flash": lambda: sdpa(torch, SDPBackend.FLASH_ATTENTION)(q, k, v, causal),

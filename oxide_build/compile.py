@@ -297,11 +297,10 @@ def _compile_device_code(
         out.ltoir = {arch: nvvm_ltoir(nvvm_ir(arch), arch, options.opt_level, module_name, cache, options.fma) for arch in options.archs}
     if not lto:
         if options.link_cubins and has_kernels:
-            from .link.nvjitlink import LinkInput, link_cubin
+            from .link.ptxas import ptx_cubin
 
-            for arch in options.archs:
-                out.cubins[arch] = link_cubin([LinkInput(f"{module_name}.ptx", "ptx", out.ptx[arch].encode())], arch,
-                                              ptxas_options(options))
+            for arch in options.archs:  # a whole program: setmaxnreg holds (link/ptxas.py)
+                out.cubins[arch] = ptx_cubin(out.ptx[arch], arch, ptxas_options(options), module_name)
         if options.embed_ptx and newest is not None:
             out.fallback[newest] = out.ptx[newest]
     else:

@@ -93,7 +93,8 @@ def inspect_module(source: Path, module_name: str, arch: str, options: CompileOp
     from .link.cache import CompileCache
     from .link.inputs import input_file
     from .link.lto import LinkSettings, inputs_from_files, lto_link_options
-    from .link.nvjitlink import LinkInput, link_cubin_with_log
+    from .link.nvjitlink import link_cubin_with_log
+    from .link.ptxas import ptx_cubin_with_log
 
     base = options or CompileOptions()
     opts = replace(base, archs=(arch,), link_cubins=False, embed_ptx=False, fatbin=False)
@@ -108,10 +109,9 @@ def inspect_module(source: Path, module_name: str, arch: str, options: CompileOp
         inputs = inputs_from_files(files, compiled.ltoir.get(arch), module_name, arch, settings,
                                    compiled.boundary)
         link_opts = lto_link_options(settings)
-    else:
-        inputs = [LinkInput(f"{module_name}.ptx", "ptx", compiled.ptx[arch].encode())]
-        link_opts = ptxas_options(opts)
-    cubin, log = link_cubin_with_log(inputs, arch, link_opts)
+        cubin, log = link_cubin_with_log(inputs, arch, link_opts)
+    else:  # as the build compiles it: a whole program
+        cubin, log = ptx_cubin_with_log(compiled.ptx[arch], arch, ptxas_options(opts), module_name)
     resources = parse_info_log(log)
     names = {k.symbol: k.name for k in compiled.kernels}
     names.update({k.index32_symbol: k.name for k in compiled.kernels if k.index32_symbol})  # docs/runtime.md

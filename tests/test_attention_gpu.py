@@ -1,6 +1,7 @@
-"""The attention example (examples/attention, issue #18) on the GPU against an explicit
-float64 softmax(q k^T * scale) v: odd sequence lengths (the tails of the 64-key tiles), both
-head dims, causal and not, 4 and 8 warps, bf16 and f16. Inputs are fresh random non-zero
+"""The attention examples (examples/attention, issue #18) on the GPU against an explicit
+float64 softmax(q k^T * scale) v: odd sequence lengths (the tails of the 64- and 128-key
+tiles), both head dims, causal and not, bf16 and f16; the sm_80 kernel with 4 and 8 warps, the
+sm_90a one (wgmma_attention.py: sm_90 GPUs only) with and without its consumers' pingpong. Inputs are fresh random non-zero
 values, outputs are poisoned with NaN before the launch and every element of o and lse is
 checked.
 
@@ -26,10 +27,10 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LIMIT_S = 150  # the module's JIT compile (16 instances: ~15-40 s) and every case below (a few seconds), with a margin
+LIMIT_S = 240  # both modules' JIT compiles (16 instances each: ~15-40 s) and every case below, with a margin
 ULP = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11}
 
-# (name, elem, batch, heads, seq, dim, causal, scale or None, warps)
+# (name, elem, batch, heads, seq, dim, causal, scale or None, warps; 0 for the wgmma kernel)
 CASES: list[tuple[str, str, int, int, int, int, bool, float | None, int]] = [
     (f"bf16-{b}x{h}x{s}-d{d}-{'causal' if c else 'full'}-w{w}", "bf16", b, h, s, d, c, None, w)
     for (b, h, s) in [(1, 1, 1), (2, 3, 77), (1, 2, 1000), (1, 2, 128), (2, 1, 129)]
@@ -41,6 +42,20 @@ CASES: list[tuple[str, str, int, int, int, int, bool, float | None, int]] = [
     ("bf16-1x1x2049-d128-causal-scale0.3", "bf16", 1, 1, 2049, 128, True, 0.3, 4),
     ("bf16-1x1x2049-d64-full-scale0.3-w8", "bf16", 1, 1, 2049, 64, False, 0.3, 8),
 ]
+# the sm_90a kernel: warps -1 without pingpong, -2 with; 128-row tiles, heads in groups of 8 under causal
+WGMMA_CASES: list[tuple[str, str, int, int, int, int, bool, float | None, int]] = [
+    (f"wgmma-bf16-{b}x{h}x{s}-d{d}-{'causal' if c else 'full'}-{'pingpong' if p == -2 else 'plain'}",
+     "bf16", b, h, s, d, c, None, p)
+    for (b, h, s) in [(1, 1, 1), (2, 3, 77), (1, 2, 1000), (1, 2, 128), (2, 1, 129), (1, 9, 300)]
+    for d in (64, 128) for c in (False, True) for p in (-1, -2)
+] + [
+    (f"wgmma-f16-2x2x333-d{d}-{'causal' if c else 'full'}", "f16", 2, 2, 333, d, c, None, -2)
+    for d in (64, 128) for c in (False, True)
+] + [
+    ("wgmma-bf16-1x2x4096-d128-causal-scale0.3", "bf16", 1, 2, 4096, 128, True, 0.3, -2),
+    ("wgmma-bf16-1x1x2049-d64-full-scale0.3", "bf16", 1, 1, 2049, 64, False, 0.3, -1),
+]
+CASES += WGMMA_CASES
 
 
 # the child: runs the cases, one JSON line per finished case ---------------------------------
@@ -54,7 +69,7 @@ def randn(torch: Any, *shape: int, dtype: Any) -> Any:
 def run_case(torch: Any, elem: str, batch: int, heads: int, seq: int, dim: int, causal: bool,
              scale: float | None, warps: int) -> str | None:
     """None when every element is right, else what is wrong."""
-    from examples.attention import attention_forward
+    from examples.attention import attention_forward, wgmma_attention_launch
     from examples.attention.flash_attention import flash_attention
 
     dt = {"bf16": torch.bfloat16, "f16": torch.float16}[elem]
@@ -62,9 +77,12 @@ def run_case(torch: Any, elem: str, batch: int, heads: int, seq: int, dim: int, 
     o = torch.full_like(q, float("nan"))
     lse = torch.full((batch, heads, seq), float("nan"), device="cuda", dtype=torch.float32)
     s = 1.0 / math.sqrt(dim) if scale is None else scale
-    rows = 16 * warps
-    flash_attention[((seq + rows - 1) // rows, batch * heads), 32 * warps](
-        q.view(-1), k.view(-1), v.view(-1), batch * heads, seq, s, o.view(-1), lse.view(-1), dim, causal, warps)
+    if warps > 0:
+        rows = 16 * warps
+        flash_attention[((seq + rows - 1) // rows, batch * heads), 32 * warps](
+            q.view(-1), k.view(-1), v.view(-1), batch * heads, seq, s, o.view(-1), lse.view(-1), dim, causal, warps)
+    else:
+        wgmma_attention_launch(q, k, v, o, lse, causal, s, pingpong=warps == -2)
     torch.cuda.synchronize()
     scores = (q.double() @ k.double().transpose(-1, -2)) * s
     if causal:
@@ -82,7 +100,10 @@ def run_case(torch: Any, elem: str, batch: int, heads: int, seq: int, dim: int, 
     if bool(bad.any()):
         return (f"lse: {int(bad.sum())} of {bad.numel()} wrong, first at {tuple(int(i) for i in bad.nonzero()[0])}, "
                 f"max error {lse_err.max().item()}")
-    o2, lse2 = attention_forward(q, k, v, causal=causal, scale=scale, warps=warps)  # the same kernel
+    if warps > 0:
+        o2, lse2 = attention_forward(q, k, v, causal=causal, scale=scale, warps=warps, kernel="mma")  # the same kernel
+    else:
+        o2, lse2 = attention_forward(q, k, v, causal=causal, scale=scale, kernel="wgmma", pingpong=warps == -2)
     if not (torch.equal(o2, o) and torch.equal(lse2, lse)):
         return "attention_forward gave other results than the direct launch"
     return None
@@ -93,7 +114,14 @@ def child() -> None:
 
     sys.path.insert(0, str(ROOT))
     print(json.dumps({"progress": "started"}), flush=True)
+    hopper = torch.cuda.get_device_capability(0) == (9, 0)
+    only = sys.argv[1] if len(sys.argv) > 1 else ""  # `python tests/test_attention_gpu.py wgmma`: those cases
     for name, *args in CASES:
+        if only not in name:
+            continue
+        if args[-1] <= 0 and not hopper:
+            print(json.dumps({"case": name, "skipped": "the wgmma kernel needs an sm_90 GPU (H100/H200)"}), flush=True)
+            continue
         t0 = time.perf_counter()
         try:
             problem = run_case(torch, *args)  # type: ignore[arg-type]
@@ -128,7 +156,7 @@ def outcomes() -> dict[str, Any]:
             record = json.loads(line)
             if "case" in record:
                 results[record["case"]] = record
-                last = f"{record['case']} ({record['seconds']} s)"
+                last = f"{record['case']} ({record.get('seconds', 0)} s)"
     results["__incomplete__"] = f"{why}; last case finished: {last}; stderr tail: {err[-1500:]}"
     return results
 
@@ -137,6 +165,8 @@ def outcomes() -> dict[str, Any]:
 def test_attention(outcomes: dict[str, Any], case: str) -> None:
     record = outcomes.get(case)
     assert record is not None, f"{case} did not finish: {outcomes['__incomplete__']}"
+    if "skipped" in record:
+        pytest.skip(record["skipped"])
     assert record["problem"] is None, f"{case}: {record['problem']}"
 
 

@@ -1,23 +1,29 @@
 """Attention examples (issue #18): ``flash_attention`` is the sm_80 tensor-core path
-(FlashAttention-2 forward: mma.sync, ldmatrix, cp.async, online softmax in registers).
-``attention_forward`` launches it on torch tensors."""
+(FlashAttention-2 forward: mma.sync, ldmatrix, cp.async, online softmax in registers);
+``wgmma_attention`` the sm_90a one (FlashAttention-3's design: TMA, wgmma with P in registers,
+a producer warpgroup and two consumer warpgroups, the softmax overlapped with P V).
+``attention_forward`` launches one of them on torch tensors."""
 from __future__ import annotations
 
 import math
 from typing import Any
 
-__all__ = ["attention_forward"]
+__all__ = ["attention_forward", "wgmma_attention_launch"]
 
 HEAD_DIMS = (64, 128)
 
 
 def attention_forward(q: Any, k: Any, v: Any, causal: bool = False, scale: float | None = None,
-                      warps: int = 4) -> tuple[Any, Any]:
+                      warps: int = 4, kernel: str = "auto", pingpong: bool = True) -> tuple[Any, Any]:
     """``(o, lse)`` for torch tensors q, k, v of shape (batch, heads, seq, D), contiguous, one of
     bf16 / f16, D = 64 or 128: ``o = softmax(q k^T * scale) v`` (keys after the query row
     masked when ``causal``), ``lse`` (batch, heads, seq) float32 the natural log-sum-exp of each
-    row's scaled scores. ``scale`` defaults to ``1 / sqrt(D)``; ``warps`` (4 or 8) is the
-    block's warps, 16 query rows each."""
+    row's scaled scores. ``scale`` defaults to ``1 / sqrt(D)``.
+
+    ``kernel``: ``"wgmma"`` (examples/attention/wgmma_attention.py, sm_90 GPUs: H100/H200),
+    ``"mma"`` (flash_attention.py, sm_80 and newer), ``"auto"`` the first one the GPU runs.
+    ``warps`` (4 or 8): the mma kernel's warps per block, 16 query rows each; ``pingpong``: the
+    wgmma kernel's consumers take turns issuing their GEMMs."""
     import torch
 
     from .flash_attention import flash_attention
@@ -34,12 +40,39 @@ def attention_forward(q: Any, k: Any, v: Any, causal: bool = False, scale: float
         raise ValueError("q, k and v must be contiguous (call .contiguous())")
     if warps not in (4, 8):
         raise ValueError(f"warps must be 4 or 8, got {warps}")
+    if kernel not in ("auto", "wgmma", "mma"):
+        raise ValueError(f"kernel must be 'auto', 'wgmma' or 'mma', got {kernel!r}")
+    if kernel == "auto":
+        kernel = "wgmma" if torch.cuda.get_device_capability(q.device) == (9, 0) else "mma"
     if seq == 0 or batch * heads == 0:
         return torch.empty_like(q), torch.empty((batch, heads, seq), device=q.device, dtype=torch.float32)
     o = torch.empty_like(q)
     lse = torch.empty((batch, heads, seq), device=q.device, dtype=torch.float32)
+    scale = 1.0 / math.sqrt(dim) if scale is None else float(scale)
+    if kernel == "wgmma":
+        wgmma_attention_launch(q, k, v, o, lse, causal, scale, pingpong)
+        return o, lse
     rows = 16 * warps
     flash_attention[((seq + rows - 1) // rows, batch * heads), 32 * warps](
         q.view(-1), k.view(-1), v.view(-1), batch * heads, seq,
-        1.0 / math.sqrt(dim) if scale is None else float(scale), o.view(-1), lse.view(-1), dim, bool(causal), warps)
+        scale, o.view(-1), lse.view(-1), dim, bool(causal), warps)
     return o, lse
+
+
+def wgmma_attention_launch(q: Any, k: Any, v: Any, o: Any, lse: Any, causal: bool, scale: float,
+                           pingpong: bool = True) -> None:
+    """Launches examples/attention/wgmma_attention.py on contiguous (batch, heads, seq, D)
+    tensors q, k, v, o and an f32 (batch, heads, seq) lse: one block per 128 query rows of each
+    (batch, head), three 3-d TMA maps over (batch * heads, seq, D)."""
+    import oxide
+
+    from .wgmma_attention import BM, BN, THREADS, smem_bytes, wgmma_attention
+
+    batch, heads, seq, dim = q.shape
+    bh = batch * heads
+    q_map = oxide.tma.descriptor(q.view(bh, seq, dim), box=(1, BM, 64), swizzle=128)
+    k_map = oxide.tma.descriptor(k.view(bh, seq, dim), box=(1, BN, 64), swizzle=128)
+    v_map = oxide.tma.descriptor(v.view(bh, seq, dim), box=(1, BN, 64), swizzle=128)
+    blocks = (seq + BM - 1) // BM * bh
+    wgmma_attention[blocks, THREADS, None, smem_bytes(dim)](
+        q_map, k_map, v_map, bh, seq, scale, o.view(-1), lse.view(-1), dim, bool(causal), bool(pingpong))

@@ -186,7 +186,7 @@ mma = _Space("mma", ("fragment_a", "fragment_b", "fragment_c", "sync", "ldmatrix
 cp_async = _Space("cp_async", ("copy", "commit_group", "wait_group"))
 # tensor cores (sm_90a): accumulator(shape), mma(acc, a, a_index, b, b_index, scale_d=True,
 # b_major="k", b_rows=n) on swizzled shared arrays, fence(), commit_group(), wait_group(n, acc...)
-wgmma = _Space("wgmma", ("accumulator", "mma", "fence", "commit_group", "wait_group"))
+wgmma = _Space("wgmma", ("accumulator", "mma", "fence", "fence_operand", "commit_group", "wait_group"))
 # id(): thread.idx.x // 128, warp-uniform; setmaxnreg_inc(n) / setmaxnreg_dec(n) (sm_90a)
 warpgroup = _Space("warpgroup", ("id", "setmaxnreg_inc", "setmaxnreg_dec"))
 # shared-memory barriers with transaction counts (sm_90): array(n), init(bar, count), arrive(bar),

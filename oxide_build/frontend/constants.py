@@ -145,7 +145,21 @@ class Constants(TranslatorContext):
         return ir.Const(value, literal_type(value), self.loc(node), weak=True)
 
     def const_str(self, node: ast.expr) -> str | None:
-        """The value of a compile-time string argument (a literal or a module constant), or None."""
+        """The value of a compile-time string argument (a literal, a module constant, or an
+        f-string of compile-time integers: ``f"m64n{D}k16"`` with ``D`` a constexpr), or None."""
+        if isinstance(node, ast.JoinedStr):
+            parts: list[str] = []
+            for part in node.values:
+                if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    parts.append(part.value)
+                    continue
+                if not isinstance(part, ast.FormattedValue) or part.conversion != -1 or part.format_spec is not None:
+                    return None
+                value = self.const_int(part.value)
+                if value is None:
+                    return None
+                parts.append(str(value))
+            return "".join(parts)
         if isinstance(node, ast.Name):  # a module-level constant: SCOPE = "block"
             sym = self.module.symbols.get(node.id)
             if sym is None or node.id in self.locals or not isinstance(sym.node, (ast.Assign, ast.AnnAssign)):

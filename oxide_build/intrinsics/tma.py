@@ -4,7 +4,8 @@ global and shared memory, described by a tensor map the host built
 parameter.
 
 - ``load(desc, bar, dst, c0, ..., cN-1)``: one box of ``desc`` whose first element is at the
-  coordinates ``c0`` (innermost, the column) ... into the shared array (or shared slice) ``dst``;
+  coordinates ``c0`` ... ``cN-1``, outermost first as the box and the array's shape are (the
+  last is the column), into the shared array (or shared slice) ``dst``;
   the barrier ``bar`` (``bars[k]``) counts its bytes as they land (give them to it with
   ``mbarrier.arrive_expect_tx``). Elements of the box outside the tensor read as zero.
   ``multicast=mask``: the box goes to ``dst`` of every block of the cluster whose bit is set

@@ -27,6 +27,11 @@ multiplies together: ``ox.wgmma.mma(acc, a, a_index, b, b_index)`` starts
   ``"m64nNk32"`` accumulator (f32, same fragment layout), K = 32 elements = 32 bytes per
   instruction; a 128-byte swizzled row holds 128 of them. PTX has no transpose for 8-bit
   operands: both are K-major and ``b_major="mn"`` is a located error.
+- ``fence_operand(x, ...)``: the compiler finishes every write of the accumulators or register
+  fragments named before this point and starts no read of them above it (CUTLASS's
+  ``warpgroup_fence_operand``; no instruction). Fencing a register A right after it is written
+  keeps its packing from sinking between the ``mma`` calls that read it, where ptxas would
+  serialize them.
 - ``fence()`` before the first ``mma`` that reads registers written since (the accumulator),
   ``commit_group()`` closes the ``mma``s issued since the last one into a group,
   ``wait_group(n, acc, ...)`` waits until at most ``n`` groups are pending; the accumulators
@@ -352,6 +357,47 @@ def fence_accumulator(fl: FunctionLowering, acc: ir.Expr) -> None:
         b.store(b.extract_value(result, i), p)
 
 
+def _type_fence_operand(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    if not node.args or node.keywords:
+        raise tr.error(node, "wgmma.fence_operand(x, ...) takes the accumulators and register fragments to fence")
+    arrays: list[ir.Expr] = []
+    for arg in node.args:
+        value = tr.expr(arg)
+        ty = value.ty
+        if not isinstance(ty, ArrayType) or ty.space != "local" or ty.fragment is None or ty.size is None \
+                or ty.elem.bits not in (16, 32) or (ty.elem.bits == 16 and ty.size % 2):
+            raise tr.error(arg, f"wgmma.fence_operand takes wgmma accumulators and mma fragments of 16- or 32-bit "
+                           f"elements, got {type_name(ty)}")
+        arrays.append(value)
+    return ir.Intrinsic(info.name, arrays, VoidType(), tr.loc(node))
+
+
+def fence_registers(fl: FunctionLowering, array: ir.Expr) -> None:
+    """An empty asm that reads and rewrites every 32-bit register of ``array`` (f32 values, or
+    pairs of 16-bit ones): what writes them happens before it, what reads them after
+    (CUTLASS's ``warpgroup_fence_operand``)."""
+    ty = array.ty
+    assert isinstance(ty, ArrayType) and ty.size is not None
+    if ty.elem.bits == 32:
+        fence_accumulator(fl, array)
+        return
+    b = fl.b
+    count = ty.size // 2
+    ptr = b.bitcast(fl.view(array).ptr, ll.PointerType(LL_I32, fl.view(array).ptr.type.addrspace))
+    slots = [b.gep(ptr, [ll.Constant(LL_I32, i)]) for i in range(count)]
+    values = [b.load(p, typ=LL_I32) for p in slots]
+    constraint = ",".join(["=r"] * count + [str(i) for i in range(count)])
+    result = asm_call(fl, "", constraint, ll.LiteralStructType([LL_I32] * count), values)
+    for i, p in enumerate(slots):
+        b.store(b.extract_value(result, i), p)
+
+
+def _lower_fence_operand(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    for array in e.args:
+        fence_registers(fl, array)
+    return ll.Constant(LL_I32, 0)
+
+
 def _lower_wait(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     n = int(e.options[0])
     if fl.parent.libnvvm:
@@ -404,6 +450,7 @@ ENTRIES = [
     IntrinsicInfo("wgmma.mma", _type_mma, _lower_mma, convergent=True, keywords=("scale_d", "b_major", "b_rows"),
                   min_arch=SM90A),
     IntrinsicInfo("wgmma.fence", _type_no_args, _lower_simple, convergent=True, min_arch=SM90A),
+    IntrinsicInfo("wgmma.fence_operand", _type_fence_operand, _lower_fence_operand),
     IntrinsicInfo("wgmma.commit_group", _type_no_args, _lower_simple, convergent=True, min_arch=SM90A),
     IntrinsicInfo("wgmma.wait_group", _type_wait, _lower_wait, convergent=True, min_arch=SM90A),
     IntrinsicInfo("warpgroup.id", _type_warpgroup_id, _lower_warpgroup_id, thread_dependent=True, convergent=True,

@@ -177,6 +177,10 @@ class _View:
     shape: list[ll.Value] | None = None  # tensors
     strides: list[ll.Value] | None = None
     read_only: bool = False  # a Slice/Tensor parameter: nothing writes it during the kernel
+    # a register fragment of 16-bit elements: its elements are read and written as halves of
+    # 32-bit words, so that LLVM keeps each pair packed in one register (the form mma and wgmma
+    # read) instead of re-packing the halves where the instruction reads them
+    packed: bool = False
     # an index32 kernel's tensor parameter: its shape then strides as the i32 parameters they are
     dims32: list[ll.Value] | None = None
 
@@ -620,7 +624,9 @@ class FunctionLowering:
                 arr.align = 16
             ptr = self.b.gep(arr, [zero, zero], inbounds=True)
             length = ll.Constant(I64T, ty.size)
-        self.views[s.name] = _View(ptr, length, ty.elem)
+        packed = ty.space == "local" and ty.fragment is not None and ty.elem.bits == 16 and ty.size is not None \
+            and ty.size % 2 == 0
+        self.views[s.name] = _View(ptr, length, ty.elem, packed=packed)
 
     def slot(self, name: str, ty: Type) -> None:
         with self.b.goto_block(self.entry):
@@ -650,6 +656,9 @@ class FunctionLowering:
                 value = b.zext(value, I8)
             if s.check_site is not None:
                 self.bounds_check(index, view.length, s.check_site)
+            if view.packed:
+                self.store_half(view, index, value)
+                return
             b.store(value, self.element_address(view, index), align=_alignment(view.elem))
         elif isinstance(s, ir.If) and not s.then:
             # one branch past the body when the test holds, the body the fall-through: the
@@ -766,6 +775,29 @@ class FunctionLowering:
 
     def element_address(self, view: _View, index: ll.Value) -> ll.Value:
         return self.b.gep(view.ptr, [index], source_etype=scalar_ll(view.elem, True))
+
+    def _half_word(self, view: _View, index: ll.Value) -> tuple[ll.Value, ll.Value]:
+        """The 32-bit word holding 16-bit element ``index`` of a packed fragment, and the
+        element's bit offset in it (0 or 16)."""
+        b = self.b
+        words = b.bitcast(view.ptr, ll.PointerType(I32T, view.ptr.type.addrspace))
+        word = b.gep(words, [b.lshr(index, ll.Constant(index.type, 1))])
+        shift = b.trunc(b.shl(b.and_(index, ll.Constant(index.type, 1)), ll.Constant(index.type, 4)), I32T)
+        return word, shift
+
+    def store_half(self, view: _View, index: ll.Value, value: ll.Value) -> None:
+        b = self.b
+        word, shift = self._half_word(view, index)
+        bits = b.zext(b.bitcast(value, ll.IntType(16)), I32T)
+        old = b.load(word, typ=I32T)
+        keep = b.xor(b.shl(ll.Constant(I32T, 0xFFFF), shift), ll.Constant(I32T, -1))
+        b.store(b.or_(b.and_(old, keep), b.shl(bits, shift)), word)
+
+    def load_half(self, view: _View, index: ll.Value) -> ll.Value:
+        b = self.b
+        word, shift = self._half_word(view, index)
+        bits = b.trunc(b.lshr(b.load(word, typ=I32T), shift), ll.IntType(16))
+        return b.bitcast(bits, scalar_ll(view.elem, True))
 
     def mark_invariant(self, load: ll.Instruction, view: _View) -> None:
         """Loads of read-only views are invariant for the kernel (the runtime refuses aliasing
@@ -983,6 +1015,8 @@ class FunctionLowering:
             elem_t = scalar_ll(view.elem, True)
             if e.check_site is not None:
                 self.bounds_check(index, view.length, e.check_site)
+            if view.packed:
+                return self.load_half(view, index)
             value = b.load(self.element_address(view, index), typ=elem_t, align=_alignment(view.elem))
             self.mark_invariant(value, view)
             if view.elem.kind == "bool":
