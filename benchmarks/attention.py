@@ -133,6 +133,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--reps", type=int, default=25)
     parser.add_argument("--seq", type=int, default=SEQ)
+    parser.add_argument("--only", default="", help="comma-separated parts of contender names to time (default: all)")
     args = parser.parse_args()
     import torch
     from torch.nn.attention import SDPBackend
@@ -196,6 +197,8 @@ def main() -> None:
             }
             if tri is not None:
                 impls["Triton (ours)"] = lambda: tri(q, k, v, causal)
+            if args.only:
+                impls = {n: f for n, f in impls.items() if any(part in n for part in args.only.split(","))}
             errors: dict[str, float] = {}
             for name in list(impls):
                 try:
@@ -207,7 +210,7 @@ def main() -> None:
                     del impls[name]
             stats = timer.time_round_robin(impls, args.reps)
             flops = 4.0 * BATCH * HEADS * seq * seq * dim / (2.0 if causal else 1.0)
-            sdpa_best = min(stats[n].median_ms for n in ("SDPA flash", "SDPA cuDNN") if n in stats)
+            sdpa_best = min((stats[n].median_ms for n in ("SDPA flash", "SDPA cuDNN") if n in stats), default=float("nan"))
             triton_ms = stats["Triton (ours)"].median_ms if "Triton (ours)" in stats else float("nan")
             for name, st in stats.items():
                 row = {"head_dim": dim, "causal": causal, "impl": name, "median_ms": round(st.median_ms, 4),

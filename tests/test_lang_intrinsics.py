@@ -158,6 +158,14 @@ def test_fast_math_per_call(tmp_path: Path, backend: str) -> None:
         """, backend)
     for instruction in ("ex2.approx", "lg2.approx", "sin.approx", "cos.approx", "div.approx", "rcp.rn.f32", ".sat.f32"):
         assert instruction in ptx, instruction
+    ptx = compile_source(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                out[i] = ox.math.fast_exp2(x[i]) + ox.math.exp2(x[i] + 1.0)
+        """, backend)
+    assert ptx.count("ex2.approx.ftz.f32") == 1 and ptx.count("ex2.approx.f32") == 1  # fast_exp2, exp2
     # the precise forms stay precise: no fast-math for the whole module
     ptx = compile_source(tmp_path, """
         @ox.kernel

@@ -201,14 +201,14 @@ def wgmma_attention(q: ox.tma.Descriptor[T, 3], k: ox.tma.Descriptor[T, 3], v: o
             new_a = max_a
             new_b = max_b
             for i in ox.static_range(BN // 8):
-                new_a = max(new_a, max(sacc[4 * i], sacc[4 * i + 1]))
-                new_b = max(new_b, max(sacc[4 * i + 2], sacc[4 * i + 3]))
-            new_a = max(new_a, warp.shfl_xor(new_a, 1))
-            new_a = max(new_a, warp.shfl_xor(new_a, 2))
-            new_b = max(new_b, warp.shfl_xor(new_b, 1))
-            new_b = max(new_b, warp.shfl_xor(new_b, 2))
-            alpha_a = ox.math.exp2((max_a - new_a) * scale_log2)  # 0 on the first tile (max_a = -inf)
-            alpha_b = ox.math.exp2((max_b - new_b) * scale_log2)
+                new_a = ox.math.max(new_a, ox.math.max(sacc[4 * i], sacc[4 * i + 1]))
+                new_b = ox.math.max(new_b, ox.math.max(sacc[4 * i + 2], sacc[4 * i + 3]))
+            new_a = ox.math.max(new_a, warp.shfl_xor(new_a, 1))
+            new_a = ox.math.max(new_a, warp.shfl_xor(new_a, 2))
+            new_b = ox.math.max(new_b, warp.shfl_xor(new_b, 1))
+            new_b = ox.math.max(new_b, warp.shfl_xor(new_b, 2))
+            alpha_a = ox.math.fast_exp2((max_a - new_a) * scale_log2)  # 0 on the first tile (max_a = -inf)
+            alpha_b = ox.math.fast_exp2((max_b - new_b) * scale_log2)
             max_a = new_a
             max_b = new_b
             base_a = new_a * scale_log2
@@ -217,8 +217,8 @@ def wgmma_attention(q: ox.tma.Descriptor[T, 3], k: ox.tma.Descriptor[T, 3], v: o
             tile_b: f32 = 0.0
             for i in ox.static_range(BN // 8):
                 for e in ox.static_range(2):
-                    sacc[4 * i + e] = ox.math.exp2(sacc[4 * i + e] * scale_log2 - base_a)
-                    sacc[4 * i + 2 + e] = ox.math.exp2(sacc[4 * i + 2 + e] * scale_log2 - base_b)
+                    sacc[4 * i + e] = ox.math.fast_exp2(sacc[4 * i + e] * scale_log2 - base_a)
+                    sacc[4 * i + 2 + e] = ox.math.fast_exp2(sacc[4 * i + 2 + e] * scale_log2 - base_b)
                     tile_a += sacc[4 * i + e]
                     tile_b += sacc[4 * i + 2 + e]
             sum_a = sum_a * alpha_a + tile_a

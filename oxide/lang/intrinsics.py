@@ -162,7 +162,7 @@ math = _Space("math", ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "
                        "erf", "abs", "floor", "ceil", "trunc", "round", "pow", "min", "max", "atan2",
                        "fmod", "fma", "isnan", "isinf", "isfinite",
                        # per call, f32 only: CUDA's __expf, __exp10f, __logf, ..., __powf, __fdividef
-                       "fast_exp", "fast_exp10", "fast_log", "fast_log2", "fast_log10", "fast_sin", "fast_cos",
+                       "fast_exp", "fast_exp2", "fast_exp10", "fast_log", "fast_log2", "fast_log10", "fast_sin", "fast_cos",
                        "fast_tan", "fast_pow", "fast_div", "saturate", "rcp"))
 # proxy_async(): fence.proxy.async.shared::cta (sm_90): ordinary shared-memory writes seen by wgmma / TMA
 fence = _Space("fence", ("block", "device", "system", "proxy_async"))

@@ -48,11 +48,11 @@ LIBDEVICE_BINARY = {
     "fmod": ("__nv_fmodf", "__nv_fmod"),
 }
 # per-call fast math, f32 only (libdevice's approximate forms: what nvcc makes of __expf ...)
-FAST_UNARY = {"fast_exp": "__nv_fast_expf", "fast_exp10": "__nv_fast_exp10f", "fast_log": "__nv_fast_logf",
+FAST_UNARY = {"fast_exp": "__nv_fast_expf", "fast_exp2": "llvm.nvvm.ex2.approx.ftz.f", "fast_exp10": "__nv_fast_exp10f", "fast_log": "__nv_fast_logf",
               "fast_log2": "__nv_fast_log2f", "fast_log10": "__nv_fast_log10f", "fast_sin": "__nv_fast_sinf",
               "fast_cos": "__nv_fast_cosf", "fast_tan": "__nv_fast_tanf", "saturate": "__nv_saturatef"}
 FAST_BINARY = {"fast_pow": "__nv_fast_powf", "fast_div": "__nv_fast_fdividef"}
-CUDA_FAST_NAMES = {"fast_exp": "__expf", "fast_exp10": "__exp10f", "fast_log": "__logf", "fast_log2": "__log2f",
+CUDA_FAST_NAMES = {"fast_exp": "__expf", "fast_exp2": "exp2f under -use_fast_math", "fast_exp10": "__exp10f", "fast_log": "__logf", "fast_log2": "__log2f",
                    "fast_log10": "__log10f", "fast_sin": "__sinf", "fast_cos": "__cosf", "fast_tan": "__tanf",
                    "saturate": "__saturatef", "fast_pow": "__powf", "fast_div": "__fdividef"}
 RCP = ("__nv_frcp_rn", "__nv_drcp_rn")  # 1/x rounded to nearest, even under fast-math

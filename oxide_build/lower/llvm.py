@@ -776,28 +776,27 @@ class FunctionLowering:
     def element_address(self, view: _View, index: ll.Value) -> ll.Value:
         return self.b.gep(view.ptr, [index], source_etype=scalar_ll(view.elem, True))
 
-    def _half_word(self, view: _View, index: ll.Value) -> tuple[ll.Value, ll.Value]:
-        """The 32-bit word holding 16-bit element ``index`` of a packed fragment, and the
-        element's bit offset in it (0 or 16)."""
+    def _half_word(self, view: _View, index: ll.Value) -> tuple[ll.Value, ll.Value, ll.VectorType]:
+        """The pair (a ``<2 x T>`` in memory, one 32-bit register) holding 16-bit element
+        ``index`` of a packed fragment, and the element's lane in it."""
         b = self.b
-        words = b.bitcast(view.ptr, ll.PointerType(I32T, view.ptr.type.addrspace))
-        word = b.gep(words, [b.lshr(index, ll.Constant(index.type, 1))])
-        shift = b.trunc(b.shl(b.and_(index, ll.Constant(index.type, 1)), ll.Constant(index.type, 4)), I32T)
-        return word, shift
+        pair_t = ll.VectorType(scalar_ll(view.elem, True), 2)
+        pairs = b.bitcast(view.ptr, ll.PointerType(pair_t, view.ptr.type.addrspace))
+        pair = b.gep(pairs, [b.lshr(index, ll.Constant(index.type, 1))], source_etype=pair_t)
+        lane = b.trunc(b.and_(index, ll.Constant(index.type, 1)), I32T)
+        return pair, lane, pair_t
 
     def store_half(self, view: _View, index: ll.Value, value: ll.Value) -> None:
+        """Writes the element as a lane of its pair: two conversions written to one pair become
+        one packed conversion (cvt.rn.bf16x2.f32)."""
         b = self.b
-        word, shift = self._half_word(view, index)
-        bits = b.zext(b.bitcast(value, ll.IntType(16)), I32T)
-        old = b.load(word, typ=I32T)
-        keep = b.xor(b.shl(ll.Constant(I32T, 0xFFFF), shift), ll.Constant(I32T, -1))
-        b.store(b.or_(b.and_(old, keep), b.shl(bits, shift)), word)
+        pair, lane, pair_t = self._half_word(view, index)
+        b.store(b.insert_element(b.load(pair, typ=pair_t), value, lane), pair)
 
     def load_half(self, view: _View, index: ll.Value) -> ll.Value:
         b = self.b
-        word, shift = self._half_word(view, index)
-        bits = b.trunc(b.lshr(b.load(word, typ=I32T), shift), ll.IntType(16))
-        return b.bitcast(bits, scalar_ll(view.elem, True))
+        pair, lane, pair_t = self._half_word(view, index)
+        return b.extract_element(b.load(pair, typ=pair_t), lane)
 
     def mark_invariant(self, load: ll.Instruction, view: _View) -> None:
         """Loads of read-only views are invariant for the kernel (the runtime refuses aliasing
