@@ -577,10 +577,10 @@ def test_parallel_build_is_deterministic(tmp_path: Path, monkeypatch: pytest.Mon
     from oxide_build.build import compile_project
 
     project = tmp_path / "proj"
-    # not cub_reduce (C++ interop), the wgmma GEMMs (sm_90a only: a build for sm_80/sm_90 refuses
+    # not cub_reduce (C++ interop), the wgmma GEMMs and attention (sm_90a only: a build for sm_80/sm_90 refuses
     # them) nor mma_gemm_fp8.py (sm_89+: tests/test_sass.py builds it for sm_89 and sm_90)
     shutil.copytree(REPO / "examples", project / "ex",
-                    ignore=shutil.ignore_patterns("__pycache__", "_oxide", "cub_reduce", "wgmma_*gemm*.py", "mma_gemm_fp8.py"))
+                    ignore=shutil.ignore_patterns("__pycache__", "_oxide", "cub_reduce", "wgmma_*.py", "mma_gemm_fp8.py"))
     monkeypatch.setenv("OXIDE_NO_CACHE", "1")
     outputs = []
     for jobs in (1, 2):
