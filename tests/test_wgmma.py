@@ -491,3 +491,44 @@ def test_wait_group_completes_the_older_groups(tmp_path: Path) -> None:
     with pytest.raises(CompileError, match="the register A operand 'pf' is written while the ox.wgmma.mma at line 17"):
         compile_source(tmp_path, OVERLAP.format(wait=1, use="c[0] = s[0]\n            pf[0] = f16(s[0])"))
     assert compile_source(tmp_path, OVERLAP.format(wait=1, use="c[1] = f32(pf[0]) + s[1]"))  # reading A is fine
+
+
+def test_a_register_a_made_from_an_accumulator_stays_packed(tmp_path: Path) -> None:
+    """P = T(S) written element by element into a fragment: each pair is one cvt.rn.f16x2.f32
+    into one register, and the register A of the next wgmma is that register, not halves
+    re-packed where the mma reads them (which ptxas would answer by serializing the wgmmas)."""
+    ptx = compile_source(tmp_path, """
+@ox.kernel
+def k(c: MutSlice[f32]) -> None:
+    sb = ox.shared.array(4096, f16, swizzle=128)
+    s = ox.wgmma.accumulator("m64n64k16")
+    o = ox.wgmma.accumulator("m64n64k16")
+    pf = ox.mma.fragment_a("m16n8k16", f16, 4)
+    ox.wgmma.fence()
+    ox.wgmma.mma(s, sb, 0, sb, 0, scale_d=False)
+    ox.wgmma.commit_group()
+    ox.wgmma.wait_group(0, s)
+    for kk in ox.static_range(4):
+        for e in ox.static_range(8):
+            pf[kk, e] = f16(s[8 * kk + e] * 0.5)
+    ox.wgmma.fence_operand(pf)
+    ox.wgmma.fence()
+    for kk in ox.static_range(4):
+        ox.wgmma.mma(o, pf[kk], sb, kk * 16 * 64, b_major="mn", b_rows=64, scale_d=kk > 0)
+    ox.wgmma.commit_group()
+    ox.wgmma.wait_group(0, o)
+    with ox.unsafe():
+        c[thread.idx.x] = o[0]
+""")["sm_90a"]
+    assert ptx.count("cvt.rn.f16x2.f32") == 16
+    assert "prmt" not in ptx and "cvt.rn.f16.f32" not in ptx
+
+
+def test_fence_operand_refuses_what_is_not_a_register_fragment(tmp_path: Path) -> None:
+    with pytest.raises(CompileError, match="wgmma.fence_operand takes wgmma accumulators and mma fragments"):
+        compile_source(tmp_path, """
+@ox.kernel
+def k(c: MutSlice[f32]) -> None:
+    x = ox.local.array(8, f32)
+    ox.wgmma.fence_operand(x)
+""")
