@@ -176,9 +176,11 @@ def main() -> None:
                 from examples.attention import wgmma_attention as wa
 
                 bh = BATCH * HEADS
+                bn = wa.block_n(dim, causal)
                 maps = [oxide.tma.descriptor(t.view(bh, seq, dim), box=(1, rows, 64), swizzle=128)
-                        for t, rows in ((q, wa.BM), (k, wa.BN), (v, wa.BN))]
-                launch = wa.wgmma_attention[(seq + wa.BM - 1) // wa.BM * bh, wa.THREADS, None, wa.smem_bytes(dim)]
+                        for t, rows in ((q, wa.BM), (k, bn), (v, bn))]
+                launch = wa.wgmma_attention[(seq + wa.BM - 1) // wa.BM * bh, wa.THREADS, None,
+                                            wa.smem_bytes(dim, causal)]
 
                 def run() -> Any:
                     launch(*maps, bh, seq, scale, o.view(-1), lse.view(-1), dim, causal, pingpong)

@@ -8,11 +8,12 @@ through calls, in the same module or another module of the tree.
 from __future__ import annotations
 
 import ast
+import operator
 import io
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from oxide.errors import CompileError, SourceLocation
 
@@ -248,6 +249,12 @@ def _collect_symbols(module: ModuleSource) -> None:
 _CONSTANT_CALLS: dict[str, Any] = {"int": int, "float": float, "min": min, "max": max, "abs": abs}
 
 
+_CONSTANT_COMPARISONS: dict[type, Callable[[Any, Any], bool]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+    ast.Gt: operator.gt, ast.GtE: operator.ge,
+}
+
+
 def constant_value(node: ast.AST | None, names: Mapping[str, int | float | bool] | None = None
                    ) -> int | float | bool | None:
     """The value of a module-level number constant (``N = 1 << 20``), or None if it is not one.
@@ -264,6 +271,31 @@ def constant_value(node: ast.AST | None, names: Mapping[str, int | float | bool]
                 return None
             result = _CONSTANT_CALLS[node.func.id](*values)
             return result if isinstance(result, (int, float)) and abs(result) < 1 << 64 else None
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            v = constant_value(node.operand, names)
+            return None if v is None else not v
+        if isinstance(node, ast.BoolOp):  # Python's value: the first falsy (and) / truthy (or) operand
+            result: int | float | bool | None = None
+            for operand in node.values:
+                result = constant_value(operand, names)
+                if result is None:
+                    return None
+                if bool(result) == isinstance(node.op, ast.Or):
+                    return result
+            return result
+        if isinstance(node, ast.Compare) and all(type(op) in _CONSTANT_COMPARISONS for op in node.ops):
+            left = constant_value(node.left, names)
+            for op, right_node in zip(node.ops, node.comparators):
+                right = constant_value(right_node, names)
+                if left is None or right is None:
+                    return None
+                if not _CONSTANT_COMPARISONS[type(op)](left, right):
+                    return False
+                left = right
+            return True
+        if isinstance(node, ast.IfExp):
+            test = constant_value(node.test, names)
+            return None if test is None else constant_value(node.body if test else node.orelse, names)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
             v = constant_value(node.operand, names)
             if v is None:

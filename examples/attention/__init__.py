@@ -66,13 +66,14 @@ def wgmma_attention_launch(q: Any, k: Any, v: Any, o: Any, lse: Any, causal: boo
     (batch, head), three 3-d TMA maps over (batch * heads, seq, D)."""
     import oxide
 
-    from .wgmma_attention import BM, BN, THREADS, smem_bytes, wgmma_attention
+    from .wgmma_attention import BM, THREADS, block_n, smem_bytes, wgmma_attention
 
     batch, heads, seq, dim = q.shape
     bh = batch * heads
+    bn = block_n(dim, causal)
     q_map = oxide.tma.descriptor(q.view(bh, seq, dim), box=(1, BM, 64), swizzle=128)
-    k_map = oxide.tma.descriptor(k.view(bh, seq, dim), box=(1, BN, 64), swizzle=128)
-    v_map = oxide.tma.descriptor(v.view(bh, seq, dim), box=(1, BN, 64), swizzle=128)
+    k_map = oxide.tma.descriptor(k.view(bh, seq, dim), box=(1, bn, 64), swizzle=128)
+    v_map = oxide.tma.descriptor(v.view(bh, seq, dim), box=(1, bn, 64), swizzle=128)
     blocks = (seq + BM - 1) // BM * bh
-    wgmma_attention[blocks, THREADS, None, smem_bytes(dim)](
+    wgmma_attention[blocks, THREADS, None, smem_bytes(dim, causal)](
         q_map, k_map, v_map, bh, seq, scale, o.view(-1), lse.view(-1), dim, bool(causal), bool(pingpong))

@@ -52,12 +52,17 @@ class Constants(TranslatorContext):
         """The value of a compile-time integer: a literal, a module constant (``C = A * B``), a
         Constexpr parameter, a local assigned once from a constant (``H = 2 * R``), a
         static_range variable, or arithmetic on them (``-R``, ``R + 1``); None for anything else."""
+        value = constant_value(node, self.constant_names())
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def constant_names(self) -> dict[str, int | float | bool]:
+        """The compile-time values a constant expression here may use: module constants (unless
+        a local shadows them), Constexpr parameters, named constants, static_range variables."""
         names: dict[str, int | float | bool] = {
             n: s.value for n, s in self.module.symbols.items()
             if s.kind == "constant" and s.value is not None and n not in self.locals}
         names.update(self.constexprs)
-        value = constant_value(node, names)
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return names
 
     def not_constant_hint(self, node: ast.expr) -> str:
         """Why ``node`` is not a compile-time integer, naming the first name that makes it so."""

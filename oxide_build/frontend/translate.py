@@ -14,6 +14,7 @@ from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
 from ..ir.ops import BINARY_OPS_OF_AST, COMPARE_OPS_OF_AST, BinaryOp, LogicOp
+from ..scan import constant_value
 from ..ir.types import (
     BOOL, I64, VOID, VECTOR_TYPES, ArrayType, StructType, TensorMapType, VectorType, ThreadIndexType, TupleType, ViewType,
     VoidType, as_scalar, type_name,
@@ -556,6 +557,9 @@ class FunctionTranslator(Loops):
 
     def visit_IfExp(self, node: ast.IfExp) -> ir.Expr:
         chosen = static_type_test(self, node.test)
+        if chosen is None:  # a test of compile-time values (`176 if D == 128 and not CAUSAL else 128`)
+            test = constant_value(node.test, self.constant_names())
+            chosen = None if test is None else bool(test)
         if chosen is not None:
             return self.expr(node.body if chosen else node.orelse)
         cond = self.condition(node.test)
