@@ -275,14 +275,14 @@ def constant_value(node: ast.AST | None, names: Mapping[str, int | float | bool]
             v = constant_value(node.operand, names)
             return None if v is None else not v
         if isinstance(node, ast.BoolOp):  # Python's value: the first falsy (and) / truthy (or) operand
-            result: int | float | bool | None = None
+            last: int | float | bool | None = None
             for operand in node.values:
-                result = constant_value(operand, names)
-                if result is None:
+                last = constant_value(operand, names)
+                if last is None:
                     return None
-                if bool(result) == isinstance(node.op, ast.Or):
-                    return result
-            return result
+                if bool(last) == isinstance(node.op, ast.Or):
+                    return last
+            return last
         if isinstance(node, ast.Compare) and all(type(op) in _CONSTANT_COMPARISONS for op in node.ops):
             left = constant_value(node.left, names)
             for op, right_node in zip(node.ops, node.comparators):
