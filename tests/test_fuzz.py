@@ -221,3 +221,20 @@ def k(a: Slice[f64], b: Slice[bf16], c: Slice[f16], out: DisjointSlice[f32]) -> 
     compiled = compile_module(src, "kern", CompileOptions(archs=("sm_80", "sm_90")))
     assert sorted(compiled.cubins) == ["sm_80", "sm_90"]
     assert "llvm.floor.f32" in compiled.llvm_ir and "llvm.floor.f64" in compiled.llvm_ir
+
+
+@pytest.mark.parametrize(("value", "bits"), [("1e6", "0x7C00"), ("-70000.0", "0xFC00"), ("65519.0", "0x7BFF")])
+def test_an_f16_constant_past_its_range_is_an_infinity(tmp_path: Path, value: str, bits: str) -> None:
+    """f16(1e6): llvmlite could not write the half constant (OverflowError from struct 'e');
+    the conversion rounds to nearest, so past 65504 (from 65520 on) it is an infinity, as in C."""
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + f"""from oxide import f16
+
+@ox.kernel
+def k(out: DisjointSlice[f16]) -> None:
+    i = thread.index_1d()
+    if i < len(out):
+        out[i] = f16({value})
+""")
+    ptx = compile_module(src, "kern", CompileOptions(archs=("sm_80",))).ptx["sm_80"]
+    assert bits in ptx.upper().replace("0X", "0x"), ptx

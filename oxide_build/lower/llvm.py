@@ -135,6 +135,15 @@ def array_ptr(ty: ArrayType) -> ll.Type:
     return ll.PointerType(scalar_ll(ty.elem, True), addrspace=ADDRESS_SPACES[ty.space])
 
 
+def _in_range(value: float, ty: ScalarType) -> float:
+    """A float constant of type ``ty`` as the conversion to ``ty`` gives it: beyond f16's largest
+    finite value (rounding included), C's and PTX's round-to-nearest conversion is an infinity
+    (llvmlite cannot write a half constant past it)."""
+    if ty.name == "f16" and math.isfinite(value) and abs(value) >= 65520.0:
+        return math.copysign(math.inf, value)
+    return value
+
+
 def _half_bits(ty: ll.Type) -> ll.Type:
     """``i16`` for LLVM's ``half`` and ``bfloat``, ``ty`` itself otherwise."""
     return I16T if isinstance(ty, (ll.HalfType, BFloatType)) else ty
@@ -966,7 +975,7 @@ class FunctionLowering:
         if isinstance(e, ir.Const):
             t = scalar_ll(e.ty)
             if e.ty.kind == "float":
-                return ll.Constant(t, float(e.value))
+                return ll.Constant(t, _in_range(float(e.value), e.ty))
             if e.ty.kind == "bool":
                 return ll.Constant(I1, int(bool(e.value)))
             return ll.Constant(t, int(e.value) & ((1 << e.ty.bits) - 1))
