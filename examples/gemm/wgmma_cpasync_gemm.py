@@ -8,7 +8,7 @@ K×N, both row-major (torch's ``a @ b``), C is M×N row-major.
 A persistent, warp-specialized kernel: one block per SM, 3 warpgroups. Warpgroup 0 (the
 producer, its registers cut to 64 by ``setmaxnreg``: its copy loop spills under 40) copies
 128×64 tiles of A and 64×256 tiles of B into a ring of 4 shared stages; warpgroups 1 and 2 (the
-consumers, 224 registers each)
+consumers, 216 registers each: the block holds 3 × 168 registers a thread, and 64 + 2 × 216 fits in them; more and setmaxnreg.inc waits forever)
 multiply them, each a 64×256 half of the block's 128×256 tile of C as one ``m64n256k16``
 accumulator (128 f32 registers per thread), four ``wgmma`` per stage, one group kept in flight
 while the stage before is handed back. The blocks walk the output tiles in groups of 8 tile
@@ -126,7 +126,7 @@ def wgmma_cpasync_gemm(a: Slice[T], b: Slice[T], m: i32, n: i32, k: i32, c: MutS
             if it - STAGES + j >= 0:
                 bar_sync(EMPTY + (it - STAGES + j) % STAGES)
     else:
-        ox.warpgroup.setmaxnreg_inc(224)
+        ox.warpgroup.setmaxnreg_inc(216)
         half = (wg - 1) * 64  # this consumer's rows of the block's tile
         warp = tid // 32
         lane = tid % 32
