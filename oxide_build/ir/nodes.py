@@ -17,7 +17,7 @@ __all__ = [
     "ViewLoad", "ViewSlice", "ModuleArray", "ModuleArrayDecl", "MakeVector", "VectorGet", "VectorSet", "TupleSet", "ThreadIndex1D", "SpecialReg", "Select", "Intrinsic", "MakeTuple", "TupleGet",
     "ArrayDecl", "Check",
     "Assign", "Store", "If", "While", "ForRange", "Block", "Return", "ExprStmt", "Break", "Continue",
-    "Param", "Function", "ExternFunction", "Program", "children", "is_pure", "statements", "statement_roots",
+    "Param", "Function", "ExternFunction", "Program", "children", "subexpressions", "is_pure", "statements", "statement_roots",
 ]
 
 
@@ -274,6 +274,13 @@ def is_pure(e: Expr) -> bool:
     if isinstance(e, BinOp) and e.op in ("/", "//", "%") and e.ty.kind != "float":
         return False  # integer division by zero is undefined behaviour
     return all(is_pure(c) for c in children(e))
+
+
+def subexpressions(e: Expr) -> Iterator[Expr]:
+    """``e`` and every expression inside it, ``e`` first."""
+    yield e
+    for c in children(e):
+        yield from subexpressions(c)
 
 
 def children(e: Expr) -> list[Expr]:

@@ -17,7 +17,6 @@ manifest carries the mark and the runtime launches them cooperatively.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..intrinsics import intrinsic_info
@@ -48,7 +47,7 @@ def calls_and_barriers(program: ir.Program, barrier: str) -> tuple[dict[str, lis
         calls[fn.symbol] = []
         for s in ir.statements(fn.body):
             for root in ir.statement_roots(s):
-                for x in _expressions(root):
+                for x in ir.subexpressions(root):
                     if isinstance(x, ir.Intrinsic) and x.name == barrier:
                         found.setdefault(fn.symbol, x.loc)
                     elif isinstance(x, ir.Call):
@@ -77,11 +76,6 @@ def reached_from(kernel: ir.Function, program: ir.Program,
     return out
 
 
-def _expressions(e: ir.Expr) -> Iterator[ir.Expr]:
-    yield e
-    for c in ir.children(e):
-        yield from _expressions(c)
-
 
 @dataclass
 class _Facts:
@@ -100,7 +94,7 @@ def is_thread_dependent(e: ir.Expr, names: set[str], calls: set[str] | frozenset
     """Whether ``e`` can differ between the threads of a block: it reads the thread's identity,
     memory, a thread-dependent intrinsic, one of the locals ``names`` or the result of one of
     the functions ``calls``."""
-    for x in _expressions(e):
+    for x in ir.subexpressions(e):
         if isinstance(x, (ir.ThreadIndex1D, ir.ViewLoad)):
             return True
         if isinstance(x, ir.SpecialReg) and x.name.startswith("tid."):
@@ -160,7 +154,7 @@ class BarrierDivergence:
             calls[fn.symbol] = []
             for s in ir.statements(fn.body):
                 for root in ir.statement_roots(s):
-                    for x in _expressions(root):
+                    for x in ir.subexpressions(root):
                         barrier = _barrier_name(x)
                         if barrier is not None:
                             facts.barrier_at.setdefault(fn.symbol, (fn.file, x.loc, barrier))
@@ -194,7 +188,7 @@ class BarrierDivergence:
                 facts.returns_dependent.add(fn.symbol)
                 grew = True
             for root in ir.statement_roots(s):
-                for x in _expressions(root):
+                for x in ir.subexpressions(root):
                     callee = functions.get(x.symbol) if isinstance(x, ir.Call) else None
                     if callee is None or not isinstance(x, ir.Call):
                         continue
@@ -210,7 +204,7 @@ class BarrierDivergence:
         for s in stmts:
             if divergent:
                 for root in ir.statement_roots(s):
-                    for x in _expressions(root):
+                    for x in ir.subexpressions(root):
                         if isinstance(x, ir.Call) and x.symbol != BARRIER and x.symbol in facts.barrier_at:
                             raise self._error(fn, x, facts, names[x.symbol])
                         barrier = _barrier_name(x)

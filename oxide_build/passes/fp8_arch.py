@@ -32,17 +32,12 @@ def _fp8_type_of(e: ir.Expr) -> str | None:
     return None
 
 
-def _walk(e: ir.Expr) -> Iterator[ir.Expr]:
-    yield e
-    for child in ir.children(e):
-        yield from _walk(child)
-
 
 def fp8_uses(fn: ir.Function) -> Iterator[tuple[ir.Expr, str]]:
     """Every expression of ``fn`` that converts or multiplies fp8 values, with its fp8 type."""
     for s in ir.statements(fn.body):
         for root in ir.statement_roots(s):
-            for e in _walk(root):
+            for e in ir.subexpressions(root):
                 name = _fp8_type_of(e)
                 if name is not None:
                     yield e, name

@@ -39,7 +39,7 @@ from ..ir import nodes as ir
 from ..ir.types import ArrayType
 from ..ir.verify import IRError
 from ..ir.printer import print_expr
-from .uniformity import ProgramUniformity, Uniformity, expressions, program_uniformity
+from .uniformity import ProgramUniformity, Uniformity, program_uniformity
 
 __all__ = ["MbarrierLint"]
 
@@ -138,7 +138,7 @@ def _reaching(program: ir.Program, found: Callable[[ir.Expr], bool]) -> set[str]
         calls[fn.symbol] = set()
         for s in ir.statements(fn.body):
             for root in ir.statement_roots(s):
-                for x in expressions(root):
+                for x in ir.subexpressions(root):
                     if found(x):
                         reach.add(fn.symbol)
                     if isinstance(x, ir.Call):
@@ -175,7 +175,7 @@ class _FunctionLint:
             elif isinstance(s, ir.Assign) and isinstance(s.value, ir.Intrinsic) and s.value.name == "mbarrier.array":
                 self.declared_at.setdefault(s.name, s.loc)
             for root in ir.statement_roots(s):
-                for x in expressions(root):
+                for x in ir.subexpressions(root):
                     if isinstance(x, ir.Call):
                         self.passed |= {a.name for a in x.args if isinstance(a, ir.Var)
                                         and isinstance(a.ty, ArrayType) and a.ty.barrier}
@@ -218,13 +218,13 @@ class _FunctionLint:
 
     def statement(self, s: ir.Stmt, state: _State, frames: list[Frame]) -> _State:
         for root in ir.statement_roots(s):
-            for x in expressions(root):
+            for x in ir.subexpressions(root):
                 self.expression(x, state, frames)
         if isinstance(s, ir.If):
             differs = self.uniformity.level(self.fn.symbol, s.cond) > Uniformity.BLOCK
             text = self.condition_text(s.cond)
-            names = frozenset(e.name for e in expressions(s.cond) if isinstance(e, ir.Var))
-            opaque = any(isinstance(e, (ir.ViewLoad, ir.Call, ir.Intrinsic)) for e in expressions(s.cond))
+            names = frozenset(e.name for e in ir.subexpressions(s.cond) if isinstance(e, ir.Var))
+            opaque = any(isinstance(e, (ir.ViewLoad, ir.Call, ir.Intrinsic)) for e in ir.subexpressions(s.cond))
             then = self.block(s.then, state.copy(), [*frames, _If(text, True, differs, names, opaque)])
             orelse = self.block(s.orelse, state.copy(), [*frames, _If(text, False, differs, names, opaque)])
             return then.merge(orelse)
@@ -234,7 +234,7 @@ class _FunctionLint:
             # a loop that names an array's init counts it initialized from its first trip on
             ahead = state.copy()
             ahead.initialized |= {name for t in ir.statements(body) for root in ir.statement_roots(t)
-                                  for x in expressions(root) if isinstance(x, ir.Intrinsic) and x.name == INIT
+                                  for x in ir.subexpressions(root) if isinstance(x, ir.Intrinsic) and x.name == INIT
                                   for name, _ in _barrier_args(x)}
             once = self.block(body, ahead.copy(), inner)
             twice = self.block(body, ahead.merge(once), inner)
@@ -247,7 +247,7 @@ class _FunctionLint:
     def loop_frame(s: ir.While) -> _Loop:
         body = list(ir.statements(s.body + s.step))
         assigned = frozenset(t.name for t in body if isinstance(t, ir.Assign))
-        invalidated = frozenset(name for t in body for root in ir.statement_roots(t) for x in expressions(root)
+        invalidated = frozenset(name for t in body for root in ir.statement_roots(t) for x in ir.subexpressions(root)
                                 if isinstance(x, ir.Intrinsic) and x.name == "mbarrier.inval"
                                 for name, _ in _barrier_args(x))
         leaves = any(isinstance(t, (ir.Break, ir.Return)) for t in body)
@@ -335,8 +335,8 @@ class _FunctionLint:
                              "block.sync()")
 
     def check_loop_init(self, x: ir.Intrinsic, name: str, index: ir.Expr, frames: list[Frame]) -> None:
-        reads = {e.name for e in expressions(index) if isinstance(e, ir.Var)}
-        opaque_index = any(isinstance(e, (ir.ViewLoad, ir.Call)) for e in expressions(index))
+        reads = {e.name for e in ir.subexpressions(index) if isinstance(e, ir.Var)}
+        opaque_index = any(isinstance(e, (ir.ViewLoad, ir.Call)) for e in ir.subexpressions(index))
         for depth, frame in enumerate(frames):
             if not isinstance(frame, _Loop):
                 continue

@@ -27,7 +27,6 @@ stays ``BLOCK``): the checks built on this miss such cases rather than refuse co
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -36,7 +35,7 @@ from ..intrinsics.thread import BLOCK_VOTES
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp, CompareOp
 
-__all__ = ["Uniformity", "ProgramUniformity", "program_uniformity", "expressions"]
+__all__ = ["Uniformity", "ProgramUniformity", "program_uniformity"]
 
 WARPGROUP_THREADS = 128
 _LANE_GROUPS = ("warp.", "atomic.", "timer.", "thread.")  # intrinsics whose results differ per lane
@@ -49,12 +48,6 @@ class Uniformity(IntEnum):
     UNKNOWN = 2
     LANE = 3
 
-
-def expressions(e: ir.Expr) -> Iterator[ir.Expr]:
-    """``e`` and every expression inside it."""
-    yield e
-    for c in ir.children(e):
-        yield from expressions(c)
 
 
 @dataclass
@@ -207,7 +200,7 @@ def _propagate(fn: ir.Function, functions: dict[str, ir.Function], program: Prog
                 facts.returns = level
                 grew = True
         for root in ir.statement_roots(s):
-            for x in expressions(root):
+            for x in ir.subexpressions(root):
                 callee = functions.get(x.symbol) if isinstance(x, ir.Call) else None
                 if callee is None or not isinstance(x, ir.Call):
                     continue

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ..intrinsics import intrinsic_info
 from ..ir import nodes as ir
 from ..ir.verify import IRError
-from .uniformity import ProgramUniformity, Uniformity, expressions, program_uniformity
+from .uniformity import ProgramUniformity, Uniformity, program_uniformity
 
 __all__ = ["WarpgroupDivergence", "is_warpgroup_collective"]
 
@@ -69,7 +69,7 @@ def _collectives_reached(program: ir.Program) -> dict[str, Reach]:
         calls[fn.symbol] = []
         for s in ir.statements(fn.body):
             for root in ir.statement_roots(s):
-                for x in expressions(root):
+                for x in ir.subexpressions(root):
                     if isinstance(x, ir.Intrinsic) and is_warpgroup_collective(x.name):
                         reaches.setdefault(fn.symbol, (fn.file, x.loc, x.name))
                     elif isinstance(x, ir.Call):
@@ -124,7 +124,7 @@ class _Checker:
 
     def check_statement(self, s: ir.Stmt, why: _Divergence) -> None:
         for root in ir.statement_roots(s):
-            for x in expressions(root):
+            for x in ir.subexpressions(root):
                 if isinstance(x, ir.Intrinsic) and is_warpgroup_collective(x.name):
                     raise IRError(
                         f"ox.{x.name}() is warpgroup-collective: all 128 threads of a warpgroup must reach it "

@@ -31,15 +31,10 @@ Unfenced = dict[str, ir.Loc]  # register array -> where the threads accessed it 
 
 def _register_arrays(e: ir.Expr) -> Iterator[str]:
     """The per-thread arrays ``e`` names (an accumulator, an A fragment, ``frags[k]``)."""
-    for x in _expressions(e):
+    for x in ir.subexpressions(e):
         if isinstance(x, ir.Var) and isinstance(x.ty, ArrayType) and x.ty.space == "local":
             yield x.name
 
-
-def _expressions(e: ir.Expr) -> Iterator[ir.Expr]:
-    yield e
-    for c in ir.children(e):
-        yield from _expressions(c)
 
 
 def _accesses(e: ir.Expr, tracked: set[str]) -> Iterator[tuple[str, ir.Loc]]:
@@ -60,7 +55,7 @@ class WgmmaFence:
     def apply(self, program: ir.Program) -> ir.Program:
         for fn in program.functions:
             tracked = {name for s in ir.statements(fn.body) for root in ir.statement_roots(s)
-                       for x in _expressions(root) if isinstance(x, ir.Intrinsic) and x.name == MMA
+                       for x in ir.subexpressions(root) if isinstance(x, ir.Intrinsic) and x.name == MMA
                        for a in x.args for name in _register_arrays(a)}
             if tracked:
                 start: Unfenced = {name: ENTRY for name in tracked} if fn.is_kernel else {}
@@ -96,7 +91,7 @@ class _FenceWalk:
 
     def expressions(self, roots: list[ir.Expr], unfenced: Unfenced) -> Unfenced:
         for root in roots:
-            for x in _expressions(root):
+            for x in ir.subexpressions(root):
                 if isinstance(x, ir.Intrinsic) and x.name == FENCE:
                     unfenced = {}
                 elif isinstance(x, ir.Intrinsic) and x.name == MMA:
