@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ..frontend.translate import FunctionTranslator
     from ..lower.llvm import FunctionLowering
 
-__all__ = ["ENTRIES", "CONSTRAINT_TYPES", "asm_call"]
+__all__ = ["ENTRIES", "CONSTRAINT_TYPES", "asm_call", "instruction_call"]
 
 # constraint letter -> the scalar types it takes, and what to say when a value does not fit
 CONSTRAINT_TYPES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -136,6 +136,18 @@ def asm_call(fl: FunctionLowering, template: str, constraint: str, ret: ll.Type,
     instruction: shfl, mma, ldmatrix). Shared with the tensor-core group's libNVVM forms."""
     fnty = ll.FunctionType(ret, [a.type for a in args])
     return fl.b.call(ll.InlineAsm(fnty, template, constraint, side_effect=True), args, attrs=("convergent",))
+
+
+def instruction_call(fl: FunctionLowering, ptx: str, intrinsic: str, convergent: bool = False) -> ll.Value:
+    """An instruction without operands: the NVPTX intrinsic ``intrinsic`` for LLVM's NVPTX, the
+    text ``ptx`` as inline PTX (with a memory clobber) where libNVVM compiles the module, which
+    lacks most of these intrinsics."""
+    if fl.parent.libnvvm:
+        return asm_call(fl, ptx, "~{memory}", ll.VoidType(), [])
+    fn = fl.parent.intrinsic(intrinsic, ll.VoidType(), [])
+    if convergent:
+        fn.attributes.add("convergent")
+    return fl.b.call(fn, [])
 
 
 def _is_16bit_float(t: ll.Type) -> bool:

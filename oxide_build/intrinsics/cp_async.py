@@ -22,7 +22,7 @@ from ..ir import nodes as ir
 from ..ir.ops import BinaryOp
 from ..ir.types import I32, I64, ArrayType, ViewType, VoidType, as_scalar, type_name
 from .arguments import check_arg_count
-from .asm import asm_call
+from .asm import asm_call, instruction_call
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
@@ -133,9 +133,7 @@ def _type_commit(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) ->
 
 
 def _lower_commit(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
-    if fl.parent.libnvvm:
-        return asm_call(fl, "cp.async.commit_group;", "~{memory}", ll.VoidType(), [])
-    return fl.b.call(fl.parent.intrinsic("llvm.nvvm.cp.async.commit.group", ll.VoidType(), []), [])
+    return instruction_call(fl, "cp.async.commit_group;", "llvm.nvvm.cp.async.commit.group")
 
 
 def _type_wait(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:

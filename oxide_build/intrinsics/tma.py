@@ -45,7 +45,7 @@ from ..ir import nodes as ir
 from ..ir.ops import BinaryOp
 from ..ir.types import I32, I64, ArrayType, TensorMapType, VoidType, as_scalar, type_name
 from .arguments import check_arg_count
-from .asm import asm_call
+from .asm import asm_call, instruction_call
 from .entry import IntrinsicInfo
 from .cluster import MAX_CLUSTER_BLOCKS
 from .mbarrier import barrier_address, barrier_arguments, shared_address32
@@ -472,9 +472,7 @@ def _type_commit(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) ->
 
 
 def _lower_commit(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
-    if fl.parent.libnvvm:
-        return asm_call(fl, "cp.async.bulk.commit_group;", "~{memory}", ll.VoidType(), [])
-    return fl.b.call(fl.parent.intrinsic("llvm.nvvm.cp.async.bulk.commit.group", ll.VoidType(), []), [])
+    return instruction_call(fl, "cp.async.bulk.commit_group;", "llvm.nvvm.cp.async.bulk.commit.group")
 
 
 def _type_store_wait(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:

@@ -64,8 +64,9 @@ from oxide.lang.types import SCALAR_TYPES
 from ..ir import nodes as ir
 from ..ir.types import I32, ArrayType, VoidType, as_scalar, type_name
 from .arguments import check_arg_count
-from .asm import asm_call
+from .asm import asm_call, instruction_call
 from .entry import IntrinsicInfo
+from .mma import fragment_operand, load_registers
 
 if TYPE_CHECKING:
     from ..frontend.translate import FunctionTranslator
@@ -151,8 +152,6 @@ def _register_a(tr: FunctionTranslator, node: ast.expr) -> tuple[ir.Expr, int, A
     """A register A operand: an ``ox.mma.fragment_a("m16n8k16", T)`` (or ``frags[i]`` of an
     array of them), whose 8 elements per thread are wgmma's A fragment of ``m64nNk16`` (warp
     ``w`` of the warpgroup holding rows ``16 w`` to ``16 w + 15`` as mma.sync's m16n8k16 A)."""
-    from .mma import fragment_operand
-
     array, ty, first = fragment_operand(tr, node)
     if ty.space == "shared":
         raise tr.error(node, "wgmma.mma(acc, a, a_index, b, b_index) takes 5 arguments, got 4: A is a shared array",
@@ -270,8 +269,6 @@ def _lower_mma(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll
     # the start addresses are byte addresses of element a_index / b_index (a gep over the element
     # type): a K step of 32 8-bit elements advances 32 bytes, as 16 16-bit elements do
     if registers:  # four 32-bit registers, two 16-bit elements each, from the fragment's first element
-        from .mma import load_registers
-
         assert isinstance(a_index, ir.Const)
         a_operands = load_registers(fl, a, int(a_index.value) // 2, 4)
     else:
@@ -322,11 +319,7 @@ _SIMPLE: dict[str, tuple[str, str]] = {
 
 def _lower_simple(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     text, name = _SIMPLE[info.name]
-    if fl.parent.libnvvm:
-        return asm_call(fl, text, "~{memory}", ll.VoidType(), [])
-    fn = fl.parent.intrinsic(name, ll.VoidType(), [])
-    fn.attributes.add("convergent")
-    return fl.b.call(fn, [])
+    return instruction_call(fl, text, name, convergent=True)
 
 
 def _type_wait(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:

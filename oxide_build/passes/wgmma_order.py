@@ -96,8 +96,9 @@ class WgmmaOrder:
                 return {name: PendingMma(p.loc, p.age + 1, p.accumulator) for name, p in pending.items()}
             if call.name == "wgmma.wait_group":
                 n = int(call.options[0])
-                return {name: p for name, p in pending.items() if not (name in names and p.age > n)
-                        and not (not p.accumulator and p.age > n)}
+                # a named accumulator, or any register A (only its writes are refused), whose group is done
+                return {name: p for name, p in pending.items()
+                        if not (p.age > n and (name in names or not p.accumulator))}
             return pending
         if isinstance(s, ir.If):
             self._check(fn, [s.cond], pending)
