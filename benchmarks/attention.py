@@ -172,18 +172,12 @@ def main() -> None:
                 return run
 
             def wgmma_run(pingpong: bool) -> Callable[[], Any]:
-                import oxide
-                from examples.attention import wgmma_attention as wa
+                from examples.attention import wgmma_attention_launcher
 
-                bh = BATCH * HEADS
-                bn = wa.block_n(dim, causal)
-                maps = [oxide.tma.descriptor(t.view(bh, seq, dim), box=(1, rows, 64), swizzle=128)
-                        for t, rows in ((q, wa.BM), (k, bn), (v, bn))]
-                launch = wa.wgmma_attention[(seq + wa.BM - 1) // wa.BM * bh, wa.THREADS, None,
-                                            wa.smem_bytes(dim, causal)]
+                launch = wgmma_attention_launcher(q, k, v, o, lse, causal, scale, pingpong)
 
                 def run() -> Any:
-                    launch(*maps, bh, seq, scale, o.view(-1), lse.view(-1), dim, causal, pingpong)
+                    launch()
                     return o
                 return run
 
