@@ -17,6 +17,7 @@ manifest carries the mark and the runtime launches them cooperatively.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..intrinsics import intrinsic_info
@@ -24,7 +25,7 @@ from ..intrinsics.thread import BARRIER, BLOCK_VOTES, GRID_SYNC  # what block.sy
 from ..ir import nodes as ir
 from ..ir.verify import IRError
 
-__all__ = ["BarrierDivergence", "BARRIER", "is_thread_dependent", "calls_and_barriers", "reached_from"]
+__all__ = ["BarrierDivergence", "BARRIER", "is_thread_dependent", "calls_and_barriers", "functions_reaching", "reached_from"]
 
 
 def _barrier_name(x: ir.Expr, grid_barrier: str = GRID_SYNC) -> str | None:
@@ -53,6 +54,34 @@ def calls_and_barriers(program: ir.Program, barrier: str) -> tuple[dict[str, lis
                     elif isinstance(x, ir.Call):
                         calls[fn.symbol].append(x.symbol)
     return calls, found
+
+
+def functions_reaching(program: ir.Program, mark: Callable[[ir.Expr], str | None]
+                       ) -> dict[str, tuple[str, ir.Loc, str]]:
+    """The functions that contain an expression ``mark`` names (a barrier, a collective), directly
+    or through the functions they call, each with one such place: (file, location, name)."""
+    reaches: dict[str, tuple[str, ir.Loc, str]] = {}
+    calls: dict[str, list[str]] = {}
+    for fn in program.functions:
+        calls[fn.symbol] = []
+        for s in ir.statements(fn.body):
+            for root in ir.statement_roots(s):
+                for x in ir.subexpressions(root):
+                    name = mark(x)
+                    if name is not None:
+                        reaches.setdefault(fn.symbol, (fn.file, x.loc, name))
+                    elif isinstance(x, ir.Call):
+                        calls[fn.symbol].append(x.symbol)
+    changed = True
+    while changed:
+        changed = False
+        for caller, callees in calls.items():
+            if caller not in reaches:
+                reached = next((reaches[c] for c in callees if c in reaches), None)
+                if reached is not None:
+                    reaches[caller] = reached
+                    changed = True
+    return reaches
 
 
 def reached_from(kernel: ir.Function, program: ir.Program,
@@ -132,7 +161,7 @@ class BarrierDivergence:
         _mark_cooperative(program)
         functions = {f.symbol: f for f in program.functions}
         facts = _Facts()
-        self._find_barriers(program, facts)
+        facts.barrier_at = functions_reaching(program, _barrier_name)
         if not any(not f.is_kernel and f.symbol in facts.barrier_at for f in program.functions):
             # no call reaches block.sync(); one written in a kernel the frontend has checked
             return program
@@ -145,32 +174,6 @@ class BarrierDivergence:
         for fn in program.functions:
             self._check(fn.body, fn, facts, names, divergent=False)
         return program
-
-    @staticmethod
-    def _find_barriers(program: ir.Program, facts: _Facts) -> None:
-        """Which functions reach block.sync(), directly or through calls (and one place each)."""
-        calls: dict[str, list[str]] = {}
-        for fn in program.functions:
-            calls[fn.symbol] = []
-            for s in ir.statements(fn.body):
-                for root in ir.statement_roots(s):
-                    for x in ir.subexpressions(root):
-                        barrier = _barrier_name(x)
-                        if barrier is not None:
-                            facts.barrier_at.setdefault(fn.symbol, (fn.file, x.loc, barrier))
-                        elif isinstance(x, ir.Call):
-                            calls[fn.symbol].append(x.symbol)
-        changed = True
-        while changed:
-            changed = False
-            for caller, callees in calls.items():
-                if caller in facts.barrier_at:
-                    continue
-                for callee in callees:
-                    if callee in facts.barrier_at:
-                        facts.barrier_at[caller] = facts.barrier_at[callee]
-                        changed = True
-                        break
 
     @staticmethod
     def _propagate(fn: ir.Function, functions: dict[str, ir.Function], facts: _Facts) -> bool:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from ..intrinsics import intrinsic_info
 from ..ir import nodes as ir
 from ..ir.verify import IRError
+from .divergence import functions_reaching
 from .uniformity import ProgramUniformity, Uniformity, program_uniformity
 
 __all__ = ["WarpgroupDivergence", "is_warpgroup_collective"]
@@ -50,7 +51,7 @@ class WarpgroupDivergence:
     name: str = "warpgroup-divergence"
 
     def apply(self, program: ir.Program) -> ir.Program:
-        reaches = _collectives_reached(program)
+        reaches = functions_reaching(program, _collective_name)
         if not reaches:
             return program
         uniformity = program_uniformity(program)
@@ -60,30 +61,8 @@ class WarpgroupDivergence:
         return program
 
 
-def _collectives_reached(program: ir.Program) -> dict[str, Reach]:
-    """The functions that reach a warpgroup-collective intrinsic, directly or through calls,
-    and one such intrinsic each."""
-    reaches: dict[str, Reach] = {}
-    calls: dict[str, list[str]] = {}
-    for fn in program.functions:
-        calls[fn.symbol] = []
-        for s in ir.statements(fn.body):
-            for root in ir.statement_roots(s):
-                for x in ir.subexpressions(root):
-                    if isinstance(x, ir.Intrinsic) and is_warpgroup_collective(x.name):
-                        reaches.setdefault(fn.symbol, (fn.file, x.loc, x.name))
-                    elif isinstance(x, ir.Call):
-                        calls[fn.symbol].append(x.symbol)
-    changed = True
-    while changed:
-        changed = False
-        for caller, callees in calls.items():
-            if caller not in reaches:
-                reached = next((reaches[c] for c in callees if c in reaches), None)
-                if reached is not None:
-                    reaches[caller] = reached
-                    changed = True
-    return reaches
+def _collective_name(x: ir.Expr) -> str | None:
+    return x.name if isinstance(x, ir.Intrinsic) and is_warpgroup_collective(x.name) else None
 
 
 class _Checker:
