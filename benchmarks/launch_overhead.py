@@ -19,6 +19,12 @@ reuses one ``k[1, 32]``.
 
 - ``floor``: ``cuLaunchKernel`` in a C loop with pre-packed arguments (compiled here with cc,
   resolved from libcuda with dlopen), launching the very function oxide launches;
+- ``torch-floor``: the PyTorch floor, a C function called from Python that does only what any sound
+  launch with PyTorch tensors must: one DLPack exchange read per tensor (dtype and device checked),
+  PyTorch's current stream, ``requires_grad`` of the written tensors, the GIL released around
+  ``cuLaunchKernel`` and the written tensors' version bump (``torch._C._increment_version``);
+  ``torch-floor-no-bump`` and ``torch-floor-gil-held`` take one piece away (unsound: they measure it).
+  ``oxide-torch/torch-floor`` is then oxide's own cost on top of what PyTorch and CPython impose;
 - ``bindings``: ``cuda.bindings.driver.cuLaunchKernel`` from Python with a pre-packed ``void**``;
 - ``oxide-torch``, ``oxide-cupy``, ``oxide-devicearray``: ``k[1, 32](a, x, ...)`` with those arrays
   and Python scalars (on the framework's current stream, read per launch);
@@ -247,6 +253,185 @@ double floor_launch(const char *lib, void *fn, void *stream, void **params, long
 }
 """
 
+TORCH_FLOOR_C = r"""
+/* The PyTorch floor: what any sound launch with PyTorch tensors must do from Python, in C, and
+   nothing of oxide's (no context, overlap, shape or launch-precondition checks). Per launch: one
+   DLPack exchange read per tensor (pointer, extents, strides) with its dtype and device checked,
+   PyTorch's current stream, `requires_grad` of each written tensor (writing into one that
+   requires grad must be refused), the GIL released around cuLaunchKernel, and the version bump
+   of the written tensors (torch._C._increment_version, as autograd needs). Two switches take a
+   piece away, to measure it: no bump, or the GIL kept (neither is sound). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+typedef int (*launch_t)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
+                        void **, void **);
+typedef struct {
+    void *data;
+    int32_t device_type, device_id;
+    int32_t ndim;
+    uint8_t code, bits;
+    uint16_t lanes;
+    int64_t *shape, *strides;
+    uint64_t byte_offset;
+} DLT;
+typedef int (*read_t)(void *, DLT *);
+typedef int (*stream_t)(int32_t, int32_t, void **);
+typedef struct { uint32_t major, minor; void *prev; void *alloc, *from, *to; read_t read; stream_t stream; } API;
+static launch_t launch;
+static void *fn;
+static read_t read_tensor;
+static stream_t current_stream;
+static PyObject *bump;
+static getter rg_get;
+static void *rg_closure;
+static char kinds[64];
+static int n_kinds, do_bump, keep_gil;
+
+/* setup(libcuda, function, kinds, exchange_api_capsule, increment_version, requires_grad_descriptor,
+   bump, keep_gil); kinds: f (f32), i (i32), c (Constexpr: not passed), v / w (a read / written
+   1-D f32 view: pointer, length), t / T (a read / written 2-D f32 tensor: pointer, extents, strides) */
+static PyObject *setup(PyObject *m, PyObject *args) {
+    const char *lib, *k;
+    unsigned long long f;
+    PyObject *cap, *rg;
+    if (!PyArg_ParseTuple(args, "yKsOOOii", &lib, &f, &k, &cap, &bump, &rg, &do_bump, &keep_gil)) return NULL;
+    void *h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
+    launch = h ? (launch_t)dlsym(h, "cuLaunchKernel") : NULL;
+    API *api = (API *)PyCapsule_GetPointer(cap, "dlpack_exchange_api");
+    if (launch == NULL || api == NULL || api->read == NULL || api->stream == NULL || !Py_IS_TYPE(rg, &PyGetSetDescr_Type)) {
+        PyErr_SetString(PyExc_RuntimeError, "torch floor: no driver, exchange API or requires_grad getter");
+        return NULL;
+    }
+    Py_INCREF(bump);
+    fn = (void *)(uintptr_t)f;
+    read_tensor = api->read;
+    current_stream = api->stream;
+    rg_get = ((PyGetSetDescrObject *)rg)->d_getset->get;
+    rg_closure = ((PyGetSetDescrObject *)rg)->d_getset->closure;
+    n_kinds = (int)strlen(k);
+    memcpy(kinds, k, (size_t)n_kinds);
+    Py_RETURN_NONE;
+}
+
+static PyObject *go(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+    uint64_t slots[64];
+    void *ptrs[64];
+    PyObject *written[16];
+    int s = 0, nw = 0;
+    void *stream = NULL;
+    if (nargs != n_kinds || current_stream(2, 0, &stream) != 0) return NULL;
+    for (int i = 0; i < n_kinds; i++) {
+        char k = kinds[i];
+        if (k == 'c') continue;
+        if (k == 'f') {
+            float x = (float)PyFloat_AsDouble(args[i]);
+            slots[s] = 0;
+            memcpy(&slots[s++], &x, 4);
+            continue;
+        }
+        if (k == 'i') {
+            int32_t x = (int32_t)PyLong_AsLong(args[i]);
+            slots[s] = 0;
+            memcpy(&slots[s++], &x, 4);
+            continue;
+        }
+        DLT t;
+        if (read_tensor(args[i], &t) != 0) return NULL;
+        if (t.device_type != 2 || t.code != 2 || t.bits != 32 || t.lanes != 1) {
+            PyErr_SetString(PyExc_TypeError, "torch floor: expected a CUDA float32 tensor");
+            return NULL;
+        }
+        slots[s++] = (uint64_t)(uintptr_t)t.data + t.byte_offset;
+        if (k == 'v' || k == 'w') {
+            memcpy(&slots[s++], &t.shape[0], 8);
+        } else {
+            memcpy(&slots[s], t.shape, 16);
+            if (t.strides) memcpy(&slots[s + 2], t.strides, 16);
+            else slots[s + 2] = (uint64_t)t.shape[1], slots[s + 3] = 1;
+            s += 4;
+        }
+        if (k == 'w' || k == 'T') {
+            PyObject *r = rg_get(args[i], rg_closure);
+            if (r == NULL) return NULL;
+            int requires = r != Py_False;
+            Py_DECREF(r);
+            if (requires) {
+                PyErr_SetString(PyExc_RuntimeError, "torch floor: a written tensor requires grad");
+                return NULL;
+            }
+            written[nw++] = args[i];
+        }
+    }
+    for (int i = 0; i < s; i++) ptrs[i] = &slots[i];
+    int r;
+    if (keep_gil) {
+        r = launch(fn, 1, 1, 1, 32, 1, 1, 0, stream, ptrs, 0);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        r = launch(fn, 1, 1, 1, 32, 1, 1, 0, stream, ptrs, 0);
+        Py_END_ALLOW_THREADS
+    }
+    if (r != 0) return PyErr_Format(PyExc_RuntimeError, "cuLaunchKernel: %d", r);
+    if (do_bump && nw) {
+        PyObject *tuple = PyTuple_New(nw);
+        if (tuple == NULL) return NULL;
+        for (int i = 0; i < nw; i++) PyTuple_SET_ITEM(tuple, i, Py_NewRef(written[i]));
+        PyObject *done = PyObject_CallOneArg(bump, tuple);
+        Py_DECREF(tuple);
+        if (done == NULL) return NULL;
+        Py_DECREF(done);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"setup", setup, METH_VARARGS, ""},
+    {"launch", (PyCFunction)(void (*)(void))go, METH_FASTCALL, ""},
+    {NULL, NULL, 0, NULL},
+};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "MODNAME", NULL, -1, methods};
+PyMODINIT_FUNC PyInit_MODNAME(void) { return PyModule_Create(&module); }
+"""
+
+TORCH_FLOOR_VARIANTS = {"torch-floor": (1, 0), "torch-floor-no-bump": (0, 0), "torch-floor-gil-held": (1, 1)}
+
+
+def torch_floor_launchers(tmp: Path) -> dict[str, Any]:
+    """One build of TORCH_FLOOR_C per variant (each module keeps its own setup), by name."""
+    import sysconfig
+
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise RuntimeError("no C compiler for the PyTorch floor")
+    include = sysconfig.get_paths()["include"]
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    out: dict[str, Any] = {}
+    for name in TORCH_FLOOR_VARIANTS:
+        modname = "oxtorchfloor_" + name.replace("-", "_")
+        c = tmp / f"{modname}.c"
+        c.write_text(TORCH_FLOOR_C.replace("MODNAME", modname))
+        so = tmp / f"{modname}{suffix}"
+        subprocess.run([cc, "-O2", "-shared", "-fPIC", f"-I{include}", str(c), "-o", str(so), "-ldl"], check=True)
+        spec = importlib.util.spec_from_file_location(modname, so)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        out[name] = module
+    return out
+
+
+def torch_floor_kinds(params: list[tuple[str, str]]) -> str:
+    """TORCH_FLOOR_C's kinds string of a benchmark kernel ("out" is the one written)."""
+    letters = {"f32": "f", "i32": "i", "constexpr": "c"}
+    return "".join(
+        ("w" if p == "out" else "v") if t == "view" else ("T" if p == "out" else "t") if t == "tensor" else letters[t]
+        for p, t in params
+    )
+
+
 STUB_DRIVER_C = r"""
 /* --fake: a driver whose cuLaunchKernel returns at once, reading its parameters like the real one */
 #include <stdint.h>
@@ -442,6 +627,13 @@ def main() -> int:
         arrays["cai"] = [CAIArray(0x7F0000100000 + 0x10000 * i) for i in range(4)]
         tensors["cai"] = [CAIArray(0x7F0000300000 + 0x10000 * i, TENSOR_SHAPE) for i in range(2)]
 
+    torch_floors: dict[str, Any] = {}
+    if "torch" in arrays and any(want(name) for name in TORCH_FLOOR_VARIANTS):
+        try:
+            torch_floors = {k: m for k, m in torch_floor_launchers(tmp).items() if want(k)}
+        except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
+            print(f"no PyTorch floor: {e}")
+
     for kname, params in KERNELS.items():
         kernel = getattr(module, kname)
         row: dict[str, Any] = {}
@@ -490,6 +682,18 @@ def main() -> int:
         contenders: dict[str, Contender] = {}
         if want("floor") and floor is not None:
             contenders["floor"] = (floor_n, args.launches, args.reps)
+        if torch_floors:
+            import torch
+
+            api = torch.Tensor.__dlpack_c_exchange_api__
+            requires_grad = torch._C.TensorBase.__dict__["requires_grad"]
+            torch_args = oxide_args(params, arrays["torch"], tensors.get("torch"))
+            for name, floor_module in torch_floors.items():
+                do_bump, keep_gil = TORCH_FLOOR_VARIANTS[name]
+                floor_module.setup(driver_lib, fn_handle, torch_floor_kinds(params), api, torch._C._increment_version,
+                                   requires_grad, do_bump, keep_gil)
+                floor_module.launch(*torch_args)  # fails here, not in the timing, if it cannot launch
+                contenders[name] = (loop(floor_module.launch, torch_args), args.launches, args.reps)
         if want("bindings") and not FAKE:
             address = ctypes.addressof(pointers)
             contenders["bindings"] = (
@@ -568,9 +772,13 @@ def ratios(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
         med = {k: v["median_us"] for k, v in row.items() if "median_us" in v}
         r: dict[str, float] = {}
         for oxide_kind in [k for k in med if k.startswith("oxide-")]:
-            for ref in ("floor", "cupy", "cuda.core", "bindings"):
-                if ref in med:
+            for ref in ("floor", "torch-floor", "cupy", "cuda.core", "bindings"):
+                if ref in med and (ref != "torch-floor" or oxide_kind.startswith("oxide-torch")):
                     r[f"{oxide_kind}/{ref}"] = med[oxide_kind] / med[ref]
+        if "floor" in med:
+            for variant in TORCH_FLOOR_VARIANTS:
+                if variant in med:
+                    r[f"{variant}/floor"] = med[variant] / med["floor"]
         out[kname] = r
     return out
 

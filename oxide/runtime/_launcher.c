@@ -45,6 +45,8 @@ cuCtxGetId_t drv_ctx_get_id = NULL; /* NULL: a context is known by its handle */
 /* torch.autograd.graph.increment_version, called with each PyTorch tensor a launch writes */
 PyObject *torch_bump_version = NULL;
 PyObject *torch_bump_versions = NULL; /* torch._C._increment_version: a tuple of tensors */
+PyCFunction torch_bump_versions_fn = NULL;
+PyObject *torch_bump_versions_self = NULL;
 
 volatile int64_t *records[MAX_RECORDS];
 int n_records = 0;
@@ -70,6 +72,8 @@ PyObject *s_is_cuda, *s_shape, *s_is_contiguous, *s_dtype, *s_data_ptr, *s_strid
 PyObject *array_methods[MAX_TYPES][TORCH_METHODS];
 
 Getter array_getters[MAX_TYPES][N_GETTERS];
+Getter requires_grad_getters[MAX_TYPES];
+unsigned int requires_grad_tags[MAX_TYPES];
 unsigned int getter_tags[MAX_TYPES]; /* the type's version tag when they were looked up */
 int cupy_flat[MAX_TYPES];            /* ndim, size and _c_contiguous all have getters */
 PyTypeObject *memptr_type = NULL;    /* a CuPy MemoryPointer's type, its `ptr` and `device_id` */
@@ -114,12 +118,21 @@ static PyObject *set_torch_autograd(PyObject *mod, PyObject *fn) {
     }
     Py_XSETREF(torch_bump_version, fn == Py_None ? NULL : Py_NewRef(fn));
     Py_CLEAR(torch_bump_versions);
+    torch_bump_versions_fn = NULL;
+    torch_bump_versions_self = NULL;
     if (fn != Py_None) {
         /* torch is imported by now (fn is its increment_version) */
         PyObject *c = PyImport_ImportModule("torch._C");
         PyObject *many = c != NULL ? PyObject_GetAttrString(c, "_increment_version") : NULL;
         Py_XDECREF(c);
         if (many != NULL && PyCallable_Check(many)) torch_bump_versions = Py_NewRef(many);
+        if (many != NULL && PyCFunction_Check(many) &&
+            (PyCFunction_GET_FLAGS(many) & (METH_VARARGS | METH_FASTCALL | METH_NOARGS | METH_O | METH_KEYWORDS |
+                                            METH_METHOD)) == METH_O) {
+            /* a builtin taking one argument: its C function is what a call of it runs */
+            torch_bump_versions_fn = PyCFunction_GET_FUNCTION(many);
+            torch_bump_versions_self = PyCFunction_GET_SELF(many);
+        }
         Py_XDECREF(many);
         PyErr_Clear();
     }
@@ -230,6 +243,8 @@ static void learn_type(int i, PyObject *type, int kind, PyObject *api_type) {
     exchange_streams[i] = NULL;
     cupy_flat[i] = 0;
     getter_tags[i] = 0;
+    requires_grad_tags[i] = 0;
+    requires_grad_getters[i] = (Getter){NULL, NULL};
     for (int w = 0; w < N_GETTERS; w++) array_getters[i][w] = (Getter){NULL, NULL};
     if (type == NULL) return;
     if (kind == ARRAY_TORCH || kind == ARRAY_CUPY) {
@@ -238,6 +253,11 @@ static void learn_type(int i, PyObject *type, int kind, PyObject *api_type) {
             exchange_readers[i] = api->dltensor_from_py_object_no_sync;
             exchange_streams[i] = api->current_work_stream;
         }
+    }
+    if (kind == ARRAY_TORCH) {
+        unsigned int tag = version_tag((PyTypeObject *)type);
+        Getter g = getter_of((PyTypeObject *)type, s_requires_grad);
+        if (tag != 0 && g.get != NULL) requires_grad_getters[i] = g, requires_grad_tags[i] = tag;
     }
     if (kind == ARRAY_CUPY && (getter_tags[i] = version_tag((PyTypeObject *)type)) != 0) {
         for (int w = 0; w < N_GETTERS; w++) array_getters[i][w] = getter_of((PyTypeObject *)type, *getter_names(w));

@@ -39,6 +39,9 @@ extern cuCtxGetId_t drv_ctx_get_id; /* NULL: a context is known by its handle */
 /* torch.autograd.graph.increment_version, called with each PyTorch tensor a launch writes */
 extern PyObject *torch_bump_version;
 extern PyObject *torch_bump_versions; /* torch._C._increment_version: a tuple of tensors */
+/* its C function when it is a METH_O builtin (then called without the vectorcall dispatch) */
+extern PyCFunction torch_bump_versions_fn;
+extern PyObject *torch_bump_versions_self;
 
 /* Checked unsigned arithmetic: 0 when the result does not fit 64 bits. */
 static inline int add_u64(uint64_t a, uint64_t b, uint64_t *out) {
@@ -96,6 +99,10 @@ typedef struct {
     void *closure;
 } Getter;
 extern Getter array_getters[MAX_TYPES][N_GETTERS];
+/* A PyTorch type's `requires_grad` getter (TensorBase's getset), valid while the type keeps
+   the version tag it had then (requires_grad_tags; 0: read by name). */
+extern Getter requires_grad_getters[MAX_TYPES];
+extern unsigned int requires_grad_tags[MAX_TYPES];
 extern unsigned int getter_tags[MAX_TYPES]; /* the type's version tag when they were looked up */
 extern int cupy_flat[MAX_TYPES];            /* ndim, size and _c_contiguous all have getters */
 extern PyTypeObject *memptr_type;    /* a CuPy MemoryPointer's type, its `ptr` and `device_id` */
@@ -231,8 +238,9 @@ Getter getter_of(PyTypeObject *type, PyObject *name);
 int pointer_of(PyObject *value, uint64_t *out);
 int tensor_overlaps_itself(const View *v);
 int array_type_index(PyObject *obj);
-int resolve_tensor(PyObject *obj, int n, View *v, uint64_t launch_stream);
-int resolve_view(PyObject *obj, View *v, uint64_t launch_stream);
+/* i: array_type_index(obj), which the caller looked up once */
+int resolve_tensor(PyObject *obj, int i, int n, View *v, uint64_t launch_stream);
+int resolve_view(PyObject *obj, int i, View *v, uint64_t launch_stream);
 
 /* _launcher_scalars.c */
 int pack_scalar(PyObject *value, int code, uint64_t *slot);

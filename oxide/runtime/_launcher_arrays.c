@@ -587,8 +587,7 @@ int array_type_index(PyObject *obj) {
 
 /* 1: `obj` read into `v` as an n-dimensional Tensor (v->dims must have room for 2n values);
    0: leave it to the Python path. Never leaves an exception set. */
-int resolve_tensor(PyObject *obj, int n, View *v, uint64_t launch_stream) {
-    int i = array_type_index(obj);
+int resolve_tensor(PyObject *obj, int i, int n, View *v, uint64_t launch_stream) {
     v->device = -1;
     v->torch = i >= 0 && array_kinds[i] == ARRAY_TORCH;
     int ok = 0;
@@ -612,8 +611,7 @@ int resolve_tensor(PyObject *obj, int n, View *v, uint64_t launch_stream) {
 
 /* 1: `obj` read into `v` as a 1-D contiguous view; 0: leave it to the Python path. Never
    leaves an exception set. */
-int resolve_view(PyObject *obj, View *v, uint64_t launch_stream) {
-    int i = array_type_index(obj);
+int resolve_view(PyObject *obj, int i, View *v, uint64_t launch_stream) {
     int kind = i >= 0 ? array_kinds[i] : ARRAY_NONE;
     int ok = 0;
     v->ndim = 0;

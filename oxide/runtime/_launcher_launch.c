@@ -15,12 +15,13 @@ enum { LAUNCHED = 0, FALLBACK = 1, CUDA_FAILED = 2 };
 
 /* The current stream of the framework whose arrays a launch without a stream takes (PyTorch's if
    any argument is a tensor, else CuPy's if any is a CuPy array, else the legacy default stream),
-   on device `ordinal`, as Kernel._framework_stream picks it. 1: found; 0: leave it to Python. */
-static int framework_stream(Plan *plan, PyObject *const *args, Py_ssize_t nargs, int ordinal, uint64_t *out) {
+   on device `ordinal`, as Kernel._framework_stream picks it. 1: found; 0: leave it to Python.
+   types[i]: the registered type index of argument i where it is a view (array_type_index). */
+static int framework_stream(Plan *plan, const int8_t *types, Py_ssize_t nargs, int ordinal, uint64_t *out) {
     int torch_at = -1, cupy_at = -1;
     for (Py_ssize_t i = 0; i < nargs && torch_at < 0; i++) {
         if (!plan->is_view[i]) continue;
-        int t = array_type_index(args[i]);
+        int t = types[i];
         if (t < 0) continue;
         if (array_kinds[t] == ARRAY_TORCH) torch_at = t;
         else if (array_kinds[t] == ARRAY_CUPY && cupy_at < 0) cupy_at = t;
@@ -68,11 +69,17 @@ static int framework_stream(Plan *plan, PyObject *const *args, Py_ssize_t nargs,
     return ok;
 }
 
-/* t.requires_grad. Where the type's attribute lookup is the generic one and finds a getset
-   descriptor (torch's), its getter is called directly: a data descriptor wins over the instance
-   dict, so getattr would call it too, after a lookup that costs about as much as the getter. */
-static PyObject *requires_grad_of(PyObject *obj) {
+/* t.requires_grad, for an argument of registered type `type_index`. Where the type's attribute
+   lookup is the generic one and finds a getset descriptor (torch's), its getter is called
+   directly: a data descriptor wins over the instance dict, so getattr would call it too, after a
+   lookup that costs about as much as the getter. The getter found when the type was registered
+   serves while the type keeps its version tag (CPython changes it whenever the type or a base is
+   modified); otherwise it is looked up in the type's cache. */
+static PyObject *requires_grad_of(PyObject *obj, int type_index) {
     PyTypeObject *tp = Py_TYPE(obj);
+    unsigned int tag = type_index >= 0 ? requires_grad_tags[type_index] : 0;
+    if (tag != 0 && tp->tp_version_tag == tag && tp == array_types[type_index])
+        return requires_grad_getters[type_index].get(obj, requires_grad_getters[type_index].closure);
     if (tp->tp_getattro == PyObject_GenericGetAttr) {
         PyObject *d = _PyType_Lookup(tp, s_requires_grad); /* borrowed, from the type's cache */
         if (d != NULL && Py_IS_TYPE(d, &PyGetSetDescr_Type)) {
@@ -93,7 +100,11 @@ static void bump_versions(PyObject *const *args, const Py_ssize_t *bumps, Py_ssi
         PyObject *written = PyTuple_New(n_bumps);
         if (written != NULL) {
             for (Py_ssize_t k = 0; k < n_bumps; k++) PyTuple_SET_ITEM(written, k, Py_NewRef(args[bumps[k]]));
-            PyObject *done = PyObject_CallOneArg(torch_bump_versions, written);
+            /* a METH_O builtin's C function directly: what its vectorcall would run, without the
+               dispatch (the call runs no Python code of ours; torch's may recurse like any call) */
+            PyObject *done = torch_bump_versions_fn != NULL
+                                 ? torch_bump_versions_fn(torch_bump_versions_self, written)
+                                 : PyObject_CallOneArg(torch_bump_versions, written);
             Py_DECREF(written);
             if (done != NULL) {
                 Py_DECREF(done);
@@ -126,7 +137,10 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     if (slot == plan->n_contexts) return FALLBACK;
     int ordinal = plan->contexts[slot].ordinal;
     uint64_t launch_stream = self->stream;
-    if (self->framework_stream && (ordinal < 0 || !framework_stream(plan, args, nargs, ordinal, &launch_stream)))
+    /* each view argument's registered type, looked up once for the stream and the readers */
+    int8_t types[MAX_SLOTS];
+    for (Py_ssize_t i = 0; i < nargs; i++) types[i] = plan->is_view[i] ? (int8_t)array_type_index(args[i]) : -1;
+    if (self->framework_stream && (ordinal < 0 || !framework_stream(plan, types, nargs, ordinal, &launch_stream)))
         return FALLBACK;
 
     View views[MAX_SLOTS / 2];
@@ -143,9 +157,9 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
         if (nd) {
             view->dims = dims + used;
             used += 2 * nd;
-            if (!resolve_tensor(args[i], nd, view, launch_stream)) return FALLBACK;
+            if (!resolve_tensor(args[i], types[i], nd, view, launch_stream)) return FALLBACK;
             index32 &= view->index32; /* its span, extents and strides: finish_tensor */
-        } else if (!resolve_view(args[i], view, launch_stream)) {
+        } else if (!resolve_view(args[i], types[i], view, launch_stream)) {
             return FALLBACK;
         }
         /* no memory (a freed DeviceArray, a NULL pointer), or bytes beyond the address space (a
@@ -158,7 +172,7 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
             if (view->readonly || (nd && tensor_overlaps_itself(view))) return FALLBACK;
             if (view->torch && torch_bump_version != NULL) {
                 /* a tensor that requires grad: Python decides (refused unless grad mode is off) */
-                PyObject *rg = requires_grad_of(args[i]);
+                PyObject *rg = requires_grad_of(args[i], types[i]);
                 if (rg == NULL) PyErr_Clear();
                 int requires_grad = rg != NULL && rg != Py_False;
                 Py_XDECREF(rg);

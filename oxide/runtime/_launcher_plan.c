@@ -142,7 +142,8 @@ static PyObject *plan_configure(Plan *self, PyObject *args) {
         goto fail;
     }
     self->n_variants = nv;
-    fits = fits && slots <= MAX_SLOTS && constexprs <= MAX_SLOTS; /* plan_launch's stack arrays */
+    /* plan_launch's stack arrays (its per-argument `types` too) */
+    fits = fits && slots <= MAX_SLOTS && constexprs <= MAX_SLOTS && self->n_params <= MAX_SLOTS;
     for (Py_ssize_t i = 0; i < nv; i++) {
         PyObject *view_codes, *scalar_codes, *constexpr_values = NULL, *preconditions = NULL;
         int unique, has_index32 = 0;
