@@ -197,6 +197,16 @@ def test_c_launcher_leaves_errors_to_python(tmp_path: Path, c_driver: CFakeDrive
     # a read-only input is fine where the kernel only reads
     m.scale[1, 256](1.0, FakeArray(readonly=True), x)
     assert paths(c_driver)[-1] == "c"
+    # a read-only view overlapping the written one is left to Python, which refuses it; one that
+    # only touches it launches in C
+    src = FakeArray(8, ptr=0x9000)
+    expect_type_error(
+        lambda: m.scale[1, 256](2.0, src, FakeArray(8, ptr=0x9010)),
+        "parameter 'x' of scale overlaps parameter 'out', which the kernel writes; a read-only view must not "
+        "alias a writable one — pass a copy, or declare 'x' DisjointSlice/MutSlice to read and write the same memory",
+    )
+    m.scale[1, 256](2.0, src, FakeArray(8, ptr=0x9020))
+    assert paths(c_driver)[-1] == "c"
 
 
 @needs_launcher

@@ -147,6 +147,9 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     int64_t dims[MAX_SLOTS]; /* the Tensors' shapes and strides: fewer values than slots */
     Py_ssize_t bumps[MAX_SLOTS / 2]; /* the PyTorch tensors it writes: their version goes up */
     Py_ssize_t n_bumps = 0;
+    /* the views with memory, by whether the kernel writes them (indices into views) */
+    Py_ssize_t written[MAX_SLOTS / 2], read_only[MAX_SLOTS / 2];
+    Py_ssize_t n_written = 0, n_read_only = 0;
     Py_ssize_t used = 0;
     Py_ssize_t v = 0;
     int index32 = 1; /* every Tensor fits a kernel's index32 instance (Variant.has_index32) */
@@ -180,25 +183,19 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
                 bumps[n_bumps++] = i;
             }
         }
+        if (view->length > 0) {
+            if (plan->is_mutable[i]) written[n_written++] = v;
+            else read_only[n_read_only++] = v;
+        }
         v++;
     }
     /* A read-only view must not overlap a view the kernel writes: its loads go through the
        read-only data cache. Any overlap goes to the Python path, which raises the TypeError. */
-    if (v > 1) {
-        Py_ssize_t a = 0;
-        for (Py_ssize_t i = 0; i < nargs; i++) {
-            if (!plan->is_view[i]) continue;
-            if (!plan->is_mutable[i] && views[a].length > 0) {
-                Py_ssize_t b = 0;
-                for (Py_ssize_t j = 0; j < nargs; j++) {
-                    if (!plan->is_view[j]) continue;
-                    if (plan->is_mutable[j] && views[b].length > 0 && views[a].ptr < views[b].end &&
-                        views[b].ptr < views[a].end)
-                        return FALLBACK;
-                    b++;
-                }
-            }
-            a++;
+    for (Py_ssize_t r = 0; r < n_read_only; r++) {
+        const View *a = &views[read_only[r]];
+        for (Py_ssize_t w = 0; w < n_written; w++) {
+            const View *b = &views[written[w]];
+            if (a->ptr < b->end && b->ptr < a->end) return FALLBACK;
         }
     }
     /* Constexpr arguments: plain ints select the variant compiled for their values (anything
