@@ -132,6 +132,7 @@ def compile_module(
     _check_libnvvm_types(frontend.program, llvm_ir, options)
     nvvm_ir = _nvvm_ir_of(frontend.program, module_name, options)
     device = _compile_device_code(frontend.program, llvm_ir, nvvm_ir, module_name, bool(frontend.kernels), options)
+    kernels = _with_param_slots(frontend.kernels, device.kept_params)
     from .link.boundary import boundary_decls
     from .link.exports import export_decls
 
@@ -144,7 +145,7 @@ def compile_module(
         module_name=module_name,
         source_path=source_path,
         source_sha256=source_sha256(data),
-        kernels=tuple(frontend.kernels),
+        kernels=kernels,
         llvm_ir=llvm_ir,
         ptx=device.ptx,
         cubins=device.cubins,
@@ -211,6 +212,20 @@ def build_ir(
     return index, frontend
 
 
+def _with_param_slots(kernels: list[KernelSpec], kept: dict[str, list[int]]) -> tuple[KernelSpec, ...]:
+    """The kernel specs with the parameters each entry point still declares
+    (``KernelSpec.param_slots``, backends/entry_params.py), as the slots where they begin."""
+    from oxide.abi.manifest import entry_param_starts
+
+    out = []
+    for k in kernels:
+        starts = entry_param_starts(k.params)
+        slots = {"param_slots": k.symbol, "index32_param_slots": k.index32_symbol}
+        out.append(k._replace(**{field: tuple(starts[i] for i in kept[symbol])
+                                 for field, symbol in slots.items() if symbol in kept}))
+    return tuple(out)
+
+
 def _check_libnvvm_types(program: Any, llvm_ir: str, options: CompileOptions) -> None:
     """libNVVM's dialect of LLVM IR has no ``bfloat``: refuse bf16 where libNVVM compiles the
     Python side (--backend nvvm, LTO-IR, modules linked with CUDA C++), at the first function
@@ -258,6 +273,9 @@ class _DeviceCode:
     link_inputs: tuple[str, ...] = ()
     dependencies: list[Path] = field(default_factory=list)
     lto: bool = False
+    # entry point -> the indices of the parameters it still declares, for those that lost some
+    # (backends/entry_params.py)
+    kept_params: dict[str, list[int]] = field(default_factory=dict)
 
 
 def _compile_device_code(
@@ -292,6 +310,13 @@ def _compile_device_code(
 
         out.ptx = {arch: optimize_and_emit_ptx(llvm_ir, arch, options.opt_level, options.fma) for arch in options.archs}
     lto = needs_lto(program, options.link_inputs)
+    if not lto:  # its cubins are made from this PTX (an LTO link's from LTO-IR: every parameter stays)
+        from .backends.entry_params import drop_unread_params
+        from .lower.index32 import index32_twins
+
+        kernels = [fn.symbol for fn in program.functions if fn.is_kernel]
+        twins = index32_twins(program)
+        out.ptx, out.kept_params = drop_unread_params(out.ptx, kernels + [twins[k] for k in kernels if k in twins])
     newest = newest_arch(options.archs) if options.archs else None
     if options.emit_ltoir and program.functions:
         out.ltoir = {arch: nvvm_ltoir(nvvm_ir(arch), arch, options.opt_level, module_name, cache, options.fma) for arch in options.archs}

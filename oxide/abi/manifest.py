@@ -18,7 +18,16 @@ import json
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, TypeVar
 
-from .params import AGGREGATE_PARAMS, CONSTEXPR_PARAM, SCALAR_PARAM, STRUCT_PARAM, TENSOR_MAP_PARAM, VECTOR_PARAM
+from .params import (
+    AGGREGATE_PARAMS,
+    CONSTEXPR_PARAM,
+    SCALAR_PARAM,
+    STRUCT_PARAM,
+    TENSOR_MAP_PARAM,
+    TENSOR_MAP_SLOTS,
+    VECTOR_PARAM,
+    param_slot_count,
+)
 from .views import ViewKind
 
 __all__ = [
@@ -36,6 +45,7 @@ __all__ = [
     "ModuleArrayRecord",
     "ManifestError",
     "ModuleManifest",
+    "entry_param_starts",
     "changed_source",
     "code_file_name_problem",
     "manifest_path",
@@ -122,6 +132,27 @@ class KernelSpec(NamedTuple):
     # none. Optional in the JSON (older manifests lack it: their kernels have one instance; older
     # runtimes ignore it)
     index32_symbol: str = ""
+    # the parameters the entry point ``symbol`` declares, each as the slot where it begins
+    # (``entry_param_starts``), in order: the compiler drops the parameters its code never reads
+    # (oxide_build/backends/entry_params.py), and the runtime packs every slot as before but passes
+    # only these to the launch. None: every parameter (what manifests written before it mean)
+    param_slots: tuple[int, ...] | None = None
+    index32_param_slots: tuple[int, ...] | None = None  # the same for ``index32_symbol``
+
+
+def entry_param_starts(params: tuple[ParamSpec, ...] | list[ParamSpec]) -> list[int]:
+    """The slot where each parameter of a kernel's full entry point begins (``oxide.abi.params``):
+    one per slot, except a TMA descriptor's two (its 128-byte map, then its box's elements)."""
+    starts: list[int] = []
+    at = 0
+    for p in params:
+        count = param_slot_count(p.kind, p.ndim, len(p.fields))
+        if p.kind == TENSOR_MAP_PARAM:
+            starts += [at, at + TENSOR_MAP_SLOTS - 1]
+        else:
+            starts += range(at, at + count)
+        at += count
+    return starts
 
 
 class ErrorSite(NamedTuple):
@@ -197,13 +228,17 @@ def _plain(value: Any) -> Any:
         # instance, are written as before those existed
         names = [n for n in value._fields
                  if not (n == "fields" and isinstance(value, ParamSpec) and not value.fields)
-                 and not (n == "index32_symbol" and isinstance(value, KernelSpec) and not value.index32_symbol)]
+                 and not (n == "index32_symbol" and isinstance(value, KernelSpec) and not value.index32_symbol)
+                 and not (n in _ALL_SLOTS_FIELDS and isinstance(value, KernelSpec) and getattr(value, n) is None)]
         return {name: _plain(getattr(value, name)) for name in names}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     return value
+
+
+_ALL_SLOTS_FIELDS = ("param_slots", "index32_param_slots")  # None (every parameter): not written
 
 
 # --- the schema ---------------------------------------------------------------------------------
@@ -305,12 +340,31 @@ def _precondition(value: Any, where: str) -> Precondition:
     return Precondition(_field(data, "site", where, _int), _need(data, "expr", where))
 
 
+def _param_slots(data: dict[str, Any], key: str, where: str, params: tuple[ParamSpec, ...]) -> tuple[int, ...] | None:
+    """A ``KernelSpec.param_slots`` list: parameter starts of the full entry point, increasing
+    (a list the runtime would pass wrongly is refused here, not at a launch)."""
+    if data.get(key) is None:
+        return None
+    slots = tuple(_int(s, f"{where}.{key}") for s in _list(data[key], f"{where}.{key}"))
+    starts = entry_param_starts(params)
+    known = set(starts)
+    for a, b in zip(slots, slots[1:]):
+        if b <= a:
+            raise ManifestError(f"{where}.{key}: slots must increase; got {a} then {b}")
+    for s in slots:
+        if s not in known:
+            raise ManifestError(f"{where}.{key}: {s} is not the slot of a parameter (they begin at "
+                                f"{', '.join(map(str, starts)) or 'none'})")
+    return slots
+
+
 def _kernel(value: Any, where: str) -> KernelSpec:
     data = _dict(value, where)
+    params = tuple(_param(p, f"{where}.params[{i}]") for i, p in enumerate(_field(data, "params", where, _list)))
     return KernelSpec(
         name=_field(data, "name", where, _str),
         symbol=_field(data, "symbol", where, _str),
-        params=tuple(_param(p, f"{where}.params[{i}]") for i, p in enumerate(_field(data, "params", where, _list))),
+        params=params,
         specialization=_field(data, "specialization", where, _str_dict, {}),
         file=_field(data, "file", where, _str, ""),
         line=_field(data, "line", where, _int, 0),
@@ -318,6 +372,8 @@ def _kernel(value: Any, where: str) -> KernelSpec:
                             for i, c in enumerate(_field(data, "preconditions", where, _list, list[Any]()))),
         cooperative=_field(data, "cooperative", where, _bool, False),
         index32_symbol=_field(data, "index32_symbol", where, _str, ""),
+        param_slots=_param_slots(data, "param_slots", where, params),
+        index32_param_slots=_param_slots(data, "index32_param_slots", where, params),
     )
 
 

@@ -3,7 +3,7 @@
 #define OXIDE_ABI_H
 
 /* what launcher.py expects (it ignores an extension built from another version) */
-#define ABI_VERSION 9
+#define ABI_VERSION 10
 /* a Tensor of more dimensions stays on the Python path */
 #define MAX_NDIM 8
 /* the most elements a tensor may span for a launch of a kernel's index32 instance */

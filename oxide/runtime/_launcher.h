@@ -141,6 +141,10 @@ typedef struct {
     int has_index32;
     void *fns32[MAX_CONTEXTS];
     unsigned shared_limits32[MAX_CONTEXTS];
+    /* the slots whose parameters fns (passed) and fns32 (passed32) declare, increasing
+       (KernelSpec.param_slots): kernelParams points at these alone; NULL: at every slot */
+    int16_t *passed, *passed32;
+    int n_passed, n_passed32;
 } Variant;
 
 typedef struct {

@@ -257,7 +257,14 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
         for (Py_ssize_t k = 0; k < v; k++)
             if (views[k].ptr != 0 && (views[k].device < 0 || views[k].device != ordinal)) return FALLBACK;
     }
-    for (Py_ssize_t i = 0; i < s; i++) pointers[i] = &slots[i];
+    /* every slot was packed (the preconditions read them all); the entry point declares these */
+    const int16_t *passed = index32 ? var->passed32 : var->passed;
+    if (passed != NULL) {
+        s = index32 ? var->n_passed32 : var->n_passed;
+        for (Py_ssize_t i = 0; i < s; i++) pointers[i] = &slots[passed[i]];
+    } else {
+        for (Py_ssize_t i = 0; i < s; i++) pointers[i] = &slots[i];
+    }
     /* The arguments stay alive: the caller holds them until we return, and cuLaunchKernel has
        copied the parameter block by then. The GIL is released: a full launch queue blocks the
        call, and must not block every Python thread with it. */

@@ -9,6 +9,8 @@ static void plan_clear(Plan *self) {
             PyMem_Free(self->variants[i].scalar_codes);
             PyMem_Free(self->variants[i].constexprs);
             PyMem_Free(self->variants[i].pre);
+            PyMem_Free(self->variants[i].passed);
+            PyMem_Free(self->variants[i].passed32);
         }
         PyMem_Free(self->variants);
     }
@@ -79,6 +81,37 @@ int8_t *codes_from(PyObject *seq, Py_ssize_t n) {
     return out;
 }
 
+/* The slots an entry point declares (None: all, *out stays NULL), as increasing indices below
+   n_slots; 0 with an exception otherwise. */
+static int passed_slots_from(PyObject *seq, Py_ssize_t n_slots, int16_t **out, int *n_out) {
+    *out = NULL;
+    *n_out = 0;
+    if (seq == NULL || seq == Py_None) return 1;
+    Py_ssize_t n = PySequence_Size(seq);
+    if (n < 0) return 0;
+    int64_t *values = int64s_from(seq, n);
+    if (values == NULL) return 0;
+    int16_t *slots = PyMem_Calloc(n > 0 ? n : 1, sizeof(int16_t));
+    if (slots == NULL) {
+        PyMem_Free(values);
+        PyErr_NoMemory();
+        return 0;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (values[k] < 0 || values[k] >= n_slots || (k > 0 && values[k] <= values[k - 1])) {
+            PyMem_Free(values);
+            PyMem_Free(slots);
+            PyErr_SetString(PyExc_ValueError, "passed slots must increase and be below the number of slots");
+            return 0;
+        }
+        slots[k] = (int16_t)values[k];
+    }
+    PyMem_Free(values);
+    *out = slots;
+    *n_out = (int)n;
+    return 1;
+}
+
 /* The DT_ code of each packed slot of `var`: a view's pointer is u64, its length (a Tensor's
    shape and strides) i64, a scalar its dtype. */
 static void slot_codes_of(const Plan *plan, const Variant *var, int8_t *out) {
@@ -98,8 +131,10 @@ static void slot_codes_of(const Plan *plan, const Variant *var, int8_t *out) {
 /* configure(is_view, is_mutable, variants, tensor_ndim=None, is_constexpr=None): per parameter,
    whether it is a view, written, the N of a Tensor[T, N] (0 otherwise), a Constexpr; variants
    is a sequence of (view_codes, scalar_codes, unique[, constexpr_values[, preconditions[,
-   has_index32]]]), the preconditions being the `expr`s of KernelSpec.preconditions, has_index32
-   whether the variant has an index32 instance. Returns whether launches may
+   has_index32[, passed[, passed32]]]]]), the preconditions being the `expr`s of
+   KernelSpec.preconditions, has_index32 whether the variant has an index32 instance, passed and
+   passed32 the slots its entry points declare (KernelSpec.param_slots, index32_param_slots; None:
+   all). Returns whether launches may
    take the C path (False: a parameter layout or a precondition it does not take). Once only:
    a configured plan ignores it (another thread may be inside plan_launch, between two Python
    calls, reading it); reset() first to redo it. */
@@ -145,10 +180,11 @@ static PyObject *plan_configure(Plan *self, PyObject *args) {
     /* plan_launch's stack arrays (its per-argument `types` too) */
     fits = fits && slots <= MAX_SLOTS && constexprs <= MAX_SLOTS && self->n_params <= MAX_SLOTS;
     for (Py_ssize_t i = 0; i < nv; i++) {
-        PyObject *view_codes, *scalar_codes, *constexpr_values = NULL, *preconditions = NULL;
+        PyObject *view_codes, *scalar_codes, *constexpr_values = NULL, *preconditions = NULL, *passed = NULL,
+                 *passed32 = NULL;
         int unique, has_index32 = 0;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "OOp|OOp", &view_codes, &scalar_codes, &unique,
-                              &constexpr_values, &preconditions, &has_index32)) {
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "OOp|OOpOO", &view_codes, &scalar_codes, &unique,
+                              &constexpr_values, &preconditions, &has_index32, &passed, &passed32)) {
             Py_DECREF(fast);
             goto fail;
         }
@@ -162,7 +198,9 @@ static PyObject *plan_configure(Plan *self, PyObject *args) {
         }
         if ((var->view_codes = codes_from(view_codes, views)) == NULL ||
             (var->scalar_codes = codes_from(scalar_codes, n)) == NULL ||
-            (constexpr_values != NULL && (var->constexprs = int64s_from(constexpr_values, constexprs)) == NULL)) {
+            (constexpr_values != NULL && (var->constexprs = int64s_from(constexpr_values, constexprs)) == NULL) ||
+            !passed_slots_from(passed, slots, &var->passed, &var->n_passed) ||
+            !passed_slots_from(passed32, slots, &var->passed32, &var->n_passed32)) {
             Py_DECREF(fast);
             goto fail;
         }

@@ -45,8 +45,11 @@ class Specialization:
         # (arguments.fits_index32); None when it has none
         self.index32: Specialization | None = None
         if spec.index32_symbol and not is_index32:
-            self.index32 = Specialization(spec._replace(symbol=spec.index32_symbol, index32_symbol=""), packer,
-                                          converters, index, is_index32=True)
+            # its own entry point, which may declare other parameters (KernelSpec.index32_param_slots)
+            self.index32 = Specialization(
+                spec._replace(symbol=spec.index32_symbol, index32_symbol="", param_slots=spec.index32_param_slots,
+                              index32_param_slots=None),
+                packer.passing(spec.index32_param_slots), converters, index, is_index32=True)
         self.functions: dict[int, Any] = {}  # context uid (device.context_uid) -> CUfunction
         # context uid -> the dynamic shared bytes the C plan was told its function there takes
         self.planned: dict[int, int] = {}

@@ -438,7 +438,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
 
         variants = [
             Specialization(
-                s, ArgPacker(s.params),
+                s, ArgPacker(s.params, s.param_slots),
                 [CONSTEXPR if p.is_constexpr else None if p.is_view else FieldsConverter(p) if p.is_aggregate
                  else TensorMapConverter(p.dtype, p.ndim) if p.is_tensor_map
                  else scalar_converter(p.dtype) for p in s.params],
@@ -514,6 +514,9 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
                     list(c),
                     [pre.expr for pre in v.spec.preconditions],
                     v.index32 is not None,
+                    # the slots each entry point declares (KernelSpec.param_slots); None: all
+                    v.packer.passed,
+                    v.index32.packer.passed if v.index32 is not None else None,
                 )
                 for v, key, c in zip(d.variants, keys, constexprs)
             ],

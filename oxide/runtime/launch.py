@@ -3,7 +3,8 @@
 The ABI (see :mod:`oxide.runtime.manifest`): a scalar parameter is one value of its dtype; a
 view parameter is a device pointer (u64) then its length in elements (i64); a struct or vector
 parameter is its scalar fields, one slot each. Every scalar gets one 8-byte slot in a buffer made once per specialization; ``kernelParams`` is a
-``void**`` array made once too, pointing at the slots. A launch only packs the new values with
+``void**`` array made once too, pointing at the slots of the parameters the entry point declares
+(``KernelSpec.param_slots``: the compiler drops those its code never reads). A launch only packs the new values with
 one precompiled ``struct.Struct.pack_into`` and hands the array's address to the driver.
 """
 from __future__ import annotations
@@ -170,7 +171,10 @@ class ArgPacker:
     (``cuLaunchKernel`` copies the parameters before it returns).
     """
 
-    def __init__(self, params: Sequence[ParamSpec]) -> None:
+    def __init__(self, params: Sequence[ParamSpec], passed: Sequence[int] | None = None) -> None:
+        """``passed``: the slots where the parameters the entry point declares begin
+        (``KernelSpec.param_slots``); None: every parameter. Every slot is packed either way
+        (launch preconditions read them all); ``kernelParams`` points at the passed ones."""
         import ctypes  # made on the first launch; importing kernels must not import ctypes
 
         fmt = "="
@@ -195,13 +199,27 @@ class ArgPacker:
                         raise ValueError(f"unknown scalar type {dtype!r} of {what} in the manifest")
                     fmt += code + f"{_SLOT - struct.calcsize('=' + code)}x"
             starts += range(at, struct.calcsize(fmt) // _SLOT)
+        if passed is not None:
+            unknown = sorted(set(passed) - set(starts))
+            if unknown:  # the manifest's reader checks this too (oxide.abi.manifest)
+                raise ValueError(f"param_slots {unknown} are not the slots of parameters in the manifest")
+            starts = list(passed)
+        self.params = params
+        self.passed = None if passed is None else tuple(passed)
         self.struct = struct.Struct(fmt)
         self.slots = self.struct.size // _SLOT
         self.buffer = ctypes.create_string_buffer(max(self.struct.size, _SLOT))
         base = ctypes.addressof(self.buffer)
         self.pointers = (ctypes.c_void_p * max(len(starts), 1))(*(base + _SLOT * i for i in starts))
-        self.address = ctypes.addressof(self.pointers) if self.slots else 0
+        self.address = ctypes.addressof(self.pointers) if starts else 0
         self.lock = threading.Lock()
+
+    def passing(self, passed: Sequence[int] | None) -> ArgPacker:
+        """A packer of the same slots for an entry point that declares ``passed`` (this one when
+        they are the same): a kernel's index32 instance may read fewer parameters."""
+        if passed == self.passed or (passed is not None and self.passed is not None and tuple(passed) == self.passed):
+            return self
+        return ArgPacker(self.params, passed)
 
     def pack(self, values: Sequence[Any]) -> int:
         """Writes the slot values; returns the ``void**`` address for ``kernelParams``."""

@@ -1,0 +1,132 @@
+"""Kernel entry points declare only the parameters their code reads.
+
+A kernel is lowered with one parameter per slot of the block the runtime packs
+(``oxide.abi.params``), but its optimized code often reads fewer: a tensor's shape is not read
+where the kernel's ``assert``s became launch preconditions and proved its bounds checks, a
+slice's length not where a guard proved them, a scalar not where it only fed such a check. The
+driver copies the whole declared block at every launch, and at a few microseconds a kernel that
+copy is part of the time (the LLTM backward's index32 instance: 312 bytes declared, 216 read).
+
+So, after the backend: the parameters of each entry point whose name the PTX body never mentions
+are removed from its declaration, and the runtime passes only the kept ones
+(``KernelSpec.param_slots``). Both backends name an entry's parameters ``<entry>_param_<i>`` and
+read a parameter only through that name (``ld.param``, ``mov``/``cvta.param`` of its address for
+a ``__grid_constant__`` map), so "the name does not occur after the declaration" means "not
+read"; a declaration this module does not recognize keeps every parameter of its entry. The
+analysis runs on the module's own PTX, per arch, and keeps the union over the archs. A module
+linked with C++ through LTO-IR keeps every parameter: its cubin is not made from this PTX.
+"""
+from __future__ import annotations
+
+import re
+
+__all__ = ["EntryParams", "entry_params", "drop_params", "drop_unread_params", "read_params_of_entries"]
+
+# `.entry name(` — the names LLVM writes for our kernels are plain identifiers
+_ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([A-Za-z_$][\w$]*)\s*\(", re.MULTILINE)
+_IDENT_CHAR = re.compile(r"[\w$]")
+
+
+class EntryParams:
+    """One entry point's parameter list in a PTX text: where it lies and what it declares."""
+
+    __slots__ = ("name", "start", "end", "declarations", "indices")
+
+    def __init__(self, name: str, start: int, end: int, declarations: list[str], indices: list[int]) -> None:
+        self.name = name
+        self.start = start  # the text between `(` and `)`: [start, end)
+        self.end = end
+        self.declarations = declarations  # each `.param ...` declaration, stripped
+        self.indices = indices  # i of each declaration's <name>_param_<i>
+
+
+def entry_params(ptx: str, name: str) -> EntryParams | None:
+    """The parameter list of entry ``name`` in ``ptx``; None when it is not there or not in the
+    form this module reads (``.param <type...> <name>_param_<i>[<bytes>]``, i = 0, 1, ...)."""
+    for m in _ENTRY.finditer(ptx):
+        if m.group(1) != name:
+            continue
+        start = m.end()
+        end = ptx.find(")", start)
+        if end < 0:
+            return None
+        inner = ptx[start:end]
+        declarations = [d.strip() for d in inner.split(",")] if inner.strip() else []
+        param = re.compile(r"^\.param\s.*\s" + re.escape(name) + r"_param_(\d+)(\[\d+\])?$", re.DOTALL)
+        indices = []
+        for d in declarations:
+            pm = param.match(d)
+            if pm is None:
+                return None
+            indices.append(int(pm.group(1)))
+        if indices != list(range(len(indices))):
+            return None
+        return EntryParams(name, start, end, declarations, indices)
+    return None
+
+
+def _mentioned(ptx: str, name: str, i: int, outside: tuple[int, int]) -> bool:
+    """Whether ``<name>_param_<i>`` occurs as a whole identifier outside ``outside`` (the
+    declaration list)."""
+    token = f"{name}_param_{i}"
+    at = ptx.find(token)
+    while at >= 0:
+        after = at + len(token)
+        whole = (after >= len(ptx) or not _IDENT_CHAR.match(ptx[after])) and (at == 0 or not _IDENT_CHAR.match(ptx[at - 1]))
+        if whole and not (outside[0] <= at < outside[1]):
+            return True
+        at = ptx.find(token, after)
+    return False
+
+
+def read_params_of_entries(ptx: str, names: list[str]) -> dict[str, set[int] | None]:
+    """entry -> the indices of the parameters its code reads; None when unknown (keep all)."""
+    out: dict[str, set[int] | None] = {}
+    for name in names:
+        params = entry_params(ptx, name)
+        if params is None:
+            out[name] = None
+            continue
+        out[name] = {i for i in params.indices if _mentioned(ptx, name, i, (params.start, params.end))}
+    return out
+
+
+def drop_params(ptx: str, keep: dict[str, list[int]]) -> str:
+    """``ptx`` with each entry of ``keep`` declaring only the parameters listed there (indices of
+    its full list; their names stay ``<entry>_param_<i>``: the body reads them by name)."""
+    edits: list[tuple[int, int, str]] = []
+    for name, kept in keep.items():
+        params = entry_params(ptx, name)
+        if params is None:
+            raise ValueError(f"entry {name} is not in the PTX in the form entry_params reads")
+        missing = [i for i in params.indices if i not in kept and _mentioned(ptx, name, i, (params.start, params.end))]
+        if missing:  # never drop a parameter the code reads
+            raise ValueError(f"entry {name} reads parameters {missing}, which would be dropped")
+        chosen = [d for d, i in zip(params.declarations, params.indices) if i in kept]
+        text = ("\n\t" + ",\n\t".join(chosen) + "\n") if chosen else ""
+        edits.append((params.start, params.end, text))
+    for start, end, text in sorted(edits, reverse=True):
+        ptx = ptx[:start] + text + ptx[end:]
+    return ptx
+
+
+def drop_unread_params(ptx: dict[str, str], entries: list[str]) -> tuple[dict[str, str], dict[str, list[int]]]:
+    """``ptx`` (arch -> text) with each of ``entries`` declaring only the parameters its code
+    reads on some arch, and entry -> the indices kept, for the entries that lost some."""
+    kept: dict[str, list[int]] = {}
+    for name in entries:
+        reads: set[int] = set()
+        declared: int | None = None
+        for text in ptx.values():
+            params = entry_params(text, name)
+            used = read_params_of_entries(text, [name])[name]
+            if params is None or used is None or (declared is not None and declared != len(params.indices)):
+                declared = None
+                break
+            declared = len(params.indices)
+            reads |= used
+        if declared is not None and len(reads) < declared:
+            kept[name] = sorted(reads)
+    if not kept:
+        return ptx, kept
+    return {arch: drop_params(text, kept) for arch, text in ptx.items()}, kept
