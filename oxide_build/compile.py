@@ -217,13 +217,14 @@ def _with_param_slots(kernels: list[KernelSpec], kept: dict[str, list[int]]) -> 
     (``KernelSpec.param_slots``, backends/entry_params.py), as the slots where they begin."""
     from oxide.abi.manifest import entry_param_starts
 
-    out = []
-    for k in kernels:
+    def slots(k: KernelSpec, symbol: str) -> tuple[int, ...] | None:
+        if symbol not in kept:
+            return None
         starts = entry_param_starts(k.params)
-        slots = {"param_slots": k.symbol, "index32_param_slots": k.index32_symbol}
-        out.append(k._replace(**{field: tuple(starts[i] for i in kept[symbol])
-                                 for field, symbol in slots.items() if symbol in kept}))
-    return tuple(out)
+        return tuple(starts[i] for i in kept[symbol])
+
+    return tuple(k._replace(param_slots=slots(k, k.symbol), index32_param_slots=slots(k, k.index32_symbol))
+                 for k in kernels)
 
 
 def _check_libnvvm_types(program: Any, llvm_ir: str, options: CompileOptions) -> None:

@@ -115,3 +115,43 @@ def _f32_variant_of(kernel: Any) -> Any:
     (variant,) = d.variants
     assert variant.index32 is not None
     return variant
+
+
+def test_entry_points_that_read_only_some_shapes_compute_every_element() -> None:
+    """idx32k.mixed: both its entry points drop a's shape, b's shape[0], the unread scalar and
+    bias's length (backends/entry_params.py); the launch packs every slot and passes the kept
+    ones. Through the Python path, then the C launcher (index32), and the kernel as written
+    (the Python path told the tensors do not fit)."""
+    import idx32k
+
+    from oxide.runtime import arguments
+
+    g = torch.Generator(device="cuda").manual_seed(23)
+    rows, cols = 37, 301
+    a = torch.randn(cols, rows, device="cuda", generator=g).t()  # strides (1, rows)
+    b = torch.randn(rows, 2 * cols, device="cuda", generator=g)[:, ::2]  # strides (2 * cols, 2)
+    bias = torch.randn(cols, device="cuda", generator=g)
+    s = 0.8125
+    want = a.double() * s + b.double() + bias.double() + cols % 7
+    variant = _f32_variant_of(idx32k.mixed)
+    assert variant.spec.param_slots == variant.index32.spec.param_slots == (0, 3, 4, 6, 8, 9, 10, 11, 13, 14, 15, 16,
+                                                                              17, 18)
+    grid, block = (-(-cols // 32), -(-rows // 8)), (32, 8)
+
+    def check(launch: Any) -> None:
+        out = torch.full((rows, cols), float("nan"), device="cuda")
+        launch(out)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out.double(), want, rtol=1e-6, atol=1e-6)
+
+    for _ in range(3):
+        check(lambda out: idx32k.mixed[grid, block](a, 123.0, b, bias, s, out))
+    assert variant.index32.functions and not variant.functions
+    fits = arguments.fits_index32
+    arguments.fits_index32 = lambda views: False
+    try:
+        check(lambda out: idx32k.mixed._launch((a, -7.0, b, bias, s, out), (grid[0], grid[1], 1), (32, 8, 1),
+                                               torch.cuda.current_stream().cuda_stream, 0))
+    finally:
+        arguments.fits_index32 = fits
+    assert variant.functions

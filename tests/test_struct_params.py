@@ -136,14 +136,22 @@ def test_the_entry_point_takes_each_scalar_field_as_its_own_parameter(tmp_path: 
     ptx = compiled.ptx["sm_90"]
     ptx = ptx if isinstance(ptx, str) else ptx.decode()
 
-    def entry(name: str) -> list[str]:
+    kept = {k.symbol: k.param_slots for k in compiled.kernels}
+
+    def entry(name: str, full: list[str]) -> None:
+        """The entry declares ``full`` (one parameter per slot), less the parameters its code
+        never reads (backends/entry_params.py: KernelSpec.param_slots)."""
         match = re.search(rf"\.entry {name}\(([^)]*)\)", ptx)
         assert match is not None, name
-        return [line.split()[1] for line in match.group(1).strip().splitlines()]
+        declared = {int(line.split("_param_")[1].rstrip(",")): line.split()[1]
+                    for line in match.group(1).strip().splitlines()}
+        slots = kept[name] if kept[name] is not None else range(len(full))
+        assert declared == {i: full[i] for i in slots}
 
-    assert entry("affine") == [".f32"] * 4 + [".u64"] * 4
-    assert entry("tagged") == [".f32"] * 4 + [".u32", ".u8", ".u32", ".u64", ".u64"]
-    assert entry("weights") == [".f32"] * 4 + [".u32", ".u32", ".u8", ".u64", ".u64"]
+    entry("affine", [".f32"] * 4 + [".u64"] * 4)
+    entry("tagged", [".f32"] * 4 + [".u32", ".u8", ".u32", ".u64", ".u64"])
+    entry("weights", [".f32"] * 4 + [".u32", ".u32", ".u8", ".u64", ".u64"])
+    assert kept["tagged"] == (0, 4, 5, 6, 7, 8)  # t.a.scale and what follows the struct: what it reads
 
 
 def test_a_thread_index_is_still_no_kernel_parameter(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ class EntryParams:
 
 def entry_params(ptx: str, name: str) -> EntryParams | None:
     """The parameter list of entry ``name`` in ``ptx``; None when it is not there or not in the
-    form this module reads (``.param <type...> <name>_param_<i>[<bytes>]``, i = 0, 1, ...)."""
+    form this module reads (``.param <type...> <name>_param_<i>[<bytes>]``)."""
     for m in _ENTRY.finditer(ptx):
         if m.group(1) != name:
             continue
@@ -59,8 +59,6 @@ def entry_params(ptx: str, name: str) -> EntryParams | None:
             if pm is None:
                 return None
             indices.append(int(pm.group(1)))
-        if indices != list(range(len(indices))):
-            return None
         return EntryParams(name, start, end, declarations, indices)
     return None
 
@@ -84,7 +82,7 @@ def read_params_of_entries(ptx: str, names: list[str]) -> dict[str, set[int] | N
     out: dict[str, set[int] | None] = {}
     for name in names:
         params = entry_params(ptx, name)
-        if params is None:
+        if params is None or params.indices != list(range(len(params.indices))):  # not LLVM's 0, 1, ...
             out[name] = None
             continue
         out[name] = {i for i in params.indices if _mentioned(ptx, name, i, (params.start, params.end))}
@@ -120,7 +118,7 @@ def drop_unread_params(ptx: dict[str, str], entries: list[str]) -> tuple[dict[st
         for text in ptx.values():
             params = entry_params(text, name)
             used = read_params_of_entries(text, [name])[name]
-            if params is None or used is None or (declared is not None and declared != len(params.indices)):
+            if params is None or used is None or declared not in (None, len(params.indices)):
                 declared = None
                 break
             declared = len(params.indices)
