@@ -118,3 +118,19 @@ def test_launch_hpp_without_an_index32_instance_launches_the_kernel_as_written(t
     lines = run(tmp_path, {"name": "tadd", "symbol": "tadd", "file": "t.py", "line": 3, "params": PARAMS})
     assert lines == ["launch tadd " + n for n in ("2", "2147483647", "2147483648", "2", "2", "2", "2", "2", "2", "2",
                                                   "8589934592", "9", "1073741824")]
+
+
+@needs_compilers
+def test_launch_hpp_passes_the_slots_each_entry_point_declares(tmp_path: Path) -> None:
+    """The manifest's param_slots (backends/entry_params.py): every slot is packed, kernelParams
+    points at the declared ones; the stand-in prints the third: here a's row stride (slot 3) in
+    the kernel as written, its column stride (slot 4) in the index32 instance."""
+    lines = run(tmp_path, {"name": "tadd", "symbol": "tadd", "index32_symbol": "tadd__index32", "file": "t.py",
+                           "line": 3, "params": PARAMS, "param_slots": [0, 2, 3, 5, 6],
+                           "index32_param_slots": [0, 3, 4, 5, 6, 9, 10]})
+    narrow, wide = "launch tadd__index32", "launch tadd"
+    assert lines == [
+        f"{narrow} 1", f"{narrow} 1", f"{wide} 2147483648", f"{narrow} 1", f"{wide} 2147483648", f"{narrow} 1",
+        f"{wide} -2147483647", f"{narrow} 1", f"{wide} 2147483648", f"{wide} 0", f"{wide} 8589934592", f"{narrow} 1",
+        f"{wide} 1",
+    ]

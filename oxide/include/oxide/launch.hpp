@@ -34,7 +34,9 @@
 // arithmetic (the manifest's "index32_symbol"): it is launched when every tensor argument spans
 // at most 2**31 - 1 elements (1 + sum (extent - 1) * |stride|) and has no extent or |stride|
 // beyond that, the kernel as written otherwise, as the Python runtime chooses (docs/runtime.md,
-// "Code for the device").
+// "Code for the device"). Each entry point declares only the parameters its code reads (the
+// manifest's "param_slots" and "index32_param_slots"): every slot is packed, and the launch
+// passes those.
 //
 // What the Python runtime does and this does not: device-side check failures (bounds checks,
 // asserts) are reported by Python as oxide.KernelError; here the failing thread traps, and the
@@ -59,6 +61,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -448,11 +451,17 @@ bool fits_index32(const Tensor<T>& t) {  // 1 + sum (extent - 1) * |stride|, ext
 class Kernel {
  public:
   // index32_symbol: the entry point of the kernel's index32 instance ("" if none), launched
-  // instead of `symbol` when every tensor argument spans at most 2**31 - 1 elements
+  // instead of `symbol` when every tensor argument spans at most 2**31 - 1 elements.
+  // param_slots, index32_param_slots: the slots where the parameters each entry point declares
+  // begin (the manifest's "param_slots": the compiler drops those its code never reads); none:
+  // every parameter
   Kernel(std::shared_ptr<detail::LoadedCode> code, std::string symbol, std::string name, std::string where,
-         std::vector<Param> params, std::vector<LaunchCheck> checks = {}, std::string index32_symbol = "")
+         std::vector<Param> params, std::vector<LaunchCheck> checks = {}, std::string index32_symbol = "",
+         std::optional<std::vector<size_t>> param_slots = std::nullopt,
+         std::optional<std::vector<size_t>> index32_param_slots = std::nullopt)
       : code_(std::move(code)), symbol_(std::move(symbol)), name_(std::move(name)), where_(std::move(where)),
-        params_(std::move(params)), checks_(std::move(checks)), index32_symbol_(std::move(index32_symbol)) {}
+        params_(std::move(params)), checks_(std::move(checks)), index32_symbol_(std::move(index32_symbol)),
+        param_slots_(std::move(param_slots)), index32_param_slots_(std::move(index32_param_slots)) {}
 
   const std::string& name() const { return name_; }
   std::vector<Param> params() const { return params_; }  // a copy: safe on a temporary Kernel
@@ -477,14 +486,14 @@ class Kernel {
     std::vector<uint64_t> slots;
     size_t index = 0;
     (pack(*passed[index++], args, slots), ...);
-    // one pointer per kernel .param: a TMA descriptor's 16 words are one (oxide/abi/params.py)
-    std::vector<void*> pointers;
+    // the slot where each kernel .param begins: a TMA descriptor's 16 words are one (oxide/abi/params.py)
+    std::vector<size_t> starts;
     size_t at = 0;
     for (const Param* p : passed) {
       size_t n = p->kind == "scalar" ? 1 : p->kind == "tensor_map" ? 17
                  : p->kind.find("tensor") != std::string::npos ? 1 + 2 * static_cast<size_t>(p->ndim) : 2;
       for (size_t i = 0; i < n; i++)
-        if (p->kind != "tensor_map" || i == 0 || i == 16) pointers.push_back(&slots[at + i]);
+        if (p->kind != "tensor_map" || i == 0 || i == 16) starts.push_back(at + i);
       at += n;
     }
     unsigned g[3] = {1, 1, 1}, b[3] = {1, 1, 1};
@@ -497,6 +506,17 @@ class Kernel {
                     "x" + std::to_string(b[2]) + ")");
     // the arguments are checked first: a wrong call fails the same with or without a GPU
     const bool index32 = !index32_symbol_.empty() && (detail::fits_index32(args) && ...);
+    // every slot is packed; kernelParams points at those the entry point declares
+    const auto& declared = index32 ? index32_param_slots_ : param_slots_;
+    std::vector<void*> pointers;
+    for (size_t s : declared ? *declared : starts) {
+      bool known = false;
+      for (size_t start : starts) known = known || start == s;
+      if (!known)
+        throw Error(where_ + ": kernel '" + name_ + "': the manifest's param_slots name slot " + std::to_string(s) +
+                    ", where no parameter begins (rebuild the package)");
+      pointers.push_back(&slots[s]);
+    }
     driver::CUfunction fn = detail::function_of(*code_, index32 ? index32_symbol_ : symbol_);
     if (shared_bytes > 0) detail::allow_dynamic_shared(*code_, fn, shared_bytes, name_, where_);
     const auto& api = driver::api();
@@ -511,6 +531,7 @@ class Kernel {
   std::vector<Param> params_;
   std::vector<LaunchCheck> checks_;
   std::string index32_symbol_;
+  std::optional<std::vector<size_t>> param_slots_, index32_param_slots_;
 
   void dims(std::initializer_list<unsigned> in, unsigned* out, const char* what) const {
     if (in.size() < 1 || in.size() > 3)
@@ -779,7 +800,15 @@ class Module {
     std::string index32_symbol;
     if (const auto* narrow = found->find("index32_symbol"); narrow && narrow->kind == json::Value::String)
       index32_symbol = narrow->text;
-    return Kernel(code_, found->at("symbol", path).text, name, where, params, std::move(checks), index32_symbol);
+    auto slots_of = [found](const char* key) -> std::optional<std::vector<size_t>> {
+      const auto* list = found->find(key);
+      if (!list || list->kind != json::Value::Array) return std::nullopt;  // every parameter
+      std::vector<size_t> out;
+      for (const auto& s : list->items) out.push_back(static_cast<size_t>(s.number));
+      return out;
+    };
+    return Kernel(code_, found->at("symbol", path).text, name, where, params, std::move(checks), index32_symbol,
+                  slots_of("param_slots"), slots_of("index32_param_slots"));
   }
 
  private:
