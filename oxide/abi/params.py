@@ -14,6 +14,10 @@ one slot with the number of elements in one box (its low 32 bits) and the map's 
 bytes (0, 32, 64 or 128, the bits above), which the kernel's checks of ``tma.load``/``tma.store``
 and ``tma.box_bytes``/``tma.swizzle`` read. Launch preconditions name slots by their
 index in this layout.
+
+The runtime always packs every slot; a kernel entry point may declare fewer parameters (those
+its code reads: ``KernelSpec.param_slots``, ``oxide.abi.manifest.entry_param_starts``), and the
+launch then passes pointers to those slots alone.
 """
 from __future__ import annotations
 
