@@ -123,7 +123,8 @@ def _parser() -> argparse.ArgumentParser:
         "inspect",
         help="registers, shared/local memory and spills of each kernel",
         description="Compile FILE for one arch and print what ptxas made of each kernel (from nvJitLink's "
-                    "info log): registers, shared memory, local memory, stack, spills, barriers. "
+                    "info log): registers, shared memory, local memory, stack, spills, barriers, and the "
+                    "bytes of the parameter block each entry point declares (the parameters its code reads). "
                     "FILE::kernel limits the output to one kernel (all its specializations). The options "
                     "(bounds checks, fast math, C++ link inputs, include dirs, defines) are those of the "
                     "[tool.oxide] table of the project FILE belongs to, as a build would use them.",
@@ -344,10 +345,11 @@ def _inspect(args: argparse.Namespace) -> int:
     rows = [r for sym, r in sorted(resources.items()) if not kernel or names.get(sym) == kernel]
     if kernel and not rows:
         raise UsageError(f"oxide: error: no kernel {kernel!r} in {source} (kernels: {', '.join(sorted(set(names.values())))})")
-    print(f"{'kernel':<28} {'regs':>5} {'shared':>8} {'local':>7} {'stack':>6} {'spill st':>9} {'spill ld':>9} {'bars':>5}  ({arch})")
+    print(f"{'kernel':<28} {'regs':>5} {'shared':>8} {'local':>7} {'stack':>6} {'spill st':>9} {'spill ld':>9} {'bars':>5} "
+          f"{'params':>6}  ({arch})")
     for r in rows:
         print(f"{r.symbol:<28} {r.registers:>5} {r.shared_bytes:>8} {r.local_bytes:>7} {r.stack_bytes:>6} "
-              f"{r.spill_stores:>9} {r.spill_loads:>9} {r.barriers:>5}")
+              f"{r.spill_stores:>9} {r.spill_loads:>9} {r.barriers:>5} {r.param_bytes or '?':>6}")
     shown = {names.get(r.symbol) for r in rows}
     for title, sites in (("checks left in the device code", checks), ("checked at launch", launch_checks)):
         kept = [c for c in sites if c.kernel in shown]

@@ -30,6 +30,9 @@ class KernelResources:
     spill_stores: int
     spill_loads: int
     barriers: int
+    # the parameter block the entry point declares (what a launch copies): its parameters
+    # less those its code never reads (backends/entry_params.py); 0 when not known
+    param_bytes: int = 0
 
 
 _PROPS = re.compile(r"Function properties for '?(?P<sym>[\w$.]+)'?:?")
@@ -116,6 +119,9 @@ def inspect_module(source: Path, module_name: str, arch: str, options: CompileOp
     names = {k.symbol: k.name for k in compiled.kernels}
     names.update({k.index32_symbol: k.name for k in compiled.kernels if k.index32_symbol})  # docs/runtime.md
     at_launch = {c.site for k in compiled.kernels for c in k.preconditions}
+    from .backends.entry_params import declared_bytes
+
+    resources = {s: replace(r, param_bytes=declared_bytes(compiled.ptx[arch], s) or 0) for s, r in resources.items()}
     return Inspection({s: r for s, r in resources.items() if s in names}, cubin, names,
                       [s for s in compiled.error_sites if s.id not in at_launch],
                       [s for s in compiled.error_sites if s.id in at_launch])

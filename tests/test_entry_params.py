@@ -30,7 +30,13 @@ from fakes import (  # noqa: F401  (fixtures: fresh_runtime is autouse)
 from oxide.abi.manifest import entry_param_starts
 from oxide.runtime import launcher
 from oxide.runtime.manifest import KernelSpec, ManifestError, ModuleManifest, ParamSpec
-from oxide_build.backends.entry_params import drop_params, drop_unread_params, entry_params, read_params_of_entries
+from oxide_build.backends.entry_params import (
+    declared_bytes,
+    drop_params,
+    drop_unread_params,
+    entry_params,
+    read_params_of_entries,
+)
 from oxide_build.compile import CompileOptions, CompiledModule, compile_module
 
 __all__: list[str] = []
@@ -168,6 +174,14 @@ def test_a_parameter_is_read_when_its_name_occurs_in_the_code() -> None:
     assert kept == {"k": [0, 2, 3], "k_param_1x": []}
     assert sorted(_declared_names(out["sm_90"], "k")) == ["k_param_0", "k_param_2", "k_param_3"]
     assert ".visible .entry k_param_1x()" in out["sm_90"] and "mov.b64 \t%rd1, k_param_0;" in out["sm_90"]
+
+
+def test_declared_bytes_count_each_parameter_at_its_alignment() -> None:
+    """What `oxide inspect` prints as "params": the 128-byte map aligned to 64, then 8 + 8 + 4."""
+    assert declared_bytes(PTX, "k") == 148
+    assert declared_bytes(PTX.replace("k_param_1,", "k_param_1[3],").replace(".u64 k_param_1", ".u16 k_param_1"),
+                          "k") == 128 + 6 + 2 + 8 + 4
+    assert declared_bytes(PTX, "k_param_1x") == 8 and declared_bytes(PTX, "absent") is None
 
 
 def _declared_names(ptx: str, entry: str) -> list[str]:

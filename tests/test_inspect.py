@@ -44,8 +44,10 @@ def test_cli_inspect_prints_a_row_per_specialization(capsys) -> None:  # type: i
                "--root", str(ROOT), "--arch", "sm_80"])
     out = capsys.readouterr().out.splitlines()
     assert rc == 0
-    assert out[0].split()[:2] == ["kernel", "regs"] and out[0].endswith("(sm_80)")
+    assert out[0].split()[:2] == ["kernel", "regs"] and out[0].endswith("params  (sm_80)")
     assert [line.split()[0] for line in out[1:3]] == ["saxpy_f32", "saxpy_f64"]
+    # a, x, y, out and out's length (the guard): the lengths of x and y are checked at launch
+    assert [int(line.split()[-1]) for line in out[1:3]] == [4 + 4 + 8 * 4, 8 * 5]
     # the bounds-check failure path is inlined: no call ABI inflating the register count
     assert all(int(line.split()[1]) <= 32 for line in out[1:3])
     # the length assert, and the 1-D launch shape its DisjointSlice write at index_1d() needs

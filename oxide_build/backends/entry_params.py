@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["EntryParams", "entry_params", "drop_params", "drop_unread_params", "read_params_of_entries"]
+__all__ = ["EntryParams", "entry_params", "declared_bytes", "drop_params", "drop_unread_params", "read_params_of_entries"]
 
 # `.entry name(` — the names LLVM writes for our kernels are plain identifiers
 _ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([A-Za-z_$][\w$]*)\s*\(", re.MULTILINE)
@@ -128,3 +128,25 @@ def drop_unread_params(ptx: dict[str, str], entries: list[str]) -> tuple[dict[st
     if not kept:
         return ptx, kept
     return {arch: drop_params(text, kept) for arch, text in ptx.items()}, kept
+
+
+_SCALAR_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8}
+
+
+def declared_bytes(ptx: str, name: str) -> int | None:
+    """The size of the parameter block entry ``name`` declares (what the driver copies per
+    launch: each parameter at its alignment); None when its declaration is not in that form."""
+    params = entry_params(ptx, name)
+    if params is None:
+        return None
+    size = 0
+    for d in params.declarations:
+        # `.param [.align N] .<type><bits> [.ptr [.space] .align N] name[[count]]`
+        m = re.match(r"^\.param(?:\s+\.align\s+(\d+))?\s+\.[a-z]+(\d+)(?:\s+\.ptr(?:\s+\.\w+)?\s+\.align\s+\d+)?"
+                     r"\s+[\w$]+?(?:\[(\d+)\])?$", d)
+        if m is None or m.group(2) not in _SCALAR_BYTES:
+            return None
+        elem = _SCALAR_BYTES[m.group(2)]
+        align = int(m.group(1)) if m.group(1) else elem
+        size = -(-size // align) * align + elem * (int(m.group(3)) if m.group(3) else 1)
+    return size
