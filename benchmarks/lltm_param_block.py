@@ -1,6 +1,7 @@
 """Does the kernel parameter block's size explain oxide's LLTM backward (index32 instance) being 0.5% behind
 CUDA C++? (BENCHMARKS.md, LLTM section) C++ as in benchmarks/lltm_cuda.py (int strides, 216-byte block) against the same C++
-with each tensor passed as pointer + 2 shapes + 2 strides of 8 bytes (520 bytes, oxide's layout),
+with each tensor passed as pointer + 2 shapes + 2 strides of 8 bytes (520 bytes, oxide's layout before its entry points
+dropped the parameters they do not read: its index32 instance's block is 216 bytes now, docs/runtime.md),
 and oxide's kernel; CUDA graphs of 200 launches, round-robin, medians."""
 from __future__ import annotations
 
