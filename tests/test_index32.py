@@ -128,7 +128,8 @@ def test_the_gpu_tests_package_compiles_with_32_bit_shape_and_stride_parameters(
     package = Path(__file__).parent / "packages" / "index32k"
     module = compile_module(package / "idx32k.py", "idx32k", CompileOptions(archs=("sm_90",), link_cubins=False),
                             root=package)
-    assert [(k.symbol, k.index32_symbol) for k in module.kernels] == [("shifted", "shifted__index32")]
+    assert [(k.symbol, k.index32_symbol) for k in module.kernels] == [("shifted", "shifted__index32"),
+                                                                      ("mixed", "mixed__index32")]
     narrow = _entry(module.ptx["sm_90"], "shifted__index32")
     assert "ld.param.s32" in narrow or "cvt.s64.s32" in narrow  # x.strides[0] etc. sign-extended as values
 
