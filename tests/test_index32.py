@@ -165,6 +165,8 @@ def test_oxide_inspect_shows_both_instances() -> None:
 
     package = Path(__file__).parent / "packages" / "index32k"
     resources, _, names, _, _ = inspect_module(package / "idx32k.py", "idx32k", "sm_90", root=package)
-    assert names == {"shifted": "shifted", "shifted__index32": "shifted"}
-    assert set(resources) == {"shifted", "shifted__index32"}
+    assert names == {"shifted": "shifted", "shifted__index32": "shifted", "mixed": "mixed", "mixed__index32": "mixed"}
+    assert set(resources) == set(names)
     assert 0 < resources["shifted__index32"].registers <= resources["shifted"].registers
+    # shape and strides of two 2-D tensors: 8-byte slots as written, 4-byte in the index32 instance
+    assert (resources["shifted"].param_bytes, resources["shifted__index32"].param_bytes) == (80, 48)
