@@ -131,7 +131,13 @@ def compile_module(
     llvm_ir = module_text(llvm_module)
     _check_libnvvm_types(frontend.program, llvm_ir, options)
     nvvm_ir = _nvvm_ir_of(frontend.program, module_name, options)
-    device = _compile_device_code(frontend.program, llvm_ir, nvvm_ir, module_name, bool(frontend.kernels), options)
+    from oxide.abi.manifest import entry_param_starts
+
+    # each kernel entry point and the number of parameters the runtime's slot layout gives it
+    entries = {symbol: len(entry_param_starts(k.params))
+               for k in frontend.kernels for symbol in (k.symbol, k.index32_symbol) if symbol}
+    device = _compile_device_code(frontend.program, llvm_ir, nvvm_ir, module_name, bool(frontend.kernels), options,
+                                  entries)
     kernels = _with_param_slots(frontend.kernels, device.kept_params)
     from .link.boundary import boundary_decls
     from .link.exports import export_decls
@@ -281,7 +287,7 @@ class _DeviceCode:
 
 def _compile_device_code(
     program: Any, llvm_ir: str, nvvm_ir: Callable[[str], str], module_name: str, has_kernels: bool,
-    options: CompileOptions,
+    options: CompileOptions, entries: dict[str, int] | None = None,
 ) -> _DeviceCode:
     """Backend and link: PTX per arch, then cubins, LTO-IR and the fatbin as the module needs.
 
@@ -311,13 +317,10 @@ def _compile_device_code(
 
         out.ptx = {arch: optimize_and_emit_ptx(llvm_ir, arch, options.opt_level, options.fma) for arch in options.archs}
     lto = needs_lto(program, options.link_inputs)
-    if not lto:  # its cubins are made from this PTX (an LTO link's from LTO-IR: every parameter stays)
+    if not lto and entries:  # its cubins are made from this PTX (an LTO link's from LTO-IR: every parameter stays)
         from .backends.entry_params import drop_unread_params
-        from .lower.index32 import index32_twins
 
-        kernels = [fn.symbol for fn in program.functions if fn.is_kernel]
-        twins = index32_twins(program)
-        out.ptx, out.kept_params = drop_unread_params(out.ptx, kernels + [twins[k] for k in kernels if k in twins])
+        out.ptx, out.kept_params = drop_unread_params(out.ptx, entries)
     newest = newest_arch(options.archs) if options.archs else None
     if options.emit_ltoir and program.functions:
         out.ltoir = {arch: nvvm_ltoir(nvvm_ir(arch), arch, options.opt_level, module_name, cache, options.fma) for arch in options.archs}

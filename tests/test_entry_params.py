@@ -170,7 +170,7 @@ PTX = """
 def test_a_parameter_is_read_when_its_name_occurs_in_the_code() -> None:
     ptx = PTX.replace("k_param_10", "k_param_3")
     assert read_params_of_entries(ptx, ["k", "k_param_1x"]) == {"k": {0, 2, 3}, "k_param_1x": set()}
-    out, kept = drop_unread_params({"sm_90": ptx}, ["k", "k_param_1x"])
+    out, kept = drop_unread_params({"sm_90": ptx}, {"k": 4, "k_param_1x": 1})
     assert kept == {"k": [0, 2, 3], "k_param_1x": []}
     assert sorted(_declared_names(out["sm_90"], "k")) == ["k_param_0", "k_param_2", "k_param_3"]
     assert ".visible .entry k_param_1x()" in out["sm_90"] and "mov.b64 \t%rd1, k_param_0;" in out["sm_90"]
@@ -195,15 +195,18 @@ def test_an_entry_in_a_form_it_does_not_read_keeps_every_parameter() -> None:
     assert read_params_of_entries(PTX, ["k"]) == {"k": None}
     renamed = PTX.replace("k_param_1,", "weird,")
     assert entry_params(renamed, "k") is None and entry_params(PTX, "absent") is None
-    out, kept = drop_unread_params({"sm_90": renamed}, ["k"])
+    out, kept = drop_unread_params({"sm_90": renamed}, {"k": 4})
     assert kept == {} and out == {"sm_90": renamed}
+    # a parameter count other than the slot layout's: the indices would not name its slots
+    ptx = PTX.replace("k_param_10", "k_param_3")
+    assert drop_unread_params({"sm_90": ptx}, {"k": 5}) == ({"sm_90": ptx}, {})
 
 
 def test_archs_keep_the_union_of_what_each_reads() -> None:
     base = PTX.replace("k_param_10", "k_param_3")
     other = base.replace("[k_param_2+0]", "[k_param_1]")  # another arch reads 1, not 2
-    assert drop_unread_params({"sm_80": base, "sm_90": base}, ["k"])[1] == {"k": [0, 2, 3]}
-    out, kept = drop_unread_params({"sm_80": base, "sm_90": other}, ["k"])
+    assert drop_unread_params({"sm_80": base, "sm_90": base}, {"k": 4})[1] == {"k": [0, 2, 3]}
+    out, kept = drop_unread_params({"sm_80": base, "sm_90": other}, {"k": 4})
     assert kept == {} and out == {"sm_80": base, "sm_90": other}  # each is read on some arch
     with pytest.raises(ValueError, match=r"entry k reads parameters \[2\], which would be dropped"):
         drop_params(base, {"k": [0, 3]})

@@ -108,11 +108,14 @@ def drop_params(ptx: str, keep: dict[str, list[int]]) -> str:
     return ptx
 
 
-def drop_unread_params(ptx: dict[str, str], entries: list[str]) -> tuple[dict[str, str], dict[str, list[int]]]:
-    """``ptx`` (arch -> text) with each of ``entries`` declaring only the parameters its code
-    reads on some arch, and entry -> the indices kept, for the entries that lost some."""
+def drop_unread_params(ptx: dict[str, str], entries: dict[str, int]) -> tuple[dict[str, str], dict[str, list[int]]]:
+    """``ptx`` (arch -> text) with each of ``entries`` (entry -> the number of parameters the
+    runtime's slot layout gives it: ``oxide.abi.manifest.entry_param_starts``) declaring only the
+    parameters its code reads on some arch, and entry -> the indices kept, for the entries that
+    lost some. An entry that declares another number of parameters keeps them all: its indices
+    would not name the runtime's slots."""
     kept: dict[str, list[int]] = {}
-    for name in entries:
+    for name, expected in entries.items():
         reads: set[int] = set()
         declared: int | None = None
         for text in ptx.values():
@@ -123,7 +126,7 @@ def drop_unread_params(ptx: dict[str, str], entries: list[str]) -> tuple[dict[st
                 break
             declared = len(params.indices)
             reads |= used
-        if declared is not None and len(reads) < declared:
+        if declared == expected and len(reads) < declared:
             kept[name] = sorted(reads)
     if not kept:
         return ptx, kept
