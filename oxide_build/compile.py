@@ -134,8 +134,9 @@ def compile_module(
     from oxide.abi.manifest import entry_param_starts
 
     # each kernel entry point and the number of parameters the runtime's slot layout gives it
+    defined = {fn.symbol for fn in frontend.program.functions if fn.is_kernel}  # not @extern_kernel's C++
     entries = {symbol: len(entry_param_starts(k.params))
-               for k in frontend.kernels for symbol in (k.symbol, k.index32_symbol) if symbol}
+               for k in frontend.kernels if k.symbol in defined for symbol in (k.symbol, k.index32_symbol) if symbol}
     device = _compile_device_code(frontend.program, llvm_ir, nvvm_ir, module_name, bool(frontend.kernels), options,
                                   entries)
     kernels = _with_param_slots(frontend.kernels, device.kept_params)
@@ -251,22 +252,26 @@ def _check_libnvvm_types(program: Any, llvm_ir: str, options: CompileOptions) ->
         "use the nvptx backend (the default) for this module, or compute in f16/f32")
 
 
-def _nvvm_ir_of(program: Any, module_name: str, options: CompileOptions) -> Callable[[str], str]:
-    """arch -> the program lowered as NVVM IR for libNVVM (``lower/dialect.py``), lowered when
-    first asked for (only the nvvm backend and LTO-IR need it), once per form."""
+def _nvvm_ir_of(program: Any, module_name: str, options: CompileOptions
+                ) -> Callable[[str, dict[str, frozenset[int]] | None], str]:
+    """(arch, dropped) -> the program lowered as NVVM IR for libNVVM (``lower/dialect.py``),
+    lowered when first asked for (only the nvvm backend and LTO-IR need it), once per form;
+    ``dropped``: kernel entry -> the parameters it does not declare (``lower_program``)."""
     from .lower.dialect import Dialect, nvvm_dialect
     from .lower.llvm import lower_program, module_text
 
-    lowered: dict[Dialect, str] = {}
+    lowered: dict[tuple[Dialect, frozenset[tuple[str, frozenset[int]]]], str] = {}
 
-    def nvvm_ir(arch: str) -> str:
+    def nvvm_ir(arch: str, dropped: dict[str, frozenset[int]] | None = None) -> str:
         from .backends.nvvm import nvvm_ir_version
 
         dialect = nvvm_dialect(nvvm_ir_version(), arch)
-        if dialect not in lowered:
-            lowered[dialect] = module_text(lower_program(
-                program, module_name, fast_math=options.fast_math, lineinfo=options.lineinfo, dialect=dialect))
-        return lowered[dialect]
+        key = (dialect, frozenset((dropped or {}).items()))
+        if key not in lowered:
+            lowered[key] = module_text(lower_program(
+                program, module_name, fast_math=options.fast_math, lineinfo=options.lineinfo, dialect=dialect,
+                dropped=dropped))
+        return lowered[key]
     return nvvm_ir
 
 
@@ -286,7 +291,8 @@ class _DeviceCode:
 
 
 def _compile_device_code(
-    program: Any, llvm_ir: str, nvvm_ir: Callable[[str], str], module_name: str, has_kernels: bool,
+    program: Any, llvm_ir: str, nvvm_ir: Callable[[str, dict[str, frozenset[int]] | None], str], module_name: str,
+    has_kernels: bool,
     options: CompileOptions, entries: dict[str, int] | None = None,
 ) -> _DeviceCode:
     """Backend and link: PTX per arch, then cubins, LTO-IR and the fatbin as the module needs.
@@ -311,19 +317,33 @@ def _compile_device_code(
     out = _DeviceCode()
     cache = CompileCache(enabled=options.cache)
     if options.backend == "nvvm":
-        out.ptx = {arch: nvvm_ptx(nvvm_ir(arch), arch, options.opt_level, module_name, cache, options.fma) for arch in options.archs}
+        out.ptx = {arch: nvvm_ptx(nvvm_ir(arch, None), arch, options.opt_level, module_name, cache, options.fma)
+                   for arch in options.archs}
     else:
         from .backends.nvptx import optimize_and_emit_ptx
 
         out.ptx = {arch: optimize_and_emit_ptx(llvm_ir, arch, options.opt_level, options.fma) for arch in options.archs}
     lto = needs_lto(program, options.link_inputs)
-    if not lto and entries:  # its cubins are made from this PTX (an LTO link's from LTO-IR: every parameter stays)
+    # Kernel entry points declare only the parameters their code reads (backends/entry_params.py).
+    # Without C++ the cubins are made from this PTX, which loses the others' declarations. With
+    # C++ they are made from LTO-IR: the module is lowered again without them (they read as
+    # zero). The PTX analysed is the module's own, its externs left undefined, so a parameter it
+    # never reads is read by no linked code either: the Python code passes C++ values, not slots.
+    dropped: dict[str, frozenset[int]] | None = None
+    if entries:
         from .backends.entry_params import drop_unread_params
 
-        out.ptx, out.kept_params = drop_unread_params(out.ptx, entries)
+        pruned, out.kept_params = drop_unread_params(out.ptx, entries)
+        if not lto:
+            out.ptx = pruned
+        elif out.kept_params:
+            dropped = {entry: frozenset(range(entries[entry])) - frozenset(kept)
+                       for entry, kept in out.kept_params.items()}
     newest = newest_arch(options.archs) if options.archs else None
     if options.emit_ltoir and program.functions:
-        out.ltoir = {arch: nvvm_ltoir(nvvm_ir(arch), arch, options.opt_level, module_name, cache, options.fma) for arch in options.archs}
+        # with C++ the LTO-IR the cubins are linked from: without the dropped parameters
+        out.ltoir = {arch: nvvm_ltoir(nvvm_ir(arch, dropped), arch, options.opt_level, module_name, cache, options.fma)
+                     for arch in options.archs}
     if not lto:
         if options.link_cubins and has_kernels:
             from .link.ptxas import ptx_cubin
@@ -345,7 +365,8 @@ def _compile_device_code(
         out.dependencies = input_dependencies(files, options.include_dirs)
         for arch in options.archs:
             if has_python_code and arch not in out.ltoir:
-                out.ltoir[arch] = nvvm_ltoir(nvvm_ir(arch), arch, options.opt_level, module_name, cache, options.fma)
+                out.ltoir[arch] = nvvm_ltoir(nvvm_ir(arch, dropped), arch, options.opt_level, module_name, cache,
+                                             options.fma)
         if options.link_cubins and has_kernels:
             for arch in options.archs:
                 inputs = module_inputs(program, out.ltoir.get(arch), module_name, arch, settings)

@@ -325,3 +325,28 @@ def test_the_c_launcher_passes_the_same_slots_as_the_python_path(tmp_path: Path,
     assert launches[1]["values"] == [_full(a, 1.5, out)[i] for i in NARROW_SLOTS]
     a, out, _ = _cases()[1]
     assert launches[3]["values"] == [_full(a, 1.5, out)[i] for i in WIDE_SLOTS]
+
+
+# --- modules linked with C++ through LTO-IR ------------------------------------------------------
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_a_module_linked_with_cpp_is_lowered_again_without_the_unread_parameters(backend: str) -> None:
+    """tests/packages/interop/pruned_kernels.py: its own PTX says which parameters are read; the
+    LTO-IR the cubins are linked from declares only those (the linked PTX shows it)."""
+    root = ROOT / "tests" / "packages" / "interop"
+    compiled = compile_module(root / "pruned_kernels.py", "pruned_kernels",
+                              CompileOptions(archs=("sm_90",), embed_ptx=True, backend=backend), root=root)
+    assert compiled.lto and compiled.cubins["sm_90"]
+    specs = {k.symbol: k for k in compiled.kernels}
+    # a 0; x 1 ptr, 2 length; unused 3; b 4; out 5 ptr, 6 length
+    assert specs["axpb_checked"].param_slots == (0, 1, 4, 5, 6)
+    # a 0; x 1 ptr, 2-3 shape, 4-5 strides; b 6; out 7 ptr, 8-9 shape, 10-11 strides
+    assert specs["axpb_2d"].param_slots == specs["axpb_2d"].index32_param_slots == (0, 1, 4, 5, 6, 7, 8, 9, 10, 11)
+    linked = compiled.ptx_fallback["sm_90"]  # nvJitLink -lto of the same LTO-IR, as PTX
+    # the linked entry's parameters are numbered anew: one per kept slot, in order
+    assert _declared(linked, "axpb_checked") == {0: ".f32", 1: ".u64", 2: ".f32", 3: ".u64", 4: ".u64"}
+    assert _declared(linked, "axpb_2d__index32") == {0: ".f32", 1: ".u64", 2: ".u32", 3: ".u32", 4: ".f32",
+                                                      5: ".u64", 6: ".u32", 7: ".u32", 8: ".u32", 9: ".u32"}
+    assert declared_bytes(linked, "axpb_2d") == 80 and declared_bytes(linked, "axpb_2d__index32") == 56
+    # the module's own PTX (what `oxide compile --emit ptx` shows) is as analysed: every parameter
+    assert len(_declared(compiled.ptx["sm_90"], "axpb_checked")) == 7

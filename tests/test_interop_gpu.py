@@ -199,3 +199,48 @@ def test_cpp_kernel_calls_exported_python_function(tmp_path: Path) -> None:
     ref = 0.5 * x64 * (1.0 + np.tanh(0.7978845608 * (x64 + 0.044715 * x64**3)))
     np.testing.assert_allclose(out.to_numpy(), ref, rtol=1e-5, atol=1e-6)
     driver.cuModuleUnload(module)
+
+
+@pytest.fixture(scope="module")
+def pruned(tmp_path_factory: pytest.TempPathFactory) -> types.ModuleType:
+    return _build(tmp_path_factory.mktemp("pruned"), "pruned_kernels")
+
+
+def test_cpp_linked_kernels_without_their_unread_parameters(pruned: types.ModuleType) -> None:
+    """pruned_kernels.py: entry points linked through LTO-IR without the parameters their code
+    never reads (oxide_build/backends/entry_params.py), launched through the Python path, then the
+    C launcher; axpb_2d's index32 instance and (told the tensors do not fit) the one as written."""
+    torch = pytest.importorskip("torch")
+    from oxide.runtime import arguments
+
+    rng = np.random.default_rng(29)
+    n, a, b = 3001, 1.25, -0.75
+    x = rng.standard_normal(n).astype(np.float32)
+    tx = torch.as_tensor(x, device="cuda")
+    for _ in range(3):
+        out = _nan(torch, n)
+        pruned.axpb_checked[pruned.axpb_checked.grid_for(n), 256](a, tx, 99.0, b, out)
+        torch.cuda.synchronize()
+        np.testing.assert_allclose(out.cpu().numpy(), a * x.astype(np.float64) + b, rtol=1e-6, atol=1e-6)
+    rows, cols = 45, 133
+    x2 = rng.standard_normal((cols, rows)).astype(np.float32)
+    t2 = torch.as_tensor(x2, device="cuda").t()  # strides (1, rows)
+    want = a * x2.T.astype(np.float64) + b
+    grid, block = (-(-cols // 32), -(-rows // 8)), (32, 8)
+    for _ in range(3):
+        out2 = torch.full((rows, cols), float("nan"), device="cuda")
+        pruned.axpb_2d[grid, block](a, t2, b, out2)
+        torch.cuda.synchronize()
+        np.testing.assert_allclose(out2.cpu().numpy(), want, rtol=1e-6, atol=1e-6)
+    fits = arguments.fits_index32
+    arguments.fits_index32 = lambda views: False
+    try:
+        out2 = torch.full((rows, cols), float("nan"), device="cuda")
+        pruned.axpb_2d._launch((a, t2, b, out2), (grid[0], grid[1], 1), (32, 8, 1),
+                               torch.cuda.current_stream().cuda_stream, 0)
+        torch.cuda.synchronize()
+    finally:
+        arguments.fits_index32 = fits
+    np.testing.assert_allclose(out2.cpu().numpy(), want, rtol=1e-6, atol=1e-6)
+    (variant,) = pruned.axpb_2d._dispatch.variants
+    assert variant.functions and variant.index32.functions  # both instances ran

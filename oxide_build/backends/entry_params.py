@@ -14,7 +14,10 @@ read a parameter only through that name (``ld.param``, ``mov``/``cvta.param`` of
 a ``__grid_constant__`` map), so "the name does not occur after the declaration" means "not
 read"; a declaration this module does not recognize keeps every parameter of its entry. The
 analysis runs on the module's own PTX, per arch, and keeps the union over the archs. A module
-linked with C++ through LTO-IR keeps every parameter: its cubin is not made from this PTX.
+without C++ has its cubins made from this PTX, rewritten here. A module linked with C++ through
+LTO-IR has them made from LTO-IR: its PTX (C++ functions left undefined, so any parameter passed
+to them counts as read) is analysed all the same, and the compiler lowers the module again
+without the dropped parameters (``lower_program(dropped=...)``, oxide_build/compile.py).
 """
 from __future__ import annotations
 

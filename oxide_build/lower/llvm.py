@@ -211,7 +211,7 @@ def _has_swizzled_dynamic_shared(program: ir.Program) -> bool:
 
 class ModuleLowering:
     def __init__(self, program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False,
-                 libnvvm: bool = False, dialect: Dialect = NVPTX) -> None:
+                 libnvvm: bool = False, dialect: Dialect = NVPTX, dropped: dict[str, frozenset[int]] | None = None) -> None:
         self.program = program
         # libNVVM compiles this module (too): the intrinsics it lacks (llvm.nvvm.mma/ldmatrix/
         # cp.async) lower to inline PTX instead
@@ -240,24 +240,37 @@ class ModuleLowering:
         # symbol -> its index32 instance's (index32.py): what an index32 function calls instead
         self.index32_twins = index32_twins(program)
         self._pad_static_shared = _has_swizzled_dynamic_shared(program)
+        # kernel entry symbol -> the parameter positions it does not declare (their code never
+        # reads them: backends/entry_params.py; a module linked through LTO-IR is lowered again so)
+        self.dropped: dict[str, frozenset[int]] = dict(dropped or {})
+        # function -> its value at every parameter position of abi_params (declare)
+        self.entry_args: dict[ll.Function, list[ll.Value]] = {}
 
     def declare(self, fn: ir.Function, symbol: str, index32: bool) -> ll.Function:
-        fnty = ll.FunctionType(value_ll(fn.ret), abi_params(fn.params, fn.is_kernel, c_abi=fn.export, index32=index32))
+        types = abi_params(fn.params, fn.is_kernel, c_abi=fn.export, index32=index32)
+        # a kernel entry point without the parameters its code never reads (backends/entry_params.py)
+        dropped = self.dropped.get(symbol, frozenset()) if fn.is_kernel else frozenset()
+        fnty = ll.FunctionType(value_ll(fn.ret), [t for i, t in enumerate(types) if i not in dropped])
         llfn = ll.Function(self.module, fnty, symbol)
         if not fn.is_kernel and (not fn.export or index32):  # C++ calls the function as written
             llfn.linkage = "internal"
+        # every parameter position: the LLVM argument, or the zero a dropped one reads as
+        kept = iter(llfn.args)
+        self.entry_args[llfn] = [ll.Constant(t, None) if i in dropped else next(kept) for i, t in enumerate(types)]
         if fn.is_kernel:
             # A read-only view is never written during the kernel: the runtime refuses a
             # launch where it overlaps a writable view. So its loads may use the read-only
             # data cache (ld.global.nc), as `const T* __restrict__` does in CUDA C++.
             position = 0
             for p in fn.params:
-                if isinstance(p.ty, ViewType) and not p.ty.writable:
-                    llfn.args[position].add_attribute("noalias")
-                    llfn.args[position].add_attribute("readonly")
-                if isinstance(p.ty, TensorMapType):
-                    llfn.args[position].attributes = _TensorMapAttributes(typed_byval=not self.dialect.is_nvvm)
-                    self.grid_constants.setdefault(llfn, []).append(position)
+                arg = self.entry_args[llfn][position] if position < len(types) else None
+                if isinstance(arg, ll.Argument):
+                    if isinstance(p.ty, ViewType) and not p.ty.writable:
+                        arg.add_attribute("noalias")
+                        arg.add_attribute("readonly")
+                    if isinstance(p.ty, TensorMapType):
+                        arg.attributes = _TensorMapAttributes(typed_byval=not self.dialect.is_nvvm)
+                        self.grid_constants.setdefault(llfn, []).append(list(llfn.args).index(arg))
                 position += len(abi_params([p], True, index32=index32))
         self.functions[symbol] = llfn
         return llfn
@@ -525,7 +538,7 @@ class FunctionLowering:
         # with S2R, as for nvcc's code; read the other way round it picks S2UR + a per-thread
         # LDC (measured: the 5-point stencil runs 2% slower). Unused reads are removed by LLVM.
         self.block_dims = {axis: self.sreg(f"ntid.{axis}") for axis in "xyz"}
-        args = iter(self.llfn.args)
+        args = iter(self.parent.entry_args[self.llfn])
         for p in self.fn.params:
             if isinstance(p.ty, TensorMapType):
                 address, box = next(args), next(args)
@@ -1321,11 +1334,13 @@ def _di_file_fields(path: str) -> dict[str, str]:
 
 
 def lower_program(program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False,
-                  libnvvm: bool = False, dialect: Dialect = NVPTX) -> ll.Module:
+                  libnvvm: bool = False, dialect: Dialect = NVPTX,
+                  dropped: dict[str, frozenset[int]] | None = None) -> ll.Module:
     """Lowers ``program`` to an llvmlite module in the forms of ``dialect`` (NVPTX, or NVVM IR
     from ``dialect.nvvm_dialect``); print it with ``module_text``. ``lineinfo`` adds line
     tables that map PTX/SASS back to the Python source; ``libnvvm``: libNVVM compiles the
     program too (an NVVM dialect implies it), so the NVPTX form also uses only the intrinsics
-    libNVVM reads."""
-    return ModuleLowering(program, module_name, fast_math, lineinfo, libnvvm, dialect).lower()
+    libNVVM reads. ``dropped``: kernel entry symbol -> the positions of the parameters it does
+    not declare (its code, as compiled once with them, never read them: they read as zero)."""
+    return ModuleLowering(program, module_name, fast_math, lineinfo, libnvvm, dialect, dropped).lower()
 
