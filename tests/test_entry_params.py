@@ -350,3 +350,12 @@ def test_a_module_linked_with_cpp_is_lowered_again_without_the_unread_parameters
     assert declared_bytes(linked, "axpb_2d") == 80 and declared_bytes(linked, "axpb_2d__index32") == 56
     # the module's own PTX (what `oxide compile --emit ptx` shows) is as analysed: every parameter
     assert len(_declared(compiled.ptx["sm_90"], "axpb_checked")) == 7
+
+
+def test_oxide_inspect_counts_what_the_linked_entry_points_declare() -> None:
+    from oxide_build.inspect import inspect_module
+
+    root = ROOT / "tests" / "packages" / "interop"
+    resources, *_ = inspect_module(root / "pruned_kernels.py", "pruned_kernels", "sm_90", root=root)
+    assert {s: r.param_bytes for s, r in resources.items()} == {"axpb_checked": 40, "axpb_2d": 80,
+                                                                "axpb_2d__index32": 56}
