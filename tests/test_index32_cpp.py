@@ -94,7 +94,7 @@ def run(tmp_path: Path, kernel: dict[str, object]) -> list[str]:
     art = tmp_path / "art"
     art.mkdir()
     (art / "t.sm_90.cubin").write_bytes(b"stand-in")
-    (art / "t.json").write_text(json.dumps({"format": 1, "cubins": {"sm_90": "t.sm_90.cubin"}, "kernels": [kernel]}))
+    (art / "t.json").write_text(json.dumps({"format": 2, "cubins": {"sm_90": "t.sm_90.cubin"}, "kernels": [kernel]}))
     env = {**os.environ, "LD_LIBRARY_PATH": str(tmp_path / "lib")}
     done = subprocess.run([str(tmp_path / "main"), str(art)], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr

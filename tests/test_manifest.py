@@ -43,6 +43,14 @@ def test_round_trip() -> None:
     assert ModuleManifest.from_json(GOOD.to_json()) == GOOD
 
 
+def test_manifests_are_written_in_format_2_and_format_1_is_still_read() -> None:
+    """Format 2: entry points may declare only the slots they read (param_slots), so a runtime
+    that reads format 1 alone refuses these manifests instead of passing every slot."""
+    data = _data()
+    assert data["format"] == 2
+    assert ModuleManifest.from_json(json.dumps({**data, "format": 1})) == GOOD
+
+
 @pytest.mark.parametrize("name", ["../../x", "../pk.ops.fatbin", "/etc/passwd", "sub/pk.ops.cubin", "..",
                                   "a\\b.cubin", "C:x.cubin", ""])
 def test_code_file_names_stay_in_the_artifact_dir(name: str) -> None:
@@ -62,7 +70,8 @@ def test_code_file_names_stay_in_the_artifact_dir(name: str) -> None:
     (lambda d: {**d, "cubins": {"sm_90": 3}}, "cubins['sm_90']: expected a string, got int 3"),
     (lambda d: {**d, "module": None}, "module: expected a string, got NoneType None"),
     (lambda d: {**d, "sources": {"x.py": 1}}, "sources['x.py']: expected a string, got int 1"),
-    (lambda d: {**d, "format": 99}, "manifest format 99, this oxide reads 1"),
+    (lambda d: {**d, "format": 99}, "manifest format 99, this oxide reads formats 1, 2 (another oxide release built it)"),
+    (lambda d: {**d, "format": True}, "manifest format True, this oxide reads formats 1, 2 (another oxide release built it)"),
 ])
 def test_schema_errors_name_the_field(change: Any, message: str) -> None:
     with pytest.raises(ManifestError) as info:

@@ -32,6 +32,7 @@ from .views import ViewKind
 
 __all__ = [
     "MANIFEST_FORMAT",
+    "READABLE_MANIFEST_FORMATS",
     "SCALAR_PARAM",
     "CONSTEXPR_PARAM",
     "STRUCT_PARAM",
@@ -52,7 +53,10 @@ __all__ = [
     "load_manifest",
 ]
 
-MANIFEST_FORMAT = 1
+# 2: entry points may declare fewer parameters than the slots (KernelSpec.param_slots); a runtime
+# that reads only format 1 would pass them every slot, so it must refuse these manifests
+MANIFEST_FORMAT = 2
+READABLE_MANIFEST_FORMATS = (1, 2)  # format 1: every entry point takes every slot
 ARTIFACT_DIR = "_oxide"
 
 # the kinds a kernel parameter may have besides SCALAR_PARAM and CONSTEXPR_PARAM
@@ -201,8 +205,10 @@ class ModuleManifest(NamedTuple):
         """Parses and checks a manifest; ``ManifestError`` (a ``ValueError``) names what is
         wrong, ``json.JSONDecodeError`` (also one) says where the JSON is broken."""
         data = _dict(json.loads(text), "the manifest")
-        if data.get("format") != MANIFEST_FORMAT:
-            raise ManifestError(f"manifest format {data.get('format')!r}, this oxide reads {MANIFEST_FORMAT}")
+        fmt = data.get("format")
+        if isinstance(fmt, bool) or fmt not in READABLE_MANIFEST_FORMATS:
+            raise ManifestError(f"manifest format {fmt!r}, this oxide reads formats "
+                                f"{', '.join(map(str, READABLE_MANIFEST_FORMATS))} (another oxide release built it)")
         kernels = tuple(_kernel(k, f"kernels[{i}]") for i, k in enumerate(_list(_need(data, "kernels", ""), "kernels")))
         return ModuleManifest(
             module=_str(_need(data, "module", ""), "module"),

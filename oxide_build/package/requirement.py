@@ -32,7 +32,9 @@ __all__ = [
 RUNTIME_DISTRIBUTION = "oxide-cuda"
 
 # manifest format -> the oxide-cuda releases whose runtime reads it; a new format gets a line
-RUNTIME_RANGES: dict[int, str] = {1: ">=0.1,<0.2"}
+# (format 2, entry points that declare only the parameters they read, is read from 0.1.0 on as
+# built from this repository; oxide-cuda has no release before it)
+RUNTIME_RANGES: dict[int, str] = {1: ">=0.1,<0.2", 2: ">=0.1,<0.2"}
 
 
 class RuntimeRequirementError(OxideError):

@@ -733,8 +733,9 @@ class Module {
     const std::string body = text.str();
     json::Value manifest = json::Parser(body, path).parse();
     const auto& format = manifest.at("format", path);
-    if (format.kind != json::Value::Number || format.number != 1)
-      throw Error("oxide: " + path + ": manifest format is not 1 (another oxide release built it)");
+    // 1, or 2: entry points may declare only some slots (param_slots), which this header passes
+    if (format.kind != json::Value::Number || (format.number != 1 && format.number != 2))
+      throw Error("oxide: " + path + ": manifest format is not 1 or 2 (another oxide release built it)");
     Module m;
     m.code_ = std::make_shared<detail::LoadedCode>(artifact_dir, path, std::move(manifest));
     return m;
