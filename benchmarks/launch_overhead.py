@@ -289,15 +289,22 @@ static getter rg_get;
 static void *rg_closure;
 static char kinds[64];
 static int n_kinds, do_bump, keep_gil;
+static int kept[64], n_kept = -1; /* the slots the entry point declares; -1: all */
 
 /* setup(libcuda, function, kinds, exchange_api_capsule, increment_version, requires_grad_descriptor,
-   bump, keep_gil); kinds: f (f32), i (i32), c (Constexpr: not passed), v / w (a read / written
+   bump, keep_gil, kept); kept: None, or the slots the entry point declares (KernelSpec.param_slots); kinds: f (f32), i (i32), c (Constexpr: not passed), v / w (a read / written
    1-D f32 view: pointer, length), t / T (a read / written 2-D f32 tensor: pointer, extents, strides) */
 static PyObject *setup(PyObject *m, PyObject *args) {
     const char *lib, *k;
     unsigned long long f;
-    PyObject *cap, *rg;
-    if (!PyArg_ParseTuple(args, "yKsOOOii", &lib, &f, &k, &cap, &bump, &rg, &do_bump, &keep_gil)) return NULL;
+    PyObject *cap, *rg, *keep;
+    if (!PyArg_ParseTuple(args, "yKsOOOiiO", &lib, &f, &k, &cap, &bump, &rg, &do_bump, &keep_gil, &keep)) return NULL;
+    n_kept = -1;
+    if (keep != Py_None) {
+        n_kept = (int)PyTuple_Size(keep);
+        for (int i = 0; i < n_kept && i < 64; i++) kept[i] = (int)PyLong_AsLong(PyTuple_GET_ITEM(keep, i));
+        if (PyErr_Occurred()) return NULL;
+    }
     void *h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
     launch = h ? (launch_t)dlsym(h, "cuLaunchKernel") : NULL;
     API *api = (API *)PyCapsule_GetPointer(cap, "dlpack_exchange_api");
@@ -365,7 +372,11 @@ static PyObject *go(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
             written[nw++] = args[i];
         }
     }
-    for (int i = 0; i < s; i++) ptrs[i] = &slots[i];
+    int n = 0;
+    if (n_kept < 0)
+        for (int i = 0; i < s; i++) ptrs[n++] = &slots[i];
+    else
+        for (int i = 0; i < n_kept; i++) ptrs[n++] = &slots[kept[i]];
     int r;
     if (keep_gil) {
         r = launch(fn, 1, 1, 1, 32, 1, 1, 0, stream, ptrs, 0);
@@ -644,9 +655,12 @@ def main() -> int:
         launch(*oxide_args(params, first_arrays, first_tensors))  # loads the module, fills the C plan
         sync()
         # the function oxide launched: a kernel with tensor parameters launches its index32
-        # instance for these small tensors (same argument slots)
-        fn = next(w.functions[ctx_uid] for v in kernel._dispatch.variants for w in (v.index32, v)
-                  if w is not None and ctx_uid in w.functions)
+        # instance for these small tensors (same argument slots), and the slots its entry point
+        # declares (KernelSpec.param_slots: the compiler drops the parameters its code never reads)
+        launched = next(w for v in kernel._dispatch.variants for w in (v.index32, v)
+                        if w is not None and ctx_uid in w.functions)
+        fn = launched.functions[ctx_uid]
+        passed = launched.spec.param_slots
 
         # the C floor: the same CUfunction, arguments packed once
         slots: list[Any] = []
@@ -669,7 +683,8 @@ def main() -> int:
                 slots.append(ctypes.c_float(1.5))
             else:
                 slots.append(ctypes.c_int32(7))
-        pointers = (ctypes.c_void_p * len(slots))(*(ctypes.addressof(s) for s in slots))
+        declared = slots if passed is None else [slots[k] for k in passed]
+        pointers = (ctypes.c_void_p * len(declared))(*(ctypes.addressof(s) for s in declared))
         keep += [slots, pointers]
         fn_handle = int(fn)
 
@@ -691,7 +706,7 @@ def main() -> int:
             for name, floor_module in torch_floors.items():
                 do_bump, keep_gil = TORCH_FLOOR_VARIANTS[name]
                 floor_module.setup(driver_lib, fn_handle, torch_floor_kinds(params), api, torch._C._increment_version,
-                                   requires_grad, do_bump, keep_gil)
+                                   requires_grad, do_bump, keep_gil, tuple(passed) if passed is not None else None)
                 floor_module.launch(*torch_args)  # fails here, not in the timing, if it cannot launch
                 contenders[name] = (loop(floor_module.launch, torch_args), args.launches, args.reps)
         if want("bindings") and not FAKE:
