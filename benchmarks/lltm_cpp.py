@@ -82,13 +82,20 @@ std::vector<at::Tensor> lltm_backward(const at::Tensor& grad_h, const at::Tensor
 }
 
 // The smallest op: one input, one output allocated like it, one launch (of the kernel whose
-// CUfunction is given: oxide's saxpy instance, out = a * x + x, parameters as oxide packs them).
-at::Tensor saxpy(double a, const at::Tensor& x, int64_t fn, int64_t launch_ptr) {
+// CUfunction is given: oxide's saxpy instance, out = a * x + x, parameters as oxide packs them,
+// passing the slots its entry point declares: `slots`, KernelSpec.param_slots).
+at::Tensor saxpy(double a, const at::Tensor& x, int64_t fn, int64_t launch_ptr, at::IntArrayRef slots) {
     auto out = at::empty_like(x);
     float a32 = (float)a;
     uint64_t xp = (uint64_t)x.data_ptr(), op = (uint64_t)out.data_ptr();
     int64_t n = x.numel();
-    void* params[] = {&a32, &xp, &n, &xp, &n, &op, &n};
+    void* all[] = {&a32, &xp, &n, &xp, &n, &op, &n};
+    void* params[7];
+    TORCH_CHECK(slots.size() <= 7, "saxpy: at most 7 slots");
+    for (size_t i = 0; i < slots.size(); i++) {
+        TORCH_CHECK(slots[i] >= 0 && slots[i] < 7, "saxpy: slot out of range");
+        params[i] = all[slots[i]];
+    }
     unsigned grid = (unsigned)((n + 255) / 256);
     int err = ((launch_t)launch_ptr)((void*)fn, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr);
     TORCH_CHECK(err == 0, "cuLaunchKernel failed: ", err);
@@ -96,7 +103,7 @@ at::Tensor saxpy(double a, const at::Tensor& x, int64_t fn, int64_t launch_ptr) 
 }
 
 TORCH_LIBRARY(lltm_cpp, m) {
-    m.def("saxpy(float a, Tensor x, int fn, int launch) -> Tensor");
+    m.def("saxpy(float a, Tensor x, int fn, int launch, int[] slots) -> Tensor");
     m.def("forward(Tensor input, Tensor weights, Tensor bias, Tensor old_h, Tensor old_cell, int fn, int launch) -> Tensor[]");
     m.def("backward(Tensor grad_h, Tensor grad_cell, Tensor new_cell, Tensor input_gate, Tensor output_gate, "
           "Tensor candidate_cell, Tensor X, Tensor gates, Tensor weights, int fn, int launch) -> Tensor[]");
