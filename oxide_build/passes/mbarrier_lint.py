@@ -30,7 +30,6 @@ never complete a phase) is a hang on the GPU, not a compile error.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..intrinsics import intrinsic_info
@@ -39,6 +38,7 @@ from ..ir import nodes as ir
 from ..ir.types import ArrayType
 from ..ir.verify import IRError
 from ..ir.printer import print_expr
+from .divergence import functions_reaching
 from .uniformity import ProgramUniformity, Uniformity, program_uniformity
 
 __all__ = ["MbarrierLint"]
@@ -123,34 +123,12 @@ class MbarrierLint:
                    for t in [*fn.locals.values(), *(p.ty for p in fn.params)]):
             return program
         uniformity = program_uniformity(program)
-        syncing = _reaching(program, _is_sync)
-        fencing = _reaching(program, lambda x: isinstance(x, ir.Intrinsic) and x.name in FENCES)
+        syncing = set(functions_reaching(program, lambda x: "sync" if _is_sync(x) else None))
+        fencing = set(functions_reaching(
+            program, lambda x: "fence" if isinstance(x, ir.Intrinsic) and x.name in FENCES else None))
         for fn in program.functions:
             _FunctionLint(fn, uniformity, syncing, fencing).run()
         return program
-
-
-def _reaching(program: ir.Program, found: Callable[[ir.Expr], bool]) -> set[str]:
-    """The functions with an expression for which ``found`` is true, directly or through calls."""
-    calls: dict[str, set[str]] = {}
-    reach: set[str] = set()
-    for fn in program.functions:
-        calls[fn.symbol] = set()
-        for s in ir.statements(fn.body):
-            for root in ir.statement_roots(s):
-                for x in ir.subexpressions(root):
-                    if found(x):
-                        reach.add(fn.symbol)
-                    if isinstance(x, ir.Call):
-                        calls[fn.symbol].add(x.symbol)
-    changed = True
-    while changed:
-        changed = False
-        for caller, callees in calls.items():
-            if caller not in reach and callees & reach:
-                reach.add(caller)
-                changed = True
-    return reach
 
 
 class _FunctionLint:
