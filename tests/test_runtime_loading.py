@@ -191,6 +191,65 @@ def test_stale_manifest_warns_once_without_compiler(tmp_path: Path, fake_driver:
     assert fake_driver.loaded == [b"CUBIN sm_90"]
 
 
+def _without_llvmlite(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An install of oxide-cuda without the [build] extra: oxide_build is there, llvmlite is not."""
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name: str, *args: Any, **kwargs: Any) -> Any:
+        return None if name == "llvmlite" or name.startswith("llvmlite.") else real_find_spec(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    monkeypatch.delenv("OXIDE_JIT")
+
+
+def test_without_the_build_extra_a_stale_manifest_runs_the_old_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_driver: FakeDriver
+) -> None:
+    # issue 31: oxide_build always ships, so looking for it found a compiler that could not run
+    # (ModuleNotFoundError: llvmlite at the first launch after editing a kernel)
+    _without_llvmlite(monkeypatch)
+    assert not artifacts.jit_enabled()
+    m = make_module(tmp_path, sha="0" * 64)
+    fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}
+    with pytest.warns(oxide.runtime.StaleCodeWarning, match="install oxide-cuda\\[build\\] to recompile"):
+        m.scale[1, 32](1.0, FakeArray(), FakeArray())
+    assert fake_driver.loaded == [b"CUBIN sm_90"]
+
+
+def test_without_the_build_extra_a_missing_manifest_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _without_llvmlite(monkeypatch)
+    m = make_module(tmp_path, write_manifest=False)
+    with pytest.raises(CudaError, match="or install oxide-cuda\\[build\\] to compile kernels on first launch"):
+        m.scale[1, 32](1.0, FakeArray(), FakeArray())
+
+
+def test_a_recompile_without_a_toolchain_piece_runs_the_old_code_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_driver: FakeDriver
+) -> None:
+    from oxide.errors import ToolchainError
+
+    def jit_manifest(source_path: Path, module_name: str, arch: str) -> Path:
+        raise ToolchainError("nvJitLink not found: pip install nvidia-nvjitlink")
+
+    fake = types.ModuleType("oxide_build.jit")
+    fake.jit_manifest = jit_manifest  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "oxide_build.jit", fake)
+    monkeypatch.setattr(artifacts, "_build_installed", lambda: True)
+    monkeypatch.delenv("OXIDE_JIT")
+    m = make_module(tmp_path, sha="0" * 64)
+    fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}
+    with pytest.warns(oxide.runtime.StaleCodeWarning) as record:
+        m.scale[1, 32](1.0, FakeArray(), FakeArray())
+    assert len(record) == 1
+    assert "running the old code" in str(record[0].message)
+    assert "(nvJitLink not found: pip install nvidia-nvjitlink)" in str(record[0].message)
+    assert fake_driver.loaded == [b"CUBIN sm_90"]
+
+
 def test_fresh_manifest_does_not_warn(tmp_path: Path, fake_driver: FakeDriver) -> None:
     m = make_module(tmp_path)
     fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}

@@ -3,10 +3,12 @@
 A module ``M`` whose source is ``<dir>/<file>.py`` has its manifest at ``<dir>/_oxide/M.json``
 (written by ``oxide_build`` into the wheel). Without one, or when the source changed since the
 build (its sha256, or that of any other module of the tree the kernels' code came from, differs
-from the manifest's), and with ``oxide_build`` installed and
-``OXIDE_JIT`` not ``"0"``, ``oxide_build.jit.jit_manifest`` compiles the module into a cache
-and returns that manifest's path. A stale manifest without a compiler is still used, with one
-warning per module.
+from the manifest's), and with the compiler installed (the ``oxide-cuda[build]`` extra:
+``oxide_build`` always ships in the distribution, so its compiler dependency ``llvmlite`` is
+what tells) and ``OXIDE_JIT`` not ``"0"``, ``oxide_build.jit.jit_manifest`` compiles the module
+into a cache and returns that manifest's path. A stale manifest without a compiler, or whose
+recompile fails for want of a toolchain piece, is still used, with one warning per module that
+says why.
 """
 from __future__ import annotations
 
@@ -66,15 +68,21 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+# What the [build] extra adds that JIT compiling needs at once: oxide_build itself ships in every
+# install of oxide-cuda, its compiler backend (llvmlite) only with the extra.
+COMPILER_MODULES = ("oxide_build", "llvmlite")
+
+
 def jit_enabled() -> bool:
-    """JIT compiling is allowed (``OXIDE_JIT`` is not ``"0"``) and ``oxide_build`` is installed."""
+    """JIT compiling is allowed (``OXIDE_JIT`` is not ``"0"``) and the compiler (the
+    ``oxide-cuda[build]`` extra) is installed."""
     if os.environ.get("OXIDE_JIT", "1").strip() == "0":
         return False
     return _build_installed()
 
 
 def _build_installed() -> bool:
-    return importlib.util.find_spec("oxide_build") is not None
+    return all(importlib.util.find_spec(name) is not None for name in COMPILER_MODULES)
 
 
 def _jit(source: Path, module: str, arch: Callable[[], str]) -> LocatedManifest:
@@ -138,14 +146,20 @@ def _locate(source: Path | None, module: str, arch: Callable[[], str]) -> Locate
     built_from = source.parent / manifest.source if manifest.source else source
     changed = changed_source(built_from, manifest)
     if changed is not None:
+        how = "install oxide-cuda[build] to recompile on first launch"
         if jit_enabled():
-            return _jit(built_from, module, arch)
+            from oxide.errors import ToolchainError
+
+            try:
+                return _jit(built_from, module, arch)
+            except ToolchainError as e:  # a toolchain piece is missing: the old code still runs
+                how = f"install what the compiler lacks to recompile on first launch ({e})"
         if module not in _warned:
             _warned.add(module)
             warnings.warn(
                 f"oxide: the precompiled kernels of module {module} ({path}) were built from a "
                 f"different version of {changed}; running the old code. Rebuild the package "
-                "(pip install .) or install oxide-cuda[build] to recompile on first launch.",
+                f"(pip install .) or {how}.",
                 StaleCodeWarning,
                 stacklevel=4,
             )
