@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from oxide.errors import CompileError, SourceLocation
 from oxide.runtime.manifest import ErrorSite, KernelSpec, ModuleArrayRecord
 
+from .config import CompileOptions
 from .link.boundary import BoundaryDecl
 from .link.exports import ExportDecl
 from .targets import BACKENDS, DEFAULT_ARCHS, SUPPORTED_ARCHS, newest_arch
@@ -33,30 +34,6 @@ class ArchRequirementError(CompileError):
                  required: str) -> None:
         self.required = required
         super().__init__(message, location, hint)
-
-
-@dataclass(frozen=True)
-class CompileOptions:
-    archs: tuple[str, ...] = DEFAULT_ARCHS
-    opt_level: int = 3
-    bounds_check: bool = True
-    embed_ptx: bool = False  # also ship PTX of the newest arch for forward compatibility
-    link_cubins: bool = True  # False: stop after PTX (oxide compile --emit llvm/ptx)
-    backend: str = "nvptx"  # "nvptx" (llvmlite's LLVM) or "nvvm" (libNVVM) makes the PTX
-    # CUDA C++ interop: modules with @extern / @extern_kernel / @device(export=) are linked
-    # through LTO-IR (libNVVM for the Python side, NVRTC for .cu sources, nvJitLink -lto)
-    include_dirs: tuple[str, ...] = ()  # -I for NVRTC (the CUDA and CCCL headers are added)
-    defines: tuple[str, ...] = ()  # -D for NVRTC: "NAME" or "NAME=VALUE"
-    nvrtc_options: tuple[str, ...] = ()  # more NVRTC options, e.g. "-std=c++20"
-    link_inputs: tuple[str, ...] = ()  # more inputs: .cu .ltoir .ptx .cubin .fatbin .o .a
-    cudadevrt: bool = False  # link libcudadevrt (device runtime: dynamic parallelism)
-    fatbin: bool = False  # also package CompiledModule.fatbin: the cubins + PTX of the newest
-    cache: bool = True  # reuse NVRTC / libNVVM / nvJitLink results from the compile cache
-    emit_ltoir: bool = False  # LTO-IR of the Python side even when the module has no interop
-    fast_math: bool = False  # approximate division, sqrt, exp, log, sin, cos; no NaN/inf guarantees
-    fma: bool = True  # contract a * b + c into one fma, as nvcc --fmad=true (passes/fma.py)
-    lineinfo: bool = False  # line tables so profilers map SASS back to Python lines
-    max_registers: int | None = None  # per-thread register cap for every kernel (-maxrregcount)
 
 
 @dataclass(frozen=True)

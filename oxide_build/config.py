@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from oxide.errors import OxideError
-from oxide_build.compile import CompileOptions
 from oxide_build.targets import BACKENDS, DEFAULT_ARCHS, SUPPORTED_ARCHS
 
 if sys.version_info >= (3, 11):
@@ -33,6 +32,8 @@ __all__ = [
     "ALLOWED_KEYS",
     "ARCH_ENV",
     "CONFIG_SETTINGS_PREFIX",
+    "CONFIG_KEY_OF_OPTION",
+    "CompileOptions",
     "ConfigError",
     "PYPROJECT_SOURCE",
     "OxideConfig",
@@ -171,24 +172,13 @@ class OxideConfig:
     requirement only (an editable install still compiles them next to the sources)."""
 
     def compile_options(self, project_dir: Path | None = None) -> CompileOptions:
-        """The compiler's options. ``project_dir`` resolves ``link`` globs and
-        ``include-dirs``; without it they are passed as written."""
-        return CompileOptions(
-            archs=self.arch,
-            opt_level=self.opt_level,
-            bounds_check=self.bounds_check,
-            embed_ptx=self.ptx,
-            backend=self.backend,
-            include_dirs=tuple(self._include_dirs(project_dir)),
-            defines=self.defines,
-            nvrtc_options=self.nvrtc_options,
-            link_inputs=tuple(self._link_inputs(project_dir)),
-            fast_math=self.fast_math,
-            fma=self.fma,
-            lineinfo=self.lineinfo,
-            max_registers=self.max_registers,
-            fatbin=self.fatbin,
-        )
+        """The compiler's options: every field of ``CONFIG_KEY_OF_OPTION`` from its key.
+        ``project_dir`` resolves ``link`` globs and ``include-dirs``; without it they are passed
+        as written."""
+        values: dict[str, Any] = {option: getattr(self, key) for option, key in CONFIG_KEY_OF_OPTION.items()}
+        values["include_dirs"] = tuple(self._include_dirs(project_dir))
+        values["link_inputs"] = tuple(self._link_inputs(project_dir))
+        return CompileOptions(**values)
 
     @property
     def job_count(self) -> int:
@@ -216,6 +206,47 @@ class OxideConfig:
             for path in matches:
                 found.setdefault(str(path.resolve()), None)
         return list(found)
+
+
+_DEFAULTS = OxideConfig()
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """What one compile of a module is asked for: the compiler's options object. Each option
+    that is a ``[tool.oxide]`` key (``CONFIG_KEY_OF_OPTION``) takes its default from that key's
+    ``OxideConfig`` field, the one place it is written and documented; the last four are not
+    project settings (the command line, the JIT and the tests set them)."""
+
+    archs: tuple[str, ...] = _DEFAULTS.arch
+    opt_level: int = _DEFAULTS.opt_level
+    bounds_check: bool = _DEFAULTS.bounds_check
+    embed_ptx: bool = _DEFAULTS.ptx  # also ship PTX of the newest arch (forward compatibility)
+    backend: str = _DEFAULTS.backend  # what makes PTX of a module without C++: "nvptx" or "nvvm"
+    include_dirs: tuple[str, ...] = _DEFAULTS.include_dirs  # -I for NVRTC (resolved paths)
+    defines: tuple[str, ...] = _DEFAULTS.defines  # -D for NVRTC: "NAME" or "NAME=VALUE"
+    nvrtc_options: tuple[str, ...] = _DEFAULTS.nvrtc_options
+    link_inputs: tuple[str, ...] = _DEFAULTS.link  # more linker inputs (resolved paths): .cu .ltoir .ptx ...
+    fast_math: bool = _DEFAULTS.fast_math
+    fma: bool = _DEFAULTS.fma
+    lineinfo: bool = _DEFAULTS.lineinfo
+    max_registers: int | None = _DEFAULTS.max_registers
+    fatbin: bool = _DEFAULTS.fatbin  # also make CompiledModule.fatbin: the cubins + PTX of the newest arch
+    # not [tool.oxide] keys
+    link_cubins: bool = True  # False: stop after PTX (oxide compile --emit llvm/ptx)
+    cudadevrt: bool = False  # link libcudadevrt (device runtime: dynamic parallelism)
+    cache: bool = True  # reuse NVRTC / libNVVM / nvJitLink results from the compile cache
+    emit_ltoir: bool = False  # LTO-IR of the Python side even when the module has no C++ interop
+
+
+# CompileOptions field -> the OxideConfig field (the [tool.oxide] key, dashes for underscores)
+# it is read from; its default is that field's
+CONFIG_KEY_OF_OPTION: dict[str, str] = {
+    "archs": "arch", "opt_level": "opt_level", "bounds_check": "bounds_check", "embed_ptx": "ptx",
+    "backend": "backend", "include_dirs": "include_dirs", "defines": "defines", "nvrtc_options": "nvrtc_options",
+    "link_inputs": "link", "fast_math": "fast_math", "fma": "fma", "lineinfo": "lineinfo",
+    "max_registers": "max_registers", "fatbin": "fatbin",
+}
 
 
 def _toml_key(name: str) -> str:
