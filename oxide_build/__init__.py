@@ -64,8 +64,28 @@ def _reports_user_errors(hook: F) -> F:
             sys.stdout.flush()
             print(f"\n{exc}\n\noxide: build failed", file=sys.stderr, flush=True)
             raise SystemExit(1) from None
+        except ModuleNotFoundError as exc:
+            missing = (exc.name or "").split(".")[0]
+            if missing not in _BUILD_EXTRA_MODULES:
+                raise
+            sys.stdout.flush()
+            print(f"\n{_missing_build_extra_message(missing)}\n\noxide: build failed", file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+# Top-level modules that the [build] extra of oxide-cuda installs and the hooks import: one of
+# them missing means the build environment has oxide-cuda without the extra.
+_BUILD_EXTRA_MODULES = frozenset({"packaging", "llvmlite", "setuptools", "wheel", "cuda"})
+
+
+def _missing_build_extra_message(module: str) -> str:
+    return (
+        f"oxide: the build environment has no {module!r}, which comes with the [build] extra of "
+        'oxide-cuda: write requires = ["oxide-cuda[build]"] in [build-system] of pyproject.toml (not '
+        '"oxide-cuda", the runtime alone), or pip install \'oxide-cuda[build]\' for a build without isolation'
+    )
 
 
 def _host_settings(config_settings: ConfigSettings) -> dict[str, Any] | None:
@@ -109,6 +129,9 @@ def _host_backend() -> ModuleType:
         return backend
     from setuptools import build_meta
 
+    from oxide_build.package.flat_layout import exclude_python_free_dirs
+
+    exclude_python_free_dirs(_project_dir())  # csrc/, include/: not packages (docs/configuration.md)
     return build_meta
 
 
@@ -129,28 +152,45 @@ def _host_editable_hook(name: str) -> Callable[..., Any]:
     return hook  # type: ignore[no-any-return]
 
 
+def _check_settings(config_settings: ConfigSettings) -> None:
+    """A misspelt ``-C oxide.`` key or a bad ``[tool.oxide]`` fails the first hook a frontend
+    calls."""
+    from oxide_build.config import check_foreign_settings, load_config
+
+    check_foreign_settings(config_settings, None)
+    load_config(_project_dir(), config_settings)
+
+
 @_reports_user_errors
 def get_requires_for_build_wheel(config_settings: ConfigSettings = None) -> list[str]:
+    _check_settings(config_settings)
     return list(_host_backend().get_requires_for_build_wheel(_host_settings(config_settings)))
 
 
 @_reports_user_errors
 def get_requires_for_build_sdist(config_settings: ConfigSettings = None) -> list[str]:
+    _check_settings(config_settings)
     return list(_host_backend().get_requires_for_build_sdist(_host_settings(config_settings)))
 
 
 @_reports_user_errors
 def get_requires_for_build_editable(config_settings: ConfigSettings = None) -> list[str]:
+    _check_settings(config_settings)
     return list(_host_editable_hook("get_requires_for_build_editable")(_host_settings(config_settings)))
 
 
-def _kernel_modules(project: Path, config_settings: ConfigSettings) -> list[str]:
+def _kernel_modules(project: Path, config_settings: ConfigSettings, warn: bool = False) -> list[str]:
     """The project's modules that define kernels (scanned, nothing imported); loading the
-    configuration first, so a bad ``[tool.oxide]`` fails every hook."""
+    configuration first, so a bad ``[tool.oxide]`` or a misspelt ``-C oxide.`` key fails every
+    hook. With ``warn``, prints a warning for each config setting no one reads."""
     from oxide_build.build import scan_root
-    from oxide_build.config import load_config
+    from oxide_build.config import SETUPTOOLS_SETTINGS, check_foreign_settings, load_config
     from oxide_build.scan import scan_tree
 
+    host_reads = SETUPTOOLS_SETTINGS if host_backend_name(project) == SETUPTOOLS_BACKEND else None
+    for warning in check_foreign_settings(config_settings, host_reads):
+        if warn:
+            print(warning, file=sys.stderr, flush=True)
     config = load_config(project, config_settings)
     packages = list(config.packages) if config.packages is not None else None
     return sorted(m.name for m in scan_tree(scan_root(project), packages).modules)
@@ -223,7 +263,13 @@ def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) ->
 
     project = _project_dir()
     # a bad [tool.oxide], or kernels without the runtime requirement, should not be shipped
-    _check_static_requirement(project, _kernel_modules(project, config_settings))
+    _check_static_requirement(project, _kernel_modules(project, config_settings, warn=True))
+    from oxide_build.build import scan_root
+    from oxide_build.config import load_config
+    from oxide_build.package.sdist import check_extern_sources_inside
+
+    config = load_config(project, config_settings)
+    check_extern_sources_inside(project, scan_root(project), list(config.packages) if config.packages is not None else None)
     name = str(_host_backend().build_sdist(sdist_directory, _host_settings(config_settings)))
     return rewrite_sdist(Path(sdist_directory) / name, project).name
 
@@ -239,7 +285,7 @@ def build_wheel(
     from oxide_build.package.wheel import collect_files, rewrite_wheel, wheel_metadata
 
     project = _project_dir()
-    modules = _kernel_modules(project, config_settings)
+    modules = _kernel_modules(project, config_settings, warn=True)
     static = _check_static_requirement(project, modules)
     config = load_config(project, config_settings)
     backend = _host_backend()
@@ -274,7 +320,7 @@ def build_editable(
     from oxide_build.package.wheel import rewrite_wheel, wheel_metadata
 
     project = _project_dir()
-    modules = _kernel_modules(project, config_settings)
+    modules = _kernel_modules(project, config_settings, warn=True)
     static = _check_static_requirement(project, modules)
     config = load_config(project, config_settings)
     host_build_editable = _host_editable_hook("build_editable")  # before compiling: fails at once

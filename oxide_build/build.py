@@ -30,11 +30,42 @@ from oxide_build.targets import newest_arch
 if TYPE_CHECKING:
     from oxide_build.package.module_cache import CompileUnit, UnitResult
 
-__all__ = ["BuiltModule", "ProjectBuild", "UnitFailed", "compile_project", "scan_root", "wheel_dir_of"]
+__all__ = ["BuiltModule", "OutputNotWritable", "ProjectBuild", "UnitFailed", "compile_project", "scan_root", "wheel_dir_of"]
 
 
 class UnitFailed(OxideError):
     """A unit failed in a worker process: the message is its error's diagnostic, as it was."""
+
+
+class OutputNotWritable(OxideError):
+    """Where the compiled kernels go (next to the sources, for an editable install) cannot be
+    written."""
+
+
+def _unwritable_module_dir(module_path: Path) -> str | None:
+    """Why the ``_oxide/`` directory beside ``module_path`` cannot be written, or None."""
+    import os
+
+    from oxide.runtime.manifest import ARTIFACT_DIR
+
+    out = module_path.parent / ARTIFACT_DIR
+    target = out if out.is_dir() else module_path.parent
+    if not os.access(target, os.W_OK | os.X_OK):
+        return f"{target} is not writable"
+    return None
+
+
+def _check_in_place_outputs(modules: list[Path]) -> None:
+    """An editable install writes next to the sources: a read-only tree fails before anything
+    is compiled or written, naming the directory (no half-written ``_oxide/``)."""
+    for path in modules:
+        problem = _unwritable_module_dir(path)
+        if problem is not None:
+            raise OutputNotWritable(
+                f"cannot write the compiled kernels of {path}: {problem}. An editable install "
+                "(pip install -e) compiles them into the source tree, next to each kernel module; "
+                "make the tree writable, or install without -e (pip install .)"
+            )
 
 
 @dataclass(frozen=True)
@@ -106,6 +137,8 @@ def compile_project(
     started = time.perf_counter()
     scanned = scan_tree(root, list(config.packages) if config.packages is not None else None)
     modules = sorted(scanned.modules, key=lambda m: m.name)
+    if staging_dir is None:
+        _check_in_place_outputs([Path(m.path) for m in modules])
     options = config.compile_options(project_dir)
     archs = ",".join(options.archs)
     newest = newest_arch(options.archs)
@@ -177,7 +210,14 @@ def compile_project(
             module_dir = Path(module.path).parent
         else:
             module_dir = staging_dir.joinpath(*wheel_dir_of(module.name, Path(module.path)).parts)
-        path = write_artifacts(manifest, files, module_dir)
+        try:
+            path = write_artifacts(manifest, files, module_dir)
+        except OSError as exc:
+            raise OutputNotWritable(
+                f"cannot write the compiled kernels of {module.path} into {module_dir}: "
+                f"{exc.strerror or exc}" + ("" if staging_dir is not None else
+                "; make the source tree writable, or install without -e (pip install .)")
+            ) from None
         seconds = sum(results[i][1] for i in indices)
         built.append(BuiltModule(module.name, tuple(module.kernels), path, seconds))
     cached = sum(1 for r, _ in results.values() if r.cached)

@@ -35,6 +35,8 @@ __all__ = [
     "CONFIG_KEY_OF_OPTION",
     "CompileOptions",
     "ConfigError",
+    "SETUPTOOLS_SETTINGS",
+    "check_foreign_settings",
     "PYPROJECT_SOURCE",
     "OxideConfig",
     "SettingDoc",
@@ -187,7 +189,17 @@ class OxideConfig:
     def _include_dirs(self, project_dir: Path | None) -> list[str]:
         if project_dir is None:
             return list(self.include_dirs)
-        return [str((project_dir / d).resolve()) for d in self.include_dirs]
+        found: list[str] = []
+        for entry in self.include_dirs:
+            path = (project_dir / entry).resolve()
+            if not path.is_dir():
+                what = "is a file, not a directory" if path.exists() else "does not exist"
+                raise ConfigError(
+                    f"{PYPROJECT_SOURCE}: include-dirs = {list(self.include_dirs)!r}: {entry!r} {what} "
+                    f"({path}); entries are directories relative to the project root {project_dir}"
+                )
+            found.append(str(path))
+        return found
 
     def _link_inputs(self, project_dir: Path | None) -> list[str]:
         if project_dir is None:
@@ -427,6 +439,55 @@ def _settings_table(config_settings: Mapping[str, Any] | None) -> dict[str, Any]
             value = ",".join(str(v) for v in value)
         table[name] = value
     return table
+
+
+# The config settings setuptools.build_meta reads (its _ConfigSettingsTranslator); every other
+# key given to a setuptools-hosted build is read by no one.
+SETUPTOOLS_SETTINGS = frozenset({
+    "--global-option", "--build-option", "verbose", "--verbose", "quiet", "--quiet",
+    "tag-date", "tag-build", "editable-mode", "editable_mode",
+})
+
+
+def _meant_for_oxide(key: str) -> str | None:
+    """The ``oxide.<key>`` a setting without our prefix was probably meant as (``oxid.arch``,
+    ``oxide-arch``, ``Oxide.arch``), or None."""
+    import difflib
+
+    head, dot, rest = key.partition(".")
+    if dot and head.lower() != "oxide" and difflib.SequenceMatcher(None, head.lower(), "oxide").ratio() >= 0.75:
+        return CONFIG_SETTINGS_PREFIX + rest
+    lowered = key.lower()
+    for separator in (".", "-", "_", ":"):
+        if lowered.startswith("oxide" + separator) and not key.startswith(CONFIG_SETTINGS_PREFIX):
+            return CONFIG_SETTINGS_PREFIX + key[len("oxide") + 1:]
+    return None
+
+
+def check_foreign_settings(config_settings: Mapping[str, Any] | None, host_reads: frozenset[str] | None) -> list[str]:
+    """The config settings that are not ``oxide.*``: one that looks like a misspelt ``oxide.``
+    key is an error (it would be passed on to the host backend and the build would silently use
+    the default), and with ``host_reads`` (the keys the host backend reads; None when it checks
+    its own), a warning for each key no one reads."""
+    warnings: list[str] = []
+    for key in config_settings or {}:
+        if key.startswith(CONFIG_SETTINGS_PREFIX):
+            continue
+        meant = _meant_for_oxide(key)
+        if meant is not None:
+            name = meant[len(CONFIG_SETTINGS_PREFIX):]
+            known = name in _SETTINGS
+            raise ConfigError(
+                f"config setting {key}: oxide's settings are spelt {CONFIG_SETTINGS_PREFIX}<key>"
+                + (f"; did you mean -C {meant}=...?" if known else "")
+                + " Allowed keys: " + ", ".join(ALLOWED_KEYS)
+            )
+        if host_reads is not None and key not in host_reads:
+            warnings.append(
+                f"oxide: warning: config setting {key!r} is read by neither oxide (its keys are "
+                f"{CONFIG_SETTINGS_PREFIX}<key>) nor setuptools; it has no effect"
+            )
+    return warnings
 
 
 def load_config(

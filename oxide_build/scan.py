@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from oxide.errors import CompileError, SourceLocation
+from oxide.errors import CompileError, OxideError, SourceLocation
 
 from .ir.ops import BINARY_OPS_OF_AST
 from .project_imports import dotted_name, importing_package, module_file, resolve_relative
@@ -25,6 +25,7 @@ __all__ = [
     "ModuleSource",
     "ScannedModule",
     "ScanResult",
+    "PackageNotFound",
     "ProjectIndex",
     "scan_tree",
     "module_name_for",
@@ -93,7 +94,13 @@ class ScanResult:
 
 
 def module_name_for(path: Path, root: Path) -> str:
-    rel = path.resolve().relative_to(root.resolve()).with_suffix("")
+    """The dotted name of the module at ``path`` under ``root``: from the path as it is found
+    under the root (a module symlinked into the tree from elsewhere is named by its place in the
+    tree), else from the resolved paths."""
+    try:
+        rel = path.absolute().relative_to(root.absolute()).with_suffix("")
+    except ValueError:
+        rel = path.resolve().relative_to(root.resolve()).with_suffix("")
     parts = list(rel.parts)
     if parts and parts[-1] == "__init__":
         parts.pop()
@@ -336,15 +343,56 @@ def _is_kernel_decorator(module: ModuleSource, node: ast.expr, name: str = "kern
     return _names_oxide(module, node, name)
 
 
+class PackageNotFound(OxideError):
+    """A package named by ``[tool.oxide] packages`` is not under the scan root."""
+
+
+_DECORATORS = ("kernel", "extern_kernel", "device")
+
+
+def _reject_nested_kernels(module: ModuleSource) -> None:
+    """A ``@kernel`` (or ``@extern_kernel``, ``@device``) on a method or a nested function: the
+    build compiles the functions of a module's top level only, so it would be left out of the
+    wheel and fail at its first launch; it is an error here instead."""
+    def visit(node: ast.AST, outer: str | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and outer is not None:
+                for d in child.decorator_list:
+                    for what in _DECORATORS:
+                        if _is_kernel_decorator(module, d, what):
+                            raise module.error(
+                                d, f"@{what} {child.name!r} is defined inside {outer}: oxide compiles the "
+                                   "functions of a module's top level only, so it would not be built",
+                                f"move {child.name!r} to the top level of {module.path.name}")
+            if isinstance(child, ast.ClassDef):
+                visit(child, f"class {child.name!r}")
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(child, f"function {child.name!r}")
+            elif not isinstance(child, (ast.Lambda, ast.expr)):
+                visit(child, outer)
+
+    visit(module.tree, None)
+
+
 def _iter_sources(root: Path, packages: Sequence[str] | None) -> list[Path]:
     if packages:
         dirs = [root / p.replace(".", "/") for p in packages]
         files: list[Path] = []
-        for d in dirs:
+        for package, d in zip(packages, dirs):
             if d.is_dir():
                 files.extend(sorted(d.rglob("*.py")))
             elif d.with_suffix(".py").is_file():
                 files.append(d.with_suffix(".py"))
+            else:
+                present = sorted(c.name for c in root.iterdir()
+                                 if c.is_dir() and (c / "__init__.py").is_file() and not c.name.startswith("."))
+                raise PackageNotFound(
+                    f"[tool.oxide] packages = {list(packages)!r}: {package!r} is neither a "
+                    f"package directory nor a module under {root}; packages there: "
+                    + (", ".join(present) if present else "none")
+                    + ". Name top-level packages (directories with an __init__.py), or leave packages unset "
+                    "to scan them all"
+                )
         return files
     result: list[Path] = []
     for child in sorted(root.iterdir()):
@@ -368,6 +416,7 @@ def scan_tree(root: Path, packages: Sequence[str] | None = None, index: ProjectI
             continue  # no decorator at all: cannot hold a kernel; skip parsing
         name = module_name_for(path, root)
         source = index.add_file(path, name)
+        _reject_nested_kernels(source)
         if source.kernels or source.exports:
             modules.append(ScannedModule(name, path, list(source.kernels)))
     return ScanResult(root, modules)

@@ -490,6 +490,7 @@ def test_config_new_keys_reach_compile_options(tmp_path: Path) -> None:
     (tmp_path / "csrc").mkdir()
     (tmp_path / "csrc" / "b.cu").write_text("")
     (tmp_path / "csrc" / "a.cu").write_text("")
+    (tmp_path / "include").mkdir()  # a missing include dir is an error (tests/test_front_door.py)
     (tmp_path / "pyproject.toml").write_text(
         "[tool.oxide]\n"
         'link = ["csrc/*.cu"]\n'

@@ -130,8 +130,8 @@ def test_scan_src_layout_and_package_filter(capsys: pytest.CaptureFixture[str]) 
     packages = Path(__file__).resolve().parent / "packages"
     assert main(["scan", str(packages / "src_layout")]) == 0
     assert capsys.readouterr().out.splitlines() == ["srckernel.fill (srckernel/fill.py): fill", "1 kernel in 1 module"]
-    assert main(["scan", str(packages / "pure_kernel"), "--package", "nothing_here"]) == 0
-    assert capsys.readouterr().out.splitlines() == ["0 kernels in 0 modules"]
+    assert main(["scan", str(packages / "pure_kernel"), "--package", "nothing_here"]) == 1
+    assert "'nothing_here' is neither a package directory nor a module under" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("flag", ["--no-bounds-check", "--unchecked-indexing"])

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from oxide_build.compile import CompileOptions, compile_module
-from oxide_build.scan import scan_tree
+from oxide_build.scan import PackageNotFound, scan_tree
 
 PROJECT = Path(__file__).parent / "packages" / "scanproj"
 
@@ -21,7 +21,9 @@ def test_scan_finds_kernels_without_importing() -> None:
 
 def test_scan_limited_to_packages() -> None:
     assert scan_tree(PROJECT, packages=["mylib"]).modules[0].name == "mylib.sub.kernels"
-    assert scan_tree(PROJECT, packages=["nothing_here"]).modules == []
+    # a package that is not there was a wheel without kernels (issue 31); now it is named
+    with pytest.raises(PackageNotFound, match="'nothing_here' is neither a package directory nor a module under .*; packages there: mylib"):
+        scan_tree(PROJECT, packages=["nothing_here"])
 
 
 def test_device_functions_found_transitively_across_modules() -> None:

@@ -28,7 +28,7 @@ from .translate import FunctionTranslator
 from .module_memory import module_array_decl
 from .view_values import device_param_type
 
-__all__ = ["ProgramBuilder", "build_program", "FrontendResult", "located_error"]
+__all__ = ["ProgramBuilder", "build_program", "extern_source_path", "FrontendResult", "located_error"]
 
 
 @dataclass
@@ -334,7 +334,7 @@ class ProgramBuilder:
                 raise module.error(kw.value, "sources must be a list of file names (strings)",
                                    "write string literals or module-level string constants, or name a "
                                    "module-level list of them: SOURCES = [\"csrc/f.cu\"]")
-            sources = [str((module.path.parent / name).resolve()) for name in names]
+            sources = [str(extern_source_path(module.path, name)) for name in names]
         return dec.args[0].value, sources
 
     def build_exports(self) -> None:
@@ -707,3 +707,20 @@ def _check_symbols(builder: ProgramBuilder, program: ir.Program) -> None:
             raise error(f"{name!r} compiles to the symbol {symbol!r}, which {Path(first_file).name}:{first_line} "
                         f"also defines", "rename one of them")
         seen.setdefault(symbol, (file, line))
+
+
+def extern_source_path(declaring_file: Path, name: str) -> Path:
+    """Where a ``sources=`` entry of ``@ox.extern`` / ``@ox.extern_kernel`` is: relative to the
+    directory of the Python file that declares it (``"fastmath.cu"`` next to the module,
+    ``"../csrc/fastmath.cu"``), or else, when no file is there, relative to the project root
+    (the nearest directory above the file with a ``pyproject.toml``: ``"csrc/fastmath.cu"``).
+    An absolute path is taken as it is. A name found in neither place keeps the first meaning,
+    and the link reports the missing file."""
+    beside = (declaring_file.parent / name).resolve()
+    if Path(name).is_absolute() or beside.exists():
+        return beside
+    for directory in declaring_file.resolve().parents:
+        if (directory / "pyproject.toml").is_file():
+            from_root = (directory / name).resolve()
+            return from_root if from_root.exists() else beside
+    return beside

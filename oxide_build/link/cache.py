@@ -199,6 +199,7 @@ class CompileCache:
             self.enabled = False
         self.hits = 0
         self.misses = 0
+        self._write_failed = False
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / key
@@ -231,11 +232,21 @@ class CompileCache:
         if not self.enabled:
             return
         path = self._path(key)
+        if self._write_failed:
+            return
         try:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             write_file_atomic(path, _MAGIC + hashlib.sha256(data).digest() + data)
-        except OSError:
-            return  # a full cache dir only costs speed
+        except OSError as exc:
+            # a full (or read-only) cache dir only costs speed, but every later build would
+            # silently recompile everything: say so, once, and stop trying in this process
+            self._write_failed = True
+            warn_cache_unusable(
+                self.root, f"cannot store a compiled module there ({exc.strerror or exc})",
+                "this build goes on without storing its results, so the next build compiles them again; "
+                "free space there (oxide cache clear), or choose another directory with OXIDE_CACHE_DIR",
+            )
+            return
         self._evict_if_needed()
 
     def _entries(self) -> list[tuple[float, int, Path]]:

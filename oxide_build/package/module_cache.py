@@ -235,7 +235,28 @@ def cached_unit(
         return None, None
     key = unit_cache_key(unit, native_digest, project_dir)
     data = cache.get(key)
-    return key, (UnitResult.from_bytes(data) if data is not None else None)
+    result = UnitResult.from_bytes(data) if data is not None else None
+    if result is not None and _outside_input_changed(result.manifest, unit.source, project_dir):
+        return key, None  # compiled again, and stored again under the same key
+    return key, result
+
+
+def _outside_input_changed(manifest: ModuleManifest, source: Path, project_dir: Path) -> bool:
+    """A file the cached code was compiled from that lies outside the project (a ``.cu`` named
+    by ``sources=`` with ``..`` or an absolute path, or a header it includes from there) and
+    differs now. The key covers the files inside the project only (``native_inputs_digest``);
+    the manifest records every input with its SHA-256."""
+    base = project_dir.resolve()
+    for relative, digest in manifest.sources.items():
+        path = (source.parent / relative).resolve()
+        if path.is_relative_to(base):
+            continue
+        try:
+            if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+                return True
+        except OSError:
+            return True
+    return False
 
 
 def compile_unit(unit: CompileUnit) -> UnitResult:

@@ -30,10 +30,14 @@ import tarfile
 from email.parser import HeaderParser
 from pathlib import Path
 
+from oxide.errors import OxideError
 from oxide.runtime.manifest import ARTIFACT_DIR
 from oxide_build.package.wheel import normalized_dist_name
 
-__all__ = ["SDIST_SOURCE_NAMES", "SDIST_SOURCE_SUFFIXES", "normalized_sdist_prefix", "project_sources", "rewrite_sdist"]
+__all__ = [
+    "SDIST_SOURCE_NAMES", "SDIST_SOURCE_SUFFIXES", "SourceOutsideProject", "check_extern_sources_inside",
+    "normalized_sdist_prefix", "project_sources", "rewrite_sdist",
+]
 
 SDIST_SOURCE_SUFFIXES = frozenset({
     ".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inc", ".inl", ".c", ".cc", ".cpp", ".cxx", ".cmake",
@@ -41,6 +45,47 @@ SDIST_SOURCE_SUFFIXES = frozenset({
 SDIST_SOURCE_NAMES = frozenset({"CMakeLists.txt"})
 _SKIP_DIRS = frozenset({"build", "dist", ARTIFACT_DIR, "__pycache__", "venv", "node_modules", "site-packages"})
 _DROP_PARTS = frozenset({ARTIFACT_DIR, "__pycache__"})
+
+
+class SourceOutsideProject(OxideError):
+    """An ``@extern`` / ``@extern_kernel`` names a C++ source outside the project: an sdist
+    cannot carry it."""
+
+
+def check_extern_sources_inside(project_dir: Path, root: Path, packages: list[str] | None) -> None:
+    """Fails when a ``sources=`` entry of an ``@ox.extern`` / ``@ox.extern_kernel`` in a kernel
+    module of the project (read from the source, nothing imported) lies outside
+    ``project_dir``: the sdist carries the project's files only, so a wheel built from it could
+    not link, while the tree's own build did."""
+    import ast
+
+    from oxide_build.frontend.decorator_arguments import module_strings
+    from oxide_build.frontend.program import extern_source_path
+    from oxide_build.scan import ProjectIndex, _names_oxide, scan_tree
+
+    index = ProjectIndex(root)
+    base = project_dir.resolve()
+    for scanned in scan_tree(root, packages, index).modules:
+        module = index.module(scanned.name)
+        if module is None:
+            continue
+        for node in module.tree.body:
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for dec in node.decorator_list:
+                if not (isinstance(dec, ast.Call) and any(_names_oxide(module, dec.func, w) for w in ("extern", "extern_kernel"))):
+                    continue
+                for kw in dec.keywords:
+                    names = module_strings(module, kw.value) if kw.arg == "sources" else None
+                    for name in names or []:
+                        path = extern_source_path(module.path, name)
+                        if not path.is_relative_to(base):
+                            raise SourceOutsideProject(
+                                f"{module.path}:{dec.lineno}: sources= names {name!r} ({path}), which lies outside "
+                                f"the project {base}: an sdist carries only the project's files, so a wheel built "
+                                "from it could not link. Move the file into the project (sources= paths are "
+                                "relative to the module's directory, or else to the project root)"
+                            )
 
 
 def project_sources(project_dir: Path) -> list[str]:

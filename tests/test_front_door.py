@@ -1,0 +1,314 @@
+"""What a new library author meets first (issue 31): a project laid out as the docs say builds,
+and every mistake of the first hour is a message that names the file or key and what to do, with
+no traceback and no half-written output. CPU only; builds run the real hooks in subprocesses."""
+from __future__ import annotations
+
+import errno
+import os
+import sys
+import tarfile
+import textwrap
+import warnings
+import zipfile
+from pathlib import Path
+
+import pytest
+from test_build import HookFailed, call_hook
+
+PYPROJECT = """\
+[build-system]
+requires = ["oxide-cuda[build]"]
+build-backend = "oxide_build"
+
+[project]
+name = "flatproj"
+version = "0.1.0"
+dependencies = ["oxide-cuda>=0.1,<0.2"]
+
+[tool.oxide]
+arch = ["sm_90"]
+fatbin = false
+{extra}
+"""
+
+SCALE = """\
+import oxide as ox
+from oxide import DisjointSlice, Slice, f32, thread
+
+
+@ox.kernel
+def scale(a: f32, x: Slice[f32], out: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i < len(out):
+        out[i] = a * x[i]
+"""
+
+TWICE = """\
+import oxide as ox
+from oxide import DisjointSlice, Slice, f32, thread
+
+
+@ox.extern("ox_twice", sources=[{source!r}])
+def twice(x: f32) -> f32: ...
+
+
+@ox.kernel
+def doubled(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i < len(out):
+        out[i] = twice(x[i])
+"""
+
+TWICE_CU = 'extern "C" __device__ float ox_twice(float x) { return %s * x; }\n'
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path_factory.mktemp("oxide-cache")
+    monkeypatch.setenv("OXIDE_CACHE_DIR", str(path))
+    monkeypatch.delenv("OXIDE_NO_CACHE", raising=False)
+    monkeypatch.delenv("OXIDE_ARCH", raising=False)
+    return path
+
+
+def make_project(tmp_path: Path, modules: dict[str, str], extra: str = "", files: dict[str, str] | None = None) -> Path:
+    """A flat-layout project ``flatproj`` (no [tool.setuptools] table: setuptools discovers)."""
+    project = tmp_path / "proj"
+    (project / "flatproj").mkdir(parents=True)
+    (project / "pyproject.toml").write_text(PYPROJECT.format(extra=extra))
+    (project / "flatproj" / "__init__.py").write_text("")
+    for name, text in modules.items():
+        (project / "flatproj" / name).write_text(text)
+    for name, text in (files or {}).items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text)
+    return project
+
+
+def build_fails(project: Path, hook: str, *args: object) -> str:
+    with pytest.raises(HookFailed) as info:
+        call_hook(project, hook, *args)
+    assert info.value.returncode == 1
+    assert "Traceback" not in info.value.stderr, info.value.stderr
+    assert "oxide: build failed" in info.value.stderr
+    return info.value.stderr
+
+
+def wheel_names(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as zf:
+        return sorted(zf.namelist())
+
+
+# --- the documented csrc/ layout ------------------------------------------------------------
+
+
+def test_the_csrc_layout_builds_under_setuptools_flat_discovery(tmp_path: Path) -> None:
+    # csrc/ and include/ beside the package used to stop setuptools: "Multiple top-level packages
+    # discovered in a flat-layout"; sources= "csrc/twice.cu" is found from the project root
+    project = make_project(
+        tmp_path, {"ops.py": TWICE.format(source="csrc/twice.cu")}, extra='include-dirs = ["include"]',
+        files={"csrc/twice.cu": '#include "twice.cuh"\n' + TWICE_CU % "TWO", "include/twice.cuh": "#define TWO 2.0f\n"},
+    )
+    out = tmp_path / "dist"
+    out.mkdir()
+    name = call_hook(project, "build_wheel", str(out)).value
+    names = wheel_names(out / name)
+    assert "flatproj/_oxide/flatproj.ops.json" in names
+    assert "flatproj/_oxide/flatproj.ops.sm_90.cubin" in names
+    assert not [n for n in names if n.startswith(("csrc", "include"))]
+    sdist = call_hook(project, "build_sdist", str(out)).value
+    with tarfile.open(out / sdist) as tf:
+        members = tf.getnames()
+    assert "flatproj-0.1.0/csrc/twice.cu" in members and "flatproj-0.1.0/include/twice.cuh" in members
+
+
+def test_sources_are_relative_to_the_module_first(tmp_path: Path) -> None:
+    from oxide_build.frontend.program import extern_source_path
+
+    project = make_project(tmp_path, {}, files={"csrc/a.cu": "", "flatproj/a.cu": "", "csrc/b.cu": ""})
+    module = project / "flatproj" / "ops.py"
+    assert extern_source_path(module, "a.cu") == project / "flatproj" / "a.cu"
+    assert extern_source_path(module, "../csrc/a.cu") == project / "csrc" / "a.cu"
+    assert extern_source_path(module, "csrc/b.cu") == project / "csrc" / "b.cu"  # from the project root
+    assert extern_source_path(module, "csrc/none.cu") == project / "flatproj" / "csrc" / "none.cu"
+
+
+def test_python_free_dirs() -> None:
+    from oxide_build.package.flat_layout import python_free_dirs
+
+    assert python_free_dirs(Path(__file__).resolve().parents[1] / "tests" / "packages" / "cu_linked") == ["csrc", "include"]
+
+
+# --- messages instead of tracebacks and silence -------------------------------------------------
+
+
+def test_packages_naming_no_package_fails(tmp_path: Path) -> None:
+    project = make_project(tmp_path, {"ops.py": SCALE}, extra='packages = ["nope"]')
+    err = build_fails(project, "build_wheel", str(tmp_path))
+    assert ("[tool.oxide] packages = ['nope']: 'nope' is neither a package directory nor a module under "
+            f"{project}; packages there: flatproj.") in err
+
+
+@pytest.mark.parametrize("where", ["class", "function"])
+def test_a_kernel_inside_a_class_or_function_fails_the_build(tmp_path: Path, where: str) -> None:
+    body = textwrap.indent(SCALE.split("\n\n\n", 1)[1], "    ")
+    outer = "class Ops:\n" if where == "class" else "def make() -> None:\n"
+    source = SCALE.split("\n\n\n", 1)[0] + "\n\n\n" + outer + body
+    project = make_project(tmp_path, {"ops.py": source})
+    err = build_fails(project, "build_wheel", str(tmp_path))
+    name = "class 'Ops'" if where == "class" else "function 'make'"
+    assert f"ops.py:6:6: error: @kernel 'scale' is defined inside {name}: oxide compiles the functions" in err
+    assert "hint: move 'scale' to the top level of ops.py" in err
+
+
+def test_a_kernel_module_symlinked_from_outside_builds(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "shared_ops.py").write_text(SCALE)
+    project = make_project(tmp_path, {})
+    (project / "flatproj" / "ops.py").symlink_to(outside / "shared_ops.py")
+    out = tmp_path / "dist"
+    out.mkdir()
+    name = call_hook(project, "build_wheel", str(out)).value
+    assert "flatproj/_oxide/flatproj.ops.json" in wheel_names(out / name)
+
+
+def test_a_read_only_tree_fails_an_editable_build_before_writing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from oxide_build.build import OutputNotWritable, compile_project
+    from oxide_build.config import load_config
+
+    project = make_project(tmp_path, {"ops.py": SCALE})
+    package = project / "flatproj"
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == package else real_access(p, mode))
+    with pytest.raises(OutputNotWritable) as info:
+        compile_project(project, load_config(project), staging_dir=None)
+    assert str(info.value) == (
+        f"cannot write the compiled kernels of {package / 'ops.py'}: {package} is not writable. An editable install "
+        "(pip install -e) compiles them into the source tree, next to each kernel module; make the tree writable, "
+        "or install without -e (pip install .)"
+    )
+    assert not (package / "_oxide").exists()
+
+
+def test_a_failed_write_is_a_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import oxide_build.package.artifacts as artifacts
+    from oxide_build.build import OutputNotWritable, compile_project
+    from oxide_build.config import load_config
+
+    project = make_project(tmp_path, {"ops.py": SCALE})
+
+    def fail(*args: object) -> Path:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(artifacts, "write_artifacts", fail)
+    with pytest.raises(OutputNotWritable, match="Read-only file system; make the source tree writable"):
+        compile_project(project, load_config(project), staging_dir=None)
+
+
+def test_a_missing_include_dir_fails(tmp_path: Path) -> None:
+    from oxide_build.config import ConfigError, load_config
+
+    project = make_project(tmp_path, {"ops.py": SCALE}, extra='include-dirs = ["include", "third_party/inc"]',
+                           files={"include/a.cuh": ""})
+    with pytest.raises(ConfigError) as info:
+        load_config(project).compile_options(project)
+    assert str(info.value) == (
+        "pyproject.toml [tool.oxide]: include-dirs = ['include', 'third_party/inc']: 'third_party/inc' does not "
+        f"exist ({project / 'third_party' / 'inc'}); entries are directories relative to the project root {project}"
+    )
+
+
+@pytest.mark.parametrize("key", ["oxid.arch", "oxide-arch", "Oxide.arch", "oxide_arch"])
+def test_a_misspelt_oxide_setting_fails(tmp_path: Path, key: str) -> None:
+    project = make_project(tmp_path, {"ops.py": SCALE})
+    err = build_fails(project, "get_requires_for_build_wheel", {key: "sm_80"})
+    assert f"config setting {key}: oxide's settings are spelt oxide.<key>; did you mean -C oxide.arch=...?" in err
+
+
+def test_an_unread_setting_warns(tmp_path: Path) -> None:
+    from oxide_build.config import SETUPTOOLS_SETTINGS, check_foreign_settings
+
+    assert check_foreign_settings({"editable_mode": "compat", "oxide.arch": "sm_90", "--build-option": ""},
+                                  SETUPTOOLS_SETTINGS) == []
+    assert check_foreign_settings({"cmake.verbose": "1"}, None) == []  # scikit-build-core checks its own
+    project = make_project(tmp_path, {"ops.py": SCALE})
+    out = tmp_path / "dist"
+    out.mkdir()
+    err = call_hook(project, "build_wheel", str(out), {"build-dir": "x"}).stderr
+    assert ("oxide: warning: config setting 'build-dir' is read by neither oxide (its keys are oxide.<key>) nor "
+            "setuptools; it has no effect") in err
+
+
+def test_a_full_cache_dir_warns_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import oxide_build.link.cache as cache_module
+    from oxide_build.link.cache import CacheWarning, CompileCache
+
+    cache_module._warned.clear()
+    cache = CompileCache()
+    calls: list[Path] = []
+
+    def full(path: Path, data: bytes) -> None:
+        calls.append(path)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cache_module, "write_file_atomic", full)
+    with pytest.warns(CacheWarning) as record:
+        cache.put("ab" * 32, b"x")
+        cache.put("cd" * 32, b"y")
+    assert len(record) == 1 and len(calls) == 1
+    assert "cannot store a compiled module there (No space left on device)" in str(record[0].message)
+    assert "OXIDE_CACHE_DIR" in str(record[0].message)
+
+
+def test_requires_without_the_build_extra_is_one_message(tmp_path: Path) -> None:
+    import subprocess
+
+    from test_build import subprocess_env
+
+    project = make_project(tmp_path, {"ops.py": SCALE})
+    # a build environment with oxide-cuda but not its [build] extra: no packaging, no llvmlite
+    code = ("import sys; sys.modules['packaging'] = None; sys.modules['llvmlite'] = None\n"
+            "import oxide_build; oxide_build.prepare_metadata_for_build_wheel(sys.argv[1])\n")
+    (tmp_path / "meta").mkdir()
+    result = subprocess.run([sys.executable, "-c", code, str(tmp_path / "meta")], cwd=project, capture_output=True,
+                            text=True, env=subprocess_env(), timeout=300)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert ("oxide: the build environment has no 'packaging', which comes with the [build] extra of oxide-cuda: "
+            'write requires = ["oxide-cuda[build]"] in [build-system] of pyproject.toml') in result.stderr
+
+
+def test_an_edit_to_a_cu_outside_the_project_is_compiled(tmp_path: Path) -> None:
+    from oxide_build.build import compile_project
+    from oxide_build.config import load_config
+
+    outside = tmp_path / "shared-cpp"
+    outside.mkdir()
+    (outside / "twice.cu").write_text(TWICE_CU % "2.0f")
+    project = make_project(tmp_path, {"ops.py": TWICE.format(source="../../shared-cpp/twice.cu")})
+    config = load_config(project)
+
+    def build() -> tuple[int, bytes]:
+        staging = tmp_path / f"staging{len(list(tmp_path.glob('staging*')))}"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = compile_project(project, config, staging, log=open(os.devnull, "w"))
+        return result.cached, (staging / "flatproj" / "_oxide" / "flatproj.ops.sm_90.cubin").read_bytes()
+
+    first = build()
+    assert build() == (1, first[1])  # unchanged: from the cache
+    (outside / "twice.cu").write_text(TWICE_CU % "3.0f")
+    cached, cubin = build()
+    assert cached == 0 and cubin != first[1]
+
+
+def test_an_sdist_of_a_project_naming_a_cu_outside_it_fails(tmp_path: Path) -> None:
+    outside = tmp_path / "shared-cpp"
+    outside.mkdir()
+    (outside / "twice.cu").write_text(TWICE_CU % "2.0f")
+    project = make_project(tmp_path, {"ops.py": TWICE.format(source="../../shared-cpp/twice.cu")})
+    err = build_fails(project, "build_sdist", str(tmp_path))
+    assert (f"{project / 'flatproj' / 'ops.py'}:5: sources= names '../../shared-cpp/twice.cu' "
+            f"({outside / 'twice.cu'}), which lies outside the project {project}: an sdist carries only") in err
+    assert not list(tmp_path.glob("*.tar.gz"))
