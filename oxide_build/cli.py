@@ -9,9 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oxide.errors import OxideError
+
+if TYPE_CHECKING:
+    from oxide_build.config import CompileOptions
 
 __all__ = ["EMIT_KINDS", "main"]
 
@@ -50,7 +55,10 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Compile every @kernel of FILE (and the device functions it calls) for each arch. "
             "Writes DIR/<module>.ir (--emit ir: oxide's IR as text), DIR/<module>.ll (--emit llvm), DIR/<module>.<arch>.ptx (--emit ptx) and "
-            "DIR/<module>.<arch>.cubin (--emit cubin)."
+            "DIR/<module>.<arch>.cubin (--emit cubin). The options start from the [tool.oxide] table of the "
+            "project FILE belongs to (arch, opt-level, bounds-check, backend, fast-math, fma, lineinfo, "
+            "max-registers, ptx, include-dirs, defines, nvrtc-options, link), as a build uses them; the "
+            "options given here override them (-I, -D and --link add to them); --no-project ignores the table."
         ),
     )
     compile_cmd.add_argument("file", metavar="FILE", type=Path, help="the Python source file")
@@ -60,7 +68,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ARCH",
         help=(
             "GPU architecture; repeat it or separate with commas "
-            f"(supported: {', '.join(SUPPORTED_ARCHS)}; default: {','.join(DEFAULT_ARCHS)})"
+            f"(supported: {', '.join(SUPPORTED_ARCHS)}; default: the project's [tool.oxide] arch, else "
+            f"{','.join(DEFAULT_ARCHS)})"
         ),
     )
     compile_cmd.add_argument(
@@ -80,11 +89,15 @@ def _parser() -> argparse.ArgumentParser:
             "holds the module's top-level package, i.e. FILE's directory for a name without dots)"
         ),
     )
-    compile_cmd.add_argument("-O", dest="opt_level", type=int, choices=range(4), default=3, metavar="N", help="optimization level 0-3 (default: 3)")
+    compile_cmd.add_argument("-O", dest="opt_level", type=int, choices=range(4), default=None, metavar="N",
+                             help="optimization level 0-3 (default: the project's opt-level, else 3)")
     compile_cmd.add_argument("--no-bounds-check", "--unchecked-indexing", dest="no_bounds_check", action="store_true",
                              help="do not check view and array indices on the device (asserts stay)")
-    compile_cmd.add_argument("--backend", choices=("nvptx", "nvvm"), default="nvptx",
-                             help="what makes the PTX: LLVM's NVPTX target (default) or libNVVM")
+    compile_cmd.add_argument("--backend", choices=("nvptx", "nvvm"), default=None,
+                             help="what makes the PTX: LLVM's NVPTX target or libNVVM (default: the project's "
+                                  "backend, else nvptx)")
+    compile_cmd.add_argument("--no-project", action="store_true",
+                             help="ignore the [tool.oxide] table of FILE's project: oxide's defaults only")
     from oxide_build.passes import pass_names
 
     compile_cmd.add_argument("--print-after", metavar="PASS", choices=[*pass_names(), "all"],
@@ -166,8 +179,14 @@ def _parser() -> argparse.ArgumentParser:
                              help="another linker input for every module: .cu .ltoir .fatbin .o .a ...")
     kernels_cmd.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
                              help="include directory for the modules' CUDA C++ sources")
-    archs_cmd = commands.add_parser("archs", help="print a project's archs ([tool.oxide] arch), separated by ';'")
-    archs_cmd.add_argument("project", metavar="PROJECT", type=Path, nargs="?", default=Path("."))
+    archs_cmd = commands.add_parser(
+        "archs",
+        help="print a project's archs ([tool.oxide] arch), separated by ';'",
+        description="Print the archs a build of PROJECT compiles for: [tool.oxide] arch, overridden by "
+                    "OXIDE_ARCH, separated by ';' (a CMake list: CMake's oxide package reads it).",
+    )
+    archs_cmd.add_argument("project", metavar="PROJECT", type=Path, nargs="?", default=Path("."),
+                           help="the project directory, which holds pyproject.toml (default: .)")
     return parser
 
 
@@ -224,6 +243,18 @@ def _default_root(source: Path, module: str) -> Path:
     return directory
 
 
+def _project_options(source: Path) -> CompileOptions:
+    """The compile options a build of the project that ``source`` belongs to would use
+    (``[tool.oxide]``, ``OXIDE_ARCH``); oxide's defaults outside a project."""
+    from oxide_build.config import CompileOptions, load_config
+    from oxide_build.jit import project_dir_of, tree_root
+
+    project = project_dir_of(tree_root(source.resolve()))
+    if project is None:
+        return CompileOptions()
+    return load_config(project).compile_options(project)
+
+
 def _compile(args: argparse.Namespace) -> int:
     from oxide_build.compile import CompileOptions, compile_module
 
@@ -232,15 +263,17 @@ def _compile(args: argparse.Namespace) -> int:
         raise UsageError(f"oxide: error: {source}: no such file")
     emit: list[str] = list(dict.fromkeys(args.emit or ["cubin"]))
     module = args.module or source.stem
-    options = CompileOptions(
-        archs=_archs(args.arch),
-        opt_level=args.opt_level,
-        bounds_check=not args.no_bounds_check,
+    base = CompileOptions() if args.no_project else _project_options(source)
+    options = replace(
+        base,
+        archs=_archs(args.arch) if args.arch else base.archs,
+        opt_level=base.opt_level if args.opt_level is None else args.opt_level,
+        bounds_check=base.bounds_check and not args.no_bounds_check,
         link_cubins="cubin" in emit or "fatbin" in emit,
-        backend=args.backend,
-        include_dirs=tuple(args.include_dirs),
-        defines=tuple(args.defines),
-        link_inputs=tuple(args.link_inputs),
+        backend=args.backend or base.backend,
+        include_dirs=(*base.include_dirs, *args.include_dirs),
+        defines=(*base.defines, *args.defines),
+        link_inputs=(*base.link_inputs, *args.link_inputs),
         fatbin="fatbin" in emit,
         emit_ltoir="ltoir" in emit,
     )

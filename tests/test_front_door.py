@@ -312,3 +312,29 @@ def test_an_sdist_of_a_project_naming_a_cu_outside_it_fails(tmp_path: Path) -> N
     assert (f"{project / 'flatproj' / 'ops.py'}:5: sources= names '../../shared-cpp/twice.cu' "
             f"({outside / 'twice.cu'}), which lies outside the project {project}: an sdist carries only") in err
     assert not list(tmp_path.glob("*.tar.gz"))
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+def test_oxide_compile_uses_the_projects_tool_oxide(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from oxide_build.cli import main
+    from oxide_build.targets import DEFAULT_ARCHS
+
+    project = make_project(tmp_path, {"ops.py": SCALE})
+    source = project / "flatproj" / "ops.py"
+    assert main(["compile", str(source), "--emit", "ptx", "-o", str(tmp_path / "a")]) == 0
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["ops.sm_90.ptx"]  # [tool.oxide] arch
+    assert main(["compile", str(source), "--emit", "ptx", "--arch", "sm_80", "-o", str(tmp_path / "b")]) == 0
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["ops.sm_80.ptx"]
+    assert main(["compile", str(source), "--emit", "ptx", "--no-project", "-o", str(tmp_path / "c")]) == 0
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == sorted(f"ops.{a}.ptx" for a in DEFAULT_ARCHS)
+
+
+def test_oxide_archs_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    from oxide_build.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["archs", "--help"])
+    out = capsys.readouterr().out
+    assert "Print the archs a build of PROJECT compiles for" in out and "PROJECT" in out
