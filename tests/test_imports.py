@@ -67,12 +67,13 @@ def _imported_names(node: ast.AST, package: str) -> list[str]:
     return []
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(type_checking: bool = False) -> dict[str, set[str]]:
     """module -> the modules of ours that importing it, or calling into it, may execute.
 
     Function-local imports count. Importing ``a.b.c`` executes ``a`` and ``a.b`` first, so
     those are edges too, except towards the importer's own enclosing packages (already being
-    executed when the importer runs).
+    executed when the importer runs). ``type_checking``: the imports under ``if
+    TYPE_CHECKING:`` count too (what a module's types depend on).
     """
     modules = _modules()
     graph: dict[str, set[str]] = {name: set() for name in modules}
@@ -80,7 +81,7 @@ def import_graph() -> dict[str, set[str]]:
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         own_packages = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        skipped = _type_checking_only(tree)
+        skipped = set() if type_checking else _type_checking_only(tree)
         for node in ast.walk(tree):
             if node in skipped:
                 continue
@@ -164,6 +165,42 @@ def test_the_runtime_reaches_the_build_side_only_through_the_jit_hook() -> None:
     hook = ast.parse(_modules()[RUNTIME_TO_BUILD_HOOK].read_text(encoding="utf-8"))
     # lazily: not at module level, so that importing the runtime never loads the compiler
     assert not [n for n in hook.body if "oxide_build" in ast.unparse(n) and isinstance(n, (ast.Import, ast.ImportFrom))]
+
+
+def test_no_intrinsic_module_imports_the_frontend_or_the_lowering() -> None:
+    """An intrinsic sees the compiler through intrinsics/context.py's protocols only, types
+    included: the frontend and the lowering may change inside without touching it."""
+    graph = import_graph(type_checking=True)
+    edges = sorted(f"{v} -> {w}" for v, ws in graph.items() if v.startswith("oxide_build.intrinsics")
+                   for w in ws if w.startswith(("oxide_build.frontend", "oxide_build.lower")))
+    assert edges == []
+
+
+def test_building_ir_loads_no_llvmlite() -> None:
+    """The frontend and the passes run without llvmlite (``oxide compile --emit ir``, the
+    tools that read the IR): the intrinsic modules load it when a lowering first runs."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "sys.path.insert(0, 'tests')\n"
+        "from oxide.errors import OxideError\n"
+        "from oxide_build.compile import CompileOptions, build_ir\n"
+        "from ptx_snapshot import snapshot_modules\n"
+        "built = 0\n"
+        "for path, module, root in snapshot_modules():\n"
+        "    try:\n"
+        "        build_ir(path, module, CompileOptions(archs=('sm_90a',)), root=root)\n"
+        "        built += 1\n"
+        "    except OxideError:\n"
+        "        pass\n"
+        "assert built > 50, built\n"
+        "assert 'llvmlite' not in sys.modules, sorted(m for m in sys.modules if 'llvmlite' in m)\n"
+        "from oxide_build.intrinsics.lazy_llvm import LLVM_IR\n"
+        "assert LLVM_IR.IntType(32) is LLVM_IR.IntType(32) and 'llvmlite.ir' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
 def test_the_graph_sees_function_local_and_relative_imports() -> None:

@@ -108,6 +108,10 @@ class TranslatorContext(ast.NodeVisitor):
     def loc(self, node: ast.AST) -> ir.Loc:
         return ir.Loc(getattr(node, "lineno", 0), getattr(node, "col_offset", 0) + 1)
 
+    def bounds_site(self, node: ast.AST, what: str) -> int:
+        """A new bounds-check error site of this kernel at ``node``."""
+        return self.builder.add_error_site("bounds", self.kernel_name, self.module, node, what)
+
     def expr(self, node: ast.expr) -> ir.Expr:
         result = self.visit(node)
         assert result is not None

@@ -8,7 +8,12 @@ arrays, fences), ``vector.py`` (the view methods ``load2/4``, ``store2/4``), ``w
 ``mma.py`` (tensor-core fragments, ``mma.sync``, ``ldmatrix``, swizzle), ``cp_async.py`` (asynchronous global-to-shared
 copies), ``wgmma.py`` (sm_90a warpgroup MMA, ``warpgroup.*``, ``fence.proxy_async``), ``mbarrier.py`` (shared-memory
 barriers with transaction counts), ``tma.py`` (tensor-map copies), ``cluster.py`` (thread block clusters),
-``selection.py`` (the builtins ``min``, ``max``, ``abs``). Adding an
+``selection.py`` (the builtins ``min``, ``max``, ``abs``).
+
+A typing function sees the frontend as a ``context.TypingContext``, a lowering sees the LLVM
+lowering as a ``context.LoweringContext``: no intrinsic module imports ``frontend/`` or
+``lower/``, and none imports llvmlite when it loads (``lazy_llvm.py``), so building the IR
+needs no llvmlite. Adding an
 intrinsic to a group is an entry and its two functions in that group's
 module; a new group is a new module listed in ``GROUPS`` below. The language's stub goes in
 ``oxide/lang/intrinsics.py`` (the runtime package, which cannot import this one); document it

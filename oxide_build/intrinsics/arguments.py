@@ -1,8 +1,7 @@
 """Checks of an intrinsic call's arguments that several groups share: their number, a number,
 its keywords, keyword arguments for positional parameters.
-(A compile-time integer or string is the translator's ``const_int`` / ``const_str``, an element
-type its ``element_type``: the registry imports nothing of the frontend, which imports the
-registry.)"""
+(A compile-time integer or string is the typing context's ``const_int`` / ``const_str``, an
+element type its ``element_type``: context.py's ``TypingContext``, which the frontend implements.)"""
 from __future__ import annotations
 
 import ast
@@ -12,20 +11,20 @@ from ..ir import nodes as ir
 from ..ir.types import as_scalar, type_name
 
 if TYPE_CHECKING:
-    from ..frontend.translate import FunctionTranslator
+    from .context import TypingContext
     from .entry import IntrinsicInfo
 
 __all__ = ["check_arg_count", "scalar_arg", "keyword_args", "keywords_in_place"]
 
 
-def check_arg_count(tr: FunctionTranslator, node: ast.Call, n: int | tuple[int, int], name: str) -> None:
+def check_arg_count(tr: TypingContext, node: ast.Call, n: int | tuple[int, int], name: str) -> None:
     lo, hi = (n, n) if isinstance(n, int) else n
     if not lo <= len(node.args) <= hi:
         want = str(lo) if lo == hi else f"{lo} to {hi}"
         raise tr.error(node, f"oxide.{name}() takes {want} argument(s), got {len(node.args)}")
 
 
-def scalar_arg(tr: FunctionTranslator, node: ast.expr, what: str) -> ir.Expr:
+def scalar_arg(tr: TypingContext, node: ast.expr, what: str) -> ir.Expr:
     value = tr.materialize(tr.expr(node))
     if as_scalar(value.ty) is None:
         raise tr.error(node, f"{what} needs a number, got {type_name(value.ty)}")
@@ -34,7 +33,7 @@ def scalar_arg(tr: FunctionTranslator, node: ast.expr, what: str) -> ir.Expr:
     return tr.convert(value, scalar, node)
 
 
-def keyword_args(tr: FunctionTranslator, node: ast.Call, name: str, allowed: tuple[str, ...]) -> dict[str, ast.expr]:
+def keyword_args(tr: TypingContext, node: ast.Call, name: str, allowed: tuple[str, ...]) -> dict[str, ast.expr]:
     """The keyword arguments of a call that takes ``allowed``; any other, ``**kwargs`` or a
     repeated one is a located error."""
     found: dict[str, ast.expr] = {}
@@ -48,7 +47,7 @@ def keyword_args(tr: FunctionTranslator, node: ast.Call, name: str, allowed: tup
     return found
 
 
-def keywords_in_place(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ast.Call:
+def keywords_in_place(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ast.Call:
     """``node`` with the keyword arguments that name ``info.parameters`` moved to their
     positions (``shared.array(shape=(32, 32), dtype=f32)`` → ``shared.array((32, 32), f32)``)."""
     args = list(node.args)

@@ -16,8 +16,6 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
-from llvmlite import ir as ll
-
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
@@ -25,8 +23,11 @@ from ..ir.types import I32, TupleType, Type, VoidType, as_scalar, type_name
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
-    from ..frontend.translate import FunctionTranslator
-    from ..lower.llvm import FunctionLowering
+    from llvmlite import ir as ll
+
+    from .context import LoweringContext, TypingContext
+else:
+    from .lazy_llvm import LLVM_IR as ll
 
 __all__ = ["ENTRIES", "CONSTRAINT_TYPES", "asm_call", "instruction_call"]
 
@@ -42,7 +43,7 @@ _OPERAND = re.compile(r"\$(\$|\d+|\{)")
 _HINT = "constraints: 'r' (i32/u32), 'l' (i64/u64), 'h' (16-bit), 'f' (f32), 'd' (f64), 'n' (constant input)"
 
 
-def _pairs(tr: FunctionTranslator, node: ast.expr, what: str) -> list[tuple[ast.expr, ast.expr]]:
+def _pairs(tr: TypingContext, node: ast.expr, what: str) -> list[tuple[ast.expr, ast.expr]]:
     if not isinstance(node, (ast.Tuple, ast.List)):
         raise tr.error(node, f"ox.asm {what}= takes a tuple of (constraint, {'type' if what == 'outputs' else 'value'}) "
                        f"pairs, got {ast.unparse(node)}", f'e.g. {what}=(("{"=r" if what == "outputs" else "r"}", '
@@ -55,7 +56,7 @@ def _pairs(tr: FunctionTranslator, node: ast.expr, what: str) -> list[tuple[ast.
     return pairs
 
 
-def _constraint(tr: FunctionTranslator, node: ast.expr, output: bool) -> str:
+def _constraint(tr: TypingContext, node: ast.expr, output: bool) -> str:
     text = tr.const_str(node)
     if text is None:
         raise tr.error(node, "an asm constraint must be a string constant", _HINT)
@@ -67,14 +68,14 @@ def _constraint(tr: FunctionTranslator, node: ast.expr, output: bool) -> str:
     return letter
 
 
-def _check_fits(tr: FunctionTranslator, node: ast.AST, letter: str, st: ScalarType, what: str) -> None:
+def _check_fits(tr: TypingContext, node: ast.AST, letter: str, st: ScalarType, what: str) -> None:
     allowed, says = CONSTRAINT_TYPES[letter]
     if st.name not in allowed:
         raise tr.error(node, f"asm constraint {letter!r} takes {says}; {what} is {st.name}",
                        "convert the value, or use the constraint of its type: " + _HINT)
 
 
-def _type_asm(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_asm(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     if not tr.unsafe_depth:
         raise tr.error(node, "ox.asm is allowed only inside `with ox.unsafe():`",
                        "the compiler cannot check inline PTX: mark the block unsafe")
@@ -131,20 +132,20 @@ def _type_asm(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir
     return ir.Intrinsic(info.name, args, ty, tr.loc(node), options=(template, constraint))
 
 
-def asm_call(fl: FunctionLowering, template: str, constraint: str, ret: ll.Type, args: list[ll.Value]) -> ll.Value:
+def asm_call(fl: LoweringContext, template: str, constraint: str, ret: ll.Type, args: list[ll.Value]) -> ll.Value:
     """An inline-asm call, side-effecting and convergent (its text may be a warp-wide
     instruction: shfl, mma, ldmatrix). Shared with the tensor-core group's libNVVM forms."""
     fnty = ll.FunctionType(ret, [a.type for a in args])
     return fl.b.call(ll.InlineAsm(fnty, template, constraint, side_effect=True), args, attrs=("convergent",))
 
 
-def instruction_call(fl: FunctionLowering, ptx: str, intrinsic: str, convergent: bool = False) -> ll.Value:
+def instruction_call(fl: LoweringContext, ptx: str, intrinsic: str, convergent: bool = False) -> ll.Value:
     """An instruction without operands: the NVPTX intrinsic ``intrinsic`` for LLVM's NVPTX, the
     text ``ptx`` as inline PTX (with a memory clobber) where libNVVM compiles the module, which
     lacks most of these intrinsics."""
-    if fl.parent.libnvvm:
+    if fl.libnvvm:
         return asm_call(fl, ptx, "~{memory}", ll.VoidType(), [])
-    fn = fl.parent.intrinsic(intrinsic, ll.VoidType(), [])
+    fn = fl.intrinsic(intrinsic, ll.VoidType(), [])
     if convergent:
         fn.attributes.add("convergent")
     return fl.b.call(fn, [])
@@ -154,7 +155,7 @@ def _is_16bit_float(t: ll.Type) -> bool:
     return isinstance(t, ll.HalfType) or str(t) == "bfloat"
 
 
-def _lower_asm(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_asm(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     template, constraint = e.options
     b = fl.b
     # f16/bf16 travel in 16-bit integer registers ("h"), as CUDA C++ passes __half

@@ -8,8 +8,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Callable
 
-from llvmlite import ir as ll
-
 from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
@@ -19,8 +17,11 @@ from .entry import IntrinsicInfo
 from .warp import combine
 
 if TYPE_CHECKING:
-    from ..frontend.translate import FunctionTranslator
-    from ..lower.llvm import FunctionLowering
+    from llvmlite import ir as ll
+
+    from .context import LoweringContext, TypingContext
+else:
+    from .lazy_llvm import LLVM_IR as ll
 
 __all__ = ["ENTRIES", "ATOMIC_SCOPES"]
 
@@ -33,7 +34,7 @@ ATOMIC_RMW = {"add": "add", "exch": "xchg", "and_": "and", "or_": "or", "xor": "
               "inc": "uinc_wrap", "dec": "udec_wrap"}
 
 
-def _type_atomic(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_atomic(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     name, op = info.name, info.op
     nvals = 2 if op == "cas" else 1
     last = node.args[-1] if len(node.args) == 3 + nvals else None
@@ -75,7 +76,7 @@ def _type_atomic(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) ->
     return ir.Intrinsic(name, [target, index, *values], elem, tr.loc(node), site, scope)
 
 
-def _atomic_scope(tr: FunctionTranslator, node: ast.Call, name: str) -> str:
+def _atomic_scope(tr: TypingContext, node: ast.Call, name: str) -> str:
     """The PTX scope of ``scope=`` ("gpu" without one): a string literal or a module-level
     string constant."""
     spellings = ", ".join(f'"{s}"' for s in ATOMIC_SCOPES)
@@ -95,7 +96,7 @@ def _atomic_scope(tr: FunctionTranslator, node: ast.Call, name: str) -> str:
     return scope
 
 
-def _lower_atomic(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_atomic(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     """Device scope ("gpu", the default) is LLVM's ``atomicrmw``/``cmpxchg`` (a plain ``atom``,
     whose scope is .gpu). Block and system scope are inline PTX (``atom.cta``/``atom.sys``):
     LLVM's NVPTX backend drops ``syncscope`` from ``atomicrmw`` and libNVVM drops it from both."""
@@ -124,14 +125,14 @@ def _lower_atomic(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) ->
     return _rmw(fl, op, ptr, value, elem, e.scope)
 
 
-def _rmw(fl: FunctionLowering, op: str, ptr: ll.Value, value: ll.Value, elem: ScalarType, scope: str) -> ll.Value:
+def _rmw(fl: LoweringContext, op: str, ptr: ll.Value, value: ll.Value, elem: ScalarType, scope: str) -> ll.Value:
     """``atom.<op>`` of an integer, or a float add."""
     if scope == "gpu":
         if op in ("min", "max"):
             rmw = ("u" if elem.kind == "uint" else "") + op
         else:
             rmw = "fadd" if elem.kind == "float" else ATOMIC_RMW[op]
-        if rmw in NVVM_ATOMIC_INTRINSICS and fl.parent.dialect.is_nvvm:
+        if rmw in NVVM_ATOMIC_INTRINSICS and fl.nvvm_dialect:
             return _nvvm_atomic(fl, rmw, ptr, value)
         return fl.b.atomic_rmw(rmw, ptr, value, _ordering(scope))
     if op in ("add", "inc", "dec"):
@@ -148,26 +149,26 @@ def _rmw(fl: FunctionLowering, op: str, ptr: ll.Value, value: ll.Value, elem: Sc
 NVVM_ATOMIC_INTRINSICS = {"fadd": "add", "uinc_wrap": "inc.32", "udec_wrap": "dec.32"}
 
 
-def _nvvm_atomic(fl: FunctionLowering, rmw: str, ptr: ll.Value, value: ll.Value) -> ll.Value:
+def _nvvm_atomic(fl: LoweringContext, rmw: str, ptr: ll.Value, value: ll.Value) -> ll.Value:
     bits = {"float": "f32", "double": "f64", "i32": "i32"}[str(value.type)]
     typed = "" if bits == "i32" else f".{bits}"
     name = f"llvm.nvvm.atomic.load.{NVVM_ATOMIC_INTRINSICS[rmw]}{typed}.p{ptr.type.addrspace}{bits}"
-    return fl.b.call(fl.parent.intrinsic(name, value.type, [ptr.type, value.type]), [ptr, value])
+    return fl.b.call(fl.intrinsic(name, value.type, [ptr.type, value.type]), [ptr, value])
 
 
-def _cas(fl: FunctionLowering, ptr: ll.Value, cmp: ll.Value, new: ll.Value, scope: str) -> ll.Value:
+def _cas(fl: LoweringContext, ptr: ll.Value, cmp: ll.Value, new: ll.Value, scope: str) -> ll.Value:
     """Compare-and-swap of integers at an integer pointer; the old value."""
     if scope != "gpu":
         return _ptx_atom(fl, f"cas.b{cmp.type.width}", ptr, [cmp, new], scope)
     return fl.b.extract_value(fl.b.cmpxchg(ptr, cmp, new, _ordering(scope), "monotonic"), 0)
 
 
-def _float_min_max(fl: FunctionLowering, op: str, ptr: ll.Value, value: ll.Value, elem: ScalarType, scope: str) -> ll.Value:
+def _float_min_max(fl: LoweringContext, op: str, ptr: ll.Value, value: ll.Value, elem: ScalarType, scope: str) -> ll.Value:
     """A compare-and-swap loop (PTX has no float atom.min/max)."""
     return _cas_loop(fl, op, ptr, elem, scope, lambda old: combine(fl, op, old, value, elem))
 
 
-def _half_atomic(fl: FunctionLowering, op: str, ptr: ll.Value, values: list[ll.Value], elem: ScalarType,
+def _half_atomic(fl: LoweringContext, op: str, ptr: ll.Value, values: list[ll.Value], elem: ScalarType,
                  scope: str) -> ll.Value:
     """An f16/bf16 atomic: PTX's f16 add, or a 16-bit CAS loop computing in f32."""
     b = fl.b
@@ -190,7 +191,7 @@ def _half_atomic(fl: FunctionLowering, op: str, ptr: ll.Value, values: list[ll.V
     return _cas_loop(fl, op, ptr, elem, scope, update)
 
 
-def _cas_loop(fl: FunctionLowering, op: str, ptr: ll.Value, elem: ScalarType, scope: str,
+def _cas_loop(fl: LoweringContext, op: str, ptr: ll.Value, elem: ScalarType, scope: str,
               update: Callable[[ll.Value], ll.Value]) -> ll.Value:
     """Replaces the element by ``update(old)`` with a compare-and-swap loop; stops without a
     write where the update leaves the element's bits as they are. The old value."""
@@ -221,7 +222,7 @@ def _ordering(scope: str) -> str:
     return {"cta": 'syncscope("block") ', "gpu": 'syncscope("device") ', "sys": ""}[scope] + "monotonic"
 
 
-def _ptx_atom(fl: FunctionLowering, op_type: str, ptr: ll.Value, values: list[ll.Value], scope: str) -> ll.Value:
+def _ptx_atom(fl: LoweringContext, op_type: str, ptr: ll.Value, values: list[ll.Value], scope: str) -> ll.Value:
     """``atom.<scope>.<space>.<op>.<type> $0, [$1], $2 (, $3)`` as inline PTX."""
     space = {0: "", 1: ".global", 3: ".shared"}[ptr.type.addrspace]  # 0: another block's (ox.cluster.map_shared)
     operands = ", ".join(f"${i + 2}" for i in range(len(values)))
@@ -231,19 +232,19 @@ def _ptx_atom(fl: FunctionLowering, op_type: str, ptr: ll.Value, values: list[ll
     return fl.b.asm(ftype, f"atom.{scope}{space}.{op_type} $0, [$1], {operands};", constraints, [ptr, *values], True)
 
 
-def _int_ptr(fl: FunctionLowering, ptr: ll.Value, elem: ScalarType) -> ll.Value:
+def _int_ptr(fl: LoweringContext, ptr: ll.Value, elem: ScalarType) -> ll.Value:
     """``ptr`` as a pointer to same-size integers (typed pointers, for libNVVM)."""
     if elem.kind != "float":
         return ptr
     return fl.b.bitcast(ptr, ll.PointerType(ll.IntType(elem.bits), ptr.type.addrspace))
 
 
-def _to_bits(fl: FunctionLowering, value: ll.Value) -> ll.Value:
+def _to_bits(fl: LoweringContext, value: ll.Value) -> ll.Value:
     width = {"half": 16, "bfloat": 16, "float": 32, "double": 64}.get(str(value.type))
     return fl.b.bitcast(value, ll.IntType(width)) if width else value
 
 
-def _from_bits(fl: FunctionLowering, value: ll.Value, elem: ScalarType) -> ll.Value:
+def _from_bits(fl: LoweringContext, value: ll.Value, elem: ScalarType) -> ll.Value:
     return fl.b.bitcast(value, fl.elem_type(elem)) if elem.kind == "float" else value
 
 

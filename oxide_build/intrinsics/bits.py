@@ -19,8 +19,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from llvmlite import ir as ll
-
 from oxide.lang.types import SCALAR_TYPES
 
 from ..ir import nodes as ir
@@ -29,18 +27,20 @@ from .arguments import check_arg_count, scalar_arg
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
-    from ..frontend.translate import FunctionTranslator
-    from ..lower.llvm import FunctionLowering
+    from llvmlite import ir as ll
+
+    from .context import LoweringContext, TypingContext
+else:
+    from .lazy_llvm import LLVM_IR as ll
 
 __all__ = ["ENTRIES"]
 
 U32 = SCALAR_TYPES["u32"]
-LL_I32 = ll.IntType(32)
 LLVM_NAMES = {"popc": "llvm.ctpop", "clz": "llvm.ctlz", "brev": "llvm.bitreverse"}
 FUNNEL_SHIFTS = ("funnelshift_l", "funnelshift_lc", "funnelshift_r", "funnelshift_rc")
 
 
-def _type_bits(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_bits(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 1, info.name)
     value = scalar_arg(tr, node.args[0], info.name)
     st = as_scalar(value.ty)
@@ -52,26 +52,26 @@ def _type_bits(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     return ir.Intrinsic(info.name, [value], st if info.op == "brev" else I32, tr.loc(node))
 
 
-def _lower_bits(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_bits(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     value = fl.expr(e.args[0])
     t = value.type
     if info.op == "ffs":  # cttz(0) is the width (is_zero_poison false), and ffs(0) is 0
-        tz = fl.b.call(fl.parent.intrinsic(f"llvm.cttz.i{t.width}", t, [t, ll.IntType(1)]),
+        tz = fl.b.call(fl.intrinsic(f"llvm.cttz.i{t.width}", t, [t, ll.IntType(1)]),
                        [value, ll.Constant(ll.IntType(1), 0)])
         one_based = fl.b.add(tz, ll.Constant(t, 1))
         result = fl.b.select(fl.b.icmp_unsigned("==", value, ll.Constant(t, 0)), ll.Constant(t, 0), one_based)
-        return fl.b.trunc(result, LL_I32) if t.width == 64 else result
+        return fl.b.trunc(result, ll.IntType(32)) if t.width == 64 else result
     name = f"{LLVM_NAMES[info.op]}.i{t.width}"
     if info.op == "clz":  # is_zero_poison false: clz(0) is the width
-        result = fl.b.call(fl.parent.intrinsic(name, t, [t, ll.IntType(1)]), [value, ll.Constant(ll.IntType(1), 0)])
+        result = fl.b.call(fl.intrinsic(name, t, [t, ll.IntType(1)]), [value, ll.Constant(ll.IntType(1), 0)])
     else:
-        result = fl.b.call(fl.parent.intrinsic(name, t, [t]), [value])
+        result = fl.b.call(fl.intrinsic(name, t, [t]), [value])
     if info.op != "brev" and t.width == 64:
-        return fl.b.trunc(result, LL_I32)
+        return fl.b.trunc(result, ll.IntType(32))
     return result
 
 
-def _int32_arg(tr: FunctionTranslator, node: ast.expr, name: str, what: str) -> ir.Expr:
+def _int32_arg(tr: TypingContext, node: ast.expr, name: str, what: str) -> ir.Expr:
     """A 32-bit integer operand, given as an ``i32``/``u32`` value or a literal; read as ``u32``
     (CUDA's byte and funnel-shift intrinsics take ``unsigned int``)."""
     value = tr.expr(node)
@@ -87,25 +87,25 @@ def _int32_arg(tr: FunctionTranslator, node: ast.expr, name: str, what: str) -> 
     return value if st == U32 else ir.Cast(value, U32, tr.loc(node))
 
 
-def _type_byte_perm(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_byte_perm(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 3, info.name)
     args = [_int32_arg(tr, a, info.name, what) for a, what in zip(node.args, ("x", "y", "the selector"))]
     return ir.Intrinsic(info.name, args, U32, tr.loc(node))
 
 
-def _lower_byte_perm(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_byte_perm(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     args = [fl.expr(a) for a in e.args]
-    ftype = ll.FunctionType(LL_I32, [LL_I32] * 3)
+    ftype = ll.FunctionType(ll.IntType(32), [ll.IntType(32)] * 3)
     return fl.b.asm(ftype, "prmt.b32 $0, $1, $2, $3;", "=r,r,r,r", args, False)
 
 
-def _type_funnel(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_funnel(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 3, info.name)
     args = [_int32_arg(tr, a, info.name, what) for a, what in zip(node.args, ("lo", "hi", "the shift"))]
     return ir.Intrinsic(info.name, args, U32, tr.loc(node))
 
 
-def _lower_funnel(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_funnel(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     """``funnelshift_l(lo, hi, n)`` is the high word of ``(hi:lo) << n``: LLVM's
     ``fshl(hi, lo, n)``, which takes ``n`` mod 32; ``funnelshift_r`` the low word of
     ``(hi:lo) >> n``: ``fshr(hi, lo, n)``. The clamped forms give ``lo`` (left) or ``hi``
@@ -113,14 +113,14 @@ def _lower_funnel(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) ->
     b = fl.b
     lo, hi, n = (fl.expr(a) for a in e.args)
     left = info.op.startswith("funnelshift_l")
-    fn = fl.parent.intrinsic("llvm.fshl.i32" if left else "llvm.fshr.i32", LL_I32, [LL_I32] * 3)
+    fn = fl.intrinsic("llvm.fshl.i32" if left else "llvm.fshr.i32", ll.IntType(32), [ll.IntType(32)] * 3)
     shifted = b.call(fn, [hi, lo, n])
     if not info.op.endswith("c"):
         return shifted
-    return b.select(b.icmp_unsigned(">=", n, ll.Constant(LL_I32, 32)), lo if left else hi, shifted)
+    return b.select(b.icmp_unsigned(">=", n, ll.Constant(ll.IntType(32), 32)), lo if left else hi, shifted)
 
 
-def _type_bitcast(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_bitcast(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 2, info.name)
     target = tr.element_type(node.args[1])
     value = tr.expr(node.args[0])
@@ -138,13 +138,13 @@ def _type_bitcast(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -
     return ir.Intrinsic(info.name, [value], target, tr.loc(node))
 
 
-def _lower_bitcast(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_bitcast(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     target = as_scalar(e.ty)
     assert target is not None
     return fl.b.bitcast(fl.expr(e.args[0]), fl.elem_type(target))
 
 
-def _type_mulhi(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_mulhi(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 2, info.name)
     a, b = tr.expr(node.args[0]), tr.expr(node.args[1])
     a, b, ty = tr.unify(a, b, node, info.name)
@@ -154,7 +154,7 @@ def _type_mulhi(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> 
     return ir.Intrinsic(info.name, [a, b], ty, tr.loc(node))
 
 
-def _lower_mulhi(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_mulhi(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     """The product in twice the width, shifted down: LLVM's NVPTX backend makes it ``mul.hi``."""
     ty = as_scalar(e.ty)
     assert ty is not None

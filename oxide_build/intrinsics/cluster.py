@@ -36,8 +36,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from llvmlite import ir as ll
-
 from ..ir import nodes as ir
 from ..ir.types import I32, I64, ArrayType, VoidType, as_scalar, type_name
 from .arguments import check_arg_count
@@ -46,32 +44,34 @@ from .entry import IntrinsicInfo
 from .mbarrier import barrier_address, barrier_arguments, shared_address32
 
 if TYPE_CHECKING:
-    from ..frontend.translate import FunctionTranslator
-    from ..lower.llvm import FunctionLowering
+    from llvmlite import ir as ll
+
+    from .context import LoweringContext, TypingContext
+else:
+    from .lazy_llvm import LLVM_IR as ll
 
 __all__ = ["ENTRIES", "MAX_CLUSTER_BLOCKS", "cluster_rank_argument"]
 
-LL_I8, LL_I32, LL_I64 = ll.IntType(8), ll.IntType(32), ll.IntType(64)
 MAX_CLUSTER_BLOCKS = 16  # sm_90's non-portable maximum
 MIN_ARCH = "sm_90"  # IntrinsicInfo.min_arch of every entry here
 # op -> (the LLVM intrinsic's register name, the PTX register)
 REGISTERS = {"rank": ("ctarank", "%cluster_ctarank"), "num_blocks": ("nctarank", "%cluster_nctarank")}
 
 
-def _type_register(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_register(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 0, info.name)
     return ir.Intrinsic(info.name, [], I32, tr.loc(node))
 
 
-def _lower_register(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_register(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     name, register = REGISTERS[info.op]
-    if fl.parent.libnvvm:
-        return fl.b.asm(ll.FunctionType(LL_I32, []), f"mov.u32 $0, {register};", "=r", [], False)
-    fn = fl.parent.intrinsic(f"llvm.nvvm.read.ptx.sreg.cluster.{name}", LL_I32, [])
+    if fl.libnvvm:
+        return fl.b.asm(ll.FunctionType(ll.IntType(32), []), f"mov.u32 $0, {register};", "=r", [], False)
+    fn = fl.intrinsic(f"llvm.nvvm.read.ptx.sreg.cluster.{name}", ll.IntType(32), [])
     return fl.b.call(fn, [])
 
 
-def _type_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_sync(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 0, info.name)
     relaxed = False
     for k in node.keywords:
@@ -84,20 +84,20 @@ def _type_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     return ir.Intrinsic(info.name, [], VoidType(), tr.loc(node), options=("relaxed",) if relaxed else ())
 
 
-def _lower_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_sync(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     steps = {"sync": ("arrive", "wait"), "arrive": ("arrive.relaxed" if "relaxed" in e.options else "arrive",),
              "wait": ("wait",)}[info.op]
-    if fl.parent.libnvvm:
+    if fl.libnvvm:
         text = " ".join(f"barrier.cluster.{step};" for step in steps)
         return asm_call(fl, text, "~{memory}", ll.VoidType(), [])
     for step in steps:
-        fn = fl.parent.intrinsic(f"llvm.nvvm.barrier.cluster.{step}", ll.VoidType(), [])
+        fn = fl.intrinsic(f"llvm.nvvm.barrier.cluster.{step}", ll.VoidType(), [])
         fn.attributes.add("convergent")
         fl.b.call(fn, [])
-    return ll.Constant(LL_I32, 0)
+    return ll.Constant(ll.IntType(32), 0)
 
 
-def cluster_rank_argument(tr: FunctionTranslator, node: ast.expr, name: str, what: str) -> ir.Expr:
+def cluster_rank_argument(tr: TypingContext, node: ast.expr, name: str, what: str) -> ir.Expr:
     """A block's rank in the cluster, as an i32: an integer, a constant one from 0 to 15
     (checked here), any one below ``num_blocks()`` (checked at run time unless checks are off:
     another rank addresses no block, and the GPU faults). A failed check is reported like an
@@ -116,13 +116,12 @@ def cluster_rank_argument(tr: FunctionTranslator, node: ast.expr, name: str, wha
     if tr.bounds_check:
         loc = tr.loc(node)
         blocks = ir.Cast(ir.Intrinsic("cluster.num_blocks", [], I32, loc), I64, loc)
-        site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node,
-                                         f"the cluster rank {ast.unparse(node)} of {what} (below ox.cluster.num_blocks())")
+        site = tr.bounds_site(node, f"the cluster rank {ast.unparse(node)} of {what} (below ox.cluster.num_blocks())")
         rank = ir.Intrinsic("checked_index", [rank, blocks], I64, loc, site)
     return ir.Cast(rank, I32, tr.loc(node))
 
 
-def _type_map_shared(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_map_shared(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 2, info.name)
     arr = tr.expr(node.args[0])
     ty = arr.ty
@@ -139,32 +138,32 @@ def _type_map_shared(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call
     return ir.Intrinsic(info.name, [arr, rank], mapped, tr.loc(node))
 
 
-def _lower_map_shared(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_map_shared(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     """The generic address of the mapped array's first element in the other block (its length
-    is the source's: ``FunctionLowering.view``)."""
+    is the source's: ``LoweringContext.view``)."""
     arr, rank = e.args
     assert isinstance(arr.ty, ArrayType)
     b = fl.b
     local = fl.view(arr).ptr
-    generic = b.addrspacecast(b.bitcast(local, ll.PointerType(LL_I8, 3)), ll.PointerType(LL_I8))
-    if fl.parent.libnvvm:
-        address = b.asm(ll.FunctionType(LL_I64, [LL_I64, LL_I32]), "mapa.u64 $0, $1, $2;", "=l,l,r",
-                        [b.ptrtoint(generic, LL_I64), fl.expr(rank)], False)
-        remote = b.inttoptr(address, ll.PointerType(LL_I8))
+    generic = b.addrspacecast(b.bitcast(local, ll.PointerType(ll.IntType(8), 3)), ll.PointerType(ll.IntType(8)))
+    if fl.libnvvm:
+        address = b.asm(ll.FunctionType(ll.IntType(64), [ll.IntType(64), ll.IntType(32)]), "mapa.u64 $0, $1, $2;", "=l,l,r",
+                        [b.ptrtoint(generic, ll.IntType(64)), fl.expr(rank)], False)
+        remote = b.inttoptr(address, ll.PointerType(ll.IntType(8)))
     else:
-        fn = fl.parent.intrinsic("llvm.nvvm.mapa", ll.PointerType(LL_I8), [ll.PointerType(LL_I8), LL_I32])
+        fn = fl.intrinsic("llvm.nvvm.mapa", ll.PointerType(ll.IntType(8)), [ll.PointerType(ll.IntType(8)), ll.IntType(32)])
         remote = b.call(fn, [generic, fl.expr(rank)])
     return b.bitcast(remote, ll.PointerType(fl.elem_type(arr.ty.elem)))
 
 
-def _type_mbarrier_arrive(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_mbarrier_arrive(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 2, info.name)
     bar = barrier_arguments(tr, node.args[0], info.name)
     rank = cluster_rank_argument(tr, node.args[1], info.name, f"oxide.{info.name}({ast.unparse(node.args[0])}, ...)")
     return ir.Intrinsic(info.name, [*bar, rank], VoidType(), tr.loc(node))
 
 
-def _lower_mbarrier_arrive(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_mbarrier_arrive(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     bars, index, rank = e.args
     bar = barrier_address(fl, bars, index)
     # the braces keep the register local to this copy of the text

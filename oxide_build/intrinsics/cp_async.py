@@ -16,8 +16,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from llvmlite import ir as ll
-
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp
 from ..ir.types import I32, I64, ArrayType, ViewType, VoidType, as_scalar, type_name
@@ -26,16 +24,18 @@ from .asm import asm_call, instruction_call
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
-    from ..frontend.translate import FunctionTranslator
-    from ..lower.llvm import FunctionLowering
+    from llvmlite import ir as ll
+
+    from .context import LoweringContext, TypingContext
+else:
+    from .lazy_llvm import LLVM_IR as ll
 
 __all__ = ["ENTRIES"]
 
-LL_I32, LL_I64 = ll.IntType(32), ll.IntType(64)
 SIZES = (4, 8, 16)
 
 
-def _index(tr: FunctionTranslator, node: ast.expr, what: str) -> ir.Expr:
+def _index(tr: TypingContext, node: ast.expr, what: str) -> ir.Expr:
     value = tr.materialize(tr.expr(node))
     st = as_scalar(value.ty)
     if st is None or st.kind not in ("int", "uint"):
@@ -43,16 +43,16 @@ def _index(tr: FunctionTranslator, node: ast.expr, what: str) -> ir.Expr:
     return tr.convert(value, I64, node)
 
 
-def _checked(tr: FunctionTranslator, node: ast.Call, index: ir.Expr, count: int, length: ir.Expr, what: str) -> ir.Expr:
+def _checked(tr: TypingContext, node: ast.Call, index: ir.Expr, count: int, length: ir.Expr, what: str) -> ir.Expr:
     if not tr.bounds_check:
         return ir.Const(0, I64, index.loc)
     loc = index.loc
-    site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node, what)
+    site = tr.bounds_site(node, what)
     last = ir.BinOp(BinaryOp.ADD, index, ir.Const(count - 1, I64, loc), I64, loc)
     return ir.Intrinsic("checked_index", [last, length], I64, loc, site)
 
 
-def _type_copy(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_copy(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 5, info.name)
     dst_node, dst_index_node, src_node, src_index_node, size_node = node.args
     dst = tr.expr(dst_node)
@@ -101,7 +101,7 @@ def _type_copy(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     return ir.Intrinsic(info.name, args, VoidType(), loc, options=(cache, str(nbytes)))
 
 
-def _lower_copy(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_copy(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     b = fl.b
     cache, nbytes = e.options
     dst, dst_index, src, src_index, dst_check, src_check, *src_bytes = e.args
@@ -114,29 +114,29 @@ def _lower_copy(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> l
     if sptr.type.addrspace != 1:
         sptr = b.addrspacecast(sptr, ll.PointerType(fl.elem_type(view.elem), 1))
     extra = [fl.expr(src_bytes[0])] if src_bytes else []
-    if fl.parent.libnvvm:
+    if fl.libnvvm:
         text = f"cp.async.{cache}.shared.global [$0], [$1], {nbytes}" + (", $2;" if extra else ";")
-        args = [b.ptrtoint(dptr, LL_I64), b.ptrtoint(sptr, LL_I64), *extra]
+        args = [b.ptrtoint(dptr, ll.IntType(64)), b.ptrtoint(sptr, ll.IntType(64)), *extra]
         asm_call(fl, text, "l,l" + (",r" if extra else "") + ",~{memory}", ll.VoidType(), args)
     else:
         d8 = b.bitcast(dptr, ll.PointerType(ll.IntType(8), 3))
         s8 = b.bitcast(sptr, ll.PointerType(ll.IntType(8), 1))
         name = f"llvm.nvvm.cp.async.{cache}.shared.global.{nbytes}" + (".s" if extra else "")
-        fn = fl.parent.intrinsic(name, ll.VoidType(), [d8.type, s8.type, *(v.type for v in extra)])
+        fn = fl.intrinsic(name, ll.VoidType(), [d8.type, s8.type, *(v.type for v in extra)])
         b.call(fn, [d8, s8, *extra])
-    return ll.Constant(LL_I32, 0)
+    return ll.Constant(ll.IntType(32), 0)
 
 
-def _type_commit(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_commit(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 0, info.name)
     return ir.Intrinsic(info.name, [], VoidType(), tr.loc(node))
 
 
-def _lower_commit(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_commit(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     return instruction_call(fl, "cp.async.commit_group;", "llvm.nvvm.cp.async.commit.group")
 
 
-def _type_wait(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_wait(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 1, info.name)
     n = tr.const_int(node.args[0])
     if n is None or not 0 <= n <= 7:
@@ -145,12 +145,12 @@ def _type_wait(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     return ir.Intrinsic(info.name, [], VoidType(), tr.loc(node), options=(str(n),))
 
 
-def _lower_wait(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_wait(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     n = int(e.options[0])
-    if fl.parent.libnvvm:
+    if fl.libnvvm:
         return asm_call(fl, f"cp.async.wait_group {n};", "~{memory}", ll.VoidType(), [])
-    fn = fl.parent.intrinsic("llvm.nvvm.cp.async.wait.group", ll.VoidType(), [LL_I32])
-    return fl.b.call(fn, [ll.Constant(LL_I32, n)])
+    fn = fl.intrinsic("llvm.nvvm.cp.async.wait.group", ll.VoidType(), [ll.IntType(32)])
+    return fl.b.call(fn, [ll.Constant(ll.IntType(32), n)])
 
 
 ENTRIES = [

@@ -14,16 +14,15 @@ if TYPE_CHECKING:
 
     from llvmlite import ir as ll
 
-    from ..frontend.translate import FunctionTranslator
     from ..ir import nodes as ir
-    from ..lower.llvm import FunctionLowering
+    from .context import LoweringContext, TypingContext
 
 __all__ = ["IntrinsicInfo", "Typing", "Lowering"]
 
 # typing: checks a call's arguments and makes its ir.Intrinsic (the result type decided)
-Typing = Callable[["FunctionTranslator", "IntrinsicInfo", "ast.Call"], "ir.Expr"]
+Typing = Callable[["TypingContext", "IntrinsicInfo", "ast.Call"], "ir.Expr"]
 # lowering: the LLVM value of an ir.Intrinsic of this entry
-Lowering = Callable[["FunctionLowering", "IntrinsicInfo", "ir.Intrinsic"], "ll.Value"]
+Lowering = Callable[["LoweringContext", "IntrinsicInfo", "ir.Intrinsic"], "ll.Value"]
 
 
 @dataclass(frozen=True)

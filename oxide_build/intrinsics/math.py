@@ -9,20 +9,20 @@ import ast
 import math
 from typing import TYPE_CHECKING, Callable
 
-from llvmlite import ir as ll
-
 from ..ir import nodes as ir
 from ..ir.types import BOOL, F32, F64, I64, ViewType, as_scalar, type_name
 from .arguments import check_arg_count
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
-    from ..frontend.translate import FunctionTranslator
-    from ..lower.llvm import FunctionLowering
+    from llvmlite import ir as ll
+
+    from .context import LoweringContext, TypingContext
+else:
+    from .lazy_llvm import LLVM_IR as ll
 
 __all__ = ["ENTRIES"]
 
-LL_I32 = ll.IntType(32)
 MATH_UNARY = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh",
               "erf", "abs", "floor", "ceil", "trunc", "round")
 MATH_BINARY = ("pow", "min", "max", "atan2", "fmod")
@@ -92,7 +92,7 @@ def _fold_constant(op: str, values: list[ir.Expr], loc: ir.Loc) -> ir.Const | No
     return ir.Const(value, F64, loc, weak=True)
 
 
-def _type_math(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_math(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     name, op = info.name, info.op
     loc = tr.loc(node)
     nargs = 3 if op == "fma" else 2 if op in MATH_BINARY else 1
@@ -125,7 +125,7 @@ def _type_math(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     return ir.Intrinsic(name, args, ty, loc)
 
 
-def _type_fast(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_fast(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     """The f32-only fast forms: f16/bf16, integers and literals convert to f32 (as CUDA's
     implicit conversions do); an f64 would lose precision silently, so it is an error."""
     check_arg_count(tr, node, 2 if info.op in FAST_BINARY else 1, info.name)
@@ -145,14 +145,14 @@ def _type_fast(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     return ir.Intrinsic(info.name, args, F32, tr.loc(node))
 
 
-def _lower_fast(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_fast(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     args = [fl.expr(a) for a in e.args]
     t = ll.FloatType()
     name = FAST_UNARY.get(info.op) or FAST_BINARY[info.op]
-    return fl.b.call(fl.parent.intrinsic(name, t, [t] * len(args)), args)
+    return fl.b.call(fl.intrinsic(name, t, [t] * len(args)), args)
 
 
-def _type_rcp(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_rcp(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 1, info.name)
     value = tr.expr(node.args[0])
     st = as_scalar(value.ty)
@@ -162,13 +162,13 @@ def _type_rcp(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir
     return ir.Intrinsic(info.name, [tr.convert(value, ty, node.args[0])], ty, tr.loc(node))
 
 
-def _lower_rcp(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_rcp(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     value = fl.expr(e.args[0])
     name = RCP[e.ty == F64]
-    return fl.b.call(fl.parent.intrinsic(name, value.type, [value.type]), [value])
+    return fl.b.call(fl.intrinsic(name, value.type, [value.type]), [value])
 
 
-def _lower_math(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_math(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     b = fl.b
     op = info.op
     args = [fl.expr(a) for a in e.args]
@@ -185,22 +185,22 @@ def _lower_math(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> l
     is64 = st.bits == 64
     t = args[0].type
     if op == "fma":
-        fn = fl.parent.intrinsic(f"llvm.fma.{'f64' if is64 else 'f32'}", t, [t, t, t])
+        fn = fl.intrinsic(f"llvm.fma.{'f64' if is64 else 'f32'}", t, [t, t, t])
         return b.call(fn, args)
     if op in LIBDEVICE_PRED:
         name = LIBDEVICE_PRED[op][is64]
-        r = b.call(fl.parent.intrinsic(name, LL_I32, [t]), args)
-        return b.icmp_unsigned("!=", r, ll.Constant(LL_I32, 0))
+        r = b.call(fl.intrinsic(name, ll.IntType(32), [t]), args)
+        return b.icmp_unsigned("!=", r, ll.Constant(ll.IntType(32), 0))
     if op in LIBDEVICE_BINARY:
         name = LIBDEVICE_BINARY[op][is64]
-        return b.call(fl.parent.intrinsic(name, t, [t, t]), args)
-    if op == "sqrt" and not fl.parent.fast_math:  # IEEE-rounded, like nvcc's default -prec-sqrt=true
-        return b.call(fl.parent.intrinsic(f"llvm.sqrt.{'f64' if is64 else 'f32'}", t, [t]), args)
-    if fl.parent.fast_math and not is64 and op in LIBDEVICE_FAST:
+        return b.call(fl.intrinsic(name, t, [t, t]), args)
+    if op == "sqrt" and not fl.fast_math:  # IEEE-rounded, like nvcc's default -prec-sqrt=true
+        return b.call(fl.intrinsic(f"llvm.sqrt.{'f64' if is64 else 'f32'}", t, [t]), args)
+    if fl.fast_math and not is64 and op in LIBDEVICE_FAST:
         name = LIBDEVICE_FAST[op]
     else:
         name = LIBDEVICE_UNARY[op][is64]
-    return b.call(fl.parent.intrinsic(name, t, [t]), args)
+    return b.call(fl.intrinsic(name, t, [t]), args)
 
 
 ENTRIES = [

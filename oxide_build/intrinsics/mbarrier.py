@@ -27,8 +27,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from llvmlite import ir as ll
-
 from oxide.lang.types import u64
 
 from ..ir import nodes as ir
@@ -38,16 +36,18 @@ from .asm import asm_call
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
-    from ..frontend.translate import FunctionTranslator
-    from ..lower.llvm import FunctionLowering
+    from llvmlite import ir as ll
+
+    from .context import LoweringContext, TypingContext
+else:
+    from .lazy_llvm import LLVM_IR as ll
 
 __all__ = ["ENTRIES", "barrier_arguments", "barrier_address", "shared_address32"]
 
-LL_I1, LL_I32, LL_I64 = ll.IntType(1), ll.IntType(32), ll.IntType(64)
 MIN_ARCH = "sm_90"  # transaction counts, try_wait.parity, the init fence (init, arrive, inval: sm_80)
 
 
-def barrier_arguments(tr: FunctionTranslator, node: ast.expr, name: str) -> list[ir.Expr]:
+def barrier_arguments(tr: TypingContext, node: ast.expr, name: str) -> list[ir.Expr]:
     """``bars[k]`` (or ``bars`` of one barrier) as the IR arguments ``[bars, k]``, ``k``
     bounds-checked unless checks are off or it is a constant in range."""
     loc = tr.loc(node)
@@ -67,7 +67,7 @@ def barrier_arguments(tr: FunctionTranslator, node: ast.expr, name: str) -> list
             if not 0 <= int(index.value) < size:
                 raise tr.error(node.slice, f"barrier {index.value} is out of bounds of {size} barriers")
         elif tr.bounds_check:
-            site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node, ast.unparse(node))
+            site = tr.bounds_site(node, ast.unparse(node))
             index = ir.Intrinsic("checked_index", [index, ir.Const(size, I64, loc)], I64, loc, site)
         return [bars, index]
     bars = tr.expr(node)
@@ -79,18 +79,18 @@ def barrier_arguments(tr: FunctionTranslator, node: ast.expr, name: str) -> list
     return [bars, ir.Const(0, I64, loc)]
 
 
-def barrier_address(fl: FunctionLowering, bars: ir.Expr, index: ir.Expr) -> ll.Value:
+def barrier_address(fl: LoweringContext, bars: ir.Expr, index: ir.Expr) -> ll.Value:
     """The shared-memory address (``i64 addrspace(3)*``) of barrier ``index`` of ``bars``."""
     view = fl.view(bars)
-    return fl.b.gep(view.ptr, [fl.expr(index)], source_etype=LL_I64)
+    return fl.b.gep(view.ptr, [fl.expr(index)], source_etype=ll.IntType(64))
 
 
-def shared_address32(fl: FunctionLowering, ptr: ll.Value) -> ll.Value:
+def shared_address32(fl: LoweringContext, ptr: ll.Value) -> ll.Value:
     """A shared-memory pointer as the 32-bit address PTX's ``.shared`` operands take."""
-    return fl.b.ptrtoint(ptr, LL_I32)
+    return fl.b.ptrtoint(ptr, ll.IntType(32))
 
 
-def _byte_count(tr: FunctionTranslator, node: ast.expr, what: str) -> ir.Expr:
+def _byte_count(tr: TypingContext, node: ast.expr, what: str) -> ir.Expr:
     value = tr.materialize(tr.expr(node))
     st = as_scalar(value.ty)
     if st is None or st.kind not in ("int", "uint"):
@@ -100,7 +100,7 @@ def _byte_count(tr: FunctionTranslator, node: ast.expr, what: str) -> ir.Expr:
     return tr.convert(value, I32, node)
 
 
-def _type_array(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_array(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 1, info.name)
     n = tr.const_int(node.args[0])
     if n is None or n <= 0:
@@ -109,11 +109,11 @@ def _type_array(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> 
     return ir.Intrinsic(info.name, [], ArrayType("shared", u64, (n,), barrier=True), tr.loc(node))
 
 
-def _lower_allocation(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_allocation(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     raise AssertionError(f"{info.name} is allocated by its assignment, not lowered as a value")
 
 
-def _type_init(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_init(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 2, info.name)
     args = barrier_arguments(tr, node.args[0], info.name)
     count = tr.materialize(tr.expr(node.args[1]))
@@ -124,48 +124,48 @@ def _type_init(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     return ir.Intrinsic(info.name, [*args, tr.convert(count, I32, node.args[1])], VoidType(), tr.loc(node))
 
 
-def _lower_init(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_init(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     bars, index, count = e.args
     ptr = barrier_address(fl, bars, index)
-    if fl.parent.libnvvm:
+    if fl.libnvvm:
         return asm_call(fl, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", ll.VoidType(),
                         [shared_address32(fl, ptr), fl.expr(count)])
-    fn = fl.parent.intrinsic("llvm.nvvm.mbarrier.init.shared", ll.VoidType(), [ptr.type, LL_I32])
+    fn = fl.intrinsic("llvm.nvvm.mbarrier.init.shared", ll.VoidType(), [ptr.type, ll.IntType(32)])
     return fl.b.call(fn, [ptr, fl.expr(count)])
 
 
-def _type_barrier_only(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_barrier_only(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 1, info.name)
     return ir.Intrinsic(info.name, barrier_arguments(tr, node.args[0], info.name), VoidType(), tr.loc(node))
 
 
-def _lower_arrive(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_arrive(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     ptr = barrier_address(fl, *e.args)
-    if fl.parent.libnvvm:
+    if fl.libnvvm:
         return asm_call(fl, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", ll.VoidType(),
                         [shared_address32(fl, ptr)])
-    fn = fl.parent.intrinsic("llvm.nvvm.mbarrier.arrive.shared", LL_I64, [ptr.type])
+    fn = fl.intrinsic("llvm.nvvm.mbarrier.arrive.shared", ll.IntType(64), [ptr.type])
     fl.b.call(fn, [ptr])
-    return ll.Constant(LL_I32, 0)
+    return ll.Constant(ll.IntType(32), 0)
 
 
-def _lower_inval(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_inval(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     ptr = barrier_address(fl, *e.args)
-    if fl.parent.libnvvm:
+    if fl.libnvvm:
         return asm_call(fl, "mbarrier.inval.shared::cta.b64 [$0];", "r,~{memory}", ll.VoidType(),
                         [shared_address32(fl, ptr)])
-    fn = fl.parent.intrinsic("llvm.nvvm.mbarrier.inval.shared", ll.VoidType(), [ptr.type])
+    fn = fl.intrinsic("llvm.nvvm.mbarrier.inval.shared", ll.VoidType(), [ptr.type])
     return fl.b.call(fn, [ptr])
 
 
-def _type_tx(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_tx(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 2, info.name)
     args = barrier_arguments(tr, node.args[0], info.name)
     nbytes = _byte_count(tr, node.args[1], "the transaction byte count")
     return ir.Intrinsic(info.name, [*args, nbytes], VoidType(), tr.loc(node))
 
 
-def _lower_tx(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_tx(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     bars, index, nbytes = e.args
     ptr = barrier_address(fl, bars, index)
     text = ("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;" if info.op == "arrive_expect_tx"
@@ -173,7 +173,7 @@ def _lower_tx(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.
     return asm_call(fl, text, "r,r,~{memory}", ll.VoidType(), [shared_address32(fl, ptr), fl.expr(nbytes)])
 
 
-def _type_wait(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_wait(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 2, info.name)
     args = barrier_arguments(tr, node.args[0], info.name)
     phase = tr.materialize(tr.expr(node.args[1]))
@@ -192,19 +192,19 @@ def _type_wait(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     return ir.Intrinsic(info.name, [*args, phase], ty, tr.loc(node))  # type: ignore[arg-type]
 
 
-def _parity(fl: FunctionLowering, phase: ir.Expr) -> ll.Value:
-    return fl.b.and_(fl.expr(phase), ll.Constant(LL_I32, 1))
+def _parity(fl: LoweringContext, phase: ir.Expr) -> ll.Value:
+    return fl.b.and_(fl.expr(phase), ll.Constant(ll.IntType(32), 1))
 
 
-def _lower_try_wait(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_try_wait(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     bars, index, phase = e.args
     ptr = barrier_address(fl, bars, index)
     text = ("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; selp.u32 $0, 1, 0, p; }")
-    done = asm_call(fl, text, "=r,r,r,~{memory}", LL_I32, [shared_address32(fl, ptr), _parity(fl, phase)])
-    return fl.b.icmp_unsigned("!=", done, ll.Constant(LL_I32, 0))
+    done = asm_call(fl, text, "=r,r,r,~{memory}", ll.IntType(32), [shared_address32(fl, ptr), _parity(fl, phase)])
+    return fl.b.icmp_unsigned("!=", done, ll.Constant(ll.IntType(32), 0))
 
 
-def _lower_wait(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_wait(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     bars, index, phase = e.args
     ptr = barrier_address(fl, bars, index)
     # the labels are local to the braces, so every copy of this text may use the same names
@@ -213,12 +213,12 @@ def _lower_wait(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> l
     return asm_call(fl, text, "r,r,~{memory}", ll.VoidType(), [shared_address32(fl, ptr), _parity(fl, phase)])
 
 
-def _type_fence_init(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_fence_init(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 0, info.name)
     return ir.Intrinsic(info.name, [], VoidType(), tr.loc(node))
 
 
-def _lower_fence_init(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_fence_init(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     return asm_call(fl, "fence.mbarrier_init.release.cluster;", "~{memory}", ll.VoidType(), [])
 
 

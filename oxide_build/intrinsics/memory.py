@@ -8,8 +8,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from llvmlite import ir as ll
-
 from ..ir import nodes as ir
 from oxide.abi.views import ViewKind
 
@@ -19,10 +17,13 @@ from .asm import asm_call
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
-    from ..frontend.translate import FunctionTranslator
-    from ..lower.llvm import FunctionLowering
+    from llvmlite import ir as ll
 
-__all__ = ["ENTRIES", "FENCES", "volatile_load"]
+    from .context import LoweringContext, TypingContext
+else:
+    from .lazy_llvm import LLVM_IR as ll
+
+__all__ = ["ENTRIES", "FENCES"]
 
 FENCES = {"block": "llvm.nvvm.membar.cta", "device": "llvm.nvvm.membar.gl", "system": "llvm.nvvm.membar.sys"}
 
@@ -30,7 +31,7 @@ FENCES = {"block": "llvm.nvvm.membar.cta", "device": "llvm.nvvm.membar.gl", "sys
 SWIZZLES = (32, 64, 128)  # the row widths in bytes a shared array may be swizzled by (wgmma, TMA)
 
 
-def _swizzle(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> int:
+def _swizzle(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> int:
     """``swizzle=`` of ``shared.array`` / ``shared.dynamic``: 0 (none), 32, 64 or 128."""
     swizzle = 0
     for k in node.keywords:
@@ -46,7 +47,7 @@ def _swizzle(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> int
     return swizzle
 
 
-def _type_array(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_array(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 2, info.name)
     swizzle = _swizzle(tr, info, node)
     shape_node = node.args[0]
@@ -68,7 +69,7 @@ def _type_array(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> 
                         tr.loc(node))
 
 
-def _type_dynamic(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_dynamic(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 1, info.name)
     swizzle = _swizzle(tr, info, node)
     elem = tr.array_element_type(node.args[0])
@@ -76,29 +77,29 @@ def _type_dynamic(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -
                         tr.loc(node))
 
 
-def _lower_allocation(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_allocation(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     # an array is a statement's value (``buf = shared.array(...)``), which lower/llvm.py allocates
     raise AssertionError(f"{info.name} is allocated by its assignment, not lowered as a value")
 
 
-def _type_fence(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_fence(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 0, info.name)
     return ir.Intrinsic(info.name, [], VoidType(), tr.loc(node))
 
 
-def _lower_fence(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
-    return fl.b.call(fl.parent.intrinsic(FENCES[info.op], ll.VoidType(), []), [])
+def _lower_fence(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    return fl.b.call(fl.intrinsic(FENCES[info.op], ll.VoidType(), []), [])
 
 
-def _lower_proxy_fence(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_proxy_fence(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     """``fence.proxy.async.shared::cta``: this thread's ordinary shared-memory writes become
     visible to the async proxy (wgmma, TMA) that reads them after the next barrier."""
-    if fl.parent.libnvvm:  # libNVVM has no such intrinsic
+    if fl.libnvvm:  # libNVVM has no such intrinsic
         return asm_call(fl, "fence.proxy.async.shared::cta;", "~{memory}", ll.VoidType(), [])
-    return fl.b.call(fl.parent.intrinsic("llvm.nvvm.fence.proxy.async.shared_cta", ll.VoidType(), []), [])
+    return fl.b.call(fl.intrinsic("llvm.nvvm.fence.proxy.async.shared_cta", ll.VoidType(), []), [])
 
 
-def _type_volatile(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_volatile(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     is_store = info.op == "store"
     check_arg_count(tr, node, 3 if is_store else 2, info.name)
     target = tr.expr(node.args[0])
@@ -128,33 +129,7 @@ def _type_volatile(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) 
     return ir.Intrinsic(info.name, [target, index], elem, tr.loc(node), site)
 
 
-class _VolatileLoad(ll.LoadInstr):  # type: ignore[misc]
-    """``load volatile`` (llvmlite prints no ``volatile``)."""
-
-    def descr(self, buf: list[str]) -> None:
-        text: list[str] = []
-        super().descr(text)
-        buf.append("".join(text).replace("load ", "load volatile ", 1))
-
-
-class _VolatileStore(ll.StoreInstr):  # type: ignore[misc]
-    """``store volatile``."""
-
-    def descr(self, buf: list[str]) -> None:
-        text: list[str] = []
-        super().descr(text)
-        buf.append("".join(text).replace("store ", "store volatile ", 1))
-
-
-def volatile_load(fl: FunctionLowering, ptr: ll.Value, ty: ll.Type, align: int) -> ll.Value:
-    """``load volatile ty, ptr``: a read that reaches memory every time (a poll)."""
-    load = _VolatileLoad(fl.b.block, ptr, typ=ty)
-    load.align = align
-    fl.b._insert(load)
-    return load
-
-
-def _lower_volatile(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_volatile(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     view = fl.view(e.args[0])
     idx = fl.index(e.args[1])
     if e.check_site is not None:
@@ -165,11 +140,9 @@ def _lower_volatile(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) 
         value = fl.expr(e.args[2])
         if view.elem.kind == "bool":
             value = fl.b.zext(value, ll.IntType(8))
-        store = _VolatileStore(fl.b.block, value, ptr)
-        store.align = align
-        fl.b._insert(store)
+        fl.volatile_store(value, ptr, align)
         return ll.Constant(ll.IntType(32), 0)
-    load = volatile_load(fl, ptr, fl.elem_type(view.elem), align)
+    load = fl.volatile_load(ptr, fl.elem_type(view.elem), align)
     if view.elem.kind == "bool":
         return fl.b.icmp_unsigned("!=", load, ll.Constant(ll.IntType(8), 0))
     return load

@@ -30,8 +30,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, NamedTuple
 
-from llvmlite import ir as ll
-
 from oxide.lang.types import SCALAR_TYPES
 
 from ..ir import nodes as ir
@@ -42,12 +40,14 @@ from .asm import asm_call
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
-    from ..frontend.translate import FunctionTranslator
-    from ..lower.llvm import FunctionLowering
+    from llvmlite import ir as ll
+
+    from .context import LoweringContext, TypingContext
+else:
+    from .lazy_llvm import LLVM_IR as ll
 
 __all__ = ["ENTRIES", "SHAPES", "Shape", "fragment_operand", "load_registers"]
 
-LL_I32 = ll.IntType(32)
 F32 = SCALAR_TYPES["f32"]
 
 
@@ -67,14 +67,14 @@ PTX_ELEMENT = {"f16": "f16", "bf16": "bf16", "f32": "tf32", "f8e4m3": "e4m3", "f
 ROLES = ("a", "b", "c")
 
 
-def _shape(tr: FunctionTranslator, node: ast.expr) -> str:
+def _shape(tr: TypingContext, node: ast.expr) -> str:
     shape = tr.const_str(node)
     if shape not in SHAPES:
         raise tr.error(node, f"unknown mma shape {ast.unparse(node)}", "shapes: " + ", ".join(repr(s) for s in SHAPES))
     return shape
 
 
-def _type_fragment(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_fragment(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     role = info.op[-1]
     fixed = 1 if role == "c" else 2
     check_arg_count(tr, node, (fixed, fixed + 1), info.name)
@@ -98,11 +98,11 @@ def _type_fragment(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) 
     return ir.Intrinsic(info.name, [], ArrayType("local", elem, dims, fragment=f"{role}:{shape}"), tr.loc(node))
 
 
-def _lower_allocation(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_allocation(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     raise AssertionError(f"{info.name} is allocated by its assignment, not lowered as a value")
 
 
-def fragment_operand(tr: FunctionTranslator, node: ast.expr) -> tuple[ir.Expr, ArrayType, int]:
+def fragment_operand(tr: TypingContext, node: ast.expr) -> tuple[ir.Expr, ArrayType, int]:
     """A fragment operand: a fragment (or a 16-bit local array), or ``frags[i]``, fragment ``i``
     (a compile-time index) of an array of them; gives the array, its type and the first element."""
     if isinstance(node, ast.Subscript):
@@ -130,14 +130,14 @@ def _fragment_size(ty: ArrayType) -> int:
     return ty.shape[-1]
 
 
-def _fragment(tr: FunctionTranslator, node: ast.expr, what: str) -> tuple[ir.Expr, ArrayType, int]:
+def _fragment(tr: TypingContext, node: ast.expr, what: str) -> tuple[ir.Expr, ArrayType, int]:
     value, ty, first = fragment_operand(tr, node)
     if ty.fragment is None:
         raise tr.error(node, f"{what} must be an mma fragment (ox.mma.fragment_{what[0]}), got {type_name(ty)}")
     return value, ty, first
 
 
-def _type_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_sync(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 4, info.name)
     args: list[ir.Expr] = []
     types: list[ArrayType] = []
@@ -161,37 +161,37 @@ def _type_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
                         options=(shape, types[1].elem.name, types[2].elem.name, *firsts))
 
 
-def _register_ptr(fl: FunctionLowering, array: ir.Expr) -> ll.Value:
+def _register_ptr(fl: LoweringContext, array: ir.Expr) -> ll.Value:
     ptr = fl.view(array).ptr
-    return fl.b.bitcast(ptr, ll.PointerType(LL_I32, ptr.type.addrspace))
+    return fl.b.bitcast(ptr, ll.PointerType(ll.IntType(32), ptr.type.addrspace))
 
 
-def load_registers(fl: FunctionLowering, array: ir.Expr, first: int, count: int,
+def load_registers(fl: LoweringContext, array: ir.Expr, first: int, count: int,
                     float_regs: bool = False) -> list[ll.Value]:
     """``count`` 32-bit registers of ``array`` from register ``first`` (f32 values when
     ``float_regs``, else raw 32-bit words: two 16-bit elements, or a tf32)."""
     b = fl.b
     view = fl.view(array)
     if float_regs:
-        return [b.load(b.gep(view.ptr, [ll.Constant(LL_I32, first + i)]), typ=ll.FloatType()) for i in range(count)]
+        return [b.load(b.gep(view.ptr, [ll.Constant(ll.IntType(32), first + i)]), typ=ll.FloatType()) for i in range(count)]
     ptr = _register_ptr(fl, array)
-    return [b.load(b.gep(ptr, [ll.Constant(LL_I32, first + i)]), typ=LL_I32) for i in range(count)]
+    return [b.load(b.gep(ptr, [ll.Constant(ll.IntType(32), first + i)]), typ=ll.IntType(32)) for i in range(count)]
 
 
-def _store_registers(fl: FunctionLowering, array: ir.Expr, values: list[ll.Value], first: int = 0) -> None:
+def _store_registers(fl: LoweringContext, array: ir.Expr, values: list[ll.Value], first: int = 0) -> None:
     b = fl.b
     ptr = fl.view(array).ptr if isinstance(values[0].type, ll.FloatType) else _register_ptr(fl, array)
     for i, v in enumerate(values):
-        b.store(v, b.gep(ptr, [ll.Constant(LL_I32, first + i)]))
+        b.store(v, b.gep(ptr, [ll.Constant(ll.IntType(32), first + i)]))
 
 
-def _declare(fl: FunctionLowering, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
-    fn = fl.parent.intrinsic(name, ret, args)
+def _declare(fl: LoweringContext, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
+    fn = fl.intrinsic(name, ret, args)
     fn.attributes.add("convergent")
     return fn
 
 
-def _lower_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_sync(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     b = fl.b
     shape, elem, elem_b, *firsts = e.options
     first_d, first_a, first_b, first_c = map(int, firsts)
@@ -204,7 +204,7 @@ def _lower_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> l
     rc = load_registers(fl, c, first_c, spec.c, float_regs=True)
     f32 = ll.FloatType()
     ptx_a, ptx_b = PTX_ELEMENT[elem], PTX_ELEMENT[elem_b]
-    if fl.parent.libnvvm:
+    if fl.libnvvm:
         regs = list(range(spec.c + regs_a + regs_b + spec.c))
         groups, at = [], 0
         for n in (spec.c, regs_a, regs_b, spec.c):
@@ -227,7 +227,7 @@ def _lower_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> l
         fn = _declare(fl, name, ll.LiteralStructType([f32] * spec.c), [v.type for v in args])
         result = b.call(fn, args)
     _store_registers(fl, d, [b.extract_value(result, i) for i in range(spec.c)], first_d)
-    return ll.Constant(LL_I32, 0)
+    return ll.Constant(ll.IntType(32), 0)
 
 
 # ldmatrix, stmatrix -------------------------------------------------------------------------
@@ -245,7 +245,7 @@ class MatrixRows(NamedTuple):
     checked: ir.Expr
 
 
-def _type_matrix_rows(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> MatrixRows:
+def _type_matrix_rows(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> MatrixRows:
     """The arguments of ``ldmatrix(dst..., smem, index, trans=False)`` and of
     ``stmatrix(src..., smem, index, trans=False)``: fragments or local arrays of 16-bit (or, not
     transposed, 8-bit) elements making 1, 2 or 4 registers, a shared array and this lane's row."""
@@ -300,35 +300,34 @@ def _type_matrix_rows(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Cal
     checked: ir.Expr = index
     if tr.bounds_check:  # this lane's row: 16 bytes from index
         row = 128 // smem.ty.elem.bits
-        site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node,
-                                         f"{op} row {ast.unparse(smem_node)}[{ast.unparse(index_node)} : +{row}]")
+        site = tr.bounds_site(node, f"{op} row {ast.unparse(smem_node)}[{ast.unparse(index_node)} : +{row}]")
         last = ir.BinOp(BinaryOp.ADD, index, ir.Const(row - 1, I64, loc), I64, loc)
         length = smem.ty.size if smem.ty.size is not None else 1 << 62
         checked = ir.Intrinsic("checked_index", [last, ir.Const(length, I64, loc)], I64, loc, site)
     return MatrixRows(fragments, places, registers, trans, smem, index, checked)
 
 
-def _type_matrix_copy(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_matrix_copy(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     rows = _type_matrix_rows(tr, info, node)
     return ir.Intrinsic(info.name, [*rows.fragments, rows.smem, rows.row_start, rows.checked], VoidType(), tr.loc(node),
                         options=(f"x{rows.registers}", "trans" if rows.trans else "", *rows.places))
 
 
-def _row_address(fl: FunctionLowering, smem: ir.Expr, index: ir.Expr, checked: ir.Expr) -> ll.Value:
+def _row_address(fl: LoweringContext, smem: ir.Expr, index: ir.Expr, checked: ir.Expr) -> ll.Value:
     """This lane's row in ``smem`` (a shared pointer), after its bounds check when there is one."""
     fl.expr(checked)
     view = fl.view(smem)
     return fl.b.gep(view.ptr, [fl.expr(index)], source_etype=fl.elem_type(view.elem))
 
 
-def _lower_ldmatrix(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_ldmatrix(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     b = fl.b
     count, trans, *places = e.options
     n = int(count[1:])
     *dsts, smem, index, checked = e.args
     ptr = _row_address(fl, smem, index, checked)
-    ret: ll.Type = LL_I32 if n == 1 else ll.LiteralStructType([LL_I32] * n)
-    if fl.parent.libnvvm:
+    ret: ll.Type = ll.IntType(32) if n == 1 else ll.LiteralStructType([ll.IntType(32)] * n)
+    if fl.libnvvm:
         outs = ", ".join(f"${i}" for i in range(n))
         text = f"ldmatrix.sync.aligned.m8n8.{count}{'.trans' if trans else ''}.shared.b16 {{{outs}}}, [${n}];"
         address = b.ptrtoint(ptr, ll.IntType(64))
@@ -336,7 +335,7 @@ def _lower_ldmatrix(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) 
     else:
         p8 = b.bitcast(ptr, ll.PointerType(ll.IntType(8), 3))
         name = f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.{count}{'.trans' if trans else ''}.b16"
-        fn = fl.parent.intrinsic(name, ret, [p8.type])
+        fn = fl.intrinsic(name, ret, [p8.type])
         fn.attributes.add("convergent")
         result = b.call(fn, [p8])
     regs = [result] if n == 1 else [b.extract_value(result, i) for i in range(n)]
@@ -345,10 +344,10 @@ def _lower_ldmatrix(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) 
         first, size = int(places[2 * i]), int(places[2 * i + 1])
         _store_registers(fl, dst, regs[at:at + size], first)
         at += size
-    return ll.Constant(LL_I32, 0)
+    return ll.Constant(ll.IntType(32), 0)
 
 
-def _lower_stmatrix(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_stmatrix(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     b = fl.b
     count, trans, *places = e.options
     n = int(count[1:])
@@ -357,7 +356,7 @@ def _lower_stmatrix(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) 
     regs: list[ll.Value] = []
     for i, src in enumerate(srcs):
         regs += load_registers(fl, src, int(places[2 * i]), int(places[2 * i + 1]))
-    if fl.parent.libnvvm:
+    if fl.libnvvm:
         ins = ", ".join(f"${i + 1}" for i in range(n))
         text = f"stmatrix.sync.aligned.m8n8.{count}{'.trans' if trans else ''}.shared.b16 [$0], {{{ins}}};"
         asm_call(fl, text, ",".join(["l"] + ["r"] * n) + ",~{memory}", ll.VoidType(),
@@ -365,14 +364,14 @@ def _lower_stmatrix(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) 
     else:
         p8 = b.bitcast(ptr, ll.PointerType(ll.IntType(8), 3))
         name = f"llvm.nvvm.stmatrix.sync.aligned.m8n8.{count}{'.trans' if trans else ''}.b16"
-        fn = _declare(fl, name, ll.VoidType(), [p8.type, *([LL_I32] * n)])
+        fn = _declare(fl, name, ll.VoidType(), [p8.type, *([ll.IntType(32)] * n)])
         b.call(fn, [p8, *regs])
-    return ll.Constant(LL_I32, 0)
+    return ll.Constant(ll.IntType(32), 0)
 
 
 # swizzle ------------------------------------------------------------------------------------
 
-def _type_swizzle(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_swizzle(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     """``swizzle(offset, bits, base, shift)`` = ``offset ^ ((offset >> shift) & (((1 << bits) - 1) << base))``:
     CUTLASS's ``Swizzle<bits, base, shift>`` on an element offset, pure integer arithmetic."""
     check_arg_count(tr, node, 4, info.name)
@@ -398,7 +397,7 @@ def _type_swizzle(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -
                     st, loc)
 
 
-def _lowered_as_ir(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lowered_as_ir(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     raise AssertionError(f"{info.name} is typed into plain integer IR")
 
 

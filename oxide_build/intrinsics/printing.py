@@ -17,8 +17,6 @@ import hashlib
 import re
 from typing import TYPE_CHECKING
 
-from llvmlite import ir as ll
-
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
@@ -26,12 +24,14 @@ from ..ir.types import F64, VOID, ArrayType, TupleType, ViewType, as_scalar, typ
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
-    from ..frontend.translate import FunctionTranslator
-    from ..lower.llvm import FunctionLowering
+    from llvmlite import ir as ll
+
+    from .context import LoweringContext, TypingContext
+else:
+    from .lazy_llvm import LLVM_IR as ll
 
 __all__ = ["ENTRIES"]
 
-LL_I8, LL_I32, LL_I64 = ll.IntType(8), ll.IntType(32), ll.IntType(64)
 # Python's format spec: [[fill]align][sign][#][0][width][grouping][.precision][type]
 _SPEC = re.compile(r"(?:(?P<fill>.)?(?P<align>[<>=^]))?(?P<sign>[-+ ])?(?P<alt>#)?(?P<zero>0)?(?P<width>\d+)?"
                    r"(?P<grouping>[,_])?(?:\.(?P<precision>\d+))?(?P<type>[a-zA-Z%])?")
@@ -59,7 +59,7 @@ def _literal(text: str) -> str:
 class _Format:
     """The format being built and the values it prints."""
 
-    def __init__(self, tr: FunctionTranslator) -> None:
+    def __init__(self, tr: TypingContext) -> None:
         self.tr = tr
         self.text = ""
         self.values: list[ir.Expr] = []
@@ -159,7 +159,7 @@ class _Format:
         return f"%{flags}{width}{length}{conv}"
 
 
-def _type_print(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_print(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     fmt = _Format(tr)
     sep, end = " ", "\n"
     for kw in node.keywords:
@@ -183,23 +183,23 @@ def _type_print(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> 
     return ir.Intrinsic(info.name, fmt.values, VOID, tr.loc(node), text=fmt.text)
 
 
-def _string_constant(fl: FunctionLowering, text: str) -> ll.Value:
+def _string_constant(fl: LoweringContext, text: str) -> ll.Value:
     """A generic ``i8*`` to a NUL-terminated constant string (one global per text)."""
-    module = fl.parent.module
+    module = fl.module
     data = bytearray(text.encode("utf-8") + b"\0")
     name = f"__oxide_str.{hashlib.sha256(data).hexdigest()[:16]}"
     gv = module.globals.get(name)
     if gv is None:
-        arr = ll.ArrayType(LL_I8, len(data))
+        arr = ll.ArrayType(ll.IntType(8), len(data))
         gv = ll.GlobalVariable(module, arr, name, addrspace=4)
         gv.linkage = "internal"
         gv.global_constant = True
         gv.initializer = ll.Constant(arr, data)
-    first = gv.gep([ll.Constant(LL_I32, 0), ll.Constant(LL_I32, 0)])
-    return fl.b.addrspacecast(first, ll.PointerType(LL_I8))
+    first = gv.gep([ll.Constant(ll.IntType(32), 0), ll.Constant(ll.IntType(32), 0)])
+    return fl.b.addrspacecast(first, ll.PointerType(ll.IntType(8)))
 
 
-def _lower_print(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_print(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     b = fl.b
     slots: list[ll.Value] = []
     for arg in e.args:
@@ -211,20 +211,20 @@ def _lower_print(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> 
         elif st.kind == "float":
             value = value if st.bits == 64 else b.fpext(value, ll.DoubleType())
         elif st.bits < 32:
-            value = b.sext(value, LL_I32) if st.kind == "int" else b.zext(value, LL_I32)
+            value = b.sext(value, ll.IntType(32)) if st.kind == "int" else b.zext(value, ll.IntType(32))
         slots.append(value)
-    i8p = ll.PointerType(LL_I8)
+    i8p = ll.PointerType(ll.IntType(8))
     if slots:
         layout = ll.LiteralStructType([v.type for v in slots])
         buffer = fl.temp(layout)
         for k, v in enumerate(slots):
-            b.store(v, b.gep(buffer, [ll.Constant(LL_I32, 0), ll.Constant(LL_I32, k)]))
+            b.store(v, b.gep(buffer, [ll.Constant(ll.IntType(32), 0), ll.Constant(ll.IntType(32), k)]))
         args: ll.Value = b.bitcast(buffer, i8p)
     else:
         args = ll.Constant(i8p, None)
-    vprintf = fl.parent.intrinsic("vprintf", LL_I32, [i8p, i8p])
+    vprintf = fl.intrinsic("vprintf", ll.IntType(32), [i8p, i8p])
     b.call(vprintf, [_string_constant(fl, e.text), args])
-    return ll.Constant(LL_I32, 0)
+    return ll.Constant(ll.IntType(32), 0)
 
 
 ENTRIES = [IntrinsicInfo("builtin.print", _type_print, _lower_print, builtin=True)]

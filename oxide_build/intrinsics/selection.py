@@ -17,8 +17,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from llvmlite import ir as ll
-
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
@@ -27,13 +25,16 @@ from ..ir.types import BOOL, as_scalar, literal_type, type_name
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
-    from ..frontend.translate import FunctionTranslator
-    from ..lower.llvm import FunctionLowering
+    from llvmlite import ir as ll
+
+    from .context import LoweringContext, TypingContext
+else:
+    from .lazy_llvm import LLVM_IR as ll
 
 __all__ = ["ENTRIES"]
 
 
-def _type_minmax(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_minmax(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     which = info.op
     if len(node.args) < 2 or node.keywords:
         raise tr.error(node, f"{which}() takes two or more numbers")
@@ -57,7 +58,7 @@ def _type_minmax(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) ->
     return result
 
 
-def _type_abs(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_abs(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     if len(node.args) != 1 or node.keywords:
         raise tr.error(node, "abs() takes one argument")
     loc = tr.loc(node)
@@ -75,7 +76,7 @@ def _type_abs(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir
     return ir.Select(ir.Compare(CompareOp.LT, value, zero, st, BOOL, loc), ir.Neg(value, st, loc), value, st, loc)
 
 
-def _less(fl: FunctionLowering, ty: ScalarType, left: ll.Value, right: ll.Value) -> ll.Value:
+def _less(fl: LoweringContext, ty: ScalarType, left: ll.Value, right: ll.Value) -> ll.Value:
     """``left < right`` as ``ir.Compare`` lowers it (ordered for floats: false with a NaN)."""
     b = fl.b
     if ty.kind == "float":
@@ -85,7 +86,7 @@ def _less(fl: FunctionLowering, ty: ScalarType, left: ll.Value, right: ll.Value)
     return b.icmp_unsigned("<", left, right)
 
 
-def _lower_minmax(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_minmax(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     ty = as_scalar(e.ty)
     assert ty is not None
     a, b = fl.expr(e.args[0]), fl.expr(e.args[1])  # each evaluated once, in order
@@ -93,7 +94,7 @@ def _lower_minmax(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) ->
     return fl.b.select(chose_a, a, b)
 
 
-def _lower_abs(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_abs(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     ty = as_scalar(e.ty)
     assert ty is not None
     x = fl.expr(e.args[0])

@@ -19,16 +19,17 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from llvmlite import ir as ll
-
 from ..ir import nodes as ir
 from ..ir.types import BOOL, I32, THREAD_INDEX, VOID, ThreadIndexType, TupleType
 from .entry import IntrinsicInfo
-from .memory import FENCES, volatile_load
+from .memory import FENCES
 
 if TYPE_CHECKING:
-    from ..frontend.translate import FunctionTranslator
-    from ..lower.llvm import FunctionLowering
+    from llvmlite import ir as ll
+
+    from .context import LoweringContext, TypingContext
+else:
+    from .lazy_llvm import LLVM_IR as ll
 
 __all__ = ["ENTRIES", "SPECIAL_REGISTERS", "BARRIER", "GRID_SYNC"]
 
@@ -44,34 +45,33 @@ BLOCK_VOTES = {"block.sync_count": "llvm.nvvm.barrier0.popc", "block.sync_and": 
 # the grid barrier's counter: one per loaded module (the runtime orders the cooperative launches
 # of a module's kernels in a context one after the other, so no two use it at once)
 GRID_BARRIER_COUNTER = "__oxide_grid_barrier"
-LL_I32 = ll.IntType(32)
 
 
-def _no_arguments(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> None:
+def _no_arguments(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> None:
     if node.args:
         raise tr.error(node, f"{info.name}() takes no arguments")
 
 
-def _type_index_1d(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_index_1d(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     _no_arguments(tr, info, node)
     return ir.ThreadIndex1D(THREAD_INDEX, tr.loc(node))
 
 
-def _type_index_2d(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_index_2d(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     _no_arguments(tr, info, node)
     loc = tr.loc(node)
     row, col = ThreadIndexType("row"), ThreadIndexType("col")
     return ir.MakeTuple([ir.ThreadIndex1D(row, loc), ir.ThreadIndex1D(col, loc)], TupleType((row, col)), loc)
 
 
-def _type_index_3d(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_index_3d(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     _no_arguments(tr, info, node)
     loc = tr.loc(node)
     axes = (ThreadIndexType("depth"), ThreadIndexType("row"), ThreadIndexType("col"))
     return ir.MakeTuple([ir.ThreadIndex1D(a, loc) for a in axes], TupleType(axes), loc)
 
 
-def _type_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_sync(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     _no_arguments(tr, info, node)
     if tr.divergent_depth:
         raise tr.error(node, "block.sync() under a condition that differs between threads "
@@ -80,7 +80,7 @@ def _type_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     return ir.Call(BARRIER, [], VOID, tr.loc(node))
 
 
-def _type_block_vote(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_block_vote(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     """``block.sync_count(p)``: a block barrier that also counts the threads whose ``p`` is
     true (``__syncthreads_count``); ``sync_and`` / ``sync_or`` say whether all / any are."""
     if len(node.args) != 1 or node.keywords:
@@ -93,15 +93,15 @@ def _type_block_vote(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call
     return ir.Intrinsic(info.name, [pred], I32 if info.name == "block.sync_count" else BOOL, tr.loc(node))
 
 
-def _lower_block_vote(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
-    pred = fl.b.zext(fl.expr(e.args[0]), LL_I32)
-    result = fl.b.call(fl.parent.intrinsic(BLOCK_VOTES[info.name], LL_I32, [LL_I32]), [pred])
+def _lower_block_vote(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    pred = fl.b.zext(fl.expr(e.args[0]), ll.IntType(32))
+    result = fl.b.call(fl.intrinsic(BLOCK_VOTES[info.name], ll.IntType(32), [ll.IntType(32)]), [pred])
     if info.name == "block.sync_count":
         return result
-    return fl.b.icmp_unsigned("!=", result, ll.Constant(LL_I32, 0))
+    return fl.b.icmp_unsigned("!=", result, ll.Constant(ll.IntType(32), 0))
 
 
-def _type_grid_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_grid_sync(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     _no_arguments(tr, info, node)
     if tr.divergent_depth:
         raise tr.error(node, "grid.sync() under a condition that differs between threads can "
@@ -110,7 +110,7 @@ def _type_grid_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call)
     return ir.Intrinsic(info.name, [], VOID, tr.loc(node))
 
 
-def _lower_grid_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_grid_sync(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     """Cooperative groups' grid barrier (``sync_grids``): after a block barrier, thread 0 of
     each block adds to a counter in global memory, block (0, 0, 0) adds
     ``0x80000000 - (blocks - 1)`` and every other block 1, so once all have arrived the sum is
@@ -119,33 +119,33 @@ def _lower_grid_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic)
     on both sides so the writes before the barrier are seen after it by every block; then a
     block barrier releases its block. The counter needs no reset between barriers or launches."""
     b = fl.b
-    module = fl.parent.module
+    module = fl.module
     counter = module.globals.get(GRID_BARRIER_COUNTER)
     if counter is None:
-        counter = ll.GlobalVariable(module, LL_I32, GRID_BARRIER_COUNTER, addrspace=1)
+        counter = ll.GlobalVariable(module, ll.IntType(32), GRID_BARRIER_COUNTER, addrspace=1)
         counter.linkage = "internal"
-        counter.initializer = ll.Constant(LL_I32, 0)
+        counter.initializer = ll.Constant(ll.IntType(32), 0)
         counter.align = 4
-    barrier = fl.parent.intrinsic(BARRIER, ll.VoidType(), [])
-    fence = fl.parent.intrinsic(FENCES["device"], ll.VoidType(), [])
+    barrier = fl.intrinsic(BARRIER, ll.VoidType(), [])
+    fence = fl.intrinsic(FENCES["device"], ll.VoidType(), [])
     b.call(barrier, [])
     tid = b.or_(b.or_(fl.sreg("tid.x"), fl.sreg("tid.y")), fl.sreg("tid.z"))
     arrive = fl.llfn.append_basic_block("grid.sync.arrive")
     wait = fl.llfn.append_basic_block("grid.sync.wait")
     done = fl.llfn.append_basic_block("grid.sync.done")
-    b.cbranch(b.icmp_unsigned("==", tid, ll.Constant(LL_I32, 0)), arrive, done)
+    b.cbranch(b.icmp_unsigned("==", tid, ll.Constant(ll.IntType(32), 0)), arrive, done)
     b.position_at_end(arrive)
     blocks = b.mul(b.mul(fl.sreg("nctaid.x"), fl.sreg("nctaid.y")), fl.sreg("nctaid.z"))
     first_block = b.icmp_unsigned("==", b.or_(b.or_(fl.sreg("ctaid.x"), fl.sreg("ctaid.y")), fl.sreg("ctaid.z")),
-                                  ll.Constant(LL_I32, 0))
-    top = ll.Constant(LL_I32, 0x80000000)
-    add = b.select(first_block, b.sub(top, b.sub(blocks, ll.Constant(LL_I32, 1))), ll.Constant(LL_I32, 1))
+                                  ll.Constant(ll.IntType(32), 0))
+    top = ll.Constant(ll.IntType(32), 0x80000000)
+    add = b.select(first_block, b.sub(top, b.sub(blocks, ll.Constant(ll.IntType(32), 1))), ll.Constant(ll.IntType(32), 1))
     b.call(fence, [])
     old = b.atomic_rmw("add", counter, add, 'syncscope("device") monotonic')
     b.branch(wait)
     b.position_at_end(wait)
-    now = volatile_load(fl, counter, LL_I32, 4)
-    flipped = b.icmp_unsigned("!=", b.and_(b.xor(old, now), top), ll.Constant(LL_I32, 0))
+    now = fl.volatile_load(counter, ll.IntType(32), 4)
+    flipped = b.icmp_unsigned("!=", b.and_(b.xor(old, now), top), ll.Constant(ll.IntType(32), 0))
     after = fl.llfn.append_basic_block("grid.sync.flipped")
     b.cbranch(flipped, after, wait)
     b.position_at_end(after)
@@ -153,10 +153,10 @@ def _lower_grid_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic)
     b.branch(done)
     b.position_at_end(done)
     b.call(barrier, [])
-    return ll.Constant(LL_I32, 0)
+    return ll.Constant(ll.IntType(32), 0)
 
 
-def _lowered_as_ir_node(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lowered_as_ir_node(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     raise AssertionError(f"{info.name} is typed into an IR node of its own, which lower/llvm.py lowers")
 
 

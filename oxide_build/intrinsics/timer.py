@@ -11,8 +11,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from llvmlite import ir as ll
-
 from oxide.lang.types import SCALAR_TYPES
 
 from ..ir import nodes as ir
@@ -21,8 +19,11 @@ from .arguments import check_arg_count
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
-    from ..frontend.translate import FunctionTranslator
-    from ..lower.llvm import FunctionLowering
+    from llvmlite import ir as ll
+
+    from .context import LoweringContext, TypingContext
+else:
+    from .lazy_llvm import LLVM_IR as ll
 
 __all__ = ["ENTRIES"]
 
@@ -31,19 +32,19 @@ U32, U64 = SCALAR_TYPES["u32"], SCALAR_TYPES["u64"]
 READS = {"clock": (U32, "%clock"), "clock64": (I64, "%clock64"), "globaltimer": (U64, "%globaltimer")}
 
 
-def _type_read(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_read(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 0, info.name)
     return ir.Intrinsic(info.name, [], READS[info.op][0], tr.loc(node))
 
 
-def _lower_read(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_read(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     ty, register = READS[info.op]
     bits = ty.bits
     t = ll.IntType(bits)
     return fl.b.asm(ll.FunctionType(t, []), f"mov.u{bits} $0, {register};", "=r" if bits == 32 else "=l", [], True)
 
 
-def _type_nanosleep(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_nanosleep(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 1, info.name)
     value = tr.expr(node.args[0])
     if isinstance(value, ir.Const) and value.weak:
@@ -58,7 +59,7 @@ def _type_nanosleep(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call)
     return ir.Intrinsic(info.name, [value if st == U32 else ir.Cast(value, U32, tr.loc(node))], VoidType(), tr.loc(node))
 
 
-def _lower_nanosleep(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_nanosleep(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     ns = fl.expr(e.args[0])
     return fl.b.asm(ll.FunctionType(ll.VoidType(), [ll.IntType(32)]), "nanosleep.u32 $0;", "r", [ns], True)
 

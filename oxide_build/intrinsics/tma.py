@@ -39,8 +39,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Sequence
 
-from llvmlite import ir as ll
-
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp
 from ..ir.types import I32, I64, ArrayType, TensorMapType, VoidType, as_scalar, type_name
@@ -51,17 +49,19 @@ from .cluster import MAX_CLUSTER_BLOCKS
 from .mbarrier import barrier_address, barrier_arguments, shared_address32
 
 if TYPE_CHECKING:
-    from ..frontend.translate import FunctionTranslator
-    from ..lower.llvm import FunctionLowering
+    from llvmlite import ir as ll
+
+    from .context import LoweringContext, TypingContext
+else:
+    from .lazy_llvm import LLVM_IR as ll
 
 __all__ = ["ENTRIES", "TMA_SHARED_ALIGNMENT"]
 
-LL_I1, LL_I8, LL_I16, LL_I32, LL_I64 = ll.IntType(1), ll.IntType(8), ll.IntType(16), ll.IntType(32), ll.IntType(64)
 TMA_SHARED_ALIGNMENT = 128  # cp.async.bulk.tensor's shared-memory operand
 MIN_ARCH = "sm_90"  # IntrinsicInfo.min_arch of every entry here
 
 
-def _descriptor(tr: FunctionTranslator, node: ast.expr, name: str) -> ir.Expr:
+def _descriptor(tr: TypingContext, node: ast.expr, name: str) -> ir.Expr:
     desc = tr.expr(node)
     if not isinstance(desc.ty, TensorMapType):
         raise tr.error(node, f"oxide.{name} takes a TMA descriptor (a parameter of type ox.tma.Descriptor[T, N]), "
@@ -72,7 +72,7 @@ def _descriptor(tr: FunctionTranslator, node: ast.expr, name: str) -> ir.Expr:
     return desc
 
 
-def _coordinates(tr: FunctionTranslator, nodes: list[ast.expr], desc: ir.Expr, node: ast.Call, name: str) -> list[ir.Expr]:
+def _coordinates(tr: TypingContext, nodes: list[ast.expr], desc: ir.Expr, node: ast.Call, name: str) -> list[ir.Expr]:
     assert isinstance(desc.ty, TensorMapType)
     if len(nodes) != desc.ty.ndim:
         raise tr.error(node, f"oxide.{name} of a {desc.ty.ndim}-d descriptor takes {desc.ty.ndim} coordinate(s), "
@@ -87,7 +87,7 @@ def _coordinates(tr: FunctionTranslator, nodes: list[ast.expr], desc: ir.Expr, n
     return [_alignment_check(tr, nodes[-1], out[-1], desc, name), *out]
 
 
-def _alignment_check(tr: FunctionTranslator, node: ast.expr, inner: ir.Expr, desc: ir.Expr, name: str) -> ir.Expr:
+def _alignment_check(tr: TypingContext, node: ast.expr, inner: ir.Expr, desc: ir.Expr, name: str) -> ir.Expr:
     """TMA starts a box only at a multiple of 16 bytes along the innermost dimension (the GPU
     raises an illegal-instruction fault otherwise, which ends the context): a constant
     coordinate is checked here, another at run time (``_if_copy_allowed``) unless checks are
@@ -107,13 +107,12 @@ def _alignment_check(tr: FunctionTranslator, node: ast.expr, inner: ir.Expr, des
         return ir.Const(0, I64, loc)
     offset = ir.BinOp(BinaryOp.MUL, ir.Cast(inner, I64, loc), ir.Const(size, I64, loc), I64, loc)
     remainder = ir.BinOp(BinaryOp.BIT_AND, offset, ir.Const(15, I64, loc), I64, loc)
-    site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node,
-                                     f"the innermost coordinate {ast.unparse(node)} of oxide.{name}: its byte offset "
+    site = tr.bounds_site(node, f"the innermost coordinate {ast.unparse(node)} of oxide.{name}: its byte offset "
                                      "modulo 16 (a box starts at a multiple of 16 bytes)")
     return ir.Intrinsic("checked_index", [remainder, ir.Const(1, I64, loc)], I64, loc, site)
 
 
-def _shared_tile(tr: FunctionTranslator, node: ast.expr, desc: ir.Expr, name: str, role: str) -> list[ir.Expr]:
+def _shared_tile(tr: TypingContext, node: ast.expr, desc: ir.Expr, name: str, role: str) -> list[ir.Expr]:
     """The shared array (or slice) a box goes to or comes from, the check that one box of
     ``desc`` fits in it, and, for an array declared with a swizzle, the check that the map has
     that swizzle (a box landing in another layout than the one its readers assume is wrong data
@@ -137,22 +136,20 @@ def _shared_tile(tr: FunctionTranslator, node: ast.expr, desc: ir.Expr, name: st
                            else ir.Const(tile.ty.size if tile.ty.size is not None else 1 << 62, I64, loc))
         box = ir.Intrinsic("tma.box_elements", [desc], I64, loc)
         last = ir.BinOp(BinaryOp.SUB, box, ir.Const(1, I64, loc), I64, loc)
-        site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node,
-                                         f"one box of {desc.name} in {ast.unparse(node)}")
+        site = tr.bounds_site(node, f"one box of {desc.name} in {ast.unparse(node)}")
         fits = ir.Intrinsic("checked_index", [last, length], I64, loc, site)
     same_layout: ir.Expr = ir.Const(0, I64, loc)
     swizzle = getattr(tile.ty, "swizzle", 0)
     if swizzle:
         differs = ir.BinOp(BinaryOp.BIT_XOR, ir.Intrinsic("tma.swizzle", [desc], I64, loc), ir.Const(swizzle, I64, loc),
                            I64, loc)
-        site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node,
-                                         f"the swizzle of {desc.name} (oxide.tma.descriptor(..., swizzle=)) XOR the "
+        site = tr.bounds_site(node, f"the swizzle of {desc.name} (oxide.tma.descriptor(..., swizzle=)) XOR the "
                                          f"{swizzle} bytes {ast.unparse(node)} is declared with (they must be equal)")
         same_layout = ir.Intrinsic("checked_index", [differs, ir.Const(1, I64, loc)], I64, loc, site)
     return [tile, fits, same_layout, aligned]
 
 
-def _address_check(tr: FunctionTranslator, node: ast.expr, tile: ir.Expr, desc: ir.Expr, name: str) -> ir.Expr:
+def _address_check(tr: TypingContext, node: ast.expr, tile: ir.Expr, desc: ir.Expr, name: str) -> ir.Expr:
     """TMA's shared operand is 128-byte aligned (the GPU faults otherwise, ending the context).
     A whole static array is (the lowering aligns it); a slice at constant offsets is checked
     here; any other (a slice at a run-time offset, a view in a local, dynamic shared memory) at
@@ -177,8 +174,7 @@ def _address_check(tr: FunctionTranslator, node: ast.expr, tile: ir.Expr, desc: 
         return ir.Const(0, I64, loc)
     carrier = ir.BinOp(BinaryOp.BIT_AND, ir.Intrinsic("tma.box_elements", [desc], I64, loc),
                        ir.Const(TMA_SHARED_ALIGNMENT - 1, I64, loc), I64, loc)
-    site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node,
-                                     f"the shared address of {ast.unparse(node)} for oxide.{name}, modulo "
+    site = tr.bounds_site(node, f"the shared address of {ast.unparse(node)} for oxide.{name}, modulo "
                                      f"{TMA_SHARED_ALIGNMENT} (a multiple of {TMA_SHARED_ALIGNMENT} bytes)")
     return ir.Intrinsic("checked_index", [carrier, ir.Const(1, I64, loc)], I64, loc, site)
 
@@ -196,7 +192,7 @@ def _raise_alignment(ptr: ll.Value) -> None:
         value = operands[0]
 
 
-def _tile_address(fl: FunctionLowering, tile: ir.Expr) -> ll.Value:
+def _tile_address(fl: LoweringContext, tile: ir.Expr) -> ll.Value:
     view = fl.view(tile)
     _raise_alignment(view.ptr)
     return view.ptr
@@ -206,7 +202,7 @@ def _remains(check: ir.Expr) -> bool:
     return isinstance(check, ir.Intrinsic) and check.name == "checked_index" and check.check_site is not None
 
 
-def _if_copy_allowed(fl: FunctionLowering, tile_checks: list[ir.Expr], aligned: list[tuple[ir.Expr, ll.Value, int]],
+def _if_copy_allowed(fl: LoweringContext, tile_checks: list[ir.Expr], aligned: list[tuple[ir.Expr, ll.Value, int]],
                      evaluated: Sequence[tuple[ir.Expr, ll.Value, ll.Value]] = ()) -> tuple[ll.Block, ll.Block] | None:
     """Lowers the checks the bounds pass kept (``checked_index``): those of the shared tile
     evaluated as written (``_shared_tile``: one box fits, the layout is the map's), and those
@@ -222,7 +218,7 @@ def _if_copy_allowed(fl: FunctionLowering, tile_checks: list[ir.Expr], aligned: 
     if not remaining and not alignments and not evaluated:
         return None
     b = fl.b
-    report = fl.parent.fail_function(ends_thread=False)
+    report = fl.fail_function(ends_thread=False)
     failed = fl.llfn.append_basic_block("tma.refused")
     conditions: list[tuple[int, ll.Value, ll.Value, ll.Value]] = []  # site, ok, index, length
     for check in remaining:
@@ -234,30 +230,30 @@ def _if_copy_allowed(fl: FunctionLowering, tile_checks: list[ir.Expr], aligned: 
         conditions.append((check.check_site, b.icmp_unsigned("<", index, length), index, length))
     for check, value, modulus in alignments:
         assert isinstance(check, ir.Intrinsic) and check.check_site is not None
-        remainder = b.and_(value, ll.Constant(LL_I64, modulus - 1))
-        conditions.append((check.check_site, b.icmp_unsigned("==", remainder, ll.Constant(LL_I64, 0)),
-                           remainder, ll.Constant(LL_I64, 1)))
+        remainder = b.and_(value, ll.Constant(ll.IntType(64), modulus - 1))
+        conditions.append((check.check_site, b.icmp_unsigned("==", remainder, ll.Constant(ll.IntType(64), 0)),
+                           remainder, ll.Constant(ll.IntType(64), 1)))
     for site, ok, index, length in conditions:
         passed = fl.llfn.append_basic_block("tma.checked")
         refused = fl.llfn.append_basic_block("tma.report")
         fl.branch_weights(b.cbranch(ok, passed, refused), [1 << 20, 1])
         b.position_at_end(refused)
-        b.call(report, [ll.Constant(LL_I64, site), index, length])
+        b.call(report, [ll.Constant(ll.IntType(64), site), index, length])
         b.branch(failed)
         b.position_at_end(passed)
     return b.block, failed
 
 
-def _coordinate_offset(fl: FunctionLowering, check: ir.Expr, inner: ll.Value, desc: ir.Expr
+def _coordinate_offset(fl: LoweringContext, check: ir.Expr, inner: ll.Value, desc: ir.Expr
                        ) -> tuple[ir.Expr, ll.Value, int]:
     """The alignment check of the innermost coordinate ``inner``: its byte offset, on 16 bytes."""
     assert isinstance(desc.ty, TensorMapType)
     if not _remains(check):
         return check, inner, 16
-    return check, fl.b.mul(fl.b.sext(inner, LL_I64), ll.Constant(LL_I64, desc.ty.elem.itemsize)), 16
+    return check, fl.b.mul(fl.b.sext(inner, ll.IntType(64)), ll.Constant(ll.IntType(64), desc.ty.elem.itemsize)), 16
 
 
-def _join(fl: FunctionLowering, blocks: tuple[ll.Block, ll.Block] | None) -> None:
+def _join(fl: LoweringContext, blocks: tuple[ll.Block, ll.Block] | None) -> None:
     """Ends the copy and the failure path of ``_if_copy_allowed`` in one block."""
     if blocks is None:
         return
@@ -269,7 +265,7 @@ def _join(fl: FunctionLowering, blocks: tuple[ll.Block, ll.Block] | None) -> Non
     b.position_at_end(end)
 
 
-def _type_load(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_load(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     if len(node.args) < 4:
         raise tr.error(node, "oxide.tma.load takes (desc, bar, dst, c0, ...): the descriptor, the barrier, the shared "
                        f"array and one coordinate per dimension; got {len(node.args)} argument(s)")
@@ -290,7 +286,7 @@ def _type_load(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     return ir.Intrinsic(info.name, [desc, *bar, *tile, *coords, mask], VoidType(), tr.loc(node), options=("multicast",))
 
 
-def _multicast_mask(tr: FunctionTranslator, node: ast.expr, name: str) -> ir.Expr:
+def _multicast_mask(tr: TypingContext, node: ast.expr, name: str) -> ir.Expr:
     """``multicast=mask``: bit r sends the box to block r of the cluster (the same shared
     offset, the same barrier offset there). An integer; a constant one from 1 to 0xFFFF
     (checked here); any one naming only blocks of the cluster, ``1 <= mask < 1 << num_blocks()``
@@ -313,33 +309,32 @@ def _multicast_mask(tr: FunctionTranslator, node: ast.expr, name: str) -> ir.Exp
     blocks = ir.Cast(ir.Intrinsic("cluster.num_blocks", [], I32, loc), I64, loc)
     limit = ir.BinOp(BinaryOp.SUB, ir.BinOp(BinaryOp.SHL, ir.Const(1, I64, loc), blocks, I64, loc),
                      ir.Const(1, I64, loc), I64, loc)
-    site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node,
-                                     f"the multicast mask {ast.unparse(node)} of oxide.{name}, minus 1 (from 1 to "
+    site = tr.bounds_site(node, f"the multicast mask {ast.unparse(node)} of oxide.{name}, minus 1 (from 1 to "
                                      "(1 << ox.cluster.num_blocks()) - 1)")
     return ir.Intrinsic("checked_index", [ir.BinOp(BinaryOp.SUB, mask, ir.Const(1, I64, loc), I64, loc), limit],
                         I64, loc, site)
 
 
-def _multicast_mask_value(fl: FunctionLowering, mask: ir.Expr) -> tuple[ll.Value, list[tuple[ir.Expr, ll.Value, ll.Value]]]:
+def _multicast_mask_value(fl: LoweringContext, mask: ir.Expr) -> tuple[ll.Value, list[tuple[ir.Expr, ll.Value, ll.Value]]]:
     """The mask's value, evaluated once, and its check for ``_if_copy_allowed`` as (check,
     index, bound): ``_multicast_mask``'s check carries mask - 1 (its bound is never a constant,
     so the bounds pass keeps it as written)."""
     if _remains(mask):
         assert isinstance(mask, ir.Intrinsic)
         below, limit = (fl.expr(a) for a in mask.args)
-        return fl.b.add(below, ll.Constant(LL_I64, 1)), [(mask, below, limit)]
+        return fl.b.add(below, ll.Constant(ll.IntType(64), 1)), [(mask, below, limit)]
     return fl.expr(mask), []
 
 
-def _complete_multicast_bytes(fl: FunctionLowering, bar: ll.Value, nbytes: ll.Value, mask: ll.Value) -> None:
+def _complete_multicast_bytes(fl: LoweringContext, bar: ll.Value, nbytes: ll.Value, mask: ll.Value) -> None:
     """A refused multicast load: its bytes counted as arrived on the barrier of each block of
     ``mask`` that exists, and on this block's (a mask naming no block of the cluster still
     frees the issuing block), so none of them waits forever for the box."""
     b = fl.b
-    blocks = b.asm(ll.FunctionType(LL_I32, []), "mov.u32 $0, %cluster_nctarank;", "=r", [], False)
-    own = b.asm(ll.FunctionType(LL_I32, []), "mov.u32 $0, %cluster_ctarank;", "=r", [], False)
-    existing = b.sub(b.shl(ll.Constant(LL_I32, 1), blocks), ll.Constant(LL_I32, 1))
-    ranks = b.or_(b.and_(b.trunc(mask, LL_I32), existing), b.shl(ll.Constant(LL_I32, 1), own))
+    blocks = b.asm(ll.FunctionType(ll.IntType(32), []), "mov.u32 $0, %cluster_nctarank;", "=r", [], False)
+    own = b.asm(ll.FunctionType(ll.IntType(32), []), "mov.u32 $0, %cluster_ctarank;", "=r", [], False)
+    existing = b.sub(b.shl(ll.Constant(ll.IntType(32), 1), blocks), ll.Constant(ll.IntType(32), 1))
+    ranks = b.or_(b.and_(b.trunc(mask, ll.IntType(32)), existing), b.shl(ll.Constant(ll.IntType(32), 1), own))
     steps = " ".join(f"and.b32 bit, $2, {1 << r}; setp.ne.u32 p, bit, 0; @p mapa.shared::cluster.u32 remote, $0, {r}; "
                      "@p mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64 [remote], $1;"
                      for r in range(MAX_CLUSTER_BLOCKS))
@@ -347,7 +342,7 @@ def _complete_multicast_bytes(fl: FunctionLowering, bar: ll.Value, nbytes: ll.Va
              [shared_address32(fl, bar), nbytes, ranks])
 
 
-def _lower_load(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_load(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     multicast = "multicast" in e.options
     desc, bars, index, tile, fits, same_layout, aligned, align, *coords = e.args[:-1] if multicast else e.args
     mask, mask_checks = _multicast_mask_value(fl, e.args[-1]) if multicast else (None, [])
@@ -359,43 +354,43 @@ def _lower_load(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> l
     cs = [fl.expr(c) for c in coords][::-1]  # PTX lists them innermost first
     n = len(cs)
     blocks = _if_copy_allowed(fl, [fits, same_layout], [_coordinate_offset(fl, align, cs[0], desc),
-                                                         (aligned, b.ptrtoint(dst, LL_I64), TMA_SHARED_ALIGNMENT)],
+                                                         (aligned, b.ptrtoint(dst, ll.IntType(64)), TMA_SHARED_ALIGNMENT)],
                               mask_checks)
     if blocks is not None:
         # refused (the box does not fit, another layout, a misaligned start, a mask naming no
         # block or one outside the cluster): no copy, but its bytes are counted as arrived, so
         # the threads waiting for this phase go on (and the host raises the recorded error)
         with b.goto_block(blocks[1]):
-            nbytes = b.trunc(b.mul(_box_elements(fl, packed), ll.Constant(LL_I64, desc.ty.elem.itemsize)), LL_I32)
+            nbytes = b.trunc(b.mul(_box_elements(fl, packed), ll.Constant(ll.IntType(64), desc.ty.elem.itemsize)), ll.IntType(32))
             if mask is not None:
                 _complete_multicast_bytes(fl, bar, nbytes, mask)
             else:
                 asm_call(fl, "mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [$0], $1;", "r,r,~{memory}",
                          ll.VoidType(), [shared_address32(fl, bar), nbytes])
         b.position_at_end(blocks[0])
-    if fl.parent.libnvvm:
+    if fl.libnvvm:
         places = ", ".join(f"${k + 3}" for k in range(n))
         text = (f"cp.async.bulk.tensor.{n}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                 f"{'.multicast::cluster' if mask is not None else ''} [$0], [$1, {{{places}}}], [$2]"
                 f"{f', ${n + 3}' if mask is not None else ''};")
-        args = [shared_address32(fl, dst), b.ptrtoint(tmap, LL_I64), shared_address32(fl, bar), *cs]
+        args = [shared_address32(fl, dst), b.ptrtoint(tmap, ll.IntType(64)), shared_address32(fl, bar), *cs]
         if mask is not None:
-            args.append(b.trunc(mask, LL_I16))
+            args.append(b.trunc(mask, ll.IntType(16)))
         asm_call(fl, text, "r,l,r" + ",r" * n + (",h" if mask is not None else "") + ",~{memory}", ll.VoidType(), args)
     else:
-        cluster_dst = b.addrspacecast(b.bitcast(dst, ll.PointerType(LL_I8, 3)), ll.PointerType(LL_I8, 7))
-        bar8 = b.bitcast(bar, ll.PointerType(LL_I8, 3))
-        fn = fl.parent.intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.g2s.tile.{n}d", ll.VoidType(),
-                                 [cluster_dst.type, bar8.type, tmap.type, *([LL_I32] * n), LL_I16, LL_I64, LL_I1, LL_I1,
-                                  LL_I32])
-        ctas = b.trunc(mask, LL_I16) if mask is not None else ll.Constant(LL_I16, 0)
-        b.call(fn, [cluster_dst, bar8, tmap, *cs, ctas, ll.Constant(LL_I64, 0),
-                    ll.Constant(LL_I1, int(mask is not None)), ll.Constant(LL_I1, 0), ll.Constant(LL_I32, 0)])
+        cluster_dst = b.addrspacecast(b.bitcast(dst, ll.PointerType(ll.IntType(8), 3)), ll.PointerType(ll.IntType(8), 7))
+        bar8 = b.bitcast(bar, ll.PointerType(ll.IntType(8), 3))
+        fn = fl.intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.g2s.tile.{n}d", ll.VoidType(),
+                                 [cluster_dst.type, bar8.type, tmap.type, *([ll.IntType(32)] * n), ll.IntType(16), ll.IntType(64), ll.IntType(1), ll.IntType(1),
+                                  ll.IntType(32)])
+        ctas = b.trunc(mask, ll.IntType(16)) if mask is not None else ll.Constant(ll.IntType(16), 0)
+        b.call(fn, [cluster_dst, bar8, tmap, *cs, ctas, ll.Constant(ll.IntType(64), 0),
+                    ll.Constant(ll.IntType(1), int(mask is not None)), ll.Constant(ll.IntType(1), 0), ll.Constant(ll.IntType(32), 0)])
     _join(fl, blocks)
-    return ll.Constant(LL_I32, 0)
+    return ll.Constant(ll.IntType(32), 0)
 
 
-def _type_store(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_store(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     if len(node.args) < 3:
         raise tr.error(node, "oxide.tma.store takes (desc, src, c0, ...): the descriptor, the shared array and one "
                        f"coordinate per dimension; got {len(node.args)} argument(s)")
@@ -408,7 +403,7 @@ def _type_store(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> 
     return ir.Intrinsic(info.name, [desc, *tile, *coords], VoidType(), tr.loc(node))
 
 
-def _lower_store(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_store(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     desc, tile, fits, same_layout, aligned, align, *coords = e.args
     assert isinstance(desc.ty, TensorMapType)
     b = fl.b
@@ -418,24 +413,24 @@ def _lower_store(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> 
     n = len(cs)
     # refused: not stored, reported
     blocks = _if_copy_allowed(fl, [fits, same_layout], [_coordinate_offset(fl, align, cs[0], desc),
-                                                         (aligned, b.ptrtoint(src, LL_I64), TMA_SHARED_ALIGNMENT)])
+                                                         (aligned, b.ptrtoint(src, ll.IntType(64)), TMA_SHARED_ALIGNMENT)])
     if blocks is not None:
         b.position_at_end(blocks[0])
-    if fl.parent.libnvvm:
+    if fl.libnvvm:
         places = ", ".join(f"${k + 2}" for k in range(n))
         text = f"cp.async.bulk.tensor.{n}d.global.shared::cta.tile.bulk_group [$0, {{{places}}}], [$1];"
         asm_call(fl, text, "l,r" + ",r" * n + ",~{memory}", ll.VoidType(),
-                 [b.ptrtoint(tmap, LL_I64), shared_address32(fl, src), *cs])
+                 [b.ptrtoint(tmap, ll.IntType(64)), shared_address32(fl, src), *cs])
     else:
-        src8 = b.bitcast(src, ll.PointerType(LL_I8, 3))
-        fn = fl.parent.intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.s2g.tile.{n}d", ll.VoidType(),
-                                 [src8.type, tmap.type, *([LL_I32] * n), LL_I64, LL_I1])
-        b.call(fn, [src8, tmap, *cs, ll.Constant(LL_I64, 0), ll.Constant(LL_I1, 0)])
+        src8 = b.bitcast(src, ll.PointerType(ll.IntType(8), 3))
+        fn = fl.intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.s2g.tile.{n}d", ll.VoidType(),
+                                 [src8.type, tmap.type, *([ll.IntType(32)] * n), ll.IntType(64), ll.IntType(1)])
+        b.call(fn, [src8, tmap, *cs, ll.Constant(ll.IntType(64), 0), ll.Constant(ll.IntType(1), 0)])
     _join(fl, blocks)
-    return ll.Constant(LL_I32, 0)
+    return ll.Constant(ll.IntType(32), 0)
 
 
-def _type_prefetch(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_prefetch(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     if len(node.args) < 2:
         raise tr.error(node, "oxide.tma.prefetch takes (desc, c0, ...): the descriptor and one coordinate per "
                        f"dimension; got {len(node.args)} argument(s)")
@@ -444,7 +439,7 @@ def _type_prefetch(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) 
     return ir.Intrinsic(info.name, [desc, *coords], VoidType(), tr.loc(node))
 
 
-def _lower_prefetch(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_prefetch(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     desc, align, *coords = e.args
     assert isinstance(desc.ty, TensorMapType)
     b = fl.b
@@ -454,28 +449,28 @@ def _lower_prefetch(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) 
     blocks = _if_copy_allowed(fl, [], [_coordinate_offset(fl, align, cs[0], desc)])
     if blocks is not None:
         b.position_at_end(blocks[0])
-    if fl.parent.libnvvm:
+    if fl.libnvvm:
         places = ", ".join(f"${k + 1}" for k in range(n))
         asm_call(fl, f"cp.async.bulk.prefetch.tensor.{n}d.L2.global.tile [$0, {{{places}}}];",
-                 "l" + ",r" * n + ",~{memory}", ll.VoidType(), [b.ptrtoint(tmap, LL_I64), *cs])
+                 "l" + ",r" * n + ",~{memory}", ll.VoidType(), [b.ptrtoint(tmap, ll.IntType(64)), *cs])
     else:
-        fn = fl.parent.intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.prefetch.tile.{n}d", ll.VoidType(),
-                                 [tmap.type, *([LL_I32] * n), LL_I64, LL_I1])
-        b.call(fn, [tmap, *cs, ll.Constant(LL_I64, 0), ll.Constant(LL_I1, 0)])
+        fn = fl.intrinsic(f"llvm.nvvm.cp.async.bulk.tensor.prefetch.tile.{n}d", ll.VoidType(),
+                                 [tmap.type, *([ll.IntType(32)] * n), ll.IntType(64), ll.IntType(1)])
+        b.call(fn, [tmap, *cs, ll.Constant(ll.IntType(64), 0), ll.Constant(ll.IntType(1), 0)])
     _join(fl, blocks)
-    return ll.Constant(LL_I32, 0)
+    return ll.Constant(ll.IntType(32), 0)
 
 
-def _type_commit(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_commit(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 0, info.name)
     return ir.Intrinsic(info.name, [], VoidType(), tr.loc(node))
 
 
-def _lower_commit(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_commit(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     return instruction_call(fl, "cp.async.bulk.commit_group;", "llvm.nvvm.cp.async.bulk.commit.group")
 
 
-def _type_store_wait(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_store_wait(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 1, info.name)
     n = tr.const_int(node.args[0])
     if n is None or not 0 <= n <= 63:
@@ -494,36 +489,36 @@ def _type_store_wait(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call
     return ir.Intrinsic(info.name, [], VoidType(), tr.loc(node), options=(str(n), "read" if read else ""))
 
 
-def _lower_store_wait(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_store_wait(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     n, read = int(e.options[0]), e.options[1] == "read"
-    if fl.parent.libnvvm:
+    if fl.libnvvm:
         return asm_call(fl, f"cp.async.bulk.wait_group{'.read' if read else ''} {n};", "~{memory}", ll.VoidType(), [])
-    fn = fl.parent.intrinsic(f"llvm.nvvm.cp.async.bulk.wait.group{'.read' if read else ''}", ll.VoidType(), [LL_I32])
-    return fl.b.call(fn, [ll.Constant(LL_I32, n)])
+    fn = fl.intrinsic(f"llvm.nvvm.cp.async.bulk.wait.group{'.read' if read else ''}", ll.VoidType(), [ll.IntType(32)])
+    return fl.b.call(fn, [ll.Constant(ll.IntType(32), n)])
 
 
-def _box_elements(fl: FunctionLowering, packed: ll.Value) -> ll.Value:
+def _box_elements(fl: LoweringContext, packed: ll.Value) -> ll.Value:
     """The elements of one box, from the map's last slot (oxide.abi.params: its low 32 bits)."""
-    return fl.b.and_(packed, ll.Constant(LL_I64, 0xFFFFFFFF))
+    return fl.b.and_(packed, ll.Constant(ll.IntType(64), 0xFFFFFFFF))
 
 
-def _type_box(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_box(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 1, info.name)
     desc = _descriptor(tr, node.args[0], info.name)
     return ir.Intrinsic(info.name, [desc], I64 if info.op == "box_elements" else I32, tr.loc(node))
 
 
-def _lower_box(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_box(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     (desc,) = e.args
     assert isinstance(desc.ty, TensorMapType)
     _, packed = fl.tensor_map(desc)
     if info.op == "swizzle":  # bits 32 and up: the swizzle in bytes
-        value = fl.b.lshr(packed, ll.Constant(LL_I64, 32))
-        return value if e.ty == I64 else fl.b.trunc(value, LL_I32)
+        value = fl.b.lshr(packed, ll.Constant(ll.IntType(64), 32))
+        return value if e.ty == I64 else fl.b.trunc(value, ll.IntType(32))
     box = _box_elements(fl, packed)
     if info.op == "box_elements":
         return box
-    return fl.b.trunc(fl.b.mul(box, ll.Constant(LL_I64, desc.ty.elem.itemsize)), LL_I32)
+    return fl.b.trunc(fl.b.mul(box, ll.Constant(ll.IntType(64), desc.ty.elem.itemsize)), ll.IntType(32))
 
 
 ENTRIES = [

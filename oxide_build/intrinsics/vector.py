@@ -7,23 +7,23 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from llvmlite import ir as ll
-
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp
 from ..ir.types import I64, ScalarType, VECTOR_TYPES, ThreadIndexType, TupleType, VectorType, ViewType, VoidType
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
-    from ..frontend.translate import FunctionTranslator
-    from ..lower.llvm import FunctionLowering
+    from llvmlite import ir as ll
+
+    from .context import LoweringContext, TypingContext
+else:
+    from .lazy_llvm import LLVM_IR as ll
 
 __all__ = ["ENTRIES"]
 
-I32 = ll.IntType(32)
 
 
-def _type_vector(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_vector(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     func = node.func
     assert isinstance(func, ast.Attribute)
     view = tr.expr(func.value)
@@ -48,8 +48,7 @@ def _type_vector(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) ->
     last = ir.BinOp(BinaryOp.ADD, ir.BinOp(BinaryOp.MUL, scalar_index, ir.Const(width, I64, loc), I64, loc), ir.Const(width - 1, I64, loc), I64, loc)
     site = None
     if tr.bounds_check:  # the bounds-elimination pass removes it where it is proven
-        site = tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node,
-                                         f"{ast.unparse(func.value)}.{func.attr}({ast.unparse(node.args[0])})")
+        site = tr.bounds_site(node, f"{ast.unparse(func.value)}.{func.attr}({ast.unparse(node.args[0])})")
     elem = view.ty.elem
     if is_store:
         if len(node.args) == 2:  # x.store4(k, v) with v an f32x4
@@ -64,7 +63,7 @@ def _type_vector(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) ->
     return ir.Intrinsic(info.name, [view, scalar_index, last], result, loc, site)
 
 
-def _lower_vector(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_vector(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     b = fl.b
     view = fl.view(e.args[0])
     width = int(info.op[-1])
@@ -89,13 +88,13 @@ def _lower_vector(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) ->
         st = ll.LiteralStructType([elem_t] * width)
         result: ll.Value = ll.Constant(st, None)
         for i in range(width):
-            result = b.insert_value(result, b.extract_element(vec, ll.Constant(I32, i)), i)
+            result = b.insert_value(result, b.extract_element(vec, ll.Constant(ll.IntType(32), i)), i)
         return result
     packed: ll.Value = ll.Constant(vec_t, None)
     for i, a in enumerate(e.args[3:]):
-        packed = b.insert_element(packed, fl.expr(a), ll.Constant(I32, i))
+        packed = b.insert_element(packed, fl.expr(a), ll.Constant(ll.IntType(32), i))
     b.store(packed, vptr, align=align)
-    return ll.Constant(I32, 0)
+    return ll.Constant(ll.IntType(32), 0)
 
 
 ENTRIES = [IntrinsicInfo(f"view.{op}", _type_vector, _lower_vector, method=True)

@@ -11,8 +11,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from llvmlite import ir as ll
-
 from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
@@ -21,13 +19,15 @@ from .arguments import check_arg_count, keyword_args, scalar_arg
 from .entry import IntrinsicInfo
 
 if TYPE_CHECKING:
-    from ..frontend.translate import FunctionTranslator
-    from ..lower.llvm import FunctionLowering
+    from llvmlite import ir as ll
+
+    from .context import LoweringContext, TypingContext
+else:
+    from .lazy_llvm import LLVM_IR as ll
 
 __all__ = ["ENTRIES", "combine"]
 
 U32 = SCALAR_TYPES["u32"]
-LL_I1, LL_I32, LL_I64 = ll.IntType(1), ll.IntType(32), ll.IntType(64)
 FULL_MASK = 0xFFFFFFFF
 SHUFFLE_KINDS = {"shfl_idx": "idx", "shfl_up": "up", "shfl_down": "down", "shfl_xor": "bfly"}
 REDUCTIONS = ("reduce_sum", "reduce_min", "reduce_max")
@@ -39,7 +39,7 @@ def _scalar(e: ir.Expr) -> ScalarType:
     return s
 
 
-def _mask(tr: FunctionTranslator, node: ast.Call, info: IntrinsicInfo, extra: tuple[str, ...] = ()) -> tuple[list[ir.Expr], dict[str, ast.expr]]:
+def _mask(tr: TypingContext, node: ast.Call, info: IntrinsicInfo, extra: tuple[str, ...] = ()) -> tuple[list[ir.Expr], dict[str, ast.expr]]:
     """``mask=`` as a list of zero or one ``u32`` argument, and the other keywords."""
     keywords = keyword_args(tr, node, info.name, ("mask", *extra))
     if "mask" not in keywords:
@@ -48,13 +48,13 @@ def _mask(tr: FunctionTranslator, node: ast.Call, info: IntrinsicInfo, extra: tu
     return [mask], keywords
 
 
-def _mask_value(fl: FunctionLowering, args: list[ir.Expr], position: int) -> ll.Value:
+def _mask_value(fl: LoweringContext, args: list[ir.Expr], position: int) -> ll.Value:
     """The mask argument at ``position``, or the full warp where the call has none."""
-    return fl.expr(args[position]) if len(args) > position else ll.Constant(LL_I32, FULL_MASK)
+    return fl.expr(args[position]) if len(args) > position else ll.Constant(ll.IntType(32), FULL_MASK)
 
 
-def _declare(fl: FunctionLowering, info: IntrinsicInfo, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
-    fn = fl.parent.intrinsic(name, ret, args)
+def _declare(fl: LoweringContext, info: IntrinsicInfo, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
+    fn = fl.intrinsic(name, ret, args)
     if info.convergent:
         fn.attributes.add("convergent")
     return fn
@@ -62,26 +62,26 @@ def _declare(fl: FunctionLowering, info: IntrinsicInfo, name: str, ret: ll.Type,
 
 # the ids -----------------------------------------------------------------------------------
 
-def _type_id(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_id(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 0, info.name)
     return ir.Intrinsic(info.name, [], I32, tr.loc(node))
 
 
-def _lower_lane(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_lane(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     return fl.sreg("laneid")
 
 
-def _lower_warp_id(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_warp_id(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     b = fl.b
     tid_x, tid_y, tid_z = fl.sreg("tid.x"), fl.sreg("tid.y"), fl.sreg("tid.z")
     ntid_x, ntid_y = fl.sreg("ntid.x"), fl.sreg("ntid.y")
     linear = b.add(tid_x, b.mul(ntid_x, b.add(tid_y, b.mul(ntid_y, tid_z))))
-    return b.lshr(linear, ll.Constant(LL_I32, 5))
+    return b.lshr(linear, ll.Constant(ll.IntType(32), 5))
 
 
 # sync, votes, match ------------------------------------------------------------------------
 
-def _type_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_sync(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     mask, keywords = _mask(tr, node, info)
     if mask and node.args:
         raise tr.error(keywords["mask"], "oxide.warp.sync() got the mask twice (by position and as mask=)")
@@ -91,36 +91,36 @@ def _type_sync(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     return ir.Intrinsic(info.name, mask, VoidType(), tr.loc(node))
 
 
-def _lower_sync(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
-    m = fl.expr(e.args[0]) if e.args else ll.Constant(LL_I32, FULL_MASK)
-    return fl.b.call(_declare(fl, info, "llvm.nvvm.bar.warp.sync", ll.VoidType(), [LL_I32]), [m])
+def _lower_sync(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    m = fl.expr(e.args[0]) if e.args else ll.Constant(ll.IntType(32), FULL_MASK)
+    return fl.b.call(_declare(fl, info, "llvm.nvvm.bar.warp.sync", ll.VoidType(), [ll.IntType(32)]), [m])
 
 
-def _type_vote(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_vote(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     mask, _ = _mask(tr, node, info)
     check_arg_count(tr, node, 1, info.name)
     pred = tr.truth(tr.expr(node.args[0]), node.args[0])
     return ir.Intrinsic(info.name, [pred, *mask], BOOL if info.op != "ballot" else U32, tr.loc(node))
 
 
-def _lower_vote(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
-    ret = LL_I1 if info.op != "ballot" else LL_I32
-    fn = _declare(fl, info, f"llvm.nvvm.vote.{info.op}.sync", ret, [LL_I32, LL_I1])
+def _lower_vote(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    ret = ll.IntType(1) if info.op != "ballot" else ll.IntType(32)
+    fn = _declare(fl, info, f"llvm.nvvm.vote.{info.op}.sync", ret, [ll.IntType(32), ll.IntType(1)])
     return fl.b.call(fn, [_mask_value(fl, e.args, 1), fl.expr(e.args[0])])
 
 
-def _type_active_mask(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_active_mask(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 0, info.name)
     return ir.Intrinsic(info.name, [], U32, tr.loc(node))
 
 
-def _lower_active_mask(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_active_mask(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     # inline PTX on both backends (libNVVM has no llvm.nvvm.activemask); convergent at the call
-    asm = ll.InlineAsm(ll.FunctionType(LL_I32, []), "activemask.b32 $0;", "=r", True)
+    asm = ll.InlineAsm(ll.FunctionType(ll.IntType(32), []), "activemask.b32 $0;", "=r", True)
     return fl.b.call(asm, [], attrs=("convergent",))
 
 
-def _type_match(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_match(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     mask, _ = _mask(tr, node, info)
     check_arg_count(tr, node, 1, info.name)
     value = scalar_arg(tr, node.args[0], info.name)
@@ -130,16 +130,16 @@ def _type_match(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> 
     return ir.Intrinsic(info.name, [value, *mask], U32, tr.loc(node))
 
 
-def _lower_match(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_match(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     value = fl.expr(e.args[0])
     suffix = "i64" if _scalar(e.args[0]).bits == 64 else "i32"
-    fn = _declare(fl, info, f"llvm.nvvm.match.any.sync.{suffix}", LL_I32, [LL_I32, value.type])
+    fn = _declare(fl, info, f"llvm.nvvm.match.any.sync.{suffix}", ll.IntType(32), [ll.IntType(32), value.type])
     return fl.b.call(fn, [_mask_value(fl, e.args, 1), value])
 
 
 # shuffles and reductions -------------------------------------------------------------------
 
-def _type_shuffle(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_shuffle(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     loc = tr.loc(node)
     mask, keywords = _mask(tr, node, info, ("width",))
     if "width" in keywords and len(node.args) == 3:
@@ -159,7 +159,7 @@ def _type_shuffle(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -
     return ir.Intrinsic(info.name, [value, lane, width, *mask], value.ty, loc)
 
 
-def _lower_shuffle(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_shuffle(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     value = fl.expr(e.args[0])
     lane = fl.expr(e.args[1])
     width = e.args[2]
@@ -169,35 +169,35 @@ def _lower_shuffle(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -
     return _shuffle(fl, info, kind, value, _scalar(e.args[0]), lane, clamp, _mask_value(fl, e.args, 3))
 
 
-def _shuffle(fl: FunctionLowering, info: IntrinsicInfo, kind: str, value: ll.Value, st: ScalarType,
+def _shuffle(fl: LoweringContext, info: IntrinsicInfo, kind: str, value: ll.Value, st: ScalarType,
              lane: ll.Value, clamp: int, mask: ll.Value | None = None) -> ll.Value:
     b = fl.b
-    mask = mask if mask is not None else ll.Constant(LL_I32, FULL_MASK)
-    c = ll.Constant(LL_I32, clamp)
+    mask = mask if mask is not None else ll.Constant(ll.IntType(32), FULL_MASK)
+    c = ll.Constant(ll.IntType(32), clamp)
 
     def shfl32(v: ll.Value, suffix: str) -> ll.Value:
-        t = ll.FloatType() if suffix == "f32" else LL_I32
-        fn = _declare(fl, info, f"llvm.nvvm.shfl.sync.{kind}.{suffix}", t, [LL_I32, t, LL_I32, LL_I32])
+        t = ll.FloatType() if suffix == "f32" else ll.IntType(32)
+        fn = _declare(fl, info, f"llvm.nvvm.shfl.sync.{kind}.{suffix}", t, [ll.IntType(32), t, ll.IntType(32), ll.IntType(32)])
         return b.call(fn, [mask, v, lane, c])
 
     if st.kind == "float" and st.bits == 32:
         return shfl32(value, "f32")
     if st.bits == 64:
-        raw = b.bitcast(value, LL_I64) if st.kind == "float" else value
-        lo = shfl32(b.trunc(raw, LL_I32), "i32")
-        hi = shfl32(b.trunc(b.lshr(raw, ll.Constant(LL_I64, 32)), LL_I32), "i32")
-        joined = b.or_(b.zext(lo, LL_I64), b.shl(b.zext(hi, LL_I64), ll.Constant(LL_I64, 32)))
+        raw = b.bitcast(value, ll.IntType(64)) if st.kind == "float" else value
+        lo = shfl32(b.trunc(raw, ll.IntType(32)), "i32")
+        hi = shfl32(b.trunc(b.lshr(raw, ll.Constant(ll.IntType(64), 32)), ll.IntType(32)), "i32")
+        joined = b.or_(b.zext(lo, ll.IntType(64)), b.shl(b.zext(hi, ll.IntType(64)), ll.Constant(ll.IntType(64), 32)))
         return b.bitcast(joined, value.type) if st.kind == "float" else joined
     if st.kind == "float":  # f16: through i32
-        bits = b.zext(b.bitcast(value, ll.IntType(16)), LL_I32)
+        bits = b.zext(b.bitcast(value, ll.IntType(16)), ll.IntType(32))
         return b.bitcast(b.trunc(shfl32(bits, "i32"), ll.IntType(16)), value.type)
     if st.bits == 32:
         return shfl32(value, "i32")
-    wide = b.sext(value, LL_I32) if st.kind == "int" else b.zext(value, LL_I32)
+    wide = b.sext(value, ll.IntType(32)) if st.kind == "int" else b.zext(value, ll.IntType(32))
     return b.trunc(shfl32(wide, "i32"), value.type)
 
 
-def _type_reduce(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_reduce(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     mask, keywords = _mask(tr, node, info)
     check_arg_count(tr, node, 1, info.name)
     value = scalar_arg(tr, node.args[0], info.name)
@@ -212,29 +212,29 @@ def _type_reduce(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) ->
     return ir.Intrinsic(info.name, [value, *mask], st, tr.loc(node))
 
 
-def _lower_reduce(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_reduce(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     value = fl.expr(e.args[0])
     st = _scalar(e.args[0])
     if len(e.args) == 2:  # masked: redux.sync, convergent at the call
         op = info.op[len("reduce_"):].replace("sum", "add")
         ptx_type = "s32" if op == "add" or st.kind == "int" else "u32"
-        asm = ll.InlineAsm(ll.FunctionType(LL_I32, [LL_I32, LL_I32]), f"redux.sync.{op}.{ptx_type} $0, $1, $2;",
+        asm = ll.InlineAsm(ll.FunctionType(ll.IntType(32), [ll.IntType(32), ll.IntType(32)]), f"redux.sync.{op}.{ptx_type} $0, $1, $2;",
                            "=r,r,r", True)
         return fl.b.call(asm, [value, fl.expr(e.args[1])], attrs=("convergent",))
     for offset in (16, 8, 4, 2, 1):
-        other = _shuffle(fl, info, "bfly", value, st, ll.Constant(LL_I32, offset), 0x1F)
+        other = _shuffle(fl, info, "bfly", value, st, ll.Constant(ll.IntType(32), offset), 0x1F)
         value = combine(fl, info.op[len("reduce_"):], value, other, st)
     return value
 
 
-def combine(fl: FunctionLowering, op: str, a: ll.Value, c: ll.Value, st: ScalarType) -> ll.Value:
+def combine(fl: LoweringContext, op: str, a: ll.Value, c: ll.Value, st: ScalarType) -> ll.Value:
     """``a + c``, ``min(a, c)`` or ``max(a, c)`` (``op``: "sum", "min", "max") in ``st``."""
     b = fl.b
     if op == "sum":
         return b.fadd(a, c) if st.kind == "float" else b.add(a, c)
     if st.kind == "float":
         name = ("__nv_fminf" if op == "min" else "__nv_fmaxf") if st.bits == 32 else ("__nv_fmin" if op == "min" else "__nv_fmax")
-        return b.call(fl.parent.intrinsic(name, a.type, [a.type, a.type]), [a, c])
+        return b.call(fl.intrinsic(name, a.type, [a.type, a.type]), [a, c])
     cmp = b.icmp_signed if st.kind == "int" else b.icmp_unsigned
     return b.select(cmp("<" if op == "min" else ">", a, c), a, c)
 

@@ -57,8 +57,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from llvmlite import ir as ll
-
 from oxide.lang.types import SCALAR_TYPES
 
 from ..ir import nodes as ir
@@ -69,12 +67,14 @@ from .entry import IntrinsicInfo
 from .mma import fragment_operand, load_registers
 
 if TYPE_CHECKING:
-    from ..frontend.translate import FunctionTranslator
-    from ..lower.llvm import FunctionLowering
+    from llvmlite import ir as ll
+
+    from .context import LoweringContext, TypingContext
+else:
+    from .lazy_llvm import LLVM_IR as ll
 
 __all__ = ["ENTRIES", "SWIZZLES", "accumulator_shape", "matrix_descriptor_bits"]
 
-LL_I32, LL_I64 = ll.IntType(32), ll.IntType(64)
 F32 = SCALAR_TYPES["f32"]
 SM90A = "sm_90a"
 # the swizzle a shared array may be declared with (bytes per row) -> the descriptor's layout type
@@ -95,7 +95,7 @@ def accumulator_shape(fragment: str | None) -> tuple[int, int, int] | None:
     return int(m), int(n), int(k)
 
 
-def _shape(tr: FunctionTranslator, node: ast.expr) -> tuple[str, int]:
+def _shape(tr: TypingContext, node: ast.expr) -> tuple[str, int]:
     text = tr.const_str(node)
     hint = ("shapes: 'm64nNk16' (f16/bf16 inputs) or 'm64nNk32' (f8e4m3/f8e5m2 inputs) with N a multiple of 8 "
             "from 8 to 256, e.g. 'm64n256k16'")
@@ -107,7 +107,7 @@ def _shape(tr: FunctionTranslator, node: ast.expr) -> tuple[str, int]:
     return text, int(digits)
 
 
-def _type_accumulator(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_accumulator(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, (1, 2), info.name)
     shape, n = _shape(tr, node.args[0])
     if len(node.args) == 2 and tr.element_type(node.args[1]) != F32:
@@ -116,11 +116,11 @@ def _type_accumulator(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Cal
     return ir.Intrinsic(info.name, [], ArrayType("local", F32, (n // 2,), fragment=FRAGMENT + shape), tr.loc(node))
 
 
-def _lower_allocation(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_allocation(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     raise AssertionError(f"{info.name} is allocated by its assignment, not lowered as a value")
 
 
-def _accumulator(tr: FunctionTranslator, node: ast.expr, what: str) -> tuple[ir.Expr, ArrayType]:
+def _accumulator(tr: TypingContext, node: ast.expr, what: str) -> tuple[ir.Expr, ArrayType]:
     value = tr.expr(node)
     ty = value.ty
     if not isinstance(ty, ArrayType) or accumulator_shape(ty.fragment) is None:
@@ -129,7 +129,7 @@ def _accumulator(tr: FunctionTranslator, node: ast.expr, what: str) -> tuple[ir.
     return value, ty
 
 
-def _operand(tr: FunctionTranslator, node: ast.expr, index_node: ast.expr, what: str) -> tuple[ir.Expr, ir.Expr, ArrayType]:
+def _operand(tr: TypingContext, node: ast.expr, index_node: ast.expr, what: str) -> tuple[ir.Expr, ir.Expr, ArrayType]:
     array = tr.expr(node)
     ty = array.ty
     if not isinstance(ty, ArrayType) or ty.space != "shared":
@@ -148,7 +148,7 @@ def _operand(tr: FunctionTranslator, node: ast.expr, index_node: ast.expr, what:
     return array, tr.convert(index, I32, index_node), ty
 
 
-def _register_a(tr: FunctionTranslator, node: ast.expr) -> tuple[ir.Expr, int, ArrayType]:
+def _register_a(tr: TypingContext, node: ast.expr) -> tuple[ir.Expr, int, ArrayType]:
     """A register A operand: an ``ox.mma.fragment_a("m16n8k16", T)`` (or ``frags[i]`` of an
     array of them), whose 8 elements per thread are wgmma's A fragment of ``m64nNk16`` (warp
     ``w`` of the warpgroup holding rows ``16 w`` to ``16 w + 15`` as mma.sync's m16n8k16 A)."""
@@ -163,7 +163,7 @@ def _register_a(tr: FunctionTranslator, node: ast.expr) -> tuple[ir.Expr, int, A
     return array, first, ty
 
 
-def _type_mma(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_mma(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     if len(node.args) not in (4, 5):
         raise tr.error(node, f"wgmma.mma takes (acc, a, a_index, b, b_index) with A in shared memory, or "
                        f"(acc, a_fragment, b, b_index) with A in registers; got {len(node.args)} arguments",
@@ -249,16 +249,16 @@ def matrix_descriptor_bits(swizzle: int, itemsize: int, mn_major: bool, rows: in
     return ((leading >> 4) << 16) | ((stride >> 4) << 32) | (SWIZZLES[swizzle] << 62)
 
 
-def _descriptor(fl: FunctionLowering, array: ir.Expr, index: ir.Expr, bits: int) -> ll.Value:
+def _descriptor(fl: LoweringContext, array: ir.Expr, index: ir.Expr, bits: int) -> ll.Value:
     b = fl.b
     view = fl.view(array)
     ptr = b.gep(view.ptr, [fl.expr(index)], source_etype=fl.elem_type(view.elem))
-    address = b.zext(b.ptrtoint(ptr, LL_I32), LL_I64)  # the shared window is 32-bit
-    start = b.lshr(b.and_(address, ll.Constant(LL_I64, 0x3FFFF)), ll.Constant(LL_I64, 4))
-    return b.or_(start, ll.Constant(LL_I64, bits))
+    address = b.zext(b.ptrtoint(ptr, ll.IntType(32)), ll.IntType(64))  # the shared window is 32-bit
+    start = b.lshr(b.and_(address, ll.Constant(ll.IntType(64), 0x3FFFF)), ll.Constant(ll.IntType(64), 4))
+    return b.or_(start, ll.Constant(ll.IntType(64), bits))
 
 
-def _lower_mma(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_mma(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     b = fl.b
     n_text, a_elem, a_swizzle, b_swizzle, b_major, b_rows, k, b_elem = e.options
     n = int(n_text)
@@ -276,7 +276,7 @@ def _lower_mma(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll
     desc_b = _descriptor(fl, bb, b_index, matrix_descriptor_bits(int(b_swizzle), itemsize, b_major == "mn", int(b_rows)))
     view = fl.view(acc)
     f32 = ll.FloatType()
-    slots = [b.gep(view.ptr, [ll.Constant(LL_I32, i)]) for i in range(count)]
+    slots = [b.gep(view.ptr, [ll.Constant(ll.IntType(32), i)]) for i in range(count)]
     values = [b.load(p, typ=f32) for p in slots]
     regs = ", ".join(f"${i}" for i in range(count))
     at = 2 * count  # the outputs, then as many inputs tied to them, then A, B's descriptor, scale-d
@@ -302,10 +302,10 @@ def _lower_mma(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll
                       [*values, *a_operands, desc_b, fl.expr(scale_d)])
     for i, p in enumerate(slots):
         b.store(b.extract_value(result, i), p)
-    return ll.Constant(LL_I32, 0)
+    return ll.Constant(ll.IntType(32), 0)
 
 
-def _type_no_args(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_no_args(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 0, info.name)
     return ir.Intrinsic(info.name, [], VoidType(), tr.loc(node))
 
@@ -317,12 +317,12 @@ _SIMPLE: dict[str, tuple[str, str]] = {
 }
 
 
-def _lower_simple(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_simple(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     text, name = _SIMPLE[info.name]
     return instruction_call(fl, text, name, convergent=True)
 
 
-def _type_wait(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_wait(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     if not node.args:
         raise tr.error(node, "wgmma.wait_group(n, acc, ...) takes the number of groups that may stay pending "
                        "and the accumulators read after the wait")
@@ -334,7 +334,7 @@ def _type_wait(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> i
     return ir.Intrinsic(info.name, accs, VoidType(), tr.loc(node), options=(str(n),))
 
 
-def fence_accumulator(fl: FunctionLowering, acc: ir.Expr) -> None:
+def fence_accumulator(fl: LoweringContext, acc: ir.Expr) -> None:
     """An empty asm that reads and rewrites every register of ``acc``: code that reads it cannot
     move above the wait before it (CUTLASS's ``warpgroup_fence_operand``)."""
     b = fl.b
@@ -342,7 +342,7 @@ def fence_accumulator(fl: FunctionLowering, acc: ir.Expr) -> None:
     ty = acc.ty
     assert isinstance(ty, ArrayType) and ty.size is not None
     f32 = ll.FloatType()
-    slots = [b.gep(view.ptr, [ll.Constant(LL_I32, i)]) for i in range(ty.size)]
+    slots = [b.gep(view.ptr, [ll.Constant(ll.IntType(32), i)]) for i in range(ty.size)]
     values = [b.load(p, typ=f32) for p in slots]
     constraint = ",".join(["=f"] * ty.size + [str(i) for i in range(ty.size)])
     result = asm_call(fl, "", constraint, ll.LiteralStructType([f32] * ty.size), values)
@@ -350,7 +350,7 @@ def fence_accumulator(fl: FunctionLowering, acc: ir.Expr) -> None:
         b.store(b.extract_value(result, i), p)
 
 
-def _type_fence_operand(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_fence_operand(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     if not node.args or node.keywords:
         raise tr.error(node, "wgmma.fence_operand(x, ...) takes the accumulators and register fragments to fence")
     arrays: list[ir.Expr] = []
@@ -365,7 +365,7 @@ def _type_fence_operand(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.C
     return ir.Intrinsic(info.name, arrays, VoidType(), tr.loc(node))
 
 
-def fence_registers(fl: FunctionLowering, array: ir.Expr) -> None:
+def fence_registers(fl: LoweringContext, array: ir.Expr) -> None:
     """An empty asm that reads and rewrites every 32-bit register of ``array`` (f32 values, or
     pairs of 16-bit ones): what writes them happens before it, what reads them after
     (CUTLASS's ``warpgroup_fence_operand``)."""
@@ -376,35 +376,35 @@ def fence_registers(fl: FunctionLowering, array: ir.Expr) -> None:
         return
     b = fl.b
     count = ty.size // 2
-    ptr = b.bitcast(fl.view(array).ptr, ll.PointerType(LL_I32, fl.view(array).ptr.type.addrspace))
-    slots = [b.gep(ptr, [ll.Constant(LL_I32, i)]) for i in range(count)]
-    values = [b.load(p, typ=LL_I32) for p in slots]
+    ptr = b.bitcast(fl.view(array).ptr, ll.PointerType(ll.IntType(32), fl.view(array).ptr.type.addrspace))
+    slots = [b.gep(ptr, [ll.Constant(ll.IntType(32), i)]) for i in range(count)]
+    values = [b.load(p, typ=ll.IntType(32)) for p in slots]
     constraint = ",".join(["=r"] * count + [str(i) for i in range(count)])
-    result = asm_call(fl, "", constraint, ll.LiteralStructType([LL_I32] * count), values)
+    result = asm_call(fl, "", constraint, ll.LiteralStructType([ll.IntType(32)] * count), values)
     for i, p in enumerate(slots):
         b.store(b.extract_value(result, i), p)
 
 
-def _lower_fence_operand(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_fence_operand(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     for array in e.args:
         fence_registers(fl, array)
-    return ll.Constant(LL_I32, 0)
+    return ll.Constant(ll.IntType(32), 0)
 
 
-def _lower_wait(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_wait(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     n = int(e.options[0])
-    if fl.parent.libnvvm:
+    if fl.libnvvm:
         asm_call(fl, f"wgmma.wait_group.sync.aligned {n};", "~{memory}", ll.VoidType(), [])
     else:
-        fn = fl.parent.intrinsic("llvm.nvvm.wgmma.wait_group.sync.aligned", ll.VoidType(), [LL_I64])
+        fn = fl.intrinsic("llvm.nvvm.wgmma.wait_group.sync.aligned", ll.VoidType(), [ll.IntType(64)])
         fn.attributes.add("convergent")
-        fl.b.call(fn, [ll.Constant(LL_I64, n)])
+        fl.b.call(fn, [ll.Constant(ll.IntType(64), n)])
     for acc in e.args:
         fence_accumulator(fl, acc)
-    return ll.Constant(LL_I32, 0)
+    return ll.Constant(ll.IntType(32), 0)
 
 
-def _type_setmaxnreg(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_setmaxnreg(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 1, info.name)
     n = tr.const_int(node.args[0])
     if n is None or not 24 <= n <= 256 or n % 8:
@@ -413,29 +413,29 @@ def _type_setmaxnreg(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call
     return ir.Intrinsic(info.name, [], VoidType(), tr.loc(node), options=(str(n),))
 
 
-def _lower_setmaxnreg(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_setmaxnreg(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     n = int(e.options[0])
     direction = info.op.rpartition("_")[2]  # "inc" or "dec"
-    if fl.parent.libnvvm:
+    if fl.libnvvm:
         return asm_call(fl, f"setmaxnreg.{direction}.sync.aligned.u32 {n};", "", ll.VoidType(), [])
-    fn = fl.parent.intrinsic(f"llvm.nvvm.setmaxnreg.{direction}.sync.aligned.u32", ll.VoidType(), [LL_I32])
+    fn = fl.intrinsic(f"llvm.nvvm.setmaxnreg.{direction}.sync.aligned.u32", ll.VoidType(), [ll.IntType(32)])
     fn.attributes.add("convergent")
-    return fl.b.call(fn, [ll.Constant(LL_I32, n)])
+    return fl.b.call(fn, [ll.Constant(ll.IntType(32), n)])
 
 
-def _type_warpgroup_id(tr: FunctionTranslator, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+def _type_warpgroup_id(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 0, info.name)
     return ir.Intrinsic(info.name, [], I32, tr.loc(node))
 
 
-def _lower_warpgroup_id(fl: FunctionLowering, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _lower_warpgroup_id(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     b = fl.b
-    tid = b.call(fl.parent.intrinsic("llvm.nvvm.read.ptx.sreg.tid.x", LL_I32, []), [])
-    group = b.lshr(tid, ll.Constant(LL_I32, 7))
+    tid = b.call(fl.intrinsic("llvm.nvvm.read.ptx.sreg.tid.x", ll.IntType(32), []), [])
+    group = b.lshr(tid, ll.Constant(ll.IntType(32), 7))
     # the shuffle from lane 0 tells the compiler the value is warp-uniform
-    shfl = fl.parent.intrinsic("llvm.nvvm.shfl.sync.idx.i32", LL_I32, [LL_I32] * 4)
+    shfl = fl.intrinsic("llvm.nvvm.shfl.sync.idx.i32", ll.IntType(32), [ll.IntType(32)] * 4)
     shfl.attributes.add("convergent")
-    return b.call(shfl, [ll.Constant(LL_I32, -1), group, ll.Constant(LL_I32, 0), ll.Constant(LL_I32, 31)])
+    return b.call(shfl, [ll.Constant(ll.IntType(32), -1), group, ll.Constant(ll.IntType(32), 0), ll.Constant(ll.IntType(32), 31)])
 
 
 ENTRIES = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from llvmlite import ir as ll
 
@@ -32,6 +32,9 @@ from ..passes.shared_memory import STATIC_SHARED_LIMIT  # also checked per kerne
 from .dialect import NVPTX, NVPTX_DATA_LAYOUT, NVPTX_TRIPLE, Dialect
 from .index32 import index32_twins
 from .fp8 import cast_fp8
+
+if TYPE_CHECKING:
+    from ..intrinsics.context import LoweredView
 
 __all__ = ["lower_program", "module_text", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT"]
 
@@ -192,6 +195,24 @@ class _View:
     packed: bool = False
     # an index32 kernel's tensor parameter: its shape then strides as the i32 parameters they are
     dims32: list[ll.Value] | None = None
+
+
+class _VolatileLoad(ll.LoadInstr):  # type: ignore[misc]
+    """``load volatile`` (llvmlite prints no ``volatile``)."""
+
+    def descr(self, buf: list[str]) -> None:
+        text: list[str] = []
+        super().descr(text)
+        buf.append("".join(text).replace("load ", "load volatile ", 1))
+
+
+class _VolatileStore(ll.StoreInstr):  # type: ignore[misc]
+    """``store volatile``."""
+
+    def descr(self, buf: list[str]) -> None:
+        text: list[str] = []
+        super().descr(text)
+        buf.append("".join(text).replace("store ", "store volatile ", 1))
 
 
 @dataclass
@@ -527,6 +548,30 @@ class FunctionLowering:
         self.shared_bytes = 0  # of the static shared arrays declared so far
         self.locate(fn.line, 1)
 
+    # ---- what the lowering of an intrinsic asks of the module (intrinsics/context.py) ------
+
+    @property
+    def module(self) -> ll.Module:
+        return self.parent.module
+
+    @property
+    def libnvvm(self) -> bool:
+        return self.parent.libnvvm
+
+    @property
+    def nvvm_dialect(self) -> bool:
+        return self.parent.dialect.is_nvvm
+
+    @property
+    def fast_math(self) -> bool:
+        return self.parent.fast_math
+
+    def intrinsic(self, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
+        return self.parent.intrinsic(name, ret, args)
+
+    def fail_function(self, ends_thread: bool = True) -> ll.Function:
+        return self.parent.fail_function(ends_thread)
+
     def locate(self, line: int, col: int) -> None:
         self.position = (line, col)
         if self.di_scope is not None:
@@ -795,7 +840,19 @@ class FunctionLowering:
         self.b._insert(frozen)
         return frozen
 
-    def element_address(self, view: _View, index: ll.Value) -> ll.Value:
+    def volatile_load(self, ptr: ll.Value, ty: ll.Type, align: int) -> ll.Value:
+        """``load volatile ty, ptr``: a read that reaches memory every time (a poll)."""
+        load = _VolatileLoad(self.b.block, ptr, typ=ty)
+        load.align = align
+        self.b._insert(load)
+        return load
+
+    def volatile_store(self, value: ll.Value, ptr: ll.Value, align: int) -> None:
+        store = _VolatileStore(self.b.block, value, ptr)
+        store.align = align
+        self.b._insert(store)
+
+    def element_address(self, view: LoweredView, index: ll.Value) -> ll.Value:
         return self.b.gep(view.ptr, [index], source_etype=scalar_ll(view.elem, True))
 
     def _half_word(self, view: _View, index: ll.Value) -> tuple[ll.Value, ll.Value, ll.VectorType]:
@@ -820,7 +877,7 @@ class FunctionLowering:
         pair, lane, pair_t = self._half_word(view, index)
         return b.extract_element(b.load(pair, typ=pair_t), lane)
 
-    def mark_invariant(self, load: ll.Instruction, view: _View) -> None:
+    def mark_invariant(self, load: ll.Instruction, view: LoweredView) -> None:
         """Loads of read-only views are invariant for the kernel (the runtime refuses aliasing
         with written views), so they go through the read-only data cache (ld.global.nc)."""
         if view.read_only and self.fn.is_kernel:
