@@ -158,9 +158,16 @@ warp = _Warp()
 shared = _Space("shared", ("array", "dynamic"))
 local = _Space("local", ("array",))
 atomic = _Atomic()
-math = _Space("math", ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh",
-                       "erf", "abs", "floor", "ceil", "trunc", "round", "pow", "min", "max", "atan2",
-                       "fmod", "fma", "isnan", "isinf", "isfinite",
+# CUDA's math API for f32 and f64 (libdevice); docs/language.md "Math" lists each function
+math = _Space("math", ("sqrt", "rsqrt", "cbrt", "rcbrt", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10",
+                       "log1p", "logb", "sin", "cos", "tan", "sinpi", "cospi", "asin", "acos", "atan", "sinh", "cosh",
+                       "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv", "erfcinv", "erfcx", "normcdf",
+                       "normcdfinv", "lgamma", "tgamma", "j0", "j1", "y0", "y1", "jn", "yn", "cyl_bessel_i0",
+                       "cyl_bessel_i1", "floor", "ceil", "trunc", "round", "rint", "nearbyint", "lround", "llround",
+                       "lrint", "llrint", "abs", "fabs", "pow", "atan2", "fmod", "remainder", "remquo", "hypot",
+                       "rhypot", "norm3d", "rnorm3d", "norm4d", "rnorm4d", "copysign", "nextafter", "fdim", "min",
+                       "max", "fmin", "fmax", "fma", "ldexp", "scalbn", "scalbln", "frexp", "modf", "ilogb",
+                       "sincos", "sincospi", "isnan", "isinf", "isfinite", "signbit",
                        # per call, f32 only: CUDA's __expf, __exp10f, __logf, ..., __powf, __fdividef
                        "fast_exp", "fast_exp2", "fast_exp10", "fast_log", "fast_log2", "fast_log10", "fast_sin", "fast_cos",
                        "fast_tan", "fast_pow", "fast_div", "saturate", "rcp"))

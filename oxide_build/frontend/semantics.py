@@ -285,7 +285,8 @@ class Semantics(Checks):
                              f"pass a {type_name(ty)}")
         if isinstance(value.ty, (ViewType, VoidType, ArrayType, TupleType, VectorType, StructType, TensorMapType)):
             raise self.error(node, f"{what} needs {ty.name}, got {type_name(value.ty)}",
-                             "take one lane (v.x)" if isinstance(value.ty, VectorType) else "")
+                             "take one lane (v.x)" if isinstance(value.ty, VectorType) else
+                             "unpack it first: `a, b = ...`" if isinstance(value.ty, TupleType) else "")
         if isinstance(value, ir.Const) and value.weak:
             if isinstance(value.value, float) and ty.kind != "float":
                 raise self.error(node, f"{what} needs {ty.name}, got the float literal {value.value}",

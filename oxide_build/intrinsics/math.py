@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import ast
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, F32, F64, I64, ViewType, as_scalar, type_name
+from ..ir.types import BOOL, F32, F64, I32, I64, TupleType, Type, ViewType, as_scalar, type_name
 from .arguments import check_arg_count
 from .entry import IntrinsicInfo
 
@@ -21,32 +22,70 @@ if TYPE_CHECKING:
 else:
     from .lazy_llvm import LLVM_IR as ll
 
-__all__ = ["ENTRIES"]
+__all__ = ["ENTRIES", "MATH_FUNCTIONS", "MathFunction"]
 
-MATH_UNARY = ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "tanh",
-              "erf", "abs", "floor", "ceil", "trunc", "round")
-MATH_BINARY = ("pow", "min", "max", "atan2", "fmod")
-MATH_PREDICATES = ("isnan", "isinf", "isfinite")
-# libdevice names: (f32, f64)
-LIBDEVICE_UNARY = {
-    "sqrt": ("__nv_sqrtf", "__nv_sqrt"), "rsqrt": ("__nv_rsqrtf", "__nv_rsqrt"),
-    "exp": ("__nv_expf", "__nv_exp"), "exp2": ("__nv_exp2f", "__nv_exp2"),
-    "log": ("__nv_logf", "__nv_log"), "log2": ("__nv_log2f", "__nv_log2"),
-    "log10": ("__nv_log10f", "__nv_log10"), "sin": ("__nv_sinf", "__nv_sin"),
-    "cos": ("__nv_cosf", "__nv_cos"), "tan": ("__nv_tanf", "__nv_tan"),
-    "tanh": ("__nv_tanhf", "__nv_tanh"), "erf": ("__nv_erff", "__nv_erf"),
-    "abs": ("__nv_fabsf", "__nv_fabs"), "floor": ("__nv_floorf", "__nv_floor"),
-    "ceil": ("__nv_ceilf", "__nv_ceil"), "trunc": ("__nv_truncf", "__nv_trunc"),
-    "round": ("__nv_rintf", "__nv_rint"),
+RESULT_TYPES = {"bool": BOOL, "i32": I32, "i64": I64}
+# the LLVM integer width of each non-float result; libdevice's predicates return an int
+RESULT_BITS = {"bool": 1, "i32": 32, "i64": 64}
+RAW_BITS = {"bool": 32}
+# CUDA's math API (f32 and f64) from libdevice: each function's parameters, result and the
+# libdevice names of its f32 and f64 forms. Parameters: "x" a float (all of them one type, the
+# call's float type), "i" an i32 (ldexp's exponent, jn's order). Results: "x" the float type,
+# "bool", "i32", "i64", or a tuple of them (what CUDA returns through pointers: sincos's sine
+# and cosine, modf's integral part, frexp's exponent, remquo's quotient bits).
+@dataclass(frozen=True)
+class MathFunction:
+    params: str
+    result: tuple[str, ...]
+    libdevice: tuple[str, str]  # (f32, f64)
+    cuda: str  # CUDA's f32 spelling, for messages and docs
+
+
+def _same(f32: str, f64: str, params: str = "x") -> MathFunction:
+    return MathFunction(params, ("x",), (f"__nv_{f32}", f"__nv_{f64}"), f32)
+
+
+MATH_FUNCTIONS: dict[str, MathFunction] = {
+    **{op: _same(f"{op}f", op) for op in (
+        "sqrt", "rsqrt", "cbrt", "rcbrt", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "logb",
+        "sin", "cos", "tan", "sinpi", "cospi", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
+        "atanh", "erf", "erfc", "erfinv", "erfcinv", "erfcx", "normcdf", "normcdfinv", "lgamma", "tgamma", "j0",
+        "j1", "y0", "y1", "cyl_bessel_i0", "cyl_bessel_i1", "floor", "ceil", "trunc", "round", "rint",
+        "nearbyint")},
+    "abs": _same("fabsf", "fabs"), "fabs": _same("fabsf", "fabs"),
+    **{op: _same(f"{op}f", op, "xx") for op in (
+        "pow", "atan2", "fmod", "remainder", "hypot", "rhypot", "copysign", "nextafter", "fdim")},
+    "min": _same("fminf", "fmin", "xx"), "max": _same("fmaxf", "fmax", "xx"),
+    "fmin": _same("fminf", "fmin", "xx"), "fmax": _same("fmaxf", "fmax", "xx"),
+    "fma": _same("fmaf", "fma", "xxx"),
+    "norm3d": _same("norm3df", "norm3d", "xxx"), "rnorm3d": _same("rnorm3df", "rnorm3d", "xxx"),
+    "norm4d": _same("norm4df", "norm4d", "xxxx"), "rnorm4d": _same("rnorm4df", "rnorm4d", "xxxx"),
+    "ldexp": _same("ldexpf", "ldexp", "xi"), "scalbn": _same("scalbnf", "scalbn", "xi"),
+    "scalbln": MathFunction("xl", ("x",), ("__nv_scalbnf", "__nv_scalbn"), "scalblnf"),
+    "jn": _same("jnf", "jn", "ix"), "yn": _same("ynf", "yn", "ix"),
+    "ilogb": MathFunction("x", ("i32",), ("__nv_ilogbf", "__nv_ilogb"), "ilogbf"),
+    "lround": MathFunction("x", ("i64",), ("__nv_llroundf", "__nv_llround"), "lroundf"),
+    "llround": MathFunction("x", ("i64",), ("__nv_llroundf", "__nv_llround"), "llroundf"),
+    "lrint": MathFunction("x", ("i64",), ("__nv_llrintf", "__nv_llrint"), "lrintf"),
+    "llrint": MathFunction("x", ("i64",), ("__nv_llrintf", "__nv_llrint"), "llrintf"),
+    "isnan": MathFunction("x", ("bool",), ("__nv_isnanf", "__nv_isnand"), "isnan"),
+    "isinf": MathFunction("x", ("bool",), ("__nv_isinff", "__nv_isinfd"), "isinf"),
+    "isfinite": MathFunction("x", ("bool",), ("__nv_finitef", "__nv_isfinited"), "isfinite"),
+    "signbit": MathFunction("x", ("bool",), ("__nv_signbitf", "__nv_signbitd"), "signbit"),
+    "sincos": MathFunction("x", ("x", "x"), ("__nv_sincosf", "__nv_sincos"), "sincosf"),
+    "sincospi": MathFunction("x", ("x", "x"), ("__nv_sincospif", "__nv_sincospi"), "sincospif"),
+    "modf": MathFunction("x", ("x", "x"), ("__nv_modff", "__nv_modf"), "modff"),
+    "frexp": MathFunction("x", ("x", "i32"), ("__nv_frexpf", "__nv_frexp"), "frexpf"),
+    "remquo": MathFunction("xx", ("x", "i32"), ("__nv_remquof", "__nv_remquo"), "remquof"),
 }
+# the functions whose integer form exists too (C's abs, min, max of ints)
+INTEGER_FORMS = ("abs", "min", "max")
+# sincos(x) -> (sin, cos) from void __nv_sincosf(x, float* s, float* c); the others return their
+# first result and store the second through their last parameter
+VOID_WITH_OUTPUTS = ("sincos", "sincospi")
 LIBDEVICE_FAST = {"exp": "__nv_fast_expf", "exp2": "__nv_exp2f", "log": "__nv_fast_logf",
                   "log2": "__nv_fast_log2f", "sin": "__nv_fast_sinf", "cos": "__nv_fast_cosf",
                   "tan": "__nv_fast_tanf"}
-LIBDEVICE_BINARY = {
-    "pow": ("__nv_powf", "__nv_pow"), "min": ("__nv_fminf", "__nv_fmin"),
-    "max": ("__nv_fmaxf", "__nv_fmax"), "atan2": ("__nv_atan2f", "__nv_atan2"),
-    "fmod": ("__nv_fmodf", "__nv_fmod"),
-}
 # per-call fast math, f32 only (libdevice's approximate forms: what nvcc makes of __expf ...)
 FAST_UNARY = {"fast_exp": "__nv_fast_expf", "fast_exp2": "llvm.nvvm.ex2.approx.ftz.f", "fast_exp10": "__nv_fast_exp10f", "fast_log": "__nv_fast_logf",
               "fast_log2": "__nv_fast_log2f", "fast_log10": "__nv_fast_log10f", "fast_sin": "__nv_fast_sinf",
@@ -56,19 +95,28 @@ CUDA_FAST_NAMES = {"fast_exp": "__expf", "fast_exp2": "exp2f under -use_fast_mat
                    "fast_log10": "__log10f", "fast_sin": "__sinf", "fast_cos": "__cosf", "fast_tan": "__tanf",
                    "saturate": "__saturatef", "fast_pow": "__powf", "fast_div": "__fdividef"}
 RCP = ("__nv_frcp_rn", "__nv_drcp_rn")  # 1/x rounded to nearest, even under fast-math
-LIBDEVICE_PRED = {"isnan": ("__nv_isnanf", "__nv_isnand"), "isinf": ("__nv_isinff", "__nv_isinfd"),
-                  "isfinite": ("__nv_finitef", "__nv_isfinited")}
-
 # math of compile-time constants, folded in f64 as Python computes it (a domain error, an
 # overflow or a non-finite result is left to run time)
 _FOLDABLE: dict[str, Callable[..., float]] = {
     "sqrt": math.sqrt, "rsqrt": lambda x: 1.0 / math.sqrt(x), "exp": math.exp, "exp2": lambda x: math.pow(2.0, x),
+    "exp10": lambda x: math.pow(10.0, x), "expm1": math.expm1, "log1p": math.log1p,
     "log": math.log, "log2": math.log2, "log10": math.log10, "sin": math.sin, "cos": math.cos, "tan": math.tan,
-    "tanh": math.tanh, "erf": math.erf, "abs": math.fabs, "floor": lambda x: float(math.floor(x)),
+    "asin": math.asin, "acos": math.acos, "atan": math.atan, "sinh": math.sinh, "cosh": math.cosh,
+    "asinh": math.asinh, "acosh": math.acosh, "atanh": math.atanh, "erfc": math.erfc, "lgamma": math.lgamma,
+    "tgamma": math.gamma, "cbrt": lambda x: math.copysign(abs(x) ** (1.0 / 3.0), x) if x else x,
+    "tanh": math.tanh, "erf": math.erf, "abs": math.fabs, "fabs": math.fabs, "floor": lambda x: float(math.floor(x)),
     "ceil": lambda x: float(math.ceil(x)), "trunc": lambda x: float(math.trunc(x)),
-    "round": lambda x: float(round(x)), "pow": math.pow, "min": min, "max": max, "atan2": math.atan2,
-    "fmod": math.fmod,
+    "round": lambda x: _round_half_away(x), "rint": lambda x: float(round(x)),
+    "nearbyint": lambda x: float(round(x)), "pow": math.pow, "min": min, "max": max, "fmin": min, "fmax": max,
+    "atan2": math.atan2, "fmod": math.fmod, "hypot": math.hypot, "copysign": math.copysign,
+    "remainder": math.remainder, "fdim": lambda x, y: x - y if x > y else 0.0,
 }
+
+
+def _round_half_away(x: float) -> float:
+    """C's round(): halfway cases away from zero (Python's round() goes to even)."""
+    t = float(math.trunc(x))
+    return t + math.copysign(1.0, x) if abs(x - t) >= 0.5 else t
 
 
 def _fold_constant(op: str, values: list[ir.Expr], loc: ir.Loc) -> ir.Const | None:
@@ -94,18 +142,20 @@ def _fold_constant(op: str, values: list[ir.Expr], loc: ir.Loc) -> ir.Const | No
 
 def _type_math(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     name, op = info.name, info.op
+    fn = MATH_FUNCTIONS[op]
     loc = tr.loc(node)
-    nargs = 3 if op == "fma" else 2 if op in MATH_BINARY else 1
-    check_arg_count(tr, node, nargs, name)
+    check_arg_count(tr, node, len(fn.params), name)
     values = [tr.expr(a) for a in node.args]
     for v, a in zip(values, node.args):
         if as_scalar(v.ty) is None or v.ty == BOOL:
             raise tr.error(a, f"{name} needs numbers, got {type_name(v.ty)}",
                            "index the view to get an element" if isinstance(v.ty, ViewType) else "")
-    folded = _fold_constant(op, values, loc)
-    if folded is not None:
-        return folded
-    strong = [as_scalar(v.ty) for v in values if not (isinstance(v, ir.Const) and v.weak)]
+    if fn.params == "x" * len(fn.params) and fn.result == ("x",):
+        folded = _fold_constant(op, values, loc)
+        if folded is not None:
+            return folded
+    floats = [v for v, p in zip(values, fn.params) if p == "x"]
+    strong = [as_scalar(v.ty) for v in floats if not (isinstance(v, ir.Const) and v.weak)]
     ty = F64 if not strong else strong[0]
     for other in strong[1:]:
         assert ty is not None and other is not None
@@ -113,16 +163,28 @@ def _type_math(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Exp
             ty = F64 if F64 in (ty, other) else other if other.kind == "float" else ty
     assert ty is not None
     if ty.kind != "float":
-        if op in ("abs", "min", "max"):
+        if op in INTEGER_FORMS:
             args = [tr.convert(v, ty, node) for v in values]
             return ir.Intrinsic(name, args, ty, loc)
         ty = F64 if ty.bits > 32 else F32
     if ty.bits == 16:
         ty = F32  # half-precision math runs in f32, like CUDA's promotion
-    args = [tr.convert(v, ty, node) for v in values]
-    if op in MATH_PREDICATES:
-        return ir.Intrinsic(name, args, BOOL, loc)
-    return ir.Intrinsic(name, args, ty, loc)
+    args = []
+    for v, a, p in zip(values, node.args, fn.params):
+        if p == "x":
+            args.append(tr.convert(v, ty, node))
+            continue
+        st = as_scalar(v.ty)
+        if st is None or st.kind not in ("int", "uint"):
+            what = "order" if op in ("jn", "yn") else "exponent"
+            got = f"the float literal {v.value}" if isinstance(v, ir.Const) and v.weak else type_name(v.ty)
+            raise tr.error(a, f"{name}'s {what} is an integer, got {got}",
+                           f"convert with {'i64' if p == 'l' else 'i32'}(...) (CUDA's {fn.cuda} takes "
+                           f"{'a long' if p == 'l' else 'an int'})")
+        args.append(tr.convert_implicit(v, I64 if p == "l" else I32, a, f"{name}'s {'order' if op in ('jn', 'yn') else 'exponent'}"))
+    results = [ty if r == "x" else RESULT_TYPES[r] for r in fn.result]
+    result: Type = results[0] if len(results) == 1 else TupleType(tuple(results))
+    return ir.Intrinsic(name, args, result, loc)
 
 
 def _type_fast(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
@@ -139,7 +201,7 @@ def _type_fast(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Exp
             exact = info.op[len("fast_"):] if info.op.startswith("fast_") else ""
             raise tr.error(a, f"{info.name} is an f32 approximation (CUDA's {CUDA_FAST_NAMES[info.op]}), got f64",
                            "convert with f32(...) to accept its precision" +
-                           (f", or use ox.math.{exact} for f64" if exact in LIBDEVICE_UNARY else "")
+                           (f", or use ox.math.{exact} for f64" if exact in MATH_FUNCTIONS else "")
                            + ("" if info.op != "fast_div" else ", or divide with /"))
         args.append(tr.convert(value, F32, a))
     return ir.Intrinsic(info.name, args, F32, tr.loc(node))
@@ -171,8 +233,9 @@ def _lower_rcp(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.
 def _lower_math(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     b = fl.b
     op = info.op
+    fn = MATH_FUNCTIONS[op]
     args = [fl.expr(a) for a in e.args]
-    st = as_scalar(e.args[0].ty)
+    st = as_scalar(e.args[fn.params.index("x")].ty)
     assert st is not None
     if st.kind != "float":  # integer abs / min / max
         a = args[0]
@@ -183,28 +246,46 @@ def _lower_math(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll
         cmp = b.icmp_signed if st.kind == "int" else b.icmp_unsigned
         return b.select(cmp("<" if op == "min" else ">", args[0], args[1]), args[0], args[1])
     is64 = st.bits == 64
-    t = args[0].type
+    t = ll.DoubleType() if is64 else ll.FloatType()
     if op == "fma":
-        fn = fl.intrinsic(f"llvm.fma.{'f64' if is64 else 'f32'}", t, [t, t, t])
-        return b.call(fn, args)
-    if op in LIBDEVICE_PRED:
-        name = LIBDEVICE_PRED[op][is64]
-        r = b.call(fl.intrinsic(name, ll.IntType(32), [t]), args)
-        return b.icmp_unsigned("!=", r, ll.Constant(ll.IntType(32), 0))
-    if op in LIBDEVICE_BINARY:
-        name = LIBDEVICE_BINARY[op][is64]
-        return b.call(fl.intrinsic(name, t, [t, t]), args)
+        fn_ll = fl.intrinsic(f"llvm.fma.{'f64' if is64 else 'f32'}", t, [t, t, t])
+        return b.call(fn_ll, args)
     if op == "sqrt" and not fl.fast_math:  # IEEE-rounded, like nvcc's default -prec-sqrt=true
         return b.call(fl.intrinsic(f"llvm.sqrt.{'f64' if is64 else 'f32'}", t, [t]), args)
+    if op == "scalbln":  # scalbnf with the exponent clamped: past ±65536 every result is 0 or inf already
+        n = args[1]
+        n = b.select(b.icmp_signed(">", n, ll.Constant(n.type, 65536)), ll.Constant(n.type, 65536), n)
+        n = b.select(b.icmp_signed("<", n, ll.Constant(n.type, -65536)), ll.Constant(n.type, -65536), n)
+        args[1] = b.trunc(n, ll.IntType(32))
+    ll_i32 = ll.IntType(32)
+    in_types = [t if p == "x" else ll_i32 for p in fn.params]
+    result_ll = [t if r == "x" else ll.IntType(RESULT_BITS[r]) for r in fn.result]
+    name = fn.libdevice[is64]
     if fl.fast_math and not is64 and op in LIBDEVICE_FAST:
         name = LIBDEVICE_FAST[op]
+    if len(result_ll) == 1:
+        raw = ll.IntType(RAW_BITS[fn.result[0]]) if fn.result[0] in RAW_BITS else result_ll[0]
+        value = b.call(fl.intrinsic(name, raw, in_types), args)
+        if fn.result[0] == "bool":
+            return b.icmp_unsigned("!=", value, ll.Constant(raw, 0))
+        return value
+    # the results CUDA stores through pointers: entry-block temporaries that mem2reg keeps in registers
+    slots = [fl.temp(r) for r in result_ll[0 if op in VOID_WITH_OUTPUTS else 1:]]
+    ptr_types = [s.type for s in slots]
+    if op in VOID_WITH_OUTPUTS:
+        b.call(fl.intrinsic(name, ll.VoidType(), in_types + ptr_types), args + slots)
+        parts = [b.load(s) for s in slots]
     else:
-        name = LIBDEVICE_UNARY[op][is64]
-    return b.call(fl.intrinsic(name, t, [t]), args)
+        first = b.call(fl.intrinsic(name, result_ll[0], in_types + ptr_types), args + slots)
+        parts = [first] + [b.load(s) for s in slots]
+    out: ll.Value = ll.Constant(ll.LiteralStructType(result_ll), None)
+    for i, part in enumerate(parts):
+        out = b.insert_value(out, part, i)
+    return out
 
 
 ENTRIES = [
-    *(IntrinsicInfo(f"math.{op}", _type_math, _lower_math) for op in ("fma", *MATH_UNARY, *MATH_BINARY, *MATH_PREDICATES)),
+    *(IntrinsicInfo(f"math.{op}", _type_math, _lower_math) for op in MATH_FUNCTIONS),
     *(IntrinsicInfo(f"math.{op}", _type_fast, _lower_fast) for op in (*FAST_UNARY, *FAST_BINARY)),
     IntrinsicInfo("math.rcp", _type_rcp, _lower_rcp),
 ]
