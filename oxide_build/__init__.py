@@ -217,13 +217,15 @@ def _check_metadata_requirement(metadata: str, kernel_modules: list[str], source
     check_requirements(metadata_requirements(metadata), kernel_modules, source)
 
 
-def _check_toolchain(log: Any = None) -> None:
-    """Prints where each toolchain piece comes from (pip -v shows it) and fails at once, with
-    the packages to install, when the LTO-IR producers are newer than nvJitLink."""
+def _check_toolchain(verbose: bool, log: Any = None) -> None:
+    """Fails at once, with the packages to install, when the LTO-IR producers are newer than
+    nvJitLink; with ``verbose`` (``[tool.oxide] verbose``, ``OXIDE_VERBOSE=1``), first prints
+    where each toolchain piece comes from (pip -v shows it)."""
     from oxide_build.toolchain import check_link_compatibility, toolchain_report
 
-    out = sys.stderr if log is None else log
-    print("oxide: toolchain\n" + "\n".join(f"  {line}" for line in toolchain_report()), file=out, flush=True)
+    if verbose:
+        out = sys.stderr if log is None else log
+        print("oxide: toolchain\n" + "\n".join(f"  {line}" for line in toolchain_report()), file=out, flush=True)
     check_link_compatibility()
 
 
@@ -290,7 +292,7 @@ def build_wheel(
     config = load_config(project, config_settings)
     backend = _host_backend()
     if modules:
-        _check_toolchain()
+        _check_toolchain(config.verbose)
     # Compile before the host build runs: a compile error then fails the build at once.
     artifacts: dict[str, bytes] = {}
     if config.cmake_kernels:
@@ -325,7 +327,7 @@ def build_editable(
     config = load_config(project, config_settings)
     host_build_editable = _host_editable_hook("build_editable")  # before compiling: fails at once
     if modules:
-        _check_toolchain()
+        _check_toolchain(config.verbose)
     # The editable wheel points at the source tree, so the artifacts go there.
     compile_project(project, config, staging_dir=None)
     name = host_build_editable(wheel_directory, _host_settings(config_settings))

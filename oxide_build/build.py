@@ -133,6 +133,10 @@ def compile_project(
 
     out = sys.stderr if log is None else log
     project_dir = project_dir.resolve()
+    if config.cache_dir is not None:  # the key means OXIDE_CACHE_DIR, for every cache this build opens
+        import os
+
+        os.environ["OXIDE_CACHE_DIR"] = str((project_dir / config.cache_dir).resolve())
     root = scan_root(project_dir)
     started = time.perf_counter()
     scanned = scan_tree(root, list(config.packages) if config.packages is not None else None)
@@ -157,20 +161,20 @@ def compile_project(
     results: dict[int, tuple[UnitResult, float]] = {}
     keys: dict[int, str | None] = {}
 
+    progress = _Progress(out, config.verbose)
+
     def report(index: int, result: UnitResult, seconds: float) -> None:
         results[index] = (result, seconds)
         unit = units[index]
         what = "cached" if result.cached else f"{seconds * 1000:.0f} ms"
-        out.write(f"[{len(results)}/{len(units)}] {unit.module} {unit.arch} … {what}\n")
-        out.flush()
+        progress.unit(f"[{len(results)}/{len(units)}] {unit.module} {unit.arch}", what)
         key = keys.get(index)
         if key is not None and not result.cached:
             cache.put(key, result.to_bytes())
 
     def report_failure(index: int) -> None:
         unit = units[index]
-        out.write(f"[{len(results) + 1}/{len(units)}] {unit.module} {unit.arch} … failed\n")
-        out.flush()
+        progress.failed(f"[{len(results) + 1}/{len(units)}] {unit.module} {unit.arch} … failed")
 
     misses: list[int] = []
     for i, unit in enumerate(units):
@@ -220,6 +224,7 @@ def compile_project(
             ) from None
         seconds = sum(results[i][1] for i in indices)
         built.append(BuiltModule(module.name, tuple(module.kernels), path, seconds))
+    progress.done()
     cached = sum(1 for r, _ in results.values() if r.cached)
     build = ProjectBuild(tuple(built), options.archs, time.perf_counter() - started, len(units), cached, workers)
     if built:
@@ -232,6 +237,41 @@ def compile_project(
         out.write(f"oxide: no kernels found under {root}\n")
     out.flush()
     return build
+
+
+class _Progress:
+    """What a build prints per unit: with ``verbose``, a line per unit and its time; else, on a
+    terminal, one line rewritten in place (``[3/40] pkg.mod sm_90``) and erased at the end, and
+    in a log (not a terminal: pip, CI) nothing, so that a log holds the summary line only. A
+    failed unit is always named."""
+
+    def __init__(self, out: TextIO, verbose: bool) -> None:
+        self.out = out
+        self.verbose = verbose
+        isatty = getattr(out, "isatty", None)
+        self.live = not verbose and callable(isatty) and bool(isatty())
+        self.shown = False
+
+    def unit(self, what: str, result: str) -> None:
+        if self.verbose:
+            self.out.write(f"{what} … {result}\n")
+        elif self.live:
+            self.out.write(f"\r\033[K{what}")
+            self.shown = True
+        else:
+            return
+        self.out.flush()
+
+    def failed(self, line: str) -> None:
+        self.done()
+        self.out.write(line + "\n")
+        self.out.flush()
+
+    def done(self) -> None:
+        if self.shown:
+            self.out.write("\r\033[K")
+            self.out.flush()
+            self.shown = False
 
 
 def _warm_compiler() -> None:

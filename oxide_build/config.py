@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import inspect
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields
@@ -41,6 +42,8 @@ __all__ = [
     "OxideConfig",
     "SettingDoc",
     "default_jobs",
+    "env_name",
+    "json_schema",
     "load_config",
     "parse_config",
     "read_pyproject",
@@ -65,6 +68,8 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+_VERSION_RE = re.compile(r"\d+(\.\d+)*")
+
 # what the items of a list-valued key may be: the message's "expected ...", and the check of one
 # item ("arch" is checked against SUPPORTED_ARCHS with a message of its own)
 LIST_ITEMS: dict[str, tuple[str, Callable[[str], bool]]] = {
@@ -76,6 +81,9 @@ LIST_ITEMS: dict[str, tuple[str, Callable[[str], bool]]] = {
     "glob": ("a list of globs relative to the project root",
              lambda item: bool(item.strip()) and not Path(item).is_absolute() and ".." not in Path(item).parts),
     "define": ('a list of "NAME" or "NAME=VALUE"', lambda item: item.split("=", 1)[0].isidentifier()),
+    # single strings (a str field without choices)
+    "version": ('a version number such as "0.1"', lambda item: bool(_VERSION_RE.fullmatch(item.strip()))),
+    "directory": ("a directory path (relative to the project root)", lambda item: bool(item.strip())),
 }
 
 
@@ -172,6 +180,21 @@ class OxideConfig:
     docs/mixed-language.md), not by the backend before CMake runs, so that they can link the
     device libraries CMake builds. The backend then checks the toolchain and the runtime
     requirement only (an editable install still compiles them next to the sources)."""
+
+    verbose: bool = False
+    """Print the build's details on stderr: where each toolchain piece comes from (the
+    ``oxide: toolchain`` block) and a line per unit with its time. Without it a build prints a
+    progress line on a terminal (none in a log) and the summary line. ``pip -v`` shows the
+    backend's output; ``OXIDE_VERBOSE=1`` or ``-C oxide.verbose=true`` turn this on for one build."""
+
+    minimum_version: str | None = field(default=None, metadata=setting(items="version"))
+    """The oldest oxide-cuda that may build the project, e.g. ``"0.1"``: an older one fails the
+    build at once, naming both versions, instead of misreading newer settings. Unset: any."""
+
+    cache_dir: str | None = field(default=None, metadata=setting(items="directory", unset="the user cache dir"))
+    """Where the compile cache lives, relative to the project root (or absolute); the same as
+    setting ``OXIDE_CACHE_DIR`` for the build. Unset: ``$OXIDE_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/oxide``, else ``~/.cache/oxide`` (``oxide cache info``)."""
 
     def compile_options(self, project_dir: Path | None = None) -> CompileOptions:
         """The compiler's options: every field of ``CONFIG_KEY_OF_OPTION`` from its key.
@@ -320,7 +343,7 @@ class _Setting:
                 return f"an integer from {self.low} to {self.high}"
             return "a positive integer" if self.low == 1 else f"an integer of at least {self.low}"
         if self.kind == "str":
-            return " or ".join(repr(c) for c in self.choices)
+            return " or ".join(repr(c) for c in self.choices) if self.choices else LIST_ITEMS[self.items][0]
         return LIST_ITEMS[self.items][0]
 
     @property
@@ -353,6 +376,10 @@ class _Setting:
             return number
         if self.kind == "str":
             text = value.strip() if source.from_text and isinstance(value, str) else value
+            if not self.choices:
+                if not isinstance(text, str) or not LIST_ITEMS[self.items][1](text):
+                    raise _bad(source, key, value, allowed)
+                return text
             if text not in self.choices:
                 raise _bad(source, key, value, allowed)
             return str(text)
@@ -490,18 +517,136 @@ def check_foreign_settings(config_settings: Mapping[str, Any] | None, host_reads
     return warnings
 
 
+def env_name(key: str) -> str:
+    """The environment variable that sets ``key`` for one build: ``OXIDE_<KEY>``
+    (``opt-level`` -> ``OXIDE_OPT_LEVEL``)."""
+    return "OXIDE_" + key.upper().replace("-", "_")
+
+
+def _key_line(text: str, header: str, key: str, occurrence: int = 0) -> int | None:
+    """The line (1-based) of ``key = ...`` in the ``occurrence``-th table ``header``
+    (``[tool.oxide]``, ``[[tool.oxide.overrides]]``) of a TOML text; None if not found
+    there (a key written as a dotted key or an inline table elsewhere)."""
+    seen = -1
+    inside = False
+    key_re = re.compile(r"""\s*(?:%s|"%s"|'%s')\s*[=.]""" % ((re.escape(key),) * 3))
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            inside = stripped.split("#", 1)[0].strip() == header and (seen := seen + 1) == occurrence
+            continue
+        if inside and key_re.match(line):
+            return number
+    return None
+
+
+def _located(text: str, key: str, header: str = "[tool.oxide]", occurrence: int = 0) -> str:
+    line = _key_line(text, header, key, occurrence) if text else None
+    table = header.strip("[]")
+    return f"pyproject.toml:{line}: [{table}]" if line is not None else f"pyproject.toml [{table}]"
+
+
+def _override_applies(where: str, condition: Any, environ: Mapping[str, str]) -> bool:
+    """Whether the ``if`` table of one ``[[tool.oxide.overrides]]`` entry holds here: every
+    condition given must (``platform-system``/``platform-machine``: a regular expression that
+    matches ``sys.platform``/``platform.machine()`` whole; ``python-version``: a version
+    specifier, ``">=3.11"``; ``env``: a table of variable -> regular expression its value must
+    match, or true/false for set to a true value / not)."""
+    import platform
+
+    if not isinstance(condition, dict) or not condition:
+        raise ConfigError(f"{where}: an override needs an `if` table of conditions, e.g. "
+                          'if.platform-system = "linux"; known conditions: ' + ", ".join(_CONDITIONS))
+    for name, wanted in condition.items():
+        if name in ("platform-system", "platform-machine"):
+            if not isinstance(wanted, str):
+                raise ConfigError(f"{where}: if.{name} = {wanted!r} is not allowed; expected a regular expression (a string)")
+            actual = sys.platform if name == "platform-system" else platform.machine()
+            if not re.fullmatch(wanted, actual):
+                return False
+        elif name == "python-version":
+            from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+            try:
+                spec = SpecifierSet(str(wanted))
+            except InvalidSpecifier:
+                raise ConfigError(f"{where}: if.python-version = {wanted!r} is not a version specifier "
+                                  '(e.g. ">=3.11")') from None
+            if not spec.contains(platform.python_version(), prereleases=True):
+                return False
+        elif name == "env":
+            if not isinstance(wanted, dict):
+                raise ConfigError(f"{where}: if.env must be a table: if.env.NAME = \"regex\" or true/false")
+            for variable, expected in wanted.items():
+                value = environ.get(variable)
+                if isinstance(expected, bool):
+                    truthy = value is not None and value.strip().lower() not in ("", "0", "false", "no", "off")
+                    if truthy != expected:
+                        return False
+                elif isinstance(expected, str):
+                    if value is None or not re.fullmatch(expected, value):
+                        return False
+                else:
+                    raise ConfigError(f"{where}: if.env.{variable} = {expected!r} is not allowed; expected a regular "
+                                      "expression (a string) or true/false")
+        else:
+            raise ConfigError(f"{where}: unknown condition if.{name}; known conditions: " + ", ".join(_CONDITIONS))
+    return True
+
+
+_CONDITIONS = ("platform-system", "platform-machine", "python-version", "env")
+
+
+def _check_minimum_version(config: OxideConfig, where: str) -> None:
+    if config.minimum_version is None:
+        return
+    from oxide import __version__ as running
+
+    def numbers(text: str) -> tuple[int, ...]:
+        match = _VERSION_RE.match(text)
+        return tuple(int(n) for n in match.group(0).split(".")) if match else ()
+
+    if numbers(running) < numbers(config.minimum_version):
+        raise ConfigError(
+            f"{where}: minimum-version = {config.minimum_version!r}, but this build runs oxide-cuda {running}: "
+            f'require it in [build-system]: requires = ["oxide-cuda[build]>={config.minimum_version}"]'
+        )
+
+
 def load_config(
     project_dir: Path,
     config_settings: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> OxideConfig:
-    """The configuration of the project in ``project_dir``: ``[tool.oxide]``, then
-    ``OXIDE_ARCH``, then ``oxide.*`` config settings."""
+    """The configuration of the project in ``project_dir``, each later source winning:
+    ``[tool.oxide]``, the ``[[tool.oxide.overrides]]`` whose ``if`` holds (in order), the
+    environment variables ``OXIDE_<KEY>`` (``env_name``), then ``oxide.*`` config settings.
+    An error in ``pyproject.toml`` names its line."""
     env = os.environ if environ is None else environ
-    config = parse_config(_oxide_table(read_pyproject(project_dir)))
-    arch_env = env.get(ARCH_ENV, "").strip()
-    if arch_env:
-        config = parse_config({"arch": arch_env}, source=f"environment variable {ARCH_ENV}", base=config, from_text=True)
+    path = project_dir / "pyproject.toml"
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    table = dict(_oxide_table(read_pyproject(project_dir)))
+    overrides = table.pop("overrides", [])
+    config = OxideConfig()
+    for key, value in table.items():
+        config = parse_config({key: value}, source=_located(text, key), base=config)
+    if not isinstance(overrides, list) or not all(isinstance(o, dict) for o in overrides):
+        raise ConfigError(f"{_located(text, 'overrides')}: overrides must be an array of tables: [[tool.oxide.overrides]]")
+    for number, override in enumerate(overrides):
+        header = "[[tool.oxide.overrides]]"
+        where = _located(text, "if", header, number)
+        if _override_applies(where, override.get("if"), env):
+            for key, value in override.items():
+                if key == "if":
+                    continue
+                if key == "overrides":
+                    raise ConfigError(f"{_located(text, key, header, number)}: overrides do not nest")
+                config = parse_config({key: value}, source=_located(text, key, header, number), base=config)
+    _check_minimum_version(config, _located(text, "minimum-version"))
+    for key in _SETTINGS:
+        value = env.get(env_name(key), "").strip()
+        if value:
+            config = parse_config({key: value}, source=f"environment variable {env_name(key)}", base=config, from_text=True)
     settings = _settings_table(config_settings)
     for key in settings:
         if key not in _SETTINGS:
@@ -509,6 +654,69 @@ def load_config(
     for key, value in settings.items():
         config = parse_config({key: value}, source=f"config setting {CONFIG_SETTINGS_PREFIX}{key}", base=config, from_text=True)
     return config
+
+
+# --- the JSON schema ----------------------------------------------------------------------------
+
+
+def _value_schema(spec: _Setting) -> dict[str, Any]:
+    if spec.kind == "bool":
+        return {"type": "boolean"}
+    if spec.kind == "int":
+        out: dict[str, Any] = {"type": "integer"}
+        if spec.low is not None:
+            out["minimum"] = spec.low
+        if spec.high is not None:
+            out["maximum"] = spec.high
+        return out
+    if spec.kind == "str":
+        return {"type": "string", "enum": list(spec.choices)} if spec.choices else {"type": "string", "minLength": 1}
+    items: dict[str, Any] = {"type": "string"}
+    if spec.items == "arch":
+        items["enum"] = list(SUPPORTED_ARCHS)
+    out = {"type": "array", "items": items}
+    if spec.items == "arch":
+        out["minItems"] = 1
+    return out
+
+
+def json_schema(tool_name: str = "oxide") -> dict[str, Any]:
+    """The JSON schema of ``[tool.oxide]`` (draft 7), for validate-pyproject (the entry point
+    ``validate_pyproject.tool_schema``: ``oxide = "oxide_build.config:json_schema"``) and
+    editors; each key's description is its documentation. ``tool_name``: what the plugin
+    protocol passes (``"oxide"``)."""
+    docs = {d.key: " ".join(d.doc.split()) for d in settings_docs()}
+    properties: dict[str, Any] = {
+        key: {**_value_schema(spec), "description": docs.get(key, "")} for key, spec in _SETTINGS.items()
+    }
+    override_properties = {key: value for key, value in properties.items()}
+    override_properties["if"] = {
+        "type": "object",
+        "description": "The conditions, all of which must hold for the override to apply.",
+        "additionalProperties": False,
+        "minProperties": 1,
+        "properties": {
+            "platform-system": {"type": "string", "description": "A regular expression matching sys.platform whole."},
+            "platform-machine": {"type": "string", "description": "A regular expression matching platform.machine() whole."},
+            "python-version": {"type": "string", "description": 'A version specifier for the running Python, e.g. ">=3.11".'},
+            "env": {"type": "object", "description": "Environment variable -> a regular expression its value matches "
+                                                       "whole, or true/false (set to a true value / not).",
+                    "additionalProperties": {"type": ["string", "boolean"]}},
+        },
+    }
+    properties["overrides"] = {
+        "type": "array",
+        "description": "Settings applied when their `if` conditions hold, in order, after the table.",
+        "items": {"type": "object", "required": ["if"], "additionalProperties": False, "properties": override_properties},
+    }
+    return {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "$id": "urn:oxide-cuda:tool-oxide",  # validate-pyproject needs a unique id; no document lives there
+        "title": "[tool.oxide]: the build configuration of an oxide project",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": properties,
+    }
 
 
 # --- the reference ------------------------------------------------------------------------------
@@ -577,8 +785,7 @@ def settings_reference() -> str:
             "",
             f"- type: {s.type}; allowed: {s.allowed}",
             f"- default: `{s.default}`" if not s.default.startswith("unset") else f"- default: {s.default}",
-            f"- override: `-C {CONFIG_SETTINGS_PREFIX}{s.key}=...`"
-            + (f" or `{ARCH_ENV}=...`" if s.key == "arch" else ""),
+            f"- override: `-C {CONFIG_SETTINGS_PREFIX}{s.key}=...` or `{env_name(s.key)}=...`",
             "",
             doc,
             "",

@@ -29,8 +29,8 @@ PACKAGES = Path(__file__).resolve().parent / "packages"
 SAMPLE = REPO / "sample_project"
 EPOCH = "1700000000"  # 2023-11-14 22:13:20 UTC
 KEYS = (
-    "arch, backend, bounds-check, cmake-kernels, defines, fast-math, fatbin, fma, include-dirs, jobs, lineinfo, link, max-registers, "
-    "nvrtc-options, opt-level, packages, ptx"
+    "arch, backend, bounds-check, cache-dir, cmake-kernels, defines, fast-math, fatbin, fma, include-dirs, jobs, lineinfo, link, "
+    "max-registers, minimum-version, nvrtc-options, opt-level, packages, ptx, verbose"
 )
 
 
@@ -42,11 +42,13 @@ def copy_project(src: Path, tmp_path: Path) -> Path:
 
 
 def subprocess_env(**extra: str) -> dict[str, str]:
-    """This environment with the checkout's oxide and oxide_build first on the path."""
+    """This environment with the checkout's oxide and oxide_build first on the path, and builds
+    verbose (OXIDE_VERBOSE=1: the toolchain block and a line per unit, which tests look at)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.pop("OXIDE_ARCH", None)
     env.pop("SOURCE_DATE_EPOCH", None)
+    env["OXIDE_VERBOSE"] = "1"
     env.update(extra)
     return env
 
@@ -294,8 +296,9 @@ def test_config_error_fails_build_without_traceback(pure_kernel: Path, tmp_path:
     with pytest.raises(HookFailed) as exc:
         call_hook(pure_kernel, "build_wheel", str(tmp_path))
     assert exc.value.returncode == 1
+    line = pyproject.read_text().splitlines().index('archs = ["sm_90"]') + 1  # the error names it
     assert exc.value.stderr.strip().splitlines() == [
-        f"pyproject.toml [tool.oxide]: unknown key 'archs'; allowed keys: {KEYS}",
+        f"pyproject.toml:{line}: [tool.oxide]: unknown key 'archs'; allowed keys: {KEYS}",
         "",
         "oxide: build failed",
     ]
@@ -587,7 +590,7 @@ def test_parallel_build_is_deterministic(tmp_path: Path, monkeypatch: pytest.Mon
     for jobs in (1, 2):
         staging = tmp_path / f"jobs{jobs}"
         log = _io.StringIO()
-        build = compile_project(project, OxideConfig(arch=("sm_80", "sm_90"), fatbin=False), staging, log=log, jobs=jobs)
+        build = compile_project(project, OxideConfig(arch=("sm_80", "sm_90"), fatbin=False, verbose=True), staging, log=log, jobs=jobs)
         assert build.units == 2 * len(build.modules) and build.jobs == jobs
         lines = [line for line in log.getvalue().splitlines() if line.startswith("[")]
         assert len(lines) == build.units

@@ -4,7 +4,9 @@ no traceback and no half-written output. CPU only; builds run the real hooks in 
 from __future__ import annotations
 
 import errno
+import io
 import os
+import re
 import sys
 import tarfile
 import textwrap
@@ -338,3 +340,204 @@ def test_oxide_archs_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         main(["archs", "--help"])
     out = capsys.readouterr().out
     assert "Print the archs a build of PROJECT compiles for" in out and "PROJECT" in out
+
+
+# --- scikit-build-core's conventions: env vars, overrides, minimum-version, line numbers, schema --
+
+
+def write_pyproject(tmp_path: Path, body: str) -> Path:
+    (tmp_path / "pyproject.toml").write_text(textwrap.dedent(body))
+    return tmp_path
+
+
+def test_every_key_has_an_environment_variable(tmp_path: Path) -> None:
+    from oxide_build.config import ALLOWED_KEYS, env_name, load_config
+
+    assert env_name("opt-level") == "OXIDE_OPT_LEVEL" and env_name("arch") == "OXIDE_ARCH"
+    project = write_pyproject(tmp_path, "[tool.oxide]\nopt-level = 1\nfast-math = false\n")
+    config = load_config(project, environ={"OXIDE_OPT_LEVEL": "2", "OXIDE_FAST_MATH": "1", "OXIDE_DEFINES": "A,B=2",
+                                           "OXIDE_VERBOSE": "true"})
+    assert (config.opt_level, config.fast_math, config.defines, config.verbose) == (2, True, ("A", "B=2"), True)
+    # a config setting wins over the environment
+    config = load_config(project, {"oxide.opt-level": "0"}, environ={"OXIDE_OPT_LEVEL": "2"})
+    assert config.opt_level == 0
+    from oxide_build.config import ConfigError
+
+    with pytest.raises(ConfigError, match="^environment variable OXIDE_OPT_LEVEL: opt-level = '9' is not allowed"):
+        load_config(project, environ={"OXIDE_OPT_LEVEL": "9"})
+    assert len({env_name(k) for k in ALLOWED_KEYS}) == len(ALLOWED_KEYS)
+
+
+def test_overrides_apply_in_order_when_their_conditions_hold(tmp_path: Path) -> None:
+    from oxide_build.config import load_config
+
+    project = write_pyproject(tmp_path, f"""\
+        [tool.oxide]
+        opt-level = 3
+        ptx = false
+
+        [[tool.oxide.overrides]]
+        if.platform-system = "{sys.platform}"
+        ptx = true
+
+        [[tool.oxide.overrides]]
+        if.platform-system = "nowhere"
+        fatbin = false
+
+        [[tool.oxide.overrides]]
+        if.env.CI = true
+        if.python-version = ">=3.10"
+        opt-level = 1
+
+        [[tool.oxide.overrides]]
+        if.env.OXIDE_FLAVOUR = "deb.*"
+        lineinfo = true
+        """)
+    config = load_config(project, environ={})
+    assert (config.ptx, config.fatbin, config.opt_level, config.lineinfo) == (True, True, 3, False)
+    config = load_config(project, environ={"CI": "1", "OXIDE_FLAVOUR": "debug"})
+    assert (config.opt_level, config.lineinfo) == (1, True)
+    assert load_config(project, environ={"CI": "0"}).opt_level == 3
+    assert load_config(project, {"oxide.opt-level": "2"}, environ={"CI": "1"}).opt_level == 2
+
+
+def test_override_errors_name_their_line(tmp_path: Path) -> None:
+    from oxide_build.config import ConfigError, load_config
+
+    project = write_pyproject(tmp_path, """\
+        [tool.oxide]
+        arch = ["sm_90"]
+
+        [[tool.oxide.overrides]]
+        if.platform-system = ".*"
+        opt-level = 9
+        """)
+    with pytest.raises(ConfigError) as info:
+        load_config(project, environ={})
+    assert str(info.value) == ("pyproject.toml:6: [tool.oxide.overrides]: opt-level = 9 is not allowed; expected an "
+                               "integer from 0 to 3")
+    write_pyproject(tmp_path, """\
+        [tool.oxide]
+
+        [[tool.oxide.overrides]]
+        if.os = "linux"
+        ptx = true
+        """)
+    with pytest.raises(ConfigError, match=r"^pyproject.toml:4: \[tool.oxide.overrides\]: unknown condition if.os; "
+                                          "known conditions: platform-system, platform-machine, python-version, env$"):
+        load_config(project, environ={})
+    write_pyproject(tmp_path, "[tool.oxide]\n[[tool.oxide.overrides]]\nptx = true\n")
+    with pytest.raises(ConfigError, match="an override needs an `if` table"):
+        load_config(project, environ={})
+
+
+def test_config_errors_name_their_line(tmp_path: Path) -> None:
+    from oxide_build.config import ConfigError, load_config
+
+    project = write_pyproject(tmp_path, """\
+        [project]
+        name = "x"
+
+        [tool.oxide]
+        arch = ["sm_90"]
+        # a comment
+        "opt-level" = 5
+        """)
+    with pytest.raises(ConfigError) as info:
+        load_config(project, environ={})
+    assert str(info.value) == "pyproject.toml:7: [tool.oxide]: opt-level = 5 is not allowed; expected an integer from 0 to 3"
+
+
+def test_minimum_version(tmp_path: Path) -> None:
+    import oxide
+    from oxide_build.config import ConfigError, load_config
+
+    project = write_pyproject(tmp_path, '[tool.oxide]\nminimum-version = "0.1"\n')
+    assert load_config(project, environ={}).minimum_version == "0.1"
+    write_pyproject(tmp_path, '[tool.oxide]\nminimum-version = "99.0"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(project, environ={})
+    assert str(info.value) == (
+        f"pyproject.toml:2: [tool.oxide]: minimum-version = '99.0', but this build runs oxide-cuda {oxide.__version__}: "
+        'require it in [build-system]: requires = ["oxide-cuda[build]>=99.0"]'
+    )
+    write_pyproject(tmp_path, '[tool.oxide]\nminimum-version = "latest"\n')
+    with pytest.raises(ConfigError, match='minimum-version = \'latest\' is not allowed; expected a version number such as "0.1"'):
+        load_config(project, environ={})
+
+
+def test_the_json_schema_validates_tool_oxide() -> None:
+    from oxide_build.config import ALLOWED_KEYS, json_schema
+
+    schema = json_schema()
+    assert set(schema["properties"]) == {*ALLOWED_KEYS, "overrides"}
+    assert schema["additionalProperties"] is False
+    api = pytest.importorskip("validate_pyproject.api")
+    plugins = pytest.importorskip("validate_pyproject.plugins")
+    validator = api.Validator(plugins=[], extra_plugins=[plugins.PluginWrapper("oxide", json_schema)])
+    project = {"name": "x", "version": "1"}
+    good = {"arch": ["sm_90", "sm_90a"], "opt-level": 2, "link": ["csrc/*.cu"], "verbose": True,
+            "overrides": [{"if": {"platform-system": "linux", "env": {"CI": True}}, "ptx": True}]}
+    assert validator({"project": project, "tool": {"oxide": good}})
+    from validate_pyproject.error_reporting import ValidationError
+
+    for bad in ({"archs": ["sm_90"]}, {"opt-level": 7}, {"arch": ["sm_75"]}, {"overrides": [{"ptx": True}]},
+                {"backend": "clang"}, {"overrides": [{"if": {"os": "linux"}}]}):
+        with pytest.raises(ValidationError):
+            validator({"project": project, "tool": {"oxide": bad}})
+
+
+def test_the_schema_entry_point_is_declared() -> None:
+    text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    assert '[project.entry-points."validate_pyproject.tool_schema"]\noxide = "oxide_build.config:json_schema"' in text
+
+
+# --- output: quiet in logs, progress on a terminal, verbose on demand ---------------------------
+
+
+def test_a_build_in_a_log_prints_the_summary_only(tmp_path: Path) -> None:
+    project = make_project(tmp_path, {"ops.py": SCALE})
+    out = tmp_path / "dist"
+    out.mkdir()
+    err = call_hook(project, "build_wheel", str(out), OXIDE_VERBOSE="").stderr
+    assert "oxide: toolchain" not in err and "[1/1]" not in err, err
+    assert re.search(r"^oxide: compiled 1 kernel in 1 module for sm_90 in [\d.]+ s \(1 unit, 0 from cache, 1 job\)$",
+                     err, re.M), err
+    verbose = call_hook(project, "build_wheel", str(out), {"oxide.verbose": "true"}, OXIDE_VERBOSE="").stderr
+    assert "oxide: toolchain\n  nvJitLink: " in verbose and "[1/1] flatproj.ops sm_90 … cached" in verbose
+
+
+def test_progress_on_a_terminal_is_one_line_rewritten() -> None:
+    import io
+
+    from oxide_build.build import _Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    term = Terminal()
+    progress = _Progress(term, verbose=False)
+    progress.unit("[1/2] a.k sm_90", "12 ms")
+    progress.unit("[2/2] b.k sm_90", "cached")
+    progress.done()
+    assert term.getvalue() == "\r\033[K[1/2] a.k sm_90\r\033[K[2/2] b.k sm_90\r\033[K"
+    log = io.StringIO()
+    quiet = _Progress(log, verbose=False)
+    quiet.unit("[1/1] a.k sm_90", "12 ms")
+    quiet.failed("[1/1] a.k sm_90 … failed")
+    assert log.getvalue() == "[1/1] a.k sm_90 … failed\n"
+
+
+def test_cache_dir_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from oxide_build.build import compile_project
+    from oxide_build.config import load_config
+
+    project = make_project(tmp_path, {"ops.py": SCALE}, extra='cache-dir = ".oxide-cache"')
+    monkeypatch.setenv("OXIDE_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert load_config(project).cache_dir == str(tmp_path / "elsewhere")  # OXIDE_CACHE_DIR is its variable
+    monkeypatch.delenv("OXIDE_CACHE_DIR")
+    config = load_config(project)
+    assert config.cache_dir == ".oxide-cache"
+    compile_project(project, config, tmp_path / "staging", log=io.StringIO())
+    assert list((project / ".oxide-cache").rglob("*")), "the build's cache went to cache-dir"

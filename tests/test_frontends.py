@@ -80,6 +80,7 @@ def bare_env(bin_dir: Path | None, find_links: Path) -> dict[str, str]:
         env["LD_LIBRARY_PATH"] = without_cuda_toolkit_path(env["LD_LIBRARY_PATH"])
     # pip here may have find-links of its own (config file or environment): keep them
     env["PIP_FIND_LINKS"] = " ".join(filter(None, [str(find_links), os.environ.get("PIP_FIND_LINKS", "")]))
+    env["OXIDE_VERBOSE"] = "1"  # the toolchain block, which assert_toolchain_of_the_build_env reads
     return env
 
 
