@@ -1,29 +1,62 @@
 """The compiler driver: one source module in, PTX and cubins per arch out.
 
-scan → frontend → passes → lower → backend → link, each stage its own module; this file only
-sequences them and carries plain data between them.
+The driver is ``STAGES``, a table of named stages run in order over one ``ModuleBuild`` (the
+plain data that crosses between them). Each stage is one function that reads the fields the
+stages before it set and sets its own; the work itself is in the stage's modules (scan,
+frontend, passes, lower, backends, link). ``build_ir`` runs the table up to ``passes``,
+``compile_module`` runs all of it. How the device code is made, NVPTX or libNVVM, PTX or
+LTO-IR into the link, is decided once, by ``code_path``.
+
+A new backend (another device) is one more ``Stage`` in the table, reading
+``build.program`` / ``build.llvm_ir`` and setting a field of its own: docs/architecture.md
+"A new backend".
 """
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
+from types import ModuleType
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
 
+from oxide.abi.manifest import entry_param_starts
 from oxide.errors import CompileError, SourceLocation
 from oxide.runtime.manifest import ErrorSite, KernelSpec, ModuleArrayRecord
 
+from .backends import nvvm as nvvm_backend
+from .backends.entry_params import drop_unread_params
+from .backends.nvptx import optimize_and_emit_ptx
 from .config import CompileOptions
-from .link.boundary import BoundaryDecl
-from .link.exports import ExportDecl
+from .frontend import FrontendResult, build_program, located_error
+from .frontend.module_memory import module_array_records
+from .ir import nodes as ir
+from .ir.types import ArrayType, ScalarType, StructType, TensorMapType, TupleType, Type, VectorType, ViewType
+from .ir.verify import IRError
+from .link.boundary import BoundaryDecl, boundary_decls
+from .link.cache import CompileCache, cache_key
+from .link.exports import ExportDecl, export_decls
+from .link.fatbin import make_fatbin
+from .link.lto import (
+    LinkSettings,
+    input_dependencies,
+    link_input_files,
+    link_module,
+    link_module_ptx,
+    module_inputs,
+    needs_lto,
+    tool_versions,
+)
+from .link.ptxas import ptx_cubin
+from .lower.dialect import Dialect, nvvm_dialect
+from .lower.index32 import index32_twins
+from .passes import PIPELINE, configured, run_pipeline
+from .passes.arch_requirements import MissingArch
+from .scan import ProjectIndex
 from .targets import BACKENDS, DEFAULT_ARCHS, SUPPORTED_ARCHS, newest_arch
 
-if TYPE_CHECKING:
-    from .frontend import FrontendResult
-    from .scan import ProjectIndex
-
-__all__ = ["DEFAULT_ARCHS", "SUPPORTED_ARCHS", "BACKENDS", "ArchRequirementError", "CompileOptions", "CompiledModule",
-           "compile_module", "build_ir"]
+__all__ = ["DEFAULT_ARCHS", "SUPPORTED_ARCHS", "BACKENDS", "ArchRequirementError", "CodePath", "CompileOptions",
+           "CompiledModule", "DeviceCode", "ModuleBuild", "STAGES", "Stage", "build_ir", "code_path", "compile_module",
+           "ptxas_options", "run_stages"]
 
 
 class ArchRequirementError(CompileError):
@@ -60,6 +93,72 @@ class CompiledModule:
     arrays: tuple[ModuleArrayRecord, ...] = ()  # the module's own constant/global memory arrays
 
 
+# ---- how the device code is made: the one decision -------------------------------------------
+
+@dataclass(frozen=True)
+class CodePath:
+    """How a module's device code is made, decided once (``code_path``) for every stage.
+
+    ``lto``: linked with CUDA C++ (or exported to it) by nvJitLink ``-lto``. ``libnvvm``:
+    libNVVM compiles the Python side (the lowering then writes the forms libNVVM reads:
+    inline PTX for the intrinsics it lacks); otherwise LLVM's NVPTX does. ``python_ltoir``:
+    the Python side enters the link as LTO-IR (libNVVM's; cross-language inlining), otherwise as
+    NVPTX's PTX, compiled by the linker on its own (a module with bf16, which libNVVM cannot read).
+    """
+
+    lto: bool
+    libnvvm: bool
+    python_ltoir: bool
+
+
+def _has_bf16(ty: Type) -> bool:
+    """Whether a value of ``ty`` is or holds bf16 (a view: its elements)."""
+    if isinstance(ty, ScalarType):
+        return ty.name == "bf16"
+    if isinstance(ty, (VectorType, ViewType, ArrayType, TensorMapType)):
+        return _has_bf16(ty.elem)
+    if isinstance(ty, StructType):
+        return any(_has_bf16(t) for _, t in ty.fields)
+    if isinstance(ty, TupleType):
+        return any(_has_bf16(t) for t in ty.elems)
+    return False
+
+
+def _bf16_user(program: ir.Program) -> ir.Function | None:
+    """The first function whose values are bf16 (libNVVM's IR has no ``bfloat``)."""
+    for fn in program.functions:
+        if any(_has_bf16(t) for t in [*(p.ty for p in fn.params), *fn.locals.values(), fn.ret]):
+            return fn
+        for s in ir.statements(fn.body):
+            if isinstance(s, ir.ArrayDecl) and _has_bf16(s.ty):
+                return fn
+            for root in ir.statement_roots(s):
+                if any(_has_bf16(t) for e in ir.subexpressions(root) if (t := getattr(e, "ty", None)) is not None):
+                    return fn
+    return None
+
+
+def code_path(program: ir.Program, options: CompileOptions) -> CodePath:
+    """NVPTX or libNVVM, PTX or LTO-IR: the module's ``CodePath``. A module with bf16 values
+    is refused where only libNVVM can do what is asked (``--backend nvvm``, ``emit_ltoir``)."""
+    lto = needs_lto(program, options.link_inputs)
+    bf16 = _bf16_user(program)
+    if bf16 is not None and (options.backend == "nvvm" or options.emit_ltoir):
+        raise CompileError(
+            f"{bf16.python_name}() uses bf16, which libNVVM (the nvvm backend, and the LTO-IR of the Python side) "
+            "cannot compile", SourceLocation(bf16.file, bf16.line, 1),
+            "use the nvptx backend (the default) for this module, or compute in f16/f32")
+    if bf16 is not None and lto and options.embed_ptx and options.link_cubins:
+        raise CompileError(
+            f"{bf16.python_name}() uses bf16 in a module linked with CUDA C++, which cannot ship PTX "
+            "([tool.oxide] ptx = true): libNVVM cannot compile bf16 into LTO-IR, and nvJitLink makes the "
+            "PTX of a linked module only from LTO-IR", SourceLocation(bf16.file, bf16.line, 1),
+            "set ptx = false (the cubins are linked all the same), or keep the bf16 kernels in a module "
+            "without C++")
+    libnvvm = options.backend == "nvvm" or options.emit_ltoir or (lto and bf16 is None)
+    return CodePath(lto=lto, libnvvm=libnvvm, python_ltoir=lto and bf16 is None)
+
+
 def ptxas_options(options: CompileOptions) -> tuple[str, ...]:
     """nvJitLink options that the build options imply (opt level, line info, register cap)."""
     # nvJitLink accepts -O0 and -O3 only (ERROR_UNRECOGNIZED_OPTION for -O1/-O2): opt-level 1
@@ -80,6 +179,269 @@ def source_sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _lowering() -> ModuleType:
+    """``lower/llvm.py``, imported by the stages after ``passes`` only: it loads llvmlite,
+    which ``build_ir`` (scan, frontend, passes) does not need (tests/test_imports.py)."""
+    from .lower import llvm
+
+    return llvm
+
+
+# ---- what crosses between the stages --------------------------------------------------------
+
+@dataclass
+class DeviceCode:
+    """What the code generation and link stages make."""
+
+    ptx: dict[str, str] = field(default_factory=dict)  # arch -> the Python side's PTX
+    ltoir: dict[str, bytes] = field(default_factory=dict)  # arch -> the Python side's LTO-IR
+    cubins: dict[str, bytes] = field(default_factory=dict)
+    fallback: dict[str, str] = field(default_factory=dict)  # arch -> PTX shipped for the JIT
+    fatbin: bytes | None = None
+    link_inputs: tuple[str, ...] = ()
+    dependencies: list[Path] = field(default_factory=list)
+    # entry point -> the indices of the parameters it still declares, for those that lost some
+    # (backends/entry_params.py); dropped: the others, for the NVVM IR of an LTO link
+    kept_params: dict[str, list[int]] = field(default_factory=dict)
+    dropped: dict[str, frozenset[int]] | None = None
+
+
+@dataclass
+class ModuleBuild:
+    """One module on its way through ``STAGES``: the request, then each stage's result."""
+
+    source_path: Path
+    module_name: str
+    options: CompileOptions
+    root: Path
+    print_after: str | None = None
+    index: ProjectIndex | None = None  # frontend
+    result: FrontendResult | None = None  # frontend, passes
+    path: CodePath | None = None  # lower
+    llvm_ir: str = ""  # lower: the NVPTX form
+    device: DeviceCode = field(default_factory=DeviceCode)  # ptx, ltoir, link, package
+    cache: CompileCache = field(default_factory=CompileCache)
+    _nvvm_ir: dict[tuple[Dialect, frozenset[tuple[str, frozenset[int]]]], str] = field(default_factory=dict)
+
+    @property
+    def frontend(self) -> FrontendResult:
+        assert self.result is not None, "the frontend stage has not run"
+        return self.result
+
+    @property
+    def program(self) -> ir.Program:
+        return self.frontend.program
+
+    @property
+    def code(self) -> CodePath:
+        assert self.path is not None, "the lower stage has not run"
+        return self.path
+
+    def nvvm_ir(self, arch: str, dropped: dict[str, frozenset[int]] | None = None) -> str:
+        """The program lowered as NVVM IR for libNVVM (``lower/dialect.py``), when first asked
+        for, once per form; ``dropped``: kernel entry -> the parameters it does not declare."""
+        o = self.options
+        dialect = nvvm_dialect(nvvm_backend.nvvm_ir_version(), arch)
+        key = (dialect, frozenset((dropped or {}).items()))
+        if key not in self._nvvm_ir:
+            lowering = _lowering()
+            self._nvvm_ir[key] = lowering.module_text(lowering.lower_program(
+                self.program, self.module_name, fast_math=o.fast_math, lineinfo=o.lineinfo, dialect=dialect,
+                dropped=dropped, fma=o.fma))
+        return self._nvvm_ir[key]
+
+
+# ---- the stages ------------------------------------------------------------------------------
+
+def _frontend(build: ModuleBuild) -> None:
+    """Scan and frontend: the IR of every kernel of the module and what it calls."""
+    o = build.options
+    for arch in o.archs:
+        if arch not in SUPPORTED_ARCHS:
+            raise CompileError(f"unknown arch {arch!r}; supported: {', '.join(SUPPORTED_ARCHS)}")
+    if o.backend not in BACKENDS:
+        raise CompileError(f"unknown backend {o.backend!r}; supported: {', '.join(BACKENDS)}")
+    build.index = ProjectIndex(build.root)
+    module = build.index.add_file(build.source_path, build.module_name)
+    build.result = build_program(build.index, module, bounds_check=o.bounds_check)
+
+
+def _passes(build: ModuleBuild) -> None:
+    """``PIPELINE``, each pass given its options; the kernel specs take what the passes settled."""
+    assert build.index is not None
+    frontend = build.frontend
+    try:
+        frontend.program = run_pipeline(frontend.program, configured(PIPELINE, build.options),
+                                        print_after=build.print_after)
+    except MissingArch as e:
+        located = located_error(build.index, e.file, e.loc, e.message, e.hint)
+        raise ArchRequirementError(located.message, located.location, located.hint, required=e.required) from None
+    except IRError as e:
+        raise located_error(build.index, e.file, e.loc, e.message, e.hint) from None
+    # the manifest's kernel specs take the preconditions and the launch kind the passes settled
+    # on, and the entry point of the index32 instance the lowering makes (lower/index32.py)
+    settled = {f.symbol: f for f in frontend.program.functions if f.is_kernel}
+    twins = index32_twins(frontend.program)
+    frontend.kernels = [k._replace(preconditions=tuple(settled[k.symbol].preconditions),
+                                   cooperative=settled[k.symbol].cooperative,
+                                   index32_symbol=twins.get(k.symbol, ""))
+                        if k.symbol in settled else k for k in frontend.kernels]
+
+
+def _lower(build: ModuleBuild) -> None:
+    """The code path, and the LLVM IR in NVPTX's form (the NVVM form is lowered on demand)."""
+    o = build.options
+    build.path = code_path(build.program, o)
+    lowering = _lowering()
+    build.llvm_ir = lowering.module_text(lowering.lower_program(
+        build.program, build.module_name, fast_math=o.fast_math, lineinfo=o.lineinfo, libnvvm=build.path.libnvvm,
+        fma=o.fma))
+
+
+def _ptx(build: ModuleBuild) -> None:
+    """PTX per arch, by NVPTX or libNVVM; each kernel entry declares only the parameters its
+    code reads (backends/entry_params.py)."""
+    o, out = build.options, build.device
+    if o.backend == "nvvm":
+        out.ptx = {arch: _nvvm_ptx(build, arch) for arch in o.archs}
+    else:
+        out.ptx = {arch: optimize_and_emit_ptx(build.llvm_ir, arch, o.opt_level, o.fma) for arch in o.archs}
+    # each kernel entry point and the number of parameters the runtime's slot layout gives it
+    defined = {fn.symbol for fn in build.program.functions if fn.is_kernel}  # not @extern_kernel's C++
+    entries = {symbol: len(entry_param_starts(k.params))
+               for k in build.frontend.kernels if k.symbol in defined
+               for symbol in (k.symbol, k.index32_symbol) if symbol}
+    if not entries:
+        return
+    # Without LTO-IR the cubins are made from this PTX, which loses the others' declarations.
+    # From LTO-IR the module is lowered again without them (they read as zero). The PTX analysed
+    # is the module's own, its externs left undefined, so a parameter it never reads is read by
+    # no linked code either: the Python code passes C++ values, not slots.
+    pruned, out.kept_params = drop_unread_params(out.ptx, entries)
+    if not build.code.python_ltoir:
+        out.ptx = pruned
+    elif out.kept_params:
+        out.dropped = {entry: frozenset(range(entries[entry])) - frozenset(kept)
+                       for entry, kept in out.kept_params.items()}
+
+
+def _ltoir(build: ModuleBuild) -> None:
+    """The Python side's LTO-IR (libNVVM ``-gen-lto``), where it is linked with C++ through it
+    or asked for; without the dropped parameters."""
+    o = build.options
+    if build.program.functions and (o.emit_ltoir or build.code.python_ltoir):
+        build.device.ltoir = {arch: _nvvm_ltoir(build, arch) for arch in o.archs}
+
+
+def _link(build: ModuleBuild) -> None:
+    """Cubins (and the PTX fallback): ptxas over the module's PTX as a whole program, or, with
+    C++, nvJitLink ``-lto`` over the Python side (LTO-IR or PTX) and the C++ inputs."""
+    o, out, program = build.options, build.device, build.program
+    newest = newest_arch(o.archs) if o.archs else None
+    link_cubins = o.link_cubins and bool(build.frontend.kernels)
+    if not build.code.lto:
+        if link_cubins:
+            for arch in o.archs:  # a whole program: setmaxnreg holds (link/ptxas.py)
+                out.cubins[arch] = ptx_cubin(out.ptx[arch], arch, ptxas_options(o), build.module_name)
+        if o.embed_ptx and newest is not None:
+            out.fallback[newest] = out.ptx[newest]
+        return
+    settings = LinkSettings(
+        include_dirs=o.include_dirs, defines=o.defines, nvrtc_options=o.nvrtc_options, link_inputs=o.link_inputs,
+        cudadevrt=o.cudadevrt, opt_level=o.opt_level, link_options=ptxas_options(o), cache=build.cache,
+    )
+    files = link_input_files(program, settings)
+    out.link_inputs = tuple(f.name for f in files)
+    out.dependencies = input_dependencies(files, o.include_dirs)
+    if not link_cubins:
+        return
+
+    def python_side(arch: str) -> tuple[bytes | None, str | None]:
+        if build.code.python_ltoir:
+            return out.ltoir.get(arch), None
+        return None, out.ptx[arch] if program.functions else None
+
+    for arch in o.archs:
+        ltoir, ptx = python_side(arch)
+        out.cubins[arch] = link_module(program, module_inputs(program, ltoir, build.module_name, arch, settings, ptx),
+                                       arch, settings)
+    if o.embed_ptx and newest is not None:
+        ltoir, ptx = python_side(newest)
+        inputs = module_inputs(program, ltoir, build.module_name, newest, settings, ptx)
+        out.fallback[newest] = link_module_ptx(program, inputs, newest, settings)
+
+
+def _package(build: ModuleBuild) -> None:
+    """One fatbin of every cubin and the PTX fallback, when asked for."""
+    out = build.device
+    if build.options.fatbin and out.cubins:
+        out.fatbin = make_fatbin(out.cubins, out.fallback, build.module_name)
+
+
+# the backends' compiles through the compile cache (libNVVM's results; NVPTX's are not kept)
+
+def _fma_key(fma: bool) -> tuple[str, ...]:
+    return () if fma else ("fma=0",)
+
+
+def _nvvm_ptx(build: ModuleBuild, arch: str) -> str:
+    o, text = build.options, build.nvvm_ir(arch)
+    key = cache_key("nvvm-ptx", tool_versions(), arch, str(o.opt_level), text, *_fma_key(o.fma))
+    data = build.cache.get(key)
+    if data is None:
+        data = nvvm_backend.emit_ptx(text, arch, o.opt_level, build.module_name, o.fma, o.lineinfo).encode()
+        build.cache.put(key, data)
+    return data.decode()
+
+
+def _nvvm_ltoir(build: ModuleBuild, arch: str) -> bytes:
+    o, text = build.options, build.nvvm_ir(arch, build.device.dropped)
+    key = cache_key("nvvm-ltoir", tool_versions(), arch, str(o.opt_level), text, *_fma_key(o.fma))
+    data = build.cache.get(key)
+    if data is None:
+        data = nvvm_backend.emit_ltoir(text, arch, o.opt_level, build.module_name, o.fma, o.lineinfo)
+        build.cache.put(key, data)
+    return data
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of the driver: ``run`` reads the ``ModuleBuild`` fields earlier stages set and
+    sets its own."""
+
+    name: str
+    run: Callable[[ModuleBuild], None]
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("frontend", _frontend),  # source -> IR (scan, names, types, kernel specs)
+    Stage("passes", _passes),  # IR -> IR (PIPELINE: checks, bounds elimination, fma, ...)
+    Stage("lower", _lower),  # IR -> CodePath, LLVM IR
+    Stage("ptx", _ptx),  # LLVM IR -> PTX per arch (NVPTX or libNVVM), entry parameters
+    Stage("ltoir", _ltoir),  # NVVM IR -> LTO-IR per arch (libNVVM), where the link takes it
+    Stage("link", _link),  # PTX / LTO-IR + C++ -> cubins, PTX fallback
+    Stage("package", _package),  # cubins -> fatbin
+)
+
+
+def run_stages(build: ModuleBuild, stages: tuple[Stage, ...] = STAGES, until: str | None = None) -> ModuleBuild:
+    """Runs ``stages`` in order over ``build``, through the one named ``until`` (all by default)."""
+    for stage in stages:
+        stage.run(build)
+        if stage.name == until:
+            break
+    return build
+
+
+# ---- the entry points ------------------------------------------------------------------------
+
+def _request(source_path: Path, module_name: str, options: CompileOptions, root: Path | None,
+             print_after: str | None) -> ModuleBuild:
+    source_path = Path(source_path)
+    return ModuleBuild(source_path, module_name, options, root if root is not None else source_path.parent,
+                       print_after, cache=CompileCache(enabled=options.cache))
+
+
 def compile_module(
     source_path: Path,
     module_name: str,
@@ -94,55 +456,32 @@ def compile_module(
     ``oxide.ToolchainError`` (a missing component; the message names the pip package).
     ``print_after``: see ``build_ir``.
     """
-    from .frontend.module_memory import module_array_records
-    from .lower.llvm import lower_program, module_text
-
-    source_path = Path(source_path)
-    index, frontend = build_ir(source_path, module_name, options, root, print_after)
-    data = source_path.read_bytes()
-    from .link.lto import needs_lto
-
-    libnvvm = options.backend == "nvvm" or options.emit_ltoir or needs_lto(frontend.program, options.link_inputs)
-    llvm_module = lower_program(frontend.program, module_name, fast_math=options.fast_math, lineinfo=options.lineinfo,
-                                libnvvm=libnvvm)
-    llvm_ir = module_text(llvm_module)
-    _check_libnvvm_types(frontend.program, llvm_ir, options)
-    nvvm_ir = _nvvm_ir_of(frontend.program, module_name, options)
-    from oxide.abi.manifest import entry_param_starts
-
-    # each kernel entry point and the number of parameters the runtime's slot layout gives it
-    defined = {fn.symbol for fn in frontend.program.functions if fn.is_kernel}  # not @extern_kernel's C++
-    entries = {symbol: len(entry_param_starts(k.params))
-               for k in frontend.kernels if k.symbol in defined for symbol in (k.symbol, k.index32_symbol) if symbol}
-    device = _compile_device_code(frontend.program, llvm_ir, nvvm_ir, module_name, bool(frontend.kernels), options,
-                                  entries)
-    kernels = _with_param_slots(frontend.kernels, device.kept_params)
-    from .link.boundary import boundary_decls
-    from .link.exports import export_decls
-
-    own = source_path.resolve()
+    build = run_stages(_request(source_path, module_name, options, root, print_after))
+    assert build.index is not None
+    device, program = build.device, build.program
+    own = build.source_path.resolve()
     dependencies = {
         path: source_sha256(path.read_bytes())
-        for path in [*index.parsed_files(), *device.dependencies] if path.resolve() != own
+        for path in [*build.index.parsed_files(), *device.dependencies] if path.resolve() != own
     }
     return CompiledModule(
         module_name=module_name,
-        source_path=source_path,
-        source_sha256=source_sha256(data),
-        kernels=kernels,
-        llvm_ir=llvm_ir,
+        source_path=build.source_path,
+        source_sha256=source_sha256(build.source_path.read_bytes()),
+        kernels=_with_param_slots(build.frontend.kernels, device.kept_params),
+        llvm_ir=build.llvm_ir,
         ptx=device.ptx,
         cubins=device.cubins,
         ptx_fallback=device.fallback,
-        error_sites=tuple(frontend.error_sites),
-        arrays=module_array_records(frontend.program, module_name),
+        error_sites=tuple(build.frontend.error_sites),
+        arrays=module_array_records(program, module_name),
         ltoir=device.ltoir,
         fatbin=device.fatbin,
-        exports=export_decls(frontend.program),
-        boundary=boundary_decls(frontend.program),
+        exports=export_decls(program),
+        boundary=boundary_decls(program),
         link_inputs=device.link_inputs,
         dependencies=dependencies,
-        lto=device.lto,
+        lto=build.code.lto,
     )
 
 
@@ -153,53 +492,14 @@ def build_ir(
     """Scan, frontend and passes: the IR of every kernel of ``source_path`` and what it calls
     (what ``oxide compile --emit ir`` prints), with the index of the source files it read.
     ``print_after``: a pass name (or "all") whose output goes to stderr."""
-    from .frontend import build_program, located_error
-    from .ir.verify import IRError
-    from .passes import run_pipeline
-    from .passes.arch_requirements import MissingArch, check_arch_requirements
-    from .passes.fp8_arch import check_fp8_archs
-    from .scan import ProjectIndex
-
-    for arch in options.archs:
-        if arch not in SUPPORTED_ARCHS:
-            from oxide.errors import CompileError
-
-            raise CompileError(f"unknown arch {arch!r}; supported: {', '.join(SUPPORTED_ARCHS)}")
-    if options.backend not in BACKENDS:
-        from oxide.errors import CompileError
-
-        raise CompileError(f"unknown backend {options.backend!r}; supported: {', '.join(BACKENDS)}")
-    index = ProjectIndex(root if root is not None else Path(source_path).parent)
-    module = index.add_file(Path(source_path), module_name)
-    frontend = build_program(index, module, bounds_check=options.bounds_check)
-    frontend.program.fma_contraction = options.fma
-    try:
-        # the arch first: a module that cannot be built for its archs says so before any lint
-        check_arch_requirements(frontend.program, options.archs)
-        frontend.program = run_pipeline(frontend.program, print_after=print_after)
-        check_fp8_archs(frontend.program, options.archs)
-    except MissingArch as e:
-        located = located_error(index, e.file, e.loc, e.message, e.hint)
-        raise ArchRequirementError(located.message, located.location, located.hint, required=e.required) from None
-    except IRError as e:
-        raise located_error(index, e.file, e.loc, e.message, e.hint) from None
-    # the manifest's kernel specs take the preconditions and the launch kind the passes settled
-    # on, and the entry point of the index32 instance the lowering makes (lower/index32.py)
-    from .lower.index32 import index32_twins
-
-    settled = {f.symbol: f for f in frontend.program.functions if f.is_kernel}
-    twins = index32_twins(frontend.program)
-    frontend.kernels = [k._replace(preconditions=tuple(settled[k.symbol].preconditions),
-                                   cooperative=settled[k.symbol].cooperative,
-                                   index32_symbol=twins.get(k.symbol, ""))
-                        if k.symbol in settled else k for k in frontend.kernels]
-    return index, frontend
+    build = run_stages(_request(source_path, module_name, options, root, print_after), until="passes")
+    assert build.index is not None
+    return build.index, build.frontend
 
 
 def _with_param_slots(kernels: list[KernelSpec], kept: dict[str, list[int]]) -> tuple[KernelSpec, ...]:
     """The kernel specs with the parameters each entry point still declares
     (``KernelSpec.param_slots``, backends/entry_params.py), as the slots where they begin."""
-    from oxide.abi.manifest import entry_param_starts
 
     def slots(k: KernelSpec, symbol: str) -> tuple[int, ...] | None:
         if symbol not in kept:
@@ -209,150 +509,3 @@ def _with_param_slots(kernels: list[KernelSpec], kept: dict[str, list[int]]) -> 
 
     return tuple(k._replace(param_slots=slots(k, k.symbol), index32_param_slots=slots(k, k.index32_symbol))
                  for k in kernels)
-
-
-def _check_libnvvm_types(program: Any, llvm_ir: str, options: CompileOptions) -> None:
-    """libNVVM's dialect of LLVM IR has no ``bfloat``: refuse bf16 where libNVVM compiles the
-    Python side (--backend nvvm, LTO-IR, modules linked with CUDA C++), at the first function
-    that uses it, instead of passing libNVVM's parse error on."""
-    from .link.lto import needs_lto
-
-    if "bfloat" not in llvm_ir or not (options.backend == "nvvm" or options.emit_ltoir
-                                       or needs_lto(program, options.link_inputs)):
-        return
-    from oxide.errors import CompileError, SourceLocation
-
-    user = next((f for f in program.functions if "bf16" in repr((f.params, f.locals, f.body))), program.functions[0])
-    raise CompileError(
-        f"{user.python_name}() uses bf16, which libNVVM (the nvvm backend, LTO-IR and modules linked with "
-        "CUDA C++) cannot compile", SourceLocation(user.file, user.line, 1),
-        "use the nvptx backend (the default) for this module, or compute in f16/f32")
-
-
-def _nvvm_ir_of(program: Any, module_name: str, options: CompileOptions
-                ) -> Callable[[str, dict[str, frozenset[int]] | None], str]:
-    """(arch, dropped) -> the program lowered as NVVM IR for libNVVM (``lower/dialect.py``),
-    lowered when first asked for (only the nvvm backend and LTO-IR need it), once per form;
-    ``dropped``: kernel entry -> the parameters it does not declare (``lower_program``)."""
-    from .lower.dialect import Dialect, nvvm_dialect
-    from .lower.llvm import lower_program, module_text
-
-    lowered: dict[tuple[Dialect, frozenset[tuple[str, frozenset[int]]]], str] = {}
-
-    def nvvm_ir(arch: str, dropped: dict[str, frozenset[int]] | None = None) -> str:
-        from .backends.nvvm import nvvm_ir_version
-
-        dialect = nvvm_dialect(nvvm_ir_version(), arch)
-        key = (dialect, frozenset((dropped or {}).items()))
-        if key not in lowered:
-            lowered[key] = module_text(lower_program(
-                program, module_name, fast_math=options.fast_math, lineinfo=options.lineinfo, dialect=dialect,
-                dropped=dropped))
-        return lowered[key]
-    return nvvm_ir
-
-
-@dataclass
-class _DeviceCode:
-    ptx: dict[str, str] = field(default_factory=dict)
-    cubins: dict[str, bytes] = field(default_factory=dict)
-    fallback: dict[str, str] = field(default_factory=dict)
-    ltoir: dict[str, bytes] = field(default_factory=dict)
-    fatbin: bytes | None = None
-    link_inputs: tuple[str, ...] = ()
-    dependencies: list[Path] = field(default_factory=list)
-    lto: bool = False
-    # entry point -> the indices of the parameters it still declares, for those that lost some
-    # (backends/entry_params.py)
-    kept_params: dict[str, list[int]] = field(default_factory=dict)
-
-
-def _compile_device_code(
-    program: Any, llvm_ir: str, nvvm_ir: Callable[[str, dict[str, frozenset[int]] | None], str], module_name: str,
-    has_kernels: bool,
-    options: CompileOptions, entries: dict[str, int] | None = None,
-) -> _DeviceCode:
-    """Backend and link: PTX per arch, then cubins, LTO-IR and the fatbin as the module needs.
-
-    A module that neither calls nor is called by CUDA C++ takes the short path: PTX from the
-    backend, one nvJitLink call per arch. Otherwise the Python side becomes LTO-IR and is
-    linked with the C++ inputs by nvJitLink -lto.
-    """
-    from .link.cache import CompileCache
-    from .link.lto import (
-        LinkSettings,
-        input_dependencies,
-        link_input_files,
-        link_module,
-        link_module_ptx,
-        module_inputs,
-        needs_lto,
-        nvvm_ltoir,
-        nvvm_ptx,
-    )
-
-    out = _DeviceCode()
-    cache = CompileCache(enabled=options.cache)
-    if options.backend == "nvvm":
-        out.ptx = {arch: nvvm_ptx(nvvm_ir(arch, None), arch, options.opt_level, module_name, cache, options.fma)
-                   for arch in options.archs}
-    else:
-        from .backends.nvptx import optimize_and_emit_ptx
-
-        out.ptx = {arch: optimize_and_emit_ptx(llvm_ir, arch, options.opt_level, options.fma) for arch in options.archs}
-    lto = needs_lto(program, options.link_inputs)
-    # Kernel entry points declare only the parameters their code reads (backends/entry_params.py).
-    # Without C++ the cubins are made from this PTX, which loses the others' declarations. With
-    # C++ they are made from LTO-IR: the module is lowered again without them (they read as
-    # zero). The PTX analysed is the module's own, its externs left undefined, so a parameter it
-    # never reads is read by no linked code either: the Python code passes C++ values, not slots.
-    dropped: dict[str, frozenset[int]] | None = None
-    if entries:
-        from .backends.entry_params import drop_unread_params
-
-        pruned, out.kept_params = drop_unread_params(out.ptx, entries)
-        if not lto:
-            out.ptx = pruned
-        elif out.kept_params:
-            dropped = {entry: frozenset(range(entries[entry])) - frozenset(kept)
-                       for entry, kept in out.kept_params.items()}
-    newest = newest_arch(options.archs) if options.archs else None
-    if options.emit_ltoir and program.functions:
-        # with C++ the LTO-IR the cubins are linked from: without the dropped parameters
-        out.ltoir = {arch: nvvm_ltoir(nvvm_ir(arch, dropped), arch, options.opt_level, module_name, cache, options.fma)
-                     for arch in options.archs}
-    if not lto:
-        if options.link_cubins and has_kernels:
-            from .link.ptxas import ptx_cubin
-
-            for arch in options.archs:  # a whole program: setmaxnreg holds (link/ptxas.py)
-                out.cubins[arch] = ptx_cubin(out.ptx[arch], arch, ptxas_options(options), module_name)
-        if options.embed_ptx and newest is not None:
-            out.fallback[newest] = out.ptx[newest]
-    else:
-        settings = LinkSettings(
-            include_dirs=options.include_dirs, defines=options.defines, nvrtc_options=options.nvrtc_options,
-            link_inputs=options.link_inputs, cudadevrt=options.cudadevrt, opt_level=options.opt_level,
-            link_options=ptxas_options(options), cache=cache,
-        )
-        has_python_code = bool(program.functions)
-        files = link_input_files(program, settings)
-        out.lto = True
-        out.link_inputs = tuple(f.name for f in files)
-        out.dependencies = input_dependencies(files, options.include_dirs)
-        for arch in options.archs:
-            if has_python_code and arch not in out.ltoir:
-                out.ltoir[arch] = nvvm_ltoir(nvvm_ir(arch, dropped), arch, options.opt_level, module_name, cache,
-                                             options.fma)
-        if options.link_cubins and has_kernels:
-            for arch in options.archs:
-                inputs = module_inputs(program, out.ltoir.get(arch), module_name, arch, settings)
-                out.cubins[arch] = link_module(program, inputs, arch, settings)
-            if options.embed_ptx and newest is not None:
-                inputs = module_inputs(program, out.ltoir.get(newest), module_name, newest, settings)
-                out.fallback[newest] = link_module_ptx(program, inputs, newest, settings)
-    if options.fatbin and out.cubins:
-        from .link.fatbin import make_fatbin
-
-        out.fatbin = make_fatbin(out.cubins, out.fallback, module_name)
-    return out

@@ -319,15 +319,15 @@ def test_nvvm_backend_ptx_is_accepted_by_ptxas(example: str, tmp_path: Path) -> 
 
 def test_nvvm_ir_of_a_module_with_cpp() -> None:
     from oxide_build.backends.nvvm import NVVM_DATA_LAYOUT, nvvm_ir_version
-    from oxide_build.compile import _nvvm_ir_of, build_ir
+    from oxide_build.compile import ModuleBuild, run_stages
 
     options = CompileOptions(archs=("sm_90",), link_cubins=False)
-    _, frontend = build_ir(INTEROP / "ffi_kernels.py", "ffi_kernels", options, root=INTEROP)
+    build = run_stages(ModuleBuild(INTEROP / "ffi_kernels.py", "ffi_kernels", options, INTEROP), until="passes")
     try:
         nvvm_ir_version()
     except ToolchainError as exc:
         pytest.skip(str(exc))
-    text = _nvvm_ir_of(frontend.program, "ffi_kernels", options)("sm_90")
+    text = build.nvvm_ir("sm_90")
     assert f'target datalayout = "{NVVM_DATA_LAYOUT}"' in text
     assert re.search(r"!nvvmir.version = !\{ ?!\d+ ?\}", text)
     used = next(line for line in text.splitlines() if line.startswith('@"llvm.used"'))

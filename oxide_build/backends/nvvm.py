@@ -2,8 +2,8 @@
 
 libNVVM reads the NVVM IR dialect (LLVM 7 era IR with typed pointers). The lowering writes
 that dialect itself (``lower/dialect.py``: ``nvvm_dialect(nvvm_ir_version(), arch)``), so this
-module only compiles: it adds libdevice when the module calls it and asks for line info when
-the module has a line table.
+module only compiles: it adds libdevice when the module calls it and asks for line tables when
+told to (``lineinfo``).
 """
 from __future__ import annotations
 
@@ -111,10 +111,12 @@ def _uses_libdevice(llvm_ir: str) -> bool:
     return _LIBDEVICE_CALL_RE.search(llvm_ir) is not None
 
 
-def emit_ptx(nvvm_ir: str, arch: str, opt_level: int = 3, name: str = "module", fma: bool = True) -> str:
+def emit_ptx(nvvm_ir: str, arch: str, opt_level: int = 3, name: str = "module", fma: bool = True,
+             lineinfo: bool = False) -> str:
     """NVVM IR (lowered for ``arch`` in ``nvvm_dialect``) → PTX text for ``arch``. ``fma``:
-    libNVVM's ``-fma=1`` (its default, nvcc's ``--fmad=true``) or ``-fma=0``."""
-    opts = (f"-opt={3 if opt_level > 0 else 0}", *_line_info(nvvm_ir), *_fma(fma))
+    libNVVM's ``-fma=1`` (its default, nvcc's ``--fmad=true``) or ``-fma=0``; ``lineinfo``:
+    the line table of a module lowered with one (libNVVM writes ``.loc`` only when asked)."""
+    opts = (f"-opt={3 if opt_level > 0 else 0}", *_line_info(lineinfo), *_fma(fma))
     out = compile_nvvm(nvvm_ir, arch, opts, name, _uses_libdevice(nvvm_ir))
     return out.data.decode()
 
@@ -123,13 +125,13 @@ def _fma(fma: bool) -> tuple[str, ...]:
     return () if fma else ("-fma=0",)
 
 
-def _line_info(llvm_ir: str) -> tuple[str, ...]:
-    """libNVVM writes the line table (``.loc``) of a module built with lineinfo only when asked."""
-    return ("-generate-line-info",) if "!llvm.dbg.cu" in llvm_ir else ()
+def _line_info(lineinfo: bool) -> tuple[str, ...]:
+    return ("-generate-line-info",) if lineinfo else ()
 
 
-def emit_ltoir(nvvm_ir: str, arch: str, opt_level: int = 3, name: str = "module", fma: bool = True) -> bytes:
+def emit_ltoir(nvvm_ir: str, arch: str, opt_level: int = 3, name: str = "module", fma: bool = True,
+               lineinfo: bool = False) -> bytes:
     """NVVM IR (lowered for ``arch`` in ``nvvm_dialect``) → LTO-IR for ``arch`` (``-gen-lto``),
     for nvJitLink ``-lto``; the libdevice functions it calls are compiled into it."""
-    opts = ("-gen-lto", f"-opt={3 if opt_level > 0 else 0}", *_line_info(nvvm_ir), *_fma(fma))
+    opts = ("-gen-lto", f"-opt={3 if opt_level > 0 else 0}", *_line_info(lineinfo), *_fma(fma))
     return compile_nvvm(nvvm_ir, arch, opts, name, _uses_libdevice(nvvm_ir)).data

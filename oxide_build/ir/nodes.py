@@ -500,8 +500,6 @@ class Program:
     extern_kernels: list[ExternFunction] = field(default_factory=list)  # CUDA C++ __global__ stubs
     error_sites: list[ErrorSite] = field(default_factory=list)  # where device-side checks can fail
     arrays: list[ModuleArrayDecl] = field(default_factory=list)  # module-level constant/global memory
-    # a * b + c may round once (fma), as nvcc --fmad=true (passes/fma.py); CompileOptions.fma
-    fma_contraction: bool = True
 
 
 def statements(stmts: list[Stmt]) -> Iterator[Stmt]:

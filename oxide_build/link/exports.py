@@ -9,15 +9,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..ir import nodes as ir
 from .boundary import boundary_decls
 
-if TYPE_CHECKING:
-    from oxide_build.compile import CompiledModule
-
-__all__ = ["ExportDecl", "export_decls", "export_header", "write_export_header"]
+__all__ = ["ExportDecl", "ModuleExports", "export_decls", "export_header", "write_export_header"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +24,16 @@ class ExportDecl:
     file: str
     line: int
     declaration: str  # extern "C" __device__ float py_gelu(float x);
+
+
+class ModuleExports(Protocol):
+    """What the header needs of a compiled module (``compile.CompiledModule`` has it)."""
+
+    @property
+    def module_name(self) -> str: ...
+
+    @property
+    def exports(self) -> tuple[ExportDecl, ...]: ...
 
 
 def export_decls(program: ir.Program) -> tuple[ExportDecl, ...]:
@@ -55,7 +62,7 @@ def export_header(exports: tuple[ExportDecl, ...], module_name: str = "") -> str
     return "\n".join(lines)
 
 
-def write_export_header(compiled: CompiledModule | ir.Program, path: Path) -> Path:
+def write_export_header(compiled: ModuleExports | ir.Program, path: Path) -> Path:
     """Writes the C++ header declaring the exports of ``compiled`` (a ``CompiledModule`` or
     an IR ``Program``) to ``path``."""
     if isinstance(compiled, ir.Program):

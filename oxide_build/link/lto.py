@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,8 +28,6 @@ __all__ = [
     "LinkSettings",
     "needs_lto",
     "tool_versions",
-    "nvvm_ltoir",
-    "nvvm_ptx",
     "cuda_ltoir",
     "boundary_headers",
     "input_dependencies",
@@ -39,6 +38,10 @@ __all__ = [
     "link_module_ptx",
     "lto_link_options",
 ]
+
+# how the Python side's input is named in messages
+PYTHON_LTOIR = "(Python, LTO-IR)"
+PYTHON_PTX = "(Python, PTX)"
 
 _FORMAT = "oxide-lto-1"  # bump when the key layout changes (the keys hold the NVVM IR libNVVM compiles)
 
@@ -97,26 +100,12 @@ def tool_versions() -> str:
     return "\n".join(parts)
 
 
-def _cached(cache: CompileCache, key: str, make) -> bytes:  # type: ignore[no-untyped-def]
+def _cached(cache: CompileCache, key: str, make: Callable[[], bytes]) -> bytes:
     data = cache.get(key)
     if data is None:
         data = make()
         cache.put(key, data)
     return data
-
-
-def nvvm_ltoir(nvvm_ir: str, arch: str, opt_level: int, name: str, cache: CompileCache, fma: bool = True) -> bytes:
-    from ..backends.nvvm import emit_ltoir
-
-    key = cache_key("nvvm-ltoir", tool_versions(), arch, str(opt_level), nvvm_ir, *(() if fma else ("fma=0",)))
-    return _cached(cache, key, lambda: emit_ltoir(nvvm_ir, arch, opt_level, name, fma))
-
-
-def nvvm_ptx(nvvm_ir: str, arch: str, opt_level: int, name: str, cache: CompileCache, fma: bool = True) -> str:
-    from ..backends.nvvm import emit_ptx
-
-    key = cache_key("nvvm-ptx", tool_versions(), arch, str(opt_level), nvvm_ir, *(() if fma else ("fma=0",)))
-    return _cached(cache, key, lambda: emit_ptx(nvvm_ir, arch, opt_level, name, fma).encode()).decode()
 
 
 def boundary_headers(boundary: tuple[BoundaryDecl, ...], module_name: str) -> tuple[tuple[str, str], ...]:
@@ -190,22 +179,26 @@ def input_dependencies(files: list[InputFile], include_dirs: tuple[str, ...]) ->
 
 def module_inputs(
     program: ir.Program, python_ltoir: bytes | None, module_name: str, arch: str, settings: LinkSettings,
+    python_ptx: str | None = None,
 ) -> list[LinkInput]:
     return inputs_from_files(link_input_files(program, settings), python_ltoir, module_name, arch, settings,
-                             boundary_decls(program))
+                             boundary_decls(program), python_ptx)
 
 
 def inputs_from_files(
     files: list[InputFile], python_ltoir: bytes | None, module_name: str, arch: str, settings: LinkSettings,
-    boundary: tuple[BoundaryDecl, ...] = (),
+    boundary: tuple[BoundaryDecl, ...] = (), python_ptx: str | None = None,
 ) -> list[LinkInput]:
-    """The linker inputs: the Python side's LTO-IR, each ``.cu`` compiled by NVRTC to LTO-IR
-    against the module's ``boundary`` prototypes, the other files as they are, and
-    libcudadevrt when asked for."""
+    """The linker inputs: the Python side's LTO-IR (or, for a module libNVVM cannot compile,
+    its PTX: ``compile.CodePath``), each ``.cu`` compiled by NVRTC to LTO-IR against the
+    module's ``boundary`` prototypes, the other files as they are, and libcudadevrt when asked
+    for."""
     headers = boundary_headers(boundary, module_name)
     inputs: list[LinkInput] = []
     if python_ltoir is not None:
-        inputs.append(LinkInput(f"{module_name} (Python, LTO-IR)", "ltoir", python_ltoir))
+        inputs.append(LinkInput(f"{module_name} {PYTHON_LTOIR}", "ltoir", python_ltoir))
+    elif python_ptx is not None:
+        inputs.append(LinkInput(f"{module_name} {PYTHON_PTX}", "ptx", python_ptx.encode()))
     first_cu = next((f for f in files if f.kind == "cu"), None)
     for d in boundary:
         if d.definition and not d.defined_in and first_cu is None:
@@ -319,7 +312,7 @@ def _explain_clash(program: ir.Program, exc: LinkError, inputs: list[LinkInput])
             path = Path(inp.name)
             if path.suffix in (".cu", ".cuh") and path.is_file():
                 places += [f"{where} (C++)" for where in cpp_definitions(path, sym)]
-            elif not inp.name.endswith("(Python, LTO-IR)"):
+            elif not inp.name.endswith((PYTHON_LTOIR, PYTHON_PTX)):
                 prebuilt.append(f"{inp.name} (prebuilt, perhaps: its source lines are unknown)")
         if len(places) < 2:
             places += prebuilt

@@ -232,8 +232,10 @@ def _has_swizzled_dynamic_shared(program: ir.Program) -> bool:
 
 class ModuleLowering:
     def __init__(self, program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False,
-                 libnvvm: bool = False, dialect: Dialect = NVPTX, dropped: dict[str, frozenset[int]] | None = None) -> None:
+                 libnvvm: bool = False, dialect: Dialect = NVPTX, dropped: dict[str, frozenset[int]] | None = None,
+                 fma: bool = True) -> None:
         self.program = program
+        self.fma = fma  # mark + - * `contract` (CompileOptions.fma, passes/fma.py)
         # libNVVM compiles this module (too): the intrinsics it lacks (llvm.nvvm.mma/ldmatrix/
         # cp.async) lower to inline PTX instead
         self.libnvvm = libnvvm or dialect.is_nvvm
@@ -1223,7 +1225,7 @@ class FunctionLowering:
         t = e.ty
         if t.kind == "float":
             # `contract`: LLVM may fuse what passes/fma.py could not see (across statements)
-            flags = ["fast"] if self.parent.fast_math else ["contract"] if self.parent.program.fma_contraction else []
+            flags = ["fast"] if self.parent.fast_math else ["contract"] if self.parent.fma else []
             if e.op == "+":
                 return b.fadd(l, r, flags=flags)
             if e.op == "-":
@@ -1392,12 +1394,13 @@ def _di_file_fields(path: str) -> dict[str, str]:
 
 def lower_program(program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False,
                   libnvvm: bool = False, dialect: Dialect = NVPTX,
-                  dropped: dict[str, frozenset[int]] | None = None) -> ll.Module:
+                  dropped: dict[str, frozenset[int]] | None = None, fma: bool = True) -> ll.Module:
     """Lowers ``program`` to an llvmlite module in the forms of ``dialect`` (NVPTX, or NVVM IR
     from ``dialect.nvvm_dialect``); print it with ``module_text``. ``lineinfo`` adds line
     tables that map PTX/SASS back to the Python source; ``libnvvm``: libNVVM compiles the
     program too (an NVVM dialect implies it), so the NVPTX form also uses only the intrinsics
     libNVVM reads. ``dropped``: kernel entry symbol -> the positions of the parameters it does
-    not declare (its code, as compiled once with them, never read them: they read as zero)."""
-    return ModuleLowering(program, module_name, fast_math, lineinfo, libnvvm, dialect, dropped).lower()
+    not declare (its code, as compiled once with them, never read them: they read as zero).
+    ``fma``: ``+ - *`` may contract into fused multiply-adds (``CompileOptions.fma``)."""
+    return ModuleLowering(program, module_name, fast_math, lineinfo, libnvvm, dialect, dropped, fma).lower()
 

@@ -2,7 +2,11 @@
 ``PIPELINE``.
 
 A pass is a frozen dataclass with a ``name`` and ``apply(program) -> program``; it may rewrite
-the program or only check it (raising ``IRError`` at the source it rejects). ``run_pipeline``
+the program or only check it (raising ``IRError`` at the source it rejects). A pass takes a
+compile option as a field named as the ``CompileOptions`` field (``FmaContraction.fma``,
+``ArchRequirements.archs``): ``configured(PIPELINE, options)`` sets them, so an option never
+rides on the IR. A pass that only checks and whose IR is not worth printing again says
+``prints_ir = False``. ``run_pipeline``
 runs them in order; with ``print_after`` (``oxide compile --print-after=NAME``, or
 ``OXIDE_PRINT_AFTER=NAME``; ``all`` for every pass) it writes the IR after that pass to
 stderr, and with ``verify`` (``OXIDE_VERIFY_IR=1``; the tests set it) it checks the IR's
@@ -15,16 +19,19 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import fields, replace
 from typing import Protocol, TextIO
 
 from ..ir import nodes as ir
 from ..ir.printer import print_program
 from ..ir.verify import verify_program
+from .arch_requirements import ArchRequirements
 from .bounds_elimination import BoundsElimination
 from .canonicalize import Canonicalize
 from .disjoint_launch_shape import DisjointLaunchShape
 from .divergence import BarrierDivergence
 from .fma import FmaContraction
+from .fp8_arch import Fp8Archs
 from .launch_preconditions import LaunchPreconditions
 from .mbarrier_lint import MbarrierLint
 from .shared_memory import SharedMemoryLimit
@@ -32,7 +39,7 @@ from .warpgroup_divergence import WarpgroupDivergence
 from .wgmma_fence import WgmmaFence
 from .wgmma_order import WgmmaOrder
 
-__all__ = ["Pass", "PIPELINE", "pass_names", "run_pipeline"]
+__all__ = ["Pass", "PIPELINE", "configured", "pass_names", "run_pipeline"]
 
 
 class Pass(Protocol):
@@ -43,6 +50,7 @@ class Pass(Protocol):
 
 
 PIPELINE: tuple[Pass, ...] = (
+    ArchRequirements(),  # first: a module that cannot be built for its archs says so before any lint
     BoundsElimination(),  # first: the checks it keeps are what the others see
     LaunchPreconditions(),
     DisjointLaunchShape(),  # after it: its precondition comes after the kernel's own asserts
@@ -53,8 +61,19 @@ PIPELINE: tuple[Pass, ...] = (
     WgmmaOrder(),
     WgmmaFence(),
     FmaContraction(),
-    Canonicalize(),  # last: the passes before it read conditions as the source wrote them
+    Canonicalize(),  # last of the rewrites: the passes before it read conditions as the source wrote them
+    Fp8Archs(),
 )
+
+
+def configured(passes: tuple[Pass, ...], options: object) -> tuple[Pass, ...]:
+    """``passes`` with each field named as an attribute of ``options`` (a ``CompileOptions``)
+    set to that option's value."""
+    out: list[Pass] = []
+    for p in passes:
+        names = [f.name for f in fields(p) if f.name != "name" and hasattr(options, f.name)]  # type: ignore[arg-type]
+        out.append(replace(p, **{n: getattr(options, n) for n in names}) if names else p)  # type: ignore[type-var]
+    return tuple(out)
 
 
 def pass_names(passes: tuple[Pass, ...] = PIPELINE) -> list[str]:
@@ -78,6 +97,6 @@ def run_pipeline(
         program = p.apply(program)
         if verify:
             verify_program(program)
-        if print_after in (p.name, "all"):
+        if print_after == p.name or print_after == "all" and getattr(p, "prints_ir", True):
             print(f"; IR after pass {p.name}\n{print_program(program)}", file=out or sys.stderr)
     return program

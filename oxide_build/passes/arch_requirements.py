@@ -3,8 +3,8 @@ the instruction is refused here, at the call, naming the intrinsic and the arch,
 ptxas afterwards ("Instruction 'wgmma.fence' not supported on .target 'sm_90'", naming a
 ``.ptx`` file).
 
-Unlike the passes of ``PIPELINE`` it needs the archs the module is built for, so the driver
-(``compile.build_ir``) calls ``check_arch_requirements`` itself, before the pipeline: a module
+The pass (``ArchRequirements``) takes the archs the module is built for as its field
+(``CompileOptions.archs``, set by ``passes.configured``); it is first in ``PIPELINE``: a module
 that cannot be built for its archs says so before any pass's complaint about its code. Every function of
 the program is compiled for every arch, so every intrinsic call is checked against each.
 """
@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..intrinsics import intrinsic_info
 from ..ir import nodes as ir
 from ..ir.verify import IRError
 from ..targets import arch_number, is_arch_specific
 
-__all__ = ["MissingArch", "arch_satisfies", "check_arch_requirements"]
+__all__ = ["ArchRequirements", "MissingArch", "arch_satisfies", "check_arch_requirements"]
 
 
 @dataclass
@@ -65,3 +66,16 @@ def check_arch_requirements(program: ir.Program, archs: tuple[str, ...]) -> None
                             f"build the module for {info.min_arch} only: [tool.oxide] arch = [\"{info.min_arch}\"] "
                             f"(or OXIDE_ARCH={info.min_arch}); keep kernels for other archs in a module of their own",
                             user_error=True, arch=arch, required=info.min_arch)
+
+
+@dataclass(frozen=True)
+class ArchRequirements:
+    """``check_arch_requirements`` against ``archs`` (none: nothing is checked)."""
+
+    archs: tuple[str, ...] = ()
+    name: str = "arch-requirements"
+    prints_ir: ClassVar[bool] = False  # a check: the IR after it is the IR before it
+
+    def apply(self, program: ir.Program) -> ir.Program:
+        check_arch_requirements(program, self.archs)
+        return program

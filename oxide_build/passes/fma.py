@@ -18,8 +18,8 @@ functions — LLVM contracts in the backends (the lowering marks ``+ - *`` with 
 the NVPTX backend runs with ``-nvptx-fma-level=2``, libNVVM with its default ``-fma=1``), so
 the whole kernel is contracted as nvcc contracts a ``.cu`` file.
 
-``[tool.oxide] fma = false`` (``CompileOptions.fma``; ``Program.fma_contraction``) turns all
-of it off, as ``nvcc --fmad=false`` does: no ``math.fma`` is made here, the lowering drops
+``[tool.oxide] fma = false`` (``CompileOptions.fma``, this pass's field ``fma`` and the
+lowering's ``lower_program(fma=...)``) turns all of it off, as ``nvcc --fmad=false`` does: no ``math.fma`` is made here, the lowering drops
 ``contract``, and both backends are told not to fuse, so every ``+ - *`` rounds on its own.
 An explicit ``ox.math.fma(a, b, c)`` is always fused.
 """
@@ -37,10 +37,11 @@ __all__ = ["FmaContraction"]
 
 @dataclass(frozen=True)
 class FmaContraction:
+    fma: bool = True  # CompileOptions.fma
     name: str = "fma-contraction"
 
     def apply(self, program: ir.Program) -> ir.Program:
-        if program.fma_contraction:
+        if self.fma:
             for fn in program.functions:
                 fn.body = [_statement(s) for s in fn.body]
         return program

@@ -4,19 +4,21 @@ and is built for an older arch is refused here, at the first such expression, na
 and the arch, instead of by ptxas afterwards (naming a ``.ptx`` file). Loading and storing fp8
 elements are byte moves that every arch has, so a kernel that only copies them is not refused.
 
-Like ``arch_requirements`` (whose error it raises) it needs the archs the module is built for,
-so the driver (``compile.build_ir``) calls ``check_fp8_archs`` after the pipeline.
+Like ``arch_requirements`` (whose error it raises) it takes the archs the module is built for
+as a field (``Fp8Archs.archs``); it is last in ``PIPELINE``.
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
 
 from ..ir import nodes as ir
 from ..ir.types import as_scalar
 from ..targets import arch_number
 from .arch_requirements import MissingArch
 
-__all__ = ["FP8_MIN_ARCH", "check_fp8_archs", "fp8_uses"]
+__all__ = ["FP8_MIN_ARCH", "Fp8Archs", "check_fp8_archs", "fp8_uses"]
 
 FP8_MIN_ARCH = "sm_89"
 
@@ -57,3 +59,16 @@ def check_fp8_archs(program: ir.Program, archs: tuple[str, ...]) -> None:
                               "build the module for sm_89+ only: [tool.oxide] arch = [\"sm_90\"] (or OXIDE_ARCH=sm_90); "
                               "keep kernels for older GPUs in a module of their own", user_error=True,
                               arch=old[0], required=FP8_MIN_ARCH)
+
+
+@dataclass(frozen=True)
+class Fp8Archs:
+    """``check_fp8_archs`` against ``archs`` (none: nothing is checked)."""
+
+    archs: tuple[str, ...] = ()
+    name: str = "fp8-archs"
+    prints_ir: ClassVar[bool] = False  # a check: the IR after it is the IR before it
+
+    def apply(self, program: ir.Program) -> ir.Program:
+        check_fp8_archs(program, self.archs)
+        return program
