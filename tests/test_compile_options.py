@@ -41,6 +41,7 @@ def test_default_config_gives_default_options() -> None:
 
 def test_every_config_key_reaches_its_option(tmp_path: Path) -> None:
     (tmp_path / "k.cu").write_text("")
+    (tmp_path / "inc").mkdir()  # a missing include-dirs entry is a ConfigError (tests/test_front_door.py)
     config = OxideConfig(arch=("sm_90",), ptx=True, fatbin=False, opt_level=1, bounds_check=False, backend="nvvm",
                          link=("k.cu",), include_dirs=("inc",), defines=("A=1",), nvrtc_options=("-std=c++20",),
                          fast_math=True, fma=False, lineinfo=True, max_registers=64)
