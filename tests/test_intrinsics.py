@@ -56,7 +56,8 @@ def test_attributes() -> None:
     assert intrinsic_info("checked_index") is None  # the IR's own
     assert INTRINSICS["block.sync"].convergent and not INTRINSICS["block.sync"].thread_dependent
     assert INTRINSICS["thread.index_1d"].thread_dependent and INTRINSICS["thread.index_2d"].thread_dependent
-    assert {n for n, i in INTRINSICS.items() if i.method} == {"view.load2", "view.load4", "view.store2", "view.store4"}
+    assert {n for n, i in INTRINSICS.items() if i.method} == {"view.load2", "view.load4", "view.load8", "view.store2",
+                                                              "view.store4", "view.store8"}
 
 
 def test_a_thread_dependent_intrinsic_makes_a_branch_divergent(tmp_path: Path) -> None:
@@ -153,7 +154,7 @@ def test_bits_refuse_what_they_do_not_take(tmp_path: Path, call: str, message: s
 
 
 @pytest.mark.parametrize(("body", "message"), [
-    ("a.load8(0)", "views have no method 'load8'"),
+    ("a.load3(0)", "views have no method 'load3'"),
     ("a.store4(0, 1, 2)", r"store4\(\) takes 5 argument\(s\), got 3"),
     ("ox.block.sync(1)", r"block.sync\(\) takes no arguments"),
     ("ox.thread.index_1d(0)", r"thread.index_1d\(\) takes no arguments"),

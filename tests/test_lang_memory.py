@@ -506,9 +506,16 @@ VECTOR_ERRORS: dict[str, tuple[str, str]] = {
                                      "names\n        a, b = f32x4(1.0)\n        ^\n  hint: use exactly 4 names on the left"),
     "negating_unsigned_lanes": ("    v = -u32x4(1)\n", "kern.py:8:9: error: -u32x4: negating unsigned lanes\n"
                                 "        v = -u32x4(1)\n            ^\n  hint: subtract from a vector instead"),
-    "converting_a_whole_vector": ("    v = i32x4(f32x4(1.0))\n", "kern.py:8:15: error: i32x4() of a f32x4: vectors do not "
-                                  "convert as a whole\n        v = i32x4(f32x4(1.0))\n                  ^\n"
-                                  "  hint: build it from converted lanes, e.g. i32x4(i32(v.x), ...)"),
+    "converting_a_vector_of_other_lanes": ("    v = f32x2(i32x4(1))\n", "kern.py:8:15: error: f32x2() of a i32x4: the "
+                                           "lane counts differ (4 and 2)\n        v = f32x2(i32x4(1))\n"
+                                           "                  ^\n  hint: convert a vector of 2 lanes, or build it "
+                                           "from lanes: f32x2(f32(v[0]), ...)"),
+    "a_lane_index_that_is_not_constant": ("    v = f32x4(1.0)\n    out[i] = v[i]\n", "kern.py:9:16: error: a lane of "
+                                          "f32x4 is chosen at compile time; 'i' is not a constant\n        out[i] = "
+                                          "v[i]\n                   ^\n  hint: index with a literal or a loop variable "
+                                          "of ox.static_range(...)"),
+    "a_lane_index_out_of_range": ("    v = f32x4(1.0)\n    v[4] = 1.0\n", "kern.py:9:7: error: f32x4 has lanes 0 to 3, "
+                                  "not 4\n        v[4] = 1.0\n          ^"),
     "storing_a_vector_of_another_type": ("    out.store4(i, i32x4(1))\n", "kern.py:8:19: error: store4 value needs "
                                          "f32x4, got i32x4\n        out.store4(i, i32x4(1))\n                      ^\n"
                                          "  hint: pass a f32x4"),

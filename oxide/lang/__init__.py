@@ -4,7 +4,7 @@ from __future__ import annotations
 from .decorators import device, extern, extern_kernel, kernel
 from .module_memory import ModuleArray, constant, global_memory
 from .structs import struct, struct_dtype
-from .vectors import (VECTOR_TYPES, VectorType, bf16x2, f16x2, f32x2, f32x4, f64x2, i8x4, i16x2, i32x2, i32x4, i64x2, u8x4, u16x2,
+from .vectors import (VECTOR_TYPES, VectorType, bf16x2, bf16x4, bf16x8, f16x2, f16x4, f16x8, f32x8, f64x4, f32x2, f32x4, f64x2, i8x4, i16x2, i32x2, i32x4, i64x2, u8x4, u16x2,
                       u32x2, u32x4, u64x2)
 from .intrinsics import (AtomicScope, asm, atomic, bits, block, cluster, cp_async, fence, grid, local, math, mbarrier, mma,
                          shared, static_range, thread, timer, unroll, unsafe, volatile, warp, warpgroup, wgmma)
@@ -44,7 +44,7 @@ __all__ = [
     "asm", "mma", "cp_async", "wgmma", "warpgroup", "mbarrier", "cluster",
     "AtomicScope", "constant", "global_memory", "ModuleArray", "struct", "struct_dtype",
     "VectorType", "VECTOR_TYPES", "f32x2", "f32x4", "f64x2", "i32x2", "i32x4", "u32x2", "u32x4", "i64x2", "u64x2",
-    "i16x2", "u16x2", "i8x4", "u8x4", "f16x2", "bf16x2",
+    "i16x2", "u16x2", "i8x4", "u8x4", "f16x2", "bf16x2", "f16x4", "bf16x4", "f16x8", "bf16x8", "f32x8", "f64x4",
     "ScalarType", "SCALAR_TYPES", "TypeVar", "acc_type", "Constexpr", "Slice", "DisjointSlice", "MutSlice", "Tensor", "MutTensor", "DisjointTensor", "Ptr",
     "ThreadIndex", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32",
     "f64", "boolean", "f8e4m3", "f8e5m2",

@@ -8,9 +8,9 @@ import ast
 
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp
-from ..ir.types import I64, ArrayType, ThreadIndexType, Type, ViewType, is_int, type_name
+from ..ir.types import I64, ArrayType, ThreadIndexType, Type, VectorType, ViewType, is_int, type_name
 from .views import refuse_array_write, refuse_slice_write, refuse_tensor_write
-from . import view_values
+from . import vectors, view_values
 from .semantics import Semantics
 
 __all__ = ["Indexing"]
@@ -35,6 +35,9 @@ class Indexing(Semantics):
                 return ir.Const(1, I64, self.loc(node))
             return ir.ViewDim(tv, axis, which, I64, self.loc(node))
         view = self.expr(node.value)
+        if isinstance(view.ty, VectorType):  # v[k]: lane k of a vector (bf16x8, f32x8, ... have more than xyzw)
+            k = vectors.indexed_lane(self, view, node.slice, node)
+            return ir.VectorGet(view, k, view.ty.elem, self.loc(node))
         if not isinstance(view.ty, (ViewType, ArrayType)):
             raise self.error(node.value, f"{ast.unparse(node.value)!r} is {type_name(view.ty)}, not a view",
                              "only Slice/DisjointSlice/MutSlice parameters and arrays can be indexed")
@@ -107,6 +110,8 @@ class Indexing(Semantics):
               value: ir.Expr | None = None) -> ir.Stmt:
         """``target = value_node`` (or the value already translated: ``value``)."""
         view = self.expr(target.value)
+        if isinstance(view.ty, VectorType):
+            return vectors.with_indexed_lane(self, target, self.expr(value_node) if value is None else value, node)
         if not isinstance(view.ty, (ViewType, ArrayType)):
             raise self.error(target.value, f"{ast.unparse(target.value)!r} is {type_name(view.ty)}, not a view",
                              "only Slice/DisjointSlice/MutSlice parameters and arrays can be indexed")

@@ -666,7 +666,7 @@ class FunctionTranslator(Loops):
 
         info = INTRINSICS.get(f"view.{func.attr}")
         if info is None or not info.method:
-            raise self.error(func, f"views have no method {func.attr!r}", "view methods: load2, load4, store2, store4")
+            raise self.error(func, f"views have no method {func.attr!r}", "view methods: load2, load4, load8, store2, store4, store8")
         return info.typing(self, info, node)
 
     def refuse_vector_store(self, func: ast.Attribute, node: ast.Call, vt: ViewType, index: ir.Expr) -> None:

@@ -13,10 +13,11 @@ from ..ir.ops import BinaryOp
 from ..ir.types import VectorType, type_name
 
 if TYPE_CHECKING:
+    from .semantics import Semantics
     from .translate import FunctionTranslator
 
 __all__ = ["LANES", "construct", "lane", "component", "with_component", "set_lane", "vector_binop", "vector_neg",
-           "elements"]
+           "elements", "indexed_lane", "with_indexed_lane"]
 
 LANES = "xyzw"
 ELEMENTWISE = {"+", "-", "*", "/", "&", "|", "^"}
@@ -28,16 +29,62 @@ def construct(tr: FunctionTranslator, vty: VectorType, node: ast.Call) -> ir.Exp
         raise tr.error(node.keywords[0].value, f"{vty.name}() takes its lanes by position")
     if len(node.args) not in (1, vty.lanes):
         raise tr.error(node, f"{vty.name}() takes 1 or {vty.lanes} values, got {len(node.args)}",
-                       f"write {vty.name}({', '.join(LANES[:vty.lanes])}) or {vty.name}(v) for every lane v")
+                       f"write {vty.name}({', '.join(lane_name(k) for k in range(vty.lanes))}) or {vty.name}(v) for "
+                       "every lane v")
     values = [tr.expr(a) for a in node.args]
     if len(values) == 1 and isinstance(values[0].ty, VectorType):
-        raise tr.error(node.args[0], f"{vty.name}() of a {type_name(values[0].ty)}: vectors do not convert as a whole",
-                       f"build it from converted lanes, e.g. {vty.name}({vty.elem.name}(v.x), ...)")
-    lanes = [tr.convert_implicit(v, vty.elem, a, f"lane {LANES[k]} of {vty.name}()")
+        src = values[0].ty
+        if src.lanes != vty.lanes:
+            raise tr.error(node.args[0], f"{vty.name}() of a {type_name(src)}: the lane counts differ ({src.lanes} and {vty.lanes})",
+                           f"convert a vector of {vty.lanes} lanes, or build it from lanes: "
+                           f"{vty.name}({vty.elem.name}(v[0]), ...)")
+        # lane by lane, as the scalar conversion does (bf16 → f32 exactly, f32 → bf16 to nearest even):
+        # CUDA's __bfloat1622float2 / __float22bfloat162_rn over every lane
+        loc = tr.loc(node)
+        whole = values[0]
+        if src == vty:
+            return whole
+        return ir.MakeVector([tr.convert(ir.VectorGet(whole, k, src.elem, loc), vty.elem, node)
+                              for k in range(vty.lanes)], vty, loc)
+    lanes = [tr.convert_implicit(v, vty.elem, a, f"lane {lane_name(k)} of {vty.name}()")
              for k, (v, a) in enumerate(zip(values, node.args))]
     if len(lanes) == 1:
         lanes = lanes * vty.lanes
     return ir.MakeVector(lanes, vty, tr.loc(node))
+
+
+def lane_name(k: int) -> str:
+    """``x``, ``y``, ``z``, ``w`` for the first four lanes, the number past them (``v[5]``)."""
+    return LANES[k] if k < len(LANES) else str(k)
+
+
+def indexed_lane(tr: Semantics, value: ir.Expr, index: ast.expr, node: ast.AST) -> int:
+    """The lane ``k`` of ``v[k]``: a compile-time integer (a literal, a constant, a static_range
+    variable) in range, as registers cannot be indexed at run time."""
+    vty = value.ty
+    assert isinstance(vty, VectorType)
+    k = tr.const_int(index)
+    if k is None:
+        raise tr.error(index, f"a lane of {vty.name} is chosen at compile time; {ast.unparse(index)!r} is not a constant",
+                       "index with a literal or a loop variable of ox.static_range(...)")
+    if not 0 <= k < vty.lanes:
+        raise tr.error(index, f"{vty.name} has lanes 0 to {vty.lanes - 1}, not {k}")
+    return k
+
+
+def with_indexed_lane(tr: Semantics, target: ast.Subscript, value: ir.Expr, node: ast.AST) -> ir.Stmt:
+    """``v[k] = e`` of a local vector ``v``: ``v`` becomes ``v`` with lane k replaced."""
+    if not isinstance(target.value, ast.Name) or not isinstance(tr.locals.get(target.value.id), VectorType):
+        raise tr.error(target, f"cannot assign to {ast.unparse(target)!r}",
+                       f"change a copy and store it back: v = {ast.unparse(target.value)}; v[k] = ...")
+    name = target.value.id
+    vty = tr.locals[name]
+    assert isinstance(vty, VectorType)
+    loc = tr.loc(node)
+    current = ir.Var(name, vty, loc)
+    k = indexed_lane(tr, current, target.slice, target)
+    element = tr.convert_implicit(value, vty.elem, node, f"lane {k} of {name!r}")
+    return ir.Assign(name, ir.VectorSet(current, k, element, vty, loc), loc)
 
 
 def lane(tr: FunctionTranslator, vty: VectorType, attr: str, node: ast.AST) -> int:

@@ -1,6 +1,7 @@
-"""Vector access, the view methods ``x.load2(k)`` / ``x.load4(k)`` (elements width·k … width·k +
-width - 1 in one access of up to 16 bytes) and ``out.store2(k, a, b)`` / ``out.store4(k, a, b, c,
-d)``. They are methods of a view, not names in the oxide namespace (``method=True``): the
+"""Vector access, the view methods ``x.load2(k)`` / ``x.load4(k)`` / ``x.load8(k)`` (elements
+width·k … width·k + width - 1 in one access of up to 16 bytes, or two 16-byte accesses for 32
+bytes: ``load4`` of ``f64``, CUDA's ``double4``) and ``out.store2(k, a, b)`` / ``out.store4(k, a,
+b, c, d)`` / ``out.store8(k, v)``. They are methods of a view, not names in the oxide namespace (``method=True``): the
 frontend types ``x.load4(...)`` through the entry ``view.load4``."""
 from __future__ import annotations
 
@@ -19,7 +20,10 @@ if TYPE_CHECKING:
 else:
     from .lazy_llvm import LLVM_IR as ll
 
-__all__ = ["ENTRIES"]
+__all__ = ["ENTRIES", "MAX_VECTOR_BYTES"]
+
+MAX_VECTOR_BYTES = 32  # the widest vector access: two 16-byte accesses (ld.global.v2.f64 twice for a double4)
+ACCESS_BYTES = 16  # the widest single access before sm_100
 
 
 
@@ -33,8 +37,12 @@ def _type_vector(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.E
     if not isinstance(view.ty.elem, ScalarType):
         raise tr.error(func, f"{func.attr} reads scalar elements; {ast.unparse(func.value)!r} holds {view.ty.elem.name} records",
                        "index the records one at a time: x[i]")
-    if view.ty.elem.bits * width > 128 or view.ty.elem.kind == "bool":
-        raise tr.error(func, f"{func.attr} of {view.ty.elem.name} elements exceeds a 16-byte vector access")
+    if view.ty.elem.bits * width > 8 * MAX_VECTOR_BYTES or view.ty.elem.kind == "bool":
+        smaller = [w for w in (4, 2) if w < width and view.ty.elem.bits * w <= 8 * MAX_VECTOR_BYTES]
+        raise tr.error(func, f"{func.attr} of {view.ty.elem.name} elements is {view.ty.elem.itemsize * width} bytes, more "
+                       f"than a 32-byte vector (two 16-byte accesses)" if view.ty.elem.kind != "bool" else
+                       f"{func.attr} of bool elements: bool has no vector access",
+                       f"use load{smaller[0]}/store{smaller[0]} twice" if smaller and view.ty.elem.kind != "bool" else "")
     is_store = info.op.startswith("store")
     nargs = 1 + (width if is_store else 0)
     vty = VECTOR_TYPES.get(f"{view.ty.elem.name}x{width}")
@@ -69,19 +77,28 @@ def _lower_vector(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> 
     width = int(info.op[-1])
     k = fl.expr(e.args[1])
     elem_t = fl.elem_type(view.elem)
-    vec_t = ll.VectorType(elem_t, width)
     first = b.mul(k, ll.Constant(ll.IntType(64), width))
     ptr = b.gep(view.ptr, [first], source_etype=elem_t)
-    vptr = b.bitcast(ptr, ll.PointerType(vec_t, ptr.type.addrspace))
+    # a 32-byte vector is two 16-byte accesses (chunks of `part` lanes), each 16-byte aligned
+    part = min(width, ACCESS_BYTES // view.elem.itemsize)
+    part_t = ll.VectorType(elem_t, part)
     if e.check_site is not None:
         fl.bounds_check(fl.expr(e.args[2]), view.length, e.check_site)
-    align = view.elem.itemsize * width
+    align = view.elem.itemsize * part
+    chunks = []
+    for c in range(width // part):
+        cptr = ptr if c == 0 else b.gep(ptr, [ll.Constant(ll.IntType(64), c * part)], source_etype=elem_t)
+        chunks.append(b.bitcast(cptr, ll.PointerType(part_t, ptr.type.addrspace)))
     if info.op.startswith("load"):
-        vec = b.load(vptr, typ=vec_t, align=align)
-        fl.mark_invariant(vec, view)
-        # `freeze` keeps instcombine from splitting the load into scalar loads, which would
-        # lose the invariant mark (and so ld.global.nc) when the backend re-vectorizes them
-        vec = fl.freeze(vec)
+        pieces = []
+        for vptr in chunks:
+            piece = b.load(vptr, typ=part_t, align=align)
+            fl.mark_invariant(piece, view)
+            # `freeze` keeps instcombine from splitting the load into scalar loads, which would
+            # lose the invariant mark (and so ld.global.nc) when the backend re-vectorizes them
+            pieces.append(fl.freeze(piece))
+        vec = pieces[0] if len(pieces) == 1 else b.shuffle_vector(
+            pieces[0], pieces[1], ll.Constant(ll.VectorType(ll.IntType(32), width), list(range(width))))
         if isinstance(e.ty, VectorType):
             return vec
         assert isinstance(e.ty, TupleType)
@@ -90,12 +107,14 @@ def _lower_vector(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> 
         for i in range(width):
             result = b.insert_value(result, b.extract_element(vec, ll.Constant(ll.IntType(32), i)), i)
         return result
-    packed: ll.Value = ll.Constant(vec_t, None)
-    for i, a in enumerate(e.args[3:]):
-        packed = b.insert_element(packed, fl.expr(a), ll.Constant(ll.IntType(32), i))
-    b.store(packed, vptr, align=align)
+    values = [fl.expr(a) for a in e.args[3:]]
+    for c, vptr in enumerate(chunks):
+        packed: ll.Value = ll.Constant(part_t, None)
+        for i, value in enumerate(values[c * part:(c + 1) * part]):
+            packed = b.insert_element(packed, value, ll.Constant(ll.IntType(32), i))
+        b.store(packed, vptr, align=align)
     return ll.Constant(ll.IntType(32), 0)
 
 
 ENTRIES = [IntrinsicInfo(f"view.{op}", _type_vector, _lower_vector, method=True)
-           for op in ("load2", "load4", "store2", "store4")]
+           for op in ("load2", "load4", "load8", "store2", "store4", "store8")]

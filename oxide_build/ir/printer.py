@@ -123,9 +123,9 @@ def print_expr(e: ir.Expr) -> str:
     if isinstance(e, ir.MakeVector):
         return f"{type_name(e.ty)}(" + ", ".join(print_expr(v) for v in e.values) + ")"
     if isinstance(e, ir.VectorGet):
-        return f"{print_expr(e.value)}.{'xyzw'[e.lane]}"
+        return f"{print_expr(e.value)}.{'xyzw'[e.lane]}" if e.lane < 4 else f"{print_expr(e.value)}[{e.lane}]"
     if isinstance(e, ir.VectorSet):
-        return f"{print_expr(e.value)}.with_{'xyzw'[e.lane]}({print_expr(e.element)})"
+        return f"{print_expr(e.value)}.with_{'xyzw'[e.lane] if e.lane < 4 else e.lane}({print_expr(e.element)})"
     if isinstance(e, ir.TupleSet):
         return f"{print_expr(e.value)}.with_{e.index}({print_expr(e.element)})"
     if isinstance(e, ir.ModuleArray):
