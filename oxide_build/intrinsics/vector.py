@@ -82,13 +82,13 @@ def _lower_vector(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> 
     # a 32-byte vector is two 16-byte accesses (chunks of `part` lanes), each 16-byte aligned
     part = min(width, ACCESS_BYTES // view.elem.itemsize)
     part_t = ll.VectorType(elem_t, part)
-    if e.check_site is not None:
-        fl.bounds_check(fl.expr(e.args[2]), view.length, e.check_site)
     align = view.elem.itemsize * part
     chunks = []
     for c in range(width // part):
         cptr = ptr if c == 0 else b.gep(ptr, [ll.Constant(ll.IntType(64), c * part)], source_etype=elem_t)
         chunks.append(b.bitcast(cptr, ll.PointerType(part_t, ptr.type.addrspace)))
+    if e.check_site is not None:
+        fl.bounds_check(fl.expr(e.args[2]), view.length, e.check_site)
     if info.op.startswith("load"):
         pieces = []
         for vptr in chunks:
@@ -107,11 +107,10 @@ def _lower_vector(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> 
         for i in range(width):
             result = b.insert_value(result, b.extract_element(vec, ll.Constant(ll.IntType(32), i)), i)
         return result
-    values = [fl.expr(a) for a in e.args[3:]]
     for c, vptr in enumerate(chunks):
         packed: ll.Value = ll.Constant(part_t, None)
-        for i, value in enumerate(values[c * part:(c + 1) * part]):
-            packed = b.insert_element(packed, value, ll.Constant(ll.IntType(32), i))
+        for i, a in enumerate(e.args[3 + c * part:3 + (c + 1) * part]):
+            packed = b.insert_element(packed, fl.expr(a), ll.Constant(ll.IntType(32), i))
         b.store(packed, vptr, align=align)
     return ll.Constant(ll.IntType(32), 0)
 
