@@ -212,3 +212,36 @@ def test_the_graph_sees_function_local_and_relative_imports() -> None:
 
 def test_a_cycle_is_found() -> None:
     assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+COMPILER_FOLDERS = ("frontend", "intrinsics", "lower", "passes", "ir", "backends", "link", "package", "toolchain")
+
+
+def folder_graph() -> dict[str, set[str]]:
+    """The build side's import graph, ``if TYPE_CHECKING:`` imports included, with each folder
+    of the compiler (``oxide_build/<folder>/``) one node and each top-level module its own."""
+
+    def node(module: str) -> str:
+        parts = module.split(".")
+        return parts[1] if len(parts) > 1 and parts[1] in COMPILER_FOLDERS else module
+
+    graph: dict[str, set[str]] = {}
+    for v, ws in import_graph(type_checking=True).items():
+        if not v.startswith("oxide_build."):
+            continue
+        graph.setdefault(node(v), set()).update(
+            node(w) for w in ws if w.startswith("oxide_build.") and node(w) != node(v))
+    for ws in list(graph.values()):
+        for w in ws:
+            graph.setdefault(w, set())
+    return graph
+
+
+def test_the_compiler_folders_form_no_cycle() -> None:
+    """frontend, intrinsics, lower, passes, ir, backends, link, package and the top-level modules
+    (compile.py, the driver, above them all) depend on each other one way, types included."""
+    cycles = import_cycles(folder_graph())
+    assert not cycles, "cycles between the compiler's folders (TYPE_CHECKING imports included):\n" + "\n".join(
+        " <-> ".join(c) for c in cycles)
+    graph = folder_graph()
+    assert "oxide_build.compile" not in graph["link"] and "backends" not in graph["link"]
