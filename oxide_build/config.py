@@ -135,8 +135,8 @@ class OxideConfig:
 
     backend: str = field(default="nvptx", metadata=setting(choices=BACKENDS))
     """What turns LLVM IR into PTX: ``"nvptx"`` (LLVM's NVPTX target, through llvmlite) or
-    ``"nvvm"`` (NVIDIA's libNVVM). Modules that link CUDA C++ always go through libNVVM's
-    LTO-IR."""
+    ``"nvvm"`` (NVIDIA's libNVVM). Modules that link CUDA C++ go through libNVVM's LTO-IR
+    either way, except those with bf16 values (libNVVM has no bf16), linked from NVPTX's PTX."""
 
     link: tuple[str, ...] = field(default=(), metadata=setting(items="glob"))
     """More device-linker inputs for every kernel module: CUDA C++ sources (``.cu``, compiled by

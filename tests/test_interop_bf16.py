@@ -89,3 +89,28 @@ def test_the_python_ptx_needs_the_cpp_side(tmp_path: Path) -> None:
 
     with pytest.raises(Exception, match="twice"):
         link_cubin([LinkInput("py", "ptx", compiled.ptx["sm_90"].encode())], "sm_90")
+
+
+def test_a_bf16_value_crosses_into_cuda_cpp(tmp_path: Path) -> None:
+    """An @extern taking and returning bf16 (``__nv_bfloat16``), called through its shim."""
+    (tmp_path / "twice16.cu").write_text(
+        "#include <cuda_bf16.h>\n"
+        'extern "C" __device__ __nv_bfloat16 twice16(__nv_bfloat16 x) { return __hmul(x, __float2bfloat16(2.0f)); }\n')
+    src = tmp_path / "bfx.py"
+    src.write_text(textwrap.dedent("""\
+        import oxide as ox
+        from oxide import kernel, extern, bf16, Slice, DisjointSlice, thread
+
+        @extern("twice16", sources=["twice16.cu"])
+        def twice16(x: bf16) -> bf16: ...
+
+        @kernel
+        def scale(x: Slice[bf16], out: DisjointSlice[bf16]) -> None:
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = twice16(x[i])
+        """))
+    compiled = compile_module(src, "bfx", CompileOptions(archs=("sm_80", "sm_90")), root=tmp_path)
+    assert compiled.lto and sorted(compiled.cubins) == ["sm_80", "sm_90"]
+    assert "call.uni (retval0), __ox_h16_twice16" in compiled.ptx["sm_90"]
+    assert all(b"scale" in cubin for cubin in compiled.cubins.values())
