@@ -219,14 +219,24 @@ def _check_metadata_requirement(metadata: str, kernel_modules: list[str], source
 
 def _check_toolchain(verbose: bool, log: Any = None) -> None:
     """Fails at once, with the packages to install, when the LTO-IR producers are newer than
-    nvJitLink; with ``verbose`` (``[tool.oxide] verbose``, ``OXIDE_VERBOSE=1``), first prints
-    where each toolchain piece comes from (pip -v shows it)."""
+    nvJitLink; with ``verbose`` (``[tool.oxide] verbose``, ``OXIDE_VERBOSE=1``) or on that
+    failure, prints where each toolchain piece comes from (pip -v shows it)."""
+    from oxide.errors import ToolchainError
     from oxide_build.toolchain import check_link_compatibility, toolchain_report
 
-    if verbose:
-        out = sys.stderr if log is None else log
+    out = sys.stderr if log is None else log
+
+    def report() -> None:
         print("oxide: toolchain\n" + "\n".join(f"  {line}" for line in toolchain_report()), file=out, flush=True)
-    check_link_compatibility()
+
+    if verbose:
+        report()
+    try:
+        check_link_compatibility()
+    except ToolchainError:
+        if not verbose:
+            report()  # what the message is about: where each piece came from
+        raise
 
 
 def _prepare_metadata(kind: str, metadata_directory: str, config_settings: ConfigSettings) -> str:

@@ -154,9 +154,13 @@ class FakeDriver:
         self.function_attributes: dict[tuple[str, Any], int] = {}  # cuFuncSetAttribute
         self.attribute_calls: list[tuple[Any, ...]] = []  # cuFuncGetAttribute and cuFuncSetAttribute, in order
         self.stream_order: list[tuple[Any, ...]] = []  # event calls: one stream waiting for another
+        self.driver_version = 13000  # cuDriverGetVersion: CUDA 13.0
 
     def cuInit(self, flags: int) -> tuple[Any]:
         return (self.OK,)
+
+    def cuDriverGetVersion(self) -> tuple[Any, int]:
+        return self.OK, self.driver_version
 
     def cuCtxGetCurrent(self) -> tuple[Any, int]:
         return self.OK, self.ctx
@@ -351,6 +355,7 @@ def fresh_runtime(monkeypatch: pytest.MonkeyPatch) -> Any:
         device._reset_for_tests()
         artifacts._reset_for_tests()
         loader._modules.clear()
+        loader._driver_version.clear()
         kernel_errors._reset_for_tests()
         launcher._reset_for_tests()
 
@@ -416,6 +421,7 @@ def make_module(
     sha: str | None = None,
     error_sites: tuple[ErrorSite, ...] = (),
     sources: dict[str, str] | None = None,
+    cuda_driver: int = 0,
 ) -> types.ModuleType:
     """Writes a kernel module, its manifest and code files; imports the module."""
     name = f"oxtest_{uuid.uuid4().hex[:12]}"
@@ -433,6 +439,7 @@ def make_module(
             ptx=ptx,
             error_sites=error_sites,
             sources=sources or {},
+            cuda_driver=cuda_driver,
         )
         path = manifest_path(tmp_path, name)
         path.parent.mkdir(exist_ok=True)

@@ -541,3 +541,16 @@ def test_cache_dir_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert config.cache_dir == ".oxide-cache"
     compile_project(project, config, tmp_path / "staging", log=io.StringIO())
     assert list((project / ".oxide-cache").rglob("*")), "the build's cache went to cache-dir"
+
+
+def test_a_build_records_the_driver_its_cubins_need(tmp_path: Path) -> None:
+    import json as json_module
+
+    from oxide_build.build import compile_project
+    from oxide_build.config import load_config
+    from oxide_build.link.nvjitlink import nvjitlink_version
+
+    project = make_project(tmp_path, {"ops.py": SCALE})
+    compile_project(project, load_config(project), tmp_path / "staging", log=io.StringIO())
+    manifest = json_module.loads((tmp_path / "staging" / "flatproj" / "_oxide" / "flatproj.ops.json").read_text())
+    assert manifest["cuda_driver"] == 1000 * int(nvjitlink_version().split(".")[0])  # 13000 with [build]

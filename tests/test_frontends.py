@@ -311,3 +311,40 @@ def test_build_extra_resolves_to_one_cuda_release_next_to_a_pinned_nvjitlink(
     for producer in ("nvidia-nvvm", "nvidia-cuda-nvrtc"):
         assert chosen[producer].startswith("13.0."), chosen
     assert "nvidia-cuda-cccl" in chosen, chosen
+
+
+# A CUDA 12 build environment, from PyPI (docs/toolchain.md, "Building for CUDA 12 drivers"):
+# cuda-bindings 12 drives the -cu12 wheels' libraries; oxide-cuda itself comes without its
+# dependencies, which name the CUDA 13 runtime bindings.
+CUDA12_BUILD_ENVIRONMENT = [
+    "cuda-bindings>=12.8,<13", "cuda-pathfinder>=1.3", "llvmlite>=0.45", "numpy", "packaging>=22",
+    "setuptools>=64", "wheel",
+    "nvidia-nvjitlink-cu12>=12.8,<13", "nvidia-cuda-nvrtc-cu12>=12.8,<13", "nvidia-cuda-nvcc-cu12>=12.8,<13",
+    "nvidia-nvfatbin-cu12>=12.8,<13", "nvidia-cuda-cccl-cu12>=12.8,<13", "nvidia-cuda-runtime-cu12>=12.8,<13",
+]
+
+
+def test_the_cuda_12_toolchain_from_pypi_builds_for_cuda_12_drivers(
+    tmp_path: Path, oxide_wheel_dir: Path, compile_cache: Path
+) -> None:
+    env = bare_env(tmp_path / "venv" / "bin", oxide_wheel_dir)
+    python = make_venv(tmp_path / "venv", env)
+    run([python, "-m", "pip", "install", *CUDA12_BUILD_ENVIRONMENT], env, tmp_path, "cuda 12 environment")
+    (wheel,) = oxide_wheel_dir.glob("oxide_cuda-*.whl")
+    run([python, "-m", "pip", "install", "--no-deps", wheel], env, tmp_path, "cuda 12 environment")
+    project = tmp_path / "cu_linked"
+    shutil.copytree(Path(__file__).resolve().parent / "packages" / "cu_linked", project, ignore=IGNORE)
+    out = tmp_path / "wheels"
+    log = run([python, "-m", "pip", "wheel", "-v", "--no-build-isolation", "--no-deps", "-w", out, project],
+              env, tmp_path, "cuda 12 build")
+    pieces = dict(TOOLCHAIN_LINE.findall(log))
+    assert pieces["nvJitLink"].endswith("nvidia/nvjitlink/lib/libnvJitLink.so.12"), log[-4000:]
+    assert pieces["NVVM"].endswith("nvidia/cuda_nvcc/nvvm/lib64/libnvvm.so"), log[-4000:]
+    assert pieces["NVRTC"].endswith("nvidia/cuda_nvrtc/lib/libnvrtc.so.12"), log[-4000:]
+    assert re.search(r"nvJitLink: \S+ \[nvidia-nvjitlink-cu12 12\.\d+", log), log[-4000:]
+    (built,) = out.glob("cu_linked-*.whl")
+    with zipfile.ZipFile(built) as zf:
+        manifest = json.loads(zf.read("culinked/_oxide/culinked.ops.json"))
+        cubin = zf.read("culinked/_oxide/culinked.ops.sm_90.cubin")
+    assert manifest["cuda_driver"] == 12000  # loads on every CUDA 12 driver (R525 and newer)
+    assert cubin[:4] == b"\x7fELF"

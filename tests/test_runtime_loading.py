@@ -250,6 +250,44 @@ def test_a_recompile_without_a_toolchain_piece_runs_the_old_code_and_says_why(
     assert fake_driver.loaded == [b"CUBIN sm_90"]
 
 
+def test_a_driver_older_than_the_toolchain_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_driver: FakeDriver
+) -> None:
+    # issue 31: the manifest records the driver the cubins need (CUDA 13 toolchain: a CUDA 13.0
+    # driver); an older driver is a message naming both, before anything is loaded
+    from oxide.runtime import loader
+
+    monkeypatch.setattr(loader, "installed_driver_release", lambda: "550.54.14")
+    fake_driver.driver_version = 12040
+    m = make_module(tmp_path, cuda_driver=13000)
+    fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}
+    with pytest.raises(CudaError) as info:
+        m.scale[1, 32](1.0, FakeArray(), FakeArray())
+    assert str(info.value) == (
+        f"module {m.__name__} was built with the CUDA 13 toolchain: its code needs an NVIDIA driver for CUDA 13.0 "
+        "or newer (R580 or newer); this machine's driver 550.54.14, which supports CUDA 12.4. Update the NVIDIA "
+        "driver, or rebuild the package with the toolchain of this driver's CUDA release (docs/toolchain.md, "
+        "\"Which driver a wheel needs\")"
+    )
+    assert fake_driver.loaded == []
+
+
+def test_a_new_enough_driver_loads(tmp_path: Path, fake_driver: FakeDriver) -> None:
+    fake_driver.driver_version = 13010
+    m = make_module(tmp_path, cuda_driver=13000)
+    fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}
+    m.scale[1, 32](1.0, FakeArray(), FakeArray())
+    assert fake_driver.loaded == [b"CUBIN sm_90"]
+
+
+def test_the_manifest_carries_the_driver_requirement() -> None:
+    m = ModuleManifest(module="m", source="m.py", source_sha256="0", kernels=(), cubins={}, cuda_driver=12000)
+    assert ModuleManifest.from_json(m.to_json()).cuda_driver == 12000
+    old = ModuleManifest(module="m", source="m.py", source_sha256="0", kernels=(), cubins={})
+    assert "cuda_driver" not in old.to_json()  # not recorded: written as before
+    assert ModuleManifest.from_json(old.to_json()).cuda_driver == 0
+
+
 def test_fresh_manifest_does_not_warn(tmp_path: Path, fake_driver: FakeDriver) -> None:
     m = make_module(tmp_path)
     fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}

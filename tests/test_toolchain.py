@@ -154,3 +154,63 @@ def test_a_skewed_build_fails_at_once_with_the_pins(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
     assert not list(out.iterdir())
     assert f"nvJitLink: {env}/nvidia/cu13/lib/libnvJitLink.so.13 [nvidia-nvjitlink 13.0.88]" in result.stderr
+
+
+# the CUDA 12 wheels: a directory per wheel, NVVM inside nvidia-cuda-nvcc-cu12 as a plain libnvvm.so
+CU12_WHEEL_FILES = {
+    "nvidia-nvjitlink-cu12": ["nvidia/nvjitlink/lib/libnvJitLink.so.12"],
+    "nvidia-cuda-nvcc-cu12": ["nvidia/cuda_nvcc/nvvm/lib64/libnvvm.so", "nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc"],
+    "nvidia-cuda-nvrtc-cu12": ["nvidia/cuda_nvrtc/lib/libnvrtc.so.12"],
+}
+
+
+def fake_cu12_site(root: Path, versions: dict[str, str]) -> Path:
+    for dist, version in versions.items():
+        for rel in CU12_WHEEL_FILES[dist]:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(b"")
+        info = root / f"{dist.replace('-', '_')}-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    return root
+
+
+def test_the_cuda_12_wheels_are_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bare: None) -> None:
+    from oxide_build.toolchain.discovery import environment_cuda_major, install_hint
+
+    site = fake_cu12_site(tmp_path / "site", {"nvidia-nvjitlink-cu12": "12.9.86", "nvidia-cuda-nvcc-cu12": "12.9.86"})
+    monkeypatch.setattr(sys, "path", [str(site)])
+    nvvm = locate("NVVM")
+    assert nvvm is not None and nvvm.path == site / "nvidia/cuda_nvcc/nvvm/lib64/libnvvm.so"
+    linker = component_version("nvJitLink")
+    assert linker is not None and (linker.distribution, linker.release) == ("nvidia-nvjitlink-cu12", (12, 9))
+    version = component_version("NVVM")
+    assert version is not None and version.distribution == "nvidia-cuda-nvcc-cu12"
+    assert environment_cuda_major() == 12
+    # the hints name the CUDA 12 packages, not nvidia-nvvm (13.x) or nvidia-cuda-nvrtc (13.x)
+    assert install_hint("NVRTC") == "nvidia-cuda-nvrtc-cu12" and install_hint("NVVM") == "nvidia-cuda-nvcc-cu12"
+    with pytest.raises(ToolchainError, match=r"NVRTC was not found .*: pip install nvidia-cuda-nvrtc-cu12 \(this "
+                                             r"environment's toolchain is CUDA 12's: docs/toolchain.md"):
+        require("NVRTC")
+    assert "NVRTC: not found (pip install nvidia-cuda-nvrtc-cu12)" in toolchain_report()
+
+
+def test_a_cuda_12_producer_newer_than_its_linker_names_cu12_pins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 bare: None) -> None:
+    site = fake_cu12_site(tmp_path / "site", {"nvidia-nvjitlink-cu12": "12.4.127", "nvidia-cuda-nvrtc-cu12": "12.9.86"})
+    monkeypatch.setattr(sys, "path", [str(site)])
+    with pytest.raises(ToolchainError, match=r'pip install "nvidia-cuda-nvrtc-cu12==12\.4\.\*"'):
+        check_link_compatibility()
+
+
+def test_nvjitlink_errors_are_decoded() -> None:
+    from oxide_build.link.nvjitlink import describe_result
+
+    class Bare(Exception):  # what an older cuda-bindings prints for a CUDA 12 nvJitLink
+        pass
+
+    assert describe_result(Bare("ERROR 4")).startswith("ERROR_PTX_COMPILE (4): its PTX compiler rejected the PTX")
+    from cuda.bindings import nvjitlink
+
+    assert describe_result(nvjitlink.nvJitLinkError(16)).startswith("ERROR_UNRECOGNIZED_ARCH (16): an arch this")
+    assert describe_result(Bare("something else")) == "something else"

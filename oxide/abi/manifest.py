@@ -196,6 +196,10 @@ class ModuleManifest(NamedTuple):
     sources: dict[str, str] = {}  # (never mutated)
     format: int = MANIFEST_FORMAT
     arrays: tuple[ModuleArrayRecord, ...] = ()  # module-level constant and global memory
+    # the oldest CUDA driver that loads the code, as cuDriverGetVersion counts (1000 * major +
+    # 10 * minor: 13000 is CUDA 13.0): a cubin needs a driver of its toolchain's CUDA major
+    # release; 0: not recorded (a manifest of an older build), not checked
+    cuda_driver: int = 0
 
     def to_json(self) -> str:
         return json.dumps(_plain(self), indent=1, sort_keys=True) + "\n"
@@ -221,6 +225,7 @@ class ModuleManifest(NamedTuple):
                               for i, e in enumerate(_list(data.get("error_sites", []), "error_sites"))),
             sources=_str_dict(data.get("sources", {}), "sources"),
             arrays=tuple(_module_array(a, f"arrays[{i}]") for i, a in enumerate(_list(data.get("arrays", []), "arrays"))),
+            cuda_driver=_int(data.get("cuda_driver", 0), "cuda_driver"),
         )
 
     def kernels_named(self, name: str) -> list[KernelSpec]:
@@ -235,7 +240,8 @@ def _plain(value: Any) -> Any:
         names = [n for n in value._fields
                  if not (n == "fields" and isinstance(value, ParamSpec) and not value.fields)
                  and not (n == "index32_symbol" and isinstance(value, KernelSpec) and not value.index32_symbol)
-                 and not (n in _ALL_SLOTS_FIELDS and isinstance(value, KernelSpec) and getattr(value, n) is None)]
+                 and not (n in _ALL_SLOTS_FIELDS and isinstance(value, KernelSpec) and getattr(value, n) is None)
+                 and not (n == "cuda_driver" and isinstance(value, ModuleManifest) and not value.cuda_driver)]
         return {name: _plain(getattr(value, name)) for name in names}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]

@@ -545,6 +545,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
                 arch=choice.arch,
                 error_sites=m.error_sites,
                 manifest_key=str(located.path),
+                cuda_driver=m.cuda_driver,
             )
             fn = loader.get_function(mod, variant.spec.symbol, kernel=self.name)
             variant.functions[uid] = fn

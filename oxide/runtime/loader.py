@@ -16,7 +16,10 @@ from oxide.errors import CudaError
 from oxide.runtime import device, kernel_errors
 from oxide.runtime.manifest import ErrorSite
 
-__all__ = ["CodeChoice", "parse_arch", "select_code", "load_module", "get_function", "LOAD_LOCK"]
+__all__ = [
+    "CodeChoice", "DRIVER_RELEASE_OF_CUDA", "parse_arch", "select_code", "load_module", "get_function", "LOAD_LOCK",
+    "check_driver", "installed_driver_release",
+]
 
 _ARCH = re.compile(r"^(?:sm|compute)_(\d+)([af]?)$")
 
@@ -108,8 +111,12 @@ def load_module(
     arch: str = "",
     error_sites: Sequence[ErrorSite] = (),
     manifest_key: str = "",
+    cuda_driver: int = 0,
 ) -> Any:
     """The ``CUmodule`` of code file ``path`` in context ``ctx`` (current), loaded once.
+
+    ``cuda_driver`` (the manifest's): the oldest driver the code needs, checked first, so an old
+    driver is a message naming both versions rather than a bare load error.
 
     A module with ``error_sites`` gets its device-error globals pointed at the context's
     failure record (:mod:`oxide.runtime.kernel_errors`) before anything can launch from it.
@@ -126,6 +133,8 @@ def load_module(
         if kind == "ptx" and not image.endswith(b"\0"):
             image += b"\0"
         drv = device.driver()
+        if cuda_driver:
+            check_driver(drv, cuda_driver, module or path.stem)
         err, mod = drv.cuModuleLoadData(image)
         if err != 0:
             hint = ""
@@ -142,6 +151,50 @@ def load_module(
             )
         _modules[key] = mod
         return mod
+
+
+# the first Linux driver release of each CUDA major release (NVIDIA's CUDA compatibility table)
+DRIVER_RELEASE_OF_CUDA = {12: "R525", 13: "R580"}
+_driver_version: list[int] = []
+
+
+def _cuda_version_text(version: int) -> str:
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
+def installed_driver_release() -> str | None:
+    """The NVIDIA kernel driver's version (``"550.54.14"``), from /proc/driver/nvidia/version
+    (Linux); None where that is not there."""
+    try:
+        text = Path("/proc/driver/nvidia/version").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    match = re.search(r"Kernel Module\s+(?:for\s+\S+\s+)?(\d+\.\d+(?:\.\d+)?)", text)
+    return match.group(1) if match else None
+
+
+def check_driver(drv: Any, needed: int, module: str) -> None:
+    """A ``CudaError`` when the driver supports an older CUDA than ``needed`` (cuDriverGetVersion's
+    numbering), naming the installed driver and the one needed."""
+    if not _driver_version:
+        err, version = drv.cuDriverGetVersion()
+        if err != 0:
+            return  # the load itself reports a driver that cannot say
+        _driver_version.append(int(version))
+    have = _driver_version[0]
+    if have >= needed:
+        return
+    major = needed // 1000
+    release = installed_driver_release()
+    installed = f"driver {release}, which supports" if release else "driver supports"
+    needed_release = DRIVER_RELEASE_OF_CUDA.get(major)
+    raise CudaError(
+        f"module {module} was built with the CUDA {major} toolchain: its code needs an NVIDIA driver for CUDA "
+        f"{_cuda_version_text(needed)} or newer" + (f" ({needed_release} or newer)" if needed_release else "")
+        + f"; this machine's {installed} CUDA {_cuda_version_text(have)}. Update the NVIDIA driver, or rebuild "
+        "the package with the toolchain of this driver's CUDA release (docs/toolchain.md, \"Which driver a wheel "
+        "needs\")"
+    )
 
 
 def get_function(mod: Any, symbol: str, *, kernel: str = "") -> Any:

@@ -47,7 +47,8 @@ def array_address(array: ModuleArray) -> tuple[int, int]:
     with loader.LOAD_LOCK:
         choice = loader.select_code(m.cubins, m.ptx, (info.major, info.minor), module=m.module, device_name=info.name)
         mod = loader.load_module(ctx, located.directory / choice.file, choice.kind, module=m.module, arch=choice.arch,
-                                 error_sites=m.error_sites, manifest_key=str(located.path))
+                                 error_sites=m.error_sites, manifest_key=str(located.path),
+                                 cuda_driver=m.cuda_driver)
     drv = device.driver()
     err, ptr, size = drv.cuModuleGetGlobal(mod, record.symbol.encode())
     if err != 0:

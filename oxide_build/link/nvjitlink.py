@@ -10,7 +10,7 @@ from oxide.errors import LinkError, ToolchainError
 
 from ..toolchain import bindings
 
-__all__ = ["LinkInput", "UndefinedSymbolError", "link_cubin", "link_cubin_with_log", "link_ptx", "nvjitlink_version"]
+__all__ = ["NVJITLINK_RESULTS", "LinkInput", "UndefinedSymbolError", "describe_result", "link_cubin", "link_cubin_with_log", "link_ptx", "nvjitlink_version"]
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def _link(inputs: list[LinkInput], arch: str, options: tuple[str, ...], output: 
                 raise UndefinedSymbolError(
                     f"undefined symbol{'s' if len(symbols) > 1 else ''} {', '.join(symbols)} linking "
                     f"{names} for {arch}:\n{log}".rstrip(), symbols, log) from None
-            raise LinkError(f"nvJitLink failed for {arch} ({exc}) linking {names}:\n{log}".rstrip()) from None
+            raise LinkError(f"nvJitLink failed for {arch} ({describe_result(exc)}) linking {names}:\n{log}".rstrip()) from None
         if info is not None:
             size = nvjitlink.get_info_log_size(handle)
             buf = bytearray(size)
@@ -129,7 +129,48 @@ def _input_problem(inp: LinkInput, arch: str, exc: Exception, log: str) -> str:
                 f"nvJitLink {nvjitlink_version()} ({text}){detail}\n"
                 f"  upgrade nvidia-nvjitlink (pip install -U nvidia-nvjitlink) to the toolkit that built "
                 f"it, or rebuild it with CUDA {nvjitlink_version()}")
-    return f"nvJitLink refused the linker input {inp.name} ({inp.kind}) for {arch} ({text}){detail}"
+    return f"nvJitLink refused the linker input {inp.name} ({inp.kind}) for {arch} ({describe_result(exc)}){detail}"
+
+
+# nvJitLinkResult, the same numbers in CUDA 12 and 13 (nvJitLink.h): name, and what it means
+# here. A cuda-bindings older or newer than the library may print only "ERROR 4"; the number
+# is what is reliable.
+NVJITLINK_RESULTS: dict[int, tuple[str, str]] = {
+    1: ("ERROR_UNRECOGNIZED_OPTION", "an option this nvJitLink does not know"),
+    2: ("ERROR_MISSING_ARCH", "no -arch given"),
+    3: ("ERROR_INVALID_INPUT", "an input it cannot read"),
+    4: ("ERROR_PTX_COMPILE", "its PTX compiler rejected the PTX: a PTX ISA version or target newer than this "
+                             "nvJitLink knows (a CUDA 12 nvJitLink before 12.8 knows no sm_100/sm_120), or a PTX error "
+                             "the log names; use an nvJitLink of the CUDA release that supports the arch, or drop the arch"),
+    5: ("ERROR_NVVM_COMPILE", "the LTO compile of the LTO-IR failed (the log names why)"),
+    6: ("ERROR_INTERNAL", "an internal error of nvJitLink"),
+    7: ("ERROR_THREADPOOL", "its thread pool failed"),
+    8: ("ERROR_UNRECOGNIZED_INPUT", "an input of an unknown kind, or LTO-IR of a newer CUDA release than this nvJitLink"),
+    9: ("ERROR_FINALIZE", "finalizing the link failed"),
+    10: ("ERROR_NULL_INPUT", "an empty input"),
+    11: ("ERROR_INCOMPATIBLE_OPTIONS", "options that contradict each other"),
+    12: ("ERROR_INCORRECT_INPUT_TYPE", "an input whose kind does not match its contents"),
+    13: ("ERROR_ARCH_MISMATCH", "an input built for another arch"),
+    14: ("ERROR_OUTDATED_LIBRARY", "an input made by a newer CUDA release than this nvJitLink"),
+    15: ("ERROR_MISSING_FATBIN", "a fatbin input without code for the arch"),
+    16: ("ERROR_UNRECOGNIZED_ARCH", "an arch this nvJitLink does not know: use a newer nvJitLink, or drop the arch"),
+    17: ("ERROR_UNSUPPORTED_ARCH", "an arch this nvJitLink does not support: use a newer nvJitLink, or drop the arch"),
+    18: ("ERROR_LTO_NOT_ENABLED", "LTO-IR input without -lto"),
+}
+
+
+def describe_result(exc: BaseException) -> str:
+    """An nvJitLink error as its name, number and meaning (``ERROR_PTX_COMPILE (4): its PTX
+    compiler rejected ...``), whatever text the bindings gave it."""
+    status = getattr(exc, "status", None)
+    if not isinstance(status, int):
+        match = re.search(r"\b(\d+)\)?\s*$", str(exc))
+        status = int(match.group(1)) if match else None
+    known = NVJITLINK_RESULTS.get(status) if status is not None else None
+    if known is None:
+        return str(exc)
+    name, meaning = known
+    return f"{name} ({status}): {meaning}"
 
 
 def _error_log(nvjitlink, handle) -> str:  # type: ignore[no-untyped-def]

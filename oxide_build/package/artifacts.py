@@ -24,7 +24,20 @@ def module_manifest(compiled: CompiledModule) -> ModuleManifest:
         error_sites=compiled.error_sites,
         sources=_relative_sources(compiled),
         arrays=compiled.arrays,
+        cuda_driver=_needed_driver(compiled),
     )
+
+
+def _needed_driver(compiled: CompiledModule) -> int:
+    """The oldest driver the cubins load on, in cuDriverGetVersion's numbering: that of the
+    CUDA major release of the nvJitLink that linked them (minor version compatibility: a
+    cubin of any CUDA 13.x loads on every 13.x driver); 0 without cubins."""
+    if not compiled.cubins:
+        return 0
+    from oxide_build.link.nvjitlink import nvjitlink_version
+
+    major = int(nvjitlink_version().split(".")[0])
+    return 1000 * major
 
 
 def _relative_sources(compiled: CompiledModule) -> dict[str, str]:

@@ -14,7 +14,7 @@ from types import ModuleType
 
 from oxide.errors import ToolchainError
 
-from .discovery import COMPONENTS, find_tool, load_library, locate, require
+from .discovery import COMPONENTS, find_tool, install_hint, load_library, locate, require
 from .versions import check_link_compatibility, component_version
 
 __all__ = [
@@ -72,7 +72,7 @@ def toolchain_report() -> list[str]:
     for name, component in COMPONENTS.items():
         found = locate(name)
         if found is None:
-            lines.append(f"{name}: not found (pip install {component.distribution})")
+            lines.append(f"{name}: not found (pip install {install_hint(name)})")
             continue
         version = component_version(name)
         via = "" if found.origin == "environment" else f" (from {found.origin})"

@@ -37,6 +37,8 @@ __all__ = [
     "LoadedLibrary",
     "Located",
     "cuda_toolkit_root",
+    "environment_cuda_major",
+    "install_hint",
     "locate",
     "load_library",
     "find_tool",
@@ -56,44 +58,74 @@ class Component:
     toolkit_paths: tuple[str, ...]  # relative to CUDA_HOME / CUDA_PATH
     pathfinder_name: str = ""  # the name cuda.pathfinder (and so cuda.bindings) loads it by
     sonames: tuple[str, ...] = ()
+    cu12_distribution: str = ""  # the CUDA 12 wheel that provides it (nvidia-nvjitlink-cu12)
+
+    def distributions(self) -> tuple[str, ...]:
+        """The pip packages that may have installed it: CUDA 13's, then CUDA 12's."""
+        return (self.distribution, self.cu12_distribution) if self.cu12_distribution else (self.distribution,)
 
 
 def _lib(name: str, distribution: str, stem: str, sonames: tuple[str, ...], wheel_dirs: tuple[str, ...],
-         toolkit_dirs: tuple[str, ...] = ("lib64", "lib"), pathfinder_name: str = "") -> Component:
+         toolkit_dirs: tuple[str, ...] = ("lib64", "lib"), pathfinder_name: str = "",
+         cu12_distribution: str = "") -> Component:
     return Component(
         name, distribution,
         tuple(f"{d}/{s}" for d in wheel_dirs for s in sonames),
         tuple(f"{d}/{s}" for d in toolkit_dirs for s in sonames),
-        pathfinder_name or stem, sonames,
+        pathfinder_name or stem, sonames, cu12_distribution,
     )
 
 
+# Wheel layouts: CUDA 13's nvidia-* wheels share nvidia/cu13/; CUDA 12's -cu12 wheels have a
+# directory each (nvidia/nvjitlink/, nvidia/cuda_nvrtc/, ...), and NVVM, libdevice and ptxas come
+# in nvidia-cuda-nvcc-cu12, whose libNVVM is a plain libnvvm.so.
 COMPONENTS: dict[str, Component] = {c.name: c for c in (
     _lib("nvJitLink", "nvidia-nvjitlink", "nvJitLink", ("libnvJitLink.so.13", "libnvJitLink.so.12"),
-         ("nvidia/cu13/lib", "nvidia/nvjitlink/lib")),
-    _lib("NVVM", "nvidia-nvvm", "nvvm", ("libnvvm.so.4",),
-         ("nvidia/cu13/lib", "nvidia/cuda_nvcc/nvvm/lib64"), ("nvvm/lib64",)),
+         ("nvidia/cu13/lib", "nvidia/nvjitlink/lib"), cu12_distribution="nvidia-nvjitlink-cu12"),
+    _lib("NVVM", "nvidia-nvvm", "nvvm", ("libnvvm.so.4", "libnvvm.so"),
+         ("nvidia/cu13/lib", "nvidia/cuda_nvcc/nvvm/lib64"), ("nvvm/lib64",), cu12_distribution="nvidia-cuda-nvcc-cu12"),
     _lib("NVRTC", "nvidia-cuda-nvrtc", "nvrtc", ("libnvrtc.so.13", "libnvrtc.so.12"),
-         ("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib")),
+         ("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib"), cu12_distribution="nvidia-cuda-nvrtc-cu12"),
     _lib("nvFatbin", "nvidia-nvfatbin", "nvfatbin", ("libnvfatbin.so.13", "libnvfatbin.so.12"),
-         ("nvidia/cu13/lib", "nvidia/nvfatbin/lib")),
+         ("nvidia/cu13/lib", "nvidia/nvfatbin/lib"), cu12_distribution="nvidia-nvfatbin-cu12"),
     Component("libdevice", "nvidia-nvvm",
               ("nvidia/cu13/nvvm/libdevice/libdevice.10.bc", "nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc"),
-              ("nvvm/libdevice/libdevice.10.bc",)),
+              ("nvvm/libdevice/libdevice.10.bc",), cu12_distribution="nvidia-cuda-nvcc-cu12"),
     Component("libcudadevrt", "nvidia-cuda-runtime",
               ("nvidia/cu13/lib/libcudadevrt.a", "nvidia/cuda_runtime/lib/libcudadevrt.a"),
-              ("lib64/libcudadevrt.a", "lib/libcudadevrt.a")),
+              ("lib64/libcudadevrt.a", "lib/libcudadevrt.a"), cu12_distribution="nvidia-cuda-runtime-cu12"),
     # CUB, Thrust and libcu++: a directory that holds cub/
     Component("CCCL headers", "nvidia-cuda-cccl",
-              ("nvidia/cu13/include/cccl", "nvidia/cuda_cccl/include"), ("include/cccl", "include")),
+              ("nvidia/cu13/include/cccl", "nvidia/cuda_cccl/include"), ("include/cccl", "include"),
+              cu12_distribution="nvidia-cuda-cccl-cu12"),
     # the CUDA runtime headers: a directory that holds cuda_runtime.h
     Component("CUDA runtime headers", "nvidia-cuda-runtime",
-              ("nvidia/cu13/include", "nvidia/cuda_runtime/include"), ("include",)),
-    Component("ptxas", "nvidia-cuda-nvcc", ("nvidia/cu13/bin/ptxas", "nvidia/cuda_nvcc/bin/ptxas"), ("bin/ptxas",)),
+              ("nvidia/cu13/include", "nvidia/cuda_runtime/include"), ("include",),
+              cu12_distribution="nvidia-cuda-runtime-cu12"),
+    Component("ptxas", "nvidia-cuda-nvcc", ("nvidia/cu13/bin/ptxas", "nvidia/cuda_nvcc/bin/ptxas"), ("bin/ptxas",),
+              cu12_distribution="nvidia-cuda-nvcc-cu12"),
     Component("cuobjdump", "nvidia-cuda-cuobjdump",
-              ("nvidia/cu13/bin/cuobjdump", "nvidia/cuda_cuobjdump/bin/cuobjdump"), ("bin/cuobjdump",)),
-    Component("nvcc", "nvidia-cuda-nvcc", ("nvidia/cu13/bin/nvcc", "nvidia/cuda_nvcc/bin/nvcc"), ("bin/nvcc",)),
+              ("nvidia/cu13/bin/cuobjdump", "nvidia/cuda_cuobjdump/bin/cuobjdump"), ("bin/cuobjdump",),
+              cu12_distribution="nvidia-cuda-cuobjdump-cu12"),
+    Component("nvcc", "nvidia-cuda-nvcc", ("nvidia/cu13/bin/nvcc", "nvidia/cuda_nvcc/bin/nvcc"), ("bin/nvcc",),
+              cu12_distribution="nvidia-cuda-nvcc-cu12"),
 )}
+
+
+def environment_cuda_major() -> int:
+    """The CUDA major release of this environment's toolchain: 12 when its nvJitLink is CUDA
+    12's (``libnvJitLink.so.12`` of nvidia-nvjitlink-cu12), else 13 (also when there is none:
+    the [build] extra's default)."""
+    found = locate("nvJitLink")
+    return 12 if found is not None and found.path.name.endswith(".so.12") else 13
+
+
+def install_hint(name: str) -> str:
+    """The pip package to install for component ``name``, of the environment's CUDA release."""
+    component = COMPONENTS[name]
+    if component.cu12_distribution and environment_cuda_major() == 12:
+        return component.cu12_distribution
+    return component.distribution
 
 # what must lie in a directory for it to be the component (a bare include/ is not CCCL)
 _MARKERS = {"CCCL headers": "cub/cub.cuh", "CUDA runtime headers": "cuda_runtime.h"}
@@ -189,6 +221,9 @@ def missing_message(name: str) -> str:
     where = f"this Python environment ({sys.prefix})"
     if toolkit is not None:
         where += f" or the CUDA toolkit of {toolkit[0]}={toolkit[1]}"
+    if name != "nvJitLink" and install_hint(name) != component.distribution:
+        return (f"{name} was not found in {where}: pip install {install_hint(name)} (this environment's "
+                "toolchain is CUDA 12's: docs/toolchain.md, \"Building for CUDA 12 drivers\", lists its packages)")
     return (f"{name} was not found in {where}: pip install {component.distribution} "
             f"(or pip install 'oxide-cuda[build]'; in an isolated build, list \"oxide-cuda[build]\" "
             f"in [build-system] requires)")
@@ -248,7 +283,7 @@ def load_library(name: str) -> LoadedLibrary:
                     ctypes.CDLL(str(builtins), mode=os.RTLD_NOW | os.RTLD_GLOBAL)
         except OSError as exc:
             raise ToolchainError(
-                f"{name} at {located.path} could not be loaded ({exc}): reinstall {component.distribution}"
+                f"{name} at {located.path} could not be loaded ({exc}): reinstall {install_hint(name)}"
             ) from None
         result = LoadedLibrary(located, located.path)
     _loaded[name] = result

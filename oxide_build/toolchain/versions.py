@@ -88,9 +88,10 @@ def component_version(name: str, path: Path | None = None) -> ComponentVersion |
     resolved = path.resolve()
     for root in search_roots():
         if resolved.is_relative_to(root):
-            version = _distribution_version(root, component.distribution)
-            if version:
-                return ComponentVersion(name, component.distribution, version, path)
+            for distribution in component.distributions():  # nvidia-nvjitlink, nvidia-nvjitlink-cu12
+                version = _distribution_version(root, distribution)
+                if version:
+                    return ComponentVersion(name, distribution, version, path)
     return None
 
 
