@@ -90,6 +90,8 @@ class CompiledModule:
     # (the runtime compares them to find stale code)
     dependencies: dict[Path, str] = field(default_factory=dict)
     lto: bool = False  # linked with C++ (or exported to it) through LTO-IR
+    # with lto: the Python side entered the link as its PTX (``ptx``), not as LTO-IR (bf16: CodePath)
+    lto_from_ptx: bool = False
     arrays: tuple[ModuleArrayRecord, ...] = ()  # the module's own constant/global memory arrays
 
 
@@ -482,6 +484,7 @@ def compile_module(
         link_inputs=device.link_inputs,
         dependencies=dependencies,
         lto=build.code.lto,
+        lto_from_ptx=build.code.lto and not build.code.python_ltoir and bool(program.functions),
     )
 
 

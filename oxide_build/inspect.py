@@ -90,8 +90,8 @@ def inspect_module(source: Path, module_name: str, arch: str, options: CompileOp
     Python kernel name of each entry symbol and the checks left in the code.
 
     The cubin is linked as the build links it: a module without C++ from its PTX; a module
-    that calls (or is called by) CUDA C++ from its LTO-IR and its C++ inputs, with ``-lto``
-    (its PTX alone has undefined externs, which nvJitLink cannot finish).
+    that calls (or is called by) CUDA C++ from its LTO-IR (or its PTX: bf16) and its C++
+    inputs, with ``-lto`` (its PTX alone has undefined externs, which nvJitLink cannot finish).
     """
     from .link.cache import CompileCache
     from .link.inputs import input_file
@@ -110,7 +110,7 @@ def inspect_module(source: Path, module_name: str, arch: str, options: CompileOp
         )
         files = [input_file(name) for name in compiled.link_inputs]
         inputs = inputs_from_files(files, compiled.ltoir.get(arch), module_name, arch, settings,
-                                   compiled.boundary)
+                                   compiled.boundary, compiled.ptx[arch] if compiled.lto_from_ptx else None)
         link_opts = lto_link_options(settings)
         cubin, log = link_cubin_with_log(inputs, arch, link_opts)
     else:  # as the build compiles it: a whole program

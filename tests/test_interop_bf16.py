@@ -114,3 +114,10 @@ def test_a_bf16_value_crosses_into_cuda_cpp(tmp_path: Path) -> None:
     assert compiled.lto and sorted(compiled.cubins) == ["sm_80", "sm_90"]
     assert "call.uni (retval0), __ox_h16_twice16" in compiled.ptx["sm_90"]
     assert all(b"scale" in cubin for cubin in compiled.cubins.values())
+
+
+def test_oxide_inspect_links_a_bf16_module_as_the_build_does(tmp_path: Path) -> None:
+    from oxide_build.inspect import inspect_module
+
+    found = inspect_module(_project(tmp_path), "bfk", "sm_90", root=tmp_path)
+    assert found.cubin[:4] == ELF and "scale" in found.resources
