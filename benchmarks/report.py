@@ -187,8 +187,10 @@ def launch_table(results: dict[str, Any]) -> Table:
 
 
 def all_tables(results: dict[str, Any]) -> list[Table]:
+    from benchmarks.ports import ports_table
+
     tables = [kernel_table(results), bounds_table(results), cold_table(results), launch_table(results),
-              compile_table(results), build_table(results)]
+              ports_table(results), compile_table(results), build_table(results)]
     return [t for t in tables if t[2]]
 
 

@@ -5,6 +5,7 @@ the output directory, and prints a table last.
     python -m benchmarks --quick              # 20 timed runs instead of 50, fewer repeats
     python -m benchmarks --only saxpy,sgemm   # some of them (names: --list)
     python -m benchmarks --cpu-only           # compile times and the wheel build, no GPU needed
+    python -m benchmarks --only ports         # public CUDA kernels ported to oxide against nvcc builds
 
 ``results.json`` is rewritten after every benchmark, so a run that is cut short keeps what it
 measured. ``python -m benchmarks.report OUT/results.json --write BENCHMARKS.md`` puts the
@@ -30,7 +31,7 @@ from benchmarks.env import REPO, Unavailable, git_commit, subprocess_env
 __all__ = ["KERNELS", "GPU_EXTRAS", "CPU_BENCHMARKS", "ALL_BENCHMARKS", "Options", "parse_args", "main"]
 
 KERNELS = ("saxpy", "reduce", "scan", "histogram", "transpose", "softmax", "stencil", "sgemm", "lto")
-GPU_EXTRAS = ("cold_start", "launch_overhead")
+GPU_EXTRAS = ("cold_start", "launch_overhead", "ports")
 CPU_BENCHMARKS = ("compile", "build")
 ALL_BENCHMARKS = KERNELS + GPU_EXTRAS + CPU_BENCHMARKS
 ALIASES = {"kernels": KERNELS, "gpu": KERNELS + GPU_EXTRAS, "cpu": CPU_BENCHMARKS, "all": ALL_BENCHMARKS}
@@ -44,6 +45,7 @@ class Options:
     cpu_only: bool
     restrict: bool
     compile_examples: tuple[str, ...] | None  # None: every example
+    ports: tuple[str, ...] | None = None  # None: every case of the ports corpus
 
     @property
     def runs(self) -> int:
@@ -95,6 +97,8 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
                         help="compile the C++ baselines with plain pointers instead of const __restrict__ inputs")
     parser.add_argument("--compile-examples", default=None, metavar="NAME[,NAME]",
                         help="examples for the compile-time figure (default: all)")
+    parser.add_argument("--ports", default=None, metavar="NAME[,NAME]",
+                        help="cases of the ports benchmark to run (default: all; names: benchmarks/ports_cases.py)")
     parser.add_argument("--list", action="store_true", help="list the benchmark names and exit")
     args = parser.parse_args(argv)
     if args.list:
@@ -116,8 +120,16 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
         unknown = [e for e in compile_examples if e not in EXAMPLES]
         if unknown:
             parser.error(f"unknown example(s) {unknown}; known: {', '.join(EXAMPLES)}")
+    ports = None
+    if args.ports:
+        from benchmarks.ports_cases import SPECS
+
+        ports = tuple(s.strip() for s in args.ports.split(",") if s.strip())
+        unknown = [p for p in ports if p not in {spec.name for spec in SPECS}]
+        if unknown:
+            parser.error(f"unknown ports case(s) {unknown}; known: {', '.join(spec.name for spec in SPECS)}")
     return Options(selected=selected, quick=args.quick, out=args.out, cpu_only=args.cpu_only,
-                   restrict=not args.no_restrict, compile_examples=compile_examples)
+                   restrict=not args.no_restrict, compile_examples=compile_examples, ports=ports)
 
 
 # ---- results --------------------------------------------------------------------------------------
@@ -143,6 +155,7 @@ def new_results(opts: Options, argv: Sequence[str]) -> dict[str, Any]:
         "launch_overhead": [],
         "compile": [],
         "build": [],
+        "ports": {},
         "errors": [],
     }
 
@@ -329,6 +342,21 @@ def run(opts: Options, argv: Sequence[str]) -> dict[str, Any]:
                                                "error": f"{type(e).__name__}: {e}",
                                                "traceback": traceback.format_exc(limit=8)}]
                 print(f"  launch overhead: error: {type(e).__name__}: {e}", flush=True)
+        write_results(results, out)
+
+    if "ports" in opts.selected:
+        step("ports (public CUDA kernels against their nvcc-built originals)")
+        if ctx is None:
+            results["ports"] = {"summary": {"status": "skipped", "reason": gpu_reason}, "records": []}
+        else:
+            try:
+                from benchmarks.ports import run_ports
+
+                results["ports"] = run_ports(ctx, out, opts.ports)
+            except Exception as e:
+                results["ports"] = {"summary": {"status": "error", "error": f"{type(e).__name__}: {e}",
+                                                "traceback": traceback.format_exc(limit=8)}, "records": []}
+                print(f"  ports: error: {type(e).__name__}: {e}", flush=True)
         write_results(results, out)
 
     if "compile" in opts.selected:
