@@ -241,6 +241,14 @@ def find_nvcc() -> str:
     return nvcc
 
 
+def nvcc_version() -> str:
+    try:
+        proc = subprocess.run([find_nvcc(), "--version"], capture_output=True, text=True, timeout=30)
+        return proc.stdout.strip().splitlines()[-2] if proc.returncode == 0 else "?"
+    except (OSError, subprocess.SubprocessError, Unavailable, IndexError):
+        return "?"
+
+
 def nvcc_command(nvcc: str, spec: Spec, arch: str, out: Path) -> list[str]:
     flags = list(NVCC_BASE) + [f"-arch={arch}"] + list(spec.nvcc_flags)
     return [nvcc, *flags, "-o", str(out), str(spec.cu)]
@@ -461,7 +469,7 @@ def run_ports(ctx: Any, out: Path, only: Sequence[str] | None = None) -> dict[st
         "geomean_checked_new": geomean([r["ratio_oxide"] for r in records
                                         if r.get("ratio_oxide") and r["origin"] == "new"]),
         "below_0_95": sorted((r["name"] for r in records if r.get("ratio_oxide") and r["ratio_oxide"] < 0.95)),
-        "build_s": round(build_s, 1), "runs": ctx.runs,
+        "build_s": round(build_s, 1), "runs": ctx.runs, "nvcc": nvcc_version(),
     }
     return {"summary": summary, "records": records}
 

@@ -28,7 +28,7 @@ def random_u32(torch: Any, n: int) -> Any:
 
 def make_atax(torch: Any, rng: np.random.Generator) -> Case:
     nx = ny = 4096
-    a = dev(torch, rng.standard_normal((nx, ny), dtype=np.float32))
+    a = dev(torch, rng.standard_normal((nx, ny), dtype=np.float32).ravel())
     x = dev(torch, rng.standard_normal(ny, dtype=np.float32))
     tmp, y = torch.zeros(nx, device="cuda"), torch.zeros(ny, device="cuda")
 
@@ -46,7 +46,7 @@ def make_atax(torch: Any, rng: np.random.Generator) -> Case:
 
 def make_bicg(torch: Any, rng: np.random.Generator) -> Case:
     nx = ny = 4096
-    a = dev(torch, rng.standard_normal((nx, ny), dtype=np.float32))
+    a = dev(torch, rng.standard_normal((nx, ny), dtype=np.float32).ravel())
     r = dev(torch, rng.standard_normal(nx, dtype=np.float32))
     p = dev(torch, rng.standard_normal(ny, dtype=np.float32))
     s_, q = empty(torch, ny), empty(torch, nx)
@@ -63,7 +63,7 @@ def make_correlation(torch: Any, rng: np.random.Generator) -> Case:
     m = n = 1024
     host = np.zeros((n + 1, m + 1), np.float32)
     host[1:, 1:] = rng.standard_normal((n, m)) * rng.uniform(1.0, 3.0, m) + rng.uniform(-1, 1, m)
-    saved = dev(torch, host)
+    saved = dev(torch, host.ravel())
     data = saved.clone()
     mean, std = empty(torch, m + 1), empty(torch, m + 1)
     symmat = empty(torch, (m + 1) * (m + 1))
@@ -126,8 +126,8 @@ def make_hotspot(torch: Any, rng: np.random.Generator) -> Case:
     pyramid, total = 2, 20
     t_chip, chip_height, chip_width = 0.0005, 0.016, 0.016
     factor_chip, spec_heat_si, k_si, max_pd, precision = 0.5, 1.75e6, 100, 3.0e6, 0.001
-    temp = dev(torch, rng.uniform(320.0, 345.0, (rows, cols)).astype(np.float32))
-    power = dev(torch, rng.uniform(0.0, 1.0, (rows, cols)).astype(np.float32))
+    temp = dev(torch, rng.uniform(320.0, 345.0, rows * cols).astype(np.float32))
+    power = dev(torch, rng.uniform(0.0, 1.0, rows * cols).astype(np.float32))
     grid_height, grid_width = chip_height / rows, chip_width / cols
     cap = f32(factor_chip * spec_heat_si * t_chip * grid_width * grid_height)
     rx = f32(grid_width / (2.0 * k_si * t_chip * grid_height))
@@ -136,7 +136,7 @@ def make_hotspot(torch: Any, rng: np.random.Generator) -> Case:
     step = f32(precision / (max_pd / (factor_chip * t_chip * spec_heat_si)))
     small = 16 - pyramid * 2
     grid = (cdiv(cols, small), cdiv(rows, small))
-    bufs = [temp.clone(), empty(torch, (rows, cols))]
+    bufs = [temp.clone(), empty(torch, rows * cols)]
     final = [bufs[0]]
 
     def body(s: Side) -> None:
@@ -160,7 +160,7 @@ def make_kmeans_point(torch: Any, rng: np.random.Generator) -> Case:
     feats = rng.uniform(-3.0, 3.0, (nfeatures, npoints)).astype(np.float32)   # feature-major
     table = np.zeros(32 * 16, np.float32)
     table[:nclusters * nfeatures] = rng.uniform(-3.0, 3.0, nclusters * nfeatures)
-    features = dev(torch, feats)
+    features = dev(torch, feats.ravel())
     membership = empty(torch, npoints, torch.int32)
     blocks = cdiv(npoints, 256)
     per_dim = int(np.sqrt(blocks)) + 1
@@ -176,11 +176,11 @@ def make_kmeans_point(torch: Any, rng: np.random.Generator) -> Case:
 def make_needleman_wunsch(torch: Any, rng: np.random.Generator) -> Case:
     bs, block_width, penalty = 16, 128, 10
     cols = rows = block_width * bs + 1
-    reference = dev(torch, rng.integers(-4, 12, (rows, cols)).astype(np.int32))
+    reference = dev(torch, rng.integers(-4, 12, rows * cols).astype(np.int32))
     init = np.zeros((rows, cols), np.int32)
     init[0, :] = -penalty * np.arange(cols)
     init[:, 0] = -penalty * np.arange(rows)
-    saved = dev(torch, init)
+    saved = dev(torch, init.ravel())
     matrix = saved.clone()
 
     def body(s: Side) -> None:
@@ -195,7 +195,7 @@ def make_needleman_wunsch(torch: Any, rng: np.random.Generator) -> Case:
 def make_pathfinder(torch: Any, rng: np.random.Generator) -> Case:
     rows, cols, pyramid = 100, 100000, 20
     wall = rng.integers(1, 10, (rows, cols)).astype(np.int32)
-    gpu_wall = dev(torch, wall[1:])
+    gpu_wall = dev(torch, wall[1:].ravel())
     first = dev(torch, wall[0])
     results = [first.clone(), empty(torch, cols, torch.int32)]
     small = 256 - pyramid * 2
@@ -253,7 +253,7 @@ def make_block_scan(torch: Any, rng: np.random.Generator) -> Case:
 
 def make_conv2d_tiled(torch: Any, rng: np.random.Generator) -> Case:
     h = w = 4096
-    image = dev(torch, rng.standard_normal((h, w), dtype=np.float32))
+    image = dev(torch, rng.standard_normal(h * w, dtype=np.float32))
     mask = rng.uniform(-1.0, 1.0, (5, 5)).astype(np.float32)
     out = empty(torch, h * w)
 
@@ -266,7 +266,7 @@ def make_conv2d_tiled(torch: Any, rng: np.random.Generator) -> Case:
 
 def make_convolution_columns(torch: Any, rng: np.random.Generator) -> Case:
     h = w = 3072
-    src = dev(torch, rng.standard_normal((h, w), dtype=np.float32))
+    src = dev(torch, rng.standard_normal(h * w, dtype=np.float32))
     taps = rng.uniform(0.1, 1.0, 17).astype(np.float32)
     out = empty(torch, h * w)
 
@@ -279,7 +279,7 @@ def make_convolution_columns(torch: Any, rng: np.random.Generator) -> Case:
 
 def make_convolution_rows(torch: Any, rng: np.random.Generator) -> Case:
     h = w = 3072
-    src = dev(torch, rng.standard_normal((h, w), dtype=np.float32))
+    src = dev(torch, rng.standard_normal(h * w, dtype=np.float32))
     taps = dev(torch, rng.uniform(0.1, 1.0, 17).astype(np.float32))
     out = empty(torch, h * w)
 
@@ -408,8 +408,8 @@ def make_mandelbrot(torch: Any, rng: np.random.Generator) -> Case:
 def make_matrix_mul(torch: Any, rng: np.random.Generator) -> Case:
     bs = 32
     h_a, w_a, w_b = 10 * bs, 10 * bs, 20 * bs          # the sample: dimsA 320 x 320, dimsB 640 x 320
-    a = dev(torch, rng.standard_normal((h_a, w_a), dtype=np.float32))
-    b = dev(torch, rng.standard_normal((w_a, w_b), dtype=np.float32))
+    a = dev(torch, rng.standard_normal(h_a * w_a, dtype=np.float32))
+    b = dev(torch, rng.standard_normal(w_a * w_b, dtype=np.float32))
     c = empty(torch, h_a * w_b)
 
     def body(s: Side) -> None:
@@ -623,7 +623,7 @@ def make_spmv_csr_vector(torch: Any, rng: np.random.Generator) -> Case:
 
 def make_transpose_coalesced(torch: Any, rng: np.random.Generator) -> Case:
     h = w = 8192
-    x = torch.randn((h, w), device="cuda")
+    x = torch.randn(h * w, device="cuda")
     out = empty(torch, h * w)
 
     def body(s: Side) -> None:
