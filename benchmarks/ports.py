@@ -50,7 +50,7 @@ from benchmarks.env import REPO, Unavailable
 
 __all__ = [
     "PORTS_DIR", "CUDA_DIR", "Case", "Spec", "signed_view", "Side", "OxideSide", "CudaSide", "build_originals", "build_ports",
-    "run_ports", "ports_table", "geomean",
+    "run_ports", "ports_table", "render_ports_markdown", "geomean", "main",
 ]
 
 PORTS_DIR = REPO / "tests" / "packages" / "ports"
@@ -517,3 +517,35 @@ def ports_table(results: dict[str, Any]) -> tuple[str, list[str], list[list[str]
              f"nvcc time / oxide time, > 1: oxide faster; geomean {g1 or 0:.3f}× with bounds checks, "
              f"{g2 or 0:.3f}× without)")
     return title, header, rows
+
+
+def render_ports_markdown(results: dict[str, Any]) -> str:
+    """The ports table of a results.json as Markdown, with the run's date, GPU, driver and the
+    geomeans (``python -m benchmarks.ports RESULTS.json``)."""
+    meta = results.get("meta", {})
+    summary = (results.get("ports") or {}).get("summary", {})
+    title, header, rows = ports_table(results)
+    lines = [f"{meta.get('date', '?')} · {meta.get('gpu', '?')} ({meta.get('arch', '?')}) · driver "
+             f"{meta.get('driver', '?')} · {summary.get('nvcc', 'nvcc ?')} · commit {meta.get('commit', '?')} · "
+             f"{summary.get('runs', '?')} timed runs each, medians", "", f"**{title}**", "",
+             "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    first, new = summary.get("geomean_checked_first"), summary.get("geomean_checked_new")
+    lines += ["", f"Geomean with bounds checks (the default): {summary.get('geomean_checked') or 0:.3f}× "
+              f"(the first 42: {first or 0:.3f}×, the new ones: {new or 0:.3f}×); without: "
+              f"{summary.get('geomean_unchecked') or 0:.3f}×. Below 0.95× with checks: "
+              f"{len(summary.get('below_0_95', []))} of {summary.get('cases', 0)}."]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print("usage: python -m benchmarks.ports RESULTS.json  (prints the ports table as Markdown)", file=sys.stderr)
+        return 2
+    print(render_ports_markdown(json.loads(Path(args[0]).read_text())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

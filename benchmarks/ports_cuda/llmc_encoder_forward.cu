@@ -2,7 +2,7 @@
 // Built as llm.c builds it: nvcc -O3 --use_fast_math. Upstream sizes: B = 8, T = 1024, C = 768,
 // V = 50257.
 __global__ void encoder_forward_kernel2(float* out,
-                               const int* inp, const float* wte, const float* wpe,
+                               int* inp, float* wte, float* wpe,
                                int B, int T, int C) {
     int idx = blockIdx.x * blockDim.x + threadIdx.x;
     int N = B * T * C;
@@ -16,8 +16,8 @@ __global__ void encoder_forward_kernel2(float* out,
         int ix = inp[b * T + t];
 
         float* out_btc = out + b * T * C + t * C + c;
-        const float* wte_ix = wte + ix * C + c;
-        const float* wpe_tc = wpe + t * C + c;
+        float* wte_ix = wte + ix * C + c;
+        float* wpe_tc = wpe + t * C + c;
         *out_btc = *wte_ix + *wpe_tc;
     }
 }

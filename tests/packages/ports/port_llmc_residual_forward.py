@@ -1,8 +1,7 @@
 """Residual connection forward: the elementwise sum of two activations.
 
 Ported from llm.c (Andrej Karpathy, MIT), dev/cuda/residual_forward.cu (`residual_forward_kernel1`),
-the way its author writes it: one thread per element, an `if (idx < N)` guard. The original reads
-with `__ldcs` (streaming); plain reads here."""
+the way its author writes it: one thread per element, an `if (idx < N)` guard."""
 import oxide as ox
 from oxide import MutSlice, Slice, block, f32, i32, thread
 
