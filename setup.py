@@ -37,12 +37,15 @@ class build_py_with_cmake(build_py):
 
 setup(
     cmdclass={"build_py": build_py_with_cmake},
-    package_data={"oxide": ["include/oxide/*.hpp"]},
+    package_data={"oxide": ["include/oxide/*.hpp", "include/oxide/*.h"]},
     ext_modules=[
         Extension(
             "oxide.runtime._launcher",
             LAUNCHER_SOURCES,
-            depends=["oxide/runtime/_abi.h", "oxide/runtime/_launcher.h"],  # _abi.h: generated from oxide/abi/ (python -m oxide.abi.header)
+            # the headers generated from oxide/abi/ (python -m oxide.abi.header), and the evaluator of
+            # launch preconditions the C launcher shares with oxide/launch.hpp
+            depends=["oxide/runtime/_abi.h", "oxide/runtime/_launcher.h", "oxide/include/oxide/abi.h",
+                     "oxide/include/oxide/preconditions.h"],
             optional=True,
             # hidden: the files share symbols with each other; the module exports PyInit__launcher only
             extra_compile_args=["-O2", "-fvisibility=hidden"] if sys.platform != "win32" else [],

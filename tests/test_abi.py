@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from oxide.abi import error_record, launcher, params, preconditions
-from oxide.abi.header import HEADER_PATH, main, render_header
+from oxide.abi.header import HEADER_PATH, PUBLIC_HEADER_PATH, main, render_header, render_public_header
 from oxide.abi.manifest import ModuleManifest, ParamSpec
 from oxide.abi.scalars import SCALAR_TYPES
 from oxide.abi.views import VIEW_ANNOTATIONS, ViewKind
@@ -17,8 +17,9 @@ from oxide.abi.views import VIEW_ANNOTATIONS, ViewKind
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_the_checked_in_header_is_what_the_abi_generates() -> None:
+def test_the_checked_in_headers_are_what_the_abi_generates() -> None:
     assert HEADER_PATH.read_text(encoding="utf-8") == render_header(), "run: python -m oxide.abi.header"
+    assert PUBLIC_HEADER_PATH.read_text(encoding="utf-8") == render_public_header(), "run: python -m oxide.abi.header"
     assert main(["--check"]) == 0
 
 
@@ -44,14 +45,16 @@ def test_setup_builds_the_launcher_from_every_file_of_it() -> None:
 
 
 def test_the_header_states_every_dtype_code_and_item_size() -> None:
-    header = render_header()
+    header = render_public_header()
     for name, code in launcher.DTYPE_CODES.items():
-        assert f"DT_{name.upper()} = {code}" in header
-    sizes = re.search(r"#define DT_ITEMSIZES \{([^}]*)\}", header)
+        assert f"OXIDE_DT_{name.upper()} = {code}" in header
+        assert f"DT_{name.upper()} = OXIDE_DT_{name.upper()}" in render_header()  # the launcher's name for it
+    sizes = re.search(r"#define OXIDE_DT_ITEMSIZES \{([^}]*)\}", header)
     assert sizes is not None
     table = [int(v) for v in sizes.group(1).split(",")]
     assert all(table[code] == SCALAR_TYPES[name].itemsize for name, code in launcher.DTYPE_CODES.items())
-    assert f"RECORD_WORDS = {error_record.RECORD_WORDS}" in header
+    assert f"OXIDE_RECORD_WORDS = {error_record.RECORD_WORDS}" in header
+    assert re.search(r"= \d", render_header()) is None  # no number in the launcher's header: it names the public one's
 
 
 def test_the_runtime_reads_the_abi() -> None:
@@ -128,3 +131,57 @@ def test_the_lowering_writes_the_error_record_the_runtime_reads(tmp_path: Path) 
     assert f"i64 0, i64 {error_record.FLAG_CLAIMED} monotonic" in compiled.llvm_ir
     assert f"store i64 {error_record.FLAG_PUBLISHED}, " in compiled.llvm_ir
     assert struct.calcsize(f"={error_record.RECORD_WORDS}q") == 8 * (error_record.LENGTH + 1)
+
+
+def test_launch_hpp_and_the_c_launcher_take_the_contract_from_the_generated_header() -> None:
+    """No number or kind name of the contract is written in launch.hpp or the C launcher: they name
+    oxide/abi.h's (generated), and share the precondition evaluator of oxide/preconditions.h."""
+    include = ROOT / "oxide" / "include" / "oxide"
+    hpp = (include / "launch.hpp").read_text(encoding="utf-8")
+    evaluator = (include / "preconditions.h").read_text(encoding="utf-8")
+    assert '#include "abi.h"' in hpp and '#include "preconditions.h"' in hpp and '#include "abi.h"' in evaluator
+    assert "oxide_preconditions_failed(" in hpp
+    # comments, characters and strings (messages) aside
+    code = re.sub(r"//[^\n]*|'(?:[^'\\]|\\.)'|\"(?:[^\"\\]|\\.)*\"", "", hpp)
+    for literal in (r"\b17\b", r"\[16\]|\+ 16\b|== 16\b", r"1 \+ 2", r"2 \*", r"2147483647", r"!= 1 &&"):
+        assert not re.search(literal, code), f"launch.hpp writes {literal} itself"
+    for kind in ("scalar", "constexpr", "tensor_map", "struct", "vector", *(k.value for k in ViewKind)):
+        assert f'== "{kind}"' not in hpp and f'!= "{kind}"' not in hpp, f"launch.hpp compares with {kind!r} itself"
+    for op in preconditions.OPERATIONS:
+        assert not re.search(rf'(==|!=)\s*"{op}"|"{op}"\s*(==|!=)|compare\(\w*, *\d+, *"{op}"', hpp), \
+            f"launch.hpp matches the precondition operation {op!r} itself"
+    runtime = ROOT / "oxide" / "runtime"
+    for path in sorted(runtime.glob("_launcher*.c")):
+        source = path.read_text(encoding="utf-8")
+        for literal in (r"1 \+ 2 \*", r"2 \* (nd|view->ndim)", r"MAX_SLOTS / 2\b", r'pre_is\(op, "'):
+            assert not re.search(literal, source), f"{path.name} writes {literal} itself"
+    pre = (runtime / "_launcher_preconditions.c").read_text(encoding="utf-8")
+    assert '#include "../include/oxide/preconditions.h"' in pre and "oxide_preconditions_failed(" in pre
+    for op in preconditions.OPERATIONS:
+        assert f'"{op}"' not in pre, f"_launcher_preconditions.c spells {op!r} itself"
+
+
+def test_the_public_header_compiles_as_c_and_cpp_and_states_the_layout(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("gcc") is None or shutil.which("g++") is None:
+        pytest.skip("no gcc/g++")
+    include = ROOT / "oxide" / "include"
+    program = (
+        "#include <stdio.h>\n#include <oxide/preconditions.h>\n"
+        "int main(void) {\n"
+        "  for (int nd = 1; nd <= OXIDE_MAX_TENSOR_NDIM; nd++) printf(\"%d \", OXIDE_TENSOR_SLOTS(nd));\n"
+        "  printf(\"%d %d %d %d\\n\", OXIDE_SLICE_SLOTS, OXIDE_SCALAR_SLOTS, OXIDE_TENSOR_MAP_SLOTS, OXIDE_OP_COUNT);\n"
+        "  return 0;\n}\n"
+    )
+    want = " ".join(str(params.param_slot_count("tensor", nd)) for nd in range(1, 9))
+    want += f" {params.param_slot_count('slice')} {params.param_slot_count('scalar')} "
+    want += f"{params.param_slot_count('tensor_map')} {len(preconditions.OPERATIONS)}"
+    for compiler, suffix, std in (("gcc", "c", "-std=c99"), ("g++", "cpp", "-std=c++17")):
+        src = tmp_path / f"t.{suffix}"
+        src.write_text(program)
+        subprocess.run([compiler, std, "-Wall", "-Wextra", "-Werror", "-pedantic", "-I", str(include), str(src), "-o",
+                        str(tmp_path / f"t_{suffix}")], check=True)
+        done = subprocess.run([str(tmp_path / f"t_{suffix}")], capture_output=True, text=True, check=True)
+        assert done.stdout.strip() == want

@@ -24,7 +24,7 @@ from .params import (
     SCALAR_PARAM,
     STRUCT_PARAM,
     TENSOR_MAP_PARAM,
-    TENSOR_MAP_SLOTS,
+    TENSOR_MAP_WORDS,
     VECTOR_PARAM,
     param_slot_count,
 )
@@ -152,7 +152,7 @@ def entry_param_starts(params: tuple[ParamSpec, ...] | list[ParamSpec]) -> list[
     for p in params:
         count = param_slot_count(p.kind, p.ndim, len(p.fields))
         if p.kind == TENSOR_MAP_PARAM:
-            starts += [at, at + TENSOR_MAP_SLOTS - 1]
+            starts += [at, at + TENSOR_MAP_WORDS]
         else:
             starts += range(at, at + count)
         at += count

@@ -24,8 +24,9 @@ from __future__ import annotations
 from .views import ViewKind
 
 __all__ = ["SCALAR_PARAM", "CONSTEXPR_PARAM", "STRUCT_PARAM", "VECTOR_PARAM", "AGGREGATE_PARAMS", "SLOT_BYTES",
-           "TENSOR_MAP_PARAM", "TENSOR_MAP_BYTES", "TENSOR_MAP_ALIGN", "TENSOR_MAP_SLOTS", "TENSOR_MAP_MAX_NDIM",
-           "param_slot_count"]
+           "SCALAR_SLOTS", "VIEW_POINTER_SLOTS", "SLICE_SLOTS", "TENSOR_DIM_SLOTS", "tensor_slot_count",
+           "TENSOR_MAP_PARAM", "TENSOR_MAP_BYTES", "TENSOR_MAP_ALIGN", "TENSOR_MAP_WORDS", "TENSOR_MAP_SLOTS",
+           "TENSOR_MAP_MAX_NDIM", "param_slot_count"]
 
 SCALAR_PARAM = "scalar"  # ParamSpec.kind of a value parameter
 CONSTEXPR_PARAM = "constexpr"  # ParamSpec.kind of a compile-time parameter (not passed)
@@ -34,10 +35,20 @@ VECTOR_PARAM = "vector"  # ParamSpec.kind of a vector value (f32x4, ...): one fi
 AGGREGATE_PARAMS = frozenset((STRUCT_PARAM, VECTOR_PARAM))
 TENSOR_MAP_PARAM = "tensor_map"  # ParamSpec.kind of an ox.tma.Descriptor[T, N]: dtype T, ndim N
 SLOT_BYTES = 8
+SCALAR_SLOTS = 1  # a scalar parameter, or one scalar field of a struct or vector
+VIEW_POINTER_SLOTS = 1  # a view's device pointer, its first slot
+SLICE_SLOTS = VIEW_POINTER_SLOTS + 1  # the pointer, then the length
+TENSOR_DIM_SLOTS = 2  # a tensor's extent and its stride, per dimension (all extents first)
 TENSOR_MAP_BYTES = 128  # sizeof(CUtensorMap)
 TENSOR_MAP_ALIGN = 64  # alignof(CUtensorMap): the kernel parameter's .align
-TENSOR_MAP_SLOTS = TENSOR_MAP_BYTES // SLOT_BYTES + 1  # the map, then the elements of one box
+TENSOR_MAP_WORDS = TENSOR_MAP_BYTES // SLOT_BYTES  # the map's slots: its first kernel parameter
+TENSOR_MAP_SLOTS = TENSOR_MAP_WORDS + 1  # the map, then the elements of one box (the second parameter)
 TENSOR_MAP_MAX_NDIM = 5  # cuTensorMapEncodeTiled and cp.async.bulk.tensor: 1 to 5 dimensions
+
+
+def tensor_slot_count(ndim: int) -> int:
+    """The slots of an ``ndim``-dimensional tensor view: pointer, shape[ndim], strides[ndim]."""
+    return VIEW_POINTER_SLOTS + TENSOR_DIM_SLOTS * ndim
 
 
 def param_slot_count(kind: str, ndim: int = 1, fields: int = 0) -> int:
@@ -47,9 +58,9 @@ def param_slot_count(kind: str, ndim: int = 1, fields: int = 0) -> int:
     if kind == CONSTEXPR_PARAM:
         return 0
     if kind in AGGREGATE_PARAMS:
-        return fields
+        return SCALAR_SLOTS * fields
     if kind == SCALAR_PARAM:
-        return 1
+        return SCALAR_SLOTS
     if kind == TENSOR_MAP_PARAM:
         return TENSOR_MAP_SLOTS
-    return 1 + 2 * ndim if ViewKind(kind).is_tensor else 2
+    return tensor_slot_count(ndim) if ViewKind(kind).is_tensor else SLICE_SLOTS

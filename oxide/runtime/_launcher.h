@@ -123,7 +123,7 @@ typedef struct {
    (which raises the error, or finds the device by the pointer) if it cannot tell or they differ. */
 extern int check_devices;
 
-typedef struct PInsn_ PInsn; /* one instruction of a launch precondition (_launcher_preconditions.c) */
+typedef struct oxide_pre_insn PInsn; /* one instruction of a launch precondition (oxide/include/oxide/preconditions.h) */
 
 typedef struct {
     int8_t *view_codes;   /* [n_views] */

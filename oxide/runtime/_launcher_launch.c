@@ -143,12 +143,12 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     if (self->framework_stream && (ordinal < 0 || !framework_stream(plan, types, nargs, ordinal, &launch_stream)))
         return FALLBACK;
 
-    View views[MAX_SLOTS / 2];
+    View views[MAX_SLOTS / SLICE_SLOTS];
     int64_t dims[MAX_SLOTS]; /* the Tensors' shapes and strides: fewer values than slots */
-    Py_ssize_t bumps[MAX_SLOTS / 2]; /* the PyTorch tensors it writes: their version goes up */
+    Py_ssize_t bumps[MAX_SLOTS / SLICE_SLOTS]; /* the PyTorch tensors it writes: their version goes up */
     Py_ssize_t n_bumps = 0;
     /* the views with memory, by whether the kernel writes them (indices into views) */
-    Py_ssize_t written[MAX_SLOTS / 2], read_only[MAX_SLOTS / 2];
+    Py_ssize_t written[MAX_SLOTS / SLICE_SLOTS], read_only[MAX_SLOTS / SLICE_SLOTS];
     Py_ssize_t n_written = 0, n_read_only = 0;
     Py_ssize_t used = 0;
     Py_ssize_t v = 0;
@@ -159,7 +159,7 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
         View *view = &views[v];
         if (nd) {
             view->dims = dims + used;
-            used += 2 * nd;
+            used += TENSOR_DIM_SLOTS * nd;
             if (!resolve_tensor(args[i], types[i], nd, view, launch_stream)) return FALLBACK;
             index32 &= view->index32; /* its span, extents and strides: finish_tensor */
         } else if (!resolve_view(args[i], types[i], view, launch_stream)) {
@@ -237,10 +237,10 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
             View *view = &views[v++];
             slots[s++] = view->ptr;
             if (view->ndim) { /* shape[N] then strides[N], in elements */
-                memcpy(&slots[s], view->dims, (size_t)(2 * view->ndim) * 8);
-                s += 2 * view->ndim;
+                memcpy(&slots[s], view->dims, (size_t)(TENSOR_DIM_SLOTS * view->ndim) * SLOT_BYTES);
+                s += TENSOR_DIM_SLOTS * view->ndim;
             } else {
-                memcpy(&slots[s++], &view->length, 8);
+                memcpy(&slots[s++], &view->length, SLOT_BYTES);
             }
         } else if (!pack_scalar(args[i], var->scalar_codes[i], &slots[s++])) {
             return FALLBACK;

@@ -121,7 +121,7 @@ static void slot_codes_of(const Plan *plan, const Variant *var, int8_t *out) {
         if (plan->is_view[i]) {
             int nd = plan->tensor_ndim[i];
             out[s++] = DT_U64;
-            for (int k = 0; k < (nd ? 2 * nd : 1); k++) out[s++] = DT_I64;
+            for (int k = 1; k < (nd ? TENSOR_SLOTS(nd) : SLICE_SLOTS); k++) out[s++] = DT_I64;
         } else {
             out[s++] = var->scalar_codes[i];
         }
@@ -158,7 +158,7 @@ static PyObject *plan_configure(Plan *self, PyObject *args) {
             constexprs++;
         } else if (self->is_view[i]) {
             views++;
-            slots += nd ? 1 + 2 * nd : 2;
+            slots += nd ? TENSOR_SLOTS(nd) : SLICE_SLOTS;
             if (nd < 0 || nd > MAX_NDIM) fits = 0;
         } else {
             slots++;

@@ -15,7 +15,7 @@ import struct
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from oxide.abi.params import TENSOR_MAP_BYTES
+from oxide.abi.params import SLICE_SLOTS, SLOT_BYTES, TENSOR_DIM_SLOTS, TENSOR_MAP_WORDS, VIEW_POINTER_SLOTS
 
 if TYPE_CHECKING:
     from oxide.runtime.manifest import ParamSpec
@@ -35,7 +35,7 @@ MAX_BLOCK_THREADS = 1024  # every architecture oxide targets (sm_50 and newer)
 MAX_GRID = (2**31 - 1, 65535, 65535)  # CUDA's limits per grid dimension (all compute capabilities)
 MAX_BLOCK = (1024, 1024, 64)  # and per block dimension
 
-_SLOT = 8
+_SLOT = SLOT_BYTES
 
 # struct codes (standard sizes with "=") of each scalar as the kernel reads it
 _FORMATS = {
@@ -184,13 +184,13 @@ class ArgPacker:
                 continue  # compiled into the specialization, not passed
             at = struct.calcsize(fmt) // _SLOT
             if p.is_tensor_map:  # the CUtensorMap (one .param of 128 bytes), then its box's elements
-                starts += [at, at + TENSOR_MAP_BYTES // _SLOT]
-                fmt += f"{TENSOR_MAP_BYTES // _SLOT}Qq"
+                starts += [at, at + TENSOR_MAP_WORDS]
+                fmt += f"{TENSOR_MAP_WORDS}Qq"
                 continue
             if p.is_tensor:
-                fmt += "Q" + "q" * (2 * p.ndim)  # pointer, shape, strides (elements)
+                fmt += "Q" * VIEW_POINTER_SLOTS + "q" * (TENSOR_DIM_SLOTS * p.ndim)  # pointer, shape, strides (elements)
             elif p.is_view:
-                fmt += "Qq"
+                fmt += "Q" * VIEW_POINTER_SLOTS + "q" * (SLICE_SLOTS - VIEW_POINTER_SLOTS)  # pointer, length
             else:  # a scalar, or each scalar field of a struct or vector (oxide.abi.params)
                 for field, dtype in p.fields or (("", p.dtype),):
                     code = _FORMATS.get(dtype)

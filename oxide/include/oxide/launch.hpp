@@ -38,21 +38,33 @@
 // manifest's "param_slots" and "index32_param_slots"): every slot is packed, and the launch
 // passes those.
 //
+// Launch preconditions (the asserts over arguments and launch dimensions the compiler moves to
+// the launch, and the grid limits its bounds proofs assume: a DisjointSlice written at
+// thread.index_1d() needs a 1-D grid of 1-D blocks) are checked here before the launch, over the
+// packed slots, by the evaluator the Python runtime's C launcher uses (oxide/preconditions.h); a
+// failure throws oxide::Error with the assert's file:line and what it says.
+//
+// The contract's numbers and names (manifest formats, slot layout, view kinds, dtype codes, the
+// precondition encoding, the index32 limit) come from oxide/abi.h, generated from oxide/abi/ as
+// the Python runtime's are: this header writes none of them.
+//
 // What the Python runtime does and this does not: device-side check failures (bounds checks,
 // asserts) are reported by Python as oxide.KernelError; here the failing thread traps, and the
 // launch's stream reports CUDA_ERROR_ILLEGAL_INSTRUCTION / LAUNCH_FAILED (a sticky error: the
-// context is lost). Launch preconditions on the launch dimensions alone (a DisjointSlice written
-// at thread.index_1d() needs a 1-D grid of 1-D blocks; grid limits) are checked here before the
-// launch, throwing oxide::Error with the file:line and what they say; kernels with preconditions
-// on their arguments (asserts the Python runtime checks on the host) are refused: launch those
-// from Python; so are kernels that call grid.sync() (the manifest marks them "cooperative") and
-// kernels with a struct or vector parameter (passed as its scalar fields; oxide/abi/params.py).
+// context is lost). Kernels that call grid.sync() (the manifest marks them "cooperative") and
+// kernels with a struct or vector parameter (passed as its scalar fields; oxide/abi/params.py)
+// are refused: launch those from Python; so is a kernel whose precondition reads a floating-point
+// argument (the compiler writes none), as the C launcher leaves it to Python.
 // The caller keeps the arrays alive and on the stream's device until the kernel has run.
 #pragma once
 
 #include <dlfcn.h>
 
+#include "abi.h"            // generated from oxide/abi/ (python -m oxide.abi.header)
+#include "preconditions.h"  // the precondition evaluator, shared with the C launcher
+
 #include <cctype>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -155,7 +167,7 @@ struct Value {
   enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
   bool boolean = false;
   double number = 0;
-  std::string text;
+  std::string text;  // a String's characters; a Number's text as written (integers read exactly from it)
   std::vector<Value> items;
   std::vector<std::pair<std::string, Value>> members;
 
@@ -276,7 +288,9 @@ class Parser {
       v.kind = Value::Number;
       v.number = std::strtod(s_.c_str() + i_, &end);
       if (end == s_.c_str() + i_) fail("unexpected character");
-      i_ = static_cast<size_t>(end - s_.c_str());
+      const size_t next = static_cast<size_t>(end - s_.c_str());
+      v.text = s_.substr(i_, next - i_);
+      i_ = next;
     }
     return v;
   }
@@ -348,69 +362,227 @@ void allow_dynamic_shared(LoadedCode& code, driver::CUfunction fn, unsigned byte
 }  // namespace detail
 
 namespace detail {
-// Launch preconditions over the launch dimensions alone (oxide.abi.preconditions): the encoding's
-// "const", "grid" and "block" leaves, casts, wrapping arithmetic, comparisons and logic. One
-// that reads an argument ("arg") is not launch_dims_only(): such a kernel is refused.
-inline bool launch_dims_only(const json::Value& e) {
-  if (e.kind != json::Value::Array || e.items.empty() || e.items[0].kind != json::Value::String) return false;
-  const std::string& op = e.items[0].text;
-  if (op == "const" || op == "grid" || op == "block") return true;
-  if (op == "arg") return false;
-  for (size_t i = 1; i < e.items.size(); ++i) {
-    const auto& x = e.items[i];
-    if (x.kind == json::Value::String) continue;  // a type name
-    if (op == "and" || op == "or") {
-      for (const auto& y : x.items)
-        if (!launch_dims_only(y)) return false;
-    } else if (!launch_dims_only(x)) {
-      return false;
-    }
-  }
-  return true;
+// ---- the parameter layout (oxide.abi.params, through oxide/abi.h) --------------------------------
+// The view kind of `kind` (oxide.abi.views.ViewKind), or nullptr for a kind that is not a view.
+inline const oxide_view_kind* view_kind(const std::string& kind) {
+  for (const auto& k : oxide_view_kinds)
+    if (kind == k.name) return &k;
+  return nullptr;
+}
+inline bool is_tensor_view(const std::string& kind) {
+  const oxide_view_kind* v = view_kind(kind);
+  return v && v->is_tensor;
+}
+inline bool is_writable_view(const std::string& kind) {
+  const oxide_view_kind* v = view_kind(kind);
+  return v && v->is_writable;
 }
 
-inline int64_t wrap_to(const std::string& type, uint64_t v) {
-  if (type == "bool") return v != 0;
-  int bits = 64;
-  if (type == "i8" || type == "u8") bits = 8;
-  else if (type == "i16" || type == "u16") bits = 16;
-  else if (type == "i32" || type == "u32") bits = 32;
-  if (bits < 64) v &= (uint64_t{1} << bits) - 1;
-  if (type[0] == 'i' && bits < 64 && (v >> (bits - 1)) & 1) v |= ~uint64_t{0} << bits;
-  return static_cast<int64_t>(v);
+// The slots a parameter takes, and the dtype code (OXIDE_DT_) of each as the Python runtime
+// packs it: a view's pointer u64, its length, shape and strides i64, a scalar its dtype, a TMA
+// descriptor's words u64. The kinds this header launches only: the caller refuses the others.
+inline void append_slot_codes(const Param& p, std::vector<int>& codes) {
+  if (p.kind == OXIDE_PARAM_CONSTEXPR) return;
+  if (p.kind == OXIDE_PARAM_SCALAR) {
+    int code = OXIDE_DT_NONE;
+    for (int c = 1; c < OXIDE_DT_COUNT; ++c)
+      if (p.dtype == oxide_dtype_names[c]) code = c;
+    codes.insert(codes.end(), OXIDE_SCALAR_SLOTS, code);
+  } else if (p.kind == OXIDE_PARAM_TENSOR_MAP) {
+    codes.insert(codes.end(), OXIDE_TENSOR_MAP_SLOTS, OXIDE_DT_U64);
+  } else {
+    const size_t n = is_tensor_view(p.kind) ? OXIDE_TENSOR_SLOTS(static_cast<size_t>(p.ndim)) : OXIDE_SLICE_SLOTS;
+    codes.insert(codes.end(), OXIDE_VIEW_POINTER_SLOTS, OXIDE_DT_U64);
+    codes.insert(codes.end(), n - OXIDE_VIEW_POINTER_SLOTS, OXIDE_DT_I64);
+  }
 }
 
-inline int64_t launch_value(const json::Value& e, const unsigned* grid, const unsigned* block) {
-  const std::string& op = e.items[0].text;
-  auto sub = [&](size_t i) { return launch_value(e.items[i], grid, block); };
-  if (op == "const") return e.items[1].kind == json::Value::Bool ? e.items[1].boolean
-                                                                 : static_cast<int64_t>(e.items[1].number);
-  if (op == "grid") return grid[static_cast<int>(e.items[1].number)];
-  if (op == "block") return block[static_cast<int>(e.items[1].number)];
-  if (op == "cast") return wrap_to(e.items[1].text, static_cast<uint64_t>(sub(2)));
-  if (op == "add") return wrap_to(e.items[1].text, static_cast<uint64_t>(sub(2)) + static_cast<uint64_t>(sub(3)));
-  if (op == "sub") return wrap_to(e.items[1].text, static_cast<uint64_t>(sub(2)) - static_cast<uint64_t>(sub(3)));
-  if (op == "mul") return wrap_to(e.items[1].text, static_cast<uint64_t>(sub(2)) * static_cast<uint64_t>(sub(3)));
-  if (op == "neg") return wrap_to(e.items[1].text, uint64_t{0} - static_cast<uint64_t>(sub(2)));
-  if (op == "lt") return sub(1) < sub(2);
-  if (op == "le") return sub(1) <= sub(2);
-  if (op == "gt") return sub(1) > sub(2);
-  if (op == "ge") return sub(1) >= sub(2);
-  if (op == "eq") return sub(1) == sub(2);
-  if (op == "ne") return sub(1) != sub(2);
-  if (op == "not") return !sub(1);
-  if (op == "and" || op == "or") {
-    for (const auto& x : e.items[1].items) {
-      bool v = launch_value(x, grid, block) != 0;
-      if (v != (op == "and")) return v;
+// The slot where each .param of the full entry point begins (oxide.abi.manifest.entry_param_starts):
+// one per slot, but a TMA descriptor's map (its OXIDE_TENSOR_MAP_WORDS slots) is one.
+inline std::vector<size_t> entry_param_starts(const std::vector<Param>& params) {
+  std::vector<size_t> starts;
+  std::vector<int> codes;
+  for (const auto& p : params) {
+    const size_t at = codes.size();
+    append_slot_codes(p, codes);
+    if (p.kind == OXIDE_PARAM_TENSOR_MAP) {
+      starts.push_back(at);
+      starts.push_back(at + OXIDE_TENSOR_MAP_WORDS);
+    } else {
+      for (size_t s = at; s < codes.size(); ++s) starts.push_back(s);
     }
-    return op == "and";
   }
-  throw Error("oxide: unknown launch precondition operation '" + op + "'");
+  return starts;
+}
+
+// ---- launch preconditions (oxide.abi.preconditions), compiled for oxide/preconditions.h -----------
+// The manifest's JSON expressions become the evaluator's postfix code, as the C launcher compiles
+// the same expressions (oxide/runtime/_launcher_preconditions.c): a kernel whose expressions it
+// cannot take exactly as the Python runtime evaluates them throws here, when the kernel is looked up.
+class PreconditionCompiler {
+ public:
+  PreconditionCompiler(const std::vector<int>& slot_codes, std::string where)
+      : slot_codes_(slot_codes), where_(std::move(where)) {}
+
+  void add(const json::Value& expr, size_t index) {
+    if (index >= UINT16_MAX) refuse("it has too many launch preconditions");
+    expression(expr, 0);
+    emit(OXIDE_PRE_CHECK, 0, static_cast<int>(index), -1);
+  }
+  std::vector<oxide_pre_insn> code() const { return code_; }
+
+ private:
+  const std::vector<int>& slot_codes_;
+  std::string where_;
+  std::vector<oxide_pre_insn> code_;
+  int depth_ = 0;
+
+  [[noreturn]] void refuse(const std::string& why) const {
+    throw Error(where_ + ": " + why + ": launch it from Python");
+  }
+  [[noreturn]] void malformed(const std::string& why) const {
+    throw Error("oxide: " + where_ + ": a launch precondition " + why +
+                " (a manifest newer than this oxide/launch.hpp, or a broken one: rebuild the package)");
+  }
+  oxide_pre_insn& emit(int op, int ty, int index, int delta) {
+    oxide_pre_insn in{};
+    in.op = static_cast<uint8_t>(op), in.ty = static_cast<uint8_t>(ty), in.index = static_cast<uint16_t>(index);
+    code_.push_back(in);
+    depth_ += delta;
+    if (depth_ > OXIDE_PRE_STACK) refuse("a launch precondition is nested too deeply for the evaluator");
+    return code_.back();
+  }
+  static bool small_int(const json::Value& v, int64_t limit, int& out) {
+    if (v.kind != json::Value::Number || v.text.find_first_not_of("0123456789") != std::string::npos) return false;
+    errno = 0;
+    const unsigned long long x = std::strtoull(v.text.c_str(), nullptr, 10);
+    if (errno != 0 || x >= static_cast<unsigned long long>(limit)) return false;
+    out = static_cast<int>(x);
+    return true;
+  }
+  int type(const json::Value& v) const {
+    const int ty = v.kind == json::Value::String ? oxide_pre_type(v.text.c_str()) : OXIDE_DT_NONE;
+    if (ty == OXIDE_DT_NONE) malformed("names a type that is not an integer type of the encoding");
+    return ty;
+  }
+  void constant(const json::Value& v) {
+    uint64_t bits = 0;
+    bool negative = false;
+    if (v.kind == json::Value::Bool) {
+      bits = v.boolean ? 1 : 0;
+    } else if (v.kind == json::Value::Number && !v.text.empty() &&
+               v.text.find_first_not_of("-0123456789") == std::string::npos) {
+      errno = 0;
+      if (v.text[0] == '-') {
+        const long long x = std::strtoll(v.text.c_str(), nullptr, 10);
+        bits = static_cast<uint64_t>(x), negative = x < 0;
+      } else {
+        bits = std::strtoull(v.text.c_str(), nullptr, 10);
+      }
+      if (errno != 0) malformed("has a constant outside [-2**63, 2**64)");
+    } else {
+      malformed("has a constant that is not an integer");
+    }
+    oxide_pre_insn& in = emit(OXIDE_OP_CONST, 0, 0, 1);
+    in.bits = bits, in.neg = negative ? 1 : 0;
+  }
+  void expression(const json::Value& e, int nesting) {
+    if (nesting > 64) refuse("a launch precondition is nested too deeply for the evaluator");
+    if (e.kind != json::Value::Array || e.items.empty() || e.items[0].kind != json::Value::String)
+      malformed("is not an operation");
+    const auto& x = e.items;
+    const int op = oxide_pre_op(x[0].text.c_str());
+    auto arity = [&](size_t n) {
+      if (x.size() != n) malformed("'" + x[0].text + "' has " + std::to_string(x.size() - 1) + " operands");
+    };
+    switch (op) {
+      case OXIDE_OP_CONST:
+        arity(2);
+        constant(x[1]);
+        return;
+      case OXIDE_OP_ARG: {
+        arity(2);
+        int slot = 0;
+        if (!small_int(x[1], static_cast<int64_t>(slot_codes_.size()), slot)) malformed("reads a slot the kernel does not have");
+        const int ty = slot_codes_[static_cast<size_t>(slot)];
+        bool integer = false;
+        for (int t : oxide_integer_types) integer = integer || t == ty;
+        if (!integer) refuse("a launch precondition reads a floating-point argument");
+        emit(op, ty, slot, 1);
+        return;
+      }
+      case OXIDE_OP_GRID:
+      case OXIDE_OP_BLOCK: {
+        arity(2);
+        int axis = 0;
+        if (!small_int(x[1], 3, axis)) malformed("reads an axis that is not 0, 1 or 2");
+        emit(op, 0, axis, 1);
+        return;
+      }
+      case OXIDE_OP_CAST: {
+        arity(3);
+        const int ty = type(x[1]);
+        expression(x[2], nesting + 1);
+        emit(op, ty, 0, 0);
+        return;
+      }
+      case OXIDE_OP_ADD:
+      case OXIDE_OP_SUB:
+      case OXIDE_OP_MUL:
+      case OXIDE_OP_NEG: {
+        arity(op == OXIDE_OP_NEG ? 3 : 4);
+        const int ty = type(x[1]);
+        // arithmetic in bool (never emitted by the compiler) needs the exact result: Python's
+        if (ty == OXIDE_DT_BOOL) refuse("a launch precondition computes in bool");
+        expression(x[2], nesting + 1);
+        if (op != OXIDE_OP_NEG) expression(x[3], nesting + 1);
+        emit(op, ty, 0, op == OXIDE_OP_NEG ? 0 : -1);
+        return;
+      }
+      case OXIDE_OP_AND:
+      case OXIDE_OP_OR: {
+        arity(2);
+        if (x[1].kind != json::Value::Array) malformed("'" + x[0].text + "' takes a list");
+        const auto& parts = x[1].items;
+        if (parts.empty()) {  // all([]) is 1, any([]) is 0
+          emit(OXIDE_OP_CONST, 0, 0, 1).bits = op == OXIDE_OP_AND ? 1 : 0;
+          return;
+        }
+        expression(parts[0], nesting + 1);
+        emit(OXIDE_PRE_TRUTH, 0, 0, 0);
+        for (size_t i = 1; i < parts.size(); ++i) {
+          expression(parts[i], nesting + 1);
+          emit(op, 0, 0, -1);
+        }
+        return;
+      }
+      case OXIDE_OP_NOT:
+        arity(2);
+        expression(x[1], nesting + 1);
+        emit(op, 0, 0, 0);
+        return;
+      default:
+        if (op >= OXIDE_OP_LT && op <= OXIDE_OP_NE) {  // the comparisons
+          arity(3);
+          expression(x[1], nesting + 1);
+          expression(x[2], nesting + 1);
+          emit(op, 0, 0, -1);
+          return;
+        }
+        malformed("has the operation '" + x[0].text + "', which this header does not know");
+    }
+  }
+};
+
+// The index of the first precondition that does not hold over these slots and dimensions, or -1.
+inline int check_preconditions(const std::vector<oxide_pre_insn>& code, const std::vector<uint64_t>& slots,
+                               const unsigned* grid, const unsigned* block) {
+  if (code.empty()) return -1;
+  return oxide_preconditions_failed(code.data(), static_cast<int>(code.size()), slots.data(), grid, block);
 }
 }  // namespace detail
 
-// A launch precondition on the launch dimensions, and what its failure says.
+// A launch precondition (the manifest's "expr"), and what its failure says.
 struct LaunchCheck {
   json::Value expr;
   std::string message;
@@ -418,9 +590,9 @@ struct LaunchCheck {
 
 namespace detail {
 // The most elements a tensor argument may span, and its largest extent and |stride|, for a launch
-// of a kernel's index32 instance (oxide.abi.launcher.INDEX32_LIMIT; oxide_build/lower/index32.py):
-// every offset then fits int, and so do the shape and strides it reads as int.
-constexpr uint64_t kIndex32Limit = 2147483647u;
+// of a kernel's index32 instance (oxide_build/lower/index32.py): every offset then fits int, and
+// so do the shape and strides it reads as int.
+constexpr uint64_t kIndex32Limit = OXIDE_INDEX32_LIMIT;
 
 template <class T>
 bool fits_index32(const T&) { return true; }  // scalars and 1-D slices: their index math is as written
@@ -460,8 +632,32 @@ class Kernel {
          std::optional<std::vector<size_t>> param_slots = std::nullopt,
          std::optional<std::vector<size_t>> index32_param_slots = std::nullopt)
       : code_(std::move(code)), symbol_(std::move(symbol)), name_(std::move(name)), where_(std::move(where)),
-        params_(std::move(params)), checks_(std::move(checks)), index32_symbol_(std::move(index32_symbol)),
-        param_slots_(std::move(param_slots)), index32_param_slots_(std::move(index32_param_slots)) {}
+        params_(std::move(params)), index32_symbol_(std::move(index32_symbol)),
+        param_slots_(std::move(param_slots)), index32_param_slots_(std::move(index32_param_slots)) {
+    for (const auto& p : params_) {
+      if (p.kind != OXIDE_PARAM_SCALAR && p.kind != OXIDE_PARAM_CONSTEXPR && p.kind != OXIDE_PARAM_TENSOR_MAP &&
+          !detail::view_kind(p.kind))
+        throw Error(where_ + ": kernel '" + name_ + "' parameter '" + p.name + "' is of kind '" + p.kind +
+                    "', which this C++ API does not launch: launch it from Python");
+      detail::append_slot_codes(p, slot_codes_);
+    }
+    starts_ = detail::entry_param_starts(params_);
+    detail::PreconditionCompiler compiler(slot_codes_, where_ + ": kernel '" + name_ + "'");
+    for (size_t i = 0; i < checks.size(); ++i) {
+      compiler.add(checks[i].expr, i);
+      messages_.push_back(std::move(checks[i].message));
+    }
+    preconditions_ = compiler.code();
+    for (const auto* declared : {&param_slots_, &index32_param_slots_})
+      if (*declared)
+        for (size_t s : **declared) {
+          bool known = false;
+          for (size_t start : starts_) known = known || start == s;
+          if (!known)
+            throw Error(where_ + ": kernel '" + name_ + "': the manifest's param_slots name slot " + std::to_string(s) +
+                        ", where no parameter begins (rebuild the package)");
+        }
+  }
 
   const std::string& name() const { return name_; }
   std::vector<Param> params() const { return params_; }  // a copy: safe on a temporary Kernel
@@ -478,45 +674,29 @@ class Kernel {
                      unsigned shared_bytes, void* stream, const Args&... args) const {
     std::vector<const Param*> passed;
     for (const auto& p : params_)
-      if (p.kind != "constexpr") passed.push_back(&p);
+      if (p.kind != OXIDE_PARAM_CONSTEXPR) passed.push_back(&p);
     if (passed.size() != sizeof...(Args)) {
       throw Error(where_ + ": kernel '" + name_ + "' takes " + std::to_string(passed.size()) +
                   " arguments, got " + std::to_string(sizeof...(Args)));
     }
     std::vector<uint64_t> slots;
+    slots.reserve(slot_codes_.size());
     size_t index = 0;
     (pack(*passed[index++], args, slots), ...);
-    // the slot where each kernel .param begins: a TMA descriptor's 16 words are one (oxide/abi/params.py)
-    std::vector<size_t> starts;
-    size_t at = 0;
-    for (const Param* p : passed) {
-      size_t n = p->kind == "scalar" ? 1 : p->kind == "tensor_map" ? 17
-                 : p->kind.find("tensor") != std::string::npos ? 1 + 2 * static_cast<size_t>(p->ndim) : 2;
-      for (size_t i = 0; i < n; i++)
-        if (p->kind != "tensor_map" || i == 0 || i == 16) starts.push_back(at + i);
-      at += n;
-    }
     unsigned g[3] = {1, 1, 1}, b[3] = {1, 1, 1};
     dims(grid, g, "grid");
     dims(block, b, "block");
-    for (const auto& c : checks_)
-      if (!detail::launch_value(c.expr, g, b))
-        throw Error(c.message + " (kernel '" + name_ + "', grid " + std::to_string(g[0]) + "x" + std::to_string(g[1]) +
-                    "x" + std::to_string(g[2]) + ", block " + std::to_string(b[0]) + "x" + std::to_string(b[1]) +
-                    "x" + std::to_string(b[2]) + ")");
+    const int failed = detail::check_preconditions(preconditions_, slots, g, b);
+    if (failed >= 0)
+      throw Error(messages_[static_cast<size_t>(failed)] + " (kernel '" + name_ + "', grid " + std::to_string(g[0]) +
+                  "x" + std::to_string(g[1]) + "x" + std::to_string(g[2]) + ", block " + std::to_string(b[0]) + "x" +
+                  std::to_string(b[1]) + "x" + std::to_string(b[2]) + ")");
     // the arguments are checked first: a wrong call fails the same with or without a GPU
     const bool index32 = !index32_symbol_.empty() && (detail::fits_index32(args) && ...);
     // every slot is packed; kernelParams points at those the entry point declares
     const auto& declared = index32 ? index32_param_slots_ : param_slots_;
     std::vector<void*> pointers;
-    for (size_t s : declared ? *declared : starts) {
-      bool known = false;
-      for (size_t start : starts) known = known || start == s;
-      if (!known)
-        throw Error(where_ + ": kernel '" + name_ + "': the manifest's param_slots name slot " + std::to_string(s) +
-                    ", where no parameter begins (rebuild the package)");
-      pointers.push_back(&slots[s]);
-    }
+    for (size_t s : declared ? *declared : starts_) pointers.push_back(&slots[s]);
     driver::CUfunction fn = detail::function_of(*code_, index32 ? index32_symbol_ : symbol_);
     if (shared_bytes > 0) detail::allow_dynamic_shared(*code_, fn, shared_bytes, name_, where_);
     const auto& api = driver::api();
@@ -529,9 +709,12 @@ class Kernel {
   std::shared_ptr<detail::LoadedCode> code_;
   std::string symbol_, name_, where_;
   std::vector<Param> params_;
-  std::vector<LaunchCheck> checks_;
   std::string index32_symbol_;
   std::optional<std::vector<size_t>> param_slots_, index32_param_slots_;
+  std::vector<int> slot_codes_;  // the dtype code of each packed slot
+  std::vector<size_t> starts_;   // the slot where each parameter of the full entry point begins
+  std::vector<oxide_pre_insn> preconditions_;  // oxide/preconditions.h's code of the manifest's
+  std::vector<std::string> messages_;          // what each precondition's failure says
 
   void dims(std::initializer_list<unsigned> in, unsigned* out, const char* what) const {
     if (in.size() < 1 || in.size() > 3)
@@ -545,18 +728,17 @@ class Kernel {
   [[noreturn]] void wrong(const Param& p, const std::string& expected, const std::string& got) const {
     throw Error(where_ + ": kernel '" + name_ + "' parameter '" + p.name + "' is " + expected + ", got " + got);
   }
-  static bool writable(const std::string& kind) {
-    return kind == "mut_slice" || kind == "disjoint_slice" || kind == "mut_tensor" || kind == "disjoint_tensor";
-  }
+  static bool writable(const std::string& kind) { return detail::is_writable_view(kind); }
   static std::string shown(const Param& p) {
-    if (p.kind == "scalar") return p.dtype;
-    return p.kind + "[" + p.dtype + (p.kind.find("tensor") != std::string::npos ? ", " + std::to_string(p.ndim) : "") + "]";
+    if (p.kind == OXIDE_PARAM_SCALAR) return p.dtype;
+    const bool ranked = detail::is_tensor_view(p.kind) || p.kind == OXIDE_PARAM_TENSOR_MAP;
+    return p.kind + "[" + p.dtype + (ranked ? ", " + std::to_string(p.ndim) : "") + "]";
   }
 
   template <class T>
   void pack(const Param& p, const T& value, std::vector<uint64_t>& slots) const {
     static_assert(std::is_arithmetic_v<T>, "oxide: pass a scalar, oxide::slice/mut_slice or oxide::tensor");
-    if (p.kind != "scalar") wrong(p, shown(p), std::string("a scalar ") + detail::dtype_of<T>());
+    if (p.kind != OXIDE_PARAM_SCALAR) wrong(p, shown(p), std::string("a scalar ") + detail::dtype_of<T>());
     if (p.dtype != detail::dtype_of<T>()) wrong(p, p.dtype, detail::dtype_of<T>());
     uint64_t slot = 0;
     std::memcpy(&slot, &value, sizeof(T));
@@ -565,7 +747,7 @@ class Kernel {
   template <class T>
   void pack(const Param& p, const Slice<T>& view, std::vector<uint64_t>& slots) const {
     std::string got = std::string(std::is_const_v<T> ? "slice[" : "mut_slice[") + detail::dtype_of<T>() + "]";
-    if (p.kind != "slice" && p.kind != "mut_slice" && p.kind != "disjoint_slice") wrong(p, shown(p), got);
+    if (!detail::view_kind(p.kind) || detail::is_tensor_view(p.kind)) wrong(p, shown(p), got);
     if (p.dtype != detail::dtype_of<T>()) wrong(p, shown(p), got);
     if (writable(p.kind) && std::is_const_v<T>) wrong(p, shown(p) + " (writable: pass oxide::mut_slice)", got);
     if (view.length < 0) wrong(p, shown(p), "a negative length " + std::to_string(view.length));
@@ -576,7 +758,7 @@ class Kernel {
   template <class T>
   void pack(const Param& p, const TensorMap<T>& m, std::vector<uint64_t>& slots) const {
     std::string got = std::string("tensor_map[") + detail::dtype_of<T>() + ", " + std::to_string(m.box.size()) + "]";
-    if (p.kind != "tensor_map" || p.dtype != detail::dtype_of<T>() || static_cast<int>(m.box.size()) != p.ndim)
+    if (p.kind != OXIDE_PARAM_TENSOR_MAP || p.dtype != detail::dtype_of<T>() || static_cast<int>(m.box.size()) != p.ndim)
       wrong(p, shown(p), got);
     if (!m.map) wrong(p, shown(p), "a null tensor map");
     int64_t elements = 1;
@@ -586,15 +768,15 @@ class Kernel {
     }
     if (m.swizzle != 0 && m.swizzle != 32 && m.swizzle != 64 && m.swizzle != 128)
       wrong(p, shown(p), "a swizzle of " + std::to_string(m.swizzle) + " bytes (0, 32, 64 or 128)");
-    uint64_t words[16];
+    uint64_t words[OXIDE_TENSOR_MAP_WORDS];
     std::memcpy(words, m.map, sizeof words);
-    slots.insert(slots.end(), words, words + 16);
+    slots.insert(slots.end(), words, words + OXIDE_TENSOR_MAP_WORDS);
     slots.push_back(static_cast<uint64_t>(elements) | static_cast<uint64_t>(m.swizzle) << 32);
   }
   template <class T>
   void pack(const Param& p, const Tensor<T>& view, std::vector<uint64_t>& slots) const {
     std::string got = std::string("tensor[") + detail::dtype_of<T>() + ", " + std::to_string(view.shape.size()) + "]";
-    if (p.kind.find("tensor") == std::string::npos || p.kind == "tensor_map" || p.dtype != detail::dtype_of<T>())
+    if (!detail::is_tensor_view(p.kind) || p.dtype != detail::dtype_of<T>())
       wrong(p, shown(p), got);
     if (writable(p.kind) && std::is_const_v<T>) wrong(p, shown(p) + " (writable: pass a non-const pointer)", got);
     if (static_cast<int>(view.shape.size()) != p.ndim || view.strides.size() != view.shape.size())
@@ -733,9 +915,16 @@ class Module {
     const std::string body = text.str();
     json::Value manifest = json::Parser(body, path).parse();
     const auto& format = manifest.at("format", path);
-    // 1, or 2: entry points may declare only some slots (param_slots), which this header passes
-    if (format.kind != json::Value::Number || (format.number != 1 && format.number != 2))
-      throw Error("oxide: " + path + ": manifest format is not 1 or 2 (another oxide release built it)");
+    // the formats this header reads (oxide.abi.manifest.READABLE_MANIFEST_FORMATS)
+    const int readable[] = OXIDE_READABLE_MANIFEST_FORMATS;
+    bool known = false;
+    std::string listed;
+    for (int f : readable) {
+      known = known || (format.kind == json::Value::Number && format.number == f);
+      listed += (listed.empty() ? "" : " or ") + std::to_string(f);
+    }
+    if (!known)
+      throw Error("oxide: " + path + ": manifest format is not " + listed + " (another oxide release built it)");
     Module m;
     m.code_ = std::make_shared<detail::LoadedCode>(artifact_dir, path, std::move(manifest));
     return m;
@@ -766,10 +955,6 @@ class Module {
     if (const auto* pre = found->find("preconditions"))
       for (const auto& c : pre->items) {
         const json::Value& expr = c.at("expr", path);
-        if (!detail::launch_dims_only(expr))
-          throw Error(where + ": kernel '" + name +
-                      "' has launch preconditions on its arguments that only oxide's Python runtime checks: "
-                      "launch it from Python");
         std::string message = where + ": launch precondition failed";
         const int site = static_cast<int>(c.at("site", path).number);
         if (const auto* sites = code_->manifest().find("error_sites"))
@@ -791,7 +976,7 @@ class Module {
     std::vector<Param> params;
     for (const auto& p : found->at("params", path).items) {
       Param param{p.at("name", path).text, p.at("kind", path).text, p.at("dtype", path).text, 1};
-      if (param.kind == "struct" || param.kind == "vector")
+      if (param.kind == OXIDE_PARAM_STRUCT || param.kind == OXIDE_PARAM_VECTOR)
         throw Error(where + ": kernel '" + name + "' parameter '" + param.name + "' is a " + param.kind + " (" +
                     param.dtype + "), passed as its scalar fields, which this C++ API does not pack yet: "
                     "launch it from Python");
