@@ -1,0 +1,346 @@
+"""One launch contract, three launchers: for the same manifest and the same arguments,
+oxide/include/oxide/launch.hpp (built here, against a stand-in libcuda.so.1), the Python runtime's
+Python path and its C launcher (both against the fake driver of tests/fakes.py) pass the same
+words at the same slot offsets to cuLaunchKernel, and agree on which launch precondition fails.
+
+The kernels are a table: scalars of several types, 1-D and N-d views, a declared subset of slots
+(``param_slots``), and preconditions over arguments and launch dimensions that exercise wrapping
+arithmetic, casts, a constant of 2**64 - 1 and every comparison and logical operation."""
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+from fakes import (  # noqa: F401  (fixtures: fresh_runtime is autouse)
+    CFakeDriver,
+    FakeArray,
+    FakeDriver,
+    c_driver,
+    fake_driver,
+    fresh_runtime,
+    make_module,
+    paths,
+    slot_types,
+)
+
+import oxide
+from oxide.abi.manifest import ErrorSite, KernelSpec, ParamSpec, Precondition, entry_param_starts
+from oxide.errors import KernelError
+
+__all__: list[str] = []
+
+needs_compilers = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("g++") is None,
+                                     reason="no gcc/g++ to build the stand-in driver and the program")
+
+# ---- the table ----------------------------------------------------------------------------------
+
+Scalar = tuple[str, Any]  # (dtype, value)
+View = tuple[str, int, tuple[int, ...], tuple[int, ...]]  # (view kind, address, shape, strides in elements)
+
+
+class Call(NamedTuple):
+    args: tuple[Any, ...]  # Scalar or View, in parameter order
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+
+
+class Case(NamedTuple):
+    kernel: KernelSpec
+    calls: tuple[Call, ...]
+
+
+def _slice(kind: str, address: int, n: int) -> View:
+    return (kind, address, (n,), (1,))
+
+
+def _tensor(kind: str, address: int, shape: tuple[int, ...]) -> View:
+    strides: list[int] = []
+    step = 1
+    for extent in reversed(shape):
+        strides.insert(0, step)
+        step *= extent
+    return (kind, address, shape, tuple(strides))
+
+
+def _site(i: int) -> str:
+    return f"<site {i}>"
+
+
+def _kernel(name: str, params: list[ParamSpec], conditions: dict[int, Any], **extra: Any) -> KernelSpec:
+    return KernelSpec(name=name, symbol=name, params=tuple(params), file="contract.py", line=1,
+                      preconditions=tuple(Precondition(site, expr) for site, expr in conditions.items()), **extra)
+
+
+A, B, C = 0x7E0000000000, 0x7E0010000000, 0x7E0020000000  # arrays far apart: no aliasing
+
+# slots: a 0, x (pointer 1, length 2), n 3, out (pointer 4, length 5)
+SLICES = Case(
+    _kernel("slices", [ParamSpec("a", "scalar", "f32"), ParamSpec("x", "slice", "f32"), ParamSpec("n", "scalar", "i32"),
+                       ParamSpec("out", "disjoint_slice", "f32")], {
+        1: ["eq", ["arg", 2], ["cast", "i64", ["arg", 3]]],
+        2: ["ge", ["arg", 5], ["arg", 2]],
+        3: ["and", [["eq", ["block", 1], ["const", 1]], ["eq", ["block", 2], ["const", 1]],
+                    ["eq", ["grid", 1], ["const", 1]]]],
+        4: ["le", ["grid", 0], ["const", 65535]],
+    }),
+    (
+        Call((("f32", 1.5), _slice("slice", A, 100), ("i32", 100), _slice("disjoint_slice", B, 100)), (1, 1, 1), (128, 1, 1)),
+        Call((("f32", -2.25), _slice("slice", A, 100), ("i32", 99), _slice("disjoint_slice", B, 100)), (1, 1, 1), (128, 1, 1)),
+        Call((("f32", 0.0), _slice("slice", A, 100), ("i32", 100), _slice("disjoint_slice", B, 50)), (1, 1, 1), (128, 1, 1)),
+        Call((("f32", 1.0), _slice("slice", A, 8), ("i32", 8), _slice("disjoint_slice", B, 8)), (1, 1, 1), (16, 16, 1)),
+        Call((("f32", 1.0), _slice("slice", A, 8), ("i32", 8), _slice("disjoint_slice", B, 8)), (70000, 1, 1), (32, 1, 1)),
+        Call((("f32", 1.0), _slice("slice", A, 1), ("i32", 1), _slice("disjoint_slice", B, 1)), (65535, 1, 1), (1, 1, 1)),
+    ),
+)
+
+# slots: t (pointer 0, shape 1 2, strides 3 4), s 5, flag 6, m 7, out (pointer 8, shape 9 10 11, strides 12 13 14)
+TENSORS = Case(
+    _kernel("tensors", [ParamSpec("t", "tensor", "f32", 2), ParamSpec("s", "scalar", "u32"),
+                        ParamSpec("flag", "scalar", "bool"), ParamSpec("m", "scalar", "i64"),
+                        ParamSpec("out", "mut_tensor", "f32", 3)], {
+        11: ["ne", ["arg", 6], ["const", 0]],
+        12: ["gt", ["add", "u32", ["arg", 5], ["const", 1]], ["const", 0]],  # wraps at s = 2**32 - 1
+        13: ["ge", ["cast", "i32", ["arg", 7]], ["const", -5]],  # m = 2**31 is -2**31 as i32
+        14: ["eq", ["mul", "i64", ["arg", 1], ["arg", 2]], ["mul", "i64", ["arg", 9], ["mul", "i64", ["arg", 10],
+                                                                                       ["arg", 11]]]],
+        15: ["or", [["lt", ["arg", 3], ["const", 0]], ["not", ["lt", ["neg", "i64", ["arg", 4]], ["const", -8]]]]],
+        # 2**64 - s as u64 below 2**64 - 1: exact only if the constant is read as an integer (fails at s = 1)
+        16: ["lt", ["cast", "u64", ["neg", "i64", ["arg", 5]]], ["const", 2**64 - 1]],
+        17: ["ge", ["sub", "i16", ["arg", 12], ["const", 40000]], ["const", 0]],  # wraps in 16 bits
+    }),
+    (
+        Call((_tensor("tensor", A, (4, 6)), ("u32", 7), ("bool", True), ("i64", 3), _tensor("mut_tensor", B, (2, 3, 4))),
+             (2, 1, 1), (64, 1, 1)),
+        Call((_tensor("tensor", A, (4, 6)), ("u32", 7), ("bool", False), ("i64", 3), _tensor("mut_tensor", B, (2, 3, 4))),
+             (2, 1, 1), (64, 1, 1)),
+        Call((_tensor("tensor", A, (4, 6)), ("u32", 2**32 - 1), ("bool", True), ("i64", 3),
+              _tensor("mut_tensor", B, (2, 3, 4))), (2, 1, 1), (64, 1, 1)),
+        Call((_tensor("tensor", A, (4, 6)), ("u32", 1), ("bool", True), ("i64", 2**31), _tensor("mut_tensor", B, (2, 3, 4))),
+             (1, 1, 1), (1, 1, 1)),
+        Call((_tensor("tensor", A, (4, 6)), ("u32", 1), ("bool", True), ("i64", -2**40 - 3),
+              _tensor("mut_tensor", B, (2, 3, 4))), (1, 1, 1), (1, 1, 1)),
+        Call((_tensor("tensor", A, (5, 6)), ("u32", 1), ("bool", True), ("i64", 0), _tensor("mut_tensor", B, (2, 3, 4))),
+             (1, 2, 3), (4, 5, 6)),
+        Call((("tensor", A, (4, 6), (1, 4)), ("u32", 2), ("bool", True), ("i64", 0), _tensor("mut_tensor", B, (2, 3, 4))),
+             (1, 1, 1), (1, 1, 1)),  # a transposed t: its row stride is 1, its column stride 4
+        Call((("tensor", A, (4, 6), (16, 9)), ("u32", 2), ("bool", True), ("i64", 0), _tensor("mut_tensor", B, (2, 3, 4))),
+             (1, 1, 1), (1, 1, 1)),  # -9 < -8: site 15 fails
+        Call((_tensor("tensor", A, (4, 10)), ("u32", 2), ("bool", True), ("i64", 0), _tensor("mut_tensor", B, (2, 4, 5))),
+             (1, 1, 1), (1, 1, 1)),  # out's first stride 20 - 40000 wraps to 25556 in i16: holds
+        Call((_tensor("tensor", A, (200, 100)), ("u32", 2), ("bool", True), ("i64", 0),
+              _tensor("mut_tensor", B, (2, 100, 100))), (1, 1, 1), (1, 1, 1)),  # 10000 - 40000 is -30000: fails
+    ),
+)
+
+# the entry point declares x's pointer, n and out's pointer (slots 0, 2, 3) of x (0, 1), n 2, out (3, 4)
+DECLARED = Case(
+    _kernel("declared", [ParamSpec("x", "slice", "f32"), ParamSpec("n", "scalar", "i64"),
+                         ParamSpec("out", "mut_slice", "f32")], {21: ["lt", ["arg", 2], ["arg", 4]]},
+            param_slots=(0, 2, 3)),
+    (
+        Call((_slice("slice", A, 10), ("i64", 9), _slice("mut_slice", C, 10)), (1, 1, 1), (32, 1, 1)),
+        Call((_slice("slice", A, 10), ("i64", 10), _slice("mut_slice", C, 10)), (1, 1, 1), (32, 1, 1)),
+    ),
+)
+
+CASES = (SLICES, TENSORS, DECLARED)
+SITES = tuple(ErrorSite(pre.site, "assert", case.kernel.name, "contract.py", 10 + pre.site, 5, _site(pre.site))
+              for case in CASES for pre in case.kernel.preconditions)
+SOURCE = "from oxide import kernel\n" + "".join(
+    f"\n@kernel\ndef {case.kernel.name}({', '.join(p.name for p in case.kernel.params)}) -> None:\n    pass\n"
+    for case in CASES)
+
+Outcome = tuple[str, Any]  # ("launch", [(slot offset, word), ...]) or ("refused", site id)
+
+# ---- the Python runtime (its Python path, or its C launcher) ------------------------------------
+
+_TYPESTR = {"f32": "<f4"}
+
+
+def _python_arg(arg: Any) -> Any:
+    if arg[0] in ("f32", "f64"):
+        return float(arg[1])
+    if arg[0] == "bool":
+        return bool(arg[1])
+    if len(arg) == 2:
+        return int(arg[1])
+    kind, address, shape, strides = arg
+    if "tensor" not in kind:  # a 1-D array: contiguous, as the interface says by no strides
+        return FakeArray(ptr=address, shape=shape, typestr="<f4")
+    return FakeArray(ptr=address, shape=shape, strides=tuple(4 * s for s in strides), typestr="<f4")
+
+
+def _declared(kernel: KernelSpec) -> list[int]:
+    return list(kernel.param_slots) if kernel.param_slots is not None else entry_param_starts(kernel.params)
+
+
+def run_python(tmp_path: Path, drv: FakeDriver, monkeypatch: pytest.MonkeyPatch) -> tuple[list[list[Outcome]], Path, str]:
+    """Launches every call of the table through the runtime; what each passed or refused."""
+    words: list[list[tuple[int, int]]] = []
+    launch = FakeDriver.cuLaunchKernel
+
+    def recording(self: FakeDriver, fn: str, *rest: Any) -> Any:
+        params = rest[-2]
+        n = len(self.signatures[fn])
+        pointers = [int(p or 0) for p in (ctypes.c_void_p * max(n, 1)).from_address(params)][:n] if n else []
+        first = pointers[0] if n else 0
+        words.append([((p - first) // 8, int.from_bytes(ctypes.string_at(p, 8), "little")) for p in pointers])
+        return launch(self, fn, *rest)
+
+    monkeypatch.setattr(FakeDriver, "cuLaunchKernel", recording)
+    for case in CASES:
+        by_start = dict(zip(entry_param_starts(case.kernel.params), slot_types(case.kernel.params)))
+        drv.signatures[case.kernel.symbol] = [by_start[s] for s in _declared(case.kernel)]
+    module = make_module(tmp_path, SOURCE, tuple(c.kernel for c in CASES), error_sites=SITES)
+    for case in CASES:  # the first launch of a kernel configures the C launcher's plan of it
+        call = case.calls[0]
+        getattr(module, case.kernel.name)[call.grid, call.block](*(_python_arg(a) for a in call.args))
+    outcomes: list[list[Outcome]] = []
+    for case in CASES:
+        k = getattr(module, case.kernel.name)
+        results: list[Outcome] = []
+        for call in case.calls:
+            try:
+                k[call.grid, call.block](*(_python_arg(a) for a in call.args))
+            except KernelError as e:
+                found = re.search(r"<site (\d+)>", str(e))
+                assert found, str(e)
+                results.append(("refused", int(found.group(1))))
+            else:
+                results.append(("launch", words[-1]))
+        outcomes.append(results)
+    return outcomes, tmp_path / "_oxide", module.__name__
+
+
+# ---- oxide/launch.hpp -----------------------------------------------------------------------------
+
+FAKE_CUDA = r"""
+#include <stdio.h>
+static int ctx_obj, mod_obj, expected;
+static char names[16][64];
+static int n_names;
+void fake_expect(int n) { expected = n; }
+int cuInit(unsigned f) { return 0; }
+int cuCtxGetCurrent(void **c) { *c = &ctx_obj; return 0; }
+int cuCtxSetCurrent(void *c) { return 0; }
+int cuCtxGetDevice(int *d) { *d = 0; return 0; }
+int cuDeviceGet(int *d, int o) { *d = o; return 0; }
+int cuDevicePrimaryCtxRetain(void **c, int d) { *c = &ctx_obj; return 0; }
+int cuDeviceGetAttribute(int *v, int a, int d) { *v = a == 75 ? 9 : a == 76 ? 0 : a == 97 ? 232448 : -1; return 0; }
+int cuModuleLoadData(void **m, const void *image) { *m = &mod_obj; return 0; }
+int cuModuleGetFunction(void **f, void *m, const char *name) {
+  snprintf(names[n_names], sizeof names[0], "%s", name);
+  *f = names[n_names++];
+  return 0;
+}
+int cuFuncGetAttribute(int *v, int a, void *f) { *v = 0; return 0; }
+int cuFuncSetAttribute(void *f, int a, int v) { return 0; }
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned shared, void *s, void **p, void **e) {
+  printf("launch");
+  for (int i = 0; i < expected; i++)
+    printf(" %lld:%llu", (long long)(((char *)p[i] - (char *)p[0]) / 8), *(unsigned long long *)p[i]);
+  printf("\n");
+  return 0;
+}
+int cuGetErrorName(int r, const char **n) { *n = "CUDA_ERROR_FAKE"; return 0; }
+"""
+
+_CPP_TYPES = {"f32": "float", "f64": "double", "i32": "int32_t", "i64": "int64_t", "u32": "uint32_t", "bool": "bool"}
+
+
+def _cpp_arg(arg: Any) -> str:
+    if len(arg) == 2:
+        dtype, value = arg
+        if dtype == "bool":
+            return "true" if value else "false"
+        if dtype == "f32":
+            return f"{float(value)!r}f"
+        if dtype == "i64" and value == -2**63:
+            return "INT64_MIN"
+        return f"{_CPP_TYPES[dtype]}({value}{'ULL' if dtype[0] == 'u' else 'LL'})"
+    kind, address, shape, strides = arg
+    writable = kind.startswith(("mut_", "disjoint_"))
+    pointer = f"reinterpret_cast<{'' if writable else 'const '}float*>(uintptr_t{{{address}ULL}})"
+    if "tensor" in kind:
+        return (f"oxide::tensor({pointer}, {{{', '.join(map(str, shape))}}}, "
+                f"{{{', '.join(map(str, strides))}}})")
+    return f"oxide::{'mut_slice' if writable else 'slice'}({pointer}, {shape[0]})"
+
+
+def run_cpp(tmp_path: Path, artifact_dir: Path, module: str) -> list[list[Outcome]]:
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (tmp_path / "fake.c").write_text(FAKE_CUDA)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib / "libcuda.so.1"), str(tmp_path / "fake.c")], check=True)
+    body = []
+    for case in CASES:
+        body.append(f'  {{ oxide::Kernel k = m.kernel("{case.kernel.name}");')
+        for call in case.calls:
+            body.append(f"    expect({len(_declared(case.kernel))});")
+            body.append(f"    try {{ k.launch({{{', '.join(map(str, call.grid))}}}, {{{', '.join(map(str, call.block))}}}, "
+                        f"nullptr, {', '.join(_cpp_arg(a) for a in call.args)}); }}")
+            body.append('    catch (const oxide::Error& e) { std::printf("refused %s\\n", e.what()); }')
+        body.append('    std::printf("end\\n"); }')
+    main = (
+        "#include <cstdint>\n#include <cstdio>\n#include <dlfcn.h>\n#include <oxide/launch.hpp>\n"
+        "int main(int, char** argv) {\n"
+        '  auto expect = reinterpret_cast<void (*)(int)>(dlsym(dlopen("libcuda.so.1", RTLD_NOW), "fake_expect"));\n'
+        f'  oxide::Module m = oxide::Module::open(argv[1], "{module}");\n'
+        + "\n".join(body) + "\n  std::fflush(stdout);\n  return 0;\n}\n"
+    )
+    (tmp_path / "main.cpp").write_text(main)
+    include = Path(oxide.__file__).parent / "include"
+    subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", "-I", str(include), str(tmp_path / "main.cpp"), "-o",
+                    str(tmp_path / "main"), "-ldl"], check=True)
+    env = {**os.environ, "LD_LIBRARY_PATH": str(lib)}
+    done = subprocess.run([str(tmp_path / "main"), str(artifact_dir)], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    outcomes: list[list[Outcome]] = [[]]
+    for line in done.stdout.splitlines():
+        if line == "end":
+            outcomes.append([])
+        elif line.startswith("refused "):
+            found = re.search(r"<site (\d+)>", line)
+            assert found and "launch precondition failed" in line, line
+            outcomes[-1].append(("refused", int(found.group(1))))
+        else:
+            assert line.startswith("launch"), line
+            outcomes[-1].append(("launch", [tuple(map(int, w.split(":"))) for w in line.split()[1:]]))
+    assert outcomes[-1] == []
+    return outcomes[:-1]
+
+
+# ---- the tests ----------------------------------------------------------------------------------
+
+
+@needs_compilers
+@pytest.mark.parametrize("launcher", ["python", "c"])
+def test_launch_hpp_and_the_runtime_pack_and_check_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        launcher: str) -> None:
+    drv: FakeDriver = CFakeDriver() if launcher == "c" else FakeDriver()
+    from oxide.runtime import device
+    from oxide.runtime import launcher as runtime_launcher
+
+    if launcher == "c" and not runtime_launcher.ENABLED:
+        pytest.skip("the C launcher is not built")
+    monkeypatch.setattr(device, "_import_bindings", lambda: drv)
+    (tmp_path / "py").mkdir()
+    python, artifact_dir, module = run_python(tmp_path / "py", drv, monkeypatch)
+    cpp = run_cpp(tmp_path, artifact_dir, module)
+    assert cpp == python
+    # the table means something: every precondition fails somewhere and every kernel launches
+    refused = {site for results in python for kind, site in results if kind == "refused"}
+    assert refused == {s.id for s in SITES}
+    assert all(any(kind == "launch" for kind, _ in results) for results in python)
+    if launcher == "c":  # after each kernel's first launch (which configures its C plan), the C launcher
+        # took every launch itself (a refusal it leaves to Python, which raises it)
+        assert set(paths(drv)[len(CASES):]) == {"c"}
+
