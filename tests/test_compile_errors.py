@@ -173,7 +173,7 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     'unknown_intrinsic': (
         '\n@ox.kernel\ndef k(out: DisjointSlice[f32]) -> None:\n    ox.frobnicate()\n',
-        'kern.py:6:5: error: oxide.frobnicate is not a device intrinsic (or not supported yet)\n        ox.frobnicate()\n        ^\n  hint: see docs/language.md for the intrinsics available in kernels',
+        'kern.py:6:5: error: oxide.frobnicate does not exist\n        ox.frobnicate()\n        ^\n  hint: see docs/language.md for the names of the oxide namespace',
     ),
     'constant_index_out_of_bounds': (
         '\n@ox.kernel\ndef k(out: DisjointSlice[f32]) -> None:\n    tile = ox.shared.array(32, f32)\n    tile[32] = 1.0\n',

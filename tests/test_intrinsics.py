@@ -183,4 +183,5 @@ def test_a_view_method_is_not_an_oxide_name(tmp_path: Path) -> None:
         """))
     with pytest.raises(CompileError) as err:
         build_ir(src, "kern")
-    assert "kern.py:" in str(err.value) and "oxide.view.load4 is not a device intrinsic" in str(err.value)
+    assert "kern.py:" in str(err.value) and "oxide.view.load4 does not exist" in str(err.value)
+    assert "hint: load4 is a method of a view: write x.load4(...)" in str(err.value)

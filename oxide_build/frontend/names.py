@@ -13,6 +13,7 @@ from oxide.lang.types import ScalarType
 from ..ir import nodes as ir
 from ..ir.types import BOOL, F64, I32, VOID, StructType, VectorType, ThreadIndexType, Type, ViewType, VoidType, type_name
 from ..intrinsics.thread import SPECIAL_REGISTERS
+from .oxide_names import known_oxide_names, unknown_oxide_name
 from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation
 from .promotion import literal_type
 from . import structs, vectors
@@ -111,6 +112,12 @@ class Names(Constants):
             raise self.error(node, f"the module constant {name!r} = {ast.unparse(value_node)} does not fold to a "
                                    f"64-bit number", f"fix its definition at {self.module.path.name}:"
                                                      f"{sym.node.lineno}: no division by zero, no value past 64 bits")  # type: ignore[union-attr]
+        if isinstance(value_node, ast.Call):  # c = ox.const.array(...): a misspelled oxide name at module level
+            called = oxide_name(self.module, value_node.func)
+            if called and called not in known_oxide_names():
+                message, hint = unknown_oxide_name(called)
+                raise self.error(value_node.func, f"{message} (in the definition of {name!r}, used at line "
+                                 f"{node.lineno})", hint)
         if sym is not None:
             raise self.error(node, f"{name!r} cannot be used as a value in a kernel",
                              "only local variables, parameters and module-level number constants are values")
@@ -143,6 +150,9 @@ class Names(Constants):
                                  f"index it ({ast.unparse(node)}[0]) or unpack it into names "
                                  f"(h, w = {ast.unparse(node)})")
             raise self.error(node, f"{type_name(self.locals[base.id])} has no attribute {node.attr!r}")
+        full_name = oxide_name(self.module, node)
+        if full_name and full_name not in known_oxide_names():
+            raise self.error(node, *unknown_oxide_name(full_name))
         raise self.error(node, f"unknown attribute {ast.unparse(node)!r}",
                          "available: thread.idx.x/y/z, block.idx.x, block.dim.x, grid.dim.x")
 

@@ -25,6 +25,7 @@ from . import structs, vectors
 from .annotations import struct_type
 from . import view_values
 from .generics import static_type_test, type_operand
+from .oxide_names import known_oxide_names, unknown_oxide_name
 from .loops import Loops
 
 __all__ = ["FunctionTranslator"]
@@ -694,6 +695,8 @@ class FunctionTranslator(Loops):
             return self.conversion(SCALAR_TYPES[name], node)
         if name in ("kernel", "device", "extern", "TypeVar"):
             raise self.error(node, f"oxide.{name} cannot be called inside a kernel")
+        if name not in known_oxide_names():
+            raise self.error(node.func, *unknown_oxide_name(name))
         raise self.error(node.func, f"oxide.{name} is not a device intrinsic (or not supported yet)",
                          "see docs/language.md for the intrinsics available in kernels")
 
