@@ -56,8 +56,8 @@ def unknown_oxide_name(name: str) -> tuple[str, str]:
     members = sorted(n for n in known if n.startswith(group + "."))
     if name.endswith("f") and name[:-1] in known:  # CUDA's f32 spelling: ox.math.sinf is ox.math.sin
         return f"oxide.{name} does not exist", f"did you mean ox.{name[:-1]}? (one name for f32 and f64)"
-    near = difflib.get_close_matches(name, members, n=1, cutoff=0.5)
-    if near:
-        return f"oxide.{name} does not exist", f"did you mean ox.{near[0]}?"
+    closest = difflib.get_close_matches(name, members, n=1, cutoff=0.5)
+    if closest:
+        return f"oxide.{name} does not exist", f"did you mean ox.{closest[0]}?"
     return f"oxide.{name} does not exist", (f"ox.{group} has: " + ", ".join(m.partition('.')[2] for m in members[:12])
                                             + (", …" if len(members) > 12 else ""))
