@@ -7,7 +7,11 @@ ptxas/nvJitLink error is a failure.
 tests/test_fuzz.py runs a few hundred mutants; run many more with
 
     OXIDE_FUZZ_COUNT=10000 OXIDE_FUZZ_SEED=7 python -m pytest tests/test_fuzz.py
-    python tests/fuzz_kernels.py --count 10000 --seed 7 --start 0 --out /tmp/fuzz
+    python tests/fuzz_kernels.py --count 10000 --seed 7 --start 0 --out /tmp/fuzz --budget 60
+
+Every compile runs under a time budget (``--budget`` seconds, 60 unless told; OXIDE_FUZZ_BUDGET
+for the test): a mutant that compiles, or fails, after more than its budget is a failure
+(``over budget``), even where the time went in native code that the alarm could not interrupt.
 
 Mutant ``i`` of seed ``s`` depends on ``(s, i)`` only, so one failure is reproduced with
 ``--start i --count 1`` (``--out`` keeps the failing sources).
@@ -79,6 +83,7 @@ class Outcome:
     ok: bool  # compiled, or failed with a located CompileError
     kind: str  # "compiled", "located error", or the failure's class
     detail: str = ""
+    seconds: float = 0.0  # how long its compile took
 
 
 @dataclass
@@ -102,6 +107,10 @@ class FuzzReport:
             counts[o.kind if o.ok else "FAILED"] = counts.get(o.kind if o.ok else "FAILED", 0) + 1
         lines = [f"{len(self.outcomes)} mutants in {self.seconds:.0f} s: "
                  + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))]
+        if self.outcomes:
+            slowest = max(self.outcomes, key=lambda o: o.seconds)
+            lines.append(f"slowest compile: {slowest.seconds:.1f} s "
+                         f"({slowest.mutant.original.relative_to(ROOT)} #{slowest.mutant.index}, {slowest.kind})")
         for kind, items in sorted(self.classes().items(), key=lambda kv: -len(kv[1])):
             first = items[0]
             lines.append(f"- {len(items)}× {kind}\n    first: {first.mutant.original.relative_to(ROOT)} "
@@ -522,10 +531,22 @@ def _located(exc: BaseException, path: Path) -> bool:
     return isinstance(exc, LinkError) and re.search(re.escape(str(path)) + r"(?::\d+\b|\(\d+\))", str(exc)) is not None
 
 
-def compile_mutant(mutant: Mutant, workdir: Path, timeout_s: int = 60) -> Outcome:
+DEFAULT_BUDGET_S = 60
+
+
+def compile_mutant(mutant: Mutant, workdir: Path, timeout_s: int = DEFAULT_BUDGET_S) -> Outcome:
     """Compiles ``mutant`` in a copy of its source tree under ``workdir`` as the build does:
     PTX for sm_80 and sm_90 with the options of ``_options``, then cubins (nvJitLink runs
-    ptxas)."""
+    ptxas). A compile that takes more than ``timeout_s`` seconds is a failure: the alarm stops
+    one in Python code; one that overran in native code is judged by the clock when it ends."""
+    outcome, seconds = _compile_timed(mutant, workdir, timeout_s)
+    if outcome.ok and seconds > timeout_s:
+        return Outcome(mutant, False, f"over budget ({timeout_s} s)",
+                       f"{outcome.kind} after {seconds:.1f} s\n--- mutant ---\n{mutant.text}", seconds)
+    return Outcome(mutant, outcome.ok, outcome.kind, outcome.detail, seconds)
+
+
+def _compile_timed(mutant: Mutant, workdir: Path, timeout_s: int) -> tuple[Outcome, float]:
     from oxide.errors import ToolchainError
     from oxide_build.compile import compile_module
     from oxide_build.scan import module_name_for
@@ -542,20 +563,24 @@ def compile_mutant(mutant: Mutant, workdir: Path, timeout_s: int = 60) -> Outcom
     if use_alarm:
         previous = signal.signal(signal.SIGALRM, _alarm)
         signal.alarm(timeout_s)
+    began = time.monotonic()
     try:
         compile_module(path, module_name_for(path, copy_root), _options(mutant.index), root=copy_root)
-        return Outcome(mutant, True, "compiled")
+        return Outcome(mutant, True, "compiled"), time.monotonic() - began
     except _Timeout:
-        return Outcome(mutant, False, f"timeout after {timeout_s} s", mutant.text)
+        return (Outcome(mutant, False, f"over budget ({timeout_s} s)",
+                        f"stopped after {timeout_s} s\n" + traceback.format_exc() + "\n--- mutant ---\n" + mutant.text),
+                time.monotonic() - began)
     except ToolchainError:
         raise
     except Exception as exc:
+        seconds = time.monotonic() - began
         if _located(exc, path):
-            return Outcome(mutant, True, "located error")
+            return Outcome(mutant, True, "located error"), seconds
         inner = exc.__cause__ or exc.__context__  # what an "internal compiler error" wraps
         detail = "".join(traceback.format_exception(inner)) if inner is not None else ""
-        return Outcome(mutant, False, _failure_class(exc),
-                       detail + traceback.format_exc() + "\n--- mutant ---\n" + mutant.text)
+        return (Outcome(mutant, False, _failure_class(exc),
+                        detail + traceback.format_exc() + "\n--- mutant ---\n" + mutant.text), seconds)
     finally:
         if use_alarm:
             signal.alarm(0)
@@ -610,11 +635,12 @@ def iter_mutants(count: int, seed: int, start: int = 0, sources: list[Path] | No
 
 
 def run_fuzz(count: int, seed: int, workdir: Path, start: int = 0, out: Path | None = None,
-             progress: Callable[[int, Outcome], None] | None = None) -> FuzzReport:
+             progress: Callable[[int, Outcome], None] | None = None,
+             budget_s: int = DEFAULT_BUDGET_S) -> FuzzReport:
     report = FuzzReport()
     began = time.monotonic()
     for n, mutant in enumerate(iter_mutants(count, seed, start, usable_sources(workdir))):
-        outcome = compile_mutant(mutant, workdir)
+        outcome = compile_mutant(mutant, workdir, budget_s)
         report.outcomes.append(outcome)
         if not outcome.ok and out is not None:
             out.mkdir(parents=True, exist_ok=True)
@@ -634,7 +660,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--start", type=int, default=0, help="index of the first mutant")
     parser.add_argument("--out", type=Path, help="write failing mutants and their tracebacks here")
+    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET_S, metavar="SECONDS",
+                        help="the most seconds one mutant's compile may take; a slower one is a failure "
+                             f"(default {DEFAULT_BUDGET_S})")
     args = parser.parse_args(argv)
+    if args.budget < 1:
+        parser.error(f"--budget must be at least 1 second, got {args.budget}")
     import tempfile
 
     try:  # a mutant that makes the compiler allocate without bound fails with MemoryError, not the OOM killer
@@ -653,7 +684,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{n + 1} done", flush=True)
 
     with tempfile.TemporaryDirectory() as tmp:
-        report = run_fuzz(args.count, args.seed, Path(tmp), args.start, args.out, progress)
+        report = run_fuzz(args.count, args.seed, Path(tmp), args.start, args.out, progress, args.budget)
     print(report.summary())
     return 1 if report.failures else 0
 

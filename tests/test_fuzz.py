@@ -3,7 +3,8 @@ the test packages' kernels either compile (PTX, then cubins through nvJitLink/pt
 with a located CompileError, never with a traceback from our internals, an unlocated error,
 an LLVM error or a ptxas error.
 
-CI runs OXIDE_FUZZ_COUNT (200) mutants of OXIDE_FUZZ_SEED (0); locally, e.g.
+CI runs OXIDE_FUZZ_COUNT (200) mutants of OXIDE_FUZZ_SEED (0), each compile within
+OXIDE_FUZZ_BUDGET seconds (60); locally, e.g.
 ``OXIDE_FUZZ_COUNT=10000 OXIDE_FUZZ_SEED=7 python -m pytest tests/test_fuzz.py``. The classes
 of failures it found are pinned as regression tests here, each with the smallest source."""
 from __future__ import annotations
@@ -22,13 +23,14 @@ import fuzz_kernels  # noqa: E402
 
 COUNT = int(os.environ.get("OXIDE_FUZZ_COUNT", "200"))
 SEED = int(os.environ.get("OXIDE_FUZZ_SEED", "0"))
+BUDGET_S = int(os.environ.get("OXIDE_FUZZ_BUDGET", str(fuzz_kernels.DEFAULT_BUDGET_S)))
 HEADER = "import oxide as ox\nfrom oxide import Slice, DisjointSlice, f32, f64, i32, i64, u32, thread, block\n"
 
 
 def test_mutants_compile_or_fail_with_located_errors(tmp_path: Path) -> None:
     from oxide_build.toolchain import find_tool  # noqa: F401  (the build's toolchain must load)
 
-    report = fuzz_kernels.run_fuzz(COUNT, SEED, tmp_path)
+    report = fuzz_kernels.run_fuzz(COUNT, SEED, tmp_path, budget_s=BUDGET_S)
     assert len(report.outcomes) == COUNT
     assert not report.failures, report.summary()
     # the mutations reach the compiler: some mutants compile, many are refused
@@ -41,6 +43,38 @@ def test_mutants_depend_only_on_seed_and_index() -> None:
     b = list(fuzz_kernels.iter_mutants(2, 3, start=13))
     assert [m.text for m in a[3:]] == [m.text for m in b]
     assert any(m.text != m.original.read_text() for m in a)
+
+
+def test_fuzzer_fails_a_compile_over_its_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compile slower than the budget is a failure: one the alarm stops in Python code, and one
+    that ran past the budget where the alarm could not stop it (native code) and then compiled."""
+    import time
+
+    import oxide_build.compile
+
+    source = fuzz_kernels.ROOT / "examples" / "saxpy.py"
+    mutant = fuzz_kernels.Mutant(source, 0, source.read_text(), ())
+
+    def spins(*args: object, **kwargs: object) -> None:
+        while True:
+            time.sleep(0.01)
+
+    monkeypatch.setattr(oxide_build.compile, "compile_module", spins)
+    outcome = fuzz_kernels.compile_mutant(mutant, tmp_path, timeout_s=1)
+    assert not outcome.ok and outcome.kind == "over budget (1 s)", outcome.kind
+    assert outcome.seconds >= 1
+
+    clock = iter([100.0, 103.5])  # the compile's start and end, 3.5 s apart, no alarm delivered
+    monkeypatch.setattr(oxide_build.compile, "compile_module", lambda *a, **k: None)
+    monkeypatch.setattr(fuzz_kernels.time, "monotonic", lambda: next(clock))
+    outcome = fuzz_kernels.compile_mutant(mutant, tmp_path, timeout_s=2)
+    assert not outcome.ok and outcome.kind == "over budget (2 s)" and "compiled after 3.5 s" in outcome.detail
+
+
+def test_fuzzer_refuses_a_budget_below_one_second(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        fuzz_kernels.main(["--budget", "0"])
+    assert "--budget must be at least 1 second, got 0" in capsys.readouterr().err
 
 
 def test_fuzzer_reports_a_traceback_as_a_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -384,6 +384,112 @@ def test_stream_ordered_array_is_freed_after_its_uses(tmp_path: Path, monkeypatc
     ]  # fmt: skip
 
 
+class FreeingArray:
+    """A CUDA array interface object whose interface, read while a launch's arguments are read,
+    runs ``during()`` once (another thread freeing an array, to its end) before it answers."""
+
+    def __init__(self, during: Callable[[], None]) -> None:
+        self.during: Callable[[], None] | None = during
+        self._cai = {"version": 3, "shape": (8,), "typestr": "<f4", "data": (0x7A0000, False), "strides": None}
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        during, self.during = self.during, None
+        if during is not None:
+            during()
+        return self._cai
+
+
+def in_thread(work: Callable[[], None], wait_s: float) -> threading.Thread:
+    """Starts ``work`` in another thread and waits for it at most ``wait_s`` seconds (it may be
+    blocked, as a free() must be while a launch is being queued)."""
+    t = threading.Thread(target=work)
+    t.start()
+    t.join(wait_s)
+    return t
+
+
+@pytest.mark.parametrize("ordered", [False, True], ids=["cuMemFree", "cuMemFreeAsync"])
+def test_an_array_freed_while_a_launch_reads_its_arguments_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str, ordered: bool) -> None:
+    """Thread B frees a DeviceArray after thread A's launch has read its pointer, while A reads
+    a later argument (a property: Python code, so another thread runs): A must not launch with
+    the pointer the free gave back. Both paths: the C launcher reads the pointer again at the
+    end and keeps the GIL through cuLaunchKernel; the Python path checks under the lock free()
+    takes."""
+    drv = StreamDriver()
+    drv.cuMemAlloc = lambda n: (drv.OK, 0x880000)  # type: ignore[attr-defined]
+    drv.cuMemFree = lambda ptr: (drv.calls.append(("free", ptr, None)), (drv.OK,))[1]  # type: ignore[attr-defined]
+    monkeypatch.setattr(device, "_import_bindings", lambda: drv)
+    m = saxpy_module(tmp_path, drv)
+    stream = 0x5 if ordered else None
+    warm = DeviceArray.empty(8, "f32", stream=stream)
+    m.scale[1, 32, stream or 0](2.0, warm, FreeingArray(lambda: None))  # teaches C the kernel and types
+    settle(path)
+    m.scale[1, 32, stream or 0](2.0, warm, FreeingArray(lambda: None))
+    assert paths(drv) == ["python", path]
+    x = DeviceArray.empty(8, "f32", stream=stream)
+    ptr = x.ptr
+    drv.calls.clear()
+    thread = None
+
+    def free_in_b() -> None:
+        nonlocal thread
+        thread = in_thread(x.free, 5.0)
+
+    with pytest.raises(TypeError) as info:
+        m.scale[1, 32, stream or 0](2.0, x, FreeingArray(free_in_b))
+    assert thread is not None and not thread.is_alive()
+    assert str(info.value) in (
+        "parameter 'x' of scale is a DeviceArray that was freed (DeviceArray.free()): its memory is gone",
+        "parameter 'x' of scale is a DeviceArray that was freed (DeviceArray.free()) while the launch was "
+        "being prepared: its memory is gone")
+    assert ("free", ptr, stream) in drv.calls
+    assert [c for c in drv.calls if c[0] == "launch"] == []  # nothing launched with the freed pointer
+
+
+@pytest.mark.parametrize("call", ["subscript", "launch"])
+def test_a_free_racing_a_launch_on_another_stream_waits_for_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str, call: str) -> None:
+    """Thread B frees a stream-ordered DeviceArray (stream 5) while thread A's launch of it on
+    stream 9 is inside cuLaunchKernel: B's cuMemFreeAsync must come after the event A records
+    on stream 9 after the launch, and after stream 5's wait for that event. (The event was
+    recorded after the launch returned, outside any lock: B freed in between, 25 of 25 times.)
+    B is started from inside A's cuLaunchKernel and given 0.3 s: with the fix it cannot get
+    through free() before A has noted its launch, whatever the timing."""
+    drv = StreamDriver()
+    monkeypatch.setattr(device, "_import_bindings", lambda: drv)
+    m = saxpy_module(tmp_path, drv)
+    warm = DeviceArray.empty(8, "f32", stream=0x5)
+    m.scale[1, 32, 0x9](2.0, warm, FakeArray(8))
+    m.scale[1, 32, 0x5](2.0, warm, FakeArray(8))
+    settle(path)
+    x = DeviceArray.empty(8, "f32", stream=0x5)
+    ptr = x.ptr
+    started: list[threading.Thread] = []
+    python_launch = drv.cuLaunchKernel
+
+    def launch_then_free(fn: Any, *rest: Any) -> tuple[Any]:
+        if not started:
+            started.append(in_thread(x.free, 0.3))  # B, while A is inside cuLaunchKernel
+        return python_launch(fn, *rest)
+
+    drv.cuLaunchKernel = launch_then_free  # type: ignore[method-assign]
+    drv.calls.clear()
+    if call == "subscript":
+        m.scale[1, 32, 0x9](2.0, x, FakeArray(8))  # the C launcher leaves another stream to Python
+    else:
+        m.scale.launch(2.0, x, FakeArray(8), grid=1, block=32, stream=0x9)
+    started[0].join(5.0)
+    assert not started[0].is_alive()
+    calls = [c for c in drv.calls if c[0] != "alloc"]
+    launch = calls.index(("launch", 0x9))
+    record = next(i for i, c in enumerate(calls) if c[0] == "record" and c[2] == 0x9 and i > launch)
+    event = calls[record][1]
+    wait = calls.index(("wait", 0x5, event))
+    assert launch < record < wait < calls.index(("free", ptr, 0x5)), calls
+
+
 # ---------------------------------------------------------------------------------------------
 # a context reset: what was loaded in the context is gone; the next launch loads it again
 

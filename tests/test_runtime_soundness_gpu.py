@@ -160,6 +160,65 @@ def test_collected_stream_ordered_array_outlives_its_consumer(kmod: types.Module
     producer.synchronize()
 
 
+def test_a_free_in_another_thread_waits_for_a_launch_on_another_stream(kmod: types.ModuleType) -> None:
+    """Issue 26: thread B frees a stream-ordered array (producer stream) while thread A launches
+    a kernel reading it on a busy consumer stream, then refills the pool's memory with NaN on
+    the producer stream. Each trial, either A's launch was refused (B freed first) or the free
+    was ordered after the launch and A's output is exact, every element."""
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch.cuda, "_sleep"):
+        pytest.skip("torch.cuda._sleep is not available")
+    import threading
+
+    from oxide.runtime import DeviceArray
+
+    producer, consumer = torch.cuda.Stream(), torch.cuda.Stream()
+    n = 1 << 18
+    grid = kmod.saxpy.grid_for(n)
+    launched = refused = 0
+    for trial in range(40):
+        a, x, y = _inputs(n, np.float32, 100 + trial)
+        ty = torch.as_tensor(y, device="cuda")
+        out = torch.full((n,), float("nan"), device="cuda")
+        dx = DeviceArray.from_numpy(x, stream=producer)
+        torch.cuda.synchronize()
+        with torch.cuda.stream(consumer):
+            torch.cuda._sleep(5_000_000)  # the consumer reads only after a few ms
+        start = threading.Barrier(2)
+        outcome: list[str] = []
+
+        def launch() -> None:
+            start.wait()
+            try:
+                kmod.saxpy[grid, 256, consumer](a, dx, ty, out)
+                outcome.append("launched")
+            except TypeError as e:
+                assert "parameter 'x' of saxpy is a DeviceArray that was freed" in str(e), str(e)
+                outcome.append("refused")
+
+        def free_and_reuse() -> None:
+            start.wait()
+            dx.free()
+            junk = DeviceArray.empty(n, "f32", stream=producer)  # the pool's memory, maybe dx's
+            kmod.saxpy[grid, 256, producer](float("nan"), ty, ty, junk)
+            junk.free()
+
+        threads = [threading.Thread(target=launch), threading.Thread(target=free_and_reuse)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        consumer.synchronize()
+        producer.synchronize()
+        assert len(outcome) == 1
+        if outcome[0] == "launched":
+            launched += 1
+            np.testing.assert_allclose(out.cpu().numpy(), _reference(a, x, y), rtol=1e-6, atol=0)
+        else:
+            refused += 1
+    assert launched + refused == 40 and launched > 0
+
+
 # ---------------------------------------------------------------------------------------------
 # arrays without memory; autograd
 

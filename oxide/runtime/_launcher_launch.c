@@ -265,18 +265,48 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     } else {
         for (Py_ssize_t i = 0; i < s; i++) pointers[i] = &slots[i];
     }
+    /* A DeviceArray that another thread frees: DeviceArray.free() sets its `ptr` to 0, holding
+       the GIL, before it gives the memory back. Reading the other arguments may have run Python
+       code, and so another thread: each DeviceArray's pointer is read again now, and the launch
+       is queued without releasing the GIL, so no free() comes between that read and the launch
+       (a freed one goes to the Python path, which raises its TypeError). */
+    int holds_device_array = 0;
+    v = 0;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        if (!plan->is_view[i]) continue;
+        const View *view = &views[v++];
+        if (types[i] < 0 || array_kinds[types[i]] != ARRAY_DEVICE_ARRAY) continue;
+        PyObject *p = PyObject_GetAttr(args[i], s_ptr);
+        if (p == NULL) {
+            PyErr_Clear();
+            return FALLBACK;
+        }
+        uint64_t now = 0;
+        int same = pointer_of(p, &now) && now == view->ptr;
+        Py_DECREF(p);
+        if (!same) {
+            PyErr_Clear();
+            return FALLBACK;
+        }
+        holds_device_array = 1;
+    }
     /* The arguments stay alive: the caller holds them until we return, and cuLaunchKernel has
-       copied the parameter block by then. The GIL is released: a full launch queue blocks the
-       call, and must not block every Python thread with it. */
+       copied the parameter block by then. The GIL is released (unless a DeviceArray is passed,
+       above): a full launch queue blocks the call, and must not block every Python thread with it. */
     CUresult r;
     unsigned grid[3] = {self->grid[0], self->grid[1], self->grid[2]};
     unsigned block[3] = {self->block[0], self->block[1], self->block[2]};
     unsigned shared = self->shared;
     void *stream = (void *)(uintptr_t)launch_stream;
-    Py_BEGIN_ALLOW_THREADS
-    r = drv_launch(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, stream, s ? pointers : NULL,
-                   NULL);
-    Py_END_ALLOW_THREADS
+    if (holds_device_array) {
+        r = drv_launch(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, stream,
+                       s ? pointers : NULL, NULL);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        r = drv_launch(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, stream,
+                       s ? pointers : NULL, NULL);
+        Py_END_ALLOW_THREADS
+    }
     *err = r;
     if (r != 0) return CUDA_FAILED;
     if (n_bumps) bump_versions(args, bumps, n_bumps);

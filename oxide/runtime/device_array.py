@@ -42,7 +42,9 @@ class DeviceArray:
     ``s`` without a synchronization. A launch on another stream waits for ``s`` first, and
     freeing the array (``free()`` or collection) waits for every oxide launch that used it on
     another stream (an event recorded after each, waited for by ``s`` before
-    ``cuMemFreeAsync``)."""
+    ``cuMemFreeAsync``). A launch holds ``_uses_lock`` while it queues the kernel and records
+    that event, and ``free()`` takes it, so a free in another thread is ordered after the launch
+    or the launch is refused (kernel.py, ``Kernel._refuse_freed``)."""
 
     _uses_lock = threading.RLock()  # re-entered when collecting another array frees it meanwhile
 

@@ -268,20 +268,53 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         if variant.spec.cooperative:
             self._order_grid_barrier(uid, stream)
         packer = variant.packer
-        with packer.lock:
-            params = packer.pack(values)
-            if special:
-                err = self._launch_ex(drv, fn, grid, block, stream, shared_mem, params, cluster, cooperative)
-            else:
-                (err,) = drv.cuLaunchKernel(
-                    fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, params, 0
-                )
+        holds_device_array = False
+        for view in keep:
+            if type(view.owner) is DeviceArray:
+                holds_device_array = True
+                break
+        if holds_device_array:
+            # DeviceArray.free() in another thread takes this lock too: it either freed an array
+            # before (refused here, as its pointer is gone) or waits until this launch is queued
+            # and noted on the array (_after_launch), so its free is ordered after the launch
+            with DeviceArray._uses_lock:
+                self._refuse_freed(keep)
+                err = self._queue(drv, fn, packer, values, grid, block, stream, shared_mem, special, cluster,
+                                  cooperative)
+                if err == 0:
+                    self._after_launch(keep, stream)
+        else:
+            err = self._queue(drv, fn, packer, values, grid, block, stream, shared_mem, special, cluster, cooperative)
+            if err == 0:
+                self._after_launch(keep, stream)
         if err != 0:
             device.raise_cuda_error(err, f"launching kernel {self.name} (grid {grid}, block {block})")
-        self._after_launch(keep, stream)
         if self._plan is not None and self._planned and not special:
             self._teach(variant, handle, uid, fn, keep, drv, args)
         del keep  # the argument arrays stay alive until the driver has taken the launch
+
+    def _queue(self, drv: Any, fn: Any, packer: ArgPacker, values: list[Any], grid: tuple[int, int, int],
+               block: tuple[int, int, int], stream: int, shared_mem: int, special: bool,
+               cluster: tuple[int, int, int] | None, cooperative: bool) -> Any:
+        """Packs the slot values and hands the launch to the driver; its CUresult."""
+        with packer.lock:
+            params = packer.pack(values)
+            if special:
+                return self._launch_ex(drv, fn, grid, block, stream, shared_mem, params, cluster, cooperative)
+            (err,) = drv.cuLaunchKernel(
+                fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_mem, stream, params, 0
+            )
+            return err
+
+    def _refuse_freed(self, views: list[Any]) -> None:
+        """A DeviceArray that another thread freed after its pointer was read for this launch:
+        refused, naming the parameter (its memory may already belong to someone else)."""
+        d = self._dispatch
+        assert d is not None
+        for view, i in zip(views, d.view_index):
+            if type(view.owner) is DeviceArray and view.owner._freed:
+                raise TypeError(f"parameter {d.names[i]!r} of {self.name} is a DeviceArray that was freed "
+                                "(DeviceArray.free()) while the launch was being prepared: its memory is gone")
 
     def _order_grid_barrier(self, uid: int, stream: int) -> None:
         """A module's kernels that call grid.sync() share one barrier counter per context

@@ -55,7 +55,11 @@
 // kernels with a struct or vector parameter (passed as its scalar fields; oxide/abi/params.py)
 // are refused: launch those from Python; so is a kernel whose precondition reads a floating-point
 // argument (the compiler writes none), as the C launcher leaves it to Python.
-// The caller keeps the arrays alive and on the stream's device until the kernel has run.
+// The caller keeps the arrays alive and on the stream's device until the kernel has run. Memory
+// handed to a launch is not tracked here: memory that another stream frees (cuMemFreeAsync, an
+// oxide.DeviceArray allocated on another stream, whose free() knows nothing of this launch)
+// must wait for the launch, by an event recorded on the launch's stream after launch() returns
+// and waited for by the freeing stream, and no other thread may free it before launch() returns.
 #pragma once
 
 #include <dlfcn.h>
