@@ -325,3 +325,27 @@ def test_prebuilt_library_is_checked_for_the_symbols_it_must_define(tmp_path: Pa
     assert "the device symbol 'py_half' is defined more than once" in message
     assert f"{src.name}:{_line_of(src, 'def half(')} (Python device function 'half')" in message
     assert f"{library} (prebuilt, perhaps" in message
+
+
+@pytest.mark.parametrize("signature, where, message", [
+    ("def pair(a: f32, b: f32) -> tuple[f32, f32]:\n    return a + b, a - b",
+     "tuple[f32, f32]", "the exported function 'pair' returns tuple[f32, f32], which has no C type"),
+    ("def pair(a: ox.f32x2) -> f32:\n    return a.x + a.y", "a: ox.f32x2",
+     "the exported function 'pair' takes 'a' as a f32x2, which has no C type"),
+    ("def pair(a: ox.f8e4m3) -> f32:\n    return f32(a)", "a: ox.f8e4m3",
+     "the exported function 'pair' takes 'a' as a f8e4m3, which has no C type"),
+])
+def test_an_export_whose_signature_has_no_c_type_is_a_located_error(tmp_path: Path, signature: str, where: str,
+                                                                   message: str) -> None:
+    """A fuzzer finding: a tuple result reached link/boundary.py's c_type as an AssertionError."""
+    from oxide.errors import CompileError
+
+    src = tmp_path / "k.py"
+    src.write_text(KERNEL_HEAD + '\n@ox.device(export="py_pair")\n' + signature + "\n")
+    with pytest.raises(CompileError) as info:
+        compile_module(src, "k", OPTS, root=tmp_path)
+    msg = str(info.value)
+    line = _line_of(src, where)
+    col = src.read_text().splitlines()[line - 1].index(where) + 1
+    assert f"k.py:{line}:{col}: error: {message}" in msg, msg
+    assert "hint: " in msg

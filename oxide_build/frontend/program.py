@@ -349,6 +349,18 @@ class ProgramBuilder:
             for p in function.params:
                 if isinstance(p.ty, ThreadIndexType):
                     raise self.module.error(fdef, f"the exported function {name!r} cannot take a ThreadIndex")
+                if not _has_c_type(p.ty):  # C++ sees scalars, pointers and lengths
+                    arg = next((a for a in fdef.args.args if a.arg == p.name), fdef)
+                    raise self.module.error(arg, f"the exported function {name!r} takes {p.name!r} as a "
+                                                 f"{type_name(p.ty)}, which has no C type",
+                                            "take its fields or lanes as scalar parameters (C++ calls it through "
+                                            "a C signature)")
+            if not (isinstance(function.ret, (VoidType, ThreadIndexType)) or _has_c_type(function.ret)
+                    and not isinstance(function.ret, ViewType)):
+                raise self.module.error(fdef.returns or fdef, f"the exported function {name!r} returns "
+                                                              f"{type_name(function.ret)}, which has no C type",
+                                        "C++ calls it through a C signature: return one scalar, or write the "
+                                        "results into MutSlice parameters (a pointer each on the C++ side)")
             function.export = True
             self.functions.append(function)
 
@@ -631,6 +643,13 @@ def _constexpr_kind(module: ModuleSource, annotation: ast.expr | None) -> str | 
         return None
     inner = annotation.slice
     return "bool" if isinstance(inner, ast.Name) and inner.id == "bool" or oxide_name(module, inner) == "boolean" else "int"
+
+
+def _has_c_type(ty: Type) -> bool:
+    """Whether C++ can spell ``ty`` across an exported function's signature (link/boundary.py): a
+    scalar other than fp8, or a view of such scalars (a pointer, and its length or shape)."""
+    elem = ty.elem if isinstance(ty, ViewType) else ty
+    return isinstance(elem, ScalarType) and elem.kind != "fp8"
 
 
 def _param_spec(p: ir.Param) -> ParamSpec:
