@@ -39,6 +39,8 @@ IMPORT_TARGET_MS = 20.0
 LAUNCH_ONLY_MODULES = (
     "ctypes", "json", "numpy", "cuda", "cuda.bindings", "oxide.runtime.loader", "oxide.runtime.manifest",
     "oxide.runtime.arrays", "oxide.runtime.kernel_errors", "oxide.runtime.device", "oxide_build",
+    # nor what only some kernels need, nor stdlib modules the runtime does without (issue 28's cold start)
+    "oxide.tma", "oxide.runtime.tensor_maps", "threading", "dataclasses",
 )  # fmt: skip
 
 _CHILD = """

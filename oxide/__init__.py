@@ -92,7 +92,17 @@ from .lang import (
 
 __version__ = "0.1.0"
 
-from . import tma  # TMA descriptors (host) and the kernel language's ox.tma.* copies
+
+
+def __getattr__(name: str) -> object:
+    """``oxide.tma`` (TMA descriptors on the host, the kernel language's ``ox.tma.*`` copies) is
+    imported on first use: importing a package of kernels stays cheap (its cold start, issue 28)."""
+    if name == "tma":
+        import importlib
+
+        return importlib.import_module("oxide.tma")  # also binds oxide.tma: the next access is direct
+    raise AttributeError(f"module 'oxide' has no attribute {name!r}")
+
 
 __all__ = [
     "CompileError", "CudaError", "KernelError", "LinkError", "OxideError", "ToolchainError",

@@ -32,3 +32,26 @@ def test_runtime_names_are_imported_on_first_use() -> None:
         "try:\n    rt.nothing\nexcept AttributeError as e:\n    assert 'nothing' in str(e)\nelse:\n    raise SystemExit(1)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_tma_and_struct_support_load_on_first_use() -> None:
+    """``oxide.tma`` is imported when first named (attribute, from-import, star import) and its
+    descriptor converter joins the multi-slot converters then; ``@ox.struct`` still makes a dataclass."""
+    import subprocess
+
+    code = (
+        "import sys, oxide as ox\n"
+        "lazy = ('oxide.tma', 'oxide.runtime.tensor_maps', 'threading', 'dataclasses')\n"
+        "assert not any(m in sys.modules for m in lazy), [m for m in lazy if m in sys.modules]\n"
+        "from oxide.runtime.arguments import SEVERAL_SLOTS\n"
+        "assert [c.__name__ for c in SEVERAL_SLOTS] == ['FieldsConverter']\n"
+        "assert ox.tma.descriptor.__module__ == 'oxide.runtime.tensor_maps' and 'oxide.tma' in sys.modules\n"
+        "from oxide import tma\n"
+        "assert tma is ox.tma and 'TensorMapConverter' in {c.__name__ for c in SEVERAL_SLOTS}\n"
+        "from oxide import *\n"
+        "try:\n    ox.no_such_name\nexcept AttributeError as e:\n    assert 'no_such_name' in str(e)\n"
+        "else:\n    raise SystemExit(1)\n"
+        "@ox.struct\nclass P:\n    x: ox.f32\n    y: ox.f32\n"
+        "assert P(1.0, 2.0).y == 2.0 and P.__oxide_struct__ and 'dataclasses' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

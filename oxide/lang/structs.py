@@ -13,7 +13,6 @@ device functions stay testable on the CPU.
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 __all__ = ["struct", "struct_dtype"]
@@ -23,6 +22,8 @@ def struct(cls: type) -> Any:
     """Marks ``cls`` as a device struct (and makes it a dataclass on the host)."""
     if not isinstance(cls, type):
         raise TypeError("@oxide.struct decorates a class")
+    import dataclasses  # here, not at the top: importing oxide (a package's kernels) stays cheap
+
     made: Any = dataclasses.dataclass(cls)
     made.__oxide_struct__ = True
     return made

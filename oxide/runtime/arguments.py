@@ -25,14 +25,18 @@ from oxide.runtime.arrays import (
 from oxide.runtime.dispatch import CONSTEXPR, Dispatch, Specialization
 from oxide.runtime.launch import ScalarError
 from oxide.runtime.struct_params import FieldsConverter
-from oxide.runtime.tensor_maps import TensorMapConverter
+
+# the converters whose argument takes several slots (a list of values): a struct's fields, and a TMA
+# descriptor's words (oxide.runtime.tensor_maps adds its converter when it is imported, which a kernel
+# with a descriptor parameter does; a kernel without one never imports it)
+SEVERAL_SLOTS: set[type] = {FieldsConverter}
 
 if TYPE_CHECKING:
     from oxide.runtime.arrays import ArrayView
 
 __all__ = [
     "prepare", "check_aliasing", "choose_by_constexprs", "slot_values", "choose_by_scalars", "no_match",
-    "check_devices", "is_torch_tensor", "needs_autograd", "numpy_scalar_dtype", "fits_index32",
+    "check_devices", "is_torch_tensor", "needs_autograd", "numpy_scalar_dtype", "fits_index32", "SEVERAL_SLOTS",
 ]
 
 
@@ -166,7 +170,7 @@ def slot_values(kernel: str, variant: Specialization, args: Sequence[Any], views
                 append(view.length)
         else:
             try:
-                if type(conv) is FieldsConverter or type(conv) is TensorMapConverter:  # several slots
+                if type(conv) in SEVERAL_SLOTS:
                     values.extend(conv(args[i]))
                 else:
                     append(conv(args[i]))

@@ -467,7 +467,9 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
 
                 raise CudaError(f"the specializations of kernel {self.name} in {located.path} disagree on its parameters")
         from oxide.runtime.struct_params import FieldsConverter
-        from oxide.runtime.tensor_maps import TensorMapConverter
+
+        if any(p.is_tensor_map for s in specs for p in s.params):
+            from oxide.runtime.tensor_maps import TensorMapConverter
 
         variants = [
             Specialization(

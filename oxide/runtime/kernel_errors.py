@@ -36,7 +36,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import struct
-import threading
+import _thread  # threading's locks without importing threading (0.5 ms at import: issue 28)
 import time
 from typing import Any, Callable
 
@@ -86,7 +86,7 @@ class ErrorRecord:
         return f"<oxide error record of context {self.context:#x} at {self.host_address:#x}>"
 
 
-_lock = threading.RLock()
+_lock = _thread.RLock()
 _records: dict[int, ErrorRecord] = {}  # context uid -> its record
 _pages: list[mmap.mmap] = []  # the records' memory: kept for the life of the process
 # Every record, read by each launch. A tuple replaced on change, so readers need no lock.
