@@ -31,6 +31,7 @@ from fakes import (  # noqa: F401  (fixtures: fresh_runtime is autouse)
     TENSOR_SOURCE,
     CFakeDriver,
     FakeArray,
+    FakeDLPack,
     FakeDriver,
     _fake_torch,
     c_driver,
@@ -292,6 +293,93 @@ def test_malformed_cuda_array_interfaces_name_the_parameter(
 
     refused(c_driver, lambda: m.scale[1, 32](2.0, NotADict(), FakeArray(8)), TypeError,
             "parameter 'x' of scale needs a device array; got a malformed __cuda_array_interface__: it is a list, not a dict")
+
+
+class RaisingDLPack(FakeDLPack):
+    """A DLPack producer whose ``__dlpack__`` (or ``__dlpack_device__``) raises, or returns no capsule."""
+
+    def __init__(self, failing: str) -> None:
+        super().__init__((8,))
+        self.failing = failing
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        if self.failing == "device":
+            raise RuntimeError("no device today")
+        return super().__dlpack_device__()
+
+    def __dlpack__(self, stream: Any = None) -> Any:
+        if self.failing == "export":
+            raise BufferError("cannot export a tensor that requires grad")
+        if self.failing == "not a capsule":
+            return "capsule"
+        return super().__dlpack__(stream)
+
+
+@pytest.mark.parametrize("failing, message", [
+    ("export", "calling __dlpack__() of a test_runtime_soundness.RaisingDLPack failed: BufferError: cannot export a tensor that requires grad"),
+    ("device", "calling __dlpack_device__() of a test_runtime_soundness.RaisingDLPack failed: RuntimeError: no device today"),
+    ("not a capsule", "__dlpack__() of a test_runtime_soundness.RaisingDLPack returned str, not an unconsumed 'dltensor' capsule"),
+])
+def test_a_failing_dlpack_producer_names_the_parameter(tmp_path: Path, c_driver: CFakeDriver, path: str,
+                                                       failing: str, message: str) -> None:
+    """Issue 26 item 2: a raising __dlpack__ came out as the producer's bare BufferError."""
+    m = saxpy_module(tmp_path, c_driver)
+    t = tensor_module(tmp_path, c_driver)
+    m.scale[1, 32](2.0, FakeDLPack((8,)), FakeArray(8))
+    t.tadd[1, 32](FakeDLPack((2, 2)), 1.0, FakeArray(shape=(2, 2)))
+    settle(path)
+    refused(c_driver, lambda: m.scale[1, 32](2.0, RaisingDLPack(failing), FakeArray(8)), TypeError,
+            f"parameter 'x' of scale needs a device array; {message}")
+    refused(c_driver, lambda: t.tadd[1, 32](RaisingDLPack(failing), 1.0, FakeArray(shape=(2, 2))), TypeError,
+            f"parameter 'a' of tadd needs a device array; {message}")
+
+
+class CudaStreamAttribute:
+    def __init__(self, handle: Any) -> None:
+        self.cuda_stream = handle
+
+
+class CudaStreamProtocol:
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __cuda_stream__(self) -> Any:
+        return self.value
+
+
+@pytest.mark.parametrize("stream, error, message", [
+    (-1, ValueError, "its handle is -1, outside 0 to 2**64 - 1"),
+    (2**64, ValueError, "its handle is 18446744073709551616, outside 0 to 2**64 - 1"),
+    (CudaStreamAttribute(-1), ValueError,
+     "its handle (the cuda_stream of its CudaStreamAttribute) is -1, outside 0 to 2**64 - 1"),
+    (CudaStreamAttribute(2**64), ValueError,
+     "its handle (the cuda_stream of its CudaStreamAttribute) is 18446744073709551616, outside 0 to 2**64 - 1"),
+    (CudaStreamAttribute(1.5), TypeError, "its handle (the cuda_stream of its CudaStreamAttribute) is 1.5, not an int"),
+    (CudaStreamAttribute(True), TypeError, "its handle (the cuda_stream of its CudaStreamAttribute) is True, not an int"),
+    (CudaStreamProtocol((0, 2**64)), ValueError,
+     "its handle (the handle CudaStreamProtocol.__cuda_stream__() returned) is 18446744073709551616, outside 0 to 2**64 - 1"),
+    (CudaStreamProtocol((0, -5)), ValueError,
+     "its handle (the handle CudaStreamProtocol.__cuda_stream__() returned) is -5, outside 0 to 2**64 - 1"),
+    (CudaStreamProtocol((0, "0x5")), TypeError,
+     "its handle (the handle CudaStreamProtocol.__cuda_stream__() returned) is '0x5', not an int"),
+], ids=["-1", "2**64", "cuda_stream=-1", "cuda_stream=2**64", "cuda_stream=1.5", "cuda_stream=True",
+        "__cuda_stream__=(0,2**64)", "__cuda_stream__=(0,-5)", "__cuda_stream__=str"])
+def test_bad_stream_handles_are_refused_naming_the_stream(tmp_path: Path, c_driver: CFakeDriver, path: str,
+                                                          stream: Any, error: type[Exception], message: str) -> None:
+    """Issue 26 item 3: cuda_stream = -1 (both paths), 2**64 and a __cuda_stream__ of (0, 2**64)
+    (the Python path) were handed to the driver as garbage handles."""
+    m = saxpy_module(tmp_path, c_driver)
+    m.scale[1, 32, 0x5](2.0, FakeArray(8), FakeArray(8))
+    settle(path)
+    refused(c_driver, lambda: m.scale[1, 32, stream](2.0, FakeArray(8), FakeArray(8)), error,
+            f"the stream of scale[grid, block, stream] is not a CUDA stream: {message}")
+    refused(c_driver, lambda: m.scale.launch(2.0, FakeArray(8), FakeArray(8), grid=1, block=32, stream=stream), error,
+            f"the stream of scale[grid, block, stream] is not a CUDA stream: {message}")
+    with pytest.raises(error) as info:
+        DeviceArray.empty(8, "f32", stream=stream)
+    assert str(info.value) == f"DeviceArray.empty(stream=...) is not a CUDA stream: {message}"
+    m.scale[1, 32, CudaStreamAttribute(2**64 - 1)](2.0, FakeArray(8), FakeArray(8))  # the largest handle is one
+    assert c_driver.launches[-1]["stream"] == 2**64 - 1
 
 
 def test_launch_dimensions_beyond_cuda_limits(tmp_path: Path, c_driver: CFakeDriver) -> None:

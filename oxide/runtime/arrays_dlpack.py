@@ -71,16 +71,28 @@ def dlpack_dtype(code: int, bits: int, lanes: int) -> str:
 
 def _dlpack_tensor(obj: Any, dl_device: Any) -> tuple[Any, _DLTensor]:
     """The DLPack capsule of ``obj`` and the DLTensor in it; raises unless it is CUDA memory."""
-    device_type = int(dl_device()[0])
+    try:
+        device_type = int(dl_device()[0])
+    except Exception as e:  # the producer's own failure: said with the parameter it was passed as
+        raise ViewError(f"needs a device array; calling __dlpack_device__() of a {type_name(obj)} failed: "
+                        f"{type(e).__name__}: {e}") from None
     if device_type in _DLPACK_HOST_DEVICES:
         raise host_error(obj)
     if device_type not in DLPACK_CUDA_DEVICES:
         raise ViewError(f"needs a CUDA device array; got a {type_name(obj)} on DLPack device type {device_type}")
     try:
-        capsule = obj.__dlpack__(stream=None)
-    except TypeError:
-        capsule = obj.__dlpack__()
-    return capsule, _dltensor_of(capsule)
+        try:
+            capsule = obj.__dlpack__(stream=None)
+        except TypeError:  # a producer of DLPack before 2021 takes no stream
+            capsule = obj.__dlpack__()
+    except Exception as e:  # e.g. BufferError: a tensor that cannot be exported
+        raise ViewError(f"needs a device array; calling __dlpack__() of a {type_name(obj)} failed: "
+                        f"{type(e).__name__}: {e}") from None
+    try:
+        return capsule, _dltensor_of(capsule)
+    except (TypeError, ValueError):  # no capsule, or one that was consumed or is of another name
+        raise ViewError(f"needs a device array; __dlpack__() of a {type_name(obj)} returned "
+                        f"{type(capsule).__name__}, not an unconsumed 'dltensor' capsule") from None
 
 
 def view(obj: Any, dl_device: Any) -> ArrayView:

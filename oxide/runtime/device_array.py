@@ -64,7 +64,7 @@ class DeviceArray:
         self._owned = owned and self.ptr != 0
         self.device = device
         self._stream_owner = stream  # kept alive: the memory is freed on it
-        self._stream = None if stream is None else stream_handle(stream)
+        self._stream = None if stream is None else stream_handle(stream, "DeviceArray(stream=...)")
         self._freed = False
         # stream handle -> an event recorded after the last oxide launch that used this
         # stream-ordered array on that stream (not its own); the free waits for them
@@ -79,7 +79,7 @@ class DeviceArray:
             raise ValueError(f"an array shape cannot be negative; got {shape}")
         np_dtype = _numpy_dtype(dtype)
         nbytes = math.prod(shape) * np_dtype.itemsize
-        handle = None if stream is None else stream_handle(stream)
+        handle = None if stream is None else stream_handle(stream, "DeviceArray.empty(stream=...)")
         ptr, ordinal = 0, None
         if nbytes:
             ctx = device.current_context()

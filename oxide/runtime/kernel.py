@@ -87,7 +87,8 @@ class LaunchConfig(launcher.LaunchBase):  # type: ignore[misc]
         else:
             self.grid, self.block = normalize_dims(grid, block, kernel.name)
         # None: the current stream of the arguments' framework, read at each launch (streams.py)
-        self.stream: int | None = None if stream is None else stream_handle(stream)
+        self.stream: int | None = (None if stream is None else
+                                   stream_handle(stream, f"the stream of {kernel.name}[grid, block, stream]"))
         if not isinstance(shared_mem, int) or shared_mem < 0:
             raise ValueError(f"shared_mem must be a non-negative int of bytes; got {shared_mem!r}")
         self.shared_mem = shared_mem

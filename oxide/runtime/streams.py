@@ -19,36 +19,50 @@ __all__ = ["LEGACY_DEFAULT_STREAM", "stream_handle", "framework_of", "current_st
 LEGACY_DEFAULT_STREAM = 0
 
 
-def stream_handle(stream: Any) -> int:
+MAX_STREAM_HANDLE = 2**64 - 1  # a CUstream is a pointer: 64 bits, unsigned
+
+
+def stream_handle(stream: Any, what: str = "stream") -> int:
     """The ``CUstream`` handle of ``stream`` as an int.
 
     Accepted: ``None`` (the legacy default stream), an int handle, a
     ``cuda.bindings.driver.CUstream``, anything with ``__cuda_stream__()`` returning
     ``(version, handle)`` (cuda.core), anything with a ``cuda_stream`` attribute
-    (``torch.cuda.Stream``, ``cupy.cuda.Stream``).
+    (``torch.cuda.Stream``, ``cupy.cuda.Stream``). A handle must be an int of 0 to 2**64 - 1;
+    anything else is refused (``ValueError`` or ``TypeError``) naming ``what``, the argument
+    it was passed as, rather than handed to the driver as a garbage handle.
     """
     if stream is None:
         return LEGACY_DEFAULT_STREAM
     if type(stream) is int:
-        if stream < 0:
-            raise ValueError(f"a stream handle cannot be negative; got {stream}")
-        return stream
+        return _checked(stream, what, "")
     protocol = getattr(stream, "__cuda_stream__", None)
     if protocol is not None:
         value = protocol() if callable(protocol) else protocol
         if isinstance(value, tuple) and len(value) == 2:
-            return int(value[1])
-        raise TypeError(f"__cuda_stream__ of {type(stream).__name__} returned {value!r}, not (version, handle)")
+            return _checked(value[1], what, f"the handle {type(stream).__name__}.__cuda_stream__() returned")
+        raise TypeError(f"{what}: __cuda_stream__ of {type(stream).__name__} returned {value!r}, "
+                        "not (version, handle)")
     handle = getattr(stream, "cuda_stream", None)
     if handle is not None:
-        return int(handle)
+        return _checked(handle, what, f"the cuda_stream of its {type(stream).__name__}")
     if type(stream).__name__ == "CUstream" or isinstance(stream, int):
-        return int(stream)
+        return _checked(int(stream), what, f"its {type(stream).__name__}")
     raise TypeError(
-        f"cannot use a {type(stream).__name__} as a CUDA stream: pass None, an int handle, a "
+        f"{what}: cannot use a {type(stream).__name__} as a CUDA stream: pass None, an int handle, a "
         "cuda.bindings.driver.CUstream, or an object with __cuda_stream__ or .cuda_stream "
         "(torch.cuda.Stream, cupy.cuda.Stream)"
     )
+
+
+def _checked(handle: Any, what: str, source: str) -> int:
+    """``handle`` if it is a CUstream's value: an int (not a bool) of 0 to 2**64 - 1."""
+    of = f" ({source})" if source else ""
+    if type(handle) is bool or not isinstance(handle, int):
+        raise TypeError(f"{what} is not a CUDA stream: its handle{of} is {handle!r}, not an int")
+    if not 0 <= handle <= MAX_STREAM_HANDLE:
+        raise ValueError(f"{what} is not a CUDA stream: its handle{of} is {handle}, outside 0 to 2**64 - 1")
+    return int(handle)
 
 
 def framework_of(arrays: Iterable[Any]) -> tuple[str, int] | None:
