@@ -161,10 +161,21 @@ def _check_settings(config_settings: ConfigSettings) -> None:
     load_config(_project_dir(), config_settings)
 
 
+def _toolchain_requirements(config_settings: ConfigSettings) -> list[str]:
+    """The CUDA C++ toolchain (NVRTC, CCCL, cuRAND) for a project that compiles C++, when this
+    build environment lacks it (``oxide_build.package.build_requirements``)."""
+    from oxide_build.config import load_config
+    from oxide_build.package.build_requirements import missing_cpp_toolchain
+
+    project = _project_dir()
+    return missing_cpp_toolchain(project, load_config(project, config_settings))
+
+
 @_reports_user_errors
 def get_requires_for_build_wheel(config_settings: ConfigSettings = None) -> list[str]:
     _check_settings(config_settings)
-    return list(_host_backend().get_requires_for_build_wheel(_host_settings(config_settings)))
+    host = list(_host_backend().get_requires_for_build_wheel(_host_settings(config_settings)))
+    return host + [r for r in _toolchain_requirements(config_settings) if r not in host]
 
 
 @_reports_user_errors
@@ -176,7 +187,8 @@ def get_requires_for_build_sdist(config_settings: ConfigSettings = None) -> list
 @_reports_user_errors
 def get_requires_for_build_editable(config_settings: ConfigSettings = None) -> list[str]:
     _check_settings(config_settings)
-    return list(_host_editable_hook("get_requires_for_build_editable")(_host_settings(config_settings)))
+    host = list(_host_editable_hook("get_requires_for_build_editable")(_host_settings(config_settings)))
+    return host + [r for r in _toolchain_requirements(config_settings) if r not in host]
 
 
 def _kernel_modules(project: Path, config_settings: ConfigSettings, warn: bool = False) -> list[str]:

@@ -554,3 +554,48 @@ def test_a_build_records_the_driver_its_cubins_need(tmp_path: Path) -> None:
     compile_project(project, load_config(project), tmp_path / "staging", log=io.StringIO())
     manifest = json_module.loads((tmp_path / "staging" / "flatproj" / "_oxide" / "flatproj.ops.json").read_text())
     assert manifest["cuda_driver"] == 1000 * int(nvjitlink_version().split(".")[0])  # 13000 with [build]
+
+
+# --- only the toolchain a project needs ---------------------------------------------------------
+
+
+def test_the_cpp_extra_is_the_cpp_toolchain() -> None:
+    import tomllib as toml_module
+
+    from oxide_build.package.build_requirements import CPP_EXTRA, CPP_TOOLCHAIN
+
+    pyproject = toml_module.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    extras = pyproject["project"]["optional-dependencies"]
+    assert tuple(extras[CPP_EXTRA]) == CPP_TOOLCHAIN
+    build = " ".join(extras["build"])
+    assert "nvrtc" not in build and "cccl" not in build and "curand" not in build
+
+
+def test_get_requires_adds_the_cpp_toolchain_only_for_cpp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from oxide_build.config import load_config
+    from oxide_build.package import build_requirements
+    from oxide_build.toolchain import discovery
+
+    pure = make_project(tmp_path / "a", {"ops.py": SCALE})
+    with_cu = make_project(tmp_path / "b", {"ops.py": SCALE}, files={"csrc/x.cu": ""})
+    with_extern = make_project(tmp_path / "c", {"ops.py": TWICE.format(source="/opt/shared/twice.cu")})
+    real_locate = discovery.locate
+    monkeypatch.setattr(discovery, "locate", lambda name: None if name in ("NVRTC", "CCCL headers") else real_locate(name))
+    assert build_requirements.missing_cpp_toolchain(pure, load_config(pure)) == []
+    for project in (with_cu, with_extern):
+        wanted = build_requirements.missing_cpp_toolchain(project, load_config(project))
+        assert [w.split("[")[0].split("=")[0].split(">")[0] for w in wanted] == [
+            "cuda-toolkit", "nvidia-cuda-nvrtc", "nvidia-cuda-cccl", "nvidia-cuda-runtime", "nvidia-curand"]
+    from importlib.metadata import version
+
+    major, minor = version("nvidia-nvjitlink").split(".")[:2]
+    assert f"nvidia-cuda-nvrtc=={major}.{minor}.*" in build_requirements.cpp_toolchain_requirements()
+    # with NVRTC and CCCL in the environment already, nothing more
+    monkeypatch.setattr(discovery, "locate", real_locate)
+    assert build_requirements.missing_cpp_toolchain(with_cu, load_config(with_cu)) == []
+
+
+def test_get_requires_hook_of_a_pure_project_is_the_hosts(tmp_path: Path) -> None:
+    project = make_project(tmp_path, {"ops.py": SCALE})
+    wanted = call_hook(project, "get_requires_for_build_wheel").value
+    assert not [w for w in wanted if "nvidia" in w or "cuda" in w], wanted  # setuptools' own only

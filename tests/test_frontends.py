@@ -182,7 +182,8 @@ def check_installed(python: Path, project: str, env: dict[str, str], cwd: Path, 
 
 
 def assert_toolchain_of_the_build_env(log: str) -> None:
-    """Every piece the build used lies in the build's own (isolated) environment."""
+    """Every piece the build used lies in the build's own (isolated) environment (these
+    projects have C++: NVRTC and CCCL came through get_requires_for_build_*)."""
     pieces = dict(TOOLCHAIN_LINE.findall(log))
     assert {"nvJitLink", "NVVM", "NVRTC", "nvFatbin", "CCCL headers"} <= set(pieces), log[-4000:]
     ours = Path(sys.prefix).resolve()
@@ -305,12 +306,35 @@ def test_build_extra_resolves_to_one_cuda_release_next_to_a_pinned_nvjitlink(
     env = bare_env(None, oxide_wheel_dir)
     report = tmp_path / "report.json"
     run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet", "--report", report,
-         "oxide-cuda[build]", "nvidia-nvjitlink==13.0.88"], env, tmp_path, "resolve [build] with a pin")
+         "oxide-cuda[build,cpp]", "nvidia-nvjitlink==13.0.88"], env, tmp_path, "resolve [build] with a pin")
     chosen = {i["metadata"]["name"]: i["metadata"]["version"] for i in json.loads(report.read_text())["install"]}
     assert chosen["nvidia-nvjitlink"] == "13.0.88"
     for producer in ("nvidia-nvvm", "nvidia-cuda-nvrtc"):
         assert chosen[producer].startswith("13.0."), chosen
     assert "nvidia-cuda-cccl" in chosen, chosen
+
+
+def test_an_isolated_build_of_a_project_without_cpp_installs_no_cpp_toolchain(
+    tmp_path: Path, oxide_wheel_dir: Path, compile_cache: Path
+) -> None:
+    """pure_kernel has Python kernels only: its isolated build gets the [build] extra and no
+    NVRTC, CCCL or cuRAND (get_requires_for_build_wheel adds them only for C++); a project with
+    C++ (the others here) gets them from the same hook."""
+    env = bare_env(tmp_path / "venv" / "bin", oxide_wheel_dir)
+    python = make_venv(tmp_path / "venv", env)
+    project = tmp_path / "pure_kernel"
+    shutil.copytree(Path(__file__).resolve().parent / "packages" / "pure_kernel", project, ignore=IGNORE)
+    out = tmp_path / "wheels"
+    log = run([python, "-m", "pip", "wheel", "-v", "--no-deps", "-w", out, project], env, tmp_path,
+              "pip wheel (no C++)")
+    assert re.search(r"NVRTC: not found \(pip install nvidia-cuda-nvrtc\)", log), log[-4000:]
+    assert re.search(r"CCCL headers: not found", log), log[-4000:]
+    assert "nvidia-curand" not in log and "nvidia_curand" not in log, log[-4000:]
+    pieces = dict(TOOLCHAIN_LINE.findall(log))
+    assert pieces["nvJitLink"].endswith("libnvJitLink.so.13"), log[-4000:]
+    (wheel,) = out.glob("pure_kernel-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        assert "purekernel/_oxide/purekernel.ops.json" in zf.namelist()
 
 
 # A CUDA 12 build environment, from PyPI (docs/toolchain.md, "Building for CUDA 12 drivers"):

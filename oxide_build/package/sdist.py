@@ -35,7 +35,7 @@ from oxide.runtime.manifest import ARTIFACT_DIR
 from oxide_build.package.wheel import normalized_dist_name
 
 __all__ = [
-    "SDIST_SOURCE_NAMES", "SDIST_SOURCE_SUFFIXES", "SourceOutsideProject", "check_extern_sources_inside",
+    "SDIST_SOURCE_NAMES", "SDIST_SOURCE_SUFFIXES", "SourceOutsideProject", "check_extern_sources_inside", "extern_sources",
     "normalized_sdist_prefix", "project_sources", "rewrite_sdist",
 ]
 
@@ -52,11 +52,10 @@ class SourceOutsideProject(OxideError):
     cannot carry it."""
 
 
-def check_extern_sources_inside(project_dir: Path, root: Path, packages: list[str] | None) -> None:
-    """Fails when a ``sources=`` entry of an ``@ox.extern`` / ``@ox.extern_kernel`` in a kernel
-    module of the project (read from the source, nothing imported) lies outside
-    ``project_dir``: the sdist carries the project's files only, so a wheel built from it could
-    not link, while the tree's own build did."""
+def extern_sources(root: Path, packages: list[str] | None) -> list[tuple[Path, int, str, Path]]:
+    """Every ``sources=`` entry of an ``@ox.extern`` / ``@ox.extern_kernel`` in the kernel
+    modules under ``root`` (read from the source, nothing imported): (module file, line, the
+    entry as written, the file it names)."""
     import ast
 
     from oxide_build.frontend.decorator_arguments import module_strings
@@ -64,7 +63,7 @@ def check_extern_sources_inside(project_dir: Path, root: Path, packages: list[st
     from oxide_build.scan import ProjectIndex, _names_oxide, scan_tree
 
     index = ProjectIndex(root)
-    base = project_dir.resolve()
+    found: list[tuple[Path, int, str, Path]] = []
     for scanned in scan_tree(root, packages, index).modules:
         module = index.module(scanned.name)
         if module is None:
@@ -78,14 +77,23 @@ def check_extern_sources_inside(project_dir: Path, root: Path, packages: list[st
                 for kw in dec.keywords:
                     names = module_strings(module, kw.value) if kw.arg == "sources" else None
                     for name in names or []:
-                        path = extern_source_path(module.path, name)
-                        if not path.is_relative_to(base):
-                            raise SourceOutsideProject(
-                                f"{module.path}:{dec.lineno}: sources= names {name!r} ({path}), which lies outside "
-                                f"the project {base}: an sdist carries only the project's files, so a wheel built "
-                                "from it could not link. Move the file into the project (sources= paths are "
-                                "relative to the module's directory, or else to the project root)"
-                            )
+                        found.append((module.path, dec.lineno, name, extern_source_path(module.path, name)))
+    return found
+
+
+def check_extern_sources_inside(project_dir: Path, root: Path, packages: list[str] | None) -> None:
+    """Fails when a ``sources=`` entry of an ``@ox.extern`` / ``@ox.extern_kernel`` in a kernel
+    module of the project lies outside ``project_dir``: the sdist carries the project's files
+    only, so a wheel built from it could not link, while the tree's own build did."""
+    base = project_dir.resolve()
+    for module_path, line, name, path in extern_sources(root, packages):
+        if not path.is_relative_to(base):
+            raise SourceOutsideProject(
+                f"{module_path}:{line}: sources= names {name!r} ({path}), which lies outside "
+                f"the project {base}: an sdist carries only the project's files, so a wheel built "
+                "from it could not link. Move the file into the project (sources= paths are "
+                "relative to the module's directory, or else to the project root)"
+            )
 
 
 def project_sources(project_dir: Path) -> list[str]:

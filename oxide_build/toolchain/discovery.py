@@ -33,6 +33,7 @@ from oxide.errors import ToolchainError
 
 __all__ = [
     "COMPONENTS",
+    "CPP_COMPONENTS",
     "Component",
     "LoadedLibrary",
     "Located",
@@ -110,6 +111,10 @@ COMPONENTS: dict[str, Component] = {c.name: c for c in (
     Component("nvcc", "nvidia-cuda-nvcc", ("nvidia/cu13/bin/nvcc", "nvidia/cuda_nvcc/bin/nvcc"), ("bin/nvcc",),
               cu12_distribution="nvidia-cuda-nvcc-cu12"),
 )}
+
+
+# what the [cpp] extra provides, not the [build] extra: compiling CUDA C++
+CPP_COMPONENTS = frozenset({"NVRTC", "CCCL headers", "CUDA runtime headers", "libcudadevrt"})
 
 
 def environment_cuda_major() -> int:
@@ -224,6 +229,10 @@ def missing_message(name: str) -> str:
     if name != "nvJitLink" and install_hint(name) != component.distribution:
         return (f"{name} was not found in {where}: pip install {install_hint(name)} (this environment's "
                 "toolchain is CUDA 12's: docs/toolchain.md, \"Building for CUDA 12 drivers\", lists its packages)")
+    if name in CPP_COMPONENTS:
+        return (f"{name} was not found in {where}: pip install {component.distribution} "
+                "(or pip install 'oxide-cuda[cpp]'; an isolated build of a project with CUDA C++ installs it "
+                "by itself, through get_requires_for_build_wheel)")
     return (f"{name} was not found in {where}: pip install {component.distribution} "
             f"(or pip install 'oxide-cuda[build]'; in an isolated build, list \"oxide-cuda[build]\" "
             f"in [build-system] requires)")

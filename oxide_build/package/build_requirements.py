@@ -1,0 +1,95 @@
+"""What a build environment must add for one project: the CUDA C++ toolchain only for projects
+that have C++.
+
+The ``[build]`` extra is the compiler of Python kernels: llvmlite, cuda-bindings, nvJitLink,
+libNVVM and libdevice, nvFatbin and ptxas. NVRTC, the CCCL and CUDA runtime headers and cuRAND
+(the ``[cpp]`` extra, about a third of the toolchain's size and most of its files) are needed
+only to compile CUDA C++: a project whose tree holds ``.cu`` / ``.cuh`` files, that names
+``[tool.oxide] link`` inputs or a ``sources=`` of an ``@ox.extern``, or that builds with CMake.
+``get_requires_for_build_wheel`` / ``_editable`` return them for such a project, so an isolated
+build (pip, build, uv) installs them then and only then, pinned to the release of the
+environment's nvJitLink (a producer of LTO-IR must not be newer than the linker).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from oxide_build.config import OxideConfig
+
+__all__ = [
+    "CPP_EXTRA", "CPP_TOOLCHAIN", "cpp_toolchain_requirements", "missing_cpp_toolchain", "needs_cpp_toolchain",
+    "project_has_cpp",
+]
+
+CPP_EXTRA = "cpp"
+# the [cpp] extra of oxide-cuda, as pyproject.toml spells it (a test keeps the two equal)
+CPP_TOOLCHAIN: tuple[str, ...] = (
+    "cuda-toolkit[nvrtc,cccl,cudart,curand]>=13.0.2,<14",
+    "nvidia-cuda-nvrtc>=13.0,<14",
+    "nvidia-cuda-cccl>=13.0,<14",
+    "nvidia-cuda-runtime>=13.0,<14",
+    "nvidia-curand>=10.4,<11",
+)
+_CPP_SOURCE_SUFFIXES = frozenset({".cu", ".cuh"})
+_SKIP_DIRS = frozenset({"build", "dist", "_oxide", "__pycache__", "node_modules", "venv", "site-packages"})
+
+
+def project_has_cpp(project_dir: Path) -> bool:
+    """A ``.cu`` or ``.cuh`` file in the project tree (hidden directories, build outputs and
+    virtual environments not searched), or a CMake build."""
+    if (project_dir / "CMakeLists.txt").is_file():
+        return True
+    for dirpath, dirnames, filenames in os.walk(project_dir):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS]
+        if any(os.path.splitext(f)[1].lower() in _CPP_SOURCE_SUFFIXES for f in filenames):
+            return True
+    return False
+
+
+def _names_extern_sources(project_dir: Path, config: OxideConfig) -> bool:
+    from oxide_build.build import scan_root
+    from oxide_build.package.sdist import extern_sources
+
+    packages = list(config.packages) if config.packages is not None else None
+    return bool(extern_sources(scan_root(project_dir), packages))
+
+
+def needs_cpp_toolchain(project_dir: Path, config: OxideConfig) -> bool:
+    """Whether building the project compiles CUDA C++ (NVRTC, CCCL, cuRAND)."""
+    return (bool(config.link) or config.cmake_kernels or project_has_cpp(project_dir)
+            or _names_extern_sources(project_dir, config))
+
+
+def cpp_toolchain_requirements() -> list[str]:
+    """``CPP_TOOLCHAIN`` with NVRTC pinned to the CUDA release of the environment's nvJitLink
+    (``nvidia-cuda-nvrtc==13.0.*`` next to nvJitLink 13.0), and cuda-toolkit to the version
+    there, so that the pieces installed now match the ones installed before."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = list(CPP_TOOLCHAIN)
+    try:
+        major, minor = version("nvidia-nvjitlink").split(".")[:2]
+        out[1] = f"nvidia-cuda-nvrtc=={major}.{minor}.*"
+    except (PackageNotFoundError, ValueError):
+        pass
+    try:
+        out[0] = f"cuda-toolkit[nvrtc,cccl,cudart,curand]=={version('cuda-toolkit')}"
+    except PackageNotFoundError:
+        pass
+    return out
+
+
+def missing_cpp_toolchain(project_dir: Path, config: OxideConfig) -> list[str]:
+    """What to add to this build environment for this project: nothing when it compiles no C++,
+    when NVRTC and the CCCL headers are there already, or when the environment's toolchain is
+    CUDA 12's (whose packages are named otherwise: docs/toolchain.md)."""
+    from oxide_build.toolchain.discovery import environment_cuda_major, locate
+
+    if not needs_cpp_toolchain(project_dir, config):
+        return []
+    if locate("NVRTC") is not None and locate("CCCL headers") is not None:
+        return []
+    if environment_cuda_major() == 12:
+        return []
+    return cpp_toolchain_requirements()
