@@ -245,3 +245,28 @@ def test_the_compiler_folders_form_no_cycle() -> None:
         " <-> ".join(c) for c in cycles)
     graph = folder_graph()
     assert "oxide_build.compile" not in graph["link"] and "backends" not in graph["link"]
+
+
+# the passes that still name an intrinsic: the fma pass makes math.fma, the fp8 arch check reads
+# the operand types of mma.sync's fp8 form
+PASSES_NAMING_INTRINSICS = {("oxide_build.passes.fma", "math.fma"), ("oxide_build.passes.fp8_arch", "mma.sync")}
+
+
+def test_passes_read_intrinsic_roles_not_names() -> None:
+    """A pass asks an intrinsic's entry for a role (intrinsics/entry.py's ``Role``) or an
+    attribute, so that a new intrinsic of a kind is seen by declaring it in its entry: no pass
+    writes an intrinsic's name, or the prefix of a group of them."""
+    from oxide_build.intrinsics import INTRINSICS
+
+    groups = {f"{info.group}." for info in INTRINSICS.values() if info.op}
+    found = set()
+    for name, path in _modules().items():
+        if not name.startswith("oxide_build.passes"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        in_messages = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for part in node.values}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in in_messages and (
+                    node.value in INTRINSICS or node.value in groups):
+                found.add((name, node.value))
+    assert found == PASSES_NAMING_INTRINSICS

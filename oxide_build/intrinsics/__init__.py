@@ -23,9 +23,11 @@ from __future__ import annotations
 
 from . import (asm, atomic, bits, cluster, cp_async, math, mbarrier, memory, mma, printing, selection, thread, timer, tma,
                vector, warp, wgmma)
-from .entry import IntrinsicInfo
+from .entry import IntrinsicInfo, Role
 
-__all__ = ["IntrinsicInfo", "INTRINSICS", "KEYWORD_INTRINSICS", "intrinsic_info"]
+from ..ir import nodes as ir
+
+__all__ = ["IntrinsicInfo", "INTRINSICS", "KEYWORD_INTRINSICS", "Role", "has_role", "intrinsic_info"]
 
 GROUPS = (thread, memory, vector, warp, atomic, math, bits, timer, printing, asm, mma, cp_async, wgmma, mbarrier, tma, cluster,
           selection)
@@ -40,3 +42,12 @@ def intrinsic_info(name: str) -> IntrinsicInfo | None:
     """The entry of a language intrinsic; None for the IR's internal ones (``checked_index``,
     ``flat_index``), which are none of the above."""
     return INTRINSICS.get(name)
+
+
+def has_role(e: ir.Expr, role: Role) -> bool:
+    """Whether ``e`` is a call of an intrinsic whose entry declares ``role``: what passes ask
+    instead of matching names."""
+    if not isinstance(e, ir.Intrinsic):
+        return False
+    info = INTRINSICS.get(e.name)
+    return info is not None and role in info.roles

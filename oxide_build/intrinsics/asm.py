@@ -20,7 +20,7 @@ from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
 from ..ir.types import I32, TupleType, Type, VoidType, as_scalar, type_name
-from .entry import IntrinsicInfo
+from .entry import IntrinsicInfo, Role
 
 if TYPE_CHECKING:
     from llvmlite import ir as ll
@@ -182,4 +182,6 @@ def _lower_asm(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.
 
 
 ENTRIES = [IntrinsicInfo("asm", _type_asm, _lower_asm, thread_dependent=True, convergent=True,
-                         keywords=("outputs", "inputs", "memory"))]
+                         keywords=("outputs", "inputs", "memory"),
+                         # it may be bar.sync, or a fence.proxy.async
+                         roles=frozenset({Role.ORDERS_THREADS, Role.MBARRIER_INIT_FENCE}))]

@@ -13,7 +13,7 @@ from oxide.lang.types import SCALAR_TYPES, ScalarType
 from ..ir import nodes as ir
 from ..ir.types import ArrayType, ViewType, type_name
 from .arguments import check_arg_count
-from .entry import IntrinsicInfo
+from .entry import IntrinsicInfo, Role
 from .warp import combine
 
 if TYPE_CHECKING:
@@ -249,5 +249,6 @@ def _from_bits(fl: LoweringContext, value: ll.Value, elem: ScalarType) -> ll.Val
 
 
 # an atomic returns the value it replaced: which thread saw which is a race
-ENTRIES = [IntrinsicInfo(f"atomic.{op}", _type_atomic, _lower_atomic, thread_dependent=True, keywords=("scope",))
+ENTRIES = [IntrinsicInfo(f"atomic.{op}", _type_atomic, _lower_atomic, thread_dependent=True, keywords=("scope",),
+                         roles=frozenset({Role.LANE_VARYING}))
            for op in ("cas", *ATOMIC_OPS)]

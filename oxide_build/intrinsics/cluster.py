@@ -40,7 +40,7 @@ from ..ir import nodes as ir
 from ..ir.types import I32, I64, ArrayType, VoidType, as_scalar, type_name
 from .arguments import check_arg_count
 from .asm import asm_call
-from .entry import IntrinsicInfo
+from .entry import IntrinsicInfo, Role
 from .mbarrier import barrier_address, barrier_arguments, shared_address32
 
 if TYPE_CHECKING:
@@ -172,14 +172,16 @@ def _lower_mbarrier_arrive(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intri
     return asm_call(fl, text, "r,r,~{memory}", ll.VoidType(), [shared_address32(fl, bar), fl.expr(rank)])
 
 
+ORDERS = frozenset({Role.ORDERS_THREADS})
 ENTRIES = [
     IntrinsicInfo("cluster.rank", _type_register, _lower_register, value_range=(0, MAX_CLUSTER_BLOCKS - 1),
                   min_arch=MIN_ARCH),
     IntrinsicInfo("cluster.num_blocks", _type_register, _lower_register, value_range=(1, MAX_CLUSTER_BLOCKS),
                   min_arch=MIN_ARCH),
-    IntrinsicInfo("cluster.sync", _type_sync, _lower_sync, convergent=True, min_arch=MIN_ARCH),
-    IntrinsicInfo("cluster.arrive", _type_sync, _lower_sync, convergent=True, keywords=("relaxed",), min_arch=MIN_ARCH),
-    IntrinsicInfo("cluster.wait", _type_sync, _lower_sync, convergent=True, min_arch=MIN_ARCH),
+    IntrinsicInfo("cluster.sync", _type_sync, _lower_sync, convergent=True, min_arch=MIN_ARCH, roles=ORDERS),
+    IntrinsicInfo("cluster.arrive", _type_sync, _lower_sync, convergent=True, keywords=("relaxed",), min_arch=MIN_ARCH,
+                  roles=ORDERS),
+    IntrinsicInfo("cluster.wait", _type_sync, _lower_sync, convergent=True, min_arch=MIN_ARCH, roles=ORDERS),
     IntrinsicInfo("cluster.map_shared", _type_map_shared, _lower_map_shared, min_arch=MIN_ARCH),
     IntrinsicInfo("cluster.mbarrier_arrive", _type_mbarrier_arrive, _lower_mbarrier_arrive, min_arch=MIN_ARCH),
 ]

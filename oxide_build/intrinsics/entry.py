@@ -7,6 +7,7 @@ collects them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum, auto
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
@@ -17,12 +18,44 @@ if TYPE_CHECKING:
     from ..ir import nodes as ir
     from .context import LoweringContext, TypingContext
 
-__all__ = ["IntrinsicInfo", "Typing", "Lowering"]
+__all__ = ["IntrinsicInfo", "Role", "Typing", "Lowering"]
 
 # typing: checks a call's arguments and makes its ir.Intrinsic (the result type decided)
 Typing = Callable[["TypingContext", "IntrinsicInfo", "ast.Call"], "ir.Expr"]
 # lowering: the LLVM value of an ir.Intrinsic of this entry
 Lowering = Callable[["LoweringContext", "IntrinsicInfo", "ir.Intrinsic"], "ll.Value"]
+
+
+class Role(Enum):
+    """What a pass needs to know an intrinsic does, declared in its entry (``roles``): the
+    passes ask for a role, never for a name, so that a new intrinsic of the kind is seen by
+    every pass that cares by declaring the role."""
+
+    # barriers and ordering (passes/divergence.py, passes/mbarrier_lint.py)
+    BLOCK_BARRIER = auto()  # every thread of the block must reach it together (block votes)
+    GRID_BARRIER = auto()  # every thread of the grid must reach it together (grid.sync)
+    ORDERS_THREADS = auto()  # orders what threads did before it for those after it (bar.sync, inline PTX)
+    # how alike its result is across the block (passes/uniformity.py); otherwise from its
+    # operands (and thread_dependent: may differ, nothing says how)
+    LANE_VARYING = auto()  # differs between the threads of one warpgroup
+    WARPGROUP_UNIFORM = auto()  # the same in the 128 threads of a warpgroup
+    BLOCK_UNIFORM = auto()  # the same in every thread of the block (a block vote's answer)
+    # warpgroup collectives (passes/warpgroup_divergence.py)
+    WARPGROUP_COLLECTIVE = auto()  # all 128 threads of a warpgroup must reach it at once
+    # asynchronous warpgroup MMA on register arrays (passes/wgmma_fence.py, passes/wgmma_order.py)
+    WGMMA = auto()  # reads or writes its register arrays asynchronously (not an access of the thread)
+    WGMMA_MMA = auto()
+    WGMMA_FENCE = auto()
+    WGMMA_COMMIT = auto()
+    WGMMA_WAIT = auto()
+    # shared-memory barriers (passes/mbarrier_lint.py)
+    MBARRIER_ARRAY = auto()  # makes a barrier array
+    MBARRIER_INIT = auto()
+    MBARRIER_EXPECT_TX = auto()  # sets the bytes a phase waits for
+    MBARRIER_WAIT = auto()  # returns once the phase completed
+    MBARRIER_INVALIDATE = auto()
+    MBARRIER_INIT_FENCE = auto()  # makes inits visible to the async proxy (or may: inline PTX)
+    ASYNC_BYTES = auto()  # counts the bytes it moves on a barrier it names (TMA)
 
 
 @dataclass(frozen=True)
@@ -43,6 +76,10 @@ class IntrinsicInfo:
     - ``parameters``: the names of its positional parameters, which a call may also pass by
       keyword (numba's ``shared.array(shape=..., dtype=...)``); the frontend puts them in
       place before the typing sees the call.
+    - ``roles``: what passes need to know it does (``Role``);
+    - ``thread_stride``: its result is the block's linear thread index divided by this
+      (``warp.id()``: 32), for the uniformity analysis;
+    - ``vector_lanes``: the elements a vector access reads or writes at once (``x.load4``: 4);
     - ``min_arch``: the oldest arch with the instruction (``"sm_90"``: that arch and newer);
       an arch-specific one (``"sm_90a"``) means exactly that arch, as its instructions do not
       carry forward. A kernel built for another arch is a located compile error
@@ -60,6 +97,12 @@ class IntrinsicInfo:
     builtin: bool = False
     parameters: tuple[str, ...] = ()
     min_arch: str | None = None
+    roles: frozenset[Role] = frozenset()
+    thread_stride: int | None = None
+    vector_lanes: int | None = None
+
+    def has(self, role: Role) -> bool:
+        return role in self.roles
 
     @property
     def group(self) -> str:

@@ -33,7 +33,7 @@ from ..ir import nodes as ir
 from ..ir.types import BOOL, I32, I64, ArrayType, VoidType, as_scalar, type_name
 from .arguments import check_arg_count
 from .asm import asm_call
-from .entry import IntrinsicInfo
+from .entry import IntrinsicInfo, Role
 
 if TYPE_CHECKING:
     from llvmlite import ir as ll
@@ -224,13 +224,16 @@ def _lower_fence_init(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic)
 
 
 ENTRIES = [
-    IntrinsicInfo("mbarrier.array", _type_array, _lower_allocation),
-    IntrinsicInfo("mbarrier.init", _type_init, _lower_init),
+    IntrinsicInfo("mbarrier.array", _type_array, _lower_allocation, roles=frozenset({Role.MBARRIER_ARRAY})),
+    IntrinsicInfo("mbarrier.init", _type_init, _lower_init, roles=frozenset({Role.MBARRIER_INIT})),
     IntrinsicInfo("mbarrier.arrive", _type_barrier_only, _lower_arrive),
-    IntrinsicInfo("mbarrier.arrive_expect_tx", _type_tx, _lower_tx, min_arch=MIN_ARCH),
-    IntrinsicInfo("mbarrier.expect_tx", _type_tx, _lower_tx, min_arch=MIN_ARCH),
-    IntrinsicInfo("mbarrier.try_wait", _type_wait, _lower_try_wait, thread_dependent=True, min_arch=MIN_ARCH),
-    IntrinsicInfo("mbarrier.wait", _type_wait, _lower_wait, min_arch=MIN_ARCH),
-    IntrinsicInfo("mbarrier.fence_init", _type_fence_init, _lower_fence_init, min_arch=MIN_ARCH),
-    IntrinsicInfo("mbarrier.inval", _type_barrier_only, _lower_inval),
+    IntrinsicInfo("mbarrier.arrive_expect_tx", _type_tx, _lower_tx, min_arch=MIN_ARCH,
+                  roles=frozenset({Role.MBARRIER_EXPECT_TX})),
+    IntrinsicInfo("mbarrier.expect_tx", _type_tx, _lower_tx, min_arch=MIN_ARCH, roles=frozenset({Role.MBARRIER_EXPECT_TX})),
+    IntrinsicInfo("mbarrier.try_wait", _type_wait, _lower_try_wait, thread_dependent=True, min_arch=MIN_ARCH,
+                  roles=frozenset({Role.MBARRIER_WAIT})),
+    IntrinsicInfo("mbarrier.wait", _type_wait, _lower_wait, min_arch=MIN_ARCH, roles=frozenset({Role.MBARRIER_WAIT})),
+    IntrinsicInfo("mbarrier.fence_init", _type_fence_init, _lower_fence_init, min_arch=MIN_ARCH,
+                  roles=frozenset({Role.MBARRIER_INIT_FENCE})),
+    IntrinsicInfo("mbarrier.inval", _type_barrier_only, _lower_inval, roles=frozenset({Role.MBARRIER_INVALIDATE})),
 ]

@@ -14,7 +14,7 @@ from oxide.abi.views import ViewKind
 from ..ir.types import ArrayType, ThreadIndexType, ViewType, VoidType, type_name
 from .arguments import check_arg_count
 from .asm import asm_call
-from .entry import IntrinsicInfo
+from .entry import IntrinsicInfo, Role
 
 if TYPE_CHECKING:
     from llvmlite import ir as ll
@@ -153,7 +153,8 @@ ENTRIES = [
     IntrinsicInfo("shared.dynamic", _type_dynamic, _lower_allocation, parameters=("dtype",), keywords=("swizzle",)),
     IntrinsicInfo("local.array", _type_array, _lower_allocation, parameters=("shape", "dtype")),
     *(IntrinsicInfo(f"fence.{scope}", _type_fence, _lower_fence) for scope in FENCES),
-    IntrinsicInfo("fence.proxy_async", _type_fence, _lower_proxy_fence, min_arch="sm_90"),
+    IntrinsicInfo("fence.proxy_async", _type_fence, _lower_proxy_fence, min_arch="sm_90",
+                  roles=frozenset({Role.MBARRIER_INIT_FENCE})),
     # a volatile load sees what other threads write while the kernel runs
     IntrinsicInfo("volatile.load", _type_volatile, _lower_volatile, thread_dependent=True),
     IntrinsicInfo("volatile.store", _type_volatile, _lower_volatile),

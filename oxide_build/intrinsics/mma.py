@@ -37,7 +37,7 @@ from ..ir.ops import BinaryOp
 from ..ir.types import I64, ArrayType, VoidType, as_scalar, type_name
 from .arguments import check_arg_count
 from .asm import asm_call
-from .entry import IntrinsicInfo
+from .entry import IntrinsicInfo, Role
 
 if TYPE_CHECKING:
     from llvmlite import ir as ll
@@ -405,6 +405,7 @@ ENTRIES = [
     *(IntrinsicInfo(f"mma.fragment_{role}", _type_fragment, _lower_allocation) for role in ROLES),
     IntrinsicInfo("mma.sync", _type_sync, _lower_sync, convergent=True),
     IntrinsicInfo("mma.ldmatrix", _type_matrix_copy, _lower_ldmatrix, thread_dependent=True, convergent=True,
+                  roles=frozenset({Role.LANE_VARYING}),
                   keywords=("trans",)),
     IntrinsicInfo("mma.stmatrix", _type_matrix_copy, _lower_stmatrix, convergent=True, keywords=("trans",),
                   min_arch="sm_90"),

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..ir import nodes as ir
 from ..ir.types import BOOL, I32, THREAD_INDEX, VOID, ThreadIndexType, TupleType
-from .entry import IntrinsicInfo
+from .entry import IntrinsicInfo, Role
 from .memory import FENCES
 
 if TYPE_CHECKING:
@@ -160,11 +160,17 @@ def _lowered_as_ir_node(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsi
     raise AssertionError(f"{info.name} is typed into an IR node of its own, which lower/llvm.py lowers")
 
 
+LANE = frozenset({Role.LANE_VARYING})
 ENTRIES = [
-    IntrinsicInfo("thread.index_1d", _type_index_1d, _lowered_as_ir_node, thread_dependent=True),
-    IntrinsicInfo("thread.index_2d", _type_index_2d, _lowered_as_ir_node, thread_dependent=True),
-    IntrinsicInfo("thread.index_3d", _type_index_3d, _lowered_as_ir_node, thread_dependent=True),
-    IntrinsicInfo("block.sync", _type_sync, _lowered_as_ir_node, convergent=True),
-    IntrinsicInfo(GRID_SYNC, _type_grid_sync, _lower_grid_sync, convergent=True),
-    *(IntrinsicInfo(name, _type_block_vote, _lower_block_vote, convergent=True) for name in BLOCK_VOTES),
+    IntrinsicInfo("thread.index_1d", _type_index_1d, _lowered_as_ir_node, thread_dependent=True, roles=LANE),
+    IntrinsicInfo("thread.index_2d", _type_index_2d, _lowered_as_ir_node, thread_dependent=True, roles=LANE),
+    IntrinsicInfo("thread.index_3d", _type_index_3d, _lowered_as_ir_node, thread_dependent=True, roles=LANE),
+    # block.sync() is an ir.Call of BARRIER in the IR (the passes know that one by its symbol)
+    IntrinsicInfo("block.sync", _type_sync, _lowered_as_ir_node, convergent=True, roles=frozenset({Role.ORDERS_THREADS})),
+    IntrinsicInfo(GRID_SYNC, _type_grid_sync, _lower_grid_sync, convergent=True,
+                  roles=frozenset({Role.GRID_BARRIER, Role.ORDERS_THREADS})),
+    # a block vote is a barrier, and its answer is the block's
+    *(IntrinsicInfo(name, _type_block_vote, _lower_block_vote, convergent=True,
+                    roles=frozenset({Role.BLOCK_BARRIER, Role.ORDERS_THREADS, Role.BLOCK_UNIFORM}))
+      for name in BLOCK_VOTES),
 ]

@@ -16,7 +16,7 @@ from oxide.lang.types import SCALAR_TYPES
 from ..ir import nodes as ir
 from ..ir.types import I64, VoidType, as_scalar
 from .arguments import check_arg_count
-from .entry import IntrinsicInfo
+from .entry import IntrinsicInfo, Role
 
 if TYPE_CHECKING:
     from llvmlite import ir as ll
@@ -66,6 +66,7 @@ def _lower_nanosleep(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) 
 
 # each thread reads its own clock at its own time: a condition on it differs between threads
 ENTRIES = [
-    *(IntrinsicInfo(f"timer.{op}", _type_read, _lower_read, thread_dependent=True) for op in READS),
+    *(IntrinsicInfo(f"timer.{op}", _type_read, _lower_read, thread_dependent=True,
+                    roles=frozenset({Role.LANE_VARYING})) for op in READS),
     IntrinsicInfo("timer.nanosleep", _type_nanosleep, _lower_nanosleep),
 ]

@@ -44,7 +44,7 @@ from ..ir.ops import BinaryOp
 from ..ir.types import I32, I64, ArrayType, TensorMapType, VoidType, as_scalar, type_name
 from .arguments import check_arg_count
 from .asm import asm_call, instruction_call
-from .entry import IntrinsicInfo
+from .entry import IntrinsicInfo, Role
 from .cluster import MAX_CLUSTER_BLOCKS
 from .mbarrier import barrier_address, barrier_arguments, shared_address32
 
@@ -521,8 +521,9 @@ def _lower_box(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.
     return fl.b.trunc(fl.b.mul(box, ll.Constant(ll.IntType(64), desc.ty.elem.itemsize)), ll.IntType(32))
 
 
+BYTES = frozenset({Role.ASYNC_BYTES})  # a barrier it names counts the bytes it moves
 ENTRIES = [
-    IntrinsicInfo("tma.load", _type_load, _lower_load, keywords=("multicast",), min_arch=MIN_ARCH),
+    IntrinsicInfo("tma.load", _type_load, _lower_load, keywords=("multicast",), min_arch=MIN_ARCH, roles=BYTES),
     IntrinsicInfo("tma.store", _type_store, _lower_store, min_arch=MIN_ARCH),
     IntrinsicInfo("tma.prefetch", _type_prefetch, _lower_prefetch, min_arch=MIN_ARCH),
     IntrinsicInfo("tma.store_commit", _type_commit, _lower_commit, min_arch=MIN_ARCH),

@@ -115,5 +115,5 @@ def _lower_vector(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> 
     return ll.Constant(ll.IntType(32), 0)
 
 
-ENTRIES = [IntrinsicInfo(f"view.{op}", _type_vector, _lower_vector, method=True)
+ENTRIES = [IntrinsicInfo(f"view.{op}", _type_vector, _lower_vector, method=True, vector_lanes=int(op[-1]))
            for op in ("load2", "load4", "load8", "store2", "store4", "store8")]

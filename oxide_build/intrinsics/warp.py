@@ -16,7 +16,7 @@ from oxide.lang.types import SCALAR_TYPES, ScalarType
 from ..ir import nodes as ir
 from ..ir.types import BOOL, I32, VoidType, as_scalar
 from .arguments import check_arg_count, keyword_args, scalar_arg
-from .entry import IntrinsicInfo
+from .entry import IntrinsicInfo, Role
 
 if TYPE_CHECKING:
     from llvmlite import ir as ll
@@ -239,17 +239,22 @@ def combine(fl: LoweringContext, op: str, a: ll.Value, c: ll.Value, st: ScalarTy
     return b.select(cmp("<" if op == "min" else ">", a, c), a, c)
 
 
+# one answer per lane or per warp, four warps to a warpgroup
+LANE = frozenset({Role.LANE_VARYING})
 ENTRIES = [
-    IntrinsicInfo("warp.lane", _type_id, _lower_lane, thread_dependent=True, value_range=(0, 31)),
-    IntrinsicInfo("warp.id", _type_id, _lower_warp_id, thread_dependent=True, value_range=(0, 31)),
-    IntrinsicInfo("warp.sync", _type_sync, _lower_sync, thread_dependent=True, convergent=True, keywords=("mask",)),
-    IntrinsicInfo("warp.active_mask", _type_active_mask, _lower_active_mask, thread_dependent=True, convergent=True),
-    *(IntrinsicInfo(f"warp.{op}", _type_vote, _lower_vote, thread_dependent=True, convergent=True, keywords=("mask",))
-      for op in ("all", "any", "ballot")),
+    IntrinsicInfo("warp.lane", _type_id, _lower_lane, thread_dependent=True, value_range=(0, 31), roles=LANE),
+    IntrinsicInfo("warp.id", _type_id, _lower_warp_id, thread_dependent=True, value_range=(0, 31), roles=LANE,
+                  thread_stride=32),
+    IntrinsicInfo("warp.sync", _type_sync, _lower_sync, thread_dependent=True, convergent=True, keywords=("mask",),
+                  roles=frozenset({Role.LANE_VARYING, Role.ORDERS_THREADS})),
+    IntrinsicInfo("warp.active_mask", _type_active_mask, _lower_active_mask, thread_dependent=True, convergent=True,
+                  roles=LANE),
+    *(IntrinsicInfo(f"warp.{op}", _type_vote, _lower_vote, thread_dependent=True, convergent=True, keywords=("mask",),
+                    roles=LANE) for op in ("all", "any", "ballot")),
     IntrinsicInfo("warp.match_any", _type_match, _lower_match, thread_dependent=True, convergent=True,
-                  keywords=("mask",)),
+                  keywords=("mask",), roles=LANE),
     *(IntrinsicInfo(f"warp.{op}", _type_shuffle, _lower_shuffle, thread_dependent=True, convergent=True,
-                    keywords=("mask", "width")) for op in SHUFFLE_KINDS),
+                    keywords=("mask", "width"), roles=LANE) for op in SHUFFLE_KINDS),
     *(IntrinsicInfo(f"warp.{op}", _type_reduce, _lower_reduce, thread_dependent=True, convergent=True,
-                    keywords=("mask",)) for op in REDUCTIONS),
+                    keywords=("mask",), roles=LANE) for op in REDUCTIONS),
 ]

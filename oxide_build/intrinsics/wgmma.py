@@ -63,7 +63,7 @@ from ..ir import nodes as ir
 from ..ir.types import I32, ArrayType, VoidType, as_scalar, type_name
 from .arguments import check_arg_count
 from .asm import asm_call, instruction_call
-from .entry import IntrinsicInfo
+from .entry import IntrinsicInfo, Role
 from .mma import fragment_operand, load_registers
 
 if TYPE_CHECKING:
@@ -438,16 +438,25 @@ def _lower_warpgroup_id(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsi
     return b.call(shfl, [ll.Constant(ll.IntType(32), -1), group, ll.Constant(ll.IntType(32), 0), ll.Constant(ll.IntType(32), 31)])
 
 
+def _wgmma(*roles: Role) -> frozenset[Role]:
+    return frozenset({Role.WGMMA, Role.WARPGROUP_COLLECTIVE, *roles})
+
+
 ENTRIES = [
-    IntrinsicInfo("wgmma.accumulator", _type_accumulator, _lower_allocation),
+    IntrinsicInfo("wgmma.accumulator", _type_accumulator, _lower_allocation, roles=frozenset({Role.WGMMA})),
     IntrinsicInfo("wgmma.mma", _type_mma, _lower_mma, convergent=True, keywords=("scale_d", "b_major", "b_rows"),
-                  min_arch=SM90A),
-    IntrinsicInfo("wgmma.fence", _type_no_args, _lower_simple, convergent=True, min_arch=SM90A),
-    IntrinsicInfo("wgmma.fence_operand", _type_fence_operand, _lower_fence_operand),
-    IntrinsicInfo("wgmma.commit_group", _type_no_args, _lower_simple, convergent=True, min_arch=SM90A),
-    IntrinsicInfo("wgmma.wait_group", _type_wait, _lower_wait, convergent=True, min_arch=SM90A),
+                  min_arch=SM90A, roles=_wgmma(Role.WGMMA_MMA)),
+    IntrinsicInfo("wgmma.fence", _type_no_args, _lower_simple, convergent=True, min_arch=SM90A,
+                  roles=_wgmma(Role.WGMMA_FENCE)),
+    IntrinsicInfo("wgmma.fence_operand", _type_fence_operand, _lower_fence_operand, roles=frozenset({Role.WGMMA})),
+    IntrinsicInfo("wgmma.commit_group", _type_no_args, _lower_simple, convergent=True, min_arch=SM90A,
+                  roles=_wgmma(Role.WGMMA_COMMIT)),
+    IntrinsicInfo("wgmma.wait_group", _type_wait, _lower_wait, convergent=True, min_arch=SM90A,
+                  roles=_wgmma(Role.WGMMA_WAIT)),
     IntrinsicInfo("warpgroup.id", _type_warpgroup_id, _lower_warpgroup_id, thread_dependent=True, convergent=True,
-                  value_range=(0, 7)),
-    IntrinsicInfo("warpgroup.setmaxnreg_inc", _type_setmaxnreg, _lower_setmaxnreg, convergent=True, min_arch=SM90A),
-    IntrinsicInfo("warpgroup.setmaxnreg_dec", _type_setmaxnreg, _lower_setmaxnreg, convergent=True, min_arch=SM90A),
+                  value_range=(0, 7), roles=frozenset({Role.WARPGROUP_UNIFORM})),
+    IntrinsicInfo("warpgroup.setmaxnreg_inc", _type_setmaxnreg, _lower_setmaxnreg, convergent=True, min_arch=SM90A,
+                  roles=frozenset({Role.WARPGROUP_COLLECTIVE})),
+    IntrinsicInfo("warpgroup.setmaxnreg_dec", _type_setmaxnreg, _lower_setmaxnreg, convergent=True, min_arch=SM90A,
+                  roles=frozenset({Role.WARPGROUP_COLLECTIVE})),
 ]

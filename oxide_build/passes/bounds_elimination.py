@@ -24,6 +24,7 @@ from typing import Iterator
 
 from oxide.abi.manifest import ErrorSite, Precondition
 
+from ..intrinsics import intrinsic_info
 from ..ir import nodes as ir
 from ..ir.ops import LogicOp
 from ..ir.types import ArrayType, ViewType, as_scalar, int_limits
@@ -32,7 +33,6 @@ from .bounds_prover import Poly, Prover, add, atom, const, mul
 __all__ = ["BoundsElimination"]
 
 Access = ir.ViewLoad | ir.ViewSlice | ir.Intrinsic | ir.Store  # what a bounds check guards
-VECTOR_PREFIX = "view."  # the view methods load2/load4/store2/store4 (intrinsics/vector.py)
 
 
 @dataclass(frozen=True)
@@ -232,12 +232,14 @@ class _FunctionProofs:
         if isinstance(e, ir.Intrinsic) and e.check_site is not None:
             # an access through an intrinsic: its check is proven after the view and the index,
             # before the other operands (as the intrinsic's typing asks)
-            vector = e.name.startswith(VECTOR_PREFIX)
+            info = intrinsic_info(e.name)
+            lanes = info.vector_lanes if info is not None else None  # x.load4(k): the view methods of intrinsics/vector.py
+            vector = lanes is not None
             lead = 3 if vector else 2
             e.args[:lead] = [self.expr(a) for a in e.args[:lead]]
             view, index = e.args[0], e.args[1]
-            if vector:
-                proven = self.proves_vector(index, int(e.name[-1]), view)
+            if lanes is not None:
+                proven = self.proves_vector(index, lanes, view)
             else:
                 proven = self.element_proven(view, index)
             if proven:

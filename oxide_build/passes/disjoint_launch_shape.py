@@ -32,7 +32,7 @@ class DisjointLaunchShape:
     def apply(self, program: ir.Program) -> ir.Program:
         if not any(fn.unit_extents for fn in program.functions):
             return program
-        calls, _ = calls_and_barriers(program, "")
+        calls, _ = calls_and_barriers(program, None)
         for kernel in program.functions:
             if not kernel.is_kernel:
                 continue

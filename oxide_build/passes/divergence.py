@@ -20,28 +20,29 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..intrinsics import intrinsic_info
-from ..intrinsics.thread import BARRIER, BLOCK_VOTES, GRID_SYNC  # what block.sync() and grid.sync() are in the IR
+from ..intrinsics import Role, has_role, intrinsic_info
+from ..intrinsics.thread import BARRIER  # what block.sync() is in the IR: a call of the LLVM barrier
 from ..ir import nodes as ir
 from ..ir.verify import IRError
 
 __all__ = ["BarrierDivergence", "BARRIER", "is_thread_dependent", "calls_and_barriers", "functions_reaching", "reached_from"]
 
 
-def _barrier_name(x: ir.Expr, grid_barrier: str = GRID_SYNC) -> str | None:
-    """"block.sync()" or "grid.sync()" where ``x`` is that barrier."""
+def _barrier_name(x: ir.Expr, grid_barrier: Role = Role.GRID_BARRIER) -> str | None:
+    """"block.sync()", "grid.sync()" or a block vote's name where ``x`` is that barrier."""
     if isinstance(x, ir.Call) and x.symbol == BARRIER:
         return "block.sync()"
-    if isinstance(x, ir.Intrinsic) and x.name == grid_barrier:
+    if has_role(x, grid_barrier):
         return "grid.sync()"
-    if isinstance(x, ir.Intrinsic) and x.name in BLOCK_VOTES:
+    if has_role(x, Role.BLOCK_BARRIER):
+        assert isinstance(x, ir.Intrinsic)
         return f"{x.name}()"
     return None
 
 
-def calls_and_barriers(program: ir.Program, barrier: str) -> tuple[dict[str, list[str]], dict[str, ir.Loc]]:
-    """Each function's callees, and the functions that contain the intrinsic ``barrier`` (one
-    place each)."""
+def calls_and_barriers(program: ir.Program, barrier: Role | None) -> tuple[dict[str, list[str]], dict[str, ir.Loc]]:
+    """Each function's callees, and the functions that contain an intrinsic of role ``barrier``
+    (one place each; None: none)."""
     calls: dict[str, list[str]] = {}
     found: dict[str, ir.Loc] = {}
     for fn in program.functions:
@@ -49,7 +50,7 @@ def calls_and_barriers(program: ir.Program, barrier: str) -> tuple[dict[str, lis
         for s in ir.statements(fn.body):
             for root in ir.statement_roots(s):
                 for x in ir.subexpressions(root):
-                    if isinstance(x, ir.Intrinsic) and x.name == barrier:
+                    if barrier is not None and has_role(x, barrier):
                         found.setdefault(fn.symbol, x.loc)
                     elif isinstance(x, ir.Call):
                         calls[fn.symbol].append(x.symbol)
@@ -89,7 +90,7 @@ def reached_from(kernel: ir.Function, program: ir.Program,
     """``kernel``, then every function it calls directly or through others, each once, nearest
     first (``calls``: the call graph of ``calls_and_barriers``, when the caller has it)."""
     if calls is None:
-        calls, _ = calls_and_barriers(program, "")
+        calls, _ = calls_and_barriers(program, None)
     by_symbol = {fn.symbol: fn for fn in program.functions}
     out: list[ir.Function] = []
     seen: set[str] = set()
@@ -139,7 +140,7 @@ def is_thread_dependent(e: ir.Expr, names: set[str], calls: set[str] | frozenset
 
 def _mark_cooperative(program: ir.Program) -> None:
     """``cooperative`` on each kernel that reaches grid.sync()."""
-    calls, syncs = calls_and_barriers(program, GRID_SYNC)
+    calls, syncs = calls_and_barriers(program, Role.GRID_BARRIER)
     reaching = set(syncs)
     changed = True
     while changed:
@@ -212,7 +213,7 @@ class BarrierDivergence:
                             raise self._error(fn, x, facts, names[x.symbol])
                         barrier = _barrier_name(x)
                         if barrier is not None:
-                            scope = "block" if barrier.startswith("block.") else "grid"
+                            scope = barrier.partition(".")[0]  # the namespace of the one it names: block or grid
                             raise IRError(f"{barrier} under a condition that differs between threads can "
                                           f"deadlock the {scope}", fn.python_name, fn.file, x.loc,
                                           f"move {barrier} out of the branch or loop so every thread reaches it",
@@ -229,7 +230,7 @@ class BarrierDivergence:
     @staticmethod
     def _error(fn: ir.Function, call: ir.Call, facts: _Facts, callee: str) -> IRError:
         file, loc, barrier = facts.barrier_at[call.symbol]
-        scope = "block" if barrier.startswith("block.") else "grid"
+        scope = barrier.partition(".")[0]  # the namespace of the one it names: block or grid
         return IRError(
             f"{callee}() reaches {barrier} (at {file}:{loc.line}:{loc.col}), and this call is under a "
             "condition that differs between threads: the threads that skip it never arrive at the "

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..intrinsics import intrinsic_info
+from ..intrinsics import Role, has_role
 from ..intrinsics.thread import BARRIER
 from ..ir import nodes as ir
 from ..ir.types import ArrayType
@@ -43,10 +43,6 @@ from .uniformity import ProgramUniformity, Uniformity, program_uniformity
 
 __all__ = ["MbarrierLint"]
 
-INIT = "mbarrier.init"
-EXPECTS = frozenset({"mbarrier.arrive_expect_tx", "mbarrier.expect_tx"})
-WAITS = frozenset({"mbarrier.wait", "mbarrier.try_wait"})
-FENCES = frozenset({"mbarrier.fence_init", "fence.proxy_async", "asm"})
 
 Condition = tuple[str, bool]  # a condition's text and the branch taken (True: then)
 
@@ -56,11 +52,7 @@ def _is_sync(x: ir.Expr) -> bool:
     a cluster or grid one, a block vote, warp.sync, or inline PTX (it may be ``bar.sync``)."""
     if isinstance(x, ir.Call):
         return x.symbol == BARRIER
-    if not isinstance(x, ir.Intrinsic):
-        return False
-    info = intrinsic_info(x.name)
-    return info is not None and info.convergent and (info.group in ("block", "grid", "cluster", "asm")
-                                                      or x.name == "warp.sync")
+    return has_role(x, Role.ORDERS_THREADS)
 
 
 def _barrier_args(x: ir.Intrinsic) -> list[tuple[str, ir.Expr]]:
@@ -125,7 +117,7 @@ class MbarrierLint:
         uniformity = program_uniformity(program)
         syncing = set(functions_reaching(program, lambda x: "sync" if _is_sync(x) else None))
         fencing = set(functions_reaching(
-            program, lambda x: "fence" if isinstance(x, ir.Intrinsic) and x.name in FENCES else None))
+            program, lambda x: "fence" if has_role(x, Role.MBARRIER_INIT_FENCE) else None))
         for fn in program.functions:
             _FunctionLint(fn, uniformity, syncing, fencing).run()
         return program
@@ -150,16 +142,16 @@ class _FunctionLint:
                 assigned.setdefault(s.name, []).append(s.value)
             if isinstance(s, ir.ArrayDecl):
                 self.declared_at.setdefault(s.name, s.loc)
-            elif isinstance(s, ir.Assign) and isinstance(s.value, ir.Intrinsic) and s.value.name == "mbarrier.array":
+            elif isinstance(s, ir.Assign) and has_role(s.value, Role.MBARRIER_ARRAY):
                 self.declared_at.setdefault(s.name, s.loc)
             for root in ir.statement_roots(s):
                 for x in ir.subexpressions(root):
                     if isinstance(x, ir.Call):
                         self.passed |= {a.name for a in x.args if isinstance(a, ir.Var)
                                         and isinstance(a.ty, ArrayType) and a.ty.barrier}
-                    elif isinstance(x, ir.Intrinsic) and x.name in EXPECTS:
+                    elif isinstance(x, ir.Intrinsic) and has_role(x, Role.MBARRIER_EXPECT_TX):
                         self.expected |= {name for name, _ in _barrier_args(x)}
-                    elif isinstance(x, ir.Intrinsic) and x.name == INIT:
+                    elif isinstance(x, ir.Intrinsic) and has_role(x, Role.MBARRIER_INIT):
                         for name, _ in _barrier_args(x):
                             self.first_init.setdefault(name, x.loc)
         # locals assigned once, by their values: `t == 0` with `t = thread.idx.x` is the
@@ -212,7 +204,7 @@ class _FunctionLint:
             # a loop that names an array's init counts it initialized from its first trip on
             ahead = state.copy()
             ahead.initialized |= {name for t in ir.statements(body) for root in ir.statement_roots(t)
-                                  for x in ir.subexpressions(root) if isinstance(x, ir.Intrinsic) and x.name == INIT
+                                  for x in ir.subexpressions(root) if isinstance(x, ir.Intrinsic) and has_role(x, Role.MBARRIER_INIT)
                                   for name, _ in _barrier_args(x)}
             once = self.block(body, ahead.copy(), inner)
             twice = self.block(body, ahead.merge(once), inner)
@@ -226,7 +218,7 @@ class _FunctionLint:
         body = list(ir.statements(s.body + s.step))
         assigned = frozenset(t.name for t in body if isinstance(t, ir.Assign))
         invalidated = frozenset(name for t in body for root in ir.statement_roots(t) for x in ir.subexpressions(root)
-                                if isinstance(x, ir.Intrinsic) and x.name == "mbarrier.inval"
+                                if isinstance(x, ir.Intrinsic) and has_role(x, Role.MBARRIER_INVALIDATE)
                                 for name, _ in _barrier_args(x))
         leaves = any(isinstance(t, (ir.Break, ir.Return)) for t in body)
         once = False
@@ -251,9 +243,9 @@ class _FunctionLint:
             state.unpublished.clear()
         if not isinstance(x, ir.Intrinsic):
             return
-        if x.name in FENCES:
+        if has_role(x, Role.MBARRIER_INIT_FENCE):
             state.unfenced.clear()
-        if x.name == INIT:
+        if has_role(x, Role.MBARRIER_INIT):
             for name, index in _barrier_args(x):
                 self.check_loop_init(x, name, index, frames)
                 state.initialized.add(name)
@@ -267,7 +259,7 @@ class _FunctionLint:
         uses = _barrier_args(x)
         for name, _ in uses:
             self.check_use(x, name, state, frames)
-        if x.name in WAITS and uses and all(name not in state.unpublished for name, _ in uses):
+        if has_role(x, Role.MBARRIER_WAIT) and uses and all(name not in state.unpublished for name, _ in uses):
             # threads that waited on a published barrier see what its arriving threads did before
             state.unpublished.clear()
 
@@ -287,7 +279,7 @@ class _FunctionLint:
             raise self.error(x.loc, f"{call} uses the barrier array {name!r}{at}, which is never initialized",
                              f"call ox.mbarrier.init({name}[k], count) for each barrier in one thread, then "
                              "ox.mbarrier.fence_init() and block.sync(), before any thread uses it")
-        if x.name.startswith("tma.") and local and name not in self.expected:
+        if has_role(x, Role.ASYNC_BYTES) and local and name not in self.expected:
             declared = self.declared_at.get(name)
             at = f" (declared at line {declared.line})" if declared else ""
             raise self.error(x.loc, f"{call} counts its bytes on the barrier array {name!r}{at}, which no "
@@ -304,7 +296,7 @@ class _FunctionLint:
                                  "the threads reaching this call may see the barrier uninitialized",
                                  "after the init and ox.mbarrier.fence_init(), call block.sync() where every thread "
                                  "of the block reaches it, before other threads use the barrier")
-        if x.name.startswith("tma.") and name in state.unfenced:
+        if has_role(x, Role.ASYNC_BYTES) and name in state.unfenced:
             init = state.unfenced[name]
             raise self.error(x.loc, f"{call} counts its bytes on the barrier array {name!r}, initialized at line "
                              f"{init.line} with no ox.mbarrier.fence_init() since: the TMA unit may see the "

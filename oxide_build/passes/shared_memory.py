@@ -22,7 +22,7 @@ class SharedMemoryLimit:
     name: str = "shared-memory-limit"
 
     def apply(self, program: ir.Program) -> ir.Program:
-        calls, _ = calls_and_barriers(program, "")
+        calls, _ = calls_and_barriers(program, None)
         for kernel in program.functions:
             if not kernel.is_kernel:
                 continue

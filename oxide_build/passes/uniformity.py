@@ -30,16 +30,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from ..intrinsics import intrinsic_info
-from ..intrinsics.thread import BLOCK_VOTES
+from ..intrinsics import Role, intrinsic_info
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp, CompareOp
 
 __all__ = ["Uniformity", "ProgramUniformity", "program_uniformity"]
 
 WARPGROUP_THREADS = 128
-_LANE_GROUPS = ("warp.", "atomic.", "timer.", "thread.")  # intrinsics whose results differ per lane
-_LANE_INTRINSICS = frozenset({"mma.ldmatrix"})
 
 
 class Uniformity(IntEnum):
@@ -95,13 +92,13 @@ class _Levels:
                 return callee.returns
             return max([Uniformity.UNKNOWN, *(self.level(a) for a in e.args)])  # CUDA C++
         if isinstance(e, ir.Intrinsic):
-            if e.name == "warpgroup.id":
-                return Uniformity.WARPGROUP
-            if e.name in BLOCK_VOTES:  # the block's answer, the same in every thread
-                return Uniformity.BLOCK
-            if e.name in _LANE_INTRINSICS or e.name.startswith(_LANE_GROUPS):
-                return Uniformity.LANE
             info = intrinsic_info(e.name)
+            if info is not None and info.has(Role.WARPGROUP_UNIFORM):
+                return Uniformity.WARPGROUP
+            if info is not None and info.has(Role.BLOCK_UNIFORM):  # the block's answer, the same in every thread
+                return Uniformity.BLOCK
+            if info is not None and info.has(Role.LANE_VARYING):
+                return Uniformity.LANE
             # None: the IR's own checked_index / flat_index, functions of their operands
             floor = Uniformity.UNKNOWN if info is not None and info.thread_dependent else Uniformity.BLOCK
             return max([floor, *(self.level(a) for a in e.args)])
@@ -111,8 +108,9 @@ class _Levels:
         """``s`` where ``e`` is the block's linear thread index divided by ``s`` (rounded down)."""
         if isinstance(e, ir.SpecialReg) and e.name == "tid.x":
             return 1
-        if isinstance(e, ir.Intrinsic) and e.name == "warp.id":
-            return 32
+        if isinstance(e, ir.Intrinsic):
+            info = intrinsic_info(e.name)
+            return info.thread_stride if info is not None else None
         if isinstance(e, ir.Var):
             return self.facts.positions.get(e.name)
         if isinstance(e, ir.Cast) and e.ty.kind in ("int", "uint"):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..intrinsics import intrinsic_info
+from ..intrinsics import Role, intrinsic_info
 from ..ir import nodes as ir
 from ..ir.verify import IRError
 from .divergence import functions_reaching
@@ -32,9 +32,7 @@ Reach = tuple[str, ir.Loc, str]  # (file, place, intrinsic) of a collective a fu
 def is_warpgroup_collective(name: str) -> bool:
     """Whether the intrinsic ``name`` must be reached by all 128 threads of a warpgroup at once."""
     info = intrinsic_info(name)
-    if info is None or not info.convergent:
-        return False
-    return info.group == "wgmma" or name.startswith("warpgroup.setmaxnreg")
+    return info is not None and info.has(Role.WARPGROUP_COLLECTIVE)
 
 
 @dataclass(frozen=True)

@@ -16,14 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..intrinsics import Role, has_role
 from ..ir import nodes as ir
 from ..ir.types import ArrayType
 from ..ir.verify import IRError
 
 __all__ = ["WgmmaFence"]
 
-FENCE = "wgmma.fence"
-MMA = "wgmma.mma"
 ENTRY = ir.Loc(0, 0)  # "accessed" at the kernel's start: nothing fenced yet
 
 Unfenced = dict[str, ir.Loc]  # register array -> where the threads accessed it since the last fence
@@ -39,7 +38,7 @@ def _register_arrays(e: ir.Expr) -> Iterator[str]:
 
 def _accesses(e: ir.Expr, tracked: set[str]) -> Iterator[tuple[str, ir.Loc]]:
     """The tracked register arrays ``e`` reads or hands on, outside wgmma calls."""
-    if isinstance(e, ir.Intrinsic) and e.name.startswith("wgmma."):
+    if has_role(e, Role.WGMMA):
         return
     if isinstance(e, ir.Var) and e.name in tracked:
         yield e.name, e.loc
@@ -55,7 +54,7 @@ class WgmmaFence:
     def apply(self, program: ir.Program) -> ir.Program:
         for fn in program.functions:
             tracked = {name for s in ir.statements(fn.body) for root in ir.statement_roots(s)
-                       for x in ir.subexpressions(root) if isinstance(x, ir.Intrinsic) and x.name == MMA
+                       for x in ir.subexpressions(root) if isinstance(x, ir.Intrinsic) and has_role(x, Role.WGMMA_MMA)
                        for a in x.args for name in _register_arrays(a)}
             if tracked:
                 start: Unfenced = {name: ENTRY for name in tracked} if fn.is_kernel else {}
@@ -92,9 +91,9 @@ class _FenceWalk:
     def expressions(self, roots: list[ir.Expr], unfenced: Unfenced) -> Unfenced:
         for root in roots:
             for x in ir.subexpressions(root):
-                if isinstance(x, ir.Intrinsic) and x.name == FENCE:
+                if has_role(x, Role.WGMMA_FENCE):
                     unfenced = {}
-                elif isinstance(x, ir.Intrinsic) and x.name == MMA:
+                elif isinstance(x, ir.Intrinsic) and has_role(x, Role.WGMMA_MMA):
                     self.check(x, unfenced)
                 elif isinstance(x, ir.Call):
                     unfenced = {}  # the callee may fence

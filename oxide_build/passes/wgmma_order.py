@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..intrinsics import Role, has_role
 from ..ir import nodes as ir
 from ..ir.verify import IRError
 
@@ -54,7 +55,7 @@ def _join(a: Pending, b: Pending) -> Pending:
 
 def _accesses(e: ir.Expr) -> Iterator[tuple[str, ir.Loc]]:
     """The array names ``e`` reads elements of (``acc[i]``), outside wgmma calls."""
-    if isinstance(e, ir.Intrinsic) and e.name.startswith("wgmma."):
+    if has_role(e, Role.WGMMA):
         return
     if isinstance(e, ir.ViewLoad) and isinstance(e.view, ir.Var):
         yield e.view.name, e.loc
@@ -63,7 +64,7 @@ def _accesses(e: ir.Expr) -> Iterator[tuple[str, ir.Loc]]:
 
 
 def _wgmma_call(s: ir.Stmt) -> ir.Intrinsic | None:
-    if isinstance(s, ir.ExprStmt) and isinstance(s.value, ir.Intrinsic) and s.value.name.startswith("wgmma."):
+    if isinstance(s, ir.ExprStmt) and isinstance(s.value, ir.Intrinsic) and has_role(s.value, Role.WGMMA):
         return s.value
     return None
 
@@ -86,15 +87,15 @@ class WgmmaOrder:
         call = _wgmma_call(s)
         if call is not None:
             names = [a.name for a in call.args if isinstance(a, ir.Var)]
-            if call.name == "wgmma.mma" and names:
+            if has_role(call, Role.WGMMA_MMA) and names:
                 out = {**pending, names[0]: PendingMma(call.loc, 0, True)}
                 a = call.args[1]
                 if isinstance(a, ir.Var) and a.name != names[0] and call.options[2] == "0":  # a register A
                     out[a.name] = PendingMma(call.loc, 0, False)
                 return out
-            if call.name == "wgmma.commit_group":
+            if has_role(call, Role.WGMMA_COMMIT):
                 return {name: PendingMma(p.loc, p.age + 1, p.accumulator) for name, p in pending.items()}
-            if call.name == "wgmma.wait_group":
+            if has_role(call, Role.WGMMA_WAIT):
                 n = int(call.options[0])
                 # a named accumulator, or any register A (only its writes are refused), whose group is done
                 return {name: p for name, p in pending.items()
