@@ -1,7 +1,8 @@
 // NVIDIA cuda-samples, Samples/5_Domain_Specific/BlackScholes/BlackScholes_kernel.cuh (cndGPU,
 // BlackScholesBodyGPU, BlackScholesGPU), BSD-3-Clause, Copyright (c) NVIDIA CORPORATION. As
 // upstream, one option per thread (upstream's float2 pairs of options are two scalar options
-// here, as the port has them). Upstream benchmark: OPT_N = 4000000, RISKFREE 0.02, VOLATILITY 0.30.
+// here, as the port has them; upstream's float2 kernel also carries __launch_bounds__(128), this
+// scalar one does not). Upstream benchmark: OPT_N = 4000000, RISKFREE 0.02, VOLATILITY 0.30.
 // The sample calls the fast intrinsics (__expf, __logf, __fdividef) itself: oxide's fast-math.
 
 ///////////////////////////////////////////////////////////////////////////////
