@@ -13,7 +13,8 @@ stderr, and with ``verify`` (``OXIDE_VERIFY_IR=1``; the tests set it) it checks 
 contract after each pass.
 
 Adding a pass: a module here with its dataclass, an entry in ``PIPELINE`` where it belongs,
-and a golden test of its IR (tests/test_passes.py).
+and its own golden tests of what it does to the IR, in tests/golden/passes/<its name>/
+(tests/test_pass_golden.py, which fails for a pass without one).
 """
 from __future__ import annotations
 
