@@ -16,7 +16,11 @@ headers they include) is known only after a compile: the entry's manifest record
 SHA-256 (``sources``), the variant is named after them, and a lookup takes the variant whose
 inputs match the files as they are now (so an edited ``.cu`` is compiled again, and two trees
 with different C++ keep an entry each). Each entry also stores the SHA-256 of each of its files
-(``checksums.json``), checked on every lookup: a damaged entry is discarded and rebuilt.
+(``checksums.json``), checked on every lookup: a damaged entry is discarded and rebuilt. As pip
+and ccache do, nothing in the cache is followed through a symbolic link: a key directory, an
+entry, a directory or a file in it that is a link (or anything but a plain directory or file), or
+a checksum naming a path outside its entry, makes the entry damaged (the link is removed, not
+what it points at).
 
 An entry is built in a private temporary directory and renamed into place whole, and a
 published entry is never changed, so concurrent processes compiling the same module never see
@@ -31,6 +35,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 import uuid
 from dataclasses import replace
@@ -86,6 +91,8 @@ def jit_manifest(source_path: Path, module_name: str, arch: str) -> Path:
         warn_cache_unusable(jit_dir, problem, _UNCACHED)
         return _write_entry(_private_dir(), _compile(source_path, module_name, options, root))
     entries = jit_dir / key
+    if entries.is_symlink():  # planted: its entries would be read, and written, through it
+        _discard(entries)
     found = _matching_entry(entries, source_path, module_name)
     if found is not None:
         return found
@@ -158,6 +165,8 @@ def _publish(staging: Path, entry: Path, source_path: Path, module_name: str) ->
     """Renames the finished ``staging`` directory to ``entry``; when another process got there
     first, its entry is used if it is whole, else replaced."""
     entry.parent.mkdir(exist_ok=True, mode=0o700)
+    if entry.parent.is_symlink():
+        raise OSError(f"{entry.parent} is a symbolic link")
     for _ in range(3):
         try:
             os.rename(staging, entry)
@@ -189,9 +198,9 @@ def _valid_entry(entry: Path, source_path: Path, module_name: str) -> Path | Non
     None otherwise. A damaged entry is removed (a concurrent reader keeps the files it opened);
     one made from other C++ inputs is left for the tree it belongs to."""
     path = manifest_path(entry, module_name)
-    if not entry.is_dir():
+    if not entry.is_symlink() and not entry.is_dir():
         return None
-    manifest = _checked_manifest(entry, path)
+    manifest = _checked_manifest(entry, path) if _plain_tree(entry) else None
     if manifest is None:
         _discard(entry)
         return None
@@ -207,6 +216,9 @@ def _checked_manifest(entry: Path, path: Path) -> ModuleManifest | None:
             return None
         files = sums["files"]
         for name, digest in files.items():
+            parts = Path(name).parts
+            if not parts or Path(name).is_absolute() or ".." in parts:
+                return None  # a file outside the entry
             if _sha256(entry / name) != digest:
                 return None
         manifest = load_manifest(path)
@@ -217,14 +229,40 @@ def _checked_manifest(entry: Path, path: Path) -> ModuleManifest | None:
     return manifest if needed <= set(files) else None
 
 
+def _plain_tree(entry: Path) -> bool:
+    """Whether ``entry`` and everything under it are plain directories and files: no symbolic
+    link (to be followed into someone else's files), no device, FIFO or socket."""
+    try:
+        if not stat.S_ISDIR(os.lstat(entry).st_mode):
+            return False
+        for parent, dirs, files in os.walk(entry, followlinks=False, onerror=_raise):
+            for name in dirs:
+                if not stat.S_ISDIR(os.lstat(os.path.join(parent, name)).st_mode):
+                    return False  # a link to a directory (os.walk lists it among the directories)
+            for name in files:
+                if not stat.S_ISREG(os.lstat(os.path.join(parent, name)).st_mode):
+                    return False
+    except OSError:
+        return False
+    return True
+
+
+def _raise(error: OSError) -> None:
+    raise error
+
+
 def _discard(entry: Path) -> None:
-    """Moves ``entry`` aside (atomically: another process may be looking at it) and deletes it."""
+    """Moves ``entry`` aside (atomically: another process may be looking at it) and deletes it
+    (a symbolic link itself, never what it points at)."""
     trash = entry.with_name(f".{entry.name}.{uuid.uuid4().hex}.discarded")
     try:
         os.rename(entry, trash)
     except OSError:
         return  # already gone, or replaced by another process
-    shutil.rmtree(trash, ignore_errors=True)
+    if trash.is_symlink() or not trash.is_dir():
+        trash.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(trash, ignore_errors=True)
 
 
 _private: list[Path] = []

@@ -306,6 +306,62 @@ def test_damaged_jit_entry_is_rebuilt(tmp_path: Path, monkeypatch: pytest.Monkey
     assert (again.parent / load_manifest(again).cubins["sm_90"]).read_bytes() == good
 
 
+@pytest.mark.parametrize("plant", ["entry", "key", "code-dir", "cubin", "manifest", "fifo", "checksum-outside"])
+def test_symlinks_in_a_jit_entry_are_not_followed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plant: str) -> None:
+    """Issue 26 item 4: only the cache root and jit/ were checked; a symbolic link planted in an
+    entry (jit/<key>/<variant>, its _oxide/ directory or a file in it, even one whose content
+    matches the checksum) was followed. Each is now a damaged entry: the link is removed (never
+    what it points at) and the module compiled again."""
+    from oxide.runtime.manifest import load_manifest
+    from oxide_build.jit import jit_manifest
+
+    calls = _count_compiles(monkeypatch)
+    source = _project(tmp_path) / "pk" / "ops.py"
+    path = jit_manifest(source, "pk.ops", "sm_90")
+    entry = path.parent.parent
+    cubin = path.parent / load_manifest(path).cubins["sm_90"]
+    good = cubin.read_bytes()
+    elsewhere = tmp_path / "elsewhere"  # someone else's copy, which the cache must not read or delete
+    if plant == "entry":
+        shutil.copytree(entry, elsewhere)
+        shutil.rmtree(entry)
+        entry.symlink_to(elsewhere, target_is_directory=True)
+    elif plant == "key":
+        shutil.copytree(entry.parent, elsewhere)
+        shutil.rmtree(entry.parent)
+        entry.parent.symlink_to(elsewhere, target_is_directory=True)
+    elif plant == "code-dir":
+        shutil.copytree(path.parent, elsewhere)
+        shutil.rmtree(path.parent)
+        path.parent.symlink_to(elsewhere, target_is_directory=True)
+    elif plant in ("cubin", "manifest"):
+        victim = cubin if plant == "cubin" else path
+        elsewhere.mkdir()
+        shutil.copy(victim, elsewhere / victim.name)  # the same bytes: the checksum matches
+        victim.unlink()
+        victim.symlink_to(elsewhere / victim.name)
+    elif plant == "fifo":
+        os.mkfifo(path.parent / "extra")
+    else:
+        elsewhere.mkdir()
+        (elsewhere / "x").write_bytes(b"secret")
+        sums_path = entry / "checksums.json"
+        sums = json.loads(sums_path.read_text())
+        import hashlib
+
+        outside = os.path.relpath(elsewhere / "x", entry)  # ../../../../elsewhere/x, say
+        assert (entry / outside).read_bytes() == b"secret"
+        sums["files"][outside] = hashlib.sha256(b"secret").hexdigest()
+        sums_path.write_text(json.dumps(sums))
+    again = jit_manifest(source, "pk.ops", "sm_90")
+    assert calls == ["pk.ops", "pk.ops"]  # compiled again, the planted entry not used
+    assert again == path
+    assert not any(p.is_symlink() for p in [entry.parent, entry, *entry.rglob("*")])
+    assert (again.parent / load_manifest(again).cubins["sm_90"]).read_bytes() == good
+    if plant != "fifo":
+        assert elsewhere.exists() and any(elsewhere.rglob("*"))  # what a link pointed at is left alone
+
+
 def test_jit_reads_the_project_config(tmp_path: Path) -> None:
     """bounds-check = false and fast-math in [tool.oxide] apply to the JIT as to the wheel."""
     from oxide.runtime.manifest import load_manifest
