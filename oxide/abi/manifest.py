@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Callable, NamedTuple, TypeVar
+from typing import Any, Callable, NamedTuple, Sequence, TypeVar
 
 from .params import (
     AGGREGATE_PARAMS,
@@ -144,7 +144,7 @@ class KernelSpec(NamedTuple):
     index32_param_slots: tuple[int, ...] | None = None  # the same for ``index32_symbol``
 
 
-def entry_param_starts(params: tuple[ParamSpec, ...] | list[ParamSpec]) -> list[int]:
+def entry_param_starts(params: Sequence[ParamSpec]) -> list[int]:
     """The slot where each parameter of a kernel's full entry point begins (``oxide.abi.params``):
     one per slot, except a TMA descriptor's two (its 128-byte map, then its box's elements)."""
     starts: list[int] = []

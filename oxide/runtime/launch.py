@@ -177,14 +177,14 @@ class ArgPacker:
         (launch preconditions read them all); ``kernelParams`` points at the passed ones."""
         import ctypes  # made on the first launch; importing kernels must not import ctypes
 
+        from oxide.abi.manifest import entry_param_starts
+
         fmt = "="
-        starts = []  # the slot where each kernel parameter (.param) begins
+        starts = entry_param_starts(params)  # the slot where each kernel parameter (.param) begins
         for p in params:
             if p.is_constexpr:
                 continue  # compiled into the specialization, not passed
-            at = struct.calcsize(fmt) // _SLOT
             if p.is_tensor_map:  # the CUtensorMap (one .param of 128 bytes), then its box's elements
-                starts += [at, at + TENSOR_MAP_WORDS]
                 fmt += f"{TENSOR_MAP_WORDS}Qq"
                 continue
             if p.is_tensor:
@@ -198,7 +198,6 @@ class ArgPacker:
                         what = f"field {field!r} of parameter {p.name!r}" if field else f"parameter {p.name!r}"
                         raise ValueError(f"unknown scalar type {dtype!r} of {what} in the manifest")
                     fmt += code + f"{_SLOT - struct.calcsize('=' + code)}x"
-            starts += range(at, struct.calcsize(fmt) // _SLOT)
         if passed is not None:
             unknown = sorted(set(passed) - set(starts))
             if unknown:  # the manifest's reader checks this too (oxide.abi.manifest)
