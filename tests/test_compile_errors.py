@@ -112,7 +112,7 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     'block_sync_divergent': (
         '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    if i < len(x):\n        block.sync()\n',
-        'kern.py:8:9: error: block.sync() under a condition that differs between threads can deadlock the block\n            block.sync()\n            ^\n  hint: move block.sync() out of the branch or loop so every thread reaches it',
+        'kern.py:8:9: error: block.sync() under a condition that differs between threads can deadlock the block\n            block.sync()\n            ^\n  hint: move block.sync() out of the branch or loop so every thread reaches it; if every thread sees the same condition (a flag one thread wrote to shared memory before a barrier), test it through a block vote, which every thread gets alike: `if block.sync_or(flag[0]):`',
     ),
     'shared_array_runtime_shape': (
         '\n@ox.kernel\ndef k(n: i32, out: DisjointSlice[f32]) -> None:\n    tile = ox.shared.array(n, f32)\n',

@@ -66,15 +66,23 @@ def _type_list(tr: TranslatorContext, node: ast.expr) -> list[ScalarType] | None
     return types
 
 
+def _names_type(tr: TranslatorContext, n: ast.AST) -> bool:
+    """``n`` is a TypeVar (``T``), an alias of an accumulate type, or ``ox.acc_type(T)``."""
+    if isinstance(n, ast.Name) and n.id not in tr.locals:
+        sym = tr.module.symbols.get(n.id)
+        return sym is not None and sym.kind == "typevar" or accumulate_alias(tr.module, n.id) is not None
+    return isinstance(n, ast.Call) and oxide_name(tr.module, n.func) == "acc_type"
+
+
 def _mentions_typevar(tr: TranslatorContext, node: ast.expr) -> bool:
-    for n in ast.walk(node):
-        if isinstance(n, ast.Name) and n.id not in tr.locals:
-            sym = tr.module.symbols.get(n.id)
-            if sym is not None and sym.kind == "typevar" or accumulate_alias(tr.module, n.id) is not None:
-                return True
-        if isinstance(n, ast.Call) and oxide_name(tr.module, n.func) == "acc_type":
-            return True
-    return False
+    """Whether ``node`` uses a type as a type (``T``, ``ox.acc_type(T)``). A conversion ``T(4.0)``
+    is a value, not a type: ``xx + yy > T(4.0)`` is a run-time condition."""
+    if _names_type(tr, node):
+        return True
+    if isinstance(node, ast.Call) and _names_type(tr, node.func):
+        return any(_mentions_typevar(tr, a) for a in node.args)
+    return any(_mentions_typevar(tr, child) for child in ast.iter_child_nodes(node)
+               if isinstance(child, ast.expr))
 
 
 def static_type_test(tr: TranslatorContext, node: ast.expr) -> bool | None:

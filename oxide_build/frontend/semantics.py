@@ -97,6 +97,10 @@ class Semantics(Checks):
         return ir.BoolOp(LogicOp.AND, [ir.Not(negative, BOOL, loc), unsigned_cmp], BOOL, loc)
 
     def unify(self, left: ir.Expr, right: ir.Expr, node: ast.AST, op: str) -> tuple[ir.Expr, ir.Expr, ScalarType]:
+        if is_literal_choice(left) and not is_literal_choice(right) and as_scalar(right.ty) is not None:
+            left = self.convert(left, self.literal_partner_type(left.if_true, as_scalar(right.ty)), node)  # type: ignore[union-attr,arg-type]
+        elif is_literal_choice(right) and not is_literal_choice(left) and as_scalar(left.ty) is not None:
+            right = self.convert(right, self.literal_partner_type(right.if_true, as_scalar(left.ty)), node)  # type: ignore[union-attr,arg-type]
         lw = isinstance(left, ir.Const) and left.weak
         rw = isinstance(right, ir.Const) and right.weak
         lt, rt = as_scalar(left.ty), as_scalar(right.ty)
@@ -235,6 +239,10 @@ class Semantics(Checks):
         return value
 
     def convert(self, value: ir.Expr, ty: ScalarType, node: ast.AST) -> ir.Expr:
+        if is_literal_choice(value):  # `1.0 if c else 0.0` takes the type as its literals do
+            assert isinstance(value, ir.Select)
+            return ir.Select(value.cond, self.convert(value.if_true, ty, node), self.convert(value.if_false, ty, node),
+                             ty, value.loc, value.scoped)
         if isinstance(value, ir.Const) and value.weak:
             if ty.kind in ("int", "uint"):
                 if isinstance(value.value, float):
@@ -287,9 +295,10 @@ class Semantics(Checks):
             raise self.error(node, f"{what} needs {ty.name}, got {type_name(value.ty)}",
                              "take one lane (v.x)" if isinstance(value.ty, VectorType) else
                              "unpack it first: `a, b = ...`" if isinstance(value.ty, TupleType) else "")
-        if isinstance(value, ir.Const) and value.weak:
-            if isinstance(value.value, float) and ty.kind != "float":
-                raise self.error(node, f"{what} needs {ty.name}, got the float literal {value.value}",
+        literal = value.if_true if is_literal_choice(value) else value  # type: ignore[union-attr]
+        if isinstance(literal, ir.Const) and literal.weak:
+            if isinstance(literal.value, float) and ty.kind != "float":
+                raise self.error(node, f"{what} needs {ty.name}, got the float literal {literal.value}",
                                  f"convert explicitly with {ty.name}(...)")
             return self.convert(value, ty, node)
         src = as_scalar(value.ty)
@@ -342,3 +351,13 @@ def _widens(src: ScalarType, dst: ScalarType) -> bool:
     if src.kind == "uint" and dst.kind == "int":
         return dst.bits > src.bits
     return False
+
+
+def is_literal_choice(value: ir.Expr) -> bool:
+    """``1.0 if c else 0.0``: a choice between two literals of one kind (both floats, or both
+    integers), which, like a literal, takes the type of what it meets (an annotation, the other
+    operand, the element stored into) and is f64 / i64 only when it meets nothing."""
+    return (isinstance(value, ir.Select) and isinstance(value.if_true, ir.Const) and value.if_true.weak
+            and isinstance(value.if_false, ir.Const) and value.if_false.weak
+            and isinstance(value.if_true.value, float) == isinstance(value.if_false.value, float)
+            and not isinstance(value.if_true.value, bool) and not isinstance(value.if_false.value, bool))

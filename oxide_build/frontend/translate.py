@@ -16,7 +16,7 @@ from ..ir import nodes as ir
 from ..ir.ops import BINARY_OPS_OF_AST, COMPARE_OPS_OF_AST, BinaryOp, LogicOp
 from ..scan import constant_value
 from ..ir.types import (
-    BOOL, I64, VOID, VECTOR_TYPES, ArrayType, StructType, TensorMapType, VectorType, ThreadIndexType, TupleType, ViewType,
+    BOOL, F64, I64, VOID, VECTOR_TYPES, ArrayType, StructType, TensorMapType, VectorType, ThreadIndexType, TupleType, ViewType,
     VoidType, as_scalar, type_name,
 )
 from .annotations import PYTHON_SCALARS, accumulate_alias, oxide_name, resolve_annotation
@@ -26,6 +26,7 @@ from .annotations import struct_type
 from . import view_values
 from .generics import static_type_test, type_operand
 from .oxide_names import known_oxide_names, unknown_oxide_name
+from .semantics import is_literal_choice
 from .loops import Loops
 
 __all__ = ["FunctionTranslator"]
@@ -38,7 +39,6 @@ UNSUPPORTED_STMTS: dict[type, tuple[str, str]] = {
     ast.ClassDef: ("class definitions", "define classes outside kernels"),
     ast.FunctionDef: ("nested functions", "define device functions at module level"),
     ast.Lambda: ("lambda", "define a device function at module level"),
-    ast.Global: ("global", "kernels cannot assign module globals; pass a view instead"),
     ast.Nonlocal: ("nonlocal", "kernels have no closures"),
     ast.Delete: ("del", "remove the `del` statement"),
     ast.Import: ("import", "import at module level"),
@@ -127,6 +127,16 @@ class FunctionTranslator(Loops):
 
     def visit_Pass(self, node: ast.Pass) -> None:
         return None
+
+    def visit_Global(self, node: ast.Global) -> None:
+        """CUDA's ``__device__ unsigned int count;`` mutated by the kernel: a one-element
+        module-level array in global memory, not a Python global."""
+        name = node.names[0]
+        raise self.error(node, f"`global {', '.join(node.names)}` is not supported: a kernel does not assign module "
+                               "globals",
+                         f"a device variable (CUDA's `__device__ unsigned int {name};`) is a one-element array: "
+                         f"`{name} = ox.global_memory.array(1, u32)` at module level, used as `{name}[0]` (inside "
+                         f"`with ox.unsafe():` to write) or `ox.atomic.inc({name}, 0, limit)`")
 
     def visit_Expr(self, node: ast.Expr) -> ir.Stmt | None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
@@ -349,7 +359,7 @@ class FunctionTranslator(Loops):
             self.named_constants.add(name)
             return None
         if name not in self.locals:
-            if isinstance(value, ir.Const) and value.weak:
+            if isinstance(value, ir.Const) and value.weak or is_literal_choice(value):
                 self.literal_locals.add(name)
                 if name in self.retype:
                     value = self.convert(value, self.retype[name], node)
@@ -576,6 +586,10 @@ class FunctionTranslator(Loops):
         if as_scalar(a.ty) is None or as_scalar(b.ty) is None:
             raise self.error(node, "a conditional expression must produce scalars")
         if isinstance(a, ir.Const) and isinstance(b, ir.Const) and a.weak and b.weak:
+            choice = ir.Select(cond, a, b, self.materialize(a).ty if isinstance(a.value, float) == isinstance(b.value, float)
+                               else F64, self.loc(node), scoped=True)  # type: ignore[arg-type]
+            if is_literal_choice(choice):  # typed by its use, as a literal is (semantics.is_literal_choice)
+                return choice
             a, b = self.materialize(a), self.materialize(b)
         a2, b2, ty = self.unify(a, b, node, "if/else")
         return ir.Select(cond, a2, b2, ty, self.loc(node), scoped=True)

@@ -71,12 +71,19 @@ def _type_index_3d(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir
     return ir.MakeTuple([ir.ThreadIndex1D(a, loc) for a in axes], TupleType(axes), loc)
 
 
+# a condition that is the same in every thread but read from memory (thread 0's flag in shared
+# memory, after a barrier) looks thread-dependent: a block vote makes it one value for the block
+UNIFORM_HINT = ("; if every thread sees the same condition (a flag one thread wrote to shared memory before a "
+                "barrier), test it through a block vote, which every thread gets alike: "
+                "`if block.sync_or(flag[0]):`")
+
+
 def _type_sync(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     _no_arguments(tr, info, node)
     if tr.divergent_depth:
         raise tr.error(node, "block.sync() under a condition that differs between threads "
                        "can deadlock the block",
-                       "move block.sync() out of the branch or loop so every thread reaches it")
+                       "move block.sync() out of the branch or loop so every thread reaches it" + UNIFORM_HINT)
     return ir.Call(BARRIER, [], VOID, tr.loc(node))
 
 
@@ -88,7 +95,7 @@ def _type_block_vote(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> 
     if tr.divergent_depth:
         raise tr.error(node, f"{info.name}() under a condition that differs between threads "
                        "can deadlock the block",
-                       f"move {info.name}() out of the branch or loop so every thread reaches it")
+                       f"move {info.name}() out of the branch or loop so every thread reaches it" + UNIFORM_HINT)
     pred = tr.truth(tr.expr(node.args[0]), node.args[0])
     return ir.Intrinsic(info.name, [pred], I32 if info.name == "block.sync_count" else BOOL, tr.loc(node))
 

@@ -123,8 +123,13 @@ class _Facts:
 def is_thread_dependent(e: ir.Expr, names: set[str], calls: set[str] | frozenset[str] = frozenset()) -> bool:
     """Whether ``e`` can differ between the threads of a block: it reads the thread's identity,
     memory, a thread-dependent intrinsic, one of the locals ``names`` or the result of one of
-    the functions ``calls``."""
+    the functions ``calls``. A block vote's result (``block.sync_or(p)``) is the block's one
+    value, whatever ``p`` reads."""
+    votes = [x for x in ir.subexpressions(e) if has_role(x, Role.BLOCK_UNIFORM)]
+    inside_votes = {id(y) for v in votes for y in ir.subexpressions(v) if y is not v}
     for x in ir.subexpressions(e):
+        if id(x) in inside_votes:
+            continue
         if isinstance(x, (ir.ThreadIndex1D, ir.ViewLoad)):
             return True
         if isinstance(x, ir.SpecialReg) and x.name.startswith("tid."):

@@ -1,0 +1,168 @@
+"""CUDA as people write it (issue 29): each pattern compiles to what CUDA means, or is refused
+with a located message naming the spelling to use. The results on the GPU:
+tests/test_cuda_patterns_gpu.py."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from oxide.errors import CompileError
+from oxide_build.compile import CompileOptions, build_ir, compile_module
+from oxide_build.ir.printer import print_program
+
+HEADER = ("import oxide as ox\nfrom oxide import Slice, DisjointSlice, MutSlice, f32, f64, i32, u32, thread, block, "
+          "grid\nT = ox.TypeVar(\"T\", f32, f64)\n")
+HEADER_LINES = HEADER.count("\n")
+KERNELS = Path(__file__).parent / "packages" / "cudapatterns" / "patk.py"
+
+
+def source(tmp_path: Path, body: str) -> Path:
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + textwrap.dedent(body))
+    return src
+
+
+def ir_text(tmp_path: Path, body: str) -> str:
+    _, frontend = build_ir(source(tmp_path, body), "kern")
+    return print_program(frontend.program)
+
+
+def error(tmp_path: Path, body: str) -> str:
+    src = source(tmp_path, body)
+    with pytest.raises(CompileError) as info:
+        build_ir(src, "kern")
+    return str(info.value).replace(str(src), "kern.py")
+
+
+def test_the_pattern_kernels_compile() -> None:
+    compiled = compile_module(KERNELS, "patk", CompileOptions(archs=("sm_80", "sm_90"), cache=False), root=KERNELS.parent)
+    assert {k.name for k in compiled.kernels} == {"literal_choices", "threadfence_sum"}
+    assert "atom.global.inc.u32" in compiled.ptx["sm_90"] and "bar.red.or.pred" in compiled.ptx["sm_90"]
+
+
+def test_a_conversion_in_a_generic_condition_is_a_value(tmp_path: Path) -> None:
+    """Item 4: ``T(4.0)`` in a condition is a conversion, not a type test."""
+    text = ir_text(tmp_path, """
+        def escapes(xx: T, yy: T) -> bool:
+            if xx + yy > T(4.0):
+                return True
+            return not (T(0.5) * xx < yy)
+
+        @ox.kernel
+        def k(x: Slice[T], out: DisjointSlice[i32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                out[i] = i32(escapes(x[i], x[i]))
+        """)
+    assert "if ((xx + yy) > 4.0:f32):" in text and "if ((xx + yy) > 4.0:f64):" in text
+    # a real type test on the right is still the located error it was
+    msg = error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[T], out: DisjointSlice[i32]) -> None:
+            if f32 is T:
+                pass
+        """)
+    assert "error: write the TypeVar on the left of a type test" in msg
+
+
+def test_conditionals_of_literals_take_their_type_from_their_use(tmp_path: Path) -> None:
+    """Item 8: ``indicator: f32 = 1.0 if c else 0.0`` is f32, so is an unannotated one that meets
+    f32, and one stored into an f32 element."""
+    text = ir_text(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], ix: i32, out: DisjointSlice[f32], o2: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                v = i32(x[i])
+                indicator: f32 = 1.0 if v == ix else 0.0
+                w = 1.0 if v > ix else 0.5
+                out[i] = x[i] * indicator + w * x[i]
+                o2[i] = 3.0 if v < 0 else 1.0
+                n = 1 if v > 0 else 2
+                o2[i] = f32(n + ix)
+        """)
+    assert "indicator: f32 = select((v == ix), 1.0:f32, 0.0:f32)" in text
+    assert "w: f32 = select((v > ix), 1.0:f32, 0.5:f32)" in text
+    assert "select((v < 0:i32), 3.0:f32, 1.0:f32)" in text
+    assert "n: i32 = select((v > 0:i32), 1:i32, 2:i32)" in text
+    assert "f64" not in text
+    # alone, it is f64 (as a literal is)
+    text = ir_text(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f64], out: DisjointSlice[f64]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                out[i] = x[i] * (2.0 if i > 3 else 0.5)
+        """)
+    assert "select((i64(i) > 3:i64), 2.0:f64, 0.5:f64)" in text or "2.0:f64, 0.5:f64)" in text, text
+    # a float literal against an integer annotation is the literal's error
+    msg = error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            n: i32 = 1.0 if i > 0 else 0.0
+        """)
+    assert f"kern.py:{HEADER_LINES + 5}:5: error: assignment to 'n' needs i32, got the float literal 1.0" in msg, msg
+
+
+def test_a_device_variable_through_global_names_the_spelling(tmp_path: Path) -> None:
+    """Item 2: ``global retirement_count`` is refused with the spelling of a __device__ variable."""
+    msg = error(tmp_path, """
+        retirement_count = 0
+
+        @ox.kernel
+        def k(x: Slice[f32]) -> None:
+            global retirement_count
+            retirement_count += 1
+        """)
+    assert msg.startswith(f"kern.py:{HEADER_LINES + 6}:5: error: `global retirement_count` is not supported"), msg
+    assert ("`retirement_count = ox.global_memory.array(1, u32)` at module level, used as `retirement_count[0]`"
+            in msg and "ox.atomic.inc(retirement_count, 0, limit)" in msg)
+
+
+FLAG_KERNEL = """
+    @ox.kernel
+    def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+        assert block.dim.x == 128
+        am_last = ox.shared.array(1, ox.boolean)
+        sdata = ox.shared.array(128, f32)
+        if thread.idx.x == 0:
+            am_last[0] = x[0] > 0.0
+        block.sync()
+        if {test}:
+            sdata[thread.idx.x] = 1.0
+            block.sync()
+    """
+
+
+def test_a_flag_in_shared_memory_tested_through_a_block_vote(tmp_path: Path) -> None:
+    """Item 10(a): thread 0's flag, read by every thread, looks thread-dependent; the error says to
+    test it through ``block.sync_or``, whose result is the block's one value."""
+    msg = error(tmp_path, FLAG_KERNEL.format(test="am_last[0]"))
+    assert f"kern.py:{HEADER_LINES + 12}:9: error: block.sync() under a condition that differs between threads" in msg
+    assert "test it through a block vote, which every thread gets alike: `if block.sync_or(flag[0]):`" in msg
+    ir_text(tmp_path, FLAG_KERNEL.format(test="block.sync_or(am_last[0])"))  # compiles
+
+
+def test_barriers_and_exited_threads(tmp_path: Path) -> None:
+    """Item 10(b), PTX's rule: a barrier waits for the threads that have not exited (bar.sync
+    counts the CTA's threads; barriers waiting only on exited threads resolve). A kernel's early
+    `return` exits its threads, so a barrier after it is fine; a thread that is still running and
+    skips a barrier (a thread-dependent loop bound or branch) is refused."""
+    ir_text(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i >= len(x):
+                return
+            block.sync()
+        """)
+    msg = error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+            for j in range(thread.idx.x):
+                block.sync()
+        """)
+    assert f"kern.py:{HEADER_LINES + 5}:9: error: block.sync() under a condition that differs between threads" in msg
