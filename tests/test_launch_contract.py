@@ -9,6 +9,7 @@ arithmetic, casts, a constant of 2**64 - 1 and every comparison and logical oper
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import re
 import shutil
@@ -344,3 +345,43 @@ def test_launch_hpp_and_the_runtime_pack_and_check_alike(tmp_path: Path, monkeyp
         # took every launch itself (a refusal it leaves to Python, which raises it)
         assert set(paths(drv)[len(CASES):]) == {"c"}
 
+
+
+@needs_compilers
+def test_launch_hpp_reads_the_manifest_formats_the_runtime_reads(tmp_path: Path) -> None:
+    """oxide.abi.manifest.READABLE_MANIFEST_FORMATS, through oxide/abi.h: format 1 (every entry
+    point takes every slot) and 2 launch; another format is refused, naming those it reads."""
+    from oxide.abi.manifest import MANIFEST_FORMAT, READABLE_MANIFEST_FORMATS
+
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (tmp_path / "fake.c").write_text(FAKE_CUDA)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib / "libcuda.so.1"), str(tmp_path / "fake.c")], check=True)
+    (tmp_path / "main.cpp").write_text(
+        "#include <cstdio>\n#include <dlfcn.h>\n#include <oxide/launch.hpp>\n"
+        "int main(int, char** argv) {\n"
+        '  auto expect = reinterpret_cast<void (*)(int)>(dlsym(dlopen("libcuda.so.1", RTLD_NOW), "fake_expect"));\n'
+        "  expect(3);\n"
+        '  try { oxide::Module::open(argv[1], "m").kernel("k").launch({1}, {32}, nullptr, int64_t(5),\n'
+        "        oxide::mut_slice(reinterpret_cast<float*>(uintptr_t{4096}), 8)); }\n"
+        '  catch (const oxide::Error& e) { std::printf("refused %s\\n", e.what()); }\n'
+        "  return 0;\n}\n")
+    include = Path(oxide.__file__).parent / "include"
+    subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", "-I", str(include), str(tmp_path / "main.cpp"), "-o",
+                    str(tmp_path / "main"), "-ldl"], check=True)
+    kernel = {"name": "k", "symbol": "k", "file": "m.py", "line": 3,
+              "params": [{"name": "n", "kind": "scalar", "dtype": "i64"},
+                         {"name": "out", "kind": "mut_slice", "dtype": "f32", "ndim": 1}]}
+    assert READABLE_MANIFEST_FORMATS == (1, 2) and MANIFEST_FORMAT == 2
+    for fmt in (1, 2, 3):
+        art = tmp_path / f"art{fmt}"
+        art.mkdir()
+        (art / "m.sm_90.cubin").write_bytes(b"stand-in")
+        (art / "m.json").write_text(json.dumps({"format": fmt, "cubins": {"sm_90": "m.sm_90.cubin"}, "kernels": [kernel]}))
+        done = subprocess.run([str(tmp_path / "main"), str(art)], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "LD_LIBRARY_PATH": str(lib)})
+        assert done.returncode == 0, done.stderr
+        if fmt in READABLE_MANIFEST_FORMATS:
+            assert done.stdout == "launch 0:5 1:4096 2:8\n"
+        else:
+            assert done.stdout == f"refused oxide: {art}/m.json: manifest format is not 1 or 2 (another oxide release built it)\n"
