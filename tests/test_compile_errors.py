@@ -169,7 +169,7 @@ CASES: dict[str, tuple[str, str]] = {
     # (a shared array declared in a loop body is allowed: one array, as __shared__ in C++)
     'array_declared_twice': (
         '\n@ox.kernel\ndef k(out: DisjointSlice[f32]) -> None:\n    tile = ox.shared.array(32, f32)\n    tile = ox.shared.array(64, f32)\n',
-        "kern.py:7:5: error: 'tile' is already defined; an array needs a name of its own\n        tile = ox.shared.array(64, f32)\n        ^",
+        "kern.py:7:5: error: 'tile' is already defined; an array needs a name of its own\n        tile = ox.shared.array(64, f32)\n        ^\n  hint: a local array of the same shape and type may be declared again (it is the same array); a shared array or one of another shape needs a new name",
     ),
     'unknown_intrinsic': (
         '\n@ox.kernel\ndef k(out: DisjointSlice[f32]) -> None:\n    ox.frobnicate()\n',

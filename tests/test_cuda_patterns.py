@@ -166,3 +166,36 @@ def test_barriers_and_exited_threads(tmp_path: Path) -> None:
                 block.sync()
         """)
     assert f"kern.py:{HEADER_LINES + 5}:9: error: block.sync() under a condition that differs between threads" in msg
+
+
+def test_a_local_array_declared_again_in_a_second_loop(tmp_path: Path) -> None:
+    """Item 9 (arrays): C's ``float reg[4];`` in each of two loops; the second declaration names
+    the same per-thread array. A shared array declared twice still needs a new name."""
+    text = ir_text(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            acc: f32 = 0.0
+            for a in range(2):
+                reg = ox.local.array(4, f32)
+                for j in range(4):
+                    reg[j] = x[0] * f32(j)
+                acc += reg[3]
+            for b in range(2):
+                reg = ox.local.array(4, f32)
+                for j in range(4):
+                    reg[j] = x[0] + f32(j)
+                acc += reg[2]
+            if i < len(out):
+                out[i] = acc
+        """)
+    assert text.count("local f32[4] reg") == 1 or text.count("reg: local") <= 1, text
+    msg = error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32]) -> None:
+            for a in range(2):
+                t = ox.shared.array(4, f32)
+            for b in range(2):
+                t = ox.shared.array(4, f32)
+        """)
+    assert f"kern.py:{HEADER_LINES + 7}:9: error: 't' is already defined; an array needs a name of its own" in msg

@@ -342,7 +342,14 @@ class FunctionTranslator(Loops):
             if name in self.locals:
                 if self.locals[name] == value.ty and self.local_decl_line.get(name) == getattr(node, "lineno", 0):
                     return None  # the same declaration again, in a static_range body: the same array
-                raise self.error(target, f"{name!r} is already defined; an array needs a name of its own")
+                if self.locals[name] == value.ty and value.ty.space == "local" and name in self.declared_arrays:
+                    # C's `float reg[N];` again in a second loop: a thread's own array, uninitialized in
+                    # C either way, so the earlier one's registers serve (shared arrays stay distinct:
+                    # other threads may still read the first)
+                    return None
+                raise self.error(target, f"{name!r} is already defined; an array needs a name of its own",
+                                 "a local array of the same shape and type may be declared again (it is the same "
+                                 "array); a shared array or one of another shape needs a new name")
             self.locals[name] = value.ty
             self.local_decl_line[name] = getattr(node, "lineno", 0)
             self.declared_arrays.add(name)
