@@ -26,7 +26,6 @@ from fakes import (  # noqa: F401  (fixtures: fresh_runtime is autouse)
     fake_driver,
     fresh_runtime,
     make_module,
-    paths,
     slot_types,
 )
 
@@ -79,6 +78,7 @@ def _kernel(name: str, params: list[ParamSpec], conditions: dict[int, Any], **ex
 
 
 A, B, C = 0x7E0000000000, 0x7E0010000000, 0x7E0020000000  # arrays far apart: no aliasing
+D = 0x7A0000000000  # a tensor spanning more than 2**31 elements, below them
 
 # slots: a 0, x (pointer 1, length 2), n 3, out (pointer 4, length 5)
 SLICES = Case(
@@ -114,7 +114,7 @@ TENSORS = Case(
         # 2**64 - s as u64 below 2**64 - 1: exact only if the constant is read as an integer (fails at s = 1)
         16: ["lt", ["cast", "u64", ["neg", "i64", ["arg", 5]]], ["const", 2**64 - 1]],
         17: ["ge", ["sub", "i16", ["arg", 12], ["const", 40000]], ["const", 0]],  # wraps in 16 bits
-    }),
+    }, index32_symbol="tensors__index32"),
     (
         Call((_tensor("tensor", A, (4, 6)), ("u32", 7), ("bool", True), ("i64", 3), _tensor("mut_tensor", B, (2, 3, 4))),
              (2, 1, 1), (64, 1, 1)),
@@ -136,6 +136,12 @@ TENSORS = Case(
              (1, 1, 1), (1, 1, 1)),  # out's first stride 20 - 40000 wraps to 25556 in i16: holds
         Call((_tensor("tensor", A, (200, 100)), ("u32", 2), ("bool", True), ("i64", 0),
               _tensor("mut_tensor", B, (2, 100, 100))), (1, 1, 1), (1, 1, 1)),  # 10000 - 40000 is -30000: fails
+        Call((("tensor", D, (4, 6), (2**31, 1)), ("u32", 2), ("bool", True), ("i64", 0),
+              _tensor("mut_tensor", B, (2, 3, 4))), (1, 1, 1), (1, 1, 1)),  # a stride past INDEX32_LIMIT: not index32
+        Call((("tensor", D, (4, 6), (2**31 - 1, 1)), ("u32", 2), ("bool", True), ("i64", 0),
+              _tensor("mut_tensor", B, (2, 3, 4))), (1, 1, 1), (1, 1, 1)),  # its span is past it: not index32
+        Call((("tensor", D, (1, 6), (2**31 - 1, 1)), ("u32", 2), ("bool", True), ("i64", 0),
+              _tensor("mut_tensor", B, (1, 2, 12))), (1, 1, 1), (1, 1, 1)),  # a size-1 axis spans nothing: index32
     ),
 )
 
@@ -157,7 +163,7 @@ SOURCE = "from oxide import kernel\n" + "".join(
     f"\n@kernel\ndef {case.kernel.name}({', '.join(p.name for p in case.kernel.params)}) -> None:\n    pass\n"
     for case in CASES)
 
-Outcome = tuple[str, Any]  # ("launch", [(slot offset, word), ...]) or ("refused", site id)
+Outcome = tuple[str, Any]  # ("launch", (entry point, [(slot offset, word), ...])) or ("refused", site id)
 
 # ---- the Python runtime (its Python path, or its C launcher) ------------------------------------
 
@@ -183,7 +189,7 @@ def _declared(kernel: KernelSpec) -> list[int]:
 
 def run_python(tmp_path: Path, drv: FakeDriver, monkeypatch: pytest.MonkeyPatch) -> tuple[list[list[Outcome]], Path, str]:
     """Launches every call of the table through the runtime; what each passed or refused."""
-    words: list[list[tuple[int, int]]] = []
+    words: list[tuple[str, list[tuple[int, int]]]] = []
     launch = FakeDriver.cuLaunchKernel
 
     def recording(self: FakeDriver, fn: str, *rest: Any) -> Any:
@@ -191,13 +197,15 @@ def run_python(tmp_path: Path, drv: FakeDriver, monkeypatch: pytest.MonkeyPatch)
         n = len(self.signatures[fn])
         pointers = [int(p or 0) for p in (ctypes.c_void_p * max(n, 1)).from_address(params)][:n] if n else []
         first = pointers[0] if n else 0
-        words.append([((p - first) // 8, int.from_bytes(ctypes.string_at(p, 8), "little")) for p in pointers])
+        words.append((fn, [((p - first) // 8, int.from_bytes(ctypes.string_at(p, 8), "little")) for p in pointers]))
         return launch(self, fn, *rest)
 
     monkeypatch.setattr(FakeDriver, "cuLaunchKernel", recording)
     for case in CASES:
         by_start = dict(zip(entry_param_starts(case.kernel.params), slot_types(case.kernel.params)))
         drv.signatures[case.kernel.symbol] = [by_start[s] for s in _declared(case.kernel)]
+        if case.kernel.index32_symbol:  # the same slots (no index32_param_slots)
+            drv.signatures[case.kernel.index32_symbol] = drv.signatures[case.kernel.symbol]
     module = make_module(tmp_path, SOURCE, tuple(c.kernel for c in CASES), error_sites=SITES)
     for case in CASES:  # the first launch of a kernel configures the C launcher's plan of it
         call = case.calls[0]
@@ -244,7 +252,7 @@ int cuFuncGetAttribute(int *v, int a, void *f) { *v = 0; return 0; }
 int cuFuncSetAttribute(void *f, int a, int v) { return 0; }
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                    unsigned shared, void *s, void **p, void **e) {
-  printf("launch");
+  printf("launch %s", (const char *)f);
   for (int i = 0; i < expected; i++)
     printf(" %lld:%llu", (long long)(((char *)p[i] - (char *)p[0]) / 8), *(unsigned long long *)p[i]);
   printf("\n");
@@ -314,7 +322,8 @@ def run_cpp(tmp_path: Path, artifact_dir: Path, module: str) -> list[list[Outcom
             outcomes[-1].append(("refused", int(found.group(1))))
         else:
             assert line.startswith("launch"), line
-            outcomes[-1].append(("launch", [tuple(map(int, w.split(":"))) for w in line.split()[1:]]))
+            fn, *words = line.split()[1:]
+            outcomes[-1].append(("launch", (fn, [tuple(map(int, w.split(":"))) for w in words])))
     assert outcomes[-1] == []
     return outcomes[:-1]
 
@@ -341,9 +350,18 @@ def test_launch_hpp_and_the_runtime_pack_and_check_alike(tmp_path: Path, monkeyp
     refused = {site for results in python for kind, site in results if kind == "refused"}
     assert refused == {s.id for s in SITES}
     assert all(any(kind == "launch" for kind, _ in results) for results in python)
-    if launcher == "c":  # after each kernel's first launch (which configures its C plan), the C launcher
-        # took every launch itself (a refusal it leaves to Python, which raises it)
-        assert set(paths(drv)[len(CASES):]) == {"c"}
+    entry_points = [launched[0] for results in python for kind, launched in results if kind == "launch"]
+    assert {"tensors", "tensors__index32"} <= set(entry_points)  # the index32 choice is compared too
+    if launcher == "c":  # after the first launch of each entry point (which configures the kernel's C plan
+        # and loads the function), the C launcher took every launch itself (it leaves a refusal to
+        # Python, which raises it)
+        seen: set[str] = set()
+        later = []
+        for launched in drv.launches:
+            if launched["fn"] in seen:
+                later.append(launched["path"])
+            seen.add(launched["fn"])
+        assert len(later) >= 7 and set(later) == {"c"}
 
 
 
@@ -382,6 +400,6 @@ def test_launch_hpp_reads_the_manifest_formats_the_runtime_reads(tmp_path: Path)
                               env={**os.environ, "LD_LIBRARY_PATH": str(lib)})
         assert done.returncode == 0, done.stderr
         if fmt in READABLE_MANIFEST_FORMATS:
-            assert done.stdout == "launch 0:5 1:4096 2:8\n"
+            assert done.stdout == "launch k 0:5 1:4096 2:8\n"
         else:
             assert done.stdout == f"refused oxide: {art}/m.json: manifest format is not 1 or 2 (another oxide release built it)\n"
