@@ -199,3 +199,26 @@ def test_a_local_array_declared_again_in_a_second_loop(tmp_path: Path) -> None:
                 t = ox.shared.array(4, f32)
         """)
     assert f"kern.py:{HEADER_LINES + 7}:9: error: 't' is already defined; an array needs a name of its own" in msg
+
+
+def test_reinterpreting_an_array_is_refused_naming_the_spelling(tmp_path: Path) -> None:
+    """Item 11: ``arr.view(f32x4)`` is refused, naming what works: a second dynamic shared
+    declaration of another type (every one starts at the same address, as in CUDA)."""
+    msg = error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32]) -> None:
+            buf = ox.shared.dynamic(f32)
+            v = buf.view(ox.f32x4)
+        """)
+    assert f"kern.py:{HEADER_LINES + 5}:9: error: buf.view(...): reinterpreting the elements" in msg, msg
+    assert "every ox.shared.dynamic(T) starts at the same address, as CUDA's extern __shared__ arrays do" in msg
+    text = ir_text(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            buf = ox.shared.dynamic(f32)
+            buf4 = ox.shared.dynamic(ox.f32x4)
+            if i < len(out):
+                out[i] = buf4[0].y + buf[1]
+        """)
+    assert "buf4" in text

@@ -662,6 +662,14 @@ class FunctionTranslator(Loops):
         if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                 and isinstance(self.locals.get(func.value.id), ViewType)):
             return self.view_method(func, node)
+        if (isinstance(func, ast.Attribute) and func.attr == "view" and isinstance(func.value, ast.Name)
+                and isinstance(self.locals.get(func.value.id), (ViewType, ArrayType))):
+            raise self.error(func, f"{func.value.id}.view(...): reinterpreting the elements of a view or an array is "
+                                   "not supported yet",
+                             "for dynamic shared memory, declare it again with the other type: every "
+                             "ox.shared.dynamic(T) starts at the same address, as CUDA's extern __shared__ arrays "
+                             "do (buf4 = ox.shared.dynamic(f32x4) reads buf's bytes as f32x4); for a global view, "
+                             "x.load4(k) reads 4 elements as one f32x4")
         target = self.builder.resolve_function(self.module, func)
         if target is None:
             raise self.error(func, f"unknown function {ast.unparse(func)!r}", self.unknown_function_hint(func))
