@@ -26,7 +26,7 @@ GOOD = ModuleManifest(
     source="ops.py",
     source_sha256="a" * 64,
     kernels=(KernelSpec("scale", "scale", (ParamSpec("a", "scalar", "f32"), ParamSpec("x", "slice", "f32")),
-                        {"T": "f32"}, "ops.py", 7, (Precondition(1, ["lt", 1, 2]),)),),
+                        {"T": "f32"}, "ops.py", 7, (Precondition(1, ["lt", ["const", 1], ["const", 2]]),)),),
     cubins={"sm_80": "pk.ops.fatbin", "sm_90": "pk.ops.fatbin"},
     ptx={"sm_90": "pk.ops.fatbin"},
     error_sites=(ErrorSite(1, "bounds", "scale", "ops.py", 9, 5, "x[i]"),),
@@ -95,7 +95,7 @@ def _kernel_change(path: str, value: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(("path", "value", "message"), [
     ("kernels.0.params.1.kind", "pointer", "kernels[0].params[1].kind: unknown parameter kind 'pointer'"),
     ("kernels.0.params.1.ndim", "1", "kernels[0].params[1].ndim: expected an integer, got str '1'"),
-    ("kernels.0.params.1.ndim", -1, "kernels[0].params[1].ndim: -1 is negative"),
+    ("kernels.0.params.1.ndim", -1, "kernels[0].params[1].ndim: -1 is outside 1 to 1 for a slice parameter"),
     ("kernels.0.params.0", ["a", "scalar", "f32"], "kernels[0].params[0]: expected an object, got list"),
     ("kernels.0.symbol", KeyError, "kernels[0].symbol: missing"),
     ("kernels.0.line", True, "kernels[0].line: expected an integer, got bool True"),
@@ -107,6 +107,97 @@ def test_nested_schema_errors_name_the_field(path: str, value: Any, message: str
     with pytest.raises(ManifestError) as info:
         ModuleManifest.from_json(json.dumps(_kernel_change(path, value)))
     assert str(info.value) == message
+
+
+TENSOR = {"name": "t", "kind": "tensor", "dtype": "f32", "ndim": 2}
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    ("source", "/etc/passwd", "source: '/etc/passwd' is not a plain file name (code files lie in _oxide/ itself) "
+                              "(the module's source lies beside its _oxide/)"),
+    ("source", "../other/ops.py", "source: '../other/ops.py' is not a plain file name (code files lie in _oxide/ "
+                                  "itself) (the module's source lies beside its _oxide/)"),
+    ("source", "..", "source: '..' is empty or a directory (the module's source lies beside its _oxide/)"),
+    ("source", "ops\u0000.py", "source: 'ops\\x00.py' contains a NUL character"),
+    ("source_sha256", "xyz", "source_sha256: 'xyz' is not a SHA-256 (64 hex digits)"),
+    ("module", "pk ops", "module: 'pk ops' is not a dotted module name"),
+    ("module", "a" * 5000, "module: a string of 5000 characters, more than 4096"),
+    ("cuda_driver", 10**12, "cuda_driver: 1000000000000 is outside 0 to 1000000"),
+    ("cubins", {"sm_90; rm -rf": "x.cubin"}, "cubins: 'sm_90; rm -rf' is not a GPU architecture (sm_90, sm_90a, compute_90)"),
+    ("sources", {"/abs/helpers.py": "b" * 64}, "sources: '/abs/helpers.py' is not a relative posix path"),
+    ("sources", {"../lib/helpers.py": "nope"}, "sources['../lib/helpers.py']: 'nope' is not a SHA-256 (64 hex digits)"),
+    ("kernels.0.params.1", dict(TENSOR, ndim=10**12),
+     "kernels[0].params[1].ndim: 1000000000000 is outside 1 to 32 for a tensor parameter"),
+    ("kernels.0.params.1", dict(TENSOR, ndim=0), "kernels[0].params[1].ndim: 0 is outside 1 to 32 for a tensor parameter"),
+    ("kernels.0.params.1.ndim", 2, "kernels[0].params[1].ndim: 2 is outside 1 to 1 for a slice parameter"),
+    ("kernels.0.params.0.ndim", 10**12, "kernels[0].params[0].ndim: 1000000000000 is outside 0 to 32 for a scalar parameter"),
+    ("kernels.0.params.0.dtype", "f33", "kernels[0].params[0].dtype: 'f33' is not a scalar type "
+     "(i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, bool, f8e4m3, f8e5m2)"),
+    ("kernels.0.params.0.name", "a-b", "kernels[0].params[0].name: 'a-b' is not a Python identifier"),
+    ("kernels.0.params", [{"name": f"t{i}", "kind": "tensor", "dtype": "f32", "ndim": 32} for i in range(70)],
+     "kernels[0].params: 4550 parameter slots, more than CUDA's parameter space holds (4095 of 8 bytes)"),
+    ("kernels.0.name", "scale()", "kernels[0].name: 'scale()' is not a Python identifier"),
+    ("kernels.0.symbol", "", "kernels[0].symbol: '' is not a symbol of the compiled code"),
+    ("kernels.0.index32_symbol", "a b", "kernels[0].index32_symbol: 'a b' is not a symbol of the compiled code"),
+    ("kernels.0.line", -3, "kernels[0].line: -3 is outside 0 to 2147483647"),
+    ("kernels.0.preconditions.0.expr", ["arg", 3], "kernels[0].preconditions[0].expr[1]: 3 is outside 0 to 2"),
+    ("kernels.0.preconditions.0.expr", ["grid", 3], "kernels[0].preconditions[0].expr[1]: 3 is outside 0 to 2"),
+    ("kernels.0.preconditions.0.expr", ["lt", 1, 2], "kernels[0].preconditions[0].expr[1]: expected a list, got int 1"),
+    ("kernels.0.preconditions.0.expr", ["pow", ["const", 1]],
+     "kernels[0].preconditions[0].expr: ['pow', ['const', 1]] is not an operation of the precondition encoding"),
+    ("kernels.0.preconditions.0.expr", ["cast", "f32", ["const", 1]],
+     "kernels[0].preconditions[0].expr[1]: 'f32' is not an integer type (i8, i16, i32, i64, u8, u16, u32, u64, bool)"),
+    ("kernels.0.preconditions.0.expr", ["const", 2**64], "kernels[0].preconditions[0].expr[1]: 18446744073709551616 is "
+     "outside -9223372036854775808 to 18446744073709551615"),
+    ("error_sites.0.id", 2**40, "error_sites[0].id: 1099511627776 is outside 0 to 2147483647"),
+    ("error_sites.0.col", -1, "error_sites[0].col: -1 is outside 0 to 2147483647"),
+])
+def test_every_field_is_bounded(path: str, value: Any, message: str) -> None:
+    """Issue 26 item 5: an absolute or ../ "source" was accepted (hashed, and with JIT on
+    compiled), ndim 10**12 ended in a bare MemoryError; each field is now checked and bounded,
+    the ManifestError naming it."""
+    with pytest.raises(ManifestError) as info:
+        ModuleManifest.from_json(json.dumps(_kernel_change(path, value)))
+    assert str(info.value) == message
+
+
+def test_module_arrays_and_nesting_are_bounded() -> None:
+    array = {"name": "table", "symbol": "table", "space": "constant", "dtype": "f32", "shape": [4]}
+    for change, message in [
+        ({"shape": [2**30, 2**30]}, "arrays[0].shape: (1073741824, 1073741824) is 1152921504606846976 elements, "
+                                    "more than a GPU's memory holds"),
+        ({"shape": [-1]}, "arrays[0].shape: -1 is outside 0 to 281474976710656"),
+        ({"shape": [1] * 9}, "arrays[0].shape: 9 items, more than the 8 it may have"),
+        ({"space": "shared"}, "arrays[0].space: 'shared' is neither 'constant' nor 'global'"),
+        ({"symbol": "a\nb"}, "arrays[0].symbol: 'a\\nb' is not a symbol of the compiled code"),
+    ]:
+        data = _data()
+        data["arrays"] = [dict(array, **change)]
+        with pytest.raises(ManifestError) as info:
+            ModuleManifest.from_json(json.dumps(data))
+        assert str(info.value) == message
+    deep: Any = ["const", 1]
+    for _ in range(100):
+        deep = ["not", deep]
+    with pytest.raises(ManifestError, match=r"expr(\[1\])+: nested deeper than 64"):
+        ModuleManifest.from_json(json.dumps(_kernel_change("kernels.0.preconditions.0.expr", deep)))
+    with pytest.raises(ManifestError, match="^the manifest: nested too deeply to be one$"):
+        ModuleManifest.from_json("[" * 100_000 + "]" * 100_000)
+
+
+def test_a_manifest_out_of_bounds_names_its_path_at_launch(tmp_path: Path) -> None:
+    """The runtime's error names the manifest file and the field (no bare MemoryError)."""
+    from oxide.errors import CudaError
+    from oxide.runtime.artifacts import _read
+
+    path = tmp_path / "_oxide" / "pk.ops.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(_kernel_change("kernels.0.params.1", dict(TENSOR, ndim=10**12))))
+    with pytest.raises(CudaError) as info:
+        _read(path, "pk.ops")
+    assert str(info.value) == (f"cannot read the kernel manifest of module pk.ops ({path}): kernels[0].params[1].ndim: "
+                               "1000000000000 is outside 1 to 32 for a tensor parameter; rebuild the package with "
+                               "this version of oxide")
 
 
 def test_optional_fields_default() -> None:

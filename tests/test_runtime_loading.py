@@ -281,9 +281,9 @@ def test_a_new_enough_driver_loads(tmp_path: Path, fake_driver: FakeDriver) -> N
 
 
 def test_the_manifest_carries_the_driver_requirement() -> None:
-    m = ModuleManifest(module="m", source="m.py", source_sha256="0", kernels=(), cubins={}, cuda_driver=12000)
+    m = ModuleManifest(module="m", source="m.py", source_sha256="0" * 64, kernels=(), cubins={}, cuda_driver=12000)
     assert ModuleManifest.from_json(m.to_json()).cuda_driver == 12000
-    old = ModuleManifest(module="m", source="m.py", source_sha256="0", kernels=(), cubins={})
+    old = ModuleManifest(module="m", source="m.py", source_sha256="0" * 64, kernels=(), cubins={})
     assert "cuda_driver" not in old.to_json()  # not recorded: written as before
     assert ModuleManifest.from_json(old.to_json()).cuda_driver == 0
 

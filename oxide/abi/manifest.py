@@ -5,9 +5,14 @@ code files beside it; read by the runtime on first launch. Plain JSON, so a whee
 inspected with ``unzip -p``.
 
 A manifest is checked against its schema when it is read (``ModuleManifest.from_json``): a
-missing or mistyped field is a ``ManifestError`` naming the field, and a code file name must
-be a plain file name inside ``_oxide/`` (no directory part, no ``..``, not absolute), so a
-manifest cannot make the runtime load a file from outside its package.
+missing, mistyped or out-of-bounds field is a ``ManifestError`` naming the field (the runtime
+adds the manifest's path). Every field is bounded: a code file name and ``source`` must be
+plain file names inside the module's directory (no directory part, no ``..``, not absolute), so
+a manifest cannot make the runtime load, hash or JIT-compile a file from outside its package;
+names and symbols are identifiers, digests are SHA-256 hex, counts, dimensions, lines and
+slots are within what CUDA and the launchers can take (a parameter block of at most
+``MAX_PARAM_SLOTS`` slots, tensors of at most 4 * ``MAX_TENSOR_NDIM`` dimensions), and preconditions follow
+their encoding (``oxide.abi.preconditions``) with slots the kernel has.
 
 The kernel parameter block the runtime packs is described in ``oxide.abi.params``.
 """
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence, TypeVar
 
@@ -28,11 +34,14 @@ from .params import (
     VECTOR_PARAM,
     param_slot_count,
 )
-from .views import ViewKind
+from .preconditions import ARITHMETIC, COMPARISONS, INTEGER_TYPES
+from .scalars import SCALAR_TYPES
+from .views import MAX_TENSOR_NDIM, ViewKind
 
 __all__ = [
     "MANIFEST_FORMAT",
     "READABLE_MANIFEST_FORMATS",
+    "MAX_PARAM_SLOTS",
     "SCALAR_PARAM",
     "CONSTEXPR_PARAM",
     "STRUCT_PARAM",
@@ -58,6 +67,24 @@ __all__ = [
 MANIFEST_FORMAT = 2
 READABLE_MANIFEST_FORMATS = (1, 2)  # format 1: every entry point takes every slot
 ARTIFACT_DIR = "_oxide"
+
+# CUDA's kernel parameter space: 32764 bytes (Volta and newer with CUDA 12.1), 8-byte slots
+MAX_PARAM_SLOTS = 32764 // 8
+_MAX_TEXT = 4096  # a name, symbol, path or description
+_MAX_ITEMS = 1 << 20  # kernels, error sites, arrays, sources of one module
+_MAX_LINE = 2**31 - 1
+_MAX_TMA_NDIM = 5  # cuTensorMapEncodeTiled's rank limit
+# the dimensions a manifest may give a tensor: the compiler writes at most MAX_TENSOR_NDIM (the C
+# launcher's limit; the Python path launches more), and a bound keeps ndim: 10**12 from
+# allocating 2 * 10**12 slots
+_MAX_MANIFEST_NDIM = 4 * MAX_TENSOR_NDIM
+_MAX_PRECONDITION_DEPTH = 64
+_MAX_PRECONDITION_NODES = 1 << 16
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+_SYMBOL = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.]*\Z")
+_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
+_ARCH = re.compile(r"(sm|compute)_[0-9]{2,3}[af]?\Z")
 
 # the kinds a kernel parameter may have besides SCALAR_PARAM and CONSTEXPR_PARAM
 _PARAM_VIEW_KINDS = frozenset(k for k in ViewKind if k.is_kernel_param)
@@ -208,24 +235,35 @@ class ModuleManifest(NamedTuple):
     def from_json(text: str) -> ModuleManifest:
         """Parses and checks a manifest; ``ManifestError`` (a ``ValueError``) names what is
         wrong, ``json.JSONDecodeError`` (also one) says where the JSON is broken."""
-        data = _dict(json.loads(text), "the manifest")
+        try:
+            parsed = json.loads(text)
+        except RecursionError:
+            raise ManifestError("the manifest: nested too deeply to be one") from None
+        data = _dict(parsed, "the manifest")
         fmt = data.get("format")
         if isinstance(fmt, bool) or fmt not in READABLE_MANIFEST_FORMATS:
             raise ManifestError(f"manifest format {fmt!r}, this oxide reads formats "
                                 f"{', '.join(map(str, READABLE_MANIFEST_FORMATS))} (another oxide release built it)")
         kernels = tuple(_kernel(k, f"kernels[{i}]") for i, k in enumerate(_list(_need(data, "kernels", ""), "kernels")))
+        source = _text(_need(data, "source", ""), "source")
+        problem = code_file_name_problem(source)
+        if problem is not None:
+            raise ManifestError(f"source: {source!r} is {problem} (the module's source lies beside its _oxide/)")
+        source_sha256 = _text(_need(data, "source_sha256", ""), "source_sha256")
+        if source_sha256 and not _SHA256.match(source_sha256):
+            raise ManifestError(f"source_sha256: {source_sha256!r:.80} is not a SHA-256 (64 hex digits)")
         return ModuleManifest(
-            module=_str(_need(data, "module", ""), "module"),
-            source=_str(_need(data, "source", ""), "source"),
-            source_sha256=_str(_need(data, "source_sha256", ""), "source_sha256"),
+            module=_matching(_need(data, "module", ""), "module", _DOTTED, "a dotted module name"),
+            source=source,
+            source_sha256=source_sha256,
             kernels=kernels,
             cubins=_code_files(_need(data, "cubins", ""), "cubins"),
             ptx=_code_files(data.get("ptx", {}), "ptx"),
             error_sites=tuple(_error_site(e, f"error_sites[{i}]")
                               for i, e in enumerate(_list(data.get("error_sites", []), "error_sites"))),
-            sources=_str_dict(data.get("sources", {}), "sources"),
+            sources=_sources(data.get("sources", {}), "sources"),
             arrays=tuple(_module_array(a, f"arrays[{i}]") for i, a in enumerate(_list(data.get("arrays", []), "arrays"))),
-            cuda_driver=_int(data.get("cuda_driver", 0), "cuda_driver"),
+            cuda_driver=_bounded(data.get("cuda_driver", 0), "cuda_driver", 0, 10**6),
         )
 
     def kernels_named(self, name: str) -> list[KernelSpec]:
@@ -277,19 +315,56 @@ def _dict(value: Any, where: str) -> dict[str, Any]:
     return out
 
 
-def _list(value: Any, where: str) -> list[Any]:
+def _list(value: Any, where: str, limit: int = _MAX_ITEMS) -> list[Any]:
     out: list[Any] = _typed(value, list, "a list", where)
+    if len(out) > limit:
+        raise ManifestError(f"{where}: {len(out)} items, more than the {limit} it may have")
     return out
 
 
 def _str(value: Any, where: str) -> str:
+    return _text(value, where)
+
+
+def _text(value: Any, where: str, limit: int = _MAX_TEXT) -> str:
+    """A string of at most ``limit`` characters, without NUL."""
     out: str = _typed(value, str, "a string", where)
+    if len(out) > limit:
+        raise ManifestError(f"{where}: a string of {len(out)} characters, more than {limit}")
+    if "\0" in out:
+        raise ManifestError(f"{where}: {out!r:.80} contains a NUL character")
     return out
+
+
+def _matching(value: Any, where: str, pattern: re.Pattern[str], what: str) -> str:
+    out = _text(value, where)
+    if not pattern.match(out):
+        raise ManifestError(f"{where}: {out!r:.80} is not {what}")
+    return out
+
+
+def _identifier(value: Any, where: str) -> str:
+    return _matching(value, where, _IDENTIFIER, "a Python identifier")
+
+
+def _symbol(value: Any, where: str) -> str:
+    return _matching(value, where, _SYMBOL, "a symbol of the compiled code")
 
 
 def _int(value: Any, where: str) -> int:
     out: int = _typed(value, int, "an integer", where)
     return out
+
+
+def _bounded(value: Any, where: str, low: int, high: int) -> int:
+    out = _int(value, where)
+    if not low <= out <= high:
+        raise ManifestError(f"{where}: {str(out)[:40]} is outside {low} to {high}")
+    return out
+
+
+def _line(value: Any, where: str) -> int:
+    return _bounded(value, where, 0, _MAX_LINE)
 
 
 def _bool(value: Any, where: str) -> bool:
@@ -298,7 +373,22 @@ def _bool(value: Any, where: str) -> bool:
 
 
 def _str_dict(value: Any, where: str) -> dict[str, str]:
-    return {k: _str(v, f"{where}[{k!r}]") for k, v in _dict(value, where).items()}
+    data = _dict(value, where)
+    if len(data) > _MAX_ITEMS:
+        raise ManifestError(f"{where}: {len(data)} entries, more than the {_MAX_ITEMS} it may have")
+    return {_text(k, f"{where} key {k!r:.80}"): _str(v, f"{where}[{k!r:.80}]") for k, v in data.items()}
+
+
+def _sources(value: Any, where: str) -> dict[str, str]:
+    """``ModuleManifest.sources``: relative paths (they may climb out of the module's directory
+    into the tree, with ``..``; never absolute) -> SHA-256."""
+    files = _str_dict(value, where)
+    for name, digest in files.items():
+        if not name or name.startswith(("/", "\\")) or re.match(r"[A-Za-z]:", name) or "\\" in name:
+            raise ManifestError(f"{where}: {name!r:.80} is not a relative posix path")
+        if not _SHA256.match(digest):
+            raise ManifestError(f"{where}[{name!r:.80}]: {digest!r:.80} is not a SHA-256 (64 hex digits)")
+    return files
 
 
 def _field(data: dict[str, Any], key: str, where: str, check: Callable[[Any, str], _T], default: _T | None = None) -> _T:
@@ -319,6 +409,8 @@ def code_file_name_problem(name: str) -> str | None:
 def _code_files(value: Any, where: str) -> dict[str, str]:
     files = _str_dict(value, where)
     for arch, name in files.items():
+        if not _ARCH.match(arch):
+            raise ManifestError(f"{where}: {arch!r:.80} is not a GPU architecture (sm_90, sm_90a, compute_90)")
         problem = code_file_name_problem(name)
         if problem is not None:
             raise ManifestError(f"{where}[{arch!r}]: {name!r} is {problem}")
@@ -331,25 +423,69 @@ def _param(value: Any, where: str) -> ParamSpec:
     if kind not in (SCALAR_PARAM, CONSTEXPR_PARAM, TENSOR_MAP_PARAM, *AGGREGATE_PARAMS, *_PARAM_VIEW_KINDS):
         raise ManifestError(f"{where}.kind: unknown parameter kind {kind!r}")
     ndim = _field(data, "ndim", where, _int, 1)
-    if ndim < 0:
-        raise ManifestError(f"{where}.ndim: {ndim} is negative")
+    tensor = kind in _PARAM_VIEW_KINDS and ViewKind(kind).is_tensor
+    low, high = ((1, _MAX_MANIFEST_NDIM) if tensor else (1, _MAX_TMA_NDIM) if kind == TENSOR_MAP_PARAM
+                 else (1, 1) if kind in _PARAM_VIEW_KINDS else (0, _MAX_MANIFEST_NDIM))
+    if not low <= ndim <= high:
+        raise ManifestError(f"{where}.ndim: {str(ndim)[:40]} is outside {low} to {high} for a {kind} parameter")
     fields = tuple(_param_field(f, f"{where}.fields[{i}]")
                    for i, f in enumerate(_field(data, "fields", where, _list, list[Any]())))
     if (kind in AGGREGATE_PARAMS) != bool(fields):
         raise ManifestError(f"{where}.fields: a struct or vector parameter lists its fields, no other does")
-    return ParamSpec(_field(data, "name", where, _str), kind, _field(data, "dtype", where, _str), ndim, fields)
+    dtype = _field(data, "dtype", where, _str)
+    if kind == SCALAR_PARAM and dtype not in SCALAR_TYPES:
+        raise ManifestError(f"{where}.dtype: {dtype!r:.80} is not a scalar type ({', '.join(SCALAR_TYPES)})")
+    return ParamSpec(_field(data, "name", where, _identifier), kind, dtype, ndim, fields)
 
 
 def _param_field(value: Any, where: str) -> tuple[str, str]:
     pair = _list(value, where)
     if len(pair) != 2:
         raise ManifestError(f"{where}: expected [field path, scalar type], got {len(pair)} items")
-    return _str(pair[0], f"{where}[0]"), _str(pair[1], f"{where}[1]")
+    scalar = _str(pair[1], f"{where}[1]")
+    if scalar not in SCALAR_TYPES:
+        raise ManifestError(f"{where}[1]: {scalar!r:.80} is not a scalar type")
+    return _str(pair[0], f"{where}[0]"), scalar
 
 
-def _precondition(value: Any, where: str) -> Precondition:
+def _precondition(value: Any, where: str, n_slots: int) -> Precondition:
     data = _dict(value, where)
-    return Precondition(_field(data, "site", where, _int), _need(data, "expr", where))
+    expr = _need(data, "expr", where)
+    _precondition_expr(expr, f"{where}.expr", n_slots, [0], 0)
+    return Precondition(_field(data, "site", where, _line), expr)
+
+
+def _precondition_expr(e: Any, where: str, n_slots: int, nodes: list[int], depth: int) -> None:
+    """Checks ``e`` against the encoding of ``oxide.abi.preconditions``, with parameter slots
+    below ``n_slots``: a launcher evaluates it as it is."""
+    nodes[0] += 1
+    if depth > _MAX_PRECONDITION_DEPTH or nodes[0] > _MAX_PRECONDITION_NODES:
+        raise ManifestError(f"{where}: nested deeper than {_MAX_PRECONDITION_DEPTH} or more than "
+                            f"{_MAX_PRECONDITION_NODES} operations")
+    items = _list(e, where, 4)
+    op = _str(items[0], f"{where}[0]") if items else ""
+    arity = {"const": 1, "arg": 1, "grid": 1, "block": 1, "cast": 2, "neg": 2, "not": 1, "and": 1, "or": 1,
+             **{name: 3 for name in ARITHMETIC.values()}, **{name: 2 for name in COMPARISONS.values()}}
+    if op not in arity or len(items) != 1 + arity[op]:
+        raise ManifestError(f"{where}: {str(e)[:80]} is not an operation of the precondition encoding")
+    sub = depth + 1
+    if op == "const":
+        _bounded(items[1], f"{where}[1]", -2**63, 2**64 - 1)
+    elif op == "arg":
+        _bounded(items[1], f"{where}[1]", 0, n_slots - 1)
+    elif op in ("grid", "block"):
+        _bounded(items[1], f"{where}[1]", 0, 2)
+    elif op in ("and", "or"):
+        for i, operand in enumerate(_list(items[1], f"{where}[1]", _MAX_PRECONDITION_NODES)):
+            _precondition_expr(operand, f"{where}[1][{i}]", n_slots, nodes, sub)
+    elif op == "not" or op in COMPARISONS.values():
+        for i in range(1, len(items)):
+            _precondition_expr(items[i], f"{where}[{i}]", n_slots, nodes, sub)
+    else:  # cast, neg and arithmetic: a type, then operands
+        if items[1] not in INTEGER_TYPES:
+            raise ManifestError(f"{where}[1]: {str(items[1])[:40]!r} is not an integer type ({', '.join(INTEGER_TYPES)})")
+        for i in range(2, len(items)):
+            _precondition_expr(items[i], f"{where}[{i}]", n_slots, nodes, sub)
 
 
 def _param_slots(data: dict[str, Any], key: str, where: str, params: tuple[ParamSpec, ...]) -> tuple[int, ...] | None:
@@ -357,7 +493,7 @@ def _param_slots(data: dict[str, Any], key: str, where: str, params: tuple[Param
     (a list the runtime would pass wrongly is refused here, not at a launch)."""
     if data.get(key) is None:
         return None
-    slots = tuple(_int(s, f"{where}.{key}") for s in _list(data[key], f"{where}.{key}"))
+    slots = tuple(_int(s, f"{where}.{key}") for s in _list(data[key], f"{where}.{key}", MAX_PARAM_SLOTS))
     starts = entry_param_starts(params)
     known = set(starts)
     for a, b in zip(slots, slots[1:]):
@@ -372,18 +508,26 @@ def _param_slots(data: dict[str, Any], key: str, where: str, params: tuple[Param
 
 def _kernel(value: Any, where: str) -> KernelSpec:
     data = _dict(value, where)
-    params = tuple(_param(p, f"{where}.params[{i}]") for i, p in enumerate(_field(data, "params", where, _list)))
+    params = tuple(_param(p, f"{where}.params[{i}]")
+                   for i, p in enumerate(_list(_need(data, "params", where), f"{where}.params", MAX_PARAM_SLOTS)))
+    n_slots = sum(param_slot_count(p.kind, p.ndim, len(p.fields)) for p in params)
+    if n_slots > MAX_PARAM_SLOTS:
+        raise ManifestError(f"{where}.params: {n_slots} parameter slots, more than CUDA's parameter space "
+                            f"holds ({MAX_PARAM_SLOTS} of 8 bytes)")
+    index32_symbol = _field(data, "index32_symbol", where, _str, "")
+    if index32_symbol:
+        _symbol(index32_symbol, f"{where}.index32_symbol")
     return KernelSpec(
-        name=_field(data, "name", where, _str),
-        symbol=_field(data, "symbol", where, _str),
+        name=_field(data, "name", where, _identifier),
+        symbol=_field(data, "symbol", where, _symbol),
         params=params,
         specialization=_field(data, "specialization", where, _str_dict, {}),
         file=_field(data, "file", where, _str, ""),
-        line=_field(data, "line", where, _int, 0),
-        preconditions=tuple(_precondition(c, f"{where}.preconditions[{i}]")
+        line=_field(data, "line", where, _line, 0),
+        preconditions=tuple(_precondition(c, f"{where}.preconditions[{i}]", n_slots)
                             for i, c in enumerate(_field(data, "preconditions", where, _list, list[Any]()))),
         cooperative=_field(data, "cooperative", where, _bool, False),
-        index32_symbol=_field(data, "index32_symbol", where, _str, ""),
+        index32_symbol=index32_symbol,
         param_slots=_param_slots(data, "param_slots", where, params),
         index32_param_slots=_param_slots(data, "index32_param_slots", where, params),
     )
@@ -392,25 +536,34 @@ def _kernel(value: Any, where: str) -> KernelSpec:
 def _error_site(value: Any, where: str) -> ErrorSite:
     data = _dict(value, where)
     return ErrorSite(
-        id=_field(data, "id", where, _int),
+        id=_field(data, "id", where, _line),
         kind=_field(data, "kind", where, _str),
         kernel=_field(data, "kernel", where, _str),
         file=_field(data, "file", where, _str),
-        line=_field(data, "line", where, _int),
-        col=_field(data, "col", where, _int),
+        line=_field(data, "line", where, _line),
+        col=_field(data, "col", where, _line),
         what=_field(data, "what", where, _str),
     )
 
 
 def _module_array(value: Any, where: str) -> ModuleArrayRecord:
     data = _dict(value, where)
-    shape = _field(data, "shape", where, _list)
+    shape = tuple(_bounded(d, f"{where}.shape", 0, 2**48)
+                  for d in _list(_need(data, "shape", where), f"{where}.shape", MAX_TENSOR_NDIM))
+    size = 1
+    for d in shape:
+        size *= d
+    if size > 2**48:
+        raise ManifestError(f"{where}.shape: {shape} is {size} elements, more than a GPU's memory holds")
+    space = _field(data, "space", where, _str)
+    if space not in ("constant", "global"):
+        raise ManifestError(f"{where}.space: {space!r:.80} is neither 'constant' nor 'global'")
     return ModuleArrayRecord(
-        name=_field(data, "name", where, _str),
-        symbol=_field(data, "symbol", where, _str),
-        space=_field(data, "space", where, _str),
+        name=_field(data, "name", where, _identifier),
+        symbol=_field(data, "symbol", where, _symbol),
+        space=space,
         dtype=_field(data, "dtype", where, _str),
-        shape=tuple(_int(d, f"{where}.shape") for d in shape),
+        shape=shape,
     )
 
 
