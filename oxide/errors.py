@@ -95,8 +95,10 @@ class CudaError(OxideError):
         super().__init__(message)
 
 
-class KernelError(OxideError):
-    """A check inside a kernel failed on the device (bounds check, assert)."""
+class KernelError(OxideError, RuntimeError):
+    """A check inside a kernel failed on the device (bounds check, assert), or a launch
+    precondition failed on the host. Also a ``RuntimeError``, which is what PyTorch code (and
+    its tests) catch from a failed kernel."""
 
     def __init__(
         self,

@@ -68,12 +68,19 @@ class Out:
     (one tensor, or a tuple in declaration order). The op checks each against the declaration
     (a tensor of that shape, dtype and device, contiguous, not an input nor a view) and raises
     ``TypeError`` naming the output where one differs.
+
+    ``layout``: ``"contiguous"`` (the default) or ``"preserve"``: the output keeps ``like``'s
+    order of strides (``torch.empty_like``'s ``preserve_format``), so a channel-last input
+    (``x.transpose(1, 2)`` of a contiguous tensor, or a slice of one) gets a dense channel-last
+    output, as a C++ op writing into ``at::empty_like(x)`` does. Only with ``shape`` left to
+    ``like``'s.
     """
 
     like: str | None = None
     shape: Callable[..., Sequence[int]] | str | None = None
     dtype: Any = None
     returned: bool = False
+    layout: str = "contiguous"
 
 
 def _torch() -> Any:
@@ -104,6 +111,11 @@ class _Allocator:
         if like not in tensors:
             raise fail(f"like={like!r} is not a tensor input of the op (its tensor inputs: {', '.join(tensors) or 'none'})")
         self.like = inputs.index(like)
+        if out.layout not in ("contiguous", "preserve"):
+            raise fail(f"layout must be 'contiguous' or 'preserve'; got {out.layout!r}")
+        if out.layout == "preserve" and (out.shape is not None or out.returned):
+            raise fail("layout='preserve' takes like's shape and strides: leave shape= unset and returned=False")
+        self.preserve = out.layout == "preserve"
         self.plain = out.shape is None and out.dtype is None  # empty_like: half the cost of torch.empty
         self.same_dtype = out.dtype is None
         self.shape_of: Callable[[Sequence[Any]], Any]
@@ -150,6 +162,8 @@ class _Allocator:
 
     def allocate(self, torch: Any, args: Sequence[Any]) -> Any:
         """The output for the fake kernel (any tensors, symbolic shapes: no test that could guard)."""
+        if self.preserve:
+            return torch.empty_like(args[self.like], dtype=self.dtype_of(args))
         if self.plain:
             return torch.empty_like(args[self.like], memory_format=torch.contiguous_format)
         return torch.empty(tuple(self.shape_of(args)), dtype=self.dtype_of(args), device=args[self.like].device)
@@ -346,7 +360,10 @@ class Op:
         outs = []
         last, contiguous = -1, False
         for a in self._passed_allocators:
-            if a.plain:
+            if a.preserve:
+                outs.append(torch.empty_like(args[a.like]) if a.plain
+                            else torch.empty_like(args[a.like], dtype=a.dtype_of(args)))
+            elif a.plain:
                 like = args[a.like]
                 if a.like != last:
                     last, contiguous = a.like, like.is_contiguous()

@@ -148,7 +148,7 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     'unknown_kernel_option': (
         '\n@ox.kernel(fast=True)\ndef k(out: DisjointSlice[f32]) -> None:\n    pass\n',
-        "kern.py:4:17: error: unknown @kernel option 'fast'\n    @ox.kernel(fast=True)\n                    ^\n  hint: known options: bounds_check, launch_bounds, max_registers, constexprs",
+        "kern.py:4:17: error: unknown @kernel option 'fast'\n    @ox.kernel(fast=True)\n                    ^\n  hint: known options: bounds_check, launch_bounds, max_registers, constexprs, index32",
     ),
     'unpack_count_mismatch': (
         '\ndef pair(a: f32) -> tuple[f32, f32]:\n    return a, a\n\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    a, b, c = pair(x[i])\n',

@@ -170,3 +170,30 @@ def test_oxide_inspect_shows_both_instances() -> None:
     assert 0 < resources["shifted__index32"].registers <= resources["shifted"].registers
     # shape and strides of two 2-D tensors: 8-byte slots as written, 4-byte in the index32 instance
     assert (resources["shifted"].param_bytes, resources["shifted__index32"].param_bytes) == (80, 48)
+
+
+def test_index32_false_keeps_a_single_instance(tmp_path: Path) -> None:
+    src = tmp_path / "tables.py"
+    src.write_text(textwrap.dedent("""
+        import oxide as ox
+        from oxide import MutSlice, Tensor, f32, thread
+
+        @ox.kernel(index32=False)
+        def scaled(w: Tensor[f32, 2], x: MutSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < w.shape[0]:
+                with ox.unsafe():
+                    x[i] = x[i] * w[i, 0]
+
+        @ox.kernel
+        def twinned(w: Tensor[f32, 2], x: MutSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < w.shape[0]:
+                with ox.unsafe():
+                    x[i] = x[i] * w[i, 0]
+    """))
+    module = compile_module(src, "tables", CompileOptions(archs=("sm_90",), link_cubins=False))
+    ptx = module.ptx["sm_90"]
+    specs = {k.name: k for k in module.kernels}
+    assert specs["scaled"].index32_symbol == "" and ".entry scaled__index32" not in ptx
+    assert specs["twinned"].index32_symbol == "twinned__index32" and ".entry twinned__index32" in ptx

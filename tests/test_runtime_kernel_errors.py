@@ -129,3 +129,11 @@ def test_sticky_error_at_synchronize_is_a_cuda_error(fake_driver: FakeDriver) ->
         oxide.runtime.synchronize()
     assert str(info.value) == "cuCtxSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS (fake description)"
     assert info.value.name == "CUDA_ERROR_ILLEGAL_ADDRESS"
+
+
+def test_a_kernel_error_is_a_runtime_error_too() -> None:
+    # PyTorch code (and its tests: pytest.raises(RuntimeError)) catches failed kernels as RuntimeError
+    error = oxide.KernelError("bounds check failed", kernel="k", location="k.py:3:5", index=7, length=4)
+    assert isinstance(error, RuntimeError) and isinstance(error, oxide.OxideError)
+    with pytest.raises(RuntimeError, match="bounds check failed"):
+        raise error

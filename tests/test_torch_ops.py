@@ -253,3 +253,31 @@ def test_inputs_need_type_hints() -> None:
 def test_importing_oxide_torch_does_not_import_torch() -> None:
     code = "import sys, oxide, oxide.torch; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_preserve_layout_output_keeps_the_input_stride_order() -> None:
+    name = ns()
+
+    @oxt.op(f"{name}::copy", outputs={"out": oxt.Out(like="x", layout="preserve")})
+    def copy(x: torch.Tensor, out: torch.Tensor) -> None:
+        out.copy_(x)
+
+    base = torch.randn(2, 8, 12)
+    channel_last = base[:, :, 2:10].transpose(1, 2)       # (2, 8, 8), channel stride 1, not dense
+    got = copy(channel_last)
+    assert got.stride() == (64, 1, 8) and torch.equal(got, channel_last)
+    assert copy.op(channel_last).stride() == (64, 1, 8)  # the dispatcher path allocates the same
+    with torch._subclasses.fake_tensor.FakeTensorMode():  # and so does the fake kernel
+        fake = copy.op(torch.empty(2, 8, 8).transpose(1, 2))
+    assert fake.stride() == (64, 1, 8)
+    contiguous = copy(base.transpose(1, 2).contiguous())
+    assert contiguous.is_contiguous()
+
+
+def test_a_bad_layout_is_a_declaration_error() -> None:
+    with pytest.raises(oxt.OpDeclarationError, match="layout must be 'contiguous' or 'preserve'"):
+        @oxt.op(f"{ns()}::bad", outputs={"out": oxt.Out(like="x", layout="channels_last")})
+        def bad(x: torch.Tensor, out: torch.Tensor) -> None: ...
+    with pytest.raises(oxt.OpDeclarationError, match="leave shape= unset"):
+        @oxt.op(f"{ns()}::bad2", outputs={"out": oxt.Out(like="x", shape=lambda x: (1,), layout="preserve")})
+        def bad2(x: torch.Tensor, out: torch.Tensor) -> None: ...

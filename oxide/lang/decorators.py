@@ -12,7 +12,7 @@ __all__ = ["kernel", "device", "extern", "extern_kernel"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-KERNEL_OPTIONS = frozenset({"bounds_check", "launch_bounds", "max_registers", "constexprs"})
+KERNEL_OPTIONS = frozenset({"bounds_check", "launch_bounds", "max_registers", "constexprs", "index32"})
 
 
 @overload
@@ -20,7 +20,7 @@ def kernel(func: Callable[..., Any]) -> Any: ...
 @overload
 def kernel(
     *, bounds_check: bool = True, launch_bounds: int | None = None, max_registers: int | None = None,
-    constexprs: dict[str, list[int]] | None = None,
+    constexprs: dict[str, list[int]] | None = None, index32: bool = True,
 ) -> Callable[[Callable[..., Any]], Any]: ...
 
 

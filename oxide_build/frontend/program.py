@@ -207,10 +207,10 @@ class ProgramBuilder:
                 if dec.args:
                     raise module.error(dec, "@kernel options are keywords, e.g. @kernel(bounds_check=False)")
                 for kw in dec.keywords:
-                    if kw.arg == "bounds_check":
+                    if kw.arg in ("bounds_check", "index32"):
                         if not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)):
-                            raise module.error(kw.value, "bounds_check must be True or False")
-                        opts["bounds_check"] = kw.value.value
+                            raise module.error(kw.value, f"{kw.arg} must be True or False")
+                        opts[kw.arg] = kw.value.value
                     elif kw.arg in ("launch_bounds", "max_registers"):
                         value = module_int(module, kw.value)
                         limit = 1024 if kw.arg == "launch_bounds" else 255
@@ -223,7 +223,7 @@ class ProgramBuilder:
                         opts["constexprs"] = self._constexpr_values(module, fdef, kw.value)
                     else:
                         raise module.error(kw.value, f"unknown @kernel option {kw.arg!r}",
-                                           "known options: bounds_check, launch_bounds, max_registers, constexprs")
+                                           "known options: bounds_check, launch_bounds, max_registers, constexprs, index32")
                 return opts
         return {}
 
@@ -293,6 +293,7 @@ class ProgramBuilder:
                 function.specialization = spec
                 function.launch_bounds = opts.get("launch_bounds")
                 function.max_registers = opts.get("max_registers")
+                function.index32 = opts.get("index32", True)
                 function.preconditions = list(translator.preconditions)
                 self.functions.append(function)
                 by_name = {p.name: _param_spec(p) for p in translator.params}

@@ -447,6 +447,9 @@ class Function:
     export: bool = False  # C linkage under ``symbol``, callable from CUDA C++ (@device(export=))
     launch_bounds: int | None = None  # most threads per block the kernel is launched with
     max_registers: int | None = None
+    # kernels: whether a tensor parameter gives it an index32 instance (lower/index32.py);
+    # @kernel(index32=False) keeps the one as written (half the compile time of the kernel)
+    index32: bool = True
     # kernels: conditions the runtime checks before the launch (the manifest's preconditions)
     preconditions: list[Precondition] = field(default_factory=list)
     # for the bounds-elimination pass: how often the source assigns each name (a name assigned

@@ -12,7 +12,9 @@ declares each tensor's shape and strides as i32 parameters (``abi_params``): the
 the same 8-byte slots, so the runtime packs both instances alike, and the block the launch copies
 is smaller. The runtime launches the index32 instance only when every tensor argument's span,
 extents and |strides| are at most ``oxide.abi.launcher.INDEX32_LIMIT``, else the one as written.
-Device functions that take a tensor get an index32 twin too (internal), which the index32
+A kernel declared ``@kernel(index32=False)`` has none (its tensors are small parameter
+tables, say, whose offsets cost nothing: the second instance would only double its compile
+time). Device functions that take a tensor get an index32 twin too (internal), which the index32
 instances call. The manifest names the second instance in ``KernelSpec.index32_symbol``.
 """
 from __future__ import annotations
@@ -35,7 +37,7 @@ def index32_twins(program: ir.Program) -> dict[str, str]:
     kernel whose instance's name is taken (a function of that name exists) has none."""
     taken = {fn.symbol for fn in program.functions} | {e.symbol for e in program.externs}
     kernels = {fn.symbol: fn.symbol + INDEX32_SUFFIX for fn in program.functions
-               if fn.is_kernel and takes_tensor(fn) and fn.symbol + INDEX32_SUFFIX not in taken}
+               if fn.is_kernel and fn.index32 and takes_tensor(fn) and fn.symbol + INDEX32_SUFFIX not in taken}
     if not kernels:
         return {}
     devices = {fn.symbol: fn.symbol + INDEX32_SUFFIX for fn in program.functions
