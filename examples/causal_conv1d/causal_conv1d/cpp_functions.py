@@ -1,0 +1,310 @@
+"""The operators of causal_conv1d, with upstream's names and signatures
+(``causal_conv1d_fwd_function``, ``causal_conv1d_bwd_function``,
+``causal_conv1d_update_function``): ``oxide.torch`` ops over the kernels of this package.
+
+Upstream's module of this name wraps its C++ extension; here the same functions choose a kernel
+by layout: the fast paths of ``vector_kernels`` where every tensor has the strides and 16-byte
+alignment they need, the general kernels of ``kernels`` otherwise. The backward is
+deterministic in every case (dweight and dbias are summed in a fixed order, never with atomics),
+so ``CAUSAL_CONV1D_DETERMINISTIC`` and ``torch.use_deterministic_algorithms`` change nothing.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+import oxide.torch as oxt
+from causal_conv1d import kernels, state_kernels, vector_kernels as vk
+
+__all__ = ["causal_conv1d_fwd_function", "causal_conv1d_bwd_function", "causal_conv1d_update_function",
+           "LIBRARY_NAME"]
+
+LIBRARY_NAME = "causal_conv1d_oxide"
+_DT = {torch.float32: vk.F32, torch.float16: vk.F16, torch.bfloat16: vk.BF16}
+_INT_VIEW = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
+_I32_MAX = 2**31 - 1
+_dummies: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+_FLOAT = torch.float32
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _absent(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The tensors passed for an absent seq_idx (int32, 2-D; and 1-D for the update's indices),
+    bias and dbias (fp32, 1-D: two tensors, since a kernel's read-only and written arguments must
+    not overlap) on x's device: never read nor written (has_seq, has_bias are False)."""
+    index = x.get_device()
+    found = _dummies.get(index)
+    if found is None:
+        seq = torch.zeros((1, 1), dtype=torch.int32, device=x.device)
+        found = _dummies[index] = (seq, seq[0], torch.zeros((1,), dtype=torch.float32, device=x.device),
+                                   torch.zeros((1,), dtype=torch.float32, device=x.device))
+    return found
+
+
+def _no_seq(x: torch.Tensor) -> torch.Tensor:
+    return _absent(x)[0]
+
+
+def _no_bias(x: torch.Tensor) -> torch.Tensor:
+    return _absent(x)[2]
+
+
+def _no_dbias(x: torch.Tensor) -> torch.Tensor:
+    return _absent(x)[3]
+
+
+def _check_inputs(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> int:
+    if x.dim() != 3:
+        raise ValueError(f"causal_conv1d: x must be (batch, dim, seqlen); got shape {tuple(x.shape)}")
+    if x.dtype not in _DT or weight.dtype not in _DT:
+        raise TypeError(f"causal_conv1d: x and weight must be float32, float16 or bfloat16; got {x.dtype} and {weight.dtype}")
+    width = weight.shape[-1]
+    if weight.dim() != 2 or weight.shape[0] != x.shape[1]:
+        raise ValueError(f"causal_conv1d: weight must be (dim, width) = ({x.shape[1]}, width); got {tuple(weight.shape)}")
+    if not 2 <= width <= 4:
+        raise ValueError(f"causal_conv1d only supports width between 2 and 4; got {width}")
+    if bias is not None and (bias.shape != (x.shape[1],) or bias.dtype != weight.dtype):
+        raise ValueError(f"causal_conv1d: bias must be ({x.shape[1]},) of weight's dtype {weight.dtype}; "
+                         f"got {tuple(bias.shape)} {bias.dtype}")
+    device = x.get_device()
+    if device < 0 or weight.get_device() != device or (bias is not None and bias.get_device() != device):
+        raise ValueError("causal_conv1d: x, weight and bias must be on one CUDA device; "
+                         f"got {x.device}, {weight.device}{'' if bias is None else f', {bias.device}'}")
+    if x.stride(2) != 1 and x.stride(1) != 1:
+        raise ValueError("causal_conv1d: x must have stride 1 along the positions (channel-first) or the "
+                         f"channels (channel-last); got strides {x.stride()}")
+    return int(width)
+
+
+def _f32(t: torch.Tensor) -> torch.Tensor:
+    return t if t.dtype is _FLOAT else t.float()
+
+
+def _is_channel_last(x: torch.Tensor) -> bool:
+    return x.stride(1) == 1 and x.stride(2) > 1
+
+
+def _words(t: torch.Tensor) -> torch.Tensor:
+    """The 32-bit words of the memory ``t`` spans, as a 1-D contiguous int32 tensor (its first
+    word at ``t``'s first element): what the vector kernels' ``Slice[i32]`` reads with 16-byte
+    loads. Only for tensors ``_vector_ok`` accepted (aligned, an even span)."""
+    n0, n1, n2 = t.shape
+    s0, s1, s2 = t.stride()
+    return t.as_strided((1 + (n0 - 1) * s0 + (n1 - 1) * s1 + (n2 - 1) * s2,), (1,)).view(torch.int32)
+
+
+def _vector_ok(channel_last: bool, *ts: torch.Tensor) -> bool:
+    """Whether the vector kernels take these (batch, dim, seqlen) tensors: stride 1 along the
+    vector's axis, the other strides and that axis's length multiples of 8, 16-byte aligned."""
+    for t in ts:
+        b, c, l = t.stride()
+        if channel_last:
+            if c != 1 or t.shape[1] % 8 or b % 8 or l % 8:
+                return False
+        elif l != 1 or t.shape[2] % 8 or b % 8 or c % 8 or t.shape[1] > 65535 or t.shape[0] > 65535:
+            return False  # channel-first: the grid's y and z are the channel and the batch
+        if t.data_ptr() % 16:
+            return False
+    return True
+
+
+@oxt.op(f"{LIBRARY_NAME}::fwd", outputs={"out": oxt.Out(like="x", layout="preserve")}, mutates=["final_states_out"])
+def _fwd(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], seq_idx: Optional[torch.Tensor],
+         initial_states: Optional[torch.Tensor], final_states_out: Optional[torch.Tensor], silu_activation: bool,
+         out: torch.Tensor) -> None:
+    width = _check_inputs(x, weight, bias)
+    batch, dim, seqlen = x.shape
+    if x.numel() == 0:
+        return
+    w32 = _f32(weight)
+    b32 = _f32(bias) if bias is not None else None
+    channel_last = _is_channel_last(x)
+    dt = _DT[x.dtype]
+    # out is x's layout, dense and fresh (16-byte aligned): x's checks cover it
+    if seq_idx is None and initial_states is None and _vector_ok(channel_last, x):
+        xs, os_ = x.stride(), out.stride()
+        bias_arg = b32 if b32 is not None else _no_bias(x)
+        if channel_last:
+            nchunks = _cdiv(seqlen, vk.POSITIONS_FWD)
+            total = batch * nchunks * (dim // 8)
+            vk.fwd_channel_last[_cdiv(total, 128), 128](
+                _words(x), w32, bias_arg, _words(out), dim // 8, seqlen, nchunks, total,
+                xs[0], xs[2], os_[0], os_[2], b32 is not None, silu_activation, width, dt)
+        else:
+            nvec = seqlen // 8
+            threads = 128 if nvec >= 128 else _cdiv(nvec, 32) * 32
+            vk.fwd_channel_first[(_cdiv(nvec, threads), dim, batch), threads](
+                _words(x), w32, bias_arg, _words(out), nvec,
+                xs[0], xs[1], os_[0], os_[1], b32 is not None, silu_activation, width, dt)
+    else:
+        if seq_idx is not None and (seq_idx.dtype != torch.int32 or seq_idx.shape != (batch, seqlen)):
+            raise ValueError(f"causal_conv1d: seq_idx must be int32 of shape ({batch}, {seqlen})")
+        init = _check_states(initial_states, x, width, "initial_states")
+        total = x.numel()
+        kernels.fwd_general[_cdiv(total, 256), 256](
+            x, w32, b32 if b32 is not None else _no_bias(x), seq_idx if seq_idx is not None else _no_seq(x),
+            init if init is not None else x, out, b32 is not None, seq_idx is not None, init is not None,
+            silu_activation, x.stride(1) == 1, width)
+    if final_states_out is not None:
+        _check_states(final_states_out, x, width, "final_states_out")
+        init = initial_states
+        n = batch * dim * (width - 1)
+        kernels.final_states[_cdiv(n, 256), 256](x, init if init is not None else x, init is not None,
+                                                   final_states_out, width)
+
+
+def _check_states(states: torch.Tensor | None, x: torch.Tensor, width: int, name: str) -> torch.Tensor | None:
+    if states is None:
+        return None
+    batch, dim = x.shape[:2]
+    if states.shape != (batch, dim, width - 1) or states.dtype != x.dtype or states.device != x.device:
+        raise ValueError(f"causal_conv1d: {name} must be ({batch}, {dim}, {width - 1}) of {x.dtype} on {x.device}; "
+                         f"got {tuple(states.shape)} {states.dtype} on {states.device}")
+    return states
+
+
+def causal_conv1d_fwd_function(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                               seq_idx: torch.Tensor | None, initial_states: torch.Tensor | None,
+                               final_states_out: torch.Tensor | None, silu_activation: bool) -> torch.Tensor:
+    """out = act(causal depthwise conv1d of x (batch, dim, seqlen) by weight (dim, width) + bias),
+    in x's layout; ``final_states_out`` (batch, dim, width - 1), if given, gets the last inputs."""
+    return _fwd(x, weight, bias, seq_idx, initial_states, final_states_out, silu_activation)
+
+
+@oxt.op(f"{LIBRARY_NAME}::bwd", mutates=["dx", "dweight", "dbias", "dinitial_states"])
+def _bwd(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], dout: torch.Tensor,
+         seq_idx: Optional[torch.Tensor], initial_states: Optional[torch.Tensor],
+         dfinal_states: Optional[torch.Tensor], dx: torch.Tensor, dweight: torch.Tensor,
+         dbias: Optional[torch.Tensor], dinitial_states: Optional[torch.Tensor], silu_activation: bool) -> None:
+    width = _check_inputs(x, weight, bias)
+    batch, dim, seqlen = x.shape
+    device = x.get_device()
+    for name, t in (("dout", dout), ("dx", dx)):
+        if t.shape != x.shape or t.dtype is not x.dtype or t.get_device() != device:
+            raise ValueError(f"causal_conv1d: {name} must be like x, {tuple(x.shape)} {x.dtype} on {x.device}; "
+                             f"got {tuple(t.shape)} {t.dtype} on {t.device}")
+    if x.numel() == 0:
+        dweight.zero_()
+        if dbias is not None:
+            dbias.zero_()
+        return
+    w32 = _f32(weight)
+    b32 = _f32(bias) if bias is not None else None
+    has_bias = b32 is not None
+    bias_arg = b32 if b32 is not None else _no_bias(x)
+    dbias_arg = dbias if dbias is not None else _no_dbias(x)
+    channel_last = _is_channel_last(x)
+    dt = _DT[x.dtype]
+    plain = seq_idx is None and initial_states is None and dfinal_states is None
+    if plain and _vector_ok(channel_last, x, dout, dx):
+        xs, gs, ds = x.stride(), dout.stride(), dx.stride()
+        if channel_last:
+            nchunks = _cdiv(seqlen, vk.POSITIONS_BWD)
+            dim_vecs = dim // 4
+            rows = batch * _cdiv(nchunks, vk.CL_BWD_ROWS)
+            partials = dweight.new_empty((rows * dim * (width + 1),))
+            vk.bwd_channel_last[(_cdiv(dim_vecs, vk.CL_BWD_VECS), rows), (vk.CL_BWD_VECS, vk.CL_BWD_ROWS)](
+                _words(x), w32, bias_arg, _words(dout), _words(dx), partials, dim, dim_vecs,
+                seqlen, nchunks, xs[0], xs[2], gs[0], gs[2], ds[0], ds[2], has_bias, silu_activation, width, dt)
+            n = dim * (width + 1)
+            vk.reduce_partials[_cdiv(n, 256), 256](partials, rows, dim, dweight, dbias_arg, has_bias, width)
+        else:
+            nvec = seqlen // 8
+            threads = 256 if nvec >= 256 else _cdiv(nvec, 32) * 32
+            vk.bwd_channel_first[dim, threads](
+                _words(x), w32, bias_arg, _words(dout), _words(dx), dweight, dbias_arg,
+                batch, nvec, xs[0], xs[1], gs[0], gs[1], ds[0], ds[1], has_bias, silu_activation, width, dt)
+        return
+    if seq_idx is not None and (seq_idx.dtype != torch.int32 or seq_idx.shape != (batch, seqlen)):
+        raise ValueError(f"causal_conv1d: seq_idx must be int32 of shape ({batch}, {seqlen})")
+    init = _check_states(initial_states, x, width, "initial_states")
+    dfin = _check_states(dfinal_states, x, width, "dfinal_states")
+    seq = seq_idx if seq_idx is not None else _no_seq(x)
+    init_arg = init if init is not None else x
+    bias_t = b32 if b32 is not None else _no_bias(x)
+    total = x.numel()
+    kernels.bwd_general_dx[_cdiv(total, 256), 256](
+        x, w32, bias_t, seq, init_arg, dout, dfin if dfin is not None else x, dx, has_bias, seq_idx is not None,
+        init is not None, dfin is not None, silu_activation, x.stride(1) == 1, width)
+    kernels.bwd_general_dweight[dim, 256](
+        x, w32, bias_t, seq, init_arg, dout, dweight, dbias_arg, has_bias, seq_idx is not None,
+        init is not None, silu_activation, width)
+    if dinitial_states is not None:
+        if init is None:
+            raise ValueError("causal_conv1d: dinitial_states needs initial_states")
+        _check_states(dinitial_states, x, width, "dinitial_states")
+        n = batch * dim * (width - 1)
+        kernels.bwd_general_dinit[_cdiv(n, 256), 256](
+            x, w32, bias_t, seq, init, dout, dfin if dfin is not None else x, dinitial_states, has_bias,
+            dfin is not None, silu_activation, width)
+
+
+def causal_conv1d_bwd_function(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, dout: torch.Tensor,
+                               seq_idx: torch.Tensor | None, initial_states: torch.Tensor | None,
+                               dfinal_states: torch.Tensor | None, dx: torch.Tensor | None,
+                               return_dinitial_states: bool, silu_activation: bool
+                               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """(dx, dweight, dbias, dinitial_states) of ``causal_conv1d_fwd_function``; deterministic."""
+    batch, dim = x.shape[:2]
+    width = weight.shape[-1]
+    if dx is None:
+        dx = torch.empty_like(x)
+    # every element is written (fixed-order sums, no atomics): no zeros needed
+    dweight = weight.new_empty(weight.shape) if weight.dtype is _FLOAT else weight.new_empty(weight.shape, dtype=_FLOAT)
+    dbias = None
+    if bias is not None:
+        dbias = bias.new_empty(bias.shape) if bias.dtype is _FLOAT else bias.new_empty(bias.shape, dtype=_FLOAT)
+    dinitial_states = None
+    if return_dinitial_states:
+        dinitial_states = torch.empty(batch, width - 1, dim, device=x.device, dtype=x.dtype).transpose(1, 2)
+    if dout.stride(2) != 1 and dout.stride(1) != 1:
+        dout = dout.contiguous()
+    _bwd(x, weight, bias, dout, seq_idx, initial_states, dfinal_states, dx, dweight, dbias, dinitial_states,
+         silu_activation)
+    if weight.dtype is not _FLOAT:
+        dweight = dweight.to(weight.dtype)
+    if dbias is not None and bias is not None and bias.dtype is not _FLOAT:
+        dbias = dbias.to(bias.dtype)
+    return dx, dweight, dbias, dinitial_states
+
+
+@oxt.op(f"{LIBRARY_NAME}::update", outputs={"out": oxt.Out(like="x", layout="preserve")}, mutates=["conv_state"])
+def _update(x: torch.Tensor, conv_state: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+            silu_activation: bool, cache_seqlens: Optional[torch.Tensor], conv_state_indices: Optional[torch.Tensor],
+            out: torch.Tensor) -> None:
+    width = _check_inputs(x, weight, bias) if x.stride(2) == 1 or x.stride(1) == 1 else int(weight.shape[-1])
+    batch, dim, seqlen = x.shape
+    if conv_state.dim() != 3 or conv_state.shape[1] != dim or conv_state.dtype != x.dtype:
+        raise ValueError(f"causal_conv1d_update: conv_state must be (batch, {dim}, state_len) of {x.dtype}; "
+                         f"got {tuple(conv_state.shape)} {conv_state.dtype}")
+    if conv_state.shape[2] < width - 1:
+        raise ValueError(f"causal_conv1d_update: state_len {conv_state.shape[2]} < width - 1 = {width - 1}")
+    if conv_state_indices is None and conv_state.shape[0] != batch:
+        raise ValueError(f"causal_conv1d_update: conv_state has {conv_state.shape[0]} entries for batch {batch}")
+    for name, t in (("cache_seqlens", cache_seqlens), ("conv_state_indices", conv_state_indices)):
+        if t is not None and (t.dtype != torch.int32 or t.shape != (batch,)):
+            raise ValueError(f"causal_conv1d_update: {name} must be int32 of shape ({batch},)")
+    if batch * dim == 0 or seqlen == 0:
+        return
+    w32 = _f32(weight)
+    b32 = _f32(bias) if bias is not None else None
+    iv = _INT_VIEW[x.dtype]
+    n = batch * dim
+    no_index = _absent(x)[1]
+    state_kernels.update[_cdiv(n, 128), 128](
+        x.view(iv), conv_state.view(iv), w32, b32 if b32 is not None else _no_bias(x), out.view(iv),
+        cache_seqlens if cache_seqlens is not None else no_index,
+        conv_state_indices if conv_state_indices is not None else no_index,
+        b32 is not None, silu_activation, cache_seqlens is not None, conv_state_indices is not None,
+        x.dtype == torch.bfloat16, width)
+
+
+def causal_conv1d_update_function(x: torch.Tensor, conv_state: torch.Tensor, weight: torch.Tensor,
+                                  bias: torch.Tensor | None, silu_activation: bool, cache_seqlens: torch.Tensor | None,
+                                  conv_state_indices: torch.Tensor | None) -> torch.Tensor:
+    """out (batch, dim, seqlen) for new tokens x given the conv state, which it advances in place."""
+    return _update(x, conv_state, weight, bias, silu_activation, cache_seqlens, conv_state_indices)
