@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from oxide.errors import LinkError, ToolchainError
+from oxide.errors import CompileError, LinkError, ToolchainError
 from oxide_build.compile import CompileOptions, compile_module
 from oxide_build.toolchain import find_tool
 
@@ -197,6 +197,22 @@ def test_missing_extern_kernel(tmp_path: Path) -> None:
     '''))
     with pytest.raises(LinkError, match=r"ox_no_such_kernel.*nokernel\.py:6"):
         compile_module(src, "nokernel", CompileOptions(archs=("sm_90",)))
+
+
+def test_a_generic_extern_kernel_is_a_located_error(tmp_path: Path) -> None:
+    src = tmp_path / "generic_ek.py"
+    src.write_text(textwrap.dedent('''
+        import oxide as ox
+        from oxide import MutSlice, Slice, f32, f64
+
+        T = ox.TypeVar("T", f32, f64)
+
+        @ox.extern_kernel("scale_{T}", sources=["csrc/k.cu"])
+        def scale(a: T, x: Slice[T], out: MutSlice[T]) -> None: ...
+    '''))
+    with pytest.raises(CompileError, match=r"generic_ek\.py:8:.*'scale' cannot be generic \(it uses T\)") as e:
+        compile_module(src, "generic_ek", CompileOptions(archs=("sm_90",)))
+    assert "declare one stub per type" in str(e.value)
 
 
 def test_missing_source_file(tmp_path: Path) -> None:

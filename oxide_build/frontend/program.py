@@ -310,6 +310,14 @@ class ProgramBuilder:
         module = self.module
         dec = next(d for d in fdef.decorator_list if isinstance(d, ast.Call) and _names_oxide(module, d.func, "extern_kernel"))
         symbol, sources = self._extern_decorator(module, dec, "extern_kernel")
+        generic = self.typevars_of(module, fdef)
+        if generic:
+            raise module.error(fdef, f"the @extern_kernel stub {fdef.name!r} cannot be generic (it uses "
+                                     f"{', '.join(sorted(generic))}): a C++ kernel is one entry point with one signature",
+                               "declare one stub per type, each naming its C++ kernel "
+                               "(@ox.extern_kernel(\"scale_f32\", ...) def scale_f32(a: f32, ...)), and choose "
+                               "between them in Python; or call a generic @ox.extern device function from a "
+                               "generic Python kernel")
         translator = FunctionTranslator(self, module, fdef, {}, True, fdef.name, False)
         translator.translate_signature()
         for p, arg in zip(translator.params, (a for a in fdef.args.args if a.arg in translator.param_names)):
