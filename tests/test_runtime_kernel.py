@@ -33,7 +33,7 @@ import oxide
 from oxide.errors import CudaError
 from oxide.runtime import device
 from oxide.runtime.kernel import Kernel
-from oxide.runtime.launch import ArgPacker, grid_for, normalize_dims, scalar_converter
+from oxide.runtime.launch import ArgPacker, grid_for, grid_for_2d, normalize_dims, scalar_converter
 from oxide.runtime.manifest import KernelSpec, ParamSpec
 from oxide.runtime.streams import stream_handle
 
@@ -108,6 +108,8 @@ def test_normalize_dims_and_grid_for() -> None:
     assert grid_for(256) == 1
     assert grid_for(257) == 2
     assert grid_for(1000, block=128) == 8
+    assert grid_for_2d(100, 70, (32, 8)) == (3, 13)  # x along the 70 columns, y along the 100 rows
+    assert grid_for_2d(0, 70) == (3, 0) and grid_for_2d(5, 0) == (0, 1)  # an empty grid: launches nothing
     assert Kernel.grid_for(2**24 + 3) == 65537
     with pytest.raises(ValueError):
         grid_for(10, block=0)

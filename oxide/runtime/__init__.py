@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from oxide.runtime.device_array import DeviceArray
     from oxide.runtime.kernel import Kernel, LaunchConfig
     from oxide.runtime.kernel_errors import check_kernel_errors, synchronize
-    from oxide.runtime.launch import grid_for
+    from oxide.runtime.launch import grid_for, grid_for_2d
     from oxide.runtime.loader import CodeChoice, select_code
     from oxide.runtime.streams import stream_handle
 
@@ -37,6 +37,7 @@ _LAZY = {
     "synchronize": "kernel_errors",
     "check_kernel_errors": "kernel_errors",
     "grid_for": "launch",
+    "grid_for_2d": "launch",
     "select_code": "loader",
     "CodeChoice": "loader",
     "stream_handle": "streams",
@@ -51,6 +52,7 @@ __all__ = [
     "synchronize",
     "check_kernel_errors",
     "grid_for",
+    "grid_for_2d",
     "select_code",
     "CodeChoice",
     "stream_handle",

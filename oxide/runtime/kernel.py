@@ -28,6 +28,7 @@ from oxide.runtime.launch import (
     ArgPacker,
     cluster_dims,
     grid_for,
+    grid_for_2d,
     normalize_dims,
     scalar_converter,
 )
@@ -202,6 +203,12 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
     def grid_for(n: int, block: int = 256) -> int:
         """The 1-D grid size that covers ``n`` elements with ``block`` threads per block."""
         return grid_for(n, block)
+
+    @staticmethod
+    def grid_for_2d(rows: int, cols: int, block: tuple[int, int] = (32, 8)) -> tuple[int, int]:
+        """The 2-D grid that covers ``rows`` x ``cols`` with ``block`` = (x, y) threads, x along
+        the columns: ``k[k.grid_for_2d(rows, cols, (32, 8)), (32, 8)](...)``."""
+        return grid_for_2d(rows, cols, block)
 
     def _launch(
         self,

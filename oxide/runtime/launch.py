@@ -26,6 +26,7 @@ __all__ = [
     "ArgPacker",
     "normalize_dims",
     "grid_for",
+    "grid_for_2d",
     "MAX_BLOCK_THREADS",
     "MAX_GRID",
     "MAX_BLOCK",
@@ -297,3 +298,12 @@ def grid_for(n: int, block: int = 256) -> int:
     if n < 0:
         raise ValueError(f"n must not be negative; got {n}")
     return -(-n // block)
+
+
+def grid_for_2d(rows: int, cols: int, block: tuple[int, int] = (32, 8)) -> tuple[int, int]:
+    """The 2-D grid of ``block`` = (threads along x, threads along y) blocks that covers a
+    ``rows`` x ``cols`` domain, x running along the columns (``thread.index_2d()``'s order):
+    ``(ceil(cols / block[0]), ceil(rows / block[1]))``. Zero rows or columns give an empty grid,
+    which launches nothing."""
+    bx, by = block
+    return grid_for(cols, bx), grid_for(rows, by)
