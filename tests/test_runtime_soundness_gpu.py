@@ -164,11 +164,13 @@ def test_a_free_in_another_thread_waits_for_a_launch_on_another_stream(kmod: typ
     """Issue 26: thread B frees a stream-ordered array (producer stream) while thread A launches
     a kernel reading it on a busy consumer stream, then refills the pool's memory with NaN on
     the producer stream. Each trial, either A's launch was refused (B freed first) or the free
-    was ordered after the launch and A's output is exact, every element."""
+    was ordered after the launch and A's output is exact, every element. (On the H200, with B
+    freeing at once, all 40 launches were refused: B starts later by 0 to 5 ms.)"""
     torch = pytest.importorskip("torch")
     if not hasattr(torch.cuda, "_sleep"):
         pytest.skip("torch.cuda._sleep is not available")
     import threading
+    import time
 
     from oxide.runtime import DeviceArray
 
@@ -198,6 +200,7 @@ def test_a_free_in_another_thread_waits_for_a_launch_on_another_stream(kmod: typ
 
         def free_and_reuse() -> None:
             start.wait()
+            time.sleep(trial * 125e-6)  # 0 to 5 ms after the launch begins: some frees come first, most after
             dx.free()
             junk = DeviceArray.empty(n, "f32", stream=producer)  # the pool's memory, maybe dx's
             kmod.saxpy[grid, 256, producer](float("nan"), ty, ty, junk)
