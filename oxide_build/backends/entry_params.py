@@ -13,8 +13,10 @@ are removed from its declaration, and the runtime passes only the kept ones
 read a parameter only through that name (``ld.param``, ``mov``/``cvta.param`` of its address for
 a ``__grid_constant__`` map), so "the name does not occur after the declaration" means "not
 read"; a declaration this module does not recognize keeps every parameter of its entry. The
-analysis runs on the module's own PTX, per arch, and keeps the union over the archs. A module
-without C++ has its cubins made from this PTX, rewritten here. A module linked with C++ through
+analysis runs on the module's own PTX, per arch, and keeps the union over the archs; each PTX
+text is read once (``_PtxIndex``), so a module of many kernels costs linear time. A module
+whose cubins are made from PTX (no C++, or C++ with bf16: ``compile.CodePath``) has this PTX
+rewritten here. A module linked with C++ through
 LTO-IR has them made from LTO-IR: its PTX (C++ functions left undefined, so any parameter passed
 to them counts as read) is analysed all the same, and the compiler lowers the module again
 without the dropped parameters (``lower_program(dropped=...)``, oxide_build/compile.py).
@@ -22,12 +24,13 @@ without the dropped parameters (``lower_program(dropped=...)``, oxide_build/comp
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 __all__ = ["EntryParams", "entry_params", "declared_bytes", "drop_params", "drop_unread_params", "read_params_of_entries"]
 
 # `.entry name(` — the names LLVM writes for our kernels are plain identifiers
 _ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([A-Za-z_$][\w$]*)\s*\(", re.MULTILINE)
-_IDENT_CHAR = re.compile(r"[\w$]")
+_IDENTIFIER = re.compile(r"[\w$]+")  # a maximal run: a whole identifier (or number)
 
 
 class EntryParams:
@@ -46,14 +49,34 @@ class EntryParams:
 def entry_params(ptx: str, name: str) -> EntryParams | None:
     """The parameter list of entry ``name`` in ``ptx``; None when it is not there or not in the
     form this module reads (``.param <type...> <name>_param_<i>[<bytes>]``)."""
-    for m in _ENTRY.finditer(ptx):
-        if m.group(1) != name:
-            continue
-        start = m.end()
-        end = ptx.find(")", start)
+    return _PtxIndex(ptx).entry(name)
+
+
+class _PtxIndex:
+    """One PTX text read once: its entries' parameter lists, and how often each parameter name
+    occurs as a whole identifier (so that a module of many kernels is read in linear time)."""
+
+    def __init__(self, ptx: str) -> None:
+        self.ptx = ptx
+        self._starts: dict[str, int] = {}
+        for m in _ENTRY.finditer(ptx):
+            self._starts.setdefault(m.group(1), m.end())
+        self._entries: dict[str, EntryParams | None] = {}
+        self._counts: Counter[str] | None = None
+
+    def entry(self, name: str) -> EntryParams | None:
+        if name not in self._entries:
+            self._entries[name] = self._parse(name)
+        return self._entries[name]
+
+    def _parse(self, name: str) -> EntryParams | None:
+        start = self._starts.get(name)
+        if start is None:
+            return None
+        end = self.ptx.find(")", start)
         if end < 0:
             return None
-        inner = ptx[start:end]
+        inner = self.ptx[start:end]
         declarations = [d.strip() for d in inner.split(",")] if inner.strip() else []
         param = re.compile(r"^\.param\s.*\s" + re.escape(name) + r"_param_(\d+)(\[\d+\])?$", re.DOTALL)
         indices = []
@@ -63,52 +86,60 @@ def entry_params(ptx: str, name: str) -> EntryParams | None:
                 return None
             indices.append(int(pm.group(1)))
         return EntryParams(name, start, end, declarations, indices)
-    return None
 
-
-def _mentioned(ptx: str, name: str, i: int, outside: tuple[int, int]) -> bool:
-    """Whether ``<name>_param_<i>`` occurs as a whole identifier outside ``outside`` (the
-    declaration list)."""
-    token = f"{name}_param_{i}"
-    at = ptx.find(token)
-    while at >= 0:
-        after = at + len(token)
-        whole = (after >= len(ptx) or not _IDENT_CHAR.match(ptx[after])) and (at == 0 or not _IDENT_CHAR.match(ptx[at - 1]))
-        if whole and not (outside[0] <= at < outside[1]):
-            return True
-        at = ptx.find(token, after)
-    return False
+    def mentioned(self, name: str, i: int, outside: tuple[int, int]) -> bool:
+        """Whether ``<name>_param_<i>`` occurs as a whole identifier outside ``outside`` (the
+        declaration list)."""
+        if self._counts is None:
+            self._counts = Counter(t for t in _IDENTIFIER.findall(self.ptx) if "_param_" in t)
+        token = f"{name}_param_{i}"
+        inside = _IDENTIFIER.findall(self.ptx, outside[0], outside[1]).count(token)
+        return self._counts[token] > inside
 
 
 def read_params_of_entries(ptx: str, names: list[str]) -> dict[str, set[int] | None]:
     """entry -> the indices of the parameters its code reads; None when unknown (keep all)."""
+    return _read_params(_PtxIndex(ptx), names)
+
+
+def _read_params(index: _PtxIndex, names: list[str]) -> dict[str, set[int] | None]:
     out: dict[str, set[int] | None] = {}
     for name in names:
-        params = entry_params(ptx, name)
+        params = index.entry(name)
         if params is None or params.indices != list(range(len(params.indices))):  # not LLVM's 0, 1, ...
             out[name] = None
             continue
-        out[name] = {i for i in params.indices if _mentioned(ptx, name, i, (params.start, params.end))}
+        out[name] = {i for i in params.indices if index.mentioned(name, i, (params.start, params.end))}
     return out
 
 
 def drop_params(ptx: str, keep: dict[str, list[int]]) -> str:
     """``ptx`` with each entry of ``keep`` declaring only the parameters listed there (indices of
     its full list; their names stay ``<entry>_param_<i>``: the body reads them by name)."""
+    return _drop(_PtxIndex(ptx), keep)
+
+
+def _drop(index: _PtxIndex, keep: dict[str, list[int]]) -> str:
+    ptx = index.ptx
     edits: list[tuple[int, int, str]] = []
     for name, kept in keep.items():
-        params = entry_params(ptx, name)
+        params = index.entry(name)
         if params is None:
             raise ValueError(f"entry {name} is not in the PTX in the form entry_params reads")
-        missing = [i for i in params.indices if i not in kept and _mentioned(ptx, name, i, (params.start, params.end))]
+        missing = [i for i in params.indices
+                   if i not in kept and index.mentioned(name, i, (params.start, params.end))]
         if missing:  # never drop a parameter the code reads
             raise ValueError(f"entry {name} reads parameters {missing}, which would be dropped")
         chosen = [d for d, i in zip(params.declarations, params.indices) if i in kept]
         text = ("\n\t" + ",\n\t".join(chosen) + "\n") if chosen else ""
         edits.append((params.start, params.end, text))
-    for start, end, text in sorted(edits, reverse=True):
-        ptx = ptx[:start] + text + ptx[end:]
-    return ptx
+    pieces: list[str] = []
+    at = 0
+    for start, end, text in sorted(edits):
+        pieces += [ptx[at:start], text]
+        at = end
+    pieces.append(ptx[at:])
+    return "".join(pieces)
 
 
 def drop_unread_params(ptx: dict[str, str], entries: dict[str, int]) -> tuple[dict[str, str], dict[str, list[int]]]:
@@ -117,13 +148,14 @@ def drop_unread_params(ptx: dict[str, str], entries: dict[str, int]) -> tuple[di
     parameters its code reads on some arch, and entry -> the indices kept, for the entries that
     lost some. An entry that declares another number of parameters keeps them all: its indices
     would not name the runtime's slots."""
+    indexes = {arch: _PtxIndex(text) for arch, text in ptx.items()}
     kept: dict[str, list[int]] = {}
     for name, expected in entries.items():
         reads: set[int] = set()
         declared: int | None = None
-        for text in ptx.values():
-            params = entry_params(text, name)
-            used = read_params_of_entries(text, [name])[name]
+        for index in indexes.values():
+            params = index.entry(name)
+            used = _read_params(index, [name])[name]
             if params is None or used is None or declared not in (None, len(params.indices)):
                 declared = None
                 break
@@ -133,7 +165,7 @@ def drop_unread_params(ptx: dict[str, str], entries: dict[str, int]) -> tuple[di
             kept[name] = sorted(reads)
     if not kept:
         return ptx, kept
-    return {arch: drop_params(text, kept) for arch, text in ptx.items()}, kept
+    return {arch: _drop(index, kept) for arch, index in indexes.items()}, kept
 
 
 _SCALAR_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8}
