@@ -195,7 +195,7 @@ def _kernel_modules(project: Path, config_settings: ConfigSettings, warn: bool =
     """The project's modules that define kernels (scanned, nothing imported); loading the
     configuration first, so a bad ``[tool.oxide]`` or a misspelt ``-C oxide.`` key fails every
     hook. With ``warn``, prints a warning for each config setting no one reads."""
-    from oxide_build.build import scan_root
+    from oxide_build.scan import scan_root
     from oxide_build.config import SETUPTOOLS_SETTINGS, check_foreign_settings, load_config
     from oxide_build.scan import scan_tree
 
@@ -288,7 +288,7 @@ def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) ->
     project = _project_dir()
     # a bad [tool.oxide], or kernels without the runtime requirement, should not be shipped
     _check_static_requirement(project, _kernel_modules(project, config_settings, warn=True))
-    from oxide_build.build import scan_root
+    from oxide_build.scan import scan_root
     from oxide_build.config import load_config
     from oxide_build.package.sdist import check_extern_sources_inside
 

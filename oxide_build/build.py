@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, TextIO
 
 from oxide.errors import OxideError
 from oxide_build.config import OxideConfig
+from oxide_build.scan import scan_root
 from oxide_build.targets import newest_arch
 
 if TYPE_CHECKING:
     from oxide_build.package.module_cache import CompileUnit, UnitResult
 
-__all__ = ["BuiltModule", "OutputNotWritable", "ProjectBuild", "UnitFailed", "compile_project", "scan_root", "wheel_dir_of"]
+__all__ = ["BuiltModule", "OutputNotWritable", "ProjectBuild", "UnitFailed", "compile_project", "scan_root", "wheel_dir_of"]  # scan_root: oxide_build.scan
 
 
 class UnitFailed(OxideError):
@@ -88,16 +89,6 @@ class ProjectBuild:
     @property
     def kernel_count(self) -> int:
         return sum(len(m.kernels) for m in self.modules)
-
-
-def scan_root(project_dir: Path) -> Path:
-    """The directory that holds the project's top-level packages: ``src/`` in a src layout
-    (a ``src/`` that holds a Python package; in a CMake project it often holds C++ only)."""
-    src = project_dir / "src"
-    if src.is_dir() and not (src / "__init__.py").exists():
-        if any(child.is_dir() and (child / "__init__.py").is_file() for child in src.iterdir()):
-            return src
-    return project_dir
 
 
 def wheel_dir_of(module_name: str, source_path: Path) -> PurePosixPath:

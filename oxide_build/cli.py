@@ -330,7 +330,7 @@ def _report(module: str, kernels: set[str], written: list[Path]) -> int:
 
 
 def _scan(args: argparse.Namespace) -> int:
-    from oxide_build.build import scan_root
+    from oxide_build.scan import scan_root
     from oxide_build.scan import scan_tree
 
     directory: Path = args.dir

@@ -84,7 +84,7 @@ def check_device_libraries(project_dir: Path, packages: tuple[str, ...], librari
     """Compiles the sources of each ``device-lib`` library in ``libraries`` against the
     prototypes of each kernel module of ``packages``; a mismatch is a ``LinkError`` naming the
     Python declaration and the C++ line."""
-    from oxide_build.build import scan_root
+    from oxide_build.scan import scan_root
     from oxide_build.compile import build_ir
     from oxide_build.config import load_config
     from oxide_build.link.boundary import BOUNDARY_HEADER, boundary_decls
@@ -146,7 +146,7 @@ def _drop_outside_sources(project_dir: Path, manifests: list[tuple[str, Path]]) 
     an installed wheel has none of them to compare, and their paths would make every wheel
     differ."""
     from oxide.abi.manifest import ModuleManifest
-    from oxide_build.build import scan_root
+    from oxide_build.scan import scan_root
 
     project = project_dir.resolve()
     root = scan_root(project)

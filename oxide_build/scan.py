@@ -21,6 +21,7 @@ from .ir.ops import BINARY_OPS_OF_AST
 from .project_imports import dotted_name, importing_package, module_file, resolve_relative
 
 __all__ = [
+    "scan_root",
     "Symbol",
     "ModuleSource",
     "ScannedModule",
@@ -420,3 +421,13 @@ def scan_tree(root: Path, packages: Sequence[str] | None = None, index: ProjectI
         if source.kernels or source.exports:
             modules.append(ScannedModule(name, path, list(source.kernels)))
     return ScanResult(root, modules)
+
+
+def scan_root(project_dir: Path) -> Path:
+    """The directory that holds the project's top-level packages: ``src/`` in a src layout
+    (a ``src/`` that holds a Python package; in a CMake project it often holds C++ only)."""
+    src = project_dir / "src"
+    if src.is_dir() and not (src / "__init__.py").exists():
+        if any(child.is_dir() and (child / "__init__.py").is_file() for child in src.iterdir()):
+            return src
+    return project_dir

@@ -48,7 +48,7 @@ def project_has_cpp(project_dir: Path) -> bool:
 
 
 def _names_extern_sources(project_dir: Path, config: OxideConfig) -> bool:
-    from oxide_build.build import scan_root
+    from oxide_build.scan import scan_root
     from oxide_build.package.sdist import extern_sources
 
     packages = list(config.packages) if config.packages is not None else None
