@@ -38,7 +38,7 @@ def error(tmp_path: Path, body: str) -> str:
 
 def test_the_pattern_kernels_compile() -> None:
     compiled = compile_module(KERNELS, "patk", CompileOptions(archs=("sm_80", "sm_90"), cache=False), root=KERNELS.parent)
-    assert {k.name for k in compiled.kernels} == {"literal_choices", "threadfence_sum"}
+    assert {k.name for k in compiled.kernels} == {"literal_choices", "threadfence_sum", "half2_atomic_add"}
     assert "atom.global.inc.u32" in compiled.ptx["sm_90"] and "bar.red.or.pred" in compiled.ptx["sm_90"]
 
 
@@ -241,3 +241,28 @@ def test_an_untyped_helper_parameter_names_the_annotation_of_the_call(tmp_path: 
         """)
     assert f"kern.py:{HEADER_LINES + 2}:23: error: parameter 'red' of block_sum() has no type annotation" in msg, msg
     assert f"hint: annotate it with what the call at kern.py:{HEADER_LINES + 11} passes: `red: MutSlice[f32]`" in msg
+
+
+def test_half2_atomics(tmp_path: Path) -> None:
+    """Item 12: ``ox.atomic.add(h, k, v)`` with an ``f16x2`` ``v`` is CUDA's atomicAdd on
+    ``__half2`` (elements 2k, 2k + 1, bounds-checked at 2k + 1); bf16x2 is refused with the
+    spelling that works."""
+    src = source(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[ox.f16], acc: MutSlice[ox.f16]) -> None:
+            i = thread.index_1d()
+            if 2 * i + 1 < len(x):
+                v = ox.f16x2(x[2 * i], x[2 * i + 1])
+                prev = ox.atomic.add(acc, i % 4, v)
+                sh = ox.shared.array(8, ox.f16)
+                ox.atomic.add(sh, 1, prev, scope="block")
+        """)
+    ptx = compile_module(src, "kern", CompileOptions(archs=("sm_80",), cache=False), root=tmp_path).ptx["sm_80"]
+    assert "atom.gpu.global.add.noftz.f16x2" in ptx and "atom.cta.shared.add.noftz.f16x2" in ptx
+    msg = error(tmp_path, """
+        @ox.kernel
+        def k(acc: MutSlice[ox.bf16]) -> None:
+            ox.atomic.add(acc, 0, ox.bf16x2(ox.bf16(1.0)))
+        """)
+    assert f"kern.py:{HEADER_LINES + 4}:27: error: atomic.add of a bf16x2 on bf16 elements is not supported" in msg, msg
+    assert "ox.atomic.add(h, 2 * k, v.x)" in msg

@@ -44,3 +44,17 @@ def test_threadfence_reduction_twice() -> None:
         patk.threadfence_sum[blocks, BLOCK](x, partial, total)
         torch.cuda.synchronize()
         torch.testing.assert_close(total[0], x.double().sum().float(), rtol=1e-4, atol=1e-3)
+
+
+def test_half2_atomic_add() -> None:
+    """Item 12: the pair atomic on f16 elements; small integers, so every order of the adds gives
+    the exact sum."""
+    import patk
+
+    pairs, slots = 4096, 8
+    x = torch.randint(0, 4, (2 * pairs,), device="cuda").to(torch.float16)
+    acc = torch.zeros(2 * slots, dtype=torch.float16, device="cuda")
+    patk.half2_atomic_add[(pairs + BLOCK - 1) // BLOCK, BLOCK](x, acc, slots)
+    torch.cuda.synchronize()
+    want = x.view(pairs, 2).float().view(pairs // slots, slots, 2).sum(0).reshape(-1)
+    assert torch.equal(acc.float(), want)

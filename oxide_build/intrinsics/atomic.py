@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Callable
 from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
-from ..ir.types import ArrayType, ViewType, type_name
+from ..ir.ops import BinaryOp
+from ..ir.types import ArrayType, VectorType, ViewType, type_name
 from .arguments import check_arg_count
 from .entry import IntrinsicInfo, Role
 from .warp import combine
@@ -71,9 +72,32 @@ def _type_atomic(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.E
                        "block of the cluster: that block's threads are outside this block's scope",
                        'leave scope= out (device scope) or write scope="system"')
     index = tr.index_expr(node.args[1], target.ty)
+    operands = [tr.expr(a) for a in node.args[2:]]
+    if elem.bits == 16 and isinstance(operands[-1].ty, VectorType) and operands[-1].ty.lanes == 2:
+        return _type_pair_atomic(tr, info, node, target, index, operands[-1], scope)
     site = tr.check_site(node, target, index, f"{ast.unparse(node.args[0])}[{ast.unparse(node.args[1])}]")
-    values = [tr.convert_implicit(tr.expr(a), elem, a, f"the {name} operand") for a in node.args[2:]]
+    values = [tr.convert_implicit(v, elem, a, f"the {name} operand") for v, a in zip(operands, node.args[2:])]
     return ir.Intrinsic(name, [target, index, *values], elem, tr.loc(node), site, scope)
+
+
+def _type_pair_atomic(tr: TypingContext, info: IntrinsicInfo, node: ast.Call, target: ir.Expr, index: ir.Expr,
+                      value: ir.Expr, scope: str) -> ir.Expr:
+    """``ox.atomic.add(h, k, v)`` with ``v`` an ``f16x2``: CUDA's ``atomicAdd(__half2*, __half2)``
+    on elements ``2k`` and ``2k + 1`` (a 4-byte-aligned pair), PTX ``atom.add.noftz.f16x2``."""
+    assert isinstance(target.ty, (ViewType, ArrayType)) and isinstance(value.ty, VectorType)
+    elem = target.ty.elem
+    if info.op != "add" or value.ty.elem != elem or elem.name != "f16":
+        hint = ("add two bf16 halves with two atomics: ox.atomic.add(h, 2 * k, v.x) and ox.atomic.add(h, 2 * k + 1, v.y)"
+                if elem.name == "bf16" or value.ty.elem.name == "bf16" else
+                "a pair atomic is ox.atomic.add(h, k, v) with v an f16x2 and h a view of f16 elements")
+        raise tr.error(node.args[-1], f"{info.name} of a {type_name(value.ty)} on {elem.name} elements is not "
+                                      "supported", hint)
+    loc = tr.loc(node)
+    k = tr.convert(tr.materialize(index), SCALAR_TYPES["i64"], node.args[1])
+    last = ir.BinOp(BinaryOp.ADD, ir.BinOp(BinaryOp.MUL, k, ir.Const(2, SCALAR_TYPES["i64"], loc), SCALAR_TYPES["i64"], loc),
+                    ir.Const(1, SCALAR_TYPES["i64"], loc), SCALAR_TYPES["i64"], loc)
+    site = tr.check_site(node, target, last, f"{ast.unparse(node.args[0])}[2 * {ast.unparse(node.args[1])} + 1]")
+    return ir.Intrinsic(info.name, [target, last, value], value.ty, loc, site, scope)
 
 
 def _atomic_scope(tr: TypingContext, node: ast.Call, name: str) -> str:
@@ -109,6 +133,11 @@ def _lower_atomic(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> 
         fl.bounds_check(idx, view.length, e.check_site)
     ptr = fl.element_address(view, idx)
     values = [fl.expr(a) for a in e.args[2:]]
+    if isinstance(e.ty, VectorType):  # a pair of f16 at elements 2k, 2k + 1 (args[1] is 2k + 1)
+        first = fl.element_address(view, b.sub(idx, ll.Constant(idx.type, 1)))
+        pair_ptr = b.bitcast(first, ll.PointerType(ll.IntType(32), first.type.addrspace))
+        old = _ptx_atom(fl, "add.noftz.f16x2", pair_ptr, [b.bitcast(values[0], ll.IntType(32))], e.scope)
+        return b.bitcast(old, values[0].type)
     if elem.bits == 16:
         return _half_atomic(fl, op, ptr, values, elem, e.scope)
     if op == "cas":

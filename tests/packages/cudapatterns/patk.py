@@ -70,3 +70,11 @@ def threadfence_sum(x: Slice[f32], partial: MutSlice[f32], total: MutSlice[f32])
         if tid == 0:
             with ox.unsafe():
                 total[0] = sdata[0]
+
+
+@ox.kernel
+def half2_atomic_add(x: Slice[ox.f16], acc: MutSlice[ox.f16], slots: i32) -> None:
+    """atomicAdd(reinterpret_cast<__half2*>(acc) + i % slots, __halves2half2(x[2i], x[2i+1]))."""
+    i = thread.index_1d()
+    if 2 * i + 1 < len(x):
+        ox.atomic.add(acc, i % slots, ox.f16x2(x[2 * i], x[2 * i + 1]))
