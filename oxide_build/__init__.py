@@ -164,11 +164,12 @@ def _check_settings(config_settings: ConfigSettings) -> None:
 def _toolchain_requirements(config_settings: ConfigSettings) -> list[str]:
     """The CUDA C++ toolchain (NVRTC, CCCL, cuRAND) for a project that compiles C++, when this
     build environment lacks it (``oxide_build.package.build_requirements``)."""
+    from oxide_build.scan import scan_root
     from oxide_build.config import load_config
     from oxide_build.package.build_requirements import missing_cpp_toolchain
 
     project = _project_dir()
-    return missing_cpp_toolchain(project, load_config(project, config_settings))
+    return missing_cpp_toolchain(project, load_config(project, config_settings), scan_root(project))
 
 
 @_reports_user_errors

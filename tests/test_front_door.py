@@ -581,9 +581,9 @@ def test_get_requires_adds_the_cpp_toolchain_only_for_cpp(tmp_path: Path, monkey
     with_extern = make_project(tmp_path / "c", {"ops.py": TWICE.format(source="/opt/shared/twice.cu")})
     real_locate = discovery.locate
     monkeypatch.setattr(discovery, "locate", lambda name: None if name in ("NVRTC", "CCCL headers") else real_locate(name))
-    assert build_requirements.missing_cpp_toolchain(pure, load_config(pure)) == []
+    assert build_requirements.missing_cpp_toolchain(pure, load_config(pure), pure) == []
     for project in (with_cu, with_extern):
-        wanted = build_requirements.missing_cpp_toolchain(project, load_config(project))
+        wanted = build_requirements.missing_cpp_toolchain(project, load_config(project), project)
         assert [w.split("[")[0].split("=")[0].split(">")[0] for w in wanted] == [
             "cuda-toolkit", "nvidia-cuda-nvrtc", "nvidia-cuda-cccl", "nvidia-cuda-runtime", "nvidia-curand"]
     from importlib.metadata import version
@@ -592,7 +592,7 @@ def test_get_requires_adds_the_cpp_toolchain_only_for_cpp(tmp_path: Path, monkey
     assert f"nvidia-cuda-nvrtc=={major}.{minor}.*" in build_requirements.cpp_toolchain_requirements()
     # with NVRTC and CCCL in the environment already, nothing more
     monkeypatch.setattr(discovery, "locate", real_locate)
-    assert build_requirements.missing_cpp_toolchain(with_cu, load_config(with_cu)) == []
+    assert build_requirements.missing_cpp_toolchain(with_cu, load_config(with_cu), with_cu) == []
 
 
 def test_get_requires_hook_of_a_pure_project_is_the_hosts(tmp_path: Path) -> None:

@@ -47,18 +47,18 @@ def project_has_cpp(project_dir: Path) -> bool:
     return False
 
 
-def _names_extern_sources(project_dir: Path, config: OxideConfig) -> bool:
-    from oxide_build.scan import scan_root
+def _names_extern_sources(root: Path, config: OxideConfig) -> bool:
     from oxide_build.package.sdist import extern_sources
 
     packages = list(config.packages) if config.packages is not None else None
-    return bool(extern_sources(scan_root(project_dir), packages))
+    return bool(extern_sources(root, packages))
 
 
-def needs_cpp_toolchain(project_dir: Path, config: OxideConfig) -> bool:
-    """Whether building the project compiles CUDA C++ (NVRTC, CCCL, cuRAND)."""
+def needs_cpp_toolchain(project_dir: Path, config: OxideConfig, root: Path) -> bool:
+    """Whether building the project compiles CUDA C++ (NVRTC, CCCL, cuRAND); ``root``: where
+    its top-level packages are (``oxide_build.scan.scan_root``)."""
     return (bool(config.link) or config.cmake_kernels or project_has_cpp(project_dir)
-            or _names_extern_sources(project_dir, config))
+            or _names_extern_sources(root, config))
 
 
 def cpp_toolchain_requirements() -> list[str]:
@@ -80,13 +80,13 @@ def cpp_toolchain_requirements() -> list[str]:
     return out
 
 
-def missing_cpp_toolchain(project_dir: Path, config: OxideConfig) -> list[str]:
+def missing_cpp_toolchain(project_dir: Path, config: OxideConfig, root: Path) -> list[str]:
     """What to add to this build environment for this project: nothing when it compiles no C++,
     when NVRTC and the CCCL headers are there already, or when the environment's toolchain is
     CUDA 12's (whose packages are named otherwise: docs/toolchain.md)."""
     from oxide_build.toolchain.discovery import environment_cuda_major, locate
 
-    if not needs_cpp_toolchain(project_dir, config):
+    if not needs_cpp_toolchain(project_dir, config, root):
         return []
     if locate("NVRTC") is not None and locate("CCCL headers") is not None:
         return []
