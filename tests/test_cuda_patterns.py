@@ -266,3 +266,31 @@ def test_half2_atomics(tmp_path: Path) -> None:
         """)
     assert f"kern.py:{HEADER_LINES + 4}:27: error: atomic.add of a bf16x2 on bf16 elements is not supported" in msg, msg
     assert "ox.atomic.add(h, 2 * k, v.x)" in msg
+
+
+def test_a_loop_variable_of_another_type_is_a_new_variable(tmp_path: Path) -> None:
+    """Item 9 (loop variables): ``for k in range(len(x))`` (i64) then ``for k in range(n)`` (i32):
+    C's ``for (int k ...)`` declares a new k; so does the second loop."""
+    text = ir_text(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], n: i32, out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            acc: f32 = 0.0
+            for k in range(len(x)):
+                acc += x[k]
+            for k in range(n):
+                acc += f32(k)
+            if i < len(out):
+                out[i] = acc
+        """)
+    assert "k: i64 = 0:i64" in text and f"k${HEADER_LINES + 8}: i32 = 0:i32" in text, text
+    # a loop that assigns its variable keeps the old rule (one variable, one type)
+    msg = error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], n: i32) -> None:
+            for k in range(len(x)):
+                pass
+            for k in range(n):
+                k = k + 1
+        """)
+    assert "error: loop variable 'k' is i64 but the range is i32" in msg, msg

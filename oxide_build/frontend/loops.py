@@ -7,6 +7,7 @@ each copy an ``ir.Block``), ``break`` and ``continue``.
 from __future__ import annotations
 
 import ast
+import copy
 
 from oxide.lang.types import ScalarType
 
@@ -78,6 +79,15 @@ class Loops(Indexing):
             self.literal_locals.add(name)
             known = self.locals.get(name)
             ty = known if isinstance(known, ScalarType) else self.retype.get(name, ty)
+        if (name in self.locals and self.locals[name] != ty and isinstance(self.locals[name], ScalarType)
+                and name not in self.loop_bindings and not any(
+                    isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(
+                        ast.Module(body=node.body, type_ignores=[])))):
+            # C's `for (int k = 0; ...)` after a `long k`: a new variable of the loop's type,
+            # scoped to the loop (the earlier k is untouched after it, as in C)
+            scoped = f"{name}${getattr(node, 'lineno', 0)}"
+            self.assign_counts[scoped] = self.assign_counts.get(name, 1)
+            return self.visit_For(_renamed_loop(node, name, scoped))
         if name in self.locals and self.locals[name] != ty:
             raise self.error(node.target, f"loop variable {name!r} is {type_name(self.locals[name])} "
                              f"but the range is {ty.name}")
@@ -244,3 +254,18 @@ def _assignment_targets(body: list[ast.stmt]) -> list[ast.expr]:
         else:
             expanded.append(t)
     return expanded
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        return ast.copy_location(ast.Name(self.new, node.ctx), node) if node.id == self.old else node
+
+
+def _renamed_loop(node: ast.For, old: str, new: str) -> ast.For:
+    """``node`` with its loop variable ``old`` named ``new`` (target and body)."""
+    renamed = _Rename(old, new).visit(copy.deepcopy(node))
+    assert isinstance(renamed, ast.For)
+    return renamed
