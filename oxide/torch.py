@@ -17,6 +17,9 @@ What the declaration gives, which a ``torch.library.custom_op`` needs written by
   (a shape and dtype like an input's, or functions of the inputs), and returned; an output
   declared ``Out(..., returned=True)`` is made by the function itself (``torch.cat``,
   ``torch.addmm``) and returned by it, checked against its declaration;
+- checks of the inputs (``inputs={"y": In(like="x")}``, dtypes, devices, ndim, ``check=``), run
+  by the real kernel and the fake one, so a mixed dtype is an :class:`OpInputError`, eager or
+  traced, and never a silent promotion;
 - the fake (meta) kernel, from the same declarations: ``torch.compile`` traces the op without
   running it, so a function calling it compiles with ``fullgraph=True``;
 - mutated arguments (``mutates=``): written in place, declared in the schema (``Tensor(a!)``);
@@ -45,11 +48,36 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["op", "Out", "Op", "OpDeclarationError"]
+__all__ = ["op", "In", "Out", "Op", "OpDeclarationError", "OpInputError"]
 
 
 class OpDeclarationError(TypeError):
     """A declaration ``oxide.torch.op`` cannot turn into an operator; says where and why."""
+
+
+class OpInputError(RuntimeError):
+    """An op refused an input that its declaration (:class:`In`, ``check=``) does not allow: the
+    message names the op, the input, what it got and what it needs. A ``RuntimeError``, what
+    PyTorch raises for a tensor of the wrong dtype or device; raised by the real kernel and the
+    fake one alike, so ``torch.compile`` and ``FakeTensorMode`` report it too."""
+
+
+@dataclass(frozen=True)
+class In:
+    """What a tensor input must be; the op refuses anything else with an :class:`OpInputError`
+    (never a silent promotion or copy).
+
+    ``dtype``: a ``torch.dtype``, or a tuple of the dtypes allowed. ``device``: a device type
+    (``"cuda"``, ``"cpu"``) or a device (``"cuda:1"``, ``torch.device(...)``). ``like``: the
+    name of another tensor input whose dtype and device this one must have (``In(like="x")``:
+    no mixed dtypes, no mixed devices). ``ndim``: the number of dimensions. An optional input
+    passed as None is not checked, nor is a ``like`` that is None.
+    """
+
+    dtype: Any = None
+    device: Any = None
+    like: str | None = None
+    ndim: int | None = None
 
 
 @dataclass(frozen=True)
@@ -212,6 +240,82 @@ class _Allocator:
         raise TypeError(f"output {self.name!r} (returned=True) is {what}; its declaration says {expected}")
 
 
+def _input_checks(torch: Any, qualname: str, declared: Mapping[str, In], inputs: list[str], tensors: list[str],
+                  where: str) -> list[Callable[[Sequence[Any]], None]]:
+    """One check per declared constraint, each a function of the op's inputs that raises
+    :class:`OpInputError`; the same list runs in the real kernel and in the fake one."""
+    checks: list[Callable[[Sequence[Any]], None]] = []
+
+    def fail(name: str, what: str) -> OpDeclarationError:
+        return OpDeclarationError(f"{where}: inputs[{name!r}]: {what}")
+
+    def refuse(name: str, got: str, needs: str) -> OpInputError:
+        return OpInputError(f"{qualname}: input {name!r} is {got}; it needs {needs} (the op's declaration, {where})")
+
+    for name, spec in declared.items():
+        if not isinstance(spec, In):
+            raise fail(name, f"expected an oxide.torch.In; got {spec!r}")
+        if name not in tensors:
+            raise fail(name, f"{name!r} is not a tensor input of the op (its tensor inputs: {', '.join(tensors) or 'none'})")
+        at = inputs.index(name)
+        if spec.dtype is not None:
+            allowed = tuple(spec.dtype) if isinstance(spec.dtype, (tuple, list)) else (spec.dtype,)
+            if not allowed or not all(isinstance(d, torch.dtype) for d in allowed):
+                raise fail(name, f"dtype must be a torch.dtype or a tuple of them; got {spec.dtype!r}")
+            needs = str(allowed[0]) if len(allowed) == 1 else "one of " + ", ".join(map(str, allowed))
+
+            def dtype_check(args: Sequence[Any], at: int = at, name: str = name, allowed: tuple[Any, ...] = allowed,
+                            needs: str = needs) -> None:
+                t = args[at]
+                if t is not None and t.dtype not in allowed:
+                    raise refuse(name, str(t.dtype), needs)
+
+            checks.append(dtype_check)
+        if spec.device is not None:
+            try:
+                device = torch.device(spec.device)
+            except (RuntimeError, TypeError):
+                raise fail(name, f"device must be a device type ('cuda', 'cpu') or a device; got {spec.device!r}") from None
+            exact = device.index is not None
+
+            def device_check(args: Sequence[Any], at: int = at, name: str = name, device: Any = device,
+                             exact: bool = exact) -> None:
+                t = args[at]
+                if t is not None and (t.device != device if exact else t.device.type != device.type):
+                    raise refuse(name, f"on {t.device}", f"a tensor on {device}")
+
+            checks.append(device_check)
+        if spec.like is not None:
+            if spec.like not in tensors or spec.like == name:
+                raise fail(name, f"like={spec.like!r} is not another tensor input of the op "
+                                 f"(its tensor inputs: {', '.join(tensors)})")
+            other = inputs.index(spec.like)
+
+            def like_check(args: Sequence[Any], at: int = at, name: str = name, other: int = other,
+                           like: str = spec.like) -> None:
+                t, o = args[at], args[other]
+                if t is None or o is None:
+                    return
+                if t.dtype != o.dtype:
+                    raise refuse(name, str(t.dtype), f"{o.dtype}, the dtype of input {like!r}")
+                if t.device != o.device:
+                    raise refuse(name, f"on {t.device}", f"a tensor on {o.device}, the device of input {like!r}")
+
+            checks.append(like_check)
+        if spec.ndim is not None:
+            if not isinstance(spec.ndim, int) or isinstance(spec.ndim, bool) or spec.ndim < 0:
+                raise fail(name, f"ndim must be a non-negative int; got {spec.ndim!r}")
+
+            def ndim_check(args: Sequence[Any], at: int = at, name: str = name, ndim: int = spec.ndim) -> None:
+                t = args[at]
+                if t is not None and t.dim() != ndim:
+                    raise refuse(name, f"a tensor of {t.dim()} dimensions (shape {tuple(t.shape)})",
+                                 f"{ndim} dimensions")
+
+            checks.append(ndim_check)
+    return checks
+
+
 class _Saved:
     """What the default ``setup_context`` keeps, given to ``backward`` as ``ctx.inputs``/``ctx.outputs``."""
 
@@ -222,7 +326,8 @@ class Op:
 
     def __init__(self, qualname: str, fn: Callable[..., Any], outputs: Mapping[str, Out], mutates: Sequence[str],
                  backward: Callable[..., Any] | None, setup_context: Callable[..., Any] | None,
-                 tags: Sequence[Any]) -> None:
+                 tags: Sequence[Any], declared_inputs: Mapping[str, In] | None = None,
+                 check: Callable[..., Any] | None = None) -> None:
         torch = _torch()
         where = _where(fn)
         if qualname.count("::") != 1 or not all(part.isidentifier() for part in qualname.split("::")):
@@ -257,6 +362,12 @@ class Op:
         input_names = [p.name for p in inputs]
         tensors = [p.name for p in inputs if _is_tensor_hint(torch, hints[p.name])]
         self._allocators = [_Allocator(o, out, input_names, tensors, where) for o, out in outputs.items()]
+        self._checks = _input_checks(torch, qualname, declared_inputs or {}, input_names, tensors, where)
+        if check is not None:
+            if not callable(check):
+                raise OpDeclarationError(f"{where}: check= must be a function of the op's inputs; got {check!r}")
+            self._checks.append(_Allocator._from_inputs(
+                check, input_names, lambda what: OpDeclarationError(f"{where}: check=: {what}"), "check"))
         # the outputs the op allocates and passes, and those the function returns
         passed = [o for o, out in outputs.items() if not out.returned]
         self._passed_names = passed
@@ -374,6 +485,8 @@ class Op:
         return outs
 
     def _call(self, args: tuple[Any, ...]) -> Any:
+        for c in self._checks:
+            c(args)
         outs = self._allocate(args)
         if self._outputs_trail:
             made = self.fn(*args, *outs)
@@ -394,6 +507,8 @@ class Op:
 
     def _fake(self, *args: Any) -> Any:
         torch = self._torch
+        for c in self._checks:
+            c(args)
         outs = [a.allocate(torch, args) for a in self._allocators]
         if not outs:
             return None
@@ -461,11 +576,16 @@ def _backward_with_saved(backward: Callable[..., Any], ctx: Any, *grads: Any) ->
         del ctx.inputs, ctx.outputs  # as above: no cycle through the node once backward is done
 
 
-def op(qualname: str, *, outputs: Mapping[str, Out] | None = None, mutates: Sequence[str] = (),
+def op(qualname: str, *, inputs: Mapping[str, In] | None = None, outputs: Mapping[str, Out] | None = None,
+       mutates: Sequence[str] = (), check: Callable[..., Any] | None = None,
        backward: Callable[..., Any] | None = None, setup_context: Callable[..., Any] | None = None,
        tags: Sequence[Any] = ()) -> Callable[[Callable[..., Any]], Op]:
     """Declares the decorated function as the PyTorch operator ``qualname`` ("ns::name").
 
+    ``inputs``: tensor input name -> :class:`In`, what the op accepts (dtype, device, ``like``
+    another input, ndim); ``check``: a function of inputs (its parameter names pick them) that
+    raises on inputs the op refuses (shapes that do not fit). Both run in the real kernel and
+    the fake one, before anything is allocated.
     ``outputs``: parameter name -> :class:`Out`, allocated and passed by the op, and returned
     (one tensor, or a tuple in declaration order; nothing when there are none). ``mutates``:
     inputs the function writes in place. ``backward(ctx, *grads)``: the gradients of the
@@ -474,6 +594,7 @@ def op(qualname: str, *, outputs: Mapping[str, Out] | None = None, mutates: Sequ
     """
 
     def declare(fn: Callable[..., Any]) -> Op:
-        return Op(qualname, fn, dict(outputs or {}), tuple(mutates), backward, setup_context, tags)
+        return Op(qualname, fn, dict(outputs or {}), tuple(mutates), backward, setup_context, tags,
+                  dict(inputs or {}), check)
 
     return declare
