@@ -49,7 +49,8 @@ def _configured(p: Pass, options: str) -> Pass:
         assert key in known and key != "name", f"pass {p.name} has no option {key!r}"
         default = getattr(p, key)
         values[key] = (tuple(t.strip() for t in text.split(",") if t.strip()) if isinstance(default, tuple)
-                       else text.strip() not in ("0", "false", "False") if isinstance(default, bool) else text.strip())
+                       else text.strip() not in ("0", "false", "False") if isinstance(default, bool)
+                       else int(text) if isinstance(default, int) else text.strip())
     return replace(p, **values) if values else p  # type: ignore[type-var]
 
 

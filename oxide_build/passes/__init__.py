@@ -29,6 +29,7 @@ from ..ir.verify import verify_program
 from .arch_requirements import ArchRequirements
 from .bounds_elimination import BoundsElimination
 from .canonicalize import Canonicalize
+from .constant_loop_unroll import ConstantLoopUnroll
 from .disjoint_launch_shape import DisjointLaunchShape
 from .divergence import BarrierDivergence
 from .fma import FmaContraction
@@ -62,6 +63,7 @@ PIPELINE: tuple[Pass, ...] = (
     WgmmaOrder(),
     WgmmaFence(),
     FmaContraction(),
+    ConstantLoopUnroll(),
     Canonicalize(),  # last of the rewrites: the passes before it read conditions as the source wrote them
     Fp8Archs(),
 )
