@@ -438,10 +438,13 @@ def test_grid_sync_is_a_global_barrier_and_marks_the_kernel_cooperative(tmp_path
     ptx = compiled.ptx["sm_90"]
     assert "__oxide_grid_barrier" in ptx and ("atom.global.add.u32" in ptx or "atom.add.u32" in ptx)
     body = ptx.split(".entry direct")[1].split(".entry")[0]
-    # block barrier, fence, arrive, poll, fence, block barrier
-    order = [body.index(s) for s in ("bar.sync", "membar.gl", "__oxide_grid_barrier", "ld.volatile.global")]
+    # block barrier, release fence, arrive, poll, acquire fence, block barrier; acquire/release
+    # at GPU scope as cooperative groups' barrier, not seq_cst fences and system-scope polls
+    order = [body.index(s) for s in ("bar.sync", "fence.acq_rel.gpu", "__oxide_grid_barrier", "ld.relaxed.gpu.global.u32")]
     assert order == sorted(order), body
-    assert body.count("bar.sync") == 2 and body.count("membar.gl") == 2
+    assert body.rindex("fence.acq_rel.gpu") > body.index("ld.relaxed.gpu.global.u32")
+    assert body.count("bar.sync") == 2 and body.count("fence.acq_rel.gpu") == 2
+    assert "membar.gl" not in body and "fence.sc" not in body and "ld.volatile" not in body
     assert "__oxide_grid_barrier" not in ptx.split(".entry plain")[1].split(".entry")[0]
 
 

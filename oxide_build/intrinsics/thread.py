@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 from ..ir import nodes as ir
 from ..ir.types import BOOL, I32, THREAD_INDEX, VOID, ThreadIndexType, TupleType
 from .entry import IntrinsicInfo, Role
-from .memory import FENCES
 
 if TYPE_CHECKING:
     from llvmlite import ir as ll
@@ -122,9 +121,18 @@ def _lower_grid_sync(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) 
     each block adds to a counter in global memory, block (0, 0, 0) adds
     ``0x80000000 - (blocks - 1)`` and every other block 1, so once all have arrived the sum is
     ``0x80000000``: the counter's top bit has flipped and its low bits are back where they
-    were. Thread 0 waits for the flip (a volatile read, so each poll reaches memory), fenced
-    on both sides so the writes before the barrier are seen after it by every block; then a
-    block barrier releases its block. The counter needs no reset between barriers or launches."""
+    were. Thread 0 waits for the flip (a relaxed read at GPU scope, so each poll reaches the
+    L2), fenced on both sides so the writes before the barrier are seen after it by every
+    block; then a block barrier releases its block. The counter needs no reset between
+    barriers or launches.
+
+    The fences are ``fence.acq_rel.gpu`` (cooperative groups' ``MEMBAR.ALL.GPU``), not the
+    sequentially consistent ``membar.gl`` (``MEMBAR.SC.GPU``), and the poll is
+    ``ld.relaxed.gpu`` (``LD.E.STRONG.GPU``), not a volatile read (system scope): the release
+    fence before the arrive and the acquire fence after the read that sees the flip
+    synchronize (PTX memory model: fence-fence synchronization through morally strong
+    operations at GPU scope), which is all a barrier of the GPU's threads needs. Inline PTX,
+    so both backends emit the same (libNVVM's LLVM 7 has no scoped fences)."""
     b = fl.b
     module = fl.module
     counter = module.globals.get(GRID_BARRIER_COUNTER)
@@ -134,7 +142,9 @@ def _lower_grid_sync(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) 
         counter.initializer = ll.Constant(ll.IntType(32), 0)
         counter.align = 4
     barrier = fl.intrinsic(BARRIER, ll.VoidType(), [])
-    fence = fl.intrinsic(FENCES["device"], ll.VoidType(), [])
+    fence = ll.InlineAsm(ll.FunctionType(ll.VoidType(), []), "fence.acq_rel.gpu;", "~{memory}", side_effect=True)
+    poll = ll.InlineAsm(ll.FunctionType(ll.IntType(32), [counter.type]), "ld.relaxed.gpu.global.u32 $0, [$1];",
+                        "=r,l,~{memory}", side_effect=True)
     b.call(barrier, [])
     tid = b.or_(b.or_(fl.sreg("tid.x"), fl.sreg("tid.y")), fl.sreg("tid.z"))
     arrive = fl.llfn.append_basic_block("grid.sync.arrive")
@@ -151,7 +161,7 @@ def _lower_grid_sync(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) 
     old = b.atomic_rmw("add", counter, add, 'syncscope("device") monotonic')
     b.branch(wait)
     b.position_at_end(wait)
-    now = fl.volatile_load(counter, ll.IntType(32), 4)
+    now = b.call(poll, [counter])
     flipped = b.icmp_unsigned("!=", b.and_(b.xor(old, now), top), ll.Constant(ll.IntType(32), 0))
     after = fl.llfn.append_basic_block("grid.sync.flipped")
     b.cbranch(flipped, after, wait)
