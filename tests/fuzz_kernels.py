@@ -508,8 +508,9 @@ def make_mutant(original: Path, text: str, seed: int, index: int) -> Mutant:
 # ---- compiling ------------------------------------------------------------------------------
 
 
-class _Timeout(Exception):
-    pass
+class _Timeout(BaseException):
+    """The budget's alarm: a BaseException, so that no ``except Exception`` of the compiler (which
+    wraps what it catches as an internal compiler error) takes it for a failure of its own."""
 
 
 def _alarm(signum: int, frame: FrameType | None) -> None:

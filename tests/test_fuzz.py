@@ -64,6 +64,16 @@ def test_fuzzer_fails_a_compile_over_its_budget(tmp_path: Path, monkeypatch: pyt
     assert not outcome.ok and outcome.kind == "over budget (1 s)", outcome.kind
     assert outcome.seconds >= 1
 
+    def spins_inside_a_wrapper(*args: object, **kwargs: object) -> None:
+        try:
+            spins()
+        except Exception as e:  # as the lowering wraps what it catches
+            raise RuntimeError("internal compiler error: wrapped") from e
+
+    monkeypatch.setattr(oxide_build.compile, "compile_module", spins_inside_a_wrapper)
+    outcome = fuzz_kernels.compile_mutant(mutant, tmp_path, timeout_s=1)
+    assert not outcome.ok and outcome.kind == "over budget (1 s)", outcome.kind
+
     clock = iter([100.0, 103.5])  # the compile's start and end, 3.5 s apart, no alarm delivered
     monkeypatch.setattr(oxide_build.compile, "compile_module", lambda *a, **k: None)
     monkeypatch.setattr(fuzz_kernels.time, "monotonic", lambda: next(clock))
