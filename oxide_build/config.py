@@ -187,6 +187,12 @@ class OxideConfig:
     progress line on a terminal (none in a log) and the summary line. ``pip -v`` shows the
     backend's output; ``OXIDE_VERBOSE=1`` or ``-C oxide.verbose=true`` turn this on for one build."""
 
+    editable_rebuild: bool = True
+    """In an editable install (``pip install -e``), recompile a kernel module whose source (or a
+    module or C++ file it takes code from) changed since the install, on its first launch, where
+    the ``[build]`` extra is installed (scikit-build-core's ``editable.rebuild``). ``false``: run
+    the code the install compiled, with one warning per stale module, until the next install."""
+
     minimum_version: str | None = field(default=None, metadata=setting(items="version"))
     """The oldest oxide-cuda that may build the project, e.g. ``"0.1"``: an older one fails the
     build at once, naming both versions, instead of misreading newer settings. Unset: any."""

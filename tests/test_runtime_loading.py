@@ -148,6 +148,8 @@ def _fake_jit(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, calls: list[tuple
 
     fake = types.ModuleType("oxide_build.jit")
     fake.jit_manifest = jit_manifest  # type: ignore[attr-defined]
+    fake.tree_root = lambda source: source.parent  # type: ignore[attr-defined]
+    fake.project_dir_of = lambda root: None  # type: ignore[attr-defined]  (no project: editable-rebuild's default)
     monkeypatch.setitem(sys.modules, "oxide_build.jit", fake)
     monkeypatch.setattr(artifacts, "_build_installed", lambda: True)
     monkeypatch.delenv("OXIDE_JIT")
@@ -237,6 +239,8 @@ def test_a_recompile_without_a_toolchain_piece_runs_the_old_code_and_says_why(
 
     fake = types.ModuleType("oxide_build.jit")
     fake.jit_manifest = jit_manifest  # type: ignore[attr-defined]
+    fake.tree_root = lambda source: source.parent  # type: ignore[attr-defined]
+    fake.project_dir_of = lambda root: None  # type: ignore[attr-defined]  (no project: editable-rebuild's default)
     monkeypatch.setitem(sys.modules, "oxide_build.jit", fake)
     monkeypatch.setattr(artifacts, "_build_installed", lambda: True)
     monkeypatch.delenv("OXIDE_JIT")
@@ -286,6 +290,25 @@ def test_the_manifest_carries_the_driver_requirement() -> None:
     old = ModuleManifest(module="m", source="m.py", source_sha256="0" * 64, kernels=(), cubins={})
     assert "cuda_driver" not in old.to_json()  # not recorded: written as before
     assert ModuleManifest.from_json(old.to_json()).cuda_driver == 0
+
+
+def test_editable_rebuild_false_runs_the_old_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_driver: FakeDriver
+) -> None:
+    # [tool.oxide] editable-rebuild = false: a stale module is not recompiled, the warning says why
+    import oxide_build.jit as real_jit  # before _fake_jit puts its fake in its place
+
+    calls: list[tuple[Path, str, str]] = []
+    _fake_jit(monkeypatch, tmp_path, calls)
+    fake = sys.modules["oxide_build.jit"]
+    fake.tree_root = real_jit.tree_root  # type: ignore[attr-defined]
+    fake.project_dir_of = real_jit.project_dir_of  # type: ignore[attr-defined]
+    (tmp_path / "pyproject.toml").write_text("[tool.oxide]\neditable-rebuild = false\n")
+    m = make_module(tmp_path, sha="0" * 64)
+    fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}
+    with pytest.warns(oxide.runtime.StaleCodeWarning, match=r"set \[tool.oxide\] editable-rebuild = true \(it is false\)"):
+        m.scale[1, 32](1.0, FakeArray(), FakeArray())
+    assert calls == [] and fake_driver.loaded == [b"CUBIN sm_90"]
 
 
 def test_fresh_manifest_does_not_warn(tmp_path: Path, fake_driver: FakeDriver) -> None:

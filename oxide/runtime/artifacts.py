@@ -147,13 +147,15 @@ def _locate(source: Path | None, module: str, arch: Callable[[], str]) -> Locate
     changed = changed_source(built_from, manifest)
     if changed is not None:
         how = "install oxide-cuda[build] to recompile on first launch"
-        if jit_enabled():
+        if jit_enabled() and not _rebuild_disabled(built_from):
             from oxide.errors import ToolchainError
 
             try:
                 return _jit(built_from, module, arch)
             except ToolchainError as e:  # a toolchain piece is missing: the old code still runs
                 how = f"install what the compiler lacks to recompile on first launch ({e})"
+        elif jit_enabled():
+            how = "set [tool.oxide] editable-rebuild = true (it is false) to recompile on first launch"
         if module not in _warned:
             _warned.add(module)
             warnings.warn(
@@ -164,6 +166,17 @@ def _locate(source: Path | None, module: str, arch: Callable[[], str]) -> Locate
                 stacklevel=4,
             )
     return LocatedManifest(manifest, path, path.parent, jit=False)
+
+
+def _rebuild_disabled(source: Path) -> bool:
+    """The project of ``source`` sets ``[tool.oxide] editable-rebuild = false`` (or
+    ``OXIDE_EDITABLE_REBUILD=0``). Read only for a stale module with the compiler installed."""
+    jit = importlib.import_module("oxide_build.jit")
+    project = jit.project_dir_of(jit.tree_root(source))
+    if project is None:
+        return os.environ.get("OXIDE_EDITABLE_REBUILD", "1").strip().lower() in ("0", "false", "no", "off")
+    config = importlib.import_module("oxide_build.config")
+    return not config.load_config(project).editable_rebuild
 
 
 def _reset_for_tests() -> None:
