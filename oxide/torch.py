@@ -102,6 +102,10 @@ class Out:
     (``x.transpose(1, 2)`` of a contiguous tensor, or a slice of one) gets a dense channel-last
     output, as a C++ op writing into ``at::empty_like(x)`` does. Only with ``shape`` left to
     ``like``'s.
+
+    ``differentiable=False``: autograd treats the output as a constant (an index, a mask, a count),
+    as ``ctx.mark_non_differentiable`` does: it never requires grad, and ``backward`` receives
+    zeros for it. An op whose outputs are all non-differentiable needs no ``backward=``.
     """
 
     like: str | None = None
@@ -109,6 +113,7 @@ class Out:
     dtype: Any = None
     returned: bool = False
     layout: str = "contiguous"
+    differentiable: bool = True
 
 
 def _torch() -> Any:
@@ -129,6 +134,7 @@ class _Allocator:
     def __init__(self, name: str, out: Out, inputs: list[str], tensors: list[str], where: str) -> None:
         self.name = name
         self.returned = out.returned
+        self.differentiable = out.differentiable
 
         def fail(what: str) -> OpDeclarationError:
             return OpDeclarationError(f"{where}: output {name!r}: {what}")
@@ -405,12 +411,27 @@ class Op:
         self._lib.impl(name, self._run, "CompositeExplicitAutograd")
         torch.library.register_fake(qualname, self._fake, lib=self._lib)
         self.has_backward = backward is not None
+        # outputs declared differentiable=False: marked in setup_context, as ctx.mark_non_differentiable
+        non_differentiable = tuple(i for i, a in enumerate(self._allocators) if not a.differentiable)
+        if non_differentiable and backward is None and len(non_differentiable) != len(self._allocators):
+            raise OpDeclarationError(
+                f"{where}: outputs {', '.join(repr(self._allocators[i].name) for i in non_differentiable)} are "
+                "differentiable=False but the op has no backward= for the others (give backward=, or declare "
+                "every output differentiable=False)")
         # the autograd node of an eager call made here, as the dispatcher's autograd kernel makes it
         self._function: Any = None
+        if backward is None and non_differentiable:  # no output has a gradient: a node that marks them all
+            if setup_context is not None:
+                raise OpDeclarationError(f"{where}: setup_context= needs backward=")
+            setup_context = _save_nothing
+            backward = functools.partial(_no_gradients, n_inputs=len(inputs))
         if backward is not None:
             if setup_context is None:
                 setup_context = functools.partial(_save_all, n_inputs=len(inputs))
                 backward = functools.partial(_backward_with_saved, backward)
+            if non_differentiable:
+                setup_context = functools.partial(_mark_non_differentiable, setup_context, at=non_differentiable,
+                                                  single=self._single)
             torch.library.register_autograd(qualname, backward, setup_context=setup_context, lib=self._lib)
             self._function = _autograd_function(torch, self, qualname, setup_context, backward, len(inputs))
         elif setup_context is not None:
@@ -562,6 +583,25 @@ def _save_all(ctx: Any, inputs: tuple[Any, ...], output: Any, *, n_inputs: int) 
     for i in tensor_at:
         values[i] = None
     ctx._oxide_layout = (values, tensor_at, n_inputs)
+
+
+def _mark_non_differentiable(setup_context: Callable[..., Any], ctx: Any, inputs: tuple[Any, ...], output: Any, *,
+                             at: tuple[int, ...], single: bool) -> None:
+    """``setup_context``, then ``ctx.mark_non_differentiable`` of the outputs declared
+    ``Out(differentiable=False)`` (their positions ``at`` among the op's outputs)."""
+    setup_context(ctx=ctx, inputs=inputs, output=output)
+    outputs = (output,) if single else output
+    ctx.mark_non_differentiable(*(outputs[i] for i in at))
+
+
+def _save_nothing(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+    """The ``setup_context`` of an op none of whose outputs is differentiable."""
+
+
+def _no_gradients(ctx: Any, *grads: Any, n_inputs: int) -> Any:
+    """The backward of an op none of whose outputs is differentiable: never reached by autograd
+    (nothing requires grad through it), a None for each input if it is called anyway."""
+    return None if n_inputs == 1 else (None,) * n_inputs
 
 
 def _backward_with_saved(backward: Callable[..., Any], ctx: Any, *grads: Any) -> Any:
