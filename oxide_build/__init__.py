@@ -299,6 +299,26 @@ def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) ->
     return rewrite_sdist(Path(sdist_directory) / name, project).name
 
 
+def _build_dir(project: Path, build_dir: str) -> Path:
+    """``[tool.oxide] build-dir``, emptied: a directory strictly inside the project that holds
+    no Python file (it is deleted and rewritten, so it must not be a source directory)."""
+    import shutil
+
+    from oxide_build.config import ConfigError
+
+    path = (project / build_dir).resolve()
+    base = project.resolve()
+    if path == base or not path.is_relative_to(base):
+        raise ConfigError(f"[tool.oxide] build-dir = {build_dir!r}: must be a directory inside the project {base} "
+                          "(it is emptied by every build), e.g. \"build/oxide\"")
+    if path.is_dir() and any(path.rglob("*.py")):
+        raise ConfigError(f"[tool.oxide] build-dir = {build_dir!r}: {path} holds Python files; every build empties "
+                          "it, so name a directory of its own, e.g. \"build/oxide\"")
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
+
+
 @_reports_user_errors
 def build_wheel(
     wheel_directory: str,
@@ -324,10 +344,14 @@ def build_wheel(
         import os
 
         os.environ["OXIDE_ARCH"] = ",".join(config.arch)
+    elif config.build_dir is not None:
+        staging = _build_dir(project, config.build_dir)
+        compile_project(project, config, staging)
+        artifacts = collect_files(staging)
     else:
-        with tempfile.TemporaryDirectory(prefix="oxide-build-") as staging:
-            compile_project(project, config, Path(staging))
-            artifacts = collect_files(Path(staging))
+        with tempfile.TemporaryDirectory(prefix="oxide-build-") as staging_dir:
+            compile_project(project, config, Path(staging_dir))
+            artifacts = collect_files(Path(staging_dir))
     name = backend.build_wheel(wheel_directory, _host_settings(config_settings))
     if not static:
         _check_metadata_requirement(wheel_metadata(Path(wheel_directory) / name), modules, str(name))

@@ -197,6 +197,12 @@ class OxideConfig:
     """The oldest oxide-cuda that may build the project, e.g. ``"0.1"``: an older one fails the
     build at once, naming both versions, instead of misreading newer settings. Unset: any."""
 
+    build_dir: str | None = field(default=None, metadata=setting(items="directory", unset="a temporary directory"))
+    """Where a wheel build stages the compiled kernels (``<build-dir>/<package>/_oxide/``)
+    before adding them to the wheel, relative to the project root; emptied when a build starts
+    and kept after it, to look at. Unset: a temporary directory, removed after the build. It
+    must lie inside the project and hold nothing else: it is deleted and rewritten."""
+
     cache_dir: str | None = field(default=None, metadata=setting(items="directory", unset="the user cache dir"))
     """Where the compile cache lives, relative to the project root (or absolute); the same as
     setting ``OXIDE_CACHE_DIR`` for the build. Unset: ``$OXIDE_CACHE_DIR``, else

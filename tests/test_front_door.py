@@ -599,3 +599,19 @@ def test_get_requires_hook_of_a_pure_project_is_the_hosts(tmp_path: Path) -> Non
     project = make_project(tmp_path, {"ops.py": SCALE})
     wanted = call_hook(project, "get_requires_for_build_wheel").value
     assert not [w for w in wanted if "nvidia" in w or "cuda" in w], wanted  # setuptools' own only
+
+
+def test_build_dir_keeps_the_staged_kernels(tmp_path: Path) -> None:
+    project = make_project(tmp_path, {"ops.py": SCALE}, extra='build-dir = "build/oxide"')
+    (project / "build" / "oxide" / "old.txt").parent.mkdir(parents=True)
+    (project / "build" / "oxide" / "old.txt").write_text("from an earlier build")
+    out = tmp_path / "dist"
+    out.mkdir()
+    name = call_hook(project, "build_wheel", str(out)).value
+    staged = sorted(p.relative_to(project / "build" / "oxide").as_posix()
+                    for p in (project / "build" / "oxide").rglob("*") if p.is_file())
+    assert staged == ["flatproj/_oxide/flatproj.ops.json", "flatproj/_oxide/flatproj.ops.sm_90.cubin"]
+    assert "flatproj/_oxide/flatproj.ops.json" in wheel_names(out / name)
+    bad = make_project(tmp_path / "bad", {"ops.py": SCALE}, extra='build-dir = "flatproj"')
+    err = build_fails(bad, "build_wheel", str(out))
+    assert "[tool.oxide] build-dir = 'flatproj': " in err and "holds Python files" in err
