@@ -94,8 +94,10 @@ class Out:
     a PyTorch call that allocates anyway) and returns it, instead of writing into one the op
     allocated: it is then not a parameter of the function, which returns the returned outputs
     (one tensor, or a tuple in declaration order). The op checks each against the declaration
-    (a tensor of that shape, dtype and device, contiguous, not an input nor a view) and raises
-    ``TypeError`` naming the output where one differs.
+    (a tensor of that shape, dtype and device, contiguous, not an input) and raises
+    ``TypeError`` naming the output where one differs. A contiguous view of a fresh
+    intermediate (``torch.addmm(...).view(n, -1)``, a block of rows of one) is taken, detached
+    from the intermediate; a view of an input's memory or of another output's is not.
 
     ``layout``: ``"contiguous"`` (the default) or ``"preserve"``: the output keeps ``like``'s
     order of strides (``torch.empty_like``'s ``preserve_format``), so a channel-last input
@@ -212,29 +214,59 @@ class _Allocator:
             return like.new_empty(tuple(self.shape_of(args)))
         return like.new_empty(tuple(self.shape_of(args)), dtype=self.dtype_of(args))
 
-    def check_returned(self, torch: Any, args: Sequence[Any], tensor_positions: Sequence[int], made: Any) -> None:
+    def check_returned(self, torch: Any, args: Sequence[Any], tensor_positions: Sequence[int], made: Any,
+                       others: Sequence[Any]) -> Any:
         """A returned output against its declaration, what the fake kernel said it would be: a
-        contiguous tensor of the declared shape, dtype and device that is no input nor a view."""
+        contiguous tensor of the declared shape, dtype and device that is no input. A view is
+        taken where its memory is no input's and no other output's (``others``): a view of a
+        fresh intermediate (``torch.addmm(...).view(...)``, a row block of one), returned
+        detached (the same memory, no view of the intermediate), as the fake kernel's fresh
+        tensor is. Returns the output."""
         like = args[self.like]
-        if type(made) is torch.Tensor and made._base is None:
+        if type(made) is torch.Tensor:
             shape = like.shape if self.plain else self.shape_of(args)
             dtype = like.dtype if self.same_dtype else self.dtype_of(args)
             if made.shape == tuple(shape) and made.dtype == dtype and made.is_contiguous() and made.device == like.device:
-                for i in tensor_positions:
-                    if args[i] is made:
-                        break
-                else:
-                    return
-        self._refuse(torch, args, made)
+                if made._base is None:
+                    for i in tensor_positions:
+                        if args[i] is made:
+                            break
+                    else:
+                        return made
+                elif self._aliased(args, tensor_positions, made, others) is None:
+                    return made.detach()
+        self._refuse(torch, args, tensor_positions, made, others)
 
-    def _refuse(self, torch: Any, args: Sequence[Any], made: Any) -> None:
+    @staticmethod
+    def _aliased(args: Sequence[Any], tensor_positions: Sequence[int], made: Any, others: Sequence[Any]) -> str | None:
+        """What a view's memory is also part of: "input" (an input's), "output" (another
+        output's), or None (a fresh intermediate's)."""
+        if made.numel() == 0:
+            return None
+        memory = made.untyped_storage().data_ptr()
+        for i in tensor_positions:
+            t = args[i]
+            if t is not None and t.untyped_storage().nbytes() and t.untyped_storage().data_ptr() == memory:
+                return "input"
+        for t in others:
+            if isinstance(t, type(made)) and t.numel() and t.untyped_storage().data_ptr() == memory:
+                return "output"
+        return None
+
+    def _refuse(self, torch: Any, args: Sequence[Any], tensor_positions: Sequence[int], made: Any,
+                others: Sequence[Any]) -> None:
         like = args[self.like]
+        fresh = "a tensor the function made, or a view of one (not an input, nor a view of one)"
+        aliased = (self._aliased(args, tensor_positions, made, others)
+                   if isinstance(made, torch.Tensor) and made._base is not None else None)
         if not isinstance(made, torch.Tensor):
             what, expected = type(made).__name__, "a tensor the function made"
         elif any(made is a for a in args):
-            what, expected = "one of the op's inputs", "a tensor the function made (not an input, nor a view of one)"
-        elif made._base is not None:
-            what, expected = "a view of a tensor", "a tensor the function made (not an input, nor a view of one)"
+            what, expected = "one of the op's inputs", fresh
+        elif aliased == "input":
+            what, expected = "a view of one of the op's inputs", fresh
+        elif aliased == "output":
+            what, expected = "a view of another output's memory", "an output of its own (outputs never share memory)"
         elif type(made) is not torch.Tensor:
             what, expected = f"a {type(made).__name__}", "a plain torch.Tensor"
         else:
@@ -519,8 +551,9 @@ class Op:
                 raise TypeError(f"{self.qualname}: {self.fn.__qualname__} returned {type(made).__name__}; it must "
                                 f"return its returned=True outputs ({', '.join(a.name for a in self._returned)}) "
                                 f"{'as a tensor' if self._returns_one else 'as a tuple, in declaration order'}")
-            for a, r in zip(self._returned, returned):
-                a.check_returned(self._torch, args, self._tensor_positions, r)
+            for k, a in enumerate(self._returned):
+                returned[k] = a.check_returned(self._torch, args, self._tensor_positions, returned[k],
+                                               outs + returned[:k] + returned[k + 1:])
             outs = [returned[i] if from_fn else outs[i] for from_fn, i in self._gather]
         if not outs:
             return None

@@ -156,7 +156,8 @@ def test_a_returned_output_comes_back_in_declaration_order_on_every_path() -> No
     (lambda a, b: torch.cat([a, b], dim=0), r"output 'joined' \(returned=True\) is a tensor of shape \(6, 2\)"),
     (lambda a, b: torch.cat([a, b], dim=1).float(), r"torch\.float32 .*its declaration says a contiguous tensor of shape \(3, 4\), torch\.float64"),
     (lambda a, b: torch.empty_strided((3, 4), (1, 3), dtype=torch.float64).copy_(torch.cat([a, b], dim=1)), r"not contiguous"),
-    (lambda a, b: torch.cat([a, b, a, b], dim=1)[:, :4], r"is a view of a tensor"),
+    (lambda a, b: torch.cat([a, b, a, b], dim=1)[:, :4], r"is a tensor of shape \(3, 4\), torch\.float64 on cpu, not contiguous"),
+    (lambda a, b: torch.cat([a, b], dim=1).t(), r"is a tensor of shape \(4, 3\)"),
     (lambda a, b: [torch.cat([a, b], dim=1)], r"is list"),
     (lambda a, b: None, r"is NoneType"),
 ])  # fmt: skip
@@ -166,6 +167,52 @@ def test_a_returned_output_that_differs_from_its_declaration_is_refused(make: An
     for call in (op, op.op):
         with pytest.raises((TypeError, RuntimeError), match=message):
             call(a, b)
+
+
+def test_a_contiguous_view_of_a_fresh_intermediate_is_returned_on_every_path() -> None:
+    made: list[Any] = []
+
+    def rows(a: Any, b: Any) -> Any:  # the first 3 rows of a fresh (6, 4) tensor: a contiguous view
+        m = torch.cat([torch.cat([a, b], dim=1), torch.cat([b, a], dim=1)], dim=0)
+        made.append(m)
+        return m[:3]
+
+    op = _cat_op(rows)
+    a, b = torch.randn(3, 2, dtype=torch.float64), torch.randn(3, 2, dtype=torch.float64)
+    expected = torch.cat([a, b], dim=1)
+    for call in (op, op.op):
+        joined, doubled = call(a, b)
+        assert torch.equal(joined, expected) and torch.equal(doubled, expected * 2)
+        # the same memory as the intermediate's, but no view of it (the fake kernel's is fresh too)
+        assert joined._base is None and joined.data_ptr() == made[-1].data_ptr()
+    viewed = _cat_op(lambda a, b: torch.cat([a, b], dim=1).flatten().view(3, 4))
+    compiled = torch.compile(lambda a, b: viewed(a, b)[0] + 1, backend="aot_eager", fullgraph=True)
+    torch._dynamo.reset()
+    assert torch.equal(compiled(a, b), expected + 1)
+    aa = a.clone().requires_grad_()
+    joined, doubled = op(aa, b)
+    (joined.sum() + doubled.sum()).backward()
+    assert torch.equal(aa.grad, torch.full_like(a, 3.0))
+    torch.library.opcheck(op.op, (a.clone().requires_grad_(), b))
+
+
+def test_a_view_of_an_input_or_of_another_output_is_refused() -> None:
+    @oxt.op(f"{ns()}::head", outputs={"out": oxt.Out(like="x", shape=lambda x: (2,), returned=True)})
+    def head(x: torch.Tensor) -> Any:
+        return x[:2]
+
+    @oxt.op(f"{ns()}::halves", outputs={"p": oxt.Out(like="x", shape=lambda x: (2,), returned=True),
+                                        "q": oxt.Out(like="x", shape=lambda x: (2,), returned=True)})
+    def halves(x: torch.Tensor) -> Any:
+        both = x * 2
+        return both[:2], both[2:]
+
+    x = torch.randn(4)
+    for call, message in ((head, r"output 'out' \(returned=True\) is a view of one of the op's inputs"),
+                          (halves, r"output 'p' \(returned=True\) is a view of another output's memory")):
+        for path in (call, call.op):
+            with pytest.raises(TypeError, match=message):
+                path(x)
 
 
 def test_returning_an_input_is_refused() -> None:
