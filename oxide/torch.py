@@ -48,7 +48,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["op", "In", "Out", "Op", "OpDeclarationError", "OpInputError"]
+__all__ = ["op", "In", "Out", "Temp", "Op", "OpDeclarationError", "OpInputError"]
 
 
 class OpDeclarationError(TypeError):
@@ -118,6 +118,20 @@ class Out:
     differentiable: bool = True
 
 
+@dataclass(frozen=True)
+class Temp:
+    """A temporary: a tensor the op allocates for its kernels (scratch, partial sums, a workspace)
+    and passes to the function, but does not return. ``like``, ``shape`` and ``dtype`` as for
+    :class:`Out` (contiguous); ``zeroed=True`` fills it with zeros first (an accumulator that
+    kernels add into atomically), otherwise its contents are undefined. It is not part of the
+    schema nor of the fake kernel, which runs no kernel."""
+
+    like: str | None = None
+    shape: Callable[..., Sequence[int]] | str | None = None
+    dtype: Any = None
+    zeroed: bool = False
+
+
 def _torch() -> Any:
     return importlib.import_module("torch")
 
@@ -133,13 +147,14 @@ class _Allocator:
     """One output's allocation: shape, dtype and device from the inputs, the same for the real
     kernel and the fake one (where the inputs are fake tensors with symbolic shapes)."""
 
-    def __init__(self, name: str, out: Out, inputs: list[str], tensors: list[str], where: str) -> None:
+    def __init__(self, name: str, out: Out, inputs: list[str], tensors: list[str], where: str,
+                 role: str = "output") -> None:
         self.name = name
         self.returned = out.returned
         self.differentiable = out.differentiable
 
         def fail(what: str) -> OpDeclarationError:
-            return OpDeclarationError(f"{where}: output {name!r}: {what}")
+            return OpDeclarationError(f"{where}: {role} {name!r}: {what}")
 
         like = out.like if out.like is not None else (tensors[0] if tensors else None)
         if like is None:
@@ -213,6 +228,10 @@ class _Allocator:
         if self.same_dtype:
             return like.new_empty(tuple(self.shape_of(args)))
         return like.new_empty(tuple(self.shape_of(args)), dtype=self.dtype_of(args))
+
+    def new_zeros(self, torch: Any, args: Sequence[Any]) -> Any:
+        """A zero-filled allocation (a ``Temp(zeroed=True)``)."""
+        return args[self.like].new_zeros(tuple(self.shape_of(args)), dtype=self.dtype_of(args))
 
     def check_returned(self, torch: Any, args: Sequence[Any], tensor_positions: Sequence[int], made: Any,
                        others: Sequence[Any]) -> Any:
@@ -365,7 +384,7 @@ class Op:
     def __init__(self, qualname: str, fn: Callable[..., Any], outputs: Mapping[str, Out], mutates: Sequence[str],
                  backward: Callable[..., Any] | None, setup_context: Callable[..., Any] | None,
                  tags: Sequence[Any], declared_inputs: Mapping[str, In] | None = None,
-                 check: Callable[..., Any] | None = None) -> None:
+                 check: Callable[..., Any] | None = None, temporaries: Mapping[str, Temp] | None = None) -> None:
         torch = _torch()
         where = _where(fn)
         if qualname.count("::") != 1 or not all(part.isidentifier() for part in qualname.split("::")):
@@ -389,7 +408,16 @@ class Op:
                 raise OpDeclarationError(f"{where}: output {o!r} is not a parameter of {fn.__qualname__} "
                                          f"(its parameters: {', '.join(names)}; an output the function makes "
                                          "itself and returns is declared Out(..., returned=True))")
-        inputs = [p for p in params if p.name not in outputs]
+        temporaries = dict(temporaries or {})
+        for t, temp in temporaries.items():
+            if not isinstance(temp, Temp):
+                raise OpDeclarationError(f"{where}: temporaries[{t!r}]: expected an oxide.torch.Temp; got {temp!r}")
+            if t in outputs:
+                raise OpDeclarationError(f"{where}: {t!r} is both an output and a temporary")
+            if t not in names:
+                raise OpDeclarationError(f"{where}: temporary {t!r} is not a parameter of {fn.__qualname__} "
+                                         f"(its parameters: {', '.join(names)})")
+        inputs = [p for p in params if p.name not in outputs and p.name not in temporaries]
         for m in mutates:
             if m not in [p.name for p in inputs]:
                 raise OpDeclarationError(f"{where}: mutates names {m!r}, which is not an input of the op")
@@ -400,6 +428,10 @@ class Op:
         input_names = [p.name for p in inputs]
         tensors = [p.name for p in inputs if _is_tensor_hint(torch, hints[p.name])]
         self._allocators = [_Allocator(o, out, input_names, tensors, where) for o, out in outputs.items()]
+        self._temporaries = [(_Allocator(t, Out(like=temp.like, shape=temp.shape, dtype=temp.dtype), input_names,
+                                         tensors, where, "temporary"), bool(temp.zeroed)) for t, temp in temporaries.items()]
+        self._temporary_names = list(temporaries)
+        self._input_names = input_names
         self._checks = _input_checks(torch, qualname, declared_inputs or {}, input_names, tensors, where)
         if check is not None:
             if not callable(check):
@@ -417,7 +449,8 @@ class Op:
                         for a in self._allocators]
         self._all_passed = not self._returned
         # passed outputs after every input, in declaration order: passed by position (cheaper)
-        self._outputs_trail = names[len(names) - len(passed):] == passed if passed else True
+        allocated = passed + self._temporary_names  # outputs then temporaries
+        self._outputs_trail = names[len(names) - len(allocated):] == allocated if allocated else True
         self._single = len(outputs) == 1
         returns: Any = (None if not outputs else torch.Tensor if self._single
                         else tuple.__class_getitem__(tuple([torch.Tensor] * len(outputs))))  # type: ignore[attr-defined]
@@ -541,10 +574,18 @@ class Op:
         for c in self._checks:
             c(args)
         outs = self._allocate(args)
-        if self._outputs_trail:
+        if self._temporaries:
+            temps = [a.new_zeros(self._torch, args) if zeroed else a.allocate_real(self._torch, args)
+                     for a, zeroed in self._temporaries]
+            if self._outputs_trail:
+                made = self.fn(*args, *outs, *temps)
+            else:
+                made = self.fn(**dict(zip(self._input_names, args)), **dict(zip(self._passed_names, outs)),
+                               **dict(zip(self._temporary_names, temps)))
+        elif self._outputs_trail:
             made = self.fn(*args, *outs)
-        else:
-            made = self.fn(*args, **dict(zip(self._passed_names, outs)))
+        else:  # outputs among the inputs: everything by name
+            made = self.fn(**dict(zip(self._input_names, args)), **dict(zip(self._passed_names, outs)))
         if not self._all_passed:
             returned = [made] if self._returns_one else list(made) if isinstance(made, (tuple, list)) else None
             if returned is None or len(returned) != len(self._returned):
@@ -650,7 +691,8 @@ def _backward_with_saved(backward: Callable[..., Any], ctx: Any, *grads: Any) ->
 
 
 def op(qualname: str, *, inputs: Mapping[str, In] | None = None, outputs: Mapping[str, Out] | None = None,
-       mutates: Sequence[str] = (), check: Callable[..., Any] | None = None,
+       temporaries: Mapping[str, Temp] | None = None, mutates: Sequence[str] = (),
+       check: Callable[..., Any] | None = None,
        backward: Callable[..., Any] | None = None, setup_context: Callable[..., Any] | None = None,
        tags: Sequence[Any] = ()) -> Callable[[Callable[..., Any]], Op]:
     """Declares the decorated function as the PyTorch operator ``qualname`` ("ns::name").
@@ -660,7 +702,8 @@ def op(qualname: str, *, inputs: Mapping[str, In] | None = None, outputs: Mappin
     raises on inputs the op refuses (shapes that do not fit). Both run in the real kernel and
     the fake one, before anything is allocated.
     ``outputs``: parameter name -> :class:`Out`, allocated and passed by the op, and returned
-    (one tensor, or a tuple in declaration order; nothing when there are none). ``mutates``:
+    (one tensor, or a tuple in declaration order; nothing when there are none). ``temporaries``:
+    parameter name -> :class:`Temp`, allocated and passed, not returned. ``mutates``:
     inputs the function writes in place. ``backward(ctx, *grads)``: the gradients of the
     inputs (None where there is none), as for ``torch.library.register_autograd``; with no
     ``setup_context`` it finds ``ctx.inputs`` and ``ctx.outputs``. ``tags``: ``torch.Tag``s.
@@ -668,6 +711,6 @@ def op(qualname: str, *, inputs: Mapping[str, In] | None = None, outputs: Mappin
 
     def declare(fn: Callable[..., Any]) -> Op:
         return Op(qualname, fn, dict(outputs or {}), tuple(mutates), backward, setup_context, tags,
-                  dict(inputs or {}), check)
+                  dict(inputs or {}), check, dict(temporaries or {}))
 
     return declare

@@ -82,3 +82,68 @@ def test_some_non_differentiable_outputs_without_backward_are_a_declaration_erro
     with pytest.raises(oxt.OpDeclarationError, match=r"test_torch_op_outputs\.py:\d+: outputs 'b' are "
                                                      r"differentiable=False but the op has no backward="):
         oxt.op(f"{ns()}::f", outputs={"a": oxt.Out(like="x"), "b": oxt.Out(like="x", differentiable=False)})(f)
+
+
+def test_temporaries_are_allocated_passed_and_not_returned() -> None:
+    seen: list[Any] = []
+
+    @oxt.op(f"{ns()}::rowsum", outputs={"out": oxt.Out(like="x", shape=lambda x: (x.shape[0],))},
+            temporaries={"partial": oxt.Temp(like="x", shape=lambda x: (x.shape[0], 2), dtype=torch.float64,
+                                             zeroed=True),
+                         "scratch": oxt.Temp(shape="x")})
+    def rowsum(x: torch.Tensor, out: torch.Tensor, partial: torch.Tensor, scratch: torch.Tensor) -> None:
+        seen.append((partial.clone(), partial.dtype, scratch.shape, scratch.dtype, scratch.is_contiguous()))
+        half = x.shape[1] // 2
+        partial[:, 0] += x[:, :half].sum(1)  # accumulates into the zeros, as atomics would
+        partial[:, 1] += x[:, half:].sum(1)
+        scratch.copy_(x)
+        out.copy_(partial.sum(1))
+
+    assert rowsum.schema == "(Tensor x) -> Tensor"  # temporaries are not in the schema
+    x = torch.randn(3, 4)
+    for call in (rowsum, rowsum.op):
+        got = call(x)
+        assert isinstance(got, torch.Tensor) and torch.allclose(got, x.sum(1))
+        zeros, dtype, shape, scratch_dtype, contiguous = seen[-1]
+        assert torch.equal(zeros, torch.zeros(3, 2, dtype=torch.float64)) and dtype == torch.float64
+        assert shape == (3, 4) and scratch_dtype == torch.float32 and contiguous
+    with FakeTensorMode() as mode:  # the fake kernel allocates the output only
+        assert rowsum(mode.from_tensor(x)).shape == (3,)
+    compiled = torch.compile(lambda x: rowsum(x) * 2, backend="eager", fullgraph=True, dynamic=True)
+    torch._dynamo.reset()
+    assert torch.allclose(compiled(x), x.sum(1) * 2)
+    torch.library.opcheck(rowsum.op, (x,))
+
+
+def test_temporaries_between_outputs_are_passed_by_name() -> None:
+    @oxt.op(f"{ns()}::shuffled", outputs={"out": oxt.Out(like="x")}, temporaries={"tmp": oxt.Temp(like="x")})
+    def shuffled(tmp: torch.Tensor, x: torch.Tensor, out: torch.Tensor) -> None:
+        torch.mul(x, 2, out=tmp)
+        torch.add(tmp, 1, out=out)
+
+    assert shuffled.schema == "(Tensor x) -> Tensor"
+    x = torch.randn(5)
+    assert torch.equal(shuffled(x), x * 2 + 1) and torch.equal(shuffled.op(x), x * 2 + 1)
+
+
+@pytest.mark.parametrize("temporaries, message", [
+    ({"nope": oxt.Temp()}, r"temporary 'nope' is not a parameter of .*\(its parameters: x, out, t\)"),
+    ({"out": oxt.Temp()}, r"'out' is both an output and a temporary"),
+    ({"t": oxt.Out()}, r"temporaries\['t'\]: expected an oxide.torch.Temp"),
+    ({"t": oxt.Temp(like="q")}, r"temporary 't': like='q' is not a tensor input of the op"),
+])  # fmt: skip
+def test_temporary_declaration_errors_name_the_function(temporaries: Any, message: str) -> None:
+    def f(x: torch.Tensor, out: torch.Tensor, t: torch.Tensor) -> None:
+        pass
+
+    with pytest.raises(oxt.OpDeclarationError, match=r"test_torch_op_outputs\.py:\d+: " + message):
+        oxt.op(f"{ns()}::bad", outputs={"out": oxt.Out(like="x")}, temporaries=temporaries)(f)
+
+
+def test_an_output_before_an_input_is_passed_by_name() -> None:
+    @oxt.op(f"{ns()}::first", outputs={"out": oxt.Out(like="x")})
+    def first(out: torch.Tensor, x: torch.Tensor) -> None:
+        torch.mul(x, 3, out=out)
+
+    x = torch.randn(4)
+    assert torch.equal(first(x), x * 3) and torch.equal(first.op(x), x * 3)
