@@ -28,6 +28,9 @@ What the declaration gives, which a ``torch.library.custom_op`` needs written by
   the inputs and outputs are saved, and ``backward(ctx, *grads)`` reads them as
   ``ctx.inputs`` and ``ctx.outputs``.
 
+A body for one device type (a CPU implementation beside the CUDA one) is declared with
+``@the_op.register_kernel("cpu")``.
+
 The launches inside run on PyTorch's current stream of the tensors' device (oxide's default),
 so the op works inside ``torch.cuda.stream`` and CUDA graphs (``torch.compile(mode=
 "reduce-overhead")``, ``torch.cuda.graph``).
@@ -503,6 +506,7 @@ class Op:
             raise OpDeclarationError(f"{where}: setup_context= needs backward=")
         self.op = getattr(getattr(torch.ops, namespace), name).default
         self._n_inputs = len(inputs)
+        self._kernels: dict[str, Callable[..., Any]] = {}  # device type -> its body (register_kernel)
         self._tensor_positions = [i for i, p in enumerate(inputs) if p.name in tensors]
         self._torch = torch
         self._plain_types = (torch.Tensor, torch.nn.Parameter)
@@ -516,6 +520,48 @@ class Op:
 
     def __repr__(self) -> str:
         return f"<oxide.torch op {self.qualname}{self.schema}>"
+
+    def register_kernel(self, device_type: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Declares the decorated function the op's body for tensors on ``device_type`` (``"cpu"``,
+        ``"cuda"``), registered for that device's dispatch key (as ``torch.library``'s
+        ``register_kernel``); the declared function stays the body for every other device. It
+        takes the same parameters (the inputs, outputs and temporaries, by the same names, in
+        the same order) and gets the same allocations, checks and autograd. Returns the function."""
+        torch = self._torch
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            where = _where(fn)
+            try:
+                key = torch._C._dispatch_key_for_device(device_type)
+            except (RuntimeError, TypeError, ValueError):
+                key = None
+            if not isinstance(device_type, str) or key is None or ":" in device_type:
+                raise OpDeclarationError(f"{where}: register_kernel takes a device type ('cpu', 'cuda'); "
+                                         f"got {device_type!r}")
+            if device_type in self._kernels:
+                raise OpDeclarationError(f"{where}: {self.qualname} already has a {device_type} body "
+                                         f"({self._kernels[device_type].__qualname__})")
+            expected = list(inspect.signature(self.fn).parameters)
+            got = list(inspect.signature(fn).parameters)
+            if got != expected:
+                raise OpDeclarationError(f"{where}: the {device_type} body of {self.qualname} takes ({', '.join(got)}); "
+                                         f"it must take the parameters of {self.fn.__qualname__}: ({', '.join(expected)})")
+            self._kernels[device_type] = fn
+            self._lib.impl(self.qualname.split("::")[1], self._run, key)
+            return fn
+
+        return register
+
+    def _body_for(self, args: tuple[Any, ...]) -> Callable[..., Any]:
+        """The body for these inputs' device, as the dispatcher picks the kernel: any device but
+        the CPU wins over the CPU (a CUDA tensor among CPU ones runs the CUDA body)."""
+        device_type = "cpu"
+        for i in self._tensor_positions:
+            t = args[i]
+            if t is not None and t.device.type != "cpu":
+                device_type = t.device.type
+                break
+        return self._kernels.get(device_type, self.fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # Only where the dispatcher would run nothing but :meth:`_run` for these args is it called
@@ -574,18 +620,19 @@ class Op:
         for c in self._checks:
             c(args)
         outs = self._allocate(args)
+        fn = self._body_for(args) if self._kernels else self.fn
         if self._temporaries:
             temps = [a.new_zeros(self._torch, args) if zeroed else a.allocate_real(self._torch, args)
                      for a, zeroed in self._temporaries]
             if self._outputs_trail:
-                made = self.fn(*args, *outs, *temps)
+                made = fn(*args, *outs, *temps)
             else:
-                made = self.fn(**dict(zip(self._input_names, args)), **dict(zip(self._passed_names, outs)),
+                made = fn(**dict(zip(self._input_names, args)), **dict(zip(self._passed_names, outs)),
                                **dict(zip(self._temporary_names, temps)))
         elif self._outputs_trail:
-            made = self.fn(*args, *outs)
+            made = fn(*args, *outs)
         else:  # outputs among the inputs: everything by name
-            made = self.fn(**dict(zip(self._input_names, args)), **dict(zip(self._passed_names, outs)))
+            made = fn(**dict(zip(self._input_names, args)), **dict(zip(self._passed_names, outs)))
         if not self._all_passed:
             returned = [made] if self._returns_one else list(made) if isinstance(made, (tuple, list)) else None
             if returned is None or len(returned) != len(self._returned):
