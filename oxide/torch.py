@@ -435,6 +435,7 @@ class Op:
                                          tensors, where, "temporary"), bool(temp.zeroed)) for t, temp in temporaries.items()]
         self._temporary_names = list(temporaries)
         self._input_names = input_names
+        self._inputs_lead = names[:len(input_names)] == input_names  # inputs first: passed by position
         self._checks = _input_checks(torch, qualname, declared_inputs or {}, input_names, tensors, where)
         if check is not None:
             if not callable(check):
@@ -627,10 +628,12 @@ class Op:
             if self._outputs_trail:
                 made = fn(*args, *outs, *temps)
             else:
-                made = fn(**dict(zip(self._input_names, args)), **dict(zip(self._passed_names, outs)),
-                               **dict(zip(self._temporary_names, temps)))
+                named = dict(zip(self._passed_names, outs), **dict(zip(self._temporary_names, temps)))
+                made = fn(*args, **named) if self._inputs_lead else fn(**dict(zip(self._input_names, args)), **named)
         elif self._outputs_trail:
             made = fn(*args, *outs)
+        elif self._inputs_lead:  # the outputs after the inputs, in another order: by name
+            made = fn(*args, **dict(zip(self._passed_names, outs)))
         else:  # outputs among the inputs: everything by name
             made = fn(**dict(zip(self._input_names, args)), **dict(zip(self._passed_names, outs)))
         if not self._all_passed:

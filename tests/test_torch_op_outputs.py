@@ -147,3 +147,17 @@ def test_an_output_before_an_input_is_passed_by_name() -> None:
 
     x = torch.randn(4)
     assert torch.equal(first(x), x * 3) and torch.equal(first.op(x), x * 3)
+
+
+def test_outputs_after_positional_only_inputs_in_another_order() -> None:
+    @oxt.op(f"{ns()}::pair", outputs={"a": oxt.Out(like="x"), "b": oxt.Out(like="x")},
+            temporaries={"t": oxt.Temp(like="x")})
+    def pair(x: torch.Tensor, /, b: torch.Tensor, t: torch.Tensor, a: torch.Tensor) -> None:
+        torch.mul(x, 2, out=t)
+        a.copy_(t)
+        torch.add(t, 1, out=b)
+
+    x = torch.randn(3)
+    for call in (pair, pair.op):
+        a, b = call(x)
+        assert torch.equal(a, x * 2) and torch.equal(b, x * 2 + 1)
