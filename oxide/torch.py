@@ -508,6 +508,7 @@ class Op:
         self.op = getattr(getattr(torch.ops, namespace), name).default
         self._n_inputs = len(inputs)
         self._kernels: dict[str, Callable[..., Any]] = {}  # device type -> its body (register_kernel)
+        self._extras = bool(self._checks or self._temporaries)  # register_kernel sets it too
         self._tensor_positions = [i for i, p in enumerate(inputs) if p.name in tensors]
         self._torch = torch
         self._plain_types = (torch.Tensor, torch.nn.Parameter)
@@ -548,6 +549,7 @@ class Op:
                 raise OpDeclarationError(f"{where}: the {device_type} body of {self.qualname} takes ({', '.join(got)}); "
                                          f"it must take the parameters of {self.fn.__qualname__}: ({', '.join(expected)})")
             self._kernels[device_type] = fn
+            self._extras = True
             self._lib.impl(self.qualname.split("::")[1], self._run, key)
             return fn
 
@@ -618,36 +620,52 @@ class Op:
         return outs
 
     def _call(self, args: tuple[Any, ...]) -> Any:
+        if self._extras:  # input checks, temporaries or per-device bodies: one test for all three
+            return self._call_declared(args)
+        outs = self._allocate(args)
+        if self._outputs_trail:
+            made = self.fn(*args, *outs)
+        elif self._inputs_lead:  # the outputs after the inputs, in another order: by name
+            made = self.fn(*args, **dict(zip(self._passed_names, outs)))
+        else:  # outputs among the inputs: everything by name
+            made = self.fn(**dict(zip(self._input_names, args)), **dict(zip(self._passed_names, outs)))
+        if self._all_passed:
+            if not outs:
+                return None
+            return outs[0] if self._single else tuple(outs)
+        return self._with_returned(args, outs, made)
+
+    def _call_declared(self, args: tuple[Any, ...]) -> Any:
+        """:meth:`_call` for an op with input checks, temporaries or per-device bodies."""
         for c in self._checks:
             c(args)
         outs = self._allocate(args)
         fn = self._body_for(args) if self._kernels else self.fn
-        if self._temporaries:
-            temps = [a.new_zeros(self._torch, args) if zeroed else a.allocate_real(self._torch, args)
-                     for a, zeroed in self._temporaries]
-            if self._outputs_trail:
-                made = fn(*args, *outs, *temps)
-            else:
-                named = dict(zip(self._passed_names, outs), **dict(zip(self._temporary_names, temps)))
-                made = fn(*args, **named) if self._inputs_lead else fn(**dict(zip(self._input_names, args)), **named)
-        elif self._outputs_trail:
-            made = fn(*args, *outs)
-        elif self._inputs_lead:  # the outputs after the inputs, in another order: by name
-            made = fn(*args, **dict(zip(self._passed_names, outs)))
-        else:  # outputs among the inputs: everything by name
-            made = fn(**dict(zip(self._input_names, args)), **dict(zip(self._passed_names, outs)))
-        if not self._all_passed:
-            returned = [made] if self._returns_one else list(made) if isinstance(made, (tuple, list)) else None
-            if returned is None or len(returned) != len(self._returned):
-                raise TypeError(f"{self.qualname}: {self.fn.__qualname__} returned {type(made).__name__}; it must "
-                                f"return its returned=True outputs ({', '.join(a.name for a in self._returned)}) "
-                                f"{'as a tensor' if self._returns_one else 'as a tuple, in declaration order'}")
-            for k, a in enumerate(self._returned):
-                returned[k] = a.check_returned(self._torch, args, self._tensor_positions, returned[k],
-                                               outs + returned[:k] + returned[k + 1:])
-            outs = [returned[i] if from_fn else outs[i] for from_fn, i in self._gather]
-        if not outs:
-            return None
+        temps = [a.new_zeros(self._torch, args) if zeroed else a.allocate_real(self._torch, args)
+                 for a, zeroed in self._temporaries]
+        if self._outputs_trail:
+            made = fn(*args, *outs, *temps)
+        else:
+            named = dict(zip(self._passed_names, outs), **dict(zip(self._temporary_names, temps)))
+            made = fn(*args, **named) if self._inputs_lead else fn(**dict(zip(self._input_names, args)), **named)
+        if self._all_passed:
+            if not outs:
+                return None
+            return outs[0] if self._single else tuple(outs)
+        return self._with_returned(args, outs, made)
+
+    def _with_returned(self, args: tuple[Any, ...], outs: list[Any], made: Any) -> Any:
+        """The op's outputs where the function returned some (``returned=True``): each checked
+        against its declaration, all in declaration order."""
+        returned = [made] if self._returns_one else list(made) if isinstance(made, (tuple, list)) else None
+        if returned is None or len(returned) != len(self._returned):
+            raise TypeError(f"{self.qualname}: {self.fn.__qualname__} returned {type(made).__name__}; it must "
+                            f"return its returned=True outputs ({', '.join(a.name for a in self._returned)}) "
+                            f"{'as a tensor' if self._returns_one else 'as a tuple, in declaration order'}")
+        for k, a in enumerate(self._returned):
+            returned[k] = a.check_returned(self._torch, args, self._tensor_positions, returned[k],
+                                           outs + returned[:k] + returned[k + 1:])
+        outs = [returned[i] if from_fn else outs[i] for from_fn, i in self._gather]
         return outs[0] if self._single else tuple(outs)
 
     def _fake(self, *args: Any) -> Any:
