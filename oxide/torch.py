@@ -22,6 +22,8 @@ What the declaration gives, which a ``torch.library.custom_op`` needs written by
   traced, and never a silent promotion;
 - the fake (meta) kernel, from the same declarations: ``torch.compile`` traces the op without
   running it, so a function calling it compiles with ``fullgraph=True``;
+- temporaries (``temporaries={"scratch": Temp(...)}``): allocated and passed, not returned;
+- outputs autograd treats as constants (``Out(..., differentiable=False)``);
 - mutated arguments (``mutates=``): written in place, declared in the schema (``Tensor(a!)``);
   an output is never an input or a view of one (custom operators cannot return aliases);
 - autograd from ``backward=`` (``torch.library.register_autograd``): with no ``setup_context``
