@@ -29,6 +29,7 @@ from ..ir.verify import verify_program
 from .arch_requirements import ArchRequirements
 from .bounds_elimination import BoundsElimination
 from .canonicalize import Canonicalize
+from .check_versioning import CheckVersioning
 from .constant_loop_unroll import ConstantLoopUnroll
 from .disjoint_launch_shape import DisjointLaunchShape
 from .divergence import BarrierDivergence
@@ -62,6 +63,7 @@ PIPELINE: tuple[Pass, ...] = (
     SharedMemoryLimit(),
     WgmmaOrder(),
     WgmmaFence(),
+    CheckVersioning(),  # after the lints: they see the source's control flow, not its two copies
     FmaContraction(),
     ConstantLoopUnroll(),
     Canonicalize(),  # last of the rewrites: the passes before it read conditions as the source wrote them

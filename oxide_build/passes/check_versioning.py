@@ -1,0 +1,244 @@
+"""Check versioning: a counted loop whose view indices move with its variable, where nothing
+proves them in range (``for j in range(NY): A[i * NY + j]`` under ``if i < NX``, with ``NX`` and
+``NY`` arguments the compiler cannot tie to ``len(A)``), runs an unchecked copy when one test
+before the loop shows every index it can take in range, and the checked loop otherwise.
+
+For an innermost ``for j in range(start, stop)`` (step 1, ``j`` not assigned in the body) and a
+checked load or store ``v[e]`` in it, with ``v`` and every other name in ``e`` unchanged by the
+loop and ``e`` built of ``+``, ``-``, ``*`` by a loop-invariant value, negation and integer casts
+over ``j``: ``e`` is linear in ``j`` modulo its width, ``e(j) = A + B·(j - start)`` with ``A =
+e(start)`` and ``B = e(start + 1) - e(start)`` computed as the machine computes them. The test
+(in i64, before the loop) asks ``0 <= D = stop - 1 - start < 2**31``, ``|B| < 2**31`` and both
+ends, ``A`` and ``A + B·D`` (exact in i64 then), within ``[0, len(v))`` and within the index
+type; the ends of a linear function bound every value between them, so no index the loop takes
+is out of range and none wrapped. Each widening cast of a sub-expression that moves with ``j``
+adds the same test of that sub-expression against its own type's range (it did not wrap, so
+the widened value is the exact one).
+
+When the test holds, no check of those accesses could fail, so dropping them changes nothing
+observable; when it fails (or the loop runs no trip), the original loop runs with every check,
+and a failing access is reported exactly as without the pass. Checks of indices that do not
+move with ``j`` stay in both copies (LLVM hoists them out of the loop).
+
+A loop is left alone when its body holds a loop, a call of a device function or a convergent
+intrinsic (barriers must not end up under the test), or is larger than ``max_body_size`` IR
+nodes (the pass doubles it). It runs after the passes that lint barriers and uniformity, which
+so see the source's control flow.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Iterator
+
+from ..intrinsics import intrinsic_info
+from ..ir import nodes as ir
+from ..ir.ops import BinaryOp, CompareOp, LogicOp
+from ..ir.types import BOOL, I64, ScalarType, ViewType
+
+__all__ = ["CheckVersioning"]
+
+_LIMIT = 1 << 31
+
+
+@dataclass(frozen=True)
+class CheckVersioning:
+    name: str = "check-versioning"
+    max_body_size: int = 2048
+
+    def apply(self, program: ir.Program) -> ir.Program:
+        for fn in program.functions:
+            fn.body = self._block(fn.body)
+        return program
+
+    def _block(self, stmts: list[ir.Stmt]) -> list[ir.Stmt]:
+        out: list[ir.Stmt] = []
+        for s in stmts:
+            if isinstance(s, ir.If):
+                s.then, s.orelse = self._block(s.then), self._block(s.orelse)
+            elif isinstance(s, ir.Block):
+                s.body = self._block(s.body)
+            elif isinstance(s, ir.While):
+                if any(isinstance(x, ir.While) for x in ir.statements(s.body)):
+                    s.body = self._block(s.body)
+                else:
+                    versioned = self._version(s)
+                    if versioned is not None:
+                        out.append(versioned)
+                        continue
+            out.append(s)
+        return out
+
+    def _version(self, loop: ir.While) -> ir.If | None:
+        r = loop.range
+        if r is None or r.rebinds or not (isinstance(r.step, ir.Const) and r.step.value == 1):
+            return None
+        cond = loop.cond  # j < $stop: the stop as the loop evaluated it, before its first trip
+        if not (isinstance(cond, ir.Compare) and cond.op == CompareOp.LT and isinstance(cond.left, ir.Var)
+                and cond.left.name == r.var and isinstance(cond.right, ir.Var)):
+            return None
+        if not ir.is_pure(r.start) or _depends(r.start, r.var):
+            return None
+        body = [*loop.body, *loop.step]
+        size = 0
+        for s in ir.statements(body):
+            for root in ir.statement_roots(s):
+                for x in ir.subexpressions(root):
+                    size += 1
+                    if isinstance(x, ir.Call) or isinstance(x, ir.Intrinsic) and _convergent(x):
+                        return None
+        if size > self.max_body_size:
+            return None
+        assigned = {s.name for s in ir.statements(body) if isinstance(s, ir.Assign)}
+        if cond.right.name in assigned or any(isinstance(x, ir.Var) and x.name in assigned for x in ir.subexpressions(r.start)):
+            return None
+        loc = loop.loc
+        start64 = _i64(copy.deepcopy(r.start), loc)
+        span = _sub(_sub(_i64(copy.deepcopy(cond.right), loc), _const(1, loc), loc), start64, loc)  # D
+        tests: list[ir.Expr] = [_cmp(CompareOp.GE, span, _const(0, loc), loc), _cmp(CompareOp.LT, span, _const(_LIMIT, loc), loc)]
+        versioned: list[int] = []
+        for n, access in enumerate(_checked_accesses(loop)):
+            view, index = access.view, access.index
+            if not isinstance(view, ir.Var) or view.name in assigned or not isinstance(view.ty, ViewType) or view.ty.ndim != 1:
+                continue
+            if not _depends(index, r.var) or not isinstance(index.ty, ScalarType) or index.ty.kind not in ("int", "uint"):
+                continue
+            items: list[tuple[ir.Expr, ir.Expr, ir.Expr]] = []  # (expression, lowest, highest)
+            if not _linear(index, r.var, assigned, items):
+                continue
+            low, high = _type_bounds(index.ty)
+            items.append((index, _const(max(low, 0), loc), _min(_const(high, loc), _sub(ir.ViewLen(view, I64, loc), _const(1, loc), loc), loc)))
+            for e, lo, hi in items:
+                tests += _item_tests(e, lo, hi, r, span, loc)
+            versioned.append(n)
+        if not versioned:
+            return None
+        fast = copy.deepcopy(loop)
+        for n, access in enumerate(_checked_accesses(fast)):
+            if n in versioned:
+                access.check_site = None
+        return ir.If(ir.BoolOp(LogicOp.AND, tests, BOOL, loc), [fast], [loop], loc)
+
+
+def _convergent(x: ir.Intrinsic) -> bool:
+    info = intrinsic_info(x.name)
+    return info is None or info.convergent
+
+
+def _item_tests(e: ir.Expr, lo: ir.Expr, hi: ir.Expr, r: ir.ForRange, span: ir.Expr, loc: ir.Loc) -> list[ir.Expr]:
+    """``lo <= e(j) <= hi`` for every ``j`` of the loop, given ``0 <= span < 2**31``."""
+    assert isinstance(e.ty, ScalarType)
+    first = _substituted(e, r.var, r.start)
+    second = _substituted(e, r.var, ir.BinOp(BinaryOp.ADD, copy.deepcopy(r.start), ir.Const(1, r.ty, loc), r.ty, loc))
+    a = _i64(first, loc)
+    b = _i64(ir.BinOp(BinaryOp.SUB, second, copy.deepcopy(first), e.ty, loc), loc)  # B, wrapped as the machine does
+    if e.ty.kind == "uint" and e.ty.bits < 64:
+        b = _signed_narrow(b, e.ty.bits, loc)
+    end = ir.BinOp(BinaryOp.ADD, copy.deepcopy(a), ir.BinOp(BinaryOp.MUL, copy.deepcopy(b), copy.deepcopy(span), I64, loc), I64, loc)
+    return [
+        _cmp(CompareOp.GT, copy.deepcopy(b), _const(-_LIMIT, loc), loc), _cmp(CompareOp.LT, b, _const(_LIMIT, loc), loc),
+        _cmp(CompareOp.GE, a, copy.deepcopy(lo), loc), _cmp(CompareOp.LE, copy.deepcopy(a), copy.deepcopy(hi), loc),
+        _cmp(CompareOp.GE, copy.deepcopy(end), lo, loc), _cmp(CompareOp.LE, end, hi, loc),
+    ]
+
+
+def _signed_narrow(b: ir.Expr, bits: int, loc: ir.Loc) -> ir.Expr:
+    """``b`` (an i64 holding an unsigned ``bits``-bit value) as the signed value of those bits."""
+    top = _const(1 << (bits - 1), loc)
+    wrapped = _sub(copy.deepcopy(b), _const(1 << bits, loc), loc)
+    return ir.Select(_cmp(CompareOp.GE, b, top, loc), wrapped, copy.deepcopy(b), I64, loc)
+
+
+def _checked_accesses(loop: ir.While) -> Iterator[ir.ViewLoad | ir.Store]:
+    """The checked loads and stores of ``loop``, in a fixed order (the same in a copy)."""
+    for s in ir.statements([*loop.body, *loop.step]):
+        if isinstance(s, ir.Store) and s.check_site is not None:
+            yield s
+        for root in ir.statement_roots(s):
+            for x in ir.subexpressions(root):
+                if isinstance(x, ir.ViewLoad) and x.check_site is not None:
+                    yield x
+
+
+def _depends(e: ir.Expr, var: str) -> bool:
+    return any(isinstance(x, ir.Var) and x.name == var for x in ir.subexpressions(e))
+
+
+def _invariant(e: ir.Expr, assigned: set[str]) -> bool:
+    return ir.is_pure(e) and not any(isinstance(x, ir.Var) and x.name in assigned for x in ir.subexpressions(e))
+
+
+def _linear(e: ir.Expr, var: str, assigned: set[str], items: list[tuple[ir.Expr, ir.Expr, ir.Expr]]) -> bool:
+    """``e`` is linear in ``var`` modulo its width, or invariant; ``items`` gets the widened
+    sub-expressions that must not have wrapped."""
+    if not _depends(e, var):
+        return _invariant(e, assigned)
+    if isinstance(e, ir.Var):
+        return True
+    if isinstance(e, ir.BinOp) and e.op in (BinaryOp.ADD, BinaryOp.SUB):
+        return _linear(e.left, var, assigned, items) and _linear(e.right, var, assigned, items)
+    if isinstance(e, ir.BinOp) and e.op == BinaryOp.MUL:
+        if _depends(e.left, var) and _depends(e.right, var):
+            return False
+        return _linear(e.left, var, assigned, items) and _linear(e.right, var, assigned, items)
+    if isinstance(e, ir.Neg):
+        return _linear(e.operand, var, assigned, items)
+    if isinstance(e, ir.Cast):
+        src, dst = e.operand.ty, e.ty
+        if not (isinstance(src, ScalarType) and src.kind in ("int", "uint") and dst.kind in ("int", "uint")):
+            return False
+        if dst.bits > src.bits:
+            low, high = _type_bounds(src)
+            items.append((e.operand, _const(low, e.loc), _const(high, e.loc)))
+        return _linear(e.operand, var, assigned, items)
+    return False
+
+
+def _type_bounds(ty: ScalarType) -> tuple[int, int]:
+    if ty.kind == "uint":
+        return 0, min((1 << ty.bits) - 1, (1 << 62))
+    return -(1 << (ty.bits - 1)), (1 << (ty.bits - 1)) - 1
+
+
+def _substituted(e: ir.Expr, var: str, value: ir.Expr) -> ir.Expr:
+    """A copy of ``e`` with every ``var`` replaced by a copy of ``value``."""
+    if isinstance(e, ir.Var) and e.name == var:
+        return copy.deepcopy(value)
+    out = copy.deepcopy(e)
+    _replace_in(out, var, value)
+    return out
+
+
+def _replace_in(node: object, var: str, value: ir.Expr) -> None:
+    for f in fields(node):  # type: ignore[arg-type]
+        v = getattr(node, f.name)
+        if isinstance(v, ir.Var) and v.name == var:
+            setattr(node, f.name, copy.deepcopy(value))
+        elif isinstance(v, list):
+            for k, item in enumerate(v):
+                if isinstance(item, ir.Var) and item.name == var:
+                    v[k] = copy.deepcopy(value)
+                elif is_dataclass(item) and not isinstance(item, type):
+                    _replace_in(item, var, value)
+        elif is_dataclass(v) and not isinstance(v, (type, ir.Loc)) and not isinstance(v, (ScalarType, ViewType)):
+            _replace_in(v, var, value)
+
+
+def _i64(e: ir.Expr, loc: ir.Loc) -> ir.Expr:
+    return e if e.ty == I64 else ir.Cast(e, I64, loc)
+
+
+def _const(value: int, loc: ir.Loc) -> ir.Expr:
+    return ir.Const(value, I64, loc)
+
+
+def _sub(a: ir.Expr, b: ir.Expr, loc: ir.Loc) -> ir.Expr:
+    return ir.BinOp(BinaryOp.SUB, a, b, I64, loc)
+
+
+def _min(a: ir.Expr, b: ir.Expr, loc: ir.Loc) -> ir.Expr:
+    return ir.Select(_cmp(CompareOp.LT, a, b, loc), copy.deepcopy(a), copy.deepcopy(b), I64, loc)
+
+
+def _cmp(op: CompareOp, a: ir.Expr, b: ir.Expr, loc: ir.Loc) -> ir.Expr:
+    return ir.Compare(op, a, b, I64, BOOL, loc)

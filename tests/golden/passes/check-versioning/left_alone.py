@@ -1,0 +1,26 @@
+"""check-versioning leaves a loop alone when its index is not linear in the loop variable
+(j * j), moves with a name the body assigns, the step is not 1, or the body holds a barrier."""
+import oxide as ox
+from oxide import MutSlice, Slice, block, f32, i32, thread
+
+
+@ox.kernel
+def k(A: Slice[f32], out: MutSlice[f32], n: i32) -> None:
+    i = thread.index_1d()
+    s: f32 = 0.0
+    for j in range(n):
+        s += A[j * j]
+    k2 = 0
+    for a in range(n):
+        k2 += 3
+        s += A[k2]
+    for b in range(0, n, 2):
+        s += A[b]
+    for c in range(n):
+        s += A[c]
+        block.sync()
+    with ox.unsafe():
+        out[i] = s
+
+# AFTER: bounds-elimination
+# UNCHANGED
