@@ -14,7 +14,6 @@ from oxide.lang.types import ScalarType
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp, CompareOp
 from ..ir.types import BOOL, I64, ArrayType, int_limits
-from ..passes.bounds_prover import GRID_AXES
 from .names import Names
 
 __all__ = ["Checks"]
@@ -60,7 +59,7 @@ class Checks(Names):
         assume (passes/bounds_prover.py); the bounds-elimination pass fills in those it records as
         launch preconditions and drops the others."""
         if self.is_kernel and self.bounds_check:
-            for axis in GRID_AXES:
+            for axis in ir.GRID_AXES:
                 self.grid_sites[axis] = self.builder.add_error_site(
                     "assert", self.kernel_name, self.module, self.fdef, f"grid.{axis}: reserved")
 

@@ -19,7 +19,7 @@ from oxide.runtime.manifest import Precondition
 from ..ir import nodes as ir
 from ..ir.types import Type
 from ..scan import ModuleSource
-from ..passes.divergence import is_thread_dependent
+from ..passes.uniformity import differs_between_threads
 from .annotations import TypeVarBinding
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ class TranslatorContext(ast.NodeVisitor):
         raise NotImplementedError
 
     def is_thread_dependent(self, value: ir.Expr) -> bool:
-        return is_thread_dependent(value, self.thread_dependent)
+        return differs_between_threads(value, self.thread_dependent)
 
 
 

@@ -14,7 +14,7 @@ from .types import ScalarType, Type, is_half_float
 __all__ = [
     "Loc", "Expr", "Stmt",
     "Const", "Var", "BinOp", "Compare", "BoolOp", "Not", "Neg", "Cast", "Call", "ViewLen", "ViewDim",
-    "ViewLoad", "ViewSlice", "ModuleArray", "ModuleArrayDecl", "MakeVector", "VectorGet", "VectorSet", "TupleSet", "ThreadIndex1D", "SpecialReg", "Select", "Intrinsic", "MakeTuple", "TupleGet",
+    "ViewLoad", "ViewSlice", "ModuleArray", "ModuleArrayDecl", "MakeVector", "VectorGet", "VectorSet", "TupleSet", "ThreadIndex1D", "SpecialReg", "GRID_AXES", "Select", "Intrinsic", "MakeTuple", "TupleGet",
     "ArrayDecl", "Check",
     "Assign", "Store", "If", "While", "ForRange", "Block", "Return", "ExprStmt", "Break", "Continue",
     "Param", "Function", "ExternFunction", "Program", "children", "subexpressions", "is_pure", "statements", "statement_roots",
@@ -211,6 +211,9 @@ class TupleSet:
 class ThreadIndex1D:
     ty: Type
     loc: Loc
+
+
+GRID_AXES = ("x", "y", "z")  # the axes of the special registers (tid.x, ntid.y, ...)
 
 
 @dataclass

@@ -46,7 +46,7 @@ class Poly(dict[Mono, int]):
 
 T = TypeVar("T")
 MAX_DEGREE = 4
-GRID_AXES = ("x", "y", "z")
+GRID_AXES = ir.GRID_AXES
 _REG_RANGES: dict[str, tuple[int, int]] = {
     "tid.x": (0, 1023), "tid.y": (0, 1023), "tid.z": (0, 63),
     "ntid.x": (1, 1024), "ntid.y": (1, 1024), "ntid.z": (1, 64),

@@ -7,7 +7,8 @@ The frontend catches ``block.sync()`` written directly under such a condition; t
 through calls. A value is thread-dependent when it comes from the thread's identity
 (``thread.index_*``, ``thread.idx``), from memory (a view read, an atomic, a warp operation),
 from a parameter that some call passes a thread-dependent value, or from a call whose callee
-returns such a value. A condition on a thread-dependent value is divergent; a call under a
+returns such a value (``passes/uniformity.py``'s analysis in its operand mode, the one the
+frontend asks too). A condition on a thread-dependent value is divergent; a call under a
 divergent condition of a function that reaches ``block.sync()`` is an error that names the
 call and the sync.
 
@@ -20,12 +21,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..intrinsics import Role, has_role, intrinsic_info
+from ..intrinsics import Role, has_role
 from ..intrinsics.thread import BARRIER  # what block.sync() is in the IR: a call of the LLVM barrier
 from ..ir import nodes as ir
 from ..ir.verify import IRError
+from .uniformity import ProgramUniformity, program_uniformity
 
-__all__ = ["BarrierDivergence", "BARRIER", "is_thread_dependent", "calls_and_barriers", "functions_reaching", "reached_from"]
+__all__ = ["BarrierDivergence", "BARRIER", "calls_and_barriers", "functions_reaching", "reached_from"]
 
 
 def _barrier_name(x: ir.Expr, grid_barrier: Role = Role.GRID_BARRIER) -> str | None:
@@ -109,38 +111,14 @@ def reached_from(kernel: ir.Function, program: ir.Program,
 
 @dataclass
 class _Facts:
-    """What the analysis knows of the program, grown to a fixed point."""
+    """What the pass knows of the program: the barrier each function reaches, and which values
+    differ between threads (passes/uniformity.py in its operand mode)."""
 
-    dependent_params: dict[str, set[str]] = field(default_factory=dict)  # symbol -> params
-    returns_dependent: set[str] = field(default_factory=set)  # symbols
-    dependent_vars: dict[str, set[str]] = field(default_factory=dict)  # symbol -> locals
     barrier_at: dict[str, tuple[str, ir.Loc, str]] = field(default_factory=dict)  # symbol -> a sync it reaches
+    uniformity: ProgramUniformity = field(default_factory=ProgramUniformity)
 
     def depends(self, symbol: str, e: ir.Expr) -> bool:
-        return is_thread_dependent(e, self.dependent_vars.get(symbol, set()), self.returns_dependent)
-
-
-def is_thread_dependent(e: ir.Expr, names: set[str], calls: set[str] | frozenset[str] = frozenset()) -> bool:
-    """Whether ``e`` can differ between the threads of a block: it reads the thread's identity,
-    memory, a thread-dependent intrinsic, one of the locals ``names`` or the result of one of
-    the functions ``calls``. A block vote's result (``block.sync_or(p)``) is the block's one
-    value, whatever ``p`` reads."""
-    votes = [x for x in ir.subexpressions(e) if has_role(x, Role.BLOCK_UNIFORM)]
-    inside_votes = {id(y) for v in votes for y in ir.subexpressions(v) if y is not v}
-    for x in ir.subexpressions(e):
-        if id(x) in inside_votes:
-            continue
-        if isinstance(x, (ir.ThreadIndex1D, ir.ViewLoad)):
-            return True
-        if isinstance(x, ir.SpecialReg) and x.name.startswith("tid."):
-            return True
-        if isinstance(x, ir.Intrinsic) and getattr(intrinsic_info(x.name), "thread_dependent", False):
-            return True
-        if isinstance(x, ir.Var) and x.name in names:
-            return True
-        if isinstance(x, ir.Call) and x.symbol in calls:
-            return True
-    return False
+        return self.uniformity.differs(symbol, e)
 
 
 def _mark_cooperative(program: ir.Program) -> None:
@@ -165,48 +143,16 @@ class BarrierDivergence:
 
     def apply(self, program: ir.Program) -> ir.Program:
         _mark_cooperative(program)
-        functions = {f.symbol: f for f in program.functions}
         facts = _Facts()
         facts.barrier_at = functions_reaching(program, _barrier_name)
         if not any(not f.is_kernel and f.symbol in facts.barrier_at for f in program.functions):
             # no call reaches block.sync(); one written in a kernel the frontend has checked
             return program
-        changed = True
-        while changed:
-            changed = False
-            for fn in program.functions:
-                changed |= self._propagate(fn, functions, facts)
+        facts.uniformity = program_uniformity(program, by_operands=True)
         names = {f.symbol: f.python_name for f in program.functions}
         for fn in program.functions:
             self._check(fn.body, fn, facts, names, divergent=False)
         return program
-
-    @staticmethod
-    def _propagate(fn: ir.Function, functions: dict[str, ir.Function], facts: _Facts) -> bool:
-        """One round: fn's dependent locals, whether it returns a dependent value, and which
-        parameters of its callees receive dependent arguments. True if anything grew."""
-        grew = False
-        names = facts.dependent_vars.setdefault(fn.symbol, set())
-        before = len(names)
-        names |= facts.dependent_params.get(fn.symbol, set())
-        for s in ir.statements(fn.body):
-            if isinstance(s, ir.Assign) and s.name not in names and facts.depends(fn.symbol, s.value):
-                names.add(s.name)
-            if isinstance(s, ir.Return) and s.value is not None and fn.symbol not in facts.returns_dependent \
-                    and facts.depends(fn.symbol, s.value):
-                facts.returns_dependent.add(fn.symbol)
-                grew = True
-            for root in ir.statement_roots(s):
-                for x in ir.subexpressions(root):
-                    callee = functions.get(x.symbol) if isinstance(x, ir.Call) else None
-                    if callee is None or not isinstance(x, ir.Call):
-                        continue
-                    params = facts.dependent_params.setdefault(callee.symbol, set())
-                    for param, arg in zip(callee.params, x.args):
-                        if param.name not in params and facts.depends(fn.symbol, arg):
-                            params.add(param.name)
-                            grew = True
-        return grew or len(names) != before
 
     def _check(self, stmts: list[ir.Stmt], fn: ir.Function, facts: _Facts, names: dict[str, str],
                divergent: bool) -> None:

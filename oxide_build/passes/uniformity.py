@@ -1,7 +1,10 @@
 """How alike a value is across the threads of a block: the same in every thread, the same in
 the 128 threads of each warpgroup, or different with the thread's place inside its warpgroup.
-The warpgroup-collective check (``passes/warpgroup_divergence.py``) and the mbarrier lint
-(``passes/mbarrier_lint.py``) read conditions through it.
+The one analysis of this over the call graph: the warpgroup-collective check
+(``passes/warpgroup_divergence.py``) and the mbarrier lint (``passes/mbarrier_lint.py``) read
+conditions through it, the barrier-divergence pass (``passes/divergence.py``) and the
+frontend's check of ``block.sync()`` under a condition (``differs_between_threads``) read it in
+its operand mode.
 
 The levels, from the most uniform:
 
@@ -24,17 +27,25 @@ A local takes the highest level of the values assigned to it; a device function'
 the highest level its callers pass; a call's result the highest level its callee returns.
 Control dependence is not followed (a local assigned a constant under a lane-dependent branch
 stays ``BLOCK``): the checks built on this miss such cases rather than refuse correct code.
+
+The operand mode (``by_operands=True``, what a barrier under a condition needs: may the
+condition differ at all?) counts a value at least as varying as each of its operands and any
+memory read as varying (another thread may write it): a block vote of a lane-dependent
+condition, a call of a function that returns a constant with a lane-dependent argument, or a
+read at a uniform address, which the levels above call ``BLOCK``, differ there (a block vote's
+answer stays the block's, whatever its condition reads); a call of a
+function with no body here (CUDA C++) is as varying as its arguments.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from ..intrinsics import Role, intrinsic_info
+from ..intrinsics import Role, has_role, intrinsic_info
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp, CompareOp
 
-__all__ = ["Uniformity", "ProgramUniformity", "program_uniformity"]
+__all__ = ["Uniformity", "ProgramUniformity", "program_uniformity", "differs_between_threads", "own_floor"]
 
 WARPGROUP_THREADS = 128
 
@@ -59,16 +70,82 @@ class ProgramUniformity:
     """The levels of every function's locals, grown to a fixed point over the call graph."""
 
     functions: dict[str, _FunctionFacts] = field(default_factory=dict)
+    by_operands: bool = False  # the operand mode (module docstring)
 
     def level(self, symbol: str, e: ir.Expr) -> Uniformity:
         """How alike ``e``, an expression of function ``symbol``, is across the block."""
         return _Levels(self, self.functions.setdefault(symbol, _FunctionFacts())).level(e)
 
+    def differs(self, symbol: str, e: ir.Expr) -> bool:
+        """Whether ``e``, an expression of function ``symbol``, may differ between the threads
+        of a block."""
+        levels = _Levels(self, self.functions.setdefault(symbol, _FunctionFacts()))
+        return levels.differs(e) if self.by_operands else levels.level(e) > Uniformity.BLOCK
+
+
+_NOTHING: frozenset[str] = frozenset()
+_NO_LEVELS: dict[str, Uniformity] = {}
+_NO_FUNCTIONS: dict[str, _FunctionFacts] = {}
+
+
+def own_floor(e: ir.Expr, varying: set[str] | frozenset[str], levels: dict[str, Uniformity],
+              functions: dict[str, _FunctionFacts]) -> Uniformity:
+    """The operand mode's level of ``e`` itself, before its operands: its own source of
+    variation (a thread index, a memory read, a varying intrinsic, a local in ``varying`` or
+    of level ``levels``, the result of a callee in ``functions``)."""
+    if isinstance(e, ir.Var):
+        return Uniformity.LANE if e.name in varying else levels.get(e.name, Uniformity.BLOCK)
+    if isinstance(e, (ir.Const, ir.BinOp)):
+        return Uniformity.BLOCK
+    if isinstance(e, (ir.ThreadIndex1D, ir.ViewLoad)):
+        return Uniformity.LANE if isinstance(e, ir.ThreadIndex1D) else Uniformity.UNKNOWN
+    if isinstance(e, ir.SpecialReg):
+        if e.name == "tid.x":
+            return Uniformity.LANE
+        return Uniformity.WARPGROUP if e.name in ("tid.y", "tid.z") else Uniformity.BLOCK
+    if isinstance(e, ir.Intrinsic):
+        info = intrinsic_info(e.name)
+        if info is None:
+            return Uniformity.BLOCK
+        if info.has(Role.LANE_VARYING):
+            return Uniformity.LANE
+        if info.has(Role.WARPGROUP_UNIFORM):
+            return Uniformity.WARPGROUP
+        return Uniformity.UNKNOWN if info.thread_dependent else Uniformity.BLOCK
+    if isinstance(e, ir.Call):
+        callee = functions.get(e.symbol)
+        return callee.returns if callee is not None else Uniformity.BLOCK
+    return Uniformity.BLOCK
+
+
+def differs_between_threads(e: ir.Expr, varying: set[str]) -> bool:
+    """The operand mode's answer for ``e`` inside one function while it is translated (the
+    frontend: its callees are not known yet, their results count as alike as their
+    arguments), with the locals ``varying`` known to differ between threads."""
+    return _differs(e, varying, _NO_LEVELS, _NO_FUNCTIONS)
+
+
+def _differs(e: ir.Expr, varying: set[str] | frozenset[str], levels: dict[str, Uniformity],
+             functions: dict[str, _FunctionFacts]) -> bool:
+    """Whether ``e`` or an operand has a floor above BLOCK; a block vote's operands are not
+    looked into (its answer is the block's whatever they read)."""
+    block = Uniformity.BLOCK
+    todo = [e]
+    while todo:
+        x = todo.pop()
+        if own_floor(x, varying, levels, functions) is not block:
+            return True
+        if not (isinstance(x, ir.Intrinsic) and has_role(x, Role.BLOCK_UNIFORM)):
+            todo.extend(ir.children(x))
+    return False
+
 
 class _Levels:
-    def __init__(self, program: ProgramUniformity, facts: _FunctionFacts) -> None:
+    def __init__(self, program: ProgramUniformity, facts: _FunctionFacts, varying: set[str] | None = None) -> None:
         self.program = program
         self.facts = facts
+        self.by_operands = program.by_operands
+        self.varying = varying
 
     def level(self, e: ir.Expr) -> Uniformity:
         stride = self.position(e)
@@ -77,7 +154,11 @@ class _Levels:
         if isinstance(e, ir.Const):
             return Uniformity.BLOCK
         if isinstance(e, ir.Var):
+            if self.varying is not None and e.name in self.varying:
+                return Uniformity.LANE
             return self.facts.levels.get(e.name, Uniformity.BLOCK)
+        if self.by_operands:
+            return self._operand_level(e)
         if isinstance(e, ir.SpecialReg):
             return Uniformity.WARPGROUP if e.name in ("tid.y", "tid.z") else Uniformity.BLOCK
         if isinstance(e, ir.ThreadIndex1D):
@@ -103,6 +184,31 @@ class _Levels:
             floor = Uniformity.UNKNOWN if info is not None and info.thread_dependent else Uniformity.BLOCK
             return max([floor, *(self.level(a) for a in e.args)])
         return max([Uniformity.BLOCK, *(self.level(c) for c in ir.children(e))])
+
+    def floor(self, e: ir.Expr) -> Uniformity:
+        """The operand mode's level of ``e`` itself, before its operands (``own_floor``)."""
+        return own_floor(e, self.varying or _NOTHING, self.facts.levels, self.program.functions)
+
+    def differs(self, e: ir.Expr) -> bool:
+        """The operand mode's question: does ``e`` or an operand of it vary at all? (A thread
+        position, or a comparison of one, has a varying leaf: the levels need not be
+        ranked for this.)"""
+        return _differs(e, self.varying or _NOTHING, self.facts.levels, self.program.functions)
+
+    def _operand_level(self, e: ir.Expr) -> Uniformity:
+        """The operand mode: ``e``'s floor, raised to each operand's level."""
+        if isinstance(e, ir.Compare):
+            positional = self._positional_compare(e)
+            if positional is not None:
+                return positional
+        floor = self.floor(e)
+        if isinstance(e, ir.Intrinsic) and has_role(e, Role.BLOCK_UNIFORM):
+            return floor  # the block's answer, whatever its operands read
+        for c in ir.children(e):
+            if floor == Uniformity.LANE:
+                break
+            floor = max(floor, self.level(c))
+        return floor
 
     def position(self, e: ir.Expr) -> int | None:
         """``s`` where ``e`` is the block's linear thread index divided by ``s`` (rounded down)."""
@@ -146,9 +252,10 @@ class _Levels:
         return Uniformity.WARPGROUP if whole else Uniformity.LANE
 
 
-def program_uniformity(program: ir.Program) -> ProgramUniformity:
-    """The levels of every function's locals, parameters and results."""
-    facts = ProgramUniformity({fn.symbol: _FunctionFacts() for fn in program.functions})
+def program_uniformity(program: ir.Program, by_operands: bool = False) -> ProgramUniformity:
+    """The levels of every function's locals, parameters and results (``by_operands``: in the
+    operand mode)."""
+    facts = ProgramUniformity({fn.symbol: _FunctionFacts() for fn in program.functions}, by_operands)
     functions = {fn.symbol: fn for fn in program.functions}
     for fn in program.functions:
         facts.functions[fn.symbol].positions = _positions(fn)
