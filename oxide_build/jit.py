@@ -63,6 +63,18 @@ def project_dir_of(tree_root: Path) -> Path | None:
     return None
 
 
+def editable_rebuild_enabled(source_path: Path) -> bool:
+    """Whether a stale module of an editable install is compiled again: the project's
+    ``[tool.oxide] editable-rebuild`` (``OXIDE_EDITABLE_REBUILD`` overrides it), true when unset
+    or when the source belongs to no project. The runtime asks this hook, never the config."""
+    from .config import load_config
+
+    project = project_dir_of(tree_root(source_path))
+    if project is None:
+        return os.environ.get("OXIDE_EDITABLE_REBUILD", "1").strip().lower() not in ("0", "false", "no", "off")
+    return load_config(project).editable_rebuild
+
+
 def jit_compile_options(project_dir: Path | None, arch: str) -> CompileOptions:
     """The options the wheel build would use for this project, for the one arch of the device
     (no PTX fallback, no fatbin: the code is for this machine)."""

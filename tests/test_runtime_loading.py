@@ -150,6 +150,7 @@ def _fake_jit(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, calls: list[tuple
     fake.jit_manifest = jit_manifest  # type: ignore[attr-defined]
     fake.tree_root = lambda source: source.parent  # type: ignore[attr-defined]
     fake.project_dir_of = lambda root: None  # type: ignore[attr-defined]  (no project: editable-rebuild's default)
+    fake.editable_rebuild_enabled = lambda source: True  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "oxide_build.jit", fake)
     monkeypatch.setattr(artifacts, "_build_installed", lambda: True)
     monkeypatch.delenv("OXIDE_JIT")
@@ -241,6 +242,7 @@ def test_a_recompile_without_a_toolchain_piece_runs_the_old_code_and_says_why(
     fake.jit_manifest = jit_manifest  # type: ignore[attr-defined]
     fake.tree_root = lambda source: source.parent  # type: ignore[attr-defined]
     fake.project_dir_of = lambda root: None  # type: ignore[attr-defined]  (no project: editable-rebuild's default)
+    fake.editable_rebuild_enabled = lambda source: True  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "oxide_build.jit", fake)
     monkeypatch.setattr(artifacts, "_build_installed", lambda: True)
     monkeypatch.delenv("OXIDE_JIT")
@@ -303,6 +305,7 @@ def test_editable_rebuild_false_runs_the_old_code(
     fake = sys.modules["oxide_build.jit"]
     fake.tree_root = real_jit.tree_root  # type: ignore[attr-defined]
     fake.project_dir_of = real_jit.project_dir_of  # type: ignore[attr-defined]
+    fake.editable_rebuild_enabled = real_jit.editable_rebuild_enabled  # type: ignore[attr-defined]
     (tmp_path / "pyproject.toml").write_text("[tool.oxide]\neditable-rebuild = false\n")
     m = make_module(tmp_path, sha="0" * 64)
     fake_driver.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}

@@ -172,11 +172,7 @@ def _rebuild_disabled(source: Path) -> bool:
     """The project of ``source`` sets ``[tool.oxide] editable-rebuild = false`` (or
     ``OXIDE_EDITABLE_REBUILD=0``). Read only for a stale module with the compiler installed."""
     jit = importlib.import_module("oxide_build.jit")
-    project = jit.project_dir_of(jit.tree_root(source))
-    if project is None:
-        return os.environ.get("OXIDE_EDITABLE_REBUILD", "1").strip().lower() in ("0", "false", "no", "off")
-    config = importlib.import_module("oxide_build.config")
-    return not config.load_config(project).editable_rebuild
+    return not jit.editable_rebuild_enabled(source)
 
 
 def _reset_for_tests() -> None:
