@@ -210,7 +210,12 @@ def test_unroll_hint_becomes_loop_metadata(tmp_path: Path) -> None:
     compiled = compile_module(source(tmp_path, body), "kern", CompileOptions(archs=("sm_90",), link_cubins=False, cache=False))
     assert '!{ !"llvm.loop.unroll.count", i32 4 }' in compiled.llvm_ir
     assert '!"llvm.loop.unroll.enable"' in compiled.llvm_ir and '!"llvm.loop.unroll.disable"' in compiled.llvm_ir
-    assert compiled.llvm_ir.count(", !llvm.loop !") == 3
+    # check-versioning gives each checked loop an unchecked copy (x[j] against len(x) tested once
+    # before it): both copies keep the user's hint
+    assert compiled.llvm_ir.count(", !llvm.loop !") == 6
+    unchecked = compile_module(source(tmp_path, body), "kern",
+                               CompileOptions(archs=("sm_90",), link_cubins=False, cache=False, bounds_check=False))
+    assert unchecked.llvm_ir.count(", !llvm.loop !") == 3
     bad = compile_error(tmp_path, """
     @ox.kernel
     def k(x: Slice[f32], n: i32, out: DisjointSlice[f32]) -> None:
