@@ -28,7 +28,10 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from oxide_build.config import OxideConfig
 
 __all__ = [
     "build_editable",
@@ -201,10 +204,11 @@ def _kernel_modules(project: Path, config_settings: ConfigSettings, warn: bool =
     from oxide_build.scan import scan_tree
 
     host_reads = SETUPTOOLS_SETTINGS if host_backend_name(project) == SETUPTOOLS_BACKEND else None
-    for warning in check_foreign_settings(config_settings, host_reads):
-        if warn:
-            print(warning, file=sys.stderr, flush=True)
+    unread = check_foreign_settings(config_settings, host_reads)
     config = load_config(project, config_settings)
+    for warning in unread:
+        if warn and config.shows_warnings:
+            print(warning, file=sys.stderr, flush=True)
     packages = list(config.packages) if config.packages is not None else None
     return sorted(m.name for m in scan_tree(scan_root(project), packages).modules)
 
@@ -232,7 +236,8 @@ def _check_metadata_requirement(metadata: str, kernel_modules: list[str], source
 
 def _check_toolchain(verbose: bool, log: Any = None) -> None:
     """Fails at once, with the packages to install, when the LTO-IR producers are newer than
-    nvJitLink; with ``verbose`` (``[tool.oxide] verbose``, ``OXIDE_VERBOSE=1``) or on that
+    nvJitLink; with ``verbose`` (``[tool.oxide] verbose`` or ``logging-level = "DEBUG"``,
+    ``OXIDE_VERBOSE=1``, ``OXIDE_LOGGING_LEVEL=debug``) or on that
     failure, prints where each toolchain piece comes from (pip -v shows it)."""
     from oxide.errors import ToolchainError
     from oxide_build.toolchain import check_link_compatibility, toolchain_report
@@ -250,6 +255,20 @@ def _check_toolchain(verbose: bool, log: Any = None) -> None:
         if not verbose:
             report()  # what the message is about: where each piece came from
         raise
+
+
+def _compile_project(project: Path, config: OxideConfig, staging: Path | None) -> None:
+    """``compile_project``; at ``logging-level = "ERROR"`` without the cache's warnings."""
+    import warnings
+
+    from oxide_build.build import compile_project
+
+    with warnings.catch_warnings():
+        if not config.shows_warnings:
+            from oxide_build.link.cache import CacheWarning
+
+            warnings.simplefilter("ignore", CacheWarning)
+        compile_project(project, config, staging)
 
 
 def _prepare_metadata(kind: str, metadata_directory: str, config_settings: ConfigSettings) -> str:
@@ -325,7 +344,6 @@ def build_wheel(
     config_settings: ConfigSettings = None,
     metadata_directory: str | None = None,
 ) -> str:
-    from oxide_build.build import compile_project
     from oxide_build.config import load_config
     from oxide_build.package.wheel import collect_files, rewrite_wheel, wheel_metadata
 
@@ -335,7 +353,7 @@ def build_wheel(
     config = load_config(project, config_settings)
     backend = _host_backend()
     if modules:
-        _check_toolchain(config.verbose)
+        _check_toolchain(config.shows_debug)
     # Compile before the host build runs: a compile error then fails the build at once.
     artifacts: dict[str, bytes] = {}
     if config.cmake_kernels:
@@ -346,11 +364,11 @@ def build_wheel(
         os.environ["OXIDE_ARCH"] = ",".join(config.arch)
     elif config.build_dir is not None:
         staging = _build_dir(project, config.build_dir)
-        compile_project(project, config, staging)
+        _compile_project(project, config, staging)
         artifacts = collect_files(staging)
     else:
         with tempfile.TemporaryDirectory(prefix="oxide-build-") as staging_dir:
-            compile_project(project, config, Path(staging_dir))
+            _compile_project(project, config, Path(staging_dir))
             artifacts = collect_files(Path(staging_dir))
     name = backend.build_wheel(wheel_directory, _host_settings(config_settings))
     if not static:
@@ -364,7 +382,6 @@ def build_editable(
     config_settings: ConfigSettings = None,
     metadata_directory: str | None = None,
 ) -> str:
-    from oxide_build.build import compile_project
     from oxide_build.config import load_config
     from oxide_build.package.wheel import rewrite_wheel, wheel_metadata
 
@@ -374,9 +391,9 @@ def build_editable(
     config = load_config(project, config_settings)
     host_build_editable = _host_editable_hook("build_editable")  # before compiling: fails at once
     if modules:
-        _check_toolchain(config.verbose)
+        _check_toolchain(config.shows_debug)
     # The editable wheel points at the source tree, so the artifacts go there.
-    compile_project(project, config, staging_dir=None)
+    _compile_project(project, config, None)
     name = host_build_editable(wheel_directory, _host_settings(config_settings))
     if not static:
         _check_metadata_requirement(wheel_metadata(Path(wheel_directory) / name), modules, str(name))

@@ -152,7 +152,7 @@ def compile_project(
     results: dict[int, tuple[UnitResult, float]] = {}
     keys: dict[int, str | None] = {}
 
-    progress = _Progress(out, config.verbose)
+    progress = _Progress(out, config.shows_debug, config.shows_info)
 
     def report(index: int, result: UnitResult, seconds: float) -> None:
         results[index] = (result, seconds)
@@ -218,29 +218,30 @@ def compile_project(
     progress.done()
     cached = sum(1 for r, _ in results.values() if r.cached)
     build = ProjectBuild(tuple(built), options.archs, time.perf_counter() - started, len(units), cached, workers)
-    if built:
-        out.write(
-            f"oxide: compiled {_plural(build.kernel_count, 'kernel')} in "
-            f"{_plural(len(built), 'module')} for {archs} in {build.seconds:.1f} s "
-            f"({_plural(len(units), 'unit')}, {cached} from cache, {_plural(workers, 'job')})\n"
-        )
-    else:
-        out.write(f"oxide: no kernels found under {root}\n")
+    if config.shows_info:
+        if built:
+            out.write(
+                f"oxide: compiled {_plural(build.kernel_count, 'kernel')} in "
+                f"{_plural(len(built), 'module')} for {archs} in {build.seconds:.1f} s "
+                f"({_plural(len(units), 'unit')}, {cached} from cache, {_plural(workers, 'job')})\n"
+            )
+        else:
+            out.write(f"oxide: no kernels found under {root}\n")
     out.flush()
     return build
 
 
 class _Progress:
     """What a build prints per unit: with ``verbose``, a line per unit and its time; else, on a
-    terminal, one line rewritten in place (``[3/40] pkg.mod sm_90``) and erased at the end, and
-    in a log (not a terminal: pip, CI) nothing, so that a log holds the summary line only. A
-    failed unit is always named."""
+    terminal and with ``live`` (``logging-level`` INFO or more), one line rewritten in place
+    (``[3/40] pkg.mod sm_90``) and erased at the end, and in a log (not a terminal: pip, CI)
+    nothing, so that a log holds the summary line only. A failed unit is always named."""
 
-    def __init__(self, out: TextIO, verbose: bool) -> None:
+    def __init__(self, out: TextIO, verbose: bool, live: bool = True) -> None:
         self.out = out
         self.verbose = verbose
         isatty = getattr(out, "isatty", None)
-        self.live = not verbose and callable(isatty) and bool(isatty())
+        self.live = live and not verbose and callable(isatty) and bool(isatty())
         self.shown = False
 
     def unit(self, what: str, result: str) -> None:

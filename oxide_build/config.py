@@ -32,6 +32,8 @@ else:  # pragma: no cover - Python 3.10
 __all__ = [
     "ALLOWED_KEYS",
     "ARCH_ENV",
+    "DOTTED_GROUPS",
+    "LOGGING_LEVELS",
     "CONFIG_SETTINGS_PREFIX",
     "CONFIG_KEY_OF_OPTION",
     "CompileOptions",
@@ -52,6 +54,10 @@ __all__ = [
 ]
 
 ARCH_ENV = "OXIDE_ARCH"
+LOGGING_LEVELS = ("ERROR", "WARNING", "INFO", "DEBUG")  # quietest first
+# scikit-build-core's dotted spellings (editable.rebuild, logging.level): a table of a group,
+# in TOML or as a dotted config setting, names the key "<group>-<name>"
+DOTTED_GROUPS = ("editable", "logging")
 CONFIG_SETTINGS_PREFIX = "oxide."
 MAX_REGISTERS_RANGE = (16, 255)
 
@@ -187,11 +193,25 @@ class OxideConfig:
     progress line on a terminal (none in a log) and the summary line. ``pip -v`` shows the
     backend's output; ``OXIDE_VERBOSE=1`` or ``-C oxide.verbose=true`` turn this on for one build."""
 
+    logging_level: str = field(default="INFO", metadata=setting(choices=LOGGING_LEVELS))
+    """How much a build prints on stderr (scikit-build-core's ``logging.level``; also spelt
+    ``logging.level``, case-insensitive): ``"ERROR"``, only a failure's message; ``"WARNING"``,
+    also warnings (a config setting no one reads, an unusable cache); ``"INFO"``, also the
+    progress line on a terminal and the summary line; ``"DEBUG"``, also where each toolchain
+    piece comes from (the ``oxide: toolchain`` block) and a line per unit with its time, as
+    ``verbose = true`` does."""
+
     editable_rebuild: bool = True
     """In an editable install (``pip install -e``), recompile a kernel module whose source (or a
     module or C++ file it takes code from) changed since the install, on its first launch, where
-    the ``[build]`` extra is installed (scikit-build-core's ``editable.rebuild``). ``false``: run
-    the code the install compiled, with one warning per stale module, until the next install."""
+    the ``[build]`` extra is installed (scikit-build-core's ``editable.rebuild``; also spelt
+    ``editable.rebuild``). ``false``: run the code the install compiled, with one warning per
+    stale module, until the next install."""
+
+    editable_verbose: bool = True
+    """Print a line on stderr when an editable install recompiles a stale module on its first
+    launch (what changed, the arch, the time), as scikit-build-core's ``editable.verbose`` does
+    for its rebuilds (also spelt ``editable.verbose``); ``false``: recompile silently."""
 
     minimum_version: str | None = field(default=None, metadata=setting(items="version"))
     """The oldest oxide-cuda that may build the project, e.g. ``"0.1"``: an older one fails the
@@ -216,6 +236,26 @@ class OxideConfig:
         values["include_dirs"] = tuple(self._include_dirs(project_dir))
         values["link_inputs"] = tuple(self._link_inputs(project_dir))
         return CompileOptions(**values)
+
+    @property
+    def log_level(self) -> int:
+        """``logging-level`` as a number (``LOGGING_LEVELS``' index: 0 ``ERROR`` to 3
+        ``DEBUG``); ``verbose = true`` makes it at least ``DEBUG``."""
+        return len(LOGGING_LEVELS) - 1 if self.verbose else LOGGING_LEVELS.index(self.logging_level)
+
+    @property
+    def shows_warnings(self) -> bool:
+        return self.log_level >= LOGGING_LEVELS.index("WARNING")
+
+    @property
+    def shows_info(self) -> bool:
+        """The progress line and the summary line."""
+        return self.log_level >= LOGGING_LEVELS.index("INFO")
+
+    @property
+    def shows_debug(self) -> bool:
+        """The toolchain block and a line per unit."""
+        return self.log_level >= LOGGING_LEVELS.index("DEBUG")
 
     @property
     def job_count(self) -> int:
@@ -388,6 +428,8 @@ class _Setting:
             return number
         if self.kind == "str":
             text = value.strip() if source.from_text and isinstance(value, str) else value
+            if self.choices == LOGGING_LEVELS and isinstance(text, str):
+                text = text.upper()
             if not self.choices:
                 if not isinstance(text, str) or not LIST_ITEMS[self.items][1](text):
                     raise _bad(source, key, value, allowed)
@@ -474,6 +516,9 @@ def _settings_table(config_settings: Mapping[str, Any] | None) -> dict[str, Any]
         if not key.startswith(CONFIG_SETTINGS_PREFIX):
             continue
         name = key[len(CONFIG_SETTINGS_PREFIX):]
+        group, dot, rest = name.partition(".")
+        if dot and group in DOTTED_GROUPS:  # -C oxide.editable.rebuild=false
+            name = f"{group}-{rest}"
         if isinstance(value, list):
             value = ",".join(str(v) for v in value)
         table[name] = value
@@ -625,6 +670,24 @@ def _check_minimum_version(config: OxideConfig, where: str) -> None:
         )
 
 
+def _flattened(table: Mapping[str, Any], where: Callable[[str], str]) -> list[tuple[str, Any, str]]:
+    """``(key, value, key as written)`` for each entry of a ``[tool.oxide]`` table or override,
+    with a table of a ``DOTTED_GROUPS`` group (``editable.rebuild = false``, or
+    ``[tool.oxide.editable]``) spread into its keys (``editable-rebuild``). ``where(key)``
+    locates a written key for an error."""
+    out: list[tuple[str, Any, str]] = []
+    for key, value in table.items():
+        if key in DOTTED_GROUPS and isinstance(value, dict):
+            for name, item in value.items():
+                flat = f"{key}-{name}"
+                if flat not in _SETTINGS:
+                    raise _unknown_key(where(key), f"{key}.{name}")
+                out.append((flat, item, key))
+        else:
+            out.append((key, value, key))
+    return out
+
+
 def load_config(
     project_dir: Path,
     config_settings: Mapping[str, Any] | None = None,
@@ -640,20 +703,19 @@ def load_config(
     table = dict(_oxide_table(read_pyproject(project_dir)))
     overrides = table.pop("overrides", [])
     config = OxideConfig()
-    for key, value in table.items():
-        config = parse_config({key: value}, source=_located(text, key), base=config)
+    for key, value, written in _flattened(table, lambda key: _located(text, key)):
+        config = parse_config({key: value}, source=_located(text, written), base=config)
     if not isinstance(overrides, list) or not all(isinstance(o, dict) for o in overrides):
         raise ConfigError(f"{_located(text, 'overrides')}: overrides must be an array of tables: [[tool.oxide.overrides]]")
     for number, override in enumerate(overrides):
         header = "[[tool.oxide.overrides]]"
         where = _located(text, "if", header, number)
         if _override_applies(where, override.get("if"), env):
-            for key, value in override.items():
-                if key == "if":
-                    continue
+            entries = {key: value for key, value in override.items() if key != "if"}
+            for key, value, written in _flattened(entries, lambda key: _located(text, key, header, number)):
                 if key == "overrides":
                     raise ConfigError(f"{_located(text, key, header, number)}: overrides do not nest")
-                config = parse_config({key: value}, source=_located(text, key, header, number), base=config)
+                config = parse_config({key: value}, source=_located(text, written, header, number), base=config)
     _check_minimum_version(config, _located(text, "minimum-version"))
     for key in _SETTINGS:
         value = env.get(env_name(key), "").strip()
@@ -682,6 +744,8 @@ def _value_schema(spec: _Setting) -> dict[str, Any]:
             out["maximum"] = spec.high
         return out
     if spec.kind == "str":
+        if spec.choices == LOGGING_LEVELS:  # read case-insensitively
+            return {"type": "string", "enum": list(LOGGING_LEVELS) + [level.lower() for level in LOGGING_LEVELS]}
         return {"type": "string", "enum": list(spec.choices)} if spec.choices else {"type": "string", "minLength": 1}
     items: dict[str, Any] = {"type": "string"}
     if spec.items == "arch":
@@ -701,6 +765,15 @@ def json_schema(tool_name: str = "oxide") -> dict[str, Any]:
     properties: dict[str, Any] = {
         key: {**_value_schema(spec), "description": docs.get(key, "")} for key, spec in _SETTINGS.items()
     }
+    for group in DOTTED_GROUPS:  # editable.rebuild, logging.level: scikit-build-core's spelling
+        members = {key[len(group) + 1:]: value for key, value in properties.items() if key.startswith(group + "-")}
+        properties[group] = {
+            "type": "object",
+            "description": f"The {group}-* keys spelt as scikit-build-core spells them ({group}."
+                           + f", {group}.".join(members) + ").",
+            "additionalProperties": False,
+            "properties": members,
+        }
     override_properties = {key: value for key, value in properties.items()}
     override_properties["if"] = {
         "type": "object",

@@ -101,14 +101,14 @@ def jit_manifest(source_path: Path, module_name: str, arch: str) -> Path:
     problem = cache_dir_problem(jit_dir.parent) or cache_dir_problem(jit_dir)
     if problem is not None:
         warn_cache_unusable(jit_dir, problem, _UNCACHED)
-        return _write_entry(_private_dir(), _compile(source_path, module_name, options, root))
+        return _write_entry(_private_dir(), _compile_announced(source_path, module_name, options, root, project))
     entries = jit_dir / key
     if entries.is_symlink():  # planted: its entries would be read, and written, through it
         _discard(entries)
     found = _matching_entry(entries, source_path, module_name)
     if found is not None:
         return found
-    compiled = _compile(source_path, module_name, options, root)
+    compiled = _compile_announced(source_path, module_name, options, root, project)
     staging: Path | None = None
     try:
         staging = Path(tempfile.mkdtemp(dir=jit_dir, prefix=f".{key[:8]}."))
@@ -123,6 +123,38 @@ def jit_manifest(source_path: Path, module_name: str, arch: str) -> Path:
 
 
 _UNCACHED = "compiling into a temporary directory of this process"
+
+
+def _editable_verbose(project: Path | None) -> bool:
+    """``[tool.oxide] editable-verbose`` (``OXIDE_EDITABLE_VERBOSE``), true when unset or when
+    the source belongs to no project."""
+    if project is None:
+        return os.environ.get("OXIDE_EDITABLE_VERBOSE", "1").strip().lower() not in ("0", "false", "no", "off")
+    from .config import load_config
+
+    return load_config(project).editable_verbose
+
+
+def _compile_announced(source_path: Path, module_name: str, options: CompileOptions, root: Path,
+                       project: Path | None) -> CompiledModule:
+    """``_compile``; where the module has built code beside it (an editable install, which the
+    runtime found stale), one line on stderr before and one after, as scikit-build-core's
+    ``editable.verbose`` prints its rebuilds, unless ``editable-verbose = false``."""
+    import sys
+    import time
+
+    from oxide.runtime.manifest import manifest_path
+
+    if not manifest_path(source_path.parent, module_name).is_file() or not _editable_verbose(project):
+        return _compile(source_path, module_name, options, root)
+    arch = ",".join(options.archs)
+    print(f"oxide: recompiling {module_name} for {arch}: {source_path} (or code it uses) changed since it was "
+          "built (editable install)", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    compiled = _compile(source_path, module_name, options, root)
+    print(f"oxide: recompiled {module_name} in {time.perf_counter() - started:.1f} s (kept in the JIT cache)",
+          file=sys.stderr, flush=True)
+    return compiled
 
 
 def _compile(source_path: Path, module_name: str, options: CompileOptions, root: Path) -> CompiledModule:

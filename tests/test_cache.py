@@ -595,3 +595,28 @@ def test_full_jit_cache_compiles_without_it(tmp_path: Path, monkeypatch: pytest.
         path = jit.jit_manifest(source, "pk.ops", "sm_90")
     assert path.is_file() and not str(path).startswith(str(cache))
     assert [p for p in (cache / "jit").rglob("*") if p.is_file()] == []
+
+
+@pytest.mark.parametrize("verbose", [True, False])
+def test_an_editable_rebuild_says_so_unless_editable_verbose_is_false(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], verbose: bool
+) -> None:
+    """A stale module with built code beside it (an editable install) is recompiled with a line
+    before and after (scikit-build-core's editable.verbose); a tree never built stays silent."""
+    from oxide_build.build import compile_project
+    from oxide_build.config import load_config
+    from oxide_build.jit import jit_manifest
+
+    project = _project(tmp_path)
+    source = project / "pk" / "ops.py"
+    jit_manifest(source, "pk.ops", "sm_90")  # no built code beside it: silent
+    assert "recompil" not in capfd.readouterr().err
+    (project / "pyproject.toml").write_text(f"[tool.oxide]\neditable.verbose = {str(verbose).lower()}\n")
+    compile_project(project, load_config(project), None, log=open(os.devnull, "w"), jobs=1)
+    source.write_text(source.read_text() + "\n# edited\n")
+    capfd.readouterr()
+    jit_manifest(source, "pk.ops", "sm_90")
+    err = capfd.readouterr().err
+    assert ("oxide: recompiling pk.ops for sm_90: " in err and "oxide: recompiled pk.ops in " in err) == verbose, err
+    if not verbose:
+        assert err == ""

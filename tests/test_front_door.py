@@ -470,7 +470,7 @@ def test_the_json_schema_validates_tool_oxide() -> None:
     from oxide_build.config import ALLOWED_KEYS, json_schema
 
     schema = json_schema()
-    assert set(schema["properties"]) == {*ALLOWED_KEYS, "overrides"}
+    assert set(schema["properties"]) == {*ALLOWED_KEYS, "overrides", "editable", "logging"}
     assert schema["additionalProperties"] is False
     api = pytest.importorskip("validate_pyproject.api")
     plugins = pytest.importorskip("validate_pyproject.plugins")
@@ -505,6 +505,68 @@ def test_a_build_in_a_log_prints_the_summary_only(tmp_path: Path) -> None:
                      err, re.M), err
     verbose = call_hook(project, "build_wheel", str(out), {"oxide.verbose": "true"}, OXIDE_VERBOSE="").stderr
     assert "oxide: toolchain\n  nvJitLink: " in verbose and "[1/1] flatproj.ops sm_90 … cached" in verbose
+
+
+@pytest.mark.parametrize("level", ["ERROR", "warning"])
+def test_a_quiet_logging_level_prints_nothing_but_failures(tmp_path: Path, level: str) -> None:
+    project = make_project(tmp_path, {"ops.py": SCALE}, extra=f'logging-level = "{level}"\n')
+    out = tmp_path / "dist"
+    out.mkdir()
+    err = call_hook(project, "build_wheel", str(out), {"unread-key": "1"}, OXIDE_VERBOSE="").stderr
+    assert "oxide: compiled" not in err and "oxide: toolchain" not in err, err
+    assert ("'unread-key'" in err) == (level == "warning"), err  # a warning, shown at WARNING only
+    (project / "flatproj" / "ops.py").write_text(SCALE.replace("a * x[i]", "a * y[i]"))
+    failed = build_fails(project, "build_wheel", str(out))
+    assert "error" in failed and "oxide: build failed" in failed, failed
+
+
+def test_logging_level_debug_is_verbose(tmp_path: Path) -> None:
+    project = make_project(tmp_path, {"ops.py": SCALE})
+    out = tmp_path / "dist"
+    out.mkdir()
+    err = call_hook(project, "build_wheel", str(out), OXIDE_VERBOSE="", OXIDE_LOGGING_LEVEL="debug").stderr
+    assert "oxide: toolchain\n  nvJitLink: " in err and "[1/1] flatproj.ops sm_90 … " in err, err
+    assert "oxide: compiled 1 kernel" in err
+
+
+def test_scikit_build_cores_dotted_spellings(tmp_path: Path) -> None:
+    from oxide_build.config import ConfigError, load_config
+
+    project = write_pyproject(tmp_path, """\
+        [tool.oxide]
+        editable.rebuild = false
+        logging.level = "debug"
+        editable.verbose = false
+    """)
+    config = load_config(project, environ={})
+    assert (config.editable_rebuild, config.editable_verbose, config.logging_level) == (False, False, "DEBUG")
+    assert config.shows_debug and not load_config(project, {"oxide.logging.level": "error"}, environ={}).shows_warnings
+    assert load_config(project, {"oxide.editable.rebuild": "true"}, environ={}).editable_rebuild
+    assert load_config(project, environ={"OXIDE_EDITABLE_VERBOSE": "1"}).editable_verbose
+    write_pyproject(tmp_path, "[tool.oxide]\nptx = true\n[tool.oxide.editable]\nverbose = false\n")
+    assert not load_config(project, environ={}).editable_verbose
+    write_pyproject(tmp_path, "[tool.oxide]\neditable.rebuilt = false\n")
+    with pytest.raises(ConfigError, match=r"^pyproject.toml:2: \[tool.oxide\]: unknown key 'editable.rebuilt'"):
+        load_config(project, environ={})
+    write_pyproject(tmp_path, '[tool.oxide]\nlogging-level = "loud"\n')
+    with pytest.raises(ConfigError, match="logging-level = 'loud' is not allowed; expected 'ERROR' or 'WARNING'"):
+        load_config(project, environ={})
+
+
+def test_the_json_schema_takes_the_dotted_spellings() -> None:
+    from oxide_build.config import json_schema
+    from validate_pyproject.error_reporting import ValidationError
+
+    api = pytest.importorskip("validate_pyproject.api")
+    plugins = pytest.importorskip("validate_pyproject.plugins")
+    validator = api.Validator(plugins=[], extra_plugins=[plugins.PluginWrapper("oxide", json_schema)])
+    good = {"project": {"name": "p", "version": "1"},
+            "tool": {"oxide": {"editable": {"rebuild": False, "verbose": True}, "logging": {"level": "DEBUG"},
+                               "logging-level": "info", "editable-verbose": False}}}
+    validator(good)
+    for bad in ({"editable": {"rebuilt": False}}, {"logging": {"level": "LOUD"}}):
+        with pytest.raises(ValidationError):
+            validator({"project": {"name": "p", "version": "1"}, "tool": {"oxide": bad}})
 
 
 def test_progress_on_a_terminal_is_one_line_rewritten() -> None:
