@@ -38,7 +38,8 @@ def error(tmp_path: Path, body: str) -> str:
 
 def test_the_pattern_kernels_compile() -> None:
     compiled = compile_module(KERNELS, "patk", CompileOptions(archs=("sm_80", "sm_90"), cache=False), root=KERNELS.parent)
-    assert {k.name for k in compiled.kernels} == {"literal_choices", "threadfence_sum", "half2_atomic_add"}
+    assert {k.name for k in compiled.kernels} == {"literal_choices", "threadfence_sum", "half2_atomic_add",
+                                                  "bf16x2_atomic_add"}
     assert "atom.global.inc.u32" in compiled.ptx["sm_90"] and "bar.red.or.pred" in compiled.ptx["sm_90"]
 
 
@@ -245,8 +246,7 @@ def test_an_untyped_helper_parameter_names_the_annotation_of_the_call(tmp_path: 
 
 def test_half2_atomics(tmp_path: Path) -> None:
     """Item 12: ``ox.atomic.add(h, k, v)`` with an ``f16x2`` ``v`` is CUDA's atomicAdd on
-    ``__half2`` (elements 2k, 2k + 1, bounds-checked at 2k + 1); bf16x2 is refused with the
-    spelling that works."""
+    ``__half2`` (elements 2k, 2k + 1, bounds-checked at 2k + 1)."""
     src = source(tmp_path, """
         @ox.kernel
         def k(x: Slice[ox.f16], acc: MutSlice[ox.f16]) -> None:
@@ -259,13 +259,58 @@ def test_half2_atomics(tmp_path: Path) -> None:
         """)
     ptx = compile_module(src, "kern", CompileOptions(archs=("sm_80",), cache=False), root=tmp_path).ptx["sm_80"]
     assert "atom.gpu.global.add.noftz.f16x2" in ptx and "atom.cta.shared.add.noftz.f16x2" in ptx
+
+
+BF16_ATOMICS = """
+    @ox.kernel
+    def k(x: Slice[ox.bf16], acc: MutSlice[ox.bf16], total: MutSlice[ox.bf16]) -> None:
+        i = thread.index_1d()
+        if 2 * i + 1 < len(x):
+            prev = ox.atomic.add(acc, i % 4, ox.bf16x2(x[2 * i], x[2 * i + 1]))
+            sh = ox.shared.array(8, ox.bf16)
+            ox.atomic.add(sh, 1, prev, scope="block")
+            ox.atomic.add(acc, 5, prev, scope="system")
+            ox.atomic.add(total, 0, x[2 * i])
+    """
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_bf16x2_atomics_are_native_from_sm_90_and_a_cas_loop_before(tmp_path: Path, opt_level: int) -> None:
+    """Item 12: on ``bf16`` elements the pair add is CUDA's atomicAdd on ``__nv_bfloat162``:
+    PTX's ``atom.add.noftz.bf16x2`` on sm_90 and newer (and the scalar add ``atom.add.noftz.bf16``),
+    a 32-bit compare-and-swap loop on sm_80, chosen per arch by ``__nvvm_reflect("__CUDA_ARCH")``
+    in one LLVM module, even unoptimized; every arch's PTX assembles (the cubins)."""
+    src = source(tmp_path, BF16_ATOMICS)
+    compiled = compile_module(src, "kern", CompileOptions(archs=("sm_80", "sm_90", "sm_120"), opt_level=opt_level,
+                                                          cache=False), root=tmp_path)
+    assert set(compiled.cubins) == {"sm_80", "sm_90", "sm_120"}
+    for arch in ("sm_90", "sm_120"):
+        ptx = compiled.ptx[arch]
+        for op in ("atom.gpu.global.add.noftz.bf16x2", "atom.cta.shared.add.noftz.bf16x2",
+                   "atom.sys.global.add.noftz.bf16x2", "atom.gpu.global.add.noftz.bf16 "):
+            assert op in ptx, (arch, op)
+        assert ".cas." not in ptx.replace("atom.relaxed.sys.cas.b64", ""), arch  # that one: the error record's
+    old = compiled.ptx["sm_80"]
+    assert "add.noftz.bf16" not in old and "__nvvm_reflect" not in old
+    for op in ("atom.gpu.global.cas.b32", "atom.cta.shared.cas.b32", "atom.sys.global.cas.b32", "cas.b16"):
+        assert op in old.replace("atom.relaxed.gpu.global.cas.b32", "atom.gpu.global.cas.b32"), op
+
+
+def test_pair_atomics_other_than_add_are_refused_with_the_lane_spelling(tmp_path: Path) -> None:
     msg = error(tmp_path, """
         @ox.kernel
         def k(acc: MutSlice[ox.bf16]) -> None:
-            ox.atomic.add(acc, 0, ox.bf16x2(ox.bf16(1.0)))
+            ox.atomic.max(acc, 0, ox.bf16x2(ox.bf16(1.0)))
         """)
-    assert f"kern.py:{HEADER_LINES + 4}:27: error: atomic.add of a bf16x2 on bf16 elements is not supported" in msg, msg
-    assert "ox.atomic.add(h, 2 * k, v.x)" in msg
+    assert f"kern.py:{HEADER_LINES + 4}:27: error: atomic.max of a bf16x2 on bf16 elements is not supported" in msg, msg
+    assert "CUDA has only atomicAdd on pairs: write ox.atomic.max(h, 2 * k, v.x)" in msg
+    msg = error(tmp_path, """
+        @ox.kernel
+        def k(acc: MutSlice[ox.bf16]) -> None:
+            ox.atomic.add(acc, 0, ox.f16x2(ox.f16(1.0)))
+        """)
+    assert "error: atomic.add of a f16x2 on bf16 elements is not supported" in msg, msg
+    assert "hint: a pair atomic is ox.atomic.add(h, k, v) with v an f16x2 and h a view of f16 elements" in msg
 
 
 def test_a_loop_variable_of_another_type_is_a_new_variable(tmp_path: Path) -> None:

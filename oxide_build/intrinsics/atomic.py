@@ -1,8 +1,12 @@
 """Atomics (``atomic.*``): typing (targets, element types, ``scope=``) and lowering (LLVM's
 atomics at device scope, inline PTX ``atom`` at block and system scope, a compare-and-swap loop
 for float min/max). ``f16``/``bf16`` elements take add, sub, exch, cas, min and max: an f16 add is
-PTX's ``atom.add.noftz.f16``; the rest, and every bf16 operation (whose ``atom.add`` needs
-sm_90), a 16-bit compare-and-swap loop (``atom.cas.b16``) computing in f32."""
+PTX's ``atom.add.noftz.f16``, a bf16 add ``atom.add.noftz.bf16`` on sm_90 and newer; the rest, and
+a bf16 add before sm_90, a 16-bit compare-and-swap loop (``atom.cas.b16``) computing in f32. A pair
+(``ox.atomic.add(h, k, v)``, ``v`` an ``f16x2``/``bf16x2``: CUDA's ``atomicAdd`` on ``__half2`` /
+``__nv_bfloat162``) is ``atom.add.noftz.f16x2`` / ``.bf16x2`` (sm_90; a 32-bit compare-and-swap
+loop before). Which form an arch gets is chosen by ``__nvvm_reflect("__CUDA_ARCH")``, which both
+backends fold per arch (as libdevice's own arch tests), so one LLVM module serves every arch."""
 from __future__ import annotations
 
 import ast
@@ -82,14 +86,17 @@ def _type_atomic(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.E
 
 def _type_pair_atomic(tr: TypingContext, info: IntrinsicInfo, node: ast.Call, target: ir.Expr, index: ir.Expr,
                       value: ir.Expr, scope: str) -> ir.Expr:
-    """``ox.atomic.add(h, k, v)`` with ``v`` an ``f16x2``: CUDA's ``atomicAdd(__half2*, __half2)``
-    on elements ``2k`` and ``2k + 1`` (a 4-byte-aligned pair), PTX ``atom.add.noftz.f16x2``."""
+    """``ox.atomic.add(h, k, v)`` with ``v`` an ``f16x2`` or ``bf16x2``: CUDA's
+    ``atomicAdd(__half2*, __half2)`` / ``atomicAdd(__nv_bfloat162*, __nv_bfloat162)`` on elements
+    ``2k`` and ``2k + 1`` (a 4-byte-aligned pair of ``h``, whose elements are the lanes' type)."""
     assert isinstance(target.ty, (ViewType, ArrayType)) and isinstance(value.ty, VectorType)
     elem = target.ty.elem
-    if info.op != "add" or value.ty.elem != elem or elem.name != "f16":
-        hint = ("add two bf16 halves with two atomics: ox.atomic.add(h, 2 * k, v.x) and ox.atomic.add(h, 2 * k + 1, v.y)"
-                if elem.name == "bf16" or value.ty.elem.name == "bf16" else
-                "a pair atomic is ox.atomic.add(h, k, v) with v an f16x2 and h a view of f16 elements")
+    if info.op != "add" or value.ty.elem != elem:
+        lanes = value.ty.elem.name
+        hint = (f"a pair atomic is ox.atomic.add(h, k, v) with v an {lanes}x2 and h a view of {lanes} elements"
+                if info.op == "add" else
+                f"CUDA has only atomicAdd on pairs: write ox.atomic.{info.op}(h, 2 * k, v.x) and "
+                f"ox.atomic.{info.op}(h, 2 * k + 1, v.y)")
         raise tr.error(node.args[-1], f"{info.name} of a {type_name(value.ty)} on {elem.name} elements is not "
                                       "supported", hint)
     loc = tr.loc(node)
@@ -133,11 +140,10 @@ def _lower_atomic(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> 
         fl.bounds_check(idx, view.length, e.check_site)
     ptr = fl.element_address(view, idx)
     values = [fl.expr(a) for a in e.args[2:]]
-    if isinstance(e.ty, VectorType):  # a pair of f16 at elements 2k, 2k + 1 (args[1] is 2k + 1)
+    if isinstance(e.ty, VectorType):  # a pair of halves at elements 2k, 2k + 1 (args[1] is 2k + 1)
         first = fl.element_address(view, b.sub(idx, ll.Constant(idx.type, 1)))
         pair_ptr = b.bitcast(first, ll.PointerType(ll.IntType(32), first.type.addrspace))
-        old = _ptx_atom(fl, "add.noftz.f16x2", pair_ptr, [b.bitcast(values[0], ll.IntType(32))], e.scope)
-        return b.bitcast(old, values[0].type)
+        return b.bitcast(_pair_add(fl, pair_ptr, b.bitcast(values[0], ll.IntType(32)), elem, e.scope), values[0].type)
     if elem.bits == 16:
         return _half_atomic(fl, op, ptr, values, elem, e.scope)
     if op == "cas":
@@ -217,7 +223,90 @@ def _half_atomic(fl: LoweringContext, op: str, ptr: ll.Value, values: list[ll.Va
             return value
         wide = combine(fl, op if op != "add" else "sum", b.fpext(old, f32), b.fpext(value, f32), SCALAR_TYPES["f32"])
         return b.fptrunc(wide, value.type)
+    if op == "add":  # bf16: PTX's atom.add.noftz.bf16 from sm_90 on
+        return _by_arch(fl, NATIVE_BF16_ADD_ARCH,
+                        lambda: _from_bits(fl, _ptx_atom(fl, "add.noftz.bf16", iptr, [_to_bits(fl, value)], scope), elem),
+                        lambda: _cas_loop(fl, op, ptr, elem, scope, update))
     return _cas_loop(fl, op, ptr, elem, scope, update)
+
+
+NATIVE_BF16_ADD_ARCH = 90  # atom.add.noftz.bf16 / .bf16x2: sm_90 and PTX ISA 7.8
+
+
+def _pair_add(fl: LoweringContext, pair_ptr: ll.Value, bits: ll.Value, elem: ScalarType, scope: str) -> ll.Value:
+    """Adds the two halves packed in ``bits`` (an i32) to the pair at ``pair_ptr``; the old pair's
+    bits. f16: ``atom.add.noftz.f16x2``; bf16: ``atom.add.noftz.bf16x2`` from sm_90 on, before
+    that a 32-bit compare-and-swap loop adding each lane in f32 (as CUDA's own atomicAdd on
+    ``__nv_bfloat162`` for sm_80), where the sum of two bf16 values rounds once to bf16."""
+    if elem.name == "f16":
+        return _ptx_atom(fl, "add.noftz.f16x2", pair_ptr, [bits], scope)
+    b = fl.b
+    pair = ll.VectorType(fl.elem_type(elem), 2)
+    f32 = ll.FloatType()
+
+    def update(old: ll.Value) -> ll.Value:
+        a, v = b.bitcast(old, pair), b.bitcast(bits, pair)
+        out: ll.Value = ll.Constant(pair, ll.Undefined)
+        for lane in range(2):
+            k = ll.Constant(ll.IntType(32), lane)
+            total = b.fadd(b.fpext(b.extract_element(a, k), f32), b.fpext(b.extract_element(v, k), f32))
+            out = b.insert_element(out, b.fptrunc(total, pair.element), k)
+        return b.bitcast(out, ll.IntType(32))
+    return _by_arch(fl, NATIVE_BF16_ADD_ARCH, lambda: _ptx_atom(fl, "add.noftz.bf16x2", pair_ptr, [bits], scope),
+                    lambda: _cas_loop(fl, "add", pair_ptr, SCALAR_TYPES["u32"], scope, update))
+
+
+def _by_arch(fl: LoweringContext, arch: int, newer: Callable[[], ll.Value], older: Callable[[], ll.Value]) -> ll.Value:
+    """``newer()`` where the code is built for sm_<arch> or later, ``older()`` before: a branch
+    on ``__nvvm_reflect("__CUDA_ARCH") >= arch * 10``, which NVPTX's and libNVVM's reflect pass
+    fold for the arch they compile for, removing the other side (also at -O0), so an instruction
+    an older arch lacks never reaches its PTX."""
+    b = fl.b
+    reflect = _reflect_function(fl)
+    name = _arch_query(fl)
+    at_least = b.icmp_signed(">=", b.call(reflect, [name]), ll.Constant(ll.IntType(32), arch * 10))
+    new_block = fl.llfn.append_basic_block("arch.new")
+    old_block = fl.llfn.append_basic_block("arch.old")
+    done = fl.llfn.append_basic_block("arch.done")
+    b.cbranch(at_least, new_block, old_block)
+    b.position_at_end(new_block)
+    from_new = newer()
+    new_end = b.block
+    b.branch(done)
+    b.position_at_end(old_block)
+    from_old = older()
+    old_end = b.block
+    b.branch(done)
+    b.position_at_end(done)
+    result = b.phi(from_new.type)
+    result.add_incoming(from_new, new_end)
+    result.add_incoming(from_old, old_end)
+    return result
+
+
+def _reflect_function(fl: LoweringContext) -> ll.Function:
+    fn = fl.module.globals.get("__nvvm_reflect")
+    if fn is None:
+        fn = ll.Function(fl.module, ll.FunctionType(ll.IntType(32), [ll.PointerType(ll.IntType(8))]), "__nvvm_reflect")
+    assert isinstance(fn, ll.Function)
+    return fn
+
+
+def _arch_query(fl: LoweringContext) -> ll.Value:
+    """``"__CUDA_ARCH"`` as the constant generic ``i8*`` the reflect pass reads (a constant
+    expression: the pass does not look through instructions)."""
+    name = "__oxide_reflect.cuda_arch"
+    gv = fl.module.globals.get(name)
+    data = bytearray(b"__CUDA_ARCH\0")
+    arr = ll.ArrayType(ll.IntType(8), len(data))
+    if gv is None:
+        gv = ll.GlobalVariable(fl.module, arr, name, addrspace=4)
+        gv.linkage = "internal"
+        gv.global_constant = True
+        gv.initializer = ll.Constant(arr, data)
+    first = gv.gep([ll.Constant(ll.IntType(32), 0), ll.Constant(ll.IntType(32), 0)])
+    return ll.FormattedConstant(ll.PointerType(ll.IntType(8)),
+                                f"addrspacecast ({first.type} {first.get_reference()} to i8*)")
 
 
 def _cas_loop(fl: LoweringContext, op: str, ptr: ll.Value, elem: ScalarType, scope: str,
