@@ -297,8 +297,8 @@ def test_half_precision_atomics(tmp_path: Path, elem: str) -> None:
         """)
     if elem == "f16":
         assert "atom.gpu.global.add.noftz.f16" in ptx and "atom.cta.global.add.noftz.f16" in ptx
-    else:  # bf16's atom.add needs sm_90: a CAS loop on every arch
-        assert "add.noftz.bf16" not in ptx
+    else:  # bf16's atom.add needs sm_90 (a CAS loop before: tests/test_cuda_patterns.py)
+        assert "atom.gpu.global.add.noftz.bf16" in ptx and "atom.cta.global.add.noftz.bf16" in ptx
     assert "atom.gpu.global.cas.b16" in ptx and "atom.sys.global.cas.b16" in ptx
 
 
