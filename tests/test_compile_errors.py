@@ -75,8 +75,9 @@ CASES: dict[str, tuple[str, str]] = {
         'kern.py:6:11: error: print() cannot print Slice[f32]: print() in a kernel takes numbers, bools, string literals and f-strings (docs/language.md, "print() in kernels")\n        print(x)\n              ^\n  hint: print an element, e.g. x[i], or len(x)',
     ),
     'thread_index_reassigned': (
-        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    i = i + 1\n',
-        "kern.py:7:5: error: 'i' holds a ThreadIndex and cannot be reassigned\n        i = i + 1\n        ^\n  hint: use another name for the new value",
+        # C's `idx /= HD` on its thread index: the name is a plain i64, which a DisjointSlice refuses
+        '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    i = i + 1\n    out[i] = x[0]\n',
+        "kern.py:8:9: error: a DisjointSlice can only be written at the calling thread's ThreadIndex; 'i' is i64, which two threads may share (it held thread.index_1d(), but the function assigns it again, so it is a plain i64)\n        out[i] = x[0]\n            ^\n  hint: keep thread.index_1d() in a name that is never assigned again, and compute the new value into another name; index with the value of thread.index_1d() (one element per thread); for any other write (one thread per block at out[block.idx.x], a loop) declare the parameter MutSlice[T] and write inside `with oxide.unsafe():`",
     ),
     'pow_operator': (
         '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    out[i] = x[i] ** 2\n',
@@ -156,7 +157,7 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     'shuffle_width_not_power_of_two': (
         '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    out[i] = warp.shfl_down(x[i], 1, 12)\n',
-        'kern.py:7:38: error: the shuffle width must be a constant power of two ≤ 32\n        out[i] = warp.shfl_down(x[i], 1, 12)\n                                         ^\n  hint: use 1, 2, 4, 8, 16 or 32',
+        'kern.py:7:38: error: the shuffle width must be a power of two ≤ 32\n        out[i] = warp.shfl_down(x[i], 1, 12)\n                                         ^\n  hint: use 1, 2, 4, 8, 16 or 32',
     ),
     'math_on_view': (
         '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    out[i] = ox.math.exp(x)\n',

@@ -38,8 +38,7 @@ def error(tmp_path: Path, body: str) -> str:
 
 def test_the_pattern_kernels_compile() -> None:
     compiled = compile_module(KERNELS, "patk", CompileOptions(archs=("sm_80", "sm_90"), cache=False), root=KERNELS.parent)
-    assert {k.name for k in compiled.kernels} == {"literal_choices", "threadfence_sum", "half2_atomic_add",
-                                                  "bf16x2_atomic_add"}
+    assert {k.name for k in compiled.kernels} == {"literal_choices", "threadfence_sum", "half2_atomic_add"}
     assert "atom.global.inc.u32" in compiled.ptx["sm_90"] and "bar.red.or.pred" in compiled.ptx["sm_90"]
 
 
@@ -339,3 +338,58 @@ def test_a_loop_variable_of_another_type_is_a_new_variable(tmp_path: Path) -> No
                 k = k + 1
         """)
     assert "error: loop variable 'k' is i64 but the range is i32" in msg, msg
+
+
+def test_a_run_time_shuffle_width_and_an_int_mask(tmp_path: Path) -> None:
+    """Probe 2 (cuda-samples shfl_scan): ``__shfl_up_sync(mask, v, i, width)`` with a run-time
+    width builds PTX's c operand at run time, ((32 - width) << 8) | clamp, as CUDA's header does;
+    an ``i32`` mask (``(1 << n) - 1``) is taken bit for bit; a constant width that is not a power
+    of two is still refused."""
+    src = source(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[i32], width: i32, out: DisjointSlice[i32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                mask = (1 << (block.dim.x // 32)) - 1
+                out[i] = ox.warp.shfl_up(x[i], 1, width) + ox.warp.shfl_down(x[i], 2, width, mask=mask)
+        """)
+    ptx = compile_module(src, "kern", CompileOptions(archs=("sm_90",), cache=False), root=tmp_path).ptx["sm_90"]
+    shuffles = [line.split() for line in ptx.splitlines() if "shfl.sync" in line]
+    assert len(shuffles) == 2 and all(s[-2].startswith("%r") for s in shuffles), shuffles  # c in a register
+    msg = error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[i32], out: DisjointSlice[i32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                out[i] = ox.warp.shfl_up(x[i], 1, 12)
+        """)
+    assert f"kern.py:{HEADER_LINES + 6}:43: error: the shuffle width must be a power of two ≤ 32" in msg, msg
+
+
+def test_a_thread_index_decoded_in_place_is_a_plain_integer(tmp_path: Path) -> None:
+    """Probe 2 (llm.c repkv): ``int idx = blockIdx.x * blockDim.x + threadIdx.x; ... idx /= HD;``
+    works: a name of thread.index_1d() that the function assigns again is an i64 from the start;
+    a DisjointSlice write through it is refused, saying why."""
+    text = ir_text(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], hd: i32, out: MutSlice[f32]) -> None:
+            idx = thread.index_1d()
+            if idx >= len(out):
+                return
+            flat = idx
+            d = idx % hd
+            idx //= hd
+            with ox.unsafe():
+                out[flat] = x[idx * hd + d]
+        """)
+    assert "idx: i64 = i64(" in text, text
+    msg = error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            idx = thread.index_1d()
+            flat = idx
+            idx //= 4
+            out[idx] = x[flat]
+        """)
+    assert "(it held thread.index_1d(), but the function assigns it again, so it is a plain i64)" in msg, msg
+    assert "hint: keep thread.index_1d() in a name that is never assigned again" in msg

@@ -67,24 +67,24 @@ def test_half2_atomic_add() -> None:
 
 @pytest.fixture(scope="module", params=["device", "sm_80"])
 def bf16_patk(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    """patk.py built for this GPU's arch (atom.add.noftz.bf16x2 on sm_90 and newer), or for sm_80
+    """bf16patk.py built for this GPU's arch (atom.add.noftz.bf16x2 on sm_90 and newer), or for sm_80
     only (the compare-and-swap loop; its PTX is JIT-compiled by the driver for this GPU)."""
     from oxide.runtime import device
     from oxide_build.compile import CompileOptions, compile_module
     from oxide_build.package.artifacts import write_module_artifacts
 
     arch = device.context_device(device.current_context()).arch if request.param == "device" else request.param
-    name = f"patk_{request.param}"
+    name = f"bf16patk_{request.param}"
     root = tmp_path_factory.mktemp(name)
     pkg = root / name
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    shutil.copy(Path(__file__).parent / "packages" / "cudapatterns" / "patk.py", pkg / "patk.py")
-    compiled = compile_module(pkg / "patk.py", f"{name}.patk", CompileOptions(archs=(arch,)), root=root)
+    shutil.copy(Path(__file__).parent / "packages" / "cudapatterns" / "bf16patk.py", pkg / "bf16patk.py")
+    compiled = compile_module(pkg / "bf16patk.py", f"{name}.bf16patk", CompileOptions(archs=(arch,)), root=root)
     assert ("add.noftz.bf16x2" in compiled.ptx[arch]) == (arch != "sm_80")
     write_module_artifacts(compiled, pkg)
     sys.path.insert(0, str(root))
-    yield importlib.import_module(f"{name}.patk")
+    yield importlib.import_module(f"{name}.bf16patk")
     sys.path.remove(str(root))
 
 

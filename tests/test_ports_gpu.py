@@ -813,3 +813,57 @@ def test_histogram64() -> None:
     m.histogram64_kernel[blocks, threads](partial, dev(data), np.uint32(data_count))
     hist = partial.cpu().numpy().reshape(blocks, m.HISTOGRAM64_BIN_COUNT).astype(np.int64).sum(0)
     np.testing.assert_array_equal(hist, np.bincount(data.view(np.uint8) >> 2, minlength=m.HISTOGRAM64_BIN_COUNT))
+
+
+# ---- ports added by issue 29's second probe: sources in each port's docstring -----------------
+
+def shfl_scan_reference(data: np.ndarray, width: int, block: int) -> np.ndarray:
+    """shfl_scan_test's result, step by step: __shfl_up_sync(…, i, width) reads lane l - i of the
+    lane's width-segment (its own value below the segment's lane i), and is added where the warp
+    lane is at least i, as the sample's `if (lane_id >= i)`; then the warps' sums are scanned."""
+    vals = data.astype(np.int64).reshape(-1, block // 32, 32)
+    lane = np.arange(32)
+    i = 1
+    while i <= width:
+        src = np.where(lane % width >= i, lane - i, lane)
+        vals = vals + np.where(lane >= i, vals[..., src], 0)
+        i *= 2
+    sums = vals[..., 31].cumsum(axis=1)
+    before = np.concatenate([np.zeros((len(vals), 1), np.int64), sums[:, :-1]], axis=1)
+    return (vals + before[..., None]).reshape(-1)
+
+
+@pytest.mark.parametrize("width", [8, 32])
+def test_shfl_scan(width: int) -> None:
+    """shfl_scan_test with a run-time shuffle width (the sample passes 32; 8 scans 8-lane
+    segments), then uniform_add of the blocks' partial sums: the whole array's inclusive scan."""
+    m = port("shfl_scan")
+    block, blocks = 256, 40
+    n = block * blocks
+    data_np = rng.integers(-50, 50, n).astype(np.int32)
+    data = dev(data_np)
+    partial = torch.full((blocks,), -7, dtype=torch.int32, device="cuda")
+    m.shfl_scan_test[blocks, block](data, width, partial)
+    want = shfl_scan_reference(data_np, width, block)
+    np.testing.assert_array_equal(data.cpu().numpy(), want)
+    np.testing.assert_array_equal(partial.cpu().numpy(), want.reshape(blocks, -1)[:, -1])
+    if width == 32:
+        np.testing.assert_array_equal(want, data_np.reshape(blocks, -1).cumsum(axis=1).reshape(-1))
+        sums = torch.zeros(blocks, dtype=torch.int32, device="cuda")
+        sums[1:] = torch.cumsum(partial, 0)[:-1].to(torch.int32)
+        m.uniform_add[blocks, block](data, sums, n)
+        np.testing.assert_array_equal(data.cpu().numpy(), data_np.astype(np.int64).cumsum())
+
+
+def test_llmc_repkv() -> None:
+    m = port("llmc_repkv")
+    b, n, nh, nh_kv, hd = 2, 5, 8, 2, 16
+    r = nh // nh_kv
+    inp = rng.standard_normal((b, n, nh + 2 * nh_kv, hd)).astype(np.float32)
+    out = poisoned(b * n * 3 * nh * hd)
+    total = b * n * 3 * nh * hd
+    m.repkv_forward_kernel1[(total + 127) // 128, 128](out, dev(inp.ravel()), b, n, nh, r, hd)
+    q = inp[:, :, :nh]
+    k = np.repeat(inp[:, :, nh:nh + nh_kv], r, axis=2)
+    v = np.repeat(inp[:, :, nh + nh_kv:], r, axis=2)
+    np.testing.assert_array_equal(out.cpu().numpy().reshape(b, n, 3 * nh, hd), np.concatenate([q, k, v], axis=2))

@@ -58,6 +58,7 @@ class TranslatorContext(ast.NodeVisitor):
         self.unsafe_depth = 0
         self.block_depth = 0  # 1 in the function's own body
         self.assign_counts = _count_assignments(fdef)
+        self.reassigned_thread_indices: set[str] = set()  # thread.index_1d() names assigned again: plain i64
         # names with a compile-time value: Constexpr parameters, static_range variables and
         # locals assigned once from a constant (`A1 = 0.319`, `H = 2 * R`), typed by their use
         self.constexprs: dict[str, int | float | bool] = {}

@@ -366,6 +366,12 @@ class FunctionTranslator(Loops):
             self.named_constants.add(name)
             return None
         if name not in self.locals:
+            if isinstance(value.ty, ThreadIndexType) and self.assign_counts.get(name, 0) > 1:
+                # C's `int idx = blockIdx.x * blockDim.x + threadIdx.x; ... idx /= HD;`: a name
+                # assigned again holds a plain i64 from the start (a DisjointSlice write through
+                # it is then refused, since it no longer names the thread's own element)
+                value = ir.Cast(value, I64, value.loc)
+                self.reassigned_thread_indices.add(name)
             if isinstance(value, ir.Const) and value.weak or is_literal_choice(value):
                 self.literal_locals.add(name)
                 if name in self.retype:

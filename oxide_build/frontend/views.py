@@ -189,10 +189,15 @@ def refuse_slice_write(tr: TranslatorContext, target: ast.Subscript, vt: ViewTyp
                        "a slice of a Slice or DisjointSlice is read-only (a DisjointSlice is written only at the "
                        "thread's own index); write through the parameter, or slice a MutSlice inside `with ox.unsafe():`")
     if vt.kind == ViewKind.DISJOINT_SLICE and not (isinstance(index.ty, ThreadIndexType) and index.ty.axis == "1d"):
+        reassigned = isinstance(target.slice, ast.Name) and target.slice.id in tr.reassigned_thread_indices
         raise tr.error(
             target.slice,
             f"a DisjointSlice can only be written at the calling thread's ThreadIndex; "
-            f"{ast.unparse(target.slice)!r} is {type_name(index.ty)}, which two threads may share",
+            f"{ast.unparse(target.slice)!r} is {type_name(index.ty)}, which two threads may share"
+            + (" (it held thread.index_1d(), but the function assigns it again, so it is a plain i64)"
+               if reassigned else ""),
+            ("keep thread.index_1d() in a name that is never assigned again, and compute the new value "
+             "into another name; " if reassigned else "") +
             "index with the value of thread.index_1d() (one element per thread); for any other write "
             "(one thread per block at out[block.idx.x], a loop) declare the parameter MutSlice[T] and "
             "write inside `with oxide.unsafe():`",

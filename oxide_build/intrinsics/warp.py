@@ -40,11 +40,16 @@ def _scalar(e: ir.Expr) -> ScalarType:
 
 
 def _mask(tr: TypingContext, node: ast.Call, info: IntrinsicInfo, extra: tuple[str, ...] = ()) -> tuple[list[ir.Expr], dict[str, ast.expr]]:
-    """``mask=`` as a list of zero or one ``u32`` argument, and the other keywords."""
+    """``mask=`` as a list of zero or one ``u32`` argument, and the other keywords. An ``i32``
+    mask is taken bit for bit (CUDA's ``unsigned`` parameter converts an ``int`` mask so, and
+    ``(1 << n) - 1`` is an ``i32``)."""
     keywords = keyword_args(tr, node, info.name, ("mask", *extra))
     if "mask" not in keywords:
         return [], keywords
-    mask = tr.convert_implicit(tr.expr(keywords["mask"]), U32, keywords["mask"], "the mask")
+    value = tr.expr(keywords["mask"])
+    if value.ty == I32:
+        return [tr.convert(value, U32, keywords["mask"])], keywords
+    mask = tr.convert_implicit(value, U32, keywords["mask"], "the mask")
     return [mask], keywords
 
 
@@ -148,14 +153,16 @@ def _type_shuffle(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.
     value = scalar_arg(tr, node.args[0], info.name)
     lane = tr.convert_implicit(tr.expr(node.args[1]), I32, node.args[1],
                                "the lane" if info.op == "shfl_idx" else "the lane offset")
-    width = ir.Const(32, I32, loc)
+    width: ir.Expr = ir.Const(32, I32, loc)
     width_node = node.args[2] if len(node.args) == 3 else keywords.get("width")
     if width_node is not None:
         w = tr.const_int(width_node)
-        if w not in (1, 2, 4, 8, 16, 32):
-            raise tr.error(width_node, "the shuffle width must be a constant power of two ≤ 32",
-                           "use 1, 2, 4, 8, 16 or 32")
-        width = ir.Const(w, I32, loc)
+        if w is None:  # a run-time width, as CUDA's __shfl_*_sync(mask, v, d, width) takes: a power of two ≤ 32
+            width = tr.convert_implicit(tr.expr(width_node), I32, width_node, "the shuffle width")
+        elif w not in (1, 2, 4, 8, 16, 32):
+            raise tr.error(width_node, "the shuffle width must be a power of two ≤ 32", "use 1, 2, 4, 8, 16 or 32")
+        else:
+            width = ir.Const(w, I32, loc)
     return ir.Intrinsic(info.name, [value, lane, width, *mask], value.ty, loc)
 
 
@@ -163,17 +170,23 @@ def _lower_shuffle(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) ->
     value = fl.expr(e.args[0])
     lane = fl.expr(e.args[1])
     width = e.args[2]
-    assert isinstance(width, ir.Const)
     kind = SHUFFLE_KINDS[info.op]
-    clamp = ((32 - int(width.value)) << 8) | (0 if kind == "up" else 0x1F)
+    low = 0 if kind == "up" else 0x1F
+    clamp: int | ll.Value
+    if isinstance(width, ir.Const):
+        clamp = ((32 - int(width.value)) << 8) | low
+    else:  # PTX's c operand from a run-time width, as CUDA's header computes it: ((32 - width) << 8) | clamp
+        i32 = ll.IntType(32)
+        segment = fl.b.shl(fl.b.sub(ll.Constant(i32, 32), fl.expr(width)), ll.Constant(i32, 8))
+        clamp = fl.b.or_(segment, ll.Constant(i32, low))
     return _shuffle(fl, info, kind, value, _scalar(e.args[0]), lane, clamp, _mask_value(fl, e.args, 3))
 
 
 def _shuffle(fl: LoweringContext, info: IntrinsicInfo, kind: str, value: ll.Value, st: ScalarType,
-             lane: ll.Value, clamp: int, mask: ll.Value | None = None) -> ll.Value:
+             lane: ll.Value, clamp: int | ll.Value, mask: ll.Value | None = None) -> ll.Value:
     b = fl.b
     mask = mask if mask is not None else ll.Constant(ll.IntType(32), FULL_MASK)
-    c = ll.Constant(ll.IntType(32), clamp)
+    c = ll.Constant(ll.IntType(32), clamp) if isinstance(clamp, int) else clamp
 
     def shfl32(v: ll.Value, suffix: str) -> ll.Value:
         t = ll.FloatType() if suffix == "f32" else ll.IntType(32)

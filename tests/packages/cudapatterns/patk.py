@@ -79,17 +79,3 @@ def half2_atomic_add(x: Slice[ox.f16], acc: MutSlice[ox.f16], slots: i32) -> Non
     if 2 * i + 1 < len(x):
         ox.atomic.add(acc, i % slots, ox.f16x2(x[2 * i], x[2 * i + 1]))
 
-
-@ox.kernel
-def bf16x2_atomic_add(x: Slice[ox.bf16], acc: MutSlice[ox.bf16], per_block: MutSlice[ox.bf16], total: MutSlice[ox.bf16],
-                      slots: i32) -> None:
-    """atomicAdd on __nv_bfloat162 at device scope (acc, pair i % slots), at block scope (the
-    block's own pair of per_block) and system scope (pair 0 of total), and a bf16 atomicAdd
-    (total[2]); each returns the old value, which the kernel ignores."""
-    i = thread.index_1d()
-    if 2 * i + 1 < len(x):
-        v = ox.bf16x2(x[2 * i], x[2 * i + 1])
-        ox.atomic.add(acc, i % slots, v)
-        ox.atomic.add(per_block, block.idx.x, v, scope="block")
-        ox.atomic.add(total, 0, v, scope="system")
-        ox.atomic.add(total, 2, x[2 * i])
