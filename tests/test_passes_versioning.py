@@ -35,6 +35,16 @@ def columns(A: Slice[f32], out: DisjointSlice[f32], NX: i32, NY: i32, c: i32) ->
         out[j] = 0.0
         for r in range(2, NX):
             out[j] += A[i64(r * NY - c) + j]
+
+
+@ox.kernel
+def features(A: Slice[f32], out: DisjointSlice[f32], NX: i32, NY: i32, c: i32) -> None:
+    p = thread.index_1d()
+    if p < NX:
+        out[p] = 0.0
+        for l in range(NY):
+            addr = i32(p) + l * NX - c
+            out[p] += A[addr]
 '''
 
 
@@ -103,6 +113,9 @@ def _indices_in_range(fn: str, env: dict[str, int]) -> bool:
     if fn == "rows":
         i, ny = env["i"], env["NY"]
         return all(0 <= i * ny + j < env["len A"] and 0 <= j < env["len x"] for j in range(ny))
+    if fn == "features":
+        p, nx, c = env["p"], env["NX"], env["c"]
+        return all(0 <= _wrap(_wrap(p + _wrap(l * nx, I32), I32) - c, I32) < env["len A"] for l in range(env["NY"]))
     j, ny, c = env["j"], env["NY"], env["c"]
     return all(0 <= _wrap(r * ny - c, I32) + j < env["len A"] for r in range(2, env["NX"]))
 
@@ -118,13 +131,16 @@ def test_the_test_before_the_loop_is_sound_and_holds_for_ordinary_sizes(tmp_path
             pick = (lambda: rng.choice(big)) if trial % 3 == 0 else (lambda: rng.randrange(0, 300))
             nx, ny = pick(), pick()
             if max(nx, ny) > 5000 and trial % 3 == 0:  # keep the brute force small: sizes that loop little
-                nx, ny = (nx, rng.randrange(0, 4)) if fn.python_name == "rows" else (rng.randrange(0, 6), ny)
+                nx, ny = (rng.randrange(0, 6), ny) if fn.python_name == "columns" else (nx, rng.randrange(0, 4))
             stop = ny if fn.python_name == "rows" else nx
             env = {"NX": nx, "NY": ny, "c": rng.choice([0, 1, -5, 2**31 - 1]),
                    "len A": rng.choice([0, 10, nx * ny, nx * ny + 1, max(nx * ny - 1, 0), 2**62]),
                    "len x": rng.choice([ny, max(ny - 1, 0), 0, 10**6])}
             env["i" if fn.python_name == "rows" else "j"] = rng.randrange(0, max(nx if fn.python_name == "rows" else ny, 1) + 2)
-            env["$stop1" if fn.python_name == "rows" else "$stop3"] = _wrap(stop, I32)
+            env["p"] = rng.randrange(0, max(nx, 1) + 2)
+            if fn.python_name == "features":
+                stop = ny
+            env["$stop1" if fn.python_name == "rows" else "$stop3" if fn.python_name == "columns" else "$stop5"] = _wrap(stop, I32)
             if _eval(cond, env):
                 held += 1
                 assert _indices_in_range(fn.python_name, env), (fn.python_name, env)
@@ -135,6 +151,7 @@ def test_the_test_before_the_loop_is_sound_and_holds_for_ordinary_sizes(tmp_path
                    "$stop1": _wrap(ny, I32), "$stop3": nx}
             if fn.python_name == "columns":
                 assert not _eval(cond, env) or _indices_in_range(fn.python_name, env), env
-        ordinary = {"NX": 64, "NY": 64, "c": 0, "len A": 64 * 64, "len x": 64, "i": 5, "j": 5, "$stop1": 64, "$stop3": 64}
+        ordinary = {"NX": 64, "NY": 64, "c": 0, "len A": 64 * 64, "len x": 64, "i": 5, "j": 5, "p": 5,
+                    "$stop1": 64, "$stop3": 64, "$stop5": 64}
         assert _eval(cond, ordinary), fn.python_name
         assert held > 100, (fn.python_name, held)

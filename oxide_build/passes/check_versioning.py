@@ -34,7 +34,7 @@ from typing import Iterator
 from ..intrinsics import intrinsic_info
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp, CompareOp, LogicOp
-from ..ir.types import BOOL, I64, ScalarType, ViewType
+from ..ir.types import BOOL, I64, ArrayType, ScalarType, ViewType
 
 __all__ = ["CheckVersioning"]
 
@@ -96,10 +96,19 @@ class CheckVersioning:
         start64 = _i64(copy.deepcopy(r.start), loc)
         span = _sub(_sub(_i64(copy.deepcopy(cond.right), loc), _const(1, loc), loc), start64, loc)  # D
         tests: list[ir.Expr] = [_cmp(CompareOp.GE, span, _const(0, loc), loc), _cmp(CompareOp.LT, span, _const(_LIMIT, loc), loc)]
+        # locals the body assigns once, as a statement of its own: their value stands for them
+        # in the accesses of later statements (the value's names do not change in the loop)
+        counts: dict[str, int] = {}
+        for st in ir.statements(body):
+            if isinstance(st, ir.Assign):
+                counts[st.name] = counts.get(st.name, 0) + 1
+        defs = {st.name: (t, st.value) for t, st in enumerate(loop.body)
+                if isinstance(st, ir.Assign) and counts[st.name] == 1 and st.name != r.var}
         versioned: list[int] = []
-        for n, access in enumerate(_checked_accesses(loop)):
-            view, index = access.view, access.index
-            if not isinstance(view, ir.Var) or view.name in assigned or not isinstance(view.ty, ViewType) or view.ty.ndim != 1:
+        for n, (at, access) in enumerate(_checked_accesses(loop)):
+            view, index = access.view, _expanded(access.index, defs, at)
+            length = _length(view, assigned, loc)
+            if length is None:
                 continue
             if not _depends(index, r.var) or not isinstance(index.ty, ScalarType) or index.ty.kind not in ("int", "uint"):
                 continue
@@ -107,14 +116,14 @@ class CheckVersioning:
             if not _linear(index, r.var, assigned, items):
                 continue
             low, high = _type_bounds(index.ty)
-            items.append((index, _const(max(low, 0), loc), _min(_const(high, loc), _sub(ir.ViewLen(view, I64, loc), _const(1, loc), loc), loc)))
+            items.append((index, _const(max(low, 0), loc), _min(_const(high, loc), _sub(length, _const(1, loc), loc), loc)))
             for e, lo, hi in items:
                 tests += _item_tests(e, lo, hi, r, span, loc)
             versioned.append(n)
         if not versioned:
             return None
         fast = copy.deepcopy(loop)
-        for n, access in enumerate(_checked_accesses(fast)):
+        for n, (_, access) in enumerate(_checked_accesses(fast)):
             if n in versioned:
                 access.check_site = None
         return ir.If(ir.BoolOp(LogicOp.AND, tests, BOOL, loc), [fast], [loop], loc)
@@ -149,15 +158,41 @@ def _signed_narrow(b: ir.Expr, bits: int, loc: ir.Loc) -> ir.Expr:
     return ir.Select(_cmp(CompareOp.GE, b, top, loc), wrapped, copy.deepcopy(b), I64, loc)
 
 
-def _checked_accesses(loop: ir.While) -> Iterator[ir.ViewLoad | ir.Store]:
-    """The checked loads and stores of ``loop``, in a fixed order (the same in a copy)."""
-    for s in ir.statements([*loop.body, *loop.step]):
-        if isinstance(s, ir.Store) and s.check_site is not None:
-            yield s
-        for root in ir.statement_roots(s):
-            for x in ir.subexpressions(root):
-                if isinstance(x, ir.ViewLoad) and x.check_site is not None:
-                    yield x
+def _checked_accesses(loop: ir.While) -> Iterator[tuple[int, ir.ViewLoad | ir.Store]]:
+    """The checked loads and stores of ``loop``, with the position of the statement of its body
+    (or step) that holds each, in a fixed order (the same in a copy)."""
+    for at, top in enumerate([*loop.body, *loop.step]):
+        for s in ir.statements([top]):
+            if isinstance(s, ir.Store) and s.check_site is not None:
+                yield at, s
+            for root in ir.statement_roots(s):
+                for x in ir.subexpressions(root):
+                    if isinstance(x, ir.ViewLoad) and x.check_site is not None:
+                        yield at, x
+
+
+def _expanded(index: ir.Expr, defs: dict[str, tuple[int, ir.Expr]], at: int) -> ir.Expr:
+    """``index`` with the locals assigned before statement ``at`` replaced by their values."""
+    for _ in range(8):
+        names = {x.name for x in ir.subexpressions(index) if isinstance(x, ir.Var) and x.name in defs and defs[x.name][0] < at}
+        if not names:
+            break
+        for name in names:
+            index = _substituted(index, name, defs[name][1])
+    return index
+
+
+def _length(view: ir.Expr, assigned: set[str], loc: ir.Loc) -> ir.Expr | None:
+    """The length a check of ``view`` compares with, when ``view`` is the same object on every
+    trip: a 1-D view's ``len``, a 1-D array's element count."""
+    if isinstance(view, ir.Var) and view.name in assigned:
+        return None
+    if isinstance(view, ir.Var) and isinstance(view.ty, ViewType) and view.ty.ndim == 1:
+        return ir.ViewLen(view, I64, loc)
+    if isinstance(view, (ir.Var, ir.ModuleArray)) and isinstance(view.ty, ArrayType) and view.ty.shape is not None \
+            and len(view.ty.shape) == 1:
+        return _const(view.ty.shape[0], loc)
+    return None
 
 
 def _depends(e: ir.Expr, var: str) -> bool:
