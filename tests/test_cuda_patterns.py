@@ -393,3 +393,45 @@ def test_a_thread_index_decoded_in_place_is_a_plain_integer(tmp_path: Path) -> N
         """)
     assert "(it held thread.index_1d(), but the function assigns it again, so it is a plain i64)" in msg, msg
     assert "hint: keep thread.index_1d() in a name that is never assigned again" in msg
+
+
+def test_a_variable_declared_in_a_sibling_block_with_another_type_is_a_new_variable(tmp_path: Path) -> None:
+    """Probe 2 (cuda-samples quasirandomGenerator): ``unsigned int d`` in the if-branch's loop
+    and ``float d`` in the else-branch are two variables in C; so they are here, from the second
+    assignment to the end of its block. Where the old variable is read after the block, or was
+    assigned in an enclosing block (C would assign it), the type error stands."""
+    text = ir_text(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[u32], out: MutSlice[f32], n: u32) -> None:
+            tid = thread.index_1d()
+            if len(x) > 0:
+                for pos in range(tid, n, 64):
+                    d = x[pos]
+                    with ox.unsafe():
+                        out[pos] = f32(d)
+            else:
+                d = f32(tid) * 0.5
+                for pos in range(tid, n, 64):
+                    with ox.unsafe():
+                        out[pos] = d
+                    d += 1.0
+        """)
+    assert "d: u32 = " in text and f"d${HEADER_LINES + 11}: f32 = " in text, text
+    for body in ("""
+        @ox.kernel
+        def k(x: Slice[u32], out: MutSlice[f32]) -> None:
+            d = x[0]
+            if len(x) > 1:
+                d = f32(len(x)) * 0.5
+            with ox.unsafe():
+                out[0] = f32(d)
+        """, """
+        @ox.kernel
+        def k(x: Slice[u32], out: MutSlice[f32]) -> None:
+            d = x[0]
+            if len(x) > 1:
+                d = f32(len(x)) * 0.5
+                with ox.unsafe():
+                    out[1] = d
+        """):
+        assert f"kern.py:{HEADER_LINES + 6}:9: error: assignment to 'd' needs u32, got f32" in error(tmp_path, body)

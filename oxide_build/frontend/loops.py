@@ -17,7 +17,7 @@ from ..ir.types import BOOL, I64, is_int, type_name
 from .annotations import oxide_name
 from .indexing import Indexing
 
-__all__ = ["Loops"]
+__all__ = ["Loops", "RenameName"]
 
 
 class Loops(Indexing):
@@ -256,7 +256,9 @@ def _assignment_targets(body: list[ast.stmt]) -> list[ast.expr]:
     return expanded
 
 
-class _Rename(ast.NodeTransformer):
+class RenameName(ast.NodeTransformer):
+    """Every ``Name`` ``old`` as ``new`` (a variable scoped to a loop or a block)."""
+
     def __init__(self, old: str, new: str) -> None:
         self.old, self.new = old, new
 
@@ -266,6 +268,6 @@ class _Rename(ast.NodeTransformer):
 
 def _renamed_loop(node: ast.For, old: str, new: str) -> ast.For:
     """``node`` with its loop variable ``old`` named ``new`` (target and body)."""
-    renamed = _Rename(old, new).visit(copy.deepcopy(node))
+    renamed = RenameName(old, new).visit(copy.deepcopy(node))
     assert isinstance(renamed, ast.For)
     return renamed

@@ -7,6 +7,7 @@ conversions), indexing.py (views and arrays), loops.py.
 from __future__ import annotations
 
 import ast
+import copy
 from typing import Any
 
 from oxide.errors import CompileError
@@ -27,7 +28,7 @@ from . import view_values
 from .generics import static_type_test, type_operand
 from .oxide_names import known_oxide_names, unknown_oxide_name
 from .semantics import is_literal_choice
-from .loops import Loops
+from .loops import Loops, RenameName
 
 __all__ = ["FunctionTranslator"]
 
@@ -97,8 +98,22 @@ class FunctionTranslator(Loops):
         self.block_statements.append(stmts)
         out: list[ir.Stmt] = []
         try:
-            for stmt in stmts:
-                result = self.visit(stmt)
+            k = 0
+            while k < len(stmts):
+                stmt = stmts[k]
+                try:
+                    result = self.visit(stmt)
+                except CompileError as err:
+                    scoped = self._block_scoped_name(stmt, stmts, err)
+                    if scoped is None:
+                        raise
+                    # C's `float d = ...;` in a block after an `unsigned d` elsewhere: a new
+                    # variable from here to the end of this block, as C scopes a declaration
+                    stmts = stmts[:k] + [RenameName(scoped[0], scoped[1]).visit(copy.deepcopy(s)) for s in stmts[k:]]
+                    self.block_statements[-1] = stmts
+                    self.assign_counts[scoped[1]] = self.assign_counts.get(scoped[0], 1)
+                    continue
+                k += 1
                 if self.prefix_open and self.block_depth == 1 and not (
                         result is None or isinstance(result, ir.Assign) and ir.is_pure(result.value)
                         or isinstance(result, ir.Check) and result.hoistable):
@@ -116,6 +131,39 @@ class FunctionTranslator(Loops):
                 del self.constexprs[name]
             self.named_constants = constants_before
         return out
+
+    def _block_scoped_name(self, stmt: ast.stmt, stmts: list[ast.stmt], err: CompileError) -> tuple[str, str] | None:
+        """``(name, scoped name)`` where ``stmt``, in a nested block, assigns ``name`` a value of
+        another type than the local has (``err`` says so) and nothing after the block reads it:
+        in C that is a declaration in the block (``float d`` after an ``unsigned d`` in a sibling
+        block), so the block gets a variable of its own; None otherwise (the error stands)."""
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else (
+            stmt.target if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else None)
+        if not isinstance(target, ast.Name) or self.block_depth < 2:
+            return None
+        name = target.id
+        if (f"assignment to {name!r} needs" not in str(err) or not isinstance(self.locals.get(name), ScalarType)
+                or name in self.param_names or name in self.literal_locals or name in self.literal_copies):
+            return None
+        value = stmt.value
+        assert value is not None
+        if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
+            return None  # `d = f32(d) * q` reads the old d: an assignment, not a declaration
+        for enclosing in self.block_statements:
+            for s in enclosing:
+                if s is stmt:
+                    continue
+                direct = [t for t in (s.targets if isinstance(s, ast.Assign) else [s.target] if isinstance(
+                    s, (ast.AnnAssign, ast.AugAssign)) else [s.target] if isinstance(s, ast.For) and any(
+                        n is stmt for n in ast.walk(s)) else []) if isinstance(t, ast.Name)]
+                if any(t.id == name for t in direct):
+                    return None  # declared in this block or one around it: C assigns that variable
+        inside = {id(n) for s in stmts for n in ast.walk(s)}
+        end = max(getattr(s, "end_lineno", 0) or 0 for s in stmts)
+        if any(isinstance(n, ast.Name) and n.id == name and id(n) not in inside and getattr(n, "lineno", 0) > end
+               for n in ast.walk(self.fdef)):
+            return None  # read after the block: one variable, whose types disagree
+        return name, f"{name}${getattr(stmt, 'lineno', 0)}"
 
     def generic_visit(self, node: ast.AST) -> Any:
         for cls, (what, hint) in UNSUPPORTED_STMTS.items():
