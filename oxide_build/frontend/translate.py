@@ -145,9 +145,8 @@ class FunctionTranslator(Loops):
         if (f"assignment to {name!r} needs" not in str(err) or not isinstance(self.locals.get(name), ScalarType)
                 or name in self.param_names or name in self.literal_locals or name in self.literal_copies):
             return None
-        value = stmt.value
-        assert value is not None
-        if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
+        value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+        if value is None or any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
             return None  # `d = f32(d) * q` reads the old d: an assignment, not a declaration
         for enclosing in self.block_statements:
             for s in enclosing:
