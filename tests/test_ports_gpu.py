@@ -867,3 +867,258 @@ def test_llmc_repkv() -> None:
     k = np.repeat(inp[:, :, nh:nh + nh_kv], r, axis=2)
     v = np.repeat(inp[:, :, nh + nh_kv:], r, axis=2)
     np.testing.assert_array_equal(out.cpu().numpy().reshape(b, n, 3 * nh, hd), np.concatenate([q, k, v], axis=2))
+
+
+def test_scalar_prod() -> None:
+    m = port("scalar_prod")
+    vector_n, element_n = 67, 5000
+    a = rng.standard_normal((vector_n, element_n)).astype(np.float32)
+    b = rng.standard_normal((vector_n, element_n)).astype(np.float32)
+    c = poisoned(vector_n)
+    m.scalar_prod[40, 256](c, dev(a.ravel()), dev(b.ravel()), vector_n, element_n)
+    ref = (a.astype(np.float64) * b).sum(axis=1)
+    np.testing.assert_allclose(c.cpu().numpy(), ref, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("block_size", [128, 512])
+def test_llmc_rmsnorm_forward(block_size: int) -> None:
+    m = port("llmc_rmsnorm_forward")
+    b, t, c = 3, 17, 768
+    inp = rng.standard_normal((b * t, c)).astype(np.float32)
+    weight = rng.standard_normal(c).astype(np.float32)
+    bias = rng.standard_normal(c).astype(np.float32)
+    rms = poisoned(b * t)
+    m.rms_val_kernel[b * t, block_size](rms, dev(inp.ravel()), b * t, c, block_size)
+    ref_rms = 1.0 / np.sqrt((inp.astype(np.float64) ** 2).sum(axis=1) / c)
+    np.testing.assert_allclose(rms.cpu().numpy(), ref_rms, rtol=1e-5)
+    out = poisoned(b * t * c)
+    m.rmsnorm_forward_kernel2[b * t * c // 128, 128](out, rms, dev(inp.ravel()), dev(weight), dev(bias), b, t, c)
+    ref = inp * ref_rms[:, None] * weight + bias
+    np.testing.assert_allclose(out.cpu().numpy().reshape(b * t, c), ref, rtol=1e-4, atol=1e-5)
+
+
+def test_llmc_crossentropy_forward() -> None:
+    m = port("llmc_crossentropy_forward")
+    b, t, v = 4, 33, 1001
+    probs = rng.uniform(0.01, 1.0, (b * t, v)).astype(np.float32)
+    targets = rng.integers(0, v, b * t).astype(np.int32)
+    losses = poisoned(b * t)
+    m.crossentropy_forward_kernel1[(b * t + 127) // 128, 128](losses, dev(probs.ravel()), dev(targets), b, t, v)
+    ref = -np.log(probs[np.arange(b * t), targets].astype(np.float64))
+    np.testing.assert_allclose(losses.cpu().numpy(), ref, rtol=1e-6, atol=1e-6)
+
+
+def test_llmc_rope() -> None:
+    m = port("llmc_rope")
+    b, t, nh, hd = 2, 9, 4, 32
+    inp = rng.standard_normal((b, t, nh, hd // 2, 2)).astype(np.float32)
+    angle = rng.uniform(-3, 3, (t, hd // 2))
+    freqs = np.stack([np.cos(angle), np.sin(angle)], axis=-1).astype(np.float32)
+    out = poisoned(inp.size)
+    total = b * t * nh * hd // 2
+    m.rope_forward_kernel1[(total + 63) // 64, 64](out, dev(inp.ravel()), dev(freqs.ravel()), b, t, nh, hd)
+    cos, sin = freqs[None, :, None, :, 0], freqs[None, :, None, :, 1]
+    re, im = inp[..., 0], inp[..., 1]
+    want = np.stack([re * cos - im * sin, re * sin + im * cos], axis=-1)
+    np.testing.assert_allclose(out.cpu().numpy().reshape(want.shape), want, rtol=1e-5, atol=1e-6)
+    dinp = poisoned(inp.size)
+    m.rope_backward_inplace_kernel1[(total + 63) // 64, 64](dinp, out, dev(freqs.ravel()), b, t, nh, hd)
+    np.testing.assert_allclose(dinp.cpu().numpy().reshape(want.shape), inp, rtol=1e-4, atol=1e-5)  # rotated back
+
+
+def test_rodinia_gaussian() -> None:
+    m = port("rodinia_gaussian")
+    size = 70
+    a_np = rng.standard_normal((size, size)).astype(np.float32) + size * np.eye(size, dtype=np.float32)
+    b_np = rng.standard_normal(size).astype(np.float32)
+    a, b, mult = dev(a_np.ravel()), dev(b_np), torch.zeros(size * size, device="cuda")
+    for t in range(size - 1):
+        m.fan1[(size + 511) // 512, 512](mult, a, size, t)
+        m.fan2[((size + 3) // 4, (size + 3) // 4), (4, 4)](mult, a, b, size, size - t, t)
+    upper = np.triu(a.cpu().numpy().reshape(size, size).astype(np.float64))
+    x = np.linalg.solve(upper, b.cpu().numpy().astype(np.float64))  # Rodinia's BackSub
+    np.testing.assert_allclose(x, np.linalg.solve(a_np.astype(np.float64), b_np.astype(np.float64)), rtol=1e-4, atol=1e-5)
+
+
+def test_rodinia_backprop_adjust() -> None:
+    m = port("rodinia_backprop_adjust")
+    hid, inp_n = 16, 64
+    delta = rng.standard_normal(hid + 1).astype(np.float32)
+    ly = rng.standard_normal(inp_n + 1).astype(np.float32)
+    w_np = rng.standard_normal((inp_n + 1) * (hid + 1)).astype(np.float32)
+    oldw_np = rng.standard_normal((inp_n + 1) * (hid + 1)).astype(np.float32)
+    w, oldw = dev(w_np), dev(oldw_np)
+    m.bpnn_adjust_weights_cuda[(1, inp_n // 16), (16, 16)](dev(delta), hid, dev(ly), inp_n, w, oldw)
+    want_w, want_old = w_np.astype(np.float64).reshape(inp_n + 1, hid + 1), oldw_np.astype(np.float64).reshape(inp_n + 1, hid + 1)
+    step = 0.3 * delta[None, 1:].astype(np.float64) * ly[1:, None] + 0.3 * want_old[1:, 1:]
+    want_w[1:, 1:] += step
+    want_old[1:, 1:] = step
+    step0 = 0.3 * delta[1:].astype(np.float64) + 0.3 * want_old[0, 1:]
+    want_w[0, 1:] += step0
+    want_old[0, 1:] = step0
+    np.testing.assert_allclose(w.cpu().numpy(), want_w.ravel(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(oldw.cpu().numpy(), want_old.ravel(), rtol=1e-5, atol=1e-6)
+
+
+def test_odd_even_merge_sort() -> None:
+    m = port("odd_even_merge_sort")
+    n = 4 * 1024
+    keys = rng.permutation(np.arange(n, dtype=np.uint32) * 7919 % 1000003).astype(np.uint32)
+    vals = np.arange(n, dtype=np.uint32)
+    for direction in (1, 0):
+        dst_k, dst_v = dev(np.full(n, 0x5A5A5A5A, np.uint32)), dev(np.full(n, 0x5A5A5A5A, np.uint32))
+        m.odd_even_merge_sort_shared[n // 1024, 512](dst_k, dst_v, dev(keys), dev(vals), 1024, direction)
+        got_k = dst_k.cpu().numpy().reshape(-1, 1024)
+        got_v = dst_v.cpu().numpy().reshape(-1, 1024)
+        want = np.sort(keys.reshape(-1, 1024), axis=1)
+        np.testing.assert_array_equal(got_k, want if direction else want[:, ::-1])
+        np.testing.assert_array_equal(keys[got_v], got_k)  # each value travelled with its key
+
+
+def test_llmc_encoder_backward() -> None:
+    m = port("llmc_encoder_backward")
+    b, t, c, v = 3, 11, 64, 23
+    dout = rng.standard_normal((b, t, c)).astype(np.float32)
+    tokens = rng.integers(0, v, (b, t)).astype(np.int32)
+    dwte_np = rng.standard_normal((v, c)).astype(np.float32)
+    dwpe_np = rng.standard_normal((t, c)).astype(np.float32)
+    dwte, dwpe = dev(dwte_np.ravel()), dev(dwpe_np.ravel())
+    m.encoder_backward_kernel2[(b * t * c + 255) // 256, 256](dwte, dwpe, dev(dout.ravel()), dev(tokens.ravel()), b, t, c)
+    want_te, want_pe = dwte_np.astype(np.float64), dwpe_np.astype(np.float64)
+    np.add.at(want_te, tokens.ravel(), dout.reshape(b * t, c))
+    want_pe += dout.sum(axis=0)
+    np.testing.assert_allclose(dwte.cpu().numpy().reshape(v, c), want_te, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(dwpe.cpu().numpy().reshape(t, c), want_pe, rtol=1e-5, atol=1e-5)
+
+
+def test_llmc_global_norm() -> None:
+    m = port("llmc_global_norm")
+    n = 1_000_003
+    data = rng.standard_normal(n).astype(np.float32)
+    out = torch.zeros(1, device="cuda")
+    m.norm_kernel1[96, 512](out, dev(data), n)
+    np.testing.assert_allclose(out.cpu().numpy()[0], (data.astype(np.float64) ** 2).sum(), rtol=1e-4)
+
+
+def test_aten_max_pool2d() -> None:
+    m = port("aten_max_pool2d")
+    n, c, h, w = 2, 3, 19, 23
+    kh, kw, sh, sw, ph, pw, dh, dw = 3, 2, 2, 1, 1, 1, 2, 1
+    x = torch.randn(n, c, h, w, device="cuda")
+    want, want_idx = torch.nn.functional.max_pool2d(x, (kh, kw), (sh, sw), (ph, pw), (dh, dw), return_indices=True)
+    out, mask = poisoned(want.numel()), poisoned(want.numel(), torch.int64)
+    oh, ow = want.shape[2], want.shape[3]
+    m.max_pool_forward_nchw[(want.numel() + 127) // 128, 128](want.numel(), x.view(-1), c, h, w, oh, ow, kh, kw, sh, sw,
+                                                              ph, pw, dh, dw, out, mask)
+    assert torch.equal(out.view_as(want), want)
+    assert torch.equal(mask.view_as(want_idx), want_idx)
+
+
+@pytest.mark.parametrize("count_include_pad", [True, False])
+def test_aten_avg_pool2d(count_include_pad: bool) -> None:
+    m = port("aten_avg_pool2d")
+    n, c, h, w, k, s, p = 2, 3, 17, 20, 3, 2, 1
+    x = torch.randn(n, c, h, w, device="cuda")
+    want = torch.nn.functional.avg_pool2d(x, k, s, p, count_include_pad=count_include_pad)
+    out = poisoned(want.numel())
+    m.avg_pool2d_out_cuda_frame[(want.numel() + 127) // 128, 128](want.numel(), x.view(-1), c, h, w, want.shape[2],
+                                                                  want.shape[3], k, k, s, s, p, p, out, 0,
+                                                                  count_include_pad, False)
+    torch.testing.assert_close(out.view_as(want), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("align_corners", [True, False])
+def test_aten_upsample_bilinear2d(align_corners: bool) -> None:
+    m = port("aten_upsample_bilinear2d")
+    n, c, h1, w1, h2, w2 = 2, 3, 7, 9, 15, 20
+    x = torch.randn(n, c, h1, w1, device="cuda")
+    want = torch.nn.functional.interpolate(x, (h2, w2), mode="bilinear", align_corners=align_corners)
+    rh = (h1 - 1) / (h2 - 1) if align_corners else h1 / h2
+    rw = (w1 - 1) / (w2 - 1) if align_corners else w1 / w2
+    out = poisoned(want.numel())
+    m.upsample_bilinear2d_out_frame[(h2 * w2 + 127) // 128, 128](h2 * w2, rh, rw, align_corners, x.view(-1), out, n, c,
+                                                                 h1, w1, h2, w2)
+    torch.testing.assert_close(out.view_as(want), want, rtol=1e-5, atol=1e-5)
+
+
+def test_llmc_softmax_forward() -> None:
+    m = port("llmc_softmax_forward")
+    rows, cols = 77, 300
+    x = torch.randn(rows, cols, device="cuda") * 4
+    out = poisoned(rows * cols)
+    m.softmax_forward_kernel1[(rows + 31) // 32, 32](out, x.view(-1), rows, cols)
+    torch.testing.assert_close(out.view(rows, cols), torch.softmax(x.double(), 1).float(), rtol=1e-5, atol=1e-7)
+
+
+def test_rodinia_srad() -> None:
+    m = port("rodinia_srad")
+    rows, cols, lam = 64, 80, 0.5
+    j_np, c_np = rng.uniform(0.5, 1.5, (rows, cols)).astype(np.float32), rng.uniform(0, 1, (rows, cols)).astype(np.float32)
+    dn, ds, dw, de = (rng.standard_normal((rows, cols)).astype(np.float32) for _ in range(4))
+    j = dev(j_np.ravel())
+    m.srad_cuda_2[(cols // 16, rows // 16), (16, 16)](dev(de.ravel()), dev(dw.ravel()), dev(dn.ravel()), dev(ds.ravel()),
+                                                      j, dev(c_np.ravel()), cols, rows, lam, 0.1)
+    c64 = c_np.astype(np.float64)
+    c_south = np.concatenate([c64[1:], c64[-1:]], axis=0)
+    c_east = np.concatenate([c64[:, 1:], c64[:, -1:]], axis=1)
+    want = j_np + 0.25 * lam * (c64 * dn + c_south * ds + c64 * dw + c_east * de)
+    np.testing.assert_allclose(j.cpu().numpy().reshape(rows, cols), want, rtol=1e-5, atol=1e-5)
+
+
+def test_rodinia_cfd_step_factor() -> None:
+    m = port("rodinia_cfd_step_factor")
+    nelr = 192 * 5
+    density = rng.uniform(1.0, 2.0, nelr)
+    momentum = rng.uniform(-0.5, 0.5, (3, nelr))
+    energy = rng.uniform(3.0, 5.0, nelr)
+    variables = np.concatenate([density[None], momentum, energy[None]]).astype(np.float32)
+    areas = rng.uniform(0.5, 2.0, nelr).astype(np.float32)
+    out = poisoned(nelr)
+    m.cuda_compute_step_factor[nelr // 192, 192](nelr, dev(variables.ravel()), dev(areas), out)
+    v = variables.astype(np.float64)
+    speed_sqd = ((v[1:4] / v[0]) ** 2).sum(axis=0)
+    pressure = 0.4 * (v[4] - 0.5 * v[0] * speed_sqd)
+    want = 0.5 / (np.sqrt(areas) * (np.sqrt(speed_sqd) + np.sqrt(1.4 * pressure / v[0])))
+    np.testing.assert_allclose(out.cpu().numpy(), want, rtol=1e-5)
+
+
+def test_llmc_matmul_backward_bias() -> None:
+    m = port("llmc_matmul_backward_bias")
+    b, t, oc, block_size = 4, 50, 96, 128
+    dout = rng.standard_normal((b * t, oc)).astype(np.float32)
+    dbias_np = rng.standard_normal(oc).astype(np.float32)
+    dbias = dev(dbias_np)
+    m.matmul_backward_bias_kernel1[oc, block_size, 0, block_size * 4](dbias, dev(dout.ravel()), b, t, oc)
+    np.testing.assert_allclose(dbias.cpu().numpy(), dbias_np + dout.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-4)
+
+
+def moro_inv_cnd(x: np.ndarray) -> np.ndarray:
+    """The sample's MoroInvCND in float64 (quasirandomGenerator_gold.cpp's formulas)."""
+    a = [2.50662823884, -18.61500062529, 41.39119773534, -25.44106049637]
+    b = [-8.4735109309, 23.08336743743, -21.06224101826, 3.13082909833]
+    c = [0.337475482272615, 0.976169019091719, 0.160797971491821, 2.76438810333863e-02, 3.8405729373609e-03,
+         3.951896511919e-04, 3.21767881768e-05, 2.888167364e-07, 3.960315187e-07]
+    negate = x >= 0x80000000
+    xx = np.where(negate, 0xFFFFFFFF - x.astype(np.int64), x.astype(np.int64)).astype(np.float64)
+    p1 = xx / 0xFFFFFFFF + 0.5 / 0xFFFFFFFF
+    p2 = p1 - 0.5
+    z2 = p2 * p2
+    body = p2 * (((a[3] * z2 + a[2]) * z2 + a[1]) * z2 + a[0]) / ((((b[3] * z2 + b[2]) * z2 + b[1]) * z2 + b[0]) * z2 + 1.0)
+    r = np.log(-np.log(np.maximum(p1, 1e-300)))
+    tail = -sum(ck * r ** k for k, ck in enumerate(c))
+    z = np.where(p2 > -0.42, body, tail)
+    return np.where(negate, -z, z)  # type: ignore[no-any-return]
+
+
+def test_quasirandom_inverse_cnd() -> None:
+    m = port("quasirandom_inverse_cnd")
+    n = 100_003
+    inp = rng.integers(1, 2**32 - 1, n, dtype=np.uint64).astype(np.uint32)
+    out = poisoned(n)
+    m.inverse_cnd_kernel[128, 128](out, dev(inp), n)
+    np.testing.assert_allclose(out.cpu().numpy(), moro_inv_cnd(inp), rtol=2e-4, atol=2e-4)
+    out = poisoned(n)
+    m.inverse_cnd_kernel[128, 128](out, dev(np.zeros(0, np.uint32)), n)
+    distance = 0xFFFFFFFF // (n + 1)
+    np.testing.assert_allclose(out.cpu().numpy(), moro_inv_cnd((np.arange(n, dtype=np.uint64) + 1) * distance),
+                               rtol=2e-4, atol=2e-4)

@@ -148,6 +148,9 @@ class FunctionTranslator(Loops):
         value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
         if value is None or any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
             return None  # `d = f32(d) * q` reads the old d: an assignment, not a declaration
+        if any(isinstance(n, ast.Name) and (n.id in self.literal_locals or n.id in self.literal_copies)
+               for n in ast.walk(value)):
+            return None  # a literal local's type is still open: the retry that types it (program.py) decides
         for enclosing in self.block_statements:
             for s in enclosing:
                 if s is stmt:
