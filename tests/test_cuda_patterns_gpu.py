@@ -80,7 +80,8 @@ def bf16_patk(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     shutil.copy(Path(__file__).parent / "packages" / "cudapatterns" / "bf16patk.py", pkg / "bf16patk.py")
-    compiled = compile_module(pkg / "bf16patk.py", f"{name}.bf16patk", CompileOptions(archs=(arch,)), root=root)
+    compiled = compile_module(pkg / "bf16patk.py", f"{name}.bf16patk", CompileOptions(archs=(arch,), embed_ptx=True),
+                              root=root)
     assert ("add.noftz.bf16x2" in compiled.ptx[arch]) == (arch != "sm_80")
     write_module_artifacts(compiled, pkg)
     sys.path.insert(0, str(root))

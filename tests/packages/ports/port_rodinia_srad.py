@@ -1,7 +1,9 @@
 """Speckle-reducing anisotropic diffusion, the update step over 16x16 tiles in shared memory.
 
 Ported from Rodinia 3.1 (University of Virginia, BSD-style), cuda/srad/srad_v2/srad_kernel.cu
-(`srad_cuda_2`), as first written in issue 29's second probe."""
+(`srad_cuda_2`), as first written in issue 29's second probe. On the last block row the C reads
+`C_cuda[index_s]` one block row past the array's end before it replaces the value; oxide's bounds
+check reports that read (tests/test_ports_gpu.py passes a padded array)."""
 import oxide as ox
 from oxide import Slice, MutSlice, f32, i32, thread, block
 
