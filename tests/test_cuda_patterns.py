@@ -435,3 +435,68 @@ def test_a_variable_declared_in_a_sibling_block_with_another_type_is_a_new_varia
                     out[1] = d
         """):
         assert f"kern.py:{HEADER_LINES + 6}:9: error: assignment to 'd' needs u32, got f32" in error(tmp_path, body)
+
+
+VECTOR_VIEW_HELPERS = """
+    def total(v: Slice[ox.f32x4]) -> f32:
+        s = ox.f32x4(0.0)
+        for k in range(len(v)):
+            s = s + v[k]
+        return s.x + s.y + s.z + s.w
+
+    def bump(v: MutSlice[ox.f32x4], k: i32) -> None:
+        e = v[k]
+        e.w = e.w + 1.0
+        with ox.unsafe():
+            v[k] = e
+
+    @ox.kernel
+    def k(out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        t = ox.shared.array(64, ox.f32x4)
+        if thread.idx.x < 64:
+            t[thread.idx.x] = ox.f32x4(f32(thread.idx.x))
+        block.sync()
+        if thread.idx.x == 0:
+            bump(t, 3)
+        block.sync()
+        if i < len(out):
+            out[i] = total(t) + total(t[2:5])
+    """
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_a_device_function_takes_a_view_of_vector_elements(tmp_path: Path, backend: str) -> None:
+    """Item 12 (views of vector elements; probe 2's fp16ScalarProduct): a helper's
+    ``Slice[f32x4]`` / ``MutSlice[f16x2]`` parameter takes a shared array of vectors (CUDA's
+    ``__device__ void f(float4* v)`` called with a ``__shared__ float4 v[N]``), or a slice of it;
+    an element is one 16-byte access, bounds-checked against the count of vectors."""
+    src = source(tmp_path, VECTOR_VIEW_HELPERS)
+    compiled = compile_module(src, "kern", CompileOptions(archs=("sm_90",), backend=backend, cache=False), root=tmp_path)
+    ptx = compiled.ptx["sm_90"]
+    assert compiled.cubins["sm_90"]
+    assert "ld.shared.v4" in ptx and "st.shared.v4" in ptx, ptx
+
+
+def test_views_of_vector_elements_refused_where_they_are_not_supported(tmp_path: Path) -> None:
+    """A kernel parameter of vector elements (the host would pass a float array) is refused with
+    the scalar view and load4 to write; atomics and exports of such views are located errors."""
+    msg = error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[ox.f32x4], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < len(out):
+                out[i] = x[i].x
+        """)
+    assert f"kern.py:{HEADER_LINES + 3}:10: error: a kernel parameter cannot be a view of f32x4 elements yet" in msg, msg
+    assert "hint: take a view of the scalar elements, x: Slice[f32], and read it with x.load4(k)" in msg
+    msg = error(tmp_path, """
+        def f(v: MutSlice[ox.f32x4]) -> None:
+            ox.atomic.add(v, 0, ox.f32x4(1.0))
+
+        @ox.kernel
+        def k(out: DisjointSlice[f32]) -> None:
+            t = ox.shared.array(4, ox.f32x4)
+            f(t)
+        """)
+    assert "error: atomics need elements of i32, u32, i64, u64, f32, f64, f16, bf16, got f32x4" in msg, msg

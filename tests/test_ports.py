@@ -18,10 +18,7 @@ NAMES = sorted(p.stem for p in PORTS.glob("port_*.py"))
 
 # Ports that do not compile as first written yet, with what they run into. A port that starts
 # compiling fails its strict xfail: take it off this list.
-NOT_YET: dict[str, str] = {
-    "port_fp16_scalar_product": "a device function's MutSlice[f16x2] parameter for a shared array of half2 "
-                                "(views of vector elements)",
-}
+NOT_YET: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", NAMES)

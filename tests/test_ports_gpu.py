@@ -1125,3 +1125,18 @@ def test_quasirandom_inverse_cnd() -> None:
     distance = 0xFFFFFFFF // (n + 1)
     np.testing.assert_allclose(out.cpu().numpy(), moro_inv_cnd((np.arange(n, dtype=np.uint64) + 1) * distance),
                                rtol=2e-4, atol=2e-4)
+
+
+def test_fp16_scalar_product() -> None:
+    """half2 products accumulated with a * b + value (fma.rn.f16x2), then reduced in shared memory
+    by a helper taking the array as MutSlice[f16x2]. Small integers keep every partial sum exact
+    in f16 (at most 1024 per lane), so the blocks' results equal the float64 dot products."""
+    m = port("fp16_scalar_product")
+    threads, blocks, pairs = 128, 128, 128 * 128 * 4
+    a = rng.integers(-1, 2, 2 * pairs).astype(np.float16)
+    b = rng.integers(0, 3, 2 * pairs).astype(np.float16)
+    results = poisoned(blocks)
+    m.scalar_product_kernel_intrinsics[blocks, threads](dev(a), dev(b), results, pairs)
+    per_pair = (a.astype(np.float64) * b).reshape(-1, 2).sum(axis=1)
+    owner = (np.arange(pairs) // threads) % blocks
+    np.testing.assert_array_equal(results.cpu().numpy(), np.bincount(owner, weights=per_pair, minlength=blocks))

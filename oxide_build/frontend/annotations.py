@@ -180,6 +180,8 @@ def resolve_annotation(
                                    f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not",
                                    "give the record scalar fields (a vector as two fields: x, y)")
             return ViewType(kind, elem, ndim)  # type: ignore[arg-type]
+        if isinstance(elem, VectorType) and not kind.is_tensor:
+            return ViewType(kind, elem, ndim)  # type: ignore[arg-type]
         if not isinstance(elem, ScalarType):
             raise module.error(elem_node, f"{view} elements must be scalars, not {type_name(elem)}",
                                "a Tensor of records is not supported: take a 1-D Slice of them"

@@ -3,7 +3,7 @@
 Ported from NVIDIA cuda-samples (BSD-3-Clause), Samples/0_Introduction/fp16ScalarProduct/
 fp16ScalarProduct.cu (`scalarProductKernel_intrinsics`, `reduceInShared_intrinsics`), as first
 written in issue 29's second probe: the helper takes the shared array of half2 as a
-`MutSlice[f16x2]`, a view of vector elements, which is not supported yet."""
+`MutSlice[f16x2]`, a view of vector elements (refused at the first try, supported since)."""
 import oxide as ox
 from oxide import Slice, MutSlice, f32, i32, thread, block, grid
 
