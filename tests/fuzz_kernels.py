@@ -9,9 +9,19 @@ tests/test_fuzz.py runs a few hundred mutants; run many more with
     OXIDE_FUZZ_COUNT=10000 OXIDE_FUZZ_SEED=7 python -m pytest tests/test_fuzz.py
     python tests/fuzz_kernels.py --count 10000 --seed 7 --start 0 --out /tmp/fuzz --budget 60
 
-Every compile runs under a time budget (``--budget`` seconds, 60 unless told; OXIDE_FUZZ_BUDGET
-for the test): a mutant that compiles, or fails, after more than its budget is a failure
-(``over budget``), even where the time went in native code that the alarm could not interrupt.
+Every compile runs under a budget of CPU time (``--budget`` seconds, 60 unless told;
+OXIDE_FUZZ_BUDGET for the test): the compile's own CPU time, user and system, of every thread
+and of any child process it waited for, measured with the profiling timer (ITIMER_PROF) and
+``os.times()``, not wall-clock time, so a loaded or niced machine does not make a compile over
+budget. A mutant that compiles, or fails, after more CPU time than its budget is a failure
+(``over budget``), even where the time went in native code that the timer could not interrupt.
+A compile that takes 30 times its budget in wall-clock time (it waits, using no CPU) is
+stopped and is a failure too (``stalled``).
+
+``--tsv FILE`` appends one line per mutant (index, ok, CPU seconds, wall seconds, outcome,
+source, mutations) and skips the indices FILE already holds, so a long run is resumed by
+running the same command again, and split into chunks with ``--start``/``--count``;
+``--sources FILE`` keeps the list of usable sources (finding it compiles each once) for them.
 
 Mutant ``i`` of seed ``s`` depends on ``(s, i)`` only, so one failure is reproduced with
 ``--start i --count 1`` (``--out`` keeps the failing sources).
@@ -21,6 +31,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import os
 import random
 import shutil
 import signal
@@ -83,7 +94,8 @@ class Outcome:
     ok: bool  # compiled, or failed with a located CompileError
     kind: str  # "compiled", "located error", or the failure's class
     detail: str = ""
-    seconds: float = 0.0  # how long its compile took
+    seconds: float = 0.0  # the CPU time its compile took (what the budget is of)
+    wall_seconds: float = 0.0  # the wall-clock time its compile took
 
 
 @dataclass
@@ -109,7 +121,7 @@ class FuzzReport:
                  + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))]
         if self.outcomes:
             slowest = max(self.outcomes, key=lambda o: o.seconds)
-            lines.append(f"slowest compile: {slowest.seconds:.1f} s "
+            lines.append(f"slowest compile: {slowest.seconds:.1f} CPU s ({slowest.wall_seconds:.1f} s wall) "
                          f"({slowest.mutant.original.relative_to(ROOT)} #{slowest.mutant.index}, {slowest.kind})")
         for kind, items in sorted(self.classes().items(), key=lambda kv: -len(kv[1])):
             first = items[0]
@@ -513,8 +525,23 @@ class _Timeout(BaseException):
     wraps what it catches as an internal compiler error) takes it for a failure of its own."""
 
 
-def _alarm(signum: int, frame: FrameType | None) -> None:
+class _Stalled(BaseException):
+    """The wall-clock backstop's alarm: the compile used little CPU for a long time (it waits
+    on something), which the CPU budget alone would never stop."""
+
+
+def _cpu_alarm(signum: int, frame: FrameType | None) -> None:
     raise _Timeout()
+
+
+def _wall_alarm(signum: int, frame: FrameType | None) -> None:
+    raise _Stalled()
+
+
+def _cpu_seconds() -> float:
+    """CPU time (user and system) of this process, every thread, and of its waited-for children."""
+    t = os.times()  # its children's; time.process_time() for this process, at a finer resolution
+    return time.process_time() + t.children_user + t.children_system
 
 
 def _located(exc: BaseException, path: Path) -> bool:
@@ -533,21 +560,29 @@ def _located(exc: BaseException, path: Path) -> bool:
 
 
 DEFAULT_BUDGET_S = 60
+WALL_BACKSTOP_FACTOR = 30  # a compile may take this many times its CPU budget in wall-clock time
 
 
 def compile_mutant(mutant: Mutant, workdir: Path, timeout_s: int = DEFAULT_BUDGET_S) -> Outcome:
     """Compiles ``mutant`` in a copy of its source tree under ``workdir`` as the build does:
     PTX for sm_80 and sm_90 with the options of ``_options``, then cubins (nvJitLink runs
-    ptxas). A compile that takes more than ``timeout_s`` seconds is a failure: the alarm stops
-    one in Python code; one that overran in native code is judged by the clock when it ends."""
+    ptxas). The budget is CPU time, the compile's own (user and system, every thread, and any
+    child process it waited for), not wall-clock time, so a loaded or niced machine does not
+    make a compile over budget. A compile that uses more than ``timeout_s`` CPU seconds is a
+    failure: the profiling timer (ITIMER_PROF) stops one in Python code; one that overran in
+    native code is judged by its CPU time when it ends. One that takes more than
+    WALL_BACKSTOP_FACTOR times the budget in wall-clock time (it waits on something, using no
+    CPU) is stopped too, as ``stalled``."""
     outcome, seconds = _compile_timed(mutant, workdir, timeout_s)
     if outcome.ok and seconds > timeout_s:
         return Outcome(mutant, False, f"over budget ({timeout_s} s)",
-                       f"{outcome.kind} after {seconds:.1f} s\n--- mutant ---\n{mutant.text}", seconds)
-    return Outcome(mutant, outcome.ok, outcome.kind, outcome.detail, seconds)
+                       f"{outcome.kind} after {seconds:.1f} CPU s\n--- mutant ---\n{mutant.text}", seconds,
+                       outcome.wall_seconds)
+    return outcome
 
 
 def _compile_timed(mutant: Mutant, workdir: Path, timeout_s: int) -> tuple[Outcome, float]:
+    """The outcome and the compile's CPU seconds."""
     from oxide.errors import ToolchainError
     from oxide_build.compile import compile_module
     from oxide_build.scan import module_name_for
@@ -560,32 +595,47 @@ def _compile_timed(mutant: Mutant, workdir: Path, timeout_s: int) -> tuple[Outco
     path = copy_tree / mutant.original.relative_to(tree)
     saved = path.read_bytes()
     path.write_text(mutant.text, encoding="utf-8")
-    use_alarm = hasattr(signal, "SIGALRM")
-    if use_alarm:
-        previous = signal.signal(signal.SIGALRM, _alarm)
-        signal.alarm(timeout_s)
-    began = time.monotonic()
+    use_timers = hasattr(signal, "setitimer") and hasattr(signal, "SIGPROF")
+    if use_timers:
+        previous_prof = signal.signal(signal.SIGPROF, _cpu_alarm)
+        previous_alrm = signal.signal(signal.SIGALRM, _wall_alarm)
+        signal.setitimer(signal.ITIMER_PROF, timeout_s)
+        signal.setitimer(signal.ITIMER_REAL, timeout_s * WALL_BACKSTOP_FACTOR)
+    began, began_cpu = time.monotonic(), _cpu_seconds()
+
+    def timed(ok: bool, kind: str, detail: str = "") -> tuple[Outcome, float]:
+        cpu = _cpu_seconds() - began_cpu
+        return Outcome(mutant, ok, kind, detail, cpu, time.monotonic() - began), cpu
+
     try:
-        compile_module(path, module_name_for(path, copy_root), _options(mutant.index), root=copy_root)
-        return Outcome(mutant, True, "compiled"), time.monotonic() - began
+        try:
+            compile_module(path, module_name_for(path, copy_root), _options(mutant.index), root=copy_root)
+        finally:
+            if use_timers:  # no alarm after this point, in the handlers below included
+                signal.setitimer(signal.ITIMER_PROF, 0)
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        return timed(True, "compiled")
     except _Timeout:
-        return (Outcome(mutant, False, f"over budget ({timeout_s} s)",
-                        f"stopped after {timeout_s} s\n" + traceback.format_exc() + "\n--- mutant ---\n" + mutant.text),
-                time.monotonic() - began)
+        return timed(False, f"over budget ({timeout_s} s)",
+                     f"stopped after {timeout_s} CPU s\n" + traceback.format_exc() + "\n--- mutant ---\n" + mutant.text)
+    except _Stalled:
+        wall = timeout_s * WALL_BACKSTOP_FACTOR
+        return timed(False, f"stalled ({wall} s wall-clock)",
+                     f"stopped after {wall} s wall-clock\n" + traceback.format_exc() + "\n--- mutant ---\n" + mutant.text)
     except ToolchainError:
         raise
     except Exception as exc:
-        seconds = time.monotonic() - began
         if _located(exc, path):
-            return Outcome(mutant, True, "located error"), seconds
+            return timed(True, "located error")
         inner = exc.__cause__ or exc.__context__  # what an "internal compiler error" wraps
         detail = "".join(traceback.format_exception(inner)) if inner is not None else ""
-        return (Outcome(mutant, False, _failure_class(exc),
-                        detail + traceback.format_exc() + "\n--- mutant ---\n" + mutant.text), seconds)
+        return timed(False, _failure_class(exc), detail + traceback.format_exc() + "\n--- mutant ---\n" + mutant.text)
     finally:
-        if use_alarm:
-            signal.alarm(0)
-            signal.signal(signal.SIGALRM, previous)
+        if use_timers:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGPROF, previous_prof)
+            signal.signal(signal.SIGALRM, previous_alrm)
         path.write_bytes(saved)
 
 
@@ -615,15 +665,21 @@ def _failure_class(exc: BaseException) -> str:
     return f"{type(exc).__name__}{where}: {first}"
 
 
-def usable_sources(workdir: Path) -> list[Path]:
+def usable_sources(workdir: Path, cache: Path | None = None) -> list[Path]:
     """The kernel sources whose unmutated text the fuzzer's options handle (compiled, or a
     located error as in tests/packages/compile_error): a fixture that needs its project's
-    configuration (include directories for a .cu, say) cannot be judged by its mutants."""
+    configuration (include directories for a .cu, say) cannot be judged by its mutants.
+    With ``cache``, the list is read from that file (paths relative to the repository, one a
+    line) where it exists, else found and written there: finding it compiles every source."""
+    if cache is not None and cache.is_file():
+        return [ROOT / line for line in cache.read_text(encoding="utf-8").splitlines() if line]
     out = []
     for path in kernel_sources():
         outcome = compile_mutant(Mutant(path, 0, path.read_text(encoding="utf-8"), ()), workdir)
         if outcome.ok:
             out.append(path)
+    if cache is not None:
+        cache.write_text("".join(f"{p.relative_to(ROOT)}\n" for p in out), encoding="utf-8")
     return out
 
 
@@ -635,14 +691,40 @@ def iter_mutants(count: int, seed: int, start: int = 0, sources: list[Path] | No
         yield make_mutant(original, texts[original], seed, index)
 
 
+def _tsv_line(o: Outcome) -> str:
+    cells = [str(o.mutant.index), str(o.ok), f"{o.seconds:.2f}", f"{o.wall_seconds:.2f}", o.kind,
+             str(o.mutant.original.relative_to(ROOT)), "; ".join(o.mutant.mutations)]
+    return "\t".join(c.replace("\t", " ").replace("\n", " ") for c in cells) + "\n"
+
+
+def _tsv_indices(tsv: Path) -> set[int]:
+    """The mutant indices a results file holds (complete lines only)."""
+    if not tsv.is_file():
+        return set()
+    text = tsv.read_text(encoding="utf-8")
+    return {int(line.split("\t", 1)[0]) for line in text.split("\n")[: -1] if line.split("\t", 1)[0].isdigit()}
+
+
 def run_fuzz(count: int, seed: int, workdir: Path, start: int = 0, out: Path | None = None,
              progress: Callable[[int, Outcome], None] | None = None,
-             budget_s: int = DEFAULT_BUDGET_S) -> FuzzReport:
+             budget_s: int = DEFAULT_BUDGET_S, tsv: Path | None = None,
+             sources_cache: Path | None = None) -> FuzzReport:
+    """Compiles mutants ``start`` .. ``start + count - 1`` of ``seed``; with ``tsv``, appends a
+    line per mutant there and skips the indices it already holds (their outcomes are not in the
+    report)."""
     report = FuzzReport()
     began = time.monotonic()
-    for n, mutant in enumerate(iter_mutants(count, seed, start, usable_sources(workdir))):
+    done = _tsv_indices(tsv) if tsv is not None else set()
+    if done >= set(range(start, start + count)):
+        return report
+    for n, mutant in enumerate(iter_mutants(count, seed, start, usable_sources(workdir, sources_cache))):
+        if mutant.index in done:
+            continue
         outcome = compile_mutant(mutant, workdir, budget_s)
         report.outcomes.append(outcome)
+        if tsv is not None:
+            with open(tsv, "a", encoding="utf-8") as log:
+                log.write(_tsv_line(outcome))
         if not outcome.ok and out is not None:
             out.mkdir(parents=True, exist_ok=True)
             (out / f"mutant_{seed}_{mutant.index}.py").write_text(
@@ -662,8 +744,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start", type=int, default=0, help="index of the first mutant")
     parser.add_argument("--out", type=Path, help="write failing mutants and their tracebacks here")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET_S, metavar="SECONDS",
-                        help="the most seconds one mutant's compile may take; a slower one is a failure "
+                        help="the most CPU seconds one mutant's compile may take (its own CPU time, not wall-clock "
+                             "time); a slower one is a failure "
                              f"(default {DEFAULT_BUDGET_S})")
+    parser.add_argument("--tsv", type=Path, metavar="FILE",
+                        help="append one line per mutant to FILE and skip the indices it already holds (resumes a run)")
+    parser.add_argument("--sources", type=Path, metavar="FILE",
+                        help="the usable sources, read from FILE where it exists, else found (every source "
+                             "compiled once) and written there; chunks of one run share it")
     args = parser.parse_args(argv)
     if args.budget < 1:
         parser.error(f"--budget must be at least 1 second, got {args.budget}")
@@ -685,7 +773,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{n + 1} done", flush=True)
 
     with tempfile.TemporaryDirectory() as tmp:
-        report = run_fuzz(args.count, args.seed, Path(tmp), args.start, args.out, progress, args.budget)
+        report = run_fuzz(args.count, args.seed, Path(tmp), args.start, args.out, progress, args.budget, args.tsv,
+                          args.sources)
     print(report.summary())
     return 1 if report.failures else 0
 
