@@ -503,8 +503,8 @@ def test_an_array_freed_while_a_launch_reads_its_arguments_is_refused(
     """Thread B frees a DeviceArray after thread A's launch has read its pointer, while A reads
     a later argument (a property: Python code, so another thread runs): A must not launch with
     the pointer the free gave back. Both paths: the C launcher reads the pointer again at the
-    end and keeps the GIL through cuLaunchKernel; the Python path checks under the lock free()
-    takes."""
+    end under the lock free() takes and keeps that lock through cuLaunchKernel, as the Python
+    path checks under it."""
     drv = StreamDriver()
     drv.cuMemAlloc = lambda n: (drv.OK, 0x880000)  # type: ignore[attr-defined]
     drv.cuMemFree = lambda ptr: (drv.calls.append(("free", ptr, None)), (drv.OK,))[1]  # type: ignore[attr-defined]
@@ -849,6 +849,62 @@ def test_the_gil_is_released_while_cuLaunchKernel_blocks(tmp_path: Path, c_drive
     during = [t for t in ticks if start <= t <= start + elapsed]
     assert len(during) >= 20, f"the other thread ran {len(during)} times in {elapsed:.2f} s"
     assert len(c_driver.launches) == 1  # the usleep launch went through C, not the fake driver
+
+
+@pytest.mark.skipif(not launcher.ENABLED or not sys.platform.startswith("linux"), reason="needs the C launcher on Linux")
+def test_a_launch_with_a_device_array_that_blocks_lets_other_threads_run(tmp_path: Path, c_driver: CFakeDriver) -> None:
+    """cuLaunchKernel blocks on a full launch queue until the GPU drains it, and a host function
+    (cuLaunchHostFunc) ahead in the queue that runs Python needs the GIL to finish. Stood in for by
+    libc's sem_wait (the function handle, its first argument, is a semaphore) that only another
+    Python thread posts: the C launcher kept the GIL through cuLaunchKernel when a DeviceArray was
+    passed (for the ordering with free()), so this deadlocked (here: until the 5 s alarm
+    interrupted sem_wait). It holds DeviceArray._uses_lock instead, as the Python path does: a
+    free() in a third thread meanwhile returns only after the launch was queued."""
+    import signal
+
+    m = saxpy_module(tmp_path, c_driver)
+    x, out = DeviceArray(0x1000, (8,), "f32"), FakeArray(8)
+    m.scale[1, 32](2.0, x, out)
+    m.scale[1, 32](2.0, x, out)
+    assert len(c_driver.launches) == 2
+    libc = ctypes.CDLL(None, use_errno=True)
+    sem = ctypes.create_string_buffer(64)  # a sem_t is 32 bytes on x86-64 and aarch64 glibc
+    assert libc.sem_init(sem, 0, 0) == 0
+    sem_wait = ctypes.cast(libc.sem_wait, ctypes.c_void_p).value
+    launcher._ext.set_driver(sem_wait, ctypes.cast(c_driver._c_ctx, ctypes.c_void_p).value)
+    for variant in m.scale._dispatch.variants:
+        for uid in variant.planned:
+            m.scale._plan.set_function(variant.index, 0xC0, ctypes.addressof(sem), 0, uid)
+    events: list[str] = []
+
+    def post() -> None:  # Python code: runs only while the launching thread has let the GIL go
+        time.sleep(0.2)
+        events.append("post")
+        libc.sem_post(sem)
+
+    def free() -> None:
+        time.sleep(0.05)
+        x.free()
+        events.append("freed")
+
+    c_driver.cuMemFree = lambda ptr: (events.append("cuMemFree"), (c_driver.OK,))[1]  # type: ignore[attr-defined]
+    threads = [threading.Thread(target=post), threading.Thread(target=free)]
+    previous = signal.signal(signal.SIGALRM, lambda *a: None)  # interrupts sem_wait: EINTR, not a hang
+    signal.setitimer(signal.ITIMER_REAL, 5.0)
+    try:
+        for t in threads:
+            t.start()
+        m.scale[1, 32](2.0, x, out)  # sem_wait, in C: returns 0 (CUDA_SUCCESS) once posted
+        events.append("launched")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        libc.sem_post(sem)
+        for t in threads:
+            t.join(5.0)
+    assert sorted(events) == ["cuMemFree", "freed", "launched", "post"], events  # nothing timed out
+    assert events.index("post") < events.index("cuMemFree"), events  # the free waited for the launch
+    assert len(c_driver.launches) == 2  # the blocking launch went through C, not the fake driver
 
 
 def test_stress_threads_with_producers_and_consumers(tmp_path: Path, c_driver: CFakeDriver, path: str, fast_switching: Any) -> None:

@@ -67,7 +67,8 @@ int n_scalar_types = 0;
 
 PyObject *s_is_cuda, *s_shape, *s_is_contiguous, *s_dtype, *s_data_ptr, *s_strides, *s_data, *s_ptr,
     *s_cai, *s_typestr, *s_mask, *s_launch_slow, *s_launch_failed, *s_stride, *s_make_config, *s_ndim, *s_size,
-    *s_c_contiguous, *s_exchange_api, *s_get_device, *s_device_id, *s_device, *s_stream, *s__stream, *s_requires_grad, *s_cupy_name;
+    *s_c_contiguous, *s_exchange_api, *s_get_device, *s_device_id, *s_device, *s_stream, *s__stream, *s_requires_grad, *s_cupy_name,
+    *s__uses_lock, *s_acquire, *s_release;
 
 PyObject *array_methods[MAX_TYPES][TORCH_METHODS];
 
@@ -458,6 +459,9 @@ PyMODINIT_FUNC PyInit__launcher(void) {
     INTERN(s_device, "device");
     INTERN(s_stream, "stream");
     INTERN(s__stream, "_stream");
+    INTERN(s__uses_lock, "_uses_lock");
+    INTERN(s_acquire, "acquire");
+    INTERN(s_release, "release");
     INTERN(s_requires_grad, "requires_grad");
     INTERN(s_cupy_name, "cupy");
     if ((typestr_codes = PyDict_New()) == NULL) return NULL;

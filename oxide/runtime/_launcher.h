@@ -81,7 +81,8 @@ extern int n_scalar_types;
 
 extern PyObject *s_is_cuda, *s_shape, *s_is_contiguous, *s_dtype, *s_data_ptr, *s_strides, *s_data, *s_ptr,
     *s_cai, *s_typestr, *s_mask, *s_launch_slow, *s_launch_failed, *s_stride, *s_make_config, *s_ndim, *s_size,
-    *s_c_contiguous, *s_exchange_api, *s_get_device, *s_device_id, *s_device, *s_stream, *s__stream, *s_requires_grad, *s_cupy_name;
+    *s_c_contiguous, *s_exchange_api, *s_get_device, *s_device_id, *s_device, *s_stream, *s__stream, *s_requires_grad, *s_cupy_name,
+    *s__uses_lock, *s_acquire, *s_release;
 
 /* PyTorch's methods, looked up on the registered tensor type once: calling the type's method
    with the tensor skips the per-call attribute lookup on the instance. */

@@ -265,48 +265,68 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     } else {
         for (Py_ssize_t i = 0; i < s; i++) pointers[i] = &slots[i];
     }
-    /* A DeviceArray that another thread frees: DeviceArray.free() sets its `ptr` to 0, holding
-       the GIL, before it gives the memory back. Reading the other arguments may have run Python
-       code, and so another thread: each DeviceArray's pointer is read again now, and the launch
-       is queued without releasing the GIL, so no free() comes between that read and the launch
-       (a freed one goes to the Python path, which raises its TypeError). */
-    int holds_device_array = 0;
+    /* A DeviceArray that another thread frees: DeviceArray.free() sets its `ptr` to 0 under
+       DeviceArray._uses_lock before it gives the memory back. Reading the other arguments may have
+       run Python code, and so another thread: with a DeviceArray passed, the launch takes that
+       lock (as the Python path does), reads each DeviceArray's pointer again under it, and keeps
+       it until cuLaunchKernel has queued the kernel, so a free() in another thread either came
+       before (a freed array goes to the Python path, which raises its TypeError) or waits for the
+       launch. The GIL is not held meanwhile: a call blocked on a full launch queue must not
+       block every Python thread with it, nor deadlock with a host function (cuLaunchHostFunc)
+       ahead in the queue that needs the GIL to finish. */
+    PyObject *uses_lock = NULL;
+    for (Py_ssize_t i = 0; i < nargs && uses_lock == NULL; i++) {
+        if (!plan->is_view[i] || types[i] < 0 || array_kinds[types[i]] != ARRAY_DEVICE_ARRAY) continue;
+        uses_lock = PyObject_GetAttr((PyObject *)Py_TYPE(args[i]), s__uses_lock);
+        if (uses_lock == NULL) {
+            PyErr_Clear();
+            return FALLBACK;
+        }
+        /* blocks (without the GIL) while another thread frees an array or launches with one */
+        PyObject *got = PyObject_CallMethodObjArgs(uses_lock, s_acquire, NULL);
+        if (got == NULL) { /* interrupted (KeyboardInterrupt): raised by the Python path's own wait */
+            Py_DECREF(uses_lock);
+            PyErr_Clear();
+            return FALLBACK;
+        }
+        Py_DECREF(got);
+    }
+    int status = LAUNCHED;
     v = 0;
-    for (Py_ssize_t i = 0; i < nargs; i++) {
+    for (Py_ssize_t i = 0; uses_lock != NULL && i < nargs; i++) {
         if (!plan->is_view[i]) continue;
         const View *view = &views[v++];
         if (types[i] < 0 || array_kinds[types[i]] != ARRAY_DEVICE_ARRAY) continue;
         PyObject *p = PyObject_GetAttr(args[i], s_ptr);
-        if (p == NULL) {
-            PyErr_Clear();
-            return FALLBACK;
-        }
         uint64_t now = 0;
-        int same = pointer_of(p, &now) && now == view->ptr;
-        Py_DECREF(p);
+        int same = p != NULL && pointer_of(p, &now) && now == view->ptr;
+        Py_XDECREF(p);
         if (!same) {
             PyErr_Clear();
-            return FALLBACK;
+            status = FALLBACK;
+            break;
         }
-        holds_device_array = 1;
     }
     /* The arguments stay alive: the caller holds them until we return, and cuLaunchKernel has
-       copied the parameter block by then. The GIL is released (unless a DeviceArray is passed,
-       above): a full launch queue blocks the call, and must not block every Python thread with it. */
-    CUresult r;
-    unsigned grid[3] = {self->grid[0], self->grid[1], self->grid[2]};
-    unsigned block[3] = {self->block[0], self->block[1], self->block[2]};
-    unsigned shared = self->shared;
-    void *stream = (void *)(uintptr_t)launch_stream;
-    if (holds_device_array) {
-        r = drv_launch(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, stream,
-                       s ? pointers : NULL, NULL);
-    } else {
+       copied the parameter block by then. */
+    CUresult r = 0;
+    if (status == LAUNCHED) {
+        unsigned grid[3] = {self->grid[0], self->grid[1], self->grid[2]};
+        unsigned block[3] = {self->block[0], self->block[1], self->block[2]};
+        unsigned shared = self->shared;
+        void *stream = (void *)(uintptr_t)launch_stream;
         Py_BEGIN_ALLOW_THREADS
         r = drv_launch(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, stream,
                        s ? pointers : NULL, NULL);
         Py_END_ALLOW_THREADS
     }
+    if (uses_lock != NULL) {
+        PyObject *released = PyObject_CallMethodObjArgs(uses_lock, s_release, NULL);
+        Py_XDECREF(released);
+        if (released == NULL) PyErr_Clear(); /* only the owner releases: it is ours */
+        Py_DECREF(uses_lock);
+    }
+    if (status != LAUNCHED) return status;
     *err = r;
     if (r != 0) return CUDA_FAILED;
     if (n_bumps) bump_versions(args, bumps, n_bumps);
