@@ -500,3 +500,16 @@ def test_views_of_vector_elements_refused_where_they_are_not_supported(tmp_path:
             f(t)
         """)
     assert "error: atomics need elements of i32, u32, i64, u64, f32, f64, f16, bf16, got f32x4" in msg, msg
+
+
+def test_warp_size_is_cudas_warpsize(tmp_path: Path) -> None:
+    """``warpSize`` is ``warp.size``: the i32 constant 32 (folded: no special register read)."""
+    text = ir_text(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            lane = thread.idx.x % ox.warp.size
+            if i < len(x) and i < len(out):
+                out[i] = x[i] + f32(lane)
+        """)
+    assert "lane: i32 = (%tid.x % 32:i32)" in text, text

@@ -89,7 +89,9 @@ class _Grid:
 class _Warp:
     """Warp-level operations (32 lanes). Shuffles, votes, match and reductions take ``mask=``
     (the lanes taking part, a u32; the full warp without it); ``active_mask()`` is
-    ``__activemask()``."""
+    ``__activemask()``; ``size`` is CUDA's ``warpSize`` (32, an ``i32`` constant in kernels)."""
+
+    size = 32
 
     def __getattr__(self, name: str) -> Any:
         if name in ("lane", "id", "sync", "active_mask", "all", "any", "ballot", "match_any", "shfl_idx", "shfl_up",

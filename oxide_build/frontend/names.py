@@ -13,7 +13,7 @@ from oxide.lang.types import ScalarType
 from ..ir import nodes as ir
 from ..ir.types import BOOL, F64, I32, VOID, StructType, VectorType, ThreadIndexType, Type, ViewType, VoidType, type_name
 from ..intrinsics.thread import SPECIAL_REGISTERS
-from .oxide_names import known_oxide_names, unknown_oxide_name
+from .oxide_names import WARP_SIZE_NAME, known_oxide_names, unknown_oxide_name
 from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation
 from .promotion import literal_type
 from . import structs, vectors
@@ -134,6 +134,8 @@ class Names(Constants):
             # math.pi, math.inf: float literals (typed by their use, so 2 * math.pi * x stays f32)
             return ir.Const(PYTHON_MATH_CONSTANTS[node.attr], F64, self.loc(node), weak=True)
         parts = dotted_parts(node)
+        if parts and len(parts) >= 2 and oxide_name(self.module, node) == WARP_SIZE_NAME:
+            return ir.Const(32, I32, self.loc(node))  # CUDA's warpSize (an int, as every lane count here)
         if parts and len(parts) >= 2:
             full = oxide_name(self.module, node.value)
             if full is not None:

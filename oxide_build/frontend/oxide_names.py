@@ -6,11 +6,12 @@ from __future__ import annotations
 import difflib
 from functools import lru_cache
 
-__all__ = ["known_oxide_names", "unknown_oxide_name"]
+__all__ = ["WARP_SIZE_NAME", "known_oxide_names", "unknown_oxide_name"]
 
 # names of the namespace that are not intrinsics: module-level memory, host-side helpers a kernel
 # module names at its top level
 _MODULE_LEVEL = ("constant.array", "global_memory.array")
+WARP_SIZE_NAME = "warp.size"  # CUDA's warpSize: the constant 32 (frontend/names.py)
 
 
 @lru_cache(maxsize=1)
@@ -27,6 +28,7 @@ def known_oxide_names() -> frozenset[str]:
     names.update(f"{group}.{what}.{axis}" for group, what in SPECIAL_REGISTERS for axis in "xyz")
     names.update(oxide.__all__)
     names.update(_MODULE_LEVEL)
+    names.add(WARP_SIZE_NAME)
     names.update(("static_range", "unroll", "unsafe", "TypeVar", "Constexpr", "acc_type"))
     return frozenset(names)
 
