@@ -324,3 +324,43 @@ def k(out: DisjointSlice[f16]) -> None:
 """)
     ptx = compile_module(src, "kern", CompileOptions(archs=("sm_80",))).ptx["sm_80"]
     assert bits in ptx.upper().replace("0X", "0x"), ptx
+
+
+def test_constant_arrays_past_64_kib(tmp_path: Path) -> None:
+    """A constant array (or several) past CUDA's 64 KiB of constant memory: ptxas's "File uses too
+    much global constant data" as an unlocated LinkError (seed 26102 #56: port_kmeans_point with
+    MAX_FEATURES 1023, 32 x 1023 floats)."""
+    text = compile_error(tmp_path, """BIG = ox.constant.array(32 * 1023, f32)
+
+@ox.kernel
+def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i < len(out):
+        out[i] = BIG[i]
+""")
+    assert "kern.py:3:7: error: constant array BIG takes 130944 bytes: more than the 65536 bytes (64 KiB) of " \
+           "CUDA's constant memory" in text, text
+    assert "ox.global_memory.array" in text
+    exactly = tmp_path / "exactly.py"  # 64 KiB fits: ptxas links it
+    exactly.write_text(HEADER + """A = ox.constant.array(8192, f32)
+B = ox.constant.array((64, 128), f32)
+
+@ox.kernel
+def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i < len(out):
+        out[i] = A[i] + B[0, i]
+""")
+    compile_module(exactly, "exactly", CompileOptions(archs=("sm_90",)))
+    text = compile_error(tmp_path, """A = ox.constant.array(8192, f32)
+B = ox.constant.array((64, 128), f32)
+C = (1, 2, 3)
+
+@ox.kernel
+def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i < len(out):
+        out[i] = A[i] + B[0, i] + f32(C[i % 3])
+""")
+    assert "kern.py:5:5: error: constant array C takes 24 bytes; with A (32768 bytes), B (32768 bytes), the " \
+           "program's constant data is 65560 bytes: more than the 65536 bytes" in text, text

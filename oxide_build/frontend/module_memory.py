@@ -25,10 +25,11 @@ from .promotion import fits
 if TYPE_CHECKING:
     from .program import ProgramBuilder
 
-__all__ = ["MEMORY_CALLS", "module_array_decl", "array_symbol", "module_array_records"]
+__all__ = ["MEMORY_CALLS", "module_array_decl", "array_symbol", "module_array_records", "check_constant_memory"]
 
 MEMORY_CALLS = {"constant.array": "constant", "global_memory.array": "global"}
 MAX_ELEMENTS = 1 << 24
+CONSTANT_MEMORY_BYTES = 64 * 1024  # CUDA's __constant__ space: 64 KiB for all of a module's arrays (ptxas)
 
 
 def array_symbol(module: ModuleSource | str, name: str) -> str:
@@ -100,6 +101,38 @@ def module_array_decl(builder: ProgramBuilder, module: ModuleSource, name: str) 
         initial = _checked(module, init, values, elem, name)
     ty = ArrayType(space, elem, shape, read_only=space == "constant")
     return ir.ModuleArrayDecl(name, array_symbol(module, name), ty, initial, file, value.lineno)
+
+
+def _nbytes(decl: ir.ModuleArrayDecl) -> int:
+    ty = decl.ty
+    assert isinstance(ty, ArrayType) and ty.shape is not None
+    n = ty.elem.itemsize
+    for extent in ty.shape:
+        n *= extent
+    return n
+
+
+def check_constant_memory(module: ModuleSource, decl: ir.ModuleArrayDecl, arrays: list[ir.ModuleArrayDecl]) -> None:
+    """``decl``, a constant array the program has just taken in beside ``arrays`` (its module's
+    and the other modules' its device functions use, all compiled into one PTX module), must not
+    take the program's constant data past CUDA's 64 KiB (ptxas: "uses too much global constant
+    data"): a located error at the declaration that crosses it."""
+    if not isinstance(decl.ty, ArrayType) or decl.ty.space != "constant":
+        return
+    constant = [a for a in arrays if isinstance(a.ty, ArrayType) and a.ty.space == "constant"]
+    total = sum(_nbytes(a) for a in constant)
+    if total <= CONSTANT_MEMORY_BYTES:
+        return
+    sym = module.symbols.get(decl.name)
+    node = sym.node.value if sym is not None and isinstance(sym.node, (ast.Assign, ast.AnnAssign)) else None
+    others = [a for a in constant if a is not decl]
+    with_others = (f"; with {', '.join(f'{a.name} ({_nbytes(a)} bytes)' for a in others)}, the program's constant "
+                   f"data is {total} bytes" if others else "")
+    raise module.error(node if node is not None else module.tree,
+                       f"constant array {decl.name} takes {_nbytes(decl)} bytes{with_others}: more than the "
+                       f"{CONSTANT_MEMORY_BYTES} bytes (64 KiB) of CUDA's constant memory",
+                       "make it smaller, or put large tables in global memory: "
+                       f"{decl.name} = ox.global_memory.array(shape, dtype), or a Slice parameter")
 
 
 def _shape(module: ModuleSource, node: ast.expr, call: str) -> tuple[int, ...]:

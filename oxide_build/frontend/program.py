@@ -25,7 +25,7 @@ from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annot
 from .decorator_arguments import module_int, module_strings
 from .generics import bind_from_arguments, extern_symbol
 from .translate import FunctionTranslator
-from .module_memory import module_array_decl
+from .module_memory import check_constant_memory, module_array_decl
 from .view_values import device_param_type
 
 __all__ = ["ProgramBuilder", "build_program", "extern_source_path", "FrontendResult", "located_error"]
@@ -63,8 +63,9 @@ class ProgramBuilder:
         """The module-level constant/global array ``name`` of ``module`` (declared in the program
         on first use), or None when ``name`` is none."""
         decl = module_array_decl(self, module, name)
-        if decl is not None:
-            self.arrays.setdefault(decl.symbol, decl)
+        if decl is not None and decl.symbol not in self.arrays:
+            self.arrays[decl.symbol] = decl
+            check_constant_memory(module, decl, list(self.arrays.values()))
         return decl
 
     def fresh_name(self, hint: str) -> str:
