@@ -513,3 +513,35 @@ def test_warp_size_is_cudas_warpsize(tmp_path: Path) -> None:
                 out[i] = x[i] + f32(lane)
         """)
     assert "lane: i32 = (%tid.x % 32:i32)" in text, text
+
+
+def test_a_nested_conditional_of_literals_takes_its_type_from_its_use(tmp_path: Path) -> None:
+    """``float s = acc > 0 ? 1.0f : (acc < 0 ? -1.0f : 0.0f);`` (a sign): the nested choice of
+    literals is f32 where it meets an f32, as the single one is (item 8)."""
+    text = ir_text(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < len(out):
+                s = 1.0 if x[i] > 0 else (-1.0 if x[i] < 0 else 0.0)
+                out[i] = x[i] * s
+        """)
+    assert "f64" not in text, text
+
+
+def test_an_integer_atomic_operand_converts_as_a_store_does(tmp_path: Path) -> None:
+    """``atomicAdd(&counter, __popc(mask))``: an i32 operand of a u32 counter converts as C
+    converts the argument (as a store into the element does); a float operand of an integer
+    element is still refused."""
+    text = ir_text(tmp_path, """
+        @ox.kernel
+        def k(mask: u32, counter: MutSlice[u32]) -> None:
+            ox.atomic.add(counter, 0, ox.bits.popc(mask))
+        """)
+    assert "atomic.add[gpu](counter, 0:i64?, u32(bits.popc(mask):i32))" in text, text
+    msg = error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], counter: MutSlice[i32]) -> None:
+            ox.atomic.add(counter, 0, x[0])
+        """)
+    assert "error: the atomic.add operand needs i32, got f32" in msg, msg

@@ -98,9 +98,9 @@ class Semantics(Checks):
 
     def unify(self, left: ir.Expr, right: ir.Expr, node: ast.AST, op: str) -> tuple[ir.Expr, ir.Expr, ScalarType]:
         if is_literal_choice(left) and not is_literal_choice(right) and as_scalar(right.ty) is not None:
-            left = self.convert(left, self.literal_partner_type(left.if_true, as_scalar(right.ty)), node)  # type: ignore[union-attr,arg-type]
+            left = self.convert(left, self.literal_partner_type(choice_literal(left), as_scalar(right.ty)), node)  # type: ignore[arg-type]
         elif is_literal_choice(right) and not is_literal_choice(left) and as_scalar(left.ty) is not None:
-            right = self.convert(right, self.literal_partner_type(right.if_true, as_scalar(left.ty)), node)  # type: ignore[union-attr,arg-type]
+            right = self.convert(right, self.literal_partner_type(choice_literal(right), as_scalar(left.ty)), node)  # type: ignore[arg-type]
         lw = isinstance(left, ir.Const) and left.weak
         rw = isinstance(right, ir.Const) and right.weak
         lt, rt = as_scalar(left.ty), as_scalar(right.ty)
@@ -295,7 +295,7 @@ class Semantics(Checks):
             raise self.error(node, f"{what} needs {ty.name}, got {type_name(value.ty)}",
                              "take one lane (v.x)" if isinstance(value.ty, VectorType) else
                              "unpack it first: `a, b = ...`" if isinstance(value.ty, TupleType) else "")
-        literal = value.if_true if is_literal_choice(value) else value  # type: ignore[union-attr]
+        literal = choice_literal(value) if is_literal_choice(value) else value
         if isinstance(literal, ir.Const) and literal.weak:
             if isinstance(literal.value, float) and ty.kind != "float":
                 raise self.error(node, f"{what} needs {ty.name}, got the float literal {literal.value}",
@@ -356,8 +356,17 @@ def _widens(src: ScalarType, dst: ScalarType) -> bool:
 def is_literal_choice(value: ir.Expr) -> bool:
     """``1.0 if c else 0.0``: a choice between two literals of one kind (both floats, or both
     integers), which, like a literal, takes the type of what it meets (an annotation, the other
-    operand, the element stored into) and is f64 / i64 only when it meets nothing."""
-    return (isinstance(value, ir.Select) and isinstance(value.if_true, ir.Const) and value.if_true.weak
-            and isinstance(value.if_false, ir.Const) and value.if_false.weak
-            and isinstance(value.if_true.value, float) == isinstance(value.if_false.value, float)
-            and not isinstance(value.if_true.value, bool) and not isinstance(value.if_false.value, bool))
+    operand, the element stored into) and is f64 / i64 only when it meets nothing. Either side may
+    itself be such a choice (``1.0 if a > 0 else (-1.0 if a < 0 else 0.0)``)."""
+    if not isinstance(value, ir.Select):
+        return False
+    first, second = choice_literal(value.if_true), choice_literal(value.if_false)
+    return (first is not None and second is not None
+            and isinstance(first.value, float) == isinstance(second.value, float))
+
+
+def choice_literal(value: ir.Expr) -> ir.Const | None:
+    """A weak number literal, or the first literal of a literal choice; None for anything else."""
+    if isinstance(value, ir.Const):
+        return value if value.weak and not isinstance(value.value, bool) else None
+    return choice_literal(value.if_true) if isinstance(value, ir.Select) and is_literal_choice(value) else None

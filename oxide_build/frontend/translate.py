@@ -27,7 +27,7 @@ from .annotations import struct_type
 from . import view_values
 from .generics import static_type_test, type_operand
 from .oxide_names import known_oxide_names, unknown_oxide_name
-from .semantics import is_literal_choice
+from .semantics import choice_literal, is_literal_choice
 from .loops import Loops, RenameName
 
 __all__ = ["FunctionTranslator"]
@@ -648,9 +648,10 @@ class FunctionTranslator(Loops):
             return ir.Select(cond, a, b, a.ty, self.loc(node))  # type: ignore[arg-type]
         if as_scalar(a.ty) is None or as_scalar(b.ty) is None:
             raise self.error(node, "a conditional expression must produce scalars")
-        if isinstance(a, ir.Const) and isinstance(b, ir.Const) and a.weak and b.weak:
-            choice = ir.Select(cond, a, b, self.materialize(a).ty if isinstance(a.value, float) == isinstance(b.value, float)
-                               else F64, self.loc(node), scoped=True)  # type: ignore[arg-type]
+        first, second = choice_literal(a), choice_literal(b)  # weak literals, or choices of them
+        if first is not None and second is not None:
+            choice = ir.Select(cond, a, b, self.materialize(first).ty if isinstance(first.value, float) == isinstance(
+                second.value, float) else F64, self.loc(node), scoped=True)  # type: ignore[arg-type]
             if is_literal_choice(choice):  # typed by its use, as a literal is (semantics.is_literal_choice)
                 return choice
             a, b = self.materialize(a), self.materialize(b)

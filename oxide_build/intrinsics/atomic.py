@@ -16,7 +16,7 @@ from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp
-from ..ir.types import ArrayType, VectorType, ViewType, type_name
+from ..ir.types import ArrayType, VectorType, ViewType, as_scalar, type_name
 from .arguments import check_arg_count
 from .entry import IntrinsicInfo, Role
 from .warp import combine
@@ -80,8 +80,20 @@ def _type_atomic(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.E
     if elem.bits == 16 and isinstance(operands[-1].ty, VectorType) and operands[-1].ty.lanes == 2:
         return _type_pair_atomic(tr, info, node, target, index, operands[-1], scope)
     site = tr.check_site(node, target, index, f"{ast.unparse(node.args[0])}[{ast.unparse(node.args[1])}]")
-    values = [tr.convert_implicit(v, elem, a, f"the {name} operand") for v, a in zip(operands, node.args[2:])]
+    values = [_operand(tr, v, elem, a, name) for v, a in zip(operands, node.args[2:])]
     return ir.Intrinsic(name, [target, index, *values], elem, tr.loc(node), site, scope)
+
+
+def _operand(tr: TypingContext, value: ir.Expr, elem: ScalarType, node: ast.expr, name: str) -> ir.Expr:
+    """An atomic's operand in the element type. An integer operand of an integer element
+    converts as a store into that element does, wrapping as C converts the argument of
+    ``atomicAdd(unsigned*, int)`` (``__popc(mask)`` is an int, the counter unsigned); anything
+    else converts only without loss."""
+    st = as_scalar(value.ty)
+    if st is not None and st.kind in ("int", "uint") and elem.kind in ("int", "uint") and not (
+            isinstance(value, ir.Const) and value.weak):
+        return tr.convert(tr.materialize(value), elem, node)
+    return tr.convert_implicit(value, elem, node, f"the {name} operand")
 
 
 def _type_pair_atomic(tr: TypingContext, info: IntrinsicInfo, node: ast.Call, target: ir.Expr, index: ir.Expr,
