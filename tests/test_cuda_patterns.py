@@ -545,3 +545,48 @@ def test_an_integer_atomic_operand_converts_as_a_store_does(tmp_path: Path) -> N
             ox.atomic.add(counter, 0, x[0])
         """)
     assert "error: the atomic.add operand needs i32, got f32" in msg, msg
+
+
+def test_an_integer_literal_local_that_accumulates_floats_is_a_float(tmp_path: Path) -> None:
+    """C's ``float sum = 0;`` ported as ``sum = 0`` then ``sum += a * b`` with f32 values: the
+    local is an f32 from the start (as the Python reads), not an i64 the sum cannot go into."""
+    text = ir_text(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            sum = 0
+            for j in range(len(x)):
+                sum += x[j] * x[j]
+            if i < len(out):
+                out[i] = sum
+        """)
+    assert "sum: f32 = 0.0:f32" in text, text
+
+
+def test_a_thread_coordinate_passes_as_unsigned(tmp_path: Path) -> None:
+    """C's ``unsigned int tid = threadIdx.x;`` passed to an ``unsigned`` parameter: thread.idx.x
+    (and a local assigned once from it) is never negative, so its i32 converts to u32 without
+    loss; another i32 still needs u32(...)."""
+    text = ir_text(tmp_path, """
+        def twice(t: u32) -> u32:
+            return t * 2
+
+        @ox.kernel
+        def k(out: DisjointSlice[u32]) -> None:
+            i = thread.index_1d()
+            tid = thread.idx.x
+            if i < len(out):
+                out[i] = twice(tid) + twice(block.dim.x)
+        """)
+    assert "twice__u32(u32(tid))" in text and "twice__u32(u32(%ntid.x))" in text, text
+    msg = error(tmp_path, """
+        def twice(t: u32) -> u32:
+            return t * 2
+
+        @ox.kernel
+        def k(n: i32, out: DisjointSlice[u32]) -> None:
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = twice(n)
+        """)
+    assert "error: argument 't' of twice() needs u32, got i32" in msg, msg

@@ -309,9 +309,20 @@ class Semantics(Checks):
         if _widens(src, ty):
             self.refuse_wrapped_narrow(value, ty)
             return ir.Cast(value, ty, value.loc)
+        if src.name == "i32" and ty.kind == "uint" and ty.bits >= 32 and self.is_thread_coordinate(value):
+            # C's `unsigned int tid = threadIdx.x;`: the ids and sizes are never negative, so
+            # their i32 converts to an unsigned type without loss
+            return ir.Cast(value, ty, value.loc)
         self.note_partners_of_failed_conversion(value, ty)
         raise self.error(node, f"{what} needs {ty.name}, got {src.name}",
                          f"convert explicitly with {type_spelling(self, ty)}(...)")
+
+    def is_thread_coordinate(self, value: ir.Expr) -> bool:
+        """``thread.idx.x``, ``block.idx.y``, ``block.dim.x``, ``grid.dim.z`` (never negative), or
+        a local assigned once from one."""
+        if isinstance(value, ir.SpecialReg):
+            return True
+        return isinstance(value, ir.Var) and value.name in self.thread_coordinates
 
     def refuse_wrapped_narrow(self, value: ir.Expr, ty: ScalarType) -> None:
         """``horz: i16 = ur + 2 * mr - ul`` with u8 pixels: the sum is computed in u8 (8- and

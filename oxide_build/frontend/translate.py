@@ -431,6 +431,8 @@ class FunctionTranslator(Loops):
             value = self.materialize(value)
             if self.assign_counts.get(name, 0) == 1 and self._positive_step(value, node):  # type: ignore[arg-type]
                 self.positive_names.add(name)
+            if self.assign_counts.get(name, 0) == 1 and isinstance(value, ir.SpecialReg):
+                self.thread_coordinates.add(name)
             self.locals[name] = value.ty
             self.local_decl_line[name] = getattr(node, "lineno", 0)
             return ir.Assign(name, value, self.loc(node))
@@ -446,6 +448,11 @@ class FunctionTranslator(Loops):
             # locals (note_partners_of_failed_conversion), not the typed target
             if met is not None and not self.mentions_literal_local(value):
                 self.note_partner(ir.Var(name, declared, value.loc), met)
+            if (met is not None and met.kind == "float" and isinstance(declared, ScalarType)
+                    and declared.kind in ("int", "uint") and name in self.literal_locals):
+                # `sum = 0` then `sum += a[k] * b[k]` (C's `float sum = 0;`): a local first
+                # assigned an integer literal and then a float holds that float, as in Python
+                self.partners.setdefault(name, []).append(met)
             raise
         if met is not None:
             self.note_partner(ir.Var(name, declared, value.loc), met)
