@@ -2,9 +2,9 @@
 (``loc``: line, col in the function's file) so later stages can still point at the source."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Any, Union
 
 from oxide.abi.manifest import ErrorSite, Precondition
 
@@ -280,39 +280,86 @@ def is_pure(e: Expr) -> bool:
 
 
 def subexpressions(e: Expr) -> Iterator[Expr]:
-    """``e`` and every expression inside it, ``e`` first."""
-    yield e
-    for c in children(e):
-        yield from subexpressions(c)
+    """``e`` and every expression inside it, ``e`` first (each before its children, the
+    children in evaluation order)."""
+    # an explicit stack: nested generators would pass each expression up through every level
+    # above it, quadratic in the depth of a long unrolled sum
+    stack = [e]
+    while stack:
+        e = stack.pop()
+        yield e
+        kids = _CHILDREN.get(type(e), _children_of_subclass)(e)
+        if kids:
+            kids.reverse()
+            stack += kids
 
 
 def children(e: Expr) -> list[Expr]:
-    """The sub-expressions of ``e``, in evaluation order."""
-    if isinstance(e, (BinOp, Compare)):
-        return [e.left, e.right]
-    if isinstance(e, (Not, Neg, Cast)):
-        return [e.operand]
-    if isinstance(e, Select):
-        return [e.cond, e.if_true, e.if_false]
-    if isinstance(e, (BoolOp, MakeTuple)):
-        return list(e.values)
-    if isinstance(e, (Call, Intrinsic)):
-        return list(e.args)
-    if isinstance(e, (ViewLen, ViewDim)):
-        return [e.view]
-    if isinstance(e, ViewLoad):
-        return [e.view, e.index]
-    if isinstance(e, ViewSlice):
-        return [e.view, e.start] + ([e.stop] if e.stop is not None else [])
-    if isinstance(e, MakeVector):
-        return list(e.values)
-    if isinstance(e, VectorGet):
-        return [e.value]
-    if isinstance(e, (VectorSet, TupleSet)):
-        return [e.value, e.element]
-    if isinstance(e, TupleGet):
-        return [e.value]
+    """The sub-expressions of ``e``, in evaluation order (a new list)."""
+    return _CHILDREN.get(type(e), _children_of_subclass)(e)
+
+
+def _children_of_subclass(e: Expr) -> list[Expr]:
+    for cls in type(e).__mro__[1:]:
+        if cls in _CHILDREN:
+            return _CHILDREN[cls](e)
     return []
+
+
+def _no_children(e: Expr) -> list[Expr]:
+    return []
+
+
+def _binary(e: BinOp | Compare) -> list[Expr]:
+    return [e.left, e.right]
+
+
+def _unary(e: Not | Neg | Cast) -> list[Expr]:
+    return [e.operand]
+
+
+def _select(e: Select) -> list[Expr]:
+    return [e.cond, e.if_true, e.if_false]
+
+
+def _values(e: BoolOp | MakeTuple | MakeVector) -> list[Expr]:
+    return list(e.values)
+
+
+def _args(e: Call | Intrinsic) -> list[Expr]:
+    return list(e.args)
+
+
+def _view(e: ViewLen | ViewDim) -> list[Expr]:
+    return [e.view]
+
+
+def _view_load(e: ViewLoad) -> list[Expr]:
+    return [e.view, e.index]
+
+
+def _view_slice(e: ViewSlice) -> list[Expr]:
+    return [e.view, e.start] if e.stop is None else [e.view, e.start, e.stop]
+
+
+def _value(e: VectorGet | TupleGet) -> list[Expr]:
+    return [e.value]
+
+
+def _value_element(e: VectorSet | TupleSet) -> list[Expr]:
+    return [e.value, e.element]
+
+
+# each expression class's children, by exact class (one dict look-up instead of a chain of
+# isinstance tests: the passes ask it for every node they walk)
+_CHILDREN: dict[type, Callable[[Any], list[Expr]]] = {
+    BinOp: _binary, Compare: _binary, Not: _unary, Neg: _unary, Cast: _unary, Select: _select,
+    BoolOp: _values, MakeTuple: _values, MakeVector: _values, Call: _args, Intrinsic: _args,
+    ViewLen: _view, ViewDim: _view, ViewLoad: _view_load, ViewSlice: _view_slice,
+    VectorGet: _value, TupleGet: _value, VectorSet: _value_element, TupleSet: _value_element,
+    Const: _no_children, Var: _no_children, ModuleArray: _no_children, ThreadIndex1D: _no_children,
+    SpecialReg: _no_children,
+}
 
 
 @dataclass
