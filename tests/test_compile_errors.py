@@ -97,7 +97,7 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     'for_over_view': (
         '\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    for v in x:\n        pass\n',
-        "kern.py:6:14: error: only `for ... in range(...)` loops are supported, not 'x'\n        for v in x:\n                 ^\n  hint: iterate over range(start, stop, step)",
+        "kern.py:6:14: error: only `for ... in range(...)` loops are supported, not 'x'\n        for v in x:\n                 ^\n  hint: iterate over range(start, stop, step), ox.static_range(...) or a tuple of compile-time integers",
     ),
     'typevar_constraint_violation': (
         '\nT = ox.TypeVar("T", f32, f64)\n\ndef twice(v: T) -> T:\n    return v + v\n\n@ox.kernel\ndef k(x: Slice[i32], out: DisjointSlice[i32]) -> None:\n    i = thread.index_1d()\n    out[i] = twice(x[i])\n',

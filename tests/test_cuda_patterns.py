@@ -590,3 +590,28 @@ def test_a_thread_coordinate_passes_as_unsigned(tmp_path: Path) -> None:
                 out[i] = twice(n)
         """)
     assert "error: argument 't' of twice() needs u32, got i32" in msg, msg
+
+
+def test_a_loop_over_a_tuple_of_constants_is_unrolled(tmp_path: Path) -> None:
+    """``for off in (16, 8, 4, 2, 1):`` (a warp reduction's offsets, C's ``for (int off = 16; off
+    > 0; off >>= 1)``): the body once per value, the variable a constant as in static_range; a
+    tuple element that is not a compile-time integer is a located error."""
+    text = ir_text(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < len(out):
+                v = x[i]
+                for off in (16, 8, 4, 2, 1):
+                    v += ox.warp.shfl_xor(v, off)
+                out[i] = v
+        """)
+    for off in (16, 8, 4, 2, 1):
+        assert f"shfl_xor(v, {off}:i32, 32:i32)" in text, text
+    msg = error(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], n: i32, out: DisjointSlice[f32]) -> None:
+            for off in (16, n):
+                pass
+        """)
+    assert f"kern.py:{HEADER_LINES + 4}:21: error: a loop over a tuple needs compile-time integers, got n" in msg, msg

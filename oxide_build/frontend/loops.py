@@ -45,13 +45,16 @@ class Loops(Indexing):
         it = node.iter
         if isinstance(it, ast.Call) and oxide_name(self.module, it.func) == "static_range":
             return self.static_for(node, it)
+        if isinstance(it, (ast.Tuple, ast.List)):
+            return self.constant_values_for(node, it)
         unroll = None
         if isinstance(it, ast.Call) and oxide_name(self.module, it.func) == "unroll":
             it, unroll = self.unroll_hint(it)
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
                 and "range" not in self.module.symbols):
             raise self.error(it, f"only `for ... in range(...)` loops are supported, not {ast.unparse(it)!r}",
-                             "iterate over range(start, stop, step)")
+                             "iterate over range(start, stop, step), ox.static_range(...) or a tuple of "
+                             "compile-time integers")
         if it.keywords or not 1 <= len(it.args) <= 3:
             raise self.error(it, "range() takes 1 to 3 positional arguments")
         args = [self.expr(a) for a in it.args]
@@ -168,11 +171,27 @@ class Loops(Indexing):
         count = max(0, -(-(steps.stop - steps.start) // steps.step))  # len() overflows past 2**63
         if count > 1024:
             raise self.error(it, f"static_range() would unroll {count} times (limit 1024)")
-        values = list(steps)
+        return self.unrolled_for(node, list(steps), "static_range")
+
+    def constant_values_for(self, node: ast.For, it: ast.Tuple | ast.List) -> list[ir.Stmt]:
+        """``for off in (16, 8, 4, 2, 1):`` (the offsets of a warp reduction): unrolled as
+        static_range, the body once per value with the variable a constant."""
+        values = [self.const_int(e) for e in it.elts]
+        for v, e in zip(values, it.elts):
+            if v is None:
+                raise self.error(e, f"a loop over a tuple needs compile-time integers, got {ast.unparse(e)}",
+                                 f"{self.not_constant_hint(e)}; or loop with range()")
+        if len(values) > 1024:
+            raise self.error(it, f"this loop would unroll {len(values)} times (limit 1024)")
+        return self.unrolled_for(node, values, "tuple")  # type: ignore[arg-type]
+
+    def unrolled_for(self, node: ast.For, values: list[int], what: str) -> list[ir.Stmt]:
+        """The body once per value of ``values`` (static_range's or a tuple's)."""
+        assert isinstance(node.target, ast.Name)
         name = node.target.id
         if name in self.locals and self.locals[name] != I64:
             raise self.error(node.target, f"loop variable {name!r} is {type_name(self.locals[name])}, "
-                             "static_range gives i64")
+                             f"{'static_range' if what == 'static_range' else 'a loop over a tuple'} gives i64")
         self.locals[name] = I64
         out: list[ir.Stmt] = []
         self.static_loop_depth += 1
