@@ -615,3 +615,16 @@ def test_a_loop_over_a_tuple_of_constants_is_unrolled(tmp_path: Path) -> None:
                 pass
         """)
     assert f"kern.py:{HEADER_LINES + 4}:21: error: a loop over a tuple needs compile-time integers, got n" in msg, msg
+
+
+def test_pythons_round_and_pow_name_the_kernel_spelling(tmp_path: Path) -> None:
+    for call, hint in (("round(x[i])", "ox.math.rint(x) rounds the same way to a float"),
+                       ("pow(x[i], 2.0)", "use ox.math.pow(x, y)")):
+        msg = error(tmp_path, f"""
+            @ox.kernel
+            def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+                i = thread.index_1d()
+                if i < len(x) and i < len(out):
+                    out[i] = f32({call})
+            """)
+        assert f"error: unknown function '{call.split('(')[0]}'" in msg and hint in msg, msg

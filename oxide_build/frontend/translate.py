@@ -749,6 +749,11 @@ class FunctionTranslator(Loops):
         if isinstance(func, ast.Attribute) and f"math.{name}" in INTRINSICS:
             return (f"use ox.math.{name}(...): {ast.unparse(func.value)}.{name} is host Python, "
                     "ox.math runs on the GPU")
+        if isinstance(func, ast.Name) and name == "round" and name not in self.module.symbols:
+            return ("Python's round() rounds half to even and returns an int: ox.math.rint(x) rounds the same way "
+                    "to a float (CUDA's rintf), ox.math.round(x) rounds half away from zero (roundf); i32(...) of either")
+        if isinstance(func, ast.Name) and name == "pow" and name not in self.module.symbols:
+            return "use ox.math.pow(x, y) (CUDA's powf / pow), or x * x for a square"
         if isinstance(func, ast.Name) and f"math.{name}" in INTRINSICS:
             return f"use ox.math.{name}(...) (imported names of Python's math module do not run on the GPU)"
         return "call a function defined at module level in this project, or an oxide intrinsic"
