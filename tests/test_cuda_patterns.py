@@ -628,3 +628,29 @@ def test_pythons_round_and_pow_name_the_kernel_spelling(tmp_path: Path) -> None:
                     out[i] = f32({call})
             """)
         assert f"error: unknown function '{call.split('(')[0]}'" in msg and hint in msg, msg
+
+
+def test_a_local_type_alias_converts_as_the_type(tmp_path: Path) -> None:
+    """C++'s ``using acc_t = at::opmath_type<scalar_t>;`` inside the kernel: ``acc_t =
+    ox.acc_type(T)`` (or ``= T``, ``= f32``) names the type for the rest of the body, so
+    ``acc_t(x)`` converts; a value assigned to that name later is refused."""
+    text = ir_text(tmp_path, """
+        H = ox.TypeVar("H", ox.f16, f32)
+
+        @ox.kernel
+        def k(a: Slice[H], out: MutSlice[H], alpha: f32) -> None:
+            i = thread.index_1d()
+            acc_t = ox.acc_type(H)
+            if i < len(a) and i < len(out):
+                v = acc_t(a[i]) * acc_t(alpha)
+                with ox.unsafe():
+                    out[i] = H(v)
+        """)
+    assert "v: f32 = (f32(a[i]" in text and text.count("kernel k") == 2, text
+    msg = error(tmp_path, """
+        @ox.kernel
+        def k(a: Slice[f32]) -> None:
+            acc_t = f32
+            acc_t = 1.0
+        """)
+    assert f"kern.py:{HEADER_LINES + 5}:5: error: 'acc_t' names a type in this function" in msg, msg

@@ -60,6 +60,7 @@ class TranslatorContext(ast.NodeVisitor):
         self.assign_counts = _count_assignments(fdef)
         self.reassigned_thread_indices: set[str] = set()  # thread.index_1d() names assigned again: plain i64
         self.thread_coordinates: set[str] = set()  # locals assigned once from thread.idx.x, block.dim.y, ...
+        self.type_aliases: dict[str, ScalarType] = {}  # `acc_t = ox.acc_type(T)` in the body: C++'s local `using`
         # names with a compile-time value: Constexpr parameters, static_range variables and
         # locals assigned once from a constant (`A1 = 0.319`, `H = 2 * R`), typed by their use
         self.constexprs: dict[str, int | float | bool] = {}

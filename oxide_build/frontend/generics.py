@@ -31,6 +31,8 @@ __all__ = ["bind_from_arguments", "extern_symbol", "type_operand", "static_type_
 def type_operand(tr: TranslatorContext, node: ast.expr) -> ScalarType | None:
     """The scalar type ``node`` names inside a function body: a TypeVar of the instance (``T``),
     ``ox.acc_type(T)``, or a type name (``f32``, ``ox.bf16``); None when it names no type."""
+    if isinstance(node, ast.Name) and node.id in tr.type_aliases:
+        return tr.type_aliases[node.id]  # acc_t = ox.acc_type(T) earlier in the body
     if isinstance(node, ast.Name):
         sym = tr.module.symbols.get(node.id)
         if node.id not in tr.locals and sym is not None and sym.kind == "typevar":

@@ -213,6 +213,14 @@ class FunctionTranslator(Loops):
         if not isinstance(target, ast.Name):
             raise self.error(target, f"cannot assign to {ast.unparse(target)!r}",
                              "assign to a local name or to a view element like out[i]")
+        if target.id in self.type_aliases:
+            raise self.error(target, f"{target.id!r} names a type in this function; a value needs a name of its own")
+        if target.id not in self.locals and isinstance(node.value, (ast.Name, ast.Attribute, ast.Call)) and not (
+                isinstance(node.value, ast.Call) and oxide_name(self.module, node.value.func) != "acc_type"):
+            named = type_operand(self, node.value)
+            if named is not None:  # C++'s `using acc_t = at::opmath_type<T>;`: acc_t(x) converts from here on
+                self.type_aliases[target.id] = named
+                return None
         return self.assign_name(target, self.expr(node.value), node)
 
     def chained_assign(self, node: ast.Assign) -> list[ir.Stmt]:
@@ -689,7 +697,7 @@ class FunctionTranslator(Loops):
         func = node.func
         if isinstance(func, (ast.Name, ast.Call)) and (
                 isinstance(func, ast.Call) or getattr(self.module.symbols.get(func.id), "kind", "") == "typevar"
-                or accumulate_alias(self.module, func.id) is not None):
+                or accumulate_alias(self.module, func.id) is not None or func.id in self.type_aliases):
             to = type_operand(self, func)  # T(x), ox.acc_type(T)(x)
             if to is not None:
                 return self.conversion(to, node)
