@@ -566,6 +566,37 @@ def test_arrays_of_vectors(tmp_path: Path, backend: str) -> None:
     assert "st.shared.v4" in ptx and "ld.shared.v4" in ptx and "[2048]" in ptx
 
 
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_an_array_declared_in_a_static_range_body_is_passed_from_every_copy(tmp_path: Path, backend: str) -> None:
+    # one array for every copy of the body (the declaration is lowered once): its pointer must
+    # dominate each copy's use, a branch of another copy included ("Instruction does not
+    # dominate all uses" from LLVM's verifier before the pointer was made in the entry block)
+    src = source(tmp_path, """
+        def total(v: Slice[f32]) -> f32:
+            return v[0] + v[1]
+
+        def fill(v: MutSlice[f32], a: f32) -> None:
+            v[0] = a
+            v[1] = a * 2.0
+
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32], n: i32) -> None:
+            i = thread.index_1d()
+            for u in ox.static_range(2):
+                j = 2 * i + u
+                if j < n:
+                    pair = ox.local.array(2, f32)
+                    tile = ox.shared.array(2, f32)
+                    fill(pair, x[j])
+                    fill(tile, x[j])
+                    with ox.unsafe():
+                        out[j] = total(pair) + total(tile)
+    """)
+    compiled = compile_module(src, "kern", CompileOptions(archs=("sm_90",), backend=backend, cache=False))
+    assert compiled.cubins["sm_90"]
+
+
 ARRAY_OF_VECTOR_ERRORS = {
     "ox.atomic.add(a, 0, f32x4(1.0))": "atomics need elements of i32, u32, i64, u64, f32, f64, f16, bf16, got f32x4",
     "a[0] = 1.0": "store into a needs f32x4, got f64",

@@ -678,20 +678,24 @@ class FunctionLowering:
                     f"static shared memory holds {STATIC_SHARED_LIMIT} bytes (48 KiB) per block",
                     SourceLocation(self.fn.file, s.loc.line, s.loc.col),
                     "use smaller tiles, or ox.shared.dynamic(...) with the size given at launch")
+        # the array lives for the whole call, and a declaration in a loop or a static_range
+        # body is one array (lowered once, used from every copy of the body): its pointer is
+        # made in the entry block, which dominates every use
         if ty.space == "shared":
             g = self.parent.shared_array(ty, f"{self.fn.symbol}.{s.name}")
-            if ty.size is None:
-                ptr = self.b.bitcast(g, ll.PointerType(elem, 3))
-                length: ll.Value = ll.Constant(I64T, (1 << 62))
-            else:
-                ptr = self.b.gep(g, [zero, zero], inbounds=True)
-                length = ll.Constant(I64T, ty.size)
+            with self.b.goto_block(self.entry):
+                if ty.size is None:
+                    ptr = self.b.bitcast(g, ll.PointerType(elem, 3))
+                    length: ll.Value = ll.Constant(I64T, (1 << 62))
+                else:
+                    ptr = self.b.gep(g, [zero, zero], inbounds=True)
+                    length = ll.Constant(I64T, ty.size)
         else:
             assert ty.size is not None
             with self.b.goto_block(self.entry):
                 arr = self.b.alloca(ll.ArrayType(elem, ty.size), name=s.name)
                 arr.align = 16
-            ptr = self.b.gep(arr, [zero, zero], inbounds=True)
+                ptr = self.b.gep(arr, [zero, zero], inbounds=True)
             length = ll.Constant(I64T, ty.size)
         packed = ty.space == "local" and ty.fragment is not None and ty.elem.bits == 16 and ty.size is not None \
             and ty.size % 2 == 0
