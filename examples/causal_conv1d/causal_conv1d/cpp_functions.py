@@ -22,6 +22,7 @@ __all__ = ["causal_conv1d_fwd_function", "causal_conv1d_bwd_function", "causal_c
 
 LIBRARY_NAME = "causal_conv1d_oxide"
 _DT = {torch.float32: vk.F32, torch.float16: vk.F16, torch.bfloat16: vk.BF16}
+_WORD_ELEMENTS = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 2}  # elements a 32-bit word
 _INT_VIEW = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
 _I32_MAX = 2**31 - 1
 _dummies: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = {}
@@ -97,14 +98,36 @@ def _words(t: torch.Tensor) -> torch.Tensor:
     return t.as_strided((1 + (n0 - 1) * s0 + (n1 - 1) * s1 + (n2 - 1) * s2,), (1,)).view(torch.int32)
 
 
+def _cl_fwd_steps(columns: int, seqlen: int) -> int:
+    """The CL_STEP-position steps a thread of the channel-last forward takes down its column:
+    the largest power of two (at most 32) that still leaves about a million threads (columns:
+    batch x words), so that long sequences take few, long-lived threads and short ones many."""
+    steps = 1
+    while steps < 32 and columns * _cdiv(seqlen, vk.CL_STEP * steps * 2) >= 1 << 20:
+        steps *= 2
+    return steps
+
+
+def _cl_bwd_split(batch: int, seqlen: int) -> tuple[int, int]:
+    """(groups, segs_per) of the channel-last backward: each block row takes ``segs_per`` turns
+    of CL_ROWS segments of a batch, ``groups`` block rows a batch; segs_per the smallest power
+    of two (at most 16) that keeps the rows of partial sums (batch * groups) at 64 or fewer, so
+    that there are many blocks and few partial sums to add."""
+    nsegs = _cdiv(seqlen, vk.CL_SEG_BWD)
+    segs_per = 1
+    while segs_per < 16 and batch * _cdiv(nsegs, vk.CL_ROWS * segs_per) > 64:
+        segs_per *= 2
+    return _cdiv(nsegs, vk.CL_ROWS * segs_per), segs_per
+
+
 def _vector_ok(channel_last: bool, *ts: torch.Tensor) -> bool:
     """Whether the vector kernels take these (batch, dim, seqlen) tensors: stride 1 along the
     vector's axis, the other strides and that axis's length multiples of 8, 16-byte aligned."""
     for t in ts:
         b, c, l = t.stride()
         if channel_last:
-            if c != 1 or t.shape[1] % 8 or b % 8 or l % 8:
-                return False
+            if c != 1 or t.shape[1] % 8 or b % 8 or l % 8 or t.shape[0] * _cdiv(t.shape[2], 32) > 65535:
+                return False  # the grid's y: batch x groups of at least 32 positions
         elif l != 1 or t.shape[2] % 8 or b % 8 or c % 8 or t.shape[1] > 65535 or t.shape[0] > 65535:
             return False  # channel-first: the grid's y and z are the channel and the batch
         if t.data_ptr() % 16:
@@ -129,11 +152,13 @@ def _fwd(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], se
         xs, os_ = x.stride(), out.stride()
         bias_arg = b32 if b32 is not None else _no_bias(x)
         if channel_last:
-            nchunks = _cdiv(seqlen, vk.POSITIONS_FWD)
-            total = batch * nchunks * (dim // 8)
-            vk.fwd_channel_last[_cdiv(total, 128), 128](
-                _words(x), w32, bias_arg, _words(out), dim // 8, seqlen, nchunks, total,
-                xs[0], xs[2], os_[0], os_[2], b32 is not None, silu_activation, width, dt)
+            epw = _WORD_ELEMENTS[x.dtype]
+            words = dim // epw
+            steps = _cl_fwd_steps(batch * words, seqlen)
+            groups = _cdiv(_cdiv(seqlen, vk.CL_STEP * steps), vk.CL_ROWS)
+            vk.fwd_channel_last[(_cdiv(words, 32), batch * groups), (32, vk.CL_ROWS)](
+                _words(x), w32, bias_arg, _words(out), words, seqlen, groups, steps,
+                xs[0] // epw, xs[2] // epw, os_[0] // epw, os_[2] // epw, b32 is not None, silu_activation, width, dt)
         else:
             nvec = seqlen // 8
             threads = 128 if nvec >= 128 else _cdiv(nvec, 32) * 32
@@ -203,15 +228,17 @@ def _bwd(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], do
     if plain and _vector_ok(channel_last, x, dout, dx):
         xs, gs, ds = x.stride(), dout.stride(), dx.stride()
         if channel_last:
-            nchunks = _cdiv(seqlen, vk.POSITIONS_BWD)
-            dim_vecs = dim // 4
-            rows = batch * _cdiv(nchunks, vk.CL_BWD_ROWS)
+            epw = _WORD_ELEMENTS[x.dtype]
+            words = dim // epw
+            groups, segs_per = _cl_bwd_split(batch, seqlen)
+            rows = batch * groups
             partials = dweight.new_empty((rows * dim * (width + 1),))
-            vk.bwd_channel_last[(_cdiv(dim_vecs, vk.CL_BWD_VECS), rows), (vk.CL_BWD_VECS, vk.CL_BWD_ROWS)](
-                _words(x), w32, bias_arg, _words(dout), _words(dx), partials, dim, dim_vecs,
-                seqlen, nchunks, xs[0], xs[2], gs[0], gs[2], ds[0], ds[2], has_bias, silu_activation, width, dt)
-            n = dim * (width + 1)
-            vk.reduce_partials[_cdiv(n, 256), 256](partials, rows, dim, dweight, dbias_arg, has_bias, width)
+            vk.bwd_channel_last[(_cdiv(words, 32), rows), (32, vk.CL_ROWS)](
+                _words(x), w32, bias_arg, _words(dout), _words(dx), partials, dim, words, seqlen, groups, segs_per,
+                rows, xs[0] // epw, xs[2] // epw, gs[0] // epw, gs[2] // epw, ds[0] // epw, ds[2] // epw,
+                has_bias, silu_activation, width, dt)
+            vk.reduce_partials[_cdiv(dim * (width + 1) * 32, 256), 256](partials, rows, dim, dweight, dbias_arg,
+                                                                        has_bias, width)
         else:
             nvec = seqlen // 8
             threads = 256 if nvec >= 256 else _cdiv(nvec, 32) * 32

@@ -2,11 +2,24 @@
 channel-last, for fp32, fp16 and bf16 tensors whose rows start on 16 bytes.
 
 The tensors reach these kernels as ``Slice[i32]``: the 32-bit words of the memory a tensor spans
-(``cpp_functions._words``), so one ``load4`` reads 16 bytes: 8 halves or 4 floats, as
-upstream's ``vec_t`` loads. ``DT`` says what the words hold (``F32``, ``F16`` or ``BF16``); the
+(``cpp_functions._words``). ``DT`` says what the words hold (``F32``, ``F16`` or ``BF16``); the
 halves are unpacked into f32 with bit operations (a bf16 is the high half of an f32) and packed
 back with round-to-nearest-even conversions, as upstream's ``input_t(float)``. ``W`` is the
 filter width (2, 3 or 4).
+
+Channel-first (stride 1 along the positions): a thread has 8 consecutive positions of a row,
+read with one 16-byte ``load4`` (8 halves; two for fp32) as upstream's ``vec_t``. The forward
+reads the W - 1 positions before them with an 8-byte load (an L1 hit); the backward takes them
+from the lane below by a shuffle and the gradient after them from the lane above (upstream
+exchanges both through shared memory), so each position's gradient is computed once.
+
+Channel-last (stride 1 along the channels): a thread has one word column (two channels of
+halves, one fp32 channel) and a run of positions, so a warp reads and writes whole 128-byte
+rows with 4-byte accesses, and the convolution runs down the column with the last W rows in
+registers: the transposition upstream makes through a 64 x 64 shared tile is the thread
+mapping itself here. The forward walks its run CL_STEP rows at a time, loading the next
+CL_STEP while it computes these; the backward loads its CL_SEG_BWD rows (and their halo) at
+once.
 
 The host (``cpp_functions``) checks every shape, stride and alignment these kernels rely on
 before it launches them, and sends anything else to the general kernels (``kernels.py``), so
@@ -21,16 +34,15 @@ import oxide as ox
 from oxide import MutSlice, MutTensor, Slice, Tensor, block, bf16, f16, f32, i16, i32, i64, thread, u16, warp
 
 __all__ = ["fwd_channel_first", "fwd_channel_last", "bwd_channel_first", "bwd_channel_last",
-           "reduce_partials", "F32", "F16", "BF16", "POSITIONS_FWD", "POSITIONS_BWD", "CL_BWD_ROWS",
-           "CL_BWD_VECS"]
+           "reduce_partials", "F32", "F16", "BF16", "CL_STEP",
+           "CL_SEG_BWD", "CL_ROWS"]
 
 F32 = 0
 F16 = 1
 BF16 = 2
-POSITIONS_FWD = 16  # positions per thread of the channel-last forward
-POSITIONS_BWD = 16  # and backward
-CL_BWD_VECS = 32    # channel-last backward block: 32 threads along the channels (4 each) ...
-CL_BWD_ROWS = 4     # ... by 4 along the positions (one POSITIONS_BWD chunk each)
+CL_STEP = 8           # positions the channel-last forward loads at a time, a thread
+CL_SEG_BWD = 16       # and backward
+CL_ROWS = 4           # channel-last blocks: 32 word columns x CL_ROWS position segments
 
 
 def lane(w: i32, HI: ox.Constexpr[int], DT: ox.Constexpr[int]) -> f32:
@@ -44,6 +56,13 @@ def lane(w: i32, HI: ox.Constexpr[int], DT: ox.Constexpr[int]) -> f32:
     return f32(ox.bits.bitcast(i16(w), f16))
 
 
+def word_value(w: i32, E: ox.Constexpr[int], DT: ox.Constexpr[int]) -> f32:
+    """Channel E of a word: the word itself for F32 (E = 0), else its low or high half."""
+    if DT == F32:
+        return ox.bits.bitcast(w, f32)
+    return lane(w, E, DT)
+
+
 def pack(lo: f32, hi: f32, DT: ox.Constexpr[int]) -> i32:
     """Two f32 values rounded to halves (DT: F16 or BF16), in one word, ``lo`` in the low half."""
     if DT == BF16:
@@ -55,6 +74,13 @@ def pack(lo: f32, hi: f32, DT: ox.Constexpr[int]) -> i32:
     return c | (d << 16)
 
 
+def word_of(v: Slice[f32], AT: ox.Constexpr[int], DT: ox.Constexpr[int]) -> i32:
+    """The word of channels v[AT] (and v[AT + 1] for halves)."""
+    if DT == F32:
+        return ox.bits.bitcast(v[AT], i32)
+    return pack(v[AT], v[AT + 1], DT)
+
+
 def silu(v: f32) -> f32:
     # upstream builds with --use_fast_math: __expf and __fdividef, as here (a few ulp; without
     # them the exp and the IEEE division make the forward compute-bound)
@@ -64,81 +90,6 @@ def silu(v: f32) -> f32:
 def silu_grad(pre: f32) -> f32:
     s = ox.math.fast_div(1.0, 1.0 + ox.math.fast_exp(-pre))
     return s * (1.0 + pre * (1.0 - s))
-
-
-@ox.kernel(bounds_check=False, index32=False, constexprs={"W": [2, 3, 4], "DT": [0, 1, 2]})
-def fwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1], out: MutSlice[i32],
-                      nvec: i32, x_sb: i64, x_sc: i64, o_sb: i64, o_sc: i64,
-                      has_bias: bool, act: bool, W: ox.Constexpr[int], DT: ox.Constexpr[int]) -> None:
-    """One thread per 8 positions of one (batch, channel) row, rows with stride 1 along the
-    positions and a length that is a multiple of 8: ``nvec`` 8-position vectors a row. Grid
-    (vector blocks, dim, batch): the block gives the channel and the batch, no division."""
-    v = block.idx.x * block.dim.x + thread.idx.x
-    c = block.idx.y
-    b = block.idx.z
-    if v < nvec:
-        l0 = i64(v) * 8
-        xe = i64(b) * x_sb + i64(c) * x_sc + l0
-        oe = i64(b) * o_sb + i64(c) * o_sc + l0
-        xv = ox.local.array(16, f32)  # xv[8 + j] holds position l0 + j
-        for j in ox.static_range(4):
-            xv[4 + j] = 0.0
-        if DT == F32:
-            a = x.load4(xe // 4)
-            q = x.load4(xe // 4 + 1)
-            xv[8] = ox.bits.bitcast(a.x, f32)
-            xv[9] = ox.bits.bitcast(a.y, f32)
-            xv[10] = ox.bits.bitcast(a.z, f32)
-            xv[11] = ox.bits.bitcast(a.w, f32)
-            xv[12] = ox.bits.bitcast(q.x, f32)
-            xv[13] = ox.bits.bitcast(q.y, f32)
-            xv[14] = ox.bits.bitcast(q.z, f32)
-            xv[15] = ox.bits.bitcast(q.w, f32)
-            if v > 0:
-                h4 = x.load4(xe // 4 - 1)
-                xv[4] = ox.bits.bitcast(h4.x, f32)
-                xv[5] = ox.bits.bitcast(h4.y, f32)
-                xv[6] = ox.bits.bitcast(h4.z, f32)
-                xv[7] = ox.bits.bitcast(h4.w, f32)
-        else:
-            a8 = x.load4(xe // 8)
-            xv[8] = lane(a8.x, 0, DT)
-            xv[9] = lane(a8.x, 1, DT)
-            xv[10] = lane(a8.y, 0, DT)
-            xv[11] = lane(a8.y, 1, DT)
-            xv[12] = lane(a8.z, 0, DT)
-            xv[13] = lane(a8.z, 1, DT)
-            xv[14] = lane(a8.w, 0, DT)
-            xv[15] = lane(a8.w, 1, DT)
-            if v > 0:
-                h = x.load2(xe // 4 - 1)
-                xv[4] = lane(h.x, 0, DT)
-                xv[5] = lane(h.x, 1, DT)
-                xv[6] = lane(h.y, 0, DT)
-                xv[7] = lane(h.y, 1, DT)
-        wv = ox.local.array(4, f32)
-        for k in ox.static_range(W):
-            wv[k] = weight[c, k]
-        bv: f32 = 0.0
-        if has_bias:
-            bv = bias[c]
-        ov = ox.local.array(8, f32)
-        for j in ox.static_range(8):
-            acc = bv
-            for k in ox.static_range(W):
-                acc += wv[k] * xv[8 + j - (W - 1) + k]
-            if act:
-                acc = silu(acc)
-            ov[j] = acc
-        with ox.unsafe():
-            if DT == F32:
-                out.store4(oe // 4, ox.bits.bitcast(ov[0], i32), ox.bits.bitcast(ov[1], i32),
-                           ox.bits.bitcast(ov[2], i32), ox.bits.bitcast(ov[3], i32))
-                out.store4(oe // 4 + 1, ox.bits.bitcast(ov[4], i32), ox.bits.bitcast(ov[5], i32),
-                           ox.bits.bitcast(ov[6], i32), ox.bits.bitcast(ov[7], i32))
-            else:
-                out.store4(oe // 8, pack(ov[0], ov[1], DT), pack(ov[2], ov[3], DT), pack(ov[4], ov[5], DT),
-                           pack(ov[6], ov[7], DT))
 
 
 def load_row8(x: Slice[i32], e: i64, DT: ox.Constexpr[int], dst: MutSlice[f32], AT: ox.Constexpr[int]) -> None:
@@ -182,109 +133,135 @@ def load_row4(x: Slice[i32], e: i64, DT: ox.Constexpr[int], dst: MutSlice[f32], 
         dst[AT + 3] = lane(h.y, 1, DT)
 
 
-def fwd_row(x: Slice[i32], xe: i64, out: MutSlice[i32], oe: i64, win: MutSlice[f32], wv: Slice[f32],
-            bv: Slice[f32], act: bool, W: ox.Constexpr[int], DT: ox.Constexpr[int]) -> None:
-    """One position of the channel-last forward: loads the row at xe into the window's last row,
-    stores the 8 outputs at oe and shifts the window by one row."""
-    load_row8(x, xe, DT, win, 8 * (W - 1))
-    fwd_compute(out, oe, win, wv, bv, act, W, DT)
-
-
-def fwd_compute(out: MutSlice[i32], oe: i64, win: MutSlice[f32], wv: Slice[f32], bv: Slice[f32], act: bool,
-                W: ox.Constexpr[int], DT: ox.Constexpr[int]) -> None:
-    """The 8 outputs of a window whose last row is loaded, stored at oe; shifts the window."""
-    ov = ox.local.array(8, f32)
-    for ch in ox.static_range(8):
-        acc = bv[ch]
-        for k in ox.static_range(W):
-            acc += wv[8 * k + ch] * win[8 * k + ch]
-        if act:
-            acc = silu(acc)
-        ov[ch] = acc
+def store_row8(out: MutSlice[i32], e: i64, v: Slice[f32], DT: ox.Constexpr[int]) -> None:
+    """v[0 … 7] rounded to the element type, at elements e … e + 7 (16-byte aligned)."""
     with ox.unsafe():
         if DT == F32:
-            out.store4(oe // 4, ox.bits.bitcast(ov[0], i32), ox.bits.bitcast(ov[1], i32),
-                       ox.bits.bitcast(ov[2], i32), ox.bits.bitcast(ov[3], i32))
-            out.store4(oe // 4 + 1, ox.bits.bitcast(ov[4], i32), ox.bits.bitcast(ov[5], i32),
-                       ox.bits.bitcast(ov[6], i32), ox.bits.bitcast(ov[7], i32))
+            out.store4(e // 4, ox.bits.bitcast(v[0], i32), ox.bits.bitcast(v[1], i32),
+                       ox.bits.bitcast(v[2], i32), ox.bits.bitcast(v[3], i32))
+            out.store4(e // 4 + 1, ox.bits.bitcast(v[4], i32), ox.bits.bitcast(v[5], i32),
+                       ox.bits.bitcast(v[6], i32), ox.bits.bitcast(v[7], i32))
         else:
-            out.store4(oe // 8, pack(ov[0], ov[1], DT), pack(ov[2], ov[3], DT), pack(ov[4], ov[5], DT),
-                       pack(ov[6], ov[7], DT))
-    for s in ox.static_range(W - 1):
-        for ch in ox.static_range(8):
-            win[8 * s + ch] = win[8 * (s + 1) + ch]
+            out.store4(e // 8, pack(v[0], v[1], DT), pack(v[2], v[3], DT), pack(v[4], v[5], DT),
+                       pack(v[6], v[7], DT))
 
 
 @ox.kernel(bounds_check=False, index32=False, constexprs={"W": [2, 3, 4], "DT": [0, 1, 2]})
-def fwd_channel_last(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1], out: MutSlice[i32],
-                     dim_vecs: i32, seqlen: i32, nchunks: i32, total: i32, x_sb: i64, x_sl: i64, o_sb: i64,
-                     o_sl: i64, has_bias: bool, act: bool, W: ox.Constexpr[int], DT: ox.Constexpr[int]) -> None:
-    """One thread per 8 channels (16 bytes) by POSITIONS_FWD positions, channels with stride 1:
-    the thread walks its positions with a window of the last W rows in registers."""
-    i = thread.index_1d()
-    if i < total:
-        t = i32(i)
-        cv = t % dim_vecs
-        r = t // dim_vecs
-        lc = r % nchunks
-        b = r // nchunks
-        c0 = i64(cv) * 8
-        l0 = lc * POSITIONS_FWD
-        xb = i64(b) * x_sb + c0
-        ob = i64(b) * o_sb + c0
-        wv = ox.local.array(32, f32)  # wv[8 * k + ch]
-        bv = ox.local.array(8, f32)
-        for ch in ox.static_range(8):
-            bv[ch] = 0.0
-            for k in ox.static_range(W):
-                wv[8 * k + ch] = weight[c0 + ch, k]
+def fwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1], out: MutSlice[i32],
+                      nvec: i32, x_sb: i64, x_sc: i64, o_sb: i64, o_sc: i64,
+                      has_bias: bool, act: bool, W: ox.Constexpr[int], DT: ox.Constexpr[int]) -> None:
+    """One thread per 8 positions of one (batch, channel) row, rows with stride 1 along the
+    positions and a length that is a multiple of 8: ``nvec`` 8-position vectors a row. Grid
+    (vector blocks, dim, batch): the block gives the channel and the batch, no division.
+    (Tried and slower on the H200: two vectors a thread with the positions before a vector
+    shuffled from the lane below, 0.86-0.89x upstream; a block walking its row with the next
+    vector prefetched, 0.89-0.91x.)"""
+    v = block.idx.x * block.dim.x + thread.idx.x
+    c = block.idx.y
+    b = block.idx.z
+    if v < nvec:
+        l0 = i64(v) * 8
+        xe = i64(b) * x_sb + i64(c) * x_sc + l0
+        oe = i64(b) * o_sb + i64(c) * o_sc + l0
+        xv = ox.local.array(16, f32)  # xv[8 + j] holds position l0 + j
+        for j in ox.static_range(4):
+            xv[4 + j] = 0.0
+        load_row8(x, xe, DT, xv, 8)
+        if v > 0:
+            load_row4(x, xe - 4, DT, xv, 4)  # the 4 before: an 8-byte load (16 for fp32), an L1 hit
+        wv = ox.local.array(4, f32)
+        for k in ox.static_range(W):
+            wv[k] = weight[c, k]
+        bv: f32 = 0.0
         if has_bias:
-            for ch in ox.static_range(8):
-                bv[ch] = bias[c0 + ch]
-        win = ox.local.array(32, f32)  # win[8 * s + ch]: row l - (W - 1) + s
+            bv = bias[c]
+        ov = ox.local.array(8, f32)
+        for j in ox.static_range(8):
+            acc = bv
+            for k in ox.static_range(W):
+                acc += wv[k] * xv[8 + j - (W - 1) + k]
+            ov[j] = acc
+        if act:  # one branch around the 8 (upstream's): their exp and division chains interleave
+            for j2 in ox.static_range(8):
+                ov[j2] = silu(ov[j2])
+        store_row8(out, oe, ov, DT)
+
+
+@ox.kernel(bounds_check=False, index32=False, launch_bounds=128, constexprs={"W": [2, 3, 4], "DT": [0, 1, 2]})
+def fwd_channel_last(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1], out: MutSlice[i32],
+                     words: i32, seqlen: i32, groups: i32, steps: i32, x_sb: i64, x_sl: i64, o_sb: i64,
+                     o_sl: i64, has_bias: bool, act: bool, W: ox.Constexpr[int], DT: ox.Constexpr[int]) -> None:
+    """Blocks of 32 x CL_ROWS threads; thread (x, y) has word column ``block.idx.x * 32 + x``
+    (``words`` a row: channels with stride 1, strides here in words) and ``steps`` x CL_STEP
+    positions from ``((block.idx.y % groups) * CL_ROWS + y) * steps * CL_STEP`` of batch
+    ``block.idx.y // groups``: it walks them CL_STEP at a time with the last W - 1 rows in
+    registers, loading the next CL_STEP rows while it computes these."""
+    wd = block.idx.x * 32 + thread.idx.x
+    b = block.idx.y // groups
+    l0 = ((block.idx.y - b * groups) * CL_ROWS + thread.idx.y) * steps * CL_STEP
+    if wd < words and l0 < seqlen:
+        xb = i64(b) * x_sb + wd
+        ob = i64(b) * o_sb + wd
+        win = ox.local.array(8, f32)  # win[4 * e + s]: channel e at position l - (W - 1) + s
         for s in ox.static_range(W - 1):
             p = l0 - (W - 1) + s
+            h: i32 = 0
             if p >= 0:
-                load_row8(x, xb + i64(p) * x_sl, DT, win, 8 * s)
-            else:
-                for ch in ox.static_range(8):
-                    win[8 * s + ch] = 0.0
-        if l0 + POSITIONS_FWD <= seqlen:
-            # every load of a half-chunk issued before the first use: 8 rows in flight a thread
-            for half in ox.static_range(POSITIONS_FWD // 8):
-                raw = ox.local.array(64, i32)
-                for q in ox.static_range(8):
-                    e = xb + i64(l0 + 8 * half + q) * x_sl
-                    if DT == F32:
-                        a = x.load4(e // 4)
-                        z = x.load4(e // 4 + 1)
-                        raw[8 * q] = a.x
-                        raw[8 * q + 1] = a.y
-                        raw[8 * q + 2] = a.z
-                        raw[8 * q + 3] = a.w
-                        raw[8 * q + 4] = z.x
-                        raw[8 * q + 5] = z.y
-                        raw[8 * q + 6] = z.z
-                        raw[8 * q + 7] = z.w
-                    else:
-                        h = x.load4(e // 8)
-                        raw[8 * q] = h.x
-                        raw[8 * q + 1] = h.y
-                        raw[8 * q + 2] = h.z
-                        raw[8 * q + 3] = h.w
-                for r8 in ox.static_range(8):
-                    l = i64(l0 + 8 * half + r8)
-                    for ch in ox.static_range(8):
-                        if DT == F32:
-                            win[8 * (W - 1) + ch] = ox.bits.bitcast(raw[8 * r8 + ch], f32)
-                        else:
-                            win[8 * (W - 1) + ch] = lane(raw[8 * r8 + ch // 2], ch % 2, DT)
-                    fwd_compute(out, ob + l * o_sl, win, wv, bv, act, W, DT)
-        else:
-            for q in ox.static_range(POSITIONS_FWD):
-                if l0 + q < seqlen:
-                    m = i64(l0 + q)
-                    fwd_row(x, xb + m * x_sl, out, ob + m * o_sl, win, wv, bv, act, W, DT)
+                h = x[xb + i64(p) * x_sl]
+            for e in ox.static_range(2):
+                win[4 * e + s] = 0.0
+                if DT != F32 or e == 0:
+                    win[4 * e + s] = word_value(h, e, DT)
+        nx = ox.local.array(CL_STEP, i32)  # the next CL_STEP rows' words
+        load_column(x, xb, x_sl, l0, seqlen, nx)
+        wv = ox.local.array(8, f32)  # wv[4 * e + k]: channel e of the word
+        bv = ox.local.array(2, f32)
+        for e2 in ox.static_range(2):
+            bv[e2] = 0.0
+            for k in ox.static_range(4):
+                wv[4 * e2 + k] = 0.0
+            if DT != F32 or e2 == 0:
+                ch = wd * (1 if DT == F32 else 2) + e2
+                for k2 in ox.static_range(W):
+                    wv[4 * e2 + k2] = weight[ch, k2]
+                if has_bias:
+                    bv[e2] = bias[ch]
+        cur = ox.local.array(CL_STEP, i32)
+        ov = ox.local.array(2 * CL_STEP, f32)  # ov[2 * j + e]: channel e at position p0 + j
+        for st in range(steps):
+            p0 = l0 + st * CL_STEP
+            if p0 < seqlen:
+                for i in ox.static_range(CL_STEP):
+                    cur[i] = nx[i]
+                if st + 1 < steps:
+                    load_column(x, xb, x_sl, p0 + CL_STEP, seqlen, nx)
+                for j in ox.static_range(CL_STEP):
+                    for e3 in ox.static_range(2):
+                        ov[2 * j + e3] = 0.0
+                        if DT != F32 or e3 == 0:
+                            win[4 * e3 + W - 1] = word_value(cur[j], e3, DT)
+                            acc = bv[e3]
+                            for k3 in ox.static_range(W):
+                                acc += wv[4 * e3 + k3] * win[4 * e3 + k3]
+                            ov[2 * j + e3] = acc
+                            for s2 in ox.static_range(W - 1):
+                                win[4 * e3 + s2] = win[4 * e3 + s2 + 1]
+                if act:  # one branch around the step's outputs: their exp and division chains interleave
+                    for j2 in ox.static_range(2 * CL_STEP):
+                        ov[j2] = silu(ov[j2])
+                for j3 in ox.static_range(CL_STEP):
+                    if p0 + j3 < seqlen:
+                        with ox.unsafe():
+                            out[ob + i64(p0 + j3) * o_sl] = word_of(ov, 2 * j3, DT)
+
+
+def load_column(x: Slice[i32], col: i64, sl: i64, p0: i32, seqlen: i32, dst: MutSlice[i32]) -> None:
+    """dst[i] = the word of column ``col`` at position p0 + i (row stride ``sl`` words), zero
+    at and past ``seqlen``; CL_STEP of them, all issued before any is used."""
+    for i in ox.static_range(CL_STEP):
+        dst[i] = 0
+        if p0 + i < seqlen:
+            dst[i] = x[col + i64(p0 + i) * sl]
 
 
 @ox.kernel(bounds_check=False, index32=False, launch_bounds=256, constexprs={"W": [2, 3, 4], "DT": [0, 1, 2]})
@@ -292,11 +269,24 @@ def bwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1
                       dweight: MutTensor[f32, 2], dbias: MutTensor[f32, 1], batch: i32, nvec: i32,
                       x_sb: i64, x_sc: i64, g_sb: i64, g_sc: i64, d_sb: i64, d_sc: i64,
                       has_bias: bool, act: bool, W: ox.Constexpr[int], DT: ox.Constexpr[int]) -> None:
-    """One block per channel, over every batch and position of it (8 positions a thread per
-    step), so dweight and dbias are summed in the block in one fixed order: deterministic,
-    with no atomics and no second pass. Rows as ``fwd_channel_first``'s."""
+    """One block per channel, over every batch and position of it, 8 positions a thread, the
+    block's chunks of ``block.dim.x`` vectors taken last to first (as upstream's), so dweight
+    and dbias are summed in the block in one fixed order: deterministic, with no atomics and no
+    second pass. The gradient g of the pre-activation is computed once a position: the W - 1
+    values after a thread's vector come from the lane above by a shuffle, from the next warp's
+    first lane through shared memory, and for the block's last thread from the chunk after,
+    done before (``ex[nwarps]``). Rows as ``fwd_channel_first``'s."""
     c = block.idx.x
     tid = thread.idx.x
+    lane_id = warp.lane()
+    wid = warp.id()
+    nthreads = block.dim.x
+    nwarps = (nthreads + 31) // 32
+    nchunks = (nvec + nthreads - 1) // nthreads
+    ex = ox.shared.array(36, f32)  # ex[4 * w + j]: g at position j of warp w's first vector; w = nwarps: carry
+    if tid == 0:
+        for j0 in ox.static_range(3):
+            ex[4 * nwarps + j0] = 0.0
     wv = ox.local.array(4, f32)
     for k in ox.static_range(W):
         wv[k] = weight[c, k]
@@ -308,52 +298,60 @@ def bwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1
         dw[k] = 0.0
     db: f32 = 0.0
     for b in range(batch):
-        for v in range(tid, nvec, block.dim.x):
-            l0 = i64(v) * 8
-            xe = i64(b) * x_sb + i64(c) * x_sc + l0
-            ge = i64(b) * g_sb + i64(c) * g_sc + l0
-            de = i64(b) * d_sb + i64(c) * d_sc + l0
-            xv = ox.local.array(20, f32)   # xv[8 + j]: x at l0 + j, j in -4 … 11
-            gv = ox.local.array(12, f32)   # gv[j]: dout (then the gradient of the pre-activation) at l0 + j
-            for j in ox.static_range(4):
-                xv[4 + j] = 0.0
-                xv[16 + j] = 0.0
-                gv[8 + j] = 0.0
-            load_row8(x, xe, DT, xv, 8)
-            load_row8(dout, ge, DT, gv, 0)
-            if v > 0:
-                load_row4(x, xe - 4, DT, xv, 4)
-            if v + 1 < nvec:
-                load_row4(dout, ge + 8, DT, gv, 8)
-                if act:
-                    load_row4(x, xe + 8, DT, xv, 16)
+        xr = i64(b) * x_sb + i64(c) * x_sc
+        gr = i64(b) * g_sb + i64(c) * g_sc
+        dr = i64(b) * d_sb + i64(c) * d_sc
+        for cc in range(nchunks):
+            chunk = nchunks - 1 - cc
+            v = chunk * nthreads + tid
+            xv = ox.local.array(16, f32)   # xv[8 + j]: x at 8 * v + j, j in -8 … 7
+            gv = ox.local.array(12, f32)   # gv[j]: dout, then g, at 8 * v + j, j in 0 … 11
+            for j in ox.static_range(16):
+                xv[j] = 0.0
+            for j in ox.static_range(12):
+                gv[j] = 0.0
+            if v < nvec:
+                load_row8(x, xr + i64(v) * 8, DT, xv, 8)
+                load_row8(dout, gr + i64(v) * 8, DT, gv, 0)
+                if lane_id == 0 and v > 0:
+                    load_row4(x, xr + i64(v) * 8 - 4, DT, xv, 4)
+            for j in ox.static_range(W - 1):
+                up = warp.shfl_up(xv[16 - (W - 1) + j], 1)
+                if lane_id > 0:
+                    xv[8 - (W - 1) + j] = up
             if act:
-                for j in ox.static_range(8 + W - 1):
+                for j in ox.static_range(8):
                     pre = bv
                     for k in ox.static_range(W):
                         pre += wv[k] * xv[8 + j - (W - 1) + k]
                     gv[j] = gv[j] * silu_grad(pre)
-            ov = ox.local.array(8, f32)
-            for j in ox.static_range(8):
-                db += gv[j]
-                acc: f32 = 0.0
-                for k in ox.static_range(W):
-                    acc += wv[k] * gv[j + (W - 1) - k]
-                    dw[k] += xv[8 + j - (W - 1) + k] * gv[j]
-                ov[j] = acc
-            with ox.unsafe():
-                if DT == F32:
-                    dx.store4(de // 4, ox.bits.bitcast(ov[0], i32), ox.bits.bitcast(ov[1], i32),
-                              ox.bits.bitcast(ov[2], i32), ox.bits.bitcast(ov[3], i32))
-                    dx.store4(de // 4 + 1, ox.bits.bitcast(ov[4], i32), ox.bits.bitcast(ov[5], i32),
-                              ox.bits.bitcast(ov[6], i32), ox.bits.bitcast(ov[7], i32))
-                else:
-                    dx.store4(de // 8, pack(ov[0], ov[1], DT), pack(ov[2], ov[3], DT), pack(ov[4], ov[5], DT),
-                              pack(ov[6], ov[7], DT))
+            # g after the vector: the lane above's first W - 1
+            for j in ox.static_range(W - 1):
+                down = warp.shfl_down(gv[j], 1)
+                gv[8 + j] = down
+            if lane_id == 0:
+                for j in ox.static_range(W - 1):
+                    ex[4 * wid + j] = gv[j]
+            block.sync()
+            if lane_id == 31 or tid == nthreads - 1:
+                for j in ox.static_range(W - 1):
+                    gv[8 + j] = ex[4 * (wid + 1) + j]
+            block.sync()
+            if tid == 0:
+                for j in ox.static_range(W - 1):
+                    ex[4 * nwarps + j] = gv[j] if chunk > 0 else 0.0
+            if v < nvec:
+                ov = ox.local.array(8, f32)
+                for j in ox.static_range(8):
+                    db += gv[j]
+                    acc: f32 = 0.0
+                    for k in ox.static_range(W):
+                        acc += wv[k] * gv[j + (W - 1) - k]
+                        dw[k] += xv[8 + j - (W - 1) + k] * gv[j]
+                    ov[j] = acc
+                store_row8(dx, dr + i64(v) * 8, ov, DT)
     # the block's sums: each warp's by shuffles, then the warps' in order by thread 0
     red = ox.shared.array(160, f32)  # [warp][W + 1], up to 32 warps
-    lane_id = warp.lane()
-    wid = warp.id()
     for k in ox.static_range(W):
         s = warp.reduce_sum(dw[k])
         if lane_id == 0:
@@ -363,7 +361,6 @@ def bwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1
         red[wid * 5 + 4] = sb
     block.sync()
     if tid == 0:
-        nwarps = (block.dim.x + 31) // 32
         for k in ox.static_range(W):
             total: f32 = 0.0
             for w_ in range(nwarps):
@@ -378,147 +375,135 @@ def bwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1
                 dbias[c] = tb
 
 
-def bwd_step(x: Slice[i32], xe: i64, xin: bool, dout: Slice[i32], ge: i64, gin: bool, dx: MutSlice[i32], de: i64,
-             store: bool, own: bool, xw: MutSlice[f32], gw: MutSlice[f32], wv: Slice[f32], bv: Slice[f32],
-             dw: MutSlice[f32], db: MutSlice[f32], act: bool, W: ox.Constexpr[int], DT: ox.Constexpr[int]) -> None:
-    """One position m of the channel-last backward (4 channels): x and dout of row m (zero
-    where ``xin``/``gin`` say the row is past the end), the gradient g of the pre-activation at
-    m, dweight and dbias from it where m is the thread's own (``own``), and dx of row m - (W - 1)
-    from g at m - (W - 1) … m (``store``). Shifts both windows by one row."""
-    if xin:
-        load_row4(x, xe, DT, xw, 4 * (W - 1))
-    else:
-        for ch in ox.static_range(4):
-            xw[4 * (W - 1) + ch] = 0.0
-    if gin:
-        load_row4(dout, ge, DT, gw, 4 * (W - 1))
-    else:
-        for ch in ox.static_range(4):
-            gw[4 * (W - 1) + ch] = 0.0
-    for ch in ox.static_range(4):
-        if act:
-            pre = bv[ch]
-            for k in ox.static_range(W):
-                pre += wv[4 * k + ch] * xw[4 * k + ch]
-            gw[4 * (W - 1) + ch] = gw[4 * (W - 1) + ch] * silu_grad(pre)
-        if own:
-            g = gw[4 * (W - 1) + ch]
-            db[ch] += g
-            for k in ox.static_range(W):
-                dw[4 * k + ch] += xw[4 * k + ch] * g
-    if store:
-        ov = ox.local.array(4, f32)
-        for ch in ox.static_range(4):
-            acc: f32 = 0.0
-            for k in ox.static_range(W):
-                acc += wv[4 * k + ch] * gw[4 * (W - 1 - k) + ch]
-            ov[ch] = acc
-        with ox.unsafe():
-            if DT == F32:
-                dx.store4(de // 4, ox.bits.bitcast(ov[0], i32), ox.bits.bitcast(ov[1], i32),
-                          ox.bits.bitcast(ov[2], i32), ox.bits.bitcast(ov[3], i32))
-            else:
-                dx.store2(de // 4, pack(ov[0], ov[1], DT), pack(ov[2], ov[3], DT))
-    for s in ox.static_range(W - 1):
-        for ch in ox.static_range(4):
-            xw[4 * s + ch] = xw[4 * (s + 1) + ch]
-            gw[4 * s + ch] = gw[4 * (s + 1) + ch]
-
-
 @ox.kernel(bounds_check=False, index32=False, launch_bounds=128, constexprs={"W": [2, 3, 4], "DT": [0, 1, 2]})
 def bwd_channel_last(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1], dout: Slice[i32], dx: MutSlice[i32],
-                     partials: MutSlice[f32], dim: i32, dim_vecs: i32, seqlen: i32, nchunks: i32,
-                     x_sb: i64, x_sl: i64, g_sb: i64, g_sl: i64, d_sb: i64, d_sl: i64,
+                     partials: MutSlice[f32], dim: i32, words: i32, seqlen: i32, groups: i32, segs_per: i32,
+                     rows: i32, x_sb: i64, x_sl: i64, g_sb: i64, g_sl: i64, d_sb: i64, d_sl: i64,
                      has_bias: bool, act: bool, W: ox.Constexpr[int], DT: ox.Constexpr[int]) -> None:
-    """Blocks of CL_BWD_VECS x CL_BWD_ROWS threads: thread (x, y) has 4 channels (8 or 16 bytes)
-    and POSITIONS_BWD positions; grid (channel groups, batch * position groups). dx is written
-    directly; dweight and dbias are summed over the block's positions in a fixed order into
-    ``partials[grid row, channel, k]`` (k = W: the bias), which ``reduce_partials`` sums."""
-    cv = block.idx.x * CL_BWD_VECS + thread.idx.x
+    """Blocks of 32 x CL_ROWS threads; thread (x, y) has word column ``block.idx.x * 32 + x``
+    (strides in words) and, in turn, ``segs_per`` segments of CL_SEG_BWD positions: segment
+    ``((block.idx.y % groups) * segs_per + i) * CL_ROWS + y`` of batch ``block.idx.y // groups``.
+    dx is written directly; dweight and dbias are summed over the thread's positions, then over
+    the block's CL_ROWS threads of a column in order, into ``partials[(channel * (W + 1) + k) *
+    rows + block.idx.y]`` (k = W: the bias), which ``reduce_partials`` sums in a fixed order."""
+    wd = block.idx.x * 32 + thread.idx.x
     ty = thread.idx.y
-    groups = (nchunks + CL_BWD_ROWS - 1) // CL_BWD_ROWS
     b = block.idx.y // groups
-    lc = (block.idx.y - b * groups) * CL_BWD_ROWS + ty
-    c0 = i64(cv) * 4
-    live = cv < dim_vecs and lc < nchunks
-    wv = ox.local.array(16, f32)  # wv[4 * k + ch]
-    bv = ox.local.array(4, f32)
-    dw = ox.local.array(16, f32)
-    db = ox.local.array(4, f32)
-    for ch in ox.static_range(4):
-        bv[ch] = 0.0
-        db[ch] = 0.0
+    grp = block.idx.y - b * groups
+    live = wd < words
+    wv = ox.local.array(8, f32)  # wv[4 * e + k]: channel e of the word
+    bv = ox.local.array(2, f32)
+    dw = ox.local.array(8, f32)
+    db = ox.local.array(2, f32)
+    for e in ox.static_range(2):
+        bv[e] = 0.0
+        db[e] = 0.0
         for k in ox.static_range(4):
-            wv[4 * k + ch] = 0.0
-            dw[4 * k + ch] = 0.0
-    if live:
-        for ch in ox.static_range(4):
-            for k in ox.static_range(W):
-                wv[4 * k + ch] = weight[c0 + ch, k]
+            wv[4 * e + k] = 0.0
+            dw[4 * e + k] = 0.0
+        if live and (DT != F32 or e == 0):
+            ch = wd * (1 if DT == F32 else 2) + e
+            for k2 in ox.static_range(W):
+                wv[4 * e + k2] = weight[ch, k2]
             if has_bias:
-                bv[ch] = bias[c0 + ch]
-        l0 = lc * POSITIONS_BWD
-        xb = i64(b) * x_sb + c0
-        gb = i64(b) * g_sb + c0
-        db_ = i64(b) * d_sb + c0
-        xw = ox.local.array(16, f32)  # xw[4 * s + ch]: x at row m - (W - 1) + s
-        gw = ox.local.array(16, f32)  # gw[4 * s + ch]: g at row m - (W - 1) + s
-        for s in ox.static_range(W - 1):
-            p = l0 - (W - 1) + s
-            for ch in ox.static_range(4):
-                gw[4 * s + ch] = 0.0
-            if p >= 0:
-                load_row4(x, xb + i64(p) * x_sl, DT, xw, 4 * s)
-            else:
-                for ch in ox.static_range(4):
-                    xw[4 * s + ch] = 0.0
-        if l0 + POSITIONS_BWD + W - 1 <= seqlen:
-            for q in ox.static_range(POSITIONS_BWD + W - 1):
-                m = i64(l0 + q)
-                bwd_step(x, xb + m * x_sl, True, dout, gb + m * g_sl, True, dx, db_ + (m - (W - 1)) * d_sl,
-                         q >= W - 1, q < POSITIONS_BWD, xw, gw, wv, bv, dw, db, act, W, DT)
-        else:
-            for q2 in ox.static_range(POSITIONS_BWD + W - 1):
-                m2 = l0 + q2
-                inside = m2 < seqlen
-                mm = i64(m2)
-                bwd_step(x, xb + mm * x_sl, inside, dout, gb + mm * g_sl, inside, dx,
-                         db_ + (mm - (W - 1)) * d_sl, q2 >= W - 1 and m2 - (W - 1) < seqlen,
-                         q2 < POSITIONS_BWD and inside, xw, gw, wv, bv, dw, db, act, W, DT)
-    # the block's sums over its CL_BWD_ROWS position chunks, in order
-    red = ox.shared.array((CL_BWD_ROWS, CL_BWD_VECS * 20), f32)
-    for ch in ox.static_range(4):
-        for k in ox.static_range(4):
-            red[ty, thread.idx.x * 20 + 4 * k + ch] = dw[4 * k + ch]
-        red[ty, thread.idx.x * 20 + 16 + ch] = db[ch]
+                bv[e] = bias[ch]
+    xb = i64(b) * x_sb + wd
+    gb = i64(b) * g_sb + wd
+    dxb = i64(b) * d_sb + wd
+    for it in range(segs_per):
+        l0 = ((grp * segs_per + it) * CL_ROWS + ty) * CL_SEG_BWD
+        if live and l0 < seqlen:
+            rx = ox.local.array(CL_SEG_BWD + 6, i32)  # rx[i]: x at l0 - 3 + i
+            rg = ox.local.array(CL_SEG_BWD + 3, i32)  # rg[i]: dout at l0 + i
+            for i in ox.static_range(CL_SEG_BWD + 6):
+                rx[i] = 0
+                if i >= 4 - W and i < CL_SEG_BWD + 2 + W:
+                    p = l0 - 3 + i
+                    if p >= 0 and p < seqlen:
+                        rx[i] = x[xb + i64(p) * x_sl]
+            for i2 in ox.static_range(CL_SEG_BWD + 3):
+                rg[i2] = 0
+                if i2 < CL_SEG_BWD + W - 1:
+                    p2 = l0 + i2
+                    if p2 < seqlen:
+                        rg[i2] = dout[gb + i64(p2) * g_sl]
+            xw = ox.local.array(8, f32)  # xw[4 * e + s]: x of channel e at m - (W - 1) + s
+            gw = ox.local.array(8, f32)  # gw[4 * e + s]: g of channel e at m - (W - 1) + s
+            for s in ox.static_range(W - 1):
+                for e2 in ox.static_range(2):
+                    gw[4 * e2 + s] = 0.0
+                    xw[4 * e2 + s] = 0.0
+                    if DT != F32 or e2 == 0:
+                        xw[4 * e2 + s] = word_value(rx[3 - (W - 1) + s], e2, DT)
+            ov = ox.local.array(2, f32)
+            for q in ox.static_range(CL_SEG_BWD + W - 1):
+                # position m = l0 + q: its g, its dweight/dbias terms (q < CL_SEG_BWD), and dx at m - (W - 1)
+                for e3 in ox.static_range(2):
+                    ov[e3] = 0.0
+                    if DT != F32 or e3 == 0:
+                        xw[4 * e3 + W - 1] = word_value(rx[3 + q], e3, DT)
+                        g = word_value(rg[q], e3, DT)
+                        if act:
+                            pre = bv[e3]
+                            for k3 in ox.static_range(W):
+                                pre += wv[4 * e3 + k3] * xw[4 * e3 + k3]
+                            g = g * silu_grad(pre)
+                        gw[4 * e3 + W - 1] = g
+                        if q < CL_SEG_BWD:
+                            db[e3] += g
+                            for k4 in ox.static_range(W):
+                                dw[4 * e3 + k4] += xw[4 * e3 + k4] * g
+                        acc: f32 = 0.0
+                        for k5 in ox.static_range(W):
+                            acc += wv[4 * e3 + k5] * gw[4 * e3 + W - 1 - k5]
+                        ov[e3] = acc
+                        for s2 in ox.static_range(W - 1):
+                            xw[4 * e3 + s2] = xw[4 * e3 + s2 + 1]
+                            gw[4 * e3 + s2] = gw[4 * e3 + s2 + 1]
+                if q >= W - 1:
+                    m = l0 + q - (W - 1)
+                    if m < seqlen:
+                        with ox.unsafe():
+                            dx[dxb + i64(m) * d_sl] = word_of(ov, 0, DT)
+    # the block's sums over its CL_ROWS segments of a column, in order
+    red = ox.shared.array((CL_ROWS, 32 * 10), f32)
+    for e4 in ox.static_range(2):
+        for k6 in ox.static_range(4):
+            red[ty, thread.idx.x * 10 + 4 * e4 + k6] = dw[4 * e4 + k6]
+        red[ty, thread.idx.x * 10 + 8 + e4] = db[e4]
     block.sync()
-    if ty == 0 and cv < dim_vecs:
-        rowp = i64(block.idx.y) * dim * (W + 1)
-        for ch in ox.static_range(4):
-            for k in ox.static_range(W + 1):
-                slot = 4 * k + ch if k < W else 16 + ch
-                total: f32 = 0.0
-                for y in ox.static_range(CL_BWD_ROWS):
-                    total += red[y, thread.idx.x * 20 + slot]
-                with ox.unsafe():
-                    partials[rowp + (c0 + ch) * (W + 1) + k] = total
+    if ty == 0 and live:
+        for e5 in ox.static_range(2):
+            if DT != F32 or e5 == 0:
+                ch2 = wd * (1 if DT == F32 else 2) + e5
+                if ch2 < dim:
+                    for k7 in ox.static_range(W + 1):
+                        slot = 4 * e5 + k7 if k7 < W else 8 + e5
+                        total: f32 = 0.0
+                        for y in ox.static_range(CL_ROWS):
+                            total += red[y, thread.idx.x * 10 + slot]
+                        with ox.unsafe():
+                            partials[(i64(ch2) * (W + 1) + k7) * rows + block.idx.y] = total
 
 
-@ox.kernel(bounds_check=False, index32=False, constexprs={"W": [2, 3, 4]})
+@ox.kernel(bounds_check=False, index32=False, launch_bounds=256, constexprs={"W": [2, 3, 4]})
 def reduce_partials(partials: Slice[f32], rows: i32, dim: i32, dweight: MutTensor[f32, 2], dbias: MutTensor[f32, 1],
                     has_bias: bool, W: ox.Constexpr[int]) -> None:
-    """dweight[c, k] and dbias[c] (k = W): the sum of ``partials[r, c, k]`` over the rows r, in
-    order (one thread per (c, k))."""
-    i = thread.index_1d()
+    """dweight[c, k] and dbias[c] (k = W): the sum of ``partials[(c * (W + 1) + k) * rows + r]``
+    over the rows r, one warp per (c, k): lane l sums rows l, l + 32, … in order, then the warp's
+    fixed shuffle tree, so the same bits every run."""
+    i = thread.index_1d() // 32
+    lane_id = warp.lane()
     if i < i64(dim) * (W + 1):
         total: f32 = 0.0
-        stride = i64(dim) * (W + 1)
-        for r in range(rows):
-            total += partials[i64(r) * stride + i]
+        for r in range(lane_id, rows, 32):
+            total += partials[i * rows + r]
+        total = warp.reduce_sum(total)
         c = i // (W + 1)
         k = i - c * (W + 1)
-        with ox.unsafe():
-            if k < W:
-                dweight[c, k] = total
-            elif has_bias:
-                dbias[c] = total
+        if lane_id == 0:
+            with ox.unsafe():
+                if k < W:
+                    dweight[c, k] = total
+                elif has_bias:
+                    dbias[c] = total
