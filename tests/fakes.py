@@ -12,6 +12,8 @@ import ctypes
 import hashlib
 import importlib.util
 import itertools
+import shutil
+import subprocess
 import sys
 import textwrap
 import types
@@ -23,6 +25,7 @@ import numpy as np
 import pytest
 from cuda.bindings import driver as real_driver
 
+import oxide
 from oxide.runtime import artifacts, device, kernel_errors, launcher, loader
 from oxide.runtime.arrays import _DLDataType, _DLDevice, _DLTensor
 from oxide.runtime.manifest import (
@@ -34,11 +37,11 @@ from oxide.runtime.manifest import (
 )
 
 __all__ = [
-    "CFakeDriver", "FILL_KERNELS", "FakeArray", "FakeDLPack", "FakeDriver", "REPEAT_KERNELS",
+    "CFakeDriver", "FILL_KERNELS", "FUNC_ATTRIBUTES", "STAND_IN_DRIVER", "FakeArray", "FakeDLPack", "FakeDriver", "REPEAT_KERNELS",
     "SAXPY_KERNELS", "SAXPY_SOURCE", "SCALAR_GENERIC_SOURCE", "SCALE_SLOTS", "SITES", "TADD_PARAMS",
     "TENSOR_KERNELS", "TENSOR_SOURCE", "_Exchange", "_fake_cupy", "_fake_torch", "c_driver",
     "expect_type_error", "fail_on_device", "fake_driver", "fresh_runtime", "make_module", "paths",
-    "record_words", "saxpy_params", "slot_types",
+    "record_words", "saxpy_params", "slot_types", "build_launch_program", "build_stand_in_driver", "needs_compilers",
 ]
 
 
@@ -707,3 +710,66 @@ REPEAT_KERNELS = tuple(
     for r in (1, 3)
 )  # fmt: skip
 TENSOR_KERNELS = (KernelSpec("tadd", "tadd", TADD_PARAMS),) + REPEAT_KERNELS
+
+
+# ---- a stand-in libcuda.so.1 and a program that includes oxide/launch.hpp -------------------------
+
+# What oxide/launch.hpp opens of the driver, but cuFuncGetAttribute, cuFuncSetAttribute and
+# cuLaunchKernel, which each test writes (``FUNC_ATTRIBUTES`` where it does not care): one
+# device of sm_90, one context, a module of any image; a function's handle is its name (one
+# handle per name, as the driver's).
+STAND_IN_DRIVER = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+static int ctx_obj, mod_obj;
+static char names[16][64];
+static int n_names;
+int cuInit(unsigned f) { return 0; }
+int cuCtxGetCurrent(void **c) { *c = &ctx_obj; return 0; }
+int cuCtxSetCurrent(void *c) { return 0; }
+int cuCtxGetDevice(int *d) { *d = 0; return 0; }
+int cuDeviceGet(int *d, int o) { *d = o; return 0; }
+int cuDevicePrimaryCtxRetain(void **c, int d) { *c = &ctx_obj; return 0; }
+int cuDeviceGetAttribute(int *v, int a, int d) { *v = a == 75 ? 9 : a == 76 ? 0 : a == 97 ? 232448 : -1; return 0; }
+int cuModuleLoadData(void **m, const void *image) { *m = &mod_obj; return 0; }
+int cuModuleGetFunction(void **f, void *m, const char *name) {
+  int i = 0;
+  while (i < n_names && strcmp(names[i], name) != 0) i++;
+  if (i == n_names) snprintf(names[n_names++], sizeof names[0], "%s", name);
+  *f = names[i];
+  return 0;
+}
+int cuGetErrorName(int r, const char **n) { *n = "CUDA_ERROR_FAKE"; return 0; }
+"""
+
+# a function's attributes as a fresh one has them: 48 KiB of dynamic shared memory, nothing else
+FUNC_ATTRIBUTES = r"""
+int cuFuncGetAttribute(int *v, int a, void *f) { *v = a == 8 ? 49152 : 0; return 0; }
+int cuFuncSetAttribute(void *f, int a, int v) { return 0; }
+"""
+
+needs_compilers = pytest.mark.skipif(
+    shutil.which("gcc") is None or shutil.which("g++") is None,
+    reason="no gcc/g++ to build the stand-in driver and the program")
+
+
+def build_stand_in_driver(directory: Path, functions: str, *cflags: str) -> Path:
+    """``directory``/lib/libcuda.so.1: ``STAND_IN_DRIVER`` and ``functions`` (C defining at least
+    cuFuncGetAttribute, cuFuncSetAttribute and cuLaunchKernel); the folder to put on
+    LD_LIBRARY_PATH."""
+    lib = directory / "lib"
+    lib.mkdir(exist_ok=True)
+    source = directory / "fake.c"
+    source.write_text(STAND_IN_DRIVER + functions)
+    subprocess.run(["gcc", "-shared", "-fPIC", *cflags, "-o", str(lib / "libcuda.so.1"), str(source)], check=True)
+    return lib
+
+
+def build_launch_program(directory: Path, main: str) -> Path:
+    """``main`` (C++17 that includes <oxide/launch.hpp>), built with -Wall -Werror as ``directory``/main."""
+    (directory / "main.cpp").write_text(main)
+    include = Path(oxide.__file__).parent / "include"
+    subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", "-I", str(include), str(directory / "main.cpp"), "-o",
+                    str(directory / "main"), "-ldl"], check=True)
+    return directory / "main"

@@ -12,31 +12,30 @@ import ctypes
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 from fakes import (  # noqa: F401  (fixtures: fresh_runtime is autouse)
+    FUNC_ATTRIBUTES,
     CFakeDriver,
     FakeArray,
     FakeDriver,
+    build_launch_program,
+    build_stand_in_driver,
     c_driver,
     fake_driver,
     fresh_runtime,
     make_module,
+    needs_compilers,
     slot_types,
 )
 
-import oxide
 from oxide.abi.manifest import ErrorSite, KernelSpec, ParamSpec, Precondition, entry_param_starts
 from oxide.errors import KernelError
 
 __all__: list[str] = []
-
-needs_compilers = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("g++") is None,
-                                     reason="no gcc/g++ to build the stand-in driver and the program")
 
 # ---- the table ----------------------------------------------------------------------------------
 
@@ -229,27 +228,9 @@ def run_python(tmp_path: Path, drv: FakeDriver, monkeypatch: pytest.MonkeyPatch)
 
 # ---- oxide/launch.hpp -----------------------------------------------------------------------------
 
-FAKE_CUDA = r"""
-#include <stdio.h>
-static int ctx_obj, mod_obj, expected;
-static char names[16][64];
-static int n_names;
+LAUNCH = FUNC_ATTRIBUTES + r"""
+static int expected;
 void fake_expect(int n) { expected = n; }
-int cuInit(unsigned f) { return 0; }
-int cuCtxGetCurrent(void **c) { *c = &ctx_obj; return 0; }
-int cuCtxSetCurrent(void *c) { return 0; }
-int cuCtxGetDevice(int *d) { *d = 0; return 0; }
-int cuDeviceGet(int *d, int o) { *d = o; return 0; }
-int cuDevicePrimaryCtxRetain(void **c, int d) { *c = &ctx_obj; return 0; }
-int cuDeviceGetAttribute(int *v, int a, int d) { *v = a == 75 ? 9 : a == 76 ? 0 : a == 97 ? 232448 : -1; return 0; }
-int cuModuleLoadData(void **m, const void *image) { *m = &mod_obj; return 0; }
-int cuModuleGetFunction(void **f, void *m, const char *name) {
-  snprintf(names[n_names], sizeof names[0], "%s", name);
-  *f = names[n_names++];
-  return 0;
-}
-int cuFuncGetAttribute(int *v, int a, void *f) { *v = 0; return 0; }
-int cuFuncSetAttribute(void *f, int a, int v) { return 0; }
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                    unsigned shared, void *s, void **p, void **e) {
   printf("launch %s", (const char *)f);
@@ -258,7 +239,6 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
   printf("\n");
   return 0;
 }
-int cuGetErrorName(int r, const char **n) { *n = "CUDA_ERROR_FAKE"; return 0; }
 """
 
 _CPP_TYPES = {"f32": "float", "f64": "double", "i32": "int32_t", "i64": "int64_t", "u32": "uint32_t", "bool": "bool"}
@@ -284,10 +264,7 @@ def _cpp_arg(arg: Any) -> str:
 
 
 def run_cpp(tmp_path: Path, artifact_dir: Path, module: str) -> list[list[Outcome]]:
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    (tmp_path / "fake.c").write_text(FAKE_CUDA)
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib / "libcuda.so.1"), str(tmp_path / "fake.c")], check=True)
+    lib = build_stand_in_driver(tmp_path, LAUNCH)
     body = []
     for case in CASES:
         body.append(f'  {{ oxide::Kernel k = m.kernel("{case.kernel.name}");')
@@ -304,10 +281,7 @@ def run_cpp(tmp_path: Path, artifact_dir: Path, module: str) -> list[list[Outcom
         f'  oxide::Module m = oxide::Module::open(argv[1], "{module}");\n'
         + "\n".join(body) + "\n  std::fflush(stdout);\n  return 0;\n}\n"
     )
-    (tmp_path / "main.cpp").write_text(main)
-    include = Path(oxide.__file__).parent / "include"
-    subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", "-I", str(include), str(tmp_path / "main.cpp"), "-o",
-                    str(tmp_path / "main"), "-ldl"], check=True)
+    build_launch_program(tmp_path, main)
     env = {**os.environ, "LD_LIBRARY_PATH": str(lib)}
     done = subprocess.run([str(tmp_path / "main"), str(artifact_dir)], capture_output=True, text=True, env=env,
                           timeout=60)
@@ -371,11 +345,8 @@ def test_launch_hpp_reads_the_manifest_formats_the_runtime_reads(tmp_path: Path)
     point takes every slot) and 2 launch; another format is refused, naming those it reads."""
     from oxide.abi.manifest import MANIFEST_FORMAT, READABLE_MANIFEST_FORMATS
 
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    (tmp_path / "fake.c").write_text(FAKE_CUDA)
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib / "libcuda.so.1"), str(tmp_path / "fake.c")], check=True)
-    (tmp_path / "main.cpp").write_text(
+    lib = build_stand_in_driver(tmp_path, LAUNCH)
+    build_launch_program(tmp_path, 
         "#include <cstdio>\n#include <dlfcn.h>\n#include <oxide/launch.hpp>\n"
         "int main(int, char** argv) {\n"
         '  auto expect = reinterpret_cast<void (*)(int)>(dlsym(dlopen("libcuda.so.1", RTLD_NOW), "fake_expect"));\n'
@@ -384,9 +355,6 @@ def test_launch_hpp_reads_the_manifest_formats_the_runtime_reads(tmp_path: Path)
         "        oxide::mut_slice(reinterpret_cast<float*>(uintptr_t{4096}), 8)); }\n"
         '  catch (const oxide::Error& e) { std::printf("refused %s\\n", e.what()); }\n'
         "  return 0;\n}\n")
-    include = Path(oxide.__file__).parent / "include"
-    subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", "-I", str(include), str(tmp_path / "main.cpp"), "-o",
-                    str(tmp_path / "main"), "-ldl"], check=True)
     kernel = {"name": "k", "symbol": "k", "file": "m.py", "line": 3,
               "params": [{"name": "n", "kind": "scalar", "dtype": "i64"},
                          {"name": "out", "kind": "mut_slice", "dtype": "f32", "ndim": 1}]}

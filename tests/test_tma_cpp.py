@@ -6,31 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+from fakes import FUNC_ATTRIBUTES, build_launch_program, build_stand_in_driver, needs_compilers
 
-import oxide
 
 __all__: list[str] = []
 
-FAKE_CUDA = r"""
-#include <stdio.h>
-#include <stdint.h>
-static int ctx_obj, mod_obj, fn_obj;
-int cuInit(unsigned f) { return 0; }
-int cuCtxGetCurrent(void **c) { *c = &ctx_obj; return 0; }
-int cuCtxSetCurrent(void *c) { return 0; }
-int cuCtxGetDevice(int *d) { *d = 0; return 0; }
-int cuDeviceGet(int *d, int o) { *d = o; return 0; }
-int cuDevicePrimaryCtxRetain(void **c, int d) { *c = &ctx_obj; return 0; }
-int cuDeviceGetAttribute(int *v, int a, int d) { *v = a == 75 ? 9 : a == 76 ? 0 : a == 97 ? 232448 : -1; return 0; }
-int cuModuleLoadData(void **m, const void *image) { *m = &mod_obj; return 0; }
-int cuModuleGetFunction(void **f, void *m, const char *name) { *f = &fn_obj; return 0; }
-int cuFuncGetAttribute(int *v, int a, void *f) { *v = a == 8 ? 49152 : 0; return 0; }
-int cuFuncSetAttribute(void *f, int a, int v) { return 0; }
+LAUNCH = FUNC_ATTRIBUTES + r"""
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                    unsigned shared, void *s, void **p, void **e) {
   const uint64_t *map = (const uint64_t *)p[0];
@@ -38,7 +22,6 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
          (long long)*(const int64_t *)p[1], *(const int32_t *)p[2]);
   return 0;
 }
-int cuGetErrorName(int r, const char **n) { *n = "CUDA_ERROR_FAKE"; return 0; }
 """
 
 MAIN = r"""
@@ -65,16 +48,10 @@ int main(int, char** argv) {
 """
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("g++") is None, reason="no gcc/g++")
+@needs_compilers
 def test_launch_hpp_passes_a_tensor_map_as_one_parameter(tmp_path: Path) -> None:
-    (tmp_path / "lib").mkdir()
-    (tmp_path / "fake.c").write_text(FAKE_CUDA)
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "lib" / "libcuda.so.1"), str(tmp_path / "fake.c")],
-                   check=True)
-    (tmp_path / "main.cpp").write_text(MAIN)
-    include = Path(oxide.__file__).parent / "include"
-    subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", "-I", str(include), str(tmp_path / "main.cpp"), "-o",
-                    str(tmp_path / "main"), "-ldl"], check=True)
+    lib = build_stand_in_driver(tmp_path, LAUNCH)
+    build_launch_program(tmp_path, MAIN)
     art = tmp_path / "art"
     art.mkdir()
     (art / "tm.sm_90.cubin").write_bytes(b"stand-in")
@@ -84,7 +61,7 @@ def test_launch_hpp_passes_a_tensor_map_as_one_parameter(tmp_path: Path) -> None
                      "params": [{"name": "src", "kind": "tensor_map", "dtype": "f32", "ndim": 2},
                                 {"name": "n", "kind": "scalar", "dtype": "i32"}]}],
     }))
-    env = {**os.environ, "LD_LIBRARY_PATH": str(tmp_path / "lib")}
+    env = {**os.environ, "LD_LIBRARY_PATH": str(lib)}
     done = subprocess.run([str(tmp_path / "main"), str(art)], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
