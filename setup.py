@@ -45,7 +45,7 @@ setup(
             # the headers generated from oxide/abi/ (python -m oxide.abi.header), and the evaluator of
             # launch preconditions the C launcher shares with oxide/launch.hpp
             depends=["oxide/runtime/_abi.h", "oxide/runtime/_launcher.h", "oxide/include/oxide/abi.h",
-                     "oxide/include/oxide/preconditions.h"],
+                     "oxide/include/oxide/preconditions.h", "oxide/include/oxide/index32.h"],
             optional=True,
             # hidden: the files share symbols with each other; the module exports PyInit__launcher only
             extra_compile_args=["-O2", "-fvisibility=hidden"] if sys.platform != "win32" else [],

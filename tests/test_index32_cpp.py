@@ -6,42 +6,19 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
-import oxide
+from fakes import FUNC_ATTRIBUTES, build_launch_program, build_stand_in_driver, needs_compilers
 
 __all__: list[str] = []
 
-FAKE_CUDA = r"""
-#include <stdio.h>
-static int ctx_obj, mod_obj;
-static char names[16][64];
-static int n_names;
-int cuInit(unsigned f) { return 0; }
-int cuCtxGetCurrent(void **c) { *c = &ctx_obj; return 0; }
-int cuCtxSetCurrent(void *c) { return 0; }
-int cuCtxGetDevice(int *d) { *d = 0; return 0; }
-int cuDeviceGet(int *d, int o) { *d = o; return 0; }
-int cuDevicePrimaryCtxRetain(void **c, int d) { *c = &ctx_obj; return 0; }
-int cuDeviceGetAttribute(int *v, int a, int d) { *v = a == 75 ? 9 : a == 76 ? 0 : a == 97 ? 232448 : -1; return 0; }
-int cuModuleLoadData(void **m, const void *image) { *m = &mod_obj; return 0; }
-int cuModuleGetFunction(void **f, void *m, const char *name) {
-  snprintf(names[n_names], sizeof names[0], "%s", name);
-  *f = names[n_names++];
-  return 0;
-}
-int cuFuncGetAttribute(int *v, int a, void *f) { *v = 0; return 0; }
-int cuFuncSetAttribute(void *f, int a, int v) { return 0; }
+LAUNCH = FUNC_ATTRIBUTES + r"""
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                    unsigned shared, void *s, void **p, void **e) {
   printf("launch %s %lld\n", (const char *)f, *(long long *)p[2]); /* the entry point, a's shape[1] */
   return 0;
 }
-int cuGetErrorName(int r, const char **n) { *n = "CUDA_ERROR_FAKE"; return 0; }
 """
 
 MAIN = r"""
@@ -75,27 +52,20 @@ int main(int, char** argv) {
 }
 """
 
-needs_compilers = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("g++") is None,
-                                     reason="no gcc/g++ to build the stand-in driver and the program")
 
 PARAMS = [{"name": "a", "kind": "tensor", "dtype": "f32", "ndim": 2}, {"name": "s", "kind": "scalar", "dtype": "f32"},
           {"name": "out", "kind": "mut_tensor", "dtype": "f32", "ndim": 2}]
 
 
 def run(tmp_path: Path, kernel: dict[str, object]) -> list[str]:
-    (tmp_path / "lib").mkdir()
-    (tmp_path / "fake.c").write_text(FAKE_CUDA)
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "lib" / "libcuda.so.1"), str(tmp_path / "fake.c")],
-                   check=True)
-    (tmp_path / "main.cpp").write_text(MAIN)
-    include = Path(oxide.__file__).parent / "include"
-    subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", "-I", str(include), str(tmp_path / "main.cpp"), "-o",
-                    str(tmp_path / "main"), "-ldl"], check=True)
+    tmp_path.mkdir(exist_ok=True)
+    lib = build_stand_in_driver(tmp_path, LAUNCH)
+    build_launch_program(tmp_path, MAIN)
     art = tmp_path / "art"
     art.mkdir()
     (art / "t.sm_90.cubin").write_bytes(b"stand-in")
     (art / "t.json").write_text(json.dumps({"format": 2, "cubins": {"sm_90": "t.sm_90.cubin"}, "kernels": [kernel]}))
-    env = {**os.environ, "LD_LIBRARY_PATH": str(tmp_path / "lib")}
+    env = {**os.environ, "LD_LIBRARY_PATH": str(lib)}
     done = subprocess.run([str(tmp_path / "main"), str(art)], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
@@ -122,7 +92,7 @@ def test_launch_hpp_without_an_index32_instance_launches_the_kernel_as_written(t
 
 @needs_compilers
 def test_launch_hpp_passes_the_slots_each_entry_point_declares(tmp_path: Path) -> None:
-    """The manifest's param_slots (backends/entry_params.py): every slot is packed, kernelParams
+    """The manifest's param_slots (lower/entry_params.py): every slot is packed, kernelParams
     points at the declared ones; the stand-in prints the third: here a's row stride (slot 3) in
     the kernel as written, its column stride (slot 4) in the index32 instance."""
     lines = run(tmp_path, {"name": "tadd", "symbol": "tadd", "index32_symbol": "tadd__index32", "file": "t.py",
@@ -134,3 +104,41 @@ def test_launch_hpp_passes_the_slots_each_entry_point_declares(tmp_path: Path) -
         f"{wide} -2147483647", f"{narrow} 1", f"{wide} 2147483648", f"{wide} 0", f"{wide} 8589934592", f"{narrow} 1",
         f"{wide} 1",
     ]
+
+
+# (rows, cols, row stride, col stride) of `a` in MAIN, and whether launch.hpp took the index32 instance
+CASES = [
+    ((2, 2, 2, 1), True), ((1, 2147483647, 2147483647, 1), True), ((1, 2147483648, 2147483648, 1), False),
+    ((2, 2, 1073741824, 1), True), ((2, 2, 2147483648, 1), False), ((2, 2, -1073741824, 1), True),
+    ((2, 2, -2147483647, 1), False), ((1, 2, 2147483647, 1), True), ((1, 2, 2147483648, 1), False),
+    ((2147483648, 2, 0, 1), False), ((0, 8589934592, 8589934592, 1), False), ((0, 9, 9, 1), True),
+    ((3, 1073741824, 1, 4), False),
+]
+
+
+@needs_compilers
+def test_the_python_path_and_the_shared_c_rule_agree_with_launch_hpp(tmp_path: Path) -> None:
+    """One rule, oxide/index32.h, for the C launcher and launch.hpp; the pure-Python path's
+    fits_index32 (oxide/runtime/arguments.py) gives the same verdict on every case."""
+    from oxide.runtime.arguments import fits_index32
+    from oxide.runtime.array_view import TensorView
+
+    rows = ", ".join("{%dLL, %dLL, %dLL, %dLL}" % c for c, _ in CASES)
+    (tmp_path / "rule.c").write_text(
+        "#include <stdio.h>\n#include <oxide/index32.h>\n"
+        f"static const int64_t cases[][4] = {{{rows}}};\n"
+        "int main(void) {\n"
+        "  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)\n"
+        "    printf(\"%d\\n\", oxide_fits_index32(2, cases[i], cases[i] + 2));\n"
+        "  return 0;\n}\n")
+    include = Path(__import__("oxide").__file__).parent / "include"
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Werror", "-I", str(include), str(tmp_path / "rule.c"), "-o",
+                    str(tmp_path / "rule")], check=True)
+    c_verdicts = subprocess.run([str(tmp_path / "rule")], capture_output=True, text=True, check=True).stdout.split()
+    expected = [fits for _, fits in CASES]
+    assert [v == "1" for v in c_verdicts] == expected
+    views = [TensorView(0, c[:2], c[2:], "f32", True, None) for c, _ in CASES]
+    assert [fits_index32([v]) for v in views] == expected
+    assert [line.startswith("launch tadd__index32") for line in run(tmp_path / "hpp", {
+        "name": "tadd", "symbol": "tadd", "index32_symbol": "tadd__index32", "file": "t.py", "line": 3,
+        "params": PARAMS})] == expected

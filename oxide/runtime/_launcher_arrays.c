@@ -2,6 +2,7 @@
    or attributes), CuPy arrays (C getters), oxide DeviceArrays, CUDA array interface objects;
    1-D Slice views and N-d Tensor views. */
 #include "_launcher.h"
+#include "../include/oxide/index32.h" /* the index32 rule, shared with oxide/launch.hpp */
 
 static const Getter no_getters[N_GETTERS];  /* read everything by name */
 static Getter memptr_ptr, memptr_device;
@@ -465,11 +466,10 @@ static int element_strides(PyObject *byte_strides, int n, int code, int64_t *out
 static int finish_tensor(View *v, int n) {
     int64_t *shape = v->dims, *strides = v->dims + n;
     uint64_t span = 1;
-    int empty = 0, small = 1;
+    int empty = 0;
     for (int i = 0; i < n; i++) {
         if (shape[i] < 0 || strides[i] < 0) return 0;
         if (shape[i] == 0) empty = 1;
-        if (shape[i] > INDEX32_LIMIT || strides[i] > INDEX32_LIMIT) small = 0;
     }
     for (int i = 0; i < n && !empty; i++) {
         uint64_t step;
@@ -478,7 +478,7 @@ static int finish_tensor(View *v, int n) {
     if (span > INT64_MAX) return 0;
     v->length = empty ? 0 : (int64_t)span;
     v->ndim = n;
-    v->index32 = small && v->length <= INDEX32_LIMIT; /* a kernel's index32 instance may take it */
+    v->index32 = oxide_fits_index32((size_t)n, shape, strides); /* a kernel's index32 instance may take it */
     return 1;
 }
 

@@ -65,8 +65,10 @@
 #include <dlfcn.h>
 
 #include "abi.h"            // generated from oxide/abi/ (python -m oxide.abi.header)
+#include "index32.h"        // when a kernel's index32 instance runs, shared with the C launcher
 #include "preconditions.h"  // the precondition evaluator, shared with the C launcher
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdint>
@@ -593,34 +595,13 @@ struct LaunchCheck {
 };
 
 namespace detail {
-// The most elements a tensor argument may span, and its largest extent and |stride|, for a launch
-// of a kernel's index32 instance (oxide_build/lower/index32.py): every offset then fits int, and
-// so do the shape and strides it reads as int.
-constexpr uint64_t kIndex32Limit = OXIDE_INDEX32_LIMIT;
-
+// Whether an argument may go to a kernel's index32 instance (oxide/index32.h, the rule the C
+// launcher applies): scalars and 1-D slices always, their index math is as written.
 template <class T>
-bool fits_index32(const T&) { return true; }  // scalars and 1-D slices: their index math is as written
+bool fits_index32(const T&) { return true; }
 template <class T>
-bool fits_index32(const Tensor<T>& t) {  // 1 + sum (extent - 1) * |stride|, extents, |strides| <= kIndex32Limit
-  uint64_t span = 1;
-  bool empty = false;
-  for (size_t k = 0; k < t.shape.size() && k < t.strides.size(); ++k) {
-    const uint64_t stride = t.strides[k] < 0 ? uint64_t{0} - static_cast<uint64_t>(t.strides[k])
-                                             : static_cast<uint64_t>(t.strides[k]);
-    if (static_cast<uint64_t>(t.shape[k]) > kIndex32Limit || stride > kIndex32Limit) return false;
-    empty = empty || t.shape[k] == 0;
-  }
-  if (empty) return true;  // no element
-  for (size_t k = 0; k < t.shape.size() && k < t.strides.size(); ++k) {
-    if (t.shape[k] <= 1) continue;
-    const uint64_t steps = static_cast<uint64_t>(t.shape[k]) - 1;
-    const uint64_t stride = t.strides[k] < 0 ? uint64_t{0} - static_cast<uint64_t>(t.strides[k])
-                                             : static_cast<uint64_t>(t.strides[k]);
-    if (stride != 0 && steps > kIndex32Limit / stride) return false;
-    span += steps * stride;
-    if (span > kIndex32Limit) return false;
-  }
-  return true;
+bool fits_index32(const Tensor<T>& t) {
+  return oxide_fits_index32(std::min(t.shape.size(), t.strides.size()), t.shape.data(), t.strides.data()) != 0;
 }
 }  // namespace detail
 
