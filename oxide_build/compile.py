@@ -26,7 +26,6 @@ from oxide.errors import CompileError, SourceLocation
 from oxide.runtime.manifest import ErrorSite, KernelSpec, ModuleArrayRecord
 
 from .backends import nvvm as nvvm_backend
-from .backends.entry_params import drop_unread_params
 from .backends.nvptx import optimize_and_emit_ptx
 from .config import CompileOptions
 from .frontend import FrontendResult, build_program, located_error
@@ -95,6 +94,8 @@ class CompiledModule:
     # with lto: the Python side entered the link as its PTX (``ptx``), not as LTO-IR (bf16: CodePath)
     lto_from_ptx: bool = False
     arrays: tuple[ModuleArrayRecord, ...] = ()  # the module's own constant/global memory arrays
+    # kernel entry symbol -> the bytes of the parameter block it declares (lower/entry_params.py)
+    param_bytes: dict[str, int] = field(default_factory=dict)
 
 
 # ---- how the device code is made: the one decision -------------------------------------------
@@ -204,10 +205,6 @@ class DeviceCode:
     fatbin: bytes | None = None
     link_inputs: tuple[str, ...] = ()
     dependencies: list[Path] = field(default_factory=list)
-    # entry point -> the indices of the parameters it still declares, for those that lost some
-    # (backends/entry_params.py); dropped: the others, for the NVVM IR of an LTO link
-    kept_params: dict[str, list[int]] = field(default_factory=dict)
-    dropped: dict[str, frozenset[int]] | None = None
 
 
 @dataclass
@@ -223,9 +220,14 @@ class ModuleBuild:
     result: FrontendResult | None = None  # frontend, passes
     path: CodePath | None = None  # lower
     llvm_ir: str = ""  # lower: the NVPTX form
+    # lower: entry symbol -> the parameter positions it declares, for those whose code does not
+    # read every one (lower/entry_params.py; every form of the module declares the same), and
+    # entry symbol -> the bytes of its parameter block
+    kept_params: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    param_bytes: dict[str, int] = field(default_factory=dict)
     device: DeviceCode = field(default_factory=DeviceCode)  # ptx, ltoir, link, package
     cache: CompileCache = field(default_factory=CompileCache)
-    _nvvm_ir: dict[tuple[Dialect, frozenset[tuple[str, frozenset[int]]]], str] = field(default_factory=dict)
+    _nvvm_ir: dict[Dialect, str] = field(default_factory=dict)
 
     @property
     def frontend(self) -> FrontendResult:
@@ -241,18 +243,21 @@ class ModuleBuild:
         assert self.path is not None, "the lower stage has not run"
         return self.path
 
-    def nvvm_ir(self, arch: str, dropped: dict[str, frozenset[int]] | None = None) -> str:
+    def nvvm_ir(self, arch: str) -> str:
         """The program lowered as NVVM IR for libNVVM (``lower/dialect.py``), when first asked
-        for, once per form; ``dropped``: kernel entry -> the parameters it does not declare."""
+        for, once per form."""
         o = self.options
         dialect = nvvm_dialect(nvvm_backend.nvvm_ir_version(), arch)
-        key = (dialect, frozenset((dropped or {}).items()))
-        if key not in self._nvvm_ir:
-            lowering = _lowering()
-            self._nvvm_ir[key] = lowering.module_text(lowering.lower_program(
-                self.program, self.module_name, fast_math=o.fast_math, lineinfo=o.lineinfo, dialect=dialect,
-                dropped=dropped, fma=o.fma))
-        return self._nvvm_ir[key]
+        if dialect not in self._nvvm_ir:
+            lowered = _lowering().lower_program(self.program, self.module_name, fast_math=o.fast_math,
+                                                lineinfo=o.lineinfo, dialect=dialect, fma=o.fma)
+            if lowered.kept_params != self.kept_params:  # the manifest records one parameter list per entry
+                raise CompileError(
+                    f"internal compiler error: the NVVM IR of {self.module_name} for {arch} keeps other kernel "
+                    f"parameters ({lowered.kept_params}) than its NVPTX form ({self.kept_params})",
+                    hint="please report this with the module's source")
+            self._nvvm_ir[dialect] = lowered.text()
+        return self._nvvm_ir[dialect]
 
 
 # ---- the stages ------------------------------------------------------------------------------
@@ -293,45 +298,28 @@ def _passes(build: ModuleBuild) -> None:
 
 
 def _lower(build: ModuleBuild) -> None:
-    """The code path, and the LLVM IR in NVPTX's form (the NVVM form is lowered on demand)."""
+    """The code path, and the LLVM IR in NVPTX's form (the NVVM form is lowered on demand),
+    whose kernel entries declare only the parameters their code reads (lower/entry_params.py)."""
     o = build.options
     build.path = code_path(build.program, o)
-    lowering = _lowering()
-    build.llvm_ir = lowering.module_text(lowering.lower_program(
-        build.program, build.module_name, fast_math=o.fast_math, lineinfo=o.lineinfo, libnvvm=build.path.libnvvm,
-        fma=o.fma))
+    lowered = _lowering().lower_program(build.program, build.module_name, fast_math=o.fast_math,
+                                        lineinfo=o.lineinfo, libnvvm=build.path.libnvvm, fma=o.fma)
+    build.llvm_ir = lowered.text()
+    build.kept_params, build.param_bytes = lowered.kept_params, lowered.param_bytes
 
 
 def _ptx(build: ModuleBuild) -> None:
-    """PTX per arch, by NVPTX or libNVVM; each kernel entry declares only the parameters its
-    code reads (backends/entry_params.py)."""
+    """PTX per arch, by NVPTX or libNVVM."""
     o, out = build.options, build.device
     if o.backend == "nvvm":
         out.ptx = {arch: _nvvm_ptx(build, arch) for arch in o.archs}
     else:
         out.ptx = {arch: optimize_and_emit_ptx(build.llvm_ir, arch, o.opt_level, o.fma) for arch in o.archs}
-    # each kernel entry point and the number of parameters the runtime's slot layout gives it
-    defined = {fn.symbol for fn in build.program.functions if fn.is_kernel}  # not @extern_kernel's C++
-    entries = {symbol: len(entry_param_starts(k.params))
-               for k in build.frontend.kernels if k.symbol in defined
-               for symbol in (k.symbol, k.index32_symbol) if symbol}
-    if not entries:
-        return
-    # Without LTO-IR the cubins are made from this PTX, which loses the others' declarations.
-    # From LTO-IR the module is lowered again without them (they read as zero). The PTX analysed
-    # is the module's own, its externs left undefined, so a parameter it never reads is read by
-    # no linked code either: the Python code passes C++ values, not slots.
-    pruned, out.kept_params = drop_unread_params(out.ptx, entries)
-    if not build.code.python_ltoir:
-        out.ptx = pruned
-    elif out.kept_params:
-        out.dropped = {entry: frozenset(range(entries[entry])) - frozenset(kept)
-                       for entry, kept in out.kept_params.items()}
 
 
 def _ltoir(build: ModuleBuild) -> None:
     """The Python side's LTO-IR (libNVVM ``-gen-lto``), where it is linked with C++ through it
-    or asked for; without the dropped parameters."""
+    or asked for."""
     o = build.options
     if build.program.functions and (o.emit_ltoir or build.code.python_ltoir):
         build.device.ltoir = {arch: _nvvm_ltoir(build, arch) for arch in o.archs}
@@ -399,7 +387,7 @@ def _nvvm_ptx(build: ModuleBuild, arch: str) -> str:
 
 
 def _nvvm_ltoir(build: ModuleBuild, arch: str) -> bytes:
-    o, text = build.options, build.nvvm_ir(arch, build.device.dropped)
+    o, text = build.options, build.nvvm_ir(arch)
     key = cache_key("nvvm-ltoir", tool_versions(), arch, str(o.opt_level), text, *_fma_key(o.fma))
     data = build.cache.get(key)
     if data is None:
@@ -492,13 +480,14 @@ def compile_module(
         module_name=module_name,
         source_path=build.source_path,
         source_sha256=source_sha256(build.source_path.read_bytes()),
-        kernels=_with_param_slots(build.frontend.kernels, device.kept_params),
+        kernels=_with_param_slots(build.frontend.kernels, build.kept_params),
         llvm_ir=build.llvm_ir,
         ptx=device.ptx,
         cubins=device.cubins,
         ptx_fallback=device.fallback,
         error_sites=tuple(build.frontend.error_sites),
         arrays=module_array_records(program, module_name),
+        param_bytes=build.param_bytes,
         ltoir=device.ltoir,
         fatbin=device.fatbin,
         exports=export_decls(program),
@@ -522,9 +511,9 @@ def build_ir(
     return build.index, build.frontend
 
 
-def _with_param_slots(kernels: list[KernelSpec], kept: dict[str, list[int]]) -> tuple[KernelSpec, ...]:
+def _with_param_slots(kernels: list[KernelSpec], kept: dict[str, tuple[int, ...]]) -> tuple[KernelSpec, ...]:
     """The kernel specs with the parameters each entry point still declares
-    (``KernelSpec.param_slots``, backends/entry_params.py), as the slots where they begin."""
+    (``KernelSpec.param_slots``, lower/entry_params.py), as the slots where they begin."""
 
     def slots(k: KernelSpec, symbol: str) -> tuple[int, ...] | None:
         if symbol not in kept:

@@ -14,7 +14,7 @@ from typing import NamedTuple
 from oxide.errors import ToolchainError
 from oxide.runtime.manifest import ErrorSite
 
-from .compile import CompileOptions, CompiledModule, compile_module, ptxas_options
+from .compile import CompileOptions, compile_module, ptxas_options
 from .toolchain import find_tool
 
 __all__ = ["KernelResources", "inspect_module", "disassemble"]
@@ -31,7 +31,7 @@ class KernelResources:
     spill_loads: int
     barriers: int
     # the parameter block the entry point declares (what a launch copies): its parameters
-    # less those its code never reads (backends/entry_params.py); 0 when not known
+    # less those its code never reads (lower/entry_params.py); 0 when not known
     param_bytes: int = 0
 
 
@@ -119,31 +119,10 @@ def inspect_module(source: Path, module_name: str, arch: str, options: CompileOp
     names = {k.symbol: k.name for k in compiled.kernels}
     names.update({k.index32_symbol: k.name for k in compiled.kernels if k.index32_symbol})  # docs/runtime.md
     at_launch = {c.site for k in compiled.kernels for c in k.preconditions}
-    sizes = _param_bytes(compiled, arch)
-    resources = {s: replace(r, param_bytes=sizes.get(s, 0)) for s, r in resources.items()}
+    resources = {s: replace(r, param_bytes=compiled.param_bytes.get(s, 0)) for s, r in resources.items()}
     return Inspection({s: r for s, r in resources.items() if s in names}, cubin, names,
                       [s for s in compiled.error_sites if s.id not in at_launch],
                       [s for s in compiled.error_sites if s.id in at_launch])
-
-
-def _param_bytes(compiled: CompiledModule, arch: str) -> dict[str, int]:
-    """entry symbol -> the bytes of the parameter block it declares. A module linked through
-    LTO-IR: its own PTX declares every parameter, its cubin those of ``param_slots``."""
-    from oxide.abi.manifest import entry_param_starts
-
-    from .backends.entry_params import declared_bytes, drop_params
-
-    ptx = compiled.ptx[arch]
-    if compiled.lto:
-        kept: dict[str, list[int]] = {}
-        for k in compiled.kernels:
-            starts = entry_param_starts(k.params)
-            for symbol, slots in ((k.symbol, k.param_slots), (k.index32_symbol, k.index32_param_slots)):
-                if symbol and slots is not None:
-                    kept[symbol] = [starts.index(slot) for slot in slots]
-        ptx = drop_params(ptx, kept) if kept else ptx
-    symbols = [s for k in compiled.kernels for s in (k.symbol, k.index32_symbol) if s]
-    return {s: b for s in symbols if (b := declared_bytes(ptx, s)) is not None}
 
 
 def disassemble(cubin: bytes) -> str:

@@ -1,5 +1,6 @@
 """Kernel entry points declare only the parameters their code reads
-(oxide_build/backends/entry_params.py): which ones the compiled PTX keeps on both backends, the
+(oxide_build/lower/entry_params.py, decided on the LLVM module before code generation): which ones
+the compiled PTX keeps on both backends, the
 manifest's record of them (KernelSpec.param_slots, index32_param_slots; absent in older
 manifests: every parameter), and both launch paths passing exactly those slots of the full block
 they pack (the Python path and the C launcher, with the fake driver of tests/fakes.py). Results on
@@ -30,14 +31,10 @@ from fakes import (  # noqa: F401  (fixtures: fresh_runtime is autouse)
 from oxide.abi.manifest import entry_param_starts
 from oxide.runtime import launcher
 from oxide.runtime.manifest import KernelSpec, ManifestError, ModuleManifest, ParamSpec
-from oxide_build.backends.entry_params import (
-    declared_bytes,
-    drop_params,
-    drop_unread_params,
-    entry_params,
-    read_params_of_entries,
-)
+from llvmlite import ir as ll
+
 from oxide_build.compile import CompileOptions, CompiledModule, compile_module
+from oxide_build.lower.entry_params import drop_unread_params, parameter_block_bytes, read_params
 
 __all__: list[str] = []
 
@@ -47,11 +44,14 @@ needs_launcher = pytest.mark.skipif(not launcher.ENABLED, reason="the C launcher
 _BYTES = {".u64": 8, ".s64": 8, ".b64": 8, ".f64": 8, ".u32": 4, ".s32": 4, ".b32": 4, ".f32": 4}
 
 
-def _declared(ptx: str, entry: str) -> dict[int, str]:
-    """parameter index -> its PTX type, of what ``entry`` declares."""
-    params = entry_params(ptx, entry)
-    assert params is not None, entry
-    return {i: next(t for t in d.split()[1:] if t in _BYTES) for d, i in zip(params.declarations, params.indices)}
+def _declared(ptx: str, entry: str) -> list[str]:
+    """The PTX type of each parameter ``entry`` declares, in order (named ``<entry>_param_<i>``,
+    i = 0, 1, ...)."""
+    m = re.search(r"\.entry\s+" + re.escape(entry) + r"\(([^)]*)\)", ptx)
+    assert m is not None, entry
+    declarations = [d.strip() for d in m.group(1).split(",") if d.strip()]
+    assert [d.split()[-1] for d in declarations] == [f"{entry}_param_{i}" for i in range(len(declarations))]
+    return [next(t for t in d.split()[1:] if t in _BYTES) for d in declarations]
 
 
 def _block_bytes(types: list[str]) -> int:
@@ -84,10 +84,10 @@ def test_the_lltm_backward_reads_each_tensors_pointer_and_strides_and_one_shape(
     for arch in ("sm_80", "sm_90"):
         narrow = _declared(lltm.ptx[arch], "lltm_backward_f32__index32")
         wide = _declared(lltm.ptx[arch], "lltm_backward_f32")
-        assert sorted(narrow) == sorted(wide) == kept
-        assert [narrow[i] for i in kept] == [".u64" if i % 5 == 0 else ".u32" for i in kept]
-        assert _block_bytes(list(narrow.values())) == 13 * (8 + 4 + 4) + 2 * 4 == 216
-        assert _block_bytes(list(wide.values())) == 13 * 3 * 8 + 2 * 8 == 328  # was 520
+        assert len(narrow) == len(wide) == len(kept)
+        assert narrow == [".u64" if i % 5 == 0 else ".u32" for i in kept]
+        assert _block_bytes(narrow) == 13 * (8 + 4 + 4) + 2 * 4 == 216 == lltm.param_bytes["lltm_backward_f32__index32"]
+        assert _block_bytes(wide) == 13 * 3 * 8 + 2 * 8 == 328 == lltm.param_bytes["lltm_backward_f32"]  # was 520
 
 
 def test_the_lltm_forward_reads_new_h_shape_alone(lltm: CompiledModule) -> None:
@@ -95,7 +95,7 @@ def test_the_lltm_forward_reads_new_h_shape_alone(lltm: CompiledModule) -> None:
     for k in lltm.kernels:
         if k.name == "lltm_forward":
             assert k.param_slots == k.index32_param_slots == kept
-            assert sorted(_declared(lltm.ptx["sm_90"], k.index32_symbol)) == list(kept)
+            assert len(_declared(lltm.ptx["sm_90"], k.index32_symbol)) == len(kept)
 
 
 READS_ALL = """
@@ -129,7 +129,7 @@ def test_a_kernel_that_reads_every_parameter_keeps_them_all_and_one_that_reads_n
     assert len(_declared(compiled.ptx["sm_90"], "every")) == len(entry_param_starts(specs["every"].params)) == 10
     # only out's pointer and length (the guard) are read
     assert specs["unread"].param_slots == specs["unread"].index32_param_slots == (8, 9)
-    assert sorted(_declared(compiled.ptx["sm_90"], "unread__index32")) == [8, 9]
+    assert _declared(compiled.ptx["sm_90"], "unread__index32") == [".u64", ".u64"]
     assert compiled.cubins["sm_90"]  # ptxas took the PTX without them
 
 
@@ -142,84 +142,106 @@ def test_mixed_kernel_keeps_exactly_what_it_reads() -> None:
     assert spec.param_slots == spec.index32_param_slots == (0, 3, 4, 6, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18)
 
 
-# --- the PTX analysis --------------------------------------------------------------------------
+# --- the analysis of the LLVM module ------------------------------------------------------------
 
-PTX = """
-.visible .entry k(
-	.param .align 64 .b8 k_param_0[128],
-	.param .u64 k_param_1,
-	.param .u64 .ptr .global .align 1 k_param_2,
-	.param .u32 k_param_10
-)
-.maxntid 128, 1, 1
-{
-	mov.b64 	%rd1, k_param_0;
-	ld.param.u64 	%rd2, [k_param_10];
-	// k_param_1x: another name
-	ld.param.u64 	%rd3, [k_param_2+0];
-}
-.visible .entry k_param_1x(
-	.param .u64 k_param_1x_param_0
-)
-{
-	ret;
-}
-"""
+I64 = ll.IntType(64)
+GLOBAL_PTR = ll.PointerType(ll.FloatType(), 1)
 
 
-def test_a_parameter_is_read_when_its_name_occurs_in_the_code() -> None:
-    ptx = PTX.replace("k_param_10", "k_param_3")
-    assert read_params_of_entries(ptx, ["k", "k_param_1x"]) == {"k": {0, 2, 3}, "k_param_1x": set()}
-    out, kept = drop_unread_params({"sm_90": ptx}, {"k": 4, "k_param_1x": 1})
-    assert kept == {"k": [0, 2, 3], "k_param_1x": []}
-    assert sorted(_declared_names(out["sm_90"], "k")) == ["k_param_0", "k_param_2", "k_param_3"]
-    assert ".visible .entry k_param_1x()" in out["sm_90"] and "mov.b64 \t%rd1, k_param_0;" in out["sm_90"]
+def _kernel(module: ll.Module, name: str, types: list[ll.Type]) -> tuple[ll.Function, ll.IRBuilder]:
+    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), types), name)
+    return fn, ll.IRBuilder(fn.append_basic_block("entry"))
 
 
-def test_declared_bytes_count_each_parameter_at_its_alignment() -> None:
-    """What `oxide inspect` prints as "params": the 128-byte map aligned to 64, then 8 + 8 + 4."""
-    assert declared_bytes(PTX, "k") == 148
-    assert declared_bytes(PTX.replace("k_param_1,", "k_param_1[3],").replace(".u64 k_param_1", ".u16 k_param_1"),
-                          "k") == 128 + 6 + 2 + 8 + 4
-    assert declared_bytes(PTX, "k_param_1x") == 8 and declared_bytes(PTX, "absent") is None
+def test_an_argument_stored_into_a_local_nobody_reads_is_not_read() -> None:
+    module = ll.Module()
+    k, b = _kernel(module, "k", [I64, I64, GLOBAL_PTR])
+    dead, kept = b.alloca(I64), b.alloca(I64)
+    b.store(k.args[0], dead)  # the lowering stores every scalar parameter into its local
+    b.store(b.add(k.args[1], ll.Constant(I64, 1)), kept)
+    b.store(b.sitofp(b.load(kept), ll.FloatType()), k.args[2])  # an effect reads it
+    b.ret_void()
+    assert read_params(module.functions)[k] == frozenset({1, 2})
 
 
-def _declared_names(ptx: str, entry: str) -> list[str]:
-    params = entry_params(ptx, entry)
-    assert params is not None
-    return [d.split()[-1].split("[")[0] for d in params.declarations]
+def test_a_call_reads_what_the_function_it_calls_reads_and_an_extern_reads_everything() -> None:
+    module = ll.Module()
+    device = ll.Function(module, ll.FunctionType(ll.VoidType(), [GLOBAL_PTR, I64]), "device")
+    device.linkage = "internal"
+    db = ll.IRBuilder(device.append_basic_block("entry"))
+    db.store(ll.Constant(ll.FloatType(), 1.0), device.args[0])  # the pointer, not the length
+    db.ret_void()
+    extern = ll.Function(module, ll.FunctionType(ll.VoidType(), [I64]), "extern_fn")
+    k, b = _kernel(module, "k", [GLOBAL_PTR, I64, I64])
+    b.call(device, [k.args[0], k.args[1]])
+    b.call(extern, [k.args[2]])
+    b.ret_void()
+    reads = read_params(module.functions)
+    assert reads[device] == frozenset({0}) and reads[k] == frozenset({0, 2}) and extern not in reads
 
 
-def test_an_entry_in_a_form_it_does_not_read_keeps_every_parameter() -> None:
-    # parameters not numbered 0, 1, ... (here 0, 1, 2, 10): not LLVM's naming, so no analysis
-    assert read_params_of_entries(PTX, ["k"]) == {"k": None}
-    renamed = PTX.replace("k_param_1,", "weird,")
-    assert entry_params(renamed, "k") is None and entry_params(PTX, "absent") is None
-    out, kept = drop_unread_params({"sm_90": renamed}, {"k": 4})
-    assert kept == {} and out == {"sm_90": renamed}
-    # a parameter count other than the slot layout's: the indices would not name its slots
-    ptx = PTX.replace("k_param_10", "k_param_3")
-    assert drop_unread_params({"sm_90": ptx}, {"k": 5}) == ({"sm_90": ptx}, {})
+def test_a_branch_reads_its_condition_and_a_dead_computation_reads_nothing() -> None:
+    module = ll.Module()
+    k, b = _kernel(module, "k", [I64, I64])
+    b.add(k.args[1], k.args[1])  # a value nothing uses
+    then = k.append_basic_block("then")
+    done = k.append_basic_block("done")
+    b.cbranch(b.icmp_signed("<", k.args[0], ll.Constant(I64, 4)), then, done)
+    b.position_at_end(then)
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    assert read_params(module.functions)[k] == frozenset({0})
 
 
-def test_archs_keep_the_union_of_what_each_reads() -> None:
-    base = PTX.replace("k_param_10", "k_param_3")
-    other = base.replace("[k_param_2+0]", "[k_param_1]")  # another arch reads 1, not 2
-    assert drop_unread_params({"sm_80": base, "sm_90": base}, {"k": 4})[1] == {"k": [0, 2, 3]}
-    out, kept = drop_unread_params({"sm_80": base, "sm_90": other}, {"k": 4})
-    assert kept == {} and out == {"sm_80": base, "sm_90": other}  # each is read on some arch
-    with pytest.raises(ValueError, match=r"entry k reads parameters \[2\], which would be dropped"):
-        drop_params(base, {"k": [0, 3]})
+def test_a_volatile_load_reads_its_address_even_when_its_value_is_unused() -> None:
+    """The lowering's poll (``load volatile``, lower/llvm.py's _VolatileLoad) stays in the code."""
+
+    class VolatileLoad(ll.LoadInstr):  # type: ignore[misc]
+        volatile = True
+
+    module = ll.Module()
+    k, b = _kernel(module, "k", [GLOBAL_PTR, GLOBAL_PTR])
+    b.load(k.args[0])  # a plain load nothing uses: dead
+    b.block.instructions.append(VolatileLoad(b.block, k.args[1], typ=ll.FloatType()))
+    b.ret_void()
+    assert read_params(module.functions)[k] == frozenset({1})
 
 
-def test_index32_and_ordinary_instances_are_both_rewritten_in_the_cubin_ptx(tmp_path: Path) -> None:
-    """The whole-program ptxas path and the shipped PTX take the rewritten text."""
+def test_dropping_unread_arguments_changes_the_entry_signature_and_names_the_kept_positions() -> None:
+    module = ll.Module()
+    k, b = _kernel(module, "k", [I64, GLOBAL_PTR, I64])
+    b.store(b.sitofp(k.args[2], ll.FloatType()), k.args[1])
+    b.ret_void()
+    everything, _ = _kernel(module, "everything", [GLOBAL_PTR])
+    ll.IRBuilder(everything.entry_basic_block).store(ll.Constant(ll.FloatType(), 0.0), everything.args[0])
+    ll.IRBuilder(everything.entry_basic_block).ret_void()
+    kept = drop_unread_params([k, everything], read_params(module.functions))
+    assert kept == {"k": (1, 2)}  # only entries that lost some
+    assert [a.type for a in k.args] == [GLOBAL_PTR, I64] and k.ftype.args == (GLOBAL_PTR, I64)
+    assert 'define void @"k"(float addrspace(1)* %".2", i64 %".3")' in str(module)
+
+
+def test_the_parameter_block_counts_each_parameter_at_its_alignment() -> None:
+    """What `oxide inspect` prints as "params": a TMA map (128 bytes aligned to 64), then 8 + 8 + 4."""
+    module = ll.Module()
+    k, b = _kernel(module, "k", [ll.PointerType(ll.ArrayType(ll.IntType(8), 128)), I64, GLOBAL_PTR, ll.IntType(32)])
+    k.args[0].add_attribute("byval")
+    k.args[0].attributes.align = 64
+    assert parameter_block_bytes(k) == 148
+    small, _ = _kernel(module, "small", [ll.IntType(8), ll.HalfType(), ll.FloatType(), ll.DoubleType()])
+    assert parameter_block_bytes(small) == 1 + 1 + 2 + 4 + 8
+
+
+def test_index32_and_ordinary_instances_both_declare_the_kept_parameters_in_the_cubin_ptx(tmp_path: Path) -> None:
+    """The whole-program ptxas path and the shipped PTX are the same text."""
     src = tmp_path / "reads.py"
     src.write_text(textwrap.dedent(READS_ALL))
     compiled = compile_module(src, "reads", CompileOptions(archs=("sm_90",), embed_ptx=True))
     assert compiled.ptx_fallback["sm_90"] == compiled.ptx["sm_90"]
-    assert re.search(r"\.entry unread\(\s*\.param \.u64 \.ptr \.global \.align 1 unread_param_8,\s*\.param \.u64 unread_param_9\s*\)",
+    assert re.search(r"\.entry unread\(\s*\.param \.u64 \.ptr \.global \.align 1 unread_param_0,\s*\.param \.u64 unread_param_1\s*\)",
                      compiled.ptx["sm_90"])
+    assert compiled.param_bytes["unread"] == compiled.param_bytes["unread__index32"] == 16
 
 
 # --- the manifest --------------------------------------------------------------------------------
@@ -330,8 +352,8 @@ def test_the_c_launcher_passes_the_same_slots_as_the_python_path(tmp_path: Path,
 # --- modules linked with C++ through LTO-IR ------------------------------------------------------
 
 @pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
-def test_a_module_linked_with_cpp_is_lowered_again_without_the_unread_parameters(backend: str) -> None:
-    """tests/packages/interop/pruned_kernels.py: its own PTX says which parameters are read; the
+def test_a_module_linked_with_cpp_declares_only_the_read_parameters(backend: str) -> None:
+    """tests/packages/interop/pruned_kernels.py: the one lowering drops the unread parameters; the
     LTO-IR the cubins are linked from declares only those (the linked PTX shows it)."""
     root = ROOT / "tests" / "packages" / "interop"
     compiled = compile_module(root / "pruned_kernels.py", "pruned_kernels",
@@ -344,12 +366,12 @@ def test_a_module_linked_with_cpp_is_lowered_again_without_the_unread_parameters
     assert specs["axpb_2d"].param_slots == specs["axpb_2d"].index32_param_slots == (0, 1, 4, 5, 6, 7, 8, 9, 10, 11)
     linked = compiled.ptx_fallback["sm_90"]  # nvJitLink -lto of the same LTO-IR, as PTX
     # the linked entry's parameters are numbered anew: one per kept slot, in order
-    assert _declared(linked, "axpb_checked") == {0: ".f32", 1: ".u64", 2: ".f32", 3: ".u64", 4: ".u64"}
-    assert _declared(linked, "axpb_2d__index32") == {0: ".f32", 1: ".u64", 2: ".u32", 3: ".u32", 4: ".f32",
-                                                      5: ".u64", 6: ".u32", 7: ".u32", 8: ".u32", 9: ".u32"}
-    assert declared_bytes(linked, "axpb_2d") == 80 and declared_bytes(linked, "axpb_2d__index32") == 56
-    # the module's own PTX (what `oxide compile --emit ptx` shows) is as analysed: every parameter
-    assert len(_declared(compiled.ptx["sm_90"], "axpb_checked")) == 7
+    assert _declared(linked, "axpb_checked") == [".f32", ".u64", ".f32", ".u64", ".u64"]
+    assert _declared(linked, "axpb_2d__index32") == [".f32", ".u64", ".u32", ".u32", ".f32",
+                                                     ".u64", ".u32", ".u32", ".u32", ".u32"]
+    assert compiled.param_bytes["axpb_2d"] == 80 and compiled.param_bytes["axpb_2d__index32"] == 56
+    # the module's own PTX (what `oxide compile --emit ptx` shows) declares the same
+    assert _declared(compiled.ptx["sm_90"], "axpb_checked") == _declared(linked, "axpb_checked")
 
 
 def test_oxide_inspect_counts_what_the_linked_entry_points_declare() -> None:

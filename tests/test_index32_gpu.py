@@ -119,7 +119,7 @@ def _f32_variant_of(kernel: Any) -> Any:
 
 def test_entry_points_that_read_only_some_shapes_compute_every_element() -> None:
     """idx32k.mixed: both its entry points drop a's shape, b's shape[0], the unread scalar and
-    bias's length (backends/entry_params.py); the launch packs every slot and passes the kept
+    bias's length (lower/entry_params.py); the launch packs every slot and passes the kept
     ones. Through the Python path, then the C launcher (index32), and the kernel as written
     (the Python path told the tensors do not fit)."""
     import idx32k

@@ -208,7 +208,7 @@ def pruned(tmp_path_factory: pytest.TempPathFactory) -> types.ModuleType:
 
 def test_cpp_linked_kernels_without_their_unread_parameters(pruned: types.ModuleType) -> None:
     """pruned_kernels.py: entry points linked through LTO-IR without the parameters their code
-    never reads (oxide_build/backends/entry_params.py), launched through the Python path, then the
+    never reads (oxide_build/lower/entry_params.py), launched through the Python path, then the
     C launcher; axpb_2d's index32 instance and (told the tensors do not fit) the one as written."""
     torch = pytest.importorskip("torch")
     from oxide.runtime import arguments

@@ -140,7 +140,7 @@ def test_the_entry_point_takes_each_scalar_field_as_its_own_parameter(tmp_path: 
 
     def entry(name: str, full: list[str]) -> None:
         """The entry declares ``full`` (one parameter per slot), less the parameters its code
-        never reads (backends/entry_params.py: KernelSpec.param_slots)."""
+        never reads (lower/entry_params.py: KernelSpec.param_slots)."""
         match = re.search(rf"\.entry {name}\(([^)]*)\)", ptx)
         assert match is not None, name
         declared = {int(line.split("_param_")[1].rstrip(",")): line.split()[1]

@@ -165,7 +165,7 @@ class KernelSpec(NamedTuple):
     index32_symbol: str = ""
     # the parameters the entry point ``symbol`` declares, each as the slot where it begins
     # (``entry_param_starts``), in order: the compiler drops the parameters its code never reads
-    # (oxide_build/backends/entry_params.py), and the runtime packs every slot as before but passes
+    # (oxide_build/lower/entry_params.py), and the runtime packs every slot as before but passes
     # only these to the launch. None: every parameter (what manifests written before it mean)
     param_slots: tuple[int, ...] | None = None
     index32_param_slots: tuple[int, ...] | None = None  # the same for ``index32_symbol``

@@ -30,13 +30,14 @@ from ..ir.types import (
 )
 from ..passes.shared_memory import STATIC_SHARED_LIMIT  # also checked per kernel, across calls, by the pass
 from .dialect import NVPTX, NVPTX_DATA_LAYOUT, NVPTX_TRIPLE, Dialect
+from .entry_params import drop_unread_params, parameter_block_bytes, read_params
 from .index32 import index32_twins
 from .fp8 import cast_fp8
 
 if TYPE_CHECKING:
     from ..intrinsics.context import LoweredView
 
-__all__ = ["lower_program", "module_text", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT"]
+__all__ = ["LoweredProgram", "lower_program", "module_text", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT"]
 
 I1, I8, I32T, I64T = ll.IntType(1), ll.IntType(8), ll.IntType(32), ll.IntType(64)
 I16T = ll.IntType(16)
@@ -200,6 +201,8 @@ class _View:
 class _VolatileLoad(ll.LoadInstr):  # type: ignore[misc]
     """``load volatile`` (llvmlite prints no ``volatile``)."""
 
+    volatile = True  # an effect: its address is read even when its value is not (entry_params.py)
+
     def descr(self, buf: list[str]) -> None:
         text: list[str] = []
         super().descr(text)
@@ -208,6 +211,8 @@ class _VolatileLoad(ll.LoadInstr):  # type: ignore[misc]
 
 class _VolatileStore(ll.StoreInstr):  # type: ignore[misc]
     """``store volatile``."""
+
+    volatile = True
 
     def descr(self, buf: list[str]) -> None:
         text: list[str] = []
@@ -232,8 +237,7 @@ def _has_swizzled_dynamic_shared(program: ir.Program) -> bool:
 
 class ModuleLowering:
     def __init__(self, program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False,
-                 libnvvm: bool = False, dialect: Dialect = NVPTX, dropped: dict[str, frozenset[int]] | None = None,
-                 fma: bool = True) -> None:
+                 libnvvm: bool = False, dialect: Dialect = NVPTX, fma: bool = True) -> None:
         self.program = program
         self.fma = fma  # mark + - * `contract` (CompileOptions.fma, passes/fma.py)
         # libNVVM compiles this module (too): the intrinsics it lacks (llvm.nvvm.mma/ldmatrix/
@@ -253,8 +257,8 @@ class ModuleLowering:
         self.module.triple = dialect.triple
         self.module.data_layout = dialect.data_layout
         self.functions: dict[str, ll.Function] = {}
-        # kernel -> the LLVM argument positions of its TMA descriptors (``grid_constant``)
-        self.grid_constants: dict[ll.Function, list[int]] = {}
+        # kernel -> the LLVM arguments of its TMA descriptors (``grid_constant``)
+        self.grid_constants: dict[ll.Function, list[ll.Argument]] = {}
         self._fail: ll.Function | None = None
         self._report: ll.Function | None = None
         self._error_globals: tuple[ll.GlobalVariable, ll.GlobalVariable] | None = None
@@ -263,23 +267,20 @@ class ModuleLowering:
         # symbol -> its index32 instance's (index32.py): what an index32 function calls instead
         self.index32_twins = index32_twins(program)
         self._pad_static_shared = _has_swizzled_dynamic_shared(program)
-        # kernel entry symbol -> the parameter positions it does not declare (their code never
-        # reads them: backends/entry_params.py; a module linked through LTO-IR is lowered again so)
-        self.dropped: dict[str, frozenset[int]] = dict(dropped or {})
+        # kernel entry symbol -> the parameter positions it keeps, for those whose code does not
+        # read every one (entry_params.py); the bytes of each entry's parameter block
+        self.kept_params: dict[str, tuple[int, ...]] = {}
+        self.param_bytes: dict[str, int] = {}
         # function -> its value at every parameter position of abi_params (declare)
         self.entry_args: dict[ll.Function, list[ll.Value]] = {}
 
     def declare(self, fn: ir.Function, symbol: str, index32: bool) -> ll.Function:
         types = abi_params(fn.params, fn.is_kernel, c_abi=fn.export, index32=index32)
-        # a kernel entry point without the parameters its code never reads (backends/entry_params.py)
-        dropped = self.dropped.get(symbol, frozenset()) if fn.is_kernel else frozenset()
-        fnty = ll.FunctionType(value_ll(fn.ret), [t for i, t in enumerate(types) if i not in dropped])
+        fnty = ll.FunctionType(value_ll(fn.ret), types)
         llfn = ll.Function(self.module, fnty, symbol)
         if not fn.is_kernel and (not fn.export or index32):  # C++ calls the function as written
             llfn.linkage = "internal"
-        # every parameter position: the LLVM argument, or the zero a dropped one reads as
-        kept = iter(llfn.args)
-        self.entry_args[llfn] = [ll.Constant(t, None) if i in dropped else next(kept) for i, t in enumerate(types)]
+        self.entry_args[llfn] = list(llfn.args)
         if fn.is_kernel:
             # A read-only view is never written during the kernel: the runtime refuses a
             # launch where it overlaps a writable view. So its loads may use the read-only
@@ -293,7 +294,7 @@ class ModuleLowering:
                         arg.add_attribute("readonly")
                     if isinstance(p.ty, TensorMapType):
                         arg.attributes = _TensorMapAttributes(typed_byval=not self.dialect.is_nvvm)
-                        self.grid_constants.setdefault(llfn, []).append(list(llfn.args).index(arg))
+                        self.grid_constants.setdefault(llfn, []).append(arg)
                 position += len(abi_params([p], True, index32=index32))
         self.functions[symbol] = llfn
         return llfn
@@ -334,6 +335,9 @@ class ModuleLowering:
                 ) from exc
             if fn.is_kernel:
                 kernels.append(llfn)
+        # each kernel entry declares only the parameters its code reads (entry_params.py)
+        self.kept_params = drop_unread_params(kernels, read_params(self.module.functions))
+        self.param_bytes = {k.name: parameter_block_bytes(k) for k in kernels}
         if kernels:
             annotations = self.module.add_named_metadata("nvvm.annotations")
             for k in kernels:
@@ -343,11 +347,12 @@ class ModuleLowering:
                     annotations.add(self.module.add_metadata([llfn, ll.MetaDataString(self.module, "maxntidx"), ll.Constant(I32T, fn.launch_bounds)]))
                 if fn.is_kernel and fn.max_registers:
                     annotations.add(self.module.add_metadata([llfn, ll.MetaDataString(self.module, "maxnreg"), ll.Constant(I32T, fn.max_registers)]))
-                if llfn in self.grid_constants:
+                maps = [k for k, arg in enumerate(llfn.args) if arg in self.grid_constants.get(llfn, ())]
+                if maps:
                     # __grid_constant__: the kernel reads the map where the driver put it
                     # (cvta.param), rather than from a local copy TMA cannot use; both
                     # libNVVM and LLVM 22 read this form (1-based argument positions)
-                    positions = self.module.add_metadata([ll.Constant(I32T, k + 1) for k in self.grid_constants[llfn]])
+                    positions = self.module.add_metadata([ll.Constant(I32T, k + 1) for k in maps])
                     annotations.add(self.module.add_metadata([llfn, ll.MetaDataString(self.module, "grid_constant"), positions]))
         if self.dialect.nvvm_ir_version is not None:
             self.finish_nvvm(self.dialect.nvvm_ir_version)
@@ -1396,15 +1401,30 @@ def _di_file_fields(path: str) -> dict[str, str]:
     return {"filename": os.path.basename(path), "directory": os.path.dirname(path) or "."}
 
 
+@dataclass(frozen=True)
+class LoweredProgram:
+    """A lowered program: the module, and what its kernel entry points declare."""
+
+    module: ll.Module
+    # entry symbol -> the positions (of ``abi_params``) of the parameters it declares, for the
+    # entries whose code does not read every one (entry_params.py)
+    kept_params: dict[str, tuple[int, ...]]
+    param_bytes: dict[str, int]  # entry symbol -> the bytes of its parameter block
+
+    def text(self) -> str:
+        return module_text(self.module)
+
+
 def lower_program(program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False,
-                  libnvvm: bool = False, dialect: Dialect = NVPTX,
-                  dropped: dict[str, frozenset[int]] | None = None, fma: bool = True) -> ll.Module:
+                  libnvvm: bool = False, dialect: Dialect = NVPTX, fma: bool = True) -> LoweredProgram:
     """Lowers ``program`` to an llvmlite module in the forms of ``dialect`` (NVPTX, or NVVM IR
     from ``dialect.nvvm_dialect``); print it with ``module_text``. ``lineinfo`` adds line
     tables that map PTX/SASS back to the Python source; ``libnvvm``: libNVVM compiles the
     program too (an NVVM dialect implies it), so the NVPTX form also uses only the intrinsics
-    libNVVM reads. ``dropped``: kernel entry symbol -> the positions of the parameters it does
-    not declare (its code, as compiled once with them, never read them: they read as zero).
-    ``fma``: ``+ - *`` may contract into fused multiply-adds (``CompileOptions.fma``)."""
-    return ModuleLowering(program, module_name, fast_math, lineinfo, libnvvm, dialect, dropped, fma).lower()
+    libNVVM reads. Each kernel entry point declares only the parameters its code reads
+    (``LoweredProgram.kept_params``). ``fma``: ``+ - *`` may contract into fused multiply-adds
+    (``CompileOptions.fma``)."""
+    lowering = ModuleLowering(program, module_name, fast_math, lineinfo, libnvvm, dialect, fma)
+    module = lowering.lower()
+    return LoweredProgram(module, lowering.kept_params, lowering.param_bytes)
 

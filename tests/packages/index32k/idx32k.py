@@ -22,7 +22,7 @@ def shifted(x: Tensor[f32, 2], out: DisjointTensor[f32, 2]) -> None:
 def mixed(a: Tensor[f32, 2], unused: f32, b: Tensor[f32, 2], bias: Slice[f32], s: f32,
           out: DisjointTensor[f32, 2]) -> None:
     """out[r, c] = a[r, c] * s + b[r, c] + bias[c] + b.shape[1] % 7: the entry points keep what
-    the code reads (backends/entry_params.py) — a's pointer and strides, b's too and its
+    the code reads (lower/entry_params.py) — a's pointer and strides, b's too and its
     shape[1], bias's pointer, s, out's pointer, shape and strides — and drop the rest (the
     asserts are launch preconditions, which prove every bounds check)."""
     assert a.shape[0] == out.shape[0] and a.shape[1] == out.shape[1]

@@ -1,5 +1,5 @@
 """Python kernels linked with CUDA C++ through LTO-IR whose entry points drop parameters their
-code never reads (oxide_build/backends/entry_params.py: the module is lowered again without them):
+code never reads (oxide_build/lower/entry_params.py: the one lowering drops them):
 x's length and ``unused`` (axpb_checked), x's shape (axpb_2d). tests/test_entry_params.py checks the
 linked entry points, tests/test_interop_gpu.py the results."""
 import oxide as ox
