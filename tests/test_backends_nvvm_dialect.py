@@ -12,7 +12,7 @@ import pytest
 from oxide.errors import ToolchainError
 from oxide_build.compile import CompileOptions, build_ir
 from oxide_build.lower.dialect import NVPTX, NVPTX_DATA_LAYOUT, NVVM_DATA_LAYOUT, nvvm_dialect
-from oxide_build.lower.llvm import lower_program, module_text
+from oxide_build.lower.llvm import lower_program
 
 VERSION = (2, 0, 3, 2)
 
@@ -59,7 +59,7 @@ def _program(tmp_path: Path, lineinfo: bool = False):  # type: ignore[no-untyped
 
 def _text(tmp_path: Path, arch: str = "sm_90", lineinfo: bool = False, nvvm: bool = True) -> str:
     dialect = nvvm_dialect(VERSION, arch) if nvvm else NVPTX
-    return module_text(lower_program(_program(tmp_path, lineinfo), "forms", lineinfo=lineinfo, dialect=dialect))
+    return lower_program(_program(tmp_path, lineinfo), "forms", lineinfo=lineinfo, dialect=dialect).text()
 
 
 def test_nvptx_form_keeps_llvm_22_instructions(tmp_path: Path) -> None:
@@ -127,7 +127,7 @@ def test_libnvvm_compiles_the_nvvm_form(tmp_path: Path) -> None:
         pytest.skip(str(exc))
     program = _program(tmp_path, lineinfo=True)
     for arch in ("sm_80", "sm_120"):
-        text = module_text(lower_program(program, "forms", lineinfo=True, dialect=nvvm_dialect(version, arch)))
+        text = lower_program(program, "forms", lineinfo=True, dialect=nvvm_dialect(version, arch)).text()
         ptx = nvvm.emit_ptx(text, arch)
         assert ".entry every_form" in ptx and ".loc" in ptx
         for op in ("add.f32", "add.f64", "inc.u32", "dec.u32"):  # sm_120: atom.relaxed.gpu.global.add.f32

@@ -143,10 +143,10 @@ def test_the_entry_point_takes_each_scalar_field_as_its_own_parameter(tmp_path: 
         never reads (lower/entry_params.py: KernelSpec.param_slots)."""
         match = re.search(rf"\.entry {name}\(([^)]*)\)", ptx)
         assert match is not None, name
-        declared = {int(line.split("_param_")[1].rstrip(",")): line.split()[1]
-                    for line in match.group(1).strip().splitlines()}
+        lines = match.group(1).strip().splitlines()
+        assert [line.split()[-1].rstrip(",") for line in lines] == [f"{name}_param_{i}" for i in range(len(lines))]
         slots = kept[name] if kept[name] is not None else range(len(full))
-        assert declared == {i: full[i] for i in slots}
+        assert [line.split()[1] for line in lines] == [full[i] for i in slots]
 
     entry("affine", [".f32"] * 4 + [".u64"] * 4)
     entry("tagged", [".f32"] * 4 + [".u32", ".u8", ".u32", ".u64", ".u64"])

@@ -65,28 +65,68 @@ class _Function:
 
     def reads(self, reads: dict[ll.Function, frozenset[int]]) -> frozenset[int]:
         """The positions of the function's arguments that a live instruction reads, given what
-        each function it calls reads of its own (``reads``)."""
-        live: set[int] = {id(root) for root in self.roots}  # every value reached: instructions, arguments
-        work: list[lli.Instruction] = list(self.roots)
+        each function it calls reads of its own (``reads``).
+
+        Field by field for aggregates: a value is live at index paths (``()``: all of it), so
+        that of a struct built field by field (``insertvalue``, ``insertelement``), kept in a
+        local and read a field at a time (``extractvalue``), only the fields read count, as
+        LLVM's SROA finds."""
+        demanded: dict[int, list[tuple[int, ...]]] = {}  # value -> the paths of it that are read
+        work: list[tuple[lli.Instruction, tuple[int, ...]]] = []
         instruction_type = lli.Instruction
+
+        def mark(value: object, path: tuple[int, ...]) -> None:
+            key = id(value)
+            paths = demanded.get(key)
+            if paths is None:
+                demanded[key] = [path]
+            elif any(path[:len(p)] == p for p in paths):
+                return
+            else:
+                paths.append(path)
+            if isinstance(value, instruction_type):
+                work.append((value, path))
+
+        def insert(value: lli.Instruction, aggregate: ll.Value, element: ll.Value, at: tuple[int, ...],
+                   path: tuple[int, ...]) -> None:
+            if path[:len(at)] == at:  # within the inserted element
+                mark(element, path[len(at):])
+            else:
+                if at[:len(path)] == path:  # a part of it, which holds the inserted element
+                    mark(element, ())
+                mark(aggregate, path)
+
+        for root in self.roots:
+            mark(root, ())
         while work:
-            value = work.pop()
-            if isinstance(value, lli.PhiInstr):
-                operands: list[ll.Value] = [v for v, _ in value.incomings]
+            value, path = work.pop()
+            opname = value.opname
+            if opname == "extractvalue":
+                mark(value.operands[0], (*value.indices, *path))
+            elif opname == "insertvalue":
+                insert(value, value.operands[0], value.operands[1], tuple(value.indices), path)
+            elif opname == "extractelement" and isinstance(value.operands[1], ll.Constant):
+                mark(value.operands[0], (int(value.operands[1].constant), *path))
+            elif opname == "insertelement" and isinstance(value.operands[2], ll.Constant):
+                mark(value.operands[2], ())
+                insert(value, value.operands[0], value.operands[1], (int(value.operands[2].constant),), path)
+            elif opname == "load" and isinstance(value.operands[0], lli.AllocaInstr):
+                mark(value.operands[0], path)
+            elif isinstance(value, lli.AllocaInstr):  # a local that is read: what is stored into it counts
+                for store in self.stores.get(id(value), ()):
+                    mark(store.operands[0], path)
+            elif isinstance(value, lli.PhiInstr):
+                for incoming, _ in value.incomings:
+                    mark(incoming, path)
             elif isinstance(value, lli.CallInstr) and value.callee in reads:
                 callee_reads = reads[value.callee]
-                operands = [a for k, a in enumerate(value.args) if k in callee_reads]
+                for k, arg in enumerate(value.args):
+                    if k in callee_reads:
+                        mark(arg, ())
             else:
-                operands = value.operands
-                if isinstance(value, lli.AllocaInstr):  # a local that is read: what is stored into it counts
-                    operands = [*operands, *self.stores.get(id(value), ())]
-            for operand in operands:
-                key = id(operand)
-                if key not in live:
-                    live.add(key)
-                    if isinstance(operand, instruction_type):
-                        work.append(operand)
-        return frozenset(k for k, arg in enumerate(self.fn.args) if id(arg) in live)
+                for operand in value.operands:
+                    mark(operand, ())
+        return frozenset(k for k, arg in enumerate(self.fn.args) if id(arg) in demanded)
 
 
 def read_params(functions: Iterable[ll.Function]) -> dict[ll.Function, frozenset[int]]:
@@ -159,6 +199,12 @@ def _detach(fn: ll.Function, args: list[ll.Argument]) -> None:
             for operand in instruction.operands:
                 if id(operand) in zero:
                     instruction.replace_usage(operand, zero[id(operand)])
+            # what some instructions print from (GEP's pointer and indices, insert/extractvalue's)
+            for name in ("pointer", "aggregate", "value"):
+                if id(getattr(instruction, name, None)) in zero:
+                    setattr(instruction, name, zero[id(getattr(instruction, name))])
+            if isinstance(instruction, lli.GEPInstr):
+                instruction.indices = [zero.get(id(i), i) for i in instruction.indices]
 
 
 _FLOAT_BYTES = {"half": 2, "bfloat": 2, "float": 4, "double": 8}
