@@ -129,6 +129,33 @@ PROVEN = {
             red[warp.lane()] = tile[thread.idx.y, thread.idx.x]
             red[warp.id()] = f32(2.0)
     """,
+    "split by constants": """
+        @ox.kernel
+        def k(x: Slice[f32], bias: Slice[f32], out: DisjointSlice[f32]) -> None:
+            assert len(bias) >= 16 * 64 and len(x) == len(out)
+            i = thread.index_1d()
+            if i < len(out):
+                t = (i // 64) % 16
+                v = i % 64
+                out[i] = x[i] + bias[t * 64 + v] + bias[i % 1024]
+    """,
+    "remainder by a size parameter": """
+        @ox.kernel
+        def k(x: Slice[f32], w: Slice[f32], out: DisjointSlice[f32], C: i32) -> None:
+            assert C >= 1 and len(w) >= C and len(x) == len(out)
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = x[i] * w[i % C]
+    """,
+    "quotient by a size parameter": """
+        @ox.kernel
+        def k(x: Slice[f32], rows: Slice[f32], out: DisjointSlice[f32], C: i64) -> None:
+            assert C >= 1 and C <= 1024 and len(rows) <= 1048576 and len(x) == len(out)
+            assert len(out) <= len(rows) * C
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = x[i] * rows[i64(i) // C]
+    """,
     "loop facts": """
         @ox.kernel
         def k(x: Slice[f32], out: MutSlice[f32]) -> None:
@@ -271,6 +298,31 @@ KEPT = {
             with ox.unsafe():
                 out[0] = x[10 - j]
     """, "bounds x[10 - j]"),
+    "remainder by a parameter of unknown sign": ("""
+        @ox.kernel
+        def k(x: Slice[f32], w: Slice[f32], out: DisjointSlice[f32], C: i32) -> None:
+            assert len(w) >= C and len(x) == len(out)
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = x[i] * w[i % C]
+    """, "bounds w[i % C]"),
+    "remainder of a negative dividend by a zero divisor": ("""
+        @ox.kernel
+        def k(w: Slice[f32], out: DisjointSlice[f32], C: i64, a: i64) -> None:
+            assert C >= 0 and len(w) >= C
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = w[a % C]
+    """, "bounds w[a % C]"),
+    "quotient bound off by one": ("""
+        @ox.kernel
+        def k(x: Slice[f32], rows: Slice[f32], out: DisjointSlice[f32], C: i64) -> None:
+            assert C >= 1 and C <= 1024 and len(rows) <= 1048576 and len(x) == len(out)
+            assert len(out) <= len(rows) * C + 1
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = x[i] * rows[i64(i) // C]
+    """, "bounds rows[i64(i) // C]"),
     "loaded index": ("""
         @ox.kernel
         def k(idx: Slice[i32], x: Slice[f32], out: DisjointSlice[f32]) -> None:
@@ -414,3 +466,75 @@ def test_unchecked_kernels_widen_from_facts_without_run_time_checks(tmp_path: Pa
     compiled = compile_module(src, "k", CompileOptions(archs=("sm_90",), link_cubins=False))
     assert ("zext i32" in compiled.llvm_ir.split("define", 1)[1]) is widened
     assert [s for s in compiled.error_sites if s.kind == "assert" and "reserved" in s.what] == []
+
+
+def _ir_after_bounds(tmp_path: Path, body: str) -> str:
+    from oxide_build.frontend import build_program
+    from oxide_build.ir.printer import print_program
+    from oxide_build.passes import run_pipeline
+    from oxide_build.passes.bounds_elimination import BoundsElimination
+    from oxide_build.scan import ProjectIndex
+
+    src = tmp_path / "k.py"
+    src.write_text(HEADER + textwrap.dedent(body))
+    index = ProjectIndex(tmp_path)
+    program = build_program(index, index.add_file(src, "k")).program
+    return print_program(run_pipeline(program, passes=(BoundsElimination(),)))
+
+
+def test_guard_on_a_size_argument_versions_the_kernel(tmp_path: Path) -> None:
+    text = _ir_after_bounds(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32], n: i32) -> None:
+            i = thread.index_1d()
+            if i < n:
+                out[i] = x[i]
+    """)
+    fast, _, slow = text.partition("  else:\n")
+    assert "if ((len(x) >= i64(n)) and (len(out) >= i64(n))):  ; launch-versioned" in fast
+    assert "out[i] = x[i]\n" in fast and "out[i]!2 = x[i]!1" in slow
+    # the checked copy keeps every check: a failing access is reported as before
+    assert checks(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32], n: i32) -> None:
+            i = thread.index_1d()
+            if i < n:
+                out[i] = x[i]
+    """)[:2] == ["bounds x[i]", "bounds out[i]"]
+
+
+@pytest.mark.parametrize("body", [
+    """
+        @ox.kernel
+        def k(x: Slice[f32], out: DisjointSlice[f32], n: i32) -> None:
+            tile = ox.shared.array(256, f32)
+            i = thread.index_1d()
+            if i < n:
+                tile[thread.idx.x % 256] = x[i]
+            block.sync()
+            if i < n:
+                out[i] = tile[0]
+    """,
+    """
+        @ox.kernel
+        def k(x: Slice[f32], sizes: Slice[i32], out: DisjointSlice[f32]) -> None:
+            n = sizes[0]
+            i = thread.index_1d()
+            if i < n:
+                out[i] = x[i]
+    """,
+    """
+        def copy(x: Slice[f32], out: MutSlice[f32], i: i32, n: i32) -> None:
+            if i < n:
+                with ox.unsafe():
+                    out[i] = x[i]
+
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32], n: i32) -> None:
+            copy(x, out, i32(thread.idx.x), n)
+    """,
+], ids=["shared array", "bound loaded from memory", "device function"])
+def test_no_launch_versioning(tmp_path: Path, body: str) -> None:
+    """A shared array would be allocated twice; a bound read from memory is no launch fact; a
+    device function's checks stay (only a kernel's entry is tested)."""
+    assert "launch-versioned" not in _ir_after_bounds(tmp_path, body)

@@ -73,3 +73,26 @@ def test_gather_stencil(shape: tuple[int, int]) -> None:
     inside = (flat >= 0) & (flat < x.size)
     ref.ravel()[inside] += v.ravel()[flat[inside]]
     np.testing.assert_allclose(out.cpu().numpy(), ref.ravel(), rtol=1e-5, atol=1e-5)
+
+
+def test_launch_versioned_kernel_runs_unchecked_and_still_reports() -> None:
+    """The copy proven under len(...) >= n gives the results; a short view takes the checked copy,
+    which reports the first failing access as before."""
+    import oxide
+    import versioned
+
+    n = 1_000_003
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    out = torch.full((n,), float("nan"), device="cuda")
+    versioned.guarded_axpy[(n + 255) // 256, 256](np.float32(1.5), dev(x), dev(y), out, n)
+    np.testing.assert_allclose(out.cpu().numpy(), np.float32(1.5) * x + y, rtol=1e-6, atol=1e-6)
+    short = dev(y[: n - 7])
+    with pytest.raises(oxide.KernelError, match=rf"bounds check failed in kernel guarded_axpy at .*versioned\.py:\d+:\d+: "
+                       rf"y\[i\] with index \d+ but length {n - 7}$"):
+        versioned.guarded_axpy[(n + 255) // 256, 256](np.float32(1.5), dev(x), short, out, n)
+        torch.cuda.synchronize()
+        oxide.runtime.check_kernel_errors()
+    out.fill_(float("nan"))  # the process is still usable
+    versioned.guarded_axpy[(n + 255) // 256, 256](np.float32(1.5), dev(x), dev(y), out, n)
+    np.testing.assert_allclose(out.cpu().numpy(), np.float32(1.5) * x + y, rtol=1e-6, atol=1e-6)

@@ -317,8 +317,9 @@ def test_swapping_array_elements_and_literal_tuples(tmp_path: Path) -> None:
         with ox.unsafe():
             out[i], out[0] = out[0], out[i] * s + f32(n)
     """)
-    assert ("$tuple1: f32 = buf[0:i64?]\n  $tuple2: f32 = buf[(%tid.x % 64:i32)]!1\n"
-            "  buf[(%tid.x % 64:i32)]!2 = $tuple1\n  buf[0:i64?] = $tuple2") in text
+    # thread.idx.x % 64 is in [0, 64): proven, and divided unsigned
+    assert ("$tuple1: f32 = buf[0:i64?]\n  $tuple2: f32 = buf[(%tid.x %u+ 64:i32)]\n"
+            "  buf[(%tid.x %u+ 64:i32)] = $tuple1\n  buf[0:i64?] = $tuple2") in text
     assert "s: f32 = 0.5:f32" in text        # the literal takes the declared f32
 
 

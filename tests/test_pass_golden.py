@@ -1,7 +1,8 @@
 """One focused golden test per pass: tests/golden/passes/<pass name>/<case>.py is a kernel module
 whose comments say what that pass, and only it, does to the IR (tests/filecheck.py):
 
-    # AFTER: bounds-elimination      passes run first, on the frontend's IR (default: none)
+    # AFTER: bounds-elimination      passes run first, on the frontend's IR (default: none);
+                                     name(field=value; ...) sets fields of one
     # OPTIONS: archs=sm_80; fma=0    fields of the pass (CompileOptions' names)
     # BEFORE: ...                    checks of the IR the pass is given
     # CHECK: ...                     checks of the IR it returns
@@ -54,11 +55,17 @@ def _configured(p: Pass, options: str) -> Pass:
     return replace(p, **values) if values else p  # type: ignore[type-var]
 
 
+def _after(entry: str) -> Pass:
+    """A pass of ``AFTER``: ``name`` or ``name(field=value; ...)``."""
+    name, _, options = entry.partition("(")
+    return _configured(BY_NAME[name.strip()], options.rstrip(")"))
+
+
 def run_case(path: Path) -> tuple[str, str | None, str | None]:
     """(the IR the pass is given, the IR it returns or None, its error or None)."""
     source = path.read_text(encoding="utf-8")
     target = _configured(BY_NAME[path.parent.name], _directive(source, "OPTIONS") or "")
-    first = tuple(BY_NAME[n.strip()] for n in (_directive(source, "AFTER") or "").split(",") if n.strip())
+    first = tuple(_after(n.strip()) for n in (_directive(source, "AFTER") or "").split(",") if n.strip())
     index = ProjectIndex(path.parent)
     program = build_program(index, index.add_file(path, path.stem)).program
     program = run_pipeline(program, first, print_after="", verify=True)

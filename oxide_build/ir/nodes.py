@@ -52,6 +52,11 @@ class BinOp:
     # a 64-bit signed product the source wrote: where the bounds-elimination pass proves the
     # widened operands >= 0 it marks their casts ``nonneg`` (NVPTX then forms mul.wide.u32)
     widening: bool = False
+    # ``//`` and ``%`` of signed integers whose operands the bounds-elimination pass proves >= 0
+    # (Python's floor rounding and C's truncation agree there: one unsigned divide, without the
+    # sign fix-up or the MIN // -1 guard) and whose divisor it proves >= 1 (no x // 0 guard)
+    operands_nonneg: bool = False
+    divisor_positive: bool = False
 
 
 @dataclass
@@ -387,6 +392,9 @@ class If:
     then: list[Stmt]
     orelse: list[Stmt]
     loc: Loc
+    # the bounds-elimination pass's test of launch-invariant facts: ``then`` is the kernel
+    # without the checks they prove, ``orelse`` the kernel as written (which reports the failure)
+    launch_versioned: bool = False
 
 
 @dataclass

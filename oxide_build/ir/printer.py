@@ -58,7 +58,7 @@ def _block(stmts: list[ir.Stmt], depth: int, out: list[str], local_types: dict[s
         elif isinstance(s, ir.Store):
             out.append(f"{pad}{print_expr(s.view)}[{print_expr(s.index)}]{_site(s.check_site)} = {print_expr(s.value)}")
         elif isinstance(s, ir.If):
-            out.append(f"{pad}if {print_expr(s.cond)}:")
+            out.append(f"{pad}if {print_expr(s.cond)}:" + ("  ; launch-versioned" if s.launch_versioned else ""))
             _block(s.then, depth + 1, out, local_types)
             if s.orelse:
                 out.append(f"{pad}else:")
@@ -98,6 +98,8 @@ def print_expr(e: ir.Expr) -> str:
         return f"{e.value!r}:{e.ty.name}{'?' if e.weak else ''}"
     if isinstance(e, ir.Var):
         return e.name
+    if isinstance(e, ir.BinOp) and e.operands_nonneg:  # `//u`: an unsigned divide; `//u+`: no zero guard
+        return f"({print_expr(e.left)} {e.op}u{'+' if e.divisor_positive else ''} {print_expr(e.right)})"
     if isinstance(e, (ir.BinOp, ir.Compare)):
         return f"({print_expr(e.left)} {e.op} {print_expr(e.right)})"
     if isinstance(e, ir.BoolOp):

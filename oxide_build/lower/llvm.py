@@ -1264,6 +1264,8 @@ class FunctionLowering:
             return simple[e.op](l, r)
         if e.op in ("<<", ">>"):
             return self.shift(e.op, l, r, signed)
+        if e.operands_nonneg:  # both >= 0 (bounds elimination proved it): floor = truncation
+            return self.int_division(e.op, l, r, False, divisor_nonzero=e.divisor_positive)
         return self.int_division(e.op, l, r, signed)
 
     def shift(self, op: str, l: ll.Value, r: ll.Value, signed: bool) -> ll.Value:
@@ -1288,14 +1290,16 @@ class FunctionLowering:
         shifted = b.shl(l, r) if op == "<<" else b.lshr(l, r)
         return b.select(in_range, shifted, ll.Constant(l.type, 0))
 
-    def int_division(self, op: str, l: ll.Value, r: ll.Value, signed: bool) -> ll.Value:
+    def int_division(self, op: str, l: ll.Value, r: ll.Value, signed: bool, divisor_nonzero: bool = False) -> ll.Value:
         """``//`` and ``%`` of integers. Python semantics: the quotient rounds toward -inf, the
         remainder takes the divisor's sign. Defined everywhere (LLVM's division is undefined
         behaviour for these): ``x // 0 == 0`` and ``x % 0 == x``; ``MIN // -1`` wraps to MIN
-        and ``MIN % -1 == 0``. A constant divisor other than 0 and -1 needs no guard."""
+        and ``MIN % -1 == 0``. A constant divisor other than 0 and -1 needs no guard, nor one
+        proven non-zero (``divisor_nonzero``, with ``signed`` False: both operands proven >= 0)."""
         b = self.b
         mask = (1 << l.type.width) - 1
-        guarded = not (isinstance(r, ll.Constant) and int(r.constant) & mask not in (0, mask if signed else 0))
+        guarded = not divisor_nonzero and not (
+            isinstance(r, ll.Constant) and int(r.constant) & mask not in (0, mask if signed else 0))
         zero = ll.Constant(l.type, 0)
         divisor_zero: ll.Value | None = None
         if guarded:

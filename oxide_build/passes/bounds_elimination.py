@@ -16,18 +16,33 @@ the facts that need no check at run time (no grid limit, no range guard) — and
 launch preconditions (the error sites the frontend reserved in ``Function.grid_sites``). Error
 sites it leaves unused are dropped and the others renumbered in order, so the ids match what
 the frontend would have given had it proven the same.
+
+Signed ``//`` and ``%`` whose operands it proves >= 0 are marked (``BinOp.operands_nonneg``,
+and ``divisor_positive`` for a divisor >= 1): Python's rounding and C's agree there, so the
+lowering divides unsigned, without the sign fix-up and the guards.
+
+**Launch versioning** (``launch_versioning``): a check of a kernel that no fact proves, but that
+a launch-invariant fact would — ``len(x) >= N`` for a guard ``i < N`` in scope (N an integer
+argument or a view length), ``len(A) >= R·C`` for two guards — is noted; when the kernel has
+such checks (and no shared array, which a copy would allocate twice), its body after the
+leading asserts becomes ``if <those facts>: <the body proven under them> else: <the body as
+proven without them>`` (``If.launch_versioned``). The test reads only arguments and lengths, in
+i64 where no value can overflow, so every thread of the grid takes the same branch; the checked
+copy keeps every check and error site, so a failing access is reported as without the test.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Iterator
 
 from oxide.abi.manifest import ErrorSite, Precondition
 
 from ..intrinsics import intrinsic_info
 from ..ir import nodes as ir
-from ..ir.ops import LogicOp
-from ..ir.types import ArrayType, ViewType, as_scalar, int_limits
+from ..ir.ops import BinaryOp, CompareOp, LogicOp
+from ..ir.types import BOOL, I64, ArrayType, ScalarType, ViewType, as_scalar, int_limits
 from .bounds_prover import Poly, Prover, add, atom, const, mul
 
 __all__ = ["BoundsElimination"]
@@ -38,13 +53,16 @@ Access = ir.ViewLoad | ir.ViewSlice | ir.Intrinsic | ir.Store  # what a bounds c
 @dataclass(frozen=True)
 class BoundsElimination:
     name: str = "bounds-elimination"
+    # a kernel whose checks launch-invariant facts would prove runs a copy without them when a
+    # test at its entry shows those facts (len(x) >= N for the guard i < N)
+    launch_versioning: bool = True
 
     def apply(self, program: ir.Program) -> ir.Program:
         removed: set[int] = set()
         checked: list[Access] = []  # the accesses whose checks stay
         for fn in program.functions:
             if fn.grid_sites or _has_checks(fn.body):
-                proofs = _FunctionProofs(fn, program, removed)
+                proofs = _FunctionProofs(fn, program, removed, versioning=self.launch_versioning)
                 proofs.run()
                 checked += proofs.checked
             fn.body = _spliced(fn.body)
@@ -60,8 +78,12 @@ class _Scope:
     facts: list[Poly] = field(default_factory=list)
 
 
+_MAX_VERSIONED_SIZE = 4096  # IR nodes of the kernel body that may be versioned (it doubles)
+
+
 class _FunctionProofs:
-    def __init__(self, fn: ir.Function, program: ir.Program, removed: set[int]) -> None:
+    def __init__(self, fn: ir.Function, program: ir.Program, removed: set[int],
+                 hypotheses: list[Poly] | None = None, versioning: bool = False) -> None:
         self.fn = fn
         self.program = program
         self.removed = removed
@@ -75,9 +97,20 @@ class _FunctionProofs:
         self.proofs: dict[tuple[object, ...], tuple[bool, tuple[Poly, ...]]] = {}
         self.seen: dict[int, ir.Expr] = {}  # id of an expression walked -> what replaces it
         self.checked: list[Access] = []  # the accesses whose checks stay
+        self.guarded_facts: set[int] = set()  # id() of range facts whose use keeps a loop's entry guard
+        if hypotheses is not None:  # the fast copy of a versioned kernel: they hold throughout
+            self.scopes[0].facts += hypotheses
+        # a kernel's checks that no fact proves: a launch-invariant fact that would (len(x) >= N
+        # for the guard i < N), bound -> needed; the kernel is then versioned on them
+        self.find_hypotheses = (versioning and hypotheses is None and fn.is_kernel and self.checked_function
+                                and self._versionable(fn.body))
+        self.hypotheses: dict[object, tuple[Poly, Poly, Poly]] = {}  # key -> (fact, bound, needed)
 
     def run(self) -> None:
+        original = copy.deepcopy(self.fn.body) if self.find_hypotheses else None
         self.fn.body = self.block(self.fn.body)
+        if original is not None and self.hypotheses:
+            self.version(original)
         for assumed in self.prover.grid_checks():
             site = self.fn.grid_sites[assumed.axis]
             entry = self.program.error_sites[site - 1]
@@ -89,6 +122,131 @@ class _FunctionProofs:
             self.fn.preconditions.append(Precondition(site, ["le", ["grid", axis], ["const", assumed.limit]]))
         used = {p.site for p in self.fn.preconditions}
         self.removed.update(site for site in self.fn.grid_sites.values() if site not in used)
+
+    # ---- versioning on launch-invariant facts -----------------------------------------------
+
+    def version(self, original: list[ir.Stmt]) -> None:
+        """``fn.body`` becomes ``<prefix> if <hypotheses>: <the body proven under them> else:
+        <the body as proven>``: the test reads only parameters and view lengths, so every thread
+        of the grid takes the same branch (a barrier in the body stays uniform), and a failing
+        access is reported as without it (the checked copy runs). The prefix (the asserts the
+        launch-preconditions pass moves to the runtime, shared arrays) stays in front."""
+        k = _prefix_length(original)
+        region = original[k:]
+        if not region:
+            return
+        loc: ir.Loc = getattr(region[0], "loc", ir.Loc(0, 0))
+        tests: list[ir.Expr] = []
+        facts: list[Poly] = []
+        for fact, bound, needed in self.hypotheses.values():
+            left, right = self.launch_value(bound, loc), self.launch_value(needed, loc)
+            if left is None or right is None:
+                continue
+            tests.append(ir.Compare(CompareOp.GE, left, right, I64, BOOL, loc))
+            facts.append(fact)
+        if not tests:
+            return
+        fast = _FunctionProofs(self.fn, self.program, set(), hypotheses=facts)
+        fast.prover.grid_limit = dict(self.prover.grid_limit)
+        fast.prover.assumptions = dict(self.prover.assumptions)
+        fast_body = fast.block(original)
+        if len(fast.checked) >= len(self.checked):
+            return  # the facts proved nothing more: no copy
+        self.prover.assumptions = fast.prover.assumptions  # the same limits, or lower ones
+        self.prover.active |= fast.prover.active
+        self.checked += fast.checked
+        kept = {a.check_site for a in fast.checked} | {st.site for st in ir.statements(fast_body) if isinstance(st, ir.Check)}
+        self.removed.difference_update(kept)  # a loop guard the fast copy keeps, say
+        test = tests[0] if len(tests) == 1 else ir.BoolOp(LogicOp.AND, tests, BOOL, loc)
+        self.fn.body = self.fn.body[:k] + [ir.If(test, fast_body[k:], self.fn.body[k:], loc, launch_versioned=True)]
+
+    def _versionable(self, body: list[ir.Stmt]) -> bool:
+        """Small enough to copy, and without shared arrays (its own or its callees')."""
+        size = sum(1 for st in ir.statements(body) for r in ir.statement_roots(st) for _ in ir.subexpressions(r))
+        return size <= _MAX_VERSIONED_SIZE and not _declares_shared(body) and not self._calls_shared(body)
+
+    def _calls_shared(self, body: list[ir.Stmt]) -> bool:
+        """Does the body call a device function that declares a shared array (or calls one)?"""
+        by_symbol = {f.symbol: f for f in self.program.functions}
+        seen: set[str] = set()
+        todo = [body]
+        while todo:
+            stmts = todo.pop()
+            for st in ir.statements(stmts):
+                for root in ir.statement_roots(st):
+                    for x in ir.subexpressions(root):
+                        callee = by_symbol.get(getattr(x, "symbol", "")) if isinstance(x, ir.Call) else None
+                        if callee is not None and callee.symbol not in seen:
+                            seen.add(callee.symbol)
+                            if _declares_shared(callee.body):
+                                return True
+                            todo.append(callee.body)
+        return False
+
+    def launch_value(self, p: Poly, loc: ir.Loc) -> ir.Expr | None:
+        """``p`` (over parameters and view lengths) as an i64 expression the kernel can
+        evaluate at its entry, or None when some value in it could overflow i64."""
+        params = {q.name: q.ty for q in self.fn.params}
+        terms: list[ir.Expr] = []
+        total = 0
+        for mono, c in sorted(p.items()):
+            lo, hi = self.prover._unassumed(lambda: self.prover._base_interval(Poly({mono: c})))
+            total += max(abs(lo), abs(hi))
+            factors: list[ir.Expr] = []
+            for a in mono:
+                ty = params.get(a[1])
+                if ty is None:
+                    return None
+                if a[0] == "var" and isinstance(ty, ScalarType) and ty.kind in ("int", "uint"):
+                    var: ir.Expr = ir.Var(a[1], ty, loc)
+                    factors.append(var if ty == I64 else ir.Cast(var, I64, loc))
+                elif a[0] == "len" and isinstance(ty, ViewType):
+                    factors.append(ir.ViewLen(ir.Var(a[1], ty, loc), I64, loc))
+                elif a[0] == "shape" and isinstance(ty, ViewType):
+                    factors.append(ir.ViewDim(ir.Var(a[1], ty, loc), int(a[2]), "shape", I64, loc))
+                else:
+                    return None
+            term: ir.Expr = ir.Const(c, I64, loc)
+            for f in factors:
+                term = f if term == ir.Const(1, I64, loc) else ir.BinOp(BinaryOp.MUL, term, f, I64, loc)
+            terms.append(term)
+        if total > 1 << 62 and not (len(p) == 1 and len(terms) == 1 and p.get(next(iter(p))) == 1
+                                    and len(next(iter(p))) == 1):  # every partial sum and product within i64 (or one value)
+            return None
+        out = terms[0] if terms else ir.Const(0, I64, loc)
+        for t in terms[1:]:
+            out = ir.BinOp(BinaryOp.ADD, out, t, I64, loc)
+        return out
+
+    def _launch_invariant(self, a: tuple[str, ...]) -> bool:
+        if a[0] not in ("var", "len", "shape") or a[1] not in self.param_names:
+            return False
+        return self.fn.assign_counts.get(a[1], 0) == 0  # a parameter the kernel never rebinds
+
+    def find_hypothesis(self, index: Poly, bound: Poly, facts: list[Poly]) -> None:
+        """A launch-invariant ``bound >= needed`` under which ``0 <= index < bound`` is
+        proven: ``needed`` the bound of a guard in scope (``i < N``: N) or the product of two
+        guards' (``r < R and c < C``: R·C)."""
+        if not all(self._launch_invariant(a) for m in bound for a in m):
+            return
+        prover = self.prover
+        limits: list[Poly] = []
+        for f in facts:
+            invariant = Poly({m: c for m, c in f.items() if all(self._launch_invariant(a) for a in m)})
+            if len(invariant) < len(f) and any(invariant.keys() - {()}):
+                limits.append(add(invariant, const(1)))  # X - e - 1 >= 0: e < X
+        needs = limits + [q for a, b in combinations(limits, 2) if (q := mul(a, b)) is not None]
+        for needed in needs:
+            key = (_poly_key(bound), _poly_key(needed))
+            fact = self.hypotheses[key][0] if key in self.hypotheses else add(bound, needed, -1)
+            saved = (set(prover.used), set(prover.active), dict(prover.assumptions), dict(prover.grid_limit))
+            try:
+                proven = prover.in_range(index, bound, facts + [fact])
+            finally:
+                prover.used, prover.active, prover.assumptions, prover.grid_limit = saved
+            if proven:
+                self.hypotheses.setdefault(key, (fact, bound, needed))
+                return
 
     def _stable(self, name: str) -> bool:
         """Does ``name`` keep one value while it is visible (so facts about it stay true)?"""
@@ -170,6 +328,8 @@ class _FunctionProofs:
             facts, guarded = self.range_facts(r)
             if guarded and r.guard is None:  # no entry check to keep: its facts are not known
                 facts, guarded = [], False
+            if guarded:
+                self.guarded_facts.update(map(id, facts))
         try:
             s.body = self.block(s.body, _Scope(self.scopes[-1].facts + facts))
         finally:
@@ -256,6 +416,8 @@ class _FunctionProofs:
             e.check_site = None
         elif isinstance(e, ir.BinOp) and e.widening:
             self.mark_nonneg_widening(e.left, e.right)
+        elif _signed_division(e):
+            self.mark_nonneg_division(e)  # type: ignore[arg-type]
         return e
 
     def expr_where(self, e: ir.Expr, scope: _Scope) -> ir.Expr:
@@ -319,6 +481,8 @@ class _FunctionProofs:
         key = (_poly_key(p), _poly_key(bound), tuple(map(id, facts)))
         if key not in self.proofs:
             self.proofs[key] = (self.prover.in_range(p, bound, facts), tuple(facts))
+            if not self.proofs[key][0] and self.find_hypotheses:
+                self.find_hypothesis(p, bound, facts)
         return self.proofs[key][0]
 
     def proves_vector(self, index: ir.Expr, width: int, view: ir.Expr) -> bool:
@@ -395,10 +559,46 @@ class _FunctionProofs:
         for c in signed:
             c.nonneg = True
 
+    def mark_nonneg_division(self, e: ir.BinOp) -> None:
+        """``a // b``, ``a % b`` of signed integers with a, b ≥ 0 proven: Python's floor and C's
+        truncation agree, so it lowers to one unsigned divide (no sign fix-up, no ``MIN // -1``
+        guard); with b ≥ 1 proven, without the ``x // 0`` guard either."""
+        facts = self.scopes[-1].facts
+        prover = self.prover
+        used, active = set(prover.used), set(prover.active)
+
+        def costs_nothing(proof: bool) -> bool:
+            """Did the proof hold without a new run-time check (a loop's entry guard, a grid limit)?"""
+            if proof and not (prover.used - used) & self.guarded_facts and prover.active <= active:
+                return True
+            prover.used, prover.active = set(used), set(active)
+            return False
+
+        left, right = prover.poly(e.left, facts), prover.poly(e.right, facts)
+        if not costs_nothing(left is not None and right is not None
+                             and not left.assumes - active and not right.assumes - active):
+            return
+        assert left is not None and right is not None
+        if costs_nothing(prover.proves_nonneg(left, facts) and prover.proves_nonneg(right, facts)):
+            e.operands_nonneg = True
+            e.divisor_positive = costs_nothing(prover.proves_nonneg(add(right, const(-1)), facts))
+
 
 
 def _poly_key(p: Poly) -> object:
     return tuple(sorted(p.items()))
+
+
+def _prefix_length(body: list[ir.Stmt]) -> int:
+    """The statements a versioned kernel keeps in front: up to its last hoistable assert (the
+    launch preconditions, which must stay leading)."""
+    return max((n + 1 for n, st in enumerate(body) if isinstance(st, ir.Check) and st.hoistable), default=0)
+
+
+def _declares_shared(stmts: list[ir.Stmt]) -> bool:
+    """Does any statement declare a shared array (one allocation per declaration)?"""
+    return any(isinstance(st, ir.ArrayDecl) and isinstance(st.ty, ArrayType) and st.ty.space == "shared"
+               for st in ir.statements(stmts))
 
 
 
@@ -452,7 +652,12 @@ def _has_checks(stmts: list[ir.Stmt]) -> bool:
            for s in ir.statements(stmts)):
         return True
     return any(isinstance(e, (ir.ViewLoad, ir.ViewSlice, ir.Intrinsic)) and e.check_site is not None
-               or isinstance(e, ir.BinOp) and e.widening for e in _expressions(stmts))
+               or isinstance(e, ir.BinOp) and e.widening or _signed_division(e) for e in _expressions(stmts))
+
+
+def _signed_division(e: ir.Expr) -> bool:
+    """``//`` or ``%`` of signed integers."""
+    return isinstance(e, ir.BinOp) and e.op in ("//", "%") and e.ty.kind == "int"
 
 
 def _spliced(stmts: list[ir.Stmt]) -> list[ir.Stmt]:

@@ -131,6 +131,8 @@ class Prover:
         self.assumptions: dict[str, GridAssumption] = {}
         self.global_facts: list[Poly] = []
         self.conditional_facts: list[tuple[Poly, Poly]] = []  # (fact, holds when this is ≥ 0)
+        self.divisions: dict[Atom, tuple[Poly, Poly]] = {}  # the atom of num // den -> (num, den), den not constant
+        self._holding_memo: dict[tuple[int, ...], tuple[list[Poly], tuple[Poly, ...]]] = {}
         self._atom_types: dict[Atom, tuple[int, int]] = {}
         self.used: set[int] = set()  # id() of facts that narrowed a range or closed a proof
         self.active: set[str] = set()  # grid axes whose assumed limit a proof relied on
@@ -195,10 +197,12 @@ class Prover:
         if isinstance(e, ir.Neg):
             inner = self.poly(e.operand, facts)
             return self._fits(None if inner is None else add(Poly(), inner, -1), e.ty, facts, e.loc)
-        if isinstance(e, ir.BinOp) and e.op in ("+", "-", "*", "//"):
+        if isinstance(e, ir.BinOp) and e.op in ("+", "-", "*", "//", "%"):
             left, right = self.poly(e.left, facts), self.poly(e.right, facts)
             if left is None or right is None:
                 return None
+            if e.op == "%":
+                return self._fits(self._mod(left, right), e.ty, facts, e.loc)
             if e.op == "+":
                 result: Poly | None = add(left, right)
             elif e.op == "-":
@@ -212,7 +216,9 @@ class Prover:
 
     def _floordiv(self, num: Poly, den: Poly) -> Poly | None:
         """``num // den`` (Python floor division) as a fresh atom d with its facts:
-        den·d ≤ num ≤ den·d + den - 1 (for a constant den > 0, or when den ≥ 1 is proven)."""
+        den·d ≤ num ≤ den·d + den - 1 (for a constant den > 0, or when den ≥ 1 is proven).
+        Where the types (and the atoms' own ranges) say num ≥ 0 and den ≥ 0, 0 ≤ d ≤ num (x // 0
+        is 0), wherever d appears."""
         d: Atom = ("div", repr(sorted(num.items())), repr(sorted(den.items())))
         p = atom(d)
         lower = add(num, mul(den, p) or Poly(), -1)  # num - den·d ≥ 0
@@ -226,8 +232,39 @@ class Prover:
             return p
         if d not in self._atom_types:
             self._atom_types[d] = (-(2**63), 2**63 - 1)
+            num_lo, num_hi = self._unassumed(lambda: self._base_interval(num))
+            if num_lo >= 0 and self._base_interval(den)[0] >= 0:
+                self._atom_types[d] = (0, num_hi)
             positive = add(den, const(-1))
             self.conditional_facts += [(lower, positive), (upper, positive)]
+            self.divisions[d] = (num, den)
+        return p
+
+    def _mod(self, num: Poly, den: Poly) -> Poly | None:
+        """``num % den`` (Python's remainder, the divisor's sign; ``x % 0 == x``) as a fresh
+        atom m with num = den·(num // den) + m: 0 ≤ m ≤ c - 1 for a constant den = c > 0, and
+        0 ≤ m ≤ den - 1 where den ≥ 1 is proven; where the types say num ≥ 0 and den ≥ 0,
+        0 ≤ m ≤ num wherever m appears."""
+        d = self._floordiv(num, den)
+        if d is None:
+            return None
+        m: Atom = ("mod", repr(sorted(num.items())), repr(sorted(den.items())))
+        p = atom(m)
+        if m in self._atom_types:
+            return p
+        rest = add(add(num, mul(den, d) or Poly(), -1), p, -1)  # num - den·d - m, which is 0
+        exact = [rest, add(Poly(), rest, -1)]
+        top = add(add(den, p, -1), const(-1))  # den - 1 - m ≥ 0
+        if len(den) == 1 and () in den and den[()] > 0:
+            self._atom_types[m] = (0, den[()] - 1)
+            self.global_facts += exact
+            return p
+        self._atom_types[m] = (-(2**63), 2**63 - 1)
+        num_lo, num_hi = self._unassumed(lambda: self._base_interval(num))
+        if num_lo >= 0 and self._base_interval(den)[0] >= 0:
+            self._atom_types[m] = (0, num_hi)
+        positive = add(den, const(-1))
+        self.conditional_facts += [(f, positive) for f in (*exact, p, top)]
         return p
 
     def _fits(self, p: Poly | None, ty: Type, facts: list[Poly], loc: ir.Loc) -> Poly | None:
@@ -388,14 +425,47 @@ class Prover:
 
         def attempt() -> bool:  # the cheap proofs first: one fact, then row-major, then pairs
             low = self.nonneg(index, facts)
-            return ((low and self.nonneg(below, facts, pairs=False)) or self._row_major(index, bound, facts)
-                    or (low and self.nonneg(below, facts)))
+            if (low and self.nonneg(below, facts, pairs=False)) or self._row_major(index, bound, facts):
+                return True
+            if self.conditional_facts and self._with_holding(facts) is not facts:
+                more = self._with_holding(facts)
+                low = low or self.nonneg(index, more)
+                if low and self.nonneg(below, more):
+                    return True
+            elif low and self.nonneg(below, facts):
+                return True
+            return self._quotient_in_range(index, bound, facts)
 
         return self._proof(attempt, index, bound)
 
     def proves_nonneg(self, p: Poly, facts: list[Poly]) -> bool:
         """Is ``p ≥ 0`` wherever ``facts`` hold? (Activates the grid assumptions it relies on.)"""
-        return self._proof(lambda: self.nonneg(p, facts), p)
+        return self._proof(lambda: self.nonneg(p, facts) or self.nonneg(p, self._with_holding(facts)), p)
+
+    def _with_holding(self, facts: list[Poly]) -> list[Poly]:
+        """``facts`` and the conditional facts (of divisions by a non-constant) whose condition
+        they prove (``facts`` itself when there are none)."""
+        key = (*map(id, facts), len(self.conditional_facts))
+        entry = self._holding_memo.get(key)
+        if entry is None:  # the entry keeps the facts alive, so their ids stay theirs
+            extra = self._unassumed(lambda: [f for f, cond in self.conditional_facts
+                                             if self.nonneg(cond, facts, pairs=False)])
+            entry = self._holding_memo[key] = (facts + extra if extra else facts, tuple(facts))
+        return entry[0]
+
+    def _quotient_in_range(self, index: Poly, bound: Poly, facts: list[Poly]) -> bool:
+        """index = num // den, a division by a non-constant den ≥ 1: 0 ≤ index < bound when
+        0 ≤ num < den·bound."""
+        if len(index) != 1 or next(iter(index.items()))[1] != 1:
+            return False
+        (mono,) = index
+        if len(mono) != 1 or mono[0] not in self.divisions:
+            return False
+        num, den = self.divisions[mono[0]]
+        scaled = mul(den, bound)
+        if scaled is None or not self.nonneg(add(den, const(-1)), facts):
+            return False
+        return self.nonneg(num, facts) and self.nonneg(add(add(scaled, num, -1), const(-1)), facts)
 
     def _proof(self, attempt: Callable[[], bool], *goals: Poly) -> bool:
         self._touched = set().union(*(g.assumes for g in goals))

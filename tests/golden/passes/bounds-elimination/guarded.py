@@ -1,5 +1,6 @@
 """bounds-elimination: a read and a write under `if i < len(view)` lose their checks; a read
 the guard does not cover keeps its check (and its error site)."""
+# OPTIONS: launch_versioning=0
 import oxide as ox
 from oxide import DisjointSlice, Slice, f32, thread
 

@@ -1,6 +1,7 @@
 """The bounds-elimination pass: a range loop's facts prove x[r] after the assert, but the
 assert inside `with ox.unsafe():` ends with its block; the entry guard of the i32 loop goes
 since no proof used the range; each static_range copy has its own scope."""
+# OPTIONS: launch_versioning=0
 import oxide as ox
 from oxide import MutSlice, Slice, f32, i32
 

@@ -14,7 +14,7 @@ def k(A: Slice[f32], x: Slice[f32], out: DisjointSlice[f32], NX: i32, NY: i32) -
         for j in range(NY):
             out[i] += A[i * NY + j] * x[j]
 
-# AFTER: bounds-elimination
+# AFTER: bounds-elimination(launch_versioning=0)
 # CHECK-LABEL: kernel k(
 # CHECK: $stop1: i32 = NY
 # CHECK: if ({{.*}}len(A){{.*}}len(x){{.*}}):

@@ -21,7 +21,7 @@ def k(features: Slice[f32], out: MutSlice[f32], nf: i32, n: i32, base: i32) -> N
     with ox.unsafe():
         out[p] = s
 
-# AFTER: bounds-elimination
+# AFTER: bounds-elimination(launch_versioning=0)
 # CHECK-LABEL: kernel k(
 # CHECK: if ({{.*}}len(features){{.*}}64:i64{{.*}}):
 # CHECK-NEXT: while (l < $stop1):
