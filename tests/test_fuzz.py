@@ -141,7 +141,7 @@ def test_fuzzer_reports_a_traceback_as_a_failure(tmp_path: Path, monkeypatch: py
     source = fuzz_kernels.ROOT / "examples" / "saxpy.py"
     mutant = fuzz_kernels.Mutant(source, 0, source.read_text(), ())
     outcome = fuzz_kernels.compile_mutant(mutant, tmp_path)
-    assert not outcome.ok and outcome.kind.startswith("KeyError at context.py:visit"), outcome.kind
+    assert not outcome.ok and outcome.kind.startswith("KeyError at translate.py:visit"), outcome.kind
 
 
 # ---- regression tests: one per class of failure the fuzzer found ---------------------------------

@@ -9,27 +9,39 @@ from __future__ import annotations
 
 import ast
 
+from oxide.errors import CompileError
+
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp
 from ..ir.types import BOOL
-from ..scan import Symbol, constant_value
-from oxide.lang.types import ScalarType
+from ..scan import ModuleSource, Symbol, constant_value
 
-from .promotion import PromotionError, literal_type, promote
-from .context import TranslatorContext
+from .promotion import literal_type
+from .scope import Scope, node_loc
 
 __all__ = ["Constants"]
 
 
-class Constants(TranslatorContext):
-    """Literals, weak literal folding, module constants, compile-time arguments."""
+class Constants:
+    """Literals, weak literal folding, module constants, compile-time arguments; the names
+    with a compile-time value: Constexpr parameters, static_range variables and locals assigned
+    once from a constant (``A1 = 0.319``, ``H = 2 * R``), typed by their use."""
 
-    def visit_Constant(self, node: ast.Constant) -> ir.Expr:
+    def __init__(self, module: ModuleSource, scope: Scope) -> None:
+        self.module = module
+        self.scope = scope
+        self.values: dict[str, int | float | bool] = {}  # name -> its compile-time value
+        self.named: set[str] = set()  # the locals among them (named constants)
+
+    def error(self, node: ast.AST, message: str, hint: str = "") -> CompileError:
+        return self.module.error(node, message, hint)
+
+    def literal(self, node: ast.Constant) -> ir.Expr:
         v = node.value
         if isinstance(v, bool):
-            return ir.Const(v, BOOL, self.loc(node))
+            return ir.Const(v, BOOL, node_loc(node))
         if isinstance(v, (int, float)):
-            return ir.Const(v, literal_type(v), self.loc(node), weak=True)
+            return ir.Const(v, literal_type(v), node_loc(node), weak=True)
         what = "None" if v is None else type(v).__name__
         raise self.error(node, f"{what} constants are not supported in kernels",
                          "kernels compute with numbers and booleans only")
@@ -46,7 +58,7 @@ class Constants(TranslatorContext):
             raise self.error(node, f"operator {op} cannot take these constants") from None
         if isinstance(value, int) and not isinstance(value, bool) and not -(1 << 63) <= value < (1 << 64):
             raise self.error(node, f"the constant expression's value {value} does not fit in 64 bits")
-        return ir.Const(value, literal_type(value), self.loc(node), weak=True)
+        return ir.Const(value, literal_type(value), node_loc(node), weak=True)
 
     def const_int(self, node: ast.expr) -> int | None:
         """The value of a compile-time integer: a literal, a module constant (``C = A * B``), a
@@ -60,19 +72,19 @@ class Constants(TranslatorContext):
         a local shadows them), Constexpr parameters, named constants, static_range variables."""
         names: dict[str, int | float | bool] = {
             n: s.value for n, s in self.module.symbols.items()
-            if s.kind == "constant" and s.value is not None and n not in self.locals}
-        names.update(self.constexprs)
+            if s.kind == "constant" and s.value is not None and n not in self.scope.locals}
+        names.update(self.values)
         return names
 
     def not_constant_hint(self, node: ast.expr) -> str:
         """Why ``node`` is not a compile-time integer, naming the first name that makes it so."""
         for n in ast.walk(node):
-            if not isinstance(n, ast.Name) or n.id in self.constexprs:
+            if not isinstance(n, ast.Name) or n.id in self.values:
                 continue
             sym = self.module.symbols.get(n.id)
-            if n.id in self.param_names:
+            if n.id in self.scope.param_names:
                 return f"{n.id!r} is a run-time parameter: make it `{n.id}: ox.Constexpr[int]` and list its values"
-            if n.id in self.locals:
+            if n.id in self.scope.locals:
                 return (f"{n.id!r} is a variable (assigned more than once, or from a run-time value); "
                         "a local assigned once from constants is a compile-time value")
             if sym is not None and sym.kind == "constant" and not isinstance(sym.value, int):
@@ -85,69 +97,17 @@ class Constants(TranslatorContext):
     def is_named_constant(self, name: str, value: ir.Const) -> bool:
         """A local assigned once, from a constant expression, is a name for that constant: it
         takes its type from each use, like a literal (so `A1 = 0.319` keeps f32 math f32)."""
-        if not (value.weak or value.ty == BOOL) or self.assign_counts.get(name, 0) != 1 or name in self.param_names:
+        if not (value.weak or value.ty == BOOL) or self.scope.assign_counts.get(name, 0) != 1 or name in self.scope.param_names:
             return False
         # every use must be in this block (after the assignment, as Python runs it), or a use
         # on a path that skipped the assignment would read a value the program never gave it
-        inside = {id(n) for stmt in self.block_statements[-1] for n in ast.walk(stmt)}
-        return all(id(n) in inside for n in ast.walk(self.fdef)
-                   if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load))
-
-    def note_partner(self, value: ir.Expr, other: ScalarType) -> None:
-        """``value`` met a typed value of type ``other``: if it is a local first assigned a bare
-        literal, ``other`` is a candidate for its type (``acc = 0.0`` then ``acc += x[i]``
-        with ``x[i]`` an f32 makes ``acc`` an f32, as ``float acc = 0.0f`` in C++)."""
-        if not (isinstance(value, ir.Var) and value.name in self.literal_locals):
-            return
-        mine = self.locals.get(value.name)
-        if isinstance(mine, ScalarType) and mine != other and _same_kind(mine, other):
-            self.partners.setdefault(value.name, []).append(other)
-
-    def note_partners_of_failed_conversion(self, value: ir.Expr, ty: ScalarType) -> None:
-        """``c0 = mulhi(B, _c2) ^ c1 ^ k0`` into a ``u32`` ``c0`` failed because ``c1`` and ``c2``
-        (through its copy ``_c2``) are still the ``i64`` of their ``0``: each such local in the
-        value is a candidate for ``ty``, so the next attempt types them as C's `unsigned c1 = 0`."""
-        stack = [value]
-        while stack:
-            e = stack.pop()
-            if isinstance(e, ir.Var):
-                name = e.name
-                while name in self.literal_copies:
-                    name = self.literal_copies[name]
-                self.note_partner(ir.Var(name, e.ty, e.loc), ty)
-            elif not isinstance(e, (ir.ViewLoad, ir.Call)):
-                # only operands that gave the value its type (not an explicit conversion's, a
-                # comparison's or an index's)
-                stack.extend(c for c in ir.children(e) if c.ty == e.ty)
-
-    def mentions_literal_local(self, value: ir.Expr) -> bool:
-        stack = [value]
-        while stack:
-            e = stack.pop()
-            if isinstance(e, ir.Var) and (e.name in self.literal_locals or e.name in self.literal_copies):
-                return True
-            stack.extend(ir.children(e))
-        return False
-
-    def literal_local_types(self) -> dict[str, ScalarType]:
-        """The type each literal-initialized local takes from the typed values it met: their
-        promotion, where it differs from the literal's own type."""
-        out: dict[str, ScalarType] = {}
-        for name, met in self.partners.items():
-            try:
-                ty = met[0]
-                for other in met[1:]:
-                    ty = promote(ty, other)
-            except PromotionError:
-                continue
-            out[name] = ty
-        return out
+        return self.scope.read_only_in_current_block(name)
 
     def constant_expr(self, value: int | float | bool, node: ast.AST) -> ir.Const:
         """A compile-time value as an IR literal: a bool is a bool, a number a weak literal."""
         if isinstance(value, bool):
-            return ir.Const(value, BOOL, self.loc(node))
-        return ir.Const(value, literal_type(value), self.loc(node), weak=True)
+            return ir.Const(value, BOOL, node_loc(node))
+        return ir.Const(value, literal_type(value), node_loc(node), weak=True)
 
     def const_str(self, node: ast.expr) -> str | None:
         """The value of a compile-time string argument (a literal, a module constant, or an
@@ -167,15 +127,10 @@ class Constants(TranslatorContext):
             return "".join(parts)
         if isinstance(node, ast.Name):  # a module-level constant: SCOPE = "block"
             sym = self.module.symbols.get(node.id)
-            if sym is None or node.id in self.locals or not isinstance(sym.node, (ast.Assign, ast.AnnAssign)):
+            if sym is None or node.id in self.scope.locals or not isinstance(sym.node, (ast.Assign, ast.AnnAssign)):
                 return None
             node = sym.node.value if sym.node.value is not None else node
         return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
-
-
-def _same_kind(a: ScalarType, b: ScalarType) -> bool:
-    integers = ("int", "uint")
-    return (a.kind in integers and b.kind in integers) or (a.kind == b.kind == "float")
 
 
 def _is_number_expression(node: ast.AST) -> bool:

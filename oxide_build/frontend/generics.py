@@ -23,19 +23,19 @@ from ..scan import ModuleSource
 from .annotations import TypeVarBinding, accumulate_alias, accumulate_type, oxide_name, scalar_type_named
 
 if TYPE_CHECKING:
-    from .context import TranslatorContext
+    from .translate import FunctionTranslator
 
 __all__ = ["bind_from_arguments", "extern_symbol", "type_operand", "static_type_test", "type_spelling"]
 
 
-def type_operand(tr: TranslatorContext, node: ast.expr) -> ScalarType | None:
+def type_operand(tr: FunctionTranslator, node: ast.expr) -> ScalarType | None:
     """The scalar type ``node`` names inside a function body: a TypeVar of the instance (``T``),
     ``ox.acc_type(T)``, or a type name (``f32``, ``ox.bf16``); None when it names no type."""
-    if isinstance(node, ast.Name) and node.id in tr.type_aliases:
-        return tr.type_aliases[node.id]  # acc_t = ox.acc_type(T) earlier in the body
+    if isinstance(node, ast.Name) and node.id in tr.scope.type_aliases:
+        return tr.scope.type_aliases[node.id]  # acc_t = ox.acc_type(T) earlier in the body
     if isinstance(node, ast.Name):
         sym = tr.module.symbols.get(node.id)
-        if node.id not in tr.locals and sym is not None and sym.kind == "typevar":
+        if node.id not in tr.scope.locals and sym is not None and sym.kind == "typevar":
             binding = tr.typevars.get(node.id)
             if binding is None or binding.bound is None:
                 raise tr.error(node, f"the TypeVar {node.id} is not a type parameter of "
@@ -43,7 +43,7 @@ def type_operand(tr: TranslatorContext, node: ast.expr) -> ScalarType | None:
                                f"use {node.id} in a parameter's annotation (e.g. `x: Slice[{node.id}]`), "
                                "so each instance binds it")
             return binding.bound
-        if node.id in tr.locals:
+        if node.id in tr.scope.locals:
             return None
         alias = accumulate_alias(tr.module, node.id)
         if alias is not None:  # Acc = ox.acc_type(T)
@@ -55,7 +55,7 @@ def type_operand(tr: TranslatorContext, node: ast.expr) -> ScalarType | None:
     return None
 
 
-def _type_list(tr: TranslatorContext, node: ast.expr) -> list[ScalarType] | None:
+def _type_list(tr: FunctionTranslator, node: ast.expr) -> list[ScalarType] | None:
     if not isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         return None
     types = []
@@ -68,15 +68,15 @@ def _type_list(tr: TranslatorContext, node: ast.expr) -> list[ScalarType] | None
     return types
 
 
-def _names_type(tr: TranslatorContext, n: ast.AST) -> bool:
+def _names_type(tr: FunctionTranslator, n: ast.AST) -> bool:
     """``n`` is a TypeVar (``T``), an alias of an accumulate type, or ``ox.acc_type(T)``."""
-    if isinstance(n, ast.Name) and n.id not in tr.locals:
+    if isinstance(n, ast.Name) and n.id not in tr.scope.locals:
         sym = tr.module.symbols.get(n.id)
         return sym is not None and sym.kind == "typevar" or accumulate_alias(tr.module, n.id) is not None
     return isinstance(n, ast.Call) and oxide_name(tr.module, n.func) == "acc_type"
 
 
-def _mentions_typevar(tr: TranslatorContext, node: ast.expr) -> bool:
+def _mentions_typevar(tr: FunctionTranslator, node: ast.expr) -> bool:
     """Whether ``node`` uses a type as a type (``T``, ``ox.acc_type(T)``). A conversion ``T(4.0)``
     is a value, not a type: ``xx + yy > T(4.0)`` is a run-time condition."""
     if _names_type(tr, node):
@@ -87,7 +87,7 @@ def _mentions_typevar(tr: TranslatorContext, node: ast.expr) -> bool:
                if isinstance(child, ast.expr))
 
 
-def static_type_test(tr: TranslatorContext, node: ast.expr) -> bool | None:
+def static_type_test(tr: FunctionTranslator, node: ast.expr) -> bool | None:
     """The value of a condition on types (``T is f64``, ``T is not f16``, ``T == f32``,
     ``T in (f16, bf16)``, and ``and``/``or``/``not`` of those) for this instance, or None when
     the condition does not test a type (then it is an ordinary run-time condition)."""
@@ -134,10 +134,10 @@ def static_type_test(tr: TranslatorContext, node: ast.expr) -> bool | None:
                    "e.g. `if T is f64:` or `if T in (f16, bf16):`")
 
 
-def type_spelling(tr: TranslatorContext, ty: ScalarType) -> str:
+def type_spelling(typevars: dict[str, TypeVarBinding], ty: ScalarType) -> str:
     """How the source names ``ty`` in a hint: ``T`` where a TypeVar of the instance is bound to
     it (the conversion must work for every instance), else the type's own name."""
-    for name, binding in tr.typevars.items():
+    for name, binding in typevars.items():
         if binding.bound == ty:
             return name
     return ty.name
@@ -152,7 +152,7 @@ def _element_typevar(annotation: ast.expr | None, typevars: dict[str, TypeVarBin
 
 
 def bind_from_arguments(
-    caller: TranslatorContext, fdef: ast.FunctionDef, typevars: dict[str, TypeVarBinding], args: list[ir.Expr],
+    caller: FunctionTranslator, fdef: ast.FunctionDef, typevars: dict[str, TypeVarBinding], args: list[ir.Expr],
     node: ast.Call,
 ) -> dict[str, TypeVarBinding]:
     """Each TypeVar of ``fdef``'s parameters bound from the call's arguments (scalars by their

@@ -5,19 +5,24 @@ local, a compile-time value, a module constant, a special register), and element
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 import math
 
 from oxide.abi.views import ViewKind
+from oxide.errors import CompileError
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
-from ..ir.types import BOOL, F64, I32, VOID, StructType, VectorType, ThreadIndexType, Type, ViewType, VoidType, type_name
-from ..intrinsics.thread import SPECIAL_REGISTERS
-from .oxide_names import WARP_SIZE_NAME, known_oxide_names, unknown_oxide_name
-from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation
+from ..ir.types import BOOL, F64, VOID, VectorType, ThreadIndexType, Type, ViewType, VoidType
+from ..scan import ModuleSource
+from .oxide_names import known_oxide_names, unknown_oxide_name
+from .annotations import TypeVarBinding, oxide_name, resolve_annotation
 from .promotion import literal_type
-from . import structs, vectors
 from .constants import Constants, _constant_value, _is_number_expression
+from .scope import Scope, node_loc
+
+if TYPE_CHECKING:
+    from .program import ProgramBuilder
 
 __all__ = ["Names"]
 
@@ -26,11 +31,25 @@ PYTHON_MATH_CONSTANTS: dict[str, float] = {
     "pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf, "nan": math.nan}
 
 
-class Names(Constants):
-    """The signature, names and attributes in expressions, element types."""
+class Names:
+    """The signature, what a name denotes in an expression, element types."""
 
-    def translate_signature(self, param_types: list[Type] | None = None) -> None:
-        args = self.fdef.args
+    def __init__(self, builder: ProgramBuilder, module: ModuleSource, typevars: dict[str, TypeVarBinding],
+                 scope: Scope, constants: Constants) -> None:
+        self.builder = builder
+        self.module = module
+        self.typevars = typevars
+        self.scope = scope
+        self.constants = constants
+
+    def error(self, node: ast.AST, message: str, hint: str = "") -> CompileError:
+        return self.module.error(node, message, hint)
+
+    def translate_signature(self, is_kernel: bool, param_types: list[Type] | None = None) -> None:
+        """The parameters and the return type of ``scope.fdef`` (``param_types``: a device
+        function instance's, from its call; else from the annotations)."""
+        fdef = self.scope.fdef
+        args = fdef.args
         for bad, label in ((args.vararg, "*args"), (args.kwarg, "**kwargs")):
             if bad is not None:
                 raise self.error(bad, f"{label} parameters are not supported", "list every parameter with its type")
@@ -42,7 +61,7 @@ class Names(Constants):
             raise self.error(args.defaults[0], "default parameter values are not supported",
                              "pass every argument explicitly")
         for i, arg in enumerate(args.args):
-            if arg.arg in self.constexprs:
+            if arg.arg in self.constants.values:
                 continue  # a compile-time value, not a kernel parameter
             if param_types is not None:
                 ty = param_types[i]
@@ -60,56 +79,56 @@ class Names(Constants):
             if isinstance(ty, ViewType) and ty.kind == ViewKind.PTR:
                 raise self.error(arg, f"Ptr[{ty.elem.name}] is only for the parameters of @extern C++ functions",
                                  "take a Slice/DisjointSlice/MutSlice here and pass it to the extern")
-            if self.is_kernel and isinstance(ty, ScalarType) and ty.kind == "fp8":
+            if is_kernel and isinstance(ty, ScalarType) and ty.kind == "fp8":
                 raise self.error(arg, f"a kernel parameter cannot be an {ty.name} scalar",
                                  f"take an f32 and convert it in the kernel, ox.{ty.name}(x); views of "
                                  f"{ty.name} (Slice[ox.{ty.name}]) are fine")
-            if self.is_kernel and isinstance(ty, ViewType) and isinstance(ty.elem, VectorType):
+            if is_kernel and isinstance(ty, ViewType) and isinstance(ty.elem, VectorType):
                 raise self.error(arg.annotation or arg, f"a kernel parameter cannot be a view of {ty.elem.name} elements "
                                  "yet (a device function's can)",
                                  f"take a view of the scalar elements, {arg.arg}: {ty.kind.annotation}"
                                  f"[{ty.elem.elem.name}], and read it with {arg.arg}.load{ty.elem.lanes}(k)")
-            if self.is_kernel and isinstance(ty, ThreadIndexType):
+            if is_kernel and isinstance(ty, ThreadIndexType):
                 raise self.error(arg, "a kernel parameter cannot be a ThreadIndex",
                                  "call thread.index_1d() inside the kernel")
-            self.params.append(ir.Param(arg.arg, ty))
-            self.param_names.add(arg.arg)
-            self.locals[arg.arg] = ty
-        if self.fdef.returns is not None:
-            ret = resolve_annotation(self.module, self.fdef.returns, self.typevars, "the return type")
+            self.scope.params.append(ir.Param(arg.arg, ty))
+            self.scope.param_names.add(arg.arg)
+            self.scope.locals[arg.arg] = ty
+        if fdef.returns is not None:
+            ret = resolve_annotation(self.module, fdef.returns, self.typevars, "the return type")
             if isinstance(ret, TypeVarBinding):
-                raise self.error(self.fdef.returns, f"the return type {ret.name} is not bound by any parameter",
+                raise self.error(fdef.returns, f"the return type {ret.name} is not bound by any parameter",
                                  "a TypeVar in the return type must also appear in a parameter")
             if isinstance(ret, ViewType):
-                raise self.error(self.fdef.returns, "functions cannot return views",
+                raise self.error(fdef.returns, "functions cannot return views",
                                  "return scalars; write results into a view parameter")
-            self.ret = ret
-        if self.is_kernel and self.ret not in (None, VOID):
-            raise self.error(self.fdef.returns or self.fdef, "a kernel cannot return a value",
+            self.scope.ret = ret
+        if is_kernel and self.scope.ret not in (None, VOID):
+            raise self.error(fdef.returns or fdef, "a kernel cannot return a value",
                              "annotate it `-> None` and write results into a DisjointSlice parameter")
-        if self.is_kernel:
-            self.ret = VOID
+        if is_kernel:
+            self.scope.ret = VOID
 
-    def visit_Name(self, node: ast.Name) -> ir.Expr:
+    def name(self, node: ast.Name) -> ir.Expr:
         name = node.id
-        if name in self.constexprs:
-            return self.constant_expr(self.constexprs[name], node)
-        if name in self.locals:
-            return ir.Var(name, self.locals[name], self.loc(node))
+        if name in self.constants.values:
+            return self.constants.constant_expr(self.constants.values[name], node)
+        if name in self.scope.locals:
+            return ir.Var(name, self.scope.locals[name], node_loc(node))
         sym = self.module.symbols.get(name)
         if sym is not None and sym.kind == "constant":
             value = _constant_value(sym)
             if isinstance(value, bool):
-                return ir.Const(value, BOOL, self.loc(node))
-            return ir.Const(value, literal_type(value), self.loc(node), weak=True)
+                return ir.Const(value, BOOL, node_loc(node))
+            return ir.Const(value, literal_type(value), node_loc(node), weak=True)
         if sym is not None and sym.kind == "unknown":
             decl = self.builder.module_array(self.module, name)
             if decl is not None:  # ox.constant.array / ox.global_memory.array / a tuple of numbers
-                return ir.ModuleArray(decl.symbol, decl.ty, self.loc(node))
+                return ir.ModuleArray(decl.symbol, decl.ty, node_loc(node))
         if sym is not None and sym.kind == "from" and sym.target.startswith("math:") \
                 and sym.target[5:] in PYTHON_MATH_CONSTANTS:  # from math import pi
-            return ir.Const(PYTHON_MATH_CONSTANTS[sym.target[5:]], F64, self.loc(node), weak=True)
-        if name in self.assign_counts:  # assigned somewhere, just not before this use
+            return ir.Const(PYTHON_MATH_CONSTANTS[sym.target[5:]], F64, node_loc(node), weak=True)
+        if name in self.scope.assign_counts:  # assigned somewhere, just not before this use
             raise self.error(node, f"{name!r} is used before it is assigned",
                              "assign it on every path before this use")
         value_node = getattr(sym.node, "value", None) if sym is not None else None
@@ -127,41 +146,6 @@ class Names(Constants):
             raise self.error(node, f"{name!r} cannot be used as a value in a kernel",
                              "only local variables, parameters and module-level number constants are values")
         raise self.error(node, f"unknown name {name!r}", "define it, or pass it as a parameter")
-
-    def visit_Attribute(self, node: ast.Attribute) -> ir.Expr:
-        if (isinstance(node.value, ast.Name) and node.attr in PYTHON_MATH_CONSTANTS and node.value.id not in self.locals
-                and getattr(self.module.symbols.get(node.value.id), "target", None) == "math"):
-            # math.pi, math.inf: float literals (typed by their use, so 2 * math.pi * x stays f32)
-            return ir.Const(PYTHON_MATH_CONSTANTS[node.attr], F64, self.loc(node), weak=True)
-        parts = dotted_parts(node)
-        if parts and len(parts) >= 2 and oxide_name(self.module, node) == WARP_SIZE_NAME:
-            return ir.Const(32, I32, self.loc(node))  # CUDA's warpSize (an int, as every lane count here)
-        if parts and len(parts) >= 2:
-            full = oxide_name(self.module, node.value)
-            if full is not None:
-                pieces = tuple(full.split("."))
-                if len(pieces) == 2 and pieces in SPECIAL_REGISTERS and node.attr in ("x", "y", "z"):
-                    return ir.SpecialReg(f"{SPECIAL_REGISTERS[pieces]}.{node.attr}", I32, self.loc(node))
-        base = node.value
-        if isinstance(base, ast.Name) and isinstance(self.locals.get(base.id), (VectorType, StructType)) or not isinstance(
-                base, (ast.Name, ast.Attribute)) or isinstance(base, ast.Attribute) and oxide_name(self.module, base) is None:
-            value = self.expr(base)  # a lane of a vector: v.x, x.load4(k).y, (a + b).z; a field: p.pos.x
-            if isinstance(value.ty, VectorType):
-                return vectors.component(self, value, node.attr, node)  # type: ignore[arg-type]
-            if isinstance(value.ty, StructType):
-                return structs.field(self, value, node.attr, node)  # type: ignore[arg-type]
-            raise self.error(node, f"{type_name(value.ty)} has no attribute {node.attr!r}")
-        if isinstance(base, ast.Name) and base.id in self.locals:
-            if node.attr in ("shape", "strides") and isinstance(self.locals[base.id], ViewType):
-                raise self.error(node, f"{ast.unparse(node)} is not a value on its own",
-                                 f"index it ({ast.unparse(node)}[0]) or unpack it into names "
-                                 f"(h, w = {ast.unparse(node)})")
-            raise self.error(node, f"{type_name(self.locals[base.id])} has no attribute {node.attr!r}")
-        full_name = oxide_name(self.module, node)
-        if full_name and full_name not in known_oxide_names():
-            raise self.error(node, *unknown_oxide_name(full_name))
-        raise self.error(node, f"unknown attribute {ast.unparse(node)!r}",
-                         "available: thread.idx.x/y/z, block.idx.x, block.dim.x, grid.dim.x")
 
     def array_element_type(self, node: ast.expr) -> ScalarType | VectorType:
         """The element type of a shared or local array: a scalar, or a vector

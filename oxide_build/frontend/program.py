@@ -295,9 +295,9 @@ class ProgramBuilder:
                 function.launch_bounds = opts.get("launch_bounds")
                 function.max_registers = opts.get("max_registers")
                 function.index32 = opts.get("index32", True)
-                function.preconditions = list(translator.preconditions)
+                function.preconditions = list(translator.launch.preconditions)
                 self.functions.append(function)
-                by_name = {p.name: _param_spec(p) for p in translator.params}
+                by_name = {p.name: _param_spec(p) for p in translator.scope.params}
                 specs.append(KernelSpec(
                     name=name, symbol=symbol,
                     params=tuple(by_name.get(a.arg) or ParamSpec(a.arg, CONSTEXPR_PARAM, "i64") for a in fdef.args.args),
@@ -321,14 +321,14 @@ class ProgramBuilder:
                                "generic Python kernel")
         translator = FunctionTranslator(self, module, fdef, {}, True, fdef.name, False)
         translator.translate_signature()
-        for p, arg in zip(translator.params, (a for a in fdef.args.args if a.arg in translator.param_names)):
+        for p, arg in zip(translator.scope.params, (a for a in fdef.args.args if a.arg in translator.scope.param_names)):
             if isinstance(p.ty, (StructType, VectorType)):  # oxide passes it as its fields; C++ takes one value
                 raise module.error(arg, f"a parameter of an @extern_kernel cannot be a {'struct' if isinstance(p.ty, StructType) else 'vector'} "
                                         f"({p.ty.name})",
                                    "pass its fields as scalar parameters, or write the kernel in Python")
-        self.extern_kernels.append(ir.ExternFunction(symbol, translator.params, VoidType(), sources,
+        self.extern_kernels.append(ir.ExternFunction(symbol, translator.scope.params, VoidType(), sources,
                                                      str(module.path), fdef.lineno))
-        return KernelSpec(name=fdef.name, symbol=symbol, params=tuple(_param_spec(p) for p in translator.params),
+        return KernelSpec(name=fdef.name, symbol=symbol, params=tuple(_param_spec(p) for p in translator.scope.params),
                           specialization={}, file=module.path.name, line=fdef.lineno)
 
     def _extern_decorator(self, module: ModuleSource, dec: ast.expr, what: str) -> tuple[str, list[str]]:
@@ -398,7 +398,7 @@ class ProgramBuilder:
             else:
                 failures.append(failure)
             tried.append(retype)
-            wanted = {**retype, **translator.literal_local_types()}
+            wanted = {**retype, **translator.literals.met_types()}
             if wanted in tried or len(tried) > _RETYPE_ATTEMPTS:
                 if failure is None:
                     break
@@ -413,10 +413,10 @@ class ProgramBuilder:
             retype = wanted
             self._restore(saved)
         function = ir.Function(
-            symbol=symbol, python_name=fdef.name, file=self.relative_file(module), params=translator.params,
-            ret=translator.ret or VoidType(), body=body, locals=translator.locals, is_kernel=is_kernel,
-            line=fdef.lineno, assign_counts=translator.assign_counts, grid_sites=translator.grid_sites,
-            unit_extents=dict(translator.unit_extents),
+            symbol=symbol, python_name=fdef.name, file=self.relative_file(module), params=translator.scope.params,
+            ret=translator.scope.ret or VoidType(), body=body, locals=translator.scope.locals, is_kernel=is_kernel,
+            line=fdef.lineno, assign_counts=translator.scope.assign_counts, grid_sites=translator.checks.grid_sites,
+            unit_extents=dict(translator.launch.unit_extents),
         )
         return translator, function
 
@@ -425,10 +425,8 @@ class ProgramBuilder:
         bounds_check: bool, is_kernel: bool, param_types: list[Type] | None,
         constexprs: Mapping[str, int | bool] | None, retype: dict[str, ScalarType],
     ) -> tuple[FunctionTranslator, list[ir.Stmt], CompileError | None]:
-        translator = FunctionTranslator(self, module, fdef, typevars, is_kernel, kernel_name, bounds_check)
-        if constexprs:
-            translator.constexprs = dict(constexprs)
-        translator.retype = dict(retype)
+        translator = FunctionTranslator(self, module, fdef, typevars, is_kernel, kernel_name, bounds_check,
+                                        constexprs, retype)
         self.call_stack.append((module.name, fdef.name))
         try:
             translator.translate_signature(param_types)

@@ -6,23 +6,48 @@ implicit ones at an assignment, argument or return.
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
+from oxide.errors import CompileError
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
+from ..scan import ModuleSource
 from ..ir.ops import BinaryOp, CompareOp, LogicOp
 from ..ir.types import (BOOL, F32, F64, I64, ArrayType, StructType, TensorMapType, ThreadIndexType, TupleType, Type, VectorType, ViewType, VoidType,
                         as_scalar, type_name)
 from . import vectors
 from .promotion import PromotionError, bool_arithmetic_type, comparison_type, fits, promote
-from .checks import Checks
+from .annotations import TypeVarBinding
+from .constants import Constants
+from .literal_locals import LiteralLocals
+from .scope import node_loc
 from .generics import type_spelling
 
-__all__ = ["Semantics"]
+if TYPE_CHECKING:
+    from .program import ProgramBuilder
+
+__all__ = ["Semantics", "is_literal_choice"]
 
 
-class Semantics(Checks):
-    """Operators, unification, truth values and conversions of IR values."""
+class Semantics:
+    """Operators, unification, truth values and conversions of IR values: the typing rules,
+    with located errors; what they learn of literal-initialized locals goes to ``literals``."""
+
+    def __init__(self, builder: ProgramBuilder, module: ModuleSource, typevars: dict[str, TypeVarBinding],
+                 constants: Constants, literals: LiteralLocals, thread_coordinates: set[str]) -> None:
+        self.builder = builder
+        self.module = module
+        self.typevars = typevars
+        self.constants = constants
+        self.literals = literals
+        self.thread_coordinates = thread_coordinates  # the scope's locals assigned once from thread.idx.x, ...
+
+    def error(self, node: ast.AST, message: str, hint: str = "") -> CompileError:
+        return self.module.error(node, message, hint)
+
+    def loc(self, node: ast.AST) -> ir.Loc:
+        return node_loc(node)
 
     def binop(self, op: BinaryOp, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
         if isinstance(left.ty, VectorType) or isinstance(right.ty, VectorType):
@@ -33,7 +58,7 @@ class Semantics(Checks):
                                  "index the view to get an element" if isinstance(side.ty, ViewType) else "")
         loc = self.loc(node)
         if isinstance(left, ir.Const) and isinstance(right, ir.Const) and left.weak and right.weak:
-            return self.fold(op, left, right, node)
+            return self.constants.fold(op, left, right, node)
         left, right, ty = self.shift_operands(op, left, right, node) or self.unify(left, right, node, op)
         if ty.kind == "bool":
             if op in ("&", "|", "^"):
@@ -108,8 +133,8 @@ class Semantics(Checks):
         if op != "if/else" or lt != rt and not (lw or rw):  # choosing between fp8 values moves bytes
             self.refuse_fp8(node, f"operator {op}", lt, rt)
         if not lw and not rw:
-            self.note_partner(left, rt)
-            self.note_partner(right, lt)
+            self.literals.note_partner(left, rt)
+            self.literals.note_partner(right, lt)
         if lw and not rw:
             ty = self.literal_partner_type(left, rt)  # type: ignore[arg-type]
         elif rw and not lw:
@@ -151,10 +176,6 @@ class Semantics(Checks):
                 raise self.error(node, str(exc), "convert explicitly") from None
         return ty
 
-    def condition(self, node: ast.expr) -> ir.Expr:
-        value = self.expr(node)
-        return self.truth(value, node)
-
     def truth(self, value: ir.Expr, node: ast.AST) -> ir.Expr:
         if value.ty == BOOL:
             return value
@@ -170,18 +191,8 @@ class Semantics(Checks):
         self.refuse_fp8(node, "a truth test", st)
         return ir.Compare(CompareOp.NE, scalar, ir.Const(0, st, value.loc), st, BOOL, value.loc)
 
-    def conversion(self, ty: ScalarType, node: ast.Call) -> ir.Expr:
-        if len(node.args) != 1:
-            raise self.error(node, f"{ty.name}() takes exactly one argument")
-        arg = node.args[0]
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and ty.kind == "float":
-            # float('-inf'), float('nan'): a float literal spelled as text, typed by its use
-            try:
-                return ir.Const(float(arg.value), F64, self.loc(node), weak=True)
-            except ValueError:
-                raise self.error(arg, f"{arg.value!r} is not a number", "write float('inf'), float('-inf') or "
-                                 "float('nan')") from None
-        value = self.expr(node.args[0])
+    def explicit_conversion(self, value: ir.Expr, ty: ScalarType, node: ast.Call) -> ir.Expr:
+        """``ty(x)`` of ``value``, the IR of its one argument: any number converts."""
         if as_scalar(value.ty) is None:
             raise self.error(node.args[0], f"cannot convert {type_name(value.ty)} to {ty.name}")
         self.check_fp8_conversion(value, ty, node)
@@ -303,7 +314,7 @@ class Semantics(Checks):
             return self.convert(value, ty, node)
         src = as_scalar(value.ty)
         assert src is not None
-        self.note_partner(value, ty)
+        self.literals.note_partner(value, ty)
         if src == ty:
             return self.convert(value, ty, node)
         if _widens(src, ty):
@@ -313,9 +324,9 @@ class Semantics(Checks):
             # C's `unsigned int tid = threadIdx.x;`: the ids and sizes are never negative, so
             # their i32 converts to an unsigned type without loss
             return ir.Cast(value, ty, value.loc)
-        self.note_partners_of_failed_conversion(value, ty)
+        self.literals.note_partners_of_failed_conversion(value, ty)
         raise self.error(node, f"{what} needs {ty.name}, got {src.name}",
-                         f"convert explicitly with {type_spelling(self, ty)}(...)")
+                         f"convert explicitly with {type_spelling(self.typevars, ty)}(...)")
 
     def is_thread_coordinate(self, value: ir.Expr) -> bool:
         """``thread.idx.x``, ``block.idx.y``, ``block.dim.x``, ``grid.dim.z`` (never negative), or

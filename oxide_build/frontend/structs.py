@@ -73,7 +73,7 @@ def with_field(tr: FunctionTranslator, target: ast.Attribute, value: ir.Expr, no
     """``p.x = e``: the local ``p`` becomes ``p`` with field x replaced."""
     assert isinstance(target.value, ast.Name)
     name = target.value.id
-    sty = tr.locals[name]
+    sty = tr.scope.locals[name]
     assert isinstance(sty, StructType)
     k = _index(tr, sty, target.attr, target)
     element = tr.convert_implicit(value, sty.fields[k][1], node, f"field {target.attr!r} of {name!r} ({type_name(sty)})")

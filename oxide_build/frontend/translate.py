@@ -1,34 +1,60 @@
 """Python AST → typed IR, one function instance at a time: the visitor of statements and
-expressions. It builds the IR; what it applies lives in the layers below it, one module per
-concern (context.py says the order): constants.py, names.py, checks.py (error sites of the
-bounds checks, which the bounds-elimination pass keeps or drops), semantics.py (typing rules,
-conversions), indexing.py (views and arrays), loops.py.
+expressions. It builds the IR; the translator holds its state by concern, in parts that each
+own theirs and get only what they need:
+
+- ``scope.py`` (``Scope``): parameters, return type, locals and their types, the blocks being
+  translated, what the function's AST says of each name (assignment counts, reads);
+- ``constants.py`` (``Constants``): literals, weak-literal folding, module constants, the
+  compile-time values of names (Constexpr parameters, static_range variables, named constants);
+- ``literal_locals.py`` (``LiteralLocals``): the locals first assigned a bare literal and the
+  typed values they meet, from which they take their types;
+- ``names.py`` (``Names``): the signature, what a name denotes, element types;
+- ``semantics.py`` (``Semantics``): the typing rules (operators, unification, conversions);
+- ``checks.py`` (``BoundsChecks``): the error sites of bounds checks and asserts;
+- ``thread_values.py`` (``ThreadValues``): the values that differ between threads, and the
+  divergent conditions around a statement;
+- ``launch_facts.py`` (``LaunchFacts``): what a kernel's writes and asserts ask of its launch;
+- ``indexing.py`` (``Indexing``) and ``loops.py`` (``Loops``): element access and loops, which
+  translate through the visitor (the loops being translated are the loops part's state).
 """
 from __future__ import annotations
 
 import ast
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from oxide.errors import CompileError
 from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
 from ..ir.ops import BINARY_OPS_OF_AST, COMPARE_OPS_OF_AST, BinaryOp, LogicOp
+from ..intrinsics.thread import SPECIAL_REGISTERS
 from ..scan import constant_value
 from ..ir.types import (
-    BOOL, F64, I64, VOID, VECTOR_TYPES, ArrayType, StructType, TensorMapType, VectorType, ThreadIndexType, TupleType, ViewType,
-    VoidType, as_scalar, type_name,
+    BOOL, F64, I32, I64, VOID, VECTOR_TYPES, ArrayType, StructType, TensorMapType, VectorType, ThreadIndexType, TupleType, ViewType,
+    Type, VoidType, as_scalar, type_name,
 )
-from .annotations import PYTHON_SCALARS, accumulate_alias, oxide_name, resolve_annotation
+from .annotations import PYTHON_SCALARS, TypeVarBinding, accumulate_alias, dotted_parts, oxide_name, resolve_annotation
 from .views import refuse_vector_store
 from . import structs, vectors
 from .annotations import struct_type
 from . import view_values
+from .checks import BoundsChecks
+from .constants import Constants
 from .generics import static_type_test, type_operand
-from .oxide_names import known_oxide_names, unknown_oxide_name
-from .semantics import choice_literal, is_literal_choice
+from .indexing import Indexing
+from .launch_facts import LaunchFacts
+from .literal_locals import LiteralLocals
 from .loops import Loops, RenameName
+from .names import PYTHON_MATH_CONSTANTS, Names
+from .oxide_names import WARP_SIZE_NAME, known_oxide_names, unknown_oxide_name
+from .scope import Scope, node_loc
+from .semantics import Semantics, choice_literal, is_literal_choice
+from .thread_values import ThreadValues
+
+if TYPE_CHECKING:
+    from ..scan import ModuleSource
+    from .program import ProgramBuilder
 
 __all__ = ["FunctionTranslator"]
 
@@ -82,20 +108,224 @@ def _declares_array(value: ir.Expr) -> bool:
     return isinstance(value, ir.Intrinsic) and not (isinstance(value.ty, ArrayType) and value.ty.space == "cluster")
 
 
-class FunctionTranslator(Loops):
-    """The visitor: statements and expressions into IR (see the module docstring)."""
+class FunctionTranslator(ast.NodeVisitor):
+    """The visitor: statements and expressions of one function instance into IR. Its state is
+    held by concern, each part owning its own (see the module docstring); the visitor hands
+    each part what it needs, and implements ``intrinsics.context.TypingContext`` for the
+    typing of intrinsic calls."""
+
+    def __init__(
+        self,
+        builder: ProgramBuilder,
+        module: ModuleSource,
+        fdef: ast.FunctionDef,
+        typevars: dict[str, TypeVarBinding],
+        is_kernel: bool,
+        kernel_name: str,
+        bounds_check: bool,
+        constexprs: Mapping[str, int | bool] | None = None,
+        retype: Mapping[str, ScalarType] | None = None,
+    ) -> None:
+        # the function instance: fixed for the whole translation
+        self.builder = builder
+        self.module = module
+        self.fdef = fdef
+        self.typevars = typevars
+        self.is_kernel = is_kernel
+        self.kernel_name = kernel_name
+        # the parts, each owning its state
+        self.scope = Scope(fdef)
+        self.constants = Constants(module, self.scope)
+        if constexprs:
+            self.constants.values.update(constexprs)
+        self.literals = LiteralLocals(self.scope.locals, dict(retype or {}))
+        self.names = Names(builder, module, typevars, self.scope, self.constants)
+        self.semantics = Semantics(builder, module, typevars, self.constants, self.literals,
+                                   self.scope.thread_coordinates)
+        self.checks = BoundsChecks(builder, module, fdef, kernel_name, bounds_check, is_kernel)
+        self.threads = ThreadValues()
+        self.launch = LaunchFacts(prefix_open=is_kernel)
+        self.indexing = Indexing(self)
+        self.loops = Loops(self)
+        self.unsafe_depth = 0  # how many `with ox.unsafe():` blocks enclose the statement
+
+    # ---- the translation ----------------------------------------------------------------
+
+    def translate_signature(self, param_types: list[Type] | None = None) -> None:
+        self.names.translate_signature(self.is_kernel, param_types)
 
     def translate_body(self) -> list[ir.Stmt]:
         body = self.block(self.fdef.body)
-        if self.ret is None:
-            self.ret = VOID
-        self.reserve_grid_sites()
+        if self.scope.ret is None:
+            self.scope.ret = VOID
+        self.checks.reserve_grid_sites()
         return body
 
+    def visit(self, node: ast.AST) -> Any:
+        try:
+            return super().visit(node)
+        except CompileError:
+            raise
+        except Exception as exc:  # a compiler bug must still point at the user's source
+            raise self.module.error(
+                node, f"internal compiler error: {type(exc).__name__}: {exc}",
+                "please report this at the oxide issue tracker with the kernel source",
+            ) from None
+
+    # ---- TypingContext: what the typing of an intrinsic call may ask ------------------------
+
+    @property
+    def bounds_check(self) -> bool:
+        return self.checks.enabled
+
+    @property
+    def divergent_depth(self) -> int:
+        return self.threads.divergent_depth
+
+    @property
+    def declared_arrays(self) -> set[str]:
+        return self.scope.declared_arrays
+
+    def error(self, node: ast.AST, message: str, hint: str = "") -> CompileError:
+        return self.module.error(node, message, hint)
+
+    def loc(self, node: ast.AST) -> ir.Loc:
+        return node_loc(node)
+
+    def bounds_site(self, node: ast.AST, what: str) -> int:
+        """A new bounds-check error site of this kernel at ``node``."""
+        return self.checks.site("bounds", node, what)
+
+    def check_site(self, node: ast.Subscript | ast.Call, view: ir.Expr, index: ir.Expr, what: str) -> int | None:
+        return self.checks.check_site(node, view, index, what)
+
+    def expr(self, node: ast.expr) -> ir.Expr:
+        result = self.visit(node)
+        assert result is not None
+        return result  # type: ignore[no-any-return]
+
+    def materialize(self, value: ir.Expr) -> ir.Expr:
+        return self.semantics.materialize(value)
+
+    def convert(self, value: ir.Expr, ty: ScalarType, node: ast.AST) -> ir.Expr:
+        return self.semantics.convert(value, ty, node)
+
+    def convert_implicit(self, value: ir.Expr, ty: Type, node: ast.AST, what: str) -> ir.Expr:
+        return self.semantics.convert_implicit(value, ty, node, what)
+
+    def unify(self, left: ir.Expr, right: ir.Expr, node: ast.AST, op: str) -> tuple[ir.Expr, ir.Expr, ScalarType]:
+        return self.semantics.unify(left, right, node, op)
+
+    def truth(self, value: ir.Expr, node: ast.AST) -> ir.Expr:
+        return self.semantics.truth(value, node)
+
+    def index_expr(self, node: ast.expr, container: Type | None = None) -> ir.Expr:
+        return self.indexing.index_expr(node, container)
+
+    def refuse_fp8(self, node: ast.AST, what: str, *types: ScalarType) -> None:
+        self.semantics.refuse_fp8(node, what, *types)
+
+    def const_int(self, node: ast.expr) -> int | None:
+        return self.constants.const_int(node)
+
+    def const_str(self, node: ast.expr) -> str | None:
+        return self.constants.const_str(node)
+
+    def not_constant_hint(self, node: ast.expr) -> str:
+        return self.constants.not_constant_hint(node)
+
+    def element_type(self, node: ast.expr) -> ScalarType:
+        return self.names.element_type(node)
+
+    def array_element_type(self, node: ast.expr) -> ScalarType | VectorType:
+        return self.names.array_element_type(node)
+
+    # ---- names, constants, element access, loops: the parts' visitors ---------------------
+
+    def visit_Constant(self, node: ast.Constant) -> ir.Expr:
+        return self.constants.literal(node)
+
+    def visit_Name(self, node: ast.Name) -> ir.Expr:
+        return self.names.name(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> ir.Expr:
+        return self.indexing.subscript(node)
+
+    def store(self, target: ast.Subscript, value_node: ast.expr, node: ast.AST,
+              value: ir.Expr | None = None) -> ir.Stmt:
+        return self.indexing.store(target, value_node, node, value)
+
+    def visit_While(self, node: ast.While) -> ir.Stmt:
+        return self.loops.while_loop(node)
+
+    def visit_For(self, node: ast.For) -> list[ir.Stmt]:
+        return self.loops.for_loop(node)
+
+    def visit_Break(self, node: ast.Break) -> ir.Stmt:
+        return self.loops.break_stmt(node)
+
+    def visit_Continue(self, node: ast.Continue) -> ir.Stmt:
+        return self.loops.continue_stmt(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> ir.Expr:
+        if (isinstance(node.value, ast.Name) and node.attr in PYTHON_MATH_CONSTANTS and node.value.id not in self.scope.locals
+                and getattr(self.module.symbols.get(node.value.id), "target", None) == "math"):
+            # math.pi, math.inf: float literals (typed by their use, so 2 * math.pi * x stays f32)
+            return ir.Const(PYTHON_MATH_CONSTANTS[node.attr], F64, self.loc(node), weak=True)
+        parts = dotted_parts(node)
+        if parts and len(parts) >= 2 and oxide_name(self.module, node) == WARP_SIZE_NAME:
+            return ir.Const(32, I32, self.loc(node))  # CUDA's warpSize (an int, as every lane count here)
+        if parts and len(parts) >= 2:
+            full = oxide_name(self.module, node.value)
+            if full is not None:
+                pieces = tuple(full.split("."))
+                if len(pieces) == 2 and pieces in SPECIAL_REGISTERS and node.attr in ("x", "y", "z"):
+                    return ir.SpecialReg(f"{SPECIAL_REGISTERS[pieces]}.{node.attr}", I32, self.loc(node))
+        base = node.value
+        if isinstance(base, ast.Name) and isinstance(self.scope.locals.get(base.id), (VectorType, StructType)) or not isinstance(
+                base, (ast.Name, ast.Attribute)) or isinstance(base, ast.Attribute) and oxide_name(self.module, base) is None:
+            value = self.expr(base)  # a lane of a vector: v.x, x.load4(k).y, (a + b).z; a field: p.pos.x
+            if isinstance(value.ty, VectorType):
+                return vectors.component(self, value, node.attr, node)  # type: ignore[arg-type]
+            if isinstance(value.ty, StructType):
+                return structs.field(self, value, node.attr, node)  # type: ignore[arg-type]
+            raise self.error(node, f"{type_name(value.ty)} has no attribute {node.attr!r}")
+        if isinstance(base, ast.Name) and base.id in self.scope.locals:
+            if node.attr in ("shape", "strides") and isinstance(self.scope.locals[base.id], ViewType):
+                raise self.error(node, f"{ast.unparse(node)} is not a value on its own",
+                                 f"index it ({ast.unparse(node)}[0]) or unpack it into names "
+                                 f"(h, w = {ast.unparse(node)})")
+            raise self.error(node, f"{type_name(self.scope.locals[base.id])} has no attribute {node.attr!r}")
+        full_name = oxide_name(self.module, node)
+        if full_name and full_name not in known_oxide_names():
+            raise self.error(node, *unknown_oxide_name(full_name))
+        raise self.error(node, f"unknown attribute {ast.unparse(node)!r}",
+                         "available: thread.idx.x/y/z, block.idx.x, block.dim.x, grid.dim.x")
+
+    def condition(self, node: ast.expr) -> ir.Expr:
+        value = self.expr(node)
+        return self.truth(value, node)
+
+    def conversion(self, ty: ScalarType, node: ast.Call) -> ir.Expr:
+        """``ty(x)``: an explicit conversion of its one argument."""
+        if len(node.args) != 1:
+            raise self.error(node, f"{ty.name}() takes exactly one argument")
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and ty.kind == "float":
+            # float('-inf'), float('nan'): a float literal spelled as text, typed by its use
+            try:
+                return ir.Const(float(arg.value), F64, self.loc(node), weak=True)
+            except ValueError:
+                raise self.error(arg, f"{arg.value!r} is not a number", "write float('inf'), float('-inf') or "
+                                 "float('nan')") from None
+        return self.semantics.explicit_conversion(self.expr(arg), ty, node)
+
+    # ---- statements ---------------------------------------------------------------------
+
     def block(self, stmts: list[ast.stmt]) -> list[ir.Stmt]:
-        self.block_depth += 1
-        constants_before = set(self.named_constants)
-        self.block_statements.append(stmts)
+        self.scope.block_depth += 1
+        constants_before = set(self.constants.named)
+        self.scope.block_statements.append(stmts)
         out: list[ir.Stmt] = []
         try:
             k = 0
@@ -110,14 +340,14 @@ class FunctionTranslator(Loops):
                     # C's `float d = ...;` in a block after an `unsigned d` elsewhere: a new
                     # variable from here to the end of this block, as C scopes a declaration
                     stmts = stmts[:k] + [RenameName(scoped[0], scoped[1]).visit(copy.deepcopy(s)) for s in stmts[k:]]
-                    self.block_statements[-1] = stmts
-                    self.assign_counts[scoped[1]] = self.assign_counts.get(scoped[0], 1)
+                    self.scope.block_statements[-1] = stmts
+                    self.scope.assign_counts[scoped[1]] = self.scope.assign_counts.get(scoped[0], 1)
                     continue
                 k += 1
-                if self.prefix_open and self.block_depth == 1 and not (
+                if self.launch.prefix_open and self.scope.block_depth == 1 and not (
                         result is None or isinstance(result, ir.Assign) and ir.is_pure(result.value)
                         or isinstance(result, ir.Check) and result.hoistable):
-                    self.prefix_open = False  # later asserts may depend on what this statement did
+                    self.launch.prefix_open = False  # later asserts may depend on what this statement did
                 if result is None:
                     continue
                 if isinstance(result, list):
@@ -125,11 +355,11 @@ class FunctionTranslator(Loops):
                 else:
                     out.append(result)
         finally:
-            self.block_depth -= 1
-            self.block_statements.pop()
-            for name in self.named_constants - constants_before:  # they name nothing after it
-                del self.constexprs[name]
-            self.named_constants = constants_before
+            self.scope.block_depth -= 1
+            self.scope.block_statements.pop()
+            for name in self.constants.named - constants_before:  # they name nothing after it
+                del self.constants.values[name]
+            self.constants.named = constants_before
         return out
 
     def _block_scoped_name(self, stmt: ast.stmt, stmts: list[ast.stmt], err: CompileError) -> tuple[str, str] | None:
@@ -139,19 +369,19 @@ class FunctionTranslator(Loops):
         block), so the block gets a variable of its own; None otherwise (the error stands)."""
         target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else (
             stmt.target if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else None)
-        if not isinstance(target, ast.Name) or self.block_depth < 2:
+        if not isinstance(target, ast.Name) or self.scope.block_depth < 2:
             return None
         name = target.id
-        if (f"assignment to {name!r} needs" not in str(err) or not isinstance(self.locals.get(name), ScalarType)
-                or name in self.param_names or name in self.literal_locals or name in self.literal_copies):
+        if (f"assignment to {name!r} needs" not in str(err) or not isinstance(self.scope.locals.get(name), ScalarType)
+                or name in self.scope.param_names or name in self.literals.names or name in self.literals.copies):
             return None
         value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
         if value is None or any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
             return None  # `d = f32(d) * q` reads the old d: an assignment, not a declaration
-        if any(isinstance(n, ast.Name) and (n.id in self.literal_locals or n.id in self.literal_copies)
+        if any(isinstance(n, ast.Name) and (n.id in self.literals.names or n.id in self.literals.copies)
                for n in ast.walk(value)):
             return None  # a literal local's type is still open: the retry that types it (program.py) decides
-        for enclosing in self.block_statements:
+        for enclosing in self.scope.block_statements:
             for s in enclosing:
                 if s is stmt:
                     continue
@@ -213,13 +443,13 @@ class FunctionTranslator(Loops):
         if not isinstance(target, ast.Name):
             raise self.error(target, f"cannot assign to {ast.unparse(target)!r}",
                              "assign to a local name or to a view element like out[i]")
-        if target.id in self.type_aliases:
+        if target.id in self.scope.type_aliases:
             raise self.error(target, f"{target.id!r} names a type in this function; a value needs a name of its own")
-        if target.id not in self.locals and isinstance(node.value, (ast.Name, ast.Attribute, ast.Call)) and not (
+        if target.id not in self.scope.locals and isinstance(node.value, (ast.Name, ast.Attribute, ast.Call)) and not (
                 isinstance(node.value, ast.Call) and oxide_name(self.module, node.value.func) != "acc_type"):
             named = type_operand(self, node.value)
             if named is not None:  # C++'s `using acc_t = at::opmath_type<T>;`: acc_t(x) converts from here on
-                self.type_aliases[target.id] = named
+                self.scope.type_aliases[target.id] = named
                 return None
         return self.assign_name(target, self.expr(node.value), node)
 
@@ -233,9 +463,9 @@ class FunctionTranslator(Loops):
                                  "assign each name separately")
             value = self.materialize(value)
             temp = self.builder.fresh_name("chain")
-            self.locals[temp] = value.ty
-            if self.is_thread_dependent(value):
-                self.thread_dependent.add(temp)
+            self.scope.locals[temp] = value.ty
+            if self.threads.differ(value):
+                self.threads.varying.add(temp)
             out.append(ir.Assign(temp, value, self.loc(node), tracked=False))
             value = ir.Var(temp, value.ty, self.loc(node))
         for target in node.targets:
@@ -260,7 +490,7 @@ class FunctionTranslator(Loops):
             return self.parallel_assign(target, value_node, node)
         if (isinstance(value_node, ast.Attribute) and value_node.attr in ("shape", "strides")
                 and isinstance(value_node.value, ast.Name)
-                and isinstance(self.locals.get(value_node.value.id), ViewType)):
+                and isinstance(self.scope.locals.get(value_node.value.id), ViewType)):
             return self.unpack_shape(target, value_node, node)
         value = self.expr(value_node)
         if isinstance(value.ty, VectorType):
@@ -272,7 +502,7 @@ class FunctionTranslator(Loops):
             raise self.error(target, f"cannot unpack {len(value.ty.elems)} values into {len(target.elts)} names",
                              f"use exactly {len(value.ty.elems)} names on the left")
         temp = self.builder.fresh_name("tuple")
-        self.locals[temp] = value.ty
+        self.scope.locals[temp] = value.ty
         loc = self.loc(node)
         out: list[ir.Stmt] = [ir.Assign(temp, value, loc, tracked=False)]
         for i, (t, ety) in enumerate(zip(target.elts, value.ty.elems)):
@@ -286,7 +516,7 @@ class FunctionTranslator(Loops):
     def unpack_shape(self, target: ast.Tuple | ast.List, value_node: ast.Attribute, node: ast.AST) -> list[ir.Stmt]:
         """``h, w = img.shape`` (numba's habit): each name is assigned ``img.shape[k]``, as if
         written out, so the bounds prover knows ``h`` as the extent it is."""
-        view_ty = self.locals[value_node.value.id]  # type: ignore[attr-defined]
+        view_ty = self.scope.locals[value_node.value.id]  # type: ignore[attr-defined]
         assert isinstance(view_ty, ViewType)
         if len(target.elts) != view_ty.ndim:
             raise self.error(target, f"{ast.unparse(value_node)} has {view_ty.ndim} value(s); "
@@ -305,9 +535,9 @@ class FunctionTranslator(Loops):
     def assign_attribute(self, target: ast.Attribute, value: ir.Expr, node: ast.AST) -> ir.Stmt:
         """``v.x = e`` (a lane of a local vector) or ``p.mass = e`` (a field of a local struct)."""
         base = target.value
-        if isinstance(base, ast.Name) and isinstance(self.locals.get(base.id), StructType):
+        if isinstance(base, ast.Name) and isinstance(self.scope.locals.get(base.id), StructType):
             return structs.with_field(self, target, value, node)
-        if isinstance(base, ast.Attribute) and not (isinstance(base.value, ast.Name) and base.value.id not in self.locals):
+        if isinstance(base, ast.Attribute) and not (isinstance(base.value, ast.Name) and base.value.id not in self.scope.locals):
             # q.vel.y = e: q.vel becomes q.vel with lane y replaced, assigned the same way
             inner = self.expr(base)
             if isinstance(inner.ty, VectorType):
@@ -324,9 +554,9 @@ class FunctionTranslator(Loops):
             raise self.error(target, f"cannot unpack {vty.name} ({vty.lanes} lanes) into {len(target.elts)} names",
                              f"use exactly {vty.lanes} names on the left")
         temp = self.builder.fresh_name("vector")
-        self.locals[temp] = vty
-        if self.is_thread_dependent(value):
-            self.thread_dependent.add(temp)
+        self.scope.locals[temp] = vty
+        if self.threads.differ(value):
+            self.threads.varying.add(temp)
         loc = self.loc(node)
         out: list[ir.Stmt] = [ir.Assign(temp, value, loc)]
         for t, element in zip(target.elts, vectors.elements(ir.Var(temp, vty, loc))):
@@ -348,9 +578,9 @@ class FunctionTranslator(Loops):
                 raise self.error(e, f"tuples hold scalars and 1-D views, not {type_name(v.ty)}")
             if not isinstance(v, ir.Const):  # views too: a swap `src, dst = dst, src` reads both first
                 temp = self.builder.fresh_name("tuple")
-                self.locals[temp] = v.ty
-                if self.is_thread_dependent(v):
-                    self.thread_dependent.add(temp)
+                self.scope.locals[temp] = v.ty
+                if self.threads.differ(v):
+                    self.threads.varying.add(temp)
                 out.append(ir.Assign(temp, v, loc, tracked=False))
                 v = ir.Var(temp, v.ty, loc)
             staged.append(v)
@@ -374,18 +604,18 @@ class FunctionTranslator(Loops):
         if not isinstance(ty, ScalarType):
             raise self.error(node.annotation, "local variables can only be declared with a scalar type")
         name = node.target.id
-        if name in self.locals and self.locals[name] != ty:
-            raise self.error(node, f"{name!r} was declared {type_name(self.locals[name])} at line "
-                             f"{self.local_decl_line.get(name, '?')}, cannot redeclare it as {ty.name}")
-        self.locals.setdefault(name, ty)
-        self.local_decl_line.setdefault(name, node.lineno)
+        if name in self.scope.locals and self.scope.locals[name] != ty:
+            raise self.error(node, f"{name!r} was declared {type_name(self.scope.locals[name])} at line "
+                             f"{self.scope.local_decl_line.get(name, '?')}, cannot redeclare it as {ty.name}")
+        self.scope.locals.setdefault(name, ty)
+        self.scope.local_decl_line.setdefault(name, node.lineno)
         if node.value is None:
             return ir.Assign(name, ir.Const(0, ty, self.loc(node)), self.loc(node), tracked=False)
         return self.assign_name(node.target, self.expr(node.value), node)
 
     def assign_name(self, target: ast.Name, value: ir.Expr, node: ast.AST) -> ir.Stmt | None:
         name = target.id
-        if name in self.param_names and isinstance(self.locals[name], (ViewType, ArrayType, TensorMapType)):
+        if name in self.scope.param_names and isinstance(self.scope.locals[name], (ViewType, ArrayType, TensorMapType)):
             raise self.error(target, f"cannot assign to the view parameter {name!r}",
                              "views are fixed for the whole kernel; use a new local name")
         if isinstance(value.ty, TensorMapType):
@@ -397,10 +627,10 @@ class FunctionTranslator(Loops):
         if isinstance(value.ty, (ViewType, ArrayType)) and not _declares_array(value):
             return view_values.assign_view(self, target, value, node)
         if isinstance(value.ty, ArrayType):
-            if name in self.locals:
-                if self.locals[name] == value.ty and self.local_decl_line.get(name) == getattr(node, "lineno", 0):
+            if name in self.scope.locals:
+                if self.scope.locals[name] == value.ty and self.scope.local_decl_line.get(name) == getattr(node, "lineno", 0):
                     return None  # the same declaration again, in a static_range body: the same array
-                if self.locals[name] == value.ty and value.ty.space == "local" and name in self.declared_arrays:
+                if self.scope.locals[name] == value.ty and value.ty.space == "local" and name in self.scope.declared_arrays:
                     # C's `float reg[N];` again in a second loop: a thread's own array, uninitialized in
                     # C either way, so the earlier one's registers serve (shared arrays stay distinct:
                     # other threads may still read the first)
@@ -408,43 +638,43 @@ class FunctionTranslator(Loops):
                 raise self.error(target, f"{name!r} is already defined; an array needs a name of its own",
                                  "a local array of the same shape and type may be declared again (it is the same "
                                  "array); a shared array or one of another shape needs a new name")
-            self.locals[name] = value.ty
-            self.local_decl_line[name] = getattr(node, "lineno", 0)
-            self.declared_arrays.add(name)
+            self.scope.locals[name] = value.ty
+            self.scope.local_decl_line[name] = getattr(node, "lineno", 0)
+            self.scope.declared_arrays.add(name)
             return ir.ArrayDecl(name, value.ty, self.loc(node))
         if isinstance(value.ty, TupleType):
             raise self.error(node, "a tuple must be unpacked into names: a, b = ...")
-        if self.is_thread_dependent(value):
-            self.thread_dependent.add(name)
+        if self.threads.differ(value):
+            self.threads.varying.add(name)
         if isinstance(value.ty, VoidType):
             raise self.error(node, "this call returns nothing; there is no value to assign")
-        if (name not in self.locals and name not in self.constexprs and isinstance(value, ir.Const)
-                and self.is_named_constant(name, value)):
-            self.constexprs[name] = value.value
-            self.named_constants.add(name)
+        if (name not in self.scope.locals and name not in self.constants.values and isinstance(value, ir.Const)
+                and self.constants.is_named_constant(name, value)):
+            self.constants.values[name] = value.value
+            self.constants.named.add(name)
             return None
-        if name not in self.locals:
-            if isinstance(value.ty, ThreadIndexType) and self.assign_counts.get(name, 0) > 1:
+        if name not in self.scope.locals:
+            if isinstance(value.ty, ThreadIndexType) and self.scope.assign_counts.get(name, 0) > 1:
                 # C's `int idx = blockIdx.x * blockDim.x + threadIdx.x; ... idx /= HD;`: a name
                 # assigned again holds a plain i64 from the start (a DisjointSlice write through
                 # it is then refused, since it no longer names the thread's own element)
                 value = ir.Cast(value, I64, value.loc)
-                self.reassigned_thread_indices.add(name)
+                self.scope.reassigned_thread_indices.add(name)
             if isinstance(value, ir.Const) and value.weak or is_literal_choice(value):
-                self.literal_locals.add(name)
-                if name in self.retype:
-                    value = self.convert(value, self.retype[name], node)
-            elif isinstance(value, ir.Var) and (value.name in self.literal_locals or value.name in self.literal_copies):
-                self.literal_copies[name] = value.name
+                self.literals.names.add(name)
+                if name in self.literals.retype:
+                    value = self.convert(value, self.literals.retype[name], node)
+            elif isinstance(value, ir.Var) and (value.name in self.literals.names or value.name in self.literals.copies):
+                self.literals.copies[name] = value.name
             value = self.materialize(value)
-            if self.assign_counts.get(name, 0) == 1 and self._positive_step(value, node):  # type: ignore[arg-type]
-                self.positive_names.add(name)
-            if self.assign_counts.get(name, 0) == 1 and isinstance(value, ir.SpecialReg):
-                self.thread_coordinates.add(name)
-            self.locals[name] = value.ty
-            self.local_decl_line[name] = getattr(node, "lineno", 0)
+            if self.scope.assign_counts.get(name, 0) == 1 and self.loops.positive_step(value, node):  # type: ignore[arg-type]
+                self.scope.positive_names.add(name)
+            if self.scope.assign_counts.get(name, 0) == 1 and isinstance(value, ir.SpecialReg):
+                self.scope.thread_coordinates.add(name)
+            self.scope.locals[name] = value.ty
+            self.scope.local_decl_line[name] = getattr(node, "lineno", 0)
             return ir.Assign(name, value, self.loc(node))
-        declared = self.locals[name]
+        declared = self.scope.locals[name]
         if isinstance(declared, ThreadIndexType):
             raise self.error(target, f"{name!r} holds a ThreadIndex and cannot be reassigned",
                              "use another name for the new value")
@@ -454,16 +684,16 @@ class FunctionTranslator(Loops):
         except CompileError:
             # a value whose type came from literal locals (`c1 = 0` still i64) retypes those
             # locals (note_partners_of_failed_conversion), not the typed target
-            if met is not None and not self.mentions_literal_local(value):
-                self.note_partner(ir.Var(name, declared, value.loc), met)
+            if met is not None and not self.literals.mentioned_in(value):
+                self.literals.note_partner(ir.Var(name, declared, value.loc), met)
             if (met is not None and met.kind == "float" and isinstance(declared, ScalarType)
-                    and declared.kind in ("int", "uint") and name in self.literal_locals):
+                    and declared.kind in ("int", "uint") and name in self.literals.names):
                 # `sum = 0` then `sum += a[k] * b[k]` (C's `float sum = 0;`): a local first
                 # assigned an integer literal and then a float holds that float, as in Python
-                self.partners.setdefault(name, []).append(met)
+                self.literals.partners.setdefault(name, []).append(met)
             raise
         if met is not None:
-            self.note_partner(ir.Var(name, declared, value.loc), met)
+            self.literals.note_partner(ir.Var(name, declared, value.loc), met)
         return ir.Assign(name, converted, self.loc(node))
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ir.Stmt:
@@ -481,11 +711,11 @@ class FunctionTranslator(Loops):
             return self.assign_attribute(node.target, self.expr(lane_value), node)
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, f"cannot assign to {ast.unparse(node.target)!r}")
-        if node.target.id not in self.locals:
+        if node.target.id not in self.scope.locals:
             raise self.error(node.target, f"{node.target.id!r} is used before it is assigned",
                              "assign it a value first")
-        current = ir.Var(node.target.id, self.locals[node.target.id], self.loc(node.target))
-        result = self.binop(op, current, self.expr(node.value), node)
+        current = ir.Var(node.target.id, self.scope.locals[node.target.id], self.loc(node.target))
+        result = self.semantics.binop(op, current, self.expr(node.value), node)
         stmt = self.assign_name(node.target, result, node)
         assert stmt is not None  # assigned twice at least: never a named constant
         return stmt
@@ -495,49 +725,46 @@ class FunctionTranslator(Loops):
         if chosen is not None:  # `if T is f64:`: only this instance's branch is translated
             return [ir.Block(self.block(node.body if chosen else node.orelse), self.loc(node), keeps_facts=True)]
         cond = self.condition(node.test)
-        divergent = self.is_thread_dependent(cond)
-        self.divergent_depth += divergent
-        try:
+        divergent = self.threads.differ(cond)
+        with self.threads.under(divergent):
             then = self.block(node.body)
             orelse = self.block(node.orelse)
-        finally:
-            self.divergent_depth -= divergent
         return ir.If(cond, then, orelse, self.loc(node))
 
     def visit_Return(self, node: ast.Return) -> ir.Stmt:
         if node.value is None:
-            if self.ret not in (None, VOID):
-                raise self.error(node, f"this function returns {type_name(self.ret)}; `return` needs a value")  # type: ignore[arg-type]
-            self.ret = VOID
+            if self.scope.ret not in (None, VOID):
+                raise self.error(node, f"this function returns {type_name(self.scope.ret)}; `return` needs a value")  # type: ignore[arg-type]
+            self.scope.ret = VOID
             return ir.Return(None, self.loc(node))
         if self.is_kernel:
             raise self.error(node, "a kernel cannot return a value",
                              "write results into a DisjointSlice parameter")
-        if (isinstance(self.ret, TupleType) and isinstance(node.value, ast.Tuple)
-                and len(node.value.elts) == len(self.ret.elems)):
+        if (isinstance(self.scope.ret, TupleType) and isinstance(node.value, ast.Tuple)
+                and len(node.value.elts) == len(self.scope.ret.elems)):
             # `return a, 0` from `-> tuple[f32, i32]`: each element converts as a return value
             elems = [self.convert_implicit(self.expr(e), ty, e, f"element {k} of the return value")
-                     for k, (e, ty) in enumerate(zip(node.value.elts, self.ret.elems))]
-            return ir.Return(ir.MakeTuple(elems, self.ret, self.loc(node.value)), self.loc(node))
+                     for k, (e, ty) in enumerate(zip(node.value.elts, self.scope.ret.elems))]
+            return ir.Return(ir.MakeTuple(elems, self.scope.ret, self.loc(node.value)), self.loc(node))
         value = self.expr(node.value)
         if isinstance(value.ty, (ViewType, VoidType, ArrayType)):
             raise self.error(node.value, f"cannot return {type_name(value.ty)}")
         if isinstance(value.ty, TupleType):
-            if self.ret is None:
-                self.ret = value.ty
-            elif self.ret != value.ty:
-                raise self.error(node.value, f"this function returns {type_name(self.ret)}, "  # type: ignore[arg-type]
+            if self.scope.ret is None:
+                self.scope.ret = value.ty
+            elif self.scope.ret != value.ty:
+                raise self.error(node.value, f"this function returns {type_name(self.scope.ret)}, "  # type: ignore[arg-type]
                                  f"not {type_name(value.ty)}", "return the same kind of value on every path")
             return ir.Return(value, self.loc(node))
-        if self.ret is None:
+        if self.scope.ret is None:
             value = self.materialize(value)
             if isinstance(value.ty, ThreadIndexType):
                 value = ir.Cast(value, I64, value.loc)
-            self.ret = value.ty
+            self.scope.ret = value.ty
         else:
-            if isinstance(self.ret, VoidType):
+            if isinstance(self.scope.ret, VoidType):
                 raise self.error(node, "this function is declared `-> None` but returns a value")
-            value = self.convert_implicit(value, self.ret, node.value, "return value")  # type: ignore[arg-type]
+            value = self.convert_implicit(value, self.scope.ret, node.value, "return value")  # type: ignore[arg-type]
         return ir.Return(value, self.loc(node))
 
     def visit_With(self, node: ast.With) -> list[ir.Stmt]:
@@ -563,9 +790,9 @@ class FunctionTranslator(Loops):
             if not (isinstance(node.msg, ast.Constant) and isinstance(node.msg.value, str)):
                 raise self.error(node.msg, "an assert message must be a string literal")
             what = f"{what}: {node.msg.value}"
-        site = self.builder.add_error_site("assert", self.kernel_name, self.module, node, what)
+        site = self.checks.site("assert", node, what)
         # in the prefix, the launch-preconditions pass may move it to the runtime
-        return ir.Check(cond, site, self.loc(node), hoistable=self.prefix_open and self.block_depth == 1)
+        return ir.Check(cond, site, self.loc(node), hoistable=self.launch.prefix_open and self.scope.block_depth == 1)
 
     def visit_BinOp(self, node: ast.BinOp) -> ir.Expr:
         op = BIN_OPS.get(type(node.op))
@@ -576,9 +803,9 @@ class FunctionTranslator(Loops):
         left = self.expr(node.left)
         if op == "+" and view_values.is_view(left.ty):
             return view_values.offset_view(self, left, node.right, node)
-        if op == "+" and isinstance(node.right, ast.Name) and view_values.is_view(self.locals.get(node.right.id, I64)):
+        if op == "+" and isinstance(node.right, ast.Name) and view_values.is_view(self.scope.locals.get(node.right.id, I64)):
             return view_values.offset_view(self, self.expr(node.right), node.left, node)
-        return self.binop(op, left, self.expr(node.right), node)
+        return self.semantics.binop(op, left, self.expr(node.right), node)
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ir.Expr:
         operand = self.expr(node.operand)
@@ -638,7 +865,7 @@ class FunctionTranslator(Loops):
                     raise self.error(node, f"cannot compare {type_name(side.ty)}")
             if isinstance(left, ir.Const) and isinstance(right, ir.Const) and left.weak and right.weak:
                 left, right = self.materialize(left), self.materialize(right)
-            parts.append(self.compare(op, left, right, node))
+            parts.append(self.semantics.compare(op, left, right, node))
             left = right
         if len(parts) == 1:
             return parts[0]
@@ -647,7 +874,7 @@ class FunctionTranslator(Loops):
     def visit_IfExp(self, node: ast.IfExp) -> ir.Expr:
         chosen = static_type_test(self, node.test)
         if chosen is None:  # a test of compile-time values (`176 if D == 128 and not CAUSAL else 128`)
-            test = constant_value(node.test, self.constant_names())
+            test = constant_value(node.test, self.constants.constant_names())
             chosen = None if test is None else bool(test)
         if chosen is not None:
             return self.expr(node.body if chosen else node.orelse)
@@ -677,11 +904,11 @@ class FunctionTranslator(Loops):
         from ..intrinsics import INTRINSICS, KEYWORD_INTRINSICS
 
         if isinstance(node.func, ast.Name) and node.func.id == "print" and "print" not in self.module.symbols \
-                and "print" not in self.locals:
+                and "print" not in self.scope.locals:
             info = INTRINSICS["builtin.print"]  # device printf (intrinsics/printing.py)
             return info.typing(self, info, node)
 
-        if isinstance(node.func, ast.Name) and node.func.id not in self.locals and getattr(
+        if isinstance(node.func, ast.Name) and node.func.id not in self.scope.locals and getattr(
                 self.module.symbols.get(node.func.id), "kind", "") == "struct":
             return structs.construct(self, struct_type(self.module, node.func.id), node)
         keyword_name = oxide_name(self.module, node.func) if node.keywords else None
@@ -697,14 +924,14 @@ class FunctionTranslator(Loops):
         func = node.func
         if isinstance(func, (ast.Name, ast.Call)) and (
                 isinstance(func, ast.Call) or getattr(self.module.symbols.get(func.id), "kind", "") == "typevar"
-                or accumulate_alias(self.module, func.id) is not None or func.id in self.type_aliases):
+                or accumulate_alias(self.module, func.id) is not None or func.id in self.scope.type_aliases):
             to = type_operand(self, func)  # T(x), ox.acc_type(T)(x)
             if to is not None:
                 return self.conversion(to, node)
         name = oxide_name(self.module, func)
         if name is not None:
             return self.oxide_call(name, node)
-        if isinstance(func, ast.Name) and func.id not in self.module.symbols and func.id not in self.locals:
+        if isinstance(func, ast.Name) and func.id not in self.module.symbols and func.id not in self.scope.locals:
             builtin = func.id
             if builtin == "len":
                 if len(node.args) != 1:
@@ -732,10 +959,10 @@ class FunctionTranslator(Loops):
                 raise self.error(node, f"{builtin}() is not available on the GPU",
                                  "return values through a view and print them on the host")
         if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-                and isinstance(self.locals.get(func.value.id), ViewType)):
+                and isinstance(self.scope.locals.get(func.value.id), ViewType)):
             return self.view_method(func, node)
         if (isinstance(func, ast.Attribute) and func.attr == "view" and isinstance(func.value, ast.Name)
-                and isinstance(self.locals.get(func.value.id), (ViewType, ArrayType))):
+                and isinstance(self.scope.locals.get(func.value.id), (ViewType, ArrayType))):
             raise self.error(func, f"{func.value.id}.view(...): reinterpreting the elements of a view or an array is "
                                    "not supported yet",
                              "for dynamic shared memory, declare it again with the other type: every "

@@ -58,7 +58,7 @@ def lane_name(k: int) -> str:
     return LANES[k] if k < len(LANES) else str(k)
 
 
-def indexed_lane(tr: Semantics, value: ir.Expr, index: ast.expr, node: ast.AST) -> int:
+def indexed_lane(tr: FunctionTranslator, value: ir.Expr, index: ast.expr, node: ast.AST) -> int:
     """The lane ``k`` of ``v[k]``: a compile-time integer (a literal, a constant, a static_range
     variable) in range, as registers cannot be indexed at run time."""
     vty = value.ty
@@ -72,13 +72,13 @@ def indexed_lane(tr: Semantics, value: ir.Expr, index: ast.expr, node: ast.AST) 
     return k
 
 
-def with_indexed_lane(tr: Semantics, target: ast.Subscript, value: ir.Expr, node: ast.AST) -> ir.Stmt:
+def with_indexed_lane(tr: FunctionTranslator, target: ast.Subscript, value: ir.Expr, node: ast.AST) -> ir.Stmt:
     """``v[k] = e`` of a local vector ``v``: ``v`` becomes ``v`` with lane k replaced."""
-    if not isinstance(target.value, ast.Name) or not isinstance(tr.locals.get(target.value.id), VectorType):
+    if not isinstance(target.value, ast.Name) or not isinstance(tr.scope.locals.get(target.value.id), VectorType):
         raise tr.error(target, f"cannot assign to {ast.unparse(target)!r}",
                        f"change a copy and store it back: v = {ast.unparse(target.value)}; v[k] = ...")
     name = target.value.id
-    vty = tr.locals[name]
+    vty = tr.scope.locals[name]
     assert isinstance(vty, VectorType)
     loc = tr.loc(node)
     current = ir.Var(name, vty, loc)
@@ -103,7 +103,7 @@ def component(tr: FunctionTranslator, value: ir.Expr, attr: str, node: ast.AST) 
 
 def with_component(tr: FunctionTranslator, target: ast.Attribute, value: ir.Expr, node: ast.AST) -> ir.Stmt:
     """``v.y = e``: ``v`` becomes ``v`` with lane y replaced."""
-    if not isinstance(target.value, ast.Name) or not isinstance(tr.locals.get(target.value.id), VectorType):
+    if not isinstance(target.value, ast.Name) or not isinstance(tr.scope.locals.get(target.value.id), VectorType):
         of_element = isinstance(target.value, ast.Subscript)
         raise tr.error(target, f"cannot assign to {ast.unparse(target)!r}",
                        f"change a copy and store it back: v = {ast.unparse(target.value)}; v.{target.attr} = ...; "
@@ -111,7 +111,7 @@ def with_component(tr: FunctionTranslator, target: ast.Attribute, value: ir.Expr
                        "assign to a local name, a lane of a local vector (v.x = ...), a field of a local struct, "
                        "or a view element")
     name = target.value.id
-    vty = tr.locals[name]
+    vty = tr.scope.locals[name]
     assert isinstance(vty, VectorType)
     k = lane(tr, vty, target.attr, target)
     element = tr.convert_implicit(value, vty.elem, node, f"lane {target.attr} of {name!r}")
@@ -135,12 +135,12 @@ def elements(value: ir.Expr) -> list[ir.Expr]:
     return [ir.VectorGet(value, k, vty.elem, value.loc) for k in range(vty.lanes)]
 
 
-def _broadcast(tr: FunctionTranslator, scalar: ir.Expr, vty: VectorType, node: ast.AST) -> ir.Expr:
+def _broadcast(tr: Semantics, scalar: ir.Expr, vty: VectorType, node: ast.AST) -> ir.Expr:
     lane_value = tr.convert_implicit(scalar, vty.elem, node, f"a scalar operand of {vty.name} arithmetic")
     return ir.MakeVector([lane_value] * vty.lanes, vty, scalar.loc)
 
 
-def vector_binop(tr: FunctionTranslator, op: BinaryOp, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
+def vector_binop(tr: Semantics, op: BinaryOp, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
     """Element-wise ``+ - * /`` (and ``& | ^`` of integer vectors); a scalar operand applies to
     every lane."""
     vty = left.ty if isinstance(left.ty, VectorType) else right.ty

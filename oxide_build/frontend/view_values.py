@@ -106,7 +106,7 @@ def _slice_check(tr: FunctionTranslator, view: ir.Expr, start: ir.Expr, stop: ir
     if not tr.bounds_check or isinstance(view.ty, ArrayType) and view.ty.dynamic:
         return None
     text = ast.unparse(node)  # type: ignore[arg-type]
-    return tr.builder.add_error_site("bounds", tr.kernel_name, tr.module, node, f"slice {text} (start..stop in 0..len)")
+    return tr.checks.site("bounds", node, f"slice {text} (start..stop in 0..len)")
 
 
 def _common_view_type(tr: FunctionTranslator, a: Type, b: Type, node: ast.AST, what: str) -> ViewType | ArrayType:
@@ -152,24 +152,24 @@ def assign_view(tr: FunctionTranslator, target: ast.Name, value: ir.Expr, node: 
     assert isinstance(ty, ViewLike)
     if isinstance(ty, ViewType) and ty.is_tensor:
         raise tr.error(node, "tensor views cannot be held in local variables (yet)", "use the parameter directly")
-    if name in tr.declared_arrays:
-        raise tr.error(target, f"{name!r} names an array (line {tr.local_decl_line.get(name, '?')}) and cannot be rebound",
+    if name in tr.scope.declared_arrays:
+        raise tr.error(target, f"{name!r} names an array (line {tr.scope.local_decl_line.get(name, '?')}) and cannot be rebound",
                        "hold the other view in a new local name")
-    if name in tr.param_names:
+    if name in tr.scope.param_names:
         raise tr.error(target, f"cannot assign to the parameter {name!r}", "use a new local name")
-    if tr.is_thread_dependent(value):
-        tr.thread_dependent.add(name)
-    declared = tr.locals.get(name)
+    if tr.threads.differ(value):
+        tr.threads.varying.add(name)
+    declared = tr.scope.locals.get(name)
     if declared is None:
-        tr.locals[name] = ty
-        tr.local_decl_line[name] = getattr(node, "lineno", 0)
+        tr.scope.locals[name] = ty
+        tr.scope.local_decl_line[name] = getattr(node, "lineno", 0)
         return ir.Assign(name, value, tr.loc(node), tracked=False)
     if not is_view(declared):
-        raise tr.error(node, f"{name!r} holds {type_name(declared)} (line {tr.local_decl_line.get(name, '?')}), "
+        raise tr.error(node, f"{name!r} holds {type_name(declared)} (line {tr.scope.local_decl_line.get(name, '?')}), "
                        f"not a view", "use another name for the view")
     widened = _common_view_type(tr, declared, ty, node, f"assignment to {name!r}")
     if widened != declared:
-        raise tr.error(node, f"{name!r} holds {type_name(declared)} (line {tr.local_decl_line.get(name, '?')}); "
+        raise tr.error(node, f"{name!r} holds {type_name(declared)} (line {tr.scope.local_decl_line.get(name, '?')}); "
                        f"this is {type_name(ty)}",
                        "a local keeps the view type of its first assignment: give the arrays one shape, or "
                        "start from a slice (`a[0:n]` with a run-time n) to hold any length")

@@ -17,13 +17,13 @@ from ..ir.types import THREAD_INDEX_DIM, ArrayType, ThreadIndexType, ViewType, t
 from .annotations import oxide_name
 
 if TYPE_CHECKING:
-    from .context import TranslatorContext
+    from .translate import FunctionTranslator
 
 __all__ = ["record_unit_extents", "refuse_tensor_write", "refuse_disjoint_tensor_write", "refuse_slice_write", "refuse_vector_store",
            "refuse_array_write"]
 
 
-def refuse_tensor_write(tr: TranslatorContext, target: ast.Subscript, vt: ViewType) -> None:
+def refuse_tensor_write(tr: FunctionTranslator, target: ast.Subscript, vt: ViewType) -> None:
     """``t[i, j] = v`` into a tensor view."""
     if vt.kind == ViewKind.TENSOR:
         raise tr.error(target, f"{ast.unparse(target.value)!r} is a read-only Tensor",
@@ -44,7 +44,7 @@ _REGISTER_COORDINATES = {f"{r}.{d}": frozenset({f"{r}.{d}"}) for r in ("ctaid", 
 _EXTENT = {"ctaid": "grid.dim", "tid": "block.dim"}
 
 
-def refuse_disjoint_tensor_write(tr: TranslatorContext, target: ast.Subscript, vt: ViewType) -> None:
+def refuse_disjoint_tensor_write(tr: FunctionTranslator, target: ast.Subscript, vt: ViewType) -> None:
     """``t[i, j, ...] = v`` into a DisjointTensor: every index is a ThreadIndex axis
     (``thread.index_1d/2d/3d()``), ``block.idx.*`` or ``thread.idx.*`` (or a local assigned once
     from one), so distinct threads write distinct elements as long as every block/thread
@@ -80,15 +80,15 @@ def refuse_disjoint_tensor_write(tr: TranslatorContext, target: ast.Subscript, v
     for coord in missing:
         register, dim = coord.split(".")
         extent = f"{_EXTENT[register]}.{dim}"
-        if (extent, text) in tr.disjoint_extents:
+        if (extent, text) in tr.launch.disjoint_extents:
             continue
-        tr.disjoint_extents.add((extent, text))
-        site = tr.builder.add_error_site(
-            "assert", tr.kernel_name, tr.module, target,
+        tr.launch.disjoint_extents.add((extent, text))
+        site = tr.checks.site(
+            "assert", target,
             f"{extent} == 1: the DisjointTensor write {text} tells threads apart only if it is "
             f"(launch with {extent} = 1, or index with thread.index_3d())")
         kind = "grid" if register == "ctaid" else "block"
-        tr.preconditions.append(Precondition(site, ["eq", [kind, "xyz".index(dim)], ["const", 1]]))
+        tr.launch.preconditions.append(Precondition(site, ["eq", [kind, "xyz".index(dim)], ["const", 1]]))
 
 
 # the launch extents a ThreadIndex axis leaves out: index_1d() is block.idx.x * block.dim.x +
@@ -100,11 +100,11 @@ _LEFT_OUT = {
 }
 
 
-def record_unit_extents(tr: TranslatorContext, axis: str, write: ast.expr) -> None:
+def record_unit_extents(tr: FunctionTranslator, axis: str, write: ast.expr) -> None:
     """A disjoint write at a ThreadIndex of ``axis``: the extents it leaves out must be 1 at
     launch (the launch shape pass turns them into the kernel's precondition)."""
     for extent in _LEFT_OUT.get(axis, ()):
-        tr.unit_extents.setdefault(extent, (ast.unparse(write), write.lineno, write.col_offset + 1))
+        tr.launch.unit_extents.setdefault(extent, (ast.unparse(write), write.lineno, write.col_offset + 1))
 
 
 def _disjoint_hint(ndim: int) -> str:
@@ -118,13 +118,13 @@ def _disjoint_hint(ndim: int) -> str:
             "or use MutTensor inside `with oxide.unsafe():`")
 
 
-def _thread_coordinates(tr: TranslatorContext, elt: ast.expr) -> tuple[frozenset[str] | None, str | None]:
+def _thread_coordinates(tr: FunctionTranslator, elt: ast.expr) -> tuple[frozenset[str] | None, str | None]:
     """The hardware coordinates an index determines, and its ThreadIndex axis if it is one."""
     if isinstance(elt, ast.Name):
-        ty = tr.locals.get(elt.id)
+        ty = tr.scope.locals.get(elt.id)
         if isinstance(ty, ThreadIndexType):
             return _THREAD_INDEX_COORDINATES[ty.axis], ty.axis
-        if tr.assign_counts.get(elt.id, 0) == 1 and elt.id not in tr.param_names:
+        if tr.scope.assign_counts.get(elt.id, 0) == 1 and elt.id not in tr.scope.param_names:
             value = _single_assignment(tr.fdef, elt.id)
             if value is not None:
                 return _thread_coordinates(tr, value)[0], None
@@ -137,7 +137,7 @@ def _thread_coordinates(tr: TranslatorContext, elt: ast.expr) -> tuple[frozenset
     return _REGISTER_COORDINATES.get(register or ""), None
 
 
-def _special_register(tr: TranslatorContext, node: ast.expr) -> str | None:
+def _special_register(tr: FunctionTranslator, node: ast.expr) -> str | None:
     """``block.idx.y`` → "ctaid.y" (thread.idx → tid; sizes are no coordinates)."""
     if not (isinstance(node, ast.Attribute) and node.attr in ("x", "y", "z")):
         return None
@@ -157,7 +157,7 @@ def _single_assignment(fdef: ast.FunctionDef, name: str) -> ast.expr | None:
     return None
 
 
-def refuse_array_write(tr: TranslatorContext, target: ast.Subscript, ty: ArrayType) -> None:
+def refuse_array_write(tr: FunctionTranslator, target: ast.Subscript, ty: ArrayType) -> None:
     """``a[i] = v`` into an array: shared and local arrays anywhere; module-level global memory
     (``ox.global_memory.array``) and another block's shared array (``ox.cluster.map_shared``)
     like a ``MutSlice``; constant memory and arrays passed to a ``Slice`` parameter never."""
@@ -180,16 +180,16 @@ def refuse_array_write(tr: TranslatorContext, target: ast.Subscript, ty: ArrayTy
                        "`with oxide.unsafe():`, or update it with ox.atomic.*")
 
 
-def refuse_slice_write(tr: TranslatorContext, target: ast.Subscript, vt: ViewType, index: ir.Expr) -> None:
+def refuse_slice_write(tr: FunctionTranslator, target: ast.Subscript, vt: ViewType, index: ir.Expr) -> None:
     """``x[i] = v`` into a 1-D view."""
     if vt.kind == ViewKind.SLICE:
-        is_param = isinstance(target.value, ast.Name) and target.value.id in tr.param_names
+        is_param = isinstance(target.value, ast.Name) and target.value.id in tr.scope.param_names
         raise tr.error(target, f"{ast.unparse(target.value)!r} is a read-only Slice",
                        "declare the parameter DisjointSlice[T] to write one element per thread" if is_param else
                        "a slice of a Slice or DisjointSlice is read-only (a DisjointSlice is written only at the "
                        "thread's own index); write through the parameter, or slice a MutSlice inside `with ox.unsafe():`")
     if vt.kind == ViewKind.DISJOINT_SLICE and not (isinstance(index.ty, ThreadIndexType) and index.ty.axis == "1d"):
-        reassigned = isinstance(target.slice, ast.Name) and target.slice.id in tr.reassigned_thread_indices
+        reassigned = isinstance(target.slice, ast.Name) and target.slice.id in tr.scope.reassigned_thread_indices
         raise tr.error(
             target.slice,
             f"a DisjointSlice can only be written at the calling thread's ThreadIndex; "
@@ -209,7 +209,7 @@ def refuse_slice_write(tr: TranslatorContext, target: ast.Subscript, vt: ViewTyp
         record_unit_extents(tr, "1d", target)
 
 
-def refuse_vector_store(tr: TranslatorContext, func: ast.Attribute, node: ast.Call, vt: ViewType,
+def refuse_vector_store(tr: FunctionTranslator, func: ast.Attribute, node: ast.Call, vt: ViewType,
                         index: ir.Expr) -> None:
     """``x.store4(k, a, b, c, d)``."""
     if vt.kind == ViewKind.SLICE:
