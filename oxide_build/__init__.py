@@ -86,8 +86,9 @@ _BUILD_EXTRA_MODULES = frozenset({"packaging", "llvmlite", "setuptools", "wheel"
 def _missing_build_extra_message(module: str) -> str:
     return (
         f"oxide: the build environment has no {module!r}, which comes with the [build] extra of "
-        'oxide-cuda: write requires = ["oxide-cuda[build]"] in [build-system] of pyproject.toml (not '
-        '"oxide-cuda", the runtime alone), or pip install \'oxide-cuda[build]\' for a build without isolation'
+        "oxide-cuda: pip install 'oxide-cuda[build]' for a build without isolation (an isolated build "
+        'with requires = ["oxide-cuda"] gets what it needs from the backend, the compiler only when '
+        "something is not in the compile cache)"
     )
 
 
@@ -165,33 +166,63 @@ def _check_settings(config_settings: ConfigSettings) -> None:
 
 
 def _toolchain_requirements(config_settings: ConfigSettings) -> list[str]:
-    """The CUDA C++ toolchain (NVRTC, CCCL, cuRAND) for a project that compiles C++, when this
-    build environment lacks it (``oxide_build.package.build_requirements``)."""
-    from oxide_build.scan import scan_root
+    """What this build environment lacks for the project (``oxide_build.package.build_requirements``):
+    with ``requires = ["oxide-cuda"]``, the ``[build]`` extra's packaging pieces, and its
+    compiler only when something is not in the compile cache; the CUDA C++ toolchain (NVRTC,
+    CCCL, cuRAND) for a project that compiles C++, likewise."""
+    import functools
+
+    from oxide_build.build import needs_compiler
     from oxide_build.config import load_config
-    from oxide_build.package.build_requirements import missing_cpp_toolchain
+    from oxide_build.package.build_requirements import missing_build_extra, missing_cpp_toolchain
+    from oxide_build.scan import scan_root
 
     project = _project_dir()
-    return missing_cpp_toolchain(project, load_config(project, config_settings), scan_root(project))
+    config = load_config(project, config_settings)
+    compiles = functools.lru_cache(maxsize=1)(lambda: needs_compiler(project, config))
+    out = missing_build_extra(compiles)
+    if _compiler_installed() or compiles():
+        out += [r for r in missing_cpp_toolchain(project, config, scan_root(project)) if r not in out]
+    return out
+
+
+def _host_requirements(hook: str, config_settings: ConfigSettings) -> list[str]:
+    """The host backend's ``get_requires_for_build_*``; where the host backend is not installed
+    yet (``requires = ["oxide-cuda"]``), its package from oxide-cuda's extras instead (setuptools
+    comes with the [build] pieces, scikit-build-core with [cmake])."""
+    import importlib.util
+
+    from oxide_build.package.build_requirements import extra_requirements
+
+    name = host_backend_name(_project_dir())
+    module = "scikit_build_core" if name == CMAKE_BACKEND else "setuptools"
+    if importlib.util.find_spec(module) is None:
+        return extra_requirements("cmake") if name == CMAKE_BACKEND else []
+    if hook == "get_requires_for_build_editable":
+        return list(_host_editable_hook(hook)(_host_settings(config_settings)))
+    return list(getattr(_host_backend(), hook)(_host_settings(config_settings)))
 
 
 @_reports_user_errors
 def get_requires_for_build_wheel(config_settings: ConfigSettings = None) -> list[str]:
     _check_settings(config_settings)
-    host = list(_host_backend().get_requires_for_build_wheel(_host_settings(config_settings)))
+    host = _host_requirements("get_requires_for_build_wheel", config_settings)
     return host + [r for r in _toolchain_requirements(config_settings) if r not in host]
 
 
 @_reports_user_errors
 def get_requires_for_build_sdist(config_settings: ConfigSettings = None) -> list[str]:
     _check_settings(config_settings)
-    return list(_host_backend().get_requires_for_build_sdist(_host_settings(config_settings)))
+    from oxide_build.package.build_requirements import missing_build_extra
+
+    host = _host_requirements("get_requires_for_build_sdist", config_settings)
+    return host + [r for r in missing_build_extra(lambda: False) if r not in host]  # an sdist compiles nothing
 
 
 @_reports_user_errors
 def get_requires_for_build_editable(config_settings: ConfigSettings = None) -> list[str]:
     _check_settings(config_settings)
-    host = list(_host_editable_hook("get_requires_for_build_editable")(_host_settings(config_settings)))
+    host = _host_requirements("get_requires_for_build_editable", config_settings)
     return host + [r for r in _toolchain_requirements(config_settings) if r not in host]
 
 
@@ -255,6 +286,12 @@ def _check_toolchain(verbose: bool, log: Any = None) -> None:
         if not verbose:
             report()  # what the message is about: where each piece came from
         raise
+
+
+def _compiler_installed() -> bool:
+    from oxide_build.package.module_cache import compiler_installed
+
+    return compiler_installed()
 
 
 def _compile_project(project: Path, config: OxideConfig, staging: Path | None) -> None:
@@ -352,7 +389,7 @@ def build_wheel(
     static = _check_static_requirement(project, modules)
     config = load_config(project, config_settings)
     backend = _host_backend()
-    if modules:
+    if modules and _compiler_installed():  # without it, every unit must come from the cache
         _check_toolchain(config.shows_debug)
     # Compile before the host build runs: a compile error then fails the build at once.
     artifacts: dict[str, bytes] = {}
@@ -390,7 +427,7 @@ def build_editable(
     static = _check_static_requirement(project, modules)
     config = load_config(project, config_settings)
     host_build_editable = _host_editable_hook("build_editable")  # before compiling: fails at once
-    if modules:
+    if modules and _compiler_installed():
         _check_toolchain(config.shows_debug)
     # The editable wheel points at the source tree, so the artifacts go there.
     _compile_project(project, config, None)

@@ -14,6 +14,7 @@ comes from the compile cache (``oxide_build.package.module_cache``).
 """
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import sys
 import time
@@ -29,9 +30,14 @@ from oxide_build.scan import scan_root
 from oxide_build.targets import newest_arch
 
 if TYPE_CHECKING:
+    from oxide.runtime.manifest import ModuleManifest
+    from oxide_build.config import CompileOptions
     from oxide_build.package.module_cache import CompileUnit, UnitResult
+    from oxide_build.package.module_parts import ModulePart
+    from oxide_build.scan import ScannedModule
 
-__all__ = ["BuiltModule", "OutputNotWritable", "ProjectBuild", "UnitFailed", "compile_project", "scan_root", "wheel_dir_of"]  # scan_root: oxide_build.scan
+__all__ = ["BuiltModule", "OutputNotWritable", "ProjectBuild", "UnitFailed", "compile_project", "needs_compiler", "scan_root",
+           "wheel_dir_of"]  # scan_root: oxide_build.scan
 
 
 class UnitFailed(OxideError):
@@ -117,34 +123,23 @@ def compile_project(
     and a summary to ``log`` (stderr by default). ``jobs`` overrides ``config.jobs``. Raises
     ``oxide.OxideError`` subclasses (the first failing unit's; the others are cancelled).
     """
-    from oxide_build.link.cache import CompileCache
-    from oxide_build.package.artifacts import as_fatbin, merge_manifests, write_artifacts
-    from oxide_build.package.module_cache import CompileUnit, cached_unit, compile_unit, native_inputs_digest
-    from oxide_build.scan import scan_tree
+    from oxide_build.link.cache import CompileCache, cache_key
+    from oxide_build.package.artifacts import write_artifacts
+    from oxide_build.package.module_cache import (
+        UnitResult,
+        cached_unit,
+        compile_unit,
+        native_inputs_digest,
+        unit_index_key,
+    )
 
     out = sys.stderr if log is None else log
     project_dir = project_dir.resolve()
-    if config.cache_dir is not None:  # the key means OXIDE_CACHE_DIR, for every cache this build opens
-        import os
-
-        os.environ["OXIDE_CACHE_DIR"] = str((project_dir / config.cache_dir).resolve())
-    root = scan_root(project_dir)
     started = time.perf_counter()
-    scanned = scan_tree(root, list(config.packages) if config.packages is not None else None)
-    modules = sorted(scanned.modules, key=lambda m: m.name)
+    root, modules, options, units = _project_units(project_dir, config)
     if staging_dir is None:
         _check_in_place_outputs([Path(m.path) for m in modules])
-    options = config.compile_options(project_dir)
     archs = ",".join(options.archs)
-    newest = newest_arch(options.archs)
-    units = [
-        CompileUnit(
-            module=m.name, source=Path(m.path), root=root, arch=arch,
-            options=replace(options, archs=(arch,), embed_ptx=options.embed_ptx and arch == newest, fatbin=False),
-        )
-        for m in modules
-        for arch in options.archs
-    ]
     cache = CompileCache(enabled=options.cache)
     native = native_inputs_digest(project_dir, options.link_inputs) if units and cache.enabled else ""
     workers = max(1, min(jobs or config.job_count, len(units) or 1))
@@ -158,14 +153,15 @@ def compile_project(
         results[index] = (result, seconds)
         unit = units[index]
         what = "cached" if result.cached else f"{seconds * 1000:.0f} ms"
-        progress.unit(f"[{len(results)}/{len(units)}] {unit.module} {unit.arch}", what)
+        progress.unit(f"[{len(results)}/{len(units)}] {_unit_name(unit)} {unit.arch}", what)
         key = keys.get(index)
         if key is not None and not result.cached:
             cache.put(key, result.to_bytes())
+            cache.put(unit_index_key(unit, native, project_dir), key.encode())  # for a build without the compiler
 
     def report_failure(index: int) -> None:
         unit = units[index]
-        progress.failed(f"[{len(results) + 1}/{len(units)}] {unit.module} {unit.arch} … failed")
+        progress.failed(f"[{len(results) + 1}/{len(units)}] {_unit_name(unit)} {unit.arch} … failed")
 
     misses: list[int] = []
     for i, unit in enumerate(units):
@@ -195,12 +191,19 @@ def compile_project(
     built: list[BuiltModule] = []
     for module in modules:
         indices = [i for i, u in enumerate(units) if u.module == module.name]
-        manifest = merge_manifests([results[i][0].manifest for i in indices])
-        files: dict[str, bytes] = {}
-        for i in indices:
-            files.update(results[i][0].files)
-        if options.fatbin:
-            manifest, files = as_fatbin(manifest, files)
+        unit_keys = [keys.get(i) for i in indices]
+        # the module's files (its parts, the fatbins) kept too, under its units' keys: a build
+        # with every unit cached then needs no toolchain at all (nvFatbin included)
+        whole_key = (cache_key("module-artifacts", str(options.fatbin), *(k for k in unit_keys if k))
+                     if cache.enabled and all(unit_keys) else None)
+        stored = cache.get(whole_key) if whole_key is not None else None
+        kept = UnitResult.from_bytes(stored) if stored is not None else None
+        if kept is not None:
+            manifest, files = kept.manifest, kept.files
+        else:
+            manifest, files = _module_artifacts(module.name, [(units[i], results[i][0]) for i in indices], options.fatbin)
+            if whole_key is not None:
+                cache.put(whole_key, UnitResult(manifest, files).to_bytes())
         if staging_dir is None:
             module_dir = Path(module.path).parent
         else:
@@ -229,6 +232,115 @@ def compile_project(
             out.write(f"oxide: no kernels found under {root}\n")
     out.flush()
     return build
+
+
+def _project_units(project_dir: Path, config: OxideConfig) -> tuple[Path, list[ScannedModule], CompileOptions,
+                                                                    list[CompileUnit]]:
+    """The source root, the kernel modules, the compile options and the units of a build."""
+    from oxide_build.package.module_cache import CompileUnit
+    from oxide_build.scan import scan_tree
+
+    if config.cache_dir is not None:  # the key means OXIDE_CACHE_DIR, for every cache this build opens
+        import os
+
+        os.environ["OXIDE_CACHE_DIR"] = str((project_dir / config.cache_dir).resolve())
+    root = scan_root(project_dir)
+    scanned = scan_tree(root, list(config.packages) if config.packages is not None else None)
+    modules = sorted(scanned.modules, key=lambda m: m.name)
+    options = config.compile_options(project_dir)
+    newest = newest_arch(options.archs)
+    units = [
+        CompileUnit(
+            module=m.name, source=Path(m.path), root=root, arch=arch,
+            options=replace(options, archs=(arch,), embed_ptx=options.embed_ptx and arch == newest, fatbin=False),
+            part=part,
+        )
+        for m in modules
+        for part in _module_parts(m, root, options)
+        for arch in options.archs
+    ]
+    return root, modules, options, units
+
+
+def needs_compiler(project_dir: Path, config: OxideConfig) -> bool:
+    """Whether a build of the project compiles anything: a unit that is not in the compile
+    cache (or the cache is off), or kernels that CMake compiles. A build that needs nothing
+    compiled takes every unit from the cache and needs no toolchain (an isolated rebuild)."""
+    from oxide_build.link.cache import CompileCache
+    from oxide_build.package.module_cache import cached_unit, native_inputs_digest
+
+    if config.cmake_kernels:
+        return True
+    project_dir = project_dir.resolve()
+    _, _, options, units = _project_units(project_dir, config)
+    if not units:
+        return False
+    cache = CompileCache(enabled=options.cache)
+    if not cache.enabled:
+        return True
+    native = native_inputs_digest(project_dir, options.link_inputs)
+    return any(cached_unit(unit, cache, native, project_dir)[1] is None for unit in units)
+
+
+def _module_parts(module: ScannedModule, root: Path, options: CompileOptions) -> list[ModulePart | None]:
+    """The parts a module's kernels are compiled in (``oxide_build.package.module_parts``);
+    ``[None]``: the module compiles whole."""
+    from oxide_build.package.module_cache import imported_tree_modules
+    from oxide_build.package.module_parts import split_module
+    from oxide_build.scan import read_source
+
+    source = Path(module.path)
+    tree = imported_tree_modules(root, module.name, source)
+    texts = [read_source(path) for name, path in sorted(tree.items()) if name != module.name]
+    parts = split_module(source, list(module.kernels), texts, bool(options.link_inputs))
+    return list(parts) if parts is not None else [None]
+
+
+def _unit_name(unit: CompileUnit) -> str:
+    return unit.module if unit.part is None else f"{unit.module}[{unit.part.kernels[0]}..{unit.part.kernels[-1]}]"
+
+
+def _module_artifacts(module: str, done: list[tuple[CompileUnit, UnitResult]],
+                      fatbin: bool) -> tuple[ModuleManifest, dict[str, bytes]]:
+    """One module's manifest and code files from its units' results (each part for each arch):
+    the first part's code under the module's names, each other part's under its own
+    (``part_file_name``) and in ``ModuleManifest.parts``; the kernels of every part, in source
+    order."""
+    from oxide.abi.manifest import ModulePart as ManifestPart
+    from oxide_build.package.artifacts import as_fatbin, merge_manifests
+    from oxide_build.package.module_parts import part_file_name
+
+    numbers = sorted({u.part.number if u.part is not None else 0 for u, _ in done})
+    merged: list[tuple[ModuleManifest, dict[str, bytes]]] = []
+    for number in numbers:
+        mine = [r for u, r in done if (u.part.number if u.part is not None else 0) == number]
+        manifest = merge_manifests([r.manifest for r in mine])
+        files: dict[str, bytes] = {}
+        for r in mine:
+            files.update(r.files)
+        if fatbin:
+            manifest, files = as_fatbin(manifest, files)
+        if number:
+            rename = {name: part_file_name(name, module, number) for name in files}
+            files = {rename[name]: data for name, data in files.items()}
+            manifest = manifest._replace(cubins={a: rename[f] for a, f in manifest.cubins.items()},
+                                         ptx={a: rename[f] for a, f in manifest.ptx.items()})
+        merged.append((manifest, files))
+    first, files = merged[0]
+    if len(merged) == 1:
+        return first, files
+    # a part taken from the cache was compiled from an earlier text of the module: the manifest
+    # records the text now (the kept texts of the parts, which their keys cover, make it up)
+    source = next(u.source for u, _ in done)
+    first = first._replace(source_sha256=hashlib.sha256(source.read_bytes()).hexdigest())
+    sources: dict[str, str] = {}
+    for manifest, part_files in merged:
+        sources.update(manifest.sources)
+        files.update(part_files)
+    parts = tuple(ManifestPart(tuple(dict.fromkeys(k.name for k in m.kernels)), m.cubins, m.ptx, m.error_sites)
+                  for m, _ in merged[1:])
+    return first._replace(kernels=tuple(k for m, _ in merged for k in m.kernels), sources=dict(sorted(sources.items())),
+                          parts=parts), files
 
 
 class _Progress:

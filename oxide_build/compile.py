@@ -216,6 +216,7 @@ class ModuleBuild:
     options: CompileOptions
     root: Path
     print_after: str | None = None
+    source_text: str | None = None  # the text to compile instead of the file's (a module part)
     index: ProjectIndex | None = None  # frontend
     result: FrontendResult | None = None  # frontend, passes
     path: CodePath | None = None  # lower
@@ -270,7 +271,8 @@ def _frontend(build: ModuleBuild) -> None:
             raise CompileError(f"unknown arch {arch!r}; supported: {', '.join(SUPPORTED_ARCHS)}")
     if o.backend not in BACKENDS:
         raise CompileError(f"unknown backend {o.backend!r}; supported: {', '.join(BACKENDS)}")
-    build.index = ProjectIndex(build.root)
+    texts = {build.source_path.resolve(): build.source_text} if build.source_text is not None else None
+    build.index = ProjectIndex(build.root, texts)
     module = build.index.add_file(build.source_path, build.module_name)
     build.result = build_program(build.index, module, bounds_check=o.bounds_check)
 
@@ -448,10 +450,10 @@ def _cyclic_gc_paused() -> Iterator[None]:
 # ---- the entry points ------------------------------------------------------------------------
 
 def _request(source_path: Path, module_name: str, options: CompileOptions, root: Path | None,
-             print_after: str | None) -> ModuleBuild:
+             print_after: str | None, source_text: str | None = None) -> ModuleBuild:
     source_path = Path(source_path)
     return ModuleBuild(source_path, module_name, options, root if root is not None else source_path.parent,
-                       print_after, cache=CompileCache(enabled=options.cache))
+                       print_after, source_text, cache=CompileCache(enabled=options.cache))
 
 
 def compile_module(
@@ -460,15 +462,18 @@ def compile_module(
     options: CompileOptions = CompileOptions(),
     root: Path | None = None,
     print_after: str | None = None,
+    source_text: str | None = None,
 ) -> CompiledModule:
     """Compiles every kernel of ``source_path`` (and the device functions they reach, also in
-    other modules under ``root``) for every arch of ``options``.
+    other modules under ``root``) for every arch of ``options``. ``source_text``: the text to
+    compile in place of the file's (a part of the module, ``oxide_build.package.module_parts``);
+    the manifest still records the file's SHA-256.
 
     Raises ``oxide.CompileError`` (source problems), ``oxide.LinkError`` and
     ``oxide.ToolchainError`` (a missing component; the message names the pip package).
     ``print_after``: see ``build_ir``.
     """
-    build = run_stages(_request(source_path, module_name, options, root, print_after))
+    build = run_stages(_request(source_path, module_name, options, root, print_after, source_text))
     assert build.index is not None
     device, program = build.device, build.program
     own = build.source_path.resolve()

@@ -137,14 +137,18 @@ def read_source(path: Path) -> str:
 class ProjectIndex:
     """The modules of one source tree, parsed on demand and cached by dotted name."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, texts: Mapping[Path, str] | None = None) -> None:
         self.root = root.resolve()
         self._modules: dict[str, ModuleSource] = {}
+        # resolved path -> the text to read for it instead of the file's (a part of a module
+        # compiled on its own: oxide_build.package.module_parts)
+        self._texts = dict(texts or {})
 
     def add_file(self, path: Path, name: str) -> ModuleSource:
         if name in self._modules:
             return self._modules[name]
-        text = read_source(path)
+        given = self._texts.get(path.resolve()) if self._texts else None
+        text = given if given is not None else read_source(path)
         try:
             tree = ast.parse(text, filename=str(path))
         except SyntaxError as exc:

@@ -591,13 +591,14 @@ def test_parallel_build_is_deterministic(tmp_path: Path, monkeypatch: pytest.Mon
         staging = tmp_path / f"jobs{jobs}"
         log = _io.StringIO()
         build = compile_project(project, OxideConfig(arch=("sm_80", "sm_90"), fatbin=False, verbose=True), staging, log=log, jobs=jobs)
-        assert build.units == 2 * len(build.modules) and build.jobs == jobs
+        # a unit per module (or part of a module's kernels: package/module_parts.py) and arch
+        assert build.units > 2 * len(build.modules) and build.units % 2 == 0 and build.jobs == jobs
         lines = [line for line in log.getvalue().splitlines() if line.startswith("[")]
         assert len(lines) == build.units
-        assert all(re.fullmatch(r"\[\d+/\d+\] ex\.[\w.]+ sm_[89]0 … \d+ ms", line) for line in lines), lines
+        assert all(re.fullmatch(r"\[\d+/\d+\] ex\.[\w.]+(\[\w+\.\.\w+\])? sm_[89]0 … \d+ ms", line) for line in lines), lines
         outputs.append(tree_bytes(staging))
     assert outputs[0] == outputs[1]
-    assert len([n for n in outputs[0] if n.endswith(".cubin")]) == 2 * len(build.modules)
+    assert len([n for n in outputs[0] if n.endswith(".cubin")]) == build.units
 
 
 def unit_lines(stderr: str) -> list[str]:

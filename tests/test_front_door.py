@@ -278,7 +278,7 @@ def test_requires_without_the_build_extra_is_one_message(tmp_path: Path) -> None
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert ("oxide: the build environment has no 'packaging', which comes with the [build] extra of oxide-cuda: "
-            'write requires = ["oxide-cuda[build]"] in [build-system] of pyproject.toml') in result.stderr
+            "pip install 'oxide-cuda[build]' for a build without isolation") in result.stderr
 
 
 def test_an_edit_to_a_cu_outside_the_project_is_compiled(tmp_path: Path) -> None:
@@ -677,3 +677,52 @@ def test_build_dir_keeps_the_staged_kernels(tmp_path: Path) -> None:
     bad = make_project(tmp_path / "bad", {"ops.py": SCALE}, extra='build-dir = "flatproj"')
     err = build_fails(bad, "build_wheel", str(out))
     assert "[tool.oxide] build-dir = 'flatproj': " in err and "holds Python files" in err
+
+
+# --- requires = ["oxide-cuda"]: the toolchain only when something must be compiled -------------
+
+WITHOUT_COMPILER = """
+import json, sys
+sys.modules["llvmlite"] = None  # an isolated build environment with oxide-cuda alone
+import oxide_build.package.module_cache as module_cache
+module_cache.compiler_installed = lambda: False
+import oxide_build
+print("HOOK-RESULT " + json.dumps(getattr(oxide_build, sys.argv[1])(*json.loads(sys.argv[2]))))
+"""
+
+
+def without_compiler(project: Path, hook: str, *args: object) -> object:
+    import json
+    import subprocess
+
+    from test_build import subprocess_env
+
+    result = subprocess.run([sys.executable, "-c", WITHOUT_COMPILER, hook, json.dumps(args)], cwd=project,
+                            capture_output=True, text=True, env=subprocess_env(SOURCE_DATE_EPOCH="1700000000"),
+                            timeout=600)
+    assert result.returncode == 0, result.stderr
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("HOOK-RESULT ")]
+    return json.loads(line[len("HOOK-RESULT "):])
+
+
+def test_an_environment_without_the_compiler_asks_for_it_only_to_compile(tmp_path: Path) -> None:
+    from oxide_build.package.build_requirements import extra_requirements
+
+    project = make_project(tmp_path, {"ops.py": SCALE, "more.py": SCALE.replace("a * x[i]", "a + x[i]")})
+    toolchain = [r for r in extra_requirements("build") if r.split(">")[0].split("[")[0] not in
+                 ("setuptools", "wheel", "packaging")]
+    assert "llvmlite>=0.45" in toolchain and any(r.startswith("nvidia-nvjitlink") for r in toolchain)
+    cold = without_compiler(project, "get_requires_for_build_wheel")
+    assert isinstance(cold, list) and set(toolchain) <= set(cold), cold  # nothing cached: the compiler
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    name = call_hook(project, "build_wheel", str(first), SOURCE_DATE_EPOCH="1700000000").value
+    warm = without_compiler(project, "get_requires_for_build_wheel")
+    assert isinstance(warm, list) and not set(toolchain) & set(warm), warm  # every unit cached: no compiler
+    assert without_compiler(project, "build_wheel", str(second)) == name
+    assert (first / name).read_bytes() == (second / name).read_bytes()  # the same wheel, from the cache
+    ops = project / "flatproj" / "ops.py"
+    ops.write_text(ops.read_text().replace("a * x[i]", "a * x[i] + 1.0"))
+    edited = without_compiler(project, "get_requires_for_build_wheel")
+    assert isinstance(edited, list) and set(toolchain) <= set(edited)

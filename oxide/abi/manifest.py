@@ -40,6 +40,8 @@ from .views import MAX_TENSOR_NDIM, ViewKind
 
 __all__ = [
     "MANIFEST_FORMAT",
+    "PARTS_MANIFEST_FORMAT",
+    "ModulePart",
     "READABLE_MANIFEST_FORMATS",
     "MAX_PARAM_SLOTS",
     "SCALAR_PARAM",
@@ -65,7 +67,10 @@ __all__ = [
 # 2: entry points may declare fewer parameters than the slots (KernelSpec.param_slots); a runtime
 # that reads only format 1 would pass them every slot, so it must refuse these manifests
 MANIFEST_FORMAT = 2
-READABLE_MANIFEST_FORMATS = (1, 2)  # format 1: every entry point takes every slot
+# 3: the kernels are split into parts, each compiled on its own (ModulePart); written only by
+# manifests that have parts, which a runtime reading formats 1 and 2 must refuse
+PARTS_MANIFEST_FORMAT = 3
+READABLE_MANIFEST_FORMATS = (1, 2, 3)  # format 1: every entry point takes every slot
 ARTIFACT_DIR = "_oxide"
 
 # CUDA's kernel parameter space: 32764 bytes (Volta and newer with CUDA 12.1), 8-byte slots
@@ -209,6 +214,17 @@ class ModuleArrayRecord(NamedTuple):
     shape: tuple[int, ...]
 
 
+class ModulePart(NamedTuple):
+    """Kernels of a module compiled on their own, into code of their own (a build splits a
+    module of many kernels into parts that compile in parallel and are cached one by one): the
+    runtime loads the part's code for a kernel it holds, with the part's error sites."""
+
+    kernels: tuple[str, ...]  # the Python names of the kernels it holds
+    cubins: dict[str, str]  # as ModuleManifest.cubins
+    ptx: dict[str, str] = {}  # as ModuleManifest.ptx (never mutated)
+    error_sites: tuple[ErrorSite, ...] = ()
+
+
 class ModuleManifest(NamedTuple):
     module: str  # dotted module name, e.g. "sample.kernels"
     source: str  # source file name, relative to the module's directory
@@ -227,6 +243,9 @@ class ModuleManifest(NamedTuple):
     # 10 * minor: 13000 is CUDA 13.0): a cubin needs a driver of its toolchain's CUDA major
     # release; 0: not recorded (a manifest of an older build), not checked
     cuda_driver: int = 0
+    # more parts, each with its own code: a kernel named by one is loaded from its code;
+    # ``cubins``, ``ptx`` and ``error_sites`` above are those of the other kernels (part 0)
+    parts: tuple[ModulePart, ...] = ()
 
     def to_json(self) -> str:
         return json.dumps(_plain(self), indent=1, sort_keys=True) + "\n"
@@ -264,6 +283,7 @@ class ModuleManifest(NamedTuple):
             sources=_sources(data.get("sources", {}), "sources"),
             arrays=tuple(_module_array(a, f"arrays[{i}]") for i, a in enumerate(_list(data.get("arrays", []), "arrays"))),
             cuda_driver=_bounded(data.get("cuda_driver", 0), "cuda_driver", 0, 10**6),
+            parts=tuple(_part(p, f"parts[{i}]") for i, p in enumerate(_list(data.get("parts", []), "parts"))),
         )
 
     def kernels_named(self, name: str) -> list[KernelSpec]:
@@ -279,7 +299,10 @@ def _plain(value: Any) -> Any:
                  if not (n == "fields" and isinstance(value, ParamSpec) and not value.fields)
                  and not (n == "index32_symbol" and isinstance(value, KernelSpec) and not value.index32_symbol)
                  and not (n in _ALL_SLOTS_FIELDS and isinstance(value, KernelSpec) and getattr(value, n) is None)
-                 and not (n == "cuda_driver" and isinstance(value, ModuleManifest) and not value.cuda_driver)]
+                 and not (n == "cuda_driver" and isinstance(value, ModuleManifest) and not value.cuda_driver)
+                 and not (n == "parts" and isinstance(value, ModuleManifest) and not value.parts)]
+        if isinstance(value, ModuleManifest) and value.parts:
+            value = value._replace(format=max(value.format, PARTS_MANIFEST_FORMAT))
         return {name: _plain(getattr(value, name)) for name in names}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
@@ -404,6 +427,19 @@ def code_file_name_problem(name: str) -> str | None:
     if "/" in name or "\\" in name or "\0" in name or ":" in name:
         return "not a plain file name (code files lie in _oxide/ itself)"
     return None
+
+
+def _part(value: Any, where: str) -> ModulePart:
+    data = _dict(value, where)
+    kernels = tuple(_matching(k, f"{where}.kernels[{i}]", _DOTTED, "a kernel name")
+                    for i, k in enumerate(_list(_need(data, "kernels", where), f"{where}.kernels")))
+    return ModulePart(
+        kernels=kernels,
+        cubins=_code_files(_need(data, "cubins", where), f"{where}.cubins"),
+        ptx=_code_files(data.get("ptx", {}), f"{where}.ptx"),
+        error_sites=tuple(_error_site(e, f"{where}.error_sites[{i}]")
+                          for i, e in enumerate(_list(data.get("error_sites", []), f"{where}.error_sites"))),
+    )
 
 
 def _code_files(value: Any, where: str) -> dict[str, str]:

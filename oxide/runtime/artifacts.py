@@ -29,6 +29,7 @@ __all__ = [
     "kernel_source",
     "file_sha256",
     "jit_enabled",
+    "kernel_part",
     "locate_manifest",
     "changed_source",
 ]
@@ -48,6 +49,19 @@ class LocatedManifest(NamedTuple):
 _lock = _thread.RLock()
 _located: dict[tuple[str, str], LocatedManifest] = {}
 _warned: set[str] = set()
+
+
+def kernel_part(located: LocatedManifest, kernel: str) -> LocatedManifest:
+    """Where ``kernel``'s code is: ``located`` itself, or, for a kernel of one of the module's
+    other parts (``ModuleManifest.parts``: a build compiles a module of many kernels in parts),
+    that part's cubins, PTX and error sites. Its ``path`` then ends in ``#part<N>``: the key
+    that tells the loaded code of the parts apart (error records, grid barriers)."""
+    for number, part in enumerate(located.manifest.parts, 1):
+        if kernel in part.kernels:
+            manifest = located.manifest._replace(cubins=part.cubins, ptx=part.ptx, error_sites=part.error_sites,
+                                                 parts=())
+            return located._replace(manifest=manifest, path=Path(f"{located.path}#part{number}"))
+    return located
 
 
 def kernel_source(func: Callable[..., Any]) -> tuple[Path | None, str]:

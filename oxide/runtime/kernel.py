@@ -461,6 +461,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         source, module = artifacts.kernel_source(self.func)
         located = artifacts.locate_manifest(source, module, self._arch)
         specs = located.manifest.kernels_named(self.name)
+        located = artifacts.kernel_part(located, self.name)  # the code of the part holding it
         if not specs:
             from oxide.errors import CudaError
 

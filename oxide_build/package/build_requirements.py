@@ -12,15 +12,21 @@ environment's nvJitLink (a producer of LTO-IR must not be newer than the linker)
 """
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 from oxide_build.config import OxideConfig
 
 __all__ = [
-    "CPP_EXTRA", "CPP_TOOLCHAIN", "cpp_toolchain_requirements", "missing_cpp_toolchain", "needs_cpp_toolchain",
-    "project_has_cpp",
+    "CPP_EXTRA", "CPP_TOOLCHAIN", "PACKAGING_PIECES", "cpp_toolchain_requirements", "extra_requirements",
+    "missing_build_extra", "missing_cpp_toolchain", "needs_cpp_toolchain", "project_has_cpp",
 ]
+
+# the [build] extra's pieces that package rather than compile: requirement name -> its module
+PACKAGING_PIECES = {"setuptools": "setuptools", "wheel": "wheel", "packaging": "packaging"}
 
 CPP_EXTRA = "cpp"
 # the [cpp] extra of oxide-cuda, as pyproject.toml spells it (a test keeps the two equal)
@@ -93,3 +99,47 @@ def missing_cpp_toolchain(project_dir: Path, config: OxideConfig, root: Path) ->
     if environment_cuda_major() == 12:
         return []
     return cpp_toolchain_requirements()
+
+
+def extra_requirements(extra: str) -> list[str]:
+    """The requirements of oxide-cuda's extra ``extra``, as its installed metadata lists them
+    (the marker ``extra == "..."`` dropped); ``oxide-cuda[extra]`` itself where there is no
+    metadata to read."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        lines = requires("oxide-cuda") or []
+    except PackageNotFoundError:
+        from oxide import __version__
+
+        return [f"oxide-cuda[{extra}]=={__version__}"]
+    marker = re.compile(r"\s*extra\s*==\s*[\"']%s[\"']\s*" % re.escape(extra))
+    out: list[str] = []
+    for line in lines:
+        requirement, _, condition = line.partition(";")
+        if marker.fullmatch(condition):
+            out.append(requirement.strip())
+    return out
+
+
+def _name(requirement: str) -> str:
+    match = re.match(r"[A-Za-z0-9._-]+", requirement)
+    return (match.group(0) if match else requirement).lower().replace("_", "-")
+
+
+def missing_build_extra(needs_compiler: Callable[[], bool]) -> list[str]:
+    """What an environment with oxide-cuda but without its ``[build]`` extra
+    (``requires = ["oxide-cuda"]``) must add for this build: the extra's packaging pieces it
+    lacks (setuptools, wheel, packaging), and its compiler toolchain (llvmlite, nvJitLink,
+    libNVVM, ptxas, nvFatbin) only when ``needs_compiler()`` says that a unit is not in the
+    compile cache; nothing where the compiler is installed."""
+    from oxide_build.package.module_cache import compiler_installed
+
+    if compiler_installed():
+        return []
+    requirements = extra_requirements("build")
+    out = [r for r in requirements
+           if _name(r) in PACKAGING_PIECES and importlib.util.find_spec(PACKAGING_PIECES[_name(r)]) is None]
+    if needs_compiler():
+        out += [r for r in requirements if _name(r) not in PACKAGING_PIECES]
+    return out

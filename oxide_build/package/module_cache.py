@@ -42,6 +42,7 @@ from .artifacts import module_files
 if TYPE_CHECKING:
     from oxide_build.compile import CompileOptions
     from oxide_build.link.cache import CompileCache
+    from oxide_build.package.module_parts import ModulePart
 
 __all__ = [
     "CPP_SUFFIXES",
@@ -50,11 +51,13 @@ __all__ = [
     "cached_unit",
     "compile_unit",
     "compiler_digest",
+    "compiler_installed",
     "imported_tree_modules",
     "location_free_options",
     "native_inputs_digest",
     "toolchain_versions",
     "unit_cache_key",
+    "unit_index_key",
 ]
 
 _FORMAT = "oxide-unit-2"
@@ -73,13 +76,15 @@ _TOOL_DISTS = (
 
 @dataclass(frozen=True)
 class CompileUnit:
-    """One kernel module for one arch; plain data, so a process pool can carry it."""
+    """One kernel module (or one part of its kernels) for one arch; plain data, so a process
+    pool can carry it."""
 
     module: str
     source: Path
     root: Path
     arch: str
     options: CompileOptions  # archs == (arch,); embed_ptx only for the newest arch
+    part: ModulePart | None = None  # the part of a split module (package/module_parts.py); None: whole
 
 
 @dataclass(frozen=True)
@@ -87,13 +92,18 @@ class UnitResult:
     manifest: ModuleManifest
     files: dict[str, bytes] = field(default_factory=dict)  # name inside _oxide/ -> bytes
     cached: bool = False
+    # a part's: the module's line of each of its kept lines when it was compiled, so that a
+    # result taken from the cache has its lines moved to where they are now (module_parts.relocate)
+    kept_lines: tuple[int, ...] = ()
 
     def to_bytes(self) -> bytes:
-        data = {
+        data: dict[str, object] = {
             "format": _FORMAT,
             "manifest": self.manifest.to_json(),
             "files": {name: base64.b64encode(self.files[name]).decode("ascii") for name in sorted(self.files)},
         }
+        if self.kept_lines:
+            data["kept_lines"] = list(self.kept_lines)
         return json.dumps(data, sort_keys=True).encode()
 
     @staticmethod
@@ -103,7 +113,8 @@ class UnitResult:
             if obj.get("format") != _FORMAT:
                 return None
             files = {name: base64.b64decode(text) for name, text in obj["files"].items()}
-            return UnitResult(ModuleManifest.from_json(obj["manifest"]), files, cached=True)
+            kept = tuple(int(n) for n in obj.get("kept_lines", ()))
+            return UnitResult(ModuleManifest.from_json(obj["manifest"]), files, cached=True, kept_lines=kept)
         except (ValueError, KeyError, TypeError):
             return None  # a damaged entry is a miss
 
@@ -136,15 +147,53 @@ def toolchain_versions() -> str:
     return ";".join(parts)
 
 
+def _statements(tree: ast.Module) -> list[ast.stmt]:
+    """Every statement of ``tree``, nested ones included (imports are statements: the
+    expressions, most of a module's nodes, need no visit)."""
+    out: list[ast.stmt] = []
+    stack: list[ast.stmt] = list(reversed(tree.body))
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children = getattr(node, name, None)
+            if isinstance(children, list):
+                for child in reversed(children):
+                    if isinstance(child, ast.stmt):
+                        stack.append(child)
+                    else:  # an except handler, a match case: their bodies
+                        stack.extend(reversed([c for c in getattr(child, "body", []) if isinstance(c, ast.stmt)]))
+    return out
+
+
+# (path, name, source bytes) -> what it imports: a build asks once per unit, and a module of many
+# kernels is split into many units (package/module_parts.py)
+_IMPORTS: dict[tuple[str, str, bytes], list[str]] = {}
+
+
 def _imports(path: Path, name: str) -> list[str]:
     """Dotted names a module imports (``from a import b`` gives ``a`` and ``a.b``)."""
     try:
-        tree = ast.parse(path.read_bytes())
-    except (SyntaxError, ValueError, OSError):
+        data = path.read_bytes()
+    except OSError:
+        return []
+    key = (str(path), name, hashlib.sha256(data).digest())
+    found = _IMPORTS.get(key)
+    if found is None:
+        found = _IMPORTS[key] = _read_imports(data, path, name)
+        if len(_IMPORTS) > 4096:
+            _IMPORTS.clear()
+    return list(found)
+
+
+def _read_imports(data: bytes, path: Path, name: str) -> list[str]:
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
         return []  # the compiler reports it; the key still has the bytes
     package = importing_package(name, path)
     out: list[str] = []
-    for node in ast.walk(tree):
+    for node in _statements(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 parts = alias.name.split(".")
@@ -214,30 +263,74 @@ def native_inputs_digest(project_dir: Path, extra: tuple[str, ...] = ()) -> str:
     return digest.hexdigest()
 
 
+def compiler_installed() -> bool:
+    """Whether this environment can compile (llvmlite, of the ``[build]`` extra, is there). An
+    isolated build whose units are all in the cache needs no compiler: its frontend is asked
+    for the toolchain only when something must be compiled (``oxide_build.package.build_requirements``)."""
+    import importlib.util
+
+    return importlib.util.find_spec("llvmlite") is not None
+
+
 def unit_cache_key(unit: CompileUnit, native_digest: str, project_dir: Path) -> str:
+    return _unit_key(unit, native_digest, project_dir, toolchain_versions())
+
+
+def unit_index_key(unit: CompileUnit, native_digest: str, project_dir: Path) -> str:
+    """The key of the unit's entry that names its last compiled result's ``unit_cache_key``:
+    the same inputs without the toolchain's versions, which an environment without the
+    toolchain cannot know. Such an environment takes the result the toolchain made last."""
+    return _unit_key(unit, native_digest, project_dir, "index")
+
+
+def _unit_key(unit: CompileUnit, native_digest: str, project_dir: Path, toolchain: str) -> str:
     from oxide_build.link.cache import cache_key
 
     parts: list[bytes | str] = [
-        _FORMAT, compiler_digest(), toolchain_versions(), native_digest,
+        _FORMAT, compiler_digest(), toolchain, native_digest,
         unit.module, unit.arch, json.dumps(location_free_options(unit.options, project_dir), sort_keys=True, default=str),
         unit.source.name,
     ]
     for name, path in sorted(imported_tree_modules(unit.root, unit.module, unit.source).items()):
-        parts += [name, path.read_bytes()]
+        if name == unit.module and unit.part is not None:
+            # a part: its kept text (the other parts' kernels left out), so an edit there, even
+            # one that moves lines, leaves the key alone; with lineinfo the code holds the lines
+            part = unit.part
+            parts += [name, "part", ",".join(part.kernels), part.kept_text]
+            if unit.options.lineinfo:
+                parts.append(",".join(map(str, part.kept_lines)))
+        else:
+            parts += [name, path.read_bytes()]
     return cache_key(*parts)
 
 
 def cached_unit(
     unit: CompileUnit, cache: CompileCache, native_digest: str, project_dir: Path,
 ) -> tuple[str | None, UnitResult | None]:
-    """The unit's cache key (None when the cache is off) and its cached result, if any."""
+    """The unit's cache key (None when the cache is off) and its cached result, if any. Without
+    the compiler (``compiler_installed``), the result the index entry names (``unit_index_key``)."""
     if not cache.enabled:
         return None, None
-    key = unit_cache_key(unit, native_digest, project_dir)
+    if compiler_installed():
+        key = unit_cache_key(unit, native_digest, project_dir)
+    else:
+        named = cache.get(unit_index_key(unit, native_digest, project_dir))
+        if named is None:
+            return None, None
+        key = named.decode("ascii", "replace")
     data = cache.get(key)
     result = UnitResult.from_bytes(data) if data is not None else None
     if result is not None and _outside_input_changed(result.manifest, unit.source, project_dir):
         return key, None  # compiled again, and stored again under the same key
+    if result is not None and unit.part is not None:
+        from oxide_build.package.module_parts import relocate
+
+        try:  # as the frontend names the module in error sites
+            site_file = unit.source.resolve().relative_to(unit.root.resolve()).as_posix()
+        except ValueError:
+            site_file = unit.source.name
+        moved = relocate(result.manifest, site_file, result.kept_lines, unit.part.kept_lines)
+        result = UnitResult(moved, result.files, cached=True, kept_lines=unit.part.kept_lines)
     return key, result
 
 
@@ -263,6 +356,7 @@ def compile_unit(unit: CompileUnit) -> UnitResult:
     """Compiles one unit. Raises ``oxide.OxideError``s."""
     from oxide_build.compile import compile_module
 
-    compiled = compile_module(unit.source, unit.module, unit.options, root=unit.root)
+    text = unit.part.text if unit.part is not None else None
+    compiled = compile_module(unit.source, unit.module, unit.options, root=unit.root, source_text=text)
     manifest, files = module_files(compiled)
-    return UnitResult(manifest, files)
+    return UnitResult(manifest, files, kept_lines=unit.part.kept_lines if unit.part is not None else ())
