@@ -123,9 +123,10 @@ def split_module(source: Path, kernels: list[str], tree_texts: list[str], link_i
     for number, size in enumerate(_part_sizes(len(spans))):
         own = spans[start:start + size]
         start += size
+        mine = {name for name, _, _ in own}
         blanked: set[int] = set()
-        for _, first, last in spans:
-            if (_, first, last) not in own:
+        for name, first, last in spans:
+            if name not in mine:
                 blanked.update(range(first, last + 1))
         out: list[str] = []
         kept: list[str] = []
