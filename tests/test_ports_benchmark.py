@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import ports
-from benchmarks.ports_cases import FIRST_CORPUS, NEW_CORPUS, SPECS
+from benchmarks.ports_cases import FIRST_CORPUS, NEW_CORPUS, SPECS, UNTIMED_PORTS
 from benchmarks.runner import ALL_BENCHMARKS, parse_args
 
 REPO = Path(__file__).resolve().parent.parent
@@ -23,8 +23,10 @@ def test_the_corpus_has_an_original_and_a_port_per_case() -> None:
     names = [s.name for s in SPECS]
     assert len(names) == len(set(names))
     assert len(SPECS) >= 60 and len(NEW_CORPUS) >= 20
-    first = {p.stem[len("port_"):] for p in ports.PORTS_DIR.glob("port_*.py")} - {s.name for s in NEW_CORPUS}
-    assert {s.name for s in FIRST_CORPUS} == first, "every port of tests/packages/ports is in the corpus"
+    in_dir = {p.stem[len("port_"):] for p in ports.PORTS_DIR.glob("port_*.py")}
+    assert UNTIMED_PORTS <= in_dir and not UNTIMED_PORTS & set(names), "an untimed port is a port and not a case"
+    first = in_dir - {s.name for s in NEW_CORPUS} - UNTIMED_PORTS
+    assert {s.name for s in FIRST_CORPUS} == first, "every port of tests/packages/ports is in the corpus or untimed"
     for spec in SPECS:
         assert spec.cu.is_file(), spec.cu
         assert spec.port.is_file(), spec.port
