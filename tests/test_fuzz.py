@@ -364,3 +364,29 @@ def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
 """)
     assert "kern.py:5:5: error: constant array C takes 24 bytes; with A (32768 bytes), B (32768 bytes), the " \
            "program's constant data is 65560 bytes: more than the 65536 bytes" in text, text
+
+
+def test_an_export_in_a_module_with_bf16_and_no_cpp_links(tmp_path: Path) -> None:
+    """An export makes the module link through nvJitLink; bf16 makes its Python side PTX (libNVVM
+    cannot compile bf16); with no C++ beside them no input held LTO-IR and ``-lto`` failed with
+    NVVM_ERROR_NO_MODULE_IN_PROGRAM, an unlocated LinkError (seed 26102 #1798: a kernel of
+    tests/packages/langintr/intrk.py turned into @ox.device(export=...) beside its bf16 atomics)."""
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + """from oxide import bf16
+
+
+@ox.kernel
+def bf16_add(x: Slice[bf16], out: ox.MutSlice[bf16]) -> None:
+    i = thread.index_1d()
+    if i < len(x):
+        ox.atomic.add(out, 0, x[i])
+
+
+@ox.device(export="kern_twice")
+def twice(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i < len(x) and i < len(out):
+        out[i] = x[i] * 2.0
+""")
+    result = compile_module(src, "kern", CompileOptions(archs=("sm_80", "sm_90")))
+    assert set(result.cubins) == {"sm_80", "sm_90"}

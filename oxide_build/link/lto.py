@@ -223,8 +223,13 @@ def link_module(
     kernel_symbols: tuple[str, ...] = (),
 ) -> bytes:
     """One cubin for ``arch``; an extern nothing defines, or an extern kernel missing from the
-    result, is a ``LinkError`` that names the Python declaration and the inputs searched."""
+    result, is a ``LinkError`` that names the Python declaration and the inputs searched.
+    Where no input can hold LTO-IR (the Python side as PTX, for bf16, beside PTX and cubin link
+    inputs only: an export with no C++), the link is without ``-lto``, which nvJitLink refuses
+    then (NVVM_ERROR_NO_MODULE_IN_PROGRAM)."""
     opts = lto_link_options(settings)
+    if all(i.kind in ("ptx", "cubin") for i in inputs):
+        opts = tuple(o for o in opts if o != "-lto")
     key = cache_key("nvjitlink-cubin", tool_versions(), arch, *opts,
                     *[part for i in inputs for part in (i.name, i.kind, i.data)])
     cubin = settings.cache.get(key)
