@@ -390,3 +390,16 @@ def twice(x: Slice[f32], out: DisjointSlice[f32]) -> None:
 """)
     result = compile_module(src, "kern", CompileOptions(archs=("sm_80", "sm_90")))
     assert set(result.cubins) == {"sm_80", "sm_90"}
+
+
+@pytest.mark.parametrize("expr, shown", [("ox.u64(1e309)", "inf"), ("i32(-1e309)", "-inf"), ("i64(1e309 - 1e309)", "nan")])
+def test_an_integer_conversion_of_an_infinite_constant(tmp_path: Path, expr: str, shown: str) -> None:
+    """int(inf) in the frontend's folding of a conversion: a bare OverflowError (seed 26102 #2350:
+    port_random_walk's u64(13787848793156543929) with the literal mutated to 1e309)."""
+    text = compile_error(tmp_path, f"""@ox.kernel
+def k(out: DisjointSlice[i64]) -> None:
+    i = thread.index_1d()
+    if i < len(out):
+        out[i] = i64({expr})
+""")
+    assert f"error: {shown} does not fit in" in text and "finite number" in text, text

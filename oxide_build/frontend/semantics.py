@@ -202,6 +202,9 @@ class Semantics:
         if isinstance(value, ir.Const) and value.weak:
             if ty.kind in ("int", "uint"):
                 if isinstance(value.value, float):
+                    if value.value != value.value or value.value in (float("inf"), float("-inf")):
+                        raise self.error(node, f"{value.value} does not fit in {ty.name}",
+                                         "an integer conversion takes a finite number (1e309 is inf)")
                     v: int | float | bool = int(value.value)
                 else:
                     v = value.value
