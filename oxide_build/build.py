@@ -196,7 +196,10 @@ def compile_project(
         # with every unit cached then needs no toolchain at all (nvFatbin included)
         whole_key = (cache_key("module-artifacts", str(options.fatbin), *(k for k in unit_keys if k))
                      if cache.enabled and all(unit_keys) else None)
-        stored = cache.get(whole_key) if whole_key is not None else None
+        # (taken only when every unit came from the cache: a unit compiled again under its key, as
+        # when a C++ input outside the project changed, makes new files)
+        every_cached = all(results[i][0].cached for i in indices)
+        stored = cache.get(whole_key) if whole_key is not None and every_cached else None
         kept = UnitResult.from_bytes(stored) if stored is not None else None
         if kept is not None:
             manifest, files = kept.manifest, kept.files
