@@ -14,3 +14,11 @@ def test_compile_cpu_ms_of_a_small_module(tmp_path: Path) -> None:
     ms, kernels = compile_cpu_ms(src, "oxsmall", tmp_path, runs=1)
     assert kernels == 3
     assert 0.0 < ms < 60_000.0
+
+
+def test_scaling_reports_each_size_and_the_per_kernel_ratio() -> None:
+    from benchmarks.compile_cpu_time import scaling
+
+    out = scaling([2, 4])
+    assert [s["kernels"] for s in out["sizes"].values()] == [2, 4]
+    assert out["per_kernel_ratio"] > 0.0

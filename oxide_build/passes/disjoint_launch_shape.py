@@ -33,11 +33,12 @@ class DisjointLaunchShape:
         if not any(fn.unit_extents for fn in program.functions):
             return program
         calls, _ = calls_and_barriers(program, None)
+        by_symbol = {fn.symbol: fn for fn in program.functions}
         for kernel in program.functions:
             if not kernel.is_kernel:
                 continue
             needed: dict[str, tuple[str, int, int, str]] = {}
-            for fn in reached_from(kernel, program, calls):
+            for fn in reached_from(kernel, program, calls, by_symbol):
                 for extent, write in fn.unit_extents.items():
                     needed.setdefault(extent, (*write, fn.file))
             if needed:

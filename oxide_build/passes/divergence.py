@@ -18,6 +18,7 @@ manifest carries the mark and the runtime launches them cooperatively.
 """
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -88,17 +89,21 @@ def functions_reaching(program: ir.Program, mark: Callable[[ir.Expr], str | None
 
 
 def reached_from(kernel: ir.Function, program: ir.Program,
-                 calls: dict[str, list[str]] | None = None) -> list[ir.Function]:
+                 calls: dict[str, list[str]] | None = None,
+                 by_symbol: dict[str, ir.Function] | None = None) -> list[ir.Function]:
     """``kernel``, then every function it calls directly or through others, each once, nearest
-    first (``calls``: the call graph of ``calls_and_barriers``, when the caller has it)."""
+    first (``calls``: the call graph of ``calls_and_barriers``, and ``by_symbol``: the program's
+    functions by symbol, when the caller has them: a pass asking for every kernel passes both,
+    or each kernel would cost a walk over the whole program)."""
     if calls is None:
         calls, _ = calls_and_barriers(program, None)
-    by_symbol = {fn.symbol: fn for fn in program.functions}
+    if by_symbol is None:
+        by_symbol = {fn.symbol: fn for fn in program.functions}
     out: list[ir.Function] = []
     seen: set[str] = set()
-    order = [kernel.symbol]
+    order = deque([kernel.symbol])
     while order:
-        symbol = order.pop(0)
+        symbol = order.popleft()
         fn = by_symbol.get(symbol)
         if fn is None or symbol in seen:
             continue

@@ -23,11 +23,12 @@ class SharedMemoryLimit:
 
     def apply(self, program: ir.Program) -> ir.Program:
         calls, _ = calls_and_barriers(program, None)
+        by_symbol = {fn.symbol: fn for fn in program.functions}
         for kernel in program.functions:
             if not kernel.is_kernel:
                 continue
             total = 0
-            for fn in reached_from(kernel, program, calls):  # the kernel, then what it calls
+            for fn in reached_from(kernel, program, calls, by_symbol):  # the kernel, then what it calls
                 for decl in ir.statements(fn.body):
                     if not isinstance(decl, ir.ArrayDecl):
                         continue
