@@ -403,3 +403,18 @@ def k(out: DisjointSlice[i64]) -> None:
         out[i] = i64({expr})
 """)
     assert f"error: {shown} does not fit in" in text and "finite number" in text, text
+
+
+def test_a_table_where_a_number_is_unified(tmp_path: Path) -> None:
+    """A module-level tuple (a constant table) passed where two numbers are unified: an
+    AssertionError in semantics.unify (seed 26102 #3187: port_philox_dropout's
+    ox.bits.mulhi(PHILOX_ROUND_B, c) with the constant mutated to (1, 2))."""
+    text = compile_error(tmp_path, """TABLE = (1, 2)
+
+@ox.kernel
+def k(x: Slice[u32], out: DisjointSlice[u32]) -> None:
+    i = thread.index_1d()
+    if i < len(out):
+        out[i] = ox.bits.mulhi(TABLE, x[i])
+""")
+    assert "needs numbers, got" in text, text

@@ -129,7 +129,9 @@ class Semantics:
         lw = isinstance(left, ir.Const) and left.weak
         rw = isinstance(right, ir.Const) and right.weak
         lt, rt = as_scalar(left.ty), as_scalar(right.ty)
-        assert lt is not None and rt is not None
+        if lt is None or rt is None:
+            raise self.error(node, f"{op} needs numbers, got {type_name(left.ty)} and {type_name(right.ty)}",
+                             "index an array or a table to get a number")
         if op != "if/else" or lt != rt and not (lw or rw):  # choosing between fp8 values moves bytes
             self.refuse_fp8(node, f"operator {op}", lt, rt)
         if not lw and not rw:
