@@ -355,7 +355,8 @@ def test_a_run_time_shuffle_width_and_an_int_mask(tmp_path: Path) -> None:
         """)
     ptx = compile_module(src, "kern", CompileOptions(archs=("sm_90",), cache=False), root=tmp_path).ptx["sm_90"]
     shuffles = [line.split() for line in ptx.splitlines() if "shfl.sync" in line]
-    assert len(shuffles) == 2 and all(s[-2].startswith("%r") for s in shuffles), shuffles  # c in a register
+    # two shuffles in each copy of the body (bounds-elimination versions the kernel on len(out) >= len(x))
+    assert len(shuffles) in (2, 4) and all(s[-2].startswith("%r") for s in shuffles), shuffles  # c in a register
     msg = error(tmp_path, """
         @ox.kernel
         def k(x: Slice[i32], out: DisjointSlice[i32]) -> None:
@@ -512,7 +513,7 @@ def test_warp_size_is_cudas_warpsize(tmp_path: Path) -> None:
             if i < len(x) and i < len(out):
                 out[i] = x[i] + f32(lane)
         """)
-    assert "lane: i32 = (%tid.x % 32:i32)" in text, text
+    assert "lane: i32 = (%tid.x %u+ 32:i32)" in text, text
 
 
 def test_a_nested_conditional_of_literals_takes_its_type_from_its_use(tmp_path: Path) -> None:

@@ -303,7 +303,7 @@ def test_module_arrays_compile_to_constant_and_global_symbols(tmp_path: Path) ->
     _, frontend = build_ir(src, "kern")
     text = print_program(frontend.program)
     assert "call __ox_kern_dot__constant_ro_f32_3_Slice_f32(@__oxg_kern_WEIGHTS, x[" in text
-    assert "@__oxg_kern_SCALE[0:i64?]" in text and "@__oxg_kern_OFFSETS[(i64(i) % 4:i64)]" in text
+    assert "@__oxg_kern_SCALE[0:i64?]" in text and "@__oxg_kern_OFFSETS[(i64(i) %u+ 4:i64)]" in text  # i % 4 of a non-negative i: unsigned
     decls = {d.name: d for d in frontend.program.arrays}
     assert sorted(decls) == ["COUNTER", "OFFSETS", "SCALE", "UNUSED", "WEIGHTS"]  # unused ones too: the host may use them
     assert decls["WEIGHTS"].values == (0.25, 0.5, 0.25) and decls["SCALE"].values is None

@@ -79,6 +79,7 @@ def render_public_header() -> str:
         f"#define OXIDE_MANIFEST_FORMAT {manifest.MANIFEST_FORMAT}",
         f"#define OXIDE_READABLE_MANIFEST_FORMATS {{{', '.join(map(str, readable))}}}",
         f"#define OXIDE_READABLE_MANIFEST_FORMAT_COUNT {len(readable)}",
+        f"#define OXIDE_LAUNCH_HPP_MANIFEST_FORMATS {{{', '.join(map(str, manifest.LAUNCH_HPP_MANIFEST_FORMATS))}}}",
         f"#define OXIDE_ARTIFACT_DIR \"{manifest.ARTIFACT_DIR}\"",
         "",
         "/* the parameter block (oxide.abi.params): slots of OXIDE_SLOT_BYTES; a scalar (and each scalar",

@@ -329,14 +329,16 @@ class FunctionTranslator(ast.NodeVisitor):
         out: list[ir.Stmt] = []
         try:
             k = 0
+            renamed_at: set[int] = set()  # statements already given a block-scoped name: once each
             while k < len(stmts):
                 stmt = stmts[k]
                 try:
                     result = self.visit(stmt)
                 except CompileError as err:
-                    scoped = self._block_scoped_name(stmt, stmts, err)
+                    scoped = None if k in renamed_at else self._block_scoped_name(stmt, stmts, err)
                     if scoped is None:
                         raise
+                    renamed_at.add(k)
                     # C's `float d = ...;` in a block after an `unsigned d` elsewhere: a new
                     # variable from here to the end of this block, as C scopes a declaration
                     stmts = stmts[:k] + [RenameName(scoped[0], scoped[1]).visit(copy.deepcopy(s)) for s in stmts[k:]]

@@ -900,8 +900,9 @@ class Module {
     const std::string body = text.str();
     json::Value manifest = json::Parser(body, path).parse();
     const auto& format = manifest.at("format", path);
-    // the formats this header reads (oxide.abi.manifest.READABLE_MANIFEST_FORMATS)
-    const int readable[] = OXIDE_READABLE_MANIFEST_FORMATS;
+    // the formats this header reads (oxide.abi.manifest.LAUNCH_HPP_MANIFEST_FORMATS; not yet a
+    // module built in parts, format 3)
+    const int readable[] = OXIDE_LAUNCH_HPP_MANIFEST_FORMATS;
     bool known = false;
     std::string listed;
     for (int f : readable) {
