@@ -74,8 +74,10 @@ def k(x: Slice[f32], n: i32, out: DisjointSlice[f32]) -> None:
     _, result = build_ir(src, "kern", CompileOptions(archs=("sm_80",), cache=False))
     kernel = next(f for f in result.program.functions if f.is_kernel)
     found = [e for s in ir.statements(kernel.body) for root in ir.statement_roots(s) for e in walk(root)]
-    assert sum(isinstance(e, ir.Select) for e in found) == 3
-    assert [e.name for e in found if isinstance(e, ir.Intrinsic) and e.name.startswith("builtin.")] == ["builtin.max"]
+    # bounds-elimination may version the kernel on len(x) (two copies of the body, each the same)
+    copies = 2 if any(isinstance(s, ir.If) and s.launch_versioned for s in ir.statements(kernel.body)) else 1
+    assert sum(isinstance(e, ir.Select) for e in found) == 3 * copies
+    assert [e.name for e in found if isinstance(e, ir.Intrinsic) and e.name.startswith("builtin.")] == ["builtin.max"] * copies
 
 
 def walk(e: ir.Expr) -> list[ir.Expr]:
