@@ -93,7 +93,8 @@ def test_stmatrix_rows_are_bounds_checked(tmp_path: Path) -> None:
     src.write_text(HEADER + textwrap.dedent(STORES.replace("ELEM", "f16")))
     checked = compile_module(src, "kern", CompileOptions(archs=("sm_90",), cache=False, link_cubins=False))
     whats = [s.what for s in checked.error_sites if s.kind == "bounds"]
-    assert "stmatrix row sm[lane % 16 * 16 + 8 * (lane // 16) : +8]" in whats
+    # lane % 16 * 16 + 8 * (lane // 16) + 7 <= 240 + 504 + 7 < 1024 for lane < 1024: proven, no check
+    assert "stmatrix row sm[lane % 16 * 16 + 8 * (lane // 16) : +8]" not in whats
     assert "stmatrix row sm[512 + lane * 8 : +8]" in whats
     unchecked = compile_module(src, "kern", CompileOptions(archs=("sm_90",), cache=False, link_cubins=False,
                                                             bounds_check=False))
