@@ -131,7 +131,9 @@ def test_lto_link_keeps_the_setting() -> None:
         end = sass.find("Function :", start + 1)
         body = sass[start:end if end != -1 else None]
         counts[fma] = len(re.findall(r"\bFFMA\b", body)), len(re.findall(r"\bFMUL\b", body))
-    assert counts[True] == (1, 0) and counts[False] == (0, 1)
+    # one a * x + b in each copy of the body (bounds-elimination may version the kernel: 1 or 2)
+    (ffma, fmul), (ffma_off, fmul_off) = counts[True], counts[False]
+    assert ffma in (1, 2) and fmul == 0 and ffma_off == 0 and fmul_off == ffma, counts
 
 
 def test_fma_setting_in_tool_oxide() -> None:
