@@ -190,13 +190,11 @@ def _host_requirements(hook: str, config_settings: ConfigSettings) -> list[str]:
     """The host backend's ``get_requires_for_build_*``; where the host backend is not installed
     yet (``requires = ["oxide-cuda"]``), its package from oxide-cuda's extras instead (setuptools
     comes with the [build] pieces, scikit-build-core with [cmake])."""
-    import importlib.util
-
-    from oxide_build.package.build_requirements import extra_requirements
+    from oxide_build.package.build_requirements import extra_requirements, importable
 
     name = host_backend_name(_project_dir())
     module = "scikit_build_core" if name == CMAKE_BACKEND else "setuptools"
-    if importlib.util.find_spec(module) is None:
+    if not importable(module):
         return extra_requirements("cmake") if name == CMAKE_BACKEND else []
     if hook == "get_requires_for_build_editable":
         return list(_host_editable_hook(hook)(_host_settings(config_settings)))

@@ -22,7 +22,7 @@ from oxide_build.config import OxideConfig
 
 __all__ = [
     "CPP_EXTRA", "CPP_TOOLCHAIN", "PACKAGING_PIECES", "cpp_toolchain_requirements", "extra_requirements",
-    "missing_build_extra", "missing_cpp_toolchain", "needs_cpp_toolchain", "project_has_cpp",
+    "missing_build_extra", "missing_cpp_toolchain", "needs_cpp_toolchain", "project_has_cpp", "importable",
 ]
 
 # the [build] extra's pieces that package rather than compile: requirement name -> its module
@@ -139,7 +139,15 @@ def missing_build_extra(needs_compiler: Callable[[], bool]) -> list[str]:
         return []
     requirements = extra_requirements("build")
     out = [r for r in requirements
-           if _name(r) in PACKAGING_PIECES and importlib.util.find_spec(PACKAGING_PIECES[_name(r)]) is None]
+           if _name(r) in PACKAGING_PIECES and not importable(PACKAGING_PIECES[_name(r)])]
     if needs_compiler():
         out += [r for r in requirements if _name(r) not in PACKAGING_PIECES]
     return out
+
+
+def importable(module: str) -> bool:
+    """Whether ``module`` can be imported here: already imported (whatever its ``__spec__``; a
+    module made at run time has none, and find_spec raises ValueError for it) or found."""
+    import sys
+
+    return module in sys.modules or importlib.util.find_spec(module) is not None
