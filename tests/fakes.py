@@ -716,15 +716,17 @@ TENSOR_KERNELS = (KernelSpec("tadd", "tadd", TADD_PARAMS),) + REPEAT_KERNELS
 
 # What oxide/launch.hpp opens of the driver, but cuFuncGetAttribute, cuFuncSetAttribute and
 # cuLaunchKernel, which each test writes (``FUNC_ATTRIBUTES`` where it does not care): one
-# device of sm_90, one context, a module of any image; a function's handle is its name (one
-# handle per name, as the driver's).
+# device of sm_90, one context, a module of any image (its handle holds the image's first 63
+# bytes); a function's handle is its name (one handle per name, as the driver's), and
+# fake_image_of(f) is the image of the module it was found in.
 STAND_IN_DRIVER = r"""
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-static int ctx_obj, mod_obj;
-static char names[16][64];
-static int n_names;
+static int ctx_obj;
+static char names[16][64], images[16][64];
+static const char *image_of[16];
+static int n_names, n_images;
 int cuInit(unsigned f) { return 0; }
 int cuCtxGetCurrent(void **c) { *c = &ctx_obj; return 0; }
 int cuCtxSetCurrent(void *c) { return 0; }
@@ -732,13 +734,24 @@ int cuCtxGetDevice(int *d) { *d = 0; return 0; }
 int cuDeviceGet(int *d, int o) { *d = o; return 0; }
 int cuDevicePrimaryCtxRetain(void **c, int d) { *c = &ctx_obj; return 0; }
 int cuDeviceGetAttribute(int *v, int a, int d) { *v = a == 75 ? 9 : a == 76 ? 0 : a == 97 ? 232448 : -1; return 0; }
-int cuModuleLoadData(void **m, const void *image) { *m = &mod_obj; return 0; }
+int cuModuleLoadData(void **m, const void *image) {
+  int i = n_images < 16 ? n_images++ : 15;
+  snprintf(images[i], sizeof images[0], "%s", (const char *)image);
+  *m = images[i];
+  return 0;
+}
 int cuModuleGetFunction(void **f, void *m, const char *name) {
   int i = 0;
   while (i < n_names && strcmp(names[i], name) != 0) i++;
   if (i == n_names) snprintf(names[n_names++], sizeof names[0], "%s", name);
+  image_of[i] = (const char *)m;
   *f = names[i];
   return 0;
+}
+const char *fake_image_of(const void *f) {
+  for (int i = 0; i < n_names; i++)
+    if (f == names[i]) return image_of[i];
+  return "?";
 }
 int cuGetErrorName(int r, const char **n) { *n = "CUDA_ERROR_FAKE"; return 0; }
 """

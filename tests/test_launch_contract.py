@@ -32,7 +32,7 @@ from fakes import (  # noqa: F401  (fixtures: fresh_runtime is autouse)
     slot_types,
 )
 
-from oxide.abi.manifest import ErrorSite, KernelSpec, ParamSpec, Precondition, entry_param_starts
+from oxide.abi.manifest import ErrorSite, KernelSpec, ModuleManifest, ParamSpec, Precondition, entry_param_starts
 from oxide.errors import KernelError
 
 __all__: list[str] = []
@@ -339,36 +339,96 @@ def test_launch_hpp_and_the_runtime_pack_and_check_alike(tmp_path: Path, monkeyp
 
 
 
+_FORMAT_PROGRAM = (
+    "#include <cstdio>\n#include <dlfcn.h>\n#include <oxide/launch.hpp>\n"
+    "int main(int argc, char** argv) {\n"
+    '  auto expect = reinterpret_cast<void (*)(int)>(dlsym(dlopen("libcuda.so.1", RTLD_NOW), "fake_expect"));\n'
+    "  expect(2);\n"
+    "  for (int i = 2; i < argc; ++i)\n"
+    '    try { oxide::Module::open(argv[1], "m").kernel(argv[i]).launch({1}, {32}, nullptr, int64_t(5),\n'
+    "          oxide::mut_slice(reinterpret_cast<float*>(uintptr_t{4096}), 8)); }\n"
+    '    catch (const oxide::Error& e) { std::printf("refused %s\\n", e.what()); }\n'
+    "  return 0;\n}\n")
+
+# launch.hpp's cuLaunchKernel for these tests: the entry point, the image of the code it came from
+# (fake_image_of, tests/fakes.py) and the words of its first `expected` parameters
+_IMAGE_LAUNCH = LAUNCH.replace('printf("launch %s", (const char *)f);',
+                               'printf("launch %s from %s", (const char *)f, fake_image_of(f));')
+
+
+def _kernel_json(name: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "symbol": name, "file": "m.py", "line": 3,
+            "params": [{"name": "n", "kind": "scalar", "dtype": "i64"},
+                       {"name": "out", "kind": "mut_slice", "dtype": "f32", "ndim": 1}], **extra}
+
+
+def _run_program(tmp_path: Path, lib: Path, art: Path, *kernels: str) -> str:
+    done = subprocess.run([str(tmp_path / "main"), str(art), *kernels], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "LD_LIBRARY_PATH": str(lib)})
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 @needs_compilers
 def test_launch_hpp_reads_the_manifest_formats_the_runtime_reads(tmp_path: Path) -> None:
-    """oxide.abi.manifest.LAUNCH_HPP_MANIFEST_FORMATS, through oxide/abi.h: format 1 (every entry
-    point takes every slot) and 2 launch; another format (3, a module built in parts, which the
-    Python runtime reads and launch.hpp does not yet) is refused, naming those it reads."""
+    """oxide.abi.manifest.LAUNCH_HPP_MANIFEST_FORMATS, through oxide/abi.h: every format the
+    Python runtime reads launches; the next one is refused, naming those it reads."""
     from oxide.abi.manifest import LAUNCH_HPP_MANIFEST_FORMATS, MANIFEST_FORMAT, READABLE_MANIFEST_FORMATS
 
-    lib = build_stand_in_driver(tmp_path, LAUNCH)
-    build_launch_program(tmp_path, 
-        "#include <cstdio>\n#include <dlfcn.h>\n#include <oxide/launch.hpp>\n"
-        "int main(int, char** argv) {\n"
-        '  auto expect = reinterpret_cast<void (*)(int)>(dlsym(dlopen("libcuda.so.1", RTLD_NOW), "fake_expect"));\n'
-        "  expect(3);\n"
-        '  try { oxide::Module::open(argv[1], "m").kernel("k").launch({1}, {32}, nullptr, int64_t(5),\n'
-        "        oxide::mut_slice(reinterpret_cast<float*>(uintptr_t{4096}), 8)); }\n"
-        '  catch (const oxide::Error& e) { std::printf("refused %s\\n", e.what()); }\n'
-        "  return 0;\n}\n")
-    kernel = {"name": "k", "symbol": "k", "file": "m.py", "line": 3,
-              "params": [{"name": "n", "kind": "scalar", "dtype": "i64"},
-                         {"name": "out", "kind": "mut_slice", "dtype": "f32", "ndim": 1}]}
-    assert LAUNCH_HPP_MANIFEST_FORMATS == (1, 2) and READABLE_MANIFEST_FORMATS == (1, 2, 3) and MANIFEST_FORMAT == 2
-    for fmt in (1, 2, 3):
+    lib = build_stand_in_driver(tmp_path, _IMAGE_LAUNCH)
+    build_launch_program(tmp_path, _FORMAT_PROGRAM)
+    assert LAUNCH_HPP_MANIFEST_FORMATS == READABLE_MANIFEST_FORMATS and MANIFEST_FORMAT in READABLE_MANIFEST_FORMATS
+    newer = max(READABLE_MANIFEST_FORMATS) + 1
+    for fmt in (*READABLE_MANIFEST_FORMATS, newer):
         art = tmp_path / f"art{fmt}"
         art.mkdir()
-        (art / "m.sm_90.cubin").write_bytes(b"stand-in")
-        (art / "m.json").write_text(json.dumps({"format": fmt, "cubins": {"sm_90": "m.sm_90.cubin"}, "kernels": [kernel]}))
-        done = subprocess.run([str(tmp_path / "main"), str(art)], capture_output=True, text=True, timeout=60,
-                              env={**os.environ, "LD_LIBRARY_PATH": str(lib)})
-        assert done.returncode == 0, done.stderr
+        (art / "m.sm_90.cubin").write_bytes(b"code of m")
+        (art / "m.json").write_text(json.dumps({"format": fmt, "cubins": {"sm_90": "m.sm_90.cubin"},
+                                                "kernels": [_kernel_json("k")]}))
+        out = _run_program(tmp_path, lib, art, "k")
         if fmt in LAUNCH_HPP_MANIFEST_FORMATS:
-            assert done.stdout == "launch k 0:5 1:4096 2:8\n"
+            assert out == "launch k from code of m 0:5 1:4096\n"
         else:
-            assert done.stdout == f"refused oxide: {art}/m.json: manifest format is not 1 or 2 (another oxide release built it)\n"
+            listed = " or ".join(map(str, LAUNCH_HPP_MANIFEST_FORMATS))
+            assert out == f"refused oxide: {art}/m.json: manifest format is not {listed} (another oxide release built it)\n"
+
+
+@needs_compilers
+def test_launch_hpp_launches_each_kernel_from_the_part_that_holds_it(tmp_path: Path) -> None:
+    """A module built in parts (ModuleManifest.parts, oxide_build/package/module_parts.py): each
+    kernel is found in its part's code (the module's own for a kernel no part names), and a
+    failing launch precondition is told from the error sites of that part (site 5 is another
+    site in each)."""
+    from oxide.abi.manifest import PARTS_MANIFEST_FORMAT
+
+    lib = build_stand_in_driver(tmp_path, _IMAGE_LAUNCH)
+    build_launch_program(tmp_path, _FORMAT_PROGRAM)
+    art = tmp_path / "art"
+    art.mkdir()
+    for name in ("m", "m.part1", "m.part2"):
+        (art / f"{name}.sm_90.cubin").write_bytes(f"code of {name}".encode())
+
+    def site(what: str, line: int) -> dict[str, Any]:
+        return {"id": 5, "kind": "assert", "kernel": "k", "file": "m.py", "line": line, "col": 5, "what": what}
+
+    positive = [{"site": 5, "expr": ["gt", ["arg", 0], ["const", 0]]}]
+    manifest = ModuleManifest.from_json(json.dumps({
+        "format": PARTS_MANIFEST_FORMAT, "module": "m", "source": "m.py", "source_sha256": "",
+        "cubins": {"sm_90": "m.sm_90.cubin"}, "error_sites": [site("n > 0 (part 0)", 10)],
+        "kernels": [_kernel_json(k, preconditions=positive) for k in ("k0", "k1", "k2", "k3")],
+        "parts": [{"kernels": ["k1", "k3"], "cubins": {"sm_90": "m.part1.sm_90.cubin"},
+                   "error_sites": [site("n > 0 (part 1)", 20)]},
+                  {"kernels": ["k2"], "cubins": {"sm_90": "m.part2.sm_90.cubin"},
+                   "error_sites": [site("n > 0 (part 2)", 30)]}]}))  # the runtime reads it
+    (art / "m.json").write_text(manifest.to_json())
+    assert _run_program(tmp_path, lib, art, "k0", "k1", "k2", "k3") == (
+        "launch k0 from code of m 0:5 1:4096\n"
+        "launch k1 from code of m.part1 0:5 1:4096\n"
+        "launch k2 from code of m.part2 0:5 1:4096\n"
+        "launch k3 from code of m.part1 0:5 1:4096\n")
+    negative = _FORMAT_PROGRAM.replace("int64_t(5)", "int64_t(-5)")
+    build_launch_program(tmp_path, negative)
+    out = _run_program(tmp_path, lib, art, "k0", "k1", "k2")
+    assert out == ("refused m.py:10: launch precondition failed: n > 0 (part 0) (kernel 'k0', grid 1x1x1, block 32x1x1)\n"
+                   "refused m.py:20: launch precondition failed: n > 0 (part 1) (kernel 'k1', grid 1x1x1, block 32x1x1)\n"
+                   "refused m.py:30: launch precondition failed: n > 0 (part 2) (kernel 'k2', grid 1x1x1, block 32x1x1)\n")

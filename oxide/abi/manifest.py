@@ -71,9 +71,9 @@ MANIFEST_FORMAT = 2
 # 3: the kernels are split into parts, each compiled on its own (ModulePart); written only by
 # manifests that have parts, which a runtime reading formats 1 and 2 must refuse
 PARTS_MANIFEST_FORMAT = 3
-# the formats oxide/include/oxide/launch.hpp (C++ host code) reads: not yet 3, so a kernel of a
-# module built in parts is refused there, naming these formats
-LAUNCH_HPP_MANIFEST_FORMATS = (1, 2)
+# the formats oxide/include/oxide/launch.hpp (C++ host code) reads (3: it loads a kernel from the
+# part that holds it)
+LAUNCH_HPP_MANIFEST_FORMATS = (1, 2, 3)
 READABLE_MANIFEST_FORMATS = (1, 2, 3)  # format 1: every entry point takes every slot
 ARTIFACT_DIR = "_oxide"
 

@@ -8,7 +8,7 @@
 #define OXIDE_MANIFEST_FORMAT 2
 #define OXIDE_READABLE_MANIFEST_FORMATS {1, 2, 3}
 #define OXIDE_READABLE_MANIFEST_FORMAT_COUNT 3
-#define OXIDE_LAUNCH_HPP_MANIFEST_FORMATS {1, 2}
+#define OXIDE_LAUNCH_HPP_MANIFEST_FORMATS {1, 2, 3}
 #define OXIDE_ARTIFACT_DIR "_oxide"
 
 /* the parameter block (oxide.abi.params): slots of OXIDE_SLOT_BYTES; a scalar (and each scalar

@@ -1,7 +1,8 @@
 // oxide/launch.hpp: launch kernels written in Python (compiled into a wheel by oxide) from C++.
 //
 // Header-only, C++17. It reads a module's manifest (<package>/_oxide/<module>.json), loads the
-// code for the current device (cubin or fatbin, the same rule as the Python runtime), and
+// code for the current device (cubin or fatbin, the same rule as the Python runtime; of a module
+// built in parts, the code of the part that holds the kernel, with that part's error sites), and
 // launches a kernel on the caller's stream with typed arguments checked against the manifest.
 // The CUDA driver is opened with dlopen("libcuda.so.1"): building needs no CUDA toolkit, and
 // running needs only the driver (link with ${CMAKE_DL_LIBS}; CMake: oxide::headers).
@@ -775,12 +776,16 @@ class Kernel {
 };
 
 namespace detail {
-// A module's code, loaded once per context it is used in.
+// A module's code (the manifest's own "cubins" and "ptx", or those of one of its "parts": a build
+// compiles a module of many independent kernels in parts, each into code of its own), loaded
+// once per context it is used in.
 class LoadedCode {
  public:
-  LoadedCode(std::string dir, std::string path, json::Value manifest)
-      : dir_(std::move(dir)), path_(std::move(path)), manifest_(std::move(manifest)) {}
-  const json::Value& manifest() const { return manifest_; }
+  // code: the object of `manifest` that holds this code's "cubins", "ptx" and "error_sites"
+  LoadedCode(std::string dir, std::string path, std::shared_ptr<const json::Value> manifest, const json::Value* code)
+      : dir_(std::move(dir)), path_(std::move(path)), manifest_(std::move(manifest)), code_(code) {}
+  const json::Value& manifest() const { return *manifest_; }
+  const json::Value& code() const { return *code_; }
   const std::string& path() const { return path_; }
 
   driver::CUfunction function(const std::string& symbol) {
@@ -829,7 +834,8 @@ class LoadedCode {
 
  private:
   std::string dir_, path_;
-  json::Value manifest_;
+  std::shared_ptr<const json::Value> manifest_;
+  const json::Value* code_;
   std::mutex mutex_;
   std::map<driver::CUcontext, driver::CUmodule> modules_;
   std::map<driver::CUfunction, unsigned> shared_limits_;  // MAX_DYNAMIC_SHARED_SIZE_BYTES as read or raised
@@ -857,7 +863,7 @@ class LoadedCode {
     // of the same major version; an arch-specific cubin runs on its exact arch only
     std::string file;
     int best = -1;
-    for (const auto& c : manifest_.at("cubins", path_).members) {
+    for (const auto& c : code_->at("cubins", path_).members) {
       char* end = nullptr;
       int number = static_cast<int>(std::strtol(c.first.c_str() + 3, &end, 10));  // "sm_90", "sm_90a"
       const bool specific = end != nullptr && *end != '\0';
@@ -866,7 +872,7 @@ class LoadedCode {
       if (number / 10 == major && number <= have && rank > best) best = rank, file = c.second.text;
     }
     if (file.empty())
-      if (const auto* ptx = manifest_.find("ptx"))
+      if (const auto* ptx = code_->find("ptx"))
         for (const auto& c : ptx->members) file = c.second.text;  // the driver JIT-compiles it
     if (file.empty())
       throw Error("oxide: " + path_ + " has no code for sm_" + std::to_string(have) + ": rebuild with that arch");
@@ -898,10 +904,9 @@ class Module {
     std::stringstream text;
     text << in.rdbuf();
     const std::string body = text.str();
-    json::Value manifest = json::Parser(body, path).parse();
-    const auto& format = manifest.at("format", path);
-    // the formats this header reads (oxide.abi.manifest.LAUNCH_HPP_MANIFEST_FORMATS; not yet a
-    // module built in parts, format 3)
+    auto manifest = std::make_shared<json::Value>(json::Parser(body, path).parse());
+    const auto& format = manifest->at("format", path);
+    // the formats this header reads (oxide.abi.manifest.LAUNCH_HPP_MANIFEST_FORMATS)
     const int readable[] = OXIDE_LAUNCH_HPP_MANIFEST_FORMATS;
     bool known = false;
     std::string listed;
@@ -912,16 +917,25 @@ class Module {
     if (!known)
       throw Error("oxide: " + path + ": manifest format is not " + listed + " (another oxide release built it)");
     Module m;
-    m.code_ = std::make_shared<detail::LoadedCode>(artifact_dir, path, std::move(manifest));
+    // the code of the kernels no part names, then each part's (oxide.abi.manifest.ModulePart), its
+    // path ending in "#part<N>" as the Python runtime names it (oxide/runtime/artifacts.py, kernel_part)
+    m.codes_.push_back(std::make_shared<detail::LoadedCode>(artifact_dir, path, manifest, manifest.get()));
+    if (const auto* parts = manifest->find("parts")) {
+      if (parts->kind != json::Value::Array) throw Error("oxide: " + path + ": the manifest's 'parts' is not a list");
+      for (size_t i = 0; i < parts->items.size(); ++i)
+        m.codes_.push_back(std::make_shared<detail::LoadedCode>(artifact_dir, path + "#part" + std::to_string(i + 1),
+                                                                manifest, &parts->items[i]));
+    }
     return m;
   }
 
   // The kernel called `name`; for a generic kernel, `specialization` picks one
   // ({{"T", "f32"}}). Needs no GPU: the code is loaded at the first launch.
   Kernel kernel(const std::string& name, const std::map<std::string, std::string>& specialization = {}) const {
-    const std::string& path = code_->path();
+    const std::string& path = codes_.front()->path();
+    const json::Value& manifest = codes_.front()->manifest();
     const json::Value* found = nullptr;
-    for (const auto& k : code_->manifest().at("kernels", path).items) {
+    for (const auto& k : manifest.at("kernels", path).items) {
       if (k.at("name", path).text != name) continue;
       bool match = true;
       if (const auto* spec = k.find("specialization"))
@@ -935,6 +949,7 @@ class Module {
       }
     }
     if (!found) throw Error("oxide: " + path + ": no kernel '" + name + "' (with that specialization)");
+    const std::shared_ptr<detail::LoadedCode>& code = part_of(name);
     std::string where = found->at("file", path).text + ":" +
                         std::to_string(static_cast<int>(found->at("line", path).number));
     std::vector<LaunchCheck> checks;
@@ -943,7 +958,7 @@ class Module {
         const json::Value& expr = c.at("expr", path);
         std::string message = where + ": launch precondition failed";
         const int site = static_cast<int>(c.at("site", path).number);
-        if (const auto* sites = code_->manifest().find("error_sites"))
+        if (const auto* sites = code->code().find("error_sites"))
           for (const auto& s : sites->items)
             if (const auto* id = s.find("id"); id && static_cast<int>(id->number) == site) {
               const auto* file = s.find("file");
@@ -979,12 +994,21 @@ class Module {
       for (const auto& s : list->items) out.push_back(static_cast<size_t>(s.number));
       return out;
     };
-    return Kernel(code_, found->at("symbol", path).text, name, where, params, std::move(checks), index32_symbol,
+    return Kernel(code, found->at("symbol", path).text, name, where, params, std::move(checks), index32_symbol,
                   slots_of("param_slots"), slots_of("index32_param_slots"));
   }
 
  private:
-  std::shared_ptr<detail::LoadedCode> code_;
+  std::vector<std::shared_ptr<detail::LoadedCode>> codes_;  // the module's own code, then its parts'
+
+  // The code that holds kernel `name`: the part that names it, else the module's own.
+  const std::shared_ptr<detail::LoadedCode>& part_of(const std::string& name) const {
+    for (size_t i = 1; i < codes_.size(); ++i)
+      if (const auto* kernels = codes_[i]->code().find("kernels"))
+        for (const auto& k : kernels->items)
+          if (k.kind == json::Value::String && k.text == name) return codes_[i];
+    return codes_.front();
+  }
 };
 
 }  // namespace oxide
