@@ -12,6 +12,7 @@ __all__ = [
     "LinkError",
     "CudaError",
     "KernelError",
+    "SynccheckError",
     "ToolchainError",
 ]
 
@@ -113,3 +114,16 @@ class KernelError(OxideError, RuntimeError):
         self.index = index
         self.length = length
         super().__init__(message)
+
+
+class SynccheckError(KernelError):
+    """A barrier that can never complete (the CPU device's synccheck): some threads of a block
+    wait at a barrier or warp operation that the others never reach (they exited, or wait at
+    another one). ``block`` and ``thread`` name a waiting thread, ``location`` the Python
+    ``file:line`` of its barrier."""
+
+    def __init__(self, message: str, kernel: str = "", location: str = "",
+                 block: tuple[int, int, int] | None = None, thread: tuple[int, int, int] | None = None) -> None:
+        self.block = block
+        self.thread = thread
+        super().__init__(message, kernel=kernel, location=location)
