@@ -57,6 +57,14 @@ CASES: dict[str, tuple[str, str]] = {
         '\ndef axpy(a: f32, x: f32, y: f32) -> f32:\n    return a * x + y\n\n@ox.kernel\ndef k(x: Slice[f32], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    out[i] = axpy(x[i], 2.0)\n',
         'kern.py:10:14: error: axpy() takes 3 argument(s), got 2\n        out[i] = axpy(x[i], 2.0)\n                 ^\n  hint: see its definition at kern.py:4',
     ),
+    'view_of_another_rank': (
+        '\ndef get(x: Tensor[f32, 3], i: i64) -> f32:\n    return x[0, 0, i]\n\n@ox.kernel\ndef k(x: Tensor[f32, 7], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    out[i] = get(x, i)\n',
+        "kern.py:10:14: error: argument 'x' of get() needs Tensor[f32, 3], got Tensor[f32, 7]\n        out[i] = get(x, i)\n                 ^\n  hint: declare the parameter Tensor[f32, 7] at kern.py:4, or pass a view of that shape",
+    ),
+    'tensor_passed_as_slice': (
+        '\ndef get(x: Slice[f32], i: i64) -> f32:\n    return x[i]\n\n@ox.kernel\ndef k(x: Tensor[f32, 2], out: DisjointSlice[f32]) -> None:\n    i = thread.index_1d()\n    out[i] = get(x, i)\n',
+        "kern.py:10:14: error: argument 'x' of get() needs Slice[f32], got Tensor[f32, 2]\n        out[i] = get(x, i)\n                 ^\n  hint: declare the parameter Tensor[f32, 2] at kern.py:4, or pass a view of that shape",
+    ),
     'signed_unsigned_mix': (
         # i32 + u32 is u32 (C's rule); an i32 local cannot hold every u32
         '\n@ox.kernel\ndef k(a: i32, b: u32, out: DisjointSlice[i32]) -> None:\n    v: i32 = a + b\n',

@@ -208,6 +208,40 @@ def test_a_volatile_load_reads_its_address_even_when_its_value_is_unused() -> No
     assert read_params(module.functions)[k] == frozenset({1})
 
 
+def test_inline_assembly_reads_its_operands_only_when_live_or_marked_with_an_effect() -> None:
+    """The NVVM dialect writes ``freeze`` as an opaque ``mov`` (lower/llvm.py): dead when its value
+    is unused, as the NVPTX form's ``freeze`` is, so both forms keep the same parameters. Inline
+    assembly with ``sideeffect`` or a memory clobber stays."""
+    module = ll.Module()
+    fnty = ll.FunctionType(I64, [I64])
+    k, b = _kernel(module, "k", [I64, I64, I64, I64])
+    b.call(ll.InlineAsm(fnty, "mov.b64 $0, $1;", "=l,l", side_effect=False), [k.args[0]])  # dead
+    b.call(ll.InlineAsm(fnty, "mov.b64 $0, $1;", "=l,l", side_effect=True), [k.args[1]])
+    b.call(ll.InlineAsm(fnty, "ld.volatile.u64 $0, [$1];", "=l,l,~{memory}", side_effect=False), [k.args[2]])
+    used = b.call(ll.InlineAsm(fnty, "mov.b64 $0, $1;", "=l,l", side_effect=False), [k.args[3]])
+    b.store(used, b.inttoptr(ll.Constant(I64, 64), I64.as_pointer(1)))
+    b.ret_void()
+    assert read_params(module.functions)[k] == frozenset({1, 2, 3})
+
+
+def test_both_backends_keep_the_same_parameters_where_a_branch_is_dead(tmp_path: Path) -> None:
+    """A fuzzer find (seed 26103, #8159): ``1.0 if True else exp(z)`` left in the NVVM form a
+    dead ``freeze`` of an index computed from a tensor's strides, which kept them there but not in
+    the NVPTX form; libNVVM builds refused the module as an internal error."""
+    source = (ROOT / "examples" / "lltm" / "kernels.py").read_text(encoding="utf-8")
+    assert "return 1.0 if z > 0.0 else ox.math.exp(z)" in source
+    (tmp_path / "dead_branch.py").write_text(
+        source.replace("return 1.0 if z > 0.0 else ox.math.exp(z)", "return 1.0 if True else ox.math.exp(z)"),
+        encoding="utf-8")
+    kept = {}
+    for backend in ("nvptx", "nvvm"):
+        compiled = compile_module(tmp_path / "dead_branch.py", "dead_branch",
+                                  CompileOptions(archs=("sm_80", "sm_90"), backend=backend, link_cubins=False,
+                                                 cache=False), root=tmp_path)
+        kept[backend] = {k.name: (k.param_slots, k.index32_param_slots) for k in compiled.kernels}
+    assert kept["nvptx"] == kept["nvvm"]
+
+
 def test_dropping_unread_arguments_changes_the_entry_signature_and_names_the_kept_positions() -> None:
     module = ll.Module()
     k, b = _kernel(module, "k", [I64, GLOBAL_PTR, I64])

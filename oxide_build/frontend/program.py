@@ -544,6 +544,10 @@ class ProgramBuilder:
             elif isinstance(pty, ViewType):
                 if not isinstance(arg.ty, ViewType):
                     raise caller.error(node, f"{what} needs {type_name(pty)}, got {type_name(arg.ty)}")
+                if arg.ty.is_tensor != pty.is_tensor or (pty.is_tensor and arg.ty.ndim != pty.ndim):
+                    raise caller.error(node, f"{what} needs {type_name(pty)}, got {type_name(arg.ty)}",
+                                       f"declare the parameter {type_name(arg.ty)} at {module.path.name}:"
+                                       f"{param.lineno}, or pass a view of that shape")
                 if arg.ty.elem != pty.elem or (pty.kind != ViewKind.SLICE and pty.kind != arg.ty.kind):
                     raise caller.error(node, f"{what} needs {type_name(pty)}, got {type_name(arg.ty)}",
                                        "a writable view can be passed where a Slice is expected, not the reverse")

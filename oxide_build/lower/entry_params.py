@@ -14,8 +14,8 @@ instruction reads (``read_params``), once, for every backend: the NVPTX module, 
 libNVVM and its LTO-IR are all made from the same decision, and the manifest records the kept
 positions (``KernelSpec.param_slots``, from ``LoweredProgram.kept_params``), which the launchers
 pass. Live, here: an instruction with an effect (a store to memory that is not a never-read
-local, a volatile load, a call of a function this module does not define, a terminator) and
-what it reads; a
+local, a volatile load, a call of a function this module does not define or of inline assembly
+marked ``sideeffect`` or clobbering memory, a terminator) and what it reads; a
 call of a function the module defines reads only the arguments at the positions that function
 reads (found for all functions of the module together, to a fixed point).
 """
@@ -41,6 +41,15 @@ _PURE = frozenset((
 ))
 
 
+def _pure_asm(instruction: lli.Instruction) -> bool:
+    """A call of inline assembly that only computes its value (no ``sideeffect``, no memory
+    clobber): the NVVM dialect's opaque ``mov`` standing for ``freeze`` is one. Dead when
+    nothing live reads it, as in LLVM, so that both dialects keep the same parameters."""
+    callee = getattr(instruction, "callee", None)
+    return (isinstance(instruction, lli.CallInstr) and isinstance(callee, ll.InlineAsm)
+            and not callee.side_effect and "memory" not in callee.constraint)
+
+
 class _Function:
     """One function's instructions, read once: those with an effect (the roots of liveness), the
     stores into each local, and the module's functions it calls."""
@@ -57,7 +66,7 @@ class _Function:
                 opcode = instruction.opname
                 if opcode == "store" and isinstance(instruction.operands[1], lli.AllocaInstr):
                     self.stores.setdefault(id(instruction.operands[1]), []).append(instruction)
-                elif opcode not in _PURE or getattr(instruction, "volatile", False):
+                elif (opcode not in _PURE or getattr(instruction, "volatile", False)) and not _pure_asm(instruction):
                     self.roots.append(instruction)
                     if isinstance(instruction, lli.CallInstr) and isinstance(instruction.callee, ll.Function) \
                             and instruction.callee.blocks:
