@@ -3,6 +3,7 @@
 What crosses from one side to the other is described here once, and both sides read it:
 
 - ``scalars``: the scalar types and their sizes;
+- ``vectors``: the vector types (``f32x4``: four ``f32`` lanes), as a view's dtype names them;
 - ``views``: the view kinds (``ViewKind``), their language names and properties;
 - ``params``: the kernel parameter block (slots per parameter);
 - ``preconditions``: the encoding of the conditions checked at launch;

@@ -35,7 +35,9 @@ from .params import (
     param_slot_count,
 )
 from .preconditions import ARITHMETIC, COMPARISONS, INTEGER_TYPES
+from .records import is_record_dtype
 from .scalars import SCALAR_TYPES
+from .vectors import VECTOR_LANES
 from .views import MAX_TENSOR_NDIM, ViewKind
 
 __all__ = [
@@ -108,7 +110,9 @@ class ParamSpec(NamedTuple):
     # SCALAR_PARAM, CONSTEXPR_PARAM (compiled in, not passed), STRUCT_PARAM, VECTOR_PARAM,
     # TENSOR_MAP_PARAM (a TMA descriptor: dtype its element type, ndim its rank) or a ViewKind value
     kind: str
-    dtype: str  # scalar type name: "f32", "i64", ...; a struct's class name; a vector's ("f32x4")
+    # scalar type name: "f32", "i64", ...; a struct's class name; a vector's ("f32x4"); a view's
+    # element type: a scalar, a vector (Slice[f32x4]: oxide.abi.vectors) or a record (oxide.abi.records)
+    dtype: str
     ndim: int = 1  # views: Slice kinds are 1-D; a tensor passes pointer, shape[ndim], strides[ndim]
     # STRUCT_PARAM / VECTOR_PARAM: (field path, scalar type name) of each scalar it is passed as,
     # in slot order; a nested field's path is dotted ("shift.0" is lane 0 of the field shift)
@@ -475,6 +479,9 @@ def _param(value: Any, where: str) -> ParamSpec:
     dtype = _field(data, "dtype", where, _str)
     if kind == SCALAR_PARAM and dtype not in SCALAR_TYPES:
         raise ManifestError(f"{where}.dtype: {dtype!r:.80} is not a scalar type ({', '.join(SCALAR_TYPES)})")
+    if kind in _PARAM_VIEW_KINDS and not (dtype in SCALAR_TYPES or dtype in VECTOR_LANES or is_record_dtype(dtype)):
+        raise ManifestError(f"{where}.dtype: {dtype!r:.80} is not an element type of a view (a scalar type, a vector "
+                            "type such as f32x4, or a record{...})")
     return ParamSpec(_field(data, "name", where, _identifier), kind, dtype, ndim, fields)
 
 

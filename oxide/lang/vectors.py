@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from oxide.abi.scalars import SCALAR_TYPES, ScalarType
+from oxide.abi.vectors import VECTOR_LANES
 
 __all__ = [
     "VectorType", "VECTOR_TYPES",
@@ -46,20 +47,18 @@ class VectorType(NamedTuple):
         return self.elem.itemsize * self.lanes
 
 
-def _vector(elem: str, lanes: int) -> VectorType:
-    return VectorType(f"{elem}x{lanes}", SCALAR_TYPES[elem], lanes)
+def _vector(name: str) -> VectorType:
+    elem, lanes = VECTOR_LANES[name]
+    return VectorType(name, SCALAR_TYPES[elem], lanes)
 
 
-f32x2, f32x4, f64x2 = _vector("f32", 2), _vector("f32", 4), _vector("f64", 2)
-i32x2, i32x4, u32x2, u32x4 = _vector("i32", 2), _vector("i32", 4), _vector("u32", 2), _vector("u32", 4)
-i64x2, u64x2 = _vector("i64", 2), _vector("u64", 2)
-i16x2, u16x2, i8x4, u8x4 = _vector("i16", 2), _vector("u16", 2), _vector("i8", 4), _vector("u8", 4)
-f16x2, bf16x2 = _vector("f16", 2), _vector("bf16", 2)  # CUDA's __half2 / __nv_bfloat162
-f16x4, bf16x4 = _vector("f16", 4), _vector("bf16", 4)
-f16x8, bf16x8 = _vector("f16", 8), _vector("bf16", 8)  # 16 bytes: one load of 8 halves
-f32x8, f64x4 = _vector("f32", 8), _vector("f64", 4)  # 32 bytes: two 16-byte accesses
+VECTOR_TYPES: dict[str, VectorType] = {name: _vector(name) for name in VECTOR_LANES}
 
-VECTOR_TYPES: dict[str, VectorType] = {
-    v.name: v for v in (f32x2, f32x4, f64x2, i32x2, i32x4, u32x2, u32x4, i64x2, u64x2, i16x2, u16x2, i8x4, u8x4,
-                        f16x2, bf16x2, f16x4, bf16x4, f16x8, bf16x8, f32x8, f64x4)
-}
+f32x2, f32x4, f64x2 = VECTOR_TYPES["f32x2"], VECTOR_TYPES["f32x4"], VECTOR_TYPES["f64x2"]
+i32x2, i32x4, u32x2, u32x4 = VECTOR_TYPES["i32x2"], VECTOR_TYPES["i32x4"], VECTOR_TYPES["u32x2"], VECTOR_TYPES["u32x4"]
+i64x2, u64x2 = VECTOR_TYPES["i64x2"], VECTOR_TYPES["u64x2"]
+i16x2, u16x2, i8x4, u8x4 = VECTOR_TYPES["i16x2"], VECTOR_TYPES["u16x2"], VECTOR_TYPES["i8x4"], VECTOR_TYPES["u8x4"]
+f16x2, bf16x2 = VECTOR_TYPES["f16x2"], VECTOR_TYPES["bf16x2"]  # CUDA's __half2 / __nv_bfloat162
+f16x4, bf16x4 = VECTOR_TYPES["f16x4"], VECTOR_TYPES["bf16x4"]
+f16x8, bf16x8 = VECTOR_TYPES["f16x8"], VECTOR_TYPES["bf16x8"]  # 16 bytes: one load of 8 halves
+f32x8, f64x4 = VECTOR_TYPES["f32x8"], VECTOR_TYPES["f64x4"]  # 32 bytes: two 16-byte accesses

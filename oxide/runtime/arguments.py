@@ -25,6 +25,7 @@ from oxide.runtime.arrays import (
 from oxide.runtime.dispatch import CONSTEXPR, Dispatch, Specialization
 from oxide.runtime.launch import ScalarError
 from oxide.runtime.struct_params import FieldsConverter
+from oxide.runtime.vector_views import vector_view_of
 
 # the converters whose argument takes several slots (a list of values): a struct's fields, and a TMA
 # descriptor's words (oxide.runtime.tensor_maps adds its converter when it is imported, which a kernel
@@ -50,9 +51,13 @@ def prepare(d: Dispatch, kernel: str, args: Sequence[Any]) -> tuple[Specializati
         )
     views: list[Any] = []
     dtypes: list[str] = []
-    for i, ndim in zip(d.view_index, d.tensor_ndim or (0,) * len(d.view_index)):
+    for i, ndim, vector in zip(d.view_index, d.tensor_ndim or (0,) * len(d.view_index),
+                               d.vectors or ("",) * len(d.view_index)):
         try:
-            view = tensor_view_of(args[i], ndim) if ndim else view_of(args[i])
+            if vector:
+                view = vector_view_of(args[i], vector, ndim or 1, ndim > 0)
+            else:
+                view = tensor_view_of(args[i], ndim) if ndim else view_of(args[i])
         except ViewError as e:
             raise TypeError(e.render(d.names[i], kernel)) from None
         views.append(view)

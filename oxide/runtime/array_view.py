@@ -6,6 +6,7 @@ import sys
 from typing import Any, NamedTuple
 
 from oxide.abi.records import is_record_dtype, record_dtype_name, record_itemsize
+from oxide.abi.vectors import vector_itemsize, vector_lanes
 
 __all__ = ["ArrayView", "TensorView", "ViewError", "TYPESTR_DTYPES", "ITEMSIZE", "INT64_LIMIT", "ADDRESS_LIMIT",
            "record_name",
@@ -133,6 +134,8 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 def itemsize(dtype: str) -> int:
     if is_record_dtype(dtype):
         return record_itemsize(dtype)
+    if vector_lanes(dtype) is not None:
+        return vector_itemsize(dtype)
     return ITEMSIZE.get(dtype, 1)
 
 

@@ -69,7 +69,7 @@ class Dispatch:
     NamedTuple would cost a millisecond when a module of kernels is imported.)"""
 
     __slots__ = ("located", "names", "view_index", "mutable", "variants", "by_view_dtypes", "tensor_ndim",
-                 "constexpr_index", "tensor_map_index")
+                 "constexpr_index", "tensor_map_index", "vectors")
 
     located: artifacts.LocatedManifest
     names: tuple[str, ...]
@@ -80,9 +80,13 @@ class Dispatch:
     tensor_ndim: tuple[int, ...]  # per view parameter: ndim of a Tensor, 0 for a 1-D view
     constexpr_index: tuple[int, ...]  # positions of Constexpr parameters (pick the variant)
     tensor_map_index: tuple[int, ...]  # positions of TMA descriptor parameters (their arrays join the views)
+    # per view parameter: the vector type of its elements ("f32x4": an array of the lanes is read,
+    # oxide/runtime/vector_views.py), "" for scalar or record elements; () when no view has vectors
+    vectors: tuple[str, ...]
 
     def __init__(self, **fields: Any) -> None:
         fields.setdefault("tensor_map_index", ())
+        fields.setdefault("vectors", ())
         for name in self.__slots__:
             setattr(self, name, fields.pop(name))
         if fields:

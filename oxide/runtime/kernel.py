@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from oxide.abi.vectors import vector_lanes
 from oxide.runtime import launcher
 from oxide.runtime.launch import (
     MAX_BLOCK_THREADS,
@@ -471,7 +472,8 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             )
         first = specs[0].params
         for s in specs[1:]:
-            if [(p.name, p.is_view) for p in s.params] != [(p.name, p.is_view) for p in first]:
+            if [(p.name, p.is_view, p.is_view and vector_lanes(p.dtype) is not None) for p in s.params] != [
+                    (p.name, p.is_view, p.is_view and vector_lanes(p.dtype) is not None) for p in first]:
                 from oxide.errors import CudaError
 
                 raise CudaError(f"the specializations of kernel {self.name} in {located.path} disagree on its parameters")
@@ -491,6 +493,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             for index, s in enumerate(specs)
         ]
         view_index = tuple(i for i, p in enumerate(first) if p.is_view)
+        vectors = tuple(first[i].dtype if vector_lanes(first[i].dtype) else "" for i in view_index)
         by_dtypes: dict[tuple[str, ...], list[Specialization]] = {}
         for var in variants:
             by_dtypes.setdefault(tuple(var.spec.params[i].dtype for i in view_index), []).append(var)
@@ -504,6 +507,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             tensor_ndim=tuple(first[i].ndim if first[i].is_tensor else 0 for i in view_index),
             constexpr_index=tuple(i for i, p in enumerate(first) if p.is_constexpr),
             tensor_map_index=tuple(i for i, p in enumerate(first) if p.is_tensor_map),
+            vectors=vectors if any(vectors) else (),
         )
         self._planned = self._plan is not None and self._configure_plan(d)
         self._dispatch = d
@@ -520,6 +524,8 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         layout = [(p.kind, p.ndim) for p in first]
         codes = launcher.DTYPE_CODES
         for p in first:
+            if p.is_view and vector_lanes(p.dtype) is not None:
+                return False  # views of vector elements: an array of the lanes, read by vector_views.py
             if p.is_tensor:
                 if not 1 <= p.ndim <= launcher.MAX_NDIM:
                     return False

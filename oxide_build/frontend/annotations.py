@@ -180,14 +180,12 @@ def resolve_annotation(
                                    f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not",
                                    "give the record scalar fields (a vector as two fields: x, y)")
             return ViewType(kind, elem, ndim)  # type: ignore[arg-type]
-        if isinstance(elem, VectorType) and not kind.is_tensor:
+        if isinstance(elem, VectorType):
             return ViewType(kind, elem, ndim)  # type: ignore[arg-type]
         if not isinstance(elem, ScalarType):
             raise module.error(elem_node, f"{view} elements must be scalars, not {type_name(elem)}",
                                "a Tensor of records is not supported: take a 1-D Slice of them"
-                               if isinstance(elem, StructType) else
-                               "take a view of the scalar elements and read it with x.load2/load4(k)"
-                               if isinstance(elem, VectorType) else "")
+                               if isinstance(elem, StructType) else "")
         return ViewType(kind, elem, ndim)
     if isinstance(node, ast.Name):
         if node.id in typevars:

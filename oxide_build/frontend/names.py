@@ -83,11 +83,6 @@ class Names:
                 raise self.error(arg, f"a kernel parameter cannot be an {ty.name} scalar",
                                  f"take an f32 and convert it in the kernel, ox.{ty.name}(x); views of "
                                  f"{ty.name} (Slice[ox.{ty.name}]) are fine")
-            if is_kernel and isinstance(ty, ViewType) and isinstance(ty.elem, VectorType):
-                raise self.error(arg.annotation or arg, f"a kernel parameter cannot be a view of {ty.elem.name} elements "
-                                 "yet (a device function's can)",
-                                 f"take a view of the scalar elements, {arg.arg}: {ty.kind.annotation}"
-                                 f"[{ty.elem.elem.name}], and read it with {arg.arg}.load{ty.elem.lanes}(k)")
             if is_kernel and isinstance(ty, ThreadIndexType):
                 raise self.error(arg, "a kernel parameter cannot be a ThreadIndex",
                                  "call thread.index_1d() inside the kernel")

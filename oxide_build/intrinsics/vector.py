@@ -35,8 +35,10 @@ def _type_vector(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.E
     loc = tr.loc(node)
     width = int(info.op[-1])
     if not isinstance(view.ty.elem, ScalarType):
-        raise tr.error(func, f"{func.attr} reads scalar elements; {ast.unparse(func.value)!r} holds {view.ty.elem.name} records",
-                       "index the records one at a time: x[i]")
+        vector = isinstance(view.ty.elem, VectorType)
+        held = f"{view.ty.elem.name} {'vectors' if vector else 'records'}"
+        raise tr.error(func, f"{func.attr} reads scalar elements; {ast.unparse(func.value)!r} holds {held}",
+                       f"x[i] is one {view.ty.elem.name} (one access)" if vector else "index the records one at a time: x[i]")
     if view.ty.elem.bits * width > 8 * MAX_VECTOR_BYTES or view.ty.elem.kind == "bool":
         smaller = [w for w in (4, 2) if w < width and view.ty.elem.bits * w <= 8 * MAX_VECTOR_BYTES]
         raise tr.error(func, f"{func.attr} of {view.ty.elem.name} elements is {view.ty.elem.itemsize * width} bytes, more "

@@ -54,7 +54,8 @@
 // launch's stream reports CUDA_ERROR_ILLEGAL_INSTRUCTION / LAUNCH_FAILED (a sticky error: the
 // context is lost). Kernels that call grid.sync() (the manifest marks them "cooperative") and
 // kernels with a struct or vector parameter (passed as its scalar fields; oxide/abi/params.py)
-// are refused: launch those from Python; so is a kernel whose precondition reads a floating-point
+// and kernels with a view of vector elements (Slice[f32x4]: CUDA's float4*) are refused: launch
+// those from Python; so is a kernel whose precondition reads a floating-point
 // argument (the compiler writes none), as the C launcher leaves it to Python.
 // The caller keeps the arrays alive and on the stream's device until the kernel has run. Memory
 // handed to a launch is not tracked here: memory that another stream frees (cuMemFreeAsync, an
@@ -379,6 +380,13 @@ inline const oxide_view_kind* view_kind(const std::string& kind) {
 inline bool is_tensor_view(const std::string& kind) {
   const oxide_view_kind* v = view_kind(kind);
   return v && v->is_tensor;
+}
+// A view's element type that is a vector (oxide.abi.vectors: "f32x4"), not a scalar (oxide_dtype_names)
+// nor a record ("record{...}[n]", oxide.abi.records).
+inline bool is_vector_dtype(const std::string& dtype) {
+  for (int c = 1; c < OXIDE_DT_COUNT; ++c)
+    if (dtype == oxide_dtype_names[c]) return false;
+  return dtype.rfind("record{", 0) != 0;
 }
 inline bool is_writable_view(const std::string& kind) {
   const oxide_view_kind* v = view_kind(kind);
@@ -981,6 +989,9 @@ class Module {
         throw Error(where + ": kernel '" + name + "' parameter '" + param.name + "' is a " + param.kind + " (" +
                     param.dtype + "), passed as its scalar fields, which this C++ API does not pack yet: "
                     "launch it from Python");
+      if (detail::view_kind(param.kind) && detail::is_vector_dtype(param.dtype))
+        throw Error(where + ": kernel '" + name + "' parameter '" + param.name + "' is a view of " + param.dtype +
+                    " elements (CUDA's float4*, half2*), which this C++ API does not pack yet: launch it from Python");
       if (const auto* nd = p.find("ndim")) param.ndim = static_cast<int>(nd->number);
       params.push_back(param);
     }
