@@ -12,6 +12,8 @@ import pytest
 from oxide_build.compile import CompileOptions, build_ir, compile_module
 from oxide_build.ir import nodes as ir
 
+from launch_versions import body_copies
+
 HEADER = ("import oxide as ox\n"
           "from oxide import Slice, MutSlice, DisjointSlice, f16, f32, f64, i32, i64, u32, thread, warp\n")
 
@@ -75,7 +77,7 @@ def k(x: Slice[f32], n: i32, out: DisjointSlice[f32]) -> None:
     kernel = next(f for f in result.program.functions if f.is_kernel)
     found = [e for s in ir.statements(kernel.body) for root in ir.statement_roots(s) for e in walk(root)]
     # bounds-elimination may version the kernel on len(x) (two copies of the body, each the same)
-    copies = 2 if any(isinstance(s, ir.If) and s.launch_versioned for s in ir.statements(kernel.body)) else 1
+    copies = body_copies(kernel)
     assert sum(isinstance(e, ir.Select) for e in found) == 3 * copies
     assert [e.name for e in found if isinstance(e, ir.Intrinsic) and e.name.startswith("builtin.")] == ["builtin.max"] * copies
 
