@@ -40,6 +40,7 @@ import tempfile
 import uuid
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from oxide.runtime.manifest import ModuleManifest, load_manifest, manifest_path
 
@@ -47,7 +48,8 @@ from .cache_location import cache_root
 from .compile import ArchRequirementError, CompiledModule, CompileOptions, compile_module
 from .package.artifacts import write_module_artifacts
 
-__all__ = ["JIT_FORMAT", "cache_root", "jit_compile_options", "jit_manifest", "project_dir_of", "tree_root"]
+__all__ = ["JIT_FORMAT", "cache_root", "cpu_module", "jit_compile_options", "jit_manifest", "project_dir_of",
+           "tree_root"]
 
 JIT_FORMAT = "oxide-jit-3"  # bump when the layout of an entry changes
 _CHECKSUMS = "checksums.json"
@@ -123,6 +125,19 @@ def jit_manifest(source_path: Path, module_name: str, arch: str) -> Path:
 
 
 _UNCACHED = "compiling into a temporary directory of this process"
+
+
+def cpu_module(source_path: Path, module_name: str) -> Any:
+    """``source_path`` compiled for the CPU device (``oxide_build.backends.cpu``) with the
+    project's own options, as :func:`jit_manifest` compiles it for a GPU: the runtime's hook for
+    ``OXIDE_DEVICE=cpu`` (``oxide.runtime.artifacts.locate_cpu_module``). The engine caches what
+    it compiles."""
+    from .backends.cpu.engine import compile_module_for_cpu
+
+    source_path = Path(source_path)
+    root = tree_root(source_path)
+    options = jit_compile_options(project_dir_of(root), "sm_90")  # the engine sets device="cpu" on them
+    return compile_module_for_cpu(source_path, module_name, root, options)
 
 
 def _editable_verbose(project: Path | None) -> bool:

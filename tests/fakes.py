@@ -26,7 +26,7 @@ import pytest
 from cuda.bindings import driver as real_driver
 
 import oxide
-from oxide.runtime import artifacts, device, kernel_errors, launcher, loader
+from oxide.runtime import artifacts, device, device_choice, kernel_errors, launcher, loader
 from oxide.runtime.arrays import _DLDataType, _DLDevice, _DLTensor
 from oxide.runtime.manifest import (
     ErrorSite,
@@ -355,6 +355,7 @@ def slot_types(params: tuple[ParamSpec, ...]) -> list[str]:
 @pytest.fixture(autouse=True)
 def fresh_runtime(monkeypatch: pytest.MonkeyPatch) -> Any:
     def reset() -> None:
+        device_choice.set_device("cuda")  # these tests fake the GPU's driver, whatever OXIDE_DEVICE says
         device._reset_for_tests()
         artifacts._reset_for_tests()
         loader._modules.clear()

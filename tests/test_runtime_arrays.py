@@ -55,7 +55,7 @@ def test_view_of_dlpack() -> None:
         view_of(FakeDLPack((5,), device_type=1))
     assert info.value.render("x", "k") == (
         "parameter 'x' of k needs a device array; got a fakes.FakeDLPack (host memory) — copy it to the "
-        "GPU first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x)"
+        "GPU first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x), or run it on the CPU device (OXIDE_DEVICE=cpu)"
     )
     with pytest.raises(ViewError, match="needs a CUDA device array; got a fakes.FakeDLPack on DLPack device type 10"):
         view_of(FakeDLPack((5,), device_type=10))

@@ -184,7 +184,7 @@ def test_c_launcher_leaves_errors_to_python(tmp_path: Path, c_driver: CFakeDrive
         (lambda: m.scale[1, 256]("2", x, x), "parameter 'a' of scale needs a number (f32); got str '2'"),
         (lambda: m.scale[1, 256](2.0, FakeArray(4, strides=(8,)), x), "parameter 'x' of scale needs a contiguous 1-D array; got a stride of 2 elements"),
         (lambda: m.scale[1, 256](2.0, FakeArray(shape=(2, 2)), x), "parameter 'x' of scale needs a 1-D array; got shape (2, 2)"),
-        (lambda: m.scale[1, 256](2.0, np.zeros(4, np.float32), x), "parameter 'x' of scale needs a device array; got a numpy.ndarray (host memory) — copy it to the GPU first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x)"),
+        (lambda: m.scale[1, 256](2.0, np.zeros(4, np.float32), x), "parameter 'x' of scale needs a device array; got a numpy.ndarray (host memory) — copy it to the GPU first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x), or run it on the CPU device (OXIDE_DEVICE=cpu)"),
         (lambda: m.saxpy[1, 256](2, FakeArray(4, "<i4"), FakeArray(4, "<i4"), FakeArray(4, "<i4")), "saxpy has no specialization for these arguments (x: i32, y: i32, out: i32); available: (T=f32), (T=f64)"),
     ]:  # fmt: skip
         expect_type_error(call, message)
@@ -289,7 +289,7 @@ def test_c_launcher_reads_torch_cupy_and_device_arrays(tmp_path: Path, c_driver:
     assert paths(c_driver)[2:] == ["python", "c"]
     for call, message in [
         (lambda: m.saxpy[1, 32](2.0, torch.Tensor(8, torch.float32, 1, stride=2), c, d), "parameter 'x' of saxpy needs a contiguous 1-D array; got a stride of 2 elements"),  # type: ignore[attr-defined]
-        (lambda: m.saxpy[1, 32](2.0, torch.Tensor(8, torch.float32, 1, cuda=False), c, d), "parameter 'x' of saxpy needs a device array; got a torch.Tensor (host memory) — copy it to the GPU first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x)"),  # type: ignore[attr-defined]
+        (lambda: m.saxpy[1, 32](2.0, torch.Tensor(8, torch.float32, 1, cuda=False), c, d), "parameter 'x' of saxpy needs a device array; got a torch.Tensor (host memory) — copy it to the GPU first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x), or run it on the CPU device (OXIDE_DEVICE=cpu)"),  # type: ignore[attr-defined]
         (lambda: m.saxpy[1, 32](2.0, torch.Tensor(8, torch.float32, 1, shape=(2, 4)), c, d), "parameter 'x' of saxpy needs a 1-D array; got shape (2, 4)"),  # type: ignore[attr-defined]
         (lambda: m.saxpy[1, 32](2.0, t, cupy.ndarray(8, np.float32, 1, stride=8), d), "parameter 'y' of saxpy needs a contiguous 1-D array; got a stride of 2 elements"),  # type: ignore[attr-defined]
         (lambda: m.saxpy[1, 32](2.0, t, c, torch.Tensor(8, torch.int32, 1)), "saxpy has no specialization for these arguments (x: f32, y: f32, out: i32); available: (T=f32), (T=f64)"),  # type: ignore[attr-defined]
@@ -340,7 +340,7 @@ def test_c_launcher_reads_tensors_through_the_dlpack_exchange_api(
     # what the Python path refuses, the exchange API's reading leaves to it
     for call, message in [
         (lambda: m.saxpy[1, 32](2.0, torch.Tensor(8, torch.float32, 1, stride=2), y, out), "parameter 'x' of saxpy needs a contiguous 1-D array; got a stride of 2 elements"),  # type: ignore[attr-defined]
-        (lambda: m.saxpy[1, 32](2.0, torch.Tensor(8, torch.float32, 1, cuda=False), y, out), "parameter 'x' of saxpy needs a device array; got a torch.Tensor (host memory) — copy it to the GPU first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x)"),  # type: ignore[attr-defined]
+        (lambda: m.saxpy[1, 32](2.0, torch.Tensor(8, torch.float32, 1, cuda=False), y, out), "parameter 'x' of saxpy needs a device array; got a torch.Tensor (host memory) — copy it to the GPU first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x), or run it on the CPU device (OXIDE_DEVICE=cpu)"),  # type: ignore[attr-defined]
         (lambda: m.saxpy[1, 32](2.0, torch.Tensor(8, torch.float32, 1, shape=(2, 4)), y, out), "parameter 'x' of saxpy needs a 1-D array; got shape (2, 4)"),  # type: ignore[attr-defined]
         (lambda: m.saxpy[1, 32](2.0, x, y, torch.Tensor(8, torch.int32, 0x9000)), "saxpy has no specialization for these arguments (x: f32, y: f32, out: i32); available: (T=f32), (T=f64)"),  # type: ignore[attr-defined]
     ]:  # fmt: skip
@@ -488,9 +488,9 @@ def test_c_launcher_leaves_tensor_errors_to_python(tmp_path: Path, c_driver: CFa
         (lambda: m.tadd[1, 32](FakeArray(shape=(2, 2), strides=(8, 2)), 1.0, good),
          "parameter 'a' of tadd needs strides that are whole elements; got strides of (8, 2) bytes"),
         (lambda: m.tadd[1, 32](torch.Tensor(0, torch.float32, 1, shape=(2, 2), cuda=False), 1.0, good),
-         "parameter 'a' of tadd needs a device array; got a torch.Tensor (host memory) — copy it to the GPU first, e.g. torch.as_tensor(a, device='cuda') or cupy.asarray(a)"),
+         "parameter 'a' of tadd needs a device array; got a torch.Tensor (host memory) — copy it to the GPU first, e.g. torch.as_tensor(a, device='cuda') or cupy.asarray(a), or run it on the CPU device (OXIDE_DEVICE=cpu)"),
         (lambda: m.tadd[1, 32](np.zeros((2, 2), np.float32), 1.0, good),
-         "parameter 'a' of tadd needs a device array; got a numpy.ndarray (host memory) — copy it to the GPU first, e.g. torch.as_tensor(a, device='cuda') or cupy.asarray(a)"),
+         "parameter 'a' of tadd needs a device array; got a numpy.ndarray (host memory) — copy it to the GPU first, e.g. torch.as_tensor(a, device='cuda') or cupy.asarray(a), or run it on the CPU device (OXIDE_DEVICE=cpu)"),
         (lambda: m.tadd[1, 32](object(), 1.0, good),
          "parameter 'a' of tadd needs a device array (an object with __cuda_array_interface__ or __dlpack__); got a object"),
         (lambda: m.tadd[1, 32](FakeArray(shape=(2, 2), typestr="<f8"), 1.0, good), "parameter 'a' of tadd needs f32 elements; got f64"),

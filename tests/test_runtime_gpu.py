@@ -491,12 +491,12 @@ def test_wrong_arguments_on_gpu_arrays(kmod: types.ModuleType) -> None:
         (
             (1.0, torch.zeros(16), x, x),
             "parameter 'x' of saxpy needs a device array; got a torch.Tensor (host memory) — copy it to the GPU "
-            "first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x)",
+            "first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x), or run it on the CPU device (OXIDE_DEVICE=cpu)",
         ),
         (
             (1.0, x, np.zeros(16, np.float32), x),
             "parameter 'y' of saxpy needs a device array; got a numpy.ndarray (host memory) — copy it to the GPU "
-            "first, e.g. torch.as_tensor(y, device='cuda') or cupy.asarray(y)",
+            "first, e.g. torch.as_tensor(y, device='cuda') or cupy.asarray(y), or run it on the CPU device (OXIDE_DEVICE=cpu)",
         ),
         (
             (1, x.int(), x.int(), x.int()),

@@ -138,7 +138,7 @@ def test_host_numpy_array(tmp_path: Path, no_cuda: None) -> None:
     expect_type_error(
         lambda: m.saxpy[1, 256](2.0, np.zeros(4, np.float32), FakeArray(), FakeArray()),
         "parameter 'x' of saxpy needs a device array; got a numpy.ndarray (host memory) — copy it to the GPU "
-        "first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x)",
+        "first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x), or run it on the CPU device (OXIDE_DEVICE=cpu)",
     )
 
 

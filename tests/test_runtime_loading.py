@@ -448,7 +448,7 @@ def test_no_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(CudaError) as info:
         m.scale[1, 32](1.0, FakeArray(), FakeArray())
     lib = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so"
-    assert str(info.value) == f"no CUDA driver found ({lib} could not be loaded): oxide kernels need an NVIDIA GPU and driver"
+    assert str(info.value) == f"no CUDA driver found ({lib} could not be loaded): oxide kernels need an NVIDIA GPU and driver, or run them on the CPU device: OXIDE_DEVICE=cpu"
     assert info.value.__cause__ is None and info.value.__suppress_context__
 
 
@@ -460,7 +460,8 @@ def test_no_device(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(device, "_import_bindings", lambda: NoGpu())
     with pytest.raises(CudaError) as info:
         oxide.runtime.synchronize()
-    assert str(info.value) == "no CUDA device found (cuInit: CUDA_ERROR_NO_DEVICE): oxide kernels need an NVIDIA GPU"
+    assert str(info.value) == ("no CUDA device found (cuInit: CUDA_ERROR_NO_DEVICE): oxide kernels need an NVIDIA GPU, "
+                               "or run them on the CPU device: OXIDE_DEVICE=cpu")
 
 
 def test_no_bindings(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -233,7 +233,7 @@ EXPECTED_F32X4 = ("parameter 'x' of reverse_scale holds f32x4 elements: pass an 
                                             ".reshape(-1, 4) in CuPy)"),
     (np.zeros((2, 4), np.float32), "parameter 'x' of reverse_scale needs a device array; got a numpy.ndarray (host "
                                    "memory) — copy it to the GPU first, e.g. torch.as_tensor(x, device='cuda') or "
-                                   "cupy.asarray(x)"),
+                                   "cupy.asarray(x), or run it on the CPU device (OXIDE_DEVICE=cpu)"),
 ])
 def test_a_slice_of_vectors_refuses_any_other_array_naming_what_to_pass(
         tmp_path: Path, fake_driver: FakeDriver, x: Any, message: str) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from oxide.runtime.artifacts import StaleCodeWarning
     from oxide.runtime.device import DeviceInfo
+    from oxide.runtime.device_choice import device_kind, set_device
     from oxide.runtime.device_array import DeviceArray
     from oxide.runtime.kernel import Kernel, LaunchConfig
     from oxide.runtime.kernel_errors import check_kernel_errors, synchronize
@@ -42,6 +43,8 @@ _LAZY = {
     "CodeChoice": "loader",
     "stream_handle": "streams",
     "StaleCodeWarning": "artifacts",
+    "set_device": "device_choice",
+    "device_kind": "device_choice",
 }
 
 __all__ = [
@@ -57,6 +60,8 @@ __all__ = [
     "CodeChoice",
     "stream_handle",
     "StaleCodeWarning",
+    "set_device",
+    "device_kind",
 ]
 
 

@@ -2,7 +2,8 @@
 
 The order is the readers' (``arrays.view_of``): an oxide ``DeviceArray``, a PyTorch tensor, a
 CuPy array (each by type, never importing its library: a module not imported yet has no
-instances), then anything with ``__cuda_array_interface__``, then DLPack. ``arrays.view_of``
+instances), then anything with ``__cuda_array_interface__``, then host arrays with
+``__array_interface__`` (NumPy: the CPU device's arrays), then DLPack. ``arrays.view_of``
 picks its adapter by it, ``launcher.learn_array`` the C launcher's reader, ``streams`` the
 framework whose current stream a launch takes, ``stream_order`` whose stream an array's data is
 ordered on. A new kind is added here once.
@@ -12,13 +13,14 @@ from __future__ import annotations
 import sys
 from typing import Any, Literal
 
-__all__ = ["ArrayKind", "array_kind", "framework_kind", "DEVICE_ARRAY", "TORCH", "CUPY", "CAI", "DLPACK"]
+__all__ = ["ArrayKind", "array_kind", "framework_kind", "DEVICE_ARRAY", "TORCH", "CUPY", "CAI", "HOST", "DLPACK"]
 
-ArrayKind = Literal["device_array", "torch", "cupy", "cai", "dlpack"]
+ArrayKind = Literal["device_array", "torch", "cupy", "cai", "host", "dlpack"]
 DEVICE_ARRAY: ArrayKind = "device_array"
 TORCH: ArrayKind = "torch"
 CUPY: ArrayKind = "cupy"
 CAI: ArrayKind = "cai"
+HOST: ArrayKind = "host"
 DLPACK: ArrayKind = "dlpack"
 
 
@@ -48,6 +50,8 @@ def array_kind(obj: Any) -> ArrayKind | None:
         return framework
     if _has_cuda_array_interface(obj):
         return CAI
+    if hasattr(obj, "__array_interface__"):
+        return HOST
     if getattr(obj, "__dlpack_device__", None) is not None and hasattr(obj, "__dlpack__"):
         return DLPACK
     return None

@@ -7,10 +7,11 @@ from typing import Any, NamedTuple
 
 from oxide.abi.records import is_record_dtype, record_dtype_name, record_itemsize
 from oxide.abi.vectors import vector_itemsize, vector_lanes
+from oxide.runtime import device_choice
 
 __all__ = ["ArrayView", "TensorView", "ViewError", "TYPESTR_DTYPES", "ITEMSIZE", "INT64_LIMIT", "ADDRESS_LIMIT",
            "record_name",
-           "itemsize", "type_name", "host_error", "not_a_device_array", "check_1d_contiguous", "elements",
+           "itemsize", "type_name", "host_error", "gpu_memory_error", "not_a_device_array", "check_1d_contiguous", "elements",
            "contiguous_strides"]
 
 # typestr of the CUDA array interface (NumPy's array-interface codes) -> oxide scalar name
@@ -32,7 +33,14 @@ INT64_LIMIT = 2**63  # shapes and strides are packed as i64
 ADDRESS_LIMIT = 2**64
 
 HOST_ARRAY_HINT = (
-    "copy it to the GPU first, e.g. torch.as_tensor({param}, device='cuda') or cupy.asarray({param})"
+    "copy it to the GPU first, e.g. torch.as_tensor({param}, device='cuda') or cupy.asarray({param}), "
+    "or run it on the CPU device (OXIDE_DEVICE=cpu)"
+)
+# a GPU array passed to a launch on the CPU device (device_choice.ON_CPU)
+GPU_ARRAY_HINT = (
+    "but kernels run on the CPU device (OXIDE_DEVICE=cpu or oxide.runtime.set_device('cpu')), which reads host "
+    "memory: pass a NumPy array or a CPU tensor (e.g. {param}.cpu()), or run on the GPU "
+    "(oxide.runtime.set_device('cuda'))"
 )
 
 
@@ -92,8 +100,16 @@ def host_error(obj: Any) -> ViewError:
     return ViewError(f"needs a device array; got a {type_name(obj)} (host memory) — {HOST_ARRAY_HINT}")
 
 
+def gpu_memory_error(what: str) -> ViewError:
+    """The error for GPU memory on the CPU device; ``what`` says what it is ("a cupy.ndarray")."""
+    return ViewError(f"is {what} (GPU memory), {GPU_ARRAY_HINT}")
+
+
 def not_a_device_array(obj: Any) -> ViewError:
     """The error for an object no reader took: a host array, or not an array at all."""
+    if device_choice.ON_CPU:
+        return ViewError("needs an array in host memory (a NumPy array, a CPU tensor, a DeviceArray, or an object "
+                         f"with __array_interface__ or __dlpack__); got a {type_name(obj)}")
     if type_name(obj) == "numpy.ndarray":
         return host_error(obj)
     return ViewError(

@@ -5,15 +5,18 @@
 without importing the producing library. The order is ``array_kinds.array_kind``'s:
 oxide.DeviceArray, PyTorch tensors through their own fast accessors (their
 ``__cuda_array_interface__`` is slow Python), CuPy arrays through their attributes, then
-``__cuda_array_interface__`` (Numba, any producer), then DLPack. One adapter module per kind: ``arrays_torch``, ``arrays_cupy``, ``arrays_cai``,
-``arrays_dlpack``; what they make and share is ``array_view``.
+``__cuda_array_interface__`` (Numba, any producer), then ``__array_interface__`` (NumPy: host
+memory, which the CPU device reads), then DLPack. One adapter module per kind: ``arrays_torch``,
+``arrays_cupy``, ``arrays_cai``, ``arrays_host``, ``arrays_dlpack``; what they make and share is
+``array_view``. On the CPU device (``device_choice.ON_CPU``) each reads host memory and refuses
+GPU memory, and the other way round on the GPU.
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from oxide.runtime import arrays_cai, arrays_cupy, arrays_dlpack, arrays_torch
-from oxide.runtime.array_kinds import CAI, CUPY, DEVICE_ARRAY, DLPACK, TORCH, array_kind
+from oxide.runtime import arrays_cai, arrays_cupy, arrays_dlpack, arrays_host, arrays_torch, device_choice
+from oxide.runtime.array_kinds import CAI, CUPY, DEVICE_ARRAY, DLPACK, HOST, TORCH, array_kind
 from oxide.runtime.array_view import (
     ADDRESS_LIMIT,
     INT64_LIMIT,
@@ -24,6 +27,7 @@ from oxide.runtime.array_view import (
     ViewError,
     check_1d_contiguous,
     contiguous_strides,
+    gpu_memory_error,
     itemsize,
     not_a_device_array,
     type_name,
@@ -43,6 +47,7 @@ def view_of(obj: Any) -> ArrayView:
     """The device memory of ``obj``; ViewError (a TypeError) when it is not a usable view."""
     kind = array_kind(obj)
     if kind == DEVICE_ARRAY:
+        _check_device_array(obj)
         check_1d_contiguous(obj.shape, None)
         dtype = TYPESTR_DTYPES.get(obj.dtype.str) or record_name(obj.dtype) or str(obj.dtype)
         return ArrayView(obj.ptr, obj.shape[0], dtype, False, obj)
@@ -53,7 +58,11 @@ def view_of(obj: Any) -> ArrayView:
     if kind == CAI:
         cai = arrays_cai.cuda_array_interface(obj)
         if cai is not None:
+            if device_choice.ON_CPU:
+                raise gpu_memory_error(f"a {type_name(obj)} (__cuda_array_interface__)")
             return arrays_cai.view(obj, cai)
+    elif kind == HOST:
+        return arrays_host.view(obj)
     elif kind == DLPACK:
         return arrays_dlpack.view(obj, obj.__dlpack_device__)
     raise not_a_device_array(obj)
@@ -82,6 +91,7 @@ def tensor_view_of(obj: Any, ndim: int) -> TensorView:
 def _tensor_view(obj: Any) -> TensorView:
     kind = array_kind(obj)
     if kind == DEVICE_ARRAY:
+        _check_device_array(obj)
         shape = tuple(obj.shape)
         dtype = TYPESTR_DTYPES.get(obj.dtype.str, str(obj.dtype))
         return TensorView(obj.ptr, shape, contiguous_strides(shape), dtype, False, obj)
@@ -92,10 +102,23 @@ def _tensor_view(obj: Any) -> TensorView:
     if kind == CAI:
         cai = arrays_cai.cuda_array_interface(obj)
         if cai is not None:
+            if device_choice.ON_CPU:
+                raise gpu_memory_error(f"a {type_name(obj)} (__cuda_array_interface__)")
             return arrays_cai.tensor_view(obj, cai)
+    elif kind == HOST:
+        return arrays_host.tensor_view(obj)
     elif kind == DLPACK:
         return arrays_dlpack.tensor_view(obj, obj.__dlpack_device__)
     raise not_a_device_array(obj)
+
+
+def _check_device_array(obj: DeviceArray) -> None:
+    """A DeviceArray is in the memory of the device it was made on: refused on the other."""
+    if obj._host and not device_choice.ON_CPU:
+        raise ViewError("is a DeviceArray in host memory, made on the CPU device, but kernels run on the GPU: make "
+                        "it on the GPU (DeviceArray.from_numpy({param}.to_numpy()) after oxide.runtime.set_device('cuda'))")
+    if not obj._host and device_choice.ON_CPU:
+        raise gpu_memory_error("a DeviceArray made on the GPU")
 
 
 def memory_problem(view: ArrayView | TensorView) -> str | None:

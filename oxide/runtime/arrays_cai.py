@@ -14,10 +14,12 @@ from oxide.runtime.array_view import (
     check_1d_contiguous,
     contiguous_strides,
     elements,
+    record_name,
     type_name,
 )
+from oxide.abi.records import is_record_dtype, record_itemsize
 
-__all__ = ["cuda_array_interface", "view", "tensor_view"]
+__all__ = ["cuda_array_interface", "view", "tensor_view", "element_type"]
 
 
 def cuda_array_interface(obj: Any) -> dict[str, Any] | None:
@@ -87,10 +89,21 @@ def _interface(cai: Any) -> _Interface:
     return _Interface(shape, typestr, strides, ptr, bool(readonly))
 
 
+def element_type(obj: Any, typestr: str) -> tuple[str | None, int]:
+    """The oxide name of an array interface's element type and its size; a NumPy record dtype
+    (``@oxide.struct`` records: ``obj.dtype``) by its manifest name; (None, 0) for neither."""
+    dtype = TYPESTR_DTYPES.get(typestr)
+    if dtype is not None:
+        return dtype, ITEMSIZE[dtype]
+    record = record_name(getattr(obj, "dtype", None))
+    if record is not None and is_record_dtype(record):
+        return record, record_itemsize(record)
+    return None, 0
+
+
 def view(obj: Any, cai: Any) -> ArrayView:
     f = _interface(cai)
-    dtype = TYPESTR_DTYPES.get(f.typestr)
-    itemsize = ITEMSIZE[dtype] if dtype is not None else 0
+    dtype, itemsize = element_type(obj, f.typestr)
     if dtype is None:
         dtype = f"unsupported element type {f.typestr!r}"
     stride_elems: int | None = None
@@ -106,7 +119,8 @@ def view(obj: Any, cai: Any) -> ArrayView:
 
 def tensor_view(obj: Any, cai: Any) -> TensorView:
     f = _interface(cai)
-    dtype = TYPESTR_DTYPES.get(f.typestr, f"unsupported element type {f.typestr!r}")
-    elem_strides = (contiguous_strides(f.shape) if f.strides is None
-                    else elements(f.strides, ITEMSIZE.get(dtype, 0)))
+    dtype, itemsize = element_type(obj, f.typestr)
+    if dtype is None:
+        dtype = f"unsupported element type {f.typestr!r}"
+    elem_strides = contiguous_strides(f.shape) if f.strides is None else elements(f.strides, itemsize)
     return TensorView(f.ptr, f.shape, elem_strides, dtype, f.readonly, obj)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from oxide.runtime import device_choice
 from oxide.runtime.array_view import (
     ITEMSIZE,
     TYPESTR_DTYPES,
@@ -12,12 +13,15 @@ from oxide.runtime.array_view import (
     ViewError,
     check_1d_contiguous,
     elements,
+    gpu_memory_error,
 )
 
 __all__ = ["view", "tensor_view"]
 
 
 def _cupy_dtype(a: Any) -> str:
+    if device_choice.ON_CPU:
+        raise gpu_memory_error("a cupy.ndarray")
     typestr = a.dtype.str
     dtype = TYPESTR_DTYPES.get(typestr)
     return dtype if dtype is not None else f"unsupported element type {typestr!r}"
@@ -25,9 +29,9 @@ def _cupy_dtype(a: Any) -> str:
 
 def view(a: Any) -> ArrayView:
     # CuPy builds its __cuda_array_interface__ dict per call; its attributes are cheap.
+    dtype = _cupy_dtype(a)
     if a.ndim != 1:
         raise ViewError(f"needs a 1-D array; got shape {tuple(a.shape)}")
-    dtype = _cupy_dtype(a)
     n = a.shape[0]
     stride = a.strides[0]
     if n > 1 and stride != a.itemsize:

@@ -1,10 +1,11 @@
 """The DLPack adapter: ``__dlpack__`` / ``__dlpack_device__``, the capsule's DLTensor read
-through ctypes."""
+through ctypes: CUDA memory on the GPU, host memory (kDLCPU, kDLCUDAHost) on the CPU device."""
 from __future__ import annotations
 
 import ctypes
 from typing import Any
 
+from oxide.runtime import device_choice
 from oxide.runtime.array_view import (
     ITEMSIZE,
     ArrayView,
@@ -12,6 +13,7 @@ from oxide.runtime.array_view import (
     ViewError,
     check_1d_contiguous,
     contiguous_strides,
+    gpu_memory_error,
     host_error,
     type_name,
 )
@@ -70,15 +72,22 @@ def dlpack_dtype(code: int, bits: int, lanes: int) -> str:
 
 
 def _dlpack_tensor(obj: Any, dl_device: Any) -> tuple[Any, _DLTensor]:
-    """The DLPack capsule of ``obj`` and the DLTensor in it; raises unless it is CUDA memory."""
+    """The DLPack capsule of ``obj`` and the DLTensor in it; raises unless it is memory of the
+    device kernels run on."""
     try:
         device_type = int(dl_device()[0])
     except Exception as e:  # the producer's own failure: said with the parameter it was passed as
         raise ViewError(f"needs a device array; calling __dlpack_device__() of a {type_name(obj)} failed: "
                         f"{type(e).__name__}: {e}") from None
-    if device_type in _DLPACK_HOST_DEVICES:
+    if device_choice.ON_CPU:  # host memory: what kernels read there
+        if device_type in DLPACK_CUDA_DEVICES:
+            raise gpu_memory_error(f"a {type_name(obj)} on DLPack device type {device_type}")
+        if device_type not in _DLPACK_HOST_DEVICES:
+            raise ViewError(f"needs an array in host memory (the CPU device runs kernels there); got a "
+                            f"{type_name(obj)} on DLPack device type {device_type}")
+    elif device_type in _DLPACK_HOST_DEVICES:
         raise host_error(obj)
-    if device_type not in DLPACK_CUDA_DEVICES:
+    elif device_type not in DLPACK_CUDA_DEVICES:
         raise ViewError(f"needs a CUDA device array; got a {type_name(obj)} on DLPack device type {device_type}")
     try:
         try:

@@ -1,10 +1,12 @@
 """The PyTorch adapter: a ``torch.Tensor`` read through its own accessors (its
-``__cuda_array_interface__`` is slow Python). torch is never imported here."""
+``__cuda_array_interface__`` is slow Python): a CUDA tensor on the GPU, a CPU tensor on the CPU
+device. torch is never imported here."""
 from __future__ import annotations
 
 from typing import Any
 
-from oxide.runtime.array_view import ArrayView, TensorView, ViewError, check_1d_contiguous, host_error
+from oxide.runtime import device_choice
+from oxide.runtime.array_view import ArrayView, TensorView, ViewError, check_1d_contiguous, gpu_memory_error, host_error
 
 __all__ = ["TORCH_DTYPES", "dtype_of", "view", "tensor_view"]
 
@@ -18,9 +20,15 @@ _torch_dtype_cache: dict[Any, str] = {}
 
 
 def dtype_of(t: Any) -> str:
-    """The oxide name of a CUDA tensor's dtype (or a description); raises for a tensor that is
-    not on a CUDA device."""
-    if not t.is_cuda:
+    """The oxide name of a tensor's dtype (or a description); raises for a tensor that is not on
+    the device kernels run on: a CUDA device, or the CPU on the CPU device."""
+    if device_choice.ON_CPU:
+        if t.device.type != "cpu":
+            if t.is_cuda:
+                raise gpu_memory_error(f"a torch.Tensor on {t.device}")
+            raise ViewError(f"needs a tensor in host memory (the CPU device runs kernels there); got a torch.Tensor "
+                            f"on device {t.device}: pass {{param}}.cpu()")
+    elif not t.is_cuda:
         if t.device.type == "cpu":
             raise host_error(t)
         raise ViewError(f"needs a CUDA device array; got a torch.Tensor on device {t.device}")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 from oxide.errors import CudaError
+from oxide.runtime import device_choice
 from oxide.runtime.manifest import ModuleManifest, changed_source, load_manifest, manifest_path
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "jit_enabled",
     "kernel_part",
     "locate_manifest",
+    "locate_cpu_module",
     "changed_source",
 ]
 
@@ -41,9 +43,12 @@ class StaleCodeWarning(RuntimeWarning):
 
 class LocatedManifest(NamedTuple):
     manifest: ModuleManifest
-    path: Path  # the manifest file
+    path: Path  # the manifest file (on the CPU device: the source's path and "#cpu", a key)
     directory: Path  # where its code files are (the manifest's directory)
     jit: bool  # compiled on this machine rather than shipped
+    # on the CPU device: the module compiled for the host (what cpu_driver.CpuDriver loads), whose
+    # own kernel specs and error sites ``manifest`` holds; None on the GPU
+    cpu: Any = None
 
 
 _lock = _thread.RLock()
@@ -131,8 +136,11 @@ def locate_manifest(source: Path | None, module: str, arch: Callable[[], str]) -
     """The manifest to run ``module`` from, found once per module and cached.
 
     ``arch`` gives the device's arch (e.g. ``"sm_90"``); it is called only to JIT compile,
-    because it initializes CUDA.
+    because it initializes CUDA. On the CPU device (``device_choice``), the module compiled
+    for the host (:func:`locate_cpu_module`), whatever the package ships.
     """
+    if device_choice.ON_CPU:
+        return locate_cpu_module(source, module)
     key = (str(source), module)
     located = _located.get(key)
     if located is not None:
@@ -182,6 +190,52 @@ def _locate(source: Path | None, module: str, arch: Callable[[], str]) -> Locate
     return LocatedManifest(manifest, path, path.parent, jit=False)
 
 
+_cpu_located: dict[tuple[str, str], LocatedManifest] = {}
+
+
+def locate_cpu_module(source: Path | None, module: str) -> LocatedManifest:
+    """``module`` compiled for the CPU device from its Python source (``oxide_build.jit.cpu_module``:
+    the project's options, cached), once per process: its kernels, error sites and module arrays
+    as a manifest without code files, and the compiled module in ``cpu``. The CPU device runs
+    no shipped code, so it needs the compiler (``oxide-cuda[build]``) whatever ``OXIDE_JIT`` says."""
+    key = (str(source), module)
+    located = _cpu_located.get(key)
+    if located is not None:
+        return located
+    with _lock:
+        located = _cpu_located.get(key)
+        if located is None:
+            located = _compile_for_cpu(source, module)
+            _cpu_located[key] = located
+        return located
+
+
+def _compile_for_cpu(source: Path | None, module: str) -> LocatedManifest:
+    if source is None:
+        raise CudaError(
+            f"kernels of module {module} have no source file (defined in a REPL or exec?): the CPU device "
+            "compiles kernels from their source file; put them in a .py file"
+        )
+    if not _build_installed():
+        raise CudaError(
+            f"the CPU device (OXIDE_DEVICE=cpu) compiles module {module} from its Python source, and the "
+            "compiler is not installed: pip install oxide-cuda[build]"
+        )
+    jit = importlib.import_module("oxide_build.jit")
+    compiled = jit.cpu_module(source, module)
+    manifest = ModuleManifest(
+        module=module,
+        source=source.name,
+        source_sha256=file_sha256(source),
+        kernels=tuple(compiled.kernels),
+        cubins={},
+        error_sites=tuple(compiled.error_sites),
+        arrays=tuple(getattr(compiled, "arrays", ())),
+    )
+    path = Path(f"{source}#cpu")
+    return LocatedManifest(manifest, path, source.parent, jit=True, cpu=compiled)
+
+
 def _rebuild_disabled(source: Path) -> bool:
     """The project of ``source`` sets ``[tool.oxide] editable-rebuild = false`` (or
     ``OXIDE_EDITABLE_REBUILD=0``). Read only for a stale module with the compiler installed."""
@@ -192,4 +246,5 @@ def _rebuild_disabled(source: Path) -> bool:
 def _reset_for_tests() -> None:
     with _lock:
         _located.clear()
+        _cpu_located.clear()
         _warned.clear()

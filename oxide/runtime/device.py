@@ -29,11 +29,13 @@ __all__ = [
 
 _DRIVER_LIB = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so"
 
+# what a machine without a GPU can do instead: the CPU device (device_choice.py)
+CPU_DEVICE_HINT = ", or run them on the CPU device: OXIDE_DEVICE=cpu"
 NO_DRIVER_MESSAGE = (
     f"no CUDA driver found ({_DRIVER_LIB} could not be loaded): "
-    "oxide kernels need an NVIDIA GPU and driver"
+    f"oxide kernels need an NVIDIA GPU and driver{CPU_DEVICE_HINT}"
 )
-NO_DEVICE_MESSAGE = "no CUDA device found (cuInit: CUDA_ERROR_NO_DEVICE): oxide kernels need an NVIDIA GPU"
+NO_DEVICE_MESSAGE = f"no CUDA device found (cuInit: CUDA_ERROR_NO_DEVICE): oxide kernels need an NVIDIA GPU{CPU_DEVICE_HINT}"
 NO_BINDINGS_MESSAGE = (
     "cuda-bindings is not installed (cuda.bindings.driver could not be imported): "
     "pip install cuda-bindings"
@@ -79,6 +81,16 @@ def _init_driver() -> Any:
     with _lock:
         if _drv is not None:
             return _drv
+        from oxide.runtime import device_choice
+
+        problem = device_choice.environment_problem()
+        if problem is not None:
+            raise CudaError(problem)
+        if device_choice.ON_CPU:
+            from oxide.runtime.cpu_driver import cpu_driver
+
+            _drv = cpu_driver()
+            return _drv
         try:
             drv = _import_bindings()
         except ImportError:
@@ -93,6 +105,15 @@ def _init_driver() -> Any:
         _check_with(drv, err, "cuInit")
         _drv = drv
         return drv
+
+
+def _forget_driver() -> None:
+    """The next :func:`driver` is the one of the device chosen now (``device_choice``): what is
+    cached of the other's stays (contexts and functions are known by uid, which differ)."""
+    global _drv
+    with _lock:
+        _drv = None
+        _count.clear()
 
 
 def _reset_for_tests() -> None:

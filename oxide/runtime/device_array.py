@@ -1,7 +1,9 @@
 """``DeviceArray``: a minimal owned buffer of device memory, for users without PyTorch or CuPy.
 
 It speaks ``__cuda_array_interface__`` (version 3), so other libraries can read it too.
-Copies are synchronous (``cuMemcpyHtoD``/``cuMemcpyDtoH``).
+Copies are synchronous (``cuMemcpyHtoD``/``cuMemcpyDtoH``). Made on the CPU device
+(``device_choice``) it is host memory, and speaks ``__array_interface__`` instead
+(``numpy.asarray(a)`` is a view of it).
 """
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import math
 import _thread  # threading's locks without importing threading (0.5 ms at import: issue 28)
 from typing import Any
 
-from oxide.runtime import device
+from oxide.runtime import device, device_choice
 from oxide.runtime.streams import stream_handle
 
 __all__ = ["DeviceArray"]
@@ -66,6 +68,7 @@ class DeviceArray:
         self._stream_owner = stream  # kept alive: the memory is freed on it
         self._stream = None if stream is None else stream_handle(stream, "DeviceArray(stream=...)")
         self._freed = False
+        self._host = device_choice.ON_CPU  # made on the CPU device: host memory
         # stream handle -> an event recorded after the last oxide launch that used this
         # stream-ordered array on that stream (not its own); the free waits for them
         self._uses: dict[int, Any] = {}
@@ -155,7 +158,19 @@ class DeviceArray:
         return self.shape[0] if self.shape else 1
 
     @property
+    def __array_interface__(self) -> dict[str, Any]:
+        """The array interface of an array made on the CPU device (host memory); an
+        AttributeError for one in GPU memory."""
+        if not self._host:
+            raise AttributeError("a DeviceArray in GPU memory has no __array_interface__: use to_numpy()")
+        return {"version": 3, "shape": self.shape, "typestr": self.dtype.str, "data": (self.ptr, False),
+                "strides": None, "descr": self.dtype.descr}
+
+    @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
+        if self._host:
+            raise AttributeError("a DeviceArray made on the CPU device is host memory: it has __array_interface__, "
+                                 "not __cuda_array_interface__")
         return {
             "version": 3,
             "shape": self.shape,

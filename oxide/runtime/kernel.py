@@ -22,7 +22,7 @@ import functools
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from oxide.abi.vectors import vector_lanes
-from oxide.runtime import launcher
+from oxide.runtime import device_choice, launcher
 from oxide.runtime.launch import (
     MAX_BLOCK_THREADS,
     MAX_PORTABLE_CLUSTER_BLOCKS,
@@ -298,6 +298,10 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
                 self._after_launch(keep, stream)
         if err != 0:
             device.raise_cuda_error(err, f"launching kernel {self.name} (grid {grid}, block {block})")
+        if self._dispatch is not None and self._dispatch.on_cpu:
+            # the CPU device ran the kernel to completion: a check it failed is raised by this launch
+            kernel_errors.check_kernel_errors()
+            return
         if self._plan is not None and self._planned and not special:
             self._teach(variant, handle, uid, fn, keep, drv, args)
         del keep  # the argument arrays stay alive until the driver has taken the launch
@@ -448,7 +452,9 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
 
     def _prepare(self, args: Sequence[Any]) -> tuple[Specialization, list[Any], list[ArrayView]]:
         """Checks ``args`` and converts them into slot values: all on the CPU (arguments.py)."""
-        d = self._dispatch or self._build_dispatch()  # imports the launch modules, arguments among them
+        d = self._dispatch
+        if d is None or d.on_cpu is not device_choice.ON_CPU:  # first launch, or on the other device
+            d = self._build_dispatch()  # imports the launch modules, arguments among them
         return arguments.prepare(d, self.name, args)
 
     # code ---------------------------------------------------------------------------------
@@ -508,6 +514,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             constexpr_index=tuple(i for i, p in enumerate(first) if p.is_constexpr),
             tensor_map_index=tuple(i for i, p in enumerate(first) if p.is_tensor_map),
             vectors=vectors if any(vectors) else (),
+            on_cpu=located.cpu is not None,
         )
         self._planned = self._plan is not None and self._configure_plan(d)
         self._dispatch = d
@@ -584,19 +591,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             fn = variant.functions.get(uid)
             if fn is not None:
                 return fn, ctx, uid
-            info = device.context_device(ctx)
-            m = located.manifest
-            choice = loader.select_code(m.cubins, m.ptx, (info.major, info.minor), module=m.module, device_name=info.name)
-            mod = loader.load_module(
-                ctx,
-                located.directory / choice.file,
-                choice.kind,
-                module=m.module,
-                arch=choice.arch,
-                error_sites=m.error_sites,
-                manifest_key=str(located.path),
-                cuda_driver=m.cuda_driver,
-            )
+            mod = loader.load_located(ctx, located)
             fn = loader.get_function(mod, variant.spec.symbol, kernel=self.name)
             variant.functions[uid] = fn
             return fn, ctx, uid
@@ -606,14 +601,18 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
     @property
     def specializations(self) -> list[dict[str, str]]:
         """The TypeVar assignments compiled for this kernel (``[{}]`` for a non-generic kernel)."""
-        d = self._dispatch or self._build_dispatch()
+        d = self._dispatch
+        if d is None or d.on_cpu is not device_choice.ON_CPU:
+            d = self._build_dispatch()
         return [dict(v.spec.specialization) for v in d.variants]
 
     @property
     def attributes(self) -> dict[str, int]:
         """Registers per thread, static shared, local and constant memory of the first
         specialization on the current device (``cuFuncGetAttribute``)."""
-        d = self._dispatch or self._build_dispatch()
+        d = self._dispatch
+        if d is None or d.on_cpu is not device_choice.ON_CPU:
+            d = self._build_dispatch()
         variant = d.variants[0]
         fn, _, _ = self._load(variant)
         drv = device.driver()

@@ -53,6 +53,7 @@ __all__ = [
     "ARRAY_CAI",
     "new_plan",
     "bind_driver",
+    "unbind_driver",
     "learn_array",
     "learn_scalar",
     "driver_entry_points",
@@ -169,6 +170,17 @@ def bind_driver(drv: Any) -> bool:
             _listening = True
             kernel_errors.add_record_listener(_ext.set_records)
     return bool(points)
+
+
+def unbind_driver() -> None:
+    """Takes the driver's entry points from the C launcher, which then leaves every launch to
+    Python until :func:`bind_driver` gives them again: the CPU device was chosen
+    (``device_choice.set_device``), and the C path launches on the GPU only."""
+    global _bound_driver
+    if _ext is None:
+        return
+    _ext.set_driver(0, 0)
+    _bound_driver = None
 
 
 def _register_torch(torch: Any) -> None:

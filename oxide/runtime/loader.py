@@ -10,14 +10,18 @@ from __future__ import annotations
 import re
 import _thread  # threading's locks without importing threading (0.5 ms at import: issue 28)
 from pathlib import Path
-from typing import Any, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from oxide.errors import CudaError
 from oxide.runtime import device, kernel_errors
 from oxide.runtime.manifest import ErrorSite
 
+if TYPE_CHECKING:
+    from oxide.runtime.artifacts import LocatedManifest
+
 __all__ = [
-    "CodeChoice", "DRIVER_RELEASE_OF_CUDA", "parse_arch", "select_code", "load_module", "get_function", "LOAD_LOCK",
+    "CodeChoice", "DRIVER_RELEASE_OF_CUDA", "parse_arch", "select_code", "load_module", "load_located", "get_function",
+    "LOAD_LOCK",
     "check_driver", "installed_driver_release",
 ]
 
@@ -149,6 +153,32 @@ def load_module(
             kernel_errors.register_module(
                 ctx, mod, key=manifest_key or str(path), module=module or path.stem, sites=tuple(error_sites)
             )
+        _modules[key] = mod
+        return mod
+
+
+def load_located(ctx: int, located: LocatedManifest) -> Any:
+    """The ``CUmodule`` of ``located``'s code in context ``ctx`` (current), loaded once: the code
+    file :func:`select_code` picks for the context's GPU, or on the CPU device the module compiled
+    for the host (``located.cpu``, which ``cpu_driver.CpuDriver`` loads)."""
+    m = located.manifest
+    if located.cpu is None:
+        info = device.context_device(ctx)
+        choice = select_code(m.cubins, m.ptx, (info.major, info.minor), module=m.module, device_name=info.name)
+        return load_module(ctx, located.directory / choice.file, choice.kind, module=m.module, arch=choice.arch,
+                           error_sites=m.error_sites, manifest_key=str(located.path), cuda_driver=m.cuda_driver)
+    key = (device.context_uid(ctx), str(located.path))
+    with LOAD_LOCK:
+        mod = _modules.get(key)
+        if mod is not None:
+            return mod
+        from oxide.runtime.cpu_driver import CpuCode
+
+        err, mod = device.driver().cuModuleLoadData(CpuCode(located.cpu, m.module))
+        if err != 0:
+            device.raise_cuda_error(err, f"loading module {m.module} on the CPU device")
+        if m.error_sites:
+            kernel_errors.register_module(ctx, mod, key=str(located.path), module=m.module, sites=tuple(m.error_sites))
         _modules[key] = mod
         return mod
 

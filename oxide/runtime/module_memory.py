@@ -42,13 +42,8 @@ def array_address(array: ModuleArray) -> tuple[int, int]:
     if found is not None:
         return found
     located, record = _record(array)
-    info = device.context_device(ctx)
-    m = located.manifest
     with loader.LOAD_LOCK:
-        choice = loader.select_code(m.cubins, m.ptx, (info.major, info.minor), module=m.module, device_name=info.name)
-        mod = loader.load_module(ctx, located.directory / choice.file, choice.kind, module=m.module, arch=choice.arch,
-                                 error_sites=m.error_sites, manifest_key=str(located.path),
-                                 cuda_driver=m.cuda_driver)
+        mod = loader.load_located(ctx, located)
     drv = device.driver()
     err, ptr, size = drv.cuModuleGetGlobal(mod, record.symbol.encode())
     if err != 0:

@@ -66,12 +66,14 @@ def _checked(handle: Any, what: str, source: str) -> int:
 
 
 def framework_of(arrays: Iterable[Any]) -> tuple[str, int] | None:
-    """``("torch", ordinal)`` for the first PyTorch tensor among ``arrays``, else ``("cupy",
+    """``("torch", ordinal)`` for the first PyTorch CUDA tensor among ``arrays``, else ``("cupy",
     ordinal)`` for the first CuPy array, else None (the legacy default stream)."""
     first_cupy = None
     for a in arrays:
         kind = framework_kind(a)
         if kind == "torch":
+            if not getattr(a, "is_cuda", True):
+                continue  # a CPU tensor (the CPU device's): no stream of its own
             return "torch", _torch_ordinal(a)
         if first_cupy is None and kind == "cupy":
             first_cupy = a
