@@ -1,8 +1,8 @@
-"""Shared test setup: ``gpu``-marked tests are skipped where there is no NVIDIA GPU and driver;
-the ``ptxas`` fixture assembles PTX."""
+"""Shared test setup: ``gpu``-marked tests run on the GPU, or on the CPU device where there is
+no NVIDIA GPU and driver (tests/devices.py; those marked ``gpu_only`` skip there with their
+reason); the ``ptxas`` fixture assembles PTX."""
 from __future__ import annotations
 
-import functools
 import os
 import subprocess
 from collections.abc import Callable
@@ -10,32 +10,47 @@ from pathlib import Path
 
 import pytest
 
+from devices import cpu_device_problem, gpu_available, gpu_tests_on_cpu
+
 # the tests check the IR's contract after every pass (oxide_build.passes), not only after the frontend
 os.environ.setdefault("OXIDE_VERIFY_IR", "1")
 
 
-@functools.lru_cache(maxsize=1)
-def gpu_available() -> bool:
-    """True when the CUDA driver loads and sees at least one device."""
-    try:
-        from cuda.bindings import driver
-
-        (err,) = driver.cuInit(0)
-        if int(err) != 0:
-            return False
-        err, count = driver.cuDeviceGetCount()
-        return int(err) == 0 and count > 0
-    except Exception:
-        return False
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not any("gpu" in item.keywords for item in items) or gpu_available():
+    """Without a GPU, the ``gpu`` tests run on the CPU device (tests/devices.py), but those
+    marked ``gpu_only(reason)``, which skip with their reason; without a working CPU device
+    they all skip, saying why."""
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if not gpu_items or gpu_available():
         return
-    skip = pytest.mark.skip(reason="needs an NVIDIA GPU and driver")
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+    problem = cpu_device_problem()
+    for item in gpu_items:
+        if problem is not None:
+            item.add_marker(pytest.mark.skip(reason=f"needs an NVIDIA GPU and driver, or the CPU device: {problem}"))
+            continue
+        only = item.get_closest_marker("gpu_only")
+        if only is not None:
+            reason = only.args[0] if only.args else "needs a GPU"
+            item.add_marker(pytest.mark.skip(reason=f"on the CPU device: {reason}"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A ``gpu`` test run on the CPU device has it chosen before its fixtures (module fixtures
+    compile and load kernels), in this process and in those it starts (OXIDE_DEVICE)."""
+    if "gpu" in item.keywords and gpu_tests_on_cpu():
+        from oxide.runtime import device_choice
+
+        os.environ["OXIDE_DEVICE"] = "cpu"
+        device_choice.set_device("cpu")
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    if "gpu" in item.keywords and gpu_tests_on_cpu():
+        from oxide.runtime import device_choice
+
+        os.environ.pop("OXIDE_DEVICE", None)
+        device_choice.set_device("cuda")
 
 
 @pytest.fixture

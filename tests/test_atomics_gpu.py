@@ -5,9 +5,6 @@ Sizes are odd (not multiples of the block); the kernels are in packages/atomicke
 from __future__ import annotations
 
 import ctypes
-import importlib
-import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -16,6 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+import devices
+
 pytestmark = pytest.mark.gpu
 KERNELS = Path(__file__).resolve().parent / "packages" / "atomickernels" / "atomk.py"
 BLOCK = 256
@@ -23,26 +22,11 @@ SIZES = [1, 1000, 100_003]
 rng = np.random.default_rng()
 
 
-@pytest.fixture(scope="module", params=["nvptx", "nvvm"])
+@pytest.fixture(scope="module", params=devices.backends())
 def atomk(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    """atomk.py compiled by ``request.param`` for this GPU into a package, then imported."""
-    from oxide.runtime import device
-    from oxide_build.compile import CompileOptions, compile_module
-    from oxide_build.package.artifacts import write_module_artifacts
-
-    arch = device.context_device(device.current_context()).arch
+    """atomk.py compiled by ``request.param`` for this GPU (or the CPU device) into a package, then imported."""
     name = f"atomics_{request.param}"
-    root = tmp_path_factory.mktemp(name)
-    pkg = root / name
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    shutil.copy(KERNELS, pkg / "atomk.py")
-    compiled = compile_module(pkg / "atomk.py", f"{name}.atomk",
-                              CompileOptions(archs=(arch,), backend=request.param), root=root)
-    write_module_artifacts(compiled, pkg)
-    sys.path.insert(0, str(root))
-    yield importlib.import_module(f"{name}.atomk")
-    sys.path.remove(str(root))
+    yield devices.compiled_package([KERNELS], name, tmp_path_factory.mktemp(name), request.param)
 
 
 def dev(a: np.ndarray) -> Any:
@@ -142,6 +126,7 @@ class Managed:
         device.check(err, "cuMemFree")
 
 
+@devices.gpu_only("CUDA managed memory (cuMemAllocManaged)")
 @pytest.mark.parametrize("n", SIZES)
 def test_system_scope_totals_in_managed_memory(atomk: ModuleType, n: int) -> None:
     from oxide.runtime import synchronize

@@ -1,5 +1,6 @@
-"""The examples on the GPU, against NumPy float64 references, at sizes that are not multiples
-of the block size; outputs are poisoned before each launch and every element is checked."""
+"""The examples on the GPU (or the CPU device: tests/devices.py), against NumPy float64
+references, at sizes that are not multiples of the block size; outputs are poisoned before each
+launch and every element is checked."""
 from __future__ import annotations
 
 import sys
@@ -8,24 +9,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import devices
+from devices import sized, to_numpy
+
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-torch = pytest.importorskip("torch")
 rng = np.random.default_rng()
+dev = devices.array
 
 
-def dev(a: np.ndarray):  # type: ignore[no-untyped-def]
-    return torch.as_tensor(a, device="cuda")
+def poisoned(n: int | tuple[int, ...], dtype=np.float32):  # type: ignore[no-untyped-def]
+    return devices.full(n, np.nan, dtype)
 
 
-def poisoned(n: int | tuple[int, ...], dtype=torch.float32):  # type: ignore[no-untyped-def]
-    return torch.full(n if isinstance(n, tuple) else (n,), float("nan"), dtype=dtype, device="cuda")
-
-
-@pytest.mark.parametrize("n", [1, 1000, 2**24 + 3])
+@pytest.mark.parametrize("n", [1, 1000, sized(2**24 + 3, 2**18 + 3)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("checked", [True, False])
 def test_saxpy(n: int, dtype: type, checked: bool) -> None:
@@ -34,12 +34,13 @@ def test_saxpy(n: int, dtype: type, checked: bool) -> None:
     k = saxpy if checked else saxpy_unchecked
     x, y = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
     a = 1.7
-    out = poisoned(n, torch.float32 if dtype == np.float32 else torch.float64)
+    out = poisoned(n, dtype)
     k[k.grid_for(n, 256), 256](a, dev(x), dev(y), out)
     ref = a * x.astype(np.float64) + y.astype(np.float64)
-    np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(out), ref, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-6)
 
 
+@devices.gpu_only("uses CuPy")
 @pytest.mark.parametrize("n", [1, 1000, 2**24 + 3])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_saxpy_with_cupy_arrays(n: int, dtype: type) -> None:
@@ -53,19 +54,19 @@ def test_saxpy_with_cupy_arrays(n: int, dtype: type) -> None:
     np.testing.assert_allclose(cupy.asnumpy(out), ref, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-6)
 
 
-@pytest.mark.parametrize("n", [1, 1000, 12345, 2**22 + 7])
+@pytest.mark.parametrize("n", [1, 1000, 12345, sized(2**22 + 7, 2**17 + 7)])
 def test_block_sum(n: int) -> None:
     from examples.reduce import block_sum
 
     x = rng.random(n).astype(np.float32)
-    out = torch.zeros(1, dtype=torch.float32, device="cuda")
+    out = devices.zeros(1)
     blocks = min((n + 255) // 256, 132 * 8)
     block_sum[blocks, 256](dev(x), out)
     ref = x.astype(np.float64).sum()
-    assert abs(out.item() - ref) <= 1e-5 * max(ref, 1.0) + 1e-5
+    assert abs(float(to_numpy(out)[0]) - ref) <= 1e-5 * max(ref, 1.0) + 1e-5
 
 
-@pytest.mark.parametrize("n", [1, 1000, 1025, 3 * 1024 * 1024 + 11])
+@pytest.mark.parametrize("n", [1, 1000, 1025, sized(3 * 1024 * 1024 + 11, 3 * 65536 + 11)])
 def test_inclusive_scan(n: int) -> None:
     from examples.scan import inclusive_scan
 
@@ -73,20 +74,24 @@ def test_inclusive_scan(n: int) -> None:
     out = poisoned(n)
     inclusive_scan(dev(x), out, lambda m: poisoned(m))
     ref = np.cumsum(x.astype(np.float64))
-    np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(to_numpy(out), ref, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("n", [1, 1000, 10**6 + 3])
+@pytest.mark.parametrize("n", [1, 1000, sized(10**6 + 3, 10**5 + 3)])
 def test_histogram(n: int) -> None:
     from examples.histogram import histogram
 
     data = rng.integers(0, 256, n, dtype=np.uint8)
-    hist = torch.zeros(256, dtype=torch.int32, device="cuda").view(torch.uint32) if hasattr(torch, "uint32") else None
-    if hist is None:
+    torch = devices.torch_or_none()
+    as_torch = torch is not None and not devices.on_cpu()
+    if as_torch and not hasattr(torch, "uint32"):
         pytest.skip("torch has no uint32")
+    hist = (torch.zeros(256, dtype=torch.int32, device="cuda").view(torch.uint32) if as_torch
+            else devices.zeros(256, np.uint32))
     histogram[min((n + 255) // 256, 512), 256](dev(data), hist)
     ref = np.bincount(data, minlength=256)
-    np.testing.assert_array_equal(hist.view(torch.int32).cpu().numpy(), ref)
+    got = to_numpy(hist.view(torch.int32) if as_torch else hist)
+    np.testing.assert_array_equal(got.astype(np.int64), ref)
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (33, 65), (1000, 777)])
@@ -97,7 +102,7 @@ def test_transpose(shape: tuple[int, int]) -> None:
     x = rng.standard_normal(shape).astype(np.float32)
     out = poisoned(rows * cols)
     transpose[((cols + 31) // 32, (rows + 31) // 32), (32, 8)](dev(x.ravel()), rows, cols, out)
-    np.testing.assert_array_equal(out.cpu().numpy().reshape(cols, rows), x.T)
+    np.testing.assert_array_equal(to_numpy(out).reshape(cols, rows), x.T)
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (7, 1000), (300, 4097)])
@@ -111,7 +116,7 @@ def test_softmax(shape: tuple[int, int]) -> None:
     x64 = x.astype(np.float64)
     e = np.exp(x64 - x64.max(axis=1, keepdims=True))
     ref = e / e.sum(axis=1, keepdims=True)
-    np.testing.assert_allclose(out.cpu().numpy().reshape(shape), ref, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(to_numpy(out).reshape(shape), ref, rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 5), (513, 1031)])
@@ -125,10 +130,10 @@ def test_stencil(shape: tuple[int, int]) -> None:
     x64 = x.astype(np.float64)
     ref = x64.copy()
     ref[1:-1, 1:-1] = 0.25 * (x64[:-2, 1:-1] + x64[2:, 1:-1] + x64[1:-1, :-2] + x64[1:-1, 2:])
-    np.testing.assert_allclose(out.cpu().numpy().reshape(shape), ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(out).reshape(shape), ref, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("mnk", [(1, 1, 1), (33, 65, 17), (511, 257, 1000)])
+@pytest.mark.parametrize("mnk", [(1, 1, 1), (33, 65, 17), sized((511, 257, 1000), (130, 97, 200))])
 def test_sgemm(mnk: tuple[int, int, int]) -> None:
     from examples.sgemm import sgemm
 
@@ -138,4 +143,4 @@ def test_sgemm(mnk: tuple[int, int, int]) -> None:
     c = poisoned(m * n)
     sgemm[((n + 31) // 32, (m + 31) // 32), (32, 32)](dev(a.ravel()), dev(b.ravel()), m, n, k, c)
     ref = a.astype(np.float64) @ b.astype(np.float64)
-    np.testing.assert_allclose(c.cpu().numpy().reshape(m, n), ref, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+    np.testing.assert_allclose(to_numpy(c).reshape(m, n), ref, rtol=1e-4, atol=1e-4 * np.sqrt(k))
