@@ -62,16 +62,18 @@ def cpu_device_problem() -> str | None:
     """Why kernels cannot run on the CPU device here (its engine is missing or cannot compile a
     saxpy-like kernel), None when they can."""
     try:
-        from oxide_build.backends.cpu.engine import compile_module_for_cpu
+        from oxide_build.jit import cpu_module
     except ImportError as e:
         return f"the CPU device's engine cannot be imported ({e})"
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "oxide_cpu_probe.py"
         path.write_text(_PROBE)
         try:
-            compile_module_for_cpu(path, "oxide_cpu_probe", Path(tmp))
+            cpu_module(path, "oxide_cpu_probe")
         except NotImplementedError as e:
             return f"the CPU device's engine is not built yet ({e})"
+        except ImportError as e:
+            return f"the CPU device's engine cannot be imported ({e})"
         except Exception as e:  # any failure of the engine: said once, as the skip reason
             return f"the CPU device's engine failed on a saxpy-like kernel ({type(e).__name__}: {e})"
     return None

@@ -26,6 +26,8 @@ from typing import Any
 
 import pytest
 
+import devices
+
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT_S = 240  # both modules' JIT compiles (16 instances each: ~15-40 s) and every case below, with a margin
 ULP = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11}
@@ -134,7 +136,8 @@ def child() -> None:
 # the parent: pytest --------------------------------------------------------------------------
 
 torch: Any = pytest.importorskip("torch") if __name__ != "__main__" else None
-pytestmark = pytest.mark.gpu
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("the attention examples use tensor cores (mma)")]
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("compares the nvptx and nvvm backends' GPU code")]
 torch = pytest.importorskip("torch")
 ROOT = Path(__file__).resolve().parent.parent
 rng = np.random.default_rng()

@@ -15,7 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("CUDA C++ linked through [tool.oxide] (no CPU form)")]
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = Path(__file__).resolve().parent / "packages"

@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("thread block clusters")]
 PACKAGE = Path(__file__).resolve().parent / "packages" / "clusterk"
 POISON = -12345.5
 N = 128  # threads per block, elements of each block's shared array

@@ -12,7 +12,9 @@ import pytest
 
 from test_cmake import _build, _cmake_missing
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("C++ host code launching through launch.hpp (needs a GPU)")]
 
 
 def _device_arch() -> str:

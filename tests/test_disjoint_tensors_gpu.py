@@ -14,7 +14,9 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("uses torch CUDA tensors (not yet written with tests/devices.py)")]
 torch = pytest.importorskip("torch")
 KERNELS = Path(__file__).resolve().parent / "packages" / "disjointkernels" / "dtk.py"
 rng = np.random.default_rng()

@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("compiles with fma off per test: the CPU device compiles with the project's options")]
 KERNELS = Path(__file__).resolve().parent / "packages" / "fmakernels" / "fmak.py"
 BLOCK = 128
 N = 4099

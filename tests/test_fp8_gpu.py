@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("fp8 tensor-core mma and torch's fp8 CUDA conversions")]
 torch = pytest.importorskip("torch")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent / "packages" / "fp8"))

@@ -11,7 +11,9 @@ import pytest
 
 from test_runtime_gpu import _inputs, _reference, _write_module
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("PyTorch and CuPy CUDA streams")]
 
 
 @pytest.fixture(scope="module")

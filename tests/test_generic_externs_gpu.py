@@ -14,7 +14,9 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("CUDA C++ linked through @extern (no CPU form)")]
 torch = pytest.importorskip("torch")
 PACKAGE = Path(__file__).resolve().parent / "packages" / "genericextern"
 rng = np.random.default_rng()

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("tensors of more than 2**31 elements in GPU memory")]
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))

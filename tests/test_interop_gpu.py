@@ -13,7 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("CUDA C++ linked through @extern (no CPU form)")]
 
 INTEROP = Path(__file__).parent / "packages" / "interop"
 

@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("C++ host code launching through launch.hpp (needs a GPU)")]
 
 KERNELS = '''\
 from oxide import DisjointSlice, Slice, f32, f64, i32, kernel, thread

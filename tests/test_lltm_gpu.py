@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("oxide.torch operators on CUDA tensors, torch.compile and CUDA graphs")]
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))

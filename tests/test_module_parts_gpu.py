@@ -12,7 +12,9 @@ import pytest
 
 from test_module_parts import kernels_source
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("uses torch CUDA tensors (not yet written with tests/devices.py)")]
 torch = pytest.importorskip("torch")
 
 

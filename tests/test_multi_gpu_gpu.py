@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("several GPUs")]
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent

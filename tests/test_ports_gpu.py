@@ -10,7 +10,9 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("uses torch CUDA tensors (not yet written with tests/devices.py)")]
 torch = pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).parent / "packages" / "ports"))
 rng = np.random.default_rng()

@@ -23,7 +23,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("CUDA contexts, streams, CuPy and faults of the GPU runtime")]
 
 SIZES = [1, 1000, 2**24 + 3]
 

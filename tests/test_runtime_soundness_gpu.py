@@ -21,7 +21,9 @@ import pytest
 
 from test_runtime_gpu import _compile_for_this_gpu, _inputs, _reference, kmod  # noqa: F401  (kmod: a fixture)
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("CUDA streams, stream-ordered memory and faults of the GPU runtime")]
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent

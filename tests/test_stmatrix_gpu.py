@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("stmatrix (tensor-core fragments)")]
 torch = pytest.importorskip("torch")
 KERNELS = Path(__file__).resolve().parent / "packages" / "stmatrixkernels"
 sys.path.insert(0, str(KERNELS))

@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("TMA (tensor memory accelerator)")]
 PACKAGE = Path(__file__).resolve().parent / "packages" / "tma"
 POISON = -12345.5
 

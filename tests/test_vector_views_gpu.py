@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("arrays of vector lanes from torch and CuPy CUDA memory")]
 KERNELS = Path(__file__).resolve().parent / "packages" / "vectorviews" / "vviewk.py"
 BLOCK = 128
 N = 9 * BLOCK + 45  # a partial last block

@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.gpu
+import devices
+
+pytestmark = [pytest.mark.gpu, devices.gpu_only("wgmma (tensor cores)")]
 torch = pytest.importorskip("torch")
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = Path(__file__).resolve().parent / "packages" / "wgmmakernels"
