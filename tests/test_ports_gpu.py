@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 import devices
+from devices import to_numpy
 
-pytestmark = [pytest.mark.gpu, devices.gpu_only("uses torch CUDA tensors (not yet written with tests/devices.py)")]
-torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+torch = devices.torch_or_none()  # the references of a few tests (marked torch_reference), on the GPU
 sys.path.insert(0, str(Path(__file__).parent / "packages" / "ports"))
 rng = np.random.default_rng()
 
@@ -22,15 +23,15 @@ def port(name: str) -> ModuleType:
     return importlib.import_module(f"port_{name}")
 
 
-def dev(a: np.ndarray) -> "torch.Tensor":
-    return torch.as_tensor(np.ascontiguousarray(a), device="cuda")
+dev = devices.array
+torch_reference = devices.gpu_only("PyTorch (CUDA) computes the reference")
 
 
-def poisoned(shape: tuple[int, ...] | int, dtype: "torch.dtype" = torch.float32) -> "torch.Tensor":
-    if dtype.is_floating_point:
-        return torch.full(shape if isinstance(shape, tuple) else (shape,), float("nan"), dtype=dtype, device="cuda")
-    value = 0x5A if dtype in (torch.uint8, torch.int8) else 0x5A5A
-    return torch.full(shape if isinstance(shape, tuple) else (shape,), value, dtype=dtype, device="cuda")
+def poisoned(shape: tuple[int, ...] | int, dtype: object = np.float32) -> object:
+    dt = np.dtype(dtype)  # type: ignore[call-overload]
+    if dt.kind == "f":
+        return devices.full(shape, np.nan, dt)
+    return devices.full(shape, 0x5A if dt.itemsize == 1 else 0x5A5A, dt)
 
 
 def test_bitonic_sort_shared() -> None:
@@ -38,14 +39,15 @@ def test_bitonic_sort_shared() -> None:
     blocks = 7
     keys = rng.integers(0, 2**32, (blocks, 1024), dtype=np.uint64).astype(np.uint32)
     for direction in (1, 0):
-        out = poisoned(blocks * 1024, torch.uint32)
+        out = poisoned(blocks * 1024, np.uint32)
         m.bitonic_sort_shared[blocks, 512](out, dev(keys.ravel()), np.uint32(1024), np.uint32(direction))
         ref = np.sort(keys, axis=1)
         if not direction:
             ref = ref[:, ::-1]
-        np.testing.assert_array_equal(out.cpu().numpy().reshape(blocks, 1024), ref)
+        np.testing.assert_array_equal(to_numpy(out).reshape(blocks, 1024), ref)
 
 
+@devices.gpu_only("warp-synchronous shared memory without __syncwarp: the CPU engine runs a warp's lanes in lockstep only at warp operations")
 @pytest.mark.parametrize("block_size", [128, 256])
 def test_reduction_reduce4(block_size: int) -> None:
     m = port("reduction")
@@ -55,7 +57,7 @@ def test_reduction_reduce4(block_size: int) -> None:
     out = poisoned(blocks)
     m.reduce4[blocks, block_size](dev(x), out, n, block_size)
     ref = np.pad(x.astype(np.float64), (0, blocks * 2 * block_size - n)).reshape(blocks, 2 * block_size).sum(1)
-    np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(to_numpy(out), ref, rtol=1e-4, atol=1e-4)
 
 
 def test_black_scholes() -> None:
@@ -67,7 +69,7 @@ def test_black_scholes() -> None:
     r, v = 0.02, 0.30
     call, put = poisoned(n), poisoned(n)
     m.black_scholes[(n + 127) // 128, 128](call, put, dev(price), dev(strike), dev(years), r, v)
-    from scipy.special import ndtr  # type: ignore[import-untyped]
+    ndtr = pytest.importorskip("scipy.special").ndtr
 
     s, x, t = price.astype(np.float64), strike.astype(np.float64), years.astype(np.float64)
     d1 = (np.log(s / x) + (r + 0.5 * v * v) * t) / (v * np.sqrt(t))
@@ -75,8 +77,8 @@ def test_black_scholes() -> None:
     ref_call = s * ndtr(d1) - x * np.exp(-r * t) * ndtr(d2)
     ref_put = x * np.exp(-r * t) * ndtr(-d2) - s * ndtr(-d1)
     # the polynomial approximation of the normal CDF is good to ~7.5e-8 (Abramowitz-Stegun 26.2.17)
-    np.testing.assert_allclose(call.cpu().numpy(), ref_call, rtol=1e-4, atol=2e-4)
-    np.testing.assert_allclose(put.cpu().numpy(), ref_put, rtol=1e-4, atol=2e-4)
+    np.testing.assert_allclose(to_numpy(call), ref_call, rtol=1e-4, atol=2e-4)
+    np.testing.assert_allclose(to_numpy(put), ref_put, rtol=1e-4, atol=2e-4)
 
 
 def test_fast_matmul() -> None:
@@ -86,7 +88,7 @@ def test_fast_matmul() -> None:
     b = rng.standard_normal((n, n)).astype(np.float32)
     c = poisoned((n, n))
     m.fast_matmul[(13, 13), (16, 16)](dev(a), dev(b), c)
-    np.testing.assert_allclose(c.cpu().numpy(), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(to_numpy(c), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-3)
 
 
 def test_transpose_no_bank_conflicts() -> None:
@@ -95,7 +97,7 @@ def test_transpose_no_bank_conflicts() -> None:
     x = rng.standard_normal((h, w)).astype(np.float32)
     out = poisoned(h * w)
     m.transpose_no_bank_conflicts[(w // 32, h // 32), (32, 8)](out, dev(x.ravel()), w, h)
-    np.testing.assert_array_equal(out.cpu().numpy().reshape(w, h), x.T)
+    np.testing.assert_array_equal(to_numpy(out).reshape(w, h), x.T)
 
 
 def test_spmv_csr_vector() -> None:
@@ -110,7 +112,7 @@ def test_spmv_csr_vector() -> None:
     m.spmv_csr_vector[120, 256](rows, dev(ap), dev(aj), dev(ax), dev(x), y)
     dense = np.zeros((rows, cols))
     dense[np.repeat(np.arange(rows), counts), aj] = ax
-    np.testing.assert_allclose(y.cpu().numpy(), dense @ x.astype(np.float64), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(to_numpy(y), dense @ x.astype(np.float64), rtol=1e-4, atol=1e-4)
 
 
 def test_softmax_rows() -> None:
@@ -120,19 +122,19 @@ def test_softmax_rows() -> None:
     m.softmax[37, 256](dev(x), out)
     v = x.astype(np.float64)
     e = np.exp(v - v.max(1, keepdims=True))
-    np.testing.assert_allclose(out.cpu().numpy(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(to_numpy(out), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
 
 
 def test_mandelbrot() -> None:
     m = port("mandelbrot")
     h, w, iters = 200, 301, 20
-    image = poisoned((h, w), torch.uint8)
+    image = poisoned((h, w), np.uint8)
     m.mandel_kernel[((w + 15) // 16, (h + 15) // 16), (16, 16)](-2.0, 1.0, -1.0, 1.0, image, iters)
     # reference in float32, as the kernel computes, step by step
     ys, xs = np.meshgrid(np.arange(h, dtype=np.float32), np.arange(w, dtype=np.float32), indexing="ij")
     c_re = np.float32(-2.0) + xs * np.float32(3.0 / w)
     c_im = np.float32(-1.0) + ys * np.float32(2.0 / h)
-    got = image.cpu().numpy()
+    got = to_numpy(image)
     z_re = np.zeros_like(c_re)
     z_im = np.zeros_like(c_im)
     ref = np.full((h, w), iters)
@@ -147,14 +149,15 @@ def test_mandelbrot() -> None:
     assert np.all(np.abs(got.astype(int) - ref) <= iters)
 
 
+@devices.gpu_only("needs the CPU engine's scoped atomics (atom.cta)")
 def test_histogram256() -> None:
     m = port("histogram256")
     n_words = 1_000_003
     data = rng.integers(0, 2**32, n_words, dtype=np.uint64).astype(np.uint32)
     blocks = 64
-    partial = poisoned(blocks * 256, torch.uint32)
+    partial = poisoned(blocks * 256, np.uint32)
     m.histogram256[blocks, 192](partial, dev(data), np.uint32(n_words))
-    hist = partial.cpu().numpy().reshape(blocks, 256).astype(np.int64).sum(0)
+    hist = to_numpy(partial).reshape(blocks, 256).astype(np.int64).sum(0)
     np.testing.assert_array_equal(hist, np.bincount(data.view(np.uint8), minlength=256))
 
 
@@ -166,22 +169,23 @@ def test_scan_blelloch() -> None:
     m.prescan[blocks, 512](out, dev(x))
     v = x.reshape(blocks, 1024).astype(np.float64)
     ref = np.cumsum(v, axis=1) - v
-    np.testing.assert_array_equal(out.cpu().numpy().reshape(blocks, 1024), ref)
+    np.testing.assert_array_equal(to_numpy(out).reshape(blocks, 1024), ref)
 
 
+@devices.gpu_only("needs the CPU engine's warp operations under a partial active mask")
 def test_warp_aggregated_filter() -> None:
     m = port("warp_aggregated_filter")
     n = 200_003
     src = rng.standard_normal(n).astype(np.float32)
     dst = poisoned(n)
-    count = torch.zeros(1, dtype=torch.int32, device="cuda")
+    count = devices.zeros(1, np.int32)
     m.filter_k[(n + 255) // 256, 256](dst, count, dev(src), n)
-    kept = int(count.item())
+    kept = int(to_numpy(count)[0])
     ref = src[src > 0]
     assert kept == len(ref)
     # the order of the kept elements is not fixed; the multiset is
-    np.testing.assert_array_equal(np.sort(dst.cpu().numpy()[:kept]), np.sort(ref))
-    assert torch.isnan(dst[kept:]).all()
+    np.testing.assert_array_equal(np.sort(to_numpy(dst)[:kept]), np.sort(ref))
+    assert np.isnan(to_numpy(dst)[kept:]).all()
 
 
 def test_grid_sync_reduce() -> None:
@@ -204,7 +208,7 @@ def test_convolution_rows() -> None:
     m.convolution_rows[(w // (bx * steps), h // by), (bx, by)](out, dev(src.ravel()), dev(taps), w, h, w)
     padded = np.pad(src.astype(np.float64), ((0, 0), (radius, radius)))
     ref = sum(taps[radius - j] * padded[:, radius + j:radius + j + w] for j in range(-radius, radius + 1))
-    np.testing.assert_allclose(out.cpu().numpy().reshape(h, w), ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(to_numpy(out).reshape(h, w), ref, rtol=1e-4, atol=1e-4)
 
 
 # ---- ports added by the second round (porter): sources in each port's docstring ---------------
@@ -228,7 +232,7 @@ def test_matrix_mul(block_size: int) -> None:
     m.matrix_mul_cuda[(w_b // block_size, h_a // block_size), (block_size, block_size)](
         c, dev(a.ravel()), dev(b.ravel()), w_a, w_b, block_size)
     ref = a.astype(np.float64) @ b.astype(np.float64)
-    np.testing.assert_allclose(c.cpu().numpy().reshape(h_a, w_b), ref, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(to_numpy(c).reshape(h_a, w_b), ref, rtol=1e-4, atol=1e-3)
 
 
 def test_kmeans_point() -> None:
@@ -239,10 +243,10 @@ def test_kmeans_point() -> None:
     table = rng.uniform(50.0, 60.0, m.ASSUMED_NR_CLUSTERS * m.MAX_FEATURES).astype(np.float32)  # unused slots
     table[:nclusters * nfeatures] = centres.ravel()
     m.c_clusters.write(table)
-    membership = poisoned(npoints, torch.int32)
+    membership = poisoned(npoints, np.int32)
     blocks = (npoints + 255) // 256
     m.kmeans_point[((blocks + 1) // 2, 2), 256](dev(points.T.ravel()), nfeatures, npoints, nclusters, membership)
-    got = membership.cpu().numpy()
+    got = to_numpy(membership)
     d = ((points.astype(np.float64)[:, None, :] - centres.astype(np.float64)[None, :, :]) ** 2).sum(2)
     assert got.min() >= 0 and got.max() < nclusters
     # the chosen centre is the nearest one (ties within f32 rounding may pick either)
@@ -261,9 +265,9 @@ def test_atax() -> None:
     m.atax_kernel2[(ny + 255) // 256, 256](dev(a.ravel()), y, tmp, nx, ny)
     a64 = a.astype(np.float64)
     ref_tmp = a64 @ x.astype(np.float64)
-    np.testing.assert_allclose(tmp.cpu().numpy(), ref_tmp, rtol=1e-4, atol=1e-4 * np.abs(ref_tmp).max())
-    ref_y = a64.T @ tmp.cpu().numpy().astype(np.float64)
-    np.testing.assert_allclose(y.cpu().numpy(), ref_y, rtol=1e-4, atol=1e-4 * np.abs(ref_y).max())
+    np.testing.assert_allclose(to_numpy(tmp), ref_tmp, rtol=1e-4, atol=1e-4 * np.abs(ref_tmp).max())
+    ref_y = a64.T @ to_numpy(tmp).astype(np.float64)
+    np.testing.assert_allclose(to_numpy(y), ref_y, rtol=1e-4, atol=1e-4 * np.abs(ref_y).max())
 
 
 def test_bicg() -> None:
@@ -277,8 +281,8 @@ def test_bicg() -> None:
     m.bicg_kernel2[(nx + 255) // 256, 256](dev(a.ravel()), dev(p), q, nx, ny)
     a64 = a.astype(np.float64)
     ref_s, ref_q = a64.T @ r.astype(np.float64), a64 @ p.astype(np.float64)
-    np.testing.assert_allclose(s.cpu().numpy(), ref_s, rtol=1e-4, atol=1e-4 * np.abs(ref_s).max())
-    np.testing.assert_allclose(q.cpu().numpy(), ref_q, rtol=1e-4, atol=1e-4 * np.abs(ref_q).max())
+    np.testing.assert_allclose(to_numpy(s), ref_s, rtol=1e-4, atol=1e-4 * np.abs(ref_s).max())
+    np.testing.assert_allclose(to_numpy(q), ref_q, rtol=1e-4, atol=1e-4 * np.abs(ref_q).max())
 
 
 def test_convolution_columns() -> None:
@@ -293,7 +297,7 @@ def test_convolution_columns() -> None:
     m.convolution_columns[(w // bx, h // (by * steps)), (bx, by)](out, dev(src.ravel()), w, h, w)
     padded = np.pad(src.astype(np.float64), ((radius, radius), (0, 0)))
     ref = sum(taps[radius - j] * padded[radius + j:radius + j + h, :] for j in range(-radius, radius + 1))
-    np.testing.assert_allclose(out.cpu().numpy().reshape(h, w), ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(to_numpy(out).reshape(h, w), ref, rtol=1e-4, atol=1e-4)
 
 
 def test_laplace_jacobi() -> None:
@@ -301,15 +305,16 @@ def test_laplace_jacobi() -> None:
     n, w = 100, 77
     a = rng.uniform(0.5, 2.0, (n, w)).astype(np.float32)
     a_new = poisoned((n, w))
-    error = torch.zeros(1, dtype=torch.float32, device="cuda")
+    error = devices.zeros(1, np.float32)
     m.jacobi_sweep[((w + 15) // 16, (n + 15) // 16), (16, 16)](dev(a), a_new, error)
     v = a.astype(np.float64)
     ref = v.copy()
     ref[1:-1, 1:-1] = 0.25 * (v[1:-1, :-2] + v[1:-1, 2:] + v[:-2, 1:-1] + v[2:, 1:-1])
-    np.testing.assert_allclose(a_new.cpu().numpy(), ref, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(a_new), ref, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(error.item(), np.abs(ref - v).max(), rtol=1e-5)
 
 
+@torch_reference
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 def test_layer_norm(dtype: str) -> None:
     m = port("layer_norm")
@@ -321,14 +326,14 @@ def test_layer_norm(dtype: str) -> None:
     y = poisoned(rows * n, tdt)
     mean, rstd = poisoned(rows), poisoned(rows)
     m.layer_norm_fwd[rows, m.BLOCK](x, y, w, b, mean, rstd, eps)
-    xv, wv, bv = (t.double().cpu().numpy() for t in (x, w, b))
+    xv, wv, bv = (to_numpy(t).astype(np.float64) for t in (x, w, b))
     ref_mean = xv.mean(1)
     ref_rstd = 1.0 / np.sqrt(xv.var(1) + eps)
     ref_y = (xv - ref_mean[:, None]) * ref_rstd[:, None] * wv + bv
-    np.testing.assert_allclose(mean.cpu().numpy(), ref_mean, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(rstd.cpu().numpy(), ref_rstd, rtol=1e-4)
+    np.testing.assert_allclose(to_numpy(mean), ref_mean, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(rstd), ref_rstd, rtol=1e-4)
     tol = {"float16": 4e-3, "bfloat16": 3e-2, "float32": 2e-5}[dtype]
-    np.testing.assert_allclose(y.double().cpu().numpy().reshape(rows, n), ref_y, rtol=tol, atol=tol)
+    np.testing.assert_allclose(to_numpy(y).astype(np.float64).reshape(rows, n), ref_y, rtol=tol, atol=tol)
 
 
 def test_block_scan() -> None:
@@ -336,20 +341,20 @@ def test_block_scan() -> None:
     blocks = 5
     n = blocks * m.BLOCK_THREADS - 100
     x = rng.integers(1, 1 << 20, n, dtype=np.uint64).astype(np.uint32)
-    out = poisoned(n, torch.uint32)
-    totals = poisoned(blocks, torch.uint32)
+    out = poisoned(n, np.uint32)
+    totals = poisoned(blocks, np.uint32)
     m.block_inclusive_scan[blocks, m.BLOCK_THREADS](dev(x), out, totals, np.uint32(n))
     padded = np.pad(x.astype(np.uint64), (0, blocks * m.BLOCK_THREADS - n)).reshape(blocks, m.BLOCK_THREADS)
     ref = (np.cumsum(padded, axis=1) % (1 << 32)).astype(np.uint32)
-    np.testing.assert_array_equal(out.cpu().numpy(), ref.ravel()[:n])
-    np.testing.assert_array_equal(totals.cpu().numpy(), ref[:, -1])
+    np.testing.assert_array_equal(to_numpy(out), ref.ravel()[:n])
+    np.testing.assert_array_equal(to_numpy(totals), ref[:, -1])
 
 
 def test_random_walk() -> None:
     m = port("random_walk")
     walks, steps = 10_007, 301
     seed = int(rng.integers(1, 2**63))
-    final_pos, max_dist = poisoned(walks, torch.int32), poisoned(walks, torch.int32)
+    final_pos, max_dist = poisoned(walks, np.int32), poisoned(walks, np.int32)
     m.random_walk[(walks + 127) // 128, 128](np.uint64(seed), steps, final_pos, max_dist)
 
     def splitmix64(x: np.ndarray) -> np.ndarray:
@@ -368,8 +373,8 @@ def test_random_walk() -> None:
         r = state * np.uint64(0x2545F4914F6CDD1D)
         pos += np.where((r >> np.uint64(40)) < (1 << 23), -1, 1)
         furthest = np.maximum(furthest, np.abs(pos))
-    np.testing.assert_array_equal(final_pos.cpu().numpy(), pos)
-    np.testing.assert_array_equal(max_dist.cpu().numpy(), furthest)
+    np.testing.assert_array_equal(to_numpy(final_pos), pos)
+    np.testing.assert_array_equal(to_numpy(max_dist), furthest)
 
 
 def test_simple_atomics() -> None:
@@ -381,7 +386,7 @@ def test_simple_atomics() -> None:
     uinit = rng.integers(1, 100, 11).astype(np.uint32)
     odata, udata = dev(init), dev(uinit)
     m.test_kernel[blocks, threads](odata, udata)
-    got, ugot = odata.cpu().numpy(), udata.cpu().numpy()
+    got, ugot = to_numpy(odata), to_numpy(udata)
     tids = np.arange(n, dtype=np.int64)
     assert got[0] == init[0] + 10 * n
     assert got[1] == init[1] - 10 * n
@@ -427,7 +432,7 @@ def test_needleman_wunsch() -> None:
         m.needle_cuda_shared_1[i, bs](d_ref, d_matrix, cols, penalty, i, block_width)
     for i in range(block_width - 1, 0, -1):
         m.needle_cuda_shared_2[i, bs](d_ref, d_matrix, cols, penalty, i, block_width)
-    np.testing.assert_array_equal(d_matrix.cpu().numpy().reshape(rows, cols), ref)
+    np.testing.assert_array_equal(to_numpy(d_matrix).reshape(rows, cols), ref)
 
 
 def test_nbody() -> None:
@@ -443,7 +448,7 @@ def test_nbody() -> None:
     r = p[None, :, :3] - p[:, None, :3]                       # r[i, j] = pos_j - pos_i
     inv = 1.0 / np.sqrt((r * r).sum(2) + soft2)
     ref = (r * (p[None, :, 3] * inv ** 3)[:, :, None]).sum(1)
-    got = accel.cpu().numpy().reshape(n, 4)
+    got = to_numpy(accel).reshape(n, 4)
     np.testing.assert_allclose(got[:, :3], ref, rtol=1e-3, atol=1e-3 * np.abs(ref).max())
     np.testing.assert_array_equal(got[:, 3], 0.0)
 
@@ -456,9 +461,9 @@ def test_ray_spheres() -> None:
     table[:, 3] = rng.uniform(20.0, 120.0, m.SPHERES)
     table[:, 4:7] = rng.uniform(-dim / 2, dim / 2, (m.SPHERES, 3))
     m.SPHERE_TABLE.write(table)
-    image = poisoned(dim * dim * 4, torch.uint8)
+    image = poisoned(dim * dim * 4, np.uint8)
     m.ray_kernel[(dim // 16, dim // 16), (16, 16)](image, dim)
-    got = image.cpu().numpy().reshape(dim, dim, 4).astype(np.int64)
+    got = to_numpy(image).reshape(dim, dim, 4).astype(np.int64)
     t = table.astype(np.float64)
     ys, xs = np.meshgrid(np.arange(dim) - dim // 2, np.arange(dim) - dim // 2, indexing="ij")
     dx = xs[None] - t[:, 4, None, None]
@@ -489,7 +494,7 @@ def test_pathfinder() -> None:
     small = m.BLOCK_SIZE - pyramid * m.HALO * 2
     block_cols = (cols + small - 1) // small
     gpu_wall = dev(wall[1:].ravel())
-    results = [dev(wall[0]), poisoned(cols, torch.int32)]
+    results = [dev(wall[0]), poisoned(cols, np.int32)]
     src, dst = 1, 0
     for t in range(0, rows - 1, pyramid):
         src, dst = dst, src
@@ -500,7 +505,7 @@ def test_pathfinder() -> None:
         left = np.concatenate([dp[:1], dp[:-1]])
         right = np.concatenate([dp[1:], dp[-1:]])
         dp = wall[r] + np.minimum(np.minimum(left, dp), right)
-    np.testing.assert_array_equal(results[dst].cpu().numpy(), dp)
+    np.testing.assert_array_equal(to_numpy(results[dst]), dp)
 
 
 def test_vote_intrinsics() -> None:
@@ -514,10 +519,10 @@ def test_vote_intrinsics() -> None:
     data[3, 0] = 0
     size = warps * 32
     for kernel, reduce in ((m.vote_any_kernel1, np.any), (m.vote_all_kernel2, np.all)):
-        result = poisoned(size, torch.uint32)
+        result = poisoned(size, np.uint32)
         kernel[1, size](dev(data.ravel()), result, size)
         ref = np.repeat(reduce(data != 0, axis=1), 32).astype(np.uint32)
-        np.testing.assert_array_equal(result.cpu().numpy(), ref)
+        np.testing.assert_array_equal(to_numpy(result), ref)
     warp_size = 32
     tx = np.arange(3 * warp_size)
     above = tx >= (warp_size * 3) // 2
@@ -526,7 +531,7 @@ def test_vote_intrinsics() -> None:
     for start in (np.tile([True, True, False], 3 * warp_size), np.zeros(9 * warp_size, bool)):
         info = dev(start)
         m.vote_any_kernel3[1, 3 * warp_size](info, warp_size)
-        np.testing.assert_array_equal(info.cpu().numpy().reshape(-1, 3), ref3)
+        np.testing.assert_array_equal(to_numpy(info).reshape(-1, 3), ref3)
 
 
 def test_median_filter() -> None:
@@ -538,7 +543,7 @@ def test_median_filter() -> None:
     ref = img.copy()
     windows = np.stack([img[1 + di:h - 1 + di, 1 + dj:w - 1 + dj] for di in (-1, 0, 1) for dj in (-1, 0, 1)])
     ref[1:-1, 1:-1] = np.median(windows, axis=0)
-    np.testing.assert_array_equal(out.cpu().numpy(), ref)
+    np.testing.assert_array_equal(to_numpy(out), ref)
 
 
 def test_correlation() -> None:
@@ -562,14 +567,14 @@ def test_correlation() -> None:
     ref_mean = v.sum(0) / float_n
     ref_std = np.sqrt(((v - ref_mean) ** 2).sum(0) / float_n)
     ref_std[ref_std <= 0.005] = 1.0
-    np.testing.assert_allclose(mean.cpu().numpy()[1:], ref_mean, rtol=1e-4, atol=1e-10)
-    np.testing.assert_allclose(std.cpu().numpy()[1:], ref_std, rtol=1e-4)
+    np.testing.assert_allclose(to_numpy(mean)[1:], ref_mean, rtol=1e-4, atol=1e-10)
+    np.testing.assert_allclose(to_numpy(std)[1:], ref_std, rtol=1e-4)
     z = (v - ref_mean) / (np.sqrt(float_n) * ref_std)
-    np.testing.assert_allclose(d_data.cpu().numpy().reshape(n_rows + 1, m_cols + 1)[1:, 1:], z, rtol=1e-4,
+    np.testing.assert_allclose(to_numpy(d_data).reshape(n_rows + 1, m_cols + 1)[1:, 1:], z, rtol=1e-4,
                                atol=1e-6 * np.abs(z).max())
     corr = z.T @ z
     np.fill_diagonal(corr, 1.0)
-    got = symmat.cpu().numpy().reshape(m_cols + 1, m_cols + 1)
+    got = to_numpy(symmat).reshape(m_cols + 1, m_cols + 1)
     # the original fills rows/columns 1..M-1 above the diagonal and mirrors them; the last diagonal
     # element and row/column 0 stay as they were
     for j1 in range(1, m_cols):
@@ -596,7 +601,7 @@ def test_bfs() -> None:
     blocks = (n + m.MAX_THREADS_PER_BLOCK - 1) // m.MAX_THREADS_PER_BLOCK
     levels = 0
     while True:
-        over = torch.zeros(1, dtype=torch.bool, device="cuda")
+        over = devices.zeros(1, np.bool_)
         m.bfs_kernel[blocks, m.MAX_THREADS_PER_BLOCK](d_starting, d_counts, d_edges, d_mask, d_updating, d_visited,
                                                        d_cost, n)
         m.bfs_kernel2[blocks, m.MAX_THREADS_PER_BLOCK](d_mask, d_updating, d_visited, over, n)
@@ -613,8 +618,8 @@ def test_bfs() -> None:
             if ref[v] < 0:
                 ref[v] = ref[u] + 1
                 queue.append(v)
-    np.testing.assert_array_equal(d_cost.cpu().numpy(), ref)
-    np.testing.assert_array_equal(d_visited.cpu().numpy(), ref >= 0)
+    np.testing.assert_array_equal(to_numpy(d_cost), ref)
+    np.testing.assert_array_equal(to_numpy(d_visited), ref >= 0)
 
 
 @pytest.mark.parametrize("log2n", [10, 11])
@@ -631,14 +636,14 @@ def test_fast_walsh(log2n: int) -> None:
         ref = np.stack([ref[:, :, 0] + ref[:, :, 1], ref[:, :, 0] - ref[:, :, 1]], axis=2)
         h *= 2
     ref = ref.reshape(batch, n)
-    np.testing.assert_allclose(out.cpu().numpy().reshape(batch, n), ref, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(to_numpy(out).reshape(batch, n), ref, rtol=1e-4, atol=1e-3)
 
 
 def test_sobel() -> None:
     m = port("sobel")
     h, w, scale = 97, 131, 0.625                 # a scale exact in binary: the f32 product truncates like f64's
     img = rng.integers(0, 256, (h, w)).astype(np.uint8)
-    out = poisoned((h, w), torch.uint8)
+    out = poisoned((h, w), np.uint8)
     m.sobel_tex[((w + 15) // 16, (h + 15) // 16), (16, 16)](dev(img), out, scale)
     p = np.pad(img.astype(np.int64), 1, mode="edge")
 
@@ -648,9 +653,10 @@ def test_sobel() -> None:
     horz = at(-1, 1) + 2 * at(0, 1) + at(1, 1) - at(-1, -1) - 2 * at(0, -1) - at(1, -1)
     vert = at(-1, -1) + 2 * at(-1, 0) + at(-1, 1) - at(1, -1) - 2 * at(1, 0) - at(1, 1)
     ref = np.clip(np.trunc(scale * (np.abs(horz) + np.abs(vert))), 0, 255).astype(np.uint8)
-    np.testing.assert_array_equal(out.cpu().numpy(), ref)
+    np.testing.assert_array_equal(to_numpy(out), ref)
 
 
+@devices.gpu_only("needs the CPU engine's scoped atomics (atom.cta)")
 @pytest.mark.parametrize("bits, shift", [(32, 0), (32, 24), (64, 8), (64, 56)])
 def test_radix_histogram(bits: int, shift: int) -> None:
     m = port("radix_histogram")
@@ -660,7 +666,7 @@ def test_radix_histogram(bits: int, shift: int) -> None:
     counts = dev(np.zeros(m.RADIX_DIGITS, np.uint32))
     m.radix_histogram[40, 256](dev(keys), counts, np.uint32(shift))
     digits = ((keys >> dtype(shift)) & dtype(m.RADIX_DIGITS - 1)).astype(np.int64)
-    np.testing.assert_array_equal(counts.cpu().numpy(), np.bincount(digits, minlength=m.RADIX_DIGITS))
+    np.testing.assert_array_equal(to_numpy(counts), np.bincount(digits, minlength=m.RADIX_DIGITS))
 
 
 def test_philox_dropout() -> None:
@@ -690,7 +696,7 @@ def test_philox_dropout() -> None:
     random = xi.astype(np.float32) * np.float32(4.6566127342e-10)
     keep = random > np.float32(p)
     ref = np.where(keep, x / (np.float32(1) - np.float32(p)), np.float32(0)).astype(np.float32)
-    got = out.cpu().numpy()
+    got = to_numpy(out)
     np.testing.assert_array_equal(got != 0, keep)
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=0)
     assert 0.6 < keep.mean() < 0.8
@@ -707,9 +713,10 @@ def test_reduce6(block_size: int, n: int) -> None:
     # block b sums the elements whose position in each grid-sized stride falls in its 2 * block_size
     owner = (np.arange(n) % (2 * block_size * blocks)) // (2 * block_size)
     ref = np.bincount(owner, weights=x.astype(np.float64), minlength=blocks)
-    np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(to_numpy(out), ref, rtol=1e-4, atol=1e-3)
 
 
+@torch_reference
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 def test_gelu(dtype: str) -> None:
     m = port("gelu")
@@ -720,10 +727,10 @@ def test_gelu(dtype: str) -> None:
     x = torch.as_tensor(rng.standard_normal(n) * 3, dtype=tdt, device="cuda")
     y = poisoned(n, tdt)
     m.gelu_kernel[120, 256](x, y, n)
-    v = x.double().cpu().numpy()
+    v = to_numpy(x).astype(np.float64)
     ref = v * 0.5 * (1 + erf(v / np.sqrt(2.0)))
     tol = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 1e-5, "float64": 1e-12}[dtype]
-    np.testing.assert_allclose(y.double().cpu().numpy(), ref, rtol=tol, atol=tol)
+    np.testing.assert_allclose(to_numpy(y).astype(np.float64), ref, rtol=tol, atol=tol)
 
 
 def test_hotspot() -> None:
@@ -759,7 +766,7 @@ def test_hotspot() -> None:
         west, east = e[1:-1, :-2], e[1:-1, 2:]
         ref = ref + sdc * (p + (south + north - 2.0 * ref) / float(ry) + (east + west - 2.0 * ref) / float(rx)
                            + (80.0 - ref) / float(rz))
-    np.testing.assert_allclose(bufs[dst].cpu().numpy().reshape(rows, cols), ref, rtol=1e-5, atol=1e-3)
+    np.testing.assert_allclose(to_numpy(bufs[dst]).reshape(rows, cols), ref, rtol=1e-5, atol=1e-3)
 
 
 def test_conv2d_tiled() -> None:
@@ -774,7 +781,7 @@ def test_conv2d_tiled() -> None:
     r = mw // 2
     padded = np.pad(image.astype(np.float64), r)
     ref = sum(float(mask[i, j]) * padded[i:i + height, j:j + width] for i in range(mw) for j in range(mw))
-    np.testing.assert_allclose(out.cpu().numpy().reshape(height, width), ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(to_numpy(out).reshape(height, width), ref, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
@@ -785,9 +792,9 @@ def test_simple_templates(dtype: str) -> None:
         x = rng.integers(-1000, 1000, threads).astype(np.int32)
     else:
         x = rng.standard_normal(threads).astype(dtype)
-    out = poisoned(threads, getattr(torch, dtype))
+    out = poisoned(threads, dtype)
     m.test_kernel[1, threads, None, threads * x.itemsize](dev(x), out)
-    np.testing.assert_array_equal(out.cpu().numpy(), x * x.dtype.type(threads))
+    np.testing.assert_array_equal(to_numpy(out), x * x.dtype.type(threads))
 
 
 def test_sequential_rows() -> None:
@@ -801,7 +808,7 @@ def test_sequential_rows() -> None:
     ref = start.astype(np.int64)
     for row in range(1, rows):
         ref[row] = ref[row - 1, ::-1] + 1
-    np.testing.assert_array_equal(M.cpu().numpy(), ref)
+    np.testing.assert_array_equal(to_numpy(M), ref)
 
 
 def test_histogram64() -> None:
@@ -811,9 +818,9 @@ def test_histogram64() -> None:
     data = rng.integers(0, 2**32, 4 * data_count, dtype=np.uint64).astype(np.uint32)
     # as the sample sizes the grid: each thread's byte counters stay below 256
     blocks = (16 * data_count + threads * 240 - 1) // (threads * 240)
-    partial = poisoned(blocks * m.HISTOGRAM64_BIN_COUNT, torch.uint32)
+    partial = poisoned(blocks * m.HISTOGRAM64_BIN_COUNT, np.uint32)
     m.histogram64_kernel[blocks, threads](partial, dev(data), np.uint32(data_count))
-    hist = partial.cpu().numpy().reshape(blocks, m.HISTOGRAM64_BIN_COUNT).astype(np.int64).sum(0)
+    hist = to_numpy(partial).reshape(blocks, m.HISTOGRAM64_BIN_COUNT).astype(np.int64).sum(0)
     np.testing.assert_array_equal(hist, np.bincount(data.view(np.uint8) >> 2, minlength=m.HISTOGRAM64_BIN_COUNT))
 
 
@@ -844,17 +851,17 @@ def test_shfl_scan(width: int) -> None:
     n = block * blocks
     data_np = rng.integers(-50, 50, n).astype(np.int32)
     data = dev(data_np)
-    partial = torch.full((blocks,), -7, dtype=torch.int32, device="cuda")
+    partial = devices.full((blocks,), -7, np.int32)
     m.shfl_scan_test[blocks, block](data, width, partial)
     want = shfl_scan_reference(data_np, width, block)
-    np.testing.assert_array_equal(data.cpu().numpy(), want)
-    np.testing.assert_array_equal(partial.cpu().numpy(), want.reshape(blocks, -1)[:, -1])
+    np.testing.assert_array_equal(to_numpy(data), want)
+    np.testing.assert_array_equal(to_numpy(partial), want.reshape(blocks, -1)[:, -1])
     if width == 32:
         np.testing.assert_array_equal(want, data_np.reshape(blocks, -1).cumsum(axis=1).reshape(-1))
-        sums = torch.zeros(blocks, dtype=torch.int32, device="cuda")
-        sums[1:] = torch.cumsum(partial, 0)[:-1].to(torch.int32)
+        sums = devices.zeros(blocks, np.int32)
+        sums = dev(np.concatenate([[0], np.cumsum(to_numpy(partial))[:-1]]).astype(np.int32))
         m.uniform_add[blocks, block](data, sums, n)
-        np.testing.assert_array_equal(data.cpu().numpy(), data_np.astype(np.int64).cumsum())
+        np.testing.assert_array_equal(to_numpy(data), data_np.astype(np.int64).cumsum())
 
 
 def test_llmc_repkv() -> None:
@@ -868,7 +875,7 @@ def test_llmc_repkv() -> None:
     q = inp[:, :, :nh]
     k = np.repeat(inp[:, :, nh:nh + nh_kv], r, axis=2)
     v = np.repeat(inp[:, :, nh + nh_kv:], r, axis=2)
-    np.testing.assert_array_equal(out.cpu().numpy().reshape(b, n, 3 * nh, hd), np.concatenate([q, k, v], axis=2))
+    np.testing.assert_array_equal(to_numpy(out).reshape(b, n, 3 * nh, hd), np.concatenate([q, k, v], axis=2))
 
 
 def test_scalar_prod() -> None:
@@ -879,7 +886,7 @@ def test_scalar_prod() -> None:
     c = poisoned(vector_n)
     m.scalar_prod[40, 256](c, dev(a.ravel()), dev(b.ravel()), vector_n, element_n)
     ref = (a.astype(np.float64) * b).sum(axis=1)
-    np.testing.assert_allclose(c.cpu().numpy(), ref, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(to_numpy(c), ref, rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.parametrize("block_size", [128, 512])
@@ -892,11 +899,11 @@ def test_llmc_rmsnorm_forward(block_size: int) -> None:
     rms = poisoned(b * t)
     m.rms_val_kernel[b * t, block_size](rms, dev(inp.ravel()), b * t, c, block_size)
     ref_rms = 1.0 / np.sqrt((inp.astype(np.float64) ** 2).sum(axis=1) / c)
-    np.testing.assert_allclose(rms.cpu().numpy(), ref_rms, rtol=1e-5)
+    np.testing.assert_allclose(to_numpy(rms), ref_rms, rtol=1e-5)
     out = poisoned(b * t * c)
     m.rmsnorm_forward_kernel2[b * t * c // 128, 128](out, rms, dev(inp.ravel()), dev(weight), dev(bias), b, t, c)
     ref = inp * ref_rms[:, None] * weight + bias
-    np.testing.assert_allclose(out.cpu().numpy().reshape(b * t, c), ref, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(out).reshape(b * t, c), ref, rtol=1e-4, atol=1e-5)
 
 
 def test_llmc_crossentropy_forward() -> None:
@@ -907,7 +914,7 @@ def test_llmc_crossentropy_forward() -> None:
     losses = poisoned(b * t)
     m.crossentropy_forward_kernel1[(b * t + 127) // 128, 128](losses, dev(probs.ravel()), dev(targets), b, t, v)
     ref = -np.log(probs[np.arange(b * t), targets].astype(np.float64))
-    np.testing.assert_allclose(losses.cpu().numpy(), ref, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(losses), ref, rtol=1e-6, atol=1e-6)
 
 
 def test_llmc_rope() -> None:
@@ -922,10 +929,10 @@ def test_llmc_rope() -> None:
     cos, sin = freqs[None, :, None, :, 0], freqs[None, :, None, :, 1]
     re, im = inp[..., 0], inp[..., 1]
     want = np.stack([re * cos - im * sin, re * sin + im * cos], axis=-1)
-    np.testing.assert_allclose(out.cpu().numpy().reshape(want.shape), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(out).reshape(want.shape), want, rtol=1e-5, atol=1e-6)
     dinp = poisoned(inp.size)
     m.rope_backward_inplace_kernel1[(total + 63) // 64, 64](dinp, out, dev(freqs.ravel()), b, t, nh, hd)
-    np.testing.assert_allclose(dinp.cpu().numpy().reshape(want.shape), inp, rtol=1e-4, atol=1e-5)  # rotated back
+    np.testing.assert_allclose(to_numpy(dinp).reshape(want.shape), inp, rtol=1e-4, atol=1e-5)  # rotated back
 
 
 def test_rodinia_gaussian() -> None:
@@ -933,12 +940,12 @@ def test_rodinia_gaussian() -> None:
     size = 70
     a_np = rng.standard_normal((size, size)).astype(np.float32) + size * np.eye(size, dtype=np.float32)
     b_np = rng.standard_normal(size).astype(np.float32)
-    a, b, mult = dev(a_np.ravel()), dev(b_np), torch.zeros(size * size, device="cuda")
+    a, b, mult = dev(a_np.ravel()), dev(b_np), devices.zeros(size * size)
     for t in range(size - 1):
         m.fan1[(size + 511) // 512, 512](mult, a, size, t)
         m.fan2[((size + 3) // 4, (size + 3) // 4), (4, 4)](mult, a, b, size, size - t, t)
-    upper = np.triu(a.cpu().numpy().reshape(size, size).astype(np.float64))
-    x = np.linalg.solve(upper, b.cpu().numpy().astype(np.float64))  # Rodinia's BackSub
+    upper = np.triu(to_numpy(a).reshape(size, size).astype(np.float64))
+    x = np.linalg.solve(upper, to_numpy(b).astype(np.float64))  # Rodinia's BackSub
     np.testing.assert_allclose(x, np.linalg.solve(a_np.astype(np.float64), b_np.astype(np.float64)), rtol=1e-4, atol=1e-5)
 
 
@@ -958,8 +965,8 @@ def test_rodinia_backprop_adjust() -> None:
     step0 = 0.3 * delta[1:].astype(np.float64) + 0.3 * want_old[0, 1:]
     want_w[0, 1:] += step0
     want_old[0, 1:] = step0
-    np.testing.assert_allclose(w.cpu().numpy(), want_w.ravel(), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(oldw.cpu().numpy(), want_old.ravel(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(w), want_w.ravel(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(oldw), want_old.ravel(), rtol=1e-5, atol=1e-6)
 
 
 def test_odd_even_merge_sort() -> None:
@@ -970,8 +977,8 @@ def test_odd_even_merge_sort() -> None:
     for direction in (1, 0):
         dst_k, dst_v = dev(np.full(n, 0x5A5A5A5A, np.uint32)), dev(np.full(n, 0x5A5A5A5A, np.uint32))
         m.odd_even_merge_sort_shared[n // 1024, 512](dst_k, dst_v, dev(keys), dev(vals), 1024, direction)
-        got_k = dst_k.cpu().numpy().reshape(-1, 1024)
-        got_v = dst_v.cpu().numpy().reshape(-1, 1024)
+        got_k = to_numpy(dst_k).reshape(-1, 1024)
+        got_v = to_numpy(dst_v).reshape(-1, 1024)
         want = np.sort(keys.reshape(-1, 1024), axis=1)
         np.testing.assert_array_equal(got_k, want if direction else want[:, ::-1])
         np.testing.assert_array_equal(keys[got_v], got_k)  # each value travelled with its key
@@ -989,26 +996,27 @@ def test_llmc_encoder_backward() -> None:
     want_te, want_pe = dwte_np.astype(np.float64), dwpe_np.astype(np.float64)
     np.add.at(want_te, tokens.ravel(), dout.reshape(b * t, c))
     want_pe += dout.sum(axis=0)
-    np.testing.assert_allclose(dwte.cpu().numpy().reshape(v, c), want_te, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(dwpe.cpu().numpy().reshape(t, c), want_pe, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(dwte).reshape(v, c), want_te, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(dwpe).reshape(t, c), want_pe, rtol=1e-5, atol=1e-5)
 
 
 def test_llmc_global_norm() -> None:
     m = port("llmc_global_norm")
     n = 1_000_003
     data = rng.standard_normal(n).astype(np.float32)
-    out = torch.zeros(1, device="cuda")
+    out = devices.zeros(1)
     m.norm_kernel1[96, 512](out, dev(data), n)
-    np.testing.assert_allclose(out.cpu().numpy()[0], (data.astype(np.float64) ** 2).sum(), rtol=1e-4)
+    np.testing.assert_allclose(to_numpy(out)[0], (data.astype(np.float64) ** 2).sum(), rtol=1e-4)
 
 
+@torch_reference
 def test_aten_max_pool2d() -> None:
     m = port("aten_max_pool2d")
     n, c, h, w = 2, 3, 19, 23
     kh, kw, sh, sw, ph, pw, dh, dw = 3, 2, 2, 1, 1, 1, 2, 1
     x = torch.randn(n, c, h, w, device="cuda")
     want, want_idx = torch.nn.functional.max_pool2d(x, (kh, kw), (sh, sw), (ph, pw), (dh, dw), return_indices=True)
-    out, mask = poisoned(want.numel()), poisoned(want.numel(), torch.int64)
+    out, mask = poisoned(want.numel()), poisoned(want.numel(), np.int64)
     oh, ow = want.shape[2], want.shape[3]
     m.max_pool_forward_nchw[(want.numel() + 127) // 128, 128](want.numel(), x.view(-1), c, h, w, oh, ow, kh, kw, sh, sw,
                                                               ph, pw, dh, dw, out, mask)
@@ -1016,6 +1024,7 @@ def test_aten_max_pool2d() -> None:
     assert torch.equal(mask.view_as(want_idx), want_idx)
 
 
+@torch_reference
 @pytest.mark.parametrize("count_include_pad", [True, False])
 def test_aten_avg_pool2d(count_include_pad: bool) -> None:
     m = port("aten_avg_pool2d")
@@ -1029,6 +1038,7 @@ def test_aten_avg_pool2d(count_include_pad: bool) -> None:
     torch.testing.assert_close(out.view_as(want), want, rtol=1e-5, atol=1e-6)
 
 
+@torch_reference
 @pytest.mark.parametrize("align_corners", [True, False])
 def test_aten_upsample_bilinear2d(align_corners: bool) -> None:
     m = port("aten_upsample_bilinear2d")
@@ -1043,6 +1053,7 @@ def test_aten_upsample_bilinear2d(align_corners: bool) -> None:
     torch.testing.assert_close(out.view_as(want), want, rtol=1e-5, atol=1e-5)
 
 
+@torch_reference
 def test_llmc_softmax_forward() -> None:
     m = port("llmc_softmax_forward")
     rows, cols = 77, 300
@@ -1067,7 +1078,7 @@ def test_rodinia_srad() -> None:
     c_south = np.concatenate([c64[1:], c64[-1:]], axis=0)
     c_east = np.concatenate([c64[:, 1:], c64[:, -1:]], axis=1)
     want = j_np + 0.25 * lam * (c64 * dn + c_south * ds + c64 * dw + c_east * de)
-    np.testing.assert_allclose(j.cpu().numpy().reshape(rows, cols), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(j).reshape(rows, cols), want, rtol=1e-5, atol=1e-5)
 
 
 def test_rodinia_cfd_step_factor() -> None:
@@ -1084,7 +1095,7 @@ def test_rodinia_cfd_step_factor() -> None:
     speed_sqd = ((v[1:4] / v[0]) ** 2).sum(axis=0)
     pressure = 0.4 * (v[4] - 0.5 * v[0] * speed_sqd)
     want = 0.5 / (np.sqrt(areas) * (np.sqrt(speed_sqd) + np.sqrt(1.4 * pressure / v[0])))
-    np.testing.assert_allclose(out.cpu().numpy(), want, rtol=1e-5)
+    np.testing.assert_allclose(to_numpy(out), want, rtol=1e-5)
 
 
 def test_llmc_matmul_backward_bias() -> None:
@@ -1094,7 +1105,7 @@ def test_llmc_matmul_backward_bias() -> None:
     dbias_np = rng.standard_normal(oc).astype(np.float32)
     dbias = dev(dbias_np)
     m.matmul_backward_bias_kernel1[oc, block_size, 0, block_size * 4](dbias, dev(dout.ravel()), b, t, oc)
-    np.testing.assert_allclose(dbias.cpu().numpy(), dbias_np + dout.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(to_numpy(dbias), dbias_np + dout.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-4)
 
 
 def moro_inv_cnd(x: np.ndarray) -> np.ndarray:
@@ -1121,11 +1132,11 @@ def test_quasirandom_inverse_cnd() -> None:
     inp = rng.integers(1, 2**32 - 1, n, dtype=np.uint64).astype(np.uint32)
     out = poisoned(n)
     m.inverse_cnd_kernel[128, 128](out, dev(inp), n)
-    np.testing.assert_allclose(out.cpu().numpy(), moro_inv_cnd(inp), rtol=2e-4, atol=2e-4)
+    np.testing.assert_allclose(to_numpy(out), moro_inv_cnd(inp), rtol=2e-4, atol=2e-4)
     out = poisoned(n)
     m.inverse_cnd_kernel[128, 128](out, dev(np.zeros(0, np.uint32)), n)
     distance = 0xFFFFFFFF // (n + 1)
-    np.testing.assert_allclose(out.cpu().numpy(), moro_inv_cnd((np.arange(n, dtype=np.uint64) + 1) * distance),
+    np.testing.assert_allclose(to_numpy(out), moro_inv_cnd((np.arange(n, dtype=np.uint64) + 1) * distance),
                                rtol=2e-4, atol=2e-4)
 
 
@@ -1141,4 +1152,4 @@ def test_fp16_scalar_product() -> None:
     m.scalar_product_kernel_intrinsics[blocks, threads](dev(a), dev(b), results, pairs)
     per_pair = (a.astype(np.float64) * b).reshape(-1, 2).sum(axis=1)
     owner = (np.arange(pairs) // threads) % blocks
-    np.testing.assert_array_equal(results.cpu().numpy(), np.bincount(owner, weights=per_pair, minlength=blocks))
+    np.testing.assert_array_equal(to_numpy(results), np.bincount(owner, weights=per_pair, minlength=blocks))
