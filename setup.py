@@ -1,4 +1,4 @@
-"""The optional C launcher, and the CMake package copied into the oxide package; everything
+"""The optional C launcher, the CPU device's scheduler, and the CMake package copied into the oxide package; everything
 else is in pyproject.toml.
 
 ``optional=True``: where the launcher cannot be compiled (no C compiler, no Python headers)
@@ -49,6 +49,14 @@ setup(
             optional=True,
             # hidden: the files share symbols with each other; the module exports PyInit__launcher only
             extra_compile_args=["-O2", "-fvisibility=hidden"] if sys.platform != "win32" else [],
-        )
+        ),
+        # the CPU device's scheduler (fibers, barriers, warp exchange) that the JIT-compiled
+        # kernels call; without it the CPU device is unavailable (its error says so)
+        Extension(
+            "oxide_build.backends.cpu._fibers",
+            ["oxide_build/backends/cpu/_fibers.c"],
+            optional=True,
+            extra_compile_args=["-O2", "-fvisibility=hidden"] if sys.platform != "win32" else [],
+        ),
     ],
 )

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from oxide.abi.manifest import entry_param_starts
 from oxide.errors import CompileError, SourceLocation
@@ -54,6 +55,11 @@ from .passes import PIPELINE, configured, run_pipeline
 from .passes.arch_requirements import MissingArch
 from .scan import ProjectIndex
 from .targets import BACKENDS, DEFAULT_ARCHS, SUPPORTED_ARCHS, newest_arch
+
+if TYPE_CHECKING:
+    from .backends.cpu.codegen import HostCode
+
+DEVICES = ("cuda", "cpu")  # CompileOptions.device
 
 __all__ = ["DEFAULT_ARCHS", "SUPPORTED_ARCHS", "BACKENDS", "ArchRequirementError", "CodePath", "CompileOptions",
            "CompiledModule", "DeviceCode", "ModuleBuild", "STAGES", "Stage", "build_ir", "code_path", "compile_module",
@@ -96,6 +102,7 @@ class CompiledModule:
     arrays: tuple[ModuleArrayRecord, ...] = ()  # the module's own constant/global memory arrays
     # kernel entry symbol -> the bytes of the parameter block it declares (lower/entry_params.py)
     param_bytes: dict[str, int] = field(default_factory=dict)
+    host: HostCode | None = None  # options.device "cpu": the host code (backends/cpu/), no GPU code
 
 
 # ---- how the device code is made: the one decision -------------------------------------------
@@ -104,7 +111,9 @@ class CompiledModule:
 class CodePath:
     """How a module's device code is made, decided once (``code_path``) for every stage.
 
-    ``lto``: linked with CUDA C++ (or exported to it) by nvJitLink ``-lto``. ``libnvvm``:
+    ``cpu``: host code for the CPU device (``options.device``), made by the ``cpu`` stage; the
+    GPU stages (ptx, ltoir, link, package) skip. ``lto``: linked with CUDA C++ (or exported to
+    it) by nvJitLink ``-lto``. ``libnvvm``:
     libNVVM compiles the Python side (the lowering then writes the forms libNVVM reads:
     inline PTX for the intrinsics it lacks); otherwise LLVM's NVPTX does. ``python_ltoir``:
     the Python side enters the link as LTO-IR (libNVVM's; cross-language inlining), otherwise as
@@ -114,6 +123,7 @@ class CodePath:
     lto: bool
     libnvvm: bool
     python_ltoir: bool
+    cpu: bool = False
 
 
 def _has_bf16(ty: Type) -> bool:
@@ -146,6 +156,8 @@ def _bf16_user(program: ir.Program) -> ir.Function | None:
 def code_path(program: ir.Program, options: CompileOptions) -> CodePath:
     """NVPTX or libNVVM, PTX or LTO-IR: the module's ``CodePath``. A module with bf16 values
     is refused where only libNVVM can do what is asked (``--backend nvvm``, ``emit_ltoir``)."""
+    if options.device == "cpu":
+        return CodePath(lto=False, libnvvm=False, python_ltoir=False, cpu=True)
     lto = needs_lto(program, options.link_inputs)
     bf16 = _bf16_user(program)
     if bf16 is not None and (options.backend == "nvvm" or options.emit_ltoir):
@@ -227,6 +239,7 @@ class ModuleBuild:
     kept_params: dict[str, tuple[int, ...]] = field(default_factory=dict)
     param_bytes: dict[str, int] = field(default_factory=dict)
     device: DeviceCode = field(default_factory=DeviceCode)  # ptx, ltoir, link, package
+    host: HostCode | None = None  # cpu
     cache: CompileCache = field(default_factory=CompileCache)
     _nvvm_ir: dict[Dialect, str] = field(default_factory=dict)
 
@@ -271,6 +284,8 @@ def _frontend(build: ModuleBuild) -> None:
             raise CompileError(f"unknown arch {arch!r}; supported: {', '.join(SUPPORTED_ARCHS)}")
     if o.backend not in BACKENDS:
         raise CompileError(f"unknown backend {o.backend!r}; supported: {', '.join(BACKENDS)}")
+    if o.device not in DEVICES:
+        raise CompileError(f"unknown device {o.device!r}; supported: {', '.join(DEVICES)}")
     texts = {build.source_path.resolve(): build.source_text} if build.source_text is not None else None
     build.index = ProjectIndex(build.root, texts)
     module = build.index.add_file(build.source_path, build.module_name)
@@ -312,6 +327,8 @@ def _lower(build: ModuleBuild) -> None:
 
 def _ptx(build: ModuleBuild) -> None:
     """PTX per arch, by NVPTX or libNVVM."""
+    if build.code.cpu:
+        return
     o, out = build.options, build.device
     if o.backend == "nvvm":
         out.ptx = {arch: _nvvm_ptx(build, arch) for arch in o.archs}
@@ -323,6 +340,8 @@ def _ltoir(build: ModuleBuild) -> None:
     """The Python side's LTO-IR (libNVVM ``-gen-lto``), where it is linked with C++ through it
     or asked for."""
     o = build.options
+    if build.code.cpu:
+        return
     if build.program.functions and (o.emit_ltoir or build.code.python_ltoir):
         build.device.ltoir = {arch: _nvvm_ltoir(build, arch) for arch in o.archs}
 
@@ -331,6 +350,8 @@ def _link(build: ModuleBuild) -> None:
     """Cubins (and the PTX fallback): ptxas over the module's PTX as a whole program, or, with
     C++, nvJitLink ``-lto`` over the Python side (LTO-IR or PTX) and the C++ inputs."""
     o, out, program = build.options, build.device, build.program
+    if build.code.cpu:
+        return
     newest = newest_arch(o.archs) if o.archs else None
     link_cubins = o.link_cubins and bool(build.frontend.kernels)
     if not build.code.lto:
@@ -363,6 +384,24 @@ def _link(build: ModuleBuild) -> None:
         ltoir, ptx = python_side(newest)
         inputs = module_inputs(program, ltoir, build.module_name, newest, settings, ptx)
         out.fallback[newest] = link_module_ptx(program, inputs, newest, settings)
+
+
+def _cpu(build: ModuleBuild) -> None:
+    """Host code for the CPU device (``backends/cpu/codegen.py``), where ``options.device`` asks
+    for it: the same IR lowered in the CPU dialect, with each kernel's entry points for the
+    scheduler. Its kernels declare the parameters the GPU code's do (the runtime packs one
+    parameter list per entry)."""
+    if not build.code.cpu:
+        return
+    from .backends.cpu.codegen import lower_for_cpu
+
+    o = build.options
+    build.host = lower_for_cpu(build.program, build.module_name, fast_math=o.fast_math, fma=o.fma)
+    if build.host.kept_params != build.kept_params:
+        raise CompileError(
+            f"internal compiler error: the host code of {build.module_name} keeps other kernel parameters "
+            f"({build.host.kept_params}) than its GPU code ({build.kept_params})",
+            hint="please report this with the module's source")
 
 
 def _package(build: ModuleBuild) -> None:
@@ -415,6 +454,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("ltoir", _ltoir),  # NVVM IR -> LTO-IR per arch (libNVVM), where the link takes it
     Stage("link", _link),  # PTX / LTO-IR + C++ -> cubins, PTX fallback
     Stage("package", _package),  # cubins -> fatbin
+    Stage("cpu", _cpu),  # IR -> host code for the CPU device (options.device "cpu"; the GPU stages skip)
 )
 
 
@@ -501,6 +541,7 @@ def compile_module(
         dependencies=dependencies,
         lto=build.code.lto,
         lto_from_ptx=build.code.lto and not build.code.python_ltoir and bool(program.functions),
+        host=build.host,
     )
 
 

@@ -302,7 +302,7 @@ _DEFAULTS = OxideConfig()
 class CompileOptions:
     """What one compile of a module is asked for: the compiler's options object. Each option
     that is a ``[tool.oxide]`` key (``CONFIG_KEY_OF_OPTION``) takes its default from that key's
-    ``OxideConfig`` field, the one place it is written and documented; the last four are not
+    ``OxideConfig`` field, the one place it is written and documented; the last five are not
     project settings (the command line, the JIT and the tests set them)."""
 
     archs: tuple[str, ...] = _DEFAULTS.arch
@@ -324,6 +324,9 @@ class CompileOptions:
     cudadevrt: bool = False  # link libcudadevrt (device runtime: dynamic parallelism)
     cache: bool = True  # reuse NVRTC / libNVVM / nvJitLink results from the compile cache
     emit_ltoir: bool = False  # LTO-IR of the Python side even when the module has no C++ interop
+    # "cuda" (PTX, cubins) or "cpu": host code for the CPU device instead (backends/cpu/; the
+    # runtime's OXIDE_DEVICE=cpu asks for it), and no GPU code
+    device: str = "cuda"
 
 
 # CompileOptions field -> the OxideConfig field (the [tool.oxide] key, dashes for underscores)

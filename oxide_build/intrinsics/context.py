@@ -165,6 +165,19 @@ class LoweringContext(Protocol):
     def fast_math(self) -> bool:
         """Whether the module is compiled with ``fast_math``."""
 
+    @property
+    def cpu(self) -> bool:
+        """Whether the lowering writes host code for the CPU device (an intrinsic's
+        ``cpu_lowering`` runs then; ``lower/dialect.py``)."""
+
+    def cpu_runtime(self, name: str) -> ll.Function:
+        """The declaration of a function of the CPU device's scheduler (``oxide_build/cpu_abi.py``
+        ``RUNTIME_FUNCTIONS``: barriers, the warp exchange)."""
+
+    def sync_site(self, loc: ir.Loc) -> ll.Value:
+        """The i32 id of the barrier or warp operation at ``loc``, which the CPU device's
+        synccheck messages name by its file:line."""
+
     # ---- values -------------------------------------------------------------------------
     def expr(self, e: ir.Expr) -> ll.Value:
         """The LLVM value of an IR expression."""

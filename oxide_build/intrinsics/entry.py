@@ -80,6 +80,10 @@ class IntrinsicInfo:
     - ``thread_stride``: its result is the block's linear thread index divided by this
       (``warp.id()``: 32), for the uniformity analysis;
     - ``vector_lanes``: the elements a vector access reads or writes at once (``x.load4``: 4);
+    - ``cpu_lowering``: its host-code form for the CPU device, where its ``lowering`` emits
+      what only a GPU runs (inline PTX, NVVM intrinsics, libdevice); None: ``lowering`` serves
+      both, and what it emits that the host cannot run is refused at compile time, naming the
+      intrinsic (``lower/intrinsics.py``).
     - ``min_arch``: the oldest arch with the instruction (``"sm_90"``: that arch and newer);
       an arch-specific one (``"sm_90a"``) means exactly that arch, as its instructions do not
       carry forward. A kernel built for another arch is a located compile error
@@ -100,6 +104,7 @@ class IntrinsicInfo:
     roles: frozenset[Role] = frozenset()
     thread_stride: int | None = None
     vector_lanes: int | None = None
+    cpu_lowering: Lowering | None = None
 
     def has(self, role: Role) -> bool:
         return role in self.roles

@@ -91,6 +91,12 @@ def _lower_fence(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> l
     return fl.b.call(fl.intrinsic(FENCES[info.op], ll.VoidType(), []), [])
 
 
+def _cpu_fence(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    """The CPU device: a sequentially consistent fence (the host's threads are the device's)."""
+    fl.b.fence("seq_cst")
+    return ll.Constant(ll.IntType(32), 0)
+
+
 def _lower_proxy_fence(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     """``fence.proxy.async.shared::cta``: this thread's ordinary shared-memory writes become
     visible to the async proxy (wgmma, TMA) that reads them after the next barrier."""
@@ -152,7 +158,7 @@ ENTRIES = [
     IntrinsicInfo("shared.array", _type_array, _lower_allocation, parameters=("shape", "dtype"), keywords=("swizzle",)),
     IntrinsicInfo("shared.dynamic", _type_dynamic, _lower_allocation, parameters=("dtype",), keywords=("swizzle",)),
     IntrinsicInfo("local.array", _type_array, _lower_allocation, parameters=("shape", "dtype")),
-    *(IntrinsicInfo(f"fence.{scope}", _type_fence, _lower_fence) for scope in FENCES),
+    *(IntrinsicInfo(f"fence.{scope}", _type_fence, _lower_fence, cpu_lowering=_cpu_fence) for scope in FENCES),
     IntrinsicInfo("fence.proxy_async", _type_fence, _lower_proxy_fence, min_arch="sm_90",
                   roles=frozenset({Role.MBARRIER_INIT_FENCE})),
     # a volatile load sees what other threads write while the kernel runs

@@ -107,6 +107,27 @@ def _lower_block_vote(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic)
     return fl.b.icmp_unsigned("!=", result, ll.Constant(ll.IntType(32), 0))
 
 
+def _cpu_block_vote(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    """The CPU device: the scheduler's barrier counts the threads whose predicate holds."""
+    b = fl.b
+    i32 = ll.IntType(32)
+    pred = b.zext(fl.expr(e.args[0]), i32)
+    count = b.call(fl.cpu_runtime("oxide_cpu_block_vote"), [fl.sync_site(e.loc), pred])
+    if info.name == "block.sync_count":
+        return count
+    if info.name == "block.sync_or":
+        return b.icmp_unsigned("!=", count, ll.Constant(i32, 0))
+    threads = b.mul(b.mul(fl.sreg("ntid.x"), fl.sreg("ntid.y")), fl.sreg("ntid.z"))
+    return b.icmp_unsigned("==", count, threads)
+
+
+def _cpu_grid_sync(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    """The CPU device: a cooperative launch runs every thread of the grid as a fiber, and the
+    scheduler's grid barrier waits for all of them."""
+    fl.b.call(fl.cpu_runtime("oxide_cpu_grid_sync"), [fl.sync_site(e.loc)])
+    return ll.Constant(ll.IntType(32), 0)
+
+
 def _type_grid_sync(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     _no_arguments(tr, info, node)
     if tr.divergent_depth:
@@ -185,9 +206,10 @@ ENTRIES = [
     # block.sync() is an ir.Call of BARRIER in the IR (the passes know that one by its symbol)
     IntrinsicInfo("block.sync", _type_sync, _lowered_as_ir_node, convergent=True, roles=frozenset({Role.ORDERS_THREADS})),
     IntrinsicInfo(GRID_SYNC, _type_grid_sync, _lower_grid_sync, convergent=True,
-                  roles=frozenset({Role.GRID_BARRIER, Role.ORDERS_THREADS})),
+                  roles=frozenset({Role.GRID_BARRIER, Role.ORDERS_THREADS}), cpu_lowering=_cpu_grid_sync),
     # a block vote is a barrier, and its answer is the block's
     *(IntrinsicInfo(name, _type_block_vote, _lower_block_vote, convergent=True,
-                    roles=frozenset({Role.BLOCK_BARRIER, Role.ORDERS_THREADS, Role.BLOCK_UNIFORM}))
+                    roles=frozenset({Role.BLOCK_BARRIER, Role.ORDERS_THREADS, Role.BLOCK_UNIFORM}),
+                    cpu_lowering=_cpu_block_vote)
       for name in BLOCK_VOTES),
 ]

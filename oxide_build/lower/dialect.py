@@ -25,6 +25,8 @@ entry points                ``!nvvm.annotations``                 also listed in
 version                     none                                  ``!nvvmir.version`` (``nvvm.ir_version()``)
 ==========================  ====================================  ==========================================
 
+A third dialect, ``cpu_dialect``, is host code for the CPU device (see there).
+
 Both print typed pointers (``float addrspace(1)*``): libNVVM needs them, and LLVM ≥ 17 still
 parses them, reading every pointer as opaque. Fences are ``llvm.nvvm.membar.*`` in both (what
 ``__threadfence()`` compiles to), and the function attributes the lowering sets are all ones
@@ -36,7 +38,7 @@ from dataclasses import dataclass
 
 from ..targets import arch_number
 
-__all__ = ["Dialect", "NVPTX", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT", "NVVM_DATA_LAYOUT", "nvvm_dialect"]
+__all__ = ["Dialect", "NVPTX", "NVPTX_TRIPLE", "NVPTX_DATA_LAYOUT", "NVVM_DATA_LAYOUT", "cpu_dialect", "nvvm_dialect"]
 
 NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
 NVPTX_DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
@@ -60,8 +62,22 @@ class Dialect:
     def is_nvvm(self) -> bool:
         return self.nvvm_ir_version is not None
 
+    @property
+    def is_cpu(self) -> bool:
+        """Host code for the CPU device (``oxide_build/backends/cpu/``)."""
+        return self.name == "cpu"
+
 
 NVPTX = Dialect("nvptx", NVPTX_TRIPLE, NVPTX_DATA_LAYOUT)
+
+
+def cpu_dialect(triple: str, data_layout: str) -> Dialect:
+    """Host code for the CPU device: the host's triple and data layout. The lowering writes the
+    same IR as for NVPTX except where the GPU has hardware the host lacks (``lower/llvm.py``
+    asks ``is_cpu`` there: special registers, ``bar.sync``, shared memory, the failure path), and
+    each intrinsic's CPU form (``IntrinsicInfo.cpu_lowering``); address spaces 1, 3 and 4 are
+    plain host memory there."""
+    return Dialect("cpu", triple, data_layout, branch_weights=True)
 
 
 def nvvm_dialect(ir_version: tuple[int, ...], arch: str) -> Dialect:

@@ -29,6 +29,8 @@ from ..ir.types import (
     as_scalar, is_int, scalar_leaves,
 )
 from ..passes.shared_memory import STATIC_SHARED_LIMIT  # also checked per kernel, across calls, by the pass
+from .. import cpu_abi
+from ..cpu_abi import NoCpuForm
 from .dialect import NVPTX, NVPTX_DATA_LAYOUT, NVPTX_TRIPLE, Dialect
 from .entry_params import drop_unread_params, parameter_block_bytes, read_params
 from .index32 import index32_twins
@@ -273,6 +275,51 @@ class ModuleLowering:
         self.param_bytes: dict[str, int] = {}
         # function -> its value at every parameter position of abi_params (declare)
         self.entry_args: dict[ll.Function, list[ll.Value]] = {}
+        # host code for the CPU device (dialect.cpu_dialect): its static shared arrays are offsets
+        # in each block's shared segment (the module's arrays side by side, then the dynamic one),
+        # and each barrier call site gets an id its synccheck messages name
+        self.cpu = dialect.is_cpu
+        self.cpu_shared_bytes = 0
+        self.sync_sites: list[tuple[str, int, int]] = []  # id -> (file, line, col)
+        self._sync_site_ids: dict[tuple[str, int, int], int] = {}
+
+    # ---- host code for the CPU device ------------------------------------------------------
+
+    def cpu_context(self) -> ll.GlobalVariable:
+        """The scheduler's thread context (``cpu_abi``), external: the JIT resolves it."""
+        g = self.module.globals.get(cpu_abi.CONTEXT_SYMBOL)
+        if g is None:
+            g = ll.GlobalVariable(self.module, cpu_abi.context_type(), cpu_abi.CONTEXT_SYMBOL)
+            g.linkage = "external"
+        assert isinstance(g, ll.GlobalVariable)
+        return g
+
+    def cpu_runtime(self, name: str) -> ll.Function:
+        """The declaration of one of the CPU scheduler's functions (``cpu_abi.RUNTIME_FUNCTIONS``)."""
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ll.Function(self.module, cpu_abi.runtime_function_type(name), name)
+            if name in ("oxide_cpu_exit_thread", "oxide_cpu_trap"):
+                fn.attributes.add("noreturn")
+        assert isinstance(fn, ll.Function)
+        return fn
+
+    def sync_site(self, file: str, line: int, col: int) -> int:
+        """The id of the barrier or warp operation at ``file:line:col`` (the same source place
+        gets the same id in every instance of its function)."""
+        key = (file, line, col)
+        if key not in self._sync_site_ids:
+            self._sync_site_ids[key] = len(self.sync_sites)
+            self.sync_sites.append(key)
+        return self._sync_site_ids[key]
+
+    def cpu_static_shared(self, ty: ArrayType) -> int:
+        """The offset of a new static shared array in each block's shared segment."""
+        assert ty.size is not None
+        align = SWIZZLE_ALIGNMENT if ty.swizzle else 16
+        offset = -(-self.cpu_shared_bytes // align) * align
+        self.cpu_shared_bytes = offset + ty.size * ty.elem.itemsize
+        return offset
 
     def declare(self, fn: ir.Function, symbol: str, index32: bool) -> ll.Function:
         types = abi_params(fn.params, fn.is_kernel, c_abi=fn.export, index32=index32)
@@ -324,6 +371,12 @@ class ModuleLowering:
                 lowering.lower()
             except CompileError:
                 raise
+            except NoCpuForm as exc:
+                line, col = lowering.position
+                raise CompileError(
+                    f"{fn.python_name}() uses {exc.what}, which has no CPU form: the CPU device cannot run it",
+                    SourceLocation(fn.file, line, col),
+                    "run this kernel on a GPU, or keep this construct out of the kernels the CPU device runs") from None
             except Exception as exc:
                 # the frontend only builds IR this lowering accepts: a failure here is a compiler
                 # bug, reported at the statement it met (not as a traceback from our internals)
@@ -338,7 +391,7 @@ class ModuleLowering:
         # each kernel entry declares only the parameters its code reads (entry_params.py)
         self.kept_params = drop_unread_params(kernels, read_params(self.module.functions))
         self.param_bytes = {k.name: parameter_block_bytes(k) for k in kernels}
-        if kernels:
+        if kernels and not self.cpu:
             annotations = self.module.add_named_metadata("nvvm.annotations")
             for k in kernels:
                 annotations.add(self.module.add_metadata([k, ll.MetaDataString(self.module, "kernel"), ll.Constant(I32T, 1)]))
@@ -356,6 +409,11 @@ class ModuleLowering:
                     annotations.add(self.module.add_metadata([llfn, ll.MetaDataString(self.module, "grid_constant"), positions]))
         if self.dialect.nvvm_ir_version is not None:
             self.finish_nvvm(self.dialect.nvvm_ir_version)
+        if self.cpu:
+            offset = self.module.globals.get("__oxide_cpu_dynamic_shared_offset")
+            self.cpu_shared_bytes = -(-self.cpu_shared_bytes // SWIZZLE_ALIGNMENT) * SWIZZLE_ALIGNMENT
+            if isinstance(offset, ll.GlobalVariable):
+                offset.initializer = ll.Constant(I64T, self.cpu_shared_bytes)
         return self.module
 
     def finish_nvvm(self, version: tuple[int, int, int, int]) -> None:
@@ -430,6 +488,8 @@ class ModuleLowering:
         self.arrays[decl.symbol] = g
 
     def intrinsic(self, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
+        if self.cpu and (name.startswith(("llvm.nvvm.", "__nv_")) or name == "vprintf"):
+            raise NoCpuForm(name)
         if name not in self._intrinsics:
             self._intrinsics[name] = ll.Function(self.module, ll.FunctionType(ret, args), name)
         return self._intrinsics[name]
@@ -506,7 +566,10 @@ class ModuleLowering:
         rec = b.load(err_ptr, align=8)
         b.cbranch(b.icmp_unsigned("==", b.ptrtoint(rec, I64T), ll.Constant(I64T, 0)), no_record, claim)
         b.position_at_end(no_record)
-        b.asm(ll.FunctionType(ll.VoidType(), []), "trap;", "", [], side_effect=True)
+        if self.cpu:
+            b.call(self.cpu_runtime("oxide_cpu_trap"), [])
+        else:
+            b.asm(ll.FunctionType(ll.VoidType(), []), "trap;", "", [], side_effect=True)
         b.unreachable()
         b.position_at_end(claim)
         pair = b.cmpxchg(rec, ll.Constant(I64T, 0), ll.Constant(I64T, error_record.FLAG_CLAIMED), "monotonic", "monotonic")
@@ -516,17 +579,27 @@ class ModuleLowering:
         values = [b.load(mod_id, align=8), *fn.args]
         for i, value in enumerate(values, start=error_record.MODULE_ID):  # then site id, index, length
             b.store(value, b.gep(rec, [ll.Constant(I32T, i)]), align=8)
-        b.call(self.intrinsic("llvm.nvvm.membar.sys", ll.VoidType(), []), [])
+
+        def fence() -> None:
+            if self.cpu:
+                b.fence("seq_cst")
+            else:
+                b.call(self.intrinsic("llvm.nvvm.membar.sys", ll.VoidType(), []), [])
+
+        fence()
         published = b.store(ll.Constant(I64T, error_record.FLAG_PUBLISHED), rec, align=8)
         published.volatile = True
-        b.call(self.intrinsic("llvm.nvvm.membar.sys", ll.VoidType(), []), [])
+        fence()
         b.branch(done)
         b.position_at_end(done)
         if not ends_thread:
             b.ret_void()
             self._report = fn
             return fn
-        b.asm(ll.FunctionType(ll.VoidType(), []), "exit;", "", [], side_effect=True)
+        if self.cpu:  # the scheduler ends the thread (backends/cpu/_fibers.c)
+            b.call(self.cpu_runtime("oxide_cpu_exit_thread"), [])
+        else:
+            b.asm(ll.FunctionType(ll.VoidType(), []), "exit;", "", [], side_effect=True)
         b.unreachable()
         self._fail = fn
         return fn
@@ -572,6 +645,16 @@ class FunctionLowering:
     @property
     def fast_math(self) -> bool:
         return self.parent.fast_math
+
+    @property
+    def cpu(self) -> bool:
+        return self.parent.cpu
+
+    def cpu_runtime(self, name: str) -> ll.Function:
+        return self.parent.cpu_runtime(name)
+
+    def sync_site(self, loc: ir.Loc) -> ll.Value:
+        return ll.Constant(I32T, self.parent.sync_site(self.fn.file, loc.line, loc.col))
 
     def intrinsic(self, name: str, ret: ll.Type, args: list[ll.Type]) -> ll.Function:
         return self.parent.intrinsic(name, ret, args)
@@ -686,12 +769,24 @@ class FunctionLowering:
         # the array lives for the whole call, and a declaration in a loop or a static_range
         # body is one array (lowered once, used from every copy of the body): its pointer is
         # made in the entry block, which dominates every use
-        if ty.space == "shared":
+        if ty.space == "shared" and self.parent.cpu:
+            # a block's shared segment (the scheduler's context points at the running block's):
+            # the static arrays at their offsets, the dynamic one after all of the module's
+            offset = self.parent.cpu_static_shared(ty) if ty.size is not None else -1
+            with self.b.goto_block(self.entry):
+                base = self.cpu_context_field(cpu_abi.SHARED_FIELD, ll.PointerType(I8), invariant=True)
+                if offset < 0:
+                    at: ll.Value = self.b.gep(base, [self.cpu_dynamic_shared_offset()])
+                else:
+                    at = self.b.gep(base, [ll.Constant(I64T, offset)])
+                ptr = self.b.addrspacecast(self.b.bitcast(at, ll.PointerType(elem)), ll.PointerType(elem, 3))
+            length: ll.Value = ll.Constant(I64T, (1 << 62) if ty.size is None else ty.size)
+        elif ty.space == "shared":
             g = self.parent.shared_array(ty, f"{self.fn.symbol}.{s.name}")
             with self.b.goto_block(self.entry):
                 if ty.size is None:
                     ptr = self.b.bitcast(g, ll.PointerType(elem, 3))
-                    length: ll.Value = ll.Constant(I64T, (1 << 62))
+                    length = ll.Constant(I64T, (1 << 62))
                 else:
                     ptr = self.b.gep(g, [zero, zero], inbounds=True)
                     length = ll.Constant(I64T, ty.size)
@@ -1162,10 +1257,49 @@ class FunctionLowering:
     def sreg(self, name: str) -> ll.Value:
         if self.block_dims is not None and name.startswith("ntid."):
             return self.block_dims[name[-1]]
+        if self.parent.cpu:
+            return self.cpu_sreg(name)
         fn = self.parent.intrinsic(f"llvm.nvvm.read.ptx.sreg.{name}", I32T, [])
         return self.b.call(fn, [])
 
+    def cpu_context_field(self, field: int, ty: ll.Type, axis: int | None = None, invariant: bool = False) -> ll.Value:
+        """A field of the CPU scheduler's thread context. ``invariant``: one the thread never
+        sees change (its block, the launch's shape, its shared segment), which LLVM may hoist."""
+        zero = ll.Constant(I32T, 0)
+        indices = [zero, ll.Constant(I32T, field)] + ([] if axis is None else [ll.Constant(I32T, axis)])
+        load = self.b.load(self.b.gep(self.parent.cpu_context(), indices, inbounds=True), typ=ty)
+        if invariant:
+            load.set_metadata("invariant.load", self.parent.module.add_metadata([]))
+        return load
+
+    def cpu_sreg(self, name: str) -> ll.Value:
+        """A special register on the CPU device: the thread context's field, or the lane (the
+        linear thread index modulo 32, as the GPU numbers lanes)."""
+        register, _, axis = name.partition(".")
+        if register in cpu_abi.SPECIAL_REGISTER_FIELDS and axis in ("x", "y", "z"):
+            return self.cpu_context_field(cpu_abi.SPECIAL_REGISTER_FIELDS[register], I32T, "xyz".index(axis),
+                                          invariant=register != "tid")
+        if name == "laneid":
+            b = self.b
+            linear = b.add(self.sreg("tid.x"), b.mul(self.sreg("ntid.x"),
+                                                     b.add(self.sreg("tid.y"), b.mul(self.sreg("ntid.y"), self.sreg("tid.z")))))
+            return b.and_(linear, ll.Constant(I32T, 31))
+        raise NoCpuForm(f"the special register %{name}")
+
+    def cpu_dynamic_shared_offset(self) -> ll.Value:
+        """Where the dynamic shared array starts in a block's segment: after the module's static
+        arrays, whose total is known once the module is lowered (a global the backend sets)."""
+        g = self.parent.module.globals.get("__oxide_cpu_dynamic_shared_offset")
+        if g is None:
+            g = ll.GlobalVariable(self.parent.module, I64T, "__oxide_cpu_dynamic_shared_offset")
+            g.global_constant = True
+            g.linkage = "internal"
+        load = self.b.load(g, typ=I64T)
+        return load
+
     def call(self, e: ir.Call) -> ll.Value:
+        if e.symbol == "llvm.nvvm.barrier0" and self.parent.cpu:
+            return self.b.call(self.parent.cpu_runtime("oxide_cpu_barrier"), [self.sync_site(e.loc)])
         if e.symbol == "llvm.nvvm.barrier0":
             fn = self.parent.intrinsic("llvm.nvvm.barrier0", ll.VoidType(), [])
             fn.attributes.add("convergent")
@@ -1414,6 +1548,10 @@ class LoweredProgram:
     # entries whose code does not read every one (entry_params.py)
     kept_params: dict[str, tuple[int, ...]]
     param_bytes: dict[str, int]  # entry symbol -> the bytes of its parameter block
+    # host code (the CPU device): each block's static shared bytes (all of the module's arrays),
+    # and the source place of each barrier / warp operation by its id
+    cpu_shared_bytes: int = 0
+    sync_sites: tuple[tuple[str, int, int], ...] = ()
 
     def text(self) -> str:
         return module_text(self.module)
@@ -1430,5 +1568,6 @@ def lower_program(program: ir.Program, module_name: str, fast_math: bool = False
     (``CompileOptions.fma``)."""
     lowering = ModuleLowering(program, module_name, fast_math, lineinfo, libnvvm, dialect, fma)
     module = lowering.lower()
-    return LoweredProgram(module, lowering.kept_params, lowering.param_bytes)
+    return LoweredProgram(module, lowering.kept_params, lowering.param_bytes, lowering.cpu_shared_bytes,
+                          tuple(lowering.sync_sites))
 

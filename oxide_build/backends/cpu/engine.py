@@ -1,42 +1,210 @@
-"""The CPU device's entry points: compile a kernel module for the host and launch its kernels
-with exactly what ``cuLaunchKernel`` takes (the runtime's CPU driver calls these)."""
+"""A module compiled for the CPU device and its kernels, launched with exactly what
+``cuLaunchKernel`` takes (``oxide_build/cpu_engine.py`` makes them; the runtime's CPU driver
+calls these):
+
+- ``CpuModule.function(symbol) -> CpuFunction`` (``cuModuleGetFunction``) and
+  ``CpuModule.global_address(name) -> (address, bytes)`` (``cuModuleGetGlobal``: the error
+  record's pointer, the module id, the module's arrays).
+- ``CpuFunction.launch(grid, block, dynamic_shared_bytes, kernel_params, sanitize)``:
+  synchronous; a failed check writes the error record as on the GPU; a barrier that can never
+  complete raises ``oxide.errors.SynccheckError``.
+"""
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
+import ctypes
+import threading
+from collections.abc import Callable, Sequence
 
-from ...config import CompileOptions
+from oxide.errors import KernelError, SynccheckError
+from oxide.runtime.manifest import ErrorSite, KernelSpec, ModuleArrayRecord
 
-__all__ = ["CpuFunction", "CpuModule", "compile_module_for_cpu"]
+from .codegen import KernelMode
+
+__all__ = ["CpuFunction", "CpuModule", "SANITIZERS", "MAX_DYNAMIC_SHARED_BYTES"]
 
 SANITIZERS = frozenset({"memcheck", "racecheck", "initcheck", "synccheck"})
+MAX_DYNAMIC_SHARED_BYTES = 227 * 1024  # an sm_90 block's shared memory beyond the static 48 KiB
+MAX_BLOCK_THREADS = 1024
+
+# _fibers.c's error kinds
+_OK, _DEADLOCK, _MISMATCH, _TRAP, _NO_MEMORY, _WARP_DEADLOCK = range(6)
+
+# one launch at a time in the process: the scheduler's state is global (_fibers.c)
+_launch_lock = threading.Lock()
+
+
+class _Launch(ctypes.Structure):
+    """``launch_t`` of ``_fibers.c``."""
+
+    _fields_ = [
+        ("block_fn", ctypes.c_void_p), ("thread_fn", ctypes.c_void_p), ("params", ctypes.c_void_p),
+        ("grid", ctypes.c_int32 * 3), ("block", ctypes.c_int32 * 3), ("mode", ctypes.c_int32), ("pad", ctypes.c_int32),
+        ("shared_bytes", ctypes.c_int64),
+        ("err_kind", ctypes.c_int32), ("err_site", ctypes.c_int32), ("err_other_site", ctypes.c_int32),
+        ("err_exited", ctypes.c_int32), ("err_block", ctypes.c_int32 * 3), ("err_thread", ctypes.c_int32 * 3),
+        ("err_lane_mask", ctypes.c_int32), ("pad2", ctypes.c_int32),
+    ]
+
+
+def _launcher() -> Callable[[object], int]:
+    from .jit import scheduler
+
+    address = scheduler().symbols()["oxide_cpu_launch"]
+    launch: Callable[[object], int] = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_Launch))(address)
+    return launch
 
 
 class CpuFunction:
     """One kernel entry point of a ``CpuModule``."""
 
-    name: str
-    max_threads_per_block: int
-    static_shared_bytes: int
-    cooperative: bool
+    def __init__(self, module: CpuModule, name: str, mode: KernelMode, params: int, max_threads: int) -> None:
+        self.module = module
+        self.name = name
+        self.mode = mode
+        self.cooperative = mode is KernelMode.COOPERATIVE
+        self.max_threads_per_block = max_threads
+        self.static_shared_bytes = module.static_shared_bytes
+        self.param_count = params  # the pointers kernelParams holds
+        jit = module.jit
+        self._thread_fn = jit.function_address(f"__oxide_cpu_thread.{name}")
+        self._block_fn = jit.function_address(f"__oxide_cpu_block.{name}") if mode is KernelMode.LOOP else 0
+        self._spec = next((k for k in module.kernels if name in (k.symbol, k.index32_symbol)), None)
+
+    def __repr__(self) -> str:
+        return f"<CpuFunction {self.name} of {self.module.module_name} ({self.mode.name.lower()})>"
 
     def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
                kernel_params: int | Sequence[int], sanitize: frozenset[str] = frozenset()) -> None:
-        raise NotImplementedError("the CPU engine is not implemented yet")
+        """Runs the kernel over ``grid`` x ``block`` (see the module's docstring)."""
+        unknown = set(sanitize) - SANITIZERS
+        if unknown:
+            raise ValueError(f"unknown sanitizer(s) {', '.join(sorted(unknown))}; the CPU device has "
+                             f"{', '.join(sorted(SANITIZERS))}")
+        if len(grid) != 3 or len(block) != 3:
+            raise ValueError(f"grid and block are 3-tuples; got grid {grid}, block {block}")
+        grid = (int(grid[0]), int(grid[1]), int(grid[2]))
+        block = (int(block[0]), int(block[1]), int(block[2]))
+        threads = block[0] * block[1] * block[2]
+        if min(block) < 1 or threads > min(MAX_BLOCK_THREADS, self.max_threads_per_block):
+            raise ValueError(f"kernel {self._kernel_name}: a block of {block} = {threads} threads; at most "
+                             f"{min(MAX_BLOCK_THREADS, self.max_threads_per_block)} (and at least 1)")
+        if min(grid) < 0 or max(grid) > 0x7FFFFFFF:
+            raise ValueError(f"kernel {self._kernel_name}: grid {grid} out of range")
+        if not 0 <= dynamic_shared_bytes <= MAX_DYNAMIC_SHARED_BYTES:
+            raise ValueError(f"kernel {self._kernel_name}: {dynamic_shared_bytes} bytes of dynamic shared memory; "
+                             f"a block has at most {MAX_DYNAMIC_SHARED_BYTES}")
+        keep: object = None
+        if isinstance(kernel_params, int):
+            params = kernel_params
+        else:
+            values = [int(v) & 0xFFFFFFFFFFFFFFFF for v in kernel_params]
+            if len(values) != self.param_count:
+                raise ValueError(f"kernel {self._kernel_name} declares {self.param_count} parameters; "
+                                 f"got {len(values)} slot values")
+            slot_block = (ctypes.c_uint64 * max(len(values), 1))(*values)
+            pointers = (ctypes.c_void_p * max(len(values), 1))(
+                *(ctypes.addressof(slot_block) + 8 * k for k in range(len(values))))
+            keep = (slot_block, pointers)
+            params = ctypes.addressof(pointers)
+        launch = _Launch()
+        launch.block_fn, launch.thread_fn, launch.params = self._block_fn, self._thread_fn, params
+        launch.grid[:], launch.block[:] = grid, block
+        launch.mode = self.mode.value
+        launch.shared_bytes = self.static_shared_bytes + dynamic_shared_bytes
+        with self.module.lock, _launch_lock:
+            status = _launcher()(ctypes.byref(launch))
+        del keep
+        if status != _OK:
+            raise self._error(launch)
+
+    @property
+    def _kernel_name(self) -> str:
+        return self._spec.name if self._spec is not None else self.name
+
+    def _site(self, site: int) -> str:
+        sites = self.module.sync_sites
+        if 0 <= site < len(sites):
+            file, line, col = sites[site]
+            return f"{file}:{line}:{col}"
+        return "?"
+
+    def _error(self, launch: _Launch) -> KernelError:
+        kernel = self._kernel_name
+        block = tuple(launch.err_block)
+        thread = tuple(launch.err_thread)
+        where = f"block {block}, thread {thread}"
+        if launch.err_kind == _TRAP:
+            return KernelError(f"kernel {kernel} trapped in {where}: a check failed with no error record set up "
+                               "(the runtime stores the record's address in __oxide_error_ptr before launching)",
+                               kernel=kernel)
+        if launch.err_kind == _NO_MEMORY:
+            return KernelError(f"kernel {kernel}: out of host memory for the CPU device's thread stacks", kernel=kernel)
+        if launch.err_kind == _MISMATCH:
+            at, other = self._site(launch.err_site), self._site(launch.err_other_site)
+            return SynccheckError(
+                f"synccheck: in kernel {kernel}, {where} waits at the barrier at {at} while other threads of its "
+                f"block wait at the barrier at {other}: a block's threads must all reach the same barrier",
+                kernel=kernel, location=at, block=block, thread=thread)  # type: ignore[arg-type]
+        if launch.err_kind == _WARP_DEADLOCK:
+            return SynccheckError(
+                f"synccheck: in kernel {kernel}, {where} waits at a warp operation for lanes "
+                f"{launch.err_lane_mask & 0xFFFFFFFF:#010x} that never reach one (they exited or wait at a barrier)",
+                kernel=kernel, block=block, thread=thread)  # type: ignore[arg-type]
+        at = self._site(launch.err_site)
+        what = "grid.sync()" if launch.err_other_site else "the barrier"
+        return SynccheckError(
+            f"synccheck: in kernel {kernel}, {where} waits at {what} at {at}, which the block's other threads never "
+            f"reach ({launch.err_exited} of them exited): every thread of a block must reach each barrier",
+            kernel=kernel, location=at, block=block, thread=thread)  # type: ignore[arg-type]
 
 
 class CpuModule:
-    """A kernel module compiled for the host."""
+    """A kernel module compiled for the host (``compile_module_for_cpu``)."""
 
-    module_name: str
+    def __init__(self, module_name: str, kernels: tuple[KernelSpec, ...], error_sites: tuple[ErrorSite, ...],
+                 arrays: tuple[ModuleArrayRecord, ...], host: object) -> None:
+        from .codegen import HostCode
+        from .jit import JitModule
+
+        assert isinstance(host, HostCode)
+        self.module_name = module_name
+        self.kernels = kernels
+        self.error_sites = error_sites
+        self.arrays = arrays
+        self.static_shared_bytes = host.static_shared_bytes
+        self.sync_sites = host.sync_sites
+        self.modes = host.modes
+        self.jit = JitModule(host.llvm_ir)
+        self.lock = threading.RLock()
+        self._functions: dict[str, CpuFunction] = {}
+        self._param_counts = {name: count for name, count in _declared_params(host.llvm_ir, host.modes).items()}
+
+    def __repr__(self) -> str:
+        return f"<CpuModule {self.module_name}: {', '.join(sorted(self.modes))}>"
 
     def function(self, symbol: str) -> CpuFunction:
-        raise NotImplementedError("the CPU engine is not implemented yet")
+        """The kernel entry ``symbol`` (``KernelSpec.symbol`` or ``index32_symbol``)."""
+        if symbol not in self._functions:
+            if symbol not in self.modes:
+                raise KeyError(f"module {self.module_name} has no kernel entry {symbol!r}; it has "
+                               f"{', '.join(sorted(self.modes)) or 'none'}")
+            spec = next((k for k in self.kernels if symbol in (k.symbol, k.index32_symbol)), None)
+            bound = getattr(spec, "launch_bounds", None) or MAX_BLOCK_THREADS
+            self._functions[symbol] = CpuFunction(self, symbol, self.modes[symbol], self._param_counts[symbol],
+                                                  int(bound))
+        return self._functions[symbol]
 
     def global_address(self, name: str) -> tuple[int, int]:
-        raise NotImplementedError("the CPU engine is not implemented yet")
+        """(host address, bytes) of the module global ``name``; KeyError if it has none."""
+        try:
+            return self.jit.global_address(name), self.jit.global_size(name)
+        except (KeyError, NameError):
+            raise KeyError(f"module {self.module_name} has no global {name!r}") from None
 
 
-def compile_module_for_cpu(source_path: Path, module_name: str, root: Path | None = None,
-                           options: CompileOptions | None = None) -> CpuModule:
-    raise NotImplementedError("the CPU engine is not implemented yet")
+def _declared_params(llvm_ir: str, modes: dict[str, KernelMode]) -> dict[str, int]:
+    """Entry symbol -> the parameters it declares (the pointers in kernelParams)."""
+    import llvmlite.binding as llvm
+
+    mod = llvm.parse_assembly(llvm_ir)
+    return {symbol: len(list(mod.get_function(symbol).arguments)) for symbol in modes}

@@ -1,0 +1,597 @@
+/* The CPU device's scheduler: runs the CUDA threads of a launch on the host, natively.
+ *
+ * The kernels themselves are host code that llvmlite JIT-compiles (oxide_build/backends/cpu/);
+ * they read their thread's indices from `oxide_cpu_context` and call the functions below at
+ * barriers, warp operations and failed checks. One launch runs at a time in a process (the
+ * Python side holds a lock around `oxide_cpu_launch`), so this state is global.
+ *
+ * Blocks run one at a time, in order (x fastest). A kernel with no barrier and no warp
+ * operation runs a block as one native loop over its threads (`block_fn`, generated per
+ * kernel). Every other kernel runs each thread as a fiber with its own stack: a barrier or warp
+ * operation records the arrival and switches back to the scheduler, which resumes the fibers
+ * round-robin; the last thread to arrive releases the others and carries on. A cooperative
+ * kernel (grid.sync) runs the threads of all blocks as fibers at once.
+ *
+ * A failed check ends its thread (`oxide_cpu_exit_thread`): the fiber is abandoned; in the
+ * loop form the loop's fiber is, and the block's remaining threads run one by one.
+ *
+ * The fiber switch is a few instructions of assembly on x86-64 (the callee-saved registers and
+ * the stack pointer); elsewhere ucontext. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ---- what the kernels read (the layout is oxide_build/backends/cpu/runtime.py's) ---------- */
+
+typedef struct {
+    int32_t tid[3];
+    int32_t ctaid[3];
+    int32_t ntid[3];
+    int32_t nctaid[3];
+    char *shared;          /* this block's shared memory: static arrays, then the dynamic one */
+    int64_t position;      /* the loop form: the linear index of the thread running */
+} oxide_cpu_context_t;
+
+EXPORT oxide_cpu_context_t oxide_cpu_context;
+
+/* ---- a launch, as Python describes it ----------------------------------------------------- */
+
+enum { MODE_LOOP = 0, MODE_FIBERS = 1, MODE_COOPERATIVE = 2 };
+enum {
+    OK = 0,
+    ERR_DEADLOCK = 1,        /* threads wait at a barrier the others never reach */
+    ERR_BARRIER_MISMATCH = 2,/* threads of a block wait at different barriers */
+    ERR_TRAP = 3,            /* a failed check with no error record */
+    ERR_NO_MEMORY = 4,
+    ERR_WARP_DEADLOCK = 5,   /* lanes wait at a warp operation whose other lanes never come */
+};
+enum { WAIT_NONE = 0, WAIT_BARRIER = 1, WAIT_WARP = 2, WAIT_GRID = 3, EXITED = 4 };
+
+typedef void (*block_fn_t)(void **params);
+typedef void (*thread_fn_t)(void **params);
+
+typedef struct {
+    void *block_fn;
+    void *thread_fn;
+    void **params;
+    int32_t grid[3];
+    int32_t block[3];
+    int32_t mode;
+    int32_t pad;
+    int64_t shared_bytes;   /* per block */
+    /* out: what went wrong */
+    int32_t err_kind;
+    int32_t err_site;       /* the barrier site the waiting thread is at */
+    int32_t err_other_site; /* the other barrier (ERR_BARRIER_MISMATCH) */
+    int32_t err_exited;     /* threads of the block that had exited */
+    int32_t err_block[3];
+    int32_t err_thread[3];
+    int32_t err_lane_mask;  /* a warp operation: the lanes it waited for */
+    int32_t pad2;
+} launch_t;
+
+/* ---- the fiber switch ---------------------------------------------------------------------- */
+
+#if defined(__x86_64__)
+/* oxide_cpu_switch(void **save, void *to): saves the callee-saved registers on this stack and
+ * the stack pointer in *save, then continues the fiber whose stack pointer is `to`. */
+void oxide_cpu_switch(void **save, void *to);
+void oxide_cpu_trampoline(void);
+__asm__(
+    ".text\n"
+    ".p2align 4\n"
+    ".type oxide_cpu_switch,@function\n"
+    "oxide_cpu_switch:\n"
+    "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+    "  movq %rsp, (%rdi)\n"
+    "  movq %rsi, %rsp\n"
+    "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+    "  ret\n"
+    ".size oxide_cpu_switch, .-oxide_cpu_switch\n"
+    ".p2align 4\n"
+    ".type oxide_cpu_trampoline,@function\n"
+    "oxide_cpu_trampoline:\n"
+    "  movq %r13, %rdi\n"
+    "  callq *%r12\n"
+    "  ud2\n"
+    ".size oxide_cpu_trampoline, .-oxide_cpu_trampoline\n");
+
+typedef void *fiber_sp_t;
+
+/* a new fiber that starts in fn(arg) on the stack whose top is `top` */
+static fiber_sp_t fiber_make(char *top, void (*fn)(intptr_t), intptr_t arg) {
+    uintptr_t t = ((uintptr_t)top) & ~(uintptr_t)15;
+    void **sp = (void **)t;
+    *--sp = (void *)oxide_cpu_trampoline; /* at t - 8: the ret of the first switch */
+    *--sp = 0;                            /* rbp */
+    *--sp = 0;                            /* rbx */
+    *--sp = (void *)fn;                   /* r12 */
+    *--sp = (void *)arg;                  /* r13 */
+    *--sp = 0;                            /* r14 */
+    *--sp = 0;                            /* r15 */
+    return (fiber_sp_t)sp;
+}
+#define SWITCH(save, to) oxide_cpu_switch((save), (to))
+#else
+typedef ucontext_t *fiber_sp_t;
+static ucontext_t *contexts;
+static void fiber_entry_uc(unsigned hi, unsigned lo, unsigned fhi, unsigned flo) {
+    intptr_t arg = (intptr_t)(((uint64_t)hi << 32) | lo);
+    void (*fn)(intptr_t) = (void (*)(intptr_t))(((uint64_t)fhi << 32) | flo);
+    fn(arg);
+    abort();
+}
+#endif
+
+/* ---- the state of one launch ---------------------------------------------------------------- */
+
+static launch_t *L;
+static int64_t n_fibers;           /* fibers of the launch: a block's threads, or the grid's */
+static int64_t block_threads;
+static char *stacks;               /* n_fibers stacks of STACK_BYTES, reused between launches */
+static size_t stacks_bytes;
+static size_t stack_bytes;
+static char *shared_mem;           /* one segment per block that runs at once */
+static size_t shared_mem_bytes;
+
+#if defined(__x86_64__)
+static void **fiber_sp;            /* the saved stack pointer of each fiber */
+static void *scheduler_sp;
+#else
+static ucontext_t scheduler_uc;
+#endif
+static int32_t *state;             /* WAIT_* of each fiber */
+static int32_t *site;              /* the barrier a waiting fiber is at */
+static int32_t *parity;            /* the warp-exchange buffer each lane uses next */
+static uint64_t *slots;            /* [2][warps][32]: the values lanes hand a warp operation */
+static uint32_t *warp_arrived;     /* [2][warps]: lanes arrived at the warp operation */
+static uint32_t *warp_waiting_mask;/* [fiber]: the mask a waiting lane waits for */
+static int32_t *arrived;           /* [blocks]: threads at the block barrier */
+static int32_t *barrier_site;      /* [blocks]: the barrier they wait at */
+static int32_t *live;              /* [blocks]: threads a barrier waits for: all but those a failed check ended */
+static int32_t *exited;            /* [blocks]: threads that returned */
+static int64_t *vote;              /* [blocks][2]: the block vote's sum, by barrier parity */
+static int32_t *vote_parity;       /* [blocks] */
+static int64_t grid_arrived, grid_live;
+static int32_t grid_site;
+static int64_t current;            /* the fiber running */
+static int64_t warps_per_block;
+static int aborted;                /* a trap: stop the launch */
+static int checks_failed;          /* a thread ended at a failed check (its record is written) */
+static size_t work_bytes;
+static char *work;
+
+static int64_t block_of(int64_t f) { return f / block_threads; }
+
+static void set_context(int64_t f) {
+    int64_t t = f % block_threads, b = f / block_threads;
+    int32_t bx = L->block[0], by = L->block[1];
+    oxide_cpu_context.tid[0] = (int32_t)(t % bx);
+    oxide_cpu_context.tid[1] = (int32_t)((t / bx) % by);
+    oxide_cpu_context.tid[2] = (int32_t)(t / ((int64_t)bx * by));
+    if (L->mode == MODE_COOPERATIVE) {
+        int32_t gx = L->grid[0], gy = L->grid[1];
+        oxide_cpu_context.ctaid[0] = (int32_t)(b % gx);
+        oxide_cpu_context.ctaid[1] = (int32_t)((b / gx) % gy);
+        oxide_cpu_context.ctaid[2] = (int32_t)(b / ((int64_t)gx * gy));
+        oxide_cpu_context.shared = shared_mem + (size_t)b * (size_t)L->shared_bytes;
+    }
+}
+
+static void yield_to_scheduler(void) {
+#if defined(__x86_64__)
+    SWITCH(&fiber_sp[current], scheduler_sp);
+#else
+    swapcontext(&contexts[current], &scheduler_uc);
+#endif
+}
+
+static void leave_forever(void) {
+#if defined(__x86_64__)
+    void *dead;
+    SWITCH(&dead, scheduler_sp);
+#else
+    setcontext(&scheduler_uc);
+#endif
+    abort();
+}
+
+static void fail(int kind, int64_t f, int32_t at, int32_t other) {
+    if (L->err_kind != OK) return;
+    int64_t t = f % block_threads, b = f / block_threads;
+    int32_t bx = L->block[0], by = L->block[1], gx = L->grid[0], gy = L->grid[1];
+    L->err_kind = kind;
+    L->err_site = at;
+    L->err_other_site = other;
+    L->err_thread[0] = (int32_t)(t % bx);
+    L->err_thread[1] = (int32_t)((t / bx) % by);
+    L->err_thread[2] = (int32_t)(t / ((int64_t)bx * by));
+    if (L->mode == MODE_COOPERATIVE) {
+        L->err_block[0] = (int32_t)(b % gx);
+        L->err_block[1] = (int32_t)((b / gx) % gy);
+        L->err_block[2] = (int32_t)(b / ((int64_t)gx * gy));
+    } else {
+        memcpy(L->err_block, oxide_cpu_context.ctaid, sizeof L->err_block);
+    }
+    L->err_exited = exited[L->mode == MODE_COOPERATIVE ? b : 0];
+}
+
+/* ---- what the kernels call ------------------------------------------------------------------ */
+
+/* A block barrier (block.sync(), and the block votes through oxide_cpu_block_vote). */
+EXPORT void oxide_cpu_barrier(int32_t at) {
+    int64_t f = current, b = L->mode == MODE_COOPERATIVE ? block_of(f) : 0;
+    if (arrived[b] == 0) {
+        barrier_site[b] = at;
+    } else if (barrier_site[b] != at) {
+        fail(ERR_BARRIER_MISMATCH, f, at, barrier_site[b]);
+        aborted = 1;
+        leave_forever();
+    }
+    if (++arrived[b] == live[b]) { /* the last one: release the others and carry on */
+        int64_t first = b * block_threads;
+        arrived[b] = 0;
+        for (int64_t g = first; g < first + block_threads; g++)
+            if (state[g] == WAIT_BARRIER) state[g] = WAIT_NONE;
+        return;
+    }
+    state[f] = WAIT_BARRIER;
+    site[f] = at;
+    yield_to_scheduler();
+}
+
+/* block.sync_count / _and / _or: the number of threads whose predicate holds (and/or test it
+ * against the block's size on the Python side of the lowering). */
+EXPORT int32_t oxide_cpu_block_vote(int32_t at, int32_t pred) {
+    int64_t b = L->mode == MODE_COOPERATIVE ? block_of(current) : 0;
+    int32_t p = vote_parity[b];
+    if (arrived[b] == 0) vote[2 * b + p] = 0;
+    vote[2 * b + p] += pred != 0;
+    if (arrived[b] + 1 == live[b]) vote_parity[b] ^= 1; /* the next vote uses the other sum */
+    oxide_cpu_barrier(at);
+    return (int32_t)vote[2 * b + p];
+}
+
+/* A warp operation's exchange: the lane hands over `value` and waits until every lane of
+ * `mask` has; the result points at the 32 values of this operation (one per lane of the warp).
+ * Two buffers, alternating per lane: a lane released from one operation may write the next
+ * one's value before the slowest lane has read this one's. */
+EXPORT const uint64_t *oxide_cpu_warp_exchange(uint32_t mask, uint64_t value) {
+    int64_t f = current;
+    int64_t lane_index = f % block_threads;
+    int64_t warp = block_of(f) * warps_per_block + lane_index / 32;
+    int32_t lane = (int32_t)(lane_index % 32);
+    int32_t p = parity[f];
+    parity[f] ^= 1;
+    uint64_t *buffer = slots + ((size_t)p * (size_t)(n_fibers / block_threads * warps_per_block) + (size_t)warp) * 32;
+    uint32_t *arrivals = warp_arrived + (size_t)p * (size_t)(n_fibers / block_threads * warps_per_block) + warp;
+    buffer[lane] = value;
+    int64_t lanes_here = block_threads - (lane_index - lane); /* a block's last warp may be partial */
+    if (lanes_here < 32) mask &= (1u << lanes_here) - 1;
+    mask |= 1u << lane;
+    *arrivals |= 1u << lane;
+    if ((*arrivals & mask) == mask) {
+        int64_t first = f - lane;
+        *arrivals &= ~mask;
+        for (int l = 0; l < 32; l++)
+            if ((mask >> l & 1) && l != lane && state[first + l] == WAIT_WARP) state[first + l] = WAIT_NONE;
+        return buffer;
+    }
+    state[f] = WAIT_WARP;
+    warp_waiting_mask[f] = mask;
+    yield_to_scheduler();
+    return buffer;
+}
+
+/* grid.sync() of a cooperative launch: every thread of the grid. */
+EXPORT void oxide_cpu_grid_sync(int32_t at) {
+    int64_t f = current;
+    if (grid_arrived == 0) grid_site = at;
+    if (++grid_arrived == grid_live) {
+        grid_arrived = 0;
+        for (int64_t g = 0; g < n_fibers; g++)
+            if (state[g] == WAIT_GRID) state[g] = WAIT_NONE;
+        return;
+    }
+    state[f] = WAIT_GRID;
+    site[f] = at;
+    yield_to_scheduler();
+}
+
+/* A thread returned: a barrier still waits for it (a barrier its block's other threads wait
+ * at then never completes: synccheck). */
+static void thread_exited(int64_t f) {
+    int64_t b = L->mode == MODE_COOPERATIVE ? block_of(f) : 0;
+    state[f] = EXITED;
+    exited[b]++;
+}
+
+/* A failed check ended the thread (after writing the error record): as on the GPU, the
+ * barriers it no longer reaches complete without it. */
+EXPORT void oxide_cpu_exit_thread(void) {
+    checks_failed = 1;
+    if (L->mode != MODE_LOOP) {
+        int64_t f = current, b = L->mode == MODE_COOPERATIVE ? block_of(f) : 0;
+        state[f] = EXITED;
+        live[b]--;
+        grid_live--;
+        int64_t first = b * block_threads;
+        if (arrived[b] > 0 && arrived[b] == live[b]) {
+            arrived[b] = 0;
+            for (int64_t g = first; g < first + block_threads; g++)
+                if (state[g] == WAIT_BARRIER) state[g] = WAIT_NONE;
+        }
+        if (grid_arrived > 0 && grid_arrived == grid_live) {
+            grid_arrived = 0;
+            for (int64_t g = 0; g < n_fibers; g++)
+                if (state[g] == WAIT_GRID) state[g] = WAIT_NONE;
+        }
+    }
+    leave_forever();
+}
+
+/* A failed check with no error record to write: the GPU traps, which ends the launch. */
+EXPORT void oxide_cpu_trap(void) {
+    aborted = 1;
+    if (L->err_kind == OK) {
+        fail(ERR_TRAP, current, 0, 0);
+    }
+    leave_forever();
+}
+
+EXPORT void oxide_cpu_flush(void) { fflush(stdout); }
+
+/* ---- running a launch -------------------------------------------------------------------- */
+
+static void fiber_main(intptr_t f) {
+    ((thread_fn_t)L->thread_fn)(L->params);
+    thread_exited((int64_t)f);
+    leave_forever();
+}
+
+static void loop_main(intptr_t unused) {
+    (void)unused;
+    ((block_fn_t)L->block_fn)(L->params);
+    oxide_cpu_context.position = -1; /* done */
+    leave_forever();
+}
+
+static void start_fiber(int64_t f, void (*fn)(intptr_t)) {
+    char *top = stacks + (size_t)(f + 1) * stack_bytes;
+#if defined(__x86_64__)
+    fiber_sp[f] = fiber_make(top, fn, (intptr_t)f);
+#else
+    ucontext_t *uc = &contexts[f];
+    getcontext(uc);
+    uc->uc_stack.ss_sp = top - stack_bytes;
+    uc->uc_stack.ss_size = stack_bytes;
+    uc->uc_link = NULL;
+    uint64_t a = (uint64_t)f, p = (uint64_t)(uintptr_t)fn;
+    makecontext(uc, (void (*)(void))fiber_entry_uc, 4, (unsigned)(a >> 32), (unsigned)a, (unsigned)(p >> 32), (unsigned)p);
+#endif
+}
+
+static void resume(int64_t f) {
+    current = f;
+#if defined(__x86_64__)
+    SWITCH(&scheduler_sp, fiber_sp[f]);
+#else
+    swapcontext(&scheduler_uc, &contexts[f]);
+#endif
+}
+
+static int reserve(size_t fibers, size_t per_stack, size_t shared_total) {
+    size_t need = fibers * per_stack;
+    if (need > stacks_bytes || per_stack != stack_bytes) {
+        if (stacks) munmap(stacks, stacks_bytes);
+        stacks = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (stacks == MAP_FAILED) { stacks = NULL; stacks_bytes = 0; return 0; }
+        stacks_bytes = need;
+        stack_bytes = per_stack;
+    }
+    if (shared_total > shared_mem_bytes || shared_mem == NULL) {
+        free(shared_mem);
+        shared_mem = aligned_alloc(1024, (shared_total + 1024) & ~(size_t)1023);
+        if (!shared_mem) { shared_mem_bytes = 0; return 0; }
+        shared_mem_bytes = shared_total;
+    }
+    size_t warps = (fibers + 31) / 32; /* `fibers` is a whole number of warps per block */
+    size_t bytes = fibers * (sizeof(void *) + 3 * sizeof(int32_t) + sizeof(uint32_t))
+        + 2 * warps * 32 * sizeof(uint64_t) + 2 * warps * sizeof(uint32_t)
+        + fibers * (4 * sizeof(int32_t) + 2 * sizeof(int64_t) + sizeof(int32_t)) + 512;
+#if !defined(__x86_64__)
+    bytes += fibers * sizeof(ucontext_t);
+#endif
+    if (bytes > work_bytes) {
+        free(work);
+        work = malloc(bytes);
+        if (!work) { work_bytes = 0; return 0; }
+        work_bytes = bytes;
+    }
+    memset(work, 0, bytes);
+    char *p = work;
+#define TAKE(ptr, type, count) do { ptr = (type *)p; p += ((sizeof(type) * (count)) + 15) & ~(size_t)15; } while (0)
+#if defined(__x86_64__)
+    TAKE(fiber_sp, void *, fibers);
+#else
+    TAKE(contexts, ucontext_t, fibers);
+#endif
+    TAKE(state, int32_t, fibers);
+    TAKE(site, int32_t, fibers);
+    TAKE(parity, int32_t, fibers);
+    TAKE(warp_waiting_mask, uint32_t, fibers);
+    TAKE(slots, uint64_t, 2 * warps * 32);
+    TAKE(warp_arrived, uint32_t, 2 * warps);
+    TAKE(arrived, int32_t, fibers);
+    TAKE(barrier_site, int32_t, fibers);
+    TAKE(live, int32_t, fibers);
+    TAKE(exited, int32_t, fibers);
+    TAKE(vote, int64_t, 2 * fibers);
+    TAKE(vote_parity, int32_t, fibers);
+#undef TAKE
+    return 1;
+}
+
+/* Runs the fibers [0, n_fibers) until all exited; a stall is a deadlock, reported. */
+static void run_fibers(void) {
+    int64_t blocks = n_fibers / block_threads;
+    for (int64_t b = 0; b < blocks; b++) {
+        live[b] = (int32_t)block_threads;
+        exited[b] = 0;
+    }
+    grid_live = n_fibers;
+    grid_arrived = 0;
+    for (int64_t f = 0; f < n_fibers; f++) start_fiber(f, fiber_main);
+    for (;;) {
+        int progress = 0, waiting = 0;
+        for (int64_t f = 0; f < n_fibers; f++) {
+            if (state[f] == WAIT_NONE) {
+                set_context(f);
+                resume(f);
+                progress = 1;
+                if (aborted) return;
+            }
+            if (state[f] != EXITED) waiting = 1;
+        }
+        if (!waiting) return;
+        if (!progress && checks_failed) {
+            /* a thread ended at a failed check: as on the GPU, the barriers it no longer reaches
+             * complete without it (the launch then raises that check's KernelError) */
+            for (int64_t f = 0; f < n_fibers; f++)
+                if (state[f] != EXITED) state[f] = WAIT_NONE;
+            for (int64_t b = 0; b < blocks; b++) arrived[b] = 0;
+            grid_arrived = 0;
+            memset(warp_arrived, 0, 2 * sizeof(uint32_t) * (size_t)(blocks * warps_per_block));
+            continue;
+        }
+        if (!progress) {
+            for (int64_t f = 0; f < n_fibers; f++) {
+                if (state[f] == WAIT_BARRIER || state[f] == WAIT_GRID) {
+                    fail(ERR_DEADLOCK, f, site[f], state[f] == WAIT_GRID);
+                    return;
+                }
+                if (state[f] == WAIT_WARP) {
+                    fail(ERR_WARP_DEADLOCK, f, 0, 0);
+                    L->err_lane_mask = (int32_t)warp_waiting_mask[f];
+                    return;
+                }
+            }
+            return;
+        }
+    }
+}
+
+/* The loop form: the block's threads in one native loop on a fiber's stack; when a failed
+ * check abandons it, the rest of the block's threads run one by one (each as a fiber, so
+ * another failure ends only its own thread). */
+static void run_loop_block(void) {
+    oxide_cpu_context.position = 0;
+    start_fiber(0, loop_main);
+    resume(0);
+    while (!aborted && oxide_cpu_context.position >= 0) {
+        int64_t next = oxide_cpu_context.position + 1;
+        if (next >= block_threads) break;
+        for (int64_t t = next; t < block_threads && !aborted; t++) {
+            int32_t bx = L->block[0], by = L->block[1];
+            oxide_cpu_context.tid[0] = (int32_t)(t % bx);
+            oxide_cpu_context.tid[1] = (int32_t)((t / bx) % by);
+            oxide_cpu_context.tid[2] = (int32_t)(t / ((int64_t)bx * by));
+            oxide_cpu_context.position = t;
+            state[0] = WAIT_NONE;
+            start_fiber(0, fiber_main);
+            resume(0);
+        }
+        break;
+    }
+}
+
+EXPORT int oxide_cpu_launch(launch_t *launch) {
+    L = launch;
+    L->err_kind = OK;
+    aborted = 0;
+    checks_failed = 0;
+    block_threads = (int64_t)L->block[0] * L->block[1] * L->block[2];
+    int64_t blocks = (int64_t)L->grid[0] * L->grid[1] * L->grid[2];
+    if (blocks == 0) return OK;
+    warps_per_block = (block_threads + 31) / 32;
+    int cooperative = L->mode == MODE_COOPERATIVE;
+    n_fibers = L->mode == MODE_LOOP ? 1 : cooperative ? block_threads * blocks : block_threads;
+    size_t per_stack = cooperative ? (size_t)64 << 10 : (size_t)256 << 10;
+    /* the warp buffers are per whole warp: reserve for n_fibers rounded to warps */
+    size_t fibers_rounded = (size_t)(n_fibers / block_threads) * (size_t)warps_per_block * 32;
+    if (fibers_rounded < (size_t)n_fibers) fibers_rounded = (size_t)n_fibers;
+    size_t shared_total = (size_t)L->shared_bytes * (size_t)(cooperative ? blocks : 1);
+    if (!reserve(fibers_rounded, per_stack, shared_total > 0 ? shared_total : 16)) {
+        L->err_kind = ERR_NO_MEMORY;
+        return L->err_kind;
+    }
+    for (int a = 0; a < 3; a++) {
+        oxide_cpu_context.ntid[a] = L->block[a];
+        oxide_cpu_context.nctaid[a] = L->grid[a];
+    }
+    oxide_cpu_context.shared = shared_mem;
+    if (cooperative) {
+        memset(oxide_cpu_context.ctaid, 0, sizeof oxide_cpu_context.ctaid);
+        memset(shared_mem, 0, shared_total);
+        run_fibers();
+    } else {
+        for (int32_t z = 0; z < L->grid[2] && !aborted && L->err_kind == OK; z++)
+            for (int32_t y = 0; y < L->grid[1] && !aborted && L->err_kind == OK; y++)
+                for (int32_t x = 0; x < L->grid[0] && !aborted && L->err_kind == OK; x++) {
+                    oxide_cpu_context.ctaid[0] = x;
+                    oxide_cpu_context.ctaid[1] = y;
+                    oxide_cpu_context.ctaid[2] = z;
+                    if (L->shared_bytes) memset(shared_mem, 0, (size_t)L->shared_bytes);
+                    if (L->mode == MODE_LOOP) {
+                        run_loop_block();
+                    } else {
+                        memset(state, 0, sizeof(int32_t) * (size_t)n_fibers);
+                        memset(parity, 0, sizeof(int32_t) * (size_t)n_fibers);
+                        memset(warp_arrived, 0, 2 * sizeof(uint32_t) * (size_t)warps_per_block);
+                        arrived[0] = 0;
+                        vote_parity[0] = 0;
+                        run_fibers();
+                    }
+                }
+    }
+    fflush(stdout);
+    return L->err_kind;
+}
+
+/* ---- the module: the addresses Python hands the JIT -------------------------------------- */
+
+static PyObject *symbols(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return Py_BuildValue(
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+        "oxide_cpu_context", (unsigned long long)(uintptr_t)&oxide_cpu_context,
+        "oxide_cpu_barrier", (unsigned long long)(uintptr_t)&oxide_cpu_barrier,
+        "oxide_cpu_block_vote", (unsigned long long)(uintptr_t)&oxide_cpu_block_vote,
+        "oxide_cpu_warp_exchange", (unsigned long long)(uintptr_t)&oxide_cpu_warp_exchange,
+        "oxide_cpu_grid_sync", (unsigned long long)(uintptr_t)&oxide_cpu_grid_sync,
+        "oxide_cpu_exit_thread", (unsigned long long)(uintptr_t)&oxide_cpu_exit_thread,
+        "oxide_cpu_trap", (unsigned long long)(uintptr_t)&oxide_cpu_trap,
+        "oxide_cpu_flush", (unsigned long long)(uintptr_t)&oxide_cpu_flush,
+        "oxide_cpu_launch", (unsigned long long)(uintptr_t)&oxide_cpu_launch);
+}
+
+static PyMethodDef methods[] = {
+    {"symbols", symbols, METH_NOARGS, "The addresses of the scheduler's functions and context, by name."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fibers", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__fibers(void) { return PyModule_Create(&module); }

@@ -1,0 +1,221 @@
+"""Host code for the CPU device: the program lowered in the CPU dialect (``lower/dialect.py``),
+and per kernel the entry points the scheduler (``_fibers.c``) calls.
+
+For each kernel entry symbol ``K``:
+
+- ``__oxide_cpu_thread.K(void **params)``: one CUDA thread; reads each declared parameter from
+  the slot its pointer names (cuLaunchKernel's ``kernelParams``) and calls ``K``;
+- ``__oxide_cpu_block.K(void **params)``, for a kernel that needs no fibers (no barrier, no
+  warp operation, no grid barrier anywhere in what it calls): every thread of the block in one
+  loop (x fastest), ``K`` inlined into it; it records the position of the running thread, so a
+  thread that ends at a failed check ends only itself (the scheduler runs the rest).
+
+A kernel that reaches a barrier runs on fibers (``KernelMode.FIBERS``), one that reaches
+``grid.sync()`` on fibers of the whole grid (``COOPERATIVE``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from llvmlite import ir as ll
+
+from oxide.errors import CompileError, SourceLocation
+
+from ... import cpu_abi
+from ...intrinsics import INTRINSICS, Role
+from ...intrinsics.thread import BARRIER
+from ...ir import nodes as ir
+from ...lower.dialect import cpu_dialect
+from ...lower.index32 import index32_twins
+
+__all__ = ["HostCode", "KernelMode", "lower_for_cpu", "host_target"]
+
+I8, I32, I64 = ll.IntType(8), ll.IntType(32), ll.IntType(64)
+
+
+class KernelMode(Enum):
+    """How the scheduler runs a kernel's threads (``_fibers.c``'s MODE_*)."""
+
+    LOOP = 0
+    FIBERS = 1
+    COOPERATIVE = 2
+
+
+@dataclass(frozen=True)
+class HostCode:
+    """What the CPU stage makes of a module: LLVM IR for the host, and what the launch needs."""
+
+    llvm_ir: str
+    modes: dict[str, KernelMode]  # entry symbol -> how its threads run
+    kept_params: dict[str, tuple[int, ...]]
+    static_shared_bytes: int  # each block's static shared segment (all of the module's arrays)
+    sync_sites: tuple[tuple[str, int, int], ...]  # barrier / warp operation id -> file, line, col
+
+
+def host_target() -> tuple[str, str]:
+    """The host's (triple, data layout), as LLVM's native target gives them."""
+    from .jit import target_machine
+
+    tm = target_machine()
+    return tm.triple, str(tm.target_data)
+
+
+def _direct_sync(fn: ir.Function) -> tuple[bool, bool]:
+    """Whether ``fn`` itself reaches a barrier or warp operation, and a grid barrier."""
+    sync = grid = False
+    for s in ir.statements(fn.body):
+        for root in ir.statement_roots(s):
+            for e in ir.subexpressions(root):
+                if isinstance(e, ir.Call) and e.symbol == BARRIER:
+                    sync = True
+                elif isinstance(e, ir.Intrinsic):
+                    info = INTRINSICS.get(e.name)
+                    if info is not None and (info.convergent or info.has(Role.BLOCK_BARRIER)):
+                        sync = True
+                    if info is not None and info.has(Role.GRID_BARRIER):
+                        grid = True
+    return sync, grid
+
+
+def _callees(fn: ir.Function) -> set[str]:
+    return {e.symbol for s in ir.statements(fn.body) for root in ir.statement_roots(s)
+            for e in ir.subexpressions(root) if isinstance(e, ir.Call)}
+
+
+def kernel_modes(program: ir.Program) -> dict[str, KernelMode]:
+    """Each kernel's ``KernelMode``, across the functions it calls."""
+    by_symbol = {fn.symbol: fn for fn in program.functions}
+    direct = {fn.symbol: _direct_sync(fn) for fn in program.functions}
+    calls = {fn.symbol: _callees(fn) & by_symbol.keys() for fn in program.functions}
+
+    def reach(symbol: str) -> tuple[bool, bool]:
+        seen, todo, sync, grid = {symbol}, [symbol], False, False
+        while todo:
+            s = todo.pop()
+            d = direct[s]
+            sync, grid = sync or d[0], grid or d[1]
+            for c in calls[s] - seen:
+                seen.add(c)
+                todo.append(c)
+        return sync, grid
+
+    modes: dict[str, KernelMode] = {}
+    twins = index32_twins(program)
+    for fn in program.functions:
+        if not fn.is_kernel:
+            continue
+        sync, grid = reach(fn.symbol)
+        mode = KernelMode.COOPERATIVE if grid else KernelMode.FIBERS if sync else KernelMode.LOOP
+        modes[fn.symbol] = mode
+        if fn.symbol in twins:
+            modes[twins[fn.symbol]] = mode
+    return modes
+
+
+def _refuse_externs(program: ir.Program) -> None:
+    for ext in program.externs:
+        file, line = (ext.call_file, ext.call_line) if ext.call_file else (ext.file, ext.line)
+        raise CompileError(
+            f"{ext.symbol}() is CUDA C++ (an @extern), which the CPU device cannot run",
+            SourceLocation(file, line, 1),
+            "run this module on a GPU; kernels that call C++ device functions have no CPU form")
+
+
+def _load_params(b: ll.IRBuilder, kernel: ll.Function, params: ll.Value, module: ll.Module) -> list[ll.Value]:
+    """The kernel's arguments from cuLaunchKernel's ``kernelParams``: one slot pointer each."""
+    invariant = module.add_metadata([])
+    i8pp = ll.PointerType(ll.PointerType(I8))
+    slots = b.bitcast(params, i8pp)
+    values: list[ll.Value] = []
+    for k, arg in enumerate(kernel.args):
+        slot = b.load(b.gep(slots, [ll.Constant(I64, k)]), typ=ll.PointerType(I8))
+        slot.set_metadata("invariant.load", invariant)
+        value = b.load(b.bitcast(slot, ll.PointerType(arg.type)), typ=arg.type)
+        value.set_metadata("invariant.load", invariant)
+        values.append(value)
+    return values
+
+
+def _context_field(b: ll.IRBuilder, ctx: ll.GlobalVariable, field: int, axis: int | None = None) -> ll.Value:
+    zero = ll.Constant(I32, 0)
+    indices = [zero, ll.Constant(I32, field)] + ([] if axis is None else [ll.Constant(I32, axis)])
+    return b.gep(ctx, indices, inbounds=True)
+
+
+def _thread_function(module: ll.Module, kernel: ll.Function) -> None:
+    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [ll.PointerType(I8)]), f"__oxide_cpu_thread.{kernel.name}")
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    b.call(kernel, _load_params(b, kernel, fn.args[0], module))
+    b.ret_void()
+
+
+def _block_function(module: ll.Module, kernel: ll.Function, ctx: ll.GlobalVariable) -> None:
+    """Every thread of the running block, x fastest, in one loop nest around ``kernel``."""
+    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [ll.PointerType(I8)]), f"__oxide_cpu_block.{kernel.name}")
+    entry = fn.append_basic_block("entry")
+    b = ll.IRBuilder(entry)
+    args = _load_params(b, kernel, fn.args[0], module)
+    ntid = [b.load(_context_field(b, ctx, cpu_abi.SPECIAL_REGISTER_FIELDS["ntid"], a), typ=I32) for a in range(3)]
+    position = b.alloca(I64)
+    b.store(ll.Constant(I64, 0), position)
+    counters = [b.alloca(I32) for _ in range(3)]
+    exit_block = fn.append_basic_block("done")
+
+    def nest(axis: int, after: ll.Block) -> ll.Block:
+        """The loop over ``axis`` (2: z, outermost); returns its header."""
+        head = fn.append_basic_block(f"loop.{'xyz'[axis]}")
+        body = fn.append_basic_block(f"body.{'xyz'[axis]}")
+        step = fn.append_basic_block(f"step.{'xyz'[axis]}")
+        b.position_at_end(head)
+        i = b.load(counters[axis], typ=I32)
+        b.cbranch(b.icmp_unsigned("<", i, ntid[axis]), body, after)
+        b.position_at_end(body)
+        b.store(i, _context_field(b, ctx, cpu_abi.SPECIAL_REGISTER_FIELDS["tid"], axis))
+        if axis > 0:
+            b.store(ll.Constant(I32, 0), counters[axis - 1])
+            inner = nest(axis - 1, step)
+            b.position_at_end(body)
+            b.branch(inner)
+        else:
+            p = b.load(position, typ=I64)
+            b.store(p, _context_field(b, ctx, cpu_abi.POSITION_FIELD))
+            b.call(kernel, args)
+            b.store(b.add(p, ll.Constant(I64, 1)), position)
+            b.branch(step)
+        b.position_at_end(step)
+        b.store(b.add(b.load(counters[axis], typ=I32), ll.Constant(I32, 1)), counters[axis])
+        b.branch(head)
+        return head
+
+    b.store(ll.Constant(I32, 0), counters[2])
+    outer = nest(2, exit_block)
+    b.position_at_end(entry)
+    b.branch(outer)
+    b.position_at_end(exit_block)
+    b.ret_void()
+
+
+def lower_for_cpu(program: ir.Program, module_name: str, fast_math: bool, fma: bool) -> HostCode:
+    """The program as host code with its kernels' thread and block entry points."""
+    from ...lower.llvm import lower_program
+
+    _refuse_externs(program)
+    triple, layout = host_target()
+    lowered = lower_program(program, module_name, fast_math=fast_math, lineinfo=False,
+                            dialect=cpu_dialect(triple, layout), fma=fma)
+    module = lowered.module
+    modes = kernel_modes(program)
+    ctx = module.globals.get(cpu_abi.CONTEXT_SYMBOL)
+    if ctx is None:
+        ctx = ll.GlobalVariable(module, cpu_abi.context_type(), cpu_abi.CONTEXT_SYMBOL)
+        ctx.linkage = "external"
+    assert isinstance(ctx, ll.GlobalVariable)
+    for symbol, mode in modes.items():
+        kernel = module.globals.get(symbol)
+        assert isinstance(kernel, ll.Function), symbol
+        kernel.linkage = "internal"  # called through its entry points only: LLVM may inline it there
+        _thread_function(module, kernel)
+        if mode is KernelMode.LOOP:
+            _block_function(module, kernel, ctx)
+    return HostCode(str(module), modes, lowered.kept_params, lowered.cpu_shared_bytes, lowered.sync_sites)

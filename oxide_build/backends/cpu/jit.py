@@ -1,0 +1,84 @@
+"""llvmlite's MCJIT for the host: optimizes host code (``codegen.py``) with LLVM's new pass
+manager at -O3 for this machine's CPU and gives the addresses of its entry points and globals.
+
+The scheduler's functions and context (``_fibers.c``) are made known to the JIT by name
+(``llvm.add_symbol``); libm and libc (``printf``) resolve from the process."""
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+import llvmlite.binding as llvm
+
+from oxide.errors import OxideError
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+__all__ = ["CpuUnavailable", "JitModule", "scheduler", "target_machine"]
+
+
+class CpuUnavailable(OxideError):
+    """The CPU device cannot run here (its scheduler extension was not built)."""
+
+
+@functools.cache
+def target_machine() -> llvm.TargetMachine:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    features = llvm.get_host_cpu_features().flatten()
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=features, opt=3,
+                                        reloc="default", codemodel="jitdefault")
+
+
+@functools.cache
+def scheduler() -> ModuleType:
+    """The scheduler extension, its symbols registered with the JIT once."""
+    try:
+        from . import _fibers  # type: ignore[attr-defined]
+    except ImportError as e:
+        raise CpuUnavailable(
+            "the CPU device's scheduler (oxide_build/backends/cpu/_fibers.c) is not built in this installation: "
+            f"{e}", ) from None
+    for name, address in _fibers.symbols().items():
+        llvm.add_symbol(name, address)
+    module: ModuleType = _fibers
+    return module
+
+
+class JitModule:
+    """One host-code module, compiled; kept alive as long as its code may run."""
+
+    def __init__(self, llvm_ir: str, opt_level: int = 3) -> None:
+        scheduler()
+        tm = target_machine()
+        mod = llvm.parse_assembly(llvm_ir)
+        mod.triple = tm.triple
+        mod.verify()
+        if opt_level > 0:
+            pto = llvm.create_pipeline_tuning_options(speed_level=min(opt_level, 3))
+            pass_builder = llvm.create_pass_builder(tm, pto)
+            pass_builder.getModulePassManager().run(mod, pass_builder)
+        self._engine: Any = llvm.create_mcjit_compiler(mod, tm)
+        self._engine.finalize_object()
+        self._module = mod
+
+    def function_address(self, name: str) -> int:
+        address = int(self._engine.get_function_address(name))
+        if not address:
+            raise KeyError(name)
+        return address
+
+    def global_address(self, name: str) -> int:
+        address = int(self._engine.get_global_value_address(name))
+        if not address:
+            raise KeyError(name)
+        return address
+
+    def global_size(self, name: str) -> int:
+        g = self._module.get_global_variable(name)
+        return int(self._engine.target_data.get_abi_size(g.global_value_type))
+
+    def optimized_ir(self) -> str:
+        return str(self._module)

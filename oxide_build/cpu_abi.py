@@ -1,0 +1,58 @@
+"""What the CPU device's host code and its scheduler agree on: the thread context the kernels
+read their indices from, and the scheduler's functions they call (``backends/cpu/_fibers.c``
+defines both). A leaf: the lowering (``lower/llvm.py``), the intrinsics' CPU forms and the CPU
+backend read it."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from llvmlite import ir as ll
+
+__all__ = ["NoCpuForm", "CONTEXT_SYMBOL", "CONTEXT_FIELDS", "POSITION_FIELD", "SHARED_FIELD", "SPECIAL_REGISTER_FIELDS", "RUNTIME_FUNCTIONS", "context_type",
+           "runtime_function_type"]
+
+
+
+class NoCpuForm(Exception):
+    """Host code (the CPU device) was asked for a GPU instruction it has no form of: an NVVM
+    intrinsic, a libdevice function or a special register (``what``). The lowering turns it
+    into a located ``CompileError`` naming the construct."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        super().__init__(what)
+
+
+CONTEXT_SYMBOL = "oxide_cpu_context"
+# oxide_cpu_context_t, in order: tid[3], ctaid[3], ntid[3], nctaid[3] (i32), the block's shared
+# memory (a pointer), the loop form's thread position (i64)
+CONTEXT_FIELDS = ("tid", "ctaid", "ntid", "nctaid", "shared", "position")
+SPECIAL_REGISTER_FIELDS = {"tid": 0, "ctaid": 1, "ntid": 2, "nctaid": 3}
+SHARED_FIELD = 4
+POSITION_FIELD = 5
+
+# name -> (result, parameters) in the letters i (i32), l (i64), p (pointer), v (void)
+RUNTIME_FUNCTIONS = {
+    "oxide_cpu_barrier": ("v", "i"),  # (barrier site)
+    "oxide_cpu_block_vote": ("i", "ii"),  # (barrier site, predicate) -> threads whose predicate holds
+    "oxide_cpu_warp_exchange": ("p", "il"),  # (mask, value) -> the 32 lanes' u64 values
+    "oxide_cpu_grid_sync": ("v", "i"),  # (barrier site)
+    "oxide_cpu_exit_thread": ("v", ""),  # ends the calling thread (after a failed check)
+    "oxide_cpu_trap": ("v", ""),  # ends the launch (a failed check with no error record)
+}
+
+
+def context_type() -> ll.Type:
+    from llvmlite import ir as ll
+
+    dims = ll.ArrayType(ll.IntType(32), 3)
+    return ll.LiteralStructType([dims, dims, dims, dims, ll.PointerType(ll.IntType(8)), ll.IntType(64)])
+
+
+def runtime_function_type(name: str) -> ll.FunctionType:
+    from llvmlite import ir as ll
+
+    letters = {"i": ll.IntType(32), "l": ll.IntType(64), "p": ll.PointerType(ll.IntType(64)), "v": ll.VoidType()}
+    result, params = RUNTIME_FUNCTIONS[name]
+    return ll.FunctionType(letters[result], [letters[c] for c in params])

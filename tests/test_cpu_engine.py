@@ -1,0 +1,372 @@
+"""The CPU device's engine (oxide_build/backends/cpu/), launched through its entry point
+directly, with cuLaunchKernel's parameters: kernels without barriers (the loop form), with
+block barriers, shared memory and warp operations (fibers), failed checks through the error
+record, synccheck, and the refusal of what has no CPU form. Every element is compared with
+NumPy on random inputs, into poisoned outputs."""
+from __future__ import annotations
+
+import ctypes
+import struct
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oxide import CompileError
+from oxide.abi import error_record
+from oxide.errors import KernelError, SynccheckError
+from oxide.runtime import kernel_errors
+
+pytest.importorskip("llvmlite")
+engine = pytest.importorskip("oxide_build.cpu_engine")
+try:
+    from oxide_build.backends.cpu.jit import scheduler
+
+    scheduler()
+except Exception as e:  # pragma: no cover - an installation without the C extension
+    pytest.skip(f"the CPU device's scheduler is not built: {e}", allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def f32_bits(v: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", v))[0]
+
+
+def f64_bits(v: float) -> int:
+    return struct.unpack("<Q", struct.pack("<d", v))[0]
+
+
+def module(tmp_path: Path, source: str, name: str = "kern"):
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(source))
+    return engine.compile_module_for_cpu(path, name, tmp_path)
+
+
+def slots(spec, values: dict[str, list[int]]) -> list[int]:
+    """The slot values of the parameters the entry declares (KernelSpec.param_slots), from each
+    parameter's slots by name."""
+    flat: list[int] = []
+    for p in spec.params:
+        flat += values.get(p.name, [])
+    if spec.param_slots is None:
+        return flat
+    return [flat[s] for s in spec.param_slots]
+
+
+def spec_of(m, symbol: str):
+    return next(k for k in m.kernels if k.symbol == symbol)
+
+
+class Record:
+    """An error record (oxide.abi.error_record) wired into a module, as the runtime does it."""
+
+    def __init__(self, m, module_id: int = 77) -> None:
+        self.words = (ctypes.c_int64 * error_record.RECORD_WORDS)()
+        ptr, size = m.global_address(error_record.ERROR_PTR_SYMBOL)
+        assert size == 8
+        ctypes.c_uint64.from_address(ptr).value = ctypes.addressof(self.words)
+        mid, _ = m.global_address(error_record.MODULE_ID_SYMBOL)
+        ctypes.c_int64.from_address(mid).value = module_id
+        self.module_id = module_id
+        kernel_errors._sites[module_id] = (m.module_name, {s.id: s for s in m.error_sites})
+
+    def error(self):
+        w = list(self.words)
+        assert w[error_record.FLAG] == error_record.FLAG_PUBLISHED, w
+        return kernel_errors.kernel_error(w[error_record.MODULE_ID], w[error_record.SITE_ID],
+                                          w[error_record.INDEX], w[error_record.LENGTH])
+
+
+# ---- kernels without barriers: one native loop per block --------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_saxpy_is_bit_exact(dtype) -> None:
+    m = engine.compile_module_for_cpu(EXAMPLES / "saxpy.py", "examples.saxpy", ROOT)
+    suffix = "f32" if dtype == np.float32 else "f64"
+    f = m.function(f"saxpy_{suffix}")
+    assert f.mode.name == "LOOP"
+    rng = np.random.default_rng(1)
+    n = 100_003  # not a whole number of blocks
+    x, y = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    out = np.full(n, np.nan, dtype)
+    a = dtype(1.37)
+    bits = f32_bits(a) if dtype == np.float32 else f64_bits(a)
+    values = {"a": [bits], "x": [x.ctypes.data, n], "y": [y.ctypes.data, n], "out": [out.ctypes.data, n]}
+    f.launch((-(-n // 256), 1, 1), (256, 1, 1), 0, slots(spec_of(m, f"saxpy_{suffix}"), values))
+    # a * x + y is one fused multiply-add on the GPU (LLVM contracts it, as NVPTX does): exact in
+    # f64 for f32, and for f64 checked against the f32-free identity fma(a, x, y) = a*x + y exactly rounded
+    if dtype == np.float32:
+        expected = (np.float64(a) * x.astype(np.float64) + y.astype(np.float64)).astype(np.float32)
+        np.testing.assert_array_equal(out, expected)
+    else:
+        np.testing.assert_allclose(out, a * x + y, rtol=1e-15, atol=1e-15)
+        assert not np.isnan(out).any()
+
+
+def test_kernel_params_as_cuLaunchKernel_takes_them() -> None:
+    """kernelParams as an address: a void*[] of slot pointers (what ArgPacker.pack returns)."""
+    m = engine.compile_module_for_cpu(EXAMPLES / "saxpy.py", "examples.saxpy", ROOT)
+    spec = spec_of(m, "saxpy_unchecked_f32")
+    n = 1000
+    x, y = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+    out = np.full(n, np.nan, np.float32)
+    values = slots(spec, {"a": [f32_bits(2.0)], "x": [x.ctypes.data, n], "y": [y.ctypes.data, n],
+                          "out": [out.ctypes.data, n]})
+    block = (ctypes.c_uint64 * len(values))(*values)
+    pointers = (ctypes.c_void_p * len(values))(*(ctypes.addressof(block) + 8 * k for k in range(len(values))))
+    m.function("saxpy_unchecked_f32").launch((4, 1, 1), (256, 1, 1), 0, ctypes.addressof(pointers))
+    np.testing.assert_array_equal(out, 2 * x + 1)
+
+
+def test_two_dimensional_kernel(tmp_path: Path) -> None:
+    m = module(tmp_path, """
+        import oxide as ox
+        from oxide import Slice, MutSlice, f32, i32, i64, thread, block, grid
+
+        @ox.kernel
+        def scale2d(x: Slice[f32], rows: i32, cols: i32, out: MutSlice[f32]) -> None:
+            r = block.idx.y * block.dim.y + thread.idx.y
+            c = block.idx.x * block.dim.x + thread.idx.x
+            if r < rows and c < cols:
+                with ox.unsafe():
+                    out[i64(r) * cols + c] = x[i64(r) * cols + c] * f32(r + 1) + f32(c) + f32(grid.dim.x)
+    """)
+    rows, cols = 37, 53
+    x = np.random.default_rng(2).standard_normal((rows, cols)).astype(np.float32)
+    out = np.full((rows, cols), np.nan, np.float32)
+    grid = (-(-cols // 16), -(-rows // 8), 1)
+    spec = m.kernels[0]
+    m.function(spec.symbol).launch(grid, (16, 8, 1), 0, slots(spec, {
+        "x": [x.ctypes.data, x.size], "rows": [rows], "cols": [cols], "out": [out.ctypes.data, out.size]}))
+    r = np.arange(rows, dtype=np.float32)[:, None]
+    c = np.arange(cols, dtype=np.float32)[None, :]
+    # x * (r + 1) + c contracts into one fma, as on the GPU: exactly rounded (f64 holds it exactly)
+    fused = (x.astype(np.float64) * (r + 1).astype(np.float64) + c.astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(out, fused + np.float32(grid[0]))
+
+
+OOB = """
+    import oxide as ox
+    from oxide import Slice, MutSlice, f32, thread, block
+
+    @ox.kernel
+    def shifted(x: Slice[f32], out: MutSlice[f32]) -> None:
+        i = thread.index_1d()
+        if i < len(out):
+            with ox.unsafe():
+                out[i] = x[i + 1]
+"""
+
+
+@pytest.mark.parametrize("barrier", [False, True])
+def test_out_of_bounds_read_writes_the_error_record(tmp_path: Path, barrier: bool) -> None:
+    """The last thread reads x[n]: the record holds the site, index and length, as on the GPU
+    (the same KernelError message); the failing thread ends, the others run to completion."""
+    extra = """
+    @ox.kernel
+    def shifted_sync(x: Slice[f32], out: MutSlice[f32]) -> None:
+        i = thread.index_1d()
+        block.sync()
+        if i < len(out):
+            with ox.unsafe():
+                out[i] = x[i + 1]
+        block.sync()
+    """
+    m = module(tmp_path, OOB + (extra if barrier else ""))
+    name = "shifted_sync" if barrier else "shifted"
+    spec = next(k for k in m.kernels if k.name == name)
+    rec = Record(m)
+    n = 300
+    x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    out = np.full(n, np.nan, np.float32)
+    m.function(spec.symbol).launch((2, 1, 1), (256, 1, 1), 0,
+                                   slots(spec, {"x": [x.ctypes.data, n], "out": [out.ctypes.data, n]}))
+    err = rec.error()
+    assert f"bounds check failed in kernel {name} at" in str(err)
+    assert f"{tmp_path / 'kern.py'}:" in str(err) or "kern.py:" in str(err)
+    assert err.index == n and err.length == n
+    np.testing.assert_array_equal(out[:-1], x[1:])
+    assert np.isnan(out[-1])
+
+
+def test_failed_check_without_record_traps(tmp_path: Path) -> None:
+    m = module(tmp_path, OOB, "kern_trap")
+    spec = m.kernels[0]
+    ctypes.c_uint64.from_address(m.global_address(error_record.ERROR_PTR_SYMBOL)[0]).value = 0
+    x = np.zeros(8, np.float32)
+    out = np.zeros(8, np.float32)
+    with pytest.raises(KernelError, match="trapped"):
+        m.function(spec.symbol).launch((1, 1, 1), (8, 1, 1), 0,
+                                       slots(spec, {"x": [x.ctypes.data, 8], "out": [out.ctypes.data, 8]}))
+
+
+# ---- barriers, shared memory, warp operations: fibers --------------------------------------------
+
+def test_reduce_example() -> None:
+    m = engine.compile_module_for_cpu(EXAMPLES / "reduce.py", "examples.reduce", ROOT)
+    f = m.function("block_sum")
+    assert f.mode.name == "FIBERS"
+    n = 70_001
+    x = np.random.default_rng(4).standard_normal(n).astype(np.float32)
+    out = np.zeros(1, np.float32)
+    f.launch((16, 1, 1), (256, 1, 1), 0, slots(spec_of(m, "block_sum"), {"x": [x.ctypes.data, n],
+                                                                         "out": [out.ctypes.data, 1]}))
+    np.testing.assert_allclose(out[0], x.astype(np.float64).sum(), rtol=1e-5)
+
+
+def test_sgemm_example() -> None:
+    m = engine.compile_module_for_cpu(EXAMPLES / "sgemm.py", "examples.sgemm", ROOT)
+    spec = spec_of(m, "sgemm")
+    rng = np.random.default_rng(5)
+    mm, nn, kk = 45, 70, 33
+    a = rng.standard_normal((mm, kk)).astype(np.float32)
+    b = rng.standard_normal((kk, nn)).astype(np.float32)
+    c = np.full((mm, nn), np.nan, np.float32)
+    m.function("sgemm").launch((-(-nn // 32), -(-mm // 32), 1), (32, 32, 1), 0, slots(spec, {
+        "a": [a.ctypes.data, a.size], "b": [b.ctypes.data, b.size], "m": [mm], "n": [nn], "k": [kk],
+        "c": [c.ctypes.data, c.size]}))
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
+
+
+def test_shared_memory_reduction_static_and_dynamic(tmp_path: Path) -> None:
+    m = module(tmp_path, """
+        import oxide as ox
+        from oxide import Slice, MutSlice, f32, i32, thread, block
+
+        @ox.kernel
+        def tree(x: Slice[f32], out: MutSlice[f32]) -> None:
+            buf = ox.shared.array(256, f32)
+            extra = ox.shared.dynamic(i32)
+            t = thread.idx.x
+            i = thread.index_1d()
+            buf[t] = x[i] if i < len(x) else f32(0.0)
+            extra[t] = i32(t) * 3
+            block.sync()
+            s = 128
+            while s > 0:
+                if t < s:
+                    buf[t] += buf[t + s]
+                block.sync()
+                s //= 2
+            if t == 0:
+                with ox.unsafe():
+                    out[block.idx.x] = buf[0] + f32(extra[255] - 765)
+            if block.sync_count(t < 100) != 100:
+                with ox.unsafe():
+                    out[block.idx.x] = f32(-1.0)
+    """)
+    spec = m.kernels[0]
+    blocks = 9
+    n = blocks * 256 - 17
+    x = np.random.default_rng(6).standard_normal(n).astype(np.float32)
+    out = np.full(blocks, np.nan, np.float32)
+    m.function(spec.symbol).launch((blocks, 1, 1), (256, 1, 1), 256 * 4,
+                                   slots(spec, {"x": [x.ctypes.data, n], "out": [out.ctypes.data, blocks]}))
+    padded = np.zeros(blocks * 256, np.float32)
+    padded[:n] = x
+    tiles = padded.reshape(blocks, 256)
+    expected = tiles.copy()
+    s = 128
+    while s:  # the same tree, in f32
+        expected[:, :s] = expected[:, :s] + expected[:, s:2 * s]
+        s //= 2
+    np.testing.assert_array_equal(out, expected[:, 0])
+
+
+def test_warp_operations_in_lockstep(tmp_path: Path) -> None:
+    m = module(tmp_path, """
+        import oxide as ox
+        from oxide import Slice, MutSlice, f32, i32, u32, thread, warp
+
+        @ox.kernel
+        def lanes(x: Slice[i32], out: MutSlice[i32]) -> None:
+            i = thread.index_1d()
+            v = x[i]
+            with ox.unsafe():
+                out[i * 8 + 0] = warp.shfl_down(v, 3)
+                out[i * 8 + 1] = warp.shfl_up(v, 5)
+                out[i * 8 + 2] = warp.shfl_xor(v, 9)
+                out[i * 8 + 3] = warp.shfl_idx(v, 7, 8)
+                out[i * 8 + 4] = i32(warp.ballot(v > 0))
+                out[i * 8 + 5] = i32(warp.any(v > 900)) + 2 * i32(warp.all(v > -1000))
+                out[i * 8 + 6] = i32(warp.match_any(v & 3))
+                out[i * 8 + 7] = warp.reduce_sum(v)
+            if warp.lane() < 16:
+                with ox.unsafe():
+                    out[i * 8 + 7] += warp.reduce_max(v, mask=u32(0xFFFF))
+    """)
+    spec = m.kernels[0]
+    n = 64
+    x = np.random.default_rng(7).integers(-999, 999, n).astype(np.int32)
+    out = np.full(n * 8, -12345, np.int32)
+    m.function(spec.symbol).launch((1, 1, 1), (n, 1, 1), 0,
+                                   slots(spec, {"x": [x.ctypes.data, n], "out": [out.ctypes.data, n * 8]}))
+    got = out.reshape(n, 8)
+    for w in range(n // 32):
+        v = x[w * 32:(w + 1) * 32]
+        for lane in range(32):
+            row = got[w * 32 + lane]
+            assert row[0] == (v[lane + 3] if lane + 3 < 32 else v[lane])
+            assert row[1] == (v[lane - 5] if lane >= 5 else v[lane])
+            assert row[2] == v[lane ^ 9]
+            assert row[3] == v[(lane & ~7) + 7]
+            assert np.uint32(row[4]) == np.uint32(sum(1 << k for k in range(32) if v[k] > 0))
+            assert row[5] == int((v > 900).any()) + 2
+            assert np.uint32(row[6]) == np.uint32(sum(1 << k for k in range(32) if (v[k] & 3) == (v[lane] & 3)))
+            expected = int(v.sum(dtype=np.int64)) + (int(v[:16].max()) if lane < 16 else 0)
+            assert row[7] == np.int32(expected)
+
+
+def test_barrier_some_threads_never_reach_is_synccheck(tmp_path: Path) -> None:
+    m = module(tmp_path, """
+        import oxide as ox
+        from oxide import MutSlice, f32, thread, block
+
+        @ox.kernel
+        def partial(out: MutSlice[f32]) -> None:
+            t = thread.idx.x
+            if t < 40:
+                return
+            block.sync()
+            with ox.unsafe():
+                out[t] = f32(1.0)
+    """)
+    spec = m.kernels[0]
+    out = np.zeros(64, np.float32)
+    with pytest.raises(SynccheckError) as info:
+        m.function(spec.symbol).launch((3, 1, 1), (64, 1, 1), 0, slots(spec, {"out": [out.ctypes.data, 64]}))
+    message = str(info.value)
+    assert "kernel partial" in message and "block (0, 0, 0)" in message and "thread (40, 0, 0)" in message
+    assert "kern.py:10:5" in message and "40 of them exited" in message
+    assert info.value.location.endswith("kern.py:10:5")
+
+
+# ---- what has no CPU form -------------------------------------------------------------------------
+
+def test_inline_ptx_is_refused_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(CompileError, match=r"has no CPU form") as info:
+        module(tmp_path, """
+            import oxide as ox
+            from oxide import MutSlice, u32, thread
+
+            @ox.kernel
+            def clock(out: MutSlice[u32]) -> None:
+                i = thread.index_1d()
+                with ox.unsafe():
+                    out[i] = ox.asm("mov.u32 $0, %clock;", outputs=(("=r", u32),))
+        """)
+    assert info.value.location is not None and info.value.location.line == 9
+
+
+def test_launch_shape_is_checked() -> None:
+    m = engine.compile_module_for_cpu(EXAMPLES / "saxpy.py", "examples.saxpy", ROOT)
+    f = m.function("saxpy_f32")
+    with pytest.raises(ValueError, match="at most 1024"):
+        f.launch((1, 1, 1), (2048, 1, 1), 0, [0] * f.param_count)
+    with pytest.raises(ValueError, match="unknown sanitizer"):
+        f.launch((1, 1, 1), (32, 1, 1), 0, [0] * f.param_count, frozenset({"leakcheck"}))
+    with pytest.raises(KeyError, match="saxpy_f32"):
+        m.function("nope")
