@@ -370,3 +370,66 @@ def test_launch_shape_is_checked() -> None:
         f.launch((1, 1, 1), (32, 1, 1), 0, [0] * f.param_count, frozenset({"leakcheck"}))
     with pytest.raises(KeyError, match="saxpy_f32"):
         m.function("nope")
+
+
+def test_math_functions_within_their_bounds(tmp_path: Path) -> None:
+    m = module(tmp_path, """
+        import oxide as ox
+        from oxide import Slice, MutSlice, f32, f64, thread
+
+        @ox.kernel
+        def funcs(x: Slice[f32], y: Slice[f64], out: MutSlice[f32], out64: MutSlice[f64]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                v = x[i]
+                d = y[i]
+                with ox.unsafe():
+                    out[i * 8 + 0] = ox.math.exp(v)
+                    out[i * 8 + 1] = ox.math.sin(v) + ox.math.cos(v)
+                    out[i * 8 + 2] = ox.math.rsqrt(ox.math.abs(v) + 1.0)
+                    out[i * 8 + 3] = ox.math.sqrt(ox.math.abs(v))
+                    out[i * 8 + 4] = f32(ox.math.isnan(v / v)) + 2.0 * f32(ox.math.signbit(v))
+                    out[i * 8 + 5] = ox.math.fast_exp(v) + ox.math.saturate(v)
+                    out[i * 8 + 6] = ox.math.pow(ox.math.abs(v), 1.5) + ox.math.sinpi(v)
+                    out[i * 8 + 7] = ox.math.fmin(v, 0.25) + ox.math.tanh(v)
+                    out64[i * 2 + 0] = ox.math.log1p(ox.math.abs(d)) + ox.math.atan2(d, 2.0)
+                    out64[i * 2 + 1] = ox.math.erfc(d) + ox.math.cbrt(d)
+    """)
+    spec = m.kernels[0]
+    n = 500
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal(n) * 3).astype(np.float32)
+    x[0] = 0.0
+    y = rng.standard_normal(n) * 3
+    out = np.full(n * 8, np.nan, np.float32)
+    out64 = np.full(n * 2, np.nan, np.float64)
+    m.function(spec.symbol).launch((2, 1, 1), (256, 1, 1), 0, slots(spec, {
+        "x": [x.ctypes.data, n], "y": [y.ctypes.data, n], "out": [out.ctypes.data, n * 8],
+        "out64": [out64.ctypes.data, n * 2]}))
+    got = out.reshape(n, 8).astype(np.float64)
+    xd = x.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected = np.stack([
+            np.exp(xd), np.sin(xd) + np.cos(xd), 1 / np.sqrt(np.abs(xd) + 1), np.sqrt(np.abs(xd)),
+            np.isnan(xd / xd) + 2.0 * np.signbit(xd), np.exp(xd) + np.clip(xd, 0, 1),
+            np.abs(xd) ** 1.5 + np.sin(np.pi * xd), np.minimum(xd, 0.25) + np.tanh(xd)], axis=1)
+    np.testing.assert_allclose(got, expected, rtol=4e-6, atol=2e-6)
+    import math
+
+    expected64 = np.stack([np.log1p(np.abs(y)) + np.arctan2(y, 2.0),
+                           np.array([math.erfc(v) for v in y]) + np.cbrt(y)], axis=1)
+    np.testing.assert_allclose(out64.reshape(n, 2), expected64, rtol=1e-14, atol=1e-14)
+
+
+def test_math_without_cpu_form_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(CompileError, match=r"math.erfinv\(\) has no CPU form"):
+        module(tmp_path, """
+            import oxide as ox
+            from oxide import MutSlice, f32, thread
+
+            @ox.kernel
+            def inv(out: MutSlice[f32]) -> None:
+                i = thread.index_1d()
+                with ox.unsafe():
+                    out[i] = ox.math.erfinv(out[i])
+        """)

@@ -2,7 +2,14 @@
 (libdevice functions, LLVM's fma and IEEE sqrt, the fast-math variants), and the per-call
 fast-math forms CUDA spells with two underscores (``math.fast_exp`` is ``__expf``,
 ``math.fast_div`` ``__fdividef``, ...; ``f32`` only, as in CUDA), ``math.rcp`` (``__frcp_rn`` /
-``__drcp_rn``) and ``math.saturate`` (``__saturatef``)."""
+``__drcp_rn``) and ``math.saturate`` (``__saturatef``).
+
+On the CPU device (``fl.cpu``) a libdevice function is the host C library's function of the
+same name (``__nv_expf`` is ``expf``: glibc's are within 1 ULP, CUDA documents 1 to 4 for its
+own), the fast forms are the accurate functions (within their bounds), and those C lacks are
+computed here from the ones it has (``rsqrt`` as ``1 / sqrt``, ``sinpi`` through f64, the
+predicates as comparisons); erfinv, erfcinv, erfcx, normcdfinv and the Bessel functions
+``cyl_bessel_i0``/``i1`` have no CPU form yet (refused at compile time, naming the call)."""
 from __future__ import annotations
 
 import ast
@@ -211,7 +218,88 @@ def _lower_fast(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll
     args = [fl.expr(a) for a in e.args]
     t = ll.FloatType()
     name = FAST_UNARY.get(info.op) or FAST_BINARY[info.op]
+    if fl.cpu:
+        name = {"llvm.nvvm.ex2.approx.ftz.f": "__nv_exp2f"}.get(name, name)
+        return _libdevice_call(fl, name, t, [t] * len(args), args)
     return fl.b.call(fl.intrinsic(name, t, [t] * len(args)), args)
+
+
+# the CPU device's forms of libdevice functions C's math library lacks: name -> the value from
+# the builder, the LLVM arguments and a call of a host function (name, result, parameters, arguments)
+HostCall = Callable[[str, "ll.Type", list["ll.Type"], list["ll.Value"]], "ll.Value"]
+NO_CPU_FORM = ("erfinv", "erfcinv", "erfcx", "normcdfinv", "cyl_bessel_i0", "cyl_bessel_i1")
+
+
+def _libdevice_call(fl: LoweringContext, name: str, ret: ll.Type, params: list[ll.Type], args: list[ll.Value]) -> ll.Value:
+    """A libdevice function on the GPU; on the CPU device the host's function of that name
+    without ``__nv_``, or its form computed here (see the module's docstring)."""
+    b = fl.b
+    if not fl.cpu:
+        return b.call(fl.intrinsic(name, ret, params), args)
+    base = name.removeprefix("__nv_").removeprefix("fast_")  # the host's C name
+    single = base.endswith("f") and base not in ("erf", "modf")
+    # the function itself, without the type's suffix (predicates end in d for f64)
+    plain = base[:-1] if single or base.endswith("d") and base.startswith(("is", "signbit")) else base
+    plain = {"finite": "isfinite", "frcp_rn": "rcp", "drcp_rn": "rcp", "fdivide": "fast_div"}.get(plain, plain)
+    if plain in NO_CPU_FORM:
+        from ..cpu_abi import NoCpuForm
+
+        raise NoCpuForm(f"libdevice's {name}")
+    floats = [p for p in params if isinstance(p, (ll.FloatType, ll.DoubleType))]
+    t = floats[0] if floats else ret
+
+    def host(fn: str, result: ll.Type, types: list[ll.Type], values: list[ll.Value]) -> ll.Value:
+        declared = fl.module.globals.get(fn)
+        if declared is None:
+            declared = ll.Function(fl.module, ll.FunctionType(result, types), fn)
+        return b.call(declared, values)
+
+    suffix = "f" if isinstance(t, ll.FloatType) else ""
+    one = ll.Constant(t, 1.0)
+    if plain in ("isnan", "isinf", "isfinite", "signbit"):
+        x = args[0]
+        if plain == "isnan":
+            flag = b.fcmp_unordered("uno", x, x)
+        elif plain == "isinf":
+            flag = b.fcmp_ordered("==", host(f"fabs{suffix}", t, [t], [x]), ll.Constant(t, math.inf))
+        elif plain == "isfinite":
+            flag = b.fcmp_ordered("<", host(f"fabs{suffix}", t, [t], [x]), ll.Constant(t, math.inf))
+        else:
+            width = 32 if suffix else 64
+            flag = b.icmp_signed("<", b.bitcast(x, ll.IntType(width)), ll.Constant(ll.IntType(width), 0))
+        return b.zext(flag, ret)
+    if plain in ("rcp", "fast_div"):
+        return b.fdiv(one, args[0]) if plain == "rcp" else b.fdiv(args[0], args[1])
+    if plain == "saturate":
+        low = host(f"fmax{suffix}", t, [t, t], [args[0], ll.Constant(t, 0.0)])
+        return host(f"fmin{suffix}", t, [t, t], [low, one])
+    if plain in ("rsqrt", "rcbrt"):
+        return b.fdiv(one, host(f"{plain[1:]}{suffix}", t, [t], args))
+    if plain in ("rhypot", "norm3d", "rnorm3d", "norm4d", "rnorm4d"):
+        squares = [b.fmul(a, a) for a in args]
+        total = squares[0]
+        for sq in squares[1:]:
+            total = b.fadd(total, sq)
+        if plain == "rhypot":
+            return b.fdiv(one, host(f"hypot{suffix}", t, [t, t], args))
+        root = host(f"sqrt{suffix}", t, [t], [total])
+        return b.fdiv(one, root) if plain.startswith("r") else root
+    if plain in ("sinpi", "cospi", "sincospi"):
+        d = ll.DoubleType()
+        x = b.fpext(args[0], d) if suffix else args[0]
+        scaled = b.fmul(x, ll.Constant(d, math.pi))
+        parts = [host(fn, d, [d], [scaled]) for fn in (("sin",) if plain == "sinpi" else ("cos",) if plain == "cospi"
+                                                      else ("sin", "cos"))]
+        parts = [b.fptrunc(v, t) if suffix else v for v in parts]
+        if plain != "sincospi":
+            return parts[0]
+        for value, out in zip(parts, args[1:]):
+            b.store(value, out)
+        return ll.Constant(ll.IntType(32), 0)
+    if plain == "normcdf":
+        scaled = b.fmul(args[0], ll.Constant(t, -1.0 / math.sqrt(2.0)))
+        return b.fmul(ll.Constant(t, 0.5), host(f"erfc{suffix}", t, [t], [scaled]))
+    return host(base, ret, params, args)
 
 
 def _type_rcp(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
@@ -227,7 +315,7 @@ def _type_rcp(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr
 def _lower_rcp(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     value = fl.expr(e.args[0])
     name = RCP[e.ty == F64]
-    return fl.b.call(fl.intrinsic(name, value.type, [value.type]), [value])
+    return _libdevice_call(fl, name, value.type, [value.type], [value])
 
 
 def _lower_math(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
@@ -265,7 +353,7 @@ def _lower_math(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll
         name = LIBDEVICE_FAST[op]
     if len(result_ll) == 1:
         raw = ll.IntType(RAW_BITS[fn.result[0]]) if fn.result[0] in RAW_BITS else result_ll[0]
-        value = b.call(fl.intrinsic(name, raw, in_types), args)
+        value = _libdevice_call(fl, name, raw, in_types, args)
         if fn.result[0] == "bool":
             return b.icmp_unsigned("!=", value, ll.Constant(raw, 0))
         return value
@@ -273,10 +361,10 @@ def _lower_math(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll
     slots = [fl.temp(r) for r in result_ll[0 if op in VOID_WITH_OUTPUTS else 1:]]
     ptr_types = [s.type for s in slots]
     if op in VOID_WITH_OUTPUTS:
-        b.call(fl.intrinsic(name, ll.VoidType(), in_types + ptr_types), args + slots)
+        _libdevice_call(fl, name, ll.VoidType(), in_types + ptr_types, args + slots)
         parts = [b.load(s) for s in slots]
     else:
-        first = b.call(fl.intrinsic(name, result_ll[0], in_types + ptr_types), args + slots)
+        first = _libdevice_call(fl, name, result_ll[0], in_types + ptr_types, args + slots)
         parts = [first] + [b.load(s) for s in slots]
     out: ll.Value = ll.Constant(ll.LiteralStructType(result_ll), None)
     for i, part in enumerate(parts):
