@@ -433,3 +433,21 @@ def test_math_without_cpu_form_is_refused(tmp_path: Path) -> None:
                 with ox.unsafe():
                     out[i] = ox.math.erfinv(out[i])
         """)
+
+
+def test_print_reaches_stdout(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    m = module(tmp_path, """
+        import oxide as ox
+        from oxide import Slice, f32, thread
+
+        @ox.kernel
+        def show(x: Slice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                print("thread", i, f"value {x[i]:.2f}", x[i] > 1.0)
+    """)
+    spec = m.kernels[0]
+    x = np.array([0.5, 1.25, 3.0], np.float32)
+    m.function(spec.symbol).launch((1, 1, 1), (4, 1, 1), 0, slots(spec, {"x": [x.ctypes.data, 3]}))
+    assert capfd.readouterr().out.splitlines() == ["thread 0 value 0.50 False", "thread 1 value 1.25 True",
+                                                   "thread 2 value 3.00 True"]

@@ -9,6 +9,8 @@ f-strings whose replacement fields are numbers or bools with a format spec print
 The lowering packs the values into a local buffer laid out as C's varargs promote them (ints
 narrower than 32 bits widened to 32, ``i64``/``u64`` as 64, floats widened to ``double``, a bool
 as a pointer to "True"/"False"), and passes the format (a constant string) and the buffer.
+On the CPU device the same values are the host ``printf``'s arguments (the scheduler flushes
+stdout at the end of each launch).
 """
 from __future__ import annotations
 
@@ -214,6 +216,12 @@ def _lower_print(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> l
             value = b.sext(value, ll.IntType(32)) if st.kind == "int" else b.zext(value, ll.IntType(32))
         slots.append(value)
     i8p = ll.PointerType(ll.IntType(8))
+    if fl.cpu:  # the CPU device: the host's printf, the values as its varargs (promoted alike)
+        printf = fl.module.globals.get("printf")
+        if printf is None:
+            printf = ll.Function(fl.module, ll.FunctionType(ll.IntType(32), [i8p], var_arg=True), "printf")
+        b.call(printf, [_string_constant(fl, e.text), *slots])
+        return ll.Constant(ll.IntType(32), 0)
     if slots:
         layout = ll.LiteralStructType([v.type for v in slots])
         buffer = fl.temp(layout)
