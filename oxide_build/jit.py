@@ -132,10 +132,7 @@ def cpu_module(source_path: Path, module_name: str) -> Any:
     project's own options, as :func:`jit_manifest` compiles it for a GPU: the runtime's hook for
     ``OXIDE_DEVICE=cpu`` (``oxide.runtime.artifacts.locate_cpu_module``). The engine caches what
     it compiles."""
-    try:
-        from .cpu_engine import compile_module_for_cpu  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:  # where the engine's entry was first (its stub)
-        from .backends.cpu.engine import compile_module_for_cpu  # type: ignore[no-redef, unused-ignore]
+    from .cpu_engine import compile_module_for_cpu
 
     source_path = Path(source_path)
     root = tree_root(source_path)
