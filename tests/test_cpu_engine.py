@@ -451,3 +451,98 @@ def test_print_reaches_stdout(tmp_path: Path, capfd: pytest.CaptureFixture[str])
     m.function(spec.symbol).launch((1, 1, 1), (4, 1, 1), 0, slots(spec, {"x": [x.ctypes.data, 3]}))
     assert capfd.readouterr().out.splitlines() == ["thread 0 value 0.50 False", "thread 1 value 1.25 True",
                                                    "thread 2 value 3.00 True"]
+
+
+def test_atomics_local_arrays_vectors_and_structs(tmp_path: Path) -> None:
+    m = module(tmp_path, """
+        import oxide as ox
+        from oxide import Slice, MutSlice, f32, i32, u32, f32x4, thread, block
+
+        @ox.struct
+        class Affine:
+            scale: f32
+            shift: f32
+
+        def apply(t: Affine, v: f32) -> f32:
+            return v * t.scale + t.shift
+
+        @ox.kernel
+        def mix(t: Affine, w: f32x4, x: Slice[f32], total: MutSlice[f32], counts: MutSlice[u32],
+                top: MutSlice[f32], first: MutSlice[i32], out: MutSlice[f32]) -> None:
+            i = thread.index_1d()
+            hist = ox.shared.array(4, u32)
+            if thread.idx.x < 4:
+                hist[thread.idx.x] = u32(0)
+            block.sync()
+            local = ox.local.array(4, f32)
+            if i < len(x) // 4:
+                a, b, c, d = x.load4(i)
+                local[0] = a
+                local[1] = b
+                local[2] = c
+                local[3] = d
+                s = f32(0.0)
+                for k in ox.static_range(4):
+                    s += local[k] * w[k]
+                v = apply(t, s)
+                with ox.unsafe():
+                    out[i] = v
+                ox.atomic.add(total, 0, v)
+                ox.atomic.add(hist, i32(i % 4), u32(1), scope="block")
+                ox.atomic.max(top, 0, v)
+                ox.atomic.cas(first, 0, -1, i32(i))
+            block.sync()
+            if thread.idx.x < 4:
+                ox.atomic.add(counts, i32(thread.idx.x), hist[thread.idx.x], scope="system")
+    """)
+    spec = m.kernels[0]
+    n = 1000
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal(n * 4).astype(np.float32)
+    total = np.zeros(1, np.float32)
+    counts = np.zeros(4, np.uint32)
+    top = np.full(1, -np.inf, np.float32)
+    first = np.full(1, -1, np.int32)
+    out = np.full(n, np.nan, np.float32)
+    w = [0.5, -1.0, 2.0, 0.25]
+    values = {"t": [f32_bits(1.5), f32_bits(-0.75)], "w": [f32_bits(v) for v in w], "x": [x.ctypes.data, x.size],
+              "total": [total.ctypes.data, 1], "counts": [counts.ctypes.data, 4], "top": [top.ctypes.data, 1],
+              "first": [first.ctypes.data, 1], "out": [out.ctypes.data, n]}
+    m.function(spec.symbol).launch((-(-n // 128), 1, 1), (128, 1, 1), 0, slots(spec, values))
+    quads = x.reshape(n, 4)
+    s = np.zeros(n, np.float32)
+    for k in range(4):  # the same order of f32 operations (each product-sum one fma, as on the GPU)
+        s = (quads[:, k].astype(np.float64) * np.float64(np.float32(w[k])) + s.astype(np.float64)).astype(np.float32)
+    expected = (s.astype(np.float64) * 1.5 + np.float64(np.float32(-0.75))).astype(np.float32)
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_allclose(total[0], expected.astype(np.float64).sum(), rtol=1e-4)
+    assert top[0] == expected.max()
+    assert 0 <= first[0] < 128  # blocks run in order: one of block 0's threads won
+    np.testing.assert_array_equal(counts, [250, 250, 250, 250])
+
+
+def test_grid_sync_runs_every_block_at_once(tmp_path: Path) -> None:
+    m = module(tmp_path, """
+        import oxide as ox
+        from oxide import Slice, MutSlice, DisjointSlice, f32, thread, grid
+
+        @ox.kernel
+        def two_phases(x: Slice[f32], tmp: MutSlice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < len(tmp):
+                with ox.unsafe():
+                    tmp[i] = x[i] * 2.0
+            grid.sync()
+            if i < len(out) and i < len(tmp):
+                out[i] = tmp[len(tmp) - 1 - i]
+    """)
+    spec = m.kernels[0]
+    f = m.function(spec.symbol)
+    assert f.cooperative
+    n = 8 * 64
+    x = np.random.default_rng(10).standard_normal(n).astype(np.float32)
+    tmp = np.full(n, np.nan, np.float32)
+    out = np.full(n, np.nan, np.float32)
+    f.launch((8, 1, 1), (64, 1, 1), 0, slots(spec, {"x": [x.ctypes.data, n], "tmp": [tmp.ctypes.data, n],
+                                                    "out": [out.ctypes.data, n]}))
+    np.testing.assert_array_equal(out, (x * 2)[::-1])

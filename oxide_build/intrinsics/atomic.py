@@ -226,7 +226,7 @@ def _half_atomic(fl: LoweringContext, op: str, ptr: ll.Value, values: list[ll.Va
     value = values[0]
     if op == "sub":
         op, value = "add", fl.fneg(value)
-    if op == "add" and elem.name == "f16":
+    if op == "add" and elem.name == "f16" and not fl.cpu:
         return _from_bits(fl, _ptx_atom(fl, "add.noftz.f16", iptr, [_to_bits(fl, value)], scope), elem)
     f32 = ll.FloatType()
 
@@ -250,7 +250,7 @@ def _pair_add(fl: LoweringContext, pair_ptr: ll.Value, bits: ll.Value, elem: Sca
     bits. f16: ``atom.add.noftz.f16x2``; bf16: ``atom.add.noftz.bf16x2`` from sm_90 on, before
     that a 32-bit compare-and-swap loop adding each lane in f32 (as CUDA's own atomicAdd on
     ``__nv_bfloat162`` for sm_80), where the sum of two bf16 values rounds once to bf16."""
-    if elem.name == "f16":
+    if elem.name == "f16" and not fl.cpu:
         return _ptx_atom(fl, "add.noftz.f16x2", pair_ptr, [bits], scope)
     b = fl.b
     pair = ll.VectorType(fl.elem_type(elem), 2)
@@ -273,6 +273,8 @@ def _by_arch(fl: LoweringContext, arch: int, newer: Callable[[], ll.Value], olde
     on ``__nvvm_reflect("__CUDA_ARCH") >= arch * 10``, which NVPTX's and libNVVM's reflect pass
     fold for the arch they compile for, removing the other side (also at -O0), so an instruction
     an older arch lacks never reaches its PTX."""
+    if fl.cpu:  # the CPU device's form of each is the portable one
+        return older()
     b = fl.b
     reflect = _reflect_function(fl)
     name = _arch_query(fl)
@@ -353,7 +355,18 @@ def _ordering(scope: str) -> str:
 
 
 def _ptx_atom(fl: LoweringContext, op_type: str, ptr: ll.Value, values: list[ll.Value], scope: str) -> ll.Value:
-    """``atom.<scope>.<space>.<op>.<type> $0, [$1], $2 (, $3)`` as inline PTX."""
+    """``atom.<scope>.<space>.<op>.<type> $0, [$1], $2 (, $3)`` as inline PTX; on the CPU device
+    LLVM's ``atomicrmw``/``cmpxchg`` (every scope is the host's: the device's threads are fibers
+    of one host thread)."""
+    if fl.cpu:
+        op, _, ptx_type = op_type.partition(".")
+        if op == "cas":
+            return fl.b.extract_value(fl.b.cmpxchg(ptr, values[0], values[1], "monotonic", "monotonic"), 0)
+        if op in ("min", "max"):
+            rmw = ("u" if ptx_type.startswith("u") else "") + op
+        else:
+            rmw = "fadd" if ptx_type.startswith("f") and op == "add" else ATOMIC_RMW.get(op, ATOMIC_RMW.get(f"{op}_", op))
+        return fl.b.atomic_rmw(rmw, ptr, values[0], "monotonic")
     space = {0: "", 1: ".global", 3: ".shared"}[ptr.type.addrspace]  # 0: another block's (ox.cluster.map_shared)
     operands = ", ".join(f"${i + 2}" for i in range(len(values)))
     reg = {"float": "f", "double": "d", "i16": "h", "i32": "r", "i64": "l"}[str(values[0].type)]
