@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from oxide.abi.manifest import entry_param_starts
+from oxide.abi.manifest import Precondition, entry_param_starts
+from oxide.abi.preconditions import compile_expression
 from oxide.errors import CompileError, SourceLocation
 from oxide.runtime.manifest import ErrorSite, KernelSpec, ModuleArrayRecord
 
@@ -308,7 +309,8 @@ def _passes(build: ModuleBuild) -> None:
     # on, and the entry point of the index32 instance the lowering makes (lower/index32.py)
     settled = {f.symbol: f for f in frontend.program.functions if f.is_kernel}
     twins = index32_twins(frontend.program)
-    frontend.kernels = [k._replace(preconditions=tuple(settled[k.symbol].preconditions),
+    frontend.kernels = [k._replace(preconditions=tuple(Precondition(c.site, tuple(compile_expression(c.expr)))
+                                                       for c in settled[k.symbol].preconditions),
                                    cooperative=settled[k.symbol].cooperative,
                                    index32_symbol=twins.get(k.symbol, ""))
                         if k.symbol in settled else k for k in frontend.kernels]

@@ -97,6 +97,8 @@ def test_the_slot_layout_is_what_the_runtime_packs(kind: str, ndim: int, slots: 
 
 
 def test_the_runtime_evaluates_every_precondition_operation() -> None:
+    """Every operation of the expressions compiles into a program the manifest's reader takes,
+    and every opcode (check, a launcher's own, aside) is one the runtime evaluates."""
     from oxide.runtime.preconditions import evaluate
 
     one, two = ["const", 1], ["const", 2]
@@ -108,8 +110,14 @@ def test_the_runtime_evaluates_every_precondition_operation() -> None:
         **{op: [op, one, two] for op in preconditions.COMPARISONS.values()},
     }
     assert sorted(examples) == sorted(preconditions.OPERATIONS)
+    seen: set[int] = set()
     for op in preconditions.OPERATIONS:
-        evaluate(examples[op], [7], [1, 1, 1], [32, 4, 1])  # raises ValueError on an unknown operation
+        program = preconditions.compile_expression(examples[op])
+        assert preconditions.program_problem(program, ["i64"]) is None
+        evaluate(program, [7], [1, 1, 1], [32, 4, 1])  # raises ValueError on an unknown opcode
+        seen |= {code for code, _ in program}
+    assert sorted(seen) == list(range(len(preconditions.OPCODES) - 1))
+    assert preconditions.OPCODES[-1] == "check"
 
 
 def test_the_lowering_writes_the_error_record_the_runtime_reads(tmp_path: Path) -> None:
@@ -143,21 +151,23 @@ def test_launch_hpp_and_the_c_launcher_take_the_contract_from_the_generated_head
     assert "oxide_preconditions_failed(" in hpp
     # comments, characters and strings (messages) aside
     code = re.sub(r"//[^\n]*|'(?:[^'\\]|\\.)'|\"(?:[^\"\\]|\\.)*\"", "", hpp)
-    for literal in (r"\b17\b", r"\[16\]|\+ 16\b|== 16\b", r"1 \+ 2", r"2 \*", r"2147483647", r"!= 1 &&"):
+    for literal in (r"\b17\b", r"\[16\]|\+ 16\b|== 16\b", r"1 \+ 2", r"2 \*", r"2147483647", r"!= 1 &&", r"<< 32\b",
+                    r"\b256\b", r"\b(32|64|128)\b &&", r"OXIDE_DT_[IU]64\)", r"> 64\)"):
         assert not re.search(literal, code), f"launch.hpp writes {literal} itself"
     for kind in ("scalar", "constexpr", "tensor_map", "struct", "vector", *(k.value for k in ViewKind)):
         assert f'== "{kind}"' not in hpp and f'!= "{kind}"' not in hpp, f"launch.hpp compares with {kind!r} itself"
-    for op in preconditions.OPERATIONS:
+    for op in preconditions.OPCODES:
         assert not re.search(rf'(==|!=)\s*"{op}"|"{op}"\s*(==|!=)|compare\(\w*, *\d+, *"{op}"', hpp), \
             f"launch.hpp matches the precondition operation {op!r} itself"
     runtime = ROOT / "oxide" / "runtime"
     for path in sorted(runtime.glob("_launcher*.c")):
         source = path.read_text(encoding="utf-8")
-        for literal in (r"1 \+ 2 \*", r"2 \* (nd|view->ndim)", r"MAX_SLOTS / 2\b", r'pre_is\(op, "'):
+        for literal in (r"1 \+ 2 \*", r"2 \* (nd|view->ndim)", r"MAX_SLOTS / 2\b", r'pre_is\(op, "', r"slots\+\+",
+                        r"= DT_[IU]64;", r"DT_BOOL: return \d", r"nesting > \d"):
             assert not re.search(literal, source), f"{path.name} writes {literal} itself"
     pre = (runtime / "_launcher_preconditions.c").read_text(encoding="utf-8")
     assert '#include "../include/oxide/preconditions.h"' in pre and "oxide_preconditions_failed(" in pre
-    for op in preconditions.OPERATIONS:
+    for op in preconditions.OPCODES:
         assert f'"{op}"' not in pre, f"_launcher_preconditions.c spells {op!r} itself"
 
 
@@ -177,7 +187,7 @@ def test_the_public_header_compiles_as_c_and_cpp_and_states_the_layout(tmp_path:
     )
     want = " ".join(str(params.param_slot_count("tensor", nd)) for nd in range(1, 9))
     want += f" {params.param_slot_count('slice')} {params.param_slot_count('scalar')} "
-    want += f"{params.param_slot_count('tensor_map')} {len(preconditions.OPERATIONS)}"
+    want += f"{params.param_slot_count('tensor_map')} {len(preconditions.OPCODES)}"
     for compiler, suffix, std in (("gcc", "c", "-std=c99"), ("g++", "cpp", "-std=c++17")):
         src = tmp_path / f"t.{suffix}"
         src.write_text(program)

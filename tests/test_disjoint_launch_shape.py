@@ -7,6 +7,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from oxide.abi.manifest import Precondition
+from oxide.abi.preconditions import compile_expression
 from oxide.runtime.preconditions import evaluate
 from oxide_build.compile import build_ir
 
@@ -23,8 +25,11 @@ def kernel_preconditions(tmp_path: Path, body: str) -> tuple[list[object], list[
     src.write_text(HEADER + textwrap.dedent(body))
     frontend = build_ir(src, "kern")[1]
     (spec,) = frontend.kernels
+    (fn,) = [f for f in frontend.program.functions if f.symbol == spec.symbol]
     sites = {s.id: s for s in frontend.error_sites}
-    return [p.expr for p in spec.preconditions], [sites[p.site].what for p in spec.preconditions]
+    # the manifest holds the programs of the compiler's expressions
+    assert spec.preconditions == tuple(Precondition(c.site, tuple(compile_expression(c.expr))) for c in fn.preconditions)
+    return [c.expr for c in fn.preconditions], [sites[p.site].what for p in spec.preconditions]
 
 
 def test_a_write_at_index_1d_needs_a_1d_launch(tmp_path: Path) -> None:
@@ -39,9 +44,9 @@ def test_a_write_at_index_1d_needs_a_1d_launch(tmp_path: Path) -> None:
     assert whats[0].startswith("block.dim.y == 1 and block.dim.z == 1 and grid.dim.y == 1 and grid.dim.z == 1: "
                                "out[i] is written at the thread's ThreadIndex")
     # what the runtime (and launch.hpp) make of it
-    assert evaluate(ONE_D, [], (40, 1, 1), (256, 1, 1))
-    assert not evaluate(ONE_D, [], (1, 1, 1), (16, 16, 1))
-    assert not evaluate(ONE_D, [], (4, 2, 1), (256, 1, 1))
+    assert evaluate(compile_expression(ONE_D), [], (40, 1, 1), (256, 1, 1))
+    assert not evaluate(compile_expression(ONE_D), [], (1, 1, 1), (16, 16, 1))
+    assert not evaluate(compile_expression(ONE_D), [], (4, 2, 1), (256, 1, 1))
 
 
 def test_a_write_in_a_device_function_gives_its_kernels_the_precondition(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 from fakes import build_launch_program, build_stand_in_driver, needs_compilers
+from oxide.abi.manifest import MANIFEST_FORMAT  # launch.hpp reads the format the build writes
 
 
 __all__: list[str] = []
@@ -47,7 +48,7 @@ def run(tmp_path: Path, static: int, *sizes: int) -> list[str]:
     art.mkdir()
     (art / "dyn.sm_90.cubin").write_bytes(b"stand-in")
     (art / "dyn.json").write_text(json.dumps({
-        "format": 1, "cubins": {"sm_90": "dyn.sm_90.cubin"},
+        "format": MANIFEST_FORMAT, "cubins": {"sm_90": "dyn.sm_90.cubin"},
         "kernels": [{"name": "k", "symbol": "k", "file": "dyn.py", "line": 3,
                      "params": [{"name": "n", "kind": "scalar", "dtype": "i32"}]}],
     }))

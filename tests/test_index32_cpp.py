@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 from fakes import FUNC_ATTRIBUTES, build_launch_program, build_stand_in_driver, needs_compilers
+from oxide.abi.manifest import MANIFEST_FORMAT  # launch.hpp reads the format the build writes
 
 __all__: list[str] = []
 
@@ -64,7 +65,7 @@ def run(tmp_path: Path, kernel: dict[str, object]) -> list[str]:
     art = tmp_path / "art"
     art.mkdir()
     (art / "t.sm_90.cubin").write_bytes(b"stand-in")
-    (art / "t.json").write_text(json.dumps({"format": 2, "cubins": {"sm_90": "t.sm_90.cubin"}, "kernels": [kernel]}))
+    (art / "t.json").write_text(json.dumps({"format": MANIFEST_FORMAT, "cubins": {"sm_90": "t.sm_90.cubin"}, "kernels": [kernel]}))
     env = {**os.environ, "LD_LIBRARY_PATH": str(lib)}
     done = subprocess.run([str(tmp_path / "main"), str(art)], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr

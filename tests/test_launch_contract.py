@@ -33,6 +33,7 @@ from fakes import (  # noqa: F401  (fixtures: fresh_runtime is autouse)
 )
 
 from oxide.abi.manifest import ErrorSite, KernelSpec, ModuleManifest, ParamSpec, Precondition, entry_param_starts
+from oxide.abi.preconditions import compile_expression
 from oxide.errors import KernelError
 
 __all__: list[str] = []
@@ -73,10 +74,12 @@ def _site(i: int) -> str:
 
 def _kernel(name: str, params: list[ParamSpec], conditions: dict[int, Any], **extra: Any) -> KernelSpec:
     return KernelSpec(name=name, symbol=name, params=tuple(params), file="contract.py", line=1,
-                      preconditions=tuple(Precondition(site, expr) for site, expr in conditions.items()), **extra)
+                      preconditions=tuple(Precondition(site, tuple(compile_expression(expr)))
+                                          for site, expr in conditions.items()), **extra)
 
 
 A, B, C = 0x7E0000000000, 0x7E0010000000, 0x7E0020000000  # arrays far apart: no aliasing
+H = 2**63 + 0x1000  # an address with the top bit set: a pointer slot is u64 (param_slot_dtypes), never i64
 D = 0x7A0000000000  # a tensor spanning more than 2**31 elements, below them
 
 # slots: a 0, x (pointer 1, length 2), n 3, out (pointer 4, length 5)
@@ -88,6 +91,7 @@ SLICES = Case(
         3: ["and", [["eq", ["block", 1], ["const", 1]], ["eq", ["block", 2], ["const", 1]],
                     ["eq", ["grid", 1], ["const", 1]]]],
         4: ["le", ["grid", 0], ["const", 65535]],
+        5: ["lt", ["arg", 1], ["const", 2**63]],  # fails at x = H, read as u64; as i64 it would hold
     }),
     (
         Call((("f32", 1.5), _slice("slice", A, 100), ("i32", 100), _slice("disjoint_slice", B, 100)), (1, 1, 1), (128, 1, 1)),
@@ -96,6 +100,7 @@ SLICES = Case(
         Call((("f32", 1.0), _slice("slice", A, 8), ("i32", 8), _slice("disjoint_slice", B, 8)), (1, 1, 1), (16, 16, 1)),
         Call((("f32", 1.0), _slice("slice", A, 8), ("i32", 8), _slice("disjoint_slice", B, 8)), (70000, 1, 1), (32, 1, 1)),
         Call((("f32", 1.0), _slice("slice", A, 1), ("i32", 1), _slice("disjoint_slice", B, 1)), (65535, 1, 1), (1, 1, 1)),
+        Call((("f32", 1.0), _slice("slice", H, 4), ("i32", 4), _slice("disjoint_slice", B, 4)), (1, 1, 1), (4, 1, 1)),
     ),
 )
 
@@ -371,13 +376,20 @@ def _run_program(tmp_path: Path, lib: Path, art: Path, *kernels: str) -> str:
 
 @needs_compilers
 def test_launch_hpp_reads_the_manifest_formats_the_runtime_reads(tmp_path: Path) -> None:
-    """oxide.abi.manifest.LAUNCH_HPP_MANIFEST_FORMATS, through oxide/abi.h: every format the
-    Python runtime reads launches; the next one is refused, naming those it reads."""
-    from oxide.abi.manifest import LAUNCH_HPP_MANIFEST_FORMATS, MANIFEST_FORMAT, READABLE_MANIFEST_FORMATS
+    """oxide.abi.manifest.LAUNCH_HPP_MANIFEST_FORMATS, through oxide/abi.h: the format the build
+    writes launches; an older one (preconditions as expressions, which the Python runtime compiles
+    as it reads them) is refused with the advice to rebuild, a newer one naming the formats it reads."""
+    from oxide.abi.manifest import (
+        EXPRESSION_MANIFEST_FORMATS,
+        LAUNCH_HPP_MANIFEST_FORMATS,
+        MANIFEST_FORMAT,
+        READABLE_MANIFEST_FORMATS,
+    )
 
     lib = build_stand_in_driver(tmp_path, _IMAGE_LAUNCH)
     build_launch_program(tmp_path, _FORMAT_PROGRAM)
-    assert LAUNCH_HPP_MANIFEST_FORMATS == READABLE_MANIFEST_FORMATS and MANIFEST_FORMAT in READABLE_MANIFEST_FORMATS
+    assert LAUNCH_HPP_MANIFEST_FORMATS == (MANIFEST_FORMAT,)
+    assert set(READABLE_MANIFEST_FORMATS) == {*EXPRESSION_MANIFEST_FORMATS, MANIFEST_FORMAT}
     newer = max(READABLE_MANIFEST_FORMATS) + 1
     for fmt in (*READABLE_MANIFEST_FORMATS, newer):
         art = tmp_path / f"art{fmt}"
@@ -386,10 +398,13 @@ def test_launch_hpp_reads_the_manifest_formats_the_runtime_reads(tmp_path: Path)
         (art / "m.json").write_text(json.dumps({"format": fmt, "cubins": {"sm_90": "m.sm_90.cubin"},
                                                 "kernels": [_kernel_json("k")]}))
         out = _run_program(tmp_path, lib, art, "k")
+        listed = " or ".join(map(str, LAUNCH_HPP_MANIFEST_FORMATS))
         if fmt in LAUNCH_HPP_MANIFEST_FORMATS:
             assert out == "launch k from code of m 0:5 1:4096\n"
+        elif fmt < MANIFEST_FORMAT:
+            assert out == (f"refused oxide: {art}/m.json: manifest format is not {listed} (an older oxide built it: "
+                           "rebuild the package with this oxide)\n")
         else:
-            listed = " or ".join(map(str, LAUNCH_HPP_MANIFEST_FORMATS))
             assert out == f"refused oxide: {art}/m.json: manifest format is not {listed} (another oxide release built it)\n"
 
 
@@ -432,3 +447,103 @@ def test_launch_hpp_launches_each_kernel_from_the_part_that_holds_it(tmp_path: P
     assert out == ("refused m.py:10: launch precondition failed: n > 0 (part 0) (kernel 'k0', grid 1x1x1, block 32x1x1)\n"
                    "refused m.py:20: launch precondition failed: n > 0 (part 1) (kernel 'k1', grid 1x1x1, block 32x1x1)\n"
                    "refused m.py:30: launch precondition failed: n > 0 (part 2) (kernel 'k2', grid 1x1x1, block 32x1x1)\n")
+
+
+# ---- the parts of the contract each launcher reads for itself ---------------------------------------
+
+
+@needs_compilers
+def test_the_launchers_refuse_the_same_malformed_programs(tmp_path: Path) -> None:
+    """A precondition program that is not one of oxide.abi.preconditions: the manifest's reader
+    (program_problem) refuses it, the C launcher declines it (oxide_pre_prepare: the kernel goes
+    through Python) and launch.hpp throws when the kernel is looked up; the well-formed program
+    beside them is taken by all three."""
+    from oxide.abi.manifest import MANIFEST_FORMAT, ManifestError
+    from oxide.abi.preconditions import OPCODE, OPCODES, STACK_LIMIT
+    from oxide.runtime import launcher as runtime_launcher
+
+    one = [OPCODE["const"], 1]
+    i64 = runtime_launcher.DTYPE_CODES["i64"]
+    good = [[OPCODE["arg"], 0], one, [OPCODE["ge"], 0], [OPCODE["arg"], 1], one, [OPCODE["ge"], 0],
+            [OPCODE["and"], 0]]  # n >= 1 and out's pointer (a u64 slot) >= 1
+    bad = [
+        [[len(OPCODES), 0]], [[OPCODE["check"], 0]], [[OPCODE["arg"], 3]], [[OPCODE["grid"], 3]],
+        [one, [OPCODE["cast"], runtime_launcher.DTYPE_CODES["f32"]]], [one, [OPCODE["neg"], i64 + 100]],
+        [one, one, [OPCODE["add"], runtime_launcher.DTYPE_CODES["bool"]]], [one, [OPCODE["not"], 1]],
+        [[OPCODE["lt"], 0]], [one, one], [], [one] * (STACK_LIMIT + 1), [[OPCODE["const"], 2**64]],
+    ]
+    lib = build_stand_in_driver(tmp_path, _IMAGE_LAUNCH)
+    build_launch_program(tmp_path, _FORMAT_PROGRAM)
+    codes = [runtime_launcher.DTYPE_CODES[t] for t in ("i64", "u64", "i64")]
+    for i, program in enumerate([good, *bad]):
+        manifest = {"format": MANIFEST_FORMAT, "module": "m", "source": "m.py", "source_sha256": "",
+                    "cubins": {"sm_90": "m.sm_90.cubin"}, "error_sites": [],
+                    "kernels": [_kernel_json("k", preconditions=[{"site": 1, "code": program}])]}
+        art = tmp_path / f"art{i}"
+        art.mkdir()
+        (art / "m.sm_90.cubin").write_bytes(b"code of m")
+        (art / "m.json").write_text(json.dumps(manifest))
+        out = _run_program(tmp_path, lib, art, "k")
+        c_verdict = (runtime_launcher._ext.evaluate_preconditions([program], codes, [5, 4096, 8], (1, 1, 1), (32, 1, 1))
+                     if runtime_launcher.ENABLED else -1)
+        if program is good:
+            ModuleManifest.from_json(json.dumps(manifest))
+            assert out == "launch k from code of m 0:5 1:4096\n" and c_verdict == -1
+        else:
+            with pytest.raises(ManifestError, match=r"kernels\[0\]\.preconditions\[0\]\.code"):
+                ModuleManifest.from_json(json.dumps(manifest))
+            assert out.startswith("refused oxide: m.py:3: kernel 'k': a launch precondition "), (program, out)
+            assert "rebuild the package" in out, out
+            if runtime_launcher.ENABLED:
+                assert c_verdict is None, program
+
+
+@needs_compilers
+@pytest.mark.parametrize("launcher", ["python", "c"])
+def test_the_launchers_agree_on_which_view_kinds_are_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           launcher: str) -> None:
+    """A read-only array (Python) or a const pointer (launch.hpp) for each view kind a kernel
+    takes: refused exactly where oxide.abi.views says the kind is written (oxide_view_kinds in
+    oxide/abi.h for launch.hpp, ParamSpec.is_mutable_view for the C launcher's plan)."""
+    from oxide.abi.views import ViewKind
+    from oxide.runtime import device
+    from oxide.runtime import launcher as runtime_launcher
+
+    drv: FakeDriver = CFakeDriver() if launcher == "c" else FakeDriver()
+    if launcher == "c" and not runtime_launcher.ENABLED:
+        pytest.skip("the C launcher is not built")
+    monkeypatch.setattr(device, "_import_bindings", lambda: drv)
+    kinds = [k for k in ViewKind if k.is_kernel_param]
+    kernels = tuple(KernelSpec(name=f"k_{k.value}", symbol=f"k_{k.value}", file="contract.py", line=1,
+                               params=(ParamSpec("x", k.value, "f32", 2 if k.is_tensor else 1),)) for k in kinds)
+    for k in kernels:
+        drv.signatures[k.symbol] = slot_types(k.params)
+    source = "from oxide import kernel\n" + "".join(f"\n@kernel\ndef {k.name}(x) -> None:\n    pass\n" for k in kernels)
+    (tmp_path / "py").mkdir()
+    module = make_module(tmp_path / "py", source, kernels)
+    python: list[bool] = []
+    for k, kind in zip(kernels, kinds):
+        shape = (4, 6) if kind.is_tensor else (8,)
+        try:
+            getattr(module, k.name)[1, 32](FakeArray(ptr=A, shape=shape, readonly=True))
+        except TypeError as e:
+            assert "read-only" in str(e) or "readonly" in str(e) or "writ" in str(e), str(e)
+            python.append(False)
+        else:
+            python.append(True)
+    assert python == [not kind.is_writable for kind in kinds]
+    lib = build_stand_in_driver(tmp_path, _IMAGE_LAUNCH)
+    body = "".join(
+        f'  try {{ m.kernel("{k.name}").launch({{1}}, {{32}}, nullptr, '
+        + ("oxide::tensor(x, {4, 6}, {6, 1})" if kind.is_tensor else "oxide::slice(x, 8)")
+        + '); } catch (const oxide::Error& e) { std::printf("refused %s\\n", e.what()); }\n'
+        for k, kind in zip(kernels, kinds))
+    build_launch_program(tmp_path, (
+        "#include <cstdio>\n#include <dlfcn.h>\n#include <oxide/launch.hpp>\n"
+        "int main(int, char** argv) {\n"
+        '  reinterpret_cast<void (*)(int)>(dlsym(dlopen("libcuda.so.1", RTLD_NOW), "fake_expect"))(1);\n'
+        f'  oxide::Module m = oxide::Module::open(argv[1], "{module.__name__}");\n'
+        f"  const float* x = reinterpret_cast<const float*>(uintptr_t{{{A}ULL}});\n" + body + "  return 0;\n}\n"))
+    out = _run_program(tmp_path, lib, tmp_path / "py" / "_oxide")
+    cpp = [line.startswith("launch ") for line in out.splitlines()]
+    assert cpp == python, out

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from oxide.abi.manifest import EXPRESSION_MANIFEST_FORMATS, MANIFEST_FORMAT
+from oxide.abi.preconditions import OPCODE, STACK_LIMIT, compile_expression
 from oxide.errors import CudaError
 from oxide.runtime import artifacts
 from oxide.runtime.manifest import (
@@ -21,12 +23,13 @@ from oxide.runtime.manifest import (
     manifest_path,
 )
 
+EXPR = ["lt", ["arg", 2], ["const", 2]]  # len(x) < 2
 GOOD = ModuleManifest(
     module="pk.ops",
     source="ops.py",
     source_sha256="a" * 64,
     kernels=(KernelSpec("scale", "scale", (ParamSpec("a", "scalar", "f32"), ParamSpec("x", "slice", "f32")),
-                        {"T": "f32"}, "ops.py", 7, (Precondition(1, ["lt", ["const", 1], ["const", 2]]),)),),
+                        {"T": "f32"}, "ops.py", 7, (Precondition(1, tuple(compile_expression(EXPR))),)),),
     cubins={"sm_80": "pk.ops.fatbin", "sm_90": "pk.ops.fatbin"},
     ptx={"sm_90": "pk.ops.fatbin"},
     error_sites=(ErrorSite(1, "bounds", "scale", "ops.py", 9, 5, "x[i]"),),
@@ -43,12 +46,24 @@ def test_round_trip() -> None:
     assert ModuleManifest.from_json(GOOD.to_json()) == GOOD
 
 
-def test_manifests_are_written_in_format_2_and_format_1_is_still_read() -> None:
-    """Format 2: entry points may declare only the slots they read (param_slots), so a runtime
-    that reads format 1 alone refuses these manifests instead of passing every slot."""
+def _expression_format(data: dict[str, Any], fmt: int = 3) -> dict[str, Any]:
+    """``data`` as an older build wrote it: its precondition an expression."""
+    data["format"] = fmt
+    data["kernels"][0]["preconditions"] = [{"site": 1, "expr": EXPR}]
+    return data
+
+
+def test_manifests_are_written_in_format_4_and_the_older_formats_are_still_read() -> None:
+    """Format 4: a precondition is its program, which every launcher evaluates as it is; a
+    runtime that reads an expression alone refuses these manifests. The expressions of an older
+    build (formats 1 to 3; format 2: entry points may declare only the slots they read) are
+    compiled as they are read."""
     data = _data()
-    assert data["format"] == 2
-    assert ModuleManifest.from_json(json.dumps({**data, "format": 1})) == GOOD
+    assert data["format"] == MANIFEST_FORMAT == 4
+    assert data["kernels"][0]["preconditions"] == [{"site": 1, "code": [[OPCODE["arg"], 2], [OPCODE["const"], 2],
+                                                                       [OPCODE["lt"], 0]]}]
+    for fmt in EXPRESSION_MANIFEST_FORMATS:
+        assert ModuleManifest.from_json(json.dumps(_expression_format(_data(), fmt))) == GOOD
 
 
 @pytest.mark.parametrize("name", ["../../x", "../pk.ops.fatbin", "/etc/passwd", "sub/pk.ops.cubin", "..",
@@ -70,8 +85,8 @@ def test_code_file_names_stay_in_the_artifact_dir(name: str) -> None:
     (lambda d: {**d, "cubins": {"sm_90": 3}}, "cubins['sm_90']: expected a string, got int 3"),
     (lambda d: {**d, "module": None}, "module: expected a string, got NoneType None"),
     (lambda d: {**d, "sources": {"x.py": 1}}, "sources['x.py']: expected a string, got int 1"),
-    (lambda d: {**d, "format": 99}, "manifest format 99, this oxide reads formats 1, 2, 3 (another oxide release built it)"),
-    (lambda d: {**d, "format": True}, "manifest format True, this oxide reads formats 1, 2, 3 (another oxide release built it)"),
+    (lambda d: {**d, "format": 99}, "manifest format 99, this oxide reads formats 1, 2, 3, 4 (another oxide release built it)"),
+    (lambda d: {**d, "format": True}, "manifest format True, this oxide reads formats 1, 2, 3, 4 (another oxide release built it)"),
 ])
 def test_schema_errors_name_the_field(change: Any, message: str) -> None:
     with pytest.raises(ManifestError) as info:
@@ -149,6 +164,36 @@ TENSOR = {"name": "t", "kind": "tensor", "dtype": "f32", "ndim": 2}
      "kernels[0].preconditions[0].expr[1]: 'f32' is not an integer type (i8, i16, i32, i64, u8, u16, u32, u64, bool)"),
     ("kernels.0.preconditions.0.expr", ["const", 2**64], "kernels[0].preconditions[0].expr[1]: 18446744073709551616 is "
      "outside -9223372036854775808 to 18446744073709551615"),
+    ("kernels.0.preconditions.0.expr", ["eq", ["arg", 0], ["const", 1]],
+     "kernels[0].preconditions[0].expr[0]: slot 0 holds a f32, not an integer (oxide.abi.preconditions)"),
+    ("kernels.0.preconditions.0.code", [[OPCODE["arg"], 3]],
+     "kernels[0].preconditions[0].code[0]: slot 3 is not one of the kernel's 3 slots (oxide.abi.preconditions)"),
+    ("kernels.0.preconditions.0.code", [[OPCODE["arg"], 0]],
+     "kernels[0].preconditions[0].code[0]: slot 0 holds a f32, not an integer (oxide.abi.preconditions)"),
+    ("kernels.0.preconditions.0.code", [[OPCODE["grid"], 3]],
+     "kernels[0].preconditions[0].code[0]: axis 3 is not 0, 1 or 2 (oxide.abi.preconditions)"),
+    ("kernels.0.preconditions.0.code", [[OPCODE["check"], 0]],
+     "kernels[0].preconditions[0].code[0]: 19 is not an opcode of the encoding (0 to 18) (oxide.abi.preconditions)"),
+    ("kernels.0.preconditions.0.code", [["lt", 0]],
+     "kernels[0].preconditions[0].code[0]: ['lt', 0] is not an [opcode, operand] pair of integers (oxide.abi.preconditions)"),
+    ("kernels.0.preconditions.0.code", [[OPCODE["const"], 2**64]], "kernels[0].preconditions[0].code[0]: the constant "
+     "18446744073709551616 is outside -9223372036854775808 to 18446744073709551615 (oxide.abi.preconditions)"),
+    ("kernels.0.preconditions.0.code", [[OPCODE["const"], 1], [OPCODE["cast"], 11]],
+     "kernels[0].preconditions[0].code[1]: cast's type 11 is not the dtype code of i8, i16, i32, i64, u8, u16, u32, "
+     "u64, bool (1, 2, 3, 4, 5, 6, 7, 8, 13) (oxide.abi.preconditions)"),
+    ("kernels.0.preconditions.0.code", [[OPCODE["const"], 1], [OPCODE["neg"], 13]],
+     "kernels[0].preconditions[0].code[1]: neg's type 13 is not the dtype code of i8, i16, i32, i64, u8, u16, u32, "
+     "u64 (1, 2, 3, 4, 5, 6, 7, 8) (oxide.abi.preconditions)"),
+    ("kernels.0.preconditions.0.code", [[OPCODE["const"], 1], [OPCODE["not"], 5]],
+     "kernels[0].preconditions[0].code[1]: not takes the operand 0, not 5 (oxide.abi.preconditions)"),
+    ("kernels.0.preconditions.0.code", [[OPCODE["const"], 1], [OPCODE["eq"], 0]],
+     "kernels[0].preconditions[0].code[1]: eq takes 2 values; the stack holds 1 (oxide.abi.preconditions)"),
+    ("kernels.0.preconditions.0.code", [[OPCODE["const"], 1]] * 2,
+     "kernels[0].preconditions[0].code: leaves 2 values on the stack, not one (oxide.abi.preconditions)"),
+    ("kernels.0.preconditions.0.code", [[OPCODE["const"], 1]] * (STACK_LIMIT + 1),
+     "kernels[0].preconditions[0].code[32]: the stack holds more than 32 values (oxide.abi.preconditions)"),
+    ("kernels.0.preconditions", [{"site": 1, "code": [[OPCODE["const"], 1]] * 31 + [[OPCODE["and"], 0]] * 30}] * 70,
+     "kernels[0].preconditions: more than 4096 instructions in all (oxide.abi.preconditions.KERNEL_PROGRAM_LIMIT)"),
     ("error_sites.0.id", 2**40, "error_sites[0].id: 1099511627776 is outside 0 to 2147483647"),
     ("error_sites.0.col", -1, "error_sites[0].col: -1 is outside 0 to 2147483647"),
 ])
@@ -156,8 +201,12 @@ def test_every_field_is_bounded(path: str, value: Any, message: str) -> None:
     """Issue 26 item 5: an absolute or ../ "source" was accepted (hashed, and with JIT on
     compiled), ndim 10**12 ended in a bare MemoryError; each field is now checked and bounded,
     the ManifestError naming it."""
+    data = _kernel_change(path, value)
+    if ".expr" in path:  # an older build's expression
+        data["format"] = 3
+        del data["kernels"][0]["preconditions"][0]["code"]
     with pytest.raises(ManifestError) as info:
-        ModuleManifest.from_json(json.dumps(_kernel_change(path, value)))
+        ModuleManifest.from_json(json.dumps(data))
     assert str(info.value) == message
 
 
@@ -180,7 +229,9 @@ def test_module_arrays_and_nesting_are_bounded() -> None:
     for _ in range(100):
         deep = ["not", deep]
     with pytest.raises(ManifestError, match=r"expr(\[1\])+: nested deeper than 64"):
-        ModuleManifest.from_json(json.dumps(_kernel_change("kernels.0.preconditions.0.expr", deep)))
+        data = _expression_format(_data())
+        data["kernels"][0]["preconditions"][0]["expr"] = deep
+        ModuleManifest.from_json(json.dumps(data))
     with pytest.raises(ManifestError, match="^the manifest: nested too deeply to be one$"):
         ModuleManifest.from_json("[" * 100_000 + "]" * 100_000)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from oxide.abi.preconditions import OPCODE, STACK_LIMIT, compile_expression, stack_depth
 from oxide.runtime.manifest import ErrorSite, KernelSpec, ParamSpec, Precondition
 from oxide.runtime.preconditions import evaluate, failed
 from oxide_build.compile import CompileOptions, compile_module
@@ -53,9 +54,10 @@ def test_leading_asserts_over_the_launch_move_to_the_launch(tmp_path: Path) -> N
     assert device == []
     (spec,) = c.kernels
     # slots: x = 0 (pointer), 1 (length); n = 2; t = 3 (pointer), 4, 5 (shape), 6, 7 (strides); out = 8, 9
-    assert spec.preconditions[0].expr == ["and", [["eq", ["arg", 1], ["cast", "i64", ["arg", 2]]],
-                                                  ["ge", ["arg", 9], ["arg", 1]]]]
-    assert spec.preconditions[1].expr == ["and", [["eq", ["block", 0], ["const", 256]], ["eq", ["grid", 1], ["const", 1]]]]
+    assert spec.preconditions[0].code == program(["and", [["eq", ["arg", 1], ["cast", "i64", ["arg", 2]]],
+                                                  ["ge", ["arg", 9], ["arg", 1]]]])
+    assert spec.preconditions[1].code == program(["and", [["eq", ["block", 0], ["const", 256]],
+                                                          ["eq", ["grid", 1], ["const", 1]]]])
     for p in spec.preconditions:  # the device code no longer fails at these sites
         assert f'call void @"__oxide_fail"(i64 {p.site},' not in c.llvm_ir
 
@@ -106,7 +108,7 @@ def test_grid_limits_are_launch_preconditions(tmp_path: Path) -> None:
     """)
     launch, device = split(c)
     assert device == [] and launch[1].startswith("grid.x <= 262144")
-    assert c.kernels[0].preconditions[1].expr == ["le", ["grid", 0], ["const", 262144]]
+    assert c.kernels[0].preconditions[1].code == program(["le", ["grid", 0], ["const", 262144]])
 
 
 @pytest.mark.parametrize("expr, want", [
@@ -126,24 +128,47 @@ def test_grid_limits_are_launch_preconditions(tmp_path: Path) -> None:
     (["not", ["eq", ["grid", 0], ["const", 7]]], 0),
 ])
 def test_evaluate(expr: list[Any], want: int) -> None:
-    assert evaluate(expr, [-5, 10], (7, 3, 1), (256, 1, 2)) == want
+    assert evaluate(compile_expression(expr), [-5, 10], (7, 3, 1), (256, 1, 2)) == want
 
 
 def test_failed_names_the_first_failing_site() -> None:
-    conds = [Precondition(4, ["eq", ["arg", 0], ["const", 1]]), Precondition(9, ["eq", ["arg", 1], ["const", 1]])]
+    conds = [Precondition(4, program(["eq", ["arg", 0], ["const", 1]])),
+             Precondition(9, program(["eq", ["arg", 1], ["const", 1]]))]
     assert failed(conds, [1, 1], (1, 1, 1), (1, 1, 1)) is None
     assert failed(conds, [1, 2], (1, 1, 1), (1, 1, 1)) == 9
     assert failed(conds, [2, 2], (1, 1, 1), (1, 1, 1)) == 4
-    with pytest.raises(ValueError, match="unknown precondition operation 'pow'"):
-        evaluate(["pow", ["const", 1]], [], (1, 1, 1), (1, 1, 1))
+    with pytest.raises(ValueError, match="unknown precondition opcode 99"):
+        evaluate([(OPCODE["const"], 1), (99, 0)], [], (1, 1, 1), (1, 1, 1))
+
+
+def program(expr: Any) -> tuple[tuple[int, int], ...]:
+    return tuple(compile_expression(expr))
+
+
+def test_an_assert_the_launchers_could_not_evaluate_stays_on_the_device(tmp_path: Path) -> None:
+    """A condition whose program needs more than STACK_LIMIT values on its stack (a sum nested
+    that deep) is checked by the device, and so is every assert after it."""
+    deep = "n" + " + (n" * (STACK_LIMIT + 2) + ")" * (STACK_LIMIT + 2)
+    c = compiled(tmp_path, f"""
+        @ox.kernel
+        def k(x: Slice[f32], n: i32, out: MutSlice[f32]) -> None:
+            assert n > 0
+            assert {deep} > 0
+            assert len(x) == n
+            with ox.unsafe():
+                out[0] = x[0]
+    """)
+    launch, device = split(c)
+    assert launch == ["n > 0"] and len(device) == 2 and device[1] == "len(x) == n"
+    assert stack_depth(compile_expression(["gt", ["arg", 2], ["const", 0]])) == 2
 
 
 def test_the_manifest_keeps_them(tmp_path: Path) -> None:
     from oxide.runtime.manifest import ModuleManifest
 
     spec = KernelSpec("k", "k", (ParamSpec("x", "slice", "f32"),),
-                      preconditions=(Precondition(1, ["le", ["grid", 0], ["const", 5]]),))
+                      preconditions=(Precondition(1, program(["le", ["grid", 0], ["const", 5]])),))
     m = ModuleManifest("m", "m.py", "0" * 64, (spec,), {"sm_90": "m.cubin"},
                        error_sites=(ErrorSite(1, "assert", "k", "m.py", 3, 5, "grid.x <= 5"),))
     back = ModuleManifest.from_json(m.to_json())
-    assert back.kernels[0].preconditions == (Precondition(1, ["le", ["grid", 0], ["const", 5]]),)
+    assert back.kernels[0].preconditions == (Precondition(1, program(["le", ["grid", 0], ["const", 5]])),)

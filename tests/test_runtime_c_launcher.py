@@ -36,6 +36,7 @@ from fakes import (  # noqa: F401  (fixtures: fresh_runtime is autouse)
 )
 
 import oxide
+from oxide.abi.preconditions import OPCODE, OPCODES, compile_expression
 from oxide.errors import CudaError
 from oxide.runtime import launcher
 from oxide.runtime.manifest import ErrorSite, KernelSpec, ParamSpec, Precondition
@@ -572,10 +573,16 @@ def _random_precondition(rng: Any, depth: int) -> list[Any]:
     return [op, sub(), sub()]
 
 
+def _c_run(programs: list[Any], values: list[int], grid: tuple[int, int, int] = _PRE_GRID,
+           block: tuple[int, int, int] = _PRE_BLOCK) -> int | None:  # fmt: skip
+    codes = [launcher.DTYPE_CODES[t] for t in _PRE_SLOTS]
+    return launcher._ext.evaluate_preconditions(programs, codes, values, grid, block)  # type: ignore[no-any-return]
+
+
 def _c_check(exprs: list[Any], values: list[int], grid: tuple[int, int, int] = _PRE_GRID,
              block: tuple[int, int, int] = _PRE_BLOCK) -> int | None:  # fmt: skip
-    codes = [launcher.DTYPE_CODES[t] for t in _PRE_SLOTS]
-    return launcher._ext.evaluate_preconditions(exprs, codes, values, grid, block)  # type: ignore[no-any-return]
+    """The C launcher's verdict on the programs of these expressions."""
+    return _c_run([compile_expression(e) for e in exprs], values, grid, block)
 
 
 PRE_CASES = [  # every operation, and the wrap-around of each type as preconditions._wrap does it
@@ -632,39 +639,51 @@ def test_c_launcher_evaluates_preconditions_like_python() -> None:
     for values in _PRE_VALUES:
         for grid, block in ((_PRE_GRID, _PRE_BLOCK), ((1, 1, 1), (1, 1, 1)), ((2**31, 1, 3), (1024, 1, 1))):
             for e in exprs:
-                v = evaluate(e, values, grid, block)
+                v = evaluate(compile_expression(e), values, grid, block)
                 assert -(2**63) <= v < 2**64
                 # the C value is Python's exactly (eq and ne compare the whole value), and so is its truth
                 assert _c_check([["eq", e, ["const", v]], ["ne", e, ["const", v]]], values, grid, block) == 1, (e, values, v)
                 assert _c_check([e], values, grid, block) == (-1 if v else 0), (e, values, v)
             # several preconditions: the first that fails is the one Python names
             for _ in range(200):
-                conds = [Precondition(10 + i, rng.choice(exprs)) for i in range(rng.randrange(1, 5))]
+                conds = [Precondition(10 + i, tuple(compile_expression(rng.choice(exprs))))
+                         for i in range(rng.randrange(1, 5))]
                 site = failed(conds, values, grid, block)
-                index = _c_check([c.expr for c in conds], values, grid, block)
+                index = _c_run([c.code for c in conds], values, grid, block)
                 assert (None if index == -1 else conds[index].site) == site
 
 
-@pytest.mark.parametrize("expr", [
-    ["pow", ["const", 1]],  # an operation the launcher does not know
-    ["const", 2**64], ["const", -(2**63) - 1], ["const", 1.0], ["const", "1"],  # outside i64 ∪ u64, or not an int
-    ["arg", 11], ["arg", -1], ["grid", 3], ["block", -1],  # no such slot or axis
-    ["cast", "f32", ["const", 1]], ["add", "bool", ["const", 1], ["const", 1]], ["neg", "bool", ["const", 1]],
-    ["add", "i32", ["const", 1]], ["lt", ["const", 1]], ["and", ["const", 1]], ["not"], [], "eq", 5,
-    ["eq", ["const", 1], ["const", 1], ["const", 1]],
-    ["not", ["const", 1], 5],
+_ONE = [OPCODE["const"], 1]
+
+
+@pytest.mark.parametrize("program", [
+    [[len(OPCODES), 0]], [[-1, 0]],  # an opcode the launcher does not know
+    [[OPCODE["const"], 2**64]], [[OPCODE["const"], -(2**63) - 1]], [[OPCODE["const"], 1.0]],
+    [[OPCODE["const"], "1"]],  # outside i64 ∪ u64, or not an int
+    [[OPCODE["arg"], 11]], [[OPCODE["arg"], -1]], [[OPCODE["grid"], 3]], [[OPCODE["block"], -1]],  # no such slot or axis
+    [_ONE, [OPCODE["cast"], launcher.DTYPE_CODES["f32"]]], [_ONE, _ONE, [OPCODE["add"], launcher.DTYPE_CODES["bool"]]],
+    [_ONE, [OPCODE["neg"], launcher.DTYPE_CODES["bool"]]], [_ONE, [OPCODE["cast"], 0]],  # no integer type
+    [_ONE, [OPCODE["add"], launcher.DTYPE_CODES["i32"]]], [[OPCODE["lt"], 0]], [[OPCODE["truth"], 0]],  # too few values
+    [_ONE, [OPCODE["not"], 5]], [_ONE, _ONE, [OPCODE["eq"], 1]],  # an operand where none is taken
+    [], [_ONE, _ONE], [_ONE, [OPCODE["check"], 0]],  # not one value left for the check
+    [[OPCODE["const"]]], [[OPCODE["const"], 1, 2]], ["eq"], 5, [5],
 ])  # fmt: skip
 @needs_launcher
-def test_c_launcher_declines_preconditions_it_cannot_evaluate(expr: Any) -> None:
-    assert _c_check([["const", 1], expr], _PRE_VALUES[0]) is None
+def test_c_launcher_declines_programs_it_cannot_evaluate(program: Any) -> None:
+    """What the manifest's reader refuses (oxide.abi.preconditions.program_problem) the C reader
+    declines too (oxide_pre_prepare), instead of running it."""
+    assert _c_run([[_ONE], program], _PRE_VALUES[0]) is None
+    assert _c_run([[_ONE]], _PRE_VALUES[0]) == -1
 
 
 @needs_launcher
 def test_c_launcher_declines_float_slots_and_deep_preconditions() -> None:
     codes = [launcher.DTYPE_CODES[t] for t in ("f32", "f64", "bf16", "i32")]
     for k in range(3):  # Python truncates a float slot's value; the C slot holds it rounded
-        assert launcher._ext.evaluate_preconditions([["eq", ["arg", k], ["const", 1]]], codes, [1.5, 1.5, 1.5, 1], (1, 1, 1), (1, 1, 1)) is None
-    assert launcher._ext.evaluate_preconditions([["eq", ["arg", 3], ["const", 1]]], codes, [1.5, 1.5, 1.5, 1], (1, 1, 1), (1, 1, 1)) == -1
+        program = compile_expression(["eq", ["arg", k], ["const", 1]])
+        assert launcher._ext.evaluate_preconditions([program], codes, [1.5, 1.5, 1.5, 1], (1, 1, 1), (1, 1, 1)) is None
+    program = compile_expression(["eq", ["arg", 3], ["const", 1]])
+    assert launcher._ext.evaluate_preconditions([program], codes, [1.5, 1.5, 1.5, 1], (1, 1, 1), (1, 1, 1)) == -1
     deep: list[Any] = ["const", 1]
     for _ in range(40):  # right-nested: the stack grows with every level
         deep = ["add", "i64", ["const", 1], deep]
@@ -689,10 +708,10 @@ GUARDED_PARAMS = (
 )  # fmt: skip
 # slots: n 0, m 1, flag 2, x 3 (pointer) 4 (length), out 5 6
 GUARDED_PRECONDITIONS = (
-    Precondition(3, ["eq", ["mul", "i64", ["cast", "i64", ["arg", 0]], ["cast", "i64", ["arg", 1]]], ["arg", 4]]),
-    Precondition(4, ["or", [["not", ["arg", 2]], ["eq", ["block", 0], ["const", 32]]]]),
-    Precondition(5, ["and", [["le", ["grid", 0], ["const", 4]], ["eq", ["arg", 6], ["arg", 4]]]]),
-    Precondition(6, ["gt", ["add", "i32", ["arg", 0], ["const", 1]], ["arg", 0]]),
+    Precondition(3, tuple(compile_expression(["eq", ["mul", "i64", ["cast", "i64", ["arg", 0]], ["cast", "i64", ["arg", 1]]], ["arg", 4]]))),
+    Precondition(4, tuple(compile_expression(["or", [["not", ["arg", 2]], ["eq", ["block", 0], ["const", 32]]]]))),
+    Precondition(5, tuple(compile_expression(["and", [["le", ["grid", 0], ["const", 4]], ["eq", ["arg", 6], ["arg", 4]]]]))),
+    Precondition(6, tuple(compile_expression(["gt", ["add", "i32", ["arg", 0], ["const", 1]], ["arg", 0]]))),
 )  # fmt: skip
 GUARDED_SITES = (
     ErrorSite(3, "assert", "guarded", "pkg/guarded.py", 7, 5, "len(x) == i64(n) * m"),

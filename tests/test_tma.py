@@ -19,6 +19,7 @@ from fakes import (  # noqa: F401  (fixtures: fresh_runtime is autouse)
     make_module,
     slot_types,
 )
+from oxide.abi.preconditions import OPCODE
 from oxide.abi.params import TENSOR_MAP_SLOTS, param_slot_count
 from oxide.errors import CompileError
 from oxide.runtime.manifest import ModuleManifest, ParamSpec
@@ -148,15 +149,9 @@ def test_a_descriptor_parameter_in_the_manifest_and_its_slots(tmp_path: Path) ->
     assert param_slot_count("tensor_map") == TENSOR_MAP_SLOTS == 17
     # `assert tiles > 0` reads the slot after the two descriptors' 17 each
     (pre,) = spec.preconditions
-    assert ["arg", 34] in _leaves(pre.expr)
+    assert (OPCODE["arg"], 34) in pre.code
     text = ModuleManifest("m", "m.py", "0" * 64, (spec,), {"sm_90a": "m.cubin"}).to_json()
     assert ModuleManifest.from_json(text).kernels[0].params == spec.params
-
-
-def _leaves(expr: Any) -> list[Any]:
-    if isinstance(expr, list) and expr and expr[0] == "arg":
-        return [expr]
-    return [leaf for e in expr if isinstance(e, list) for leaf in _leaves(e)] if isinstance(expr, list) else []
 
 
 # ---- misuse: located compile errors -------------------------------------------------------------

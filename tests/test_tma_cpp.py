@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 from fakes import FUNC_ATTRIBUTES, build_launch_program, build_stand_in_driver, needs_compilers
+from oxide.abi.manifest import MANIFEST_FORMAT  # launch.hpp reads the format the build writes
 
 
 __all__: list[str] = []
@@ -56,7 +57,7 @@ def test_launch_hpp_passes_a_tensor_map_as_one_parameter(tmp_path: Path) -> None
     art.mkdir()
     (art / "tm.sm_90.cubin").write_bytes(b"stand-in")
     (art / "tm.json").write_text(json.dumps({
-        "format": 1, "cubins": {"sm_90": "tm.sm_90.cubin"},
+        "format": MANIFEST_FORMAT, "cubins": {"sm_90": "tm.sm_90.cubin"},
         "kernels": [{"name": "k", "symbol": "k", "file": "tm.py", "line": 3,
                      "params": [{"name": "src", "kind": "tensor_map", "dtype": "f32", "ndim": 2},
                                 {"name": "n", "kind": "scalar", "dtype": "i32"}]}],

@@ -6,7 +6,8 @@ What crosses from one side to the other is described here once, and both sides r
 - ``vectors``: the vector types (``f32x4``: four ``f32`` lanes), as a view's dtype names them;
 - ``views``: the view kinds (``ViewKind``), their language names and properties;
 - ``params``: the kernel parameter block (slots per parameter);
-- ``preconditions``: the encoding of the conditions checked at launch;
+- ``preconditions``: the conditions checked at launch: the compiler's expressions and the
+  programs (postfix code) the manifest holds and every launcher runs;
 - ``error_record``: where a failing device-side check leaves its report;
 - ``manifest``: the records of ``_oxide/<module>.json``;
 - ``launcher``: the C launcher's dtype codes, array kinds and version; ``header`` writes its

@@ -12,7 +12,8 @@ a manifest cannot make the runtime load, hash or JIT-compile a file from outside
 names and symbols are identifiers, digests are SHA-256 hex, counts, dimensions, lines and
 slots are within what CUDA and the launchers can take (a parameter block of at most
 ``MAX_PARAM_SLOTS`` slots, tensors of at most 4 * ``MAX_TENSOR_NDIM`` dimensions), and preconditions follow
-their encoding (``oxide.abi.preconditions``) with slots the kernel has.
+their encoding (``oxide.abi.preconditions``: programs over integer slots the kernel has; the
+expressions of a manifest of format 3 or older are compiled into programs as they are read).
 
 The kernel parameter block the runtime packs is described in ``oxide.abi.params``.
 """
@@ -33,8 +34,17 @@ from .params import (
     TENSOR_MAP_WORDS,
     VECTOR_PARAM,
     param_slot_count,
+    param_slot_dtypes,
 )
-from .preconditions import ARITHMETIC, COMPARISONS, INTEGER_TYPES
+from .preconditions import (
+    ARITHMETIC,
+    COMPARISONS,
+    INTEGER_TYPES,
+    KERNEL_PROGRAM_LIMIT,
+    Instruction,
+    compile_expression,
+    program_problem,
+)
 from .records import is_record_dtype
 from .scalars import SCALAR_TYPES
 from .vectors import VECTOR_LANES
@@ -46,6 +56,7 @@ __all__ = [
     "ModulePart",
     "READABLE_MANIFEST_FORMATS",
     "LAUNCH_HPP_MANIFEST_FORMATS",
+    "EXPRESSION_MANIFEST_FORMATS",
     "MAX_PARAM_SLOTS",
     "SCALAR_PARAM",
     "CONSTEXPR_PARAM",
@@ -68,15 +79,19 @@ __all__ = [
 ]
 
 # 2: entry points may declare fewer parameters than the slots (KernelSpec.param_slots); a runtime
-# that reads only format 1 would pass them every slot, so it must refuse these manifests
-MANIFEST_FORMAT = 2
-# 3: the kernels are split into parts, each compiled on its own (ModulePart); written only by
-# manifests that have parts, which a runtime reading formats 1 and 2 must refuse
-PARTS_MANIFEST_FORMAT = 3
-# the formats oxide/include/oxide/launch.hpp (C++ host code) reads (3: it loads a kernel from the
-# part that holds it)
-LAUNCH_HPP_MANIFEST_FORMATS = (1, 2, 3)
-READABLE_MANIFEST_FORMATS = (1, 2, 3)  # format 1: every entry point takes every slot
+# that reads only format 1 would pass them every slot, so it must refuse these manifests.
+# 3: the kernels are split into parts, each compiled on its own (ModulePart).
+# 4: a launch precondition is its program ("code", oxide.abi.preconditions), no longer the
+# expression ("expr") each launcher compiled itself
+MANIFEST_FORMAT = 4
+PARTS_MANIFEST_FORMAT = 3  # the oldest format that may have parts
+# the formats the Python runtime reads (format 1: every entry point takes every slot; formats 1
+# to 3: preconditions as expressions, compiled as they are read)
+READABLE_MANIFEST_FORMATS = (1, 2, 3, 4)
+# the formats oxide/include/oxide/launch.hpp (C++ host code) reads: programs only; an older
+# manifest is refused there, with the advice to rebuild the package
+LAUNCH_HPP_MANIFEST_FORMATS = (4,)
+EXPRESSION_MANIFEST_FORMATS = (1, 2, 3)  # preconditions as expressions
 ARTIFACT_DIR = "_oxide"
 
 # CUDA's kernel parameter space: 32764 bytes (Volta and newer with CUDA 12.1), 8-byte slots
@@ -153,11 +168,11 @@ class ParamSpec(NamedTuple):
 class Precondition(NamedTuple):
     """A kernel ``assert`` (or a limit its bounds proofs assume) that depends only on launch
     arguments and launch dimensions: the runtime checks it before launching, so the device
-    does not. ``site`` is its ErrorSite; ``expr`` is the condition as nested lists — see
-    oxide/runtime/preconditions.py for the encoding."""
+    does not. ``site`` is its ErrorSite; ``code`` is the condition's program (the encoding of
+    ``oxide.abi.preconditions``, which every launcher evaluates)."""
 
     site: int
-    expr: Any
+    code: tuple[Instruction, ...]
 
 
 class KernelSpec(NamedTuple):
@@ -271,7 +286,8 @@ class ModuleManifest(NamedTuple):
         if isinstance(fmt, bool) or fmt not in READABLE_MANIFEST_FORMATS:
             raise ManifestError(f"manifest format {fmt!r}, this oxide reads formats "
                                 f"{', '.join(map(str, READABLE_MANIFEST_FORMATS))} (another oxide release built it)")
-        kernels = tuple(_kernel(k, f"kernels[{i}]") for i, k in enumerate(_list(_need(data, "kernels", ""), "kernels")))
+        kernels = tuple(_kernel(k, f"kernels[{i}]", fmt)
+                        for i, k in enumerate(_list(_need(data, "kernels", ""), "kernels")))
         source = _text(_need(data, "source", ""), "source")
         problem = code_file_name_problem(source)
         if problem is not None:
@@ -495,11 +511,21 @@ def _param_field(value: Any, where: str) -> tuple[str, str]:
     return _str(pair[0], f"{where}[0]"), scalar
 
 
-def _precondition(value: Any, where: str, n_slots: int) -> Precondition:
+def _precondition(value: Any, where: str, slot_dtypes: list[str], fmt: int) -> Precondition:
     data = _dict(value, where)
-    expr = _need(data, "expr", where)
-    _precondition_expr(expr, f"{where}.expr", n_slots, [0], 0)
-    return Precondition(_field(data, "site", where, _line), expr)
+    if fmt in EXPRESSION_MANIFEST_FORMATS:  # an older build's expression: compiled here
+        expr = _need(data, "expr", where)
+        _precondition_expr(expr, f"{where}.expr", len(slot_dtypes), [0], 0)
+        program: list[Any] = [list(insn) for insn in compile_expression(expr)]
+        key = "expr"
+    else:
+        program = _list(_need(data, "code", where), f"{where}.code", KERNEL_PROGRAM_LIMIT)
+        key = "code"
+    problem = program_problem(program, slot_dtypes)
+    if problem is not None:
+        raise ManifestError(f"{where}.{key}{problem if problem.startswith('[') else ': ' + problem} "
+                            "(oxide.abi.preconditions)")
+    return Precondition(_field(data, "site", where, _line), tuple((op, operand) for op, operand in program))
 
 
 def _precondition_expr(e: Any, where: str, n_slots: int, nodes: list[int], depth: int) -> None:
@@ -553,7 +579,7 @@ def _param_slots(data: dict[str, Any], key: str, where: str, params: tuple[Param
     return slots
 
 
-def _kernel(value: Any, where: str) -> KernelSpec:
+def _kernel(value: Any, where: str, fmt: int) -> KernelSpec:
     data = _dict(value, where)
     params = tuple(_param(p, f"{where}.params[{i}]")
                    for i, p in enumerate(_list(_need(data, "params", where), f"{where}.params", MAX_PARAM_SLOTS)))
@@ -564,6 +590,13 @@ def _kernel(value: Any, where: str) -> KernelSpec:
     index32_symbol = _field(data, "index32_symbol", where, _str, "")
     if index32_symbol:
         _symbol(index32_symbol, f"{where}.index32_symbol")
+    slot_dtypes = [t for p in params for t in param_slot_dtypes(p.kind, p.dtype, p.ndim, [f[1] for f in p.fields])]
+    preconditions = tuple(_precondition(c, f"{where}.preconditions[{i}]", slot_dtypes, fmt)
+                          for i, c in enumerate(_field(data, "preconditions", where, _list, list[Any]())))
+    # with one check each, as a launcher runs them
+    if sum(len(c.code) + 1 for c in preconditions) > KERNEL_PROGRAM_LIMIT:
+        raise ManifestError(f"{where}.preconditions: more than {KERNEL_PROGRAM_LIMIT} instructions in all "
+                            "(oxide.abi.preconditions.KERNEL_PROGRAM_LIMIT)")
     return KernelSpec(
         name=_field(data, "name", where, _identifier),
         symbol=_field(data, "symbol", where, _symbol),
@@ -571,8 +604,7 @@ def _kernel(value: Any, where: str) -> KernelSpec:
         specialization=_field(data, "specialization", where, _str_dict, {}),
         file=_field(data, "file", where, _str, ""),
         line=_field(data, "line", where, _line, 0),
-        preconditions=tuple(_precondition(c, f"{where}.preconditions[{i}]", n_slots)
-                            for i, c in enumerate(_field(data, "preconditions", where, _list, list[Any]()))),
+        preconditions=preconditions,
         cooperative=_field(data, "cooperative", where, _bool, False),
         index32_symbol=index32_symbol,
         param_slots=_param_slots(data, "param_slots", where, params),

@@ -21,12 +21,16 @@ launch then passes pointers to those slots alone.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 from .views import ViewKind
 
 __all__ = ["SCALAR_PARAM", "CONSTEXPR_PARAM", "STRUCT_PARAM", "VECTOR_PARAM", "AGGREGATE_PARAMS", "SLOT_BYTES",
            "SCALAR_SLOTS", "VIEW_POINTER_SLOTS", "SLICE_SLOTS", "TENSOR_DIM_SLOTS", "tensor_slot_count",
            "TENSOR_MAP_PARAM", "TENSOR_MAP_BYTES", "TENSOR_MAP_ALIGN", "TENSOR_MAP_WORDS", "TENSOR_MAP_SLOTS",
-           "TENSOR_MAP_MAX_NDIM", "param_slot_count"]
+           "TENSOR_MAP_MAX_NDIM", "param_slot_count", "param_slot_dtypes", "VIEW_POINTER_DTYPE", "VIEW_DIM_DTYPE",
+           "TENSOR_MAP_DTYPE", "TENSOR_MAP_MAX_BOX", "TENSOR_MAP_SWIZZLES", "TENSOR_MAP_SWIZZLE_SHIFT",
+           "tensor_map_box_slot"]
 
 SCALAR_PARAM = "scalar"  # ParamSpec.kind of a value parameter
 CONSTEXPR_PARAM = "constexpr"  # ParamSpec.kind of a compile-time parameter (not passed)
@@ -44,6 +48,14 @@ TENSOR_MAP_ALIGN = 64  # alignof(CUtensorMap): the kernel parameter's .align
 TENSOR_MAP_WORDS = TENSOR_MAP_BYTES // SLOT_BYTES  # the map's slots: its first kernel parameter
 TENSOR_MAP_SLOTS = TENSOR_MAP_WORDS + 1  # the map, then the elements of one box (the second parameter)
 TENSOR_MAP_MAX_NDIM = 5  # cuTensorMapEncodeTiled and cp.async.bulk.tensor: 1 to 5 dimensions
+TENSOR_MAP_MAX_BOX = 256  # elements per box dimension (cuTensorMapEncodeTiled)
+TENSOR_MAP_SWIZZLES = (0, 32, 64, 128)  # bytes: none, CU_TENSOR_MAP_SWIZZLE_32B/64B/128B
+# the box slot: the elements of one box in its bits below this, the swizzle in bytes above
+TENSOR_MAP_SWIZZLE_SHIFT = 32
+# the type of the value in each slot, as the runtime packs it (what a launch precondition reads)
+VIEW_POINTER_DTYPE = "u64"  # a view's device pointer
+VIEW_DIM_DTYPE = "i64"  # a slice's length, a tensor's extents and strides
+TENSOR_MAP_DTYPE = "u64"  # each slot of a TMA descriptor
 
 
 def tensor_slot_count(ndim: int) -> int:
@@ -64,3 +76,22 @@ def param_slot_count(kind: str, ndim: int = 1, fields: int = 0) -> int:
     if kind == TENSOR_MAP_PARAM:
         return TENSOR_MAP_SLOTS
     return tensor_slot_count(ndim) if ViewKind(kind).is_tensor else SLICE_SLOTS
+
+
+def param_slot_dtypes(kind: str, dtype: str, ndim: int = 1, fields: Sequence[str] = ()) -> list[str]:
+    """The scalar type of each slot of a parameter (``param_slot_count`` of them): a scalar's
+    dtype, a view's pointer then its length (shape, strides), a struct's or vector's field types
+    (``fields``), a TMA descriptor's words."""
+    if kind in AGGREGATE_PARAMS:
+        return list(fields)
+    if kind in (SCALAR_PARAM, CONSTEXPR_PARAM):
+        return [dtype] * param_slot_count(kind)
+    if kind == TENSOR_MAP_PARAM:
+        return [TENSOR_MAP_DTYPE] * TENSOR_MAP_SLOTS
+    count = param_slot_count(kind, ndim)
+    return [VIEW_POINTER_DTYPE] * VIEW_POINTER_SLOTS + [VIEW_DIM_DTYPE] * (count - VIEW_POINTER_SLOTS)
+
+
+def tensor_map_box_slot(box_elements: int, swizzle: int) -> int:
+    """The value of a TMA descriptor's box slot (its last): the elements of one box and the swizzle."""
+    return box_elements | swizzle << TENSOR_MAP_SWIZZLE_SHIFT

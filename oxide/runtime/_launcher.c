@@ -361,14 +361,14 @@ static PyObject *forget_types(PyObject *mod, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-/* evaluate_preconditions(exprs, slot_codes, slot_values, grid, block): what plan_launch decides
-   for these preconditions over these slots (packed as a launch packs them): the index of the
+/* evaluate_preconditions(programs, slot_codes, slot_values, grid, block): what plan_launch decides
+   for these preconditions (their programs, KernelSpec.preconditions' `code`) over these slots (packed as a launch packs them): the index of the
    first that does not hold, -1 when all do, None when the evaluator does not take them. For
    the tests, which compare it with oxide.runtime.preconditions. */
 static PyObject *evaluate_preconditions(PyObject *mod, PyObject *args) {
-    PyObject *exprs, *codes_seq, *values_seq;
+    PyObject *programs, *codes_seq, *values_seq;
     unsigned grid[3], block[3];
-    if (!PyArg_ParseTuple(args, "OOO(III)(III)", &exprs, &codes_seq, &values_seq, &grid[0], &grid[1], &grid[2],
+    if (!PyArg_ParseTuple(args, "OOO(III)(III)", &programs, &codes_seq, &values_seq, &grid[0], &grid[1], &grid[2],
                           &block[0], &block[1], &block[2]))
         return NULL;
     Py_ssize_t n = PySequence_Size(codes_seq);
@@ -392,7 +392,7 @@ static PyObject *evaluate_preconditions(PyObject *mod, PyObject *args) {
     }
     PInsn *code;
     int n_code;
-    int ok = compile_preconditions(exprs, codes, n, &code, &n_code);
+    int ok = compile_preconditions(programs, codes, n, &code, &n_code);
     PyMem_Free(codes);
     if (ok < 0) return NULL;
     if (!ok) Py_RETURN_NONE;
@@ -420,7 +420,7 @@ static PyMethodDef module_methods[] = {
     {"register_scalar_type", register_scalar_type, METH_O, "register_scalar_type(numpy_scalar_type)"},
     {"forget_types", forget_types, METH_NOARGS, "unregister every array, scalar and dtype object"},
     {"evaluate_preconditions", evaluate_preconditions, METH_VARARGS,
-     "evaluate_preconditions(exprs, slot_codes, slot_values, grid, block): index of the first failing, -1, or None"},
+     "evaluate_preconditions(programs, slot_codes, slot_values, grid, block): index of the first failing, -1, or None"},
     {NULL, NULL, 0, NULL},
 };
 

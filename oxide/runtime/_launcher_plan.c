@@ -112,16 +112,16 @@ static int passed_slots_from(PyObject *seq, Py_ssize_t n_slots, int16_t **out, i
     return 1;
 }
 
-/* The DT_ code of each packed slot of `var`: a view's pointer is u64, its length (a Tensor's
-   shape and strides) i64, a scalar its dtype. */
+/* The DT_ code of each packed slot of `var` (oxide.abi.params.param_slot_dtypes): a view's
+   pointer VIEW_POINTER_DT, its length (a Tensor's shape and strides) VIEW_DIM_DT, a scalar its dtype. */
 static void slot_codes_of(const Plan *plan, const Variant *var, int8_t *out) {
     Py_ssize_t s = 0;
     for (Py_ssize_t i = 0; i < plan->n_params; i++) {
         if (plan->is_constexpr[i]) continue;
         if (plan->is_view[i]) {
             int nd = plan->tensor_ndim[i];
-            out[s++] = DT_U64;
-            for (int k = 1; k < (nd ? TENSOR_SLOTS(nd) : SLICE_SLOTS); k++) out[s++] = DT_I64;
+            for (int k = 0; k < VIEW_POINTER_SLOTS; k++) out[s++] = VIEW_POINTER_DT;
+            for (int k = VIEW_POINTER_SLOTS; k < (nd ? TENSOR_SLOTS(nd) : SLICE_SLOTS); k++) out[s++] = VIEW_DIM_DT;
         } else {
             out[s++] = var->scalar_codes[i];
         }
@@ -131,7 +131,7 @@ static void slot_codes_of(const Plan *plan, const Variant *var, int8_t *out) {
 /* configure(is_view, is_mutable, variants, tensor_ndim=None, is_constexpr=None): per parameter,
    whether it is a view, written, the N of a Tensor[T, N] (0 otherwise), a Constexpr; variants
    is a sequence of (view_codes, scalar_codes, unique[, constexpr_values[, preconditions[,
-   has_index32[, passed[, passed32]]]]]), the preconditions being the `expr`s of
+   has_index32[, passed[, passed32]]]]]), the preconditions being the programs (`code`) of
    KernelSpec.preconditions, has_index32 whether the variant has an index32 instance, passed and
    passed32 the slots its entry points declare (KernelSpec.param_slots, index32_param_slots; None:
    all). Returns whether launches may
@@ -161,7 +161,7 @@ static PyObject *plan_configure(Plan *self, PyObject *args) {
             slots += nd ? TENSOR_SLOTS(nd) : SLICE_SLOTS;
             if (nd < 0 || nd > MAX_NDIM) fits = 0;
         } else {
-            slots++;
+            slots += SCALAR_SLOTS;
         }
     }
     self->n_slots = slots;
@@ -297,11 +297,8 @@ PyTypeObject PlanType = {
     .tp_new = PyType_GenericNew,
 };
 
+/* The size in bytes of an element of dtype `code` (oxide/abi.h's OXIDE_DT_ITEMSIZES); 8 for none. */
 uint64_t itemsize_of(int code) {
-    switch (code) {
-    case DT_I8: case DT_U8: case DT_BOOL: return 1;
-    case DT_I16: case DT_U16: case DT_F16: case DT_BF16: return 2;
-    case DT_I32: case DT_U32: case DT_F32: return 4;
-    default: return 8;
-    }
+    static const uint64_t sizes[DT_COUNT] = DT_ITEMSIZES;
+    return code > DT_NONE && code < DT_COUNT ? sizes[code] : 8;
 }

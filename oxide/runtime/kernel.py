@@ -569,7 +569,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
                     [codes.get(p.dtype, 0) if p.is_scalar else 0 for p in v.spec.params],
                     keys.count(key) == 1,
                     list(c),
-                    [pre.expr for pre in v.spec.preconditions],
+                    [pre.code for pre in v.spec.preconditions],
                     v.index32 is not None,
                     # the slots each entry point declares (KernelSpec.param_slots); None: all
                     v.packer.passed,

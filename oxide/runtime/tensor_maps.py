@@ -17,13 +17,19 @@ import _thread  # threading's locks without importing threading (0.5 ms at impor
 from collections import OrderedDict
 from typing import Any, Sequence
 
-from oxide.abi.params import TENSOR_MAP_BYTES, TENSOR_MAP_MAX_NDIM
+from oxide.abi.params import (
+    TENSOR_MAP_BYTES,
+    TENSOR_MAP_MAX_BOX,
+    TENSOR_MAP_MAX_NDIM,
+    TENSOR_MAP_SWIZZLES,
+    tensor_map_box_slot,
+)
 from oxide.runtime.array_view import ITEMSIZE, TensorView, ViewError
 
 __all__ = ["TensorMap", "descriptor", "SWIZZLES", "MAX_BOX", "TensorMapConverter"]
 
-SWIZZLES = (0, 32, 64, 128)  # bytes: none, CU_TENSOR_MAP_SWIZZLE_32B/64B/128B
-MAX_BOX = 256  # elements per box dimension
+SWIZZLES = TENSOR_MAP_SWIZZLES  # bytes: none, CU_TENSOR_MAP_SWIZZLE_32B/64B/128B
+MAX_BOX = TENSOR_MAP_MAX_BOX  # elements per box dimension
 _ALIGN = 16  # bytes: the global address and every stride but the innermost
 _MAX_DIM = 2**32  # elements per global dimension
 _MAX_STRIDE = 2**40  # bytes
@@ -214,7 +220,7 @@ class TensorMapConverter:
         if value.dtype != self.dtype or value.ndim != self.ndim:
             raise ScalarError(f"needs a TMA descriptor of {self.ndim}-d {self.dtype}; got one of {value.ndim}-d "
                               f"{value.dtype}")
-        return [*value.words, value.box_elements | value.swizzle << 32]
+        return [*value.words, tensor_map_box_slot(value.box_elements, value.swizzle)]
 
 
 def _register_converter() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from oxide.runtime.manifest import Precondition
+from ..ir.nodes import LaunchCondition
 
 __all__ = ["LaunchFacts"]
 
@@ -24,4 +24,4 @@ class LaunchFacts:
     # extent -> (the write, line, col)
     unit_extents: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     # launch preconditions the translation itself records (DisjointTensor extents)
-    preconditions: list[Precondition] = field(default_factory=list)
+    preconditions: list[LaunchCondition] = field(default_factory=list)

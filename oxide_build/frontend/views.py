@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 from oxide.abi.views import ViewKind
 
-from oxide.runtime.manifest import Precondition
 
 from ..intrinsics.thread import SPECIAL_REGISTERS
 from ..ir import nodes as ir
@@ -88,7 +87,7 @@ def refuse_disjoint_tensor_write(tr: FunctionTranslator, target: ast.Subscript, 
             f"{extent} == 1: the DisjointTensor write {text} tells threads apart only if it is "
             f"(launch with {extent} = 1, or index with thread.index_3d())")
         kind = "grid" if register == "ctaid" else "block"
-        tr.launch.preconditions.append(Precondition(site, ["eq", [kind, "xyz".index(dim)], ["const", 1]]))
+        tr.launch.preconditions.append(ir.LaunchCondition(site, ["eq", [kind, "xyz".index(dim)], ["const", 1]]))
 
 
 # the launch extents a ThreadIndex axis leaves out: index_1d() is block.idx.x * block.dim.x +

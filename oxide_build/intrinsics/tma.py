@@ -39,6 +39,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Sequence
 
+from oxide.abi.params import TENSOR_MAP_SWIZZLE_SHIFT
+
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp
 from ..ir.types import I32, I64, ArrayType, TensorMapType, VoidType, as_scalar, type_name
@@ -498,8 +500,9 @@ def _lower_store_wait(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic)
 
 
 def _box_elements(fl: LoweringContext, packed: ll.Value) -> ll.Value:
-    """The elements of one box, from the map's last slot (oxide.abi.params: its low 32 bits)."""
-    return fl.b.and_(packed, ll.Constant(ll.IntType(64), 0xFFFFFFFF))
+    """The elements of one box, from the map's last slot (oxide.abi.params: its bits below
+    TENSOR_MAP_SWIZZLE_SHIFT)."""
+    return fl.b.and_(packed, ll.Constant(ll.IntType(64), (1 << TENSOR_MAP_SWIZZLE_SHIFT) - 1))
 
 
 def _type_box(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
@@ -512,8 +515,8 @@ def _lower_box(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.
     (desc,) = e.args
     assert isinstance(desc.ty, TensorMapType)
     _, packed = fl.tensor_map(desc)
-    if info.op == "swizzle":  # bits 32 and up: the swizzle in bytes
-        value = fl.b.lshr(packed, ll.Constant(ll.IntType(64), 32))
+    if info.op == "swizzle":  # the bits from TENSOR_MAP_SWIZZLE_SHIFT up: the swizzle in bytes
+        value = fl.b.lshr(packed, ll.Constant(ll.IntType(64), TENSOR_MAP_SWIZZLE_SHIFT))
         return value if e.ty == I64 else fl.b.trunc(value, ll.IntType(32))
     box = _box_elements(fl, packed)
     if info.op == "box_elements":

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, NamedTuple, Union
 
-from oxide.abi.manifest import ErrorSite, Precondition
+from oxide.abi.manifest import ErrorSite
 
 from .ops import BinaryOp, CompareOp, LogicOp
 from .types import ScalarType, Type, is_half_float
@@ -15,11 +15,21 @@ __all__ = [
     "Loc", "Expr", "Stmt",
     "Const", "Var", "BinOp", "Compare", "BoolOp", "Not", "Neg", "Cast", "Call", "ViewLen", "ViewDim",
     "ViewLoad", "ViewSlice", "ModuleArray", "ModuleArrayDecl", "MakeVector", "VectorGet", "VectorSet", "TupleSet", "ThreadIndex1D", "SpecialReg", "GRID_AXES", "Select", "Intrinsic", "MakeTuple", "TupleGet",
-    "ArrayDecl", "Check",
+    "ArrayDecl", "Check", "LaunchCondition",
     "Assign", "Store", "If", "While", "ForRange", "Block", "Return", "ExprStmt", "Break", "Continue",
     "Param", "Function", "ExternFunction", "Program", "children", "subexpressions", "is_pure", "statements", "statement_roots",
 ]
 
+
+
+class LaunchCondition(NamedTuple):
+    """A condition the runtime checks before a kernel's launch, as the compiler writes it: ``expr``
+    is an expression of ``oxide.abi.preconditions`` (nested lists), compiled into the manifest's
+    program (``KernelSpec.preconditions``) when the kernel's spec is written; ``site`` its
+    ErrorSite."""
+
+    site: int
+    expr: Any
 
 @dataclass(frozen=True)
 class Loc:
@@ -509,7 +519,7 @@ class Function:
     # @kernel(index32=False) keeps the one as written (half the compile time of the kernel)
     index32: bool = True
     # kernels: conditions the runtime checks before the launch (the manifest's preconditions)
-    preconditions: list[Precondition] = field(default_factory=list)
+    preconditions: list[LaunchCondition] = field(default_factory=list)
     # for the bounds-elimination pass: how often the source assigns each name (a name assigned
     # once keeps its value), and the error sites reserved for the grid limits its proofs may
     # assume (kernels), by axis

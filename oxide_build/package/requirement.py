@@ -32,9 +32,9 @@ __all__ = [
 RUNTIME_DISTRIBUTION = "oxide-cuda"
 
 # manifest format -> the oxide-cuda releases whose runtime reads it; a new format gets a line
-# (format 2, entry points that declare only the parameters they read, is read from 0.1.0 on as
-# built from this repository; oxide-cuda has no release before it)
-RUNTIME_RANGES: dict[int, str] = {1: ">=0.1,<0.2", 2: ">=0.1,<0.2"}
+# (formats 2 to 4, oxide.abi.manifest, are read from 0.1.0 on as built from this repository;
+# oxide-cuda has no release before them)
+RUNTIME_RANGES: dict[int, str] = {1: ">=0.1,<0.2", 2: ">=0.1,<0.2", 3: ">=0.1,<0.2", 4: ">=0.1,<0.2"}
 
 
 class RuntimeRequirementError(OxideError):

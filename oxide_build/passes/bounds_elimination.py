@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Iterator
 
-from oxide.abi.manifest import ErrorSite, Precondition
+from oxide.abi.manifest import ErrorSite
 
 from ..intrinsics import intrinsic_info
 from ..ir import nodes as ir
@@ -119,7 +119,7 @@ class _FunctionProofs:
                 what=f"grid.{assumed.axis} <= {assumed.limit}: the i32 index arithmetic here assumes it "
                      "(compute the index in i64 to lift the limit)")
             axis = "xyz".index(assumed.axis)
-            self.fn.preconditions.append(Precondition(site, ["le", ["grid", axis], ["const", assumed.limit]]))
+            self.fn.preconditions.append(ir.LaunchCondition(site, ["le", ["grid", axis], ["const", assumed.limit]]))
         used = {p.site for p in self.fn.preconditions}
         self.removed.update(site for site in self.fn.grid_sites.values() if site not in used)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from oxide.abi.manifest import ErrorSite, Precondition
+from oxide.abi.manifest import ErrorSite
 
 from ..ir import nodes as ir
 from .divergence import calls_and_barriers, reached_from
@@ -47,7 +47,7 @@ class DisjointLaunchShape:
 
 
 def _precondition(program: ir.Program, kernel: ir.Function,
-                  needed: dict[str, tuple[str, int, int, str]]) -> Precondition:
+                  needed: dict[str, tuple[str, int, int, str]]) -> ir.LaunchCondition:
     extents = sorted(needed)
     write, line, col, file = needed[extents[0]]
     what = (f"{' and '.join(f'{e} == 1' for e in extents)}: {write} is written at the thread's ThreadIndex, "
@@ -60,4 +60,4 @@ def _precondition(program: ir.Program, kernel: ir.Function,
     for e in extents:
         where, axis = e.rsplit(".", 1)
         conds.append(["eq", [_ENCODED[where], "xyz".index(axis)], ["const", 1]])
-    return Precondition(site.id, conds[0] if len(conds) == 1 else ["and", conds])
+    return ir.LaunchCondition(site.id, conds[0] if len(conds) == 1 else ["and", conds])

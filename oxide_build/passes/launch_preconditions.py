@@ -6,7 +6,10 @@ The frontend marks the checks that stand in the kernel's prefix (before any stat
 could change what a later condition means, checks aside) as ``hoistable``; this pass moves
 them, in order, from the body into ``Function.preconditions`` (ahead of the grid limits the
 bounds-elimination pass recorded there) until it meets one it cannot encode, which stays on
-the device with every check after it.
+the device with every check after it. One that the launchers could not evaluate, because its
+program (``oxide.abi.preconditions.compile_expression``) needs more than ``STACK_LIMIT`` values
+or the kernel's programs would pass ``KERNEL_PROGRAM_LIMIT`` instructions, stays on the device
+the same way.
 """
 from __future__ import annotations
 
@@ -14,13 +17,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from oxide.abi.params import SCALAR_PARAM, STRUCT_PARAM, TENSOR_MAP_PARAM, param_slot_count
-from oxide.abi.preconditions import ARITHMETIC, COMPARISONS
-from oxide.abi.manifest import Precondition
+from oxide.abi.preconditions import ARITHMETIC, COMPARISONS, KERNEL_PROGRAM_LIMIT, STACK_LIMIT, compile_expression, stack_depth
 
 from ..ir import nodes as ir
 from ..ir.types import BOOL, StructType, TensorMapType, VectorType, ViewType, as_scalar, is_int, scalar_leaves
 
-__all__ = ["LaunchPreconditions", "launch_expr"]
+__all__ = ["LaunchPreconditions", "launch_expr", "program_size"]
+
+# what DisjointLaunchShape, which runs after this pass, may add to a kernel's programs: four
+# comparisons of three instructions joined by one truth and three ands, and its check
+_LAUNCH_SHAPE_RESERVE = 4 * 3 + 4 + 1
+
+
+def program_size(conditions: list[ir.LaunchCondition]) -> int:
+    """The instructions a launcher runs for ``conditions``: their programs and one check each."""
+    return sum(len(compile_expression(c.expr)) + 1 for c in conditions)
 
 
 @dataclass(frozen=True)
@@ -37,14 +48,18 @@ class LaunchPreconditions:
     def _hoist(fn: ir.Function) -> None:
         slots = _slots(fn)
         assigned = {s.name for s in ir.statements(fn.body) if isinstance(s, ir.Assign)}
-        hoisted: list[Precondition] = []
+        hoisted: list[ir.LaunchCondition] = []
         body: list[ir.Stmt] = []
         prefix = True
+        size = program_size(fn.preconditions) + _LAUNCH_SHAPE_RESERVE
         for s in fn.body:
             if prefix and isinstance(s, ir.Check) and s.hoistable:
                 expr = launch_expr(s.cond, slots, assigned)
-                if expr is not None:
-                    hoisted.append(Precondition(s.site, expr))
+                program = compile_expression(expr) if expr is not None else []
+                if expr is not None and stack_depth(program) <= STACK_LIMIT and \
+                        size + len(program) + 1 <= KERNEL_PROGRAM_LIMIT:
+                    hoisted.append(ir.LaunchCondition(s.site, expr))
+                    size += len(program) + 1
                     continue
                 prefix = False  # it stays on the device: later conditions may rely on it
             body.append(s)

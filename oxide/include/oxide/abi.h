@@ -5,10 +5,10 @@
 #define OXIDE_ABI_PUBLIC_H
 
 /* the manifest (oxide.abi.manifest): the format written, and those a runtime may read */
-#define OXIDE_MANIFEST_FORMAT 2
-#define OXIDE_READABLE_MANIFEST_FORMATS {1, 2, 3}
-#define OXIDE_READABLE_MANIFEST_FORMAT_COUNT 3
-#define OXIDE_LAUNCH_HPP_MANIFEST_FORMATS {1, 2, 3}
+#define OXIDE_MANIFEST_FORMAT 4
+#define OXIDE_READABLE_MANIFEST_FORMATS {1, 2, 3, 4}
+#define OXIDE_READABLE_MANIFEST_FORMAT_COUNT 4
+#define OXIDE_LAUNCH_HPP_MANIFEST_FORMATS {4}
 #define OXIDE_ARTIFACT_DIR "_oxide"
 
 /* the parameter block (oxide.abi.params): slots of OXIDE_SLOT_BYTES; a scalar (and each scalar
@@ -26,7 +26,15 @@
 #define OXIDE_TENSOR_MAP_WORDS 16
 #define OXIDE_TENSOR_MAP_SLOTS 17
 #define OXIDE_TENSOR_MAP_MAX_NDIM 5
+#define OXIDE_TENSOR_MAP_MAX_BOX 256
+#define OXIDE_TENSOR_MAP_SWIZZLES {0, 32, 64, 128}
+#define OXIDE_TENSOR_MAP_SWIZZLE_SHIFT 32
 #define OXIDE_MAX_TENSOR_NDIM 8
+/* the dtype code of the value in a view's pointer slot, in its length, extent and stride
+   slots, in a TMA descriptor's slots (oxide.abi.params.param_slot_dtypes) */
+#define OXIDE_VIEW_POINTER_DT OXIDE_DT_U64
+#define OXIDE_VIEW_DIM_DT OXIDE_DT_I64
+#define OXIDE_TENSOR_MAP_DT OXIDE_DT_U64
 
 /* ParamSpec.kind: the kinds that are not views */
 #define OXIDE_PARAM_SCALAR "scalar"
@@ -44,10 +52,12 @@ enum { OXIDE_DT_NONE = 0, OXIDE_DT_I8 = 1, OXIDE_DT_I16 = 2, OXIDE_DT_I32 = 3, O
 #define OXIDE_DT_ITEMSIZES {0, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 1, 1, 1}
 static const char *const oxide_dtype_names[OXIDE_DT_COUNT] = {"", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64", "bool", "f8e4m3", "f8e5m2"};
 
-/* launch preconditions (oxide.abi.preconditions): the operations, in the order of their codes,
+/* launch preconditions (oxide.abi.preconditions): the opcodes of their programs, the most values
+   a program's stack holds, the most instructions of a kernel's programs (their checks included),
    and the integer types (dtype codes) of casts and arithmetic */
-enum { OXIDE_OP_CONST = 0, OXIDE_OP_ARG = 1, OXIDE_OP_GRID = 2, OXIDE_OP_BLOCK = 3, OXIDE_OP_CAST = 4, OXIDE_OP_ADD = 5, OXIDE_OP_SUB = 6, OXIDE_OP_MUL = 7, OXIDE_OP_NEG = 8, OXIDE_OP_LT = 9, OXIDE_OP_LE = 10, OXIDE_OP_GT = 11, OXIDE_OP_GE = 12, OXIDE_OP_EQ = 13, OXIDE_OP_NE = 14, OXIDE_OP_AND = 15, OXIDE_OP_OR = 16, OXIDE_OP_NOT = 17, OXIDE_OP_COUNT = 18 };
-static const char *const oxide_op_names[OXIDE_OP_COUNT] = {"const", "arg", "grid", "block", "cast", "add", "sub", "mul", "neg", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not"};
+enum { OXIDE_OP_CONST = 0, OXIDE_OP_ARG = 1, OXIDE_OP_GRID = 2, OXIDE_OP_BLOCK = 3, OXIDE_OP_CAST = 4, OXIDE_OP_ADD = 5, OXIDE_OP_SUB = 6, OXIDE_OP_MUL = 7, OXIDE_OP_NEG = 8, OXIDE_OP_LT = 9, OXIDE_OP_LE = 10, OXIDE_OP_GT = 11, OXIDE_OP_GE = 12, OXIDE_OP_EQ = 13, OXIDE_OP_NE = 14, OXIDE_OP_AND = 15, OXIDE_OP_OR = 16, OXIDE_OP_NOT = 17, OXIDE_OP_TRUTH = 18, OXIDE_OP_CHECK = 19, OXIDE_OP_COUNT = 20 };
+#define OXIDE_PRECONDITION_STACK_LIMIT 32
+#define OXIDE_PRECONDITION_PROGRAM_LIMIT 4096
 #define OXIDE_INTEGER_TYPE_COUNT 9
 static const int oxide_integer_types[OXIDE_INTEGER_TYPE_COUNT] = {OXIDE_DT_I8, OXIDE_DT_I16, OXIDE_DT_I32, OXIDE_DT_I64, OXIDE_DT_U8, OXIDE_DT_U16, OXIDE_DT_U32, OXIDE_DT_U64, OXIDE_DT_BOOL};
 
@@ -56,7 +66,7 @@ static const int oxide_integer_types[OXIDE_INTEGER_TYPE_COUNT] = {OXIDE_DT_I8, O
 #define OXIDE_INDEX32_LIMIT 2147483647
 
 /* the C launcher (oxide/runtime/_launcher*.c): its version, array kinds, most tensor dimensions */
-#define OXIDE_LAUNCHER_ABI_VERSION 10
+#define OXIDE_LAUNCHER_ABI_VERSION 11
 enum { OXIDE_ARRAY_NONE = 0, OXIDE_ARRAY_TORCH = 1, OXIDE_ARRAY_CUPY = 2, OXIDE_ARRAY_DEVICE_ARRAY = 3, OXIDE_ARRAY_CAI = 4 };
 #define OXIDE_LAUNCHER_MAX_NDIM 8
 

@@ -126,6 +126,8 @@ struct Api {
 constexpr int CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1;
 constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 
 inline const Api& api() {
   static Api table;
@@ -394,21 +396,21 @@ inline bool is_writable_view(const std::string& kind) {
 }
 
 // The slots a parameter takes, and the dtype code (OXIDE_DT_) of each as the Python runtime
-// packs it: a view's pointer u64, its length, shape and strides i64, a scalar its dtype, a TMA
-// descriptor's words u64. The kinds this header launches only: the caller refuses the others.
-inline void append_slot_codes(const Param& p, std::vector<int>& codes) {
+// packs it (oxide.abi.params.param_slot_dtypes: OXIDE_VIEW_POINTER_DT, OXIDE_VIEW_DIM_DT, a scalar's
+// dtype, OXIDE_TENSOR_MAP_DT). The kinds this header launches only: the caller refuses the others.
+inline void append_slot_codes(const Param& p, std::vector<int8_t>& codes) {
   if (p.kind == OXIDE_PARAM_CONSTEXPR) return;
   if (p.kind == OXIDE_PARAM_SCALAR) {
     int code = OXIDE_DT_NONE;
     for (int c = 1; c < OXIDE_DT_COUNT; ++c)
       if (p.dtype == oxide_dtype_names[c]) code = c;
-    codes.insert(codes.end(), OXIDE_SCALAR_SLOTS, code);
+    codes.insert(codes.end(), OXIDE_SCALAR_SLOTS, static_cast<int8_t>(code));
   } else if (p.kind == OXIDE_PARAM_TENSOR_MAP) {
-    codes.insert(codes.end(), OXIDE_TENSOR_MAP_SLOTS, OXIDE_DT_U64);
+    codes.insert(codes.end(), OXIDE_TENSOR_MAP_SLOTS, static_cast<int8_t>(OXIDE_TENSOR_MAP_DT));
   } else {
     const size_t n = is_tensor_view(p.kind) ? OXIDE_TENSOR_SLOTS(static_cast<size_t>(p.ndim)) : OXIDE_SLICE_SLOTS;
-    codes.insert(codes.end(), OXIDE_VIEW_POINTER_SLOTS, OXIDE_DT_U64);
-    codes.insert(codes.end(), n - OXIDE_VIEW_POINTER_SLOTS, OXIDE_DT_I64);
+    codes.insert(codes.end(), OXIDE_VIEW_POINTER_SLOTS, static_cast<int8_t>(OXIDE_VIEW_POINTER_DT));
+    codes.insert(codes.end(), n - OXIDE_VIEW_POINTER_SLOTS, static_cast<int8_t>(OXIDE_VIEW_DIM_DT));
   }
 }
 
@@ -416,7 +418,7 @@ inline void append_slot_codes(const Param& p, std::vector<int>& codes) {
 // one per slot, but a TMA descriptor's map (its OXIDE_TENSOR_MAP_WORDS slots) is one.
 inline std::vector<size_t> entry_param_starts(const std::vector<Param>& params) {
   std::vector<size_t> starts;
-  std::vector<int> codes;
+  std::vector<int8_t> codes;
   for (const auto& p : params) {
     const size_t at = codes.size();
     append_slot_codes(p, codes);
@@ -430,164 +432,49 @@ inline std::vector<size_t> entry_param_starts(const std::vector<Param>& params) 
   return starts;
 }
 
-// ---- launch preconditions (oxide.abi.preconditions), compiled for oxide/preconditions.h -----------
-// The manifest's JSON expressions become the evaluator's postfix code, as the C launcher compiles
-// the same expressions (oxide/runtime/_launcher_preconditions.c): a kernel whose expressions it
-// cannot take exactly as the Python runtime evaluates them throws here, when the kernel is looked up.
-class PreconditionCompiler {
- public:
-  PreconditionCompiler(const std::vector<int>& slot_codes, std::string where)
-      : slot_codes_(slot_codes), where_(std::move(where)) {}
-
-  void add(const json::Value& expr, size_t index) {
-    if (index >= UINT16_MAX) refuse("it has too many launch preconditions");
-    expression(expr, 0);
-    emit(OXIDE_PRE_CHECK, 0, static_cast<int>(index), -1);
-  }
-  std::vector<oxide_pre_insn> code() const { return code_; }
-
- private:
-  const std::vector<int>& slot_codes_;
-  std::string where_;
-  std::vector<oxide_pre_insn> code_;
-  int depth_ = 0;
-
-  [[noreturn]] void refuse(const std::string& why) const {
-    throw Error(where_ + ": " + why + ": launch it from Python");
-  }
-  [[noreturn]] void malformed(const std::string& why) const {
-    throw Error("oxide: " + where_ + ": a launch precondition " + why +
-                " (a manifest newer than this oxide/launch.hpp, or a broken one: rebuild the package)");
-  }
-  oxide_pre_insn& emit(int op, int ty, int index, int delta) {
-    oxide_pre_insn in{};
-    in.op = static_cast<uint8_t>(op), in.ty = static_cast<uint8_t>(ty), in.index = static_cast<uint16_t>(index);
-    code_.push_back(in);
-    depth_ += delta;
-    if (depth_ > OXIDE_PRE_STACK) refuse("a launch precondition is nested too deeply for the evaluator");
-    return code_.back();
-  }
-  static bool small_int(const json::Value& v, int64_t limit, int& out) {
-    if (v.kind != json::Value::Number || v.text.find_first_not_of("0123456789") != std::string::npos) return false;
-    errno = 0;
-    const unsigned long long x = std::strtoull(v.text.c_str(), nullptr, 10);
-    if (errno != 0 || x >= static_cast<unsigned long long>(limit)) return false;
-    out = static_cast<int>(x);
-    return true;
-  }
-  int type(const json::Value& v) const {
-    const int ty = v.kind == json::Value::String ? oxide_pre_type(v.text.c_str()) : OXIDE_DT_NONE;
-    if (ty == OXIDE_DT_NONE) malformed("names a type that is not an integer type of the encoding");
-    return ty;
-  }
-  void constant(const json::Value& v) {
-    uint64_t bits = 0;
-    bool negative = false;
-    if (v.kind == json::Value::Bool) {
-      bits = v.boolean ? 1 : 0;
-    } else if (v.kind == json::Value::Number && !v.text.empty() &&
-               v.text.find_first_not_of("-0123456789") == std::string::npos) {
+// ---- launch preconditions (oxide.abi.preconditions), evaluated by oxide/preconditions.h ------------
+// A kernel's programs (each precondition's "code" in the manifest) one after another, each followed
+// by its check, as oxide_pre_prepare checks them; a program the evaluator cannot run throws here,
+// when the kernel is looked up.
+inline std::vector<oxide_pre_insn> precondition_code(const std::vector<const json::Value*>& programs,
+                                                     const std::vector<int8_t>& slot_codes, const std::string& where) {
+  auto malformed = [&](const std::string& why) -> Error {
+    return Error("oxide: " + where + ": a launch precondition " + why +
+                 " (a manifest newer than this oxide/launch.hpp, or a broken one: rebuild the package)");
+  };
+  std::vector<oxide_pre_insn> code;
+  for (size_t i = 0; i < programs.size(); ++i) {
+    if (programs[i]->kind != json::Value::Array) throw malformed("is not a list of instructions");
+    for (const auto& pair : programs[i]->items) {
+      oxide_pre_insn in{};
+      if (pair.kind != json::Value::Array || pair.items.size() != 2) throw malformed("has an instruction that is not a pair");
+      const std::string& op = pair.items[0].text;
+      const std::string& x = pair.items[1].text;
+      if (pair.items[0].kind != json::Value::Number || op.empty() || op.size() > 3 ||
+          op.find_first_not_of("0123456789") != std::string::npos)
+        throw malformed("has an opcode that is not one of the encoding");
+      in.op = static_cast<uint8_t>(std::stoi(op));
+      if (pair.items[1].kind != json::Value::Number || x.empty() ||
+          x.find_first_not_of("0123456789", x[0] == '-' ? 1 : 0) != std::string::npos)
+        throw malformed("has an operand that is not an integer");
       errno = 0;
-      if (v.text[0] == '-') {
-        const long long x = std::strtoll(v.text.c_str(), nullptr, 10);
-        bits = static_cast<uint64_t>(x), negative = x < 0;
+      if (x[0] == '-') {
+        const long long v = std::strtoll(x.c_str(), nullptr, 10);
+        in.bits = static_cast<uint64_t>(v), in.neg = v < 0 ? 1 : 0;
       } else {
-        bits = std::strtoull(v.text.c_str(), nullptr, 10);
+        in.bits = std::strtoull(x.c_str(), nullptr, 10);
       }
-      if (errno != 0) malformed("has a constant outside [-2**63, 2**64)");
-    } else {
-      malformed("has a constant that is not an integer");
+      if (errno != 0) throw malformed("has an operand outside [-2**63, 2**64)");
+      code.push_back(in);
     }
-    oxide_pre_insn& in = emit(OXIDE_OP_CONST, 0, 0, 1);
-    in.bits = bits, in.neg = negative ? 1 : 0;
+    oxide_pre_insn check{};
+    check.op = OXIDE_OP_CHECK, check.bits = i;
+    code.push_back(check);
   }
-  void expression(const json::Value& e, int nesting) {
-    if (nesting > 64) refuse("a launch precondition is nested too deeply for the evaluator");
-    if (e.kind != json::Value::Array || e.items.empty() || e.items[0].kind != json::Value::String)
-      malformed("is not an operation");
-    const auto& x = e.items;
-    const int op = oxide_pre_op(x[0].text.c_str());
-    auto arity = [&](size_t n) {
-      if (x.size() != n) malformed("'" + x[0].text + "' has " + std::to_string(x.size() - 1) + " operands");
-    };
-    switch (op) {
-      case OXIDE_OP_CONST:
-        arity(2);
-        constant(x[1]);
-        return;
-      case OXIDE_OP_ARG: {
-        arity(2);
-        int slot = 0;
-        if (!small_int(x[1], static_cast<int64_t>(slot_codes_.size()), slot)) malformed("reads a slot the kernel does not have");
-        const int ty = slot_codes_[static_cast<size_t>(slot)];
-        bool integer = false;
-        for (int t : oxide_integer_types) integer = integer || t == ty;
-        if (!integer) refuse("a launch precondition reads a floating-point argument");
-        emit(op, ty, slot, 1);
-        return;
-      }
-      case OXIDE_OP_GRID:
-      case OXIDE_OP_BLOCK: {
-        arity(2);
-        int axis = 0;
-        if (!small_int(x[1], 3, axis)) malformed("reads an axis that is not 0, 1 or 2");
-        emit(op, 0, axis, 1);
-        return;
-      }
-      case OXIDE_OP_CAST: {
-        arity(3);
-        const int ty = type(x[1]);
-        expression(x[2], nesting + 1);
-        emit(op, ty, 0, 0);
-        return;
-      }
-      case OXIDE_OP_ADD:
-      case OXIDE_OP_SUB:
-      case OXIDE_OP_MUL:
-      case OXIDE_OP_NEG: {
-        arity(op == OXIDE_OP_NEG ? 3 : 4);
-        const int ty = type(x[1]);
-        // arithmetic in bool (never emitted by the compiler) needs the exact result: Python's
-        if (ty == OXIDE_DT_BOOL) refuse("a launch precondition computes in bool");
-        expression(x[2], nesting + 1);
-        if (op != OXIDE_OP_NEG) expression(x[3], nesting + 1);
-        emit(op, ty, 0, op == OXIDE_OP_NEG ? 0 : -1);
-        return;
-      }
-      case OXIDE_OP_AND:
-      case OXIDE_OP_OR: {
-        arity(2);
-        if (x[1].kind != json::Value::Array) malformed("'" + x[0].text + "' takes a list");
-        const auto& parts = x[1].items;
-        if (parts.empty()) {  // all([]) is 1, any([]) is 0
-          emit(OXIDE_OP_CONST, 0, 0, 1).bits = op == OXIDE_OP_AND ? 1 : 0;
-          return;
-        }
-        expression(parts[0], nesting + 1);
-        emit(OXIDE_PRE_TRUTH, 0, 0, 0);
-        for (size_t i = 1; i < parts.size(); ++i) {
-          expression(parts[i], nesting + 1);
-          emit(op, 0, 0, -1);
-        }
-        return;
-      }
-      case OXIDE_OP_NOT:
-        arity(2);
-        expression(x[1], nesting + 1);
-        emit(op, 0, 0, 0);
-        return;
-      default:
-        if (op >= OXIDE_OP_LT && op <= OXIDE_OP_NE) {  // the comparisons
-          arity(3);
-          expression(x[1], nesting + 1);
-          expression(x[2], nesting + 1);
-          emit(op, 0, 0, -1);
-          return;
-        }
-        malformed("has the operation '" + x[0].text + "', which this header does not know");
-    }
-  }
-};
+  if (const char* problem = oxide_pre_prepare(code.data(), static_cast<int>(code.size()), slot_codes.data(), slot_codes.size()))
+    throw malformed(problem);
+  return code;
+}
 
 // The index of the first precondition that does not hold over these slots and dimensions, or -1.
 inline int check_preconditions(const std::vector<oxide_pre_insn>& code, const std::vector<uint64_t>& slots,
@@ -597,9 +484,9 @@ inline int check_preconditions(const std::vector<oxide_pre_insn>& code, const st
 }
 }  // namespace detail
 
-// A launch precondition (the manifest's "expr"), and what its failure says.
+// A launch precondition (its program: the manifest's "code"), and what its failure says.
 struct LaunchCheck {
-  json::Value expr;
+  json::Value code;
   std::string message;
 };
 
@@ -636,12 +523,12 @@ class Kernel {
       detail::append_slot_codes(p, slot_codes_);
     }
     starts_ = detail::entry_param_starts(params_);
-    detail::PreconditionCompiler compiler(slot_codes_, where_ + ": kernel '" + name_ + "'");
-    for (size_t i = 0; i < checks.size(); ++i) {
-      compiler.add(checks[i].expr, i);
-      messages_.push_back(std::move(checks[i].message));
+    std::vector<const json::Value*> programs;
+    for (auto& check : checks) {
+      programs.push_back(&check.code);
+      messages_.push_back(std::move(check.message));
     }
-    preconditions_ = compiler.code();
+    preconditions_ = detail::precondition_code(programs, slot_codes_, where_ + ": kernel '" + name_ + "'");
     for (const auto* declared : {&param_slots_, &index32_param_slots_})
       if (*declared)
         for (size_t s : **declared) {
@@ -705,7 +592,7 @@ class Kernel {
   std::vector<Param> params_;
   std::string index32_symbol_;
   std::optional<std::vector<size_t>> param_slots_, index32_param_slots_;
-  std::vector<int> slot_codes_;  // the dtype code of each packed slot
+  std::vector<int8_t> slot_codes_;  // the dtype code of each packed slot
   std::vector<size_t> starts_;   // the slot where each parameter of the full entry point begins
   std::vector<oxide_pre_insn> preconditions_;  // oxide/preconditions.h's code of the manifest's
   std::vector<std::string> messages_;          // what each precondition's failure says
@@ -757,15 +644,21 @@ class Kernel {
     if (!m.map) wrong(p, shown(p), "a null tensor map");
     int64_t elements = 1;
     for (int64_t extent : m.box) {
-      if (extent < 1 || extent > 256) wrong(p, shown(p), "a box extent of " + std::to_string(extent) + " (1 to 256)");
+      if (extent < 1 || extent > OXIDE_TENSOR_MAP_MAX_BOX)
+        wrong(p, shown(p), "a box extent of " + std::to_string(extent) + " (1 to " +
+                               std::to_string(OXIDE_TENSOR_MAP_MAX_BOX) + ")");
       elements *= extent;
     }
-    if (m.swizzle != 0 && m.swizzle != 32 && m.swizzle != 64 && m.swizzle != 128)
-      wrong(p, shown(p), "a swizzle of " + std::to_string(m.swizzle) + " bytes (0, 32, 64 or 128)");
+    const int swizzles[] = OXIDE_TENSOR_MAP_SWIZZLES;
+    if (std::find(std::begin(swizzles), std::end(swizzles), m.swizzle) == std::end(swizzles)) {
+      std::string listed;
+      for (int s : swizzles) listed += (listed.empty() ? "" : s == swizzles[std::size(swizzles) - 1] ? " or " : ", ") + std::to_string(s);
+      wrong(p, shown(p), "a swizzle of " + std::to_string(m.swizzle) + " bytes (" + listed + ")");
+    }
     uint64_t words[OXIDE_TENSOR_MAP_WORDS];
     std::memcpy(words, m.map, sizeof words);
     slots.insert(slots.end(), words, words + OXIDE_TENSOR_MAP_WORDS);
-    slots.push_back(static_cast<uint64_t>(elements) | static_cast<uint64_t>(m.swizzle) << 32);
+    slots.push_back(static_cast<uint64_t>(elements) | static_cast<uint64_t>(m.swizzle) << OXIDE_TENSOR_MAP_SWIZZLE_SHIFT);
   }
   template <class T>
   void pack(const Param& p, const Tensor<T>& view, std::vector<uint64_t>& slots) const {
@@ -864,8 +757,10 @@ class LoadedCode {
     driver::CUdevice dev = 0;
     driver::check(api.cuCtxGetDevice(&dev), "cuCtxGetDevice");
     int major = 0, minor = 0;
-    driver::check(api.cuDeviceGetAttribute(&major, 75, dev), "reading the compute capability");  // MAJOR
-    driver::check(api.cuDeviceGetAttribute(&minor, 76, dev), "reading the compute capability");  // MINOR
+    driver::check(api.cuDeviceGetAttribute(&major, driver::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+                  "reading the compute capability");
+    driver::check(api.cuDeviceGetAttribute(&minor, driver::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+                  "reading the compute capability");
     const int have = major * 10 + minor;
     // the device's own arch (its arch-specific "sm_90a" cubin first), else the newest older one
     // of the same major version; an arch-specific cubin runs on its exact arch only
@@ -916,14 +811,17 @@ class Module {
     const auto& format = manifest->at("format", path);
     // the formats this header reads (oxide.abi.manifest.LAUNCH_HPP_MANIFEST_FORMATS)
     const int readable[] = OXIDE_LAUNCH_HPP_MANIFEST_FORMATS;
-    bool known = false;
+    bool known = false, older = format.kind == json::Value::Number;
     std::string listed;
     for (int f : readable) {
       known = known || (format.kind == json::Value::Number && format.number == f);
+      older = older && format.number < f;
       listed += (listed.empty() ? "" : " or ") + std::to_string(f);
     }
     if (!known)
-      throw Error("oxide: " + path + ": manifest format is not " + listed + " (another oxide release built it)");
+      throw Error("oxide: " + path + ": manifest format is not " + listed +
+                  (older ? " (an older oxide built it: rebuild the package with this oxide)"
+                         : " (another oxide release built it)"));
     Module m;
     // the code of the kernels no part names, then each part's (oxide.abi.manifest.ModulePart), its
     // path ending in "#part<N>" as the Python runtime names it (oxide/runtime/artifacts.py, kernel_part)
@@ -963,7 +861,7 @@ class Module {
     std::vector<LaunchCheck> checks;
     if (const auto* pre = found->find("preconditions"))
       for (const auto& c : pre->items) {
-        const json::Value& expr = c.at("expr", path);
+        const json::Value& program = c.at("code", path);
         std::string message = where + ": launch precondition failed";
         const int site = static_cast<int>(c.at("site", path).number);
         if (const auto* sites = code->code().find("error_sites"))
@@ -976,7 +874,7 @@ class Module {
                 message = file->text + ":" + std::to_string(static_cast<int>(line->number)) +
                           ": launch precondition failed: " + what->text;
             }
-        checks.push_back(LaunchCheck{expr, message});
+        checks.push_back(LaunchCheck{program, message});
       }
     if (const auto* coop = found->find("cooperative"); coop && coop->boolean)
       throw Error(where + ": kernel '" + name +

@@ -1,38 +1,34 @@
-/* oxide/preconditions.h: the evaluator of launch preconditions (oxide.abi.preconditions) that the
-   C launcher (oxide/runtime/_launcher_preconditions.c) and oxide/launch.hpp share; C99 and C++17.
+/* oxide/preconditions.h: the evaluator of launch preconditions that the C launcher
+   (oxide/runtime/_launcher_preconditions.c) and oxide/launch.hpp share; C99 and C++17.
 
-   Each reader compiles a kernel's preconditions once (the C launcher from the manifest's Python
-   lists, launch.hpp from its JSON) into postfix code of oxide_pre_insn: the encoding's operations
-   (OXIDE_OP_*, oxide/abi.h, in the encoding's order) and two of the evaluator's own,
-   OXIDE_PRE_TRUTH (a value as 0 or 1: the first operand of an "and"/"or") and OXIDE_PRE_CHECK (the
-   end of precondition `index`: it fails when the value is 0). oxide_preconditions_failed runs
-   that code over the packed parameter slots (oxide.abi.params) and the launch dimensions before
-   every launch.
+   A precondition is a program of oxide.abi.preconditions, as the manifest holds it: postfix code
+   of [opcode, operand] pairs, the opcodes OXIDE_OP_* of oxide/abi.h. A reader puts a kernel's
+   programs one after another, each followed by OXIDE_OP_CHECK with the precondition's index as
+   its operand, into oxide_pre_insn (the operand as its low 64 bits and its sign: `bits`, `neg`);
+   oxide_pre_prepare checks that code as the manifest's Python reader does and derives what the
+   evaluator reads; oxide_preconditions_failed runs it over the packed parameter slots
+   (oxide.abi.params) and the launch dimensions before every launch.
 
-   Python (oxide/runtime/preconditions.py) evaluates over unbounded ints; every value an
-   expression can have lies in [-2^63, 2^64) (slots, dimensions and the results of the wrapping
-   operations are i64 or u64 values; a compiler refuses constants outside that range), so a value
-   here is its low 64 bits and a sign flag: `neg` is 1 exactly when the value is negative.
-   Comparisons are then exact, and the wrapping operations (to at most 64 bits) need only the low
-   bits. A compiler must keep the stack at most OXIDE_PRE_STACK deep. */
+   Python (oxide/runtime/preconditions.py) evaluates over unbounded ints; every value a program
+   can have lies in [-2^63, 2^64) (slots, dimensions and the results of the wrapping operations
+   are i64 or u64 values, and so are the constants), so a value here is its low 64 bits and a
+   sign flag: `neg` is 1 exactly when the value is negative. Comparisons are then exact, and the
+   wrapping operations (to at most 64 bits) need only the low bits. */
 #ifndef OXIDE_PRECONDITIONS_H
 #define OXIDE_PRECONDITIONS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "abi.h"
 
-enum { OXIDE_PRE_TRUTH = OXIDE_OP_COUNT, OXIDE_PRE_CHECK };
-
-#define OXIDE_PRE_STACK 32 /* the deepest expression the evaluator takes */
-
 typedef struct oxide_pre_insn {
-    uint8_t op;
-    uint8_t ty;     /* an OXIDE_DT_ integer or bool code: of OXIDE_OP_ARG's slot, of a cast and the arithmetic */
-    uint8_t neg;    /* OXIDE_OP_CONST: the value is negative */
-    uint16_t index; /* OXIDE_OP_ARG: slot; OXIDE_OP_GRID, OXIDE_OP_BLOCK: axis; OXIDE_PRE_CHECK: which precondition */
-    uint64_t bits;  /* OXIDE_OP_CONST: the value's low 64 bits */
+    uint8_t op;     /* an OXIDE_OP_ code */
+    uint8_t ty;     /* set by oxide_pre_prepare: the OXIDE_DT_ code of OXIDE_OP_ARG's slot, of a cast and the arithmetic */
+    uint8_t neg;    /* the operand is negative */
+    uint16_t index; /* set by oxide_pre_prepare: OXIDE_OP_ARG's slot, an axis, OXIDE_OP_CHECK's precondition */
+    uint64_t bits;  /* the operand's low 64 bits (OXIDE_OP_CONST's value) */
 } oxide_pre_insn;
 
 typedef struct {
@@ -83,7 +79,7 @@ static inline oxide_pre_value oxide_pre_flag(int x) {
 /* The index of the first precondition that does not hold, or -1 when all do. */
 static inline int oxide_preconditions_failed(const oxide_pre_insn *code, int n, const uint64_t *slots,
                                              const unsigned *grid, const unsigned *block) {
-    oxide_pre_value st[OXIDE_PRE_STACK];
+    oxide_pre_value st[OXIDE_PRECONDITION_STACK_LIMIT];
     int sp = 0;
     for (const oxide_pre_insn *in = code, *end = code + n; in < end; in++) {
         switch (in->op) {
@@ -111,8 +107,8 @@ static inline int oxide_preconditions_failed(const oxide_pre_insn *code, int n, 
         case OXIDE_OP_AND: sp--, st[sp - 1] = oxide_pre_flag(st[sp - 1].bits != 0 && st[sp].bits != 0); break;
         case OXIDE_OP_OR: sp--, st[sp - 1] = oxide_pre_flag(st[sp - 1].bits != 0 || st[sp].bits != 0); break;
         case OXIDE_OP_NOT: st[sp - 1] = oxide_pre_flag(st[sp - 1].bits == 0); break;
-        case OXIDE_PRE_TRUTH: st[sp - 1] = oxide_pre_flag(st[sp - 1].bits != 0); break;
-        case OXIDE_PRE_CHECK:
+        case OXIDE_OP_TRUTH: st[sp - 1] = oxide_pre_flag(st[sp - 1].bits != 0); break;
+        case OXIDE_OP_CHECK:
             if (st[--sp].bits == 0) return in->index;
             break;
         }
@@ -120,18 +116,66 @@ static inline int oxide_preconditions_failed(const oxide_pre_insn *code, int n, 
     return -1;
 }
 
-/* The OXIDE_OP_ code of an operation's name, or -1. */
-static inline int oxide_pre_op(const char *name) {
-    for (int i = 0; i < OXIDE_OP_COUNT; i++)
-        if (strcmp(name, oxide_op_names[i]) == 0) return i;
-    return -1;
+static inline int oxide_pre_is_integer(int code) {
+    for (int i = 0; i < OXIDE_INTEGER_TYPE_COUNT; i++)
+        if (code == oxide_integer_types[i]) return 1;
+    return 0;
 }
 
-/* An integer type name of the encoding as its OXIDE_DT_ code; OXIDE_DT_NONE if it is not one. */
-static inline int oxide_pre_type(const char *name) {
-    for (int i = 0; i < OXIDE_INTEGER_TYPE_COUNT; i++)
-        if (strcmp(name, oxide_dtype_names[oxide_integer_types[i]]) == 0) return oxide_integer_types[i];
-    return OXIDE_DT_NONE;
+/* Checks the `n` instructions of a kernel's code (its programs, each followed by its
+   OXIDE_OP_CHECK) over `n_slots` slots of the dtype codes `slot_codes`, as the manifest's reader
+   checks a program (oxide.abi.preconditions.program_problem), and sets each instruction's `ty`
+   and `index`. NULL when oxide_preconditions_failed may run it; else why not. */
+static inline const char *oxide_pre_prepare(oxide_pre_insn *code, int n, const int8_t *slot_codes, size_t n_slots) {
+    int height = 0;
+    if (n > OXIDE_PRECONDITION_PROGRAM_LIMIT) return "has more instructions than OXIDE_PRECONDITION_PROGRAM_LIMIT";
+    for (int i = 0; i < n; i++) {
+        oxide_pre_insn *in = &code[i];
+        const uint64_t x = in->bits;
+        int pops = 2, pushes = 1;
+        in->ty = 0, in->index = 0;
+        if (in->op >= OXIDE_OP_COUNT) return "has an opcode this evaluator does not know";
+        if (in->op != OXIDE_OP_CONST && in->neg) return "has a negative operand";
+        switch (in->op) {
+        case OXIDE_OP_CONST: pops = 0; break;
+        case OXIDE_OP_ARG:
+            if (x >= n_slots) return "reads a slot the kernel does not have";
+            if (!oxide_pre_is_integer(slot_codes[x])) return "reads a slot that holds no integer";
+            in->index = (uint16_t)x, in->ty = (uint8_t)slot_codes[x], pops = 0;
+            break;
+        case OXIDE_OP_GRID:
+        case OXIDE_OP_BLOCK:
+            if (x > 2) return "reads an axis that is not 0, 1 or 2";
+            in->index = (uint16_t)x, pops = 0;
+            break;
+        case OXIDE_OP_CAST:
+        case OXIDE_OP_NEG:
+        case OXIDE_OP_ADD:
+        case OXIDE_OP_SUB:
+        case OXIDE_OP_MUL:
+            /* arithmetic in bool (never emitted by the compiler) needs the exact result: Python's */
+            if (x >= OXIDE_DT_COUNT || !oxide_pre_is_integer((int)x) || (in->op != OXIDE_OP_CAST && x == OXIDE_DT_BOOL))
+                return "computes in a type that is not an integer type of the encoding";
+            in->ty = (uint8_t)x;
+            if (in->op == OXIDE_OP_CAST || in->op == OXIDE_OP_NEG) pops = 1;
+            break;
+        case OXIDE_OP_NOT:
+        case OXIDE_OP_TRUTH:
+            if (x != 0) return "has an operand where its operation takes none";
+            pops = 1;
+            break;
+        case OXIDE_OP_CHECK:
+            if (x >= UINT16_MAX || height != 1) return "checks a value its program did not leave alone";
+            in->index = (uint16_t)x, pushes = 0, pops = 1;
+            break;
+        default: /* the comparisons, and, or */
+            if (x != 0) return "has an operand where its operation takes none";
+        }
+        if (height < pops) return "takes more values than its stack holds";
+        height += pushes - pops;
+        if (height > OXIDE_PRECONDITION_STACK_LIMIT) return "needs more values on its stack than OXIDE_PRECONDITION_STACK_LIMIT";
+    }
+    return height == 0 ? NULL : "leaves a value no check takes";
 }
 
 #endif /* OXIDE_PRECONDITIONS_H */
