@@ -158,6 +158,7 @@ def ptx_module(abi: str) -> str:
 def write_oxide_module(root: Path, compile_with_oxide_build: bool) -> tuple[Any, str]:
     """The kernel module, importable, with its manifest; returns (module, how it was built)."""
     from oxide.runtime.manifest import ErrorSite, KernelSpec, ModuleManifest, ParamSpec, Precondition, manifest_path
+    from oxide.abi.preconditions import compile_expression
 
     name = f"oxbench_{uuid.uuid4().hex[:8]}"
     src = root / f"{name}.py"
@@ -197,7 +198,8 @@ def write_oxide_module(root: Path, compile_with_oxide_build: bool) -> tuple[Any,
                 symbol,
                 tuple(param(p, t) for p, t in params),
                 {p: str(v) for p, t in params if t == "constexpr"},
-                preconditions=tuple(Precondition(i + 1, expr) for i, (kk, _, expr) in enumerate(sites) if kk == k),
+                preconditions=tuple(Precondition(i + 1, tuple(compile_expression(expr)))
+                                    for i, (kk, _, expr) in enumerate(sites) if kk == k),
             )
             for k, params in KERNELS.items()
             for symbol, v in zip(_symbols(k), CONSTEXPR_VALUES)

@@ -19,6 +19,7 @@ import pytest
 
 import oxide
 from oxide.runtime import DeviceArray, artifacts, cpu_driver, device, device_choice, launcher
+from oxide.abi.preconditions import compile_expression
 from oxide.runtime.manifest import ErrorSite, KernelSpec, ModuleArrayRecord, ParamSpec, Precondition
 
 from fakes import SAXPY_KERNELS, FakeDriver, _fake_torch, fake_driver, fresh_runtime, make_module, slot_types  # noqa: F401
@@ -275,7 +276,7 @@ def test_launch_preconditions_and_argument_checks_run_unchanged(tmp_path: Path, 
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     import oxide_build.jit
 
-    spec = SAXPY_KERNELS[2]._replace(preconditions=(Precondition(2, ["le", ["grid", 0], ["const", 1]]),))
+    spec = SAXPY_KERNELS[2]._replace(preconditions=(Precondition(2, tuple(compile_expression(["le", ["grid", 0], ["const", 1]]))),))
     sites = SITES + (ErrorSite(2, "assert", "scale", "pkg/kernels.py", 9, 5, "grid.x <= 1"),)
     monkeypatch.setattr(oxide_build.jit, "cpu_module", lambda source, module: StandInModule((spec,), sites))
     m = make_module(tmp_path)
