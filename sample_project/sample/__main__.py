@@ -5,6 +5,10 @@ element, so an element never written fails.
 
 Exit status: 0 when every check passes, 1 when one fails, 2 when there is no usable GPU (one
 line saying why).
+
+With ``OXIDE_DEVICE=cpu`` it runs on oxide's CPU device instead, on NumPy arrays, DeviceArrays
+(host memory there) and CPU tensors; a row whose kernel cannot run there (launched from C++ host
+code, or calling CUDA C++ the CPU device has no form of) says so and is skipped.
 """
 from __future__ import annotations
 
@@ -30,9 +34,19 @@ class ArrayLibrary:
 
 
 def array_libraries() -> list[ArrayLibrary]:
-    from oxide.runtime import DeviceArray, synchronize
+    from oxide.runtime import DeviceArray, device_kind, synchronize
 
     found = [ArrayLibrary("oxide", DeviceArray.from_numpy, lambda a: a.to_numpy(), synchronize)]
+    if device_kind() == "cpu":  # host memory: NumPy arrays, CPU tensors
+        found.append(ArrayLibrary("numpy", lambda a: a.copy(), lambda a: np.asarray(a).copy(), synchronize))
+        try:
+            import torch
+
+            found.append(ArrayLibrary("torch", lambda a: torch.from_numpy(a.copy()), lambda t: t.numpy().copy(),
+                                      synchronize))
+        except ImportError:
+            pass
+        return found
     try:
         import torch
 
@@ -103,8 +117,27 @@ class Row:
     note: str = ""
 
 
+class CannotRunHere(Exception):
+    """An op that cannot run on the CPU device: the row is skipped, saying why."""
+
+
+def _cannot_run_here(exc: BaseException) -> bool:
+    """Whether ``exc`` is the CPU device refusing a kernel (C++ host code, CUDA C++, a GPU-only feature)."""
+    import oxide
+
+    from sample.arrays import on_cpu_device
+    from sample.ops import NeedsGpuError
+
+    return on_cpu_device() and isinstance(exc, (oxide.CompileError, NeedsGpuError))
+
+
 def _timed(lib: ArrayLibrary, call: Callable[[], Any]) -> tuple[Any, float]:
-    result = call()  # the first call loads the module: not timed
+    try:
+        result = call()  # the first call loads the module: not timed
+    except Exception as exc:
+        if _cannot_run_here(exc):
+            raise CannotRunHere(_first_line(exc)) from None
+        raise
     lib.synchronize()
     started = time.perf_counter()
     for _ in range(REPEATS):
@@ -119,9 +152,18 @@ def _max_error(got: np.ndarray, want: np.ndarray) -> float:
 
 
 def check_all(lib: ArrayLibrary, rng: np.random.Generator) -> list[Row]:
-    import sample
-
     rows: list[Row] = []
+    for check in (_check_gelu, _check_softmax, _check_histogram, _check_dropout, _check_blur, _check_saxpy):
+        try:
+            check(lib, rng, rows)
+        except CannotRunHere as exc:
+            rows.append(Row(check.__name__.removeprefix("_check_"), lib.name, "-", 0.0, 0.0, True,
+                            f"skipped on the CPU device: {exc}"))
+    return rows
+
+
+def _check_gelu(lib: ArrayLibrary, rng: np.random.Generator, rows: list[Row]) -> None:
+    import sample
 
     n = 1_000_003  # not a multiple of the block size
     x = rng.uniform(-6.0, 6.0, n).astype(np.float32)
@@ -135,9 +177,17 @@ def check_all(lib: ArrayLibrary, rng: np.random.Generator) -> list[Row]:
                 rows.append(Row("gelu [native]", lib.name, f"{n}", 0.0, 0.0, True,
                                 "skipped: sample._native is not built (install the package)"))
                 continue
-        out, ms = _timed(lib, lambda: sample.gelu(dx, impl=impl))
+        try:
+            out, ms = _timed(lib, lambda: sample.gelu(dx, impl=impl))
+        except CannotRunHere as exc:
+            rows.append(Row(f"gelu [{impl}]", lib.name, f"{n}", 0.0, 0.0, True, f"skipped on the CPU device: {exc}"))
+            continue
         err = _max_error(lib.to_host(out), want)
         rows.append(Row(f"gelu [{impl}]", lib.name, f"{n}", ms, err, err <= 2e-5 * (1 + np.abs(want).max())))
+
+
+def _check_softmax(lib: ArrayLibrary, rng: np.random.Generator, rows: list[Row]) -> None:
+    import sample
 
     m, k = 4097, 1000
     x2 = rng.standard_normal((m, k)).astype(np.float32) * 4
@@ -147,6 +197,10 @@ def check_all(lib: ArrayLibrary, rng: np.random.Generator) -> list[Row]:
     err = _max_error(got, softmax_reference(x2))
     rows.append(Row("softmax", lib.name, f"{m}x{k}", ms, err, err <= 1e-5 and got.shape == (m, k)))
 
+
+def _check_histogram(lib: ArrayLibrary, rng: np.random.Generator, rows: list[Row]) -> None:
+    import sample
+
     data = rng.integers(0, 256, 3_000_001, dtype=np.uint8)
     ddata = lib.to_device(data)
     counts, ms = _timed(lib, lambda: sample.histogram(ddata))
@@ -155,6 +209,11 @@ def check_all(lib: ArrayLibrary, rng: np.random.Generator) -> list[Row]:
     err = float(np.max(np.abs(got.astype(np.int64) - want_counts)))
     rows.append(Row("histogram", lib.name, f"{data.size}", ms, err, err == 0 and got.sum() == data.size))
 
+
+def _check_dropout(lib: ArrayLibrary, rng: np.random.Generator, rows: list[Row]) -> None:
+    import sample
+
+    n = 1_000_003
     p, seed = 0.25, 1234
     x = rng.uniform(0.5, 2.0, n).astype(np.float32) * rng.choice([-1.0, 1.0], n).astype(np.float32)
     dx = lib.to_device(x)
@@ -170,12 +229,21 @@ def check_all(lib: ArrayLibrary, rng: np.random.Generator) -> list[Row]:
           and abs(keep_rate - (1 - p)) < 5 * np.sqrt(p * (1 - p) / n) and bool(np.all(got[~kept] == 0)))
     rows.append(Row("dropout p=0.25", lib.name, f"{n}", ms, err, ok, f"kept {keep_rate:.4f}"))
 
+
+def _check_blur(lib: ArrayLibrary, rng: np.random.Generator, rows: list[Row]) -> None:
+    import sample
+
     image = rng.uniform(0.0, 1.0, (1080, 1921)).astype(np.float32)
     dimage = lib.to_device(image)
     out, ms = _timed(lib, lambda: sample.blur(dimage))
     err = _max_error(lib.to_host(out), blur_reference(image))
     rows.append(Row("blur 3x3", lib.name, "1080x1921", ms, err, err <= 1e-6))
 
+
+def _check_saxpy(lib: ArrayLibrary, rng: np.random.Generator, rows: list[Row]) -> None:
+    import sample
+
+    n = 1_000_003
     for dtype, tol in ((np.float32, 1.2e-7), (np.float64, 2.3e-16)):
         a = 2.0
         x = rng.uniform(-1, 1, n).astype(dtype)
@@ -185,13 +253,13 @@ def check_all(lib: ArrayLibrary, rng: np.random.Generator) -> list[Row]:
         want = a * x.astype(np.float64) + y.astype(np.float64)
         err = _max_error(lib.to_host(out), want)
         rows.append(Row(f"saxpy {np.dtype(dtype).name}", lib.name, f"{n}", ms, err, err <= tol * max(1.0, np.abs(want).max())))
-    return rows
 
 
 def main() -> int:
     import oxide
+    from oxide.runtime import device_kind
 
-    reason = gpu_unavailable_reason()
+    reason = None if device_kind() == "cpu" else gpu_unavailable_reason()
     if reason is not None:
         print(f"no CUDA GPU available: {reason}")
         return 2
@@ -208,7 +276,7 @@ def main() -> int:
     print(f"{'op':<16} {'array':<6} {'size':>12} {'time':>10} {'max error':>10}  ok")
     for r in rows:
         print(f"{r.op:<16} {r.library:<6} {r.size:>12} {r.ms:>7.3f} ms {r.error:>10.2e}  "
-              f"{'yes' if r.ok else 'NO'}{'  ' + r.note if r.note else ''}")
+              f"{'-  ' if r.note.startswith('skipped') else 'yes' if r.ok else 'NO'}{'  ' + r.note if r.note else ''}")
     ok = all(r.ok for r in rows)
     print("OK" if ok else "FAILED")
     return 0 if ok else 1

@@ -13,7 +13,11 @@ import numpy as np
 from sample import kernels
 from sample.arrays import describe, empty_like, flat, zeros_like
 
-__all__ = ["gelu", "softmax", "histogram", "dropout", "blur", "saxpy"]
+__all__ = ["gelu", "softmax", "histogram", "dropout", "blur", "saxpy", "NeedsGpuError"]
+
+
+class NeedsGpuError(RuntimeError):
+    """An operation that cannot run on oxide's CPU device (it launches from C++ host code)."""
 
 _F32 = np.dtype(np.float32)
 _BLOCK = 256
@@ -51,6 +55,11 @@ def gelu(x: Any, *, impl: str = "python") -> Any:
         kernels.gelu_cpp[_blocks(n), _BLOCK](fx, fout)
     elif impl == "native":
         from sample import _native  # a pybind11 module built by CMake (absent in a source checkout)
+        from sample.arrays import on_cpu_device
+
+        if on_cpu_device():
+            raise NeedsGpuError("gelu(impl='native') launches from C++ host code (oxide/launch.hpp), which needs a "
+                               "GPU: the CPU device runs launches made from Python")
 
         cai = fx.__cuda_array_interface__, fout.__cuda_array_interface__
         _native.gelu(int(cai[0]["data"][0]), int(cai[1]["data"][0]), n, 0)
