@@ -11,6 +11,10 @@ of: the next launch of any oxide kernel (before it launches), ``synchronize()``,
 through PyTorch or CuPy calls ``check_kernel_errors()`` afterwards. Illegal addresses and other
 sticky CUDA errors are ``oxide.CudaError`` with the CUDA error name. See
 :mod:`oxide.runtime.kernel_errors`.
+
+On the CPU device (``OXIDE_DEVICE=cpu`` or ``set_device("cpu")``: :mod:`oxide.runtime.device_choice`,
+:mod:`oxide.runtime.cpu_driver`) launches run on the host, on host arrays, and are synchronous: a
+launch raises its ``KernelError`` itself.
 """
 from __future__ import annotations
 
