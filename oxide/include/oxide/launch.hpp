@@ -42,11 +42,19 @@
 // Launch preconditions (the asserts over arguments and launch dimensions the compiler moves to
 // the launch, and the grid limits its bounds proofs assume: a DisjointSlice written at
 // thread.index_1d() needs a 1-D grid of 1-D blocks) are checked here before the launch, over the
-// packed slots, by the evaluator the Python runtime's C launcher uses (oxide/preconditions.h); a
-// failure throws oxide::Error with the assert's file:line and what it says.
+// packed slots: the build wrote each as a program (oxide.abi.preconditions, the manifest's "code"),
+// which this header runs with the evaluator the Python runtime's C launcher uses
+// (oxide/preconditions.h) and the Python runtime runs in Python; a failure throws oxide::Error with
+// the assert's file:line and what it says.
+//
+// It reads the manifest format the build writes (oxide.abi.manifest.LAUNCH_HPP_MANIFEST_FORMATS); a package
+// built by an older oxide is refused with the advice to rebuild it. The manifest is read with the
+// small JSON reader below, at run time, as the Python runtime reads it: the one file the build
+// wrote for the wheel, with the code files beside it.
 //
 // The contract's numbers and names (manifest formats, slot layout, view kinds, dtype codes, the
-// precondition encoding, the index32 limit) come from oxide/abi.h, generated from oxide/abi/ as
+// precondition opcodes and limits, the slot types, the TMA limits, the index32 limit) come from
+// oxide/abi.h, generated from oxide/abi/ as
 // the Python runtime's are: this header writes none of them.
 //
 // What the Python runtime does and this does not: device-side check failures (bounds checks,
@@ -55,8 +63,7 @@
 // context is lost). Kernels that call grid.sync() (the manifest marks them "cooperative") and
 // kernels with a struct or vector parameter (passed as its scalar fields; oxide/abi/params.py)
 // and kernels with a view of vector elements (Slice[f32x4]: CUDA's float4*) are refused: launch
-// those from Python; so is a kernel whose precondition reads a floating-point
-// argument (the compiler writes none), as the C launcher leaves it to Python.
+// those from Python.
 // The caller keeps the arrays alive and on the stream's device until the kernel has run. Memory
 // handed to a launch is not tracked here: memory that another stream frees (cuMemFreeAsync, an
 // oxide.DeviceArray allocated on another stream, whose free() knows nothing of this launch)
