@@ -13,6 +13,7 @@ __all__ = [
     "CudaError",
     "KernelError",
     "SynccheckError",
+    "MemcheckError",
     "ToolchainError",
 ]
 
@@ -126,4 +127,19 @@ class SynccheckError(KernelError):
                  block: tuple[int, int, int] | None = None, thread: tuple[int, int, int] | None = None) -> None:
         self.block = block
         self.thread = thread
+        super().__init__(message, kernel=kernel, location=location)
+
+
+class MemcheckError(KernelError):
+    """An access outside every allocation of a launch (the CPU device's memcheck,
+    ``OXIDE_SANITIZE=memcheck``): global memory outside the launch's views and the module's
+    arrays, or shared memory outside the block's. ``location`` is the access's Python
+    ``file:line:col``; ``address`` and ``size`` what it touched."""
+
+    def __init__(self, message: str, kernel: str = "", location: str = "", block: tuple[int, int, int] | None = None,
+                 thread: tuple[int, int, int] | None = None, address: int = 0, size: int = 0) -> None:
+        self.block = block
+        self.thread = thread
+        self.address = address
+        self.size = size
         super().__init__(message, kernel=kernel, location=location)

@@ -398,7 +398,7 @@ def _cpu(build: ModuleBuild) -> None:
     from .backends.cpu.codegen import lower_for_cpu
 
     o = build.options
-    build.host = lower_for_cpu(build.program, build.module_name, fast_math=o.fast_math, fma=o.fma)
+    build.host = lower_for_cpu(build.program, build.module_name, fast_math=o.fast_math, fma=o.fma, sanitize=o.sanitize)
     if build.host.kept_params != build.kept_params:
         raise CompileError(
             f"internal compiler error: the host code of {build.module_name} keeps other kernel parameters "

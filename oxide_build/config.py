@@ -302,7 +302,7 @@ _DEFAULTS = OxideConfig()
 class CompileOptions:
     """What one compile of a module is asked for: the compiler's options object. Each option
     that is a ``[tool.oxide]`` key (``CONFIG_KEY_OF_OPTION``) takes its default from that key's
-    ``OxideConfig`` field, the one place it is written and documented; the last five are not
+    ``OxideConfig`` field, the one place it is written and documented; the last six are not
     project settings (the command line, the JIT and the tests set them)."""
 
     archs: tuple[str, ...] = _DEFAULTS.arch
@@ -327,6 +327,9 @@ class CompileOptions:
     # "cuda" (PTX, cubins) or "cpu": host code for the CPU device instead (backends/cpu/; the
     # runtime's OXIDE_DEVICE=cpu asks for it), and no GPU code
     device: str = "cuda"
+    # with device "cpu": host code instrumented for the CPU device's memcheck (every global and
+    # shared access checked against the launch's allocations, backends/cpu/codegen.py)
+    sanitize: bool = False
 
 
 # CompileOptions field -> the OxideConfig field (the [tool.oxide] key, dashes for underscores)

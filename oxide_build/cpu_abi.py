@@ -32,7 +32,7 @@ SPECIAL_REGISTER_FIELDS = {"tid": 0, "ctaid": 1, "ntid": 2, "nctaid": 3}
 SHARED_FIELD = 4
 POSITION_FIELD = 5
 
-# name -> (result, parameters) in the letters i (i32), l (i64), p (pointer), v (void)
+# name -> (result, parameters) in the letters i (i32), l (i64), p (i64*), b (i8*), v (void)
 RUNTIME_FUNCTIONS = {
     "oxide_cpu_barrier": ("v", "i"),  # (barrier site)
     "oxide_cpu_block_vote": ("i", "ii"),  # (barrier site, predicate) -> threads whose predicate holds
@@ -40,6 +40,8 @@ RUNTIME_FUNCTIONS = {
     "oxide_cpu_grid_sync": ("v", "i"),  # (barrier site)
     "oxide_cpu_exit_thread": ("v", ""),  # ends the calling thread (after a failed check)
     "oxide_cpu_trap": ("v", ""),  # ends the launch (a failed check with no error record)
+    # memcheck: (address, bytes, access: 0 read / 1 write / 2 atomic, access site, space: 1 global / 3 shared)
+    "oxide_cpu_access": ("v", "bliii"),
 }
 
 
@@ -53,6 +55,7 @@ def context_type() -> ll.Type:
 def runtime_function_type(name: str) -> ll.FunctionType:
     from llvmlite import ir as ll
 
-    letters = {"i": ll.IntType(32), "l": ll.IntType(64), "p": ll.PointerType(ll.IntType(64)), "v": ll.VoidType()}
+    letters = {"i": ll.IntType(32), "l": ll.IntType(64), "p": ll.PointerType(ll.IntType(64)),
+               "b": ll.PointerType(ll.IntType(8)), "v": ll.VoidType()}
     result, params = RUNTIME_FUNCTIONS[name]
     return ll.FunctionType(letters[result], [letters[c] for c in params])

@@ -50,6 +50,9 @@ def compile_module_for_cpu(source_path: Path, module_name: str, root: Path | Non
     compiled = compile_module(Path(source_path), module_name, options, root)
     assert compiled.host is not None
     module = CpuModule(module_name, compiled.kernels, compiled.error_sites, compiled.arrays, compiled.host)
+    if not options.sanitize:
+        module.make_sanitized = lambda: compile_module_for_cpu(source_path, module_name, root,
+                                                                replace(options, sanitize=True))
     with _cache_lock:
         _cache[key] = (module, dict(compiled.dependencies))
     return module

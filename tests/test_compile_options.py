@@ -12,7 +12,7 @@ from oxide_build.config import CONFIG_KEY_OF_OPTION, CompileOptions, OxideConfig
 __all__: list[str] = []
 
 # the options that are not project settings (no [tool.oxide] key)
-NOT_CONFIG = {"link_cubins", "cudadevrt", "cache", "emit_ltoir", "device"}
+NOT_CONFIG = {"link_cubins", "cudadevrt", "cache", "emit_ltoir", "device", "sanitize"}
 
 
 def test_the_driver_and_the_config_share_one_options_object() -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from oxide import CompileError
 from oxide.abi import error_record
-from oxide.errors import KernelError, SynccheckError
+from oxide.errors import KernelError, MemcheckError, SynccheckError
 from oxide.runtime import kernel_errors
 
 pytest.importorskip("llvmlite")
@@ -546,3 +546,46 @@ def test_grid_sync_runs_every_block_at_once(tmp_path: Path) -> None:
     f.launch((8, 1, 1), (64, 1, 1), 0, slots(spec, {"x": [x.ctypes.data, n], "tmp": [tmp.ctypes.data, n],
                                                     "out": [out.ctypes.data, n]}))
     np.testing.assert_array_equal(out, (x * 2)[::-1])
+
+
+def test_memcheck_finds_an_unsafe_write_past_a_view(tmp_path: Path) -> None:
+    """Checks off (bounds_check=False) and an unsafe write one past the end: memcheck names the
+    access's file:line, the thread and the block; without it the launch runs (as on the GPU)."""
+    m = module(tmp_path, """
+        import oxide as ox
+        from oxide import Slice, MutSlice, f32, thread
+
+        @ox.kernel(bounds_check=False)
+        def spill(x: Slice[f32], out: MutSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x):
+                with ox.unsafe():
+                    out[i + 1] = x[i]
+    """)
+    spec = m.kernels[0]
+    n = 100
+    x = np.random.default_rng(11).standard_normal(n).astype(np.float32)
+    guard = np.full(n + 64, np.nan, np.float32)  # out is its first n elements: the write past them is harmless here
+    out = guard[:n]
+    values = [x.ctypes.data, n, out.ctypes.data, n]  # every slot: memcheck reads out's length too
+    f = m.function(spec.symbol)
+    f.launch((1, 1, 1), (128, 1, 1), 0, values)
+    np.testing.assert_array_equal(guard[1:n + 1], x)
+    guard[:] = np.nan
+    with pytest.raises(MemcheckError) as info:
+        f.launch((1, 1, 1), (128, 1, 1), 0, values, frozenset({"memcheck"}))
+    message = str(info.value)
+    assert "memcheck: in kernel spill, block (0, 0, 0), thread (99, 0, 0): a write of 4 bytes" in message
+    assert "kern.py:10:" in message
+    np.testing.assert_array_equal(guard[1:n], x[:n - 1])  # every other thread ran
+    assert np.isnan(guard[n])  # the bad write never happened
+
+
+def test_memcheck_passes_the_examples() -> None:
+    m = engine.compile_module_for_cpu(EXAMPLES / "reduce.py", "examples.reduce", ROOT)
+    n = 10_000
+    x = np.random.default_rng(12).standard_normal(n).astype(np.float32)
+    out = np.zeros(1, np.float32)
+    m.function("block_sum").launch((4, 1, 1), (256, 1, 1), 0, slots(spec_of(m, "block_sum"), {
+        "x": [x.ctypes.data, n], "out": [out.ctypes.data, 1]}), frozenset({"memcheck"}))
+    np.testing.assert_allclose(out[0], x.astype(np.float64).sum(), rtol=1e-4)

@@ -55,6 +55,7 @@ enum {
     ERR_TRAP = 3,            /* a failed check with no error record */
     ERR_NO_MEMORY = 4,
     ERR_WARP_DEADLOCK = 5,   /* lanes wait at a warp operation whose other lanes never come */
+    ERR_MEMCHECK = 6,        /* an access outside every allocation (memcheck) */
 };
 enum { WAIT_NONE = 0, WAIT_BARRIER = 1, WAIT_WARP = 2, WAIT_GRID = 3, EXITED = 4 };
 
@@ -79,6 +80,14 @@ typedef struct {
     int32_t err_thread[3];
     int32_t err_lane_mask;  /* a warp operation: the lanes it waited for */
     int32_t pad2;
+    /* memcheck: the allocations a global access may touch, [start, end) sorted by start */
+    const uint64_t *ranges;
+    int64_t n_ranges;
+    int64_t static_shared_bytes; /* of shared_bytes: the static arrays (the rest is dynamic) */
+    uint64_t err_address;
+    int64_t err_size;
+    int32_t err_access;      /* 0 read, 1 write, 2 atomic */
+    int32_t err_space;       /* 1 global, 3 shared */
 } launch_t;
 
 /* ---- the fiber switch ---------------------------------------------------------------------- */
@@ -206,6 +215,8 @@ static void leave_forever(void) {
 #endif
     abort();
 }
+
+EXPORT void oxide_cpu_exit_thread(void);
 
 static void fail(int kind, int64_t f, int32_t at, int32_t other) {
     if (L->err_kind != OK) return;
@@ -351,6 +362,35 @@ EXPORT void oxide_cpu_trap(void) {
 }
 
 EXPORT void oxide_cpu_flush(void) { fflush(stdout); }
+
+/* memcheck's hook, before every global and shared access of an instrumented module: an access
+ * outside every allocation of its space is reported (the first one of the launch) and ends the
+ * thread before it touches memory. */
+EXPORT void oxide_cpu_access(const char *address, int64_t size, int32_t access, int32_t at, int32_t space) {
+    uint64_t a = (uint64_t)(uintptr_t)address, end = a + (uint64_t)size;
+    if (space == 3) {
+        uint64_t base = (uint64_t)(uintptr_t)oxide_cpu_context.shared;
+        if (a >= base && end <= base + (uint64_t)L->shared_bytes) return;
+    } else {
+        int64_t lo = 0, hi = L->n_ranges; /* the last range starting at or before a */
+        while (lo < hi) {
+            int64_t mid = (lo + hi) / 2;
+            if (L->ranges[2 * mid] <= a) lo = mid + 1; else hi = mid;
+        }
+        if (lo > 0 && end <= L->ranges[2 * (lo - 1) + 1]) return;
+    }
+    if (L->err_kind == OK) {
+        fail(ERR_MEMCHECK, current, at, 0);
+        if (L->mode == MODE_LOOP) { /* the loop form's thread: from the context */
+            memcpy(L->err_thread, oxide_cpu_context.tid, sizeof L->err_thread);
+        }
+        L->err_address = a;
+        L->err_size = size;
+        L->err_access = access;
+        L->err_space = space;
+    }
+    oxide_cpu_exit_thread();
+}
 
 /* ---- running a launch -------------------------------------------------------------------- */
 
@@ -575,7 +615,7 @@ static PyObject *symbols(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
         "oxide_cpu_context", (unsigned long long)(uintptr_t)&oxide_cpu_context,
         "oxide_cpu_barrier", (unsigned long long)(uintptr_t)&oxide_cpu_barrier,
         "oxide_cpu_block_vote", (unsigned long long)(uintptr_t)&oxide_cpu_block_vote,
@@ -584,7 +624,8 @@ static PyObject *symbols(PyObject *self, PyObject *unused) {
         "oxide_cpu_exit_thread", (unsigned long long)(uintptr_t)&oxide_cpu_exit_thread,
         "oxide_cpu_trap", (unsigned long long)(uintptr_t)&oxide_cpu_trap,
         "oxide_cpu_flush", (unsigned long long)(uintptr_t)&oxide_cpu_flush,
-        "oxide_cpu_launch", (unsigned long long)(uintptr_t)&oxide_cpu_launch);
+        "oxide_cpu_launch", (unsigned long long)(uintptr_t)&oxide_cpu_launch,
+        "oxide_cpu_access", (unsigned long long)(uintptr_t)&oxide_cpu_access);
 }
 
 static PyMethodDef methods[] = {

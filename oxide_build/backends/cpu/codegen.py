@@ -51,6 +51,10 @@ class HostCode:
     kept_params: dict[str, tuple[int, ...]]
     static_shared_bytes: int  # each block's static shared segment (all of the module's arrays)
     sync_sites: tuple[tuple[str, int, int], ...]  # barrier / warp operation id -> file, line, col
+    # sanitized code (memcheck): every global and shared access calls oxide_cpu_access first,
+    # naming its access site: id -> file, line, col
+    access_sites: tuple[tuple[str, int, int], ...] = ()
+    sanitized: bool = False
 
 
 def host_target() -> tuple[str, str]:
@@ -196,15 +200,87 @@ def _block_function(module: ll.Module, kernel: ll.Function, ctx: ll.GlobalVariab
     b.ret_void()
 
 
-def lower_for_cpu(program: ir.Program, module_name: str, fast_math: bool, fma: bool) -> HostCode:
-    """The program as host code with its kernels' thread and block entry points."""
+def _bytes(ty: ll.Type) -> int:
+    """The bytes a load or store of ``ty`` touches (scalars, vectors, arrays, structs)."""
+    if isinstance(ty, ll.IntType):
+        return max(1, ty.width // 8)
+    if isinstance(ty, ll.DoubleType):
+        return 8
+    if isinstance(ty, ll.FloatType):
+        return 4
+    if isinstance(ty, ll.PointerType):
+        return 8
+    if isinstance(ty, ll.VectorType):
+        return ty.count * _bytes(ty.element)
+    if isinstance(ty, ll.ArrayType):
+        return ty.count * _bytes(ty.element)
+    if isinstance(ty, ll.LiteralStructType):
+        return sum(_bytes(t) for t in ty.elements)
+    return 2  # half, bfloat
+
+
+def _location(instr: ll.Instruction) -> tuple[str, int, int]:
+    """The Python file:line:col of an instruction, from its line-table location."""
+    import os
+
+    loc = instr.metadata.get("dbg")
+    if loc is None:
+        return ("?", 0, 0)
+    fields = dict(loc.operands)
+    scope = dict(fields["scope"].operands)
+    file = dict(scope["file"].operands)
+    directory, name = str(file["directory"]), str(file["filename"])
+    return (name if directory == "." else os.path.join(directory, name), int(fields["line"]), int(fields["column"]))
+
+
+def _instrument_accesses(module: ll.Module) -> tuple[tuple[str, int, int], ...]:
+    """memcheck: a call of ``oxide_cpu_access`` before every load, store and atomic of global or
+    shared memory (address spaces 1 and 3) in the module's functions, save those at a global
+    itself (the module's own variables: always in bounds)."""
+    hook = module.globals.get("oxide_cpu_access")
+    if hook is None:
+        hook = ll.Function(module, cpu_abi.runtime_function_type("oxide_cpu_access"), "oxide_cpu_access")
+    sites: list[tuple[str, int, int]] = []
+    ids: dict[tuple[str, int, int], int] = {}
+    b = ll.IRBuilder()
+    for fn in list(module.functions):
+        if fn.is_declaration:
+            continue
+        for block in fn.blocks:
+            for instr in list(block.instructions):
+                if isinstance(instr, ll.LoadInstr):
+                    ptr, access, ty = instr.operands[0], 0, instr.type
+                elif isinstance(instr, ll.StoreInstr):
+                    ptr, access, ty = instr.operands[1], 1, instr.operands[0].type
+                elif isinstance(instr, (ll.AtomicRMW, ll.CmpXchg)):
+                    ptr, access, ty = instr.operands[0], 2, instr.operands[1].type
+                else:
+                    continue
+                space = getattr(ptr.type, "addrspace", 0)
+                if space not in (1, 3) or isinstance(ptr, ll.GlobalVariable):
+                    continue
+                where = _location(instr)
+                if where not in ids:
+                    ids[where] = len(sites)
+                    sites.append(where)
+                b.position_before(instr)
+                generic = b.bitcast(b.addrspacecast(ptr, ll.PointerType(ptr.type.pointee)), ll.PointerType(I8))
+                b.call(hook, [generic, ll.Constant(I64, _bytes(ty)), ll.Constant(I32, access),
+                              ll.Constant(I32, ids[where]), ll.Constant(I32, space)])
+    return tuple(sites)
+
+
+def lower_for_cpu(program: ir.Program, module_name: str, fast_math: bool, fma: bool, sanitize: bool = False) -> HostCode:
+    """The program as host code with its kernels' thread and block entry points; ``sanitize``:
+    instrumented for memcheck (``_instrument_accesses``)."""
     from ...lower.llvm import lower_program
 
     _refuse_externs(program)
     triple, layout = host_target()
-    lowered = lower_program(program, module_name, fast_math=fast_math, lineinfo=False,
+    lowered = lower_program(program, module_name, fast_math=fast_math, lineinfo=sanitize,
                             dialect=cpu_dialect(triple, layout), fma=fma)
     module = lowered.module
+    access_sites = _instrument_accesses(module) if sanitize else ()
     modes = kernel_modes(program)
     ctx = module.globals.get(cpu_abi.CONTEXT_SYMBOL)
     if ctx is None:
@@ -218,4 +294,5 @@ def lower_for_cpu(program: ir.Program, module_name: str, fast_math: bool, fma: b
         _thread_function(module, kernel)
         if mode is KernelMode.LOOP:
             _block_function(module, kernel, ctx)
-    return HostCode(str(module), modes, lowered.kept_params, lowered.cpu_shared_bytes, lowered.sync_sites)
+    return HostCode(str(module), modes, lowered.kept_params, lowered.cpu_shared_bytes, lowered.sync_sites,
+                    access_sites, sanitize)

@@ -15,7 +15,11 @@ import ctypes
 import threading
 from collections.abc import Callable, Sequence
 
-from oxide.errors import KernelError, SynccheckError
+from oxide.abi import vectors
+from oxide.abi.params import param_slot_count
+from oxide.abi.records import is_record_dtype, record_itemsize
+from oxide.abi.scalars import SCALAR_TYPES
+from oxide.errors import KernelError, MemcheckError, SynccheckError
 from oxide.runtime.manifest import ErrorSite, KernelSpec, ModuleArrayRecord
 
 from .codegen import KernelMode
@@ -23,11 +27,13 @@ from .codegen import KernelMode
 __all__ = ["CpuFunction", "CpuModule", "SANITIZERS", "MAX_DYNAMIC_SHARED_BYTES"]
 
 SANITIZERS = frozenset({"memcheck", "racecheck", "initcheck", "synccheck"})
+IMPLEMENTED_SANITIZERS = frozenset({"memcheck", "synccheck"})  # synccheck: always on
 MAX_DYNAMIC_SHARED_BYTES = 227 * 1024  # an sm_90 block's shared memory beyond the static 48 KiB
 MAX_BLOCK_THREADS = 1024
 
 # _fibers.c's error kinds
-_OK, _DEADLOCK, _MISMATCH, _TRAP, _NO_MEMORY, _WARP_DEADLOCK = range(6)
+_OK, _DEADLOCK, _MISMATCH, _TRAP, _NO_MEMORY, _WARP_DEADLOCK, _MEMCHECK = range(7)
+_ACCESSES = ("read", "write", "atomic")
 
 # one launch at a time in the process: the scheduler's state is global (_fibers.c)
 _launch_lock = threading.Lock()
@@ -43,6 +49,9 @@ class _Launch(ctypes.Structure):
         ("err_kind", ctypes.c_int32), ("err_site", ctypes.c_int32), ("err_other_site", ctypes.c_int32),
         ("err_exited", ctypes.c_int32), ("err_block", ctypes.c_int32 * 3), ("err_thread", ctypes.c_int32 * 3),
         ("err_lane_mask", ctypes.c_int32), ("pad2", ctypes.c_int32),
+        ("ranges", ctypes.c_void_p), ("n_ranges", ctypes.c_int64), ("static_shared_bytes", ctypes.c_int64),
+        ("err_address", ctypes.c_uint64), ("err_size", ctypes.c_int64), ("err_access", ctypes.c_int32),
+        ("err_space", ctypes.c_int32),
     ]
 
 
@@ -80,6 +89,13 @@ class CpuFunction:
         if unknown:
             raise ValueError(f"unknown sanitizer(s) {', '.join(sorted(unknown))}; the CPU device has "
                              f"{', '.join(sorted(SANITIZERS))}")
+        missing = set(sanitize) - IMPLEMENTED_SANITIZERS
+        if missing:
+            raise ValueError(f"the CPU device does not implement {', '.join(sorted(missing))} yet; it has "
+                             f"{', '.join(sorted(IMPLEMENTED_SANITIZERS))}")
+        if "memcheck" in sanitize and not self.module.sanitized:
+            self._launch_checked(grid, block, dynamic_shared_bytes, kernel_params)
+            return
         if len(grid) != 3 or len(block) != 3:
             raise ValueError(f"grid and block are 3-tuples; got grid {grid}, block {block}")
         grid = (int(grid[0]), int(grid[1]), int(grid[2]))
@@ -98,24 +114,122 @@ class CpuFunction:
             params = kernel_params
         else:
             values = [int(v) & 0xFFFFFFFFFFFFFFFF for v in kernel_params]
+            total = self._total_slots()
+            if len(values) == total and self._spec is not None and self._spec.param_slots is not None \
+                    and total != self.param_count:
+                every = values  # every slot of the parameter block: the declared ones are passed
+                values = [every[k] for k in self._spec.param_slots]
+                slot_block = (ctypes.c_uint64 * max(len(every), 1))(*every)
+                pointers = (ctypes.c_void_p * max(len(values), 1))(
+                    *(ctypes.addressof(slot_block) + 8 * k for k in self._spec.param_slots))
+                kernel_params = ctypes.addressof(pointers)
+                keep_all = (slot_block, pointers)
+                return self._launch_params(grid, block, dynamic_shared_bytes, kernel_params, keep_all)
             if len(values) != self.param_count:
-                raise ValueError(f"kernel {self._kernel_name} declares {self.param_count} parameters; "
-                                 f"got {len(values)} slot values")
+                raise ValueError(f"kernel {self._kernel_name} declares {self.param_count} parameters (of "
+                                 f"{total} slots); got {len(values)} slot values")
             slot_block = (ctypes.c_uint64 * max(len(values), 1))(*values)
             pointers = (ctypes.c_void_p * max(len(values), 1))(
                 *(ctypes.addressof(slot_block) + 8 * k for k in range(len(values))))
             keep = (slot_block, pointers)
             params = ctypes.addressof(pointers)
+        self._launch_params(grid, block, dynamic_shared_bytes, params, keep)
+
+    def _total_slots(self) -> int:
+        spec = self._spec
+        return sum(param_slot_count(p.kind, p.ndim, len(p.fields)) for p in spec.params) if spec is not None else 0
+
+    def _launch_params(self, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
+                       params: int, keep: object) -> None:
         launch = _Launch()
+        ranges: object = None
+        if self.module.sanitized:
+            ranges = self._ranges(params)
+            launch.ranges, launch.n_ranges = ctypes.addressof(ranges), len(ranges) // 2  # type: ignore[arg-type]
+        launch.static_shared_bytes = self.static_shared_bytes
         launch.block_fn, launch.thread_fn, launch.params = self._block_fn, self._thread_fn, params
         launch.grid[:], launch.block[:] = grid, block
         launch.mode = self.mode.value
         launch.shared_bytes = self.static_shared_bytes + dynamic_shared_bytes
         with self.module.lock, _launch_lock:
             status = _launcher()(ctypes.byref(launch))
-        del keep
+        del keep, ranges
         if status != _OK:
             raise self._error(launch)
+
+    def _launch_checked(self, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
+                        kernel_params: int | Sequence[int]) -> None:
+        """The launch in the module's memcheck build, which shares this module's error record,
+        module id and arrays (copied in before, the arrays back after)."""
+        checked = self.module.sanitized_module()
+        shared = [name for name in self.module.global_names() if name in checked.global_names()]
+        for name in shared:
+            _copy_global(self.module, checked, name)
+        try:
+            checked.function(self.name).launch(grid, block, dynamic_shared_bytes, kernel_params, frozenset({"memcheck"}))
+        finally:
+            for name in shared:
+                _copy_global(checked, self.module, name)
+
+    def _slots(self, params: int) -> list[int | None]:
+        """Every slot of the launch's parameter block (the runtime packs all of them in one buffer,
+        and kernelParams points at the declared ones): None where it cannot be read."""
+        spec = self._spec
+        if spec is None:
+            return []
+        total = sum(param_slot_count(p.kind, p.ndim, len(p.fields)) for p in spec.params)
+        declared = list(spec.param_slots) if spec.param_slots is not None else list(range(total))
+        if not declared or not params:
+            return [None] * total
+        pointers = (ctypes.c_void_p * len(declared)).from_address(params)
+        first = int(pointers[0] or 0) - 8 * declared[0]
+        contiguous = all(int(pointers[k] or 0) == first + 8 * s for k, s in enumerate(declared))
+        if contiguous:
+            return list((ctypes.c_uint64 * total).from_address(first))
+        out: list[int | None] = [None] * total
+        for k, s in enumerate(declared):
+            out[s] = ctypes.c_uint64.from_address(int(pointers[k] or 0)).value
+        return out
+
+    def _ranges(self, params: int) -> ctypes.Array[ctypes.c_uint64]:
+        """memcheck's allocations of this launch, sorted: each view argument's elements and the
+        module's arrays (global memory)."""
+        spans: list[tuple[int, int]] = []
+        slots = self._slots(params)
+        position = 0
+        spec = self._spec
+        for p in spec.params if spec is not None else ():
+            count = param_slot_count(p.kind, p.ndim, len(p.fields))
+            if p.is_view and position < len(slots) and slots[position] is not None:
+                ptr = int(slots[position] or 0)
+                item = _itemsize(p.dtype)
+                dims = slots[position + 1:position + count]
+                if p.is_tensor:
+                    shape, strides = dims[:p.ndim], dims[p.ndim:]
+                    if any(d is None for d in dims):
+                        spans.append((ptr, ptr + (1 << 40)))
+                    elif all(int(d or 0) > 0 for d in shape):
+                        signed = [_signed(int(st or 0)) for st in strides]
+                        low = sum(min(0, (int(d or 0) - 1) * st) for d, st in zip(shape, signed))
+                        high = sum(max(0, (int(d or 0) - 1) * st) for d, st in zip(shape, signed))
+                        spans.append((ptr + low * item, ptr + (high + 1) * item))
+                else:
+                    length = dims[0] if dims else None
+                    spans.append((ptr, ptr + (1 << 40) if length is None else ptr + int(length) * item))
+            position += count
+        for record in self.module.arrays:
+            if record.space == "global":
+                address, size = self.module.global_address(record.symbol)
+                spans.append((address, address + size))
+        spans.sort()
+        merged: list[list[int]] = []
+        for start, end in spans:  # overlapping views are one allocation for the search
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        flat = [v for span in merged for v in span]
+        return (ctypes.c_uint64 * max(len(flat), 2))(*flat)
 
     @property
     def _kernel_name(self) -> str:
@@ -137,6 +251,19 @@ class CpuFunction:
             return KernelError(f"kernel {kernel} trapped in {where}: a check failed with no error record set up "
                                "(the runtime stores the record's address in __oxide_error_ptr before launching)",
                                kernel=kernel)
+        if launch.err_kind == _MEMCHECK:
+            sites = self.module.access_sites
+            at = "?"
+            if 0 <= launch.err_site < len(sites):
+                file, line, col = sites[launch.err_site]
+                at = f"{file}:{line}:{col}"
+            space = "shared memory outside the block's" if launch.err_space == 3 else \
+                "global memory outside every view argument and module array of the launch"
+            return MemcheckError(
+                f"memcheck: in kernel {kernel}, {where}: a {_ACCESSES[launch.err_access]} of {launch.err_size} bytes "
+                f"at {launch.err_address:#x} at {at} touches {space}; the thread ended there",
+                kernel=kernel, location=at, block=block, thread=thread,  # type: ignore[arg-type]
+                address=launch.err_address, size=launch.err_size)
         if launch.err_kind == _NO_MEMORY:
             return KernelError(f"kernel {kernel}: out of host memory for the CPU device's thread stacks", kernel=kernel)
         if launch.err_kind == _MISMATCH:
@@ -173,6 +300,11 @@ class CpuModule:
         self.arrays = arrays
         self.static_shared_bytes = host.static_shared_bytes
         self.sync_sites = host.sync_sites
+        self.access_sites = host.access_sites
+        self.sanitized = host.sanitized
+        # makes the module's memcheck build (cpu_engine.py sets it; compiled on first use)
+        self.make_sanitized: Callable[[], CpuModule] | None = None
+        self._sanitized: CpuModule | None = None
         self.modes = host.modes
         self.jit = JitModule(host.llvm_ir)
         self.lock = threading.RLock()
@@ -194,6 +326,28 @@ class CpuModule:
                                                   int(bound))
         return self._functions[symbol]
 
+    def sanitized_module(self) -> CpuModule:
+        """The module built for memcheck (every global and shared access checked)."""
+        if self._sanitized is None:
+            if self.make_sanitized is None:
+                raise ValueError(f"module {self.module_name} has no memcheck build")
+            self._sanitized = self.make_sanitized()
+        return self._sanitized
+
+    def global_names(self) -> list[str]:
+        """The globals the host reads and writes: the error record's pointer, the module id, the arrays."""
+        from oxide.abi import error_record
+
+        names = [error_record.ERROR_PTR_SYMBOL, error_record.MODULE_ID_SYMBOL, *(a.symbol for a in self.arrays)]
+        out = []
+        for name in names:
+            try:
+                self.jit.global_address(name)
+            except KeyError:
+                continue
+            out.append(name)
+        return out
+
     def global_address(self, name: str) -> tuple[int, int]:
         """(host address, bytes) of the module global ``name``; KeyError if it has none."""
         try:
@@ -208,3 +362,23 @@ def _declared_params(llvm_ir: str, modes: dict[str, KernelMode]) -> dict[str, in
 
     mod = llvm.parse_assembly(llvm_ir)
     return {symbol: len(list(mod.get_function(symbol).arguments)) for symbol in modes}
+
+
+def _copy_global(source: CpuModule, target: CpuModule, name: str) -> None:
+    src, size = source.global_address(name)
+    dst, size2 = target.global_address(name)
+    ctypes.memmove(dst, src, min(size, size2))
+
+
+def _signed(v: int) -> int:
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _itemsize(dtype: str) -> int:
+    if dtype in SCALAR_TYPES:
+        return SCALAR_TYPES[dtype].itemsize
+    if vectors.vector_lanes(dtype) is not None:
+        return vectors.vector_itemsize(dtype)
+    if is_record_dtype(dtype):
+        return record_itemsize(dtype)
+    return 1 << 20  # an element type this module does not know: not checked finely
