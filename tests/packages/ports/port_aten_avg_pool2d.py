@@ -1,9 +1,11 @@
 """2-D average pooling (NCHW), with count_include_pad and divisor_override.
 
 Ported from PyTorch (BSD-3-Clause), aten/src/ATen/native/cuda/AveragePool2d.cu
-(`avg_pool2d_out_cuda_frame`), as first written in issue 29's second probe."""
+(`avg_pool2d_out_cuda_frame`), as first written in issue 29's second probe; the decoding of the output index is
+nchw_position.py's, shared with the max_pool2d port."""
 import oxide as ox
 from oxide import Slice, MutSlice, f32, i32, i64, thread, block, grid
+from nchw_position import pooled_position
 
 
 @ox.kernel
@@ -12,10 +14,7 @@ def avg_pool2d_out_cuda_frame(nthreads: i32, bottom_data: Slice[f32], channels: 
                               stride_w: i32, pad_h: i32, pad_w: i32, top_data: MutSlice[f32], divisor_override: i32,
                               count_include_pad: bool, use_divisor: bool) -> None:
     for index in range(block.idx.x * block.dim.x + thread.idx.x, nthreads, block.dim.x * grid.dim.x):
-        pw = index % pooled_width
-        ph = (index // pooled_width) % pooled_height
-        c = (index // pooled_width // pooled_height) % channels
-        n = index // pooled_width // pooled_height // channels
+        n, c, ph, pw = pooled_position(index, channels, pooled_height, pooled_width)
         hstart = ph * stride_h - pad_h
         wstart = pw * stride_w - pad_w
         hend = min(hstart + kernel_h, height + pad_h)

@@ -1,9 +1,11 @@
 """2-D max pooling (NCHW) with dilation, the value and its index, NaN propagating.
 
 Ported from PyTorch (BSD-3-Clause), aten/src/ATen/native/cuda/DilatedMaxPool2d.cu
-(`max_pool_forward_nchw`, a CUDA_KERNEL_LOOP), as first written in issue 29's second probe."""
+(`max_pool_forward_nchw`, a CUDA_KERNEL_LOOP), as first written in issue 29's second probe; the decoding of the output
+index is nchw_position.py's, shared with the avg_pool2d port."""
 import oxide as ox
 from oxide import Slice, MutSlice, f32, i32, i64, thread, block, grid
+from nchw_position import pooled_position
 
 T = ox.TypeVar("T", f32, ox.f64)
 
@@ -14,10 +16,7 @@ def max_pool_forward_nchw(nthreads: i64, bottom_data: Slice[T], channels: i64, h
                           stride_w: i32, pad_h: i32, pad_w: i32, dilation_h: i32, dilation_w: i32,
                           top_data: MutSlice[T], top_mask: MutSlice[i64]) -> None:
     for index in range(block.idx.x * block.dim.x + thread.idx.x, nthreads, block.dim.x * grid.dim.x):
-        pw = index % pooled_width
-        ph = (index // pooled_width) % pooled_height
-        c = (index // pooled_width // pooled_height) % channels
-        n = index // pooled_width // pooled_height // channels
+        n, c, ph, pw = pooled_position(index, channels, pooled_height, pooled_width)
         hstart = ph * stride_h - pad_h
         wstart = pw * stride_w - pad_w
         hend = min(hstart + (kernel_h - 1) * dilation_h + 1, height)
