@@ -644,3 +644,42 @@ def test_a_local_type_alias_converts_as_the_type(tmp_path: Path) -> None:
             acc_t = 1.0
         """)
     assert f"kern.py:{HEADER_LINES + 5}:5: error: 'acc_t' names a type in this function" in msg, msg
+
+
+def test_an_f64_made_only_by_a_float_literal_takes_the_float_it_meets(tmp_path: Path) -> None:
+    """Probe 2's upsample port (PyTorch's ``scale * (dst_index + static_cast<accscalar_t>(0.5))``
+    written with ``0.5``): ``i + 0.5`` with an integer ``i`` is f64, as in C, but meeting an f32 it
+    is computed in f32, as ``0.5 * x`` is; nested with more integers and literals too, in a
+    comparison too. An explicit f64, or an f64 partner, keeps f64; alone it stays f64."""
+    text = ir_text(tmp_path, """
+        def source_index(scale: f32, dst_index: i32) -> f32:
+            return scale * (dst_index + 0.5) - 0.5
+
+        @ox.kernel
+        def k(x: Slice[f32], d: f64, n: i32, out: DisjointSlice[f32], wide: DisjointSlice[f64]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < len(out) and i < len(wide):
+                y = ((n * 0.5 + 2) * 3 - n) * x[i]
+                if (n + 0.25) < x[i]:
+                    y = y + source_index(x[i], n)
+                out[i] = y
+                wide[i] = d * (n + 0.5) + f32(1.0) * (f64(n) + 0.5)
+        """)
+    source_index = text[text.index("source_index"):text.index("kernel k")]
+    assert "return math.fma(scale, (f32(dst_index) + 0.5:f32), (-0.5:f32)):f32" in source_index, source_index
+    assert "f64" not in source_index
+    kernel = text[text.index("kernel k"):]
+    assert ("y: f32 = (math.fma(math.fma(f32(n), 0.5:f32, 2.0:f32):f32, 3.0:f32, (-f32(n))):f32 * x[i])"
+            in kernel), kernel
+    assert "if ((f32(n) + 0.25:f32) < x[i]):" in kernel, kernel
+    # with an f64 partner, and an explicit f64 meeting an f32: f64 as before
+    assert "math.fma(f64(1.0:f32), (f64(n) + 0.5:f64), (d * (f64(n) + 0.5:f64))):f64" in kernel, kernel
+    msg = error(tmp_path, """
+        @ox.kernel
+        def k(n: i32, out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(out):
+                r = n + 0.5
+                out[i] = r
+        """)
+    assert f"kern.py:{HEADER_LINES + 7}:18: error: store into out needs f32, got f64" in msg, msg

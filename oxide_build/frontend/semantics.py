@@ -42,6 +42,11 @@ class Semantics:
         self.constants = constants
         self.literals = literals
         self.thread_coordinates = thread_coordinates  # the scope's locals assigned once from thread.idx.x, ...
+        # f64 operations that only a float literal made f64 (`i + 0.5` with an integer i, and
+        # operations of those with integers and literals): id -> (the BinOp, its operator, its
+        # operands before conversion, where). Meeting a narrower float, such a tree is computed in
+        # that float instead (`scale * (i + 0.5)` is f32 with an f32 scale), as a literal is
+        self.literal_f64: dict[int, tuple[ir.Expr, BinaryOp, ir.Expr, ir.Expr, ast.AST]] = {}
 
     def error(self, node: ast.AST, message: str, hint: str = "") -> CompileError:
         return self.module.error(node, message, hint)
@@ -59,6 +64,7 @@ class Semantics:
         loc = self.loc(node)
         if isinstance(left, ir.Const) and isinstance(right, ir.Const) and left.weak and right.weak:
             return self.constants.fold(op, left, right, node)
+        original_left, original_right = left, right
         left, right, ty = self.shift_operands(op, left, right, node) or self.unify(left, right, node, op)
         if ty.kind == "bool":
             if op in ("&", "|", "^"):
@@ -79,7 +85,43 @@ class Semantics:
         # the bounds-elimination pass may prove both widened operands >= 0 (mul.wide.u32), also
         # where bounds checks are off (from the facts that need no check at run time)
         widening = op == "*" and ty.kind == "int" and ty.bits == 64
-        return ir.BinOp(op, left, right, ty, loc, widening=widening)
+        result = ir.BinOp(op, left, right, ty, loc, widening=widening)
+        if ty == F64 and self.made_f64_by_a_literal(original_left, original_right):
+            self.literal_f64[id(result)] = (result, op, original_left, original_right, node)
+        return result
+
+    def made_f64_by_a_literal(self, left: ir.Expr, right: ir.Expr) -> bool:
+        """Whether the f64 operation of ``left`` and ``right`` is f64 only because of a float
+        literal: each side is an integer (or bool), a literal, or such an operation, and one
+        side a float literal or such an operation."""
+        def part(e: ir.Expr) -> str:
+            if isinstance(e, ir.Const) and e.weak:
+                return "float" if isinstance(e.value, float) else "integer"
+            if self.is_literal_f64(e):
+                return "float"
+            ty = as_scalar(e.ty)
+            return "integer" if ty is not None and ty.kind in ("int", "uint", "bool") else "other"
+
+        parts = {part(left), part(right)}
+        return "other" not in parts and "float" in parts
+
+    def is_literal_f64(self, e: ir.Expr) -> bool:
+        entry = self.literal_f64.get(id(e))
+        return entry is not None and entry[0] is e
+
+    def in_float(self, e: ir.Expr, ty: ScalarType) -> ir.Expr:
+        """The operation ``e`` (``is_literal_f64``) computed in the float type ``ty`` instead of
+        f64: its integers converted to ``ty``, its literals taking ``ty`` as they would."""
+        _, op, left, right, node = self.literal_f64[id(e)]
+
+        def side(v: ir.Expr) -> ir.Expr:
+            if self.is_literal_f64(v):
+                return self.in_float(v, ty)
+            if isinstance(v, ir.Const) and v.weak:
+                return v
+            return self.convert(v, ty, node)
+
+        return self.binop(op, side(left), side(right), node)
 
     def shift_operands(self, op: BinaryOp, left: ir.Expr, right: ir.Expr,
                        node: ast.AST) -> tuple[ir.Expr, ir.Expr, ScalarType] | None:
@@ -126,6 +168,7 @@ class Semantics:
             left = self.convert(left, self.literal_partner_type(choice_literal(left), as_scalar(right.ty)), node)  # type: ignore[arg-type]
         elif is_literal_choice(right) and not is_literal_choice(left) and as_scalar(left.ty) is not None:
             right = self.convert(right, self.literal_partner_type(choice_literal(right), as_scalar(left.ty)), node)  # type: ignore[arg-type]
+        left, right = self.narrow_literal_f64(left, right, node), self.narrow_literal_f64(right, left, node)
         lw = isinstance(left, ir.Const) and left.weak
         rw = isinstance(right, ir.Const) and right.weak
         lt, rt = as_scalar(left.ty), as_scalar(right.ty)
@@ -151,6 +194,16 @@ class Semantics:
             if not weak and side_ty.kind in ("int", "uint") and (ty.kind == "float" or ty.bits > side_ty.bits):
                 self.refuse_wrapped_narrow(side, ty)
         return self.convert(left, ty, node), self.convert(right, ty, node), ty
+
+    def narrow_literal_f64(self, value: ir.Expr, other: ir.Expr, node: ast.AST) -> ir.Expr:
+        """``value`` computed in ``other``'s float type where ``value`` is f64 only because of a
+        float literal (``i + 0.5``) and ``other`` is a narrower float that is not (an f32 value):
+        the literal takes its type from the float it meets, as ``0.5 * x`` does."""
+        ty = as_scalar(other.ty)
+        if (ty is None or ty.kind != "float" or ty.bits >= 64 or not self.is_literal_f64(value)
+                or isinstance(other, ir.Const) and other.weak or self.is_literal_f64(other)):
+            return value
+        return self.in_float(value, ty)
 
     def literal_partner_type(self, lit: ir.Const, other: ScalarType) -> ScalarType:
         if other.kind == "bool":

@@ -2,8 +2,9 @@
 
 Ported from PyTorch (BSD-3-Clause), aten/src/ATen/native/cuda/UpSampleBilinear2d.cu
 (`upsample_bilinear2d_out_frame`, `area_pixel_compute_source_index`), as first written in issue
-29's second probe; `static_cast<accscalar_t>(0.5)` is `f32(0.5)` (the first try wrote `0.5`:
-`dst_index + 0.5` is then f64, as in C, and returning it as f32 is a located error)."""
+29's second probe: `static_cast<accscalar_t>(0.5)` written `0.5` (`dst_index + 0.5` is f64 as
+in C, until it meets the f32 `scale`: then it is computed in f32, as a literal meeting an f32 is;
+before that rule the f64 result returned as f32 was a located error)."""
 import oxide as ox
 from oxide import Slice, MutSlice, f32, i32, thread, block
 
@@ -11,7 +12,7 @@ from oxide import Slice, MutSlice, f32, i32, thread, block
 def area_pixel_compute_source_index(scale: f32, dst_index: i32, align_corners: bool, cubic: bool) -> f32:
     if align_corners:
         return scale * dst_index
-    src_idx = scale * (dst_index + f32(0.5)) - f32(0.5)
+    src_idx = scale * (dst_index + 0.5) - 0.5
     return 0.0 if (not cubic and src_idx < 0.0) else src_idx
 
 
