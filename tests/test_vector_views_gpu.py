@@ -1,12 +1,10 @@
 """Views of vector elements as kernel parameters on the GPU (tests/packages/vectorviews/vviewk.py):
 arrays of the lanes from torch, CuPy and oxide.DeviceArray, a strided and a transposed one among
 them, on fresh random inputs, outputs poisoned before each launch, every element compared with
-NumPy's / torch's result (bit for bit: each lane is one rounding, or none)."""
+NumPy's / torch's result (bit for bit: each lane is one rounding, or none). Written with
+tests/devices.py: without a GPU the tests that need no CUDA array library run on the CPU device."""
 from __future__ import annotations
 
-import importlib
-import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -17,32 +15,16 @@ import pytest
 
 import devices
 
-pytestmark = [pytest.mark.gpu, devices.gpu_only("arrays of vector lanes from torch and CuPy CUDA memory")]
+pytestmark = pytest.mark.gpu
 KERNELS = Path(__file__).resolve().parent / "packages" / "vectorviews" / "vviewk.py"
 BLOCK = 128
-N = 9 * BLOCK + 45  # a partial last block
+N = devices.sized(9 * BLOCK + 45, 2 * BLOCK + 45)  # a partial last block
 rng = np.random.default_rng()
 
 
 @pytest.fixture(scope="module")
 def vviewk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    from oxide.runtime import device
-    from oxide_build.compile import CompileOptions, compile_module
-    from oxide_build.package.artifacts import write_module_artifacts
-
-    root = tmp_path_factory.mktemp("vviewk")
-    arch = device.context_device(device.current_context()).arch
-    pkg = root / "vviewk_pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    shutil.copy(KERNELS, pkg / "vviewk.py")
-    compiled = compile_module(pkg / "vviewk.py", "vviewk_pkg.vviewk", CompileOptions(archs=(arch,)), root=root)
-    write_module_artifacts(compiled, pkg)
-    sys.path.insert(0, str(root))
-    try:
-        yield importlib.import_module("vviewk_pkg.vviewk")
-    finally:
-        sys.path.remove(str(root))
+    yield devices.compiled_package([KERNELS], "vviewk_pkg", tmp_path_factory.mktemp("vviewk"))
 
 
 def cdiv(a: int, b: int) -> int:
@@ -54,6 +36,16 @@ def signed(n: int, *shape: int) -> np.ndarray:
     return (rng.uniform(0.5, 2.0, (n, *shape)) * rng.choice([-1.0, 1.0], (n, *shape))).astype(np.float32)
 
 
+def test_a_slice_of_f32x4(vviewk: ModuleType) -> None:
+    x, a = signed(N, 4), np.float32(rng.uniform(0.5, 2.0))
+    out = devices.full((N, 4), -12345.5)
+    vviewk.reverse_scale[cdiv(N, BLOCK), BLOCK](devices.array(x), a, out)
+    devices.synchronize()
+    got, expected = devices.to_numpy(out), x[:, ::-1] * a
+    assert np.array_equal(got, expected), np.argwhere(got != expected)[:5]
+
+
+@devices.gpu_only("torch and CuPy CUDA arrays")
 def test_a_slice_of_f32x4_from_each_array_kind(vviewk: ModuleType) -> None:
     import cupy
     import torch
@@ -71,11 +63,12 @@ def test_a_slice_of_f32x4_from_each_array_kind(vviewk: ModuleType) -> None:
             dx, dout = DeviceArray.from_numpy(x), DeviceArray.from_numpy(poison)
         vviewk.reverse_scale[cdiv(N, BLOCK), BLOCK](dx, a, dout)
         synchronize()
-        got = dout.cpu().numpy() if kind == "torch" else cupy.asnumpy(dout) if kind == "cupy" else dout.to_numpy()
+        got = devices.to_numpy(dout)
         expected = x[:, ::-1] * a
         assert np.array_equal(got, expected), (kind, np.argwhere(got != expected)[:5])
 
 
+@devices.gpu_only("bfloat16 torch CUDA tensors")
 def test_a_strided_tensor_of_bf16x2_in_and_a_mut_tensor_out(vviewk: ModuleType) -> None:
     import torch
 
@@ -94,43 +87,42 @@ def test_a_strided_tensor_of_bf16x2_in_and_a_mut_tensor_out(vviewk: ModuleType) 
 
 
 def test_a_slice_of_f16x8_widened_into_a_transposed_disjoint_tensor_of_f32x4(vviewk: ModuleType) -> None:
-    import cupy
-
-    from oxide.runtime import synchronize
-
     x = signed(N, 8).astype(np.float16)
-    full = cupy.full((2, N, 4), -12345.5, dtype=cupy.float32)
-    out = full.transpose(1, 0, 2)  # (N, 2) vectors, strides (1, N) vectors
-    vviewk.widen_halves[cdiv(N, 64), (64, 2)](cupy.asarray(x), out)
-    synchronize()
-    got = cupy.asnumpy(out)
+    full = devices.full((2, N, 4), -12345.5)
+    if isinstance(full, np.ndarray):
+        out = full.transpose(1, 0, 2)  # (N, 2) vectors, strides (1, N) vectors
+    elif hasattr(full, "permute"):
+        out = full.permute(1, 0, 2)
+    else:
+        pytest.skip("a transposed device array needs torch")
+    vviewk.widen_halves[cdiv(N, 64), (64, 2)](devices.array(x), out)
+    devices.synchronize()
+    got = devices.to_numpy(out)
     expected = x.astype(np.float32).reshape(N, 2, 4)
     assert np.array_equal(got, expected), np.argwhere(got != expected)[:5]
 
 
 def test_a_mut_slice_of_i32x2_read_and_written(vviewk: ModuleType) -> None:
-    from oxide.runtime import DeviceArray, synchronize
-
     x = rng.integers(-1000, 1000, (N, 2), dtype=np.int32)
     before = rng.integers(-1000, 1000, (N, 2), dtype=np.int32)
     n = int(rng.integers(2, 50))
-    out = DeviceArray.from_numpy(before)
-    vviewk.accumulate_pairs[cdiv(N, BLOCK), BLOCK](DeviceArray.from_numpy(x), out, n)
-    synchronize()
+    out = devices.array(before)
+    vviewk.accumulate_pairs[cdiv(N, BLOCK), BLOCK](devices.array(x), out, n)
+    devices.synchronize()
     expected = before + np.stack([x[:, 0] * n, x[:, 1] - n], axis=-1)
-    assert np.array_equal(out.to_numpy(), expected)
+    assert np.array_equal(devices.to_numpy(out), expected)
 
 
 def test_a_misaligned_or_flat_array_is_refused_before_the_launch(vviewk: Any) -> None:
-    import torch
-
-    flat = torch.zeros(4 * N + 4, device="cuda")
-    out = torch.full((N, 4), -1.0, device="cuda")
+    flat = devices.zeros(4 * N + 4)
+    if not hasattr(flat, "reshape"):
+        pytest.skip("slicing a device array needs torch")
+    out = devices.full((N, 4), -1.0)
     with pytest.raises(TypeError, match=r"parameter 'x' of reverse_scale holds f32x4 elements: .* not a multiple of 16 "
                                         r"bytes as each f32x4 access needs"):
-        vviewk.reverse_scale[cdiv(N, BLOCK), BLOCK](flat[1:4 * N + 1].view(N, 4), 1.0, out)
-    with pytest.raises(TypeError, match=r"got shape \(4\d+,\) \(a flat array of f32: \.view\(-1, 4\) in torch"):
+        vviewk.reverse_scale[cdiv(N, BLOCK), BLOCK](flat[1:4 * N + 1].reshape(N, 4), 1.0, out)
+    with pytest.raises(TypeError, match=r"got shape \(\d+,\) \(a flat array of f32: \.view\(-1, 4\) in torch"):
         vviewk.reverse_scale[cdiv(N, BLOCK), BLOCK](flat, 1.0, out)
-    vviewk.reverse_scale[cdiv(N, BLOCK), BLOCK](flat[4:].view(-1, 4), 1.0, out)
-    torch.cuda.synchronize()
-    assert torch.equal(out, torch.zeros_like(out))
+    vviewk.reverse_scale[cdiv(N, BLOCK), BLOCK](flat[4:].reshape(-1, 4), 1.0, out)
+    devices.synchronize()
+    assert np.array_equal(devices.to_numpy(out), np.zeros((N, 4), np.float32))
