@@ -467,7 +467,8 @@ def test_the_launchers_refuse_the_same_malformed_programs(tmp_path: Path) -> Non
     good = [[OPCODE["arg"], 0], one, [OPCODE["ge"], 0], [OPCODE["arg"], 1], one, [OPCODE["ge"], 0],
             [OPCODE["and"], 0]]  # n >= 1 and out's pointer (a u64 slot) >= 1
     bad = [
-        [[len(OPCODES), 0]], [[OPCODE["check"], 0]], [[OPCODE["arg"], 3]], [[OPCODE["grid"], 3]],
+        [[len(OPCODES), 0]], [[OPCODE["check"], 0]], [one, [OPCODE["check"], 0], one], [[275, 0]],
+        [[OPCODE["arg"], 3]], [[OPCODE["grid"], 3]],
         [one, [OPCODE["cast"], runtime_launcher.DTYPE_CODES["f32"]]], [one, [OPCODE["neg"], i64 + 100]],
         [one, one, [OPCODE["add"], runtime_launcher.DTYPE_CODES["bool"]]], [one, [OPCODE["not"], 1]],
         [[OPCODE["lt"], 0]], [one, one], [], [one] * (STACK_LIMIT + 1), [[OPCODE["const"], 2**64]],

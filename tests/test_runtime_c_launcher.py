@@ -665,7 +665,7 @@ _ONE = [OPCODE["const"], 1]
     [_ONE, [OPCODE["neg"], launcher.DTYPE_CODES["bool"]]], [_ONE, [OPCODE["cast"], 0]],  # no integer type
     [_ONE, [OPCODE["add"], launcher.DTYPE_CODES["i32"]]], [[OPCODE["lt"], 0]], [[OPCODE["truth"], 0]],  # too few values
     [_ONE, [OPCODE["not"], 5]], [_ONE, _ONE, [OPCODE["eq"], 1]],  # an operand where none is taken
-    [], [_ONE, _ONE], [_ONE, [OPCODE["check"], 0]],  # not one value left for the check
+    [], [_ONE, _ONE], [_ONE, [OPCODE["check"], 0]], [_ONE, [OPCODE["check"], 0], _ONE],  # a check of its own
     [[OPCODE["const"]]], [[OPCODE["const"], 1, 2]], ["eq"], 5, [5],
 ])  # fmt: skip
 @needs_launcher

@@ -20,7 +20,7 @@ static int read_instruction(PyObject *pair, PInsn *in) {
     PyObject **item = PySequence_Fast_ITEMS(pair);
     if (!PyLong_Check(item[0]) || !PyLong_Check(item[1])) return 0;
     long op = PyLong_AsLong(item[0]);
-    if (op < 0 || op >= OXIDE_OP_COUNT) return 0;
+    if (op < 0 || op >= OXIDE_OP_COUNT || op == OXIDE_OP_CHECK) return 0; /* a program holds no check: we append it */
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(item[1], &overflow);
     memset(in, 0, sizeof *in);

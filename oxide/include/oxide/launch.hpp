@@ -460,7 +460,10 @@ inline std::vector<oxide_pre_insn> precondition_code(const std::vector<const jso
       if (pair.items[0].kind != json::Value::Number || op.empty() || op.size() > 3 ||
           op.find_first_not_of("0123456789") != std::string::npos)
         throw malformed("has an opcode that is not one of the encoding");
-      in.op = static_cast<uint8_t>(std::stoi(op));
+      const int opcode = std::stoi(op);
+      // a launcher's own OXIDE_OP_CHECK ends each program; a program in a manifest holds none
+      if (opcode >= OXIDE_OP_COUNT || opcode == OXIDE_OP_CHECK) throw malformed("has an opcode that is not one of the encoding");
+      in.op = static_cast<uint8_t>(opcode);
       if (pair.items[1].kind != json::Value::Number || x.empty() ||
           x.find_first_not_of("0123456789", x[0] == '-' ? 1 : 0) != std::string::npos)
         throw malformed("has an operand that is not an integer");
