@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 __all__ = ["on_cpu", "gpu_only", "array", "full", "zeros", "to_numpy", "synchronize", "sized", "torch_or_none",
-           "gpu_available", "cpu_device_problem", "gpu_tests_on_cpu", "backends", "compiled_package"]
+           "gpu_available", "cpu_device_problem", "gpu_tests_on_cpu", "backends", "compiled_package", "fill"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -153,6 +153,20 @@ def to_numpy(a: Any) -> np.ndarray:
     if get is not None:
         return np.asarray(get())
     return np.asarray(a)
+
+
+def fill(a: Any, value: Any) -> None:
+    """Sets every element of ``a`` (made here) to ``value``, in place."""
+    if isinstance(a, np.ndarray):
+        a.fill(value)
+    elif hasattr(a, "fill_"):
+        a.fill_(value)
+    else:  # a DeviceArray
+        from oxide.runtime import device
+
+        host = np.full(a.shape, value, a.dtype)
+        (err,) = device.driver().cuMemcpyHtoD(a.ptr, host, host.nbytes)
+        device.check(err, "cuMemcpyHtoD")
 
 
 def synchronize() -> None:

@@ -9,15 +9,16 @@ import numpy as np
 import pytest
 
 import devices
+from devices import to_numpy
 
-pytestmark = [pytest.mark.gpu, devices.gpu_only("uses torch CUDA tensors (not yet written with tests/devices.py)")]
-torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+torch = devices.torch_or_none()  # PyTorch references of tests marked torch_reference (GPU only)
+torch_reference = devices.gpu_only("PyTorch (CUDA) computes the reference or makes the input")
 sys.path.insert(0, str(Path(__file__).parent / "packages" / "langkernels"))
 rng = np.random.default_rng()
 
 
-def dev(a):  # type: ignore[no-untyped-def]
-    return torch.as_tensor(np.ascontiguousarray(a), device="cuda")
+dev = devices.array
 
 
 def test_grid_limit_assumed_by_i32_indices() -> None:
@@ -26,21 +27,21 @@ def test_grid_limit_assumed_by_i32_indices() -> None:
 
     n = 100_003
     x = rng.standard_normal(n).astype(np.float32)
-    out = torch.full((n,), float("nan"), device="cuda")
+    out = devices.full((n,), np.nan)
     proofs.scale_wide[(n + proofs.WIDTH - 1) // proofs.WIDTH, 1024](dev(x), n, out)
-    np.testing.assert_array_equal(out.cpu().numpy(), 2.0 * x)
+    np.testing.assert_array_equal(to_numpy(out), 2.0 * x)
     # more blocks than the i32 arithmetic allows: refused at the launch, the kernel never runs
     small = dev(x[:10])
     with pytest.raises(oxide.KernelError, match=r"assertion failed in kernel scale_wide at .*proofs\.py:\d+:\d+: "
                        r"grid\.x <= 262144: the i32 index arithmetic here assumes it .*\(checked at launch"):
-        proofs.scale_wide[262_145, 32](small, 10, torch.empty(10, device="cuda"))
+        proofs.scale_wide[262_145, 32](small, 10, devices.zeros(10))
     # a length precondition, likewise
     with pytest.raises(oxide.KernelError, match=r"scale_wide at .*proofs\.py:\d+:\d+: len\(x\) == n and len\(out\) == n"):
-        proofs.scale_wide[1, 32](small, 11, torch.empty(11, device="cuda"))
+        proofs.scale_wide[1, 32](small, 11, devices.zeros(11))
     oxide.runtime.check_kernel_errors()  # nothing was left behind on the device
-    out.fill_(float("nan"))  # the process is still usable
+    devices.fill(out, np.nan)  # the process is still usable
     proofs.scale_wide[(n + proofs.WIDTH - 1) // proofs.WIDTH, 1024](dev(x), n, out)
-    np.testing.assert_array_equal(out.cpu().numpy(), 2.0 * x)
+    np.testing.assert_array_equal(to_numpy(out), 2.0 * x)
 
 
 def test_range_loop_that_would_wrap_is_stopped() -> None:
@@ -49,13 +50,13 @@ def test_range_loop_that_would_wrap_is_stopped() -> None:
 
     n = 5003
     x = rng.standard_normal(n).astype(np.float32)
-    out = torch.full((256,), float("nan"), device="cuda")
+    out = devices.full((256,), np.nan)
     proofs.strided_sum[1, 256](dev(x), n, out)
     ref = np.array([x[t::256].astype(np.float64).sum() for t in range(256)])
-    np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(out), ref, rtol=1e-5, atol=1e-5)
     with pytest.raises(oxide.KernelError, match=r"stop \+ step must not exceed 2147483648"):
         proofs.strided_sum[1, 256](dev(x), 2**31 - 1, out)
-        torch.cuda.synchronize()
+        devices.synchronize()
         oxide.runtime.check_kernel_errors()
 
 
@@ -66,7 +67,7 @@ def test_gather_stencil(shape: tuple[int, int]) -> None:
     rows, cols = shape
     x = rng.standard_normal(shape).astype(np.float32)
     idx = rng.integers(-x.size, 2 * x.size, shape).astype(np.int32)  # a third out of range
-    out = torch.full((x.size,), float("nan"), device="cuda")
+    out = devices.full((x.size,), np.nan)
     proofs.gather_stencil[((cols + 31) // 32, (rows + 7) // 8), (32, 8)](dev(x.ravel()), dev(idx.ravel()), rows, cols, out)
     v = x.astype(np.float64)
     ref = v.copy()
@@ -74,7 +75,7 @@ def test_gather_stencil(shape: tuple[int, int]) -> None:
     flat = idx.ravel()
     inside = (flat >= 0) & (flat < x.size)
     ref.ravel()[inside] += v.ravel()[flat[inside]]
-    np.testing.assert_allclose(out.cpu().numpy(), ref.ravel(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(out), ref.ravel(), rtol=1e-5, atol=1e-5)
 
 
 def test_launch_versioned_kernel_runs_unchecked_and_still_reports() -> None:
@@ -86,15 +87,15 @@ def test_launch_versioned_kernel_runs_unchecked_and_still_reports() -> None:
     n = 1_000_003
     x = rng.standard_normal(n).astype(np.float32)
     y = rng.standard_normal(n).astype(np.float32)
-    out = torch.full((n,), float("nan"), device="cuda")
+    out = devices.full((n,), np.nan)
     versioned.guarded_axpy[(n + 255) // 256, 256](np.float32(1.5), dev(x), dev(y), out, n)
-    np.testing.assert_allclose(out.cpu().numpy(), np.float32(1.5) * x + y, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(out), np.float32(1.5) * x + y, rtol=1e-6, atol=1e-6)
     short = dev(y[: n - 7])
     with pytest.raises(oxide.KernelError, match=rf"bounds check failed in kernel guarded_axpy at .*versioned\.py:\d+:\d+: "
                        rf"y\[i\] with index \d+ but length {n - 7}$"):
         versioned.guarded_axpy[(n + 255) // 256, 256](np.float32(1.5), dev(x), short, out, n)
-        torch.cuda.synchronize()
+        devices.synchronize()
         oxide.runtime.check_kernel_errors()
-    out.fill_(float("nan"))  # the process is still usable
+    devices.fill(out, np.nan)  # the process is still usable
     versioned.guarded_axpy[(n + 255) // 256, 256](np.float32(1.5), dev(x), dev(y), out, n)
-    np.testing.assert_allclose(out.cpu().numpy(), np.float32(1.5) * x + y, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(out), np.float32(1.5) * x + y, rtol=1e-6, atol=1e-6)

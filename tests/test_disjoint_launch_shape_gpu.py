@@ -12,12 +12,15 @@ import pytest
 import oxide
 
 import devices
+from devices import to_numpy
 
-pytestmark = [pytest.mark.gpu, devices.gpu_only("uses torch CUDA tensors (not yet written with tests/devices.py)")]
-torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+torch = devices.torch_or_none()  # PyTorch references of tests marked torch_reference (GPU only)
+torch_reference = devices.gpu_only("PyTorch (CUDA) computes the reference or makes the input")
 sys.path.insert(0, str(Path(__file__).parent / "packages" / "ports"))
 
 
+@torch_reference
 @pytest.mark.parametrize("grid, block", [(1, (16, 16)), ((4, 2), 128), (2, (32, 1, 2))])
 def test_a_launch_whose_threads_share_an_index_1d_is_refused(grid: object, block: object) -> None:
     import port_black_scholes as m
@@ -26,12 +29,12 @@ def test_a_launch_whose_threads_share_an_index_1d_is_refused(grid: object, block
     rng = np.random.default_rng()
     price, strike = (torch.as_tensor(rng.uniform(5, 30, n).astype(np.float32), device="cuda") for _ in range(2))
     years = torch.as_tensor(rng.uniform(0.25, 10, n).astype(np.float32), device="cuda")
-    call = torch.full((n,), float("nan"), device="cuda")
-    put = torch.full((n,), float("nan"), device="cuda")
+    call = devices.full((n,), np.nan)
+    put = devices.full((n,), np.nan)
     with pytest.raises(oxide.KernelError, match=r"block.dim.y == 1 and block.dim.z == 1 and grid.dim.y == 1"):
         m.black_scholes[grid, block](call, put, price, strike, years, 0.02, 0.3)
-    torch.cuda.synchronize()
-    assert torch.isnan(call).all() and torch.isnan(put).all()  # nothing ran
+    devices.synchronize()
+    assert np.isnan(to_numpy(call)).all() and np.isnan(to_numpy(put)).all()  # nothing ran
     m.black_scholes[(n + 127) // 128, 128](call, put, price, strike, years, 0.02, 0.3)
-    torch.cuda.synchronize()
-    assert not torch.isnan(call).any() and not torch.isnan(put).any()
+    devices.synchronize()
+    assert not np.isnan(to_numpy(call)).any() and not np.isnan(to_numpy(put)).any()

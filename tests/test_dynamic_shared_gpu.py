@@ -12,11 +12,14 @@ import pytest
 import oxide
 
 import devices
+from devices import to_numpy
 
-pytestmark = [pytest.mark.gpu, devices.gpu_only("uses torch CUDA tensors (not yet written with tests/devices.py)")]
-torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+torch = devices.torch_or_none()  # PyTorch references of tests marked torch_reference (GPU only)
+torch_reference = devices.gpu_only("PyTorch (CUDA) computes the reference or makes the input")
 sys.path.insert(0, str(Path(__file__).parent / "packages" / "dynshared"))
 rng = np.random.default_rng()
+dev = devices.array
 THREADS = 256
 
 
@@ -25,7 +28,7 @@ def optin_max() -> int:
     from oxide.runtime import device
 
     drv = device.driver()
-    err, dev = drv.cuDeviceGet(torch.cuda.current_device())
+    err, dev = drv.cuDeviceGet(device.context_device(device.current_context()).ordinal)
     assert int(err) == 0
     err, value = drv.cuDeviceGetAttribute(drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                                           dev)
@@ -39,13 +42,13 @@ def run_reversal(per_block: int, blocks: int = 5) -> None:
     import dynshared_kernels as m
 
     x = rng.uniform(0.5, 1.5, blocks * per_block).astype(np.float32)  # never zero
-    out = torch.full((blocks * per_block,), float("nan"), device="cuda")
-    sums = torch.full((blocks,), float("nan"), device="cuda")
-    m.reverse_segments[blocks, THREADS, None, per_block * 4](torch.as_tensor(x, device="cuda"), out, sums, per_block)
-    torch.cuda.synchronize()
+    out = devices.full((blocks * per_block,), np.nan)
+    sums = devices.full((blocks,), np.nan)
+    m.reverse_segments[blocks, THREADS, None, per_block * 4](dev(x), out, sums, per_block)
+    devices.synchronize()
     segments = x.reshape(blocks, per_block)
-    np.testing.assert_array_equal(out.cpu().numpy().reshape(blocks, per_block), segments[:, ::-1])
-    np.testing.assert_allclose(sums.cpu().numpy(), segments.astype(np.float64).sum(axis=1), rtol=1e-4)
+    np.testing.assert_array_equal(to_numpy(out).reshape(blocks, per_block), segments[:, ::-1])
+    np.testing.assert_allclose(to_numpy(sums), segments.astype(np.float64).sum(axis=1), rtol=1e-4)
 
 
 @pytest.mark.parametrize("kib", [100, 200])
@@ -56,6 +59,7 @@ def test_a_kernel_gets_more_than_48_kib_of_dynamic_shared_memory(kib: int) -> No
     run_reversal(40 * 1024 // 4)  # less than before: the raised limit serves it
 
 
+@torch_reference
 def test_the_device_maximum_is_given_and_one_more_is_refused() -> None:
     import dynshared_kernels as m
 
@@ -63,13 +67,13 @@ def test_the_device_maximum_is_given_and_one_more_is_refused() -> None:
     run_reversal(most // 4, blocks=3)
     per_block = most // 4 + 1
     x = torch.as_tensor(rng.uniform(0.5, 1.5, per_block).astype(np.float32), device="cuda")
-    out = torch.full((per_block,), float("nan"), device="cuda")
-    sums = torch.full((1,), float("nan"), device="cuda")
+    out = devices.full((per_block,), np.nan)
+    sums = devices.full((1,), np.nan)
     with pytest.raises(oxide.CudaError, match=rf"kernel reverse_segments asks for {per_block * 4} bytes of dynamic "
                                               rf"shared memory per block.*at most {most} bytes"):
         m.reverse_segments[1, THREADS, None, per_block * 4](x, out, sums, per_block)
     with pytest.raises(oxide.CudaError, match=r"asks for 307200 bytes"):  # 300 KiB: beyond every GPU's 227 KiB
         m.reverse_segments[1, THREADS, None, 300 * 1024](x, out, sums, 300 * 1024 // 4)
-    torch.cuda.synchronize()
-    assert torch.isnan(out).all() and torch.isnan(sums).all()  # nothing ran
+    devices.synchronize()
+    assert np.isnan(to_numpy(out)).all() and np.isnan(to_numpy(sums)).all()  # nothing ran
     run_reversal(1000)  # the kernel still launches afterwards

@@ -11,36 +11,35 @@ import numpy as np
 import pytest
 
 import devices
+from devices import to_numpy
 
-pytestmark = [pytest.mark.gpu, devices.gpu_only("uses torch CUDA tensors (not yet written with tests/devices.py)")]
-torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+torch = devices.torch_or_none()  # PyTorch references of tests marked torch_reference (GPU only)
+torch_reference = devices.gpu_only("PyTorch (CUDA) computes the reference or makes the input")
 sys.path.insert(0, str(Path(__file__).parent / "packages" / "langintr"))
 rng = np.random.default_rng()
 BLOCK = 128
 
 
-def dev(a):  # type: ignore[no-untyped-def]
-    return torch.as_tensor(np.ascontiguousarray(a), device="cuda")
+dev = devices.array
 
 
-def poison(n, dtype=torch.float32):  # type: ignore[no-untyped-def]
-    if dtype.is_floating_point:
-        return torch.full((n,), float("nan"), dtype=dtype, device="cuda")
+def poison(n, dtype=np.float32):  # type: ignore[no-untyped-def]
     # through NumPy: torch implements few operations (fill_ among them) for its unsigned types
-    np_dtype = {torch.int16: np.int16, torch.int32: np.int32, torch.int64: np.int64, torch.uint32: np.uint32,
-                torch.uint64: np.uint64}[dtype]
-    return dev(np.full(n, -12345 if dtype.is_signed else 12345, np_dtype))
+    dtype = np.dtype(dtype)
+    return dev(np.full(n, np.nan if dtype.kind == "f" else -12345 if dtype.kind == "i" else 12345, dtype))
 
 
 def host(t):  # type: ignore[no-untyped-def]
-    torch.cuda.synchronize()
-    return t.cpu().numpy()
+    devices.synchronize()
+    return to_numpy(t)
 
 
 def random_u32(n: int) -> np.ndarray:
     return rng.integers(1, 2**32, n, dtype=np.uint64).astype(np.uint32)
 
 
+@torch_reference
 def test_ffs_byte_perm_funnel_shifts() -> None:
     import intrk
 
@@ -90,6 +89,7 @@ def test_ffs_byte_perm_funnel_shifts() -> None:
     np.testing.assert_array_equal(perm, ref["perm"])
 
 
+@torch_reference
 def test_bit_casts() -> None:
     import intrk
 
@@ -115,6 +115,7 @@ def within_relative(actual: np.ndarray, desired: np.ndarray, rtol: np.ndarray) -
     assert not bad.any(), f"{bad.sum()} elements out of bounds, first: {actual[bad][:5]} vs {desired[bad][:5]}"
 
 
+@torch_reference
 def test_fast_math_per_call() -> None:
     """Within the documented error bounds of CUDA's __expf, __logf, __sinf, ... (CUDA C++
     Programming Guide, "Intrinsic Functions"); rcp (__frcp_rn) and saturate are exact."""
@@ -147,6 +148,7 @@ def test_fast_math_per_call() -> None:
     np.testing.assert_array_equal(host(r), 1.0 / d)
 
 
+@torch_reference
 def test_timers_and_nanosleep() -> None:
     import intrk
 
@@ -163,6 +165,7 @@ def test_timers_and_nanosleep() -> None:
     assert (t > 10**9).all() and int(t.max()) - int(t.min()) < 10**9, t
 
 
+@torch_reference
 def test_volatile_loads_stores_and_a_flag_handoff() -> None:
     import intrk
 
@@ -175,6 +178,7 @@ def test_volatile_loads_stores_and_a_flag_handoff() -> None:
     np.testing.assert_array_equal(host(seen), x[:blocks] + 7)
 
 
+@torch_reference
 def test_half_atomics() -> None:
     """Sums of multiples of 1/8 below 32 are exact in f16, so the order of the adds does not
     matter and the result is compared exactly."""
@@ -207,6 +211,7 @@ def test_half_atomics() -> None:
         np.testing.assert_array_equal(oc[mine & (oc != np.float16(-3.0))], np.full(per - 1, final[slots + j]))
 
 
+@torch_reference
 def test_bf16_atomics() -> None:
     """Multiples of 1/4 below 32 are exact in bf16 (8 significant bits): 32 values of at most
     0.75 per slot keep every partial sum, in any order, exact."""
@@ -225,7 +230,7 @@ def test_bf16_atomics() -> None:
     old_cas = poison(n, torch.bfloat16)
     intrk.bf16_atomics[n // BLOCK, BLOCK](x, dev(slot), sums, lows, highs, old_cas)
     assert (start[:slots] + per_sum < 32).all()
-    torch.cuda.synchronize()
+    devices.synchronize()
     got = sums.double().cpu().numpy()
     np.testing.assert_array_equal(got[:slots], start[:slots] + per_sum)
     np.testing.assert_array_equal(lows.double().cpu().numpy(), [x_np[slot == j].min() for j in range(slots)])
@@ -236,6 +241,7 @@ def test_bf16_atomics() -> None:
         assert len(winners) == 1 and got[slots + j] == x_np[winners[0]], (j, winners)
 
 
+@torch_reference
 def test_partial_mask_warp_operations() -> None:
     """In each warp only the lanes of a random mask take the branch and operate with that mask
     (`__reduce_add_sync(mask, v)`, `__ballot_sync(mask, p)`, ...); the other lanes' outputs
@@ -278,6 +284,7 @@ def test_partial_mask_warp_operations() -> None:
             assert got["umax"] == max(int(v) for v in xs[lanes].view(np.uint32)), (w, k)
 
 
+@torch_reference
 def test_grid_sync_many_rounds_across_blocks() -> None:
     """Each round reads what other blocks wrote in the previous one: any barrier that lets a
     block run ahead gives a wrong element. The barrier is reused 2 * rounds + 1 times per
@@ -292,13 +299,14 @@ def test_grid_sync_many_rounds_across_blocks() -> None:
     expect = np.roll(x, -37 * rounds) + rounds
     for stream in (torch.cuda.current_stream(), torch.cuda.Stream(), torch.cuda.current_stream()):
         a, b, out, xd = poison(n, torch.int32), poison(n, torch.int32), poison(n, torch.int32), dev(x)
-        torch.cuda.synchronize()  # the inputs are made on the default stream
+        devices.synchronize()  # the inputs are made on the default stream
         with torch.cuda.stream(stream):
             intrk.rotate_rounds[grid, 256](xd, a, b, rounds, out)
         np.testing.assert_array_equal(host(out), expect)
         np.testing.assert_array_equal(host(out), expect)  # twice: nothing still running changes it
 
 
+@torch_reference
 def test_grid_sync_refuses_a_grid_that_cannot_be_resident() -> None:
     import intrk
 

@@ -9,23 +9,24 @@ import numpy as np
 import pytest
 
 import devices
+from devices import to_numpy
 
-pytestmark = [pytest.mark.gpu, devices.gpu_only("uses torch CUDA tensors (not yet written with tests/devices.py)")]
-torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+torch = devices.torch_or_none()  # PyTorch references of tests marked torch_reference (GPU only)
+torch_reference = devices.gpu_only("PyTorch (CUDA) computes the reference or makes the input")
 sys.path.insert(0, str(Path(__file__).parent / "packages" / "langkernels"))
 rng = np.random.default_rng()
 
 
-def dev(a):  # type: ignore[no-untyped-def]
-    return torch.as_tensor(np.ascontiguousarray(a), device="cuda")
+dev = devices.array
 
 
-def poison(n, dtype=torch.float32):  # type: ignore[no-untyped-def]
-    if dtype.is_floating_point:
-        return torch.full((n,), float("nan"), dtype=dtype, device="cuda")
-    return torch.full((n,), -12345, dtype=dtype, device="cuda")
+def poison(n, dtype=np.float32):  # type: ignore[no-untyped-def]
+    dtype = np.dtype(dtype)
+    return devices.full(n, np.nan if dtype.kind == "f" else -12345, dtype)
 
 
+@torch_reference
 def test_python_floor_division_and_modulo() -> None:
     import langk
 
@@ -34,15 +35,16 @@ def test_python_floor_division_and_modulo() -> None:
     b = rng.integers(1, 1000, n) * rng.choice([-1, 1], n)
     q, r = poison(n, torch.int64), poison(n, torch.int64)
     langk.int_semantics[langk.int_semantics.grid_for(n), 256](dev(a), dev(b), q, r)
-    np.testing.assert_array_equal(q.cpu().numpy(), a // b)
-    np.testing.assert_array_equal(r.cpu().numpy(), a % b)
+    np.testing.assert_array_equal(to_numpy(q), a // b)
+    np.testing.assert_array_equal(to_numpy(r), a % b)
     fa, fb = rng.standard_normal(n) * 100, rng.standard_normal(n) * 7
     fq, fr = poison(n, torch.float64), poison(n, torch.float64)
     langk.float_mod[langk.float_mod.grid_for(n), 256](dev(fa), dev(fb), fq, fr)
-    np.testing.assert_array_equal(fq.cpu().numpy(), np.floor(fa / fb))
-    np.testing.assert_allclose(fr.cpu().numpy(), np.mod(fa, fb), rtol=1e-12, atol=1e-9)
+    np.testing.assert_array_equal(to_numpy(fq), np.floor(fa / fb))
+    np.testing.assert_allclose(to_numpy(fr), np.mod(fa, fb), rtol=1e-12, atol=1e-9)
 
 
+@torch_reference
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_math_functions(dtype: type) -> None:
     import langk
@@ -55,9 +57,10 @@ def test_math_functions(dtype: type) -> None:
     v = x.astype(np.float64)
     ref = (np.exp(v) + np.sqrt(np.abs(v)) + np.sin(v) * np.cos(v) + np.tanh(v) + np.log(np.abs(v) + 1)
            + erf(v) + np.abs(v) ** 1.5 + np.floor(v) + (v * v + 1))
-    np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=2e-6 if dtype == np.float32 else 1e-13, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(out), ref, rtol=2e-6 if dtype == np.float32 else 1e-13, atol=1e-5)
 
 
+@torch_reference
 def test_warp_operations() -> None:
     import langk
 
@@ -86,21 +89,22 @@ def test_atomics() -> None:
     x = rng.integers(-50, 50, n).astype(np.int32)
     counters = dev(np.array([0, 1 << 30, -(1 << 30), 0, 0, 0], np.int32))
     langk.atomics[langk.atomics.grid_for(n), 256](dev(x), counters)
-    c = counters.cpu().numpy()
+    c = to_numpy(counters)
     assert c[0] == x.sum() and c[1] == x.min() and c[2] == x.max()
     assert c[3] == np.bitwise_xor.reduce(x) and c[4] == 7 and c[5] == 1
 
 
+@torch_reference
 def test_bf16_and_f16() -> None:
     import langk
 
     n = 3001
     x = torch.randn(n, device="cuda", dtype=torch.bfloat16)
-    y = torch.randn(n, device="cuda", dtype=torch.float16)
+    y = torch.randn(n, device="cuda", dtype=np.float16)
     out = poison(n)
     langk.halves[langk.halves.grid_for(n), 256](x, y, out)
     ref = (x.float().cpu().numpy() * 2) + (y.float().cpu().numpy() * 0.5)
-    np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(to_numpy(out), ref, rtol=1e-2, atol=1e-2)
 
 
 def test_tensors_and_index_2d() -> None:
@@ -109,14 +113,14 @@ def test_tensors_and_index_2d() -> None:
     rows, cols = 37, 53
     a = rng.standard_normal((rows, cols)).astype(np.float32)
     b = rng.standard_normal((cols, rows)).astype(np.float32)
-    out = torch.full((rows, cols), float("nan"), device="cuda")
+    out = devices.full((rows, cols), np.nan)
     langk.tensor_add[((cols + 15) // 16, (rows + 15) // 16), (16, 16)](dev(a), dev(b), out)
-    np.testing.assert_allclose(out.cpu().numpy(), a + b.T * 8, rtol=1e-6)
+    np.testing.assert_allclose(to_numpy(out), a + b.T * 8, rtol=1e-6)
     # a strided (transposed) view is read through its strides
-    bt = dev(b.T.copy()).t()  # shape (cols, rows), non-contiguous
-    out2 = torch.full((rows, cols), float("nan"), device="cuda")
+    bt = dev(b.T.copy()).T  # shape (cols, rows), non-contiguous
+    out2 = devices.full((rows, cols), np.nan)
     langk.tensor_add[((cols + 15) // 16, (rows + 15) // 16), (16, 16)](dev(a), bt, out2)
-    np.testing.assert_allclose(out2.cpu().numpy(), a + b.T * 8, rtol=1e-6)
+    np.testing.assert_allclose(to_numpy(out2), a + b.T * 8, rtol=1e-6)
 
 
 def test_constexpr_specializations() -> None:
@@ -127,7 +131,7 @@ def test_constexpr_specializations() -> None:
     for reps in (1, 3):
         out = poison(n)
         langk.repeat[langk.repeat.grid_for(n), 256](dev(x), reps, out)
-        np.testing.assert_allclose(out.cpu().numpy(), x.astype(np.float64) * reps, rtol=1e-6)
+        np.testing.assert_allclose(to_numpy(out), x.astype(np.float64) * reps, rtol=1e-6)
 
 
 def test_bounds_check_raises_kernel_error_and_process_stays_usable() -> None:
@@ -138,8 +142,8 @@ def test_bounds_check_raises_kernel_error_and_process_stays_usable() -> None:
     n = 1000
     x = dev(rng.standard_normal(n).astype(np.float32))
     out = poison(n)
-    langk.checked_read[langk.checked_read.grid_for(n), 256](x, out)
-    with pytest.raises(oxide.KernelError) as info:
+    with pytest.raises(oxide.KernelError) as info:  # raised by the launch on the CPU device
+        langk.checked_read[langk.checked_read.grid_for(n), 256](x, out)
         synchronize()
     err = info.value
     assert err.kernel == "checked_read" and err.index == 1000 and err.length == 1000
@@ -149,7 +153,7 @@ def test_bounds_check_raises_kernel_error_and_process_stays_usable() -> None:
     out = poison(n)
     langk.checked_read[langk.checked_read.grid_for(n), 256](big, out)
     synchronize()
-    np.testing.assert_array_equal(out.cpu().numpy(), big.cpu().numpy()[1:])
+    np.testing.assert_array_equal(to_numpy(out), to_numpy(big)[1:])
 
 
 def test_assert_raises_kernel_error() -> None:
@@ -160,6 +164,6 @@ def test_assert_raises_kernel_error() -> None:
     x = np.abs(rng.standard_normal(513)).astype(np.float32)
     x[200] = -1.0
     out = poison(513)
-    langk.asserts[3, 256](dev(x), out)
-    with pytest.raises(oxide.KernelError, match="inputs must be non-negative"):
+    with pytest.raises(oxide.KernelError, match="inputs must be non-negative"):  # at the launch on the CPU device
+        langk.asserts[3, 256](dev(x), out)
         synchronize()

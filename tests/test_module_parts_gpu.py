@@ -13,11 +13,14 @@ import pytest
 from test_module_parts import kernels_source
 
 import devices
+from devices import to_numpy
 
-pytestmark = [pytest.mark.gpu, devices.gpu_only("uses torch CUDA tensors (not yet written with tests/devices.py)")]
-torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+torch = devices.torch_or_none()  # PyTorch references of tests marked torch_reference (GPU only)
+torch_reference = devices.gpu_only("PyTorch (CUDA) computes the reference or makes the input")
 
 
+@torch_reference
 def test_kernels_of_every_part_run_and_report_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import oxide
     from oxide.abi.manifest import ModuleManifest
@@ -41,19 +44,19 @@ def test_kernels_of_every_part_run_and_report_errors(tmp_path: Path, monkeypatch
     n = 10_001
     x = rng.standard_normal(n).astype(np.float32)
     for index in range(18):  # parts 0, 1 and 2
-        out = torch.full((n,), float("nan"), device="cuda")
+        out = devices.full((n,), np.nan)
         getattr(ops, f"k{index}")[(n + 255) // 256, 256](np.float32(1.5), torch.as_tensor(x, device="cuda"), out)
         # contracted into one fma (the default): the f64 result rounded once, within an ulp
         want = (1.5 * x.astype(np.float64) + index).astype(np.float32)
-        np.testing.assert_allclose(out.cpu().numpy(), want, rtol=2e-7, atol=1e-7)
+        np.testing.assert_allclose(to_numpy(out), want, rtol=2e-7, atol=1e-7)
     lines = source.read_text().splitlines()
     read = next(i for i, line in enumerate(lines, 1) if line.endswith("+ 17.0"))
     short = torch.as_tensor(x[:100], device="cuda")
     with pytest.raises(oxide.KernelError, match=rf"k17 .*ops\.py:({read}|{read - 3})"):
-        ops.k17[(n + 255) // 256, 256](np.float32(1.0), short, torch.empty(n, device="cuda"))
-        torch.cuda.synchronize()
+        ops.k17[(n + 255) // 256, 256](np.float32(1.0), short, devices.zeros(n))
+        devices.synchronize()
         oxide.runtime.check_kernel_errors()
-    out = torch.full((n,), float("nan"), device="cuda")  # still usable, parts 0 and 2
+    out = devices.full((n,), np.nan)  # still usable, parts 0 and 2
     ops.k0[(n + 255) // 256, 256](np.float32(2.0), torch.as_tensor(x, device="cuda"), out)
-    np.testing.assert_allclose(out.cpu().numpy(), (2.0 * x.astype(np.float64)).astype(np.float32), rtol=2e-7, atol=0)
+    np.testing.assert_allclose(to_numpy(out), (2.0 * x.astype(np.float64)).astype(np.float32), rtol=2e-7, atol=0)
     sys.modules.pop("partpk.ops", None)
