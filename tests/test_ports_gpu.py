@@ -28,6 +28,10 @@ torch_reference = devices.gpu_only("PyTorch (CUDA) computes the reference")
 
 
 def poisoned(shape: tuple[int, ...] | int, dtype: object = np.float32) -> object:
+    torch = devices.torch_or_none()
+    if torch is not None and isinstance(dtype, torch.dtype):  # the PyTorch-reference tests (bfloat16 has no NumPy dtype)
+        value = float("nan") if dtype.is_floating_point else 0x5A if dtype in (torch.uint8, torch.int8) else 0x5A5A
+        return torch.full(shape if isinstance(shape, tuple) else (shape,), value, dtype=dtype, device="cuda")
     dt = np.dtype(dtype)  # type: ignore[call-overload]
     if dt.kind == "f":
         return devices.full(shape, np.nan, dt)
