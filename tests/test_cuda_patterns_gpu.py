@@ -12,32 +12,36 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 
 import devices
+from devices import to_numpy
 
-pytestmark = [pytest.mark.gpu, devices.gpu_only("uses torch CUDA tensors (not yet written with tests/devices.py)")]
-torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+torch = devices.torch_or_none()  # the pair-atomic tests (f16/bf16 in and out through PyTorch, GPU only)
+torch_reference = devices.gpu_only("f16/bf16 arrays through PyTorch, and the pair atomics' PTX")
+rng = np.random.default_rng()
 sys.path.insert(0, str(Path(__file__).parent / "packages" / "cudapatterns"))
 BLOCK = 128
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_literal_choices(dtype: torch.dtype) -> None:
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_literal_choices(dtype: type) -> None:
     import patk
 
     n = 5003
-    x = (torch.rand(n, device="cuda", dtype=dtype) * 8 - 4)
-    out = torch.full((n,), float("nan"), dtype=dtype, device="cuda")
-    weights = torch.full((n,), float("nan"), device="cuda")
-    patk.literal_choices[(n + BLOCK - 1) // BLOCK, BLOCK](x, 1, out, weights)
-    torch.cuda.synchronize()
-    v = x.to(torch.int32)  # toward zero, as i32(x) converts
-    indicator = (v == 1).float()
-    w = torch.where(v > 1, 0.25, 0.5).float()
-    torch.testing.assert_close(weights, indicator + w * x.float(), rtol=1e-6, atol=1e-6)
-    want = torch.where(x * x + x > 4.0, 2.0, -1.0).to(dtype)
-    assert torch.equal(out, want)
+    x = (rng.random(n) * 8 - 4).astype(dtype)
+    out = devices.full((n,), np.nan, dtype)
+    weights = devices.full((n,), np.nan)
+    patk.literal_choices[(n + BLOCK - 1) // BLOCK, BLOCK](devices.array(x), 1, out, weights)
+    devices.synchronize()
+    v = x.astype(np.int32)  # toward zero, as i32(x) converts
+    indicator = (v == 1).astype(np.float32)
+    w = np.where(v > 1, 0.25, 0.5).astype(np.float32)
+    np.testing.assert_allclose(to_numpy(weights), indicator + w * x.astype(np.float32), rtol=1e-6, atol=1e-6)
+    want = np.where(x * x + x > 4.0, 2.0, -1.0).astype(dtype)
+    np.testing.assert_array_equal(to_numpy(out), want)
 
 
 def test_threadfence_reduction_twice() -> None:
@@ -45,14 +49,15 @@ def test_threadfence_reduction_twice() -> None:
 
     for blocks in (37, 64):  # the device counter wraps to 0 after each launch's last block
         n = blocks * BLOCK * 3 + 17
-        x = torch.rand(n, device="cuda")
-        partial = torch.full((blocks,), float("nan"), device="cuda")
-        total = torch.full((1,), float("nan"), device="cuda")
-        patk.threadfence_sum[blocks, BLOCK](x, partial, total)
-        torch.cuda.synchronize()
-        torch.testing.assert_close(total[0], x.double().sum().float(), rtol=1e-4, atol=1e-3)
+        x = rng.random(n).astype(np.float32)
+        partial = devices.full((blocks,), np.nan)
+        total = devices.full((1,), np.nan)
+        patk.threadfence_sum[blocks, BLOCK](devices.array(x), partial, total)
+        devices.synchronize()
+        np.testing.assert_allclose(to_numpy(total)[0], x.astype(np.float64).sum(), rtol=1e-4, atol=1e-3)
 
 
+@torch_reference
 def test_half2_atomic_add() -> None:
     """Item 12: the pair atomic on f16 elements; small integers, so every order of the adds gives
     the exact sum."""
@@ -91,6 +96,7 @@ def bf16_patk(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     sys.path.remove(str(root))
 
 
+@torch_reference
 def test_bf16x2_atomic_add(bf16_patk: ModuleType) -> None:
     """Item 12: the pair atomic on bf16 elements at each scope, and the bf16 scalar add, natively
     and by the sm_80 loop; zeros and ones, whose partial sums (at most 128: a block's) are exact
