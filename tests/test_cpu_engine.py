@@ -589,3 +589,33 @@ def test_memcheck_passes_the_examples() -> None:
     m.function("block_sum").launch((4, 1, 1), (256, 1, 1), 0, slots(spec_of(m, "block_sum"), {
         "x": [x.ctypes.data, n], "out": [out.ctypes.data, 1]}), frozenset({"memcheck"}))
     np.testing.assert_allclose(out[0], x.astype(np.float64).sum(), rtol=1e-4)
+
+
+def test_byte_perm_as_prmt(tmp_path: Path) -> None:
+    m = module(tmp_path, """
+        import oxide as ox
+        from oxide import Slice, DisjointSlice, u32, thread
+
+        @ox.kernel
+        def perm(x: Slice[u32], y: Slice[u32], s: Slice[u32], out: DisjointSlice[u32]) -> None:
+            i = thread.index_1d()
+            if i < len(out) and i < len(x) and i < len(y) and i < len(s):
+                out[i] = ox.bits.byte_perm(x[i], y[i], s[i])
+    """)
+    spec = m.kernels[0]
+    n = 300
+    rng = np.random.default_rng(13)
+    x, y, s = (rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32) for _ in range(3))
+    out = np.zeros(n, np.uint32)
+    m.function(spec.symbol).launch((2, 1, 1), (256, 1, 1), 0, slots(spec, {
+        "x": [x.ctypes.data, n], "y": [y.ctypes.data, n], "s": [s.ctypes.data, n], "out": [out.ctypes.data, n]}))
+    for k in range(n):
+        both = int(x[k]) | int(y[k]) << 32
+        expected = 0
+        for b in range(4):
+            nibble = int(s[k]) >> (4 * b) & 0xF
+            byte = both >> (8 * (nibble & 7)) & 0xFF
+            if nibble & 8:
+                byte = 0xFF if byte & 0x80 else 0
+            expected |= byte << (8 * b)
+        assert int(out[k]) == expected, k

@@ -99,6 +99,26 @@ def _lower_byte_perm(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) 
     return fl.b.asm(ftype, "prmt.b32 $0, $1, $2, $3;", "=r,r,r,r", args, False)
 
 
+def _cpu_byte_perm(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    """The CPU device: PTX's ``prmt.b32`` (default mode): result byte n is byte ``sel & 7`` of
+    the 8 bytes ``y:x``, where ``sel`` is nibble n of the selector; with the nibble's bit 3 set,
+    that byte's sign bit repeated instead."""
+    b = fl.b
+    x, y, sel = (fl.expr(a) for a in e.args)
+    i32, i64 = ll.IntType(32), ll.IntType(64)
+    both = b.or_(b.zext(x, i64), b.shl(b.zext(y, i64), ll.Constant(i64, 32)))
+    result: ll.Value = ll.Constant(i32, 0)
+    for n in range(4):
+        nibble = b.and_(b.lshr(sel, ll.Constant(i32, 4 * n)), ll.Constant(i32, 0xF))
+        shift = b.zext(b.mul(b.and_(nibble, ll.Constant(i32, 7)), ll.Constant(i32, 8)), i64)
+        byte = b.trunc(b.and_(b.lshr(both, shift), ll.Constant(i64, 0xFF)), i32)
+        negative = b.icmp_unsigned("!=", b.and_(byte, ll.Constant(i32, 0x80)), ll.Constant(i32, 0))
+        sign = b.select(negative, ll.Constant(i32, 0xFF), ll.Constant(i32, 0))
+        replicate = b.icmp_unsigned("!=", b.and_(nibble, ll.Constant(i32, 8)), ll.Constant(i32, 0))
+        result = b.or_(result, b.shl(b.select(replicate, sign, byte), ll.Constant(i32, 8 * n)))
+    return result
+
+
 def _type_funnel(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 3, info.name)
     args = [_int32_arg(tr, a, info.name, what) for a, what in zip(node.args, ("lo", "hi", "the shift"))]
@@ -168,7 +188,7 @@ def _lower_mulhi(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> l
 
 ENTRIES = [
     *(IntrinsicInfo(f"bits.{op}", _type_bits, _lower_bits) for op in (*LLVM_NAMES, "ffs")),
-    IntrinsicInfo("bits.byte_perm", _type_byte_perm, _lower_byte_perm),
+    IntrinsicInfo("bits.byte_perm", _type_byte_perm, _lower_byte_perm, cpu_lowering=_cpu_byte_perm),
     *(IntrinsicInfo(f"bits.{op}", _type_funnel, _lower_funnel) for op in FUNNEL_SHIFTS),
     IntrinsicInfo("bits.bitcast", _type_bitcast, _lower_bitcast),
     IntrinsicInfo("bits.mulhi", _type_mulhi, _lower_mulhi),
