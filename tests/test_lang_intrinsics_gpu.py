@@ -25,7 +25,13 @@ dev = devices.array
 
 
 def poison(n, dtype=np.float32):  # type: ignore[no-untyped-def]
-    # through NumPy: torch implements few operations (fill_ among them) for its unsigned types
+    if torch is not None and isinstance(dtype, torch.dtype):  # the PyTorch-input tests (GPU only)
+        if dtype.is_floating_point:
+            return torch.full((n,), float("nan"), dtype=dtype, device="cuda")
+        # through NumPy: torch implements few operations (fill_ among them) for its unsigned types
+        np_dtype = {torch.int16: np.int16, torch.int32: np.int32, torch.int64: np.int64, torch.uint32: np.uint32,
+                    torch.uint64: np.uint64}[dtype]
+        return torch.as_tensor(np.full(n, -12345 if dtype.is_signed else 12345, np_dtype), device="cuda")
     dtype = np.dtype(dtype)
     return dev(np.full(n, np.nan if dtype.kind == "f" else -12345 if dtype.kind == "i" else 12345, dtype))
 

@@ -22,6 +22,9 @@ dev = devices.array
 
 
 def poison(n, dtype=np.float32):  # type: ignore[no-untyped-def]
+    if torch is not None and isinstance(dtype, torch.dtype):  # the PyTorch-input tests (GPU only)
+        value = float("nan") if dtype.is_floating_point else -12345
+        return torch.full((n,), value, dtype=dtype, device="cuda")
     dtype = np.dtype(dtype)
     return devices.full(n, np.nan if dtype.kind == "f" else -12345, dtype)
 
@@ -100,7 +103,7 @@ def test_bf16_and_f16() -> None:
 
     n = 3001
     x = torch.randn(n, device="cuda", dtype=torch.bfloat16)
-    y = torch.randn(n, device="cuda", dtype=np.float16)
+    y = torch.randn(n, device="cuda", dtype=torch.float16)
     out = poison(n)
     langk.halves[langk.halves.grid_for(n), 256](x, y, out)
     ref = (x.float().cpu().numpy() * 2) + (y.float().cpu().numpy() * 0.5)
