@@ -153,7 +153,6 @@ def test_mandelbrot() -> None:
     assert np.all(np.abs(got.astype(int) - ref) <= iters)
 
 
-@devices.gpu_only("needs the CPU engine's scoped atomics (atom.cta)")
 def test_histogram256() -> None:
     m = port("histogram256")
     n_words = 1_000_003
@@ -660,7 +659,6 @@ def test_sobel() -> None:
     np.testing.assert_array_equal(to_numpy(out), ref)
 
 
-@devices.gpu_only("needs the CPU engine's scoped atomics (atom.cta)")
 @pytest.mark.parametrize("bits, shift", [(32, 0), (32, 24), (64, 8), (64, 56)])
 def test_radix_histogram(bits: int, shift: int) -> None:
     m = port("radix_histogram")
