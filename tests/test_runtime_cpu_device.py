@@ -367,3 +367,25 @@ def test_the_cpu_driver_refuses_gpu_code_and_unknown_pointers() -> None:
     assert list(host) == list(range(100))
     assert drv.cuMemFree(ptr) == (drv.OK,)
     assert drv.cuDeviceGet(1)[0] == drv.CUresult.CUDA_ERROR_INVALID_DEVICE
+
+
+def test_a_cooperative_launch_runs_through_launch_ex_and_a_grid_too_large_is_refused(
+        tmp_path: Path, on_cpu: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel that calls grid.sync() is launched cooperatively (cuLaunchKernelEx) with the limit
+    of the CPU device's sm_90 figures: 132 multiprocessors x min(32, 2048 / threads) blocks."""
+    import oxide_build.jit
+
+    spec = SAXPY_KERNELS[2]._replace(cooperative=True)
+    made: list[StandInModule] = []
+    monkeypatch.setattr(oxide_build.jit, "cpu_module",
+                        lambda source, module: made.append(StandInModule((spec,), SITES)) or made[-1])
+    m = make_module(tmp_path)
+    x = rng.standard_normal(132 * 8 * 256).astype(np.float32)
+    out = np.zeros_like(x)
+    m.scale[132 * 8, 256](2.0, x, out)
+    np.testing.assert_array_equal(out, np.float32(2.0) * x)
+    with pytest.raises(ValueError, match=r"a cooperative launch of scale needs all its blocks resident at once: at "
+                                         r"most 1056 blocks of 256 threads \(8 per multiprocessor x 132\) on oxide "
+                                         r"CPU device; got grid \(1057, 1, 1\) = 1057 blocks"):
+        m.scale[1057, 256](2.0, np.zeros(1057 * 256, np.float32), np.zeros(1057 * 256, np.float32))
+    assert len(made[0].launches) == 1
