@@ -389,3 +389,17 @@ def test_a_cooperative_launch_runs_through_launch_ex_and_a_grid_too_large_is_ref
                                          r"CPU device; got grid \(1057, 1, 1\) = 1057 blocks"):
         m.scale[1057, 256](2.0, np.zeros(1057 * 256, np.float32), np.zeros(1057 * 256, np.float32))
     assert len(made[0].launches) == 1
+
+
+def test_dlpack_host_arrays_are_read_and_cuda_ones_refused(tmp_path: Path, on_cpu: Any) -> None:
+    from fakes import FakeDLPack
+
+    m = make_module(tmp_path)
+    x = rng.standard_normal(16).astype(np.float32)
+    out = np.zeros(16, np.float32)
+    m.scale[1, 16](2.0, FakeDLPack((16,), device_type=1, ptr=x.ctypes.data), out)  # kDLCPU
+    np.testing.assert_array_equal(out, np.float32(2.0) * x)
+    with pytest.raises(TypeError, match=r"parameter 'x' of scale is a fakes.FakeDLPack on DLPack device type 2 "
+                                        r"\(GPU memory\), but kernels run on the CPU device"):
+        m.scale[1, 16](2.0, FakeDLPack((16,), device_type=2), out)
+    assert m.scale.attributes["max_threads_per_block"] == 1024  # cuFuncGetAttribute of the CPU driver
