@@ -14,6 +14,8 @@ __all__ = [
     "KernelError",
     "SynccheckError",
     "MemcheckError",
+    "RacecheckError",
+    "InitcheckError",
     "ToolchainError",
 ]
 
@@ -142,4 +144,31 @@ class MemcheckError(KernelError):
         self.thread = thread
         self.address = address
         self.size = size
+        super().__init__(message, kernel=kernel, location=location)
+
+
+class RacecheckError(KernelError):
+    """Two threads of a block access one byte of shared memory, at least one of them writing,
+    with no barrier (or warp operation of their warp) between them (the CPU device's racecheck,
+    ``OXIDE_SANITIZE=racecheck``). ``location`` is the second access's ``file:line:col``,
+    ``other_location`` the first's."""
+
+    def __init__(self, message: str, kernel: str = "", location: str = "", other_location: str = "",
+                 block: tuple[int, int, int] | None = None, thread: tuple[int, int, int] | None = None,
+                 other_thread: tuple[int, int, int] | None = None) -> None:
+        self.other_location = other_location
+        self.block = block
+        self.thread = thread
+        self.other_thread = other_thread
+        super().__init__(message, kernel=kernel, location=location)
+
+
+class InitcheckError(KernelError):
+    """A read of shared memory no thread of the block wrote (the CPU device's initcheck,
+    ``OXIDE_SANITIZE=initcheck``)."""
+
+    def __init__(self, message: str, kernel: str = "", location: str = "", block: tuple[int, int, int] | None = None,
+                 thread: tuple[int, int, int] | None = None) -> None:
+        self.block = block
+        self.thread = thread
         super().__init__(message, kernel=kernel, location=location)

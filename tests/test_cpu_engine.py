@@ -15,7 +15,7 @@ import pytest
 
 from oxide import CompileError
 from oxide.abi import error_record
-from oxide.errors import KernelError, MemcheckError, SynccheckError
+from oxide.errors import InitcheckError, KernelError, MemcheckError, RacecheckError, SynccheckError
 from oxide.runtime import kernel_errors
 
 pytest.importorskip("llvmlite")
@@ -587,7 +587,7 @@ def test_memcheck_passes_the_examples() -> None:
     x = np.random.default_rng(12).standard_normal(n).astype(np.float32)
     out = np.zeros(1, np.float32)
     m.function("block_sum").launch((4, 1, 1), (256, 1, 1), 0, slots(spec_of(m, "block_sum"), {
-        "x": [x.ctypes.data, n], "out": [out.ctypes.data, 1]}), frozenset({"memcheck"}))
+        "x": [x.ctypes.data, n], "out": [out.ctypes.data, 1]}), frozenset({"memcheck", "racecheck", "initcheck"}))
     np.testing.assert_allclose(out[0], x.astype(np.float64).sum(), rtol=1e-4)
 
 
@@ -619,3 +619,79 @@ def test_byte_perm_as_prmt(tmp_path: Path) -> None:
                 byte = 0xFF if byte & 0x80 else 0
             expected |= byte << (8 * b)
         assert int(out[k]) == expected, k
+
+
+RACY = """
+    import oxide as ox
+    from oxide import Slice, MutSlice, f32, i32, thread, block, warp
+
+    @ox.kernel
+    def racy(x: Slice[f32], out: MutSlice[f32], sync: i32) -> None:
+        buf = ox.shared.array(64, f32)
+        t = thread.idx.x
+        buf[t] = x[t]
+        if sync == 1:
+            block.sync()
+        v = buf[(t + 1) % 64]
+        block.sync()
+        with ox.unsafe():
+            out[t] = v
+
+    @ox.kernel
+    def warp_ordered(x: Slice[f32], out: MutSlice[f32]) -> None:
+        buf = ox.shared.array(32, f32)
+        t = thread.idx.x
+        buf[t] = x[t]
+        warp.sync()
+        with ox.unsafe():
+            out[t] = buf[31 - t]
+
+    @ox.kernel
+    def uninitialized(out: MutSlice[f32]) -> None:
+        buf = ox.shared.array(64, f32)
+        t = thread.idx.x
+        if t < 32:
+            buf[t] = f32(t)
+        block.sync()
+        with ox.unsafe():
+            out[t] = buf[63 - t]
+"""
+
+
+def test_racecheck_and_initcheck_on_shared_memory(tmp_path: Path) -> None:
+    m = module(tmp_path, RACY)
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    racy = next(k for k in m.kernels if k.name == "racy")
+    for sync in (1, 0):
+        values = slots(racy, {"x": [x.ctypes.data, 64], "out": [out.ctypes.data, 64], "sync": [sync]})
+        if sync:
+            m.function(racy.symbol).launch((2, 1, 1), (64, 1, 1), 0, values, frozenset({"racecheck", "initcheck"}))
+            np.testing.assert_array_equal(out, np.roll(x, -1))
+            continue
+        with pytest.raises(RacecheckError) as info:
+            m.function(racy.symbol).launch((2, 1, 1), (64, 1, 1), 0, values, frozenset({"racecheck"}))
+        message = str(info.value)
+        assert "a race on shared memory in kernel racy, block (0, 0, 0)" in message
+        assert "kern.py:9:" in message and "kern.py:12:" in message  # the write, and the read it races with
+    warp_ordered = next(k for k in m.kernels if k.name == "warp_ordered")
+    m.function(warp_ordered.symbol).launch((1, 1, 1), (32, 1, 1), 0, slots(warp_ordered, {
+        "x": [x.ctypes.data, 64], "out": [out.ctypes.data, 64]}), frozenset({"racecheck"}))
+    np.testing.assert_array_equal(out[:32], x[:32][::-1])
+    uninit = next(k for k in m.kernels if k.name == "uninitialized")
+    values = slots(uninit, {"out": [out.ctypes.data, 64]})
+    m.function(uninit.symbol).launch((1, 1, 1), (64, 1, 1), 0, values)  # unchecked, it runs
+    with pytest.raises(InitcheckError, match=r"initcheck: in kernel uninitialized, block \(0, 0, 0\), thread \(0, 0, 0\)"
+                       r" reads byte \d+ of the block.s shared memory at .*kern.py:34:"):
+        m.function(uninit.symbol).launch((1, 1, 1), (64, 1, 1), 0, values, frozenset({"initcheck"}))
+
+
+def test_sanitizers_pass_the_examples() -> None:
+    m = engine.compile_module_for_cpu(EXAMPLES / "sgemm.py", "examples.sgemm", ROOT)
+    spec = spec_of(m, "sgemm")
+    a = np.random.default_rng(14).standard_normal((40, 40)).astype(np.float32)
+    c = np.full((40, 40), np.nan, np.float32)
+    m.function("sgemm").launch((2, 2, 1), (32, 32, 1), 0, slots(spec, {
+        "a": [a.ctypes.data, a.size], "b": [a.ctypes.data, a.size], "m": [40], "n": [40], "k": [40],
+        "c": [c.ctypes.data, c.size]}), frozenset({"memcheck", "racecheck", "initcheck", "synccheck"}))
+    np.testing.assert_allclose(c, a.astype(np.float64) @ a.astype(np.float64), rtol=1e-4, atol=1e-4)

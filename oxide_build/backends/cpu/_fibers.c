@@ -56,7 +56,10 @@ enum {
     ERR_NO_MEMORY = 4,
     ERR_WARP_DEADLOCK = 5,   /* lanes wait at a warp operation whose other lanes never come */
     ERR_MEMCHECK = 6,        /* an access outside every allocation (memcheck) */
+    ERR_RACE = 7,            /* two threads' accesses to a shared byte that nothing orders (racecheck) */
+    ERR_UNINITIALIZED = 8,   /* a read of shared memory no thread wrote (initcheck) */
 };
+enum { CHECK_MEMORY = 1, CHECK_RACES = 2, CHECK_INIT = 4 };
 enum { WAIT_NONE = 0, WAIT_BARRIER = 1, WAIT_WARP = 2, WAIT_GRID = 3, EXITED = 4 };
 
 typedef void (*block_fn_t)(void **params);
@@ -88,6 +91,11 @@ typedef struct {
     int64_t err_size;
     int32_t err_access;      /* 0 read, 1 write, 2 atomic */
     int32_t err_space;       /* 1 global, 3 shared */
+    int32_t checks;          /* CHECK_* of the instrumented build's launch */
+    int32_t err_other_thread;/* racecheck: the other access's thread (linear in its block) */
+    int32_t err_other_access;
+    int32_t err_linear;      /* the reporting thread, linear in its block */
+    int64_t err_offset;      /* racecheck / initcheck: the byte's offset in the block's shared memory */
 } launch_t;
 
 /* ---- the fiber switch ---------------------------------------------------------------------- */
@@ -175,6 +183,8 @@ static int32_t *vote_parity;       /* [blocks] */
 static int64_t grid_arrived, grid_live;
 static int32_t grid_site;
 static int64_t current;            /* the fiber running */
+static uint32_t *barrier_epoch;    /* racecheck: [blocks] block barriers completed + 1 */
+static uint32_t *warp_gen;         /* racecheck: [warps] warp operations completed */
 static int64_t warps_per_block;
 static int aborted;                /* a trap: stop the launch */
 static int checks_failed;          /* a thread ended at a failed check (its record is written) */
@@ -253,6 +263,7 @@ EXPORT void oxide_cpu_barrier(int32_t at) {
     if (++arrived[b] == live[b]) { /* the last one: release the others and carry on */
         int64_t first = b * block_threads;
         arrived[b] = 0;
+        if (barrier_epoch) barrier_epoch[b]++;
         for (int64_t g = first; g < first + block_threads; g++)
             if (state[g] == WAIT_BARRIER) state[g] = WAIT_NONE;
         return;
@@ -295,6 +306,7 @@ EXPORT const uint64_t *oxide_cpu_warp_exchange(uint32_t mask, uint64_t value) {
     if ((*arrivals & mask) == mask) {
         int64_t first = f - lane;
         *arrivals &= ~mask;
+        if (warp_gen) warp_gen[warp]++;
         for (int l = 0; l < 32; l++)
             if ((mask >> l & 1) && l != lane && state[first + l] == WAIT_WARP) state[first + l] = WAIT_NONE;
         return buffer;
@@ -311,6 +323,8 @@ EXPORT void oxide_cpu_grid_sync(int32_t at) {
     if (grid_arrived == 0) grid_site = at;
     if (++grid_arrived == grid_live) {
         grid_arrived = 0;
+        if (barrier_epoch)
+            for (int64_t b = 0; b < n_fibers / block_threads; b++) barrier_epoch[b]++;
         for (int64_t g = 0; g < n_fibers; g++)
             if (state[g] == WAIT_GRID) state[g] = WAIT_NONE;
         return;
@@ -340,6 +354,7 @@ EXPORT void oxide_cpu_exit_thread(void) {
         int64_t first = b * block_threads;
         if (arrived[b] > 0 && arrived[b] == live[b]) {
             arrived[b] = 0;
+            if (barrier_epoch) barrier_epoch[b]++;
             for (int64_t g = first; g < first + block_threads; g++)
                 if (state[g] == WAIT_BARRIER) state[g] = WAIT_NONE;
         }
@@ -366,12 +381,97 @@ EXPORT void oxide_cpu_flush(void) { fflush(stdout); }
 /* memcheck's hook, before every global and shared access of an instrumented module: an access
  * outside every allocation of its space is reported (the first one of the launch) and ends the
  * thread before it touches memory. */
+/* racecheck's and initcheck's record of one byte of shared memory */
+typedef struct {
+    int32_t w_thread, w_site, r_thread[2], r_site[2];
+    uint32_t w_epoch, w_gen, r_epoch[2], r_gen[2];
+    uint8_t init, w_atomic, pad[2];
+} shadow_t;
+
+static shadow_t *shadow;           /* [blocks of the set][shared bytes] */
+static size_t shadow_bytes;
+
+static int64_t current_thread(void) {
+    return L->mode == MODE_LOOP ? oxide_cpu_context.position : current % block_threads;
+}
+
+static int report(int kind, int32_t at, int32_t access, int64_t offset, int32_t other_thread, int32_t other_site,
+                  int32_t other_access) {
+    if (L->err_kind != OK) return 0;
+    fail(kind, current, at, other_site);
+    if (L->mode == MODE_LOOP) memcpy(L->err_thread, oxide_cpu_context.tid, sizeof L->err_thread);
+    L->err_linear = (int32_t)current_thread();
+    L->err_access = access;
+    L->err_offset = offset;
+    L->err_other_thread = other_thread;
+    L->err_other_access = other_access;
+    return 1;
+}
+
+/* Whether the access of thread `t` now comes after thread `other`'s, which happened in barrier
+ * epoch `epoch` and warp generation `gen`: a block barrier since, or the same thread, or a warp
+ * operation of their warp since (lanes of one warp are ordered by their warp operations). */
+static int ordered(int64_t t, int32_t other, uint32_t epoch, uint32_t gen, uint32_t now, int64_t warp0) {
+    if (other == t || epoch != now) return 1;
+    return other / 32 == t / 32 && warp_gen[warp0 + t / 32] > gen;
+}
+
+static void check_shared(uint64_t offset, int64_t size, int32_t access, int32_t at) {
+    int64_t b = L->mode == MODE_COOPERATIVE ? block_of(current) : 0;
+    int64_t t = current_thread();
+    uint32_t now = barrier_epoch[b];
+    int64_t warp0 = b * warps_per_block;
+    uint32_t gen = warp_gen[warp0 + t / 32];
+    shadow_t *sh = shadow + (size_t)b * (size_t)L->shared_bytes + offset;
+    for (int64_t k = 0; k < size; k++, sh++) {
+        if ((L->checks & CHECK_INIT) && access != 1 && !sh->init) {
+            if (report(ERR_UNINITIALIZED, at, access, (int64_t)offset + k, -1, -1, 0)) return;
+        }
+        if (!(L->checks & CHECK_RACES)) {
+            if (access != 0) sh->init = 1;
+            continue;
+        }
+        /* a read after another thread's write; two writes are not reported (the hook does not
+         * see the values, and writes of one value by many threads are a common benign race) */
+        if (access == 0 && sh->w_epoch == now &&
+            !ordered(t, sh->w_thread, sh->w_epoch, sh->w_gen, now, warp0)) {
+            report(ERR_RACE, at, access, (int64_t)offset + k, sh->w_thread, sh->w_site, sh->w_atomic ? 2 : 1);
+            return;
+        }
+        if (access != 0) {
+            for (int r = 0; r < 2; r++)
+                if (sh->r_epoch[r] == now && !ordered(t, sh->r_thread[r], sh->r_epoch[r], sh->r_gen[r], now, warp0)) {
+                    report(ERR_RACE, at, access, (int64_t)offset + k, sh->r_thread[r], sh->r_site[r], 0);
+                    return;
+                }
+            sh->w_thread = (int32_t)t;
+            sh->w_site = at;
+            sh->w_epoch = now;
+            sh->w_gen = gen;
+            sh->w_atomic = access == 2;
+            sh->r_epoch[0] = sh->r_epoch[1] = 0;
+            sh->init = 1;
+        } else {
+            int r = sh->r_epoch[0] == now && sh->r_thread[0] != t ? 1 : 0;
+            sh->r_thread[r] = (int32_t)t;
+            sh->r_site[r] = at;
+            sh->r_epoch[r] = now;
+            sh->r_gen[r] = gen;
+        }
+    }
+}
+
 EXPORT void oxide_cpu_access(const char *address, int64_t size, int32_t access, int32_t at, int32_t space) {
     uint64_t a = (uint64_t)(uintptr_t)address, end = a + (uint64_t)size;
     if (space == 3) {
         uint64_t base = (uint64_t)(uintptr_t)oxide_cpu_context.shared;
-        if (a >= base && end <= base + (uint64_t)L->shared_bytes) return;
+        if (a >= base && end <= base + (uint64_t)L->shared_bytes) {
+            if (L->checks & (CHECK_RACES | CHECK_INIT)) check_shared(a - base, size, access, at);
+            return;
+        }
+        if (!(L->checks & CHECK_MEMORY)) return;
     } else {
+        if (!(L->checks & CHECK_MEMORY)) return;
         int64_t lo = 0, hi = L->n_ranges; /* the last range starting at or before a */
         while (lo < hi) {
             int64_t mid = (lo + hi) / 2;
@@ -576,6 +676,27 @@ EXPORT int oxide_cpu_launch(launch_t *launch) {
         L->err_kind = ERR_NO_MEMORY;
         return L->err_kind;
     }
+    free(barrier_epoch);
+    free(warp_gen);
+    barrier_epoch = NULL;
+    warp_gen = NULL;
+    if (L->checks & (CHECK_RACES | CHECK_INIT)) {
+        size_t set_blocks = (size_t)(cooperative ? blocks : 1);
+        size_t need = set_blocks * (size_t)L->shared_bytes * sizeof(shadow_t);
+        if (need > shadow_bytes || shadow == NULL) {
+            free(shadow);
+            shadow = malloc(need ? need : 1);
+            shadow_bytes = shadow ? need : 0;
+        }
+        barrier_epoch = calloc(set_blocks, sizeof(uint32_t));
+        warp_gen = calloc(set_blocks * (size_t)warps_per_block, sizeof(uint32_t));
+        if (!shadow || !barrier_epoch || !warp_gen) {
+            L->err_kind = ERR_NO_MEMORY;
+            return L->err_kind;
+        }
+        memset(shadow, 0, need);
+        for (size_t b = 0; b < set_blocks; b++) barrier_epoch[b] = 1;
+    }
     for (int a = 0; a < 3; a++) {
         oxide_cpu_context.ntid[a] = L->block[a];
         oxide_cpu_context.nctaid[a] = L->grid[a];
@@ -593,6 +714,11 @@ EXPORT int oxide_cpu_launch(launch_t *launch) {
                     oxide_cpu_context.ctaid[1] = y;
                     oxide_cpu_context.ctaid[2] = z;
                     if (L->shared_bytes) memset(shared_mem, 0, (size_t)L->shared_bytes);
+                    if (barrier_epoch) { /* a new block: its shared memory unwritten, unread */
+                        memset(shadow, 0, (size_t)L->shared_bytes * sizeof(shadow_t));
+                        barrier_epoch[0] = 1;
+                        memset(warp_gen, 0, sizeof(uint32_t) * (size_t)warps_per_block);
+                    }
                     if (L->mode == MODE_LOOP) {
                         run_loop_block();
                     } else {

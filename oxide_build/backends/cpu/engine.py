@@ -19,7 +19,7 @@ from oxide.abi import vectors
 from oxide.abi.params import param_slot_count
 from oxide.abi.records import is_record_dtype, record_itemsize
 from oxide.abi.scalars import SCALAR_TYPES
-from oxide.errors import KernelError, MemcheckError, SynccheckError
+from oxide.errors import InitcheckError, KernelError, MemcheckError, RacecheckError, SynccheckError
 from oxide.runtime.manifest import ErrorSite, KernelSpec, ModuleArrayRecord
 
 from .codegen import KernelMode
@@ -27,12 +27,14 @@ from .codegen import KernelMode
 __all__ = ["CpuFunction", "CpuModule", "SANITIZERS", "MAX_DYNAMIC_SHARED_BYTES"]
 
 SANITIZERS = frozenset({"memcheck", "racecheck", "initcheck", "synccheck"})
-IMPLEMENTED_SANITIZERS = frozenset({"memcheck", "synccheck"})  # synccheck: always on
+IMPLEMENTED_SANITIZERS = SANITIZERS  # synccheck is always on
+# the sanitizers of the instrumented build: _fibers.c's CHECK_* bits
+_CHECKS = {"memcheck": 1, "racecheck": 2, "initcheck": 4}
 MAX_DYNAMIC_SHARED_BYTES = 227 * 1024  # an sm_90 block's shared memory beyond the static 48 KiB
 MAX_BLOCK_THREADS = 1024
 
 # _fibers.c's error kinds
-_OK, _DEADLOCK, _MISMATCH, _TRAP, _NO_MEMORY, _WARP_DEADLOCK, _MEMCHECK = range(7)
+_OK, _DEADLOCK, _MISMATCH, _TRAP, _NO_MEMORY, _WARP_DEADLOCK, _MEMCHECK, _RACE, _UNINITIALIZED = range(9)
 _ACCESSES = ("read", "write", "atomic")
 
 # one launch at a time in the process: the scheduler's state is global (_fibers.c)
@@ -51,7 +53,8 @@ class _Launch(ctypes.Structure):
         ("err_lane_mask", ctypes.c_int32), ("pad2", ctypes.c_int32),
         ("ranges", ctypes.c_void_p), ("n_ranges", ctypes.c_int64), ("static_shared_bytes", ctypes.c_int64),
         ("err_address", ctypes.c_uint64), ("err_size", ctypes.c_int64), ("err_access", ctypes.c_int32),
-        ("err_space", ctypes.c_int32),
+        ("err_space", ctypes.c_int32), ("checks", ctypes.c_int32), ("err_other_thread", ctypes.c_int32),
+        ("err_other_access", ctypes.c_int32), ("err_linear", ctypes.c_int32), ("err_offset", ctypes.c_int64),
     ]
 
 
@@ -78,6 +81,7 @@ class CpuFunction:
         self._thread_fn = jit.function_address(f"__oxide_cpu_thread.{name}")
         self._block_fn = jit.function_address(f"__oxide_cpu_block.{name}") if mode is KernelMode.LOOP else 0
         self._spec = next((k for k in module.kernels if name in (k.symbol, k.index32_symbol)), None)
+        self._checks = 0  # the instrumented build's sanitizers of the launch under way
 
     def __repr__(self) -> str:
         return f"<CpuFunction {self.name} of {self.module.module_name} ({self.mode.name.lower()})>"
@@ -93,9 +97,11 @@ class CpuFunction:
         if missing:
             raise ValueError(f"the CPU device does not implement {', '.join(sorted(missing))} yet; it has "
                              f"{', '.join(sorted(IMPLEMENTED_SANITIZERS))}")
-        if "memcheck" in sanitize and not self.module.sanitized:
-            self._launch_checked(grid, block, dynamic_shared_bytes, kernel_params)
+        checks = frozenset(sanitize) & _CHECKS.keys()
+        if checks and not self.module.sanitized:
+            self._launch_checked(grid, block, dynamic_shared_bytes, kernel_params, checks)
             return
+        self._checks = sum(_CHECKS[c] for c in checks)
         if len(grid) != 3 or len(block) != 3:
             raise ValueError(f"grid and block are 3-tuples; got grid {grid}, block {block}")
         grid = (int(grid[0]), int(grid[1]), int(grid[2]))
@@ -124,7 +130,8 @@ class CpuFunction:
                     *(ctypes.addressof(slot_block) + 8 * k for k in self._spec.param_slots))
                 kernel_params = ctypes.addressof(pointers)
                 keep_all = (slot_block, pointers)
-                return self._launch_params(grid, block, dynamic_shared_bytes, kernel_params, keep_all)
+                self._launch_params(grid, block, dynamic_shared_bytes, kernel_params, keep_all)
+                return
             if len(values) != self.param_count:
                 raise ValueError(f"kernel {self._kernel_name} declares {self.param_count} parameters (of "
                                  f"{total} slots); got {len(values)} slot values")
@@ -147,6 +154,7 @@ class CpuFunction:
             ranges = self._ranges(params)
             launch.ranges, launch.n_ranges = ctypes.addressof(ranges), len(ranges) // 2  # type: ignore[arg-type]
         launch.static_shared_bytes = self.static_shared_bytes
+        launch.checks = self._checks if self.module.sanitized else 0
         launch.block_fn, launch.thread_fn, launch.params = self._block_fn, self._thread_fn, params
         launch.grid[:], launch.block[:] = grid, block
         launch.mode = self.mode.value
@@ -158,15 +166,15 @@ class CpuFunction:
             raise self._error(launch)
 
     def _launch_checked(self, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
-                        kernel_params: int | Sequence[int]) -> None:
-        """The launch in the module's memcheck build, which shares this module's error record,
+                        kernel_params: int | Sequence[int], checks: frozenset[str]) -> None:
+        """The launch in the module's instrumented build, which shares this module's error record,
         module id and arrays (copied in before, the arrays back after)."""
         checked = self.module.sanitized_module()
         shared = [name for name in self.module.global_names() if name in checked.global_names()]
         for name in shared:
             _copy_global(self.module, checked, name)
         try:
-            checked.function(self.name).launch(grid, block, dynamic_shared_bytes, kernel_params, frozenset({"memcheck"}))
+            checked.function(self.name).launch(grid, block, dynamic_shared_bytes, kernel_params, checks)
         finally:
             for name in shared:
                 _copy_global(checked, self.module, name)
@@ -235,6 +243,18 @@ class CpuFunction:
     def _kernel_name(self) -> str:
         return self._spec.name if self._spec is not None else self.name
 
+    def _access_site(self, site: int) -> str:
+        sites = self.module.access_sites
+        if 0 <= site < len(sites):
+            file, line, col = sites[site]
+            return f"{file}:{line}:{col}"
+        return "?"
+
+    @staticmethod
+    def _thread_of(linear: int, launch: _Launch) -> tuple[int, int, int]:
+        bx, by = launch.block[0], launch.block[1]
+        return (linear % bx, linear // bx % by, linear // (bx * by))
+
     def _site(self, site: int) -> str:
         sites = self.module.sync_sites
         if 0 <= site < len(sites):
@@ -251,12 +271,26 @@ class CpuFunction:
             return KernelError(f"kernel {kernel} trapped in {where}: a check failed with no error record set up "
                                "(the runtime stores the record's address in __oxide_error_ptr before launching)",
                                kernel=kernel)
+        if launch.err_kind in (_RACE, _UNINITIALIZED):
+            at = self._access_site(launch.err_site)
+            what = _ACCESSES[launch.err_access]
+            offset = launch.err_offset
+            if launch.err_kind == _UNINITIALIZED:
+                return InitcheckError(
+                    f"initcheck: in kernel {kernel}, {where} {'reads' if launch.err_access == 0 else 'atomically updates'} "
+                    f"byte {offset} of the block's shared memory "
+                    f"at {at}, which no thread of the block wrote", kernel=kernel, location=at, block=block,  # type: ignore[arg-type]
+                    thread=thread)  # type: ignore[arg-type]
+            racing = self._thread_of(launch.err_other_thread, launch)
+            before = self._access_site(launch.err_other_site)
+            return RacecheckError(
+                f"racecheck: a race on shared memory in kernel {kernel}, block {block}: thread {thread} {what}s byte "
+                f"{offset} at {at}, and thread {racing} {_ACCESSES[launch.err_other_access]} it at {before} with no "
+                "barrier between them (block.sync(), or a warp operation of their warp)",
+                kernel=kernel, location=at, other_location=before, block=block, thread=thread,  # type: ignore[arg-type]
+                other_thread=racing)
         if launch.err_kind == _MEMCHECK:
-            sites = self.module.access_sites
-            at = "?"
-            if 0 <= launch.err_site < len(sites):
-                file, line, col = sites[launch.err_site]
-                at = f"{file}:{line}:{col}"
+            at = self._access_site(launch.err_site)
             space = "shared memory outside the block's" if launch.err_space == 3 else \
                 "global memory outside every view argument and module array of the launch"
             return MemcheckError(
