@@ -16,13 +16,17 @@ import numpy as np
 import pytest
 
 import devices
+from devices import to_numpy
 
-pytestmark = [pytest.mark.gpu, devices.gpu_only("uses torch CUDA tensors (not yet written with tests/devices.py)")]
-torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+torch = devices.torch_or_none()  # bf16 arrays (NumPy has none), and a PyTorch reference, on the GPU
 KERNELS = Path(__file__).resolve().parent / "packages" / "generickernels" / "genk.py"
 rng = np.random.default_rng()
 
-DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64}
+NUMPY_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+BF16 = pytest.param("bf16", marks=[devices.gpu_only("bf16 arrays are made with PyTorch"),
+                                   pytest.mark.skipif(torch is None, reason="bf16 arrays are made with PyTorch")])
+DTYPES = ["f16", BF16, "f32", "f64"]
 # a result rounded once to the type, after f32 (or f64) math: a few units of the last place
 TOLERANCE = {"f16": (4e-3, 4e-3), "bf16": (2.4e-2, 2.4e-2), "f32": (1e-4, 1e-4), "f64": (1e-12, 1e-12)}
 
@@ -39,8 +43,9 @@ def genk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     shutil.copy(KERNELS, pkg / "genk.py")
-    compiled = compile_module(pkg / "genk.py", "generics_gpu.genk", CompileOptions(archs=(arch,)), root=root)
-    write_module_artifacts(compiled, pkg)
+    if not devices.on_cpu():  # the CPU device compiles the source at the first launch
+        compiled = compile_module(pkg / "genk.py", "generics_gpu.genk", CompileOptions(archs=(arch,)), root=root)
+        write_module_artifacts(compiled, pkg)
     sys.path.insert(0, str(root))
     yield importlib.import_module("generics_gpu.genk")
     sys.path.remove(str(root))
@@ -52,18 +57,24 @@ def nonzero(shape: tuple[int, ...], scale: float = 1.0) -> np.ndarray:
 
 
 def to_device(a: np.ndarray, name: str):  # type: ignore[no-untyped-def]
-    return torch.as_tensor(a, device="cuda").to(DTYPES[name]).contiguous()
+    if name == "bf16":
+        return torch.as_tensor(a, device="cuda").to(torch.bfloat16).contiguous()
+    return devices.array(a.astype(NUMPY_DTYPES[name]))
 
 
 def as_f64(t) -> np.ndarray:  # type: ignore[no-untyped-def]
-    return t.to(torch.float64).cpu().numpy()
+    if torch is not None and isinstance(t, torch.Tensor):
+        return t.to(torch.float64).cpu().numpy()
+    return to_numpy(t).astype(np.float64)
 
 
 def poisoned(shape: tuple[int, ...], name: str):  # type: ignore[no-untyped-def]
-    return torch.full(shape, float("nan"), dtype=DTYPES[name], device="cuda")
+    if name == "bf16":
+        return torch.full(shape, float("nan"), dtype=torch.bfloat16, device="cuda")
+    return devices.full(shape, np.nan, NUMPY_DTYPES[name])
 
 
-@pytest.mark.parametrize("name", list(DTYPES))
+@pytest.mark.parametrize("name", DTYPES)
 def test_each_instance_takes_its_own_branch(genk: ModuleType, name: str) -> None:
     n = 3001
     x = to_device(nonzero((n,)), name)
@@ -84,12 +95,12 @@ def test_an_integer_instance_and_a_float_instance_of_one_kernel(genk: ModuleType
     n = 2049
     xi = rng.integers(-10**6, 10**6, n).astype(np.int32)
     xi[xi == 0] = 7
-    out_i = torch.full((n,), -12345, dtype=torch.int32, device="cuda")
-    genk.int_or_float[genk.int_or_float.grid_for(n), 256](torch.as_tensor(xi, device="cuda"), out_i)
-    np.testing.assert_array_equal(out_i.cpu().numpy(), (xi >> 1) ^ 5)
+    out_i = devices.full((n,), -12345, np.int32)
+    genk.int_or_float[genk.int_or_float.grid_for(n), 256](devices.array(xi), out_i)
+    np.testing.assert_array_equal(to_numpy(out_i), (xi >> 1) ^ 5)
     xf = nonzero((n,)).astype(np.float32)
     out_f = poisoned((n,), "f32")
-    genk.int_or_float[genk.int_or_float.grid_for(n), 256](torch.as_tensor(xf, device="cuda"), out_f)
+    genk.int_or_float[genk.int_or_float.grid_for(n), 256](devices.array(xf), out_f)
     np.testing.assert_allclose(as_f64(out_f), xf.astype(np.float64) * 0.5 + 5, rtol=1e-6, atol=1e-6)
 
 
@@ -97,7 +108,7 @@ def launch_2d(kernel, rows: int, cols: int, *args) -> None:  # type: ignore[no-u
     kernel[((cols + 31) // 32, (rows + 7) // 8), (32, 8)](*args)
 
 
-@pytest.mark.parametrize("name", list(DTYPES))
+@pytest.mark.parametrize("name", DTYPES)
 def test_layer_norm_against_float64(genk: ModuleType, name: str) -> None:
     rows, cols = 67, 96
     x = to_device(nonzero((rows, cols), 3.0) + 1.5, name)
@@ -113,12 +124,12 @@ def test_layer_norm_against_float64(genk: ModuleType, name: str) -> None:
     rtol, atol = TOLERANCE[name]
     np.testing.assert_allclose(as_f64(out), ref, rtol=rtol, atol=atol)
     # and torch's own layer norm, for the half types computed the same way (f32 inside)
-    if name != "f64":
+    if name != "f64" and torch is not None and not devices.on_cpu():
         ref_torch = torch.nn.functional.layer_norm(x.float(), (cols,), w.float(), b.float(), eps)
         np.testing.assert_allclose(as_f64(out), ref_torch.double().cpu().numpy(), rtol=rtol, atol=atol)
 
 
-@pytest.mark.parametrize("name", list(DTYPES))
+@pytest.mark.parametrize("name", DTYPES)
 def test_softmax_against_float64(genk: ModuleType, name: str) -> None:
     rows, cols = 45, 130
     x = to_device(nonzero((rows, cols), 2.0), name)
@@ -133,7 +144,7 @@ def test_softmax_against_float64(genk: ModuleType, name: str) -> None:
     assert np.all(np.isfinite(got))
 
 
-@pytest.mark.parametrize("name", list(DTYPES))
+@pytest.mark.parametrize("name", DTYPES)
 def test_rms_norm_through_a_generic_device_function(genk: ModuleType, name: str) -> None:
     rows, cols = 33, 70
     x = to_device(nonzero((rows, cols), 2.0), name)

@@ -16,11 +16,10 @@ import devices
 from devices import to_numpy
 
 pytestmark = pytest.mark.gpu
-torch = devices.torch_or_none()  # PyTorch references of tests marked torch_reference (GPU only)
-torch_reference = devices.gpu_only("PyTorch (CUDA) computes the reference or makes the input")
+torch = devices.torch_or_none()  # the GPU test's inputs
 
 
-@torch_reference
+@devices.gpu_only("module parts are the GPU build's: the CPU device compiles a module whole")
 def test_kernels_of_every_part_run_and_report_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import oxide
     from oxide.abi.manifest import ModuleManifest
