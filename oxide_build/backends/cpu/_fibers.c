@@ -169,6 +169,7 @@ static void *scheduler_sp;
 static ucontext_t scheduler_uc;
 #endif
 static int32_t *state;             /* WAIT_* of each fiber */
+static int32_t *fiber_tid;         /* [fiber][3]: its thread index in its block */
 static int32_t *site;              /* the barrier a waiting fiber is at */
 static int32_t *parity;            /* the warp-exchange buffer each lane uses next */
 static uint64_t *slots;            /* [2][warps][32]: the values lanes hand a warp operation */
@@ -194,12 +195,9 @@ static char *work;
 static int64_t block_of(int64_t f) { return f / block_threads; }
 
 static void set_context(int64_t f) {
-    int64_t t = f % block_threads, b = f / block_threads;
-    int32_t bx = L->block[0], by = L->block[1];
-    oxide_cpu_context.tid[0] = (int32_t)(t % bx);
-    oxide_cpu_context.tid[1] = (int32_t)((t / bx) % by);
-    oxide_cpu_context.tid[2] = (int32_t)(t / ((int64_t)bx * by));
+    memcpy(oxide_cpu_context.tid, fiber_tid + 3 * f, sizeof oxide_cpu_context.tid);
     if (L->mode == MODE_COOPERATIVE) {
+        int64_t b = f / block_threads;
         int32_t gx = L->grid[0], gy = L->grid[1];
         oxide_cpu_context.ctaid[0] = (int32_t)(b % gx);
         oxide_cpu_context.ctaid[1] = (int32_t)((b / gx) % gy);
@@ -508,7 +506,9 @@ static void loop_main(intptr_t unused) {
 }
 
 static void start_fiber(int64_t f, void (*fn)(intptr_t)) {
-    char *top = stacks + (size_t)(f + 1) * stack_bytes;
+    /* the stacks' tops staggered by a few cache lines: at one stride apart, every fiber's frame
+     * would fall in the same cache sets (the switches then miss at every step) */
+    char *top = stacks + (size_t)(f + 1) * stack_bytes - (size_t)(f % 61) * 208;
 #if defined(__x86_64__)
     fiber_sp[f] = fiber_make(top, fn, (intptr_t)f);
 #else
@@ -547,7 +547,7 @@ static int reserve(size_t fibers, size_t per_stack, size_t shared_total) {
         shared_mem_bytes = shared_total;
     }
     size_t warps = (fibers + 31) / 32; /* `fibers` is a whole number of warps per block */
-    size_t bytes = fibers * (sizeof(void *) + 3 * sizeof(int32_t) + sizeof(uint32_t))
+    size_t bytes = fibers * (sizeof(void *) + 6 * sizeof(int32_t) + sizeof(uint32_t))
         + 2 * warps * 32 * sizeof(uint64_t) + 2 * warps * sizeof(uint32_t)
         + fibers * (4 * sizeof(int32_t) + 2 * sizeof(int64_t) + sizeof(int32_t)) + 512;
 #if !defined(__x86_64__)
@@ -568,6 +568,7 @@ static int reserve(size_t fibers, size_t per_stack, size_t shared_total) {
     TAKE(contexts, ucontext_t, fibers);
 #endif
     TAKE(state, int32_t, fibers);
+    TAKE(fiber_tid, int32_t, 3 * fibers);
     TAKE(site, int32_t, fibers);
     TAKE(parity, int32_t, fibers);
     TAKE(warp_waiting_mask, uint32_t, fibers);
@@ -592,7 +593,14 @@ static void run_fibers(void) {
     }
     grid_live = n_fibers;
     grid_arrived = 0;
-    for (int64_t f = 0; f < n_fibers; f++) start_fiber(f, fiber_main);
+    int32_t bx = L->block[0], by = L->block[1];
+    for (int64_t f = 0; f < n_fibers; f++) {
+        int64_t t = f % block_threads;
+        fiber_tid[3 * f] = (int32_t)(t % bx);
+        fiber_tid[3 * f + 1] = (int32_t)((t / bx) % by);
+        fiber_tid[3 * f + 2] = (int32_t)(t / ((int64_t)bx * by));
+        start_fiber(f, fiber_main);
+    }
     for (;;) {
         int progress = 0, waiting = 0;
         for (int64_t f = 0; f < n_fibers; f++) {
