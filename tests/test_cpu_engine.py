@@ -695,3 +695,25 @@ def test_sanitizers_pass_the_examples() -> None:
         "a": [a.ctypes.data, a.size], "b": [a.ctypes.data, a.size], "m": [40], "n": [40], "k": [40],
         "c": [c.ctypes.data, c.size]}), frozenset({"memcheck", "racecheck", "initcheck", "synccheck"}))
     np.testing.assert_allclose(c, a.astype(np.float64) @ a.astype(np.float64), rtol=1e-4, atol=1e-4)
+
+
+def test_a_module_freed_leaves_the_others_working(tmp_path: Path) -> None:
+    """Each engine owns its target machine: freeing one module's code frees nothing another uses."""
+    import gc
+
+    from oxide_build.backends.cpu.engine import CpuModule
+    from oxide_build.compile import CompileOptions, compile_module
+
+    for _ in range(3):
+        compiled = compile_module(EXAMPLES / "saxpy.py", "examples.saxpy", CompileOptions(device="cpu", link_cubins=False),
+                                  ROOT)
+        assert compiled.host is not None and not compiled.ptx and not compiled.cubins
+        m = CpuModule("examples.saxpy", compiled.kernels, compiled.error_sites, compiled.arrays, compiled.host)
+        x = np.arange(64, dtype=np.float32)
+        out = np.zeros(64, np.float32)
+        m.function("saxpy_unchecked_f32").launch((1, 1, 1), (64, 1, 1), 0, slots(
+            spec_of(m, "saxpy_unchecked_f32"), {"a": [f32_bits(3.0)], "x": [x.ctypes.data, 64],
+                                                "y": [x.ctypes.data, 64], "out": [out.ctypes.data, 64]}))
+        np.testing.assert_array_equal(out, 4 * x)
+        del m
+        gc.collect()

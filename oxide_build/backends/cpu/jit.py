@@ -24,6 +24,12 @@ class CpuUnavailable(OxideError):
 
 @functools.cache
 def target_machine() -> llvm.TargetMachine:
+    """The host's target machine, for its triple and data layout (an engine takes one of its own:
+    MCJIT owns and frees the one it is given)."""
+    return new_target_machine()
+
+
+def new_target_machine() -> llvm.TargetMachine:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     target = llvm.Target.from_triple(llvm.get_process_triple())
@@ -52,7 +58,7 @@ class JitModule:
 
     def __init__(self, llvm_ir: str, opt_level: int = 3) -> None:
         scheduler()
-        tm = target_machine()
+        tm = new_target_machine()
         mod = llvm.parse_assembly(llvm_ir)
         mod.triple = tm.triple
         mod.verify()
