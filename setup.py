@@ -56,6 +56,7 @@ setup(
             "oxide_build.backends.cpu._fibers",
             ["oxide_build/backends/cpu/_fibers.c"],
             optional=True,
+            libraries=["m"] if sys.platform != "win32" else [],
             extra_compile_args=["-O2", "-fvisibility=hidden"] if sys.platform != "win32" else [],
         ),
     ],

@@ -32,7 +32,7 @@ SPECIAL_REGISTER_FIELDS = {"tid": 0, "ctaid": 1, "ntid": 2, "nctaid": 3}
 SHARED_FIELD = 4
 POSITION_FIELD = 5
 
-# name -> (result, parameters) in the letters i (i32), l (i64), p (i64*), b (i8*), v (void)
+# name -> (result, parameters) in the letters i (i32), l (i64), f (f32), p (i64*), b (i8*), v (void)
 RUNTIME_FUNCTIONS = {
     "oxide_cpu_barrier": ("v", "i"),  # (barrier site)
     "oxide_cpu_block_vote": ("i", "ii"),  # (barrier site, predicate) -> threads whose predicate holds
@@ -42,6 +42,10 @@ RUNTIME_FUNCTIONS = {
     "oxide_cpu_trap": ("v", ""),  # ends the launch (a failed check with no error record)
     # memcheck: (address, bytes, access: 0 read / 1 write / 2 atomic, access site, space: 1 global / 3 shared)
     "oxide_cpu_access": ("v", "bliii"),
+    # fp8 (kind 0: e4m3, 1: e5m2): f32 -> the byte, rounded to nearest even and saturated to
+    # the largest finite value (NaN stays NaN, PTX's cvt.rn.satfinite); the byte -> f32, exactly
+    "oxide_cpu_to_fp8": ("i", "fi"),
+    "oxide_cpu_from_fp8": ("f", "ii"),
 }
 
 
@@ -56,6 +60,6 @@ def runtime_function_type(name: str) -> ll.FunctionType:
     from llvmlite import ir as ll
 
     letters = {"i": ll.IntType(32), "l": ll.IntType(64), "p": ll.PointerType(ll.IntType(64)),
-               "b": ll.PointerType(ll.IntType(8)), "v": ll.VoidType()}
+               "b": ll.PointerType(ll.IntType(8)), "f": ll.FloatType(), "v": ll.VoidType()}
     result, params = RUNTIME_FUNCTIONS[name]
     return ll.FunctionType(letters[result], [letters[c] for c in params])

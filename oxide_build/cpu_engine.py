@@ -41,7 +41,9 @@ def compile_module_for_cpu(source_path: Path, module_name: str, root: Path | Non
                            options: CompileOptions | None = None) -> CpuModule:
     """Compiles every kernel of ``source_path`` for the CPU device (see the module's docstring).
     Raises ``oxide.CompileError`` for bad source and for what has no CPU form."""
-    options = replace(options or CompileOptions(), device="cpu", link_cubins=False)
+    # the CPU device is an sm_90 device (docs/runtime.md): what sm_90a adds is left to the CPU
+    # lowering, which refuses what it has no form of by name
+    options = replace(options or CompileOptions(), device="cpu", link_cubins=False, archs=("sm_90a",))
     key = _cache_key(source_path, module_name, root, options)
     with _cache_lock:
         cached = _cache.get(key)

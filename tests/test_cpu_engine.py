@@ -717,3 +717,67 @@ def test_a_module_freed_leaves_the_others_working(tmp_path: Path) -> None:
         np.testing.assert_array_equal(out, 4 * x)
         del m
         gc.collect()
+
+
+def _fp8_values(e5m2: bool) -> dict[int, float]:
+    """Every fp8 code's value (NaN codes left out), from the format's definition."""
+    m, bias = (2, 15) if e5m2 else (3, 7)
+    out = {}
+    for code in range(256):
+        sign = -1.0 if code & 0x80 else 1.0
+        exponent, frac = (code & 0x7F) >> m, code & ((1 << m) - 1)
+        if (not e5m2 and code & 0x7F == 0x7F) or (e5m2 and exponent == 31):
+            continue  # NaN (and e5m2's infinities: never a satfinite result)
+        value = frac * 2.0 ** (1 - bias - m) if exponent == 0 else (1 + frac / 2 ** m) * 2.0 ** (exponent - bias)
+        out[code] = sign * value
+    return out
+
+
+def test_fp8_conversions_as_ptx(tmp_path: Path) -> None:
+    """f32 -> fp8 rounds to nearest even and saturates (cvt.rn.satfinite), fp8 -> f32 is exact:
+    checked against the formats' tables, every code and random values, ties and huge ones."""
+    m = module(tmp_path, """
+        import oxide as ox
+        from oxide import Slice, DisjointSlice, f32, f8e4m3, f8e5m2, thread
+
+        @ox.kernel
+        def conv(x: Slice[f32], q4: Slice[f8e4m3], q5: Slice[f8e5m2], o4: DisjointSlice[f8e4m3],
+                 o5: DisjointSlice[f8e5m2], w4: DisjointSlice[f32], w5: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < len(o4) and i < len(o5) and i < len(q4) and i < len(q5) and i < len(w4) \\
+                    and i < len(w5):
+                o4[i] = f8e4m3(x[i])
+                o5[i] = f8e5m2(x[i])
+                w4[i] = f32(q4[i])
+                w5[i] = f32(q5[i])
+    """)
+    spec = m.kernels[0]
+    t4, t5 = _fp8_values(False), _fp8_values(True)
+    rng = np.random.default_rng(15)
+    finite4 = sorted(set(t4.values()))
+    ties = [(a + b) / 2 for a, b in zip(finite4, finite4[1:])]
+    x = np.concatenate([rng.standard_normal(700) * 50, rng.standard_normal(300) * 1e-2, ties, [1e6, -1e6, 470.0, 3e4]])
+    x = x.astype(np.float32)
+    n = len(x)
+    codes = np.arange(n) % 256
+    q4, q5 = codes.astype(np.uint8), codes.astype(np.uint8)
+    o4, o5 = np.zeros(n, np.uint8), np.zeros(n, np.uint8)
+    w4, w5 = np.full(n, -7.0, np.float32), np.full(n, -7.0, np.float32)
+    arrays = {"x": x, "q4": q4, "q5": q5, "o4": o4, "o5": o5, "w4": w4, "w5": w5}
+    m.function(spec.symbol).launch((-(-n // 256), 1, 1), (256, 1, 1), 0,
+                                   slots(spec, {k: [a.ctypes.data, n] for k, a in arrays.items()}))
+    for table, got_codes, widened in ((t4, o4, w4), (t5, o5, w5)):
+        for c, w in zip(codes, widened):
+            if int(c) in table:
+                assert w == np.float32(table[int(c)]), (c, w)
+            else:
+                assert np.isnan(w) or np.isinf(w), (c, w)
+        items = sorted(table.items(), key=lambda kv: (kv[1], kv[0]))
+        largest = max(table.values())
+        for v, c in zip(x.astype(np.float64), got_codes):
+            target = min(max(v, -largest), largest)
+            best = min(abs(val - target) for _, val in items)
+            candidates = [code for code, val in items if abs(val - target) == best]
+            # a tie goes to the even code (the one whose lowest mantissa bit is 0); -0 and +0 alike
+            even = [code for code in candidates if code & 1 == 0] or candidates
+            assert table[int(c)] == table[even[0]], (v, c, even)

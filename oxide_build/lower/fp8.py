@@ -7,7 +7,8 @@ largest finite value (NaN stays NaN), into the upper (``a``) and lower (``b``) b
 lane. f16 and bf16 widen to f32 first (exactly), and f16 holds every fp8 value exactly, so
 every conversion rounds once. NVPTX gets LLVM's intrinsics (``llvm.nvvm.ff.to.e4m3x2.rn``,
 ``llvm.nvvm.e4m3x2.to.f16x2.rn``: no memory effects, so LLVM may hoist and merge them);
-libNVVM, which has neither, the same instructions as inline PTX.
+libNVVM, which has neither, the same instructions as inline PTX. On the CPU device the
+scheduler's ``oxide_cpu_to_fp8`` / ``oxide_cpu_from_fp8`` compute the same conversions.
 """
 from __future__ import annotations
 
@@ -38,6 +39,9 @@ def _to_fp8(fl: FunctionLowering, v: ll.Value, src: ScalarType, dst: ScalarType)
     x = v if src.name == "f32" else b.fpext(v, f32)  # f16, bf16: exact
     kind = FP8_PTX_NAMES[dst.name]
     zero = ll.Constant(f32, 0.0)
+    if fl.parent.cpu:
+        byte = b.call(fl.parent.cpu_runtime("oxide_cpu_to_fp8"), [x, ll.Constant(I32, int(kind == "e5m2"))])
+        return b.trunc(byte, I8)
     if fl.parent.libnvvm:
         pair = _pure_asm(fl, f"cvt.rn.satfinite.{kind}x2.f32 $0, $1, $2;", "=h,f,f", I16, [zero, x])
     else:
@@ -51,6 +55,11 @@ def _from_fp8(fl: FunctionLowering, v: ll.Value, src: ScalarType, dst: ScalarTyp
     kind = FP8_PTX_NAMES[src.name]
     bits = b.zext(v, I16)
     half = ll.HalfType()
+    if fl.parent.cpu:
+        wide = b.call(fl.parent.cpu_runtime("oxide_cpu_from_fp8"), [b.zext(v, I32), ll.Constant(I32, int(kind == "e5m2"))])
+        if dst.name == "f32":
+            return wide
+        return b.fptrunc(wide, half) if dst.name == "f16" else b.fpext(wide, ll.DoubleType())
     if fl.parent.libnvvm:
         pair = _pure_asm(fl, f"cvt.rn.f16x2.{kind}x2 $0, $1;", "=r,h", I32, [bits])
         h = b.bitcast(b.trunc(pair, I16), half)

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -375,6 +376,61 @@ EXPORT void oxide_cpu_trap(void) {
 }
 
 EXPORT void oxide_cpu_flush(void) { fflush(stdout); }
+
+/* ---- fp8 conversions (PTX's cvt.rn.satfinite.{e4m3,e5m2}x2.f32 and cvt.rn.f16x2.*x2) ------ */
+
+static void fp8_format(int32_t e5m2, int *mantissa, int *bias, double *largest) {
+    *mantissa = e5m2 ? 2 : 3;
+    *bias = e5m2 ? 15 : 7;
+    *largest = e5m2 ? 57344.0 : 448.0;
+}
+
+EXPORT int32_t oxide_cpu_to_fp8(float value, int32_t e5m2) {
+    int m, bias;
+    double largest;
+    fp8_format(e5m2, &m, &bias, &largest);
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    int32_t sign = (int32_t)(bits >> 24) & 0x80;
+    if (value != value) return 0x7F; /* NaN (both formats' canonical one) */
+    double a = fabs((double)value);
+    int e;
+    frexp(a, &e); /* a = f * 2^e, f in [0.5, 1): the leading bit's exponent is e - 1 */
+    int lead = a == 0.0 ? 1 - bias : e - 1;
+    if (lead < 1 - bias) lead = 1 - bias; /* subnormals share the smallest exponent's quantum */
+    double quantum = ldexp(1.0, lead - m);
+    double rounded = nearbyint(a / quantum) * quantum; /* to nearest, ties to even */
+    if (rounded > largest) rounded = largest; /* satfinite (infinities too) */
+    if (rounded == 0.0) return sign;
+    frexp(rounded, &e);
+    int exponent = e - 1;
+    int32_t code;
+    if (exponent < 1 - bias) { /* subnormal */
+        code = (int32_t)(rounded / ldexp(1.0, 1 - bias - m));
+    } else {
+        int32_t frac = (int32_t)((rounded / ldexp(1.0, exponent) - 1.0) * (1 << m));
+        code = ((exponent + bias) << m) | frac;
+    }
+    return sign | code;
+}
+
+EXPORT float oxide_cpu_from_fp8(int32_t byte, int32_t e5m2) {
+    int m, bias;
+    double largest;
+    fp8_format(e5m2, &m, &bias, &largest);
+    int32_t sign = byte & 0x80, exponent = (byte & 0x7F) >> m, frac = byte & ((1 << m) - 1);
+    double v;
+    if (!e5m2 && (byte & 0x7F) == 0x7F) {
+        v = NAN;
+    } else if (e5m2 && exponent == 31) {
+        v = frac ? NAN : INFINITY;
+    } else if (exponent == 0) {
+        v = ldexp((double)frac, 1 - bias - m);
+    } else {
+        v = ldexp(1.0 + (double)frac / (1 << m), exponent - bias);
+    }
+    return (float)(sign ? -v : v);
+}
 
 /* memcheck's hook, before every global and shared access of an instrumented module: an access
  * outside every allocation of its space is reported (the first one of the launch) and ends the
@@ -749,7 +805,7 @@ static PyObject *symbols(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
         "oxide_cpu_context", (unsigned long long)(uintptr_t)&oxide_cpu_context,
         "oxide_cpu_barrier", (unsigned long long)(uintptr_t)&oxide_cpu_barrier,
         "oxide_cpu_block_vote", (unsigned long long)(uintptr_t)&oxide_cpu_block_vote,
@@ -759,7 +815,9 @@ static PyObject *symbols(PyObject *self, PyObject *unused) {
         "oxide_cpu_trap", (unsigned long long)(uintptr_t)&oxide_cpu_trap,
         "oxide_cpu_flush", (unsigned long long)(uintptr_t)&oxide_cpu_flush,
         "oxide_cpu_launch", (unsigned long long)(uintptr_t)&oxide_cpu_launch,
-        "oxide_cpu_access", (unsigned long long)(uintptr_t)&oxide_cpu_access);
+        "oxide_cpu_access", (unsigned long long)(uintptr_t)&oxide_cpu_access,
+        "oxide_cpu_to_fp8", (unsigned long long)(uintptr_t)&oxide_cpu_to_fp8,
+        "oxide_cpu_from_fp8", (unsigned long long)(uintptr_t)&oxide_cpu_from_fp8);
 }
 
 static PyMethodDef methods[] = {
