@@ -69,11 +69,3 @@ def set_device(kind: str) -> None:
     if launcher is not None:
         launcher.unbind_driver()  # the C launcher knows the GPU only: it leaves every launch to Python
 
-
-def _reset_for_tests() -> None:
-    """The choice as the environment makes it now (tests set OXIDE_DEVICE)."""
-    global ON_CPU, _problem
-    on_cpu, _problem = _from_environment()
-    if on_cpu != ON_CPU:
-        set_device("cpu" if on_cpu else "cuda")
-        _problem = _from_environment()[1]
