@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from oxide.errors import CompileError
+
 if TYPE_CHECKING:
     from llvmlite import ir as ll
 
-__all__ = ["NoCpuForm", "CONTEXT_SYMBOL", "CONTEXT_FIELDS", "POSITION_FIELD", "SHARED_FIELD", "SPECIAL_REGISTER_FIELDS", "RUNTIME_FUNCTIONS", "context_type",
+__all__ = ["NoCpuForm", "NoCpuFormError", "CONTEXT_SYMBOL", "CONTEXT_FIELDS", "POSITION_FIELD", "SHARED_FIELD", "SPECIAL_REGISTER_FIELDS", "RUNTIME_FUNCTIONS", "context_type",
            "runtime_function_type"]
 
 
@@ -22,6 +24,12 @@ class NoCpuForm(Exception):
     def __init__(self, what: str) -> None:
         self.what = what
         super().__init__(what)
+
+
+class NoCpuFormError(CompileError):
+    """A function uses what the CPU device cannot run (located, naming the construct). The CPU
+    lowering keeps it per function: the kernels that reach it are refused when launched, the
+    module's other kernels run."""
 
 
 CONTEXT_SYMBOL = "oxide_cpu_context"

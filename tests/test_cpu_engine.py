@@ -346,19 +346,37 @@ def test_barrier_some_threads_never_reach_is_synccheck(tmp_path: Path) -> None:
 
 # ---- what has no CPU form -------------------------------------------------------------------------
 
-def test_inline_ptx_is_refused_naming_it(tmp_path: Path) -> None:
-    with pytest.raises(CompileError, match=r"has no CPU form") as info:
-        module(tmp_path, """
-            import oxide as ox
-            from oxide import MutSlice, u32, thread
+def test_a_kernel_without_cpu_form_is_refused_naming_it_and_the_others_run(tmp_path: Path) -> None:
+    """A kernel reaching inline PTX (through a device function) is refused when it is asked for,
+    with the construct and its file:line; the module's other kernels run."""
+    m = module(tmp_path, """
+        import oxide as ox
+        from oxide import MutSlice, DisjointSlice, u32, thread
 
-            @ox.kernel
-            def clock(out: MutSlice[u32]) -> None:
-                i = thread.index_1d()
-                with ox.unsafe():
-                    out[i] = ox.asm("mov.u32 $0, %clock;", outputs=(("=r", u32),))
-        """)
-    assert info.value.location is not None and info.value.location.line == 9
+        def clock() -> u32:
+            with ox.unsafe():
+                return ox.asm("mov.u32 $0, %clock;", outputs=(("=r", u32),))
+
+        @ox.kernel
+        def timed(out: MutSlice[u32]) -> None:
+            i = thread.index_1d()
+            with ox.unsafe():
+                out[i] = clock()
+
+        @ox.kernel
+        def plain(out: DisjointSlice[u32]) -> None:
+            i = thread.index_1d()
+            if i < len(out):
+                out[i] = u32(i) * u32(3)
+    """)
+    timed = next(k for k in m.kernels if k.name == "timed")
+    with pytest.raises(CompileError, match=r"asm\(\) has no CPU form \(inline PTX `mov.u32 \$0, %clock;`\)") as info:
+        m.function(timed.symbol)
+    assert info.value.location is not None and info.value.location.line == 7
+    plain = next(k for k in m.kernels if k.name == "plain")
+    out = np.zeros(40, np.uint32)
+    m.function(plain.symbol).launch((1, 1, 1), (64, 1, 1), 0, slots(plain, {"out": [out.ctypes.data, 40]}))
+    np.testing.assert_array_equal(out, np.arange(40, dtype=np.uint32) * 3)
 
 
 def test_launch_shape_is_checked() -> None:
@@ -423,7 +441,7 @@ def test_math_functions_within_their_bounds(tmp_path: Path) -> None:
 
 def test_math_without_cpu_form_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CompileError, match=r"math.erfinv\(\) has no CPU form"):
-        module(tmp_path, """
+        m = module(tmp_path, """
             import oxide as ox
             from oxide import MutSlice, f32, thread
 
@@ -433,6 +451,7 @@ def test_math_without_cpu_form_is_refused(tmp_path: Path) -> None:
                 with ox.unsafe():
                     out[i] = ox.math.erfinv(out[i])
         """)
+        m.function(m.kernels[0].symbol)
 
 
 def test_print_reaches_stdout(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:

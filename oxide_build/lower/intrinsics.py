@@ -12,7 +12,7 @@ from llvmlite import ir as ll
 
 from oxide.errors import CompileError, SourceLocation
 
-from ..cpu_abi import NoCpuForm
+from ..cpu_abi import NoCpuForm, NoCpuFormError
 from ..intrinsics import INTRINSICS
 from ..ir import nodes as ir
 
@@ -40,7 +40,7 @@ def lower_intrinsic(fl: FunctionLowering, e: ir.Intrinsic) -> ll.Value:
 
 def _refusal(fl: FunctionLowering, e: ir.Intrinsic, what: str) -> CompileError:
     name = e.name.removeprefix("builtin.")
-    return CompileError(
+    return NoCpuFormError(
         f"{name}() has no CPU form ({what}): the CPU device cannot run {fl.fn.python_name}()",
         SourceLocation(fl.fn.file, e.loc.line, e.loc.col),
         "run this kernel on a GPU (tensor cores, TMA, mbarriers, clusters and inline PTX have no CPU form "

@@ -10,6 +10,7 @@ ends the thread.
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Callable, Iterator
@@ -30,7 +31,7 @@ from ..ir.types import (
 )
 from ..passes.shared_memory import STATIC_SHARED_LIMIT  # also checked per kernel, across calls, by the pass
 from .. import cpu_abi
-from ..cpu_abi import NoCpuForm
+from ..cpu_abi import NoCpuForm, NoCpuFormError
 from .dialect import NVPTX, NVPTX_DATA_LAYOUT, NVPTX_TRIPLE, Dialect
 from .entry_params import drop_unread_params, parameter_block_bytes, read_params
 from .index32 import index32_twins
@@ -280,6 +281,7 @@ class ModuleLowering:
         # and each barrier call site gets an id its synccheck messages name
         self.cpu = dialect.is_cpu
         self.cpu_shared_bytes = 0
+        self.cpu_refused: dict[str, CompileError] = {}  # symbol -> why the CPU device cannot run it
         self.sync_sites: list[tuple[str, int, int]] = []  # id -> (file, line, col)
         self._sync_site_ids: dict[tuple[str, int, int], int] = {}
 
@@ -303,6 +305,13 @@ class ModuleLowering:
                 fn.attributes.add("noreturn")
         assert isinstance(fn, ll.Function)
         return fn
+
+    def cpu_stub(self, llfn: ll.Function) -> None:
+        """``llfn``'s body replaced by a trap (a function the CPU device refuses; never run)."""
+        llfn.blocks.clear()
+        b = ll.IRBuilder(llfn.append_basic_block("refused"))
+        b.call(self.cpu_runtime("oxide_cpu_trap"), [])
+        b.unreachable()
 
     def sync_site(self, file: str, line: int, col: int) -> int:
         """The id of the barrier or warp operation at ``file:line:col`` (the same source place
@@ -368,15 +377,23 @@ class ModuleLowering:
         for fn, llfn, index32 in instances:
             lowering = FunctionLowering(self, fn, llfn, index32)
             try:
-                lowering.lower()
+                try:
+                    lowering.lower()
+                except NoCpuForm as exc:
+                    line, col = lowering.position
+                    raise NoCpuFormError(
+                        f"{fn.python_name}() uses {exc.what}, which has no CPU form: the CPU device cannot run it",
+                        SourceLocation(fn.file, line, col),
+                        "run this kernel on a GPU, or keep this construct out of the kernels the CPU device runs") from None
+            except NoCpuFormError as refusal:
+                if not self.cpu:
+                    raise
+                # the CPU device: this function only is refused (cpu_refused; the kernels that
+                # reach it are refused at launch), its body a trap, the others lowered
+                self.cpu_refused[fn.symbol] = refusal
+                self.cpu_stub(llfn)
             except CompileError:
                 raise
-            except NoCpuForm as exc:
-                line, col = lowering.position
-                raise CompileError(
-                    f"{fn.python_name}() uses {exc.what}, which has no CPU form: the CPU device cannot run it",
-                    SourceLocation(fn.file, line, col),
-                    "run this kernel on a GPU, or keep this construct out of the kernels the CPU device runs") from None
             except Exception as exc:
                 # the frontend only builds IR this lowering accepts: a failure here is a compiler
                 # bug, reported at the statement it met (not as a traceback from our internals)
@@ -1298,6 +1315,8 @@ class FunctionLowering:
         return load
 
     def call(self, e: ir.Call) -> ll.Value:
+        if self.parent.cpu and e.symbol in self.parent.c_abi and e.symbol in self.parent.extern_params:
+            raise NoCpuForm(f"the CUDA C++ function {e.symbol}() (an @extern)")
         if e.symbol == "llvm.nvvm.barrier0" and self.parent.cpu:
             return self.b.call(self.parent.cpu_runtime("oxide_cpu_barrier"), [self.sync_site(e.loc)])
         if e.symbol == "llvm.nvvm.barrier0":
@@ -1552,6 +1571,7 @@ class LoweredProgram:
     # and the source place of each barrier / warp operation by its id
     cpu_shared_bytes: int = 0
     sync_sites: tuple[tuple[str, int, int], ...] = ()
+    cpu_refused: dict[str, CompileError] = dataclasses.field(default_factory=dict)  # symbol -> why (CPU device)
 
     def text(self) -> str:
         return module_text(self.module)
@@ -1569,5 +1589,5 @@ def lower_program(program: ir.Program, module_name: str, fast_math: bool = False
     lowering = ModuleLowering(program, module_name, fast_math, lineinfo, libnvvm, dialect, fma)
     module = lowering.lower()
     return LoweredProgram(module, lowering.kept_params, lowering.param_bytes, lowering.cpu_shared_bytes,
-                          tuple(lowering.sync_sites))
+                          tuple(lowering.sync_sites), dict(lowering.cpu_refused))
 

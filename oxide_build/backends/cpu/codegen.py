@@ -15,12 +15,12 @@ A kernel that reaches a barrier runs on fibers (``KernelMode.FIBERS``), one that
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 from llvmlite import ir as ll
 
-from oxide.errors import CompileError, SourceLocation
+from oxide.errors import CompileError
 
 from ... import cpu_abi
 from ...intrinsics import INTRINSICS, Role
@@ -55,6 +55,9 @@ class HostCode:
     # naming its access site: id -> file, line, col
     access_sites: tuple[tuple[str, int, int], ...] = ()
     sanitized: bool = False
+    # entry symbol -> why the CPU device cannot run that kernel (it reaches a construct with no
+    # CPU form: the located CompileError, raised when it is launched); the others run
+    refused: dict[str, CompileError] = field(default_factory=dict)
 
 
 def host_target() -> tuple[str, str]:
@@ -117,13 +120,27 @@ def kernel_modes(program: ir.Program) -> dict[str, KernelMode]:
     return modes
 
 
-def _refuse_externs(program: ir.Program) -> None:
-    for ext in program.externs:
-        file, line = (ext.call_file, ext.call_line) if ext.call_file else (ext.file, ext.line)
-        raise CompileError(
-            f"{ext.symbol}() is CUDA C++ (an @extern), which the CPU device cannot run",
-            SourceLocation(file, line, 1),
-            "run this module on a GPU; kernels that call C++ device functions have no CPU form")
+def refused_kernels(program: ir.Program, refused: dict[str, CompileError]) -> dict[str, CompileError]:
+    """Entry symbol -> the refusal of a function it reaches (itself or a device function it calls)."""
+    by_symbol = {fn.symbol: fn for fn in program.functions}
+    calls = {fn.symbol: _callees(fn) & by_symbol.keys() for fn in program.functions}
+    twins = index32_twins(program)
+    out: dict[str, CompileError] = {}
+    for fn in program.functions:
+        if not fn.is_kernel:
+            continue
+        seen, todo = {fn.symbol}, [fn.symbol]
+        while todo:
+            s = todo.pop(0)
+            if s in refused:
+                out[fn.symbol] = refused[s]
+                if fn.symbol in twins:
+                    out[twins[fn.symbol]] = refused[s]
+                break
+            for c in sorted(calls[s] - seen):
+                seen.add(c)
+                todo.append(c)
+    return out
 
 
 def _load_params(b: ll.IRBuilder, kernel: ll.Function, params: ll.Value, module: ll.Module) -> list[ll.Value]:
@@ -275,7 +292,6 @@ def lower_for_cpu(program: ir.Program, module_name: str, fast_math: bool, fma: b
     instrumented for memcheck (``_instrument_accesses``)."""
     from ...lower.llvm import lower_program
 
-    _refuse_externs(program)
     triple, layout = host_target()
     lowered = lower_program(program, module_name, fast_math=fast_math, lineinfo=sanitize,
                             dialect=cpu_dialect(triple, layout), fma=fma)
@@ -295,4 +311,4 @@ def lower_for_cpu(program: ir.Program, module_name: str, fast_math: bool, fma: b
         if mode is KernelMode.LOOP:
             _block_function(module, kernel, ctx)
     return HostCode(str(module), modes, lowered.kept_params, lowered.cpu_shared_bytes, lowered.sync_sites,
-                    access_sites, sanitize)
+                    access_sites, sanitize, refused_kernels(program, lowered.cpu_refused))

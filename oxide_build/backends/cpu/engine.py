@@ -340,6 +340,7 @@ class CpuModule:
         self.make_sanitized: Callable[[], CpuModule] | None = None
         self._sanitized: CpuModule | None = None
         self.modes = host.modes
+        self.refused = host.refused  # entry symbol -> the CompileError its launch raises
         self.jit = JitModule(host.llvm_ir)
         self.lock = threading.RLock()
         self._functions: dict[str, CpuFunction] = {}
@@ -354,6 +355,8 @@ class CpuModule:
             if symbol not in self.modes:
                 raise KeyError(f"module {self.module_name} has no kernel entry {symbol!r}; it has "
                                f"{', '.join(sorted(self.modes)) or 'none'}")
+            if symbol in self.refused:  # it reaches what the CPU device cannot run
+                raise self.refused[symbol]
             spec = next((k for k in self.kernels if symbol in (k.symbol, k.index32_symbol)), None)
             bound = getattr(spec, "launch_bounds", None) or MAX_BLOCK_THREADS
             self._functions[symbol] = CpuFunction(self, symbol, self.modes[symbol], self._param_counts[symbol],
