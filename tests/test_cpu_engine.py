@@ -800,3 +800,30 @@ def test_fp8_conversions_as_ptx(tmp_path: Path) -> None:
             # a tie goes to the even code (the one whose lowest mantissa bit is 0); -0 and +0 alike
             even = [code for code in candidates if code & 1 == 0] or candidates
             assert table[int(c)] == table[even[0]], (v, c, even)
+
+
+def test_active_mask_under_a_branch(tmp_path: Path) -> None:
+    """warp.active_mask() asked by some lanes only (CUDA's usual `mask = __activemask()` in a
+    branch) needs no other lane: the warp's lanes that have not returned."""
+    m = module(tmp_path, """
+        import oxide as ox
+        from oxide import MutSlice, u32, thread, warp
+
+        @ox.kernel
+        def masks(out: MutSlice[u32]) -> None:
+            t = thread.idx.x
+            if t >= 40:
+                return
+            if t % 3 == 0:
+                with ox.unsafe():
+                    out[t] = warp.active_mask()
+    """)
+    spec = m.kernels[0]
+    out = np.zeros(64, np.uint32)
+    m.function(spec.symbol).launch((1, 1, 1), (64, 1, 1), 0, slots(spec, {"out": [out.ctypes.data, 64]}))
+    for t in range(0, 40, 3):
+        # the asking lane is in; lanes that returned before it asked are out (the first warp's
+        # lanes run in order: those below it have finished)
+        assert (out[t] >> (t % 32)) & 1, (t, hex(out[t]))
+        if t < 32:
+            assert out[t] & ((1 << (t % 32)) - 1) == 0, (t, hex(out[t]))

@@ -11,7 +11,8 @@ On the CPU device (``fl.cpu``) every one of them is one exchange through the sch
 (``oxide_cpu_warp_exchange``: each lane of the mask hands over its value as 64 bits and gets the
 32 lanes' values once all of the mask's lanes have), and the result is computed from those as
 PTX defines it; the full-warp reduction stays the same butterfly of shuffles, so float sums
-round as on the GPU. ``warp.active_mask()`` there is the warp's lanes that have not exited.
+round as on the GPU. ``warp.active_mask()`` there is the warp's lanes that have not returned
+(no exchange: it may be asked under a branch that the other lanes skip).
 """
 from __future__ import annotations
 
@@ -244,7 +245,8 @@ def _type_active_mask(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) ->
 
 
 def _cpu_active_mask(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
-    return _cpu_ballot(fl, _cpu_warp_lanes(fl), ll.Constant(ll.IntType(1), 1))
+    """No exchange (a lane may ask where the others do not): the warp's lanes not returned."""
+    return fl.b.call(fl.cpu_runtime("oxide_cpu_warp_live"), [])
 
 
 def _lower_active_mask(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:

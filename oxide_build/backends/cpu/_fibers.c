@@ -316,6 +316,17 @@ EXPORT const uint64_t *oxide_cpu_warp_exchange(uint32_t mask, uint64_t value) {
     return buffer;
 }
 
+/* warp.active_mask(): the lanes of the thread's warp that have not returned (no exchange: a
+ * lane asks it where the others may not). */
+EXPORT uint32_t oxide_cpu_warp_live(void) {
+    int64_t f = current, lane_index = f % block_threads;
+    int64_t first = f - lane_index % 32, lanes = block_threads - (lane_index - lane_index % 32);
+    uint32_t mask = 0;
+    for (int64_t l = 0; l < 32 && l < lanes; l++)
+        if (state[first + l] != EXITED) mask |= 1u << l;
+    return mask;
+}
+
 /* grid.sync() of a cooperative launch: every thread of the grid. */
 EXPORT void oxide_cpu_grid_sync(int32_t at) {
     int64_t f = current;
@@ -805,7 +816,7 @@ static PyObject *symbols(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
         "oxide_cpu_context", (unsigned long long)(uintptr_t)&oxide_cpu_context,
         "oxide_cpu_barrier", (unsigned long long)(uintptr_t)&oxide_cpu_barrier,
         "oxide_cpu_block_vote", (unsigned long long)(uintptr_t)&oxide_cpu_block_vote,
@@ -817,7 +828,8 @@ static PyObject *symbols(PyObject *self, PyObject *unused) {
         "oxide_cpu_launch", (unsigned long long)(uintptr_t)&oxide_cpu_launch,
         "oxide_cpu_access", (unsigned long long)(uintptr_t)&oxide_cpu_access,
         "oxide_cpu_to_fp8", (unsigned long long)(uintptr_t)&oxide_cpu_to_fp8,
-        "oxide_cpu_from_fp8", (unsigned long long)(uintptr_t)&oxide_cpu_from_fp8);
+        "oxide_cpu_from_fp8", (unsigned long long)(uintptr_t)&oxide_cpu_from_fp8,
+        "oxide_cpu_warp_live", (unsigned long long)(uintptr_t)&oxide_cpu_warp_live);
 }
 
 static PyMethodDef methods[] = {
