@@ -55,6 +55,7 @@ setup(
         Extension(
             "oxide_build.backends.cpu._fibers",
             ["oxide_build/backends/cpu/_fibers.c"],
+            depends=["oxide_build/backends/cpu/_global_races.h"],
             optional=True,
             libraries=["m"] if sys.platform != "win32" else [],
             extra_compile_args=["-O2", "-fvisibility=hidden"] if sys.platform != "win32" else [],

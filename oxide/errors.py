@@ -148,18 +148,23 @@ class MemcheckError(KernelError):
 
 
 class RacecheckError(KernelError):
-    """Two threads of a block access one byte of shared memory, at least one of them writing,
-    with no barrier (or warp operation of their warp) between them (the CPU device's racecheck,
-    ``OXIDE_SANITIZE=racecheck``). ``location`` is the second access's ``file:line:col``,
-    ``other_location`` the first's."""
+    """Two threads access one byte of shared or global memory, at least one of them writing, not
+    both atomically, and nothing orders them (the CPU device's racecheck,
+    ``OXIDE_SANITIZE=racecheck``): in one block no barrier (or warp operation of their warp)
+    between them; in two blocks (global memory) no grid barrier and no release/acquire through
+    fences and atomics. ``location`` is the second access's ``file:line:col``, ``other_location``
+    the first's; ``block``/``thread`` the second's, ``other_block``/``other_thread`` the first's
+    (``other_block`` is ``block`` for a race inside one block)."""
 
     def __init__(self, message: str, kernel: str = "", location: str = "", other_location: str = "",
                  block: tuple[int, int, int] | None = None, thread: tuple[int, int, int] | None = None,
-                 other_thread: tuple[int, int, int] | None = None) -> None:
+                 other_thread: tuple[int, int, int] | None = None,
+                 other_block: tuple[int, int, int] | None = None) -> None:
         self.other_location = other_location
         self.block = block
         self.thread = thread
         self.other_thread = other_thread
+        self.other_block = other_block if other_block is not None else block
         super().__init__(message, kernel=kernel, location=location)
 
 

@@ -49,8 +49,10 @@ RUNTIME_FUNCTIONS = {
     "oxide_cpu_warp_live": ("i", ""),  # the lanes of the thread's warp that have not returned
     "oxide_cpu_exit_thread": ("v", ""),  # ends the calling thread (after a failed check)
     "oxide_cpu_trap": ("v", ""),  # ends the launch (a failed check with no error record)
-    # memcheck: (address, bytes, access: 0 read / 1 write / 2 atomic, access site, space: 1 global / 3 shared)
+    # sanitizers: (address, bytes, access: 0 read / 1 write / 2 atomic read-modify-write / 3 atomic or
+    # volatile load / 4 atomic or volatile store, access site, space: 1 global / 3 shared)
     "oxide_cpu_access": ("v", "bliii"),
+    "oxide_cpu_fence": ("v", ""),  # racecheck: the running thread executed a fence (release/acquire)
     # fp8 (kind 0: e4m3, 1: e5m2): f32 -> the byte, rounded to nearest even and saturated to
     # the largest finite value (NaN stays NaN, PTX's cvt.rn.satfinite); the byte -> f32, exactly
     "oxide_cpu_to_fp8": ("i", "fi"),

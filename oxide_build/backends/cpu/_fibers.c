@@ -97,6 +97,8 @@ typedef struct {
     int32_t err_other_access;
     int32_t err_linear;      /* the reporting thread, linear in its block */
     int64_t err_offset;      /* racecheck / initcheck: the byte's offset in the block's shared memory */
+    int32_t err_other_block[3]; /* racecheck of global memory: the other access's block */
+    int32_t pad3;
 } launch_t;
 
 /* ---- the fiber switch ---------------------------------------------------------------------- */
@@ -187,6 +189,7 @@ static int32_t grid_site;
 static int64_t current;            /* the fiber running */
 static uint32_t *barrier_epoch;    /* racecheck: [blocks] block barriers completed + 1 */
 static uint32_t *warp_gen;         /* racecheck: [warps] warp operations completed */
+static uint32_t global_grid_epoch; /* racecheck: grid barriers completed (_global_races.h) */
 static int64_t warps_per_block;
 static int aborted;                /* a trap: stop the launch */
 static int checks_failed;          /* a thread ended at a failed check (its record is written) */
@@ -335,6 +338,7 @@ EXPORT void oxide_cpu_grid_sync(int32_t at) {
         grid_arrived = 0;
         if (barrier_epoch)
             for (int64_t b = 0; b < n_fibers / block_threads; b++) barrier_epoch[b]++;
+        global_grid_epoch++;
         for (int64_t g = 0; g < n_fibers; g++)
             if (state[g] == WAIT_GRID) state[g] = WAIT_NONE;
         return;
@@ -526,9 +530,15 @@ static void check_shared(uint64_t offset, int64_t size, int32_t access, int32_t 
     }
 }
 
+#include "_global_races.h"
+
+/* access: 0 read, 1 write, 2 atomic read-modify-write, 3 atomic or volatile load, 4 atomic or
+ * volatile store (global memory tells them apart for release/acquire; in shared memory 3 and 4
+ * are a read and a write) */
 EXPORT void oxide_cpu_access(const char *address, int64_t size, int32_t access, int32_t at, int32_t space) {
     uint64_t a = (uint64_t)(uintptr_t)address, end = a + (uint64_t)size;
     if (space == 3) {
+        if (access >= 3) access -= 3;
         uint64_t base = (uint64_t)(uintptr_t)oxide_cpu_context.shared;
         if (a >= base && end <= base + (uint64_t)L->shared_bytes) {
             if (L->checks & (CHECK_RACES | CHECK_INIT)) check_shared(a - base, size, access, at);
@@ -536,13 +546,17 @@ EXPORT void oxide_cpu_access(const char *address, int64_t size, int32_t access, 
         }
         if (!(L->checks & CHECK_MEMORY)) return;
     } else {
-        if (!(L->checks & CHECK_MEMORY)) return;
+        if (!(L->checks & (CHECK_MEMORY | CHECK_RACES))) return;
         int64_t lo = 0, hi = L->n_ranges; /* the last range starting at or before a */
         while (lo < hi) {
             int64_t mid = (lo + hi) / 2;
             if (L->ranges[2 * mid] <= a) lo = mid + 1; else hi = mid;
         }
-        if (lo > 0 && end <= L->ranges[2 * (lo - 1) + 1]) return;
+        if (lo > 0 && end <= L->ranges[2 * (lo - 1) + 1]) {
+            if ((L->checks & CHECK_RACES) && check_global(lo - 1, a, size, access, at)) oxide_cpu_exit_thread();
+            return;
+        }
+        if (!(L->checks & CHECK_MEMORY)) return;
     }
     if (L->err_kind == OK) {
         fail(ERR_MEMCHECK, current, at, 0);
@@ -772,6 +786,11 @@ EXPORT int oxide_cpu_launch(launch_t *launch) {
         memset(shadow, 0, need);
         for (size_t b = 0; b < set_blocks; b++) barrier_epoch[b] = 1;
     }
+    if ((L->checks & CHECK_RACES) && !global_races_begin(blocks, cooperative ? n_fibers : block_threads)) {
+        global_races_end();
+        L->err_kind = ERR_NO_MEMORY;
+        return L->err_kind;
+    }
     for (int a = 0; a < 3; a++) {
         oxide_cpu_context.ntid[a] = L->block[a];
         oxide_cpu_context.nctaid[a] = L->grid[a];
@@ -793,6 +812,7 @@ EXPORT int oxide_cpu_launch(launch_t *launch) {
                         memset(shadow, 0, (size_t)L->shared_bytes * sizeof(shadow_t));
                         barrier_epoch[0] = 1;
                         memset(warp_gen, 0, sizeof(uint32_t) * (size_t)warps_per_block);
+                        global_races_new_block(block_threads);
                     }
                     if (L->mode == MODE_LOOP) {
                         run_loop_block();
@@ -807,6 +827,7 @@ EXPORT int oxide_cpu_launch(launch_t *launch) {
                 }
     }
     fflush(stdout);
+    global_races_end();
     return L->err_kind;
 }
 
@@ -816,7 +837,7 @@ static PyObject *symbols(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
         "oxide_cpu_context", (unsigned long long)(uintptr_t)&oxide_cpu_context,
         "oxide_cpu_barrier", (unsigned long long)(uintptr_t)&oxide_cpu_barrier,
         "oxide_cpu_block_vote", (unsigned long long)(uintptr_t)&oxide_cpu_block_vote,
@@ -829,7 +850,8 @@ static PyObject *symbols(PyObject *self, PyObject *unused) {
         "oxide_cpu_access", (unsigned long long)(uintptr_t)&oxide_cpu_access,
         "oxide_cpu_to_fp8", (unsigned long long)(uintptr_t)&oxide_cpu_to_fp8,
         "oxide_cpu_from_fp8", (unsigned long long)(uintptr_t)&oxide_cpu_from_fp8,
-        "oxide_cpu_warp_live", (unsigned long long)(uintptr_t)&oxide_cpu_warp_live);
+        "oxide_cpu_warp_live", (unsigned long long)(uintptr_t)&oxide_cpu_warp_live,
+        "oxide_cpu_fence", (unsigned long long)(uintptr_t)&oxide_cpu_fence);
 }
 
 static PyMethodDef methods[] = {

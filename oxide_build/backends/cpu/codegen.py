@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from llvmlite import ir as ll
+from llvmlite.ir.instructions import Fence
 
 from oxide.errors import CompileError
 
@@ -251,12 +252,16 @@ def _location(instr: ll.Instruction) -> tuple[str, int, int]:
 
 
 def _instrument_accesses(module: ll.Module) -> tuple[tuple[str, int, int], ...]:
-    """memcheck: a call of ``oxide_cpu_access`` before every load, store and atomic of global or
-    shared memory (address spaces 1 and 3) in the module's functions, save those at a global
-    itself (the module's own variables: always in bounds)."""
+    """The sanitizers: a call of ``oxide_cpu_access`` before every load, store and atomic of
+    global or shared memory (address spaces 1 and 3) in the module's functions, save those at a
+    global itself (the module's own variables: always in bounds), and of ``oxide_cpu_fence``
+    after every fence (racecheck's release/acquire, ``_global_races.h``)."""
     hook = module.globals.get("oxide_cpu_access")
     if hook is None:
         hook = ll.Function(module, cpu_abi.runtime_function_type("oxide_cpu_access"), "oxide_cpu_access")
+    fence_hook = module.globals.get("oxide_cpu_fence")
+    if fence_hook is None:
+        fence_hook = ll.Function(module, cpu_abi.runtime_function_type("oxide_cpu_fence"), "oxide_cpu_fence")
     sites: list[tuple[str, int, int]] = []
     ids: dict[tuple[str, int, int], int] = {}
     b = ll.IRBuilder()
@@ -265,12 +270,20 @@ def _instrument_accesses(module: ll.Module) -> tuple[tuple[str, int, int], ...]:
             continue
         for block in fn.blocks:
             for instr in list(block.instructions):
+                # atomic and volatile loads and stores: PTX's relaxed accesses, which do not race
+                # with each other (racecheck orders blocks through them and fences)
                 if isinstance(instr, ll.LoadInstr):
-                    ptr, access, ty = instr.operands[0], 0, instr.type
+                    relaxed = isinstance(instr, ll.LoadAtomicInstr) or getattr(instr, "volatile", False)
+                    ptr, access, ty = instr.operands[0], 3 if relaxed else 0, instr.type
                 elif isinstance(instr, ll.StoreInstr):
-                    ptr, access, ty = instr.operands[1], 1, instr.operands[0].type
+                    relaxed = isinstance(instr, ll.StoreAtomicInstr) or getattr(instr, "volatile", False)
+                    ptr, access, ty = instr.operands[1], 4 if relaxed else 1, instr.operands[0].type
                 elif isinstance(instr, (ll.AtomicRMW, ll.CmpXchg)):
                     ptr, access, ty = instr.operands[0], 2, instr.operands[1].type
+                elif isinstance(instr, Fence):
+                    b.position_after(instr)
+                    b.call(fence_hook, [])
+                    continue
                 else:
                     continue
                 space = getattr(ptr.type, "addrspace", 0)

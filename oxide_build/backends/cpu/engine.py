@@ -35,7 +35,8 @@ MAX_BLOCK_THREADS = 1024
 
 # _fibers.c's error kinds
 _OK, _DEADLOCK, _MISMATCH, _TRAP, _NO_MEMORY, _WARP_DEADLOCK, _MEMCHECK, _RACE, _UNINITIALIZED = range(9)
-_ACCESSES = ("read", "write", "atomic")
+_ACCESSES = ("read", "write", "atomic", "volatile read", "volatile write")  # _fibers.c's access codes
+_DONE = ("read", "wrote", "atomically updated", "read (volatile)", "wrote (volatile)")
 
 # one launch at a time in the process: the scheduler's state is global (_fibers.c)
 _launch_lock = threading.Lock()
@@ -55,6 +56,7 @@ class _Launch(ctypes.Structure):
         ("err_address", ctypes.c_uint64), ("err_size", ctypes.c_int64), ("err_access", ctypes.c_int32),
         ("err_space", ctypes.c_int32), ("checks", ctypes.c_int32), ("err_other_thread", ctypes.c_int32),
         ("err_other_access", ctypes.c_int32), ("err_linear", ctypes.c_int32), ("err_offset", ctypes.c_int64),
+        ("err_other_block", ctypes.c_int32 * 3), ("pad3", ctypes.c_int32),
     ]
 
 
@@ -255,6 +257,22 @@ class CpuFunction:
         bx, by = launch.block[0], launch.block[1]
         return (linear % bx, linear // bx % by, linear // (bx * by))
 
+    def _global_race(self, launch: _Launch, at: str, before: str, racing: tuple[int, int, int]) -> RacecheckError:
+        """racecheck of global memory (``_global_races.h``): the two accesses, in their blocks."""
+        kernel = self._kernel_name
+        block, thread = tuple(launch.err_block), tuple(launch.err_thread)
+        other_block = tuple(launch.err_other_block)
+        why = ("no barrier between them (block.sync(), or a warp operation of their warp)" if other_block == block
+               else "nothing ordering the blocks: no grid.sync() between them, and no release/acquire (a fence "
+                    "before an atomic or volatile store in the first, an atomic or volatile read of what it stored "
+                    "with a fence in the second)")
+        return RacecheckError(
+            f"racecheck: a race on global memory in kernel {kernel}: block {block}, thread {thread} "
+            f"{_ACCESSES[launch.err_access]}s byte {launch.err_offset} of an argument's buffer at {at}, and block "
+            f"{other_block}, thread {racing} {_DONE[launch.err_other_access]} it at {before}, with {why}",
+            kernel=kernel, location=at, other_location=before, block=block, thread=thread,  # type: ignore[arg-type]
+            other_thread=racing, other_block=other_block)  # type: ignore[arg-type]
+
     def _site(self, site: int) -> str:
         sites = self.module.sync_sites
         if 0 <= site < len(sites):
@@ -283,6 +301,8 @@ class CpuFunction:
                     thread=thread)  # type: ignore[arg-type]
             racing = self._thread_of(launch.err_other_thread, launch)
             before = self._access_site(launch.err_other_site)
+            if launch.err_space == 1:
+                return self._global_race(launch, at, before, racing)
             return RacecheckError(
                 f"racecheck: a race on shared memory in kernel {kernel}, block {block}: thread {thread} {what}s byte "
                 f"{offset} at {at}, and thread {racing} {_ACCESSES[launch.err_other_access]} it at {before} with no "
