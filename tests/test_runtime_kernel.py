@@ -469,12 +469,12 @@ def test_launch_overhead_is_small(tmp_path: Path, fake_driver: FakeDriver) -> No
     launch = m.saxpy[4, 256]
     launch(2.0, x, y, out)
     best = math.inf
-    for _ in range(5):
-        start = time.perf_counter()
+    for _ in range(5):  # CPU time of this process: other tests beside it (pytest -n) do not count
+        start = time.process_time()
         for _ in range(1000):
             launch(2.0, x, y, out)
-        best = min(best, (time.perf_counter() - start) / 1000)
-    assert best < 50e-6, f"{best * 1e6:.1f} µs per launch on the host"
+        best = min(best, (time.process_time() - start) / 1000)
+    assert best < 50e-6, f"{best * 1e6:.1f} µs of CPU time per launch on the host"
 
 
 def test_subscript_cache_is_shared_with_the_base(tmp_path: Path) -> None:
