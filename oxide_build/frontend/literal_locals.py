@@ -1,6 +1,7 @@
 """Locals first assigned a bare literal (``acc = 0.0``, ``offset = 1``): the typed values of the
 same kind each one meets (operands, assignments, arguments), from which it takes its type, as
-``float acc = 0.0f`` in C++ (program.py's ``translate_function`` decides with them).
+``float acc = 0.0f`` in C++ (literal_types.py decides with them before the translation, which
+records them again for ``ProgramBuilder.translate_function`` to check that decision).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ class LiteralLocals:
     """The literal-initialized locals of one function instance and the types they met."""
 
     locals: dict[str, Type]  # the scope's locals (read: the type each has now)
-    # the types chosen for them before this translation (ProgramBuilder.translate_function)
+    # the types chosen for them before this translation (literal_types.py)
     retype: dict[str, ScalarType] = field(default_factory=dict)
     names: set[str] = field(default_factory=set)
     # locals first assigned a literal-initialized local (`_c2 = c2`): the name they copy

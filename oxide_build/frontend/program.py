@@ -24,6 +24,7 @@ from ..scan import ModuleSource, ProjectIndex, _names_oxide, constant_value
 from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation, scalar_type_named
 from .decorator_arguments import module_int, module_strings
 from .generics import bind_from_arguments, extern_symbol
+from .literal_types import RETYPE_ATTEMPTS, LiteralTypes, decide_literal_types
 from .translate import FunctionTranslator
 from .module_memory import check_constant_memory, module_array_decl
 from .view_values import device_param_type
@@ -57,6 +58,8 @@ class ProgramBuilder:
     externs: dict[str, ir.ExternFunction] = field(default_factory=dict)
     extern_kernels: list[ir.ExternFunction] = field(default_factory=list)
     arrays: dict[str, ir.ModuleArrayDecl] = field(default_factory=dict)  # symbol -> module-level array
+    # translations whose literal locals literal_types.py could not type (_search_literal_types)
+    literal_searches: int = 0
     _counter: int = 0
 
     def module_array(self, module: ModuleSource, name: str) -> ir.ModuleArrayDecl | None:
@@ -382,36 +385,24 @@ class ProgramBuilder:
         """One instance of ``fdef`` (a kernel specialization, an export or a device function for
         one list of argument types) as an IR function, with the translator that made it."""
         # A local first assigned a bare literal takes the type of the typed values it meets
-        # (`acc = 0.0; acc += x[i]`: f32 with an f32 x): when an attempt finds such types, the
-        # function is translated again with them (the builder's state rolled back), and the
-        # last attempt that compiled is kept if a retyped one does not.
-        retype: dict[str, ScalarType] = {}
-        good: dict[str, ScalarType] | None = None
-        tried: list[dict[str, ScalarType]] = []
-        failures: list[CompileError] = []
+        # (`acc = 0.0; acc += x[i]`: f32 with an f32 x). literal_types.py decides those types
+        # before the body is translated, and the body is translated once with them; what the
+        # translation records those locals meeting confirms the decision.
         saved = self._save()
-        while True:
-            translator, body, failure = self._attempt(module, fdef, typevars, kernel_name, bounds_check, is_kernel,
-                                                      param_types, constexprs, retype)
-            if failure is None:
-                good = retype
-            else:
-                failures.append(failure)
-            tried.append(retype)
-            wanted = {**retype, **translator.literals.met_types()}
-            if wanted in tried or len(tried) > _RETYPE_ATTEMPTS:
-                if failure is None:
-                    break
-                if good is None:
-                    # the attempt that got furthest through the source has the error to fix
-                    raise max(failures, key=lambda e: (e.location.line, e.location.col) if e.location else (0, 0))
-                self._restore(saved)  # a retyped attempt failed: the one that compiled, again
-                translator, body, failure = self._attempt(module, fdef, typevars, kernel_name, bounds_check,
-                                                          is_kernel, param_types, constexprs, good)
-                assert failure is None
-                break
-            retype = wanted
-            self._restore(saved)
+        translator, body, failure, decided = self._attempt(module, fdef, typevars, kernel_name, bounds_check,
+                                                           is_kernel, param_types, constexprs, None)
+        met = translator.literals.met_types()
+        if decided is None or failure is not None and not decided.types and not met:
+            assert failure is not None
+            raise failure  # the signature, or an error the literal locals' types have no part in
+        if failure is None and not decided.types and not met:
+            pass  # the attempts' first, and last: nothing met such a local (however the walk went)
+        elif failure is not None or not decided.settled or met != decided.expected:
+            # the walk missed something such a local meets: the attempts by translation
+            self.literal_searches += 1
+            translator, body = self._search_literal_types(
+                module, fdef, typevars, kernel_name, bounds_check, is_kernel, param_types, constexprs, saved,
+                first=None if decided.types else (translator, body, failure))
         function = ir.Function(
             symbol=symbol, python_name=fdef.name, file=self.relative_file(module), params=translator.scope.params,
             ret=translator.scope.ret or VoidType(), body=body, locals=translator.scope.locals, is_kernel=is_kernel,
@@ -423,18 +414,69 @@ class ProgramBuilder:
     def _attempt(
         self, module: ModuleSource, fdef: ast.FunctionDef, typevars: dict[str, TypeVarBinding], kernel_name: str,
         bounds_check: bool, is_kernel: bool, param_types: list[Type] | None,
-        constexprs: Mapping[str, int | bool] | None, retype: dict[str, ScalarType],
-    ) -> tuple[FunctionTranslator, list[ir.Stmt], CompileError | None]:
+        constexprs: Mapping[str, int | bool] | None, retype: dict[str, ScalarType] | None,
+    ) -> tuple[FunctionTranslator, list[ir.Stmt], CompileError | None, LiteralTypes | None]:
+        """One translation of ``fdef``: with the literal locals typed as ``retype`` says, or
+        (None) as literal_types.py decides once the signature is translated."""
         translator = FunctionTranslator(self, module, fdef, typevars, is_kernel, kernel_name, bounds_check,
                                         constexprs, retype)
+        decided: LiteralTypes | None = None
         self.call_stack.append((module.name, fdef.name))
         try:
             translator.translate_signature(param_types)
-            return translator, translator.translate_body(), None
+            if retype is None:
+                decided = decide_literal_types(translator)
+                translator.literals.retype.update(decided.types)
+            return translator, translator.translate_body(), None, decided
         except CompileError as exc:
-            return translator, [], exc
+            return translator, [], exc, decided
         finally:
             self.call_stack.pop()
+
+    def _search_literal_types(
+        self, module: ModuleSource, fdef: ast.FunctionDef, typevars: dict[str, TypeVarBinding], kernel_name: str,
+        bounds_check: bool, is_kernel: bool, param_types: list[Type] | None,
+        constexprs: Mapping[str, int | bool] | None,
+        saved: tuple[int, int, dict[Any, _Instance], dict[str, ir.ExternFunction], int, int],
+        first: tuple[FunctionTranslator, list[ir.Stmt], CompileError | None] | None,
+    ) -> tuple[FunctionTranslator, list[ir.Stmt]]:
+        """The literal locals' types found by translating: each attempt retypes the locals
+        after the types it saw them meet, the builder's state rolled back in between, and the
+        last attempt that compiled is kept if a retyped one does not. Only for what
+        literal_types.py cannot decide (``first``: the translation with the literal types,
+        already made)."""
+        retype: dict[str, ScalarType] = {}
+        good: dict[str, ScalarType] | None = None
+        tried: list[dict[str, ScalarType]] = []
+        failures: list[CompileError] = []
+        if first is None:
+            self._restore(saved)
+        while True:
+            if first is not None:
+                translator, body, failure = first
+                first = None
+            else:
+                translator, body, failure, _ = self._attempt(module, fdef, typevars, kernel_name, bounds_check,
+                                                             is_kernel, param_types, constexprs, retype)
+            if failure is None:
+                good = retype
+            else:
+                failures.append(failure)
+            tried.append(retype)
+            wanted = {**retype, **translator.literals.met_types()}
+            if wanted in tried or len(tried) > RETYPE_ATTEMPTS:
+                if failure is None:
+                    return translator, body
+                if good is None:
+                    # the attempt that got furthest through the source has the error to fix
+                    raise max(failures, key=lambda e: (e.location.line, e.location.col) if e.location else (0, 0))
+                self._restore(saved)  # a retyped attempt failed: the one that compiled, again
+                translator, body, failure, _ = self._attempt(module, fdef, typevars, kernel_name, bounds_check,
+                                                             is_kernel, param_types, constexprs, good)
+                assert failure is None
+                return translator, body
+            retype = wanted
+            self._restore(saved)
 
     # ---- device functions ------------------------------------------------------------------
 
@@ -644,7 +686,6 @@ class ProgramBuilder:
         return ir.Call(symbol, converted, ret, caller.loc(node))
 
 
-_RETYPE_ATTEMPTS = 3  # each attempt settles at least one local; more are rare
 
 
 def _constants(module: ModuleSource) -> dict[str, int | float | bool]:

@@ -267,8 +267,12 @@ class FunctionTranslator(ast.NodeVisitor):
     def visit_Continue(self, node: ast.Continue) -> ir.Stmt:
         return self.loops.continue_stmt(node)
 
-    def visit_Attribute(self, node: ast.Attribute) -> ir.Expr:
-        if (isinstance(node.value, ast.Name) and node.attr in PYTHON_MATH_CONSTANTS and node.value.id not in self.scope.locals
+    def register_or_constant(self, node: ast.Attribute, locals_: Mapping[str, Type] | None = None) -> ir.Expr | None:
+        """``thread.idx.x`` and the other special registers, ``ox.warp.size``, ``math.pi``: the
+        attributes that are values of their own; None for any other (``locals_``: the names that
+        are locals, the scope's by default)."""
+        known = self.scope.locals if locals_ is None else locals_
+        if (isinstance(node.value, ast.Name) and node.attr in PYTHON_MATH_CONSTANTS and node.value.id not in known
                 and getattr(self.module.symbols.get(node.value.id), "target", None) == "math"):
             # math.pi, math.inf: float literals (typed by their use, so 2 * math.pi * x stays f32)
             return ir.Const(PYTHON_MATH_CONSTANTS[node.attr], F64, self.loc(node), weak=True)
@@ -281,6 +285,12 @@ class FunctionTranslator(ast.NodeVisitor):
                 pieces = tuple(full.split("."))
                 if len(pieces) == 2 and pieces in SPECIAL_REGISTERS and node.attr in ("x", "y", "z"):
                     return ir.SpecialReg(f"{SPECIAL_REGISTERS[pieces]}.{node.attr}", I32, self.loc(node))
+        return None
+
+    def visit_Attribute(self, node: ast.Attribute) -> ir.Expr:
+        value = self.register_or_constant(node)
+        if value is not None:
+            return value
         base = node.value
         if isinstance(base, ast.Name) and isinstance(self.scope.locals.get(base.id), (VectorType, StructType)) or not isinstance(
                 base, (ast.Name, ast.Attribute)) or isinstance(base, ast.Attribute) and oxide_name(self.module, base) is None:
@@ -382,7 +392,7 @@ class FunctionTranslator(ast.NodeVisitor):
             return None  # `d = f32(d) * q` reads the old d: an assignment, not a declaration
         if any(isinstance(n, ast.Name) and (n.id in self.literals.names or n.id in self.literals.copies)
                for n in ast.walk(value)):
-            return None  # a literal local's type is still open: the retry that types it (program.py) decides
+            return None  # a literal local's type decides (literal_types.py, program.py)
         for enclosing in self.scope.block_statements:
             for s in enclosing:
                 if s is stmt:
