@@ -827,3 +827,22 @@ def test_active_mask_under_a_branch(tmp_path: Path) -> None:
         assert (out[t] >> (t % 32)) & 1, (t, hex(out[t]))
         if t < 32:
             assert out[t] & ((1 << (t % 32)) - 1) == 0, (t, hex(out[t]))
+
+
+def test_local_arrays_beyond_a_threads_stack_are_refused(tmp_path: Path) -> None:
+    m = module(tmp_path, """
+        import oxide as ox
+        from oxide import MutSlice, f32, thread
+
+        @ox.kernel
+        def big(out: MutSlice[f32]) -> None:
+            scratch = ox.local.array(60000, f32)
+            i = thread.index_1d()
+            scratch[i % 60000] = f32(i)
+            with ox.unsafe():
+                out[i] = scratch[(i + 1) % 60000]
+    """)
+    with pytest.raises(CompileError, match=r"big\(\) declares 240000 bytes of local arrays; a thread of the CPU "
+                                           r"device has 192 KiB") as info:
+        m.function(m.kernels[0].symbol)
+    assert info.value.location is not None and info.value.location.line == 7

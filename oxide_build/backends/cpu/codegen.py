@@ -21,9 +21,11 @@ from enum import Enum
 from llvmlite import ir as ll
 from llvmlite.ir.instructions import Fence
 
-from oxide.errors import CompileError
+from oxide.errors import CompileError, SourceLocation
 
 from ... import cpu_abi
+from ...cpu_abi import NoCpuFormError
+from ...ir.types import ArrayType
 from ...intrinsics import INTRINSICS, Role
 from ...intrinsics.thread import BARRIER
 from ...ir import nodes as ir
@@ -121,9 +123,35 @@ def kernel_modes(program: ir.Program) -> dict[str, KernelMode]:
     return modes
 
 
+# the local arrays of one function, at most: a thread's fiber has 256 KiB of stack
+# (_fibers.c), and its frames need some of it
+LOCAL_ARRAY_LIMIT = 192 * 1024
+
+
+def _local_bytes(fn: ir.Function) -> tuple[int, ir.Loc | None]:
+    """The bytes of ``fn``'s own local arrays, and where its largest is declared."""
+    total, where, largest = 0, None, 0
+    for s in ir.statements(fn.body):
+        if isinstance(s, ir.ArrayDecl) and isinstance(s.ty, ArrayType) and s.ty.space == "local" and s.ty.size:
+            size = s.ty.size * s.ty.elem.itemsize
+            total += size
+            if size > largest:
+                largest, where = size, s.loc
+    return total, where
+
+
 def refused_kernels(program: ir.Program, refused: dict[str, CompileError]) -> dict[str, CompileError]:
-    """Entry symbol -> the refusal of a function it reaches (itself or a device function it calls)."""
+    """Entry symbol -> the refusal of a function it reaches (itself or a device function it calls),
+    or of its local arrays, more than a fiber's stack holds."""
     by_symbol = {fn.symbol: fn for fn in program.functions}
+    refused = dict(refused)
+    for fn in program.functions:
+        local, where = _local_bytes(fn)
+        if local > LOCAL_ARRAY_LIMIT and fn.symbol not in refused and where is not None:
+            refused[fn.symbol] = NoCpuFormError(
+                f"{fn.python_name}() declares {local} bytes of local arrays; a thread of the CPU device has "
+                f"{LOCAL_ARRAY_LIMIT // 1024} KiB for them", SourceLocation(fn.file, where.line, where.col),
+                "use smaller local arrays (or shared memory) to run this kernel on the CPU device")
     calls = {fn.symbol: _callees(fn) & by_symbol.keys() for fn in program.functions}
     twins = index32_twins(program)
     out: dict[str, CompileError] = {}
