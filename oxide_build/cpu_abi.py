@@ -53,6 +53,8 @@ RUNTIME_FUNCTIONS = {
     # volatile load / 4 atomic or volatile store, access site, space: 1 global / 3 shared)
     "oxide_cpu_access": ("v", "bliii"),
     "oxide_cpu_fence": ("v", ""),  # racecheck: the running thread executed a fence (release/acquire)
+    # memcheck of a local array at a run-time index: (address, bytes, access, access site, the array, its bytes)
+    "oxide_cpu_local_access": ("v", "bliibl"),
     # fp8 (kind 0: e4m3, 1: e5m2): f32 -> the byte, rounded to nearest even and saturated to
     # the largest finite value (NaN stays NaN, PTX's cvt.rn.satfinite); the byte -> f32, exactly
     "oxide_cpu_to_fp8": ("i", "fi"),

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from devices import compiled_package, cpu_device_problem, gpu_available
-from oxide.errors import RacecheckError
+from oxide.errors import MemcheckError, RacecheckError
 
 ROOT = Path(__file__).resolve().parent.parent
 ALL = "memcheck,racecheck,initcheck,synccheck"
@@ -101,3 +101,43 @@ def test_gpu_tests_pass_under_every_sanitizer() -> None:
     assert " passed" in run.stdout and " failed" not in run.stdout and " error" not in run.stdout, tail
     passed = int(run.stdout.rsplit(" passed", 1)[0].split()[-1])
     assert passed >= 60, tail
+
+
+LOCAL = '''\
+import oxide as ox
+from oxide import DisjointSlice, Slice, f32, i32, thread
+
+
+@ox.kernel(bounds_check=False)
+def window(x: Slice[f32], out: DisjointSlice[f32], width: i32) -> None:
+    i = thread.index_1d()
+    acc = ox.local.array(8, f32)
+    for k in range(width):
+        acc[k] = x[(i + k) % len(x)]
+    s: f32 = 0.0
+    for k in range(8):
+        s += acc[k]
+    if i < len(out):
+        out[i] = s
+'''
+
+
+def test_memcheck_of_a_local_array_at_a_run_time_index(tmp_path: Path) -> None:
+    _cpu_device_or_skip()
+    from oxide_build.cpu_engine import compile_module_for_cpu
+
+    path = tmp_path / "localk.py"
+    path.write_text(LOCAL)
+    m = compile_module_for_cpu(path, "localk", tmp_path)
+    spec = m.kernels[0]
+    x = np.random.default_rng(8).standard_normal(64).astype(np.float32)
+    out = np.full(64, np.nan, np.float32)
+    every = [x.ctypes.data, 64, out.ctypes.data, 64]
+    m.function(spec.symbol).launch((1, 1, 1), (64, 1, 1), 0, [*every, 8], frozenset({"memcheck"}))
+    expected = np.array([sum(x[(i + k) % 64] for k in range(8)) for i in range(64)], np.float32)
+    np.testing.assert_allclose(out, expected, rtol=1e-5)
+    with pytest.raises(MemcheckError) as e:
+        m.function(spec.symbol).launch((1, 1, 1), (64, 1, 1), 0, [*every, 9], frozenset({"memcheck"}))
+    msg = str(e.value)
+    assert "memcheck: in kernel window, block (0, 0, 0), thread (0, 0, 0)" in msg
+    assert "byte 32 of a local array of 32 bytes" in msg and "localk.py:10:" in msg

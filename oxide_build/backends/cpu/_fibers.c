@@ -99,6 +99,7 @@ typedef struct {
     int64_t err_offset;      /* racecheck / initcheck: the byte's offset in the block's shared memory */
     int32_t err_other_block[3]; /* racecheck of global memory: the other access's block */
     int32_t pad3;
+    int64_t err_local_bytes; /* memcheck of a local array (err_space 0): its bytes; err_offset the access's offset */
 } launch_t;
 
 /* ---- the fiber switch ---------------------------------------------------------------------- */
@@ -571,6 +572,24 @@ EXPORT void oxide_cpu_access(const char *address, int64_t size, int32_t access, 
     oxide_cpu_exit_thread();
 }
 
+/* memcheck of a local array indexed at run time: [address, address + size) inside the array's
+ * `bytes` at `base` (the instrumentation passes them), else reported and the thread ends. */
+EXPORT void oxide_cpu_local_access(const char *address, int64_t size, int32_t access, int32_t at, const char *base,
+                                   int64_t bytes) {
+    if (!(L->checks & CHECK_MEMORY) || (address >= base && address + size <= base + bytes)) return;
+    if (L->err_kind == OK) {
+        fail(ERR_MEMCHECK, current, at, 0);
+        if (L->mode == MODE_LOOP) memcpy(L->err_thread, oxide_cpu_context.tid, sizeof L->err_thread);
+        L->err_address = (uint64_t)(uintptr_t)address;
+        L->err_size = size;
+        L->err_access = access;
+        L->err_space = 0;
+        L->err_offset = (int64_t)(address - base);
+        L->err_local_bytes = bytes;
+    }
+    oxide_cpu_exit_thread();
+}
+
 /* ---- running a launch -------------------------------------------------------------------- */
 
 static void fiber_main(intptr_t f) {
@@ -843,7 +862,7 @@ static PyObject *symbols(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
         "oxide_cpu_context", (unsigned long long)(uintptr_t)&oxide_cpu_context,
         "oxide_cpu_barrier", (unsigned long long)(uintptr_t)&oxide_cpu_barrier,
         "oxide_cpu_block_vote", (unsigned long long)(uintptr_t)&oxide_cpu_block_vote,
@@ -857,7 +876,8 @@ static PyObject *symbols(PyObject *self, PyObject *unused) {
         "oxide_cpu_to_fp8", (unsigned long long)(uintptr_t)&oxide_cpu_to_fp8,
         "oxide_cpu_from_fp8", (unsigned long long)(uintptr_t)&oxide_cpu_from_fp8,
         "oxide_cpu_warp_live", (unsigned long long)(uintptr_t)&oxide_cpu_warp_live,
-        "oxide_cpu_fence", (unsigned long long)(uintptr_t)&oxide_cpu_fence);
+        "oxide_cpu_fence", (unsigned long long)(uintptr_t)&oxide_cpu_fence,
+        "oxide_cpu_local_access", (unsigned long long)(uintptr_t)&oxide_cpu_local_access);
 }
 
 static PyMethodDef methods[] = {

@@ -279,10 +279,25 @@ def _location(instr: ll.Instruction) -> tuple[str, int, int]:
     return (name if directory == "." else os.path.join(directory, name), int(fields["line"]), int(fields["column"]))
 
 
+def _local_array(ptr: ll.Value) -> tuple[ll.AllocaInstr | None, bool]:
+    """The local (an ``alloca``) that ``ptr`` points into, and whether an offset on the way is
+    computed at run time (None: not a local's; a local at constant offsets is not checked)."""
+    at_run_time = False
+    while True:
+        if isinstance(ptr, ll.GEPInstr):
+            at_run_time = at_run_time or not all(isinstance(i, ll.Constant) for i in ptr.indices)
+            ptr = ptr.pointer
+        elif isinstance(ptr, ll.CastInstr) and ptr.opname in ("bitcast", "addrspacecast"):
+            ptr = ptr.operands[0]
+        else:
+            return (ptr, at_run_time) if isinstance(ptr, ll.AllocaInstr) else (None, False)
+
+
 def _instrument_accesses(module: ll.Module) -> tuple[tuple[str, int, int], ...]:
     """The sanitizers: a call of ``oxide_cpu_access`` before every load, store and atomic of
     global or shared memory (address spaces 1 and 3) in the module's functions, save those at a
-    global itself (the module's own variables: always in bounds), and of ``oxide_cpu_fence``
+    global itself (the module's own variables: always in bounds), of ``oxide_cpu_local_access``
+    before every access of a local array at a run-time index (memcheck), and of ``oxide_cpu_fence``
     after every fence (racecheck's release/acquire, ``_global_races.h``)."""
     hook = module.globals.get("oxide_cpu_access")
     if hook is None:
@@ -290,6 +305,13 @@ def _instrument_accesses(module: ll.Module) -> tuple[tuple[str, int, int], ...]:
     fence_hook = module.globals.get("oxide_cpu_fence")
     if fence_hook is None:
         fence_hook = ll.Function(module, cpu_abi.runtime_function_type("oxide_cpu_fence"), "oxide_cpu_fence")
+    local_hook = module.globals.get("oxide_cpu_local_access")
+    if local_hook is None:
+        local_hook = ll.Function(module, cpu_abi.runtime_function_type("oxide_cpu_local_access"),
+                                 "oxide_cpu_local_access")
+    import llvmlite.binding as llvm
+
+    layout = llvm.create_target_data(module.data_layout)
     sites: list[tuple[str, int, int]] = []
     ids: dict[tuple[str, int, int], int] = {}
     b = ll.IRBuilder()
@@ -315,6 +337,20 @@ def _instrument_accesses(module: ll.Module) -> tuple[tuple[str, int, int], ...]:
                 else:
                     continue
                 space = getattr(ptr.type, "addrspace", 0)
+                if space == 0:
+                    array, at_run_time = _local_array(ptr)
+                    if array is not None and at_run_time:
+                        where = _location(instr)
+                        if where not in ids:
+                            ids[where] = len(sites)
+                            sites.append(where)
+                        b.position_before(instr)
+                        count = array.operands[0] if array.operands else ll.Constant(I32, 1)
+                        bytes_ = int(array.allocated_type.get_abi_size(layout)) * int(getattr(count, "constant", 1))
+                        b.call(local_hook, [b.bitcast(ptr, ll.PointerType(I8)), ll.Constant(I64, _bytes(ty)),
+                                            ll.Constant(I32, access), ll.Constant(I32, ids[where]),
+                                            b.bitcast(array, ll.PointerType(I8)), ll.Constant(I64, bytes_)])
+                    continue
                 if space not in (1, 3) or isinstance(ptr, ll.GlobalVariable):
                     continue
                 where = _location(instr)

@@ -56,7 +56,7 @@ class _Launch(ctypes.Structure):
         ("err_address", ctypes.c_uint64), ("err_size", ctypes.c_int64), ("err_access", ctypes.c_int32),
         ("err_space", ctypes.c_int32), ("checks", ctypes.c_int32), ("err_other_thread", ctypes.c_int32),
         ("err_other_access", ctypes.c_int32), ("err_linear", ctypes.c_int32), ("err_offset", ctypes.c_int64),
-        ("err_other_block", ctypes.c_int32 * 3), ("pad3", ctypes.c_int32),
+        ("err_other_block", ctypes.c_int32 * 3), ("pad3", ctypes.c_int32), ("err_local_bytes", ctypes.c_int64),
     ]
 
 
@@ -313,6 +313,9 @@ class CpuFunction:
             at = self._access_site(launch.err_site)
             space = "shared memory outside the block's" if launch.err_space == 3 else \
                 "global memory outside every view argument and module array of the launch"
+            if launch.err_space == 0:
+                space = (f"byte {launch.err_offset} of a local array of {launch.err_local_bytes} bytes (past its "
+                         "end or before its start)")
             return MemcheckError(
                 f"memcheck: in kernel {kernel}, {where}: a {_ACCESSES[launch.err_access]} of {launch.err_size} bytes "
                 f"at {launch.err_address:#x} at {at} touches {space}; the thread ended there",
