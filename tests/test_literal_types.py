@@ -27,8 +27,7 @@ HEADER = ("import oxide as ox\nfrom oxide import Slice, DisjointSlice, MutSlice,
 # tuple from a device function; a meeting of the walk and the translation that differs): the
 # attempts by translation type them. A new fixture may add one; more than a few means the walk
 # has lost a rule of the translation's.
-SEARCHED = {("port_ray_spheres.py", "ray_kernel"), ("vector_kernels.py", "bwd_channel_last"),
-            ("port_aten_avg_pool2d.py", "avg_pool2d_out_cuda_frame")}
+SEARCHED = {("port_ray_spheres.py", "ray_kernel"), ("port_aten_avg_pool2d.py", "avg_pool2d_out_cuda_frame")}
 
 
 def _frontend(path: Path, module: str, root: Path) -> str:

@@ -191,6 +191,7 @@ class _Walk:
 
     def block(self, stmts: list[ast.stmt]) -> None:
         self.blocks.append(stmts)
+        constants_before = set(self.constants)
         try:
             for stmt in stmts:
                 try:
@@ -201,6 +202,8 @@ class _Walk:
                     raise _Failed from None
         finally:
             self.blocks.pop()
+            for name in set(self.constants) - constants_before:  # they name nothing after it (translate.py)
+                del self.constants[name]
 
     def give_up(self, node: ast.AST) -> None:
         """``node`` has something the walk cannot type: the names it assigns are of unknown
@@ -435,10 +438,15 @@ class _Walk:
             self.copies += len(values)
             if self.copies > _MAX_COPIES:
                 raise _Unknown
-            for k in values:  # each copy of the body, as the translation unrolls it
+            outer = self.constants.get(name)
+            for k in values:  # each copy of the body, as the translation unrolls it (loops.py)
                 self.constants[name] = k
                 self.block(node.body)
-            self.constants.pop(name, None)
+            if outer is None:
+                self.constants.pop(name, None)
+            else:
+                self.constants[name] = outer
+            self.env[name] = I64  # after the loop, an i64 holding its last value
             return
         if not (isinstance(it.func, ast.Name) and it.func.id == "range") or it.keywords or not 1 <= len(it.args) <= 3:
             raise _Unknown
@@ -513,7 +521,7 @@ class _Walk:
         if isinstance(node, ast.IfExp):
             chosen = self.type_test(node.test)
             if chosen is None:
-                test = constant_value(node.test, self.tr.constants.constant_names())
+                test = constant_value(node.test, {**self.tr.constants.constant_names(), **self.constants})
                 chosen = None if test is None else bool(test)
             if chosen is not None:
                 return self.expr(node.body if chosen else node.orelse)
