@@ -631,6 +631,8 @@ static void resume(int64_t f) {
 #endif
 }
 
+#define GUARDED_FIBERS 8192
+
 static int reserve(size_t fibers, size_t per_stack, size_t shared_total) {
     size_t need = fibers * per_stack;
     if (need > stacks_bytes || per_stack != stack_bytes) {
@@ -640,8 +642,11 @@ static int reserve(size_t fibers, size_t per_stack, size_t shared_total) {
         stacks_bytes = need;
         stack_bytes = per_stack;
         /* a guard page at the bottom of each stack: a thread whose frames outgrow its stack
-         * faults there rather than write over its neighbour's */
-        for (size_t f = 0; f < fibers; f++) mprotect(stacks + f * per_stack, 4096, PROT_NONE);
+         * faults there rather than write over its neighbour's. Each splits the mapping, and a
+         * process has some 65,000 mappings: a block's fibers get them, a cooperative grid's
+         * beyond GUARDED_FIBERS do not (their mappings would starve every later mmap, the JIT's) */
+        if (fibers <= GUARDED_FIBERS)
+            for (size_t f = 0; f < fibers; f++) mprotect(stacks + f * per_stack, 4096, PROT_NONE);
     }
     if (shared_total > shared_mem_bytes || shared_mem == NULL) {
         free(shared_mem);

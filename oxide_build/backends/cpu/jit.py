@@ -53,6 +53,19 @@ def scheduler() -> ModuleType:
     return module
 
 
+def _check_scheduler_symbols(mod: llvm.ModuleRef) -> None:
+    """Every scheduler function or variable the code names is one the built extension has: MCJIT
+    would resolve a missing one to address 0 (an extension built from an older _fibers.c)."""
+    known = scheduler().symbols()
+    names = [f.name for f in mod.functions if f.is_declaration] + [g.name for g in mod.global_variables
+                                                                   if g.is_declaration]
+    missing = sorted(n for n in names if n.startswith("oxide_cpu_") and n not in known)
+    if missing:
+        raise CpuUnavailable(
+            f"the CPU device's scheduler extension (oxide_build/backends/cpu/_fibers.c) lacks {', '.join(missing)}: "
+            "it was built from an older source; rebuild it (pip install -e . in a checkout)")
+
+
 class JitModule:
     """One host-code module, compiled; kept alive as long as its code may run."""
 
@@ -62,6 +75,7 @@ class JitModule:
         mod = llvm.parse_assembly(llvm_ir)
         mod.triple = tm.triple
         mod.verify()
+        _check_scheduler_symbols(mod)
         if opt_level > 0:
             pto = llvm.create_pipeline_tuning_options(speed_level=min(opt_level, 3))
             pass_builder = llvm.create_pass_builder(tm, pto)
