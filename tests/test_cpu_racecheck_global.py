@@ -51,6 +51,20 @@ def neighbour_read(x: MutSlice[f32], out: MutSlice[f32], sync: i32) -> None:
 
 
 @ox.kernel
+def next_block(x: Slice[f32], y: MutSlice[f32], out: MutSlice[f32], sync: i32) -> None:
+    """Each thread doubles its element, then reads the element one block (32 threads) on."""
+    i = thread.index_1d()
+    if i < len(x) and i < len(y):
+        with ox.unsafe():
+            y[i] = x[i] * 2.0  # WRITE_C
+    if sync == 1:
+        grid.sync()
+    if i < len(out) and len(y) > 0:
+        with ox.unsafe():
+            out[i] = y[(i + 32) % len(y)]  # READ_C
+
+
+@ox.kernel
 def lost_update(out: MutSlice[f32]) -> None:
     if thread.idx.x == 0:
         with ox.unsafe():
@@ -199,3 +213,18 @@ def test_without_racecheck_the_race_runs(kern) -> None:
     out = np.zeros(1, np.float32)
     run(kern, "lost_update", 3, 32, [out], sanitize=frozenset({"memcheck", "initcheck"}))
     assert out[0] == 0 + 1 + 2  # blocks run in order: no update is lost on the CPU
+
+
+def test_blocks_of_a_cooperative_launch_are_ordered_by_grid_sync(kern) -> None:
+    m, path = kern
+    x = np.random.default_rng(6).standard_normal(128).astype(np.float32)
+    y = np.full(128, np.nan, np.float32)
+    out = np.full(128, np.nan, np.float32)
+    with pytest.raises(RacecheckError) as e:
+        run(kern, "next_block", 4, 32, [x, y, out], (0,), {"racecheck"})
+    msg = str(e.value)
+    assert "a race on global memory in kernel next_block: block (1, 0, 0), thread (0, 0, 0) writes" in msg
+    assert "block (0, 0, 0), thread (0, 0, 0) read it" in msg
+    assert f"racekern.py:{line_of(path, 'WRITE_C')}:" in msg and f"racekern.py:{line_of(path, 'READ_C')}:" in msg
+    run(kern, "next_block", 4, 32, [x, y, out], (1,))
+    np.testing.assert_array_equal(out, np.roll(x * 2, -32))
