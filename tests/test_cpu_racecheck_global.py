@@ -159,7 +159,7 @@ def test_threads_of_a_block_race_without_a_barrier(kern) -> None:
     msg = str(e.value)
     assert "a race on global memory in kernel neighbour_read" in msg
     assert f"racekern.py:{line_of(path, 'WRITE_B')}:" in msg and f"racekern.py:{line_of(path, 'READ_B')}:" in msg
-    assert "block (0, 0, 0), thread (1, 0, 0) writes" in msg and "block (0, 0, 0), thread (0, 0, 0) read it" in msg
+    assert "block (0, 0, 0), thread (1, 0, 0) writes byte 4 of parameter out" in msg and "block (0, 0, 0), thread (0, 0, 0) read it" in msg
     assert isinstance(e.value, KernelError) and e.value.other_block == (0, 0, 0)
     y = x.copy()
     run(kern, "neighbour_read", 1, 64, [y, out], (1,))
@@ -173,7 +173,7 @@ def test_blocks_updating_one_word_race_unless_atomic(kern) -> None:
     with pytest.raises(RacecheckError) as e:
         run(kern, "lost_update", 3, 32, [out])
     msg = str(e.value)
-    assert "a race on global memory in kernel lost_update: block (1, 0, 0), thread (0, 0, 0) reads" in msg
+    assert "a race on global memory in kernel lost_update: block (1, 0, 0), thread (0, 0, 0) reads byte 0 of parameter out" in msg
     assert "block (0, 0, 0), thread (0, 0, 0) wrote it" in msg and "no grid.sync()" in msg
     assert msg.count(f"racekern.py:{line_of(path, 'UPDATE_G')}:") == 2
     assert e.value.other_block == (0, 0, 0) and e.value.block == (1, 0, 0)
@@ -223,7 +223,8 @@ def test_blocks_of_a_cooperative_launch_are_ordered_by_grid_sync(kern) -> None:
     with pytest.raises(RacecheckError) as e:
         run(kern, "next_block", 4, 32, [x, y, out], (0,), {"racecheck"})
     msg = str(e.value)
-    assert "a race on global memory in kernel next_block: block (1, 0, 0), thread (0, 0, 0) writes" in msg
+    assert "a race on global memory in kernel next_block: block (1, 0, 0), thread (0, 0, 0) writes byte 128 of " \
+           "parameter y" in msg
     assert "block (0, 0, 0), thread (0, 0, 0) read it" in msg
     assert f"racekern.py:{line_of(path, 'WRITE_C')}:" in msg and f"racekern.py:{line_of(path, 'READ_C')}:" in msg
     run(kern, "next_block", 4, 32, [x, y, out], (1,))

@@ -182,10 +182,11 @@ static int global_ordered(const global_record_t *o, int64_t b, int64_t t, uint32
     return vector_clock[(size_t)b * (size_t)global_blocks + (o->block - 1)] > o->released;
 }
 
-static int global_race(const global_record_t *o, int64_t byte_offset, int32_t at, int32_t access) {
+static int global_race(const global_record_t *o, uint64_t address, int64_t byte_offset, int32_t at, int32_t access) {
     if (L->err_kind != OK) return 1;
     report(ERR_RACE, at, access, byte_offset, (int32_t)o->thread, o->site, o->access);
     L->err_space = 1;
+    L->err_address = address;
     int64_t ob = (int64_t)o->block - 1;
     L->err_other_block[0] = (int32_t)(ob % L->grid[0]);
     L->err_other_block[1] = (int32_t)((ob / L->grid[0]) % L->grid[1]);
@@ -218,7 +219,8 @@ static int check_global(int64_t k, uint64_t a, int64_t size, int32_t access, int
         for (int j = 0; j < 4; j++)
             if (w + (uint64_t)j >= a && w + (uint64_t)j < end) mask |= (uint8_t)(1u << j);
         global_shadow_t *sh = shadow_k + (w - base) / 4;
-        int64_t offset = (int64_t)(w - L->ranges[2 * k]);
+        uint64_t first = w > a ? w : a; /* the access's first byte in this word */
+        int64_t offset = (int64_t)(first - L->ranges[2 * k]);
         const global_record_t *last_w = sh->w.block && (sh->w.mask & mask) ? &sh->w : NULL;
         const global_record_t *last_r = sh->r.block && (sh->r.mask & mask) ? &sh->r : NULL;
         /* a read after another thread's write, a write after its read; two writes are not
@@ -226,9 +228,9 @@ static int check_global(int64_t k, uint64_t a, int64_t size, int32_t access, int
          * threads set to one value is a common benign race) */
         if (access != 1 && access != 4 && last_w && !(atomic && global_atomic(last_w->access)) &&
             !global_ordered(last_w, b, t, epoch, gen))
-            return global_race(last_w, offset, at, access);
+            return global_race(last_w, first, offset, at, access);
         if (writes && last_r && !(atomic && global_atomic(last_r->access)) && !global_ordered(last_r, b, t, epoch, gen))
-            return global_race(last_r, offset, at, access);
+            return global_race(last_r, first, offset, at, access);
         global_record_t now = {(uint32_t)(b + 1), (uint32_t)t, epoch, gen, global_grid_epoch,
                                release_count[b], at, mask, (uint8_t)access, {0, 0}};
         if (writes) {

@@ -58,6 +58,8 @@ class _Launch(ctypes.Structure):
         ("err_other_access", ctypes.c_int32), ("err_linear", ctypes.c_int32), ("err_offset", ctypes.c_int64),
         ("err_other_block", ctypes.c_int32 * 3), ("pad3", ctypes.c_int32), ("err_local_bytes", ctypes.c_int64),
     ]
+    # not of launch_t: the launch's allocations by name (``CpuFunction._ranges``), for messages
+    buffers: list[tuple[str, int, int]] = []
 
 
 def _launcher() -> Callable[[object], int]:
@@ -153,7 +155,7 @@ class CpuFunction:
         launch = _Launch()
         ranges: object = None
         if self.module.sanitized:
-            ranges = self._ranges(params)
+            ranges, launch.buffers = self._ranges(params)
             launch.ranges, launch.n_ranges = ctypes.addressof(ranges), len(ranges) // 2  # type: ignore[arg-type]
         launch.static_shared_bytes = self.static_shared_bytes
         launch.checks = self._checks if self.module.sanitized else 0
@@ -201,15 +203,17 @@ class CpuFunction:
             out[s] = ctypes.c_uint64.from_address(int(pointers[k] or 0)).value
         return out
 
-    def _ranges(self, params: int) -> ctypes.Array[ctypes.c_uint64]:
+    def _ranges(self, params: int) -> tuple[ctypes.Array[ctypes.c_uint64], list[tuple[str, int, int]]]:
         """memcheck's allocations of this launch, sorted: each view argument's elements and the
-        module's arrays (global memory)."""
+        module's arrays (global memory); and each by its name (a message's words)."""
         spans: list[tuple[int, int]] = []
+        named: list[tuple[str, int, int]] = []
         slots = self._slots(params)
         position = 0
         spec = self._spec
         for p in spec.params if spec is not None else ():
             count = param_slot_count(p.kind, p.ndim, len(p.fields))
+            before = len(spans)
             if p.is_view and position < len(slots) and slots[position] is not None:
                 ptr = int(slots[position] or 0)
                 item = _itemsize(p.dtype)
@@ -226,11 +230,14 @@ class CpuFunction:
                 else:
                     length = dims[0] if dims else None
                     spans.append((ptr, ptr + (1 << 40) if length is None else ptr + int(length) * item))
+                if len(spans) > before:
+                    named.append((f"parameter {p.name}", *spans[-1]))
             position += count
         for record in self.module.arrays:
             if record.space == "global":
                 address, size = self.module.global_address(record.symbol)
                 spans.append((address, address + size))
+                named.append((f"module array {record.name}", address, address + size))
         spans.sort()
         merged: list[list[int]] = []
         for start, end in spans:  # overlapping views are one allocation for the search
@@ -239,7 +246,7 @@ class CpuFunction:
             else:
                 merged.append([start, end])
         flat = [v for span in merged for v in span]
-        return (ctypes.c_uint64 * max(len(flat), 2))(*flat)
+        return (ctypes.c_uint64 * max(len(flat), 2))(*flat), named
 
     @property
     def _kernel_name(self) -> str:
@@ -257,6 +264,15 @@ class CpuFunction:
         bx, by = launch.block[0], launch.block[1]
         return (linear % bx, linear // bx % by, linear // (bx * by))
 
+    @staticmethod
+    def _buffer_byte(launch: _Launch) -> str:
+        """Which byte of which argument (or module array) a global access touched."""
+        address = launch.err_address
+        for name, start, end in launch.buffers:
+            if start <= address < end:
+                return f"byte {address - start} of {name}"
+        return f"the byte at {address:#x}"
+
     def _global_race(self, launch: _Launch, at: str, before: str, racing: tuple[int, int, int]) -> RacecheckError:
         """racecheck of global memory (``_global_races.h``): the two accesses, in their blocks."""
         kernel = self._kernel_name
@@ -268,7 +284,7 @@ class CpuFunction:
                     "with a fence in the second)")
         return RacecheckError(
             f"racecheck: a race on global memory in kernel {kernel}: block {block}, thread {thread} "
-            f"{_ACCESSES[launch.err_access]}s byte {launch.err_offset} of an argument's buffer at {at}, and block "
+            f"{_ACCESSES[launch.err_access]}s {self._buffer_byte(launch)} at {at}, and block "
             f"{other_block}, thread {racing} {_DONE[launch.err_other_access]} it at {before}, with {why}",
             kernel=kernel, location=at, other_location=before, block=block, thread=thread,  # type: ignore[arg-type]
             other_thread=racing, other_block=other_block)  # type: ignore[arg-type]
