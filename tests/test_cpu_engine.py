@@ -846,3 +846,21 @@ def test_local_arrays_beyond_a_threads_stack_are_refused(tmp_path: Path) -> None
                                            r"device has 192 KiB") as info:
         m.function(m.kernels[0].symbol)
     assert info.value.location is not None and info.value.location.line == 7
+
+
+def test_fma_off_rounds_each_operation(tmp_path: Path) -> None:
+    """[tool.oxide] fma = false: a * x + y rounds twice, as NumPy's f32 arithmetic (and the GPU build's)."""
+    from oxide_build.compile import CompileOptions
+
+    m = engine.compile_module_for_cpu(EXAMPLES / "saxpy.py", "examples.saxpy", ROOT, CompileOptions(fma=False))
+    spec = spec_of(m, "saxpy_f32")
+    n = 50_000
+    rng = np.random.default_rng(16)
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    out = np.full(n, np.nan, np.float32)
+    a = np.float32(1.37)
+    m.function("saxpy_f32").launch((-(-n // 256), 1, 1), (256, 1, 1), 0, slots(spec, {
+        "a": [f32_bits(a)], "x": [x.ctypes.data, n], "y": [y.ctypes.data, n], "out": [out.ctypes.data, n]}))
+    np.testing.assert_array_equal(out, a * x + y)
+    fused = (np.float64(a) * x.astype(np.float64) + y.astype(np.float64)).astype(np.float32)
+    assert not np.array_equal(out, fused)  # the inputs tell the two apart
