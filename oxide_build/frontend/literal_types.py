@@ -95,8 +95,9 @@ def decide_literal_types(tr: FunctionTranslator) -> LiteralTypes:
     for n in ast.walk(tr.fdef):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             reads.setdefault(n.id, []).append(n)
+    type_tests: dict[int, bool | None] = {}  # static_type_test of a condition, by its node
     while True:
-        walk = _Walk(tr, retype, reads, candidates)
+        walk = _Walk(tr, retype, reads, candidates, type_tests)
         failed = not walk.run()
         found = walk.literals.met_types()
         met[_key(retype)] = found
@@ -119,21 +120,21 @@ def _literal_candidates(tr: FunctionTranslator) -> frozenset[str]:
     values: every literal-initialized local is among them (a name missed here would only cost
     the attempts by translation)."""
     constants = {n for n, sym in tr.module.symbols.items() if sym.kind == "constant"} | set(tr.constants.values)
+    bindings: list[tuple[list[str], list[ast.expr]]] = []  # the names bound, and the values that bind them
+    for node in ast.walk(tr.fdef):
+        if isinstance(node, ast.Assign):
+            bindings.append(([t.id for t in node.targets if isinstance(t, ast.Name)], [node.value]))
+        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name) and isinstance(node.iter, ast.Call):
+            bindings.append(([node.target.id], list(node.iter.args)))
     out: set[str] = set()
     changed = True
     while changed:  # a name for a constant may itself be a literal-initialized local's value
         changed = False
-        for node in ast.walk(tr.fdef):
-            names: list[str] = []
-            if isinstance(node, ast.Assign) and _may_be_literal(node.value, constants | out):
-                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
-            elif isinstance(node, ast.For) and isinstance(node.target, ast.Name) and isinstance(node.iter, ast.Call):
-                if all(_may_be_literal(a, constants | out) for a in node.iter.args):
-                    names = [node.target.id]
-            for name in names:
-                if name not in out:
-                    out.add(name)
-                    changed = True
+        known = constants | out
+        for names, values in bindings:
+            if any(n not in out for n in names) and all(_may_be_literal(v, known) for v in values):
+                out.update(names)
+                changed = True
     return frozenset(out)
 
 
@@ -163,7 +164,7 @@ class _Walk:
     """One attempt as a walk over the body, with the literal locals typed as ``retype`` says."""
 
     def __init__(self, tr: FunctionTranslator, retype: dict[str, ScalarType], reads: dict[str, list[ast.Name]],
-                 candidates: frozenset[str]) -> None:
+                 candidates: frozenset[str], type_tests: dict[int, bool | None]) -> None:
         self.tr = tr
         self.env: dict[str, Type] = {p.name: p.ty for p in tr.scope.params}
         self.literals = LiteralLocals(self.env, dict(retype))
@@ -173,6 +174,7 @@ class _Walk:
         self.blocks: list[list[ast.stmt]] = []  # the statement lists being walked
         self.reads = reads
         self.candidates = candidates
+        self.type_tests = type_tests
         self.inside: dict[int, set[int]] = {}  # id of a statement list -> the ids of the nodes in it
         self.copies = 0  # static_range bodies walked
         self.declared_arrays: set[str] = set()
@@ -292,7 +294,12 @@ class _Walk:
     def type_test(self, node: ast.expr) -> bool | None:
         """generics.static_type_test: a condition on the instance's types (none without type
         variables)."""
-        return static_type_test(self.tr, node) if self.tr.typevars else None
+        if not self.tr.typevars:
+            return None
+        key = id(node)
+        if key not in self.type_tests:  # the same in every attempt and copy
+            self.type_tests[key] = static_type_test(self.tr, node)
+        return self.type_tests[key]
 
     def const_int(self, node: ast.expr) -> int | None:
         """The compile-time integer ``node`` folds to (with the walk's named constants), or None."""
