@@ -30,3 +30,5 @@ def test_python_m_sample_runs_on_the_cpu_device(tmp_path: Path) -> None:
             assert ("CUDA C++" in row or "C++ host code" in row or "sample._native is not built" in row), row
         else:
             assert " yes" in row, row
+    ran = {row.split()[0] for row in rows if " yes" in row}
+    assert {"histogram", "blur", "saxpy"} <= ran, rows  # the kernels that call no C++ run

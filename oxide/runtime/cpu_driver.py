@@ -34,6 +34,8 @@ import os
 import _thread  # threading's locks without importing threading (0.5 ms at import: issue 28)
 from typing import Any
 
+from oxide.errors import CompileError
+
 __all__ = ["CPU_CONTEXT", "CPU_DEVICE_NAME", "SANITIZERS", "CpuCode", "CpuDriver", "CpuFunction", "cpu_driver",
            "sanitizers"]
 
@@ -389,7 +391,12 @@ class CpuDriver:
         try:
             entry = mod.module.function(symbol)
         except (KeyError, LookupError):
-            return Result.CUDA_ERROR_NOT_FOUND, None
+            # not among the module's Python kernels: a CUDA C++ kernel (@ox.extern_kernel), whose
+            # code only a GPU runs; refused as the kernels that reach C++ are (a CompileError)
+            raise CompileError(
+                f"the CPU device cannot run {symbol!r} of module {mod.module.module_name}: it is not one of "
+                f"the module's Python kernels (a CUDA C++ kernel runs only on a GPU)",
+                hint="launch it on a GPU; on the CPU device, call a Python kernel that does the same") from None
         if entry is None:
             return Result.CUDA_ERROR_NOT_FOUND, None
         return self.OK, CpuFunction(entry, symbol)
