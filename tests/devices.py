@@ -148,7 +148,10 @@ def to_numpy(a: Any) -> np.ndarray:
     if to_host is not None:
         return np.asarray(to_host())
     if hasattr(a, "cpu"):
-        return a.detach().cpu().numpy()
+        tensor = a.detach()
+        if str(tensor.dtype) == "torch.bfloat16":  # NumPy has no bfloat16: widened, exactly, to float32
+            tensor = tensor.float()
+        return tensor.cpu().numpy()
     get = getattr(a, "get", None)  # CuPy
     if get is not None:
         return np.asarray(get())
