@@ -29,6 +29,7 @@ def libs(monkeypatch: pytest.MonkeyPatch) -> tuple[types.ModuleType, types.Modul
 def _device_array(stream: int | None = None) -> DeviceArray:
     a = DeviceArray.__new__(DeviceArray)  # no CUDA here: the fields a launch reads
     a.ptr, a.shape, a.dtype, a._stream, a._freed = 0x7F00AA000000, (8,), np.dtype(np.float32), stream, False
+    a._host = False  # GPU memory (the CPU device's DeviceArrays are host memory)
     return a
 
 
@@ -40,7 +41,7 @@ def test_each_kind_is_recognised_in_the_readers_order(libs: Any) -> None:
         (cupy.ndarray(8, np.float32, 0x200), "cupy"),
         (FakeArray(8), "cai"),
         (FakeDLPack((8,)), "dlpack"),
-        (np.zeros(3), "dlpack"),  # a host array speaks DLPack: its reader says how to copy it to the GPU
+        (np.zeros(3), "host"),  # host memory: read on the CPU device; on the GPU its reader says how to copy it
         (object(), None),
         (3.0, None),
     ]

@@ -431,7 +431,8 @@ class _Walk:
         name = node.target.id
         if called == "static_range":
             bounds = [self.const_int(a) for a in it.args]
-            if it.keywords or not 1 <= len(bounds) <= 3 or any(b is None for b in bounds):
+            if it.keywords or not 1 <= len(bounds) <= 3 or any(b is None for b in bounds) \
+                    or (len(bounds) == 3 and bounds[2] == 0):  # a zero step: the translation's located error
                 raise _Unknown
             values = range(*bounds)  # type: ignore[arg-type]
             nodes = [n for stmt in node.body for n in ast.walk(stmt)]
