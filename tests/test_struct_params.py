@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from launch_hpp_probe import launch_hpp_answers, needs_cxx
 from fakes import (  # noqa: F401  (fixtures: fresh_runtime is autouse)
     CFakeDriver,
     FakeArray,
@@ -261,38 +260,9 @@ def test_the_c_launcher_leaves_struct_and_vector_kernels_to_the_python_path(tmp_
     assert [launch["values"][3] for launch in c_driver.launches] == [0.0, 1.0, 2.0]
 
 
-CPP_MAIN = r"""
-#include <oxide/launch.hpp>
-#include <iostream>
-int main(int argc, char** argv) {
-  oxide::Module m = oxide::Module::open(argv[1], "structsrc");
-  for (const char* name : {"affine", "weights"}) {
-    try {
-      m.kernel(name);
-      std::cout << "accepted " << name << "\n";
-    } catch (const oxide::Error& e) {
-      std::cout << "refused: " << e.what() << "\n";
-    }
-  }
-}
-"""
-
-
-@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
+@needs_cxx
 def test_launch_hpp_refuses_kernels_with_struct_or_vector_parameters(tmp_path: Path) -> None:
-    import oxide
-
-    specs = kernels(tmp_path)
-    artifacts = tmp_path / "_oxide"
-    artifacts.mkdir()
-    manifest = ModuleManifest("structsrc", "structsrc.py", "0" * 64, specs, {"sm_90": "structsrc.sm_90.cubin"})
-    (artifacts / "structsrc.json").write_text(manifest.to_json())
-    (tmp_path / "main.cpp").write_text(CPP_MAIN)
-    include = Path(oxide.__file__).parent / "include"
-    subprocess.run(["g++", "-std=c++17", "-I", str(include), "-o", str(tmp_path / "main"), str(tmp_path / "main.cpp"),
-                    "-ldl"], check=True)
-    lines = subprocess.run([str(tmp_path / "main"), str(artifacts)], check=True, capture_output=True,
-                           text=True).stdout.splitlines()
+    lines = launch_hpp_answers(tmp_path, "structsrc", kernels(tmp_path), ["affine", "weights"])
     assert lines == [
         "refused: structsrc.py:21: kernel 'affine' parameter 't' is a struct (Affine), passed as its scalar fields, "
         "which this C++ API does not pack yet: launch it from Python",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from launch_hpp_probe import launch_hpp_answers, needs_cxx
 from fakes import (  # noqa: F401  (fixtures: fresh_runtime is autouse)
     CFakeDriver,
     FakeArray,
@@ -287,38 +287,10 @@ def test_tensors_of_vectors_refuse_arrays_naming_the_parameter(tmp_path: Path, f
     assert fake_driver.launches == []
 
 
-CPP_MAIN = r"""
-#include <oxide/launch.hpp>
-#include <iostream>
-int main(int argc, char** argv) {
-  oxide::Module m = oxide::Module::open(argv[1], "vviewk");
-  for (const char* name : {"reverse_scale", "swap_pairs"}) {
-    try {
-      m.kernel(name);
-      std::cout << "accepted " << name << "\n";
-    } catch (const oxide::Error& e) {
-      std::cout << "refused: " << e.what() << "\n";
-    }
-  }
-}
-"""
-
-
-@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
+@needs_cxx
 def test_launch_hpp_refuses_kernels_with_views_of_vectors(tmp_path: Path) -> None:
-    import oxide
-
     _, result = build_ir(KERNELS, "vviewk")
-    artifacts = tmp_path / "_oxide"
-    artifacts.mkdir()
-    manifest = ModuleManifest("vviewk", "vviewk.py", "0" * 64, tuple(result.kernels), {"sm_90": "vviewk.sm_90.cubin"})
-    (artifacts / "vviewk.json").write_text(manifest.to_json())
-    (tmp_path / "main.cpp").write_text(CPP_MAIN)
-    include = Path(oxide.__file__).parent / "include"
-    subprocess.run(["g++", "-std=c++17", "-I", str(include), "-o", str(tmp_path / "main"), str(tmp_path / "main.cpp"),
-                    "-ldl"], check=True)
-    lines = subprocess.run([str(tmp_path / "main"), str(artifacts)], check=True, capture_output=True,
-                           text=True).stdout.splitlines()
+    lines = launch_hpp_answers(tmp_path, "vviewk", result.kernels, ["reverse_scale", "swap_pairs"])
     assert lines == [
         "refused: vviewk.py:9: kernel 'reverse_scale' parameter 'x' is a view of f32x4 elements (CUDA's float4*, "
         "half2*), which this C++ API does not pack yet: launch it from Python",
