@@ -86,8 +86,7 @@ def _kernel_ir(tmp_path: Path, body: str) -> str:
 
 def test_a_function_whose_literal_locals_retype_is_translated_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    made = _translations(monkeypatch)
-    text = _kernel_ir(tmp_path, """
+    source = """
     @ox.kernel
     def k(x: Slice[f32], n: i32, out: DisjointSlice[f32]) -> None:
         i = thread.index_1d()
@@ -98,23 +97,14 @@ def test_a_function_whose_literal_locals_retype_is_translated_once(
             s //= 2
         if i < len(out) and s < n:
             out[i] = acc
-    """)
+    """
+    made = _translations(monkeypatch)
+    text = _kernel_ir(tmp_path, source)
     assert made == ["k"]
     assert "acc: f32 = 0.0:f32" in text and "s: i64 = 16:i64" in text  # it meets len(x) too
     made.clear()
     _by_translation(monkeypatch)
-    assert _kernel_ir(tmp_path, """
-    @ox.kernel
-    def k(x: Slice[f32], n: i32, out: DisjointSlice[f32]) -> None:
-        i = thread.index_1d()
-        acc = 0.0
-        s = 16
-        while s > 0:
-            acc += x[s % len(x)]
-            s //= 2
-        if i < len(out) and s < n:
-            out[i] = acc
-    """) == text
+    assert _kernel_ir(tmp_path, source) == text
     assert made == ["k", "k", "k"]  # what the walk saves: attempts with acc an f64, then s an i32
 
 
