@@ -61,7 +61,7 @@ enum {
     ERR_UNINITIALIZED = 8,   /* a read of shared memory no thread wrote (initcheck) */
 };
 enum { CHECK_MEMORY = 1, CHECK_RACES = 2, CHECK_INIT = 4 };
-enum { WAIT_NONE = 0, WAIT_BARRIER = 1, WAIT_WARP = 2, WAIT_GRID = 3, EXITED = 4 };
+enum { WAIT_NONE = 0, WAIT_BARRIER = 1, WAIT_WARP = 2, WAIT_GRID = 3, EXITED = 4, WAIT_ACTIVE = 5 };
 
 typedef void (*block_fn_t)(void **params);
 typedef void (*thread_fn_t)(void **params);
@@ -320,15 +320,39 @@ EXPORT const uint64_t *oxide_cpu_warp_exchange(uint32_t mask, uint64_t value) {
     return buffer;
 }
 
-/* warp.active_mask(): the lanes of the thread's warp that have not returned (no exchange: a
- * lane asks it where the others may not). */
-EXPORT uint32_t oxide_cpu_warp_live(void) {
-    int64_t f = current, lane_index = f % block_threads;
-    int64_t first = f - lane_index % 32, lanes = block_threads - (lane_index - lane_index % 32);
-    uint32_t mask = 0;
-    for (int64_t l = 0; l < 32 && l < lanes; l++)
-        if (state[first + l] != EXITED) mask |= 1u << l;
-    return mask;
+/* warp.active_mask(): the lanes of the thread's warp executing this call together. The lane
+ * waits at the call (site `at`) until no thread of the launch can run on (the others wait at a
+ * barrier, a warp operation or this call, or returned); then the lanes of its warp waiting at
+ * this site are the mask, given to each of them (release_active_masks). Lanes that took
+ * another branch, or returned, are not in it, as on the GPU; no lane waits for another that
+ * may never come. */
+EXPORT uint32_t oxide_cpu_active_mask(int32_t at) {
+    int64_t f = current;
+    state[f] = WAIT_ACTIVE;
+    site[f] = at;
+    yield_to_scheduler();
+    return warp_waiting_mask[f];
+}
+
+/* Releases every lane waiting in warp.active_mask(), each warp's lanes at one site together;
+ * whether any was waiting. */
+static int release_active_masks(void) {
+    int released = 0;
+    for (int64_t f = 0; f < n_fibers; f++) {
+        if (state[f] != WAIT_ACTIVE) continue;
+        int64_t lane_index = f % block_threads, first = f - lane_index % 32;
+        int64_t lanes = block_threads - (lane_index - lane_index % 32);
+        uint32_t mask = 0;
+        for (int64_t l = 0; l < 32 && l < lanes; l++)
+            if (state[first + l] == WAIT_ACTIVE && site[first + l] == site[f]) mask |= 1u << l;
+        for (int64_t l = 0; l < 32 && l < lanes; l++)
+            if (mask >> l & 1) {
+                state[first + l] = WAIT_NONE;
+                warp_waiting_mask[first + l] = mask;
+            }
+        released = 1;
+    }
+    return released;
 }
 
 /* grid.sync() of a cooperative launch: every thread of the grid. */
@@ -721,6 +745,7 @@ static void run_fibers(void) {
             if (state[f] != EXITED) waiting = 1;
         }
         if (!waiting) return;
+        if (!progress && release_active_masks()) continue;
         if (!progress && checks_failed) {
             /* a thread ended at a failed check: as on the GPU, the barriers it no longer reaches
              * complete without it (the launch then raises that check's KernelError) */
@@ -880,7 +905,7 @@ static PyObject *symbols(PyObject *self, PyObject *unused) {
         "oxide_cpu_access", (unsigned long long)(uintptr_t)&oxide_cpu_access,
         "oxide_cpu_to_fp8", (unsigned long long)(uintptr_t)&oxide_cpu_to_fp8,
         "oxide_cpu_from_fp8", (unsigned long long)(uintptr_t)&oxide_cpu_from_fp8,
-        "oxide_cpu_warp_live", (unsigned long long)(uintptr_t)&oxide_cpu_warp_live,
+        "oxide_cpu_active_mask", (unsigned long long)(uintptr_t)&oxide_cpu_active_mask,
         "oxide_cpu_fence", (unsigned long long)(uintptr_t)&oxide_cpu_fence,
         "oxide_cpu_local_access", (unsigned long long)(uintptr_t)&oxide_cpu_local_access);
 }
