@@ -47,6 +47,7 @@ RUNTIME_FUNCTIONS = {
     "oxide_cpu_warp_exchange": ("p", "il"),  # (mask, value) -> the 32 lanes' u64 values
     "oxide_cpu_grid_sync": ("v", "i"),  # (barrier site)
     "oxide_cpu_active_mask": ("i", "i"),  # (call site) -> the lanes of the warp at that call together
+    "oxide_cpu_yield": ("v", ""),  # lets the launch's other threads run (nanosleep)
     "oxide_cpu_exit_thread": ("v", ""),  # ends the calling thread (after a failed check)
     "oxide_cpu_trap": ("v", ""),  # ends the launch (a failed check with no error record)
     # sanitizers: (address, bytes, access: 0 read / 1 write / 2 atomic read-modify-write / 3 atomic or

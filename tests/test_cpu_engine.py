@@ -839,6 +839,36 @@ def test_active_mask_under_a_branch(tmp_path: Path) -> None:
         assert after[t] == sum(1 << (u % 32) for u in warp_lanes), (t, hex(after[t]))
 
 
+def test_nanosleep_lets_the_other_threads_run(tmp_path: Path) -> None:
+    """A thread spinning on a flag that a later thread of the block sets, with nanosleep between
+    its reads (a kernel with no barrier), sees the flag set: nanosleep lets the others run."""
+    m = module(tmp_path, """
+        import oxide as ox
+        from oxide import MutSlice, i32, thread
+
+        @ox.kernel
+        def handoff(flag: MutSlice[i32], out: MutSlice[i32]) -> None:
+            t = thread.idx.x
+            with ox.unsafe():
+                if t == 0:
+                    spins = 0
+                    while ox.volatile.load(flag, 0) == 0:
+                        ox.timer.nanosleep(100)
+                        spins += 1
+                    out[0] = ox.volatile.load(flag, 1) + 1
+                    out[1] = spins
+                elif t == 63:
+                    ox.volatile.store(flag, 1, 41)
+                    ox.fence.block()
+                    ox.volatile.store(flag, 0, 1)
+    """)
+    spec = m.kernels[0]
+    flag, out = np.zeros(2, np.int32), np.zeros(2, np.int32)
+    m.function(spec.symbol).launch((1, 1, 1), (64, 1, 1), 0, slots(spec, {"flag": [flag.ctypes.data, 2],
+                                                                         "out": [out.ctypes.data, 2]}))
+    assert out[0] == 42 and out[1] >= 1, out
+
+
 def test_local_arrays_beyond_a_threads_stack_are_refused(tmp_path: Path) -> None:
     m = module(tmp_path, """
         import oxide as ox

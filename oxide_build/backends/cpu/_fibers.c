@@ -355,6 +355,12 @@ static int release_active_masks(void) {
     return released;
 }
 
+/* timer.nanosleep(): the launch's other threads run before this one goes on (its kernel runs
+ * on fibers: codegen's Role.YIELDS). */
+EXPORT void oxide_cpu_yield(void) {
+    if (L->mode != MODE_LOOP) yield_to_scheduler();
+}
+
 /* grid.sync() of a cooperative launch: every thread of the grid. */
 EXPORT void oxide_cpu_grid_sync(int32_t at) {
     int64_t f = current;
@@ -892,7 +898,7 @@ static PyObject *symbols(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
         "oxide_cpu_context", (unsigned long long)(uintptr_t)&oxide_cpu_context,
         "oxide_cpu_barrier", (unsigned long long)(uintptr_t)&oxide_cpu_barrier,
         "oxide_cpu_block_vote", (unsigned long long)(uintptr_t)&oxide_cpu_block_vote,
@@ -906,6 +912,7 @@ static PyObject *symbols(PyObject *self, PyObject *unused) {
         "oxide_cpu_to_fp8", (unsigned long long)(uintptr_t)&oxide_cpu_to_fp8,
         "oxide_cpu_from_fp8", (unsigned long long)(uintptr_t)&oxide_cpu_from_fp8,
         "oxide_cpu_active_mask", (unsigned long long)(uintptr_t)&oxide_cpu_active_mask,
+        "oxide_cpu_yield", (unsigned long long)(uintptr_t)&oxide_cpu_yield,
         "oxide_cpu_fence", (unsigned long long)(uintptr_t)&oxide_cpu_fence,
         "oxide_cpu_local_access", (unsigned long long)(uintptr_t)&oxide_cpu_local_access);
 }

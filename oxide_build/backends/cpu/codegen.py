@@ -72,7 +72,8 @@ def host_target() -> tuple[str, str]:
 
 
 def _direct_sync(fn: ir.Function) -> tuple[bool, bool]:
-    """Whether ``fn`` itself reaches a barrier or warp operation, and a grid barrier."""
+    """Whether ``fn`` itself reaches a barrier, warp operation or a yield (nanosleep), and a grid
+    barrier."""
     sync = grid = False
     for s in ir.statements(fn.body):
         for root in ir.statement_roots(s):
@@ -81,7 +82,7 @@ def _direct_sync(fn: ir.Function) -> tuple[bool, bool]:
                     sync = True
                 elif isinstance(e, ir.Intrinsic):
                     info = INTRINSICS.get(e.name)
-                    if info is not None and (info.convergent or info.has(Role.BLOCK_BARRIER)):
+                    if info is not None and (info.convergent or info.has(Role.BLOCK_BARRIER) or info.has(Role.YIELDS)):
                         sync = True
                     if info is not None and info.has(Role.GRID_BARRIER):
                         grid = True
