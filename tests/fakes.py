@@ -349,6 +349,8 @@ def slot_types(params: tuple[ParamSpec, ...]) -> list[str]:
             out += ["tensor_map", "i64"]
         else:
             out += ["u64", "i64"] if p.is_view else [p.dtype]
+        if p.optional:  # its flag (oxide.abi.params.PRESENT_SLOTS)
+            out.append("bool")
     return out
 
 

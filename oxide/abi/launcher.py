@@ -6,7 +6,7 @@ from __future__ import annotations
 __all__ = ["ABI_VERSION", "DTYPE_CODES", "ARRAY_KINDS", "MAX_LAUNCH_NDIM", "INDEX32_LIMIT"]
 
 # an extension built from another version of _launcher.c is ignored (launcher.py)
-ABI_VERSION = 11  # 7: Plan.set_function takes the dynamic shared memory limit; 8: and the index32 flag; 9: fp8 dtype codes; 10: each variant's passed slots (KernelSpec.param_slots); 11: preconditions as programs (oxide.abi.preconditions), not expressions
+ABI_VERSION = 12  # 7: Plan.set_function takes the dynamic shared memory limit; 8: and the index32 flag; 9: fp8 dtype codes; 10: each variant's passed slots (KernelSpec.param_slots); 11: preconditions as programs (oxide.abi.preconditions), not expressions; 12: optional views (Plan.configure's is_optional, a flag slot after the view's)
 
 # scalar type name -> the launcher's dtype code (0: none)
 DTYPE_CODES: dict[str, int] = {

@@ -53,6 +53,7 @@ from .views import MAX_TENSOR_NDIM, ViewKind
 __all__ = [
     "MANIFEST_FORMAT",
     "PARTS_MANIFEST_FORMAT",
+    "OPTIONAL_MANIFEST_FORMAT",
     "ModulePart",
     "READABLE_MANIFEST_FORMATS",
     "LAUNCH_HPP_MANIFEST_FORMATS",
@@ -85,12 +86,15 @@ __all__ = [
 # expression ("expr") each launcher compiled itself
 MANIFEST_FORMAT = 4
 PARTS_MANIFEST_FORMAT = 3  # the oldest format that may have parts
+# 5: a view parameter may be None ("optional": ParamSpec.optional, one more slot), which a runtime
+# that reads format 4 would pack wrong: a manifest with such a parameter is written as format 5
+OPTIONAL_MANIFEST_FORMAT = 5
 # the formats the Python runtime reads (format 1: every entry point takes every slot; formats 1
 # to 3: preconditions as expressions, compiled as they are read)
-READABLE_MANIFEST_FORMATS = (1, 2, 3, 4)
+READABLE_MANIFEST_FORMATS = (1, 2, 3, 4, 5)
 # the formats oxide/include/oxide/launch.hpp (C++ host code) reads: programs only; an older
 # manifest is refused there, with the advice to rebuild the package
-LAUNCH_HPP_MANIFEST_FORMATS = (4,)
+LAUNCH_HPP_MANIFEST_FORMATS = (4, 5)
 EXPRESSION_MANIFEST_FORMATS = (1, 2, 3)  # preconditions as expressions
 ARTIFACT_DIR = "_oxide"
 
@@ -132,6 +136,19 @@ class ParamSpec(NamedTuple):
     # STRUCT_PARAM / VECTOR_PARAM: (field path, scalar type name) of each scalar it is passed as,
     # in slot order; a nested field's path is dotted ("shift.0" is lane 0 of the field shift)
     fields: tuple[tuple[str, str], ...] = ()
+    # a view that may be None (``Optional[Tensor[f32, 2]]``): one more slot after the view's, 1
+    # where an array was passed, 0 for None (then its view slots are 0); oxide.abi.params
+    optional: bool = False
+
+    @property
+    def slot_count(self) -> int:
+        """The slots it takes in the parameter block (``oxide.abi.params``)."""
+        return param_slot_count(self.kind, self.ndim, len(self.fields), self.optional)
+
+    @property
+    def slot_dtypes(self) -> list[str]:
+        """The scalar type of each of its slots (``oxide.abi.params.param_slot_dtypes``)."""
+        return param_slot_dtypes(self.kind, self.dtype, self.ndim, [f[1] for f in self.fields], self.optional)
 
     @property
     def is_aggregate(self) -> bool:
@@ -205,7 +222,7 @@ def entry_param_starts(params: Sequence[ParamSpec]) -> list[int]:
     starts: list[int] = []
     at = 0
     for p in params:
-        count = param_slot_count(p.kind, p.ndim, len(p.fields))
+        count = p.slot_count
         if p.kind == TENSOR_MAP_PARAM:
             starts += [at, at + TENSOR_MAP_WORDS]
         else:
@@ -321,12 +338,15 @@ def _plain(value: Any) -> Any:
         # instance, are written as before those existed
         names = [n for n in value._fields
                  if not (n == "fields" and isinstance(value, ParamSpec) and not value.fields)
+                 and not (n == "optional" and isinstance(value, ParamSpec) and not value.optional)
                  and not (n == "index32_symbol" and isinstance(value, KernelSpec) and not value.index32_symbol)
                  and not (n in _ALL_SLOTS_FIELDS and isinstance(value, KernelSpec) and getattr(value, n) is None)
                  and not (n == "cuda_driver" and isinstance(value, ModuleManifest) and not value.cuda_driver)
                  and not (n == "parts" and isinstance(value, ModuleManifest) and not value.parts)]
         if isinstance(value, ModuleManifest) and value.parts:
             value = value._replace(format=max(value.format, PARTS_MANIFEST_FORMAT))
+        if isinstance(value, ModuleManifest) and any(p.optional for k in value.kernels for p in k.params):
+            value = value._replace(format=max(value.format, OPTIONAL_MANIFEST_FORMAT))
         return {name: _plain(getattr(value, name)) for name in names}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
@@ -498,7 +518,10 @@ def _param(value: Any, where: str) -> ParamSpec:
     if kind in _PARAM_VIEW_KINDS and not (dtype in SCALAR_TYPES or dtype in VECTOR_LANES or is_record_dtype(dtype)):
         raise ManifestError(f"{where}.dtype: {dtype!r:.80} is not an element type of a view (a scalar type, a vector "
                             "type such as f32x4, or a record{...})")
-    return ParamSpec(_field(data, "name", where, _identifier), kind, dtype, ndim, fields)
+    optional = _field(data, "optional", where, _bool, False)
+    if optional and kind not in _PARAM_VIEW_KINDS:
+        raise ManifestError(f"{where}.optional: only a view parameter may be None, not a {kind} parameter")
+    return ParamSpec(_field(data, "name", where, _identifier), kind, dtype, ndim, fields, optional)
 
 
 def _param_field(value: Any, where: str) -> tuple[str, str]:
@@ -583,14 +606,14 @@ def _kernel(value: Any, where: str, fmt: int) -> KernelSpec:
     data = _dict(value, where)
     params = tuple(_param(p, f"{where}.params[{i}]")
                    for i, p in enumerate(_list(_need(data, "params", where), f"{where}.params", MAX_PARAM_SLOTS)))
-    n_slots = sum(param_slot_count(p.kind, p.ndim, len(p.fields)) for p in params)
+    n_slots = sum(p.slot_count for p in params)
     if n_slots > MAX_PARAM_SLOTS:
         raise ManifestError(f"{where}.params: {n_slots} parameter slots, more than CUDA's parameter space "
                             f"holds ({MAX_PARAM_SLOTS} of 8 bytes)")
     index32_symbol = _field(data, "index32_symbol", where, _str, "")
     if index32_symbol:
         _symbol(index32_symbol, f"{where}.index32_symbol")
-    slot_dtypes = [t for p in params for t in param_slot_dtypes(p.kind, p.dtype, p.ndim, [f[1] for f in p.fields])]
+    slot_dtypes = [t for p in params for t in p.slot_dtypes]
     preconditions = tuple(_precondition(c, f"{where}.preconditions[{i}]", slot_dtypes, fmt)
                           for i, c in enumerate(_field(data, "preconditions", where, _list, list[Any]())))
     # with one check each, as a launcher runs them

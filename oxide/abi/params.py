@@ -12,8 +12,10 @@ like a scalar parameter, and the kernel reassembles the value on entry. A TMA de
 64, which the driver copies from the block, so the block itself needs no such alignment) and
 one slot with the number of elements in one box (its low 32 bits) and the map's swizzle in
 bytes (0, 32, 64 or 128, the bits above), which the kernel's checks of ``tma.load``/``tma.store``
-and ``tma.box_bytes``/``tma.swizzle`` read. Launch preconditions name slots by their
-index in this layout.
+and ``tma.box_bytes``/``tma.swizzle`` read. An optional view (``Optional[Tensor[f32, 2]]``,
+``ParamSpec.optional``) takes its view's slots and one more after them (``PRESENT_SLOTS``): 1
+where an array was passed, 0 for None, whose view slots are then all 0 (a null pointer, zero
+length, shape and strides). Launch preconditions name slots by their index in this layout.
 
 The runtime always packs every slot; a kernel entry point may declare fewer parameters (those
 its code reads: ``KernelSpec.param_slots``, ``oxide.abi.manifest.entry_param_starts``), and the
@@ -30,7 +32,7 @@ __all__ = ["SCALAR_PARAM", "CONSTEXPR_PARAM", "STRUCT_PARAM", "VECTOR_PARAM", "A
            "TENSOR_MAP_PARAM", "TENSOR_MAP_BYTES", "TENSOR_MAP_ALIGN", "TENSOR_MAP_WORDS", "TENSOR_MAP_SLOTS",
            "TENSOR_MAP_MAX_NDIM", "param_slot_count", "param_slot_dtypes", "VIEW_POINTER_DTYPE", "VIEW_DIM_DTYPE",
            "TENSOR_MAP_DTYPE", "TENSOR_MAP_MAX_BOX", "TENSOR_MAP_SWIZZLES", "TENSOR_MAP_SWIZZLE_SHIFT",
-           "tensor_map_box_slot"]
+           "tensor_map_box_slot", "PRESENT_SLOTS", "PRESENT_DTYPE"]
 
 SCALAR_PARAM = "scalar"  # ParamSpec.kind of a value parameter
 CONSTEXPR_PARAM = "constexpr"  # ParamSpec.kind of a compile-time parameter (not passed)
@@ -56,6 +58,8 @@ TENSOR_MAP_SWIZZLE_SHIFT = 32
 VIEW_POINTER_DTYPE = "u64"  # a view's device pointer
 VIEW_DIM_DTYPE = "i64"  # a slice's length, a tensor's extents and strides
 TENSOR_MAP_DTYPE = "u64"  # each slot of a TMA descriptor
+PRESENT_SLOTS = 1  # an optional view's flag, after its view slots: 1 present, 0 None
+PRESENT_DTYPE = "bool"  # the flag's type, as the runtime packs it (a precondition reads it)
 
 
 def tensor_slot_count(ndim: int) -> int:
@@ -63,10 +67,10 @@ def tensor_slot_count(ndim: int) -> int:
     return VIEW_POINTER_SLOTS + TENSOR_DIM_SLOTS * ndim
 
 
-def param_slot_count(kind: str, ndim: int = 1, fields: int = 0) -> int:
+def param_slot_count(kind: str, ndim: int = 1, fields: int = 0, optional: bool = False) -> int:
     """How many slots a parameter of ``kind`` (a ``ViewKind`` value, ``SCALAR_PARAM``,
     ``CONSTEXPR_PARAM``, ``TENSOR_MAP_PARAM``, or ``STRUCT_PARAM``/``VECTOR_PARAM`` of ``fields``
-    scalar fields) takes."""
+    scalar fields) takes; ``optional``: a view that may be None, its flag slot included."""
     if kind == CONSTEXPR_PARAM:
         return 0
     if kind in AGGREGATE_PARAMS:
@@ -75,13 +79,15 @@ def param_slot_count(kind: str, ndim: int = 1, fields: int = 0) -> int:
         return SCALAR_SLOTS
     if kind == TENSOR_MAP_PARAM:
         return TENSOR_MAP_SLOTS
-    return tensor_slot_count(ndim) if ViewKind(kind).is_tensor else SLICE_SLOTS
+    view = tensor_slot_count(ndim) if ViewKind(kind).is_tensor else SLICE_SLOTS
+    return view + PRESENT_SLOTS if optional else view
 
 
-def param_slot_dtypes(kind: str, dtype: str, ndim: int = 1, fields: Sequence[str] = ()) -> list[str]:
+def param_slot_dtypes(kind: str, dtype: str, ndim: int = 1, fields: Sequence[str] = (),
+                      optional: bool = False) -> list[str]:
     """The scalar type of each slot of a parameter (``param_slot_count`` of them): a scalar's
-    dtype, a view's pointer then its length (shape, strides), a struct's or vector's field types
-    (``fields``), a TMA descriptor's words."""
+    dtype, a view's pointer then its length (shape, strides) and, ``optional``, its flag, a
+    struct's or vector's field types (``fields``), a TMA descriptor's words."""
     if kind in AGGREGATE_PARAMS:
         return list(fields)
     if kind in (SCALAR_PARAM, CONSTEXPR_PARAM):
@@ -89,7 +95,8 @@ def param_slot_dtypes(kind: str, dtype: str, ndim: int = 1, fields: Sequence[str
     if kind == TENSOR_MAP_PARAM:
         return [TENSOR_MAP_DTYPE] * TENSOR_MAP_SLOTS
     count = param_slot_count(kind, ndim)
-    return [VIEW_POINTER_DTYPE] * VIEW_POINTER_SLOTS + [VIEW_DIM_DTYPE] * (count - VIEW_POINTER_SLOTS)
+    return ([VIEW_POINTER_DTYPE] * VIEW_POINTER_SLOTS + [VIEW_DIM_DTYPE] * (count - VIEW_POINTER_SLOTS)
+            + [PRESENT_DTYPE] * (PRESENT_SLOTS if optional else 0))
 
 
 def tensor_map_box_slot(box_elements: int, swizzle: int) -> int:

@@ -18,6 +18,7 @@
 #define SLICE_SLOTS OXIDE_SLICE_SLOTS
 #define TENSOR_DIM_SLOTS OXIDE_TENSOR_DIM_SLOTS
 #define TENSOR_SLOTS(ndim) OXIDE_TENSOR_SLOTS(ndim)
+#define PRESENT_SLOTS OXIDE_PRESENT_SLOTS
 /* the dtype code of a view's pointer slot, and of its length (a tensor's extents and strides) */
 #define VIEW_POINTER_DT OXIDE_VIEW_POINTER_DT
 #define VIEW_DIM_DT OXIDE_VIEW_DIM_DT

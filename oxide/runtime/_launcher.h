@@ -155,6 +155,7 @@ typedef struct {
     int8_t *is_view, *is_mutable; /* [n_params] */
     int8_t *tensor_ndim;          /* [n_params]: N of a Tensor[T, N], 0 for a Slice or a scalar */
     int8_t *is_constexpr;         /* [n_params]: selects the variant, is not passed */
+    int8_t *is_optional;          /* [n_params]: a view that may be None (one more slot: 1 present, 0 None) */
     Py_ssize_t n_variants;
     Variant *variants;
     int n_contexts;

@@ -153,10 +153,25 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     Py_ssize_t used = 0;
     Py_ssize_t v = 0;
     int index32 = 1; /* every Tensor fits a kernel's index32 instance (Variant.has_index32) */
+    int absent = 0; /* None was passed for an optional view: its code matches every variant's */
     for (Py_ssize_t i = 0; i < nargs; i++) {
         if (!plan->is_view[i]) continue;
         int nd = plan->tensor_ndim[i];
         View *view = &views[v];
+        if (args[i] == Py_None) {
+            if (!plan->is_optional[i]) return FALLBACK; /* Python raises its TypeError */
+            /* no memory: null pointer, zero length, shape and strides, flag 0 (oxide.abi.params) */
+            memset(view, 0, sizeof(View));
+            view->ndim = nd;
+            view->dims = dims + used;
+            view->device = -1;
+            view->index32 = 1;
+            memset(view->dims, 0, (size_t)(TENSOR_DIM_SLOTS * nd) * sizeof(int64_t));
+            used += TENSOR_DIM_SLOTS * nd;
+            absent = 1;
+            v++;
+            continue;
+        }
         if (nd) {
             view->dims = dims + used;
             used += TENSOR_DIM_SLOTS * nd;
@@ -216,16 +231,21 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
         }
     }
     Variant *var = NULL;
-    for (Py_ssize_t k = 0; k < plan->n_variants && var == NULL; k++) {
+    int matches = 0;
+    for (Py_ssize_t k = 0; k < plan->n_variants && (var == NULL || absent); k++) {
         Variant *cand = &plan->variants[k];
         Py_ssize_t j = 0;
-        while (j < v && cand->view_codes[j] == views[j].code) j++;
+        while (j < v && (cand->view_codes[j] == views[j].code || views[j].code == DT_NONE)) j++;
         if (j != v) continue;
         j = 0;
         while (j < c && cand->constexprs[j] == constexprs[j]) j++;
-        if (j == c) var = cand;
+        if (j == c) {
+            if (var == NULL) var = cand;
+            matches++;
+        }
     }
-    if (var == NULL || !var->unique) return FALLBACK;
+    /* several variants take these arguments (a None leaves a dtype open): Python picks */
+    if (var == NULL || !var->unique || matches > 1) return FALLBACK;
 
     uint64_t slots[MAX_SLOTS];
     void *pointers[MAX_SLOTS];
@@ -242,6 +262,7 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
             } else {
                 memcpy(&slots[s++], &view->length, SLOT_BYTES);
             }
+            if (plan->is_optional[i]) slots[s++] = args[i] != Py_None; /* present: 1, None: 0 */
         } else if (!pack_scalar(args[i], var->scalar_codes[i], &slots[s++])) {
             return FALLBACK;
         }

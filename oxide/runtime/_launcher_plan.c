@@ -18,8 +18,9 @@ static void plan_clear(Plan *self) {
     PyMem_Free(self->is_mutable);
     PyMem_Free(self->tensor_ndim);
     PyMem_Free(self->is_constexpr);
+    PyMem_Free(self->is_optional);
     self->variants = NULL;
-    self->is_view = self->is_mutable = self->tensor_ndim = self->is_constexpr = NULL;
+    self->is_view = self->is_mutable = self->tensor_ndim = self->is_constexpr = self->is_optional = NULL;
     self->n_variants = self->n_params = self->n_views = self->n_slots = self->n_constexprs = 0;
     self->n_contexts = 0;
     self->ready = 0;
@@ -122,14 +123,16 @@ static void slot_codes_of(const Plan *plan, const Variant *var, int8_t *out) {
             int nd = plan->tensor_ndim[i];
             for (int k = 0; k < VIEW_POINTER_SLOTS; k++) out[s++] = VIEW_POINTER_DT;
             for (int k = VIEW_POINTER_SLOTS; k < (nd ? TENSOR_SLOTS(nd) : SLICE_SLOTS); k++) out[s++] = VIEW_DIM_DT;
+            if (plan->is_optional[i]) out[s++] = DT_BOOL; /* its flag (PRESENT_SLOTS) */
         } else {
             out[s++] = var->scalar_codes[i];
         }
     }
 }
 
-/* configure(is_view, is_mutable, variants, tensor_ndim=None, is_constexpr=None): per parameter,
-   whether it is a view, written, the N of a Tensor[T, N] (0 otherwise), a Constexpr; variants
+/* configure(is_view, is_mutable, variants, tensor_ndim=None, is_constexpr=None, is_optional=None): per
+   parameter, whether it is a view, written, the N of a Tensor[T, N] (0 otherwise), a Constexpr, a view
+   that may be None (ParamSpec.optional: its flag slot follows its view's); variants
    is a sequence of (view_codes, scalar_codes, unique[, constexpr_values[, preconditions[,
    has_index32[, passed[, passed32]]]]]), the preconditions being the programs (`code`) of
    KernelSpec.preconditions, has_index32 whether the variant has an index32 instance, passed and
@@ -139,8 +142,10 @@ static void slot_codes_of(const Plan *plan, const Variant *var, int8_t *out) {
    a configured plan ignores it (another thread may be inside plan_launch, between two Python
    calls, reading it); reset() first to redo it. */
 static PyObject *plan_configure(Plan *self, PyObject *args) {
-    PyObject *is_view, *is_mutable, *variants, *tensor_ndim = Py_None, *is_constexpr = Py_None;
-    if (!PyArg_ParseTuple(args, "OOO|OO", &is_view, &is_mutable, &variants, &tensor_ndim, &is_constexpr)) return NULL;
+    PyObject *is_view, *is_mutable, *variants, *tensor_ndim = Py_None, *is_constexpr = Py_None, *is_optional = Py_None;
+    if (!PyArg_ParseTuple(args, "OOO|OOO", &is_view, &is_mutable, &variants, &tensor_ndim, &is_constexpr,
+                          &is_optional))
+        return NULL;
     if (self->ready) Py_RETURN_TRUE;
     plan_clear(self);
     Py_ssize_t n = PySequence_Size(is_view);
@@ -150,6 +155,7 @@ static PyObject *plan_configure(Plan *self, PyObject *args) {
     if ((self->is_mutable = codes_from(is_mutable, n)) == NULL) goto fail;
     if ((self->tensor_ndim = codes_from(tensor_ndim, n)) == NULL) goto fail;
     if ((self->is_constexpr = codes_from(is_constexpr, n)) == NULL) goto fail;
+    if ((self->is_optional = codes_from(is_optional, n)) == NULL) goto fail;
     Py_ssize_t slots = 0, views = 0, constexprs = 0;
     int fits = 1;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -158,7 +164,7 @@ static PyObject *plan_configure(Plan *self, PyObject *args) {
             constexprs++;
         } else if (self->is_view[i]) {
             views++;
-            slots += nd ? TENSOR_SLOTS(nd) : SLICE_SLOTS;
+            slots += (nd ? TENSOR_SLOTS(nd) : SLICE_SLOTS) + (self->is_optional[i] ? PRESENT_SLOTS : 0);
             if (nd < 0 || nd > MAX_NDIM) fits = 0;
         } else {
             slots += SCALAR_SLOTS;

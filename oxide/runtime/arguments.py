@@ -12,7 +12,9 @@ import sys
 from typing import TYPE_CHECKING, Any, Sequence
 
 from oxide.abi.launcher import INDEX32_LIMIT
+from oxide.abi.params import PRESENT_SLOTS
 from oxide.runtime.arrays import (
+    ABSENT,
     TYPESTR_DTYPES,
     TensorView,
     ViewError,
@@ -51,8 +53,17 @@ def prepare(d: Dispatch, kernel: str, args: Sequence[Any]) -> tuple[Specializati
         )
     views: list[Any] = []
     dtypes: list[str] = []
-    for i, ndim, vector in zip(d.view_index, d.tensor_ndim or (0,) * len(d.view_index),
-                               d.vectors or ("",) * len(d.view_index)):
+    absent = False
+    for k, (i, ndim, vector) in enumerate(zip(d.view_index, d.tensor_ndim or (0,) * len(d.view_index),
+                                              d.vectors or ("",) * len(d.view_index))):
+        if args[i] is None:
+            if not (d.optional and d.optional[k]):
+                raise TypeError(f"parameter {d.names[i]!r} of {kernel} needs an array; got None (declare it "
+                                f"Optional[...] in the kernel to take None)")
+            views.append(ABSENT)
+            dtypes.append("")
+            absent = True
+            continue
         try:
             if vector:
                 view = vector_view_of(args[i], vector, ndim or 1, ndim > 0)
@@ -63,7 +74,9 @@ def prepare(d: Dispatch, kernel: str, args: Sequence[Any]) -> tuple[Specializati
         views.append(view)
         dtypes.append(view.dtype)
     key = tuple(dtypes)
-    candidates = d.by_view_dtypes.get(key)
+    candidates = d.by_view_dtypes.get(key) if not absent else [
+        v for known, variants in d.by_view_dtypes.items()
+        if all(want == "" or want == have for want, have in zip(key, known)) for v in variants] or None
     if candidates is None:
         raise TypeError(no_match(d, kernel, views))
     if d.constexpr_index:
@@ -74,6 +87,8 @@ def prepare(d: Dispatch, kernel: str, args: Sequence[Any]) -> tuple[Specializati
     else:
         variant, values = choose_by_scalars(d, kernel, candidates, args, views)
     for view, writable, i in zip(views, d.mutable, d.view_index):
+        if view is ABSENT:
+            continue
         problem = memory_problem(view)
         if problem is not None:
             raise TypeError(f"parameter {d.names[i]!r} of {kernel} {problem}")
@@ -168,12 +183,19 @@ def slot_values(kernel: str, variant: Specialization, args: Sequence[Any], views
         if conv is None:
             view = views[v]
             v += 1
+            param = variant.spec.params[i]
+            if view is ABSENT:  # None for an optional view: its slots 0, its flag 0 (oxide.abi.params)
+                values.extend([0] * (param.slot_count - PRESENT_SLOTS))
+                append(False)
+                continue
             append(view.ptr)
             if type(view) is TensorView:
                 values.extend(view.shape)
                 values.extend(view.strides)
             else:
                 append(view.length)
+            if param.optional:
+                append(True)
         else:
             try:
                 if type(conv) in SEVERAL_SLOTS:
@@ -206,9 +228,9 @@ def no_match(d: Dispatch, kernel: str, views: list[ArrayView], args: Sequence[An
     if len(d.variants) == 1:
         params = d.variants[0].spec.params
         for view, i in zip(views, d.view_index):
-            if view.dtype != params[i].dtype:
+            if view is not ABSENT and view.dtype != params[i].dtype:
                 return f"parameter {d.names[i]!r} of {kernel} needs {params[i].dtype} elements; got {view.dtype}"
-    got = ", ".join(f"{d.names[i]}: {v.dtype}" for v, i in zip(views, d.view_index))
+    got = ", ".join(f"{d.names[i]}: {v.dtype or 'None'}" for v, i in zip(views, d.view_index))
     if args:
         scalars = [i for i in range(len(d.names)) if i not in d.view_index]
         got = ", ".join(filter(None, [got] + [f"{d.names[i]}: {type(args[i]).__name__}" for i in scalars]))

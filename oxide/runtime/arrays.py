@@ -40,8 +40,13 @@ from oxide.runtime.arrays_dlpack import DLTensor as _DLTensor  # noqa: F401
 from oxide.runtime.arrays_torch import TORCH_DTYPES as _TORCH_DTYPES  # noqa: F401
 from oxide.runtime.device_array import DeviceArray
 
-__all__ = ["ArrayView", "TensorView", "ViewError", "view_of", "tensor_view_of", "itemsize", "type_name",
+__all__ = ["ABSENT", "ArrayView", "TensorView", "ViewError", "view_of", "tensor_view_of", "itemsize", "type_name",
            "TYPESTR_DTYPES", "DLPACK_CUDA_DEVICES", "memory_problem", "may_overlap_itself"]
+
+# None passed for an optional view parameter (``Optional[Tensor[f32, 2]]``): no memory, no element
+# type (it matches every specialization's), packed as zeros and a 0 flag (arguments.slot_values)
+ABSENT = ArrayView(0, 0, "", False, None)
+
 
 def view_of(obj: Any) -> ArrayView:
     """The device memory of ``obj``; ViewError (a TypeError) when it is not a usable view."""

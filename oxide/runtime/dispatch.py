@@ -69,7 +69,7 @@ class Dispatch:
     NamedTuple would cost a millisecond when a module of kernels is imported.)"""
 
     __slots__ = ("located", "names", "view_index", "mutable", "variants", "by_view_dtypes", "tensor_ndim",
-                 "constexpr_index", "tensor_map_index", "vectors", "on_cpu")
+                 "constexpr_index", "tensor_map_index", "vectors", "on_cpu", "optional")
 
     located: artifacts.LocatedManifest
     names: tuple[str, ...]
@@ -84,11 +84,14 @@ class Dispatch:
     # oxide/runtime/vector_views.py), "" for scalar or record elements; () when no view has vectors
     vectors: tuple[str, ...]
     on_cpu: bool  # read from the module compiled for the CPU device (device_choice.ON_CPU when it was made)
+    # per view parameter: it may be None (Optional[...]: ParamSpec.optional); () when none may
+    optional: tuple[bool, ...]
 
     def __init__(self, **fields: Any) -> None:
         fields.setdefault("tensor_map_index", ())
         fields.setdefault("vectors", ())
         fields.setdefault("on_cpu", False)
+        fields.setdefault("optional", ())
         for name in self.__slots__:
             setattr(self, name, fields.pop(name))
         if fields:

@@ -478,8 +478,8 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             )
         first = specs[0].params
         for s in specs[1:]:
-            if [(p.name, p.is_view, p.is_view and vector_lanes(p.dtype) is not None) for p in s.params] != [
-                    (p.name, p.is_view, p.is_view and vector_lanes(p.dtype) is not None) for p in first]:
+            if [(p.name, p.is_view, p.is_view and vector_lanes(p.dtype) is not None, p.optional) for p in s.params] != [
+                    (p.name, p.is_view, p.is_view and vector_lanes(p.dtype) is not None, p.optional) for p in first]:
                 from oxide.errors import CudaError
 
                 raise CudaError(f"the specializations of kernel {self.name} in {located.path} disagree on its parameters")
@@ -515,6 +515,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             tensor_map_index=tuple(i for i, p in enumerate(first) if p.is_tensor_map),
             vectors=vectors if any(vectors) else (),
             on_cpu=located.cpu is not None,
+            optional=tuple(first[i].optional for i in view_index) if any(p.optional for p in first) else (),
         )
         self._planned = self._plan is not None and self._configure_plan(d)
         self._dispatch = d
@@ -579,6 +580,7 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             ],
             [p.ndim if p.is_tensor else 0 for p in first],
             [p.is_constexpr for p in first],
+            [p.optional for p in first],
         ))
 
     def _load(self, variant: Specialization) -> tuple[Any, int, int]:

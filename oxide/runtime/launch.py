@@ -15,7 +15,9 @@ import struct
 import _thread  # threading's locks without importing threading (0.5 ms at import: issue 28)
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from oxide.abi.params import SLICE_SLOTS, SLOT_BYTES, TENSOR_DIM_SLOTS, TENSOR_MAP_WORDS, VIEW_POINTER_SLOTS
+from oxide.abi.params import (
+    PRESENT_SLOTS, SLICE_SLOTS, SLOT_BYTES, TENSOR_DIM_SLOTS, TENSOR_MAP_WORDS, VIEW_POINTER_SLOTS,
+)
 
 if TYPE_CHECKING:
     from oxide.runtime.manifest import ParamSpec
@@ -192,7 +194,9 @@ class ArgPacker:
                 fmt += "Q" * VIEW_POINTER_SLOTS + "q" * (TENSOR_DIM_SLOTS * p.ndim)  # pointer, shape, strides (elements)
             elif p.is_view:
                 fmt += "Q" * VIEW_POINTER_SLOTS + "q" * (SLICE_SLOTS - VIEW_POINTER_SLOTS)  # pointer, length
-            else:  # a scalar, or each scalar field of a struct or vector (oxide.abi.params)
+            if p.is_view and p.optional:  # its flag: 1 present, 0 None (oxide.abi.params.PRESENT_SLOTS)
+                fmt += ("?" + f"{_SLOT - 1}x") * PRESENT_SLOTS
+            if not p.is_view:  # a scalar, or each scalar field of a struct or vector (oxide.abi.params)
                 for field, dtype in p.fields or (("", p.dtype),):
                     code = _FORMATS.get(dtype)
                     if code is None:

@@ -19,7 +19,7 @@ from ..scan import ModuleSource
 
 __all__ = [
     "PYTHON_SCALARS", "TypeVarBinding", "accumulate_alias", "accumulate_type", "declared_accumulate_types", "dotted_parts",
-    "oxide_name", "resolve_annotation", "scalar_type_named", "struct_type",
+    "oxide_name", "optional_inner", "resolve_annotation", "scalar_type_named", "struct_type",
 ]
 
 PYTHON_SCALARS = {"int": I64, "float": F64, "bool": BOOL}
@@ -118,9 +118,35 @@ def accumulate_type(
     return SCALAR_TYPES["f32"] if narrow else binding.bound
 
 
+def optional_inner(module: ModuleSource, node: ast.expr | None) -> ast.expr | None:
+    """``X`` of ``Optional[X]`` (``typing.Optional``), ``X | None`` or ``None | X``; None for any
+    other annotation."""
+    if isinstance(node, ast.Subscript):
+        name = dotted_name(node.value)
+        sym = module.symbols.get(name.split(".")[0]) if name else None
+        if name in ("Optional", "typing.Optional", "t.Optional") and (
+                sym is None or sym.kind != "struct") or oxide_name(module, node.value) == "Optional":
+            return node.slice
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        for side, other in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(other, ast.Constant) and other.value is None:
+                return side
+    return None
+
+
 def resolve_annotation(
     module: ModuleSource, node: ast.expr | None, typevars: dict[str, TypeVarBinding], what: str
 ) -> Type | TypeVarBinding:
+    inner = optional_inner(module, node)
+    if inner is not None:
+        maybe = resolve_annotation(module, inner, typevars, what)
+        if isinstance(maybe, TypeVarBinding):
+            return maybe  # a view of an unbound T: bound from the argument, resolved again then
+        if not (isinstance(maybe, ViewType) and maybe.kind.is_kernel_param) or maybe.optional:
+            raise module.error(node, f"only a view may be None: {ast.unparse(node)} ({what})",  # type: ignore[arg-type]
+                               "write Optional[Tensor[f32, 2]] (or Tensor[f32, 2] | None) of a view type; a scalar "
+                               "that may be absent is a flag or a sentinel value")
+        return ViewType(maybe.kind, maybe.elem, maybe.ndim, optional=True)
     if node is None:
         raise module.error(
             _anchor(node, module), f"{what} has no type annotation",

@@ -17,6 +17,7 @@ from ..ir.types import BOOL, F64, VOID, VectorType, ThreadIndexType, Type, ViewT
 from ..scan import ModuleSource
 from .oxide_names import known_oxide_names, unknown_oxide_name
 from .annotations import TypeVarBinding, oxide_name, resolve_annotation
+from .optional_views import may_be_none_error, present_name
 from .promotion import literal_type
 from .constants import Constants, _constant_value, _is_number_expression
 from .scope import Scope, node_loc
@@ -86,7 +87,14 @@ class Names:
             if is_kernel and isinstance(ty, ThreadIndexType):
                 raise self.error(arg, "a kernel parameter cannot be a ThreadIndex",
                                  "call thread.index_1d() inside the kernel")
-            self.scope.params.append(ir.Param(arg.arg, ty))
+            if isinstance(ty, ViewType) and ty.optional:
+                # the view and its flag (frontend/optional_views.py; the flag slot of oxide.abi.params)
+                flag = present_name(arg.arg)
+                self.scope.params += [ir.Param(arg.arg, ty.present), ir.Param(flag, BOOL)]
+                self.scope.optional_views[arg.arg] = flag
+                self.scope.locals[flag] = BOOL
+            else:
+                self.scope.params.append(ir.Param(arg.arg, ty))
             self.scope.param_names.add(arg.arg)
             self.scope.locals[arg.arg] = ty
         if fdef.returns is not None:
@@ -109,7 +117,12 @@ class Names:
         if name in self.constants.values:
             return self.constants.constant_expr(self.constants.values[name], node)
         if name in self.scope.locals:
-            return ir.Var(name, self.scope.locals[name], node_loc(node))
+            ty = self.scope.locals[name]
+            if isinstance(ty, ViewType) and ty.optional:
+                if name not in self.scope.present:
+                    raise may_be_none_error(self.module, node, ty)
+                return ir.Var(name, ty.present, node_loc(node))
+            return ir.Var(name, ty, node_loc(node))
         sym = self.module.symbols.get(name)
         if sym is not None and sym.kind == "constant":
             value = _constant_value(sym)

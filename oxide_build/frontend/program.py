@@ -17,11 +17,13 @@ from oxide.runtime.manifest import ErrorSite, KernelSpec, ParamSpec
 from ..ir import nodes as ir
 from ..ir.verify import IRError, verify_program
 from ..ir.types import (
-    ArrayType, StructType, TensorMapType, ThreadIndexType, Type, VectorType, ViewType, VoidType, as_scalar, scalar_leaves,
+    BOOL, ArrayType, StructType, TensorMapType, ThreadIndexType, Type, VectorType, ViewType, VoidType, as_scalar,
+    scalar_leaves,
     type_name,
 )
 from ..scan import ModuleSource, ProjectIndex, _names_oxide, constant_value
-from .annotations import TypeVarBinding, dotted_parts, oxide_name, resolve_annotation, scalar_type_named
+from .annotations import TypeVarBinding, dotted_parts, optional_inner, oxide_name, resolve_annotation, scalar_type_named
+from .optional_views import is_present_name, present_name
 from .decorator_arguments import module_int, module_strings
 from .generics import bind_from_arguments, extern_symbol
 from .literal_types import RETYPE_ATTEMPTS, LiteralTypes, decide_literal_types
@@ -300,7 +302,9 @@ class ProgramBuilder:
                 function.index32 = opts.get("index32", True)
                 function.preconditions = list(translator.launch.preconditions)
                 self.functions.append(function)
-                by_name = {p.name: _param_spec(p) for p in translator.scope.params}
+                # an optional view's flag is its ParamSpec's last slot, no parameter of its own
+                by_name = {p.name: _param_spec(p, p.name in translator.scope.optional_views)
+                           for p in translator.scope.params if not is_present_name(p.name)}
                 specs.append(KernelSpec(
                     name=name, symbol=symbol,
                     params=tuple(by_name.get(a.arg) or ParamSpec(a.arg, CONSTEXPR_PARAM, "i64") for a in fdef.args.args),
@@ -324,6 +328,11 @@ class ProgramBuilder:
                                "generic Python kernel")
         translator = FunctionTranslator(self, module, fdef, {}, True, fdef.name, False)
         translator.translate_signature()
+        for name in translator.scope.optional_views:
+            arg = next(a for a in fdef.args.args if a.arg == name)
+            raise module.error(arg, f"a parameter of an @extern_kernel cannot be an optional view ({name!r})",
+                               "take the view (C++ gets its pointer) and pass an empty array where there is none, "
+                               "or write the kernel in Python")
         for p, arg in zip(translator.scope.params, (a for a in fdef.args.args if a.arg in translator.scope.param_names)):
             if isinstance(p.ty, (StructType, VectorType)):  # oxide passes it as its fields; C++ takes one value
                 raise module.error(arg, f"a parameter of an @extern_kernel cannot be a {'struct' if isinstance(p.ty, StructType) else 'vector'} "
@@ -362,6 +371,12 @@ class ProgramBuilder:
             for p in function.params:
                 if isinstance(p.ty, ThreadIndexType):
                     raise self.module.error(fdef, f"the exported function {name!r} cannot take a ThreadIndex")
+                if is_present_name(p.name):
+                    view = p.name[:-len(present_name(""))]
+                    arg = next((a for a in fdef.args.args if a.arg == view), fdef)
+                    raise self.module.error(arg, f"the exported function {name!r} cannot take an optional view ({view!r})",
+                                            "C++ calls it through a C signature: take the view, and pass a length of "
+                                            "0 where there is none")
                 if not _has_c_type(p.ty):  # C++ sees scalars, pointers and lengths
                     arg = next((a for a in fdef.args.args if a.arg == p.name), fdef)
                     raise self.module.error(arg, f"the exported function {name!r} takes {p.name!r} as a "
@@ -515,7 +530,8 @@ class ProgramBuilder:
                 if isinstance(param.annotation, ast.Call):
                     continue  # ox.acc_type(T) binds nothing: another parameter binds T
                 ann = resolve_annotation(module, param.annotation, typevars, f"parameter {param.arg!r}")
-                if isinstance(ann, TypeVarBinding) and isinstance(param.annotation, ast.Subscript):
+                annotation = optional_inner(module, param.annotation) or param.annotation  # X of Optional[X]
+                if isinstance(ann, TypeVarBinding) and isinstance(annotation, ast.Subscript):
                     # a view of T (Tensor[T, 2]: the element is not the subscript itself)
                     if not isinstance(arg.ty, (ViewType, TensorMapType)):
                         raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() needs a view, "
@@ -539,8 +555,8 @@ class ProgramBuilder:
                             "convert the argument, or add the type to the TypeVar's constraints",
                         )
                     typevars[ann.name] = TypeVarBinding(ann.name, ann.constraints, scalar)
-                elif isinstance(param.annotation, ast.Subscript):
-                    inner = param.annotation.slice
+                elif isinstance(annotation, ast.Subscript):
+                    inner = annotation.slice
                     if isinstance(inner, ast.Name) and inner.id in typevars and typevars[inner.id].bound is None:
                         if not isinstance(arg.ty, (ViewType, ArrayType)):
                             raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() needs a view, "
@@ -576,7 +592,29 @@ class ProgramBuilder:
             what = f"argument {param.arg!r} of {fdef.name}()"
             if param.arg in constexprs:
                 continue
-            if isinstance(pty, ViewType) and isinstance(arg.ty, ArrayType) and not pty.is_tensor:
+            if isinstance(arg.ty, ViewType) and arg.ty.optional and not (isinstance(pty, ViewType) and pty.optional):
+                raise caller.error(node, f"{what} is {type_name(pty)}; {ast.unparse(node.args[position])!r} is "
+                                   f"{type_name(arg.ty)} and may be None here",
+                                   f"test it first (`if {ast.unparse(node.args[position])} is not None:`), or declare "
+                                   f"the parameter Optional[{type_name(pty)}] at {module.path.name}:{param.lineno}")
+            if isinstance(pty, ViewType) and pty.optional:
+                # the view and its flag (frontend/optional_views.py): a view proven present passes True
+                if not isinstance(arg.ty, ViewType):
+                    raise caller.error(node, f"{what} needs {type_name(pty)}, got {type_name(arg.ty)}",
+                                       "an optional parameter takes a view parameter (or an optional one); None "
+                                       "itself cannot be passed to a device function yet")
+                present = pty.present
+                if (arg.ty.is_tensor != present.is_tensor or arg.ty.ndim != present.ndim or arg.ty.elem != present.elem
+                        or (present.kind != ViewKind.SLICE and present.kind != arg.ty.kind)):
+                    raise caller.error(node, f"{what} needs {type_name(pty)}, got {type_name(arg.ty)}",
+                                       "a writable view can be passed where a Slice is expected, not the reverse")
+                if arg.ty.optional:
+                    assert isinstance(arg, ir.Var)
+                    converted += [ir.Var(arg.name, arg.ty.present, arg.loc),
+                                  ir.Var(present_name(arg.name), BOOL, arg.loc)]
+                else:
+                    converted += [arg, ir.Const(True, BOOL, arg.loc)]
+            elif isinstance(pty, ViewType) and isinstance(arg.ty, ArrayType) and not pty.is_tensor:
                 param_types[position] = device_param_type(caller, arg, pty, what, node)
                 converted.append(arg)
             elif isinstance(pty, TensorMapType):
@@ -663,6 +701,13 @@ class ProgramBuilder:
         converted: list[ir.Expr] = []
         for arg, p, pty in zip(args, params, param_types):
             what = f"argument {p.arg!r} of {fdef.name}()"
+            if isinstance(pty, ViewType) and pty.optional:
+                raise module.error(p.annotation or p, f"the extern {fdef.name!r} cannot take an optional view ({p.arg!r})",
+                                   "take the view (C++ gets its pointer) and test for None in the Python caller")
+            if isinstance(arg.ty, ViewType) and arg.ty.optional:
+                raise caller.error(node, f"{what}: {ast.unparse(node.args[len(converted)])!r} is {type_name(arg.ty)} "
+                                   "and may be None here", "test it first: call the extern inside "
+                                   f"`if {ast.unparse(node.args[len(converted)])} is not None:`")
             if isinstance(pty, ViewType) and pty.kind == ViewKind.PTR:
                 if not isinstance(arg.ty, ViewType) or arg.ty.elem != pty.elem:
                     raise caller.error(node, f"{what} needs a view of {pty.elem.name} (its data pointer is passed), "
@@ -715,7 +760,7 @@ def _has_c_type(ty: Type) -> bool:
     return isinstance(elem, ScalarType) and elem.kind != "fp8"
 
 
-def _param_spec(p: ir.Param) -> ParamSpec:
+def _param_spec(p: ir.Param, optional: bool = False) -> ParamSpec:
     if isinstance(p.ty, TensorMapType):
         return ParamSpec(p.name, TENSOR_MAP_PARAM, p.ty.elem.name, p.ty.ndim)
     if isinstance(p.ty, (StructType, VectorType)):
@@ -723,7 +768,7 @@ def _param_spec(p: ir.Param) -> ParamSpec:
         return ParamSpec(p.name, kind, p.ty.name, 1, tuple((path, leaf.name) for path, leaf in scalar_leaves(p.ty)))
     if isinstance(p.ty, ViewType):
         elem = p.ty.elem.record_dtype() if isinstance(p.ty.elem, StructType) else p.ty.elem.name
-        return ParamSpec(p.name, p.ty.kind.value, elem, p.ty.ndim)
+        return ParamSpec(p.name, p.ty.kind.value, elem, p.ty.ndim, optional=optional)
     scalar = as_scalar(p.ty)
     assert scalar is not None
     return ParamSpec(p.name, SCALAR_PARAM, scalar.name)

@@ -36,6 +36,10 @@ class Scope:
     reassigned_thread_indices: set[str] = field(default_factory=set)  # thread.index_1d() names assigned again: plain i64
     block_statements: list[list[ast.stmt]] = field(default_factory=list)  # of the blocks being translated
     block_depth: int = 0  # 1 in the function's own body
+    # optional view parameters (Optional[Tensor[f32, 2]]) -> the name of the flag beside each, and
+    # those a test proved present where the translation stands (frontend/optional_views.py)
+    optional_views: dict[str, str] = field(default_factory=dict)
+    present: set[str] = field(default_factory=set)
     # the Name nodes that read each name, anywhere in the function
     _reads: dict[str, list[ast.Name]] = field(init=False)
     # the ids of every node inside a statement list (kept with the list, so an id stays its own)

@@ -38,7 +38,7 @@ from .annotations import PYTHON_SCALARS, TypeVarBinding, accumulate_alias, dotte
 from .views import refuse_vector_store
 from . import structs, vectors
 from .annotations import struct_type
-from . import view_values
+from . import optional_views, view_values
 from .checks import BoundsChecks
 from .constants import Constants
 from .generics import static_type_test, type_operand
@@ -335,6 +335,7 @@ class FunctionTranslator(ast.NodeVisitor):
     def block(self, stmts: list[ast.stmt]) -> list[ir.Stmt]:
         self.scope.block_depth += 1
         constants_before = set(self.constants.named)
+        present_before = set(self.scope.present)  # what `if x is None: return` proved holds to its end
         self.scope.block_statements.append(stmts)
         out: list[ir.Stmt] = []
         try:
@@ -369,6 +370,8 @@ class FunctionTranslator(ast.NodeVisitor):
         finally:
             self.scope.block_depth -= 1
             self.scope.block_statements.pop()
+            self.scope.present.clear()
+            self.scope.present |= present_before
             for name in self.constants.named - constants_before:  # they name nothing after it
                 del self.constants.values[name]
             self.constants.named = constants_before
@@ -738,9 +741,18 @@ class FunctionTranslator(ast.NodeVisitor):
             return [ir.Block(self.block(node.body if chosen else node.orelse), self.loc(node), keeps_facts=True)]
         cond = self.condition(node.test)
         divergent = self.threads.differ(cond)
+        # `if x is not None:` / `if x is None: return`: where the optional view x is present
+        then_present = optional_views.proven_where(self.scope, node.test, True)
+        else_present = optional_views.proven_where(self.scope, node.test, False)
         with self.threads.under(divergent):
-            then = self.block(node.body)
-            orelse = self.block(node.orelse)
+            with optional_views.proven(self.scope, then_present):
+                then = self.block(node.body)
+            with optional_views.proven(self.scope, else_present):
+                orelse = self.block(node.orelse)
+        if optional_views.always_exits(node.body):
+            self.scope.present |= else_present  # to the end of the enclosing block
+        elif optional_views.always_exits(node.orelse):
+            self.scope.present |= then_present
         return ir.If(cond, then, orelse, self.loc(node))
 
     def visit_Return(self, node: ast.Return) -> ir.Stmt:
@@ -796,7 +808,19 @@ class FunctionTranslator(ast.NodeVisitor):
             self.unsafe_depth -= 1
 
     def visit_Assert(self, node: ast.Assert) -> ir.Stmt | None:
-        cond = self.condition(node.test)
+        # a condition about an optional view holds where it is present: `x is None or (...)`, for
+        # each `and` operand that reads one (the others hold whatever is passed)
+        parts = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) else [node.test]
+        conds: list[ir.Expr] = []
+        present: set[str] = set()  # proven by the operands before (`x is not None and x.shape[0] == n`)
+        for part in parts:
+            with optional_views.proven(self.scope, present):
+                unproven = optional_views.unproven_uses(self.scope, part)
+                with optional_views.proven(self.scope, unproven):
+                    cond = self.condition(part)
+            conds.append(optional_views.guard_absent(self, unproven, cond, part) if unproven else cond)
+            present |= optional_views.proven_where(self.scope, part, True)
+        cond = conds[0] if len(conds) == 1 else ir.BoolOp(LogicOp.AND, conds, BOOL, self.loc(node.test))
         what = ast.unparse(node.test)
         if node.msg is not None:
             if not (isinstance(node.msg, ast.Constant) and isinstance(node.msg.value, str)):
@@ -853,13 +877,22 @@ class FunctionTranslator(ast.NodeVisitor):
     def visit_BoolOp(self, node: ast.BoolOp) -> ir.Expr:
         # `i < len(x) and x[i] > 0`: later operands run only where the earlier ones allow
         negated = isinstance(node.op, ast.Or)
-        values = [self.truth(self.expr(v), v) for v in node.values]
+        values: list[ir.Expr] = []
+        present: set[str] = set()  # `x is not None and x.shape[0] > 0`: optional views proven so far
+        for v in node.values:
+            with optional_views.proven(self.scope, present):
+                values.append(self.truth(self.expr(v), v))
+            present |= optional_views.proven_where(self.scope, v, not negated)
         return ir.BoolOp(LogicOp.OR if negated else LogicOp.AND, values, BOOL, self.loc(node))
 
     def visit_Compare(self, node: ast.Compare) -> ir.Expr:
         chosen = static_type_test(self, node)
         if chosen is not None:  # `T is f64` as a value: a compile-time bool of this instance
             return ir.Const(chosen, BOOL, self.loc(node))
+        none_test = optional_views.none_test(self.scope, node)
+        if none_test is not None:  # `x is not None`, x an optional view: its flag
+            flag = optional_views.present_flag(self, none_test[0], node)
+            return flag if none_test[1] else ir.Not(flag, BOOL, self.loc(node))
         parts: list[ir.Expr] = []
         left_node = node.left
         left = self.expr(left_node)
@@ -891,8 +924,10 @@ class FunctionTranslator(ast.NodeVisitor):
         if chosen is not None:
             return self.expr(node.body if chosen else node.orelse)
         cond = self.condition(node.test)
-        a = self.expr(node.body)
-        b = self.expr(node.orelse)
+        with optional_views.proven(self.scope, optional_views.proven_where(self.scope, node.test, True)):
+            a = self.expr(node.body)
+        with optional_views.proven(self.scope, optional_views.proven_where(self.scope, node.test, False)):
+            b = self.expr(node.orelse)
         if view_values.is_view(a.ty) or view_values.is_view(b.ty):
             return view_values.select_views(self, cond, a, b, node)
         if isinstance(a.ty, (VectorType, StructType)) or isinstance(b.ty, (VectorType, StructType)):
@@ -985,8 +1020,17 @@ class FunctionTranslator(ast.NodeVisitor):
         if target is None:
             raise self.error(func, f"unknown function {ast.unparse(func)!r}", self.unknown_function_hint(func))
         callee_module, callee = target
-        args = [self.expr(a) for a in node.args]
+        args = [self.call_argument(a) for a in node.args]
         return self.builder.call_device(self, callee_module, callee, args, node)
+
+    def call_argument(self, node: ast.expr) -> ir.Expr:
+        """An argument of a device function: an optional view not proven present passes as it is
+        (typed Optional), for a parameter that is Optional too (``ProgramBuilder.call_device``)."""
+        if isinstance(node, ast.Name) and node.id not in self.scope.present:
+            ty = self.scope.locals.get(node.id)
+            if isinstance(ty, ViewType) and ty.optional:
+                return ir.Var(node.id, ty, self.loc(node))
+        return self.expr(node)
 
     def unknown_function_hint(self, func: ast.expr) -> str:
         """``math.sqrt`` / ``np.exp`` / ``numpy.floor``: the oxide intrinsic of that name."""

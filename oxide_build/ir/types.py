@@ -12,7 +12,7 @@ from oxide.lang.vectors import VECTOR_TYPES, VectorType
 __all__ = [
     "ScalarType", "VectorType", "VECTOR_TYPES", "ViewType", "TensorMapType", "ThreadIndexType", "VoidType", "ArrayType", "TupleType", "StructType", "Type",
     "THREAD_INDEX", "THREAD_INDEX_DIM", "VOID", "BOOL", "I64", "I32", "F32", "F64", "SCALAR_TYPES",
-    "ViewKind", "type_name", "is_int", "is_float", "as_scalar", "int_limits", "scalar_leaves", "literal_type",
+    "ViewKind", "PRESENT_SUFFIX", "present_name", "is_present_name", "type_name", "is_int", "is_float", "as_scalar", "int_limits", "scalar_leaves", "literal_type",
 ]
 
 BOOL, I32, I64, F32, F64 = boolean, i32, i64, f32, f64
@@ -28,11 +28,28 @@ def literal_type(value: object) -> ScalarType:
 
 
 
+PRESENT_SUFFIX = ".present"  # no Python name holds a dot: an optional view's flag never meets a user's name
+
+
+def present_name(name: str) -> str:
+    """The IR name of the bool beside the optional view ``name`` (``ViewType.optional``): true where
+    an array was passed, the flag slot of oxide.abi.params."""
+    return name + PRESENT_SUFFIX
+
+
+def is_present_name(name: str) -> bool:
+    return name.endswith(PRESENT_SUFFIX)
+
+
 @dataclass(frozen=True)
 class ViewType:
     kind: ViewKind
     elem: ScalarType  # or a StructType of scalar fields (a view of records)
     ndim: int = 1
+    # ``Optional[Tensor[f32, 2]]``: a parameter that may be None. The IR passes it as the view and
+    # a bool beside it (``present_name``); a use of the view is typed as the view itself, which
+    # the frontend allows only where a test proved it present (frontend/optional_views.py)
+    optional: bool = False
 
     @property
     def writable(self) -> bool:
@@ -42,9 +59,15 @@ class ViewType:
     def is_tensor(self) -> bool:
         return self.kind.is_tensor
 
+    @property
+    def present(self) -> ViewType:
+        """The view itself, where it is known not to be None."""
+        return ViewType(self.kind, self.elem, self.ndim)
+
     def __str__(self) -> str:
         lang = self.kind.annotation
-        return f"{lang}[{self.elem.name}, {self.ndim}]" if self.is_tensor else f"{lang}[{self.elem.name}]"
+        text = f"{lang}[{self.elem.name}, {self.ndim}]" if self.is_tensor else f"{lang}[{self.elem.name}]"
+        return f"Optional[{text}]" if self.optional else text
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from oxide.abi.manifest import ErrorSite
 from ..intrinsics import intrinsic_info
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp, CompareOp, LogicOp
-from ..ir.types import BOOL, I64, ArrayType, ScalarType, ViewType, as_scalar, int_limits
+from ..ir.types import BOOL, I64, ArrayType, ScalarType, ViewType, as_scalar, int_limits, is_present_name
 from .bounds_prover import Poly, Prover, add, atom, const, mul
 
 __all__ = ["BoundsElimination"]
@@ -76,6 +76,35 @@ class _Scope:
     """The facts (polynomials known to be >= 0) that hold in a block."""
 
     facts: list[Poly] = field(default_factory=list)
+    # an assert about optional views (``x is None or x.shape[0] == n``, frontend/optional_views.py):
+    # its condition holds where each of those flags is true; and the flags known true here
+    conditional: list[tuple[frozenset[str], ir.Expr]] = field(default_factory=list)
+    present: frozenset[str] = frozenset()
+
+
+def _present_flags(cond: ir.Expr, negated: bool) -> set[str]:
+    """The optional views' flags (``x.present``) that are true where ``cond`` is (false: negated)."""
+    if isinstance(cond, ir.Var) and is_present_name(cond.name):
+        return set() if negated else {cond.name}
+    if isinstance(cond, ir.Not):
+        return _present_flags(cond.operand, not negated)
+    if isinstance(cond, ir.BoolOp) and (cond.op == LogicOp.AND) != negated:
+        return set().union(*(_present_flags(v, negated) for v in cond.values))
+    return set()
+
+
+def _guarded_by_presence(cond: ir.Expr) -> list[tuple[frozenset[str], ir.Expr]]:
+    """``(flags, c)`` for each ``not x.present or ... or c`` that ``cond`` (an ``and`` of them)
+    asserts: c holds where those flags are true."""
+    if isinstance(cond, ir.BoolOp) and cond.op == LogicOp.AND:
+        return [g for v in cond.values for g in _guarded_by_presence(v)]
+    if not (isinstance(cond, ir.BoolOp) and cond.op == LogicOp.OR and len(cond.values) >= 2):
+        return []
+    flags = [v.operand.name for v in cond.values[:-1]
+             if isinstance(v, ir.Not) and isinstance(v.operand, ir.Var) and is_present_name(v.operand.name)]
+    if len(flags) != len(cond.values) - 1:
+        return []
+    return [(frozenset(flags), cond.values[-1])]
 
 
 _MAX_VERSIONED_SIZE = 4096  # IR nodes of the kernel body that may be versioned (it doubles)
@@ -260,7 +289,7 @@ class _FunctionProofs:
 
     def block(self, stmts: list[ir.Stmt], scope: _Scope | None = None) -> list[ir.Stmt]:
         parent = self.scopes[-1]
-        self.scopes.append(scope or _Scope(list(parent.facts)))
+        self.scopes.append(scope or _Scope(list(parent.facts), list(parent.conditional), parent.present))
         defined_before = set(self.prover.defs)
         guards = {id(s.range.guard) for s in stmts if isinstance(s, ir.While) and s.range and s.range.guard}
         out: list[ir.Stmt] = []
@@ -331,7 +360,8 @@ class _FunctionProofs:
             if guarded:
                 self.guarded_facts.update(map(id, facts))
         try:
-            s.body = self.block(s.body, _Scope(self.scopes[-1].facts + facts))
+            parent = self.scopes[-1]
+            s.body = self.block(s.body, _Scope(parent.facts + facts, list(parent.conditional), parent.present))
         finally:
             self.loop_bindings.discard(r.var)
             self.prover.forget(r.var)
@@ -364,7 +394,8 @@ class _FunctionProofs:
         if isinstance(e, ir.BoolOp):
             # `i < len(x) and x[i] > 0`: later operands run only where the earlier ones allow
             negated = e.op == LogicOp.OR
-            scope = _Scope(list(self.scopes[-1].facts))
+            parent = self.scopes[-1]
+            scope = _Scope(list(parent.facts), list(parent.conditional), parent.present)
             values: list[ir.Expr] = []
             for v in e.values:
                 value = self.expr_where(v, scope)
@@ -434,12 +465,28 @@ class _FunctionProofs:
         self.prover.define(name, value if self._stable(name) else None, self.scopes[-1].facts)
 
     def add_facts(self, cond: ir.Expr, negated: bool) -> None:
-        self.scopes[-1].facts += self.prover.facts_of(cond, negated, self.scopes[-1].facts)
+        scope = self.scopes[-1]
+        if not negated:
+            scope.conditional += _guarded_by_presence(cond)
+        scope.facts += self.prover.facts_of(cond, negated, scope.facts)
+        self._facts_where_present(scope, _present_flags(cond, negated))
 
     def scope_where(self, cond: ir.Expr, negated: bool) -> _Scope:
         """The current facts plus those of ``cond`` (or of its negation)."""
-        facts = self.scopes[-1].facts
-        return _Scope(facts + self.prover.facts_of(cond, negated, facts))
+        parent = self.scopes[-1]
+        facts = parent.facts
+        scope = _Scope(facts + self.prover.facts_of(cond, negated, facts), list(parent.conditional), parent.present)
+        self._facts_where_present(scope, _present_flags(cond, negated))
+        return scope
+
+    def _facts_where_present(self, scope: _Scope, flags: set[str]) -> None:
+        """``flags`` known true in ``scope``: the asserts about those optional views hold there."""
+        if not flags or flags <= scope.present:
+            return
+        scope.present = scope.present | flags
+        for needs, cond in scope.conditional:
+            if needs <= scope.present and not needs <= scope.present - flags:  # newly holds
+                scope.facts = scope.facts + self.prover.facts_of(cond, False, scope.facts)
 
     def range_facts(self, r: ir.ForRange) -> tuple[list[Poly], bool]:
         """Facts on the variable of ``for v in range(start, stop, step)`` inside the body, and

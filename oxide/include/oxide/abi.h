@@ -6,22 +6,24 @@
 
 /* the manifest (oxide.abi.manifest): the format written, and those a runtime may read */
 #define OXIDE_MANIFEST_FORMAT 4
-#define OXIDE_READABLE_MANIFEST_FORMATS {1, 2, 3, 4}
-#define OXIDE_READABLE_MANIFEST_FORMAT_COUNT 4
-#define OXIDE_LAUNCH_HPP_MANIFEST_FORMATS {4}
+#define OXIDE_READABLE_MANIFEST_FORMATS {1, 2, 3, 4, 5}
+#define OXIDE_READABLE_MANIFEST_FORMAT_COUNT 5
+#define OXIDE_LAUNCH_HPP_MANIFEST_FORMATS {4, 5}
 #define OXIDE_ARTIFACT_DIR "_oxide"
 
 /* the parameter block (oxide.abi.params): slots of OXIDE_SLOT_BYTES; a scalar (and each scalar
    field of a struct or vector) takes OXIDE_SCALAR_SLOTS, a 1-D view OXIDE_SLICE_SLOTS (pointer,
    length), a tensor OXIDE_TENSOR_SLOTS(ndim) (pointer, shape[ndim], strides[ndim]), a TMA
    descriptor OXIDE_TENSOR_MAP_SLOTS (the map's OXIDE_TENSOR_MAP_WORDS, then one box slot: two
-   kernel parameters), a constexpr none */
+   kernel parameters), a constexpr none; an optional view (ParamSpec.optional) its view's slots
+   and OXIDE_PRESENT_SLOTS more, its flag (1: an array was passed; 0: None, its view slots 0) */
 #define OXIDE_SLOT_BYTES 8
 #define OXIDE_SCALAR_SLOTS 1
 #define OXIDE_VIEW_POINTER_SLOTS 1
 #define OXIDE_SLICE_SLOTS 2
 #define OXIDE_TENSOR_DIM_SLOTS 2
 #define OXIDE_TENSOR_SLOTS(ndim) (OXIDE_VIEW_POINTER_SLOTS + OXIDE_TENSOR_DIM_SLOTS * (ndim))
+#define OXIDE_PRESENT_SLOTS 1
 #define OXIDE_TENSOR_MAP_BYTES 128
 #define OXIDE_TENSOR_MAP_WORDS 16
 #define OXIDE_TENSOR_MAP_SLOTS 17
@@ -35,6 +37,7 @@
 #define OXIDE_VIEW_POINTER_DT OXIDE_DT_U64
 #define OXIDE_VIEW_DIM_DT OXIDE_DT_I64
 #define OXIDE_TENSOR_MAP_DT OXIDE_DT_U64
+#define OXIDE_PRESENT_DT OXIDE_DT_BOOL
 
 /* ParamSpec.kind: the kinds that are not views */
 #define OXIDE_PARAM_SCALAR "scalar"
@@ -66,7 +69,7 @@ static const int oxide_integer_types[OXIDE_INTEGER_TYPE_COUNT] = {OXIDE_DT_I8, O
 #define OXIDE_INDEX32_LIMIT 2147483647
 
 /* the C launcher (oxide/runtime/_launcher*.c): its version, array kinds, most tensor dimensions */
-#define OXIDE_LAUNCHER_ABI_VERSION 11
+#define OXIDE_LAUNCHER_ABI_VERSION 12
 enum { OXIDE_ARRAY_NONE = 0, OXIDE_ARRAY_TORCH = 1, OXIDE_ARRAY_CUPY = 2, OXIDE_ARRAY_DEVICE_ARRAY = 3, OXIDE_ARRAY_CAI = 4 };
 #define OXIDE_LAUNCHER_MAX_NDIM 8
 

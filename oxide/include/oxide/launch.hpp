@@ -62,8 +62,9 @@
 // launch's stream reports CUDA_ERROR_ILLEGAL_INSTRUCTION / LAUNCH_FAILED (a sticky error: the
 // context is lost). Kernels that call grid.sync() (the manifest marks them "cooperative") and
 // kernels with a struct or vector parameter (passed as its scalar fields; oxide/abi/params.py)
-// and kernels with a view of vector elements (Slice[f32x4]: CUDA's float4*) are refused: launch
-// those from Python.
+// and kernels with a view of vector elements (Slice[f32x4]: CUDA's float4*) or an optional view
+// (Optional[Tensor[f32, 2]], which may be None) are refused, naming the parameter: launch those
+// from Python.
 // The caller keeps the arrays alive and on the stream's device until the kernel has run. Memory
 // handed to a launch is not tracked here: memory that another stream frees (cuMemFreeAsync, an
 // oxide.DeviceArray allocated on another stream, whose free() knows nothing of this launch)
@@ -900,6 +901,10 @@ class Module {
       if (detail::view_kind(param.kind) && detail::is_vector_dtype(param.dtype))
         throw Error(where + ": kernel '" + name + "' parameter '" + param.name + "' is a view of " + param.dtype +
                     " elements (CUDA's float4*, half2*), which this C++ API does not pack yet: launch it from Python");
+      if (const auto* optional = p.find("optional"); optional && optional->boolean)
+        throw Error(where + ": kernel '" + name + "' parameter '" + param.name + "' is an optional view (" +
+                    param.kind + " that may be None: a flag slot after its view's), which this C++ API does not "
+                    "pack yet: launch it from Python");
       if (const auto* nd = p.find("ndim")) param.ndim = static_cast<int>(nd->number);
       params.push_back(param);
     }

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from oxide.abi import vectors
-from oxide.abi.params import param_slot_count
+from oxide.abi.params import PRESENT_SLOTS
 from oxide.abi.records import is_record_dtype, record_itemsize
 from oxide.abi.scalars import SCALAR_TYPES
 from oxide.errors import InitcheckError, KernelError, MemcheckError, RacecheckError, SynccheckError
@@ -37,16 +37,6 @@ MAX_BLOCK_THREADS = 1024
 _OK, _DEADLOCK, _MISMATCH, _TRAP, _NO_MEMORY, _WARP_DEADLOCK, _MEMCHECK, _RACE, _UNINITIALIZED = range(9)
 _ACCESSES = ("read", "write", "atomic", "volatile read", "volatile write")  # _fibers.c's access codes
 _DONE = ("read", "wrote", "atomically updated", "read (volatile)", "wrote (volatile)")
-_DOES = ("reads", "writes", "atomically updates", "reads (volatile)", "writes (volatile)")
-_STORES = (1, 4)  # the access codes of a plain and a relaxed store
-
-
-def _two_writes(launch: _Launch) -> str:
-    """For a write-write race: why two writes race (they stored different values)."""
-    if launch.err_access in _STORES and launch.err_other_access in (1, 2, 4):
-        return (" (two writes of different values: which one the memory keeps depends on the order; writes of "
-                "the value already there are not reported)")
-    return ""
 
 # one launch at a time in the process: the scheduler's state is global (_fibers.c)
 _launch_lock = threading.Lock()
@@ -158,7 +148,7 @@ class CpuFunction:
 
     def _total_slots(self) -> int:
         spec = self._spec
-        return sum(param_slot_count(p.kind, p.ndim, len(p.fields)) for p in spec.params) if spec is not None else 0
+        return sum(p.slot_count for p in spec.params) if spec is not None else 0
 
     def _launch_params(self, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
                        params: int, keep: object) -> None:
@@ -199,7 +189,7 @@ class CpuFunction:
         spec = self._spec
         if spec is None:
             return []
-        total = sum(param_slot_count(p.kind, p.ndim, len(p.fields)) for p in spec.params)
+        total = sum(p.slot_count for p in spec.params)
         declared = list(spec.param_slots) if spec.param_slots is not None else list(range(total))
         if not declared or not params:
             return [None] * total
@@ -222,12 +212,12 @@ class CpuFunction:
         position = 0
         spec = self._spec
         for p in spec.params if spec is not None else ():
-            count = param_slot_count(p.kind, p.ndim, len(p.fields))
+            count = p.slot_count
             before = len(spans)
             if p.is_view and position < len(slots) and slots[position] is not None:
                 ptr = int(slots[position] or 0)
                 item = _itemsize(p.dtype)
-                dims = slots[position + 1:position + count]
+                dims = slots[position + 1:position + count - (PRESENT_SLOTS if p.optional else 0)]
                 if p.is_tensor:
                     shape, strides = dims[:p.ndim], dims[p.ndim:]
                     if any(d is None for d in dims):
@@ -294,9 +284,8 @@ class CpuFunction:
                     "with a fence in the second)")
         return RacecheckError(
             f"racecheck: a race on global memory in kernel {kernel}: block {block}, thread {thread} "
-            f"{_DOES[launch.err_access]} {self._buffer_byte(launch)} at {at}, and block "
-            f"{other_block}, thread {racing} {_DONE[launch.err_other_access]} it at {before}, with {why}"
-            f"{_two_writes(launch)}",
+            f"{_ACCESSES[launch.err_access]}s {self._buffer_byte(launch)} at {at}, and block "
+            f"{other_block}, thread {racing} {_DONE[launch.err_other_access]} it at {before}, with {why}",
             kernel=kernel, location=at, other_location=before, block=block, thread=thread,  # type: ignore[arg-type]
             other_thread=racing, other_block=other_block)  # type: ignore[arg-type]
 
@@ -318,6 +307,7 @@ class CpuFunction:
                                kernel=kernel)
         if launch.err_kind in (_RACE, _UNINITIALIZED):
             at = self._access_site(launch.err_site)
+            what = _ACCESSES[launch.err_access]
             offset = launch.err_offset
             if launch.err_kind == _UNINITIALIZED:
                 return InitcheckError(
@@ -330,10 +320,9 @@ class CpuFunction:
             if launch.err_space == 1:
                 return self._global_race(launch, at, before, racing)
             return RacecheckError(
-                f"racecheck: a race on shared memory in kernel {kernel}, block {block}: thread {thread} "
-                f"{_DOES[launch.err_access]} byte {offset} at {at}, and thread {racing} "
-                f"{_DONE[launch.err_other_access]} it at {before} with no barrier between them (block.sync(), or a "
-                f"warp operation of their warp){_two_writes(launch)}",
+                f"racecheck: a race on shared memory in kernel {kernel}, block {block}: thread {thread} {what}s byte "
+                f"{offset} at {at}, and thread {racing} {_ACCESSES[launch.err_other_access]} it at {before} with no "
+                "barrier between them (block.sync(), or a warp operation of their warp)",
                 kernel=kernel, location=at, other_location=before, block=block, thread=thread,  # type: ignore[arg-type]
                 other_thread=racing)
         if launch.err_kind == _MEMCHECK:
