@@ -46,12 +46,14 @@ RUNTIME_FUNCTIONS = {
     "oxide_cpu_block_vote": ("i", "ii"),  # (barrier site, predicate) -> threads whose predicate holds
     "oxide_cpu_warp_exchange": ("p", "il"),  # (mask, value) -> the 32 lanes' u64 values
     "oxide_cpu_grid_sync": ("v", "i"),  # (barrier site)
-    "oxide_cpu_warp_live": ("i", ""),  # the lanes of the thread's warp that have not returned
+    "oxide_cpu_active_mask": ("i", "i"),  # (call site) -> the lanes of the warp at that call together
+    "oxide_cpu_yield": ("v", ""),  # lets the launch's other threads run (nanosleep)
     "oxide_cpu_exit_thread": ("v", ""),  # ends the calling thread (after a failed check)
     "oxide_cpu_trap": ("v", ""),  # ends the launch (a failed check with no error record)
     # sanitizers: (address, bytes, access: 0 read / 1 write / 2 atomic read-modify-write / 3 atomic or
-    # volatile load / 4 atomic or volatile store, access site, space: 1 global / 3 shared)
-    "oxide_cpu_access": ("v", "bliii"),
+    # volatile load / 4 atomic or volatile store, access site, space: 1 global / 3 shared, the bytes a
+    # store writes or null: racecheck's write-write check compares them with memory's)
+    "oxide_cpu_access": ("v", "bliiib"),
     "oxide_cpu_fence": ("v", ""),  # racecheck: the running thread executed a fence (release/acquire)
     # memcheck of a local array at a run-time index: (address, bytes, access, access site, the array, its bytes)
     "oxide_cpu_local_access": ("v", "bliibl"),

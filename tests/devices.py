@@ -6,6 +6,9 @@ device"). A test written with these helpers runs unchanged on both:
   installed, else a ``DeviceArray``; a NumPy copy on the CPU device);
 - ``full(shape, value, dtype)``, ``zeros(...)``: a poisoned or zeroed output there;
 - ``to_numpy(a)``: a host copy of any of them; ``synchronize()``: wait, then raise kernel errors;
+- ``bf16(values)``: bfloat16 data on the device, a torch tensor (CUDA, or CPU on the CPU device;
+  NumPy has no bfloat16): the test skips, saying it needs torch, where torch is not installed;
+  ``needs_torch(why)``: torch, or that skip; ``torch_device()``: "cuda" or "cpu";
 - ``sized(gpu_n, cpu_n)``: a problem size for each device (the CPU device runs every thread on
   two cores: keep the GPU's odd remainders, not its millions);
 - ``backends()``: the GPU backends a test compiles its kernels with (one on the CPU device, which
@@ -27,7 +30,8 @@ import tempfile
 from pathlib import Path
 
 __all__ = ["on_cpu", "gpu_only", "array", "full", "zeros", "to_numpy", "synchronize", "sized", "torch_or_none",
-           "gpu_available", "cpu_device_problem", "gpu_tests_on_cpu", "backends", "compiled_package", "fill"]
+           "gpu_available", "cpu_device_problem", "gpu_tests_on_cpu", "backends", "compiled_package", "fill",
+           "needs_torch", "torch_device", "bf16"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -105,6 +109,26 @@ def torch_or_none() -> Any:
     except ImportError:
         return None
     return torch
+
+
+def needs_torch(why: str) -> Any:
+    """torch; where it is not installed the test skips saying it needs torch for ``why`` (torch is
+    no test dependency: its CPU build is not PyPI's default wheel)."""
+    torch = torch_or_none()
+    if torch is None:
+        pytest.skip(f"needs torch ({why}): not installed")
+    return torch
+
+
+def torch_device() -> str:
+    """The torch device of the launches' arrays: "cpu" on the CPU device, else "cuda"."""
+    return "cpu" if on_cpu() else "cuda"
+
+
+def bf16(values: Any) -> Any:
+    """``values`` rounded to bfloat16, a torch tensor on the device (NumPy has no bfloat16)."""
+    torch = needs_torch("bfloat16 arrays: NumPy has none")
+    return torch.as_tensor(np.ascontiguousarray(values, np.float32)).to(torch.bfloat16).to(torch_device())
 
 
 _TORCH_DTYPES = {"float32": "float32", "float64": "float64", "float16": "float16", "int32": "int32",

@@ -804,29 +804,69 @@ def test_fp8_conversions_as_ptx(tmp_path: Path) -> None:
 
 def test_active_mask_under_a_branch(tmp_path: Path) -> None:
     """warp.active_mask() asked by some lanes only (CUDA's usual `mask = __activemask()` in a
-    branch) needs no other lane: the warp's lanes that have not returned."""
+    branch) is the lanes executing that call together, as on the GPU: not the lanes of the
+    other branch, nor those that returned; all the warp's live lanes where they all call it.
+    The other branch's lanes waiting at a warp operation with the whole warp do not stall it."""
     m = module(tmp_path, """
         import oxide as ox
         from oxide import MutSlice, u32, thread, warp
 
         @ox.kernel
-        def masks(out: MutSlice[u32]) -> None:
+        def masks(out: MutSlice[u32], after: MutSlice[u32], total: MutSlice[u32]) -> None:
             t = thread.idx.x
             if t >= 40:
                 return
             if t % 3 == 0:
                 with ox.unsafe():
                     out[t] = warp.active_mask()
+            else:
+                with ox.unsafe():
+                    total[t] = warp.reduce_sum(u32(1), mask=warp.active_mask())
+            with ox.unsafe():
+                after[t] = warp.active_mask()
     """)
     spec = m.kernels[0]
-    out = np.zeros(64, np.uint32)
-    m.function(spec.symbol).launch((1, 1, 1), (64, 1, 1), 0, slots(spec, {"out": [out.ctypes.data, 64]}))
-    for t in range(0, 40, 3):
-        # the asking lane is in; lanes that returned before it asked are out (the first warp's
-        # lanes run in order: those below it have finished)
-        assert (out[t] >> (t % 32)) & 1, (t, hex(out[t]))
-        if t < 32:
-            assert out[t] & ((1 << (t % 32)) - 1) == 0, (t, hex(out[t]))
+    out, after, total = np.zeros(64, np.uint32), np.zeros(64, np.uint32), np.zeros(64, np.uint32)
+    m.function(spec.symbol).launch((1, 1, 1), (64, 1, 1), 0, slots(spec, {
+        "out": [out.ctypes.data, 64], "after": [after.ctypes.data, 64], "total": [total.ctypes.data, 64]}))
+    for t in range(40):
+        warp_lanes = range(t // 32 * 32, min(t // 32 * 32 + 32, 40))
+        branch = [u for u in warp_lanes if (u % 3 == 0) == (t % 3 == 0)]
+        if t % 3 == 0:
+            assert out[t] == sum(1 << (u % 32) for u in branch), (t, hex(out[t]))
+        else:
+            assert total[t] == len(branch), (t, total[t])
+        assert after[t] == sum(1 << (u % 32) for u in warp_lanes), (t, hex(after[t]))
+
+
+def test_nanosleep_lets_the_other_threads_run(tmp_path: Path) -> None:
+    """A thread spinning on a flag that a later thread of the block sets, with nanosleep between
+    its reads (a kernel with no barrier), sees the flag set: nanosleep lets the others run."""
+    m = module(tmp_path, """
+        import oxide as ox
+        from oxide import MutSlice, i32, thread
+
+        @ox.kernel
+        def handoff(flag: MutSlice[i32], out: MutSlice[i32]) -> None:
+            t = thread.idx.x
+            with ox.unsafe():
+                if t == 0:
+                    spins = 0
+                    while ox.volatile.load(flag, 0) == 0:
+                        ox.timer.nanosleep(100)
+                        spins += 1
+                    out[0] = ox.volatile.load(flag, 1) + 1
+                    out[1] = spins
+                elif t == 63:
+                    ox.volatile.store(flag, 1, 41)
+                    ox.fence.block()
+                    ox.volatile.store(flag, 0, 1)
+    """)
+    spec = m.kernels[0]
+    flag, out = np.zeros(2, np.int32), np.zeros(2, np.int32)
+    m.function(spec.symbol).launch((1, 1, 1), (64, 1, 1), 0, slots(spec, {"flag": [flag.ctypes.data, 2],
+                                                                         "out": [out.ctypes.data, 2]}))
+    assert out[0] == 42 and out[1] >= 1, out
 
 
 def test_local_arrays_beyond_a_threads_stack_are_refused(tmp_path: Path) -> None:

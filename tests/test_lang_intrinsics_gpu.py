@@ -4,6 +4,7 @@ operations, grid-wide sync and print(). Inputs are fresh random non-zero values,
 poisoned before each launch and every element is checked. Kernels: packages/langintr/."""
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -14,8 +15,7 @@ import devices
 from devices import to_numpy
 
 pytestmark = pytest.mark.gpu
-torch = devices.torch_or_none()  # PyTorch references of tests marked torch_reference (GPU only)
-torch_reference = devices.gpu_only("PyTorch (CUDA) computes the reference or makes the input")
+torch = devices.torch_or_none()  # the GPU's streams of test_grid_sync_many_rounds_across_blocks
 sys.path.insert(0, str(Path(__file__).parent / "packages" / "langintr"))
 rng = np.random.default_rng()
 BLOCK = 128
@@ -25,13 +25,8 @@ dev = devices.array
 
 
 def poison(n, dtype=np.float32):  # type: ignore[no-untyped-def]
-    if torch is not None and isinstance(dtype, torch.dtype):  # the PyTorch-input tests (GPU only)
-        if dtype.is_floating_point:
-            return torch.full((n,), float("nan"), dtype=dtype, device="cuda")
-        # through NumPy: torch implements few operations (fill_ among them) for its unsigned types
-        np_dtype = {torch.int16: np.int16, torch.int32: np.int32, torch.int64: np.int64, torch.uint32: np.uint32,
-                    torch.uint64: np.uint64}[dtype]
-        return torch.as_tensor(np.full(n, -12345 if dtype.is_signed else 12345, np_dtype), device="cuda")
+    if dtype == "bf16":
+        return devices.bf16(np.full(n, np.nan))
     dtype = np.dtype(dtype)
     return dev(np.full(n, np.nan if dtype.kind == "f" else -12345 if dtype.kind == "i" else 12345, dtype))
 
@@ -45,7 +40,6 @@ def random_u32(n: int) -> np.ndarray:
     return rng.integers(1, 2**32, n, dtype=np.uint64).astype(np.uint32)
 
 
-@torch_reference
 def test_ffs_byte_perm_funnel_shifts() -> None:
     import intrk
 
@@ -57,7 +51,7 @@ def test_ffs_byte_perm_funnel_shifts() -> None:
     s[:300] = random_u32(300)                                 # byte_perm selectors over all bits
     x64 = rng.integers(1, 2**63, n, dtype=np.int64).astype(np.uint64) << rng.integers(0, 40, n, dtype=np.uint64)
     x64[:2] = [0, 1 << 63]
-    outs = [poison(n, torch.int32), poison(n, torch.int32)] + [poison(n, torch.uint32) for _ in range(5)]
+    outs = [poison(n, np.int32), poison(n, np.int32)] + [poison(n, np.uint32) for _ in range(5)]
     intrk.bit_ops[(n + BLOCK - 1) // BLOCK, BLOCK](dev(x), dev(y), dev(s), dev(x64), *outs)
     ffs32, ffs64, perm, shl, shlc, shr, shrc = (host(o) for o in outs)
 
@@ -95,7 +89,6 @@ def test_ffs_byte_perm_funnel_shifts() -> None:
     np.testing.assert_array_equal(perm, ref["perm"])
 
 
-@torch_reference
 def test_bit_casts() -> None:
     import intrk
 
@@ -104,8 +97,8 @@ def test_bit_casts() -> None:
     d = rng.standard_normal(n) * 1e100
     h = (rng.standard_normal(n) * 100).astype(np.float16)
     f[:3], d[:3], h[:3] = [np.inf, -0.0, 1e-40], [-np.inf, 5e-324, -0.0], [np.inf, -0.0, 6e-8]
-    outs = [poison(n, torch.int32), poison(n), poison(n, torch.int64), poison(n, torch.float64),
-            poison(n, torch.int16), poison(n, torch.float16)]
+    outs = [poison(n, np.int32), poison(n), poison(n, np.int64), poison(n, np.float64),
+            poison(n, np.int16), poison(n, np.float16)]
     intrk.bit_casts[(n + BLOCK - 1) // BLOCK, BLOCK](dev(f), dev(d), dev(h), *outs)
     f_bits, f_back, d_bits, d_back, h_bits, h_back = (host(o) for o in outs)
     np.testing.assert_array_equal(f_bits, f.view(np.int32))
@@ -121,7 +114,6 @@ def within_relative(actual: np.ndarray, desired: np.ndarray, rtol: np.ndarray) -
     assert not bad.any(), f"{bad.sum()} elements out of bounds, first: {actual[bad][:5]} vs {desired[bad][:5]}"
 
 
-@torch_reference
 def test_fast_math_per_call() -> None:
     """Within the documented error bounds of CUDA's __expf, __logf, __sinf, ... (CUDA C++
     Programming Guide, "Intrinsic Functions"); rcp (__frcp_rn) and saturate are exact."""
@@ -149,17 +141,17 @@ def test_fast_math_per_call() -> None:
     np.testing.assert_allclose(log2_, np.log2(xv), atol=2.0 ** -22 * 2, rtol=3 * ulp)
     within_relative(exp10_, 10.0 ** (yv * 0.25), (2 + np.floor(np.abs(2.95 * yv * 0.25)) + 2) * ulp)
     d = rng.uniform(0.1, 1e6, n) * rng.choice([-1, 1], n)
-    r = poison(n, torch.float64)
+    r = poison(n, np.float64)
     intrk.rcp64[(n + BLOCK - 1) // BLOCK, BLOCK](dev(d), r)
     np.testing.assert_array_equal(host(r), 1.0 / d)
 
 
-@torch_reference
+@devices.gpu_only("the timers' clocks (clock, clock64, globaltimer): the GPU's")
 def test_timers_and_nanosleep() -> None:
     import intrk
 
     n = 512
-    cycles, elapsed, clock32 = poison(n, torch.int64), poison(n, torch.int64), poison(n, torch.int64)
+    cycles, elapsed, clock32 = poison(n, np.int64), poison(n, np.int64), poison(n, np.int64)
     stamps = dev(np.full(n, 12345, np.uint64))
     intrk.timers[n // BLOCK, BLOCK](20000, cycles, elapsed, clock32, stamps)
     c, e, k, t = host(cycles), host(elapsed), host(clock32), host(stamps)
@@ -171,20 +163,18 @@ def test_timers_and_nanosleep() -> None:
     assert (t > 10**9).all() and int(t.max()) - int(t.min()) < 10**9, t
 
 
-@torch_reference
 def test_volatile_loads_stores_and_a_flag_handoff() -> None:
     import intrk
 
     blocks = 24
     n = blocks * BLOCK
     x = rng.integers(-10**6, 10**6, n, dtype=np.int32) | 1
-    out, seen = poison(n, torch.int32), poison(blocks, torch.int32)
+    out, seen = poison(n, np.int32), poison(blocks, np.int32)
     intrk.volatile_handoff[blocks, BLOCK](dev(x), out, seen)
     np.testing.assert_array_equal(host(out), x * 3)
     np.testing.assert_array_equal(host(seen), x[:blocks] + 7)
 
 
-@torch_reference
 def test_half_atomics() -> None:
     """Sums of multiples of 1/8 below 32 are exact in f16, so the order of the adds does not
     matter and the result is compared exactly."""
@@ -199,7 +189,7 @@ def test_half_atomics() -> None:
     sums = dev(base)
     lows, highs = dev(np.full(slots, 100.0, np.float16)), dev(np.full(slots, -100.0, np.float16))
     swapped = dev(np.concatenate([np.full(slots, 3.5), np.full(slots, -3.0)]).astype(np.float16))
-    old_exch, old_cas = poison(n, torch.float16), poison(n, torch.float16)
+    old_exch, old_cas = poison(n, np.float16), poison(n, np.float16)
     intrk.half_atomics[n // BLOCK, BLOCK](dev(x), dev(slot), sums, lows, highs, swapped, old_exch, old_cas)
     got = host(sums).astype(np.float64)
     np.testing.assert_array_equal(got[:slots], base[:slots].astype(np.float64) + per_sum)
@@ -217,7 +207,6 @@ def test_half_atomics() -> None:
         np.testing.assert_array_equal(oc[mine & (oc != np.float16(-3.0))], np.full(per - 1, final[slots + j]))
 
 
-@torch_reference
 def test_bf16_atomics() -> None:
     """Multiples of 1/4 below 32 are exact in bf16 (8 significant bits): 32 values of at most
     0.75 per slot keep every partial sum, in any order, exact."""
@@ -227,27 +216,26 @@ def test_bf16_atomics() -> None:
     x_np = rng.integers(1, 4, n) / 4.0
     slot = rng.permutation(np.repeat(np.arange(slots, dtype=np.int32), per))
     per_sum = np.array([x_np[slot == j].sum() for j in range(slots)])
-    x = torch.tensor(x_np, dtype=torch.bfloat16, device="cuda")
-    assert (x.double().cpu().numpy() == x_np).all()
-    sums = torch.tensor(np.concatenate([rng.integers(1, 8, slots), np.full(slots, -1.0)]), dtype=torch.bfloat16, device="cuda")
-    start = sums.double().cpu().numpy()
-    lows = torch.full((slots,), 100.0, dtype=torch.bfloat16, device="cuda")
-    highs = torch.full((slots,), -100.0, dtype=torch.bfloat16, device="cuda")
-    old_cas = poison(n, torch.bfloat16)
+    x = devices.bf16(x_np)
+    assert (to_numpy(x) == x_np).all()
+    sums = devices.bf16(np.concatenate([rng.integers(1, 8, slots), np.full(slots, -1.0)]))
+    start = to_numpy(sums).astype(np.float64)
+    lows = devices.bf16(np.full(slots, 100.0))
+    highs = devices.bf16(np.full(slots, -100.0))
+    old_cas = poison(n, "bf16")
     intrk.bf16_atomics[n // BLOCK, BLOCK](x, dev(slot), sums, lows, highs, old_cas)
     assert (start[:slots] + per_sum < 32).all()
     devices.synchronize()
-    got = sums.double().cpu().numpy()
+    got = to_numpy(sums).astype(np.float64)
     np.testing.assert_array_equal(got[:slots], start[:slots] + per_sum)
-    np.testing.assert_array_equal(lows.double().cpu().numpy(), [x_np[slot == j].min() for j in range(slots)])
-    np.testing.assert_array_equal(highs.double().cpu().numpy(), [x_np[slot == j].max() for j in range(slots)])
-    oc = old_cas.double().cpu().numpy()
+    np.testing.assert_array_equal(to_numpy(lows), [x_np[slot == j].min() for j in range(slots)])
+    np.testing.assert_array_equal(to_numpy(highs), [x_np[slot == j].max() for j in range(slots)])
+    oc = to_numpy(old_cas).astype(np.float64)
     for j in range(slots):
         winners = np.flatnonzero((slot == j) & (oc == -1.0))
         assert len(winners) == 1 and got[slots + j] == x_np[winners[0]], (j, winners)
 
 
-@torch_reference
 def test_partial_mask_warp_operations() -> None:
     """In each warp only the lanes of a random mask take the branch and operate with that mask
     (`__reduce_add_sync(mask, v)`, `__ballot_sync(mask, p)`, ...); the other lanes' outputs
@@ -260,8 +248,8 @@ def test_partial_mask_warp_operations() -> None:
     masks = rng.integers(1, 2**32, warps, dtype=np.uint64).astype(np.uint32)
     masks[:3] = [0xFFFFFFFF, 1, 0x80000001]
     sel = np.repeat(masks, 32)
-    outs = [poison(n, torch.uint32)] + [poison(n, torch.int32) for _ in range(3)] + [
-        poison(n, torch.uint32), poison(n, torch.int32), poison(n, torch.uint32), poison(n, torch.uint32)]
+    outs = [poison(n, np.uint32)] + [poison(n, np.int32) for _ in range(3)] + [
+        poison(n, np.uint32), poison(n, np.int32), poison(n, np.uint32), poison(n, np.uint32)]
     intrk.masked_warp[n // BLOCK, BLOCK](dev(x), dev(sel), *outs)
     active, total, low, high, votes, first, same, umax = (host(o) for o in outs)
     poisoned = {"active": 12345, "total": -12345, "low": -12345, "high": -12345, "votes": 12345, "first": -12345,
@@ -290,12 +278,12 @@ def test_partial_mask_warp_operations() -> None:
             assert got["umax"] == max(int(v) for v in xs[lanes].view(np.uint32)), (w, k)
 
 
-@torch_reference
 def test_grid_sync_many_rounds_across_blocks() -> None:
     """Each round reads what other blocks wrote in the previous one: any barrier that lets a
     block run ahead gives a wrong element. The barrier is reused 2 * rounds + 1 times per
     launch, by launches on two streams, and the kernel is launched with k[grid, block]: the
-    runtime makes it cooperative (the manifest says it calls grid.sync())."""
+    runtime makes it cooperative (the manifest says it calls grid.sync()). On the CPU device
+    (no streams to order) the three launches take the default stream."""
     import intrk
 
     n = 96 * 256 + 77  # a partial last block
@@ -303,22 +291,23 @@ def test_grid_sync_many_rounds_across_blocks() -> None:
     grid = (n + 255) // 256
     x = rng.integers(-10**6, 10**6, n, dtype=np.int32) | 1
     expect = np.roll(x, -37 * rounds) + rounds
-    for stream in (torch.cuda.current_stream(), torch.cuda.Stream(), torch.cuda.current_stream()):
-        a, b, out, xd = poison(n, torch.int32), poison(n, torch.int32), poison(n, torch.int32), dev(x)
+    gpu_streams = torch is not None and not devices.on_cpu()
+    streams = (torch.cuda.current_stream(), torch.cuda.Stream(), torch.cuda.current_stream()) if gpu_streams else (None,) * 3
+    for stream in streams:
+        a, b, out, xd = poison(n, np.int32), poison(n, np.int32), poison(n, np.int32), dev(x)
         devices.synchronize()  # the inputs are made on the default stream
-        with torch.cuda.stream(stream):
+        with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
             intrk.rotate_rounds[grid, 256](xd, a, b, rounds, out)
         np.testing.assert_array_equal(host(out), expect)
         np.testing.assert_array_equal(host(out), expect)  # twice: nothing still running changes it
 
 
-@torch_reference
 def test_grid_sync_refuses_a_grid_that_cannot_be_resident() -> None:
     import intrk
 
-    n = 1 << 24
+    n = devices.sized(1 << 24, 1 << 20)  # 4096 blocks of 256: more than the CPU device's 132 SMs hold
     x = dev(np.ones(n, np.int32))
-    a, b, out = poison(n, torch.int32), poison(n, torch.int32), poison(n, torch.int32)
+    a, b, out = poison(n, np.int32), poison(n, np.int32), poison(n, np.int32)
     with pytest.raises(ValueError, match=r"a cooperative launch of rotate_rounds needs all its blocks resident at "
                                          r"once: at most \d+ blocks of 256 threads"):
         intrk.rotate_rounds[n // 256, 256](x, a, b, 3, out)

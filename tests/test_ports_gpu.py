@@ -3,6 +3,7 @@ float64: fresh random inputs, outputs poisoned before the run, every element che
 from __future__ import annotations
 
 import importlib
+import math
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -14,7 +15,6 @@ import devices
 from devices import to_numpy
 
 pytestmark = pytest.mark.gpu
-torch = devices.torch_or_none()  # the references of a few tests (marked torch_reference), on the GPU
 sys.path.insert(0, str(Path(__file__).parent / "packages" / "ports"))
 rng = np.random.default_rng()
 
@@ -24,14 +24,17 @@ def port(name: str) -> ModuleType:
 
 
 dev = devices.array
-torch_reference = devices.gpu_only("PyTorch (CUDA) computes the reference")
+erf = np.vectorize(math.erf)  # float64, within an ulp (SciPy is no test dependency)
+
+
+def typed(values: np.ndarray, dtype: str) -> object:
+    """``values`` as ``dtype`` (a NumPy name, or "bfloat16": a torch tensor) on the device."""
+    return devices.bf16(values) if dtype == "bfloat16" else dev(values.astype(dtype))
 
 
 def poisoned(shape: tuple[int, ...] | int, dtype: object = np.float32) -> object:
-    torch = devices.torch_or_none()
-    if torch is not None and isinstance(dtype, torch.dtype):  # the PyTorch-reference tests (bfloat16 has no NumPy dtype)
-        value = float("nan") if dtype.is_floating_point else 0x5A if dtype in (torch.uint8, torch.int8) else 0x5A5A
-        return torch.full(shape if isinstance(shape, tuple) else (shape,), value, dtype=dtype, device="cuda")
+    if dtype == "bfloat16":
+        return devices.bf16(np.full(shape, np.nan))
     dt = np.dtype(dtype)  # type: ignore[call-overload]
     if dt.kind == "f":
         return devices.full(shape, np.nan, dt)
@@ -73,7 +76,9 @@ def test_black_scholes() -> None:
     r, v = 0.02, 0.30
     call, put = poisoned(n), poisoned(n)
     m.black_scholes[(n + 127) // 128, 128](call, put, dev(price), dev(strike), dev(years), r, v)
-    ndtr = pytest.importorskip("scipy.special").ndtr
+
+    def ndtr(z: np.ndarray) -> np.ndarray:
+        return 0.5 * np.vectorize(math.erfc)(-z / math.sqrt(2.0))
 
     s, x, t = price.astype(np.float64), strike.astype(np.float64), years.astype(np.float64)
     d1 = (np.log(s / x) + (r + 0.5 * v * v) * t) / (v * np.sqrt(t))
@@ -175,7 +180,6 @@ def test_scan_blelloch() -> None:
     np.testing.assert_array_equal(to_numpy(out).reshape(blocks, 1024), ref)
 
 
-@devices.gpu_only("needs the CPU engine's warp operations under a partial active mask")
 def test_warp_aggregated_filter() -> None:
     m = port("warp_aggregated_filter")
     n = 200_003
@@ -317,16 +321,14 @@ def test_laplace_jacobi() -> None:
     np.testing.assert_allclose(error.item(), np.abs(ref - v).max(), rtol=1e-5)
 
 
-@torch_reference
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 def test_layer_norm(dtype: str) -> None:
     m = port("layer_norm")
-    tdt = getattr(torch, dtype)
     rows, n, eps = 37, 1999, 1e-5
-    x = torch.as_tensor(rng.standard_normal((rows, n)) * 2 + 0.5, dtype=tdt, device="cuda")
-    w = torch.as_tensor(rng.uniform(0.5, 1.5, n), dtype=tdt, device="cuda")
-    b = torch.as_tensor(rng.uniform(-0.5, 0.5, n), dtype=tdt, device="cuda")
-    y = poisoned(rows * n, tdt)
+    x = typed(rng.standard_normal((rows, n)) * 2 + 0.5, dtype)
+    w = typed(rng.uniform(0.5, 1.5, n), dtype)
+    b = typed(rng.uniform(-0.5, 0.5, n), dtype)
+    y = poisoned(rows * n, dtype)
     mean, rstd = poisoned(rows), poisoned(rows)
     m.layer_norm_fwd[rows, m.BLOCK](x, y, w, b, mean, rstd, eps)
     xv, wv, bv = (to_numpy(t).astype(np.float64) for t in (x, w, b))
@@ -718,16 +720,12 @@ def test_reduce6(block_size: int, n: int) -> None:
     np.testing.assert_allclose(to_numpy(out), ref, rtol=1e-4, atol=1e-3)
 
 
-@torch_reference
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 def test_gelu(dtype: str) -> None:
     m = port("gelu")
-    from scipy.special import erf  # type: ignore[import-untyped]
-
-    tdt = getattr(torch, dtype)
-    n = 100_003
-    x = torch.as_tensor(rng.standard_normal(n) * 3, dtype=tdt, device="cuda")
-    y = poisoned(n, tdt)
+    n = devices.sized(100_003, 40_003)  # a grid-stride loop: 120 blocks of 256 threads either way
+    x = typed(rng.standard_normal(n) * 3, dtype)
+    y = poisoned(n, dtype)
     m.gelu_kernel[120, 256](x, y, n)
     v = to_numpy(x).astype(np.float64)
     ref = v * 0.5 * (1 + erf(v / np.sqrt(2.0)))
@@ -1011,58 +1009,102 @@ def test_llmc_global_norm() -> None:
     np.testing.assert_allclose(to_numpy(out)[0], (data.astype(np.float64) ** 2).sum(), rtol=1e-4)
 
 
-@torch_reference
+def pooled_windows(x: np.ndarray, k: tuple[int, int], s: tuple[int, int], p: tuple[int, int],
+                   d: tuple[int, int] = (1, 1)) -> tuple[int, int, list[list[tuple[list[int], list[int]]]]]:
+    """ATen's pooling windows over the planes of ``x`` (n, c, h, w), floor mode: the output's
+    height and width, and per output position the input rows and columns it covers (those in
+    the input; padding is outside)."""
+    h, w = x.shape[2:]
+    oh = (h + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (w + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    windows = [[([r for r in (i * s[0] - p[0] + a * d[0] for a in range(k[0])) if 0 <= r < h],
+                 [c for c in (j * s[1] - p[1] + b * d[1] for b in range(k[1])) if 0 <= c < w]) for j in range(ow)]
+               for i in range(oh)]
+    return oh, ow, windows
+
+
 def test_aten_max_pool2d() -> None:
+    """Against ATen's max_pool2d with return_indices, in NumPy: the first largest element of
+    each window in row-major order, its index in the plane."""
     m = port("aten_max_pool2d")
     n, c, h, w = 2, 3, 19, 23
     kh, kw, sh, sw, ph, pw, dh, dw = 3, 2, 2, 1, 1, 1, 2, 1
-    x = torch.randn(n, c, h, w, device="cuda")
-    want, want_idx = torch.nn.functional.max_pool2d(x, (kh, kw), (sh, sw), (ph, pw), (dh, dw), return_indices=True)
-    out, mask = poisoned(want.numel()), poisoned(want.numel(), np.int64)
-    oh, ow = want.shape[2], want.shape[3]
-    m.max_pool_forward_nchw[(want.numel() + 127) // 128, 128](want.numel(), x.view(-1), c, h, w, oh, ow, kh, kw, sh, sw,
-                                                              ph, pw, dh, dw, out, mask)
-    assert torch.equal(out.view_as(want), want)
-    assert torch.equal(mask.view_as(want_idx), want_idx)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    oh, ow, windows = pooled_windows(x, (kh, kw), (sh, sw), (ph, pw), (dh, dw))
+    want = np.empty((n, c, oh, ow), np.float32)
+    want_idx = np.empty((n, c, oh, ow), np.int64)
+    for i in range(oh):
+        for j in range(ow):
+            rows, cols = windows[i][j]
+            flat = [r * w + q for r in rows for q in cols]
+            values = x.reshape(n, c, h * w)[:, :, flat]
+            want[:, :, i, j] = values.max(2)
+            want_idx[:, :, i, j] = np.array(flat)[values.argmax(2)]
+    out, mask = poisoned(want.size), poisoned(want.size, np.int64)
+    m.max_pool_forward_nchw[(want.size + 127) // 128, 128](want.size, dev(x.ravel()), c, h, w, oh, ow, kh, kw, sh, sw,
+                                                           ph, pw, dh, dw, out, mask)
+    np.testing.assert_array_equal(to_numpy(out).reshape(want.shape), want)
+    np.testing.assert_array_equal(to_numpy(mask).reshape(want.shape), want_idx)
 
 
-@torch_reference
 @pytest.mark.parametrize("count_include_pad", [True, False])
 def test_aten_avg_pool2d(count_include_pad: bool) -> None:
+    """Against ATen's avg_pool2d in NumPy (float64): the window's sum over its size, padding
+    counted (up to the padded edge) or not."""
     m = port("aten_avg_pool2d")
     n, c, h, w, k, s, p = 2, 3, 17, 20, 3, 2, 1
-    x = torch.randn(n, c, h, w, device="cuda")
-    want = torch.nn.functional.avg_pool2d(x, k, s, p, count_include_pad=count_include_pad)
-    out = poisoned(want.numel())
-    m.avg_pool2d_out_cuda_frame[(want.numel() + 127) // 128, 128](want.numel(), x.view(-1), c, h, w, want.shape[2],
-                                                                  want.shape[3], k, k, s, s, p, p, out, 0,
-                                                                  count_include_pad, False)
-    torch.testing.assert_close(out.view_as(want), want, rtol=1e-5, atol=1e-6)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    oh, ow, windows = pooled_windows(x, (k, k), (s, s), (p, p))
+    want = np.empty((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            rows, cols = windows[i][j]
+            padded = (min(i * s - p + k, h + p) - (i * s - p)) * (min(j * s - p + k, w + p) - (j * s - p))
+            size = padded if count_include_pad else len(rows) * len(cols)
+            want[:, :, i, j] = x[:, :, rows][:, :, :, cols].astype(np.float64).sum((2, 3)) / size
+    out = poisoned(want.size)
+    m.avg_pool2d_out_cuda_frame[(want.size + 127) // 128, 128](want.size, dev(x.ravel()), c, h, w, oh, ow, k, k, s, s,
+                                                               p, p, out, 0, count_include_pad, False)
+    np.testing.assert_allclose(to_numpy(out).reshape(want.shape), want, rtol=1e-5, atol=1e-6)
 
 
-@torch_reference
 @pytest.mark.parametrize("align_corners", [True, False])
 def test_aten_upsample_bilinear2d(align_corners: bool) -> None:
+    """Against ATen's bilinear interpolation in NumPy (float64): the source coordinate of each
+    output pixel (align_corners or half-pixel centres, clamped at 0), its two neighbours in
+    each direction and their weights."""
     m = port("aten_upsample_bilinear2d")
     n, c, h1, w1, h2, w2 = 2, 3, 7, 9, 15, 20
-    x = torch.randn(n, c, h1, w1, device="cuda")
-    want = torch.nn.functional.interpolate(x, (h2, w2), mode="bilinear", align_corners=align_corners)
+    x = rng.standard_normal((n, c, h1, w1)).astype(np.float32)
     rh = (h1 - 1) / (h2 - 1) if align_corners else h1 / h2
     rw = (w1 - 1) / (w2 - 1) if align_corners else w1 / w2
-    out = poisoned(want.numel())
-    m.upsample_bilinear2d_out_frame[(h2 * w2 + 127) // 128, 128](h2 * w2, rh, rw, align_corners, x.view(-1), out, n, c,
-                                                                 h1, w1, h2, w2)
-    torch.testing.assert_close(out.view_as(want), want, rtol=1e-5, atol=1e-5)
+
+    def taps(size_in: int, size_out: int, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        dst = np.arange(size_out, dtype=np.float64)
+        src = scale * dst if align_corners else np.maximum(scale * (dst + 0.5) - 0.5, 0.0)
+        low = src.astype(np.int64)
+        return low, np.where(low < size_in - 1, low + 1, low), src - low
+
+    r0, r1, lr = taps(h1, h2, np.float32(rh))
+    c0, c1, lc = taps(w1, w2, np.float32(rw))
+    v = x.astype(np.float64)
+    top = v[:, :, r0][:, :, :, c0] * (1 - lc) + v[:, :, r0][:, :, :, c1] * lc
+    bottom = v[:, :, r1][:, :, :, c0] * (1 - lc) + v[:, :, r1][:, :, :, c1] * lc
+    want = top * (1 - lr)[:, None] + bottom * lr[:, None]
+    out = poisoned(want.size)
+    m.upsample_bilinear2d_out_frame[(h2 * w2 + 127) // 128, 128](h2 * w2, rh, rw, align_corners, dev(x.ravel()), out, n,
+                                                                 c, h1, w1, h2, w2)
+    np.testing.assert_allclose(to_numpy(out).reshape(want.shape), want, rtol=1e-5, atol=1e-5)
 
 
-@torch_reference
 def test_llmc_softmax_forward() -> None:
     m = port("llmc_softmax_forward")
     rows, cols = 77, 300
-    x = torch.randn(rows, cols, device="cuda") * 4
+    x = (rng.standard_normal((rows, cols)) * 4).astype(np.float32)
     out = poisoned(rows * cols)
-    m.softmax_forward_kernel1[(rows + 31) // 32, 32](out, x.view(-1), rows, cols)
-    torch.testing.assert_close(out.view(rows, cols), torch.softmax(x.double(), 1).float(), rtol=1e-5, atol=1e-7)
+    m.softmax_forward_kernel1[(rows + 31) // 32, 32](out, dev(x.ravel()), rows, cols)
+    e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
+    np.testing.assert_allclose(to_numpy(out).reshape(rows, cols), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
 
 
 def test_rodinia_srad() -> None:

@@ -145,11 +145,18 @@ def locate_manifest(source: Path | None, module: str, arch: Callable[[], str]) -
     located = _located.get(key)
     if located is not None:
         return located
+    return _cached(_located, key, lambda: _locate(source, module, arch))
+
+
+def _cached(cache: dict[tuple[str, str], LocatedManifest], key: tuple[str, str],
+            make: Callable[[], LocatedManifest]) -> LocatedManifest:
+    """``cache[key]``, made by ``make()`` under the lock if no other thread has made it (the
+    callers' lock-free ``cache.get`` took every hit: this runs once per module)."""
     with _lock:
-        located = _located.get(key)
+        located = cache.get(key)
         if located is None:
-            located = _locate(source, module, arch)
-            _located[key] = located
+            located = make()
+            cache[key] = located
         return located
 
 
@@ -202,12 +209,7 @@ def locate_cpu_module(source: Path | None, module: str) -> LocatedManifest:
     located = _cpu_located.get(key)
     if located is not None:
         return located
-    with _lock:
-        located = _cpu_located.get(key)
-        if located is None:
-            located = _compile_for_cpu(source, module)
-            _cpu_located[key] = located
-        return located
+    return _cached(_cpu_located, key, lambda: _compile_for_cpu(source, module))
 
 
 def _compile_for_cpu(source: Path | None, module: str) -> LocatedManifest:

@@ -56,6 +56,9 @@ class Role(Enum):
     MBARRIER_INVALIDATE = auto()
     MBARRIER_INIT_FENCE = auto()  # makes inits visible to the async proxy (or may: inline PTX)
     ASYNC_BYTES = auto()  # counts the bytes it moves on a barrier it names (TMA)
+    # the CPU device (backends/cpu/codegen.py): lets the other threads run (nanosleep), so its
+    # kernel's threads run as fibers
+    YIELDS = auto()
 
 
 @dataclass(frozen=True)

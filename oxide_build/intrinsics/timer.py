@@ -5,7 +5,10 @@ CUDA's ``__nanosleep``).
 
 Inline PTX with side effects, on both backends: a read must happen where it is written
 (never merged with another read or moved across the code it times), and libNVVM knows no
-``nanosleep`` intrinsic."""
+``nanosleep`` intrinsic. On the CPU device the clocks have no form, and ``nanosleep`` lets the
+launch's other threads run before the thread goes on (PTX allows a sleep of any length up to
+twice ``ns``): a thread spinning on a flag another thread sets, sleeping between reads, sees
+it set."""
 from __future__ import annotations
 
 import ast
@@ -64,9 +67,15 @@ def _lower_nanosleep(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) 
     return fl.b.asm(ll.FunctionType(ll.VoidType(), [ll.IntType(32)]), "nanosleep.u32 $0;", "r", [ns], True)
 
 
+def _cpu_nanosleep(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    fl.expr(e.args[0])
+    return fl.b.call(fl.cpu_runtime("oxide_cpu_yield"), [])
+
+
 # each thread reads its own clock at its own time: a condition on it differs between threads
 ENTRIES = [
     *(IntrinsicInfo(f"timer.{op}", _type_read, _lower_read, thread_dependent=True,
                     roles=frozenset({Role.LANE_VARYING})) for op in READS),
-    IntrinsicInfo("timer.nanosleep", _type_nanosleep, _lower_nanosleep),
+    IntrinsicInfo("timer.nanosleep", _type_nanosleep, _lower_nanosleep, roles=frozenset({Role.YIELDS}),
+                  cpu_lowering=_cpu_nanosleep),
 ]

@@ -245,8 +245,9 @@ def _type_active_mask(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) ->
 
 
 def _cpu_active_mask(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
-    """No exchange (a lane may ask where the others do not): the warp's lanes not returned."""
-    return fl.b.call(fl.cpu_runtime("oxide_cpu_warp_live"), [])
+    """The lanes of the warp that reach this call together (the scheduler gathers them: a lane
+    may ask where the others do not, so no exchange with a mask)."""
+    return fl.b.call(fl.cpu_runtime("oxide_cpu_active_mask"), [fl.sync_site(e.loc)])
 
 
 def _lower_active_mask(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:

@@ -61,7 +61,7 @@ enum {
     ERR_UNINITIALIZED = 8,   /* a read of shared memory no thread wrote (initcheck) */
 };
 enum { CHECK_MEMORY = 1, CHECK_RACES = 2, CHECK_INIT = 4 };
-enum { WAIT_NONE = 0, WAIT_BARRIER = 1, WAIT_WARP = 2, WAIT_GRID = 3, EXITED = 4 };
+enum { WAIT_NONE = 0, WAIT_BARRIER = 1, WAIT_WARP = 2, WAIT_GRID = 3, EXITED = 4, WAIT_ACTIVE = 5 };
 
 typedef void (*block_fn_t)(void **params);
 typedef void (*thread_fn_t)(void **params);
@@ -320,15 +320,45 @@ EXPORT const uint64_t *oxide_cpu_warp_exchange(uint32_t mask, uint64_t value) {
     return buffer;
 }
 
-/* warp.active_mask(): the lanes of the thread's warp that have not returned (no exchange: a
- * lane asks it where the others may not). */
-EXPORT uint32_t oxide_cpu_warp_live(void) {
-    int64_t f = current, lane_index = f % block_threads;
-    int64_t first = f - lane_index % 32, lanes = block_threads - (lane_index - lane_index % 32);
-    uint32_t mask = 0;
-    for (int64_t l = 0; l < 32 && l < lanes; l++)
-        if (state[first + l] != EXITED) mask |= 1u << l;
-    return mask;
+/* warp.active_mask(): the lanes of the thread's warp executing this call together. The lane
+ * waits at the call (site `at`) until no thread of the launch can run on (the others wait at a
+ * barrier, a warp operation or this call, or returned); then the lanes of its warp waiting at
+ * this site are the mask, given to each of them (release_active_masks). Lanes that took
+ * another branch, or returned, are not in it, as on the GPU; no lane waits for another that
+ * may never come. */
+EXPORT uint32_t oxide_cpu_active_mask(int32_t at) {
+    int64_t f = current;
+    state[f] = WAIT_ACTIVE;
+    site[f] = at;
+    yield_to_scheduler();
+    return warp_waiting_mask[f];
+}
+
+/* Releases every lane waiting in warp.active_mask(), each warp's lanes at one site together;
+ * whether any was waiting. */
+static int release_active_masks(void) {
+    int released = 0;
+    for (int64_t f = 0; f < n_fibers; f++) {
+        if (state[f] != WAIT_ACTIVE) continue;
+        int64_t lane_index = f % block_threads, first = f - lane_index % 32;
+        int64_t lanes = block_threads - (lane_index - lane_index % 32);
+        uint32_t mask = 0;
+        for (int64_t l = 0; l < 32 && l < lanes; l++)
+            if (state[first + l] == WAIT_ACTIVE && site[first + l] == site[f]) mask |= 1u << l;
+        for (int64_t l = 0; l < 32 && l < lanes; l++)
+            if (mask >> l & 1) {
+                state[first + l] = WAIT_NONE;
+                warp_waiting_mask[first + l] = mask;
+            }
+        released = 1;
+    }
+    return released;
+}
+
+/* timer.nanosleep(): the launch's other threads run before this one goes on (its kernel runs
+ * on fibers: codegen's Role.YIELDS). */
+EXPORT void oxide_cpu_yield(void) {
+    if (L->mode != MODE_LOOP) yield_to_scheduler();
 }
 
 /* grid.sync() of a cooperative launch: every thread of the grid. */
@@ -455,7 +485,7 @@ EXPORT float oxide_cpu_from_fp8(int32_t byte, int32_t e5m2) {
 typedef struct {
     int32_t w_thread, w_site, r_thread[2], r_site[2];
     uint32_t w_epoch, w_gen, r_epoch[2], r_gen[2];
-    uint8_t init, w_atomic, pad[2];
+    uint8_t init, w_access, pad[2]; /* w_access: the last write's access code (1, 2 or 4) */
 } shadow_t;
 
 static shadow_t *shadow;           /* [blocks of the set][shared bytes] */
@@ -486,7 +516,17 @@ static int ordered(int64_t t, int32_t other, uint32_t epoch, uint32_t gen, uint3
     return other / 32 == t / 32 && warp_gen[warp0 + t / 32] > gen;
 }
 
-static void check_shared(uint64_t offset, int64_t size, int32_t access, int32_t at) {
+/* Whether a write's bytes differ from what memory holds at `address` (the last write's bytes):
+ * two unordered writes of one value leave the same result in either order and are not a race;
+ * `value` NULL (a read-modify-write, whose result depends on the order) always differs. */
+static int writes_other_value(const uint8_t *value, const uint8_t *address) {
+    return value == NULL || *value != *address;
+}
+
+/* access: 0 read, 1 write, 2 atomic read-modify-write (relaxed loads and stores come as 0 and 1
+ * with `relaxed` set); value: a store's bytes, else NULL */
+static void check_shared(uint64_t offset, int64_t size, int32_t access, int32_t at, int relaxed,
+                         const uint8_t *value) {
     int64_t b = L->mode == MODE_COOPERATIVE ? block_of(current) : 0;
     int64_t t = current_thread();
     uint32_t now = barrier_epoch[b];
@@ -501,24 +541,33 @@ static void check_shared(uint64_t offset, int64_t size, int32_t access, int32_t 
             if (access != 0) sh->init = 1;
             continue;
         }
-        /* a read after another thread's write; two writes are not reported (the hook does not
-         * see the values, and writes of one value by many threads are a common benign race) */
+        /* a read after another thread's write */
         if (access == 0 && sh->w_epoch == now &&
             !ordered(t, sh->w_thread, sh->w_epoch, sh->w_gen, now, warp0)) {
-            report(ERR_RACE, at, access, (int64_t)offset + k, sh->w_thread, sh->w_site, sh->w_atomic ? 2 : 1);
+            report(ERR_RACE, at, relaxed ? 3 : access, (int64_t)offset + k, sh->w_thread, sh->w_site, sh->w_access);
+            return;
+        }
+        /* a write (or atomic) after another thread's write: a race unless both are atomic or
+         * the write stores the byte the other left there (see writes_other_value) */
+        int atomic = access == 2 || relaxed;
+        if (access != 0 && sh->w_epoch == now && !(atomic && sh->w_access != 1) &&
+            !ordered(t, sh->w_thread, sh->w_epoch, sh->w_gen, now, warp0) &&
+            writes_other_value(value ? value + k : NULL, (const uint8_t *)oxide_cpu_context.shared + offset + k)) {
+            /* named by the store's first byte (the one found may lie inside the value) */
+            report(ERR_RACE, at, relaxed ? 4 : access, (int64_t)offset, sh->w_thread, sh->w_site, sh->w_access);
             return;
         }
         if (access != 0) {
             for (int r = 0; r < 2; r++)
                 if (sh->r_epoch[r] == now && !ordered(t, sh->r_thread[r], sh->r_epoch[r], sh->r_gen[r], now, warp0)) {
-                    report(ERR_RACE, at, access, (int64_t)offset + k, sh->r_thread[r], sh->r_site[r], 0);
+                    report(ERR_RACE, at, relaxed ? 4 : access, (int64_t)offset + k, sh->r_thread[r], sh->r_site[r], 0);
                     return;
                 }
             sh->w_thread = (int32_t)t;
             sh->w_site = at;
             sh->w_epoch = now;
             sh->w_gen = gen;
-            sh->w_atomic = access == 2;
+            sh->w_access = (uint8_t)(relaxed ? 4 : access);
             sh->r_epoch[0] = sh->r_epoch[1] = 0;
             sh->init = 1;
         } else {
@@ -535,14 +584,17 @@ static void check_shared(uint64_t offset, int64_t size, int32_t access, int32_t 
 
 /* access: 0 read, 1 write, 2 atomic read-modify-write, 3 atomic or volatile load, 4 atomic or
  * volatile store (global memory tells them apart for release/acquire; in shared memory 3 and 4
- * are a read and a write) */
-EXPORT void oxide_cpu_access(const char *address, int64_t size, int32_t access, int32_t at, int32_t space) {
+ * are a read and a write that do not race with atomics); value: the bytes a store (1, 4) writes,
+ * else NULL (racecheck tells a write of the value already there from one that changes it) */
+EXPORT void oxide_cpu_access(const char *address, int64_t size, int32_t access, int32_t at, int32_t space,
+                              const uint8_t *value) {
     uint64_t a = (uint64_t)(uintptr_t)address, end = a + (uint64_t)size;
     if (space == 3) {
-        if (access >= 3) access -= 3;
+        int relaxed = access >= 3;
+        if (relaxed) access -= 3;
         uint64_t base = (uint64_t)(uintptr_t)oxide_cpu_context.shared;
         if (a >= base && end <= base + (uint64_t)L->shared_bytes) {
-            if (L->checks & (CHECK_RACES | CHECK_INIT)) check_shared(a - base, size, access, at);
+            if (L->checks & (CHECK_RACES | CHECK_INIT)) check_shared(a - base, size, access, at, relaxed, value);
             return;
         }
         if (!(L->checks & CHECK_MEMORY)) return;
@@ -554,7 +606,7 @@ EXPORT void oxide_cpu_access(const char *address, int64_t size, int32_t access, 
             if (L->ranges[2 * mid] <= a) lo = mid + 1; else hi = mid;
         }
         if (lo > 0 && end <= L->ranges[2 * (lo - 1) + 1]) {
-            if ((L->checks & CHECK_RACES) && check_global(lo - 1, a, size, access, at)) oxide_cpu_exit_thread();
+            if ((L->checks & CHECK_RACES) && check_global(lo - 1, a, size, access, at, value)) oxide_cpu_exit_thread();
             return;
         }
         if (!(L->checks & CHECK_MEMORY)) return;
@@ -721,6 +773,7 @@ static void run_fibers(void) {
             if (state[f] != EXITED) waiting = 1;
         }
         if (!waiting) return;
+        if (!progress && release_active_masks()) continue;
         if (!progress && checks_failed) {
             /* a thread ended at a failed check: as on the GPU, the barriers it no longer reaches
              * complete without it (the launch then raises that check's KernelError) */
@@ -867,7 +920,7 @@ static PyObject *symbols(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
         "oxide_cpu_context", (unsigned long long)(uintptr_t)&oxide_cpu_context,
         "oxide_cpu_barrier", (unsigned long long)(uintptr_t)&oxide_cpu_barrier,
         "oxide_cpu_block_vote", (unsigned long long)(uintptr_t)&oxide_cpu_block_vote,
@@ -880,7 +933,8 @@ static PyObject *symbols(PyObject *self, PyObject *unused) {
         "oxide_cpu_access", (unsigned long long)(uintptr_t)&oxide_cpu_access,
         "oxide_cpu_to_fp8", (unsigned long long)(uintptr_t)&oxide_cpu_to_fp8,
         "oxide_cpu_from_fp8", (unsigned long long)(uintptr_t)&oxide_cpu_from_fp8,
-        "oxide_cpu_warp_live", (unsigned long long)(uintptr_t)&oxide_cpu_warp_live,
+        "oxide_cpu_active_mask", (unsigned long long)(uintptr_t)&oxide_cpu_active_mask,
+        "oxide_cpu_yield", (unsigned long long)(uintptr_t)&oxide_cpu_yield,
         "oxide_cpu_fence", (unsigned long long)(uintptr_t)&oxide_cpu_fence,
         "oxide_cpu_local_access", (unsigned long long)(uintptr_t)&oxide_cpu_local_access);
 }

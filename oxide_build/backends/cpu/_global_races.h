@@ -6,8 +6,8 @@
  * race), its block and thread, the block's barrier epoch and the warp's generation (as the
  * shared-memory check keeps them), the grid barriers so far and the block's release count.
  *
- * Two accesses race when they touch a common byte, one reads and the other writes (two writes
- * are not reported: see check_global), not both are atomic
+ * Two accesses race when they touch a common byte, one writes (two writes only when the second
+ * changes a byte the first left: see check_global), not both are atomic
  * (an atomic read-modify-write, or an atomic or volatile load or store: PTX's relaxed
  * accesses) and nothing orders them:
  * - in one block, a block barrier or a warp operation of their warp between them (as in shared
@@ -196,9 +196,9 @@ static int global_race(const global_record_t *o, uint64_t address, int64_t byte_
 }
 
 /* racecheck of the global access [a, a + size) inside range `k` (access: 0 read, 1 write,
- * 2 atomic read-modify-write, 3 atomic/volatile load, 4 atomic/volatile store); 1: a race,
- * reported (the caller ends the thread). */
-static int check_global(int64_t k, uint64_t a, int64_t size, int32_t access, int32_t at) {
+ * 2 atomic read-modify-write, 3 atomic/volatile load, 4 atomic/volatile store; value: the bytes
+ * a store writes); 1: a race, reported (the caller ends the thread). */
+static int check_global(int64_t k, uint64_t a, int64_t size, int32_t access, int32_t at, const uint8_t *value) {
     global_shadow_t *shadow_k = global_shadow ? global_shadow[k] : NULL;
     if (!shadow_k) return 0;
     int64_t b = grid_block(), t = current_thread(), slot = set_thread();
@@ -223,12 +223,21 @@ static int check_global(int64_t k, uint64_t a, int64_t size, int32_t access, int
         int64_t offset = (int64_t)(first - L->ranges[2 * k]);
         const global_record_t *last_w = sh->w.block && (sh->w.mask & mask) ? &sh->w : NULL;
         const global_record_t *last_r = sh->r.block && (sh->r.mask & mask) ? &sh->r : NULL;
-        /* a read after another thread's write, a write after its read; two writes are not
-         * reported (as in shared memory: the hook does not see the values, and a flag many
-         * threads set to one value is a common benign race) */
+        /* a read after another thread's write, a write after its read */
         if (access != 1 && access != 4 && last_w && !(atomic && global_atomic(last_w->access)) &&
             !global_ordered(last_w, b, t, epoch, gen))
             return global_race(last_w, first, offset, at, access);
+        /* a store after another thread's write, unless both are atomic or it stores the bytes
+         * the other left (a flag many threads set to one value ends the same in any order) */
+        if ((access == 1 || access == 4) && last_w && !(atomic && global_atomic(last_w->access)) &&
+            !global_ordered(last_w, b, t, epoch, gen)) {
+            for (int j = 0; j < 4; j++) {
+                uint64_t byte = w + (uint64_t)j;
+                if ((mask & last_w->mask) >> j & 1 &&
+                    writes_other_value(value ? value + (byte - a) : NULL, (const uint8_t *)(uintptr_t)byte))
+                    return global_race(last_w, a, (int64_t)(a - L->ranges[2 * k]), at, access); /* its first byte */
+            }
+        }
         if (writes && last_r && !(atomic && global_atomic(last_r->access)) && !global_ordered(last_r, b, t, epoch, gen))
             return global_race(last_r, first, offset, at, access);
         global_record_t now = {(uint32_t)(b + 1), (uint32_t)t, epoch, gen, global_grid_epoch,

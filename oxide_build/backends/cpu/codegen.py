@@ -72,7 +72,8 @@ def host_target() -> tuple[str, str]:
 
 
 def _direct_sync(fn: ir.Function) -> tuple[bool, bool]:
-    """Whether ``fn`` itself reaches a barrier or warp operation, and a grid barrier."""
+    """Whether ``fn`` itself reaches a barrier, warp operation or a yield (nanosleep), and a grid
+    barrier."""
     sync = grid = False
     for s in ir.statements(fn.body):
         for root in ir.statement_roots(s):
@@ -81,7 +82,7 @@ def _direct_sync(fn: ir.Function) -> tuple[bool, bool]:
                     sync = True
                 elif isinstance(e, ir.Intrinsic):
                     info = INTRINSICS.get(e.name)
-                    if info is not None and (info.convergent or info.has(Role.BLOCK_BARRIER)):
+                    if info is not None and (info.convergent or info.has(Role.BLOCK_BARRIER) or info.has(Role.YIELDS)):
                         sync = True
                     if info is not None and info.has(Role.GRID_BARRIER):
                         grid = True
@@ -296,7 +297,8 @@ def _local_array(ptr: ll.Value) -> tuple[ll.AllocaInstr | None, bool]:
 def _instrument_accesses(module: ll.Module) -> tuple[tuple[str, int, int], ...]:
     """The sanitizers: a call of ``oxide_cpu_access`` before every load, store and atomic of
     global or shared memory (address spaces 1 and 3) in the module's functions, save those at a
-    global itself (the module's own variables: always in bounds), of ``oxide_cpu_local_access``
+    global itself (the module's own variables: always in bounds), a store's value passed to it
+    through a slot of the function's frame (racecheck compares it with the bytes memory holds), of ``oxide_cpu_local_access``
     before every access of a local array at a run-time index (memcheck), and of ``oxide_cpu_fence``
     after every fence (racecheck's release/acquire, ``_global_races.h``)."""
     hook = module.globals.get("oxide_cpu_access")
@@ -314,6 +316,7 @@ def _instrument_accesses(module: ll.Module) -> tuple[tuple[str, int, int], ...]:
     layout = llvm.create_target_data(module.data_layout)
     sites: list[tuple[str, int, int]] = []
     ids: dict[tuple[str, int, int], int] = {}
+    spills: dict[tuple[str, str], ll.AllocaInstr] = {}  # (function, type) -> a store's bytes for the hook
     b = ll.IRBuilder()
     for fn in list(module.functions):
         if fn.is_declaration:
@@ -357,10 +360,19 @@ def _instrument_accesses(module: ll.Module) -> tuple[tuple[str, int, int], ...]:
                 if where not in ids:
                     ids[where] = len(sites)
                     sites.append(where)
+                value: ll.Value = ll.Constant(ll.PointerType(I8), None)
+                if isinstance(instr, ll.StoreInstr):  # the stored bytes, for the write-write check
+                    key = (fn.name, str(ty))
+                    if key not in spills:
+                        b.position_at_start(fn.blocks[0])
+                        spills[key] = b.alloca(ty)
+                    b.position_before(instr)
+                    b.store(instr.operands[0], spills[key])
+                    value = b.bitcast(spills[key], ll.PointerType(I8))
                 b.position_before(instr)
                 generic = b.bitcast(b.addrspacecast(ptr, ll.PointerType(ptr.type.pointee)), ll.PointerType(I8))
                 b.call(hook, [generic, ll.Constant(I64, _bytes(ty)), ll.Constant(I32, access),
-                              ll.Constant(I32, ids[where]), ll.Constant(I32, space)])
+                              ll.Constant(I32, ids[where]), ll.Constant(I32, space), value])
     return tuple(sites)
 
 

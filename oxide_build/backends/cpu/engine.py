@@ -37,6 +37,16 @@ MAX_BLOCK_THREADS = 1024
 _OK, _DEADLOCK, _MISMATCH, _TRAP, _NO_MEMORY, _WARP_DEADLOCK, _MEMCHECK, _RACE, _UNINITIALIZED = range(9)
 _ACCESSES = ("read", "write", "atomic", "volatile read", "volatile write")  # _fibers.c's access codes
 _DONE = ("read", "wrote", "atomically updated", "read (volatile)", "wrote (volatile)")
+_DOES = ("reads", "writes", "atomically updates", "reads (volatile)", "writes (volatile)")
+_STORES = (1, 4)  # the access codes of a plain and a relaxed store
+
+
+def _two_writes(launch: _Launch) -> str:
+    """For a write-write race: why two writes race (they stored different values)."""
+    if launch.err_access in _STORES and launch.err_other_access in (1, 2, 4):
+        return (" (two writes of different values: which one the memory keeps depends on the order; writes of "
+                "the value already there are not reported)")
+    return ""
 
 # one launch at a time in the process: the scheduler's state is global (_fibers.c)
 _launch_lock = threading.Lock()
@@ -284,8 +294,9 @@ class CpuFunction:
                     "with a fence in the second)")
         return RacecheckError(
             f"racecheck: a race on global memory in kernel {kernel}: block {block}, thread {thread} "
-            f"{_ACCESSES[launch.err_access]}s {self._buffer_byte(launch)} at {at}, and block "
-            f"{other_block}, thread {racing} {_DONE[launch.err_other_access]} it at {before}, with {why}",
+            f"{_DOES[launch.err_access]} {self._buffer_byte(launch)} at {at}, and block "
+            f"{other_block}, thread {racing} {_DONE[launch.err_other_access]} it at {before}, with {why}"
+            f"{_two_writes(launch)}",
             kernel=kernel, location=at, other_location=before, block=block, thread=thread,  # type: ignore[arg-type]
             other_thread=racing, other_block=other_block)  # type: ignore[arg-type]
 
@@ -307,7 +318,6 @@ class CpuFunction:
                                kernel=kernel)
         if launch.err_kind in (_RACE, _UNINITIALIZED):
             at = self._access_site(launch.err_site)
-            what = _ACCESSES[launch.err_access]
             offset = launch.err_offset
             if launch.err_kind == _UNINITIALIZED:
                 return InitcheckError(
@@ -320,9 +330,10 @@ class CpuFunction:
             if launch.err_space == 1:
                 return self._global_race(launch, at, before, racing)
             return RacecheckError(
-                f"racecheck: a race on shared memory in kernel {kernel}, block {block}: thread {thread} {what}s byte "
-                f"{offset} at {at}, and thread {racing} {_ACCESSES[launch.err_other_access]} it at {before} with no "
-                "barrier between them (block.sync(), or a warp operation of their warp)",
+                f"racecheck: a race on shared memory in kernel {kernel}, block {block}: thread {thread} "
+                f"{_DOES[launch.err_access]} byte {offset} at {at}, and thread {racing} "
+                f"{_DONE[launch.err_other_access]} it at {before} with no barrier between them (block.sync(), or a "
+                f"warp operation of their warp){_two_writes(launch)}",
                 kernel=kernel, location=at, other_location=before, block=block, thread=thread,  # type: ignore[arg-type]
                 other_thread=racing)
         if launch.err_kind == _MEMCHECK:
