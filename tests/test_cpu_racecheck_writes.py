@@ -80,6 +80,22 @@ def shared_counter(out: MutSlice[u32]) -> None:
 
 
 @ox.kernel
+def shared_volatile(out: MutSlice[i32], plain: i32) -> None:
+    """Thread 0 stores a shared word volatile, thread 1 reads it: volatile (no race) or plain (a race)."""
+    v = ox.shared.array(1, i32)
+    if thread.idx.x == 0:
+        ox.volatile.store(v, 0, 5)  # VOLATILE_STORE
+    if thread.idx.x == 1 and len(out) > 0:
+        r: i32 = 0
+        if plain == 1:
+            r = v[0]  # PLAIN_READ
+        else:
+            r = ox.volatile.load(v, 0)
+        with ox.unsafe():
+            out[0] = r
+
+
+@ox.kernel
 def shift_global(x: Slice[f32], out: MutSlice[f32], sync: i32) -> None:
     """shift_shared in global memory."""
     t = thread.idx.x
@@ -172,6 +188,18 @@ def test_atomics_on_one_shared_word_are_no_race(kern) -> None:
     out = np.zeros(1, np.uint32)
     run(kern, "shared_counter", 1, 96, [out])
     assert out[0] == 96
+
+
+def test_volatile_accesses_of_shared_memory_do_not_race_with_each_other(kern) -> None:
+    m, path = kern
+    out = np.zeros(1, np.int32)
+    run(kern, "shared_volatile", 1, 32, [out], (0,))
+    assert out[0] == 5
+    with pytest.raises(RacecheckError) as e:
+        run(kern, "shared_volatile", 1, 32, [out], (1,))
+    msg = str(e.value)
+    assert re.search(r"thread \(1, 0, 0\) reads byte \d+ at", msg) and "thread (0, 0, 0) wrote (volatile) it" in msg
+    assert f"writekern.py:{line_of(path, 'PLAIN_READ')}:" in msg and f"writekern.py:{line_of(path, 'VOLATILE_STORE')}:" in msg
 
 
 def test_two_stores_to_a_global_byte_race_without_a_barrier(kern) -> None:

@@ -485,7 +485,7 @@ EXPORT float oxide_cpu_from_fp8(int32_t byte, int32_t e5m2) {
 typedef struct {
     int32_t w_thread, w_site, r_thread[2], r_site[2];
     uint32_t w_epoch, w_gen, r_epoch[2], r_gen[2];
-    uint8_t init, w_access, pad[2]; /* w_access: the last write's access code (1, 2 or 4) */
+    uint8_t init, w_access, r_relaxed[2]; /* the last write's access code (1, 2 or 4); each read's: volatile */
 } shadow_t;
 
 static shadow_t *shadow;           /* [blocks of the set][shared bytes] */
@@ -541,8 +541,8 @@ static void check_shared(uint64_t offset, int64_t size, int32_t access, int32_t 
             if (access != 0) sh->init = 1;
             continue;
         }
-        /* a read after another thread's write */
-        if (access == 0 && sh->w_epoch == now &&
+        /* a read after another thread's write (not a volatile read after a volatile or atomic write) */
+        if (access == 0 && sh->w_epoch == now && !(relaxed && sh->w_access != 1) &&
             !ordered(t, sh->w_thread, sh->w_epoch, sh->w_gen, now, warp0)) {
             report(ERR_RACE, at, relaxed ? 3 : access, (int64_t)offset + k, sh->w_thread, sh->w_site, sh->w_access);
             return;
@@ -559,8 +559,10 @@ static void check_shared(uint64_t offset, int64_t size, int32_t access, int32_t 
         }
         if (access != 0) {
             for (int r = 0; r < 2; r++)
-                if (sh->r_epoch[r] == now && !ordered(t, sh->r_thread[r], sh->r_epoch[r], sh->r_gen[r], now, warp0)) {
-                    report(ERR_RACE, at, relaxed ? 4 : access, (int64_t)offset + k, sh->r_thread[r], sh->r_site[r], 0);
+                if (sh->r_epoch[r] == now && !(atomic && sh->r_relaxed[r]) &&
+                    !ordered(t, sh->r_thread[r], sh->r_epoch[r], sh->r_gen[r], now, warp0)) {
+                    report(ERR_RACE, at, relaxed ? 4 : access, (int64_t)offset + k, sh->r_thread[r], sh->r_site[r],
+                           sh->r_relaxed[r] ? 3 : 0);
                     return;
                 }
             sh->w_thread = (int32_t)t;
@@ -576,6 +578,7 @@ static void check_shared(uint64_t offset, int64_t size, int32_t access, int32_t 
             sh->r_site[r] = at;
             sh->r_epoch[r] = now;
             sh->r_gen[r] = gen;
+            sh->r_relaxed[r] = (uint8_t)relaxed;
         }
     }
 }
