@@ -145,7 +145,7 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     'disjoint_tensor_not_own_index': (
         '\n@ox.kernel\ndef k(x: Tensor[f32, 2], out: DisjointTensor[f32, 2]) -> None:\n    r, c = thread.index_2d()\n    out[r + 1, c] = x[r, c]\n',
-        "kern.py:7:9: error: a DisjointTensor is written only at the calling thread's own index; 'r + 1' is not one\n        out[r + 1, c] = x[r, c]\n            ^\n  hint: index it with `row, col = thread.index_2d()` as out[row, col], or out[block.idx.y, col]",
+        "kern.py:7:9: error: a DisjointTensor is written only at the calling thread's own index; 'r + 1' is not one\n        out[r + 1, c] = x[r, c]\n            ^\n  hint: index it with `row, col = thread.index_2d()` as out[row, col], or out[block.idx.y, col]; or at every digit of a ThreadIndex split by values every thread shares (c = i % dim, r = i // dim, then out[r, c]), in the kernel",
     ),
     'write_read_only_tensor': (
         '\n@ox.kernel\ndef k(x: Tensor[f32, 2], out: DisjointSlice[f32]) -> None:\n    r, c = thread.index_2d()\n    x[r, c] = 0.0\n',

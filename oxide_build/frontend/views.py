@@ -14,6 +14,7 @@ from ..intrinsics.thread import SPECIAL_REGISTERS
 from ..ir import nodes as ir
 from ..ir.types import THREAD_INDEX_DIM, ArrayType, ThreadIndexType, ViewType, type_name
 from .annotations import oxide_name
+from .split_indices import split_coordinates
 
 if TYPE_CHECKING:
     from .translate import FunctionTranslator
@@ -54,14 +55,24 @@ def refuse_disjoint_tensor_write(tr: FunctionTranslator, target: ast.Subscript, 
         return  # the indexing reports the count
     covered: set[str] = set()
     axes: list[str | None] = []
-    for elt in elts:
+    others: list[int] = []  # the indices that are no coordinate: the digits of a split ThreadIndex?
+    for k, elt in enumerate(elts):
         coords, axis = _thread_coordinates(tr, elt)
         if coords is None:
-            raise tr.error(elt, "a DisjointTensor is written only at the calling thread's own index; "
-                                f"{ast.unparse(elt)!r} is not one",
-                           _disjoint_hint(vt.ndim))
+            others.append(k)
+            continue
         covered |= coords
         axes.append(axis)
+    if others:
+        split = split_coordinates(tr, elts, others)  # frontend/split_indices.py
+        if split is None:
+            elt = elts[others[0]]
+            raise tr.error(elt, "a DisjointTensor is written only at the calling thread's own index; "
+                                f"{ast.unparse(elt)!r} is not one",
+                           _disjoint_hint(vt.ndim) + "; or at every digit of a ThreadIndex split by "
+                           "values every thread shares (c = i % dim, r = i // dim, then out[r, c]), in the kernel")
+        covered |= _THREAD_INDEX_COORDINATES[split]
+        axes = []  # checked below as the coordinates it covers
     if axes == (["1d"] if vt.ndim == 1 else ["row", "col"] if vt.ndim == 2 else None):
         # index_1d / index_2d as documented: distinct threads of a launch without the
         # dimensions they leave out (passes/disjoint_launch_shape.py makes that a precondition)
