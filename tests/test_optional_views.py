@@ -32,6 +32,7 @@ from oxide.runtime import launcher
 from oxide.runtime.manifest import KernelSpec, ParamSpec
 from oxide_build.compile import build_ir
 from oxide_build.ir import nodes as ir
+from oxide_build.ir.printer import print_function
 from oxide_build.ir.types import type_name
 
 HEADER = ("from typing import Optional\n"
@@ -382,3 +383,31 @@ def test_launch_hpp_refuses_a_kernel_with_an_optional_view_by_name(tmp_path: Pat
     assert lines == ["refused: m.py:9: kernel 'tsc' parameter 'scale' is an optional view (tensor that may be None: a "
                      "flag slot after its view's), which this C++ API does not pack yet: launch it from Python",
                      "accepted plain"]
+
+
+def test_none_passes_to_a_device_functions_optional_parameter(tmp_path: Path) -> None:
+    fe = frontend(tmp_path, """
+def first(b: Optional[Slice[f32]], x: Slice[f32]) -> f32:
+    if b is None:
+        return x[0]
+    return b[0]
+
+@ox.kernel
+def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+    with ox.unsafe():
+        out[0] = first(None, x) + first(x, x)
+""")
+    kernel = next(f for f in fe.program.functions if f.is_kernel)
+    text = print_function(kernel)
+    assert "(None, False:bool, x)" in text and "(x, True:bool, x)" in text  # one instance, the flag beside
+    text = compile_error(tmp_path, """
+def h(b: Slice[f32]) -> f32:
+    return b[0]
+
+@ox.kernel
+def k(out: MutSlice[f32]) -> None:
+    with ox.unsafe():
+        out[0] = h(None)
+""")
+    assert "kern.py:11:20:" in text and "argument 'b' of h() is Slice[f32], which cannot be None" in text
+    assert "declare the parameter Optional[Slice[f32]] at kern.py:5" in text

@@ -520,7 +520,7 @@ class ProgramBuilder:
         for weak_pass in (False, True):
             for arg, param in zip(args, params):
                 is_weak = isinstance(arg, ir.Const) and arg.weak
-                if is_weak != weak_pass:
+                if is_weak != weak_pass or isinstance(arg, ir.NullView):  # None binds nothing
                     continue
                 if param.annotation is None:  # at the parameter, not at the module (line 0)
                     raise module.error(param, f"parameter {param.arg!r} of {fdef.name}() has no type annotation",
@@ -597,12 +597,17 @@ class ProgramBuilder:
                                    f"{type_name(arg.ty)} and may be None here",
                                    f"test it first (`if {ast.unparse(node.args[position])} is not None:`), or declare "
                                    f"the parameter Optional[{type_name(pty)}] at {module.path.name}:{param.lineno}")
-            if isinstance(pty, ViewType) and pty.optional:
+            if isinstance(arg, ir.NullView):
+                if not (isinstance(pty, ViewType) and pty.optional):
+                    raise caller.error(node.args[position], f"{what} is {type_name(pty)}, which cannot be None",
+                                       f"declare the parameter Optional[{type_name(pty)}] at {module.path.name}:"
+                                       f"{param.lineno} to take None" if isinstance(pty, ViewType) else "")
+                converted += [ir.NullView(pty.present, arg.loc), ir.Const(False, BOOL, arg.loc)]
+            elif isinstance(pty, ViewType) and pty.optional:
                 # the view and its flag (frontend/optional_views.py): a view proven present passes True
                 if not isinstance(arg.ty, ViewType):
                     raise caller.error(node, f"{what} needs {type_name(pty)}, got {type_name(arg.ty)}",
-                                       "an optional parameter takes a view parameter (or an optional one); None "
-                                       "itself cannot be passed to a device function yet")
+                                       "an optional parameter takes a view (a parameter, optional or not) or None")
                 present = pty.present
                 if (arg.ty.is_tensor != present.is_tensor or arg.ty.ndim != present.ndim or arg.ty.elem != present.elem
                         or (present.kind != ViewKind.SLICE and present.kind != arg.ty.kind)):
@@ -704,6 +709,9 @@ class ProgramBuilder:
             if isinstance(pty, ViewType) and pty.optional:
                 raise module.error(p.annotation or p, f"the extern {fdef.name!r} cannot take an optional view ({p.arg!r})",
                                    "take the view (C++ gets its pointer) and test for None in the Python caller")
+            if isinstance(arg, ir.NullView):
+                raise caller.error(node.args[len(converted)], f"{what} cannot be None (an extern takes no optional view)",
+                                   "test for None in the caller and call the extern where there is a view")
             if isinstance(arg.ty, ViewType) and arg.ty.optional:
                 raise caller.error(node, f"{what}: {ast.unparse(node.args[len(converted)])!r} is {type_name(arg.ty)} "
                                    "and may be None here", "test it first: call the extern inside "

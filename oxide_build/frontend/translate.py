@@ -1025,7 +1025,10 @@ class FunctionTranslator(ast.NodeVisitor):
 
     def call_argument(self, node: ast.expr) -> ir.Expr:
         """An argument of a device function: an optional view not proven present passes as it is
-        (typed Optional), for a parameter that is Optional too (``ProgramBuilder.call_device``)."""
+        (typed Optional), and None as a ``NullView`` (typed None), for a parameter that is
+        Optional (``ProgramBuilder.call_device``)."""
+        if isinstance(node, ast.Constant) and node.value is None:
+            return ir.NullView(VOID, self.loc(node))
         if isinstance(node, ast.Name) and node.id not in self.scope.present:
             ty = self.scope.locals.get(node.id)
             if isinstance(ty, ViewType) and ty.optional:

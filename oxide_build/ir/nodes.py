@@ -14,7 +14,7 @@ from .types import ScalarType, Type, is_half_float
 __all__ = [
     "Loc", "Expr", "Stmt",
     "Const", "Var", "BinOp", "Compare", "BoolOp", "Not", "Neg", "Cast", "Call", "ViewLen", "ViewDim",
-    "ViewLoad", "ViewSlice", "ModuleArray", "ModuleArrayDecl", "MakeVector", "VectorGet", "VectorSet", "TupleSet", "ThreadIndex1D", "SpecialReg", "GRID_AXES", "Select", "Intrinsic", "MakeTuple", "TupleGet",
+    "ViewLoad", "ViewSlice", "ModuleArray", "NullView", "ModuleArrayDecl", "MakeVector", "VectorGet", "VectorSet", "TupleSet", "ThreadIndex1D", "SpecialReg", "GRID_AXES", "Select", "Intrinsic", "MakeTuple", "TupleGet",
     "ArrayDecl", "Check", "LaunchCondition",
     "Assign", "Store", "If", "While", "ForRange", "Block", "Return", "ExprStmt", "Break", "Continue",
     "Param", "Function", "ExternFunction", "Program", "children", "subexpressions", "is_pure", "statements", "statement_roots",
@@ -168,6 +168,15 @@ class ModuleArray:
     loc: Loc
 
 
+@dataclass
+class NullView:
+    """None passed for an optional view parameter of a device function (``f(x, None)``): a null
+    pointer, zero length, shape and strides, beside a false flag (frontend/optional_views.py)."""
+
+    ty: Type  # the ViewType it stands for
+    loc: Loc
+
+
 @dataclass(frozen=True)
 class ModuleArrayDecl:
     """The definition of a module-level array: ``values`` its initial elements (row-major), or
@@ -279,7 +288,7 @@ class TupleGet:
 
 
 Expr = Union[
-    Const, Var, BinOp, Compare, BoolOp, Not, Neg, Cast, Call, ViewLen, ViewDim, ViewLoad, ViewSlice, ModuleArray, MakeVector, VectorGet, VectorSet, TupleSet, ThreadIndex1D,
+    Const, Var, BinOp, Compare, BoolOp, Not, Neg, Cast, Call, ViewLen, ViewDim, ViewLoad, ViewSlice, ModuleArray, NullView, MakeVector, VectorGet, VectorSet, TupleSet, ThreadIndex1D,
     SpecialReg, Select, Intrinsic, MakeTuple, TupleGet,
 ]
 
@@ -372,7 +381,8 @@ _CHILDREN: dict[type, Callable[[Any], list[Expr]]] = {
     BoolOp: _values, MakeTuple: _values, MakeVector: _values, Call: _args, Intrinsic: _args,
     ViewLen: _view, ViewDim: _view, ViewLoad: _view_load, ViewSlice: _view_slice,
     VectorGet: _value, TupleGet: _value, VectorSet: _value_element, TupleSet: _value_element,
-    Const: _no_children, Var: _no_children, ModuleArray: _no_children, ThreadIndex1D: _no_children,
+    Const: _no_children, Var: _no_children, ModuleArray: _no_children, NullView: _no_children,
+    ThreadIndex1D: _no_children,
     SpecialReg: _no_children,
 }
 

@@ -132,6 +132,8 @@ def print_expr(e: ir.Expr) -> str:
         return f"{print_expr(e.value)}.with_{e.index}({print_expr(e.element)})"
     if isinstance(e, ir.ModuleArray):
         return f"@{e.symbol}"
+    if isinstance(e, ir.NullView):
+        return "None"
     if isinstance(e, ir.ViewSlice):
         stop = print_expr(e.stop) if e.stop is not None else ""
         return f"{print_expr(e.view)}[{print_expr(e.start)}:{stop}]{_site(e.check_site)}"

@@ -1031,6 +1031,11 @@ class FunctionLowering:
             return _View(ptr, ll.Constant(I64T, ty.size), ty.elem)
         if isinstance(e, ir.Select):
             return self.view_select(e)
+        if isinstance(e, ir.NullView):  # None for an optional view: no memory, every extent 0
+            assert isinstance(ty, ViewType)
+            zero = ll.Constant(I64T, 0)
+            dims = [zero] * ty.ndim if ty.is_tensor else None
+            return _View(ll.Constant(self.view_ptr_type(ty), None), zero, ty.elem, dims, dims and list(dims))
         if isinstance(e, ir.Intrinsic) and e.args and isinstance(e.args[0].ty, ArrayType):
             # a view an intrinsic maps from another (ox.cluster.map_shared: the same array of
             # another block): its pointer from the intrinsic, the length of the view it maps
