@@ -34,9 +34,10 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def _absent(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The tensors passed for an absent seq_idx (int32, 2-D; and 1-D for the update's indices),
-    bias and dbias (fp32, 1-D: two tensors, since a kernel's read-only and written arguments must
-    not overlap) on x's device: never read nor written (has_seq, has_bias are False)."""
+    """The tensors the vector kernels take for an absent bias and dbias (fp32, 1-D: two tensors,
+    since a kernel's read-only and written arguments must not overlap; [2], [3]) on x's device:
+    never read nor written (has_bias is False). The general and state kernels take None for
+    what is absent (optional views)."""
     index = x.get_device()
     found = _dummies.get(index)
     if found is None:
@@ -44,10 +45,6 @@ def _absent(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, 
         found = _dummies[index] = (seq, seq[0], torch.zeros((1,), dtype=torch.float32, device=x.device),
                                    torch.zeros((1,), dtype=torch.float32, device=x.device))
     return found
-
-
-def _no_seq(x: torch.Tensor) -> torch.Tensor:
-    return _absent(x)[0]
 
 
 def _no_bias(x: torch.Tensor) -> torch.Tensor:
@@ -170,16 +167,13 @@ def _fwd(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], se
             raise ValueError(f"causal_conv1d: seq_idx must be int32 of shape ({batch}, {seqlen})")
         init = _check_states(initial_states, x, width, "initial_states")
         total = x.numel()
-        kernels.fwd_general[_cdiv(total, 256), 256](
-            x, w32, b32 if b32 is not None else _no_bias(x), seq_idx if seq_idx is not None else _no_seq(x),
-            init if init is not None else x, out, b32 is not None, seq_idx is not None, init is not None,
-            silu_activation, x.stride(1) == 1, width)
+        kernels.fwd_general[_cdiv(total, 256), 256](x, w32, b32, seq_idx, init, out, silu_activation,
+                                                     x.stride(1) == 1, width)
     if final_states_out is not None:
         _check_states(final_states_out, x, width, "final_states_out")
         init = initial_states
         n = batch * dim * (width - 1)
-        kernels.final_states[_cdiv(n, 256), 256](x, init if init is not None else x, init is not None,
-                                                   final_states_out, width)
+        kernels.final_states[_cdiv(n, 256), 256](x, init, final_states_out, width)
 
 
 def _check_states(states: torch.Tensor | None, x: torch.Tensor, width: int, name: str) -> torch.Tensor | None:
@@ -250,24 +244,18 @@ def _bwd(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], do
         raise ValueError(f"causal_conv1d: seq_idx must be int32 of shape ({batch}, {seqlen})")
     init = _check_states(initial_states, x, width, "initial_states")
     dfin = _check_states(dfinal_states, x, width, "dfinal_states")
-    seq = seq_idx if seq_idx is not None else _no_seq(x)
-    init_arg = init if init is not None else x
-    bias_t = b32 if b32 is not None else _no_bias(x)
     total = x.numel()
-    kernels.bwd_general_dx[_cdiv(total, 256), 256](
-        x, w32, bias_t, seq, init_arg, dout, dfin if dfin is not None else x, dx, has_bias, seq_idx is not None,
-        init is not None, dfin is not None, silu_activation, x.stride(1) == 1, width)
-    kernels.bwd_general_dweight[dim, 256](
-        x, w32, bias_t, seq, init_arg, dout, dweight, dbias_arg, has_bias, seq_idx is not None,
-        init is not None, silu_activation, width)
+    kernels.bwd_general_dx[_cdiv(total, 256), 256](x, w32, b32, seq_idx, init, dout, dfin, dx, silu_activation,
+                                                   x.stride(1) == 1, width)
+    kernels.bwd_general_dweight[dim, 256](x, w32, b32, seq_idx, init, dout, dweight, dbias if has_bias else None,
+                                          silu_activation, width)
     if dinitial_states is not None:
         if init is None:
             raise ValueError("causal_conv1d: dinitial_states needs initial_states")
         _check_states(dinitial_states, x, width, "dinitial_states")
         n = batch * dim * (width - 1)
-        kernels.bwd_general_dinit[_cdiv(n, 256), 256](
-            x, w32, bias_t, seq, init, dout, dfin if dfin is not None else x, dinitial_states, has_bias,
-            dfin is not None, silu_activation, width)
+        kernels.bwd_general_dinit[_cdiv(n, 256), 256](x, w32, b32, init, dout, dfin, dinitial_states,
+                                                      silu_activation, width)
 
 
 def causal_conv1d_bwd_function(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, dout: torch.Tensor,
@@ -321,13 +309,9 @@ def _update(x: torch.Tensor, conv_state: torch.Tensor, weight: torch.Tensor, bia
     b32 = _f32(bias) if bias is not None else None
     iv = _INT_VIEW[x.dtype]
     n = batch * dim
-    no_index = _absent(x)[1]
     state_kernels.update[_cdiv(n, 128), 128](
-        x.view(iv), conv_state.view(iv), w32, b32 if b32 is not None else _no_bias(x), out.view(iv),
-        cache_seqlens if cache_seqlens is not None else no_index,
-        conv_state_indices if conv_state_indices is not None else no_index,
-        b32 is not None, silu_activation, cache_seqlens is not None, conv_state_indices is not None,
-        x.dtype == torch.bfloat16, width)
+        x.view(iv), conv_state.view(iv), w32, b32, out.view(iv), cache_seqlens, conv_state_indices,
+        silu_activation, x.dtype == torch.bfloat16, width)
 
 
 def causal_conv1d_update_function(x: torch.Tensor, conv_state: torch.Tensor, weight: torch.Tensor,

@@ -3,25 +3,29 @@
 final states. One thread per output element; what ``vector_kernels.py`` does not take comes
 here. Tensors keep their own dtype (``T``); weight and bias arrive as fp32. The width ``W`` is a
 run-time value here (one instance per dtype, not per width: these are the fallback, and the
-build stays short).
+build stays short). What upstream takes as optional (bias, seq_idx, the initial and final
+states) are optional views, None where absent; each thread writes its own element of a
+DisjointTensor at the digits of its split index (docs/language.md, "Split indices").
 
 ``x(b, c, p)`` for a position p < 0 is the initial state ``init[b, c, W - 1 + p]`` (zero
 without one), and ``seq(b, p)`` is -1 there, as upstream reads them.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import oxide as ox
-from oxide import MutTensor, Tensor, block, bf16, f16, f32, i32, i64, thread, warp
+from oxide import DisjointTensor, MutTensor, Tensor, block, bf16, f16, f32, i32, i64, thread, warp
 
 __all__ = ["fwd_general", "final_states", "bwd_general_dx", "bwd_general_dweight", "bwd_general_dinit"]
 
 T = ox.TypeVar("T", f32, f16, bf16)
 
 
-def x_at(x: Tensor[T, 3], init: Tensor[T, 3], has_init: bool, b: i64, c: i64, p: i64, W: i32) -> f32:
+def x_at(x: Tensor[T, 3], init: Optional[Tensor[T, 3]], b: i64, c: i64, p: i64, W: i32) -> f32:
     if p >= 0:
         return f32(x[b, c, p])
-    if has_init:
+    if init is not None:
         return f32(init[b, c, W - 1 + p])
     return 0.0
 
@@ -43,39 +47,37 @@ def silu_grad(pre: f32) -> f32:
     return s * (1.0 + pre * (1.0 - s))
 
 
-def pre_at(x: Tensor[T, 3], init: Tensor[T, 3], has_init: bool, weight: Tensor[f32, 2], bias: Tensor[f32, 1],
-           has_bias: bool, seq: Tensor[i32, 2], has_seq: bool, s_cur: i32, b: i64, c: i64, m: i64,
-           W: i32) -> f32:
+def pre_at(x: Tensor[T, 3], init: Optional[Tensor[T, 3]], weight: Tensor[f32, 2], bias: Optional[Tensor[f32, 1]],
+           seq: Optional[Tensor[i32, 2]], s_cur: i32, b: i64, c: i64, m: i64, W: i32) -> f32:
     """The pre-activation at position m (before SiLU)."""
     acc: f32 = 0.0
-    if has_bias:
+    if bias is not None:
         acc = bias[c]
     for k in range(W):
         p = m - (W - 1) + k
-        if not has_seq or seq_at(seq, b, p) == s_cur:
-            acc += weight[c, k] * x_at(x, init, has_init, b, c, p, W)
+        if seq is None or seq_at(seq, b, p) == s_cur:
+            acc += weight[c, k] * x_at(x, init, b, c, p, W)
     return acc
 
 
-def grad_at(x: Tensor[T, 3], init: Tensor[T, 3], has_init: bool, weight: Tensor[f32, 2], bias: Tensor[f32, 1],
-            has_bias: bool, seq: Tensor[i32, 2], has_seq: bool, dout: Tensor[T, 3], act: bool, b: i64, c: i64,
-            m: i64, W: i32) -> f32:
+def grad_at(x: Tensor[T, 3], init: Optional[Tensor[T, 3]], weight: Tensor[f32, 2], bias: Optional[Tensor[f32, 1]],
+            seq: Optional[Tensor[i32, 2]], dout: Tensor[T, 3], act: bool, b: i64, c: i64, m: i64, W: i32) -> f32:
     """The gradient of the pre-activation at position m (0 at padding, m < seqlen)."""
     s_cur: i32 = 0
-    if has_seq:
+    if seq is not None:
         s_cur = seq_at(seq, b, m)
         if s_cur < 0:
             return 0.0
     g = f32(dout[b, c, m])
     if act:
-        g = g * silu_grad(pre_at(x, init, has_init, weight, bias, has_bias, seq, has_seq, s_cur, b, c, m, W))
+        g = g * silu_grad(pre_at(x, init, weight, bias, seq, s_cur, b, c, m, W))
     return g
 
 
 @ox.kernel
-def fwd_general(x: Tensor[T, 3], weight: Tensor[f32, 2], bias: Tensor[f32, 1], seq: Tensor[i32, 2],
-                init: Tensor[T, 3], out: MutTensor[T, 3], has_bias: bool, has_seq: bool, has_init: bool,
-                act: bool, channel_fastest: bool, W: i32) -> None:
+def fwd_general(x: Tensor[T, 3], weight: Tensor[f32, 2], bias: Optional[Tensor[f32, 1]], seq: Optional[Tensor[i32, 2]],
+                init: Optional[Tensor[T, 3]], out: DisjointTensor[T, 3], act: bool, channel_fastest: bool,
+                W: i32) -> None:
     """out[b, c, l]; threads run along the channels (``channel_fastest``) or the positions, the
     axis of stride 1, so a warp's accesses are coalesced."""
     assert out.shape[0] == x.shape[0] and out.shape[1] == x.shape[1] and out.shape[2] == x.shape[2]
@@ -84,34 +86,28 @@ def fwd_general(x: Tensor[T, 3], weight: Tensor[f32, 2], bias: Tensor[f32, 1], s
     dim = x.shape[1]
     seqlen = x.shape[2]
     if i < batch * dim * seqlen:
-        c: i64 = 0
-        l: i64 = 0
-        b: i64 = 0
-        if channel_fastest:
-            c = i % dim
-            r = i // dim
-            l = r % seqlen
-            b = r // seqlen
-        else:
-            l = i % seqlen
-            r2 = i // seqlen
-            c = r2 % dim
-            b = r2 // dim
+        # i's digits: the channel fastest or the position (a DisjointTensor split: docs/language.md)
+        inner = dim if channel_fastest else seqlen
+        outer = seqlen if channel_fastest else dim
+        d0 = i % inner
+        r = i // inner
+        d1 = r % outer
+        b = r // outer
+        c = d0 if channel_fastest else d1
+        l = d1 if channel_fastest else d0
         s_cur: i32 = 0
-        if has_seq:
+        if seq is not None:
             s_cur = seq_at(seq, b, l)
         acc: f32 = 0.0
         if s_cur >= 0:
-            acc = pre_at(x, init, has_init, weight, bias, has_bias, seq, has_seq, s_cur, b, c, l, W)
+            acc = pre_at(x, init, weight, bias, seq, s_cur, b, c, l, W)
             if act:
                 acc = silu(acc)
-        with ox.unsafe():
-            out[b, c, l] = T(acc)
+        out[b, c, l] = T(acc)
 
 
 @ox.kernel
-def final_states(x: Tensor[T, 3], init: Tensor[T, 3], has_init: bool, final: MutTensor[T, 3],
-                 W: i32) -> None:
+def final_states(x: Tensor[T, 3], init: Optional[Tensor[T, 3]], final: DisjointTensor[T, 3], W: i32) -> None:
     """final[b, c, k] = x(b, c, seqlen - (W - 1) + k): the last W - 1 inputs, initial states
     included where the sequence is shorter."""
     i = thread.index_1d()
@@ -123,15 +119,14 @@ def final_states(x: Tensor[T, 3], init: Tensor[T, 3], has_init: bool, final: Mut
         k = r % (W - 1)
         b = r // (W - 1)
         p = x.shape[2] - (W - 1) + k
-        with ox.unsafe():
-            final[b, c, k] = T(x_at(x, init, has_init, b, c, p, W))
+        final[b, c, k] = T(x_at(x, init, b, c, p, W))
 
 
 @ox.kernel
-def bwd_general_dx(x: Tensor[T, 3], weight: Tensor[f32, 2], bias: Tensor[f32, 1], seq: Tensor[i32, 2],
-                   init: Tensor[T, 3], dout: Tensor[T, 3], dfinal: Tensor[T, 3], dx: MutTensor[T, 3],
-                   has_bias: bool, has_seq: bool, has_init: bool, has_dfinal: bool, act: bool,
-                   channel_fastest: bool, W: i32) -> None:
+def bwd_general_dx(x: Tensor[T, 3], weight: Tensor[f32, 2], bias: Optional[Tensor[f32, 1]],
+                   seq: Optional[Tensor[i32, 2]], init: Optional[Tensor[T, 3]], dout: Tensor[T, 3],
+                   dfinal: Optional[Tensor[T, 3]], dx: DisjointTensor[T, 3], act: bool, channel_fastest: bool,
+                   W: i32) -> None:
     """dx[b, c, l] = sum_k weight[c, k] g(l + W - 1 - k) over the positions of l's sequence,
     plus dfinal where l is one of the last W - 1 positions."""
     i = thread.index_1d()
@@ -139,42 +134,37 @@ def bwd_general_dx(x: Tensor[T, 3], weight: Tensor[f32, 2], bias: Tensor[f32, 1]
     dim = x.shape[1]
     seqlen = x.shape[2]
     if i < batch * dim * seqlen:
-        c: i64 = 0
-        l: i64 = 0
-        b: i64 = 0
-        if channel_fastest:
-            c = i % dim
-            r = i // dim
-            l = r % seqlen
-            b = r // seqlen
-        else:
-            l = i % seqlen
-            r2 = i // seqlen
-            c = r2 % dim
-            b = r2 // dim
+        # i's digits: the channel fastest or the position (a DisjointTensor split: docs/language.md)
+        inner = dim if channel_fastest else seqlen
+        outer = seqlen if channel_fastest else dim
+        d0 = i % inner
+        r = i // inner
+        d1 = r % outer
+        b = r // outer
+        c = d0 if channel_fastest else d1
+        l = d1 if channel_fastest else d0
         s_l: i32 = 0
-        if has_seq:
+        if seq is not None:
             s_l = seq_at(seq, b, l)
         acc: f32 = 0.0
         for k in range(W):
             m = l + (W - 1) - k
             if m < seqlen:
-                if not has_seq or seq_at(seq, b, m) == s_l:
-                    acc += weight[c, k] * grad_at(x, init, has_init, weight, bias, has_bias, seq, has_seq, dout,
-                                                  act, b, c, m, W)
-        if has_dfinal:
+                if seq is None or seq_at(seq, b, m) == s_l:
+                    acc += weight[c, k] * grad_at(x, init, weight, bias, seq, dout, act, b, c, m, W)
+        if dfinal is not None:
             j = l - (seqlen - (W - 1))
             if j >= 0:
                 acc += f32(dfinal[b, c, j])
-        with ox.unsafe():
-            dx[b, c, l] = T(acc)
+        dx[b, c, l] = T(acc)
 
 
 @ox.kernel
-def bwd_general_dinit(x: Tensor[T, 3], weight: Tensor[f32, 2], bias: Tensor[f32, 1], seq: Tensor[i32, 2],
-                      init: Tensor[T, 3], dout: Tensor[T, 3], dfinal: Tensor[T, 3], dinit: MutTensor[T, 3],
-                      has_bias: bool, has_dfinal: bool, act: bool, W: i32) -> None:
-    """dinit[b, c, j]: the gradient of initial state j (position p = j - (W - 1) < 0)."""
+def bwd_general_dinit(x: Tensor[T, 3], weight: Tensor[f32, 2], bias: Optional[Tensor[f32, 1]], init: Tensor[T, 3],
+                      dout: Tensor[T, 3], dfinal: Optional[Tensor[T, 3]], dinit: DisjointTensor[T, 3], act: bool,
+                      W: i32) -> None:
+    """dinit[b, c, j]: the gradient of initial state j (position p = j - (W - 1) < 0); no
+    seq_idx, which upstream does not take with initial states."""
     i = thread.index_1d()
     batch = x.shape[0]
     dim = x.shape[1]
@@ -189,23 +179,21 @@ def bwd_general_dinit(x: Tensor[T, 3], weight: Tensor[f32, 2], bias: Tensor[f32,
         for k in range(W):
             m = p + (W - 1) - k
             if m >= 0 and m < seqlen:
-                acc += weight[c, k] * grad_at(x, init, True, weight, bias, has_bias, seq, False, dout, act,
-                                              b, c, m, W)
-        if has_dfinal:
+                acc += weight[c, k] * grad_at(x, init, weight, bias, None, dout, act, b, c, m, W)
+        if dfinal is not None:
             jj = p - (seqlen - (W - 1))
             if jj >= 0:
                 acc += f32(dfinal[b, c, jj])
-        with ox.unsafe():
-            dinit[b, c, j] = T(acc)
+        dinit[b, c, j] = T(acc)
 
 
 @ox.kernel
-def bwd_general_dweight(x: Tensor[T, 3], weight: Tensor[f32, 2], bias: Tensor[f32, 1], seq: Tensor[i32, 2],
-                        init: Tensor[T, 3], dout: Tensor[T, 3], dweight: MutTensor[f32, 2],
-                        dbias: MutTensor[f32, 1], has_bias: bool, has_seq: bool, has_init: bool, act: bool,
-                        W: i32) -> None:
+def bwd_general_dweight(x: Tensor[T, 3], weight: Tensor[f32, 2], bias: Optional[Tensor[f32, 1]],
+                        seq: Optional[Tensor[i32, 2]], init: Optional[Tensor[T, 3]], dout: Tensor[T, 3],
+                        dweight: MutTensor[f32, 2], dbias: Optional[MutTensor[f32, 1]], act: bool, W: i32) -> None:
     """One block per channel: dweight[c, k] = sum over (b, m) of g(m) x(m - (W - 1) + k) (same
-    sequence), dbias[c] = sum g(m); summed in one fixed order (deterministic)."""
+    sequence), dbias[c] = sum g(m) (where dbias is given); summed in one fixed order
+    (deterministic). Thread 0 of the block writes them: a MutTensor."""
     assert block.dim.x <= 1024
     c = i64(block.idx.x)
     batch = x.shape[0]
@@ -218,15 +206,15 @@ def bwd_general_dweight(x: Tensor[T, 3], weight: Tensor[f32, 2], bias: Tensor[f3
     for u in range(i64(thread.idx.x), steps, i64(block.dim.x)):
         b = u // seqlen
         m = u - b * seqlen
-        g = grad_at(x, init, has_init, weight, bias, has_bias, seq, has_seq, dout, act, b, c, m, W)
+        g = grad_at(x, init, weight, bias, seq, dout, act, b, c, m, W)
         s_m: i32 = 0
-        if has_seq:
+        if seq is not None:
             s_m = seq_at(seq, b, m)
         db += g
         for k in range(W):
             p = m - (W - 1) + k
-            if not has_seq or seq_at(seq, b, p) == s_m:
-                dw[k] += g * x_at(x, init, has_init, b, c, p, W)
+            if seq is None or seq_at(seq, b, p) == s_m:
+                dw[k] += g * x_at(x, init, b, c, p, W)
     red = ox.shared.array(160, f32)
     lane_id = warp.lane()
     wid = warp.id()
@@ -246,7 +234,7 @@ def bwd_general_dweight(x: Tensor[T, 3], weight: Tensor[f32, 2], bias: Tensor[f3
                 total += red[w_ * 5 + k]
             with ox.unsafe():
                 dweight[c, k] = total
-        if has_bias:
+        if dbias is not None:
             tb: f32 = 0.0
             for w2 in range(nwarps):
                 tb += red[w2 * 5 + 4]

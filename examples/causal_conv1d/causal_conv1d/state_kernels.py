@@ -8,8 +8,10 @@ cuda_fp16.h / cuda_bf16.h's functions. Copies (the state's shift) move the bits 
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import oxide as ox
-from oxide import MutTensor, Tensor, f32, i16, i32, i64, thread
+from oxide import DisjointTensor, MutTensor, Tensor, f32, i16, i32, i64, thread
 
 __all__ = ["update", "varlen_states"]
 
@@ -52,13 +54,15 @@ def from_float(v: f32, is_bf16: bool, like: S) -> S:
 
 
 @ox.kernel(constexprs={"W": [2, 3, 4]})
-def update(x: Tensor[S, 3], state: MutTensor[S, 3], weight: Tensor[f32, 2], bias: Tensor[f32, 1],
-           out: MutTensor[S, 3], cache_seqlens: Tensor[i32, 1], indices: Tensor[i32, 1], has_bias: bool,
-           act: bool, has_cache: bool, has_indices: bool, is_bf16: bool, W: ox.Constexpr[int]) -> None:
+def update(x: Tensor[S, 3], state: MutTensor[S, 3], weight: Tensor[f32, 2], bias: Optional[Tensor[f32, 1]],
+           out: MutTensor[S, 3], cache_seqlens: Optional[Tensor[i32, 1]], indices: Optional[Tensor[i32, 1]],
+           act: bool, is_bf16: bool, W: ox.Constexpr[int]) -> None:
     """One thread per (batch, channel): out[b, c, :] from the last W - 1 state entries and the
     new inputs, then the state advanced by them (shifted left, or written circularly at
     ``cache_seqlens[b] % state_len``). A batch entry whose index is negative is padding: its
-    outputs are zero and no state is touched."""
+    outputs are zero and no state is touched. bias, cache_seqlens and the state indices
+    (conv_state_indices) may be None. A thread writes a row of out (a MutTensor: a loop's
+    positions) and a row of the state it gathers (which another entry's index may name too)."""
     i = thread.index_1d()
     batch = x.shape[0]
     dim = x.shape[1]
@@ -68,7 +72,7 @@ def update(x: Tensor[S, 3], state: MutTensor[S, 3], weight: Tensor[f32, 2], bias
         c = i % dim
         b = i // dim
         sb = b
-        if has_indices:
+        if indices is not None:
             sb = i64(indices[b])
         if sb < 0:
             with ox.unsafe():
@@ -76,7 +80,8 @@ def update(x: Tensor[S, 3], state: MutTensor[S, 3], weight: Tensor[f32, 2], bias
                     out[b, c, l0] = 0
             return
         cs: i64 = 0
-        if has_cache:
+        has_cache = cache_seqlens is not None
+        if cache_seqlens is not None:
             cs = i64(cache_seqlens[b])
         win = ox.local.array(4, f32)
         for k in ox.static_range(W - 1):
@@ -88,7 +93,7 @@ def update(x: Tensor[S, 3], state: MutTensor[S, 3], weight: Tensor[f32, 2], bias
         for k2 in ox.static_range(W):
             wv[k2] = weight[c, k2]
         bv: f32 = 0.0
-        if has_bias:
+        if bias is not None:
             bv = bias[c]
         for l in range(seqlen):
             xl = to_float(x[b, c, l], is_bf16)
@@ -115,7 +120,7 @@ def update(x: Tensor[S, 3], state: MutTensor[S, 3], weight: Tensor[f32, 2], bias
 
 
 @ox.kernel
-def varlen_states(x: Tensor[S, 2], cu_seqlens: Tensor[i64, 1], states: MutTensor[S, 3]) -> None:
+def varlen_states(x: Tensor[S, 2], cu_seqlens: Tensor[i64, 1], states: DisjointTensor[S, 3]) -> None:
     """states[b, c, j] = x[end - state_len + j, c] where that token belongs to sequence b
     (cu_seqlens[b] <= token < cu_seqlens[b + 1] = end), else 0. One thread per element, the
     channel fastest (stride 1 in both)."""
@@ -131,8 +136,7 @@ def varlen_states(x: Tensor[S, 2], cu_seqlens: Tensor[i64, 1], states: MutTensor
         end = cu_seqlens[b + 1]
         start = cu_seqlens[b]
         token = end - state_len + j
-        with ox.unsafe():
-            if token >= start and token >= 0:
-                states[b, c, j] = x[token, c]
-            else:
-                states[b, c, j] = 0
+        if token >= start and token >= 0:  # each thread its own element: the digits of i
+            states[b, c, j] = x[token, c]
+        else:
+            states[b, c, j] = 0
