@@ -96,3 +96,26 @@ def test_an_op_passes_its_optional_input_to_the_kernel(okern: ModuleType) -> Non
     torch.testing.assert_close(add_bias(x, b), x + b)
     torch.testing.assert_close(add_bias(x, None), x)
     assert "Tensor? bias" in str(add_bias.schema)
+
+
+@pytest.mark.skipif(devices.on_cpu(), reason="the C launcher launches on a GPU only (the CPU device takes the Python path)")
+def test_the_c_launcher_takes_launches_with_none(okern: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    from oxide.runtime import kernel, launcher
+
+    if not launcher.ENABLED:
+        pytest.skip("the C launcher is not built")
+    n = 4096
+    x, b = devices.array(np.ones(n, np.float32)), devices.array(np.full(n, 2.0, np.float32))
+    out = devices.zeros(n)
+    for bias in (b, None):  # the Python path teaches the plan both
+        okern.add_bias[n // 256, 256](x, bias, out)
+    devices.synchronize()
+
+    def python_path(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the launch took the Python path")
+
+    monkeypatch.setattr(kernel.LaunchConfig, "_launch_slow", python_path)
+    okern.add_bias[n // 256, 256](x, None, out)
+    np.testing.assert_array_equal(to_numpy(out), np.ones(n, np.float32))
+    okern.add_bias[n // 256, 256](x, b, out)
+    np.testing.assert_array_equal(to_numpy(out), np.full(n, 3.0, np.float32))
