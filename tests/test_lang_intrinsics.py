@@ -96,6 +96,36 @@ def test_bitcast_between_every_same_width_pair(tmp_path: Path) -> None:
     assert not any(c in ptx for c in ("cvt.rn", "cvt.rz", "cvt.f", "cvt.s32.f", "cvt.u16.f")), ptx
 
 
+def test_bitcast_of_half_pairs(tmp_path: Path) -> None:
+    """A pair of halves and a 32-bit word reinterpret each other: f16x2(v) of an f32x2 is one
+    cvt.rn.f16x2.f32 (bf16x2: cvt.rn.bf16x2.f32) and the bitcast moves no bits."""
+    ptx = compile_source(tmp_path, """
+        from oxide import f16x2, bf16x2, f32x2
+
+        @ox.kernel
+        def k(x: Slice[f32], w: Slice[i32], o: DisjointSlice[i32], p: DisjointSlice[u32], q: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if 2 * i + 1 < len(x) and i < len(w):
+                v = f32x2(x[2 * i], x[2 * i + 1])
+                o[i] = ox.bits.bitcast(f16x2(v), i32)
+                p[i] = ox.bits.bitcast(bf16x2(v), u32)
+                h = f32x2(ox.bits.bitcast(w[i], bf16x2))
+                q[i] = h.x + h.y
+        """)
+    assert "cvt.rn.f16x2.f32" in ptx and "cvt.rn.bf16x2.f32" in ptx, ptx
+    assert "cvt.rn.f16.f32" not in ptx and "cvt.rn.bf16.f32" not in ptx, ptx
+    msg = compile_error(tmp_path, """
+        from oxide import f16x2
+
+        @ox.kernel
+        def k(w: Slice[i64], o: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(w):
+                o[i] = f32(ox.bits.bitcast(w[i], f16x2).x)
+        """)
+    assert f"{at(8, 20)}: error: bits.bitcast cannot reinterpret 64-bit i64 as 32-bit f16x2: the widths differ" in msg, msg
+
+
 def test_bitcast_errors(tmp_path: Path) -> None:
     msg = compile_error(tmp_path, """
         @ox.kernel

@@ -109,6 +109,27 @@ def test_bit_casts() -> None:
     np.testing.assert_array_equal(h_back.view(np.uint16), (-h).view(np.uint16))
 
 
+def test_pair_bit_casts() -> None:
+    """bitcast between a pair of halves (f16x2, bf16x2) and a 32-bit word: lane 0 the low half."""
+    import intrk
+
+    n = 2001
+    x = (rng.standard_normal(2 * n) * 100).astype(np.float32)
+    w = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+    outs = [poison(n, np.int32), poison(n, np.uint32), poison(n), poison(n)]
+    intrk.pair_casts[(n + BLOCK - 1) // BLOCK, BLOCK](dev(x), dev(w), *outs)
+    h_word, b_word, h_back, b_back = (host(o) for o in outs)
+    np.testing.assert_array_equal(h_word.view(np.int32), x.astype(np.float16).view(np.int32))
+    bits = x.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)  # to nearest even
+    np.testing.assert_array_equal(b_word.view(np.uint32), rounded.view(np.uint32))
+    halves = w.view(np.float16).astype(np.float32)
+    np.testing.assert_array_equal(h_back, halves[0::2] * 2 + halves[1::2])
+    words = w.view(np.uint16).astype(np.uint32) << 16
+    bf = words.view(np.float32)
+    np.testing.assert_array_equal(b_back, bf[0::2] * 2 + bf[1::2])
+
+
 def within_relative(actual: np.ndarray, desired: np.ndarray, rtol: np.ndarray) -> None:
     bad = ~(np.abs(actual - desired) <= rtol * np.abs(desired))
     assert not bad.any(), f"{bad.sum()} elements out of bounds, first: {actual[bad][:5]} vs {desired[bad][:5]}"

@@ -9,7 +9,8 @@
 - ``funnelshift_l/lc/r/rc(lo, hi, shift)``, ``__funnelshift_*`` (LLVM's ``fshl``/``fshr``, which
   PTX's ``shf`` implements; the ``c`` forms clamp the shift to 32 instead of taking it mod 32);
 - ``bitcast(x, T)``: ``x``'s bits read as the same-width type ``T`` (``__float_as_int``,
-  ``__int_as_float``, ``__double_as_longlong``, ``__half_as_short``, ...);
+  ``__int_as_float``, ``__double_as_longlong``, ``__half_as_short``, ...), a scalar or a vector
+  (``bitcast(h2, u32)`` of an ``f16x2``: a pair of halves as one word);
 - ``mulhi(a, b)``: the high half of the full product (``__mulhi``, ``__umulhi``,
   ``__mul64hi``, ``__umul64hi``; PTX ``mul.hi``), the core of Philox and of division by
   multiplication.
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 from oxide.lang.types import SCALAR_TYPES
 
 from ..ir import nodes as ir
-from ..ir.types import I32, as_scalar
+from ..ir.types import I32, VectorType, as_scalar
 from .arguments import check_arg_count, scalar_arg
 from .entry import IntrinsicInfo
 
@@ -140,28 +141,50 @@ def _lower_funnel(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> 
     return b.select(b.icmp_unsigned(">=", n, ll.Constant(ll.IntType(32), 32)), lo if left else hi, shifted)
 
 
+def _bit_width(ty: object) -> tuple[str, int, str] | None:
+    """(name, bits, kind) of a scalar or a vector of scalars (``f16x2``: 32 bits), None for others."""
+    if isinstance(ty, VectorType):
+        return ty.name, ty.elem.bits * ty.lanes, ty.elem.kind
+    st = as_scalar(ty)  # type: ignore[arg-type]
+    if st is None:
+        return None
+    return st.name, st.bits, st.kind
+
+
 def _type_bitcast(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    """``bitcast(x, T)`` between scalars and vectors of one width: ``f32 <-> i32``, and
+    ``f16x2 / bf16x2 / i16x2 <-> i32 / u32 / f32`` (a pair of halves as one 32-bit word, as CUDA's
+    ``*reinterpret_cast<unsigned*>(&h2)``), ``f16x4 <-> i64``, ``bf16x8 <-> i32x4``, ..."""
     check_arg_count(tr, node, 2, info.name)
-    target = tr.element_type(node.args[1])
+    target_ty = tr.array_element_type(node.args[1])
     value = tr.expr(node.args[0])
     if isinstance(value, ir.Const) and value.weak:
         raise tr.error(node.args[0], f"{info.name} needs a typed value, got the literal {ast.unparse(node.args[0])}",
                        f"give it its type first, e.g. {info.name}(f32({ast.unparse(node.args[0])}), "
                        f"{ast.unparse(node.args[1])})")
-    st = as_scalar(value.ty)
-    if st is None or st.kind == "bool" or target.kind == "bool":
-        got = st.name if st is not None else "a view"
-        raise tr.error(node, f"{info.name} reinterprets numbers of the same width, got {got} -> {target.name}")
-    if st.bits != target.bits:
-        raise tr.error(node, f"{info.name} cannot reinterpret {st.bits}-bit {st.name} as {target.bits}-bit "
-                       f"{target.name}: the widths differ", "convert the value instead, or pick a type of its width")
-    return ir.Intrinsic(info.name, [value], target, tr.loc(node))
+    source = _bit_width(value.ty)
+    target = _bit_width(target_ty)
+    assert target is not None
+    if source is None or source[2] == "bool" or target[2] == "bool":
+        got = source[0] if source is not None else "a view"
+        raise tr.error(node, f"{info.name} reinterprets numbers of the same width, got {got} -> {target[0]}")
+    if source[1] != target[1]:
+        raise tr.error(node, f"{info.name} cannot reinterpret {source[1]}-bit {source[0]} as {target[1]}-bit "
+                       f"{target[0]}: the widths differ", "convert the value instead, or pick a type of its width")
+    return ir.Intrinsic(info.name, [value], target_ty, tr.loc(node))
 
 
 def _lower_bitcast(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
-    target = as_scalar(e.ty)
-    assert target is not None
-    return fl.b.bitcast(fl.expr(e.args[0]), fl.elem_type(target))
+    value = fl.expr(e.args[0])
+    if isinstance(e.ty, VectorType):
+        target: ll.Type = ll.VectorType(fl.elem_type(e.ty.elem), e.ty.lanes)
+    else:
+        st = as_scalar(e.ty)
+        assert st is not None
+        target = fl.elem_type(st)
+    if value.type == target:
+        return value
+    return fl.b.bitcast(value, target)
 
 
 def _type_mulhi(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:

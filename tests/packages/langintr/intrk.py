@@ -1,8 +1,8 @@
 """Kernels for tests/test_lang_intrinsics_gpu.py: the CUDA intrinsics of docs/language.md
 ("Coming from CUDA C++"), one element per thread, each result written to its own output."""
 import oxide as ox
-from oxide import (DisjointSlice, MutSlice, Slice, bf16, block, f16, f32, f64, i16, i32, i64, thread, u16, u32,
-                   u64, warp)
+from oxide import (DisjointSlice, MutSlice, Slice, bf16, bf16x2, block, f16, f16x2, f32, f32x2, f64, i16, i32, i64,
+                   thread, u16, u32, u64, warp)
 
 
 @ox.kernel
@@ -32,6 +32,22 @@ def bit_casts(f: Slice[f32], d: Slice[f64], h: Slice[f16], f_bits: DisjointSlice
         d_back[i] = ox.bits.bitcast(ox.bits.bitcast(d[i], u64) ^ (u64(1) << u64(63)), f64)
         h_bits[i] = ox.bits.bitcast(h[i], i16)
         h_back[i] = ox.bits.bitcast(ox.bits.bitcast(h[i], u16) ^ u16(0x8000), f16)
+
+
+@ox.kernel
+def pair_casts(x: Slice[f32], w: Slice[i32], h_word: DisjointSlice[i32], b_word: DisjointSlice[u32],
+               h_back: DisjointSlice[f32], b_back: DisjointSlice[f32]) -> None:
+    """Element i of the outputs from x[2i], x[2i + 1] and word w[i]: the pair rounded to halves
+    (f16x2, bf16x2) as one word, and the word's two halves widened and summed."""
+    i = thread.index_1d()
+    if 2 * i + 1 < len(x) and i < len(w):
+        v = f32x2(x[2 * i], x[2 * i + 1])
+        h_word[i] = ox.bits.bitcast(f16x2(v), i32)
+        b_word[i] = ox.bits.bitcast(bf16x2(v), u32)
+        hv = f32x2(ox.bits.bitcast(w[i], f16x2))
+        bv = f32x2(ox.bits.bitcast(ox.bits.bitcast(w[i], f32), bf16x2))
+        h_back[i] = hv.x * 2.0 + hv.y
+        b_back[i] = bv.x * 2.0 + bv.y
 
 
 @ox.kernel
