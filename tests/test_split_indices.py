@@ -144,3 +144,28 @@ def test_a_launch_whose_threads_would_share_an_element_is_refused(sk: ModuleType
     out = devices.full((2, 3, 4), np.nan)
     with pytest.raises(oxide.KernelError, match=r"block.dim.y == 1"):
         sk.scale3[1, (32, 2)](devices.array(np.zeros((2, 3, 4), np.float32)), out, True)
+
+
+@pytest.mark.parametrize("lines, write, reason", [
+    ("c = i % dim\nr = i // seqlen\nl = r % seqlen\nb = r // seqlen", "out[b, c, l] = 1.0",
+     "(the digits written do not determine the thread's index: each q % R needs q // R by the same R"),
+    ("t = i64(thread.idx.x) + 1\nc = i % t\nr = i // t", "out[r, c, c] = 1.0",
+     "(the radix `i64(thread.idx.x) + 1` of 'r' may differ between threads"),
+    ("c: i64 = 0\nif flag:\n    c = i % dim\nr = i // dim", "out[r, c, c] = 1.0",
+     "('c' is no digit of a ThreadIndex (q % R or q // R of one, q itself, each digit assigned once in a block"),
+    ("d = thread.idx.x % 2 == 0\nc = (i % dim) if d else (i % seqlen)\nr = i // dim", "out[r, c, c] = 1.0",
+     "(the choice `thread.idx.x % 2 == 0` may differ between threads)"),
+])
+def test_the_error_says_what_keeps_the_split_from_being_disjoint(tmp_path: Path, lines: str, write: str,
+                                                                  reason: str) -> None:
+    assert reason in compile_error(tmp_path, split_kernel(lines, write))
+
+
+def test_a_write_that_is_no_split_keeps_the_plain_message(tmp_path: Path) -> None:
+    text = compile_error(tmp_path, """
+@ox.kernel
+def k(out: DisjointTensor[f32, 2]) -> None:
+    r, c = thread.index_2d()
+    out[r + 1, c] = 1.0
+""")
+    assert "'r + 1' is not one\n" in text

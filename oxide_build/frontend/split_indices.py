@@ -39,7 +39,7 @@ from .annotations import oxide_name
 if TYPE_CHECKING:
     from .translate import FunctionTranslator
 
-__all__ = ["split_coordinates"]
+__all__ = ["looks_split", "split_coordinates", "split_problem"]
 
 _MAX_CHOICES = 4  # uniform conditions that may choose between digits in one write (2**4 cases)
 _MAX_DEPTH = 32  # names substituted into one expression
@@ -233,3 +233,43 @@ def split_coordinates(tr: FunctionTranslator, elts: list[ast.expr], others: list
             return None
         axis = root[1]
     return axis
+
+
+def split_problem(tr: FunctionTranslator, elts: list[ast.expr], others: list[int]) -> str:
+    """Why the indices at ``others`` are no complete split (``split_coordinates`` said None), for
+    the error: what to change."""
+    if not tr.is_kernel:
+        return "a device function cannot write a split index (its arguments may differ between threads)"
+    try:
+        resolved = [_resolve(tr, elts[k]) for k in others]
+    except _NotSplit:
+        return "its digits are computed through too many names"
+    for r in resolved:
+        for t in _choices(r):
+            if not _uniform(tr, t):
+                return f"the choice `{ast.unparse(t)}` may differ between threads"
+    first = {ast.dump(t): False for r in resolved for t in _choices(r)}
+    for k, r in zip(others, resolved):
+        chosen = _strip_casts(tr, _choose(r, first))
+        if _digit(tr, chosen) is not None:
+            continue
+        if isinstance(chosen, ast.BinOp) and isinstance(chosen.op, (ast.Mod, ast.FloorDiv)) \
+                and _node(tr, chosen.left) is not None:
+            return (f"the radix `{ast.unparse(chosen.right)}` of {ast.unparse(elts[k])!r} may differ between threads "
+                    "(a radix is built from constants, scalar parameters the kernel never assigns, view parameters' "
+                    "shapes, lengths and strides, block.dim and grid.dim)")
+        return (f"{ast.unparse(elts[k])!r} is no digit of a ThreadIndex (q % R or q // R of one, q itself, each digit "
+                "assigned once in a block around the write)")
+    return ("the digits written do not determine the thread's index: each q % R needs q // R by the same R (or q "
+            "itself) among the indices, down to the last quotient")
+
+
+def looks_split(tr: FunctionTranslator, elts: list[ast.expr]) -> bool:
+    """Whether the indices compute a ``%`` or ``//`` (through the names assigned once): a split
+    meant, which ``split_problem`` then explains."""
+    try:
+        resolved = [_resolve(tr, e) for e in elts]
+    except _NotSplit:
+        return True
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Mod, ast.FloorDiv))
+               for r in resolved for n in ast.walk(r))

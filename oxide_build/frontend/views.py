@@ -14,7 +14,7 @@ from ..intrinsics.thread import SPECIAL_REGISTERS
 from ..ir import nodes as ir
 from ..ir.types import THREAD_INDEX_DIM, ArrayType, ThreadIndexType, ViewType, type_name
 from .annotations import oxide_name
-from .split_indices import split_coordinates
+from .split_indices import looks_split, split_coordinates, split_problem
 
 if TYPE_CHECKING:
     from .translate import FunctionTranslator
@@ -67,8 +67,10 @@ def refuse_disjoint_tensor_write(tr: FunctionTranslator, target: ast.Subscript, 
         split = split_coordinates(tr, elts, others)  # frontend/split_indices.py
         if split is None:
             elt = elts[others[0]]
+            digits = looks_split(tr, elts)
             raise tr.error(elt, "a DisjointTensor is written only at the calling thread's own index; "
-                                f"{ast.unparse(elt)!r} is not one",
+                                f"{ast.unparse(elt)!r} is not one"
+                                + (f" ({split_problem(tr, elts, others)})" if digits else ""),
                            _disjoint_hint(vt.ndim) + "; or at every digit of a ThreadIndex split by "
                            "values every thread shares (c = i % dim, r = i // dim, then out[r, c]), in the kernel")
         covered |= _THREAD_INDEX_COORDINATES[split]
