@@ -290,7 +290,7 @@ def _frontend(build: ModuleBuild) -> None:
     texts = {build.source_path.resolve(): build.source_text} if build.source_text is not None else None
     build.index = ProjectIndex(build.root, texts)
     module = build.index.add_file(build.source_path, build.module_name)
-    build.result = build_program(build.index, module, bounds_check=o.bounds_check)
+    build.result = build_program(build.index, module, bounds_check=o.bounds_check, device=o.device)
 
 
 def _passes(build: ModuleBuild) -> None:

@@ -21,8 +21,9 @@ class NoCpuForm(Exception):
     intrinsic, a libdevice function or a special register (``what``). The lowering turns it
     into a located ``CompileError`` naming the construct."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, hint: str = "") -> None:
         self.what = what
+        self.hint = hint  # what to do instead, where there is more to say than the default
         super().__init__(what)
 
 

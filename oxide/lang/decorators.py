@@ -53,24 +53,42 @@ def device(func: F | None = None, *, export: str | None = None) -> Any:
     return wrap
 
 
-def extern(symbol: str, *, sources: list[str] | None = None) -> Callable[[F], F]:
-    """Declares an ``extern "C" __device__`` function defined in CUDA C++ ``sources``."""
+def _cpu_implementation(cpu: Any, what: str, symbol: str) -> Callable[..., Any] | None:
+    """``cpu=`` of ``@extern`` / ``@extern_kernel``: a plain Python function (the compiler reads
+    it from the source; this only catches what cannot be one)."""
+    from oxide.runtime.kernel import Kernel
+
+    if cpu is None:
+        return None
+    if isinstance(cpu, Kernel) or not callable(cpu) or hasattr(cpu, "__oxide_extern__"):
+        raise TypeError(f"@{what}({symbol!r}, cpu=...) takes a plain function of the kernel language (its CPU "
+                        f"implementation, defined before the declaration), got {cpu!r}")
+    return cpu  # type: ignore[no-any-return]
+
+
+def extern(symbol: str, *, sources: list[str] | None = None, cpu: Callable[..., Any] | None = None) -> Callable[[F], F]:
+    """Declares an ``extern "C" __device__`` function defined in CUDA C++ ``sources``.
+    ``cpu=f``: the device function (of the same signature) the CPU device calls in its place."""
+    impl = _cpu_implementation(cpu, "extern", symbol)
 
     def wrap(f: F) -> F:
-        f.__oxide_extern__ = {"symbol": symbol, "sources": list(sources or [])}  # type: ignore[attr-defined]
+        f.__oxide_extern__ = {"symbol": symbol, "sources": list(sources or []), "cpu": impl}  # type: ignore[attr-defined]
         return f
 
     return wrap
 
 
-def extern_kernel(symbol: str, *, sources: list[str] | None = None) -> Callable[[Callable[..., Any]], Any]:
+def extern_kernel(symbol: str, *, sources: list[str] | None = None,
+                  cpu: Callable[..., Any] | None = None) -> Callable[[Callable[..., Any]], Any]:
     """Declares a CUDA C++ ``extern "C" __global__`` kernel defined in ``sources``; the typed
-    stub's parameters are checked at launch exactly like a Python kernel's."""
+    stub's parameters are checked at launch exactly like a Python kernel's. ``cpu=f``: a plain
+    function of the same parameters, compiled as the kernel the CPU device launches in its place."""
+    impl = _cpu_implementation(cpu, "extern_kernel", symbol)
 
     def wrap(f: Callable[..., Any]) -> Any:
         from oxide.runtime.kernel import Kernel
 
-        f.__oxide_extern__ = {"symbol": symbol, "sources": list(sources or [])}  # type: ignore[attr-defined]
+        f.__oxide_extern__ = {"symbol": symbol, "sources": list(sources or []), "cpu": impl}  # type: ignore[attr-defined]
         return Kernel(f, {})
 
     return wrap

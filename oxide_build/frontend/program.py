@@ -25,6 +25,7 @@ from ..scan import ModuleSource, ProjectIndex, _names_oxide, constant_value
 from .annotations import TypeVarBinding, dotted_parts, optional_inner, oxide_name, resolve_annotation, scalar_type_named
 from .optional_views import is_present_name, present_name
 from .decorator_arguments import module_int, module_strings
+from .cpu_implementations import check_cpu_signature, cpu_implementation
 from .generics import bind_from_arguments, extern_symbol
 from .literal_types import RETYPE_ATTEMPTS, LiteralTypes, decide_literal_types
 from .translate import FunctionTranslator
@@ -51,6 +52,8 @@ class ProgramBuilder:
     index: ProjectIndex
     module: ModuleSource
     bounds_check: bool = True
+    # CompileOptions.device: on "cpu", the CPU implementations (cpu=) of externs take their place
+    device: str = "cuda"
     functions: list[ir.Function] = field(default_factory=list)
     # (module, function, argument types, Constexpr arguments) -> its instance
     instances: dict[tuple[str, str, tuple[str, ...], tuple[tuple[str, int | bool], ...]], _Instance] = field(default_factory=dict)
@@ -338,8 +341,19 @@ class ProgramBuilder:
                 raise module.error(arg, f"a parameter of an @extern_kernel cannot be a {'struct' if isinstance(p.ty, StructType) else 'vector'} "
                                         f"({p.ty.name})",
                                    "pass its fields as scalar parameters, or write the kernel in Python")
-        self.extern_kernels.append(ir.ExternFunction(symbol, translator.scope.params, VoidType(), sources,
-                                                     str(module.path), fdef.lineno))
+        impl = cpu_implementation(self, module, dec, fdef, "extern_kernel")
+        if impl is not None:
+            check_cpu_signature(self, impl, module, fdef, [p.ty for p in translator.scope.params], VoidType(),
+                                "extern_kernel")
+        if impl is not None and self.device == "cpu":
+            # the CPU device launches the Python implementation, compiled as a kernel under the C++ symbol
+            compiled, function = self.translate_function(impl[0], impl[1], {}, symbol, kernel_name=fdef.name,
+                                                         bounds_check=self.bounds_check, is_kernel=True)
+            function.preconditions = list(compiled.launch.preconditions)
+            self.functions.append(function)
+        else:
+            self.extern_kernels.append(ir.ExternFunction(symbol, translator.scope.params, VoidType(), sources,
+                                                         str(module.path), fdef.lineno))
         return KernelSpec(name=fdef.name, symbol=symbol, params=tuple(_param_spec(p) for p in translator.scope.params),
                           specialization={}, file=module.path.name, line=fdef.lineno)
 
@@ -349,8 +363,10 @@ class ProgramBuilder:
             raise module.error(dec, f"@{what} needs the C symbol name first: @{what}(\"name\", sources=[...])")
         sources: list[str] = []
         for kw in dec.keywords:
+            if kw.arg == "cpu":
+                continue  # the CPU implementation: cpu_implementations.py
             if kw.arg != "sources":
-                raise module.error(kw.value, f"unknown @{what} option {kw.arg!r}", "known options: sources")
+                raise module.error(kw.value, f"unknown @{what} option {kw.arg!r}", "known options: sources, cpu")
             names = module_strings(module, kw.value)
             if names is None:
                 raise module.error(kw.value, "sources must be a list of file names (strings)",
@@ -727,6 +743,11 @@ class ProgramBuilder:
                 converted.append(arg)
             else:
                 converted.append(caller.convert_implicit(arg, pty, node, what))
+        impl = cpu_implementation(self, module, dec, fdef, "extern")
+        if impl is not None:
+            check_cpu_signature(self, impl, module, fdef, param_types, ret, "extern")
+            if self.device == "cpu":  # the Python implementation in its place: no C++ to link
+                return self.call_device(caller, impl[0], impl[1], converted, node)
         existing = self.externs.get(symbol)
         decl = ir.ExternFunction(symbol, [ir.Param(p.arg, t) for p, t in zip(params, param_types)], ret, sources,
                                  str(module.path), fdef.lineno, str(caller.module.path), node.lineno,
@@ -782,8 +803,11 @@ def _param_spec(p: ir.Param, optional: bool = False) -> ParamSpec:
     return ParamSpec(p.name, SCALAR_PARAM, scalar.name)
 
 
-def build_program(index: ProjectIndex, module: ModuleSource, bounds_check: bool = True) -> FrontendResult:
-    builder = ProgramBuilder(index, module, bounds_check)
+def build_program(index: ProjectIndex, module: ModuleSource, bounds_check: bool = True,
+                  device: str = "cuda") -> FrontendResult:
+    """The IR program of ``module``'s kernels for ``device`` (``CompileOptions.device``: "cpu"
+    calls the CPU implementations of externs in their place, ``cpu_implementations.py``)."""
+    builder = ProgramBuilder(index, module, bounds_check, device)
     kernels = builder.build_kernels()
     builder.build_exports()
     if kernels:  # the module's own arrays, used or not: the host may read and write them

@@ -13,6 +13,7 @@ import math
 import dataclasses
 from dataclasses import dataclass
 from types import MappingProxyType
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from llvmlite import ir as ll
@@ -384,7 +385,8 @@ class ModuleLowering:
                     raise NoCpuFormError(
                         f"{fn.python_name}() uses {exc.what}, which has no CPU form: the CPU device cannot run it",
                         SourceLocation(fn.file, line, col),
-                        "run this kernel on a GPU, or keep this construct out of the kernels the CPU device runs") from None
+                        exc.hint or "run this kernel on a GPU, or keep this construct out of the kernels the CPU "
+                        "device runs") from None
             except NoCpuFormError as refusal:
                 if not self.cpu:
                     raise
@@ -1321,7 +1323,13 @@ class FunctionLowering:
 
     def call(self, e: ir.Call) -> ll.Value:
         if self.parent.cpu and e.symbol in self.parent.c_abi and e.symbol in self.parent.extern_params:
-            raise NoCpuForm(f"the CUDA C++ function {e.symbol}() (an @extern)")
+            stub = next((x for x in self.parent.program.externs if x.symbol == e.symbol), None)
+            where = f", declared at {Path(stub.file).name}:{stub.line}" if stub is not None else ""
+            raise NoCpuForm(f"the CUDA C++ function {e.symbol}() (an @extern{where})",
+                            f"give {e.symbol}() a Python implementation for the CPU device: a device function of "
+                            f"its signature, named by cpu= in its declaration, @ox.extern(\"{e.symbol}\", "
+                            "sources=[...], cpu=...) (docs/interop.md, \"On the CPU device\"); or run this kernel "
+                            "on a GPU")
         if e.symbol == "llvm.nvvm.barrier0" and self.parent.cpu:
             return self.b.call(self.parent.cpu_runtime("oxide_cpu_barrier"), [self.sync_site(e.loc)])
         if e.symbol == "llvm.nvvm.barrier0":

@@ -399,5 +399,24 @@ def lower_for_cpu(program: ir.Program, module_name: str, fast_math: bool, fma: b
         _thread_function(module, kernel)
         if mode is KernelMode.LOOP:
             _block_function(module, kernel, ctx)
+    refused = refused_kernels(program, lowered.cpu_refused)
+    refused.update(_refused_cpp_kernels(program))
     return HostCode(str(module), modes, lowered.kept_params, lowered.cpu_shared_bytes, lowered.sync_sites,
-                    access_sites, sanitize, refused_kernels(program, lowered.cpu_refused))
+                    access_sites, sanitize, refused)
+
+
+def _refused_cpp_kernels(program: ir.Program) -> dict[str, CompileError]:
+    """Each CUDA C++ kernel (``@extern_kernel``) without a Python implementation (``cpu=``; with one,
+    the frontend compiled that as the kernel): refused at its stub, saying how to give one."""
+    import linecache
+
+    out: dict[str, CompileError] = {}
+    for ext in program.extern_kernels:
+        source = linecache.getline(ext.file, ext.line).rstrip("\n")
+        out[ext.symbol] = NoCpuFormError(
+            f"the CPU device cannot run the CUDA C++ kernel {ext.symbol} (an @extern_kernel): it has no Python "
+            "implementation", SourceLocation(ext.file, ext.line, 1, source),
+            f"give it one: a plain function of the stub's parameters whose body is the kernel's, named by cpu= in "
+            f"the declaration, @ox.extern_kernel(\"{ext.symbol}\", sources=[...], cpu=...) (docs/interop.md, "
+            "\"On the CPU device\"); or launch it on a GPU")
+    return out

@@ -402,11 +402,11 @@ class CpuModule:
     def function(self, symbol: str) -> CpuFunction:
         """The kernel entry ``symbol`` (``KernelSpec.symbol`` or ``index32_symbol``)."""
         if symbol not in self._functions:
+            if symbol in self.refused:  # it reaches what the CPU device cannot run (or is C++)
+                raise self.refused[symbol]
             if symbol not in self.modes:
                 raise KeyError(f"module {self.module_name} has no kernel entry {symbol!r}; it has "
                                f"{', '.join(sorted(self.modes)) or 'none'}")
-            if symbol in self.refused:  # it reaches what the CPU device cannot run
-                raise self.refused[symbol]
             spec = next((k for k in self.kernels if symbol in (k.symbol, k.index32_symbol)), None)
             bound = getattr(spec, "launch_bounds", None) or MAX_BLOCK_THREADS
             self._functions[symbol] = CpuFunction(self, symbol, self.modes[symbol], self._param_counts[symbol],
