@@ -7,8 +7,9 @@ Exit status: 0 when every check passes, 1 when one fails, 2 when there is no usa
 line saying why).
 
 With ``OXIDE_DEVICE=cpu`` it runs on oxide's CPU device instead, on NumPy arrays, DeviceArrays
-(host memory there) and CPU tensors; a row whose kernel cannot run there (launched from C++ host
-code, or calling CUDA C++ the CPU device has no form of) says so and is skipped.
+(host memory there) and CPU tensors; the CUDA C++ runs there as the Python implementations
+``sample.kernels`` names (``cpu=``), and the row launched from C++ host code says it needs a GPU
+and is skipped.
 """
 from __future__ import annotations
 
