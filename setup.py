@@ -60,5 +60,15 @@ setup(
             libraries=["m"] if sys.platform != "win32" else [],
             extra_compile_args=["-O2", "-fvisibility=hidden"] if sys.platform != "win32" else [],
         ),
+        # the CPU device's erfinv, erfcinv, erfcx, normcdfinv and Bessel I0/I1, which C's library
+        # lacks (computed in long double); without it, a module calling them does not load there
+        # (CpuUnavailable, saying to rebuild)
+        Extension(
+            "oxide_build.backends.cpu._special_math",
+            ["oxide_build/backends/cpu/_special_math.c"],
+            optional=True,
+            libraries=["m"] if sys.platform != "win32" else [],
+            extra_compile_args=["-O2", "-fvisibility=hidden"] if sys.platform != "win32" else [],
+        ),
     ],
 )

@@ -439,21 +439,6 @@ def test_math_functions_within_their_bounds(tmp_path: Path) -> None:
     np.testing.assert_allclose(out64.reshape(n, 2), expected64, rtol=1e-14, atol=1e-14)
 
 
-def test_math_without_cpu_form_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(CompileError, match=r"math.erfinv\(\) has no CPU form"):
-        m = module(tmp_path, """
-            import oxide as ox
-            from oxide import MutSlice, f32, thread
-
-            @ox.kernel
-            def inv(out: MutSlice[f32]) -> None:
-                i = thread.index_1d()
-                with ox.unsafe():
-                    out[i] = ox.math.erfinv(out[i])
-        """)
-        m.function(m.kernels[0].symbol)
-
-
 def test_print_reaches_stdout(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     m = module(tmp_path, """
         import oxide as ox

@@ -9,7 +9,7 @@ same name (``__nv_expf`` is ``expf``: glibc's are within 1 ULP, CUDA documents 1
 own), the fast forms are the accurate functions (within their bounds), and those C lacks are
 computed here from the ones it has (``rsqrt`` as ``1 / sqrt``, ``sinpi`` through f64, the
 predicates as comparisons); erfinv, erfcinv, erfcx, normcdfinv and the Bessel functions
-``cyl_bessel_i0``/``i1`` have no CPU form yet (refused at compile time, naming the call)."""
+``cyl_bessel_i0``/``i1`` are ``backends/cpu/_special_math.c``'s (long double, rounded once)."""
 from __future__ import annotations
 
 import ast
@@ -227,7 +227,8 @@ def _lower_fast(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll
 # the CPU device's forms of libdevice functions C's math library lacks: name -> the value from
 # the builder, the LLVM arguments and a call of a host function (name, result, parameters, arguments)
 HostCall = Callable[[str, "ll.Type", list["ll.Type"], list["ll.Value"]], "ll.Value"]
-NO_CPU_FORM = ("erfinv", "erfcinv", "erfcx", "normcdfinv", "cyl_bessel_i0", "cyl_bessel_i1")
+# and those the CPU device computes in backends/cpu/_special_math.c (oxide_cpu_<name>, <name>f)
+SPECIAL_FUNCTIONS = ("erfinv", "erfcinv", "erfcx", "normcdfinv", "cyl_bessel_i0", "cyl_bessel_i1")
 
 
 def _libdevice_call(fl: LoweringContext, name: str, ret: ll.Type, params: list[ll.Type], args: list[ll.Value]) -> ll.Value:
@@ -241,10 +242,6 @@ def _libdevice_call(fl: LoweringContext, name: str, ret: ll.Type, params: list[l
     # the function itself, without the type's suffix (predicates end in d for f64)
     plain = base[:-1] if single or base.endswith("d") and base.startswith(("is", "signbit")) else base
     plain = {"finite": "isfinite", "frcp_rn": "rcp", "drcp_rn": "rcp", "fdivide": "fast_div"}.get(plain, plain)
-    if plain in NO_CPU_FORM:
-        from ..cpu_abi import NoCpuForm
-
-        raise NoCpuForm(f"libdevice's {name}")
     floats = [p for p in params if isinstance(p, (ll.FloatType, ll.DoubleType))]
     t = floats[0] if floats else ret
 
@@ -255,6 +252,8 @@ def _libdevice_call(fl: LoweringContext, name: str, ret: ll.Type, params: list[l
         return b.call(declared, values)
 
     suffix = "f" if isinstance(t, ll.FloatType) else ""
+    if plain in SPECIAL_FUNCTIONS:  # backends/cpu/_special_math.c
+        return host(f"oxide_cpu_{plain}{suffix}", ret, params, args)
     one = ll.Constant(t, 1.0)
     if plain in ("isnan", "isinf", "isfinite", "signbit"):
         x = args[0]

@@ -1,8 +1,9 @@
 """llvmlite's MCJIT for the host: optimizes host code (``codegen.py``) with LLVM's new pass
 manager at -O3 for this machine's CPU and gives the addresses of its entry points and globals.
 
-The scheduler's functions and context (``_fibers.c``) are made known to the JIT by name
-(``llvm.add_symbol``); libm and libc (``printf``) resolve from the process."""
+The scheduler's functions and context (``_fibers.c``) and the special math functions C's library
+lacks (``_special_math.c``: erfinv, erfcx, the Bessel I0/I1, ...) are made known to the JIT by
+name (``llvm.add_symbol``); libm and libc (``printf``) resolve from the process."""
 from __future__ import annotations
 
 import functools
@@ -15,7 +16,10 @@ from oxide.errors import OxideError
 if TYPE_CHECKING:
     from types import ModuleType
 
-__all__ = ["CpuUnavailable", "JitModule", "scheduler", "target_machine"]
+__all__ = ["CpuUnavailable", "JitModule", "SPECIAL_MATH", "scheduler", "special_math_symbols", "target_machine"]
+
+# the functions _special_math.c defines, each as oxide_cpu_<name> (f64) and oxide_cpu_<name>f (f32)
+SPECIAL_MATH = ("erfinv", "erfcinv", "erfcx", "normcdfinv", "cyl_bessel_i0", "cyl_bessel_i1")
 
 
 class CpuUnavailable(OxideError):
@@ -49,17 +53,35 @@ def scheduler() -> ModuleType:
             f"{e}", ) from None
     for name, address in _fibers.symbols().items():
         llvm.add_symbol(name, address)
+    for name, address in special_math_symbols().items():
+        llvm.add_symbol(name, address)
     module: ModuleType = _fibers
     return module
+
+
+@functools.cache
+def special_math_symbols() -> dict[str, int]:
+    """The addresses of ``_special_math.c``'s functions by name (none where it is not built: a
+    module that calls one then fails to load, saying so)."""
+    try:
+        from . import _special_math  # type: ignore[attr-defined]
+    except ImportError:
+        return {}
+    symbols: dict[str, int] = _special_math.symbols()
+    return symbols
 
 
 def _check_scheduler_symbols(mod: llvm.ModuleRef) -> None:
     """Every scheduler function or variable the code names is one the built extension has: MCJIT
     would resolve a missing one to address 0 (an extension built from an older _fibers.c)."""
-    known = scheduler().symbols()
+    known = {**scheduler().symbols(), **special_math_symbols()}
     names = [f.name for f in mod.functions if f.is_declaration] + [g.name for g in mod.global_variables
                                                                    if g.is_declaration]
     missing = sorted(n for n in names if n.startswith("oxide_cpu_") and n not in known)
+    if missing and all(n.removeprefix("oxide_cpu_").rstrip("f") in SPECIAL_MATH for n in missing):
+        raise CpuUnavailable(
+            f"the CPU device's special math functions (oxide_build/backends/cpu/_special_math.c: "
+            f"{', '.join(missing)}) are not built in this installation: rebuild it (pip install -e . in a checkout)")
     if missing:
         raise CpuUnavailable(
             f"the CPU device's scheduler extension (oxide_build/backends/cpu/_fibers.c) lacks {', '.join(missing)}: "
