@@ -9,6 +9,7 @@ device"). A test written with these helpers runs unchanged on both:
 - ``bf16(values)``: bfloat16 data on the device, a torch tensor (CUDA, or CPU on the CPU device;
   NumPy has no bfloat16): the test skips, saying it needs torch, where torch is not installed;
   ``needs_torch(why)``: torch, or that skip; ``torch_device()``: "cuda" or "cpu";
+- ``permuted(a, axes)``: a strided view of an array made here, its axes permuted;
 - ``sized(gpu_n, cpu_n)``: a problem size for each device (the CPU device runs every thread on
   two cores: keep the GPU's odd remainders, not its millions);
 - ``backends()``: the GPU backends a test compiles its kernels with (one on the CPU device, which
@@ -31,7 +32,7 @@ from pathlib import Path
 
 __all__ = ["on_cpu", "gpu_only", "array", "full", "zeros", "to_numpy", "synchronize", "sized", "torch_or_none",
            "gpu_available", "cpu_device_problem", "gpu_tests_on_cpu", "backends", "compiled_package", "fill",
-           "needs_torch", "torch_device", "bf16"]
+           "needs_torch", "torch_device", "bf16", "permuted"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -180,6 +181,15 @@ def to_numpy(a: Any) -> np.ndarray:
     if get is not None:
         return np.asarray(get())
     return np.asarray(a)
+
+
+def permuted(a: Any, axes: tuple[int, ...]) -> Any:
+    """A view of ``a`` (made here: NumPy or torch) with its axes permuted (non-contiguous)."""
+    if isinstance(a, np.ndarray):
+        return a.transpose(axes)
+    if hasattr(a, "permute"):
+        return a.permute(*axes)
+    pytest.skip("needs torch (a strided view of GPU memory: DeviceArray has none): not installed")
 
 
 def fill(a: Any, value: Any) -> None:

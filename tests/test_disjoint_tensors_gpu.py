@@ -4,8 +4,6 @@ refusing a launch whose threads would collide). Inputs random non-zero, outputs 
 element checked. Kernels in packages/disjointkernels/dtk.py."""
 from __future__ import annotations
 
-import importlib
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,28 +16,14 @@ import devices
 from devices import to_numpy
 
 pytestmark = pytest.mark.gpu
-torch = devices.torch_or_none()  # PyTorch references of tests marked torch_reference (GPU only)
-torch_reference = devices.gpu_only("PyTorch (CUDA) computes the reference or makes the input")
 KERNELS = Path(__file__).resolve().parent / "packages" / "disjointkernels" / "dtk.py"
 rng = np.random.default_rng()
 
 
 @pytest.fixture(scope="module")
 def dtk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    from oxide.runtime import device
-    from oxide_build.compile import CompileOptions, compile_module
-    from oxide_build.package.artifacts import write_module_artifacts
-
-    arch = device.context_device(device.current_context()).arch
     root = tmp_path_factory.mktemp("disjoint")
-    pkg = root / "disjoint_gpu"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    shutil.copy(KERNELS, pkg / "dtk.py")
-    compiled = compile_module(pkg / "dtk.py", "disjoint_gpu.dtk", CompileOptions(archs=(arch,)), root=root)
-    write_module_artifacts(compiled, pkg)
-    sys.path.insert(0, str(root))
-    yield importlib.import_module("disjoint_gpu.dtk")
+    yield devices.compiled_package([KERNELS], "disjoint_gpu", root)
     sys.path.remove(str(root))
 
 
@@ -48,43 +32,39 @@ def nonzero(shape: tuple[int, ...]) -> np.ndarray:
     return np.where(np.abs(x) < 1e-3, 0.5, x)
 
 
-@torch_reference
 def test_a_3d_tensor_written_at_index_3d(dtk: ModuleType) -> None:
     depth, rows, cols = 5, 37, 91
     x = nonzero((depth, rows, cols))
     out = devices.full((depth, rows, cols), np.nan, np.float64)
     block = (32, 2, 2)  # 128 threads: the kernel's launch_bounds (2 * BLOCK)
     grid = ((cols + 31) // 32, (rows + 1) // 2, (depth + 1) // 2)
-    dtk.scale3[grid, block](torch.as_tensor(x, device="cuda"), out)
+    dtk.scale3[grid, block](devices.array(x), out)
     d, r, c = np.meshgrid(np.arange(depth), np.arange(rows), np.arange(cols), indexing="ij")
     ref = x * 2.0 + (d * 10000 + r * 100 + c)
     np.testing.assert_allclose(to_numpy(out), ref, rtol=1e-15, atol=0)
     # a strided (permuted) input is read through its strides
-    xt = torch.as_tensor(np.ascontiguousarray(x.transpose(2, 0, 1)), device="cuda").permute(1, 2, 0)
+    xt = devices.permuted(devices.array(x.transpose(2, 0, 1)), (1, 2, 0))
     out2 = devices.full((depth, rows, cols), np.nan, np.float64)
     dtk.scale3[grid, block](xt, out2)
     np.testing.assert_allclose(to_numpy(out2), ref, rtol=1e-15, atol=0)
 
 
-@torch_reference
 def test_rows_from_block_idx(dtk: ModuleType) -> None:
     rows, cols = 29, 300
     x = nonzero((rows, cols)).astype(np.float32)
     bias = nonzero((cols,)).astype(np.float32)
     out = devices.full((rows, cols), np.nan)
-    dtk.add_rows[((cols + 127) // 128, rows), 128](torch.as_tensor(x, device="cuda"),
-                                                   torch.as_tensor(bias, device="cuda"), out)
+    dtk.add_rows[((cols + 127) // 128, rows), 128](devices.array(x), devices.array(bias), out)
     ref = x.astype(np.float64) + bias.astype(np.float64)
     np.testing.assert_allclose(to_numpy(out).astype(np.float64), ref, rtol=1e-6, atol=1e-6)
 
 
-@torch_reference
 def test_a_launch_whose_threads_would_collide_is_refused(dtk: ModuleType) -> None:
     import oxide
 
     rows, cols = 8, 64
-    x = torch.as_tensor(nonzero((rows, cols)).astype(np.float32), device="cuda")
-    bias = torch.as_tensor(nonzero((cols,)).astype(np.float32), device="cuda")
+    x = devices.array(nonzero((rows, cols)).astype(np.float32))
+    bias = devices.array(nonzero((cols,)).astype(np.float32))
     out = devices.full((rows, cols), np.nan)
     with pytest.raises(oxide.KernelError, match=r"block\.dim\.y == 1"):
         dtk.add_rows[(1, rows), (64, 2)](x, bias, out)  # two threads per element
