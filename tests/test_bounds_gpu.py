@@ -12,8 +12,6 @@ import devices
 from devices import to_numpy
 
 pytestmark = pytest.mark.gpu
-torch = devices.torch_or_none()  # PyTorch references of tests marked torch_reference (GPU only)
-torch_reference = devices.gpu_only("PyTorch (CUDA) computes the reference or makes the input")
 sys.path.insert(0, str(Path(__file__).parent / "packages" / "langkernels"))
 rng = np.random.default_rng()
 

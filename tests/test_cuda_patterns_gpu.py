@@ -19,8 +19,6 @@ import devices
 from devices import to_numpy
 
 pytestmark = pytest.mark.gpu
-torch = devices.torch_or_none()  # the pair-atomic tests (f16/bf16 in and out through PyTorch, GPU only)
-torch_reference = devices.gpu_only("f16/bf16 arrays through PyTorch, and the pair atomics' PTX")
 rng = np.random.default_rng()
 sys.path.insert(0, str(Path(__file__).parent / "packages" / "cudapatterns"))
 BLOCK = 128
@@ -57,25 +55,33 @@ def test_threadfence_reduction_twice() -> None:
         np.testing.assert_allclose(to_numpy(total)[0], x.astype(np.float64).sum(), rtol=1e-4, atol=1e-3)
 
 
-@torch_reference
 def test_half2_atomic_add() -> None:
     """Item 12: the pair atomic on f16 elements; small integers, so every order of the adds gives
     the exact sum."""
     import patk
 
     pairs, slots = 4096, 8
-    x = torch.randint(0, 4, (2 * pairs,), device="cuda").to(torch.float16)
-    acc = torch.zeros(2 * slots, dtype=torch.float16, device="cuda")
-    patk.half2_atomic_add[(pairs + BLOCK - 1) // BLOCK, BLOCK](x, acc, slots)
-    torch.cuda.synchronize()
-    want = x.view(pairs, 2).float().view(pairs // slots, slots, 2).sum(0).reshape(-1)
-    assert torch.equal(acc.float(), want)
+    x = rng.integers(0, 4, 2 * pairs).astype(np.float16)
+    acc = devices.zeros(2 * slots, np.float16)
+    patk.half2_atomic_add[(pairs + BLOCK - 1) // BLOCK, BLOCK](devices.array(x), acc, slots)
+    devices.synchronize()
+    want = x.astype(np.float64).reshape(pairs // slots, slots, 2).sum(0).reshape(-1)
+    np.testing.assert_array_equal(to_numpy(acc).astype(np.float64), want)
 
 
 @pytest.fixture(scope="module", params=["device", "sm_80"])
 def bf16_patk(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
     """bf16patk.py built for this GPU's arch (atom.add.noftz.bf16x2 on sm_90 and newer), or for sm_80
-    only (the compare-and-swap loop; its PTX is JIT-compiled by the driver for this GPU)."""
+    only (the compare-and-swap loop; its PTX is JIT-compiled by the driver for this GPU). The CPU
+    device compiles the source itself: there only the first."""
+    if devices.on_cpu():
+        if request.param == "sm_80":
+            pytest.skip("the sm_80 build's compare-and-swap loop is GPU code (the CPU device compiles the source)")
+        root = tmp_path_factory.mktemp("bf16patk_cpu")
+        yield devices.compiled_package([Path(__file__).parent / "packages" / "cudapatterns" / "bf16patk.py"],
+                                       "bf16patk_cpu", root)
+        sys.path.remove(str(root))
+        return
     from oxide.runtime import device
     from oxide_build.compile import CompileOptions, compile_module
     from oxide_build.package.artifacts import write_module_artifacts
@@ -96,26 +102,24 @@ def bf16_patk(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     sys.path.remove(str(root))
 
 
-@torch_reference
 def test_bf16x2_atomic_add(bf16_patk: ModuleType) -> None:
     """Item 12: the pair atomic on bf16 elements at each scope, and the bf16 scalar add, natively
     and by the sm_80 loop; zeros and ones, whose partial sums (at most 128: a block's) are exact
     in bf16, so every order of the adds gives the exact sum."""
     pairs, slots = 4096, 64
-    x = torch.randint(0, 2, (2 * pairs,), device="cuda").to(torch.bfloat16)
+    x = devices.bf16(rng.integers(0, 2, 2 * pairs))
     blocks = (pairs + BLOCK - 1) // BLOCK
-    acc = torch.zeros(2 * slots, dtype=torch.bfloat16, device="cuda")
-    per_block = torch.zeros(2 * blocks, dtype=torch.bfloat16, device="cuda")
+    acc = devices.bf16(np.zeros(2 * slots))
+    per_block = devices.bf16(np.zeros(2 * blocks))
     small = x[: 2 * 64]  # the second launch: 64 pairs
-    total = torch.zeros(4, dtype=torch.bfloat16, device="cuda")
-    bf16_patk.bf16x2_atomic_add[blocks, BLOCK](x, acc, per_block, torch.zeros(4, dtype=torch.bfloat16, device="cuda"),
-                                               slots)
-    bf16_patk.bf16x2_atomic_add[1, 64](small, torch.zeros(2 * slots, dtype=torch.bfloat16, device="cuda"),
-                                       torch.zeros(2, dtype=torch.bfloat16, device="cuda"), total, slots)
-    torch.cuda.synchronize()
-    pairs_f = x.view(pairs, 2).float()
-    assert torch.equal(acc.float(), pairs_f.view(pairs // slots, slots, 2).sum(0).reshape(-1))
-    assert torch.equal(per_block.float(), pairs_f.view(blocks, BLOCK, 2).sum(1).reshape(-1))
-    small_f = small.view(64, 2).float()
-    assert torch.equal(total.float()[:2], small_f.sum(0))
-    assert total.float()[2].item() == small_f[:, 0].sum().item() and total.float()[3].item() == 0.0
+    total = devices.bf16(np.zeros(4))
+    bf16_patk.bf16x2_atomic_add[blocks, BLOCK](x, acc, per_block, devices.bf16(np.zeros(4)), slots)
+    bf16_patk.bf16x2_atomic_add[1, 64](small, devices.bf16(np.zeros(2 * slots)), devices.bf16(np.zeros(2)), total, slots)
+    devices.synchronize()
+    pairs_f = to_numpy(x).astype(np.float64).reshape(pairs, 2)
+    np.testing.assert_array_equal(to_numpy(acc), pairs_f.reshape(pairs // slots, slots, 2).sum(0).reshape(-1))
+    np.testing.assert_array_equal(to_numpy(per_block), pairs_f.reshape(blocks, BLOCK, 2).sum(1).reshape(-1))
+    small_f = pairs_f[:64]
+    got = to_numpy(total)
+    np.testing.assert_array_equal(got[:2], small_f.sum(0))
+    assert got[2] == small_f[:, 0].sum() and got[3] == 0.0

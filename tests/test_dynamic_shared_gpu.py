@@ -15,8 +15,6 @@ import devices
 from devices import to_numpy
 
 pytestmark = pytest.mark.gpu
-torch = devices.torch_or_none()  # PyTorch references of tests marked torch_reference (GPU only)
-torch_reference = devices.gpu_only("PyTorch (CUDA) computes the reference or makes the input")
 sys.path.insert(0, str(Path(__file__).parent / "packages" / "dynshared"))
 rng = np.random.default_rng()
 dev = devices.array
@@ -59,14 +57,13 @@ def test_a_kernel_gets_more_than_48_kib_of_dynamic_shared_memory(kib: int) -> No
     run_reversal(40 * 1024 // 4)  # less than before: the raised limit serves it
 
 
-@torch_reference
 def test_the_device_maximum_is_given_and_one_more_is_refused() -> None:
     import dynshared_kernels as m
 
     most = optin_max() - m.reverse_segments.attributes["shared_bytes"]  # less the static shared memory
     run_reversal(most // 4, blocks=3)
     per_block = most // 4 + 1
-    x = torch.as_tensor(rng.uniform(0.5, 1.5, per_block).astype(np.float32), device="cuda")
+    x = dev(rng.uniform(0.5, 1.5, per_block).astype(np.float32))
     out = devices.full((per_block,), np.nan)
     sums = devices.full((1,), np.nan)
     with pytest.raises(oxide.CudaError, match=rf"kernel reverse_segments asks for {per_block * 4} bytes of dynamic "
