@@ -478,6 +478,61 @@ EXPORT float oxide_cpu_from_fp8(int32_t byte, int32_t e5m2) {
     return (float)(sign ? -v : v);
 }
 
+/* ---- the half-precision conversions LLVM calls on x86-64 ----------------------------------- */
+
+/* LLVM lowers a conversion x86 has no instruction for (f64 -> f16, f32/f64 -> bf16, and f32 <->
+ * f16 without F16C) to compiler-rt's __truncdfhf2 & co., which a process need not have (libgcc
+ * has some, not the bf16 ones): MCJIT would resolve them to address 0. These are registered in
+ * their place. Rounded once, to nearest even, as PTX's cvt.rn; NaN stays a (quiet) NaN; past the
+ * largest finite value, infinity. Halves travel in the low 16 bits of an XMM register (the
+ * x86-64 ABI of _Float16 and __bf16), so here as the low bits of a float. */
+static uint16_t narrow_f64(double x, int mbits, int ebits) {
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    uint32_t sign = (uint32_t)(u >> 63) << (mbits + ebits);
+    uint64_t mag = u & 0x7FFFFFFFFFFFFFFFull;
+    uint32_t inf = ((1u << ebits) - 1) << mbits;
+    if (mag > 0x7FF0000000000000ull)
+        return (uint16_t)(sign | inf | (1u << (mbits - 1)) | (uint32_t)((mag >> (52 - mbits)) & ((1u << mbits) - 1)));
+    if (mag == 0x7FF0000000000000ull) return (uint16_t)(sign | inf);
+    if ((mag >> 52) == 0) return (uint16_t)sign; /* an f64 subnormal: far below half the least half */
+    int bias = (1 << (ebits - 1)) - 1;
+    int te = (int)(mag >> 52) - 1023 + bias;  /* the target's biased exponent */
+    uint64_t m = (mag & ((1ull << 52) - 1)) | (1ull << 52);
+    int shift = 52 - mbits + (te >= 1 ? 0 : 1 - te);
+    if (shift > 53) return (uint16_t)sign;   /* below half the least subnormal */
+    uint64_t q = m >> shift, rem = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
+    if (rem > half || (rem == half && (q & 1))) q++;
+    uint64_t bits = te >= 1 ? ((uint64_t)te << mbits) + q - (1ull << mbits) : q; /* a carry moves the exponent */
+    if (bits >= inf) return (uint16_t)(sign | inf);
+    return (uint16_t)(sign | (uint32_t)bits);
+}
+
+static float half_in_xmm(uint16_t bits) {
+    uint32_t word = bits;
+    float f;
+    memcpy(&f, &word, sizeof f);
+    return f;
+}
+
+static uint16_t half_of_xmm(float f) {
+    uint32_t word;
+    memcpy(&word, &f, sizeof word);
+    return (uint16_t)word;
+}
+
+static float truncdfhf2(double x) { return half_in_xmm(narrow_f64(x, 10, 5)); }
+static float truncsfhf2(float x) { return half_in_xmm(narrow_f64((double)x, 10, 5)); }
+static float truncdfbf2(double x) { return half_in_xmm(narrow_f64(x, 7, 8)); }
+static float truncsfbf2(float x) { return half_in_xmm(narrow_f64((double)x, 7, 8)); }
+static float extendhfsf2(float h) {
+    uint16_t b = half_of_xmm(h);
+    int exponent = (b >> 10) & 0x1F, frac = b & 0x3FF;
+    float v = exponent == 0 ? ldexpf((float)frac, -24)
+              : exponent == 31 ? (frac ? NAN : INFINITY) : ldexpf((float)(frac | 0x400), exponent - 25);
+    return (b & 0x8000) ? -v : v;
+}
+
 /* memcheck's hook, before every global and shared access of an instrumented module: an access
  * outside every allocation of its space is reported (the first one of the launch) and ends the
  * thread before it touches memory. */
@@ -923,7 +978,7 @@ static PyObject *symbols(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
         "oxide_cpu_context", (unsigned long long)(uintptr_t)&oxide_cpu_context,
         "oxide_cpu_barrier", (unsigned long long)(uintptr_t)&oxide_cpu_barrier,
         "oxide_cpu_block_vote", (unsigned long long)(uintptr_t)&oxide_cpu_block_vote,
@@ -938,6 +993,11 @@ static PyObject *symbols(PyObject *self, PyObject *unused) {
         "oxide_cpu_from_fp8", (unsigned long long)(uintptr_t)&oxide_cpu_from_fp8,
         "oxide_cpu_active_mask", (unsigned long long)(uintptr_t)&oxide_cpu_active_mask,
         "oxide_cpu_yield", (unsigned long long)(uintptr_t)&oxide_cpu_yield,
+        "__truncdfhf2", (unsigned long long)(uintptr_t)&truncdfhf2,
+        "__truncsfhf2", (unsigned long long)(uintptr_t)&truncsfhf2,
+        "__truncdfbf2", (unsigned long long)(uintptr_t)&truncdfbf2,
+        "__truncsfbf2", (unsigned long long)(uintptr_t)&truncsfbf2,
+        "__extendhfsf2", (unsigned long long)(uintptr_t)&extendhfsf2,
         "oxide_cpu_fence", (unsigned long long)(uintptr_t)&oxide_cpu_fence,
         "oxide_cpu_local_access", (unsigned long long)(uintptr_t)&oxide_cpu_local_access);
 }

@@ -26,6 +26,9 @@ class CpuUnavailable(OxideError):
     """The CPU device cannot run here (its scheduler extension was not built)."""
 
 
+_FLUSHING_FEATURES = ("avx512bf16", "avxneconvert")
+
+
 @functools.cache
 def target_machine() -> llvm.TargetMachine:
     """The host's target machine, for its triple and data layout (an engine takes one of its own:
@@ -37,7 +40,14 @@ def new_target_machine() -> llvm.TargetMachine:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     target = llvm.Target.from_triple(llvm.get_process_triple())
-    features = llvm.get_host_cpu_features().flatten()
+    features = llvm.get_host_cpu_features()
+    # the host's f32 -> bf16 instructions (AVX512-BF16's, AVX-NE-CONVERT's vcvtneps2bf16) flush
+    # subnormals to zero, which the GPU's cvt.rn.bf16.f32 does not: LLVM then rounds with
+    # integer code, or calls __truncsfbf2 (_fibers.c)
+    for feature in _FLUSHING_FEATURES:
+        if feature in features:
+            features[feature] = False
+    features = features.flatten()
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=features, opt=3,
                                         reloc="default", codemodel="jitdefault")
 
