@@ -854,6 +854,121 @@ def test_nanosleep_lets_the_other_threads_run(tmp_path: Path) -> None:
     assert out[0] == 42 and out[1] >= 1, out
 
 
+def _nearest_even(x: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """The bits of the element of ``table`` (the finite non-negative values of a format, by
+    bits, then infinity as the next power of two) nearest each |x|, a tie to the even bits,
+    with x's sign."""
+    mag = np.abs(x)
+    hi = np.clip(np.searchsorted(table, mag), 1, len(table) - 1)
+    lo = hi - 1
+    d_lo, d_hi = mag - table[lo], table[hi] - mag
+    pick = np.where((d_hi < d_lo) | ((d_hi == d_lo) & (hi % 2 == 0)), hi, lo)
+    return pick.astype(np.uint16) | np.where(np.signbit(x), 0x8000, 0).astype(np.uint16)
+
+
+def test_conversions_to_halves_round_once_to_nearest_even(tmp_path: Path) -> None:
+    """f64 -> f16 and f32/f64 -> bf16 (compiler-rt calls on x86-64, which the scheduler provides:
+    they were resolved to address 0, a crash) round once to nearest even, ties, subnormals,
+    overflow to infinity and NaN included, against the formats' tables."""
+    m = module(tmp_path, """
+        import oxide as ox
+        from oxide import MutSlice, Slice, bf16, f16, f32, f64, thread
+
+        @ox.kernel
+        def narrow(d: Slice[f64], s: Slice[f32], h64: MutSlice[f16], h32: MutSlice[f16], b64: MutSlice[bf16],
+                   b32: MutSlice[bf16]) -> None:
+            i = thread.index_1d()
+            if i < len(d) and i < len(s):
+                with ox.unsafe():
+                    h64[i] = f16(d[i])
+                    h32[i] = f16(s[i])
+                    b64[i] = bf16(d[i])
+                    b32[i] = bf16(s[i])
+    """)
+    rng = np.random.default_rng(7)
+    n = 20000
+    h_table = np.append(np.arange(0x7C00, dtype=np.uint16).view(np.float16).astype(np.float64), 65536.0)
+    b_table = np.append((np.arange(0x7F80, dtype=np.uint32) << 16).view(np.float32).astype(np.float64), 2.0 ** 128)
+    # values near the formats' grids (ties and their neighbours), their subnormals and overflow edges
+    d = np.concatenate([
+        h_table[rng.integers(0, 0x7C00, n // 4)] * (1 + rng.choice([-1, 1], n // 4) * 2.0 ** -rng.integers(11, 60, n // 4)),
+        (h_table[:-2][rng.integers(0, 0x7BFF, n // 4)] + h_table[1:-1][rng.integers(0, 0x7BFF, n // 4)]) / 2,
+        b_table[rng.integers(0, 0x7F80, n // 4)] * (1 + rng.choice([-1, 1], n // 4) * 2.0 ** -rng.integers(8, 60, n // 4)),
+        np.ldexp(rng.uniform(0.5, 1, n // 4), rng.integers(-140, 130, n // 4)),
+    ]) * rng.choice([-1, 1], n)
+    d[:6] = [np.nan, np.inf, -np.inf, 65520.0, 65519.99, 2.0 ** -25]
+    s = d.astype(np.float32)
+    outs = [np.zeros(n, np.uint16) for _ in range(4)]
+    spec = m.kernels[0]
+    with np.errstate(over="ignore"):
+        m.function(spec.symbol).launch((n // 256 + 1, 1, 1), (256, 1, 1), 0, slots(spec, {
+            "d": [d.ctypes.data, n], "s": [s.ctypes.data, n],
+            **{k: [o.ctypes.data, n] for k, o in zip(("h64", "h32", "b64", "b32"), outs)}}))
+        h64, h32, b64, b32 = outs
+        finite = ~np.isnan(d)
+        np.testing.assert_array_equal(h64[finite], d[finite].astype(np.float16).view(np.uint16))  # NumPy rounds once
+        np.testing.assert_array_equal(h32[finite], s[finite].astype(np.float16).view(np.uint16))
+    np.testing.assert_array_equal(h64[finite], _nearest_even(d[finite], h_table))
+    np.testing.assert_array_equal(b64[finite], _nearest_even(d[finite], b_table))
+    np.testing.assert_array_equal(b32[finite], _nearest_even(s[finite].astype(np.float64), b_table))
+    for bits, mask in ((h64, 0x7C00), (h32, 0x7C00), (b64, 0x7F80), (b32, 0x7F80)):
+        assert int(bits[0]) & mask == mask and int(bits[0]) & ~mask & 0x7FFF, hex(bits[0])  # NaN
+
+
+def test_half_multiply_add_is_fused_as_on_the_gpu(tmp_path: Path) -> None:
+    """``a * b + c`` (and the other three shapes) of f16, bf16 and f16x2 rounds once, as the GPU
+    build contracts it (fma.rn.f16x2: test_half2.py); with fma = false, twice."""
+    source = """
+        import oxide as ox
+        from oxide import MutSlice, Slice, bf16, f16, f16x2, thread
+
+        @ox.kernel
+        def shapes(a: Slice[f16], b: Slice[f16], c: Slice[f16], out: MutSlice[f16], ba: Slice[bf16], bb: Slice[bf16],
+                   bc: Slice[bf16], bout: MutSlice[bf16]) -> None:
+            i = thread.index_1d()
+            if i < len(a) and i < len(b) and i < len(c) and i < len(ba) and i < len(bb) and i < len(bc):
+                with ox.unsafe():
+                    out[4 * i] = a[i] * b[i] + c[i]
+                    out[4 * i + 1] = c[i] - a[i] * b[i]
+                    v = f16x2(a[i], c[i]) * f16x2(b[i], b[i]) - f16x2(c[i], a[i])
+                    out[4 * i + 2] = v.x
+                    out[4 * i + 3] = v.y
+                    bout[2 * i] = ba[i] * bb[i] + bc[i]
+                    bout[2 * i + 1] = bc[i] + ba[i] * bb[i]
+    """
+    rng = np.random.default_rng(3)
+    n = 4096
+    a, b, c = (rng.uniform(-4, 4, n).astype(np.float16) for _ in range(3))
+    b_table = np.append((np.arange(0x7F80, dtype=np.uint32) << 16).view(np.float32).astype(np.float64), 2.0 ** 128)
+    ba, bb, bc = (_nearest_even(rng.uniform(-4, 4, n), b_table) for _ in range(3))
+
+    def wide(bits: np.ndarray) -> np.ndarray:
+        return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+    x, y, z = (v.astype(np.float64) for v in (a, b, c))
+    from oxide_build.compile import CompileOptions
+
+    for fma in (True, False):
+        folder = tmp_path / f"fma_{fma}"
+        folder.mkdir()
+        (folder / "kern.py").write_text(textwrap.dedent(source))
+        m = engine.compile_module_for_cpu(folder / "kern.py", "kern", folder, CompileOptions(fma=fma))
+        out, bout = np.zeros(4 * n, np.float16), np.zeros(2 * n, np.uint16)
+        spec = m.kernels[0]
+        m.function(spec.symbol).launch((n // 256, 1, 1), (256, 1, 1), 0, slots(spec, {
+            "a": [a.ctypes.data, n], "b": [b.ctypes.data, n], "c": [c.ctypes.data, n], "out": [out.ctypes.data, 4 * n],
+            "ba": [ba.ctypes.data, n], "bb": [bb.ctypes.data, n], "bc": [bc.ctypes.data, n],
+            "bout": [bout.ctypes.data, 2 * n]}))
+        if fma:  # every product and sum here is exact in f64: the fused result is the f64 one, rounded
+            want = np.stack([x * y + z, z - x * y, x * y - z, z * y - x], 1).astype(np.float16)
+            bwant = _nearest_even(wide(ba) * wide(bb) + wide(bc), b_table)
+            np.testing.assert_array_equal(bout.reshape(n, 2), np.stack([bwant, bwant], 1))
+        else:
+            p, q = (a * b).astype(np.float16), (c * b).astype(np.float16)
+            want = np.stack([p + c, c - p, p - c, q - a], 1).astype(np.float16)
+        np.testing.assert_array_equal(out.reshape(n, 4), want)
+
+
 def test_local_arrays_beyond_a_threads_stack_are_refused(tmp_path: Path) -> None:
     m = module(tmp_path, """
         import oxide as ox

@@ -152,6 +152,12 @@ def _in_range(value: float, ty: ScalarType) -> float:
     return value
 
 
+def _is_half(ty: ll.Type) -> bool:
+    """f16 or bf16, or a vector of them."""
+    elem = ty.element if isinstance(ty, ll.VectorType) else ty
+    return isinstance(elem, (ll.HalfType, BFloatType))
+
+
 def _half_bits(ty: ll.Type) -> ll.Type:
     """``i16`` for LLVM's ``half`` and ``bfloat``, ``ty`` itself otherwise."""
     return I16T if isinstance(ty, (ll.HalfType, BFloatType)) else ty
@@ -1390,6 +1396,58 @@ class FunctionLowering:
         b.position_at_end(end)
         return b.load(result, typ=I1)
 
+    def _cpu_half_contraction(self, op: str, l: ll.Value, r: ll.Value) -> ll.Value | None:
+        """The CPU device: ``a * b + c`` (and ``c + a * b``, ``a * b - c``, ``c - a * b``) of f16/bf16
+        scalars or vectors, the product lowered just before with ``contract``, as one fused
+        multiply-add rounded once, as the GPU's NVPTX backend contracts them (``fma.rn.f16x2``,
+        ``HFMA2``). x86 has no half fma (LLVM would round the product first); None where no
+        operand is such a product."""
+        def product(v: ll.Value) -> bool:
+            return (isinstance(v, ll.Instruction) and v.opname == "fmul" and v.type == l.type
+                    and bool({"contract", "fast"} & set(getattr(v, "flags", ()))))
+
+        if product(r):
+            a, b_, c = r.operands[0], r.operands[1], l  # c + a * b, c - a * b = fma(-a, b, c)
+            if op == "-":
+                a = self.fneg(a)
+        elif product(l):
+            a, b_, c = l.operands[0], l.operands[1], r  # a * b + c, a * b - c = fma(a, b, -c)
+            if op == "-":
+                c = self.fneg(c)
+        else:
+            return None
+        if not isinstance(l.type, ll.VectorType):
+            return self._cpu_half_fma(a, b_, c)
+        out: ll.Value = ll.Constant(l.type, None)
+        for k in range(l.type.count):
+            lane = ll.Constant(I32T, k)
+            x, y, z = (self.b.extract_element(v, lane) for v in (a, b_, c))
+            out = self.b.insert_element(out, self._cpu_half_fma(x, y, z), lane)
+        return out
+
+    def _cpu_half_fma(self, a: ll.Value, b_: ll.Value, c: ll.Value) -> ll.Value:
+        """fma(a, b, c) of f16/bf16 scalars, rounded once: the product is exact in f64 (at most
+        22 bits), the sum is rounded to odd in f64 (Two-Sum gives its error; an inexact even
+        result moves one place toward the exact value), and rounding that to the half type
+        is the correctly rounded fma (53 >= 11 + 2 bits)."""
+        b = self.b
+        f64, i64 = ll.DoubleType(), ll.IntType(64)
+        x, y, z = (b.fpext(v, f64) for v in (a, b_, c))
+        prod = b.fmul(x, y)
+        total = b.fadd(prod, z)
+        back = b.fsub(total, prod)
+        err = b.fadd(b.fsub(prod, b.fsub(total, back)), b.fsub(z, back))
+        bits = b.bitcast(total, i64)
+        even = b.icmp_unsigned("==", b.and_(bits, ll.Constant(i64, 1)), ll.Constant(i64, 0))
+        inexact = b.fcmp_unordered("!=", err, ll.Constant(f64, 0.0))
+        finite = b.fcmp_ordered("<", b.call(self.parent.intrinsic("llvm.fabs.f64", f64, [f64]), [total]),
+                                ll.Constant(f64, float("inf")))
+        away = b.icmp_unsigned("==", b.fcmp_ordered(">", err, ll.Constant(f64, 0.0)),
+                               b.fcmp_ordered(">", total, ll.Constant(f64, 0.0)))
+        moved = b.select(away, b.add(bits, ll.Constant(i64, 1)), b.sub(bits, ll.Constant(i64, 1)))
+        odd = b.select(b.and_(b.and_(even, inexact), finite), moved, bits)
+        return b.fptrunc(b.bitcast(odd, f64), a.type)
+
     def temp(self, ty: ll.Type) -> ll.Value:
         with self.b.goto_block(self.entry):
             return self.b.alloca(ty)
@@ -1401,6 +1459,10 @@ class FunctionLowering:
         if t.kind == "float":
             # `contract`: LLVM may fuse what passes/fma.py could not see (across statements)
             flags = ["fast"] if self.parent.fast_math else ["contract"] if self.parent.fma else []
+            if self.parent.cpu and flags and e.op in ("+", "-") and _is_half(l.type):
+                fused = self._cpu_half_contraction(e.op, l, r)
+                if fused is not None:
+                    return fused
             if e.op == "+":
                 return b.fadd(l, r, flags=flags)
             if e.op == "-":
