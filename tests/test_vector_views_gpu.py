@@ -68,18 +68,15 @@ def test_a_slice_of_f32x4_from_each_array_kind(vviewk: ModuleType) -> None:
         assert np.array_equal(got, expected), (kind, np.argwhere(got != expected)[:5])
 
 
-@devices.gpu_only("bfloat16 torch CUDA tensors")
 def test_a_strided_tensor_of_bf16x2_in_and_a_mut_tensor_out(vviewk: ModuleType) -> None:
-    import torch
-
-    from oxide.runtime import synchronize
+    torch = devices.needs_torch("bfloat16 tensors")
 
     rows, cols = 37, 300
-    full = torch.from_numpy(signed(rows, 2 * cols, 2)).to(torch.bfloat16).cuda()
+    full = devices.bf16(signed(rows, 2 * cols, 2))
     x = full[:, ::2]  # every other pair: strides (4 * cols, 4, 1) lanes, 2 * cols and 2 pairs
-    out = torch.full((rows, cols, 2), -777.0, dtype=torch.bfloat16, device="cuda")
+    out = devices.bf16(np.full((rows, cols, 2), -777.0))
     vviewk.swap_pairs[(cdiv(cols, 32), cdiv(rows, 8)), (32, 8)](x, out)
-    synchronize()
+    devices.synchronize()
     host = x.cpu()
     expected = torch.stack([host[..., 1], (host[..., 0].float() + 1.0).to(torch.bfloat16)], dim=-1)
     got = out.cpu()
