@@ -18,28 +18,38 @@ import pytest
 
 import devices
 
-pytestmark = [pytest.mark.gpu, devices.gpu_only("compiles with fma off per test: the CPU device compiles with the project's options")]
+pytestmark = pytest.mark.gpu
 KERNELS = Path(__file__).resolve().parent / "packages" / "fmakernels" / "fmak.py"
 BLOCK = 128
 N = 4099
 rng = np.random.default_rng()
 
 
-@pytest.fixture(scope="module", params=[("nvptx", True), ("nvptx", False), ("nvvm", True), ("nvvm", False)],
+@pytest.fixture(scope="module", params=[(backend, fma) for backend in devices.backends() for fma in (True, False)],
                 ids=lambda p: f"{p[0]}-fma={p[1]}")
 def fmak(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ModuleType, bool]]:
+    """fmak.py compiled with ``fma`` on or off: for the GPU here, with each backend; on the CPU
+    device (which compiles the source at the first launch, with its project's options) in a
+    project whose pyproject.toml says ``[tool.oxide] fma``."""
     from oxide.runtime import device
     from oxide_build.compile import CompileOptions, compile_module
     from oxide_build.package.artifacts import write_module_artifacts
 
     backend, fma = request.param
-    arch = device.context_device(device.current_context()).arch
     name = f"fma_{backend}_{'on' if fma else 'off'}"
     root = tmp_path_factory.mktemp(name)
     pkg = root / name
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     shutil.copy(KERNELS, pkg / "fmak.py")
+    if devices.on_cpu():
+        (root / "pyproject.toml").write_text(f'[project]\nname = "{name}"\nversion = "0"\n\n'
+                                             f'[tool.oxide]\nfma = {str(fma).lower()}\n')
+        sys.path.insert(0, str(root))
+        yield importlib.import_module(f"{name}.fmak"), fma
+        sys.path.remove(str(root))
+        return
+    arch = device.context_device(device.current_context()).arch
     options = CompileOptions(archs=(arch,), backend=backend, fma=fma)
     write_module_artifacts(compile_module(pkg / "fmak.py", f"{name}.fmak", options, root=root), pkg)
     sys.path.insert(0, str(root))
