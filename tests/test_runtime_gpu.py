@@ -25,7 +25,7 @@ import pytest
 
 import devices
 
-pytestmark = [pytest.mark.gpu, devices.gpu_only("CUDA contexts, streams, CuPy and faults of the GPU runtime")]
+pytestmark = [pytest.mark.gpu, devices.gpu_only("hand-written PTX loaded through a manifest, CUDA contexts, streams, CuPy and faults of the GPU runtime")]
 
 SIZES = [1, 1000, 2**24 + 3]
 
