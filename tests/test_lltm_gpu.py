@@ -11,21 +11,22 @@ import pytest
 
 import devices
 
-pytestmark = [pytest.mark.gpu, devices.gpu_only("oxide.torch operators on CUDA tensors, torch.compile and CUDA graphs")]
+pytestmark = pytest.mark.gpu  # on the CPU device, with CPU tensors (torch.compile and CUDA graphs: GPU only)
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 torch = pytest.importorskip("torch")
 
-SIZES = [(16, 32, 128), (7, 19, 131), (300, 256, 1000)]  # upstream's benchmark size; odd sizes; a larger one
+SIZES = [(16, 32, 128), (7, 19, 131), devices.sized((300, 256, 1000), (40, 64, 300))]  # upstream's; odd; a larger one
 
 
 def _inputs(batch: int, features: int, state: int, dtype: Any, seed: int) -> tuple[Any, ...]:
-    g = torch.Generator(device="cuda").manual_seed(seed)
+    device = devices.torch_device()
+    g = torch.Generator(device=device).manual_seed(seed)
 
     def r(*shape: int, scale: float = 1.0) -> Any:
-        return (torch.randn(*shape, generator=g, device="cuda", dtype=torch.float64) * scale).to(dtype)
+        return (torch.randn(*shape, generator=g, device=device, dtype=torch.float64) * scale).to(dtype)
 
     stdv = 1.0 / state**0.5
     return (r(batch, features), r(3 * state, features + state, scale=stdv), r(3 * state, scale=stdv),
@@ -90,6 +91,7 @@ def test_lltm_backward_op_alone() -> None:
     _check((new_h, new_cell, d_input, d_weights, d_bias, d_old_h, d_old_cell), want, torch.float64, "ops")
 
 
+@devices.gpu_only("torch.compile of the CUDA operators (CUDA graphs in reduce-overhead)")
 @pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
 def test_lltm_under_torch_compile(mode: str) -> None:
     """torch.compile with fullgraph=True (a graph break raises), the backward compiled too;
@@ -112,6 +114,7 @@ def test_lltm_under_torch_compile(mode: str) -> None:
         _check(got, want, torch.float64, f"compiled ({mode}) call {seed}")
 
 
+@devices.gpu_only("CUDA graphs and streams")
 def test_lltm_in_a_cuda_graph_and_on_a_side_stream() -> None:
     from examples.lltm.lltm import lltm_forward
 
