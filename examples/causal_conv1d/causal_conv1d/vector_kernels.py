@@ -31,7 +31,7 @@ index32 instance (``index32=False``), which would double the compile time for no
 from __future__ import annotations
 
 import oxide as ox
-from oxide import MutSlice, MutTensor, Slice, Tensor, block, bf16, f16, f32, i16, i32, i64, thread, u16, warp
+from oxide import MutSlice, MutTensor, Slice, Tensor, bf16x2, block, f16, f16x2, f32, f32x2, i16, i32, i64, thread, warp
 
 __all__ = ["fwd_channel_first", "fwd_channel_last", "bwd_channel_first", "bwd_channel_last",
            "reduce_partials", "F32", "F16", "BF16", "CL_STEP",
@@ -64,14 +64,11 @@ def word_value(w: i32, E: ox.Constexpr[int], DT: ox.Constexpr[int]) -> f32:
 
 
 def pack(lo: f32, hi: f32, DT: ox.Constexpr[int]) -> i32:
-    """Two f32 values rounded to halves (DT: F16 or BF16), in one word, ``lo`` in the low half."""
+    """Two f32 values rounded to halves (DT: F16 or BF16), in one word, ``lo`` in the low half:
+    one ``cvt.rn.f16x2.f32`` / ``cvt.rn.bf16x2.f32`` (``__floats2half2_rn``)."""
     if DT == BF16:
-        a = i32(ox.bits.bitcast(bf16(lo), u16))
-        b = i32(ox.bits.bitcast(bf16(hi), u16))
-        return a | (b << 16)
-    c = i32(ox.bits.bitcast(f16(lo), u16))
-    d = i32(ox.bits.bitcast(f16(hi), u16))
-    return c | (d << 16)
+        return ox.bits.bitcast(bf16x2(f32x2(lo, hi)), i32)
+    return ox.bits.bitcast(f16x2(f32x2(lo, hi)), i32)
 
 
 def word_of(v: Slice[f32], AT: ox.Constexpr[int], DT: ox.Constexpr[int]) -> i32:
@@ -81,14 +78,18 @@ def word_of(v: Slice[f32], AT: ox.Constexpr[int], DT: ox.Constexpr[int]) -> i32:
     return pack(v[AT], v[AT + 1], DT)
 
 
+LOG2E = 1.4426950408889634
+
+
 def silu(v: f32) -> f32:
-    # upstream builds with --use_fast_math: __expf and __fdividef, as here (a few ulp; without
-    # them the exp and the IEEE division make the forward compute-bound)
-    return ox.math.fast_div(v, 1.0 + ox.math.fast_exp(-v))
+    # upstream builds with --use_fast_math: expf is ex2.approx.ftz of v * log2(e) and the
+    # division __fdividef, as here (a few ulp; without them the exp and the IEEE division make
+    # the forward compute-bound)
+    return ox.math.fast_div(v, 1.0 + ox.math.fast_exp2(v * -LOG2E))
 
 
 def silu_grad(pre: f32) -> f32:
-    s = ox.math.fast_div(1.0, 1.0 + ox.math.fast_exp(-pre))
+    s = ox.math.fast_div(1.0, 1.0 + ox.math.fast_exp2(pre * -LOG2E))
     return s * (1.0 + pre * (1.0 - s))
 
 
@@ -200,20 +201,21 @@ def fwd_channel_last(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1]
     b = block.idx.y // groups
     l0 = ((block.idx.y - b * groups) * CL_ROWS + thread.idx.y) * steps * CL_STEP
     if wd < words and l0 < seqlen:
-        xb = i64(b) * x_sb + wd
-        ob = i64(b) * o_sb + wd
+        # word offsets of row l0, advanced a row at a time (an add, not a 64-bit product a row)
+        xo = i64(b) * x_sb + wd + i64(l0) * x_sl
+        oo = i64(b) * o_sb + wd + i64(l0) * o_sl
         win = ox.local.array(8, f32)  # win[4 * e + s]: channel e at position l - (W - 1) + s
         for s in ox.static_range(W - 1):
-            p = l0 - (W - 1) + s
             h: i32 = 0
-            if p >= 0:
-                h = x[xb + i64(p) * x_sl]
+            if l0 - (W - 1) + s >= 0:
+                h = x[xo - (W - 1 - s) * x_sl]
             for e in ox.static_range(2):
                 win[4 * e + s] = 0.0
                 if DT != F32 or e == 0:
                     win[4 * e + s] = word_value(h, e, DT)
         nx = ox.local.array(CL_STEP, i32)  # the next CL_STEP rows' words
-        load_column(x, xb, x_sl, l0, seqlen, nx)
+        load_column(x, xo, x_sl, seqlen - l0, nx)
+        xo += CL_STEP * x_sl
         wv = ox.local.array(8, f32)  # wv[4 * e + k]: channel e of the word
         bv = ox.local.array(2, f32)
         for e2 in ox.static_range(2):
@@ -228,13 +230,15 @@ def fwd_channel_last(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1]
                     bv[e2] = bias[ch]
         cur = ox.local.array(CL_STEP, i32)
         ov = ox.local.array(2 * CL_STEP, f32)  # ov[2 * j + e]: channel e at position p0 + j
+        wo = ox.local.array(CL_STEP, i32)
         for st in range(steps):
-            p0 = l0 + st * CL_STEP
-            if p0 < seqlen:
+            rem = seqlen - (l0 + st * CL_STEP)  # rows left from this step's first
+            if rem > 0:
                 for i in ox.static_range(CL_STEP):
                     cur[i] = nx[i]
                 if st + 1 < steps:
-                    load_column(x, xb, x_sl, p0 + CL_STEP, seqlen, nx)
+                    load_column(x, xo, x_sl, rem - CL_STEP, nx)
+                    xo += CL_STEP * x_sl
                 for j in ox.static_range(CL_STEP):
                     for e3 in ox.static_range(2):
                         ov[2 * j + e3] = 0.0
@@ -249,19 +253,24 @@ def fwd_channel_last(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1]
                 if act:  # one branch around the step's outputs: their exp and division chains interleave
                     for j2 in ox.static_range(2 * CL_STEP):
                         ov[j2] = silu(ov[j2])
+                for j4 in ox.static_range(CL_STEP):
+                    wo[j4] = word_of(ov, 2 * j4, DT)
                 for j3 in ox.static_range(CL_STEP):
-                    if p0 + j3 < seqlen:
+                    if j3 < rem:
                         with ox.unsafe():
-                            out[ob + i64(p0 + j3) * o_sl] = word_of(ov, 2 * j3, DT)
+                            out[oo] = wo[j3]
+                    oo += o_sl
 
 
-def load_column(x: Slice[i32], col: i64, sl: i64, p0: i32, seqlen: i32, dst: MutSlice[i32]) -> None:
-    """dst[i] = the word of column ``col`` at position p0 + i (row stride ``sl`` words), zero
-    at and past ``seqlen``; CL_STEP of them, all issued before any is used."""
+def load_column(x: Slice[i32], at: i64, sl: i64, rem: i32, dst: MutSlice[i32]) -> None:
+    """dst[i] = the word at ``at + i * sl`` (row stride ``sl`` words) for i < ``rem``, zero
+    after; CL_STEP of them, all issued before any is used."""
+    o = at
     for i in ox.static_range(CL_STEP):
         dst[i] = 0
-        if p0 + i < seqlen:
-            dst[i] = x[col + i64(p0 + i) * sl]
+        if i < rem:
+            dst[i] = x[o]
+        o += sl
 
 
 @ox.kernel(bounds_check=False, index32=False, launch_bounds=256, constexprs={"W": [2, 3, 4], "DT": [0, 1, 2]})
@@ -413,20 +422,39 @@ def bwd_channel_last(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1]
     for it in range(segs_per):
         l0 = ((grp * segs_per + it) * CL_ROWS + ty) * CL_SEG_BWD
         if live and l0 < seqlen:
+            rem = seqlen - l0  # positions left from l0
             rx = ox.local.array(CL_SEG_BWD + 6, i32)  # rx[i]: x at l0 - 3 + i
             rg = ox.local.array(CL_SEG_BWD + 3, i32)  # rg[i]: dout at l0 + i
-            for i in ox.static_range(CL_SEG_BWD + 6):
-                rx[i] = 0
-                if i >= 4 - W and i < CL_SEG_BWD + 2 + W:
-                    p = l0 - 3 + i
-                    if p >= 0 and p < seqlen:
-                        rx[i] = x[xb + i64(p) * x_sl]
-            for i2 in ox.static_range(CL_SEG_BWD + 3):
-                rg[i2] = 0
-                if i2 < CL_SEG_BWD + W - 1:
-                    p2 = l0 + i2
-                    if p2 < seqlen:
-                        rg[i2] = dout[gb + i64(p2) * g_sl]
+            # word offsets advanced a row at a time (an add, not a 64-bit product a row); the
+            # rows checked against the sequence's ends only in its first and last segments
+            xo = xb + i64(l0 - (W - 1)) * x_sl
+            go = gb + i64(l0) * g_sl
+            if l0 >= W - 1 and rem >= CL_SEG_BWD + W - 1:
+                for i in ox.static_range(CL_SEG_BWD + 6):
+                    rx[i] = 0
+                    if i >= 4 - W and i < CL_SEG_BWD + 2 + W:
+                        rx[i] = x[xo]
+                        xo += x_sl
+                for i2 in ox.static_range(CL_SEG_BWD + 3):
+                    rg[i2] = 0
+                    if i2 < CL_SEG_BWD + W - 1:
+                        rg[i2] = dout[go]
+                        go += g_sl
+            else:
+                for i3 in ox.static_range(CL_SEG_BWD + 6):
+                    rx[i3] = 0
+                    if i3 >= 4 - W and i3 < CL_SEG_BWD + 2 + W:
+                        if i3 - 3 >= -l0 and i3 - 3 < rem:
+                            rx[i3] = x[xo]
+                        xo += x_sl
+                for i4 in ox.static_range(CL_SEG_BWD + 3):
+                    rg[i4] = 0
+                    if i4 < CL_SEG_BWD + W - 1:
+                        if i4 < rem:
+                            rg[i4] = dout[go]
+                        go += g_sl
+            do = dxb + i64(l0) * d_sl
+            wdx = ox.local.array(CL_SEG_BWD, i32)  # dx's words at l0 + j
             xw = ox.local.array(8, f32)  # xw[4 * e + s]: x of channel e at m - (W - 1) + s
             gw = ox.local.array(8, f32)  # gw[4 * e + s]: g of channel e at m - (W - 1) + s
             for s in ox.static_range(W - 1):
@@ -461,10 +489,18 @@ def bwd_channel_last(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1]
                             xw[4 * e3 + s2] = xw[4 * e3 + s2 + 1]
                             gw[4 * e3 + s2] = gw[4 * e3 + s2 + 1]
                 if q >= W - 1:
-                    m = l0 + q - (W - 1)
-                    if m < seqlen:
+                    wdx[q - (W - 1)] = word_of(ov, 0, DT)
+            if rem >= CL_SEG_BWD:
+                for j5 in ox.static_range(CL_SEG_BWD):
+                    with ox.unsafe():
+                        dx[do] = wdx[j5]
+                    do += d_sl
+            else:
+                for j6 in ox.static_range(CL_SEG_BWD):
+                    if j6 < rem:
                         with ox.unsafe():
-                            dx[dxb + i64(m) * d_sl] = word_of(ov, 0, DT)
+                            dx[do] = wdx[j6]
+                    do += d_sl
     # the block's sums over its CL_ROWS segments of a column, in order
     red = ox.shared.array((CL_ROWS, 32 * 10), f32)
     for e4 in ox.static_range(2):
