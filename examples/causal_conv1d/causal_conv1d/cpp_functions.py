@@ -117,6 +117,15 @@ def _cl_bwd_split(batch: int, seqlen: int) -> tuple[int, int]:
     return _cdiv(nsegs, vk.CL_ROWS * segs_per), segs_per
 
 
+def _cf_fwd_vectors(rows: int, nvec: int) -> int:
+    """The 8-position vectors a thread of the channel-first forward takes (up to
+    ``vk.CF_VECS``): the most that still leave half a million threads (rows: batch x dim)."""
+    vpt = vk.CF_VECS
+    while vpt > 1 and rows * _cdiv(nvec, vpt) < 1 << 19:
+        vpt //= 2
+    return vpt
+
+
 def _vector_ok(channel_last: bool, *ts: torch.Tensor) -> bool:
     """Whether the vector kernels take these (batch, dim, seqlen) tensors: stride 1 along the
     vector's axis, the other strides and that axis's length multiples of 8, 16-byte aligned."""
@@ -159,7 +168,8 @@ def _fwd(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], se
         else:
             nvec = seqlen // 8
             threads = 128 if nvec >= 128 else _cdiv(nvec, 32) * 32
-            vk.fwd_channel_first[(_cdiv(nvec, threads), dim, batch), threads](
+            vpt = _cf_fwd_vectors(batch * dim, nvec)
+            vk.fwd_channel_first[(_cdiv(nvec, threads * vpt), dim, batch), threads](
                 _words(x), w32, bias_arg, _words(out), nvec,
                 xs[0], xs[1], os_[0], os_[1], b32 is not None, silu_activation, width, dt)
     else:

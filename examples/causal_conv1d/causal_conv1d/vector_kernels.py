@@ -8,10 +8,12 @@ back with round-to-nearest-even conversions, as upstream's ``input_t(float)``. `
 filter width (2, 3 or 4).
 
 Channel-first (stride 1 along the positions): a thread has 8 consecutive positions of a row,
-read with one 16-byte ``load4`` (8 halves; two for fp32) as upstream's ``vec_t``. The forward
-reads the W - 1 positions before them with an 8-byte load (an L1 hit); the backward takes them
-from the lane below by a shuffle and the gradient after them from the lane above (upstream
-exchanges both through shared memory), so each position's gradient is computed once.
+read with one 16-byte ``load4`` (8 halves; two for fp32) as upstream's ``vec_t``, and the
+forward up to CF_VECS such vectors, all loaded before any is converted (the kernel is bound by
+the bytes in flight). The W - 1 positions before a vector come from the lane below by a
+shuffle (lane 0 loads them: 8 bytes, an L1 hit) and, in the backward, the gradient after them
+from the lane above (upstream exchanges both through shared memory), so each position's
+gradient is computed once.
 
 Channel-last (stride 1 along the channels): a thread has one word column (two channels of
 halves, one fp32 channel) and a run of positions, so a warp reads and writes whole 128-byte
@@ -31,11 +33,11 @@ index32 instance (``index32=False``), which would double the compile time for no
 from __future__ import annotations
 
 import oxide as ox
-from oxide import MutSlice, MutTensor, Slice, Tensor, bf16x2, block, f16, f16x2, f32, f32x2, i16, i32, i64, thread, warp
+from oxide import MutSlice, MutTensor, Slice, Tensor, bf16x2, block, f16, f16x2, f32, f32x2, grid, i16, i32, i64, thread, warp
 
 __all__ = ["fwd_channel_first", "fwd_channel_last", "bwd_channel_first", "bwd_channel_last",
            "reduce_partials", "F32", "F16", "BF16", "CL_STEP",
-           "CL_SEG_BWD", "CL_ROWS"]
+           "CL_SEG_BWD", "CL_ROWS", "CF_VECS"]
 
 F32 = 0
 F16 = 1
@@ -43,6 +45,7 @@ BF16 = 2
 CL_STEP = 8           # positions the channel-last forward loads at a time, a thread
 CL_SEG_BWD = 16       # and backward
 CL_ROWS = 4           # channel-last blocks: 32 word columns x CL_ROWS position segments
+CF_VECS = 4           # 8-position vectors a thread of the channel-first forward takes, at most
 
 
 def lane(w: i32, HI: ox.Constexpr[int], DT: ox.Constexpr[int]) -> f32:
@@ -147,45 +150,74 @@ def store_row8(out: MutSlice[i32], e: i64, v: Slice[f32], DT: ox.Constexpr[int])
                        pack(v[6], v[7], DT))
 
 
-@ox.kernel(bounds_check=False, index32=False, constexprs={"W": [2, 3, 4], "DT": [0, 1, 2]})
+@ox.kernel(bounds_check=False, index32=False, launch_bounds=128, constexprs={"W": [2, 3, 4], "DT": [0, 1, 2]})
 def fwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1], out: MutSlice[i32],
                       nvec: i32, x_sb: i64, x_sc: i64, o_sb: i64, o_sc: i64,
                       has_bias: bool, act: bool, W: ox.Constexpr[int], DT: ox.Constexpr[int]) -> None:
-    """One thread per 8 positions of one (batch, channel) row, rows with stride 1 along the
-    positions and a length that is a multiple of 8: ``nvec`` 8-position vectors a row. Grid
-    (vector blocks, dim, batch): the block gives the channel and the batch, no division.
-    (Tried and slower on the H200: two vectors a thread with the positions before a vector
-    shuffled from the lane below, 0.86-0.89x upstream; a block walking its row with the next
-    vector prefetched, 0.89-0.91x.)"""
-    v = block.idx.x * block.dim.x + thread.idx.x
+    """Each thread has up to CF_VECS vectors of 8 positions of one (batch, channel) row, rows
+    with stride 1 along the positions and a length that is a multiple of 8: ``nvec``
+    8-position vectors a row. Grid (vector blocks, dim, batch): the block gives the channel
+    and the batch, no division; a thread's vectors are ``grid.dim.x * block.dim.x`` apart, so
+    each load of a warp is 512 contiguous bytes, and the host picks how many a thread takes by
+    the grid's x (``cpp_functions._cf_fwd_vectors``). A thread issues the 16-byte loads of all
+    its vectors before it converts or computes anything: the kernel is bound by the bytes in
+    flight (one vector a thread at 40 registers, 12 blocks an SM, was 0.78x upstream where 2
+    were 0.96x). The W - 1 positions before a vector come from the lane below by a shuffle,
+    lane 0 loading them (8 bytes, an L1 hit)."""
+    v0 = block.idx.x * block.dim.x + thread.idx.x
+    span = grid.dim.x * block.dim.x
     c = block.idx.y
     b = block.idx.z
-    if v < nvec:
-        l0 = i64(v) * 8
-        xe = i64(b) * x_sb + i64(c) * x_sc + l0
-        oe = i64(b) * o_sb + i64(c) * o_sc + l0
-        xv = ox.local.array(16, f32)  # xv[8 + j] holds position l0 + j
-        for j in ox.static_range(4):
-            xv[4 + j] = 0.0
-        load_row8(x, xe, DT, xv, 8)
-        if v > 0:
-            load_row4(x, xe - 4, DT, xv, 4)  # the 4 before: an 8-byte load (16 for fp32), an L1 hit
-        wv = ox.local.array(4, f32)
-        for k in ox.static_range(W):
-            wv[k] = weight[c, k]
-        bv: f32 = 0.0
-        if has_bias:
-            bv = bias[c]
-        ov = ox.local.array(8, f32)
+    lane_id = warp.lane()
+    xr = i64(b) * x_sb + i64(c) * x_sc
+    raw = ox.local.array(8 * CF_VECS, i32)  # raw[8 * r + q]: word q of vector r (4 for halves, 8 for fp32)
+    halo = ox.local.array(4 * CF_VECS, i32)  # lane 0: the words of the 4 positions before its vector r
+    for r in ox.static_range(CF_VECS):
+        v = v0 + r * span
+        for q in ox.static_range(8):
+            raw[8 * r + q] = 0
+        for q2 in ox.static_range(4):
+            halo[4 * r + q2] = 0
+        if v < nvec:
+            load_raw8(x, xr + i64(v) * 8, DT, raw, 8 * r)
+            if lane_id == 0 and v > 0:
+                load_raw4(x, xr + i64(v) * 8 - 4, DT, halo, 4 * r)
+    wv = ox.local.array(4, f32)
+    for k in ox.static_range(W):
+        wv[k] = weight[c, k]
+    bv: f32 = 0.0
+    if has_bias:
+        bv = bias[c]
+    orow = i64(b) * o_sb + i64(c) * o_sc
+    for r2 in ox.static_range(CF_VECS):
+        v2 = v0 + r2 * span
+        xv = ox.local.array(16, f32)  # xv[8 + j] holds position 8 * v2 + j
         for j in ox.static_range(8):
-            acc = bv
-            for k in ox.static_range(W):
-                acc += wv[k] * xv[8 + j - (W - 1) + k]
-            ov[j] = acc
-        if act:  # one branch around the 8 (upstream's): their exp and division chains interleave
+            xv[j] = 0.0
+        unpack_row8(raw, DT, xv, 8, 8 * r2)
+        # the 4 before: the last words of the lane below's vector (lane 0: its own loads)
+        for j4 in ox.static_range(4):
+            if DT == F32 or j4 % 2 == 0:
+                wi = (4 + j4) if DT == F32 else (2 + j4 // 2)
+                up = warp.shfl_up(raw[8 * r2 + wi], 1)
+                hw = halo[4 * r2 + (j4 if DT == F32 else j4 // 2)]
+                word = hw if lane_id == 0 else up
+                if DT == F32:
+                    xv[4 + j4] = ox.bits.bitcast(word, f32)
+                else:
+                    xv[4 + j4] = lane(word, 0, DT)
+                    xv[5 + j4] = lane(word, 1, DT)
+        if v2 < nvec:
+            ov = ox.local.array(8, f32)
             for j2 in ox.static_range(8):
-                ov[j2] = silu(ov[j2])
-        store_row8(out, oe, ov, DT)
+                acc = bv
+                for k2 in ox.static_range(W):
+                    acc += wv[k2] * xv[8 + j2 - (W - 1) + k2]
+                ov[j2] = acc
+            if act:  # one branch around the 8 (upstream's): their exp and division chains interleave
+                for j3 in ox.static_range(8):
+                    ov[j3] = silu(ov[j3])
+            store_row8(out, orow + i64(v2) * 8, ov, DT)
 
 
 @ox.kernel(bounds_check=False, index32=False, launch_bounds=128, constexprs={"W": [2, 3, 4], "DT": [0, 1, 2]})
@@ -271,6 +303,45 @@ def load_column(x: Slice[i32], at: i64, sl: i64, rem: i32, dst: MutSlice[i32]) -
         if i < rem:
             dst[i] = x[o]
         o += sl
+
+
+def load_raw8(x: Slice[i32], e: i64, DT: ox.Constexpr[int], dst: MutSlice[i32], AT: ox.Constexpr[int]) -> None:
+    """The words of elements e … e + 7 (16-byte aligned) into dst[AT …]: 4 for halves, 8 for fp32."""
+    a = x.load4(e // (4 if DT == F32 else 8))
+    dst[AT] = a.x
+    dst[AT + 1] = a.y
+    dst[AT + 2] = a.z
+    dst[AT + 3] = a.w
+    if DT == F32:
+        q = x.load4(e // 4 + 1)
+        dst[AT + 4] = q.x
+        dst[AT + 5] = q.y
+        dst[AT + 6] = q.z
+        dst[AT + 7] = q.w
+
+
+def load_raw4(x: Slice[i32], e: i64, DT: ox.Constexpr[int], dst: MutSlice[i32], AT: ox.Constexpr[int]) -> None:
+    """The words of elements e … e + 3 (e a multiple of 4) into dst[AT …]: 2 for halves, 4 for fp32."""
+    if DT == F32:
+        a = x.load4(e // 4)
+        dst[AT] = a.x
+        dst[AT + 1] = a.y
+        dst[AT + 2] = a.z
+        dst[AT + 3] = a.w
+    else:
+        h = x.load2(e // 4)
+        dst[AT] = h.x
+        dst[AT + 1] = h.y
+
+
+def unpack_row8(w: Slice[i32], DT: ox.Constexpr[int], dst: MutSlice[f32], AT: ox.Constexpr[int],
+                FROM: ox.Constexpr[int]) -> None:
+    """The 8 elements of ``load_raw8``'s words at w[FROM …] as f32, into dst[AT …]."""
+    for j in ox.static_range(8):
+        if DT == F32:
+            dst[AT + j] = ox.bits.bitcast(w[FROM + j], f32)
+        else:
+            dst[AT + j] = lane(w[FROM + j // 2], j % 2, DT)
 
 
 @ox.kernel(bounds_check=False, index32=False, launch_bounds=256, constexprs={"W": [2, 3, 4], "DT": [0, 1, 2]})
