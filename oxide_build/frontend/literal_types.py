@@ -32,9 +32,10 @@ from oxide.lang.types import ScalarType
 from ..ir import nodes as ir
 from ..scan import constant_value
 from ..ir.ops import BINARY_OPS_OF_AST, COMPARE_OPS_OF_AST
-from ..ir.types import (BOOL, F64, I64, ArrayType, ThreadIndexType, Type, ViewType, as_scalar, is_int,
-                        literal_type)
-from .annotations import PYTHON_SCALARS, oxide_name, resolve_annotation
+from ..ir.types import (BOOL, F64, I64, ArrayType, StructType, ThreadIndexType, TupleType, Type, VectorType, ViewType,
+                        as_scalar, is_int, literal_type)
+from . import structs, vectors
+from .annotations import PYTHON_SCALARS, oxide_name, resolve_annotation, struct_type
 from .generics import static_type_test, type_operand
 from .literal_locals import LiteralLocals
 from .module_memory import module_array_decl
@@ -43,7 +44,6 @@ from .semantics import Semantics, choice_literal, is_literal_choice
 
 if TYPE_CHECKING:
     from ..intrinsics.context import TypingContext
-    from ..ir.types import VectorType
     from .translate import FunctionTranslator
 
 __all__ = ["LiteralTypes", "RETYPE_ATTEMPTS", "decide_literal_types"]
@@ -76,7 +76,12 @@ class _UnknownResult(_Unknown):
 
 
 class _Failed(Exception):
-    """The attempt stops here, as its translation would, with a type error."""
+    """The attempt stops here, as its translation would, with a type error (at ``where``:
+    line and column)."""
+
+    def __init__(self, where: tuple[int, int]) -> None:
+        super().__init__(where)
+        self.where = where
 
 
 def decide_literal_types(tr: FunctionTranslator) -> LiteralTypes:
@@ -96,20 +101,26 @@ def decide_literal_types(tr: FunctionTranslator) -> LiteralTypes:
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             reads.setdefault(n.id, []).append(n)
     type_tests: dict[int, bool | None] = {}  # static_type_test of a condition, by its node
+    failures: list[tuple[tuple[int, int], dict[str, ScalarType]]] = []  # where each failed attempt stopped
     while True:
         walk = _Walk(tr, retype, reads, candidates, type_tests)
-        failed = not walk.run()
+        failed = walk.run()
         found = walk.literals.met_types()
         met[_key(retype)] = found
-        if not failed:
+        if failed is None:
             good = retype
+        else:
+            failures.append((failed, retype))
         tried.append(retype)
         wanted = {**retype, **found}
         if wanted in tried or len(tried) > RETYPE_ATTEMPTS:
-            if not failed:
+            if failed is None:
                 return LiteralTypes(retype, found)
             if good is None:
-                return LiteralTypes(retype, found, settled=False)
+                # every attempt fails: the types of the one that got furthest through the source,
+                # whose error (the translation's, made with them) is the one to fix
+                furthest = max(failures, key=lambda f: f[0])[1]
+                return LiteralTypes(furthest, met[_key(furthest)], settled=False)
             return LiteralTypes(good, met[_key(good)])
         retype = wanted
 
@@ -183,13 +194,13 @@ class _Walk:
 
     # ---- statements -----------------------------------------------------------------------
 
-    def run(self) -> bool:
-        """The walk; False where it stopped at a type error (the attempt failed)."""
+    def run(self) -> tuple[int, int] | None:
+        """The walk; where it stopped at a type error (the attempt failed), or None."""
         try:
             self.block(self.tr.fdef.body)
-        except _Failed:
-            return False
-        return True
+        except _Failed as failed:
+            return failed.where
+        return None
 
     def block(self, stmts: list[ast.stmt]) -> None:
         self.blocks.append(stmts)
@@ -200,8 +211,9 @@ class _Walk:
                     self.stmt(stmt)
                 except _Unknown:
                     self.give_up(stmt)
-                except CompileError:
-                    raise _Failed from None
+                except CompileError as exc:
+                    where = (exc.location.line, exc.location.col) if exc.location else (0, 0)
+                    raise _Failed(where) from None
         finally:
             self.blocks.pop()
             for name in set(self.constants) - constants_before:  # they name nothing after it (translate.py)
@@ -246,6 +258,11 @@ class _Walk:
             elif isinstance(node.target, ast.Subscript):
                 load = ast.copy_location(ast.Subscript(node.target.value, node.target.slice, ast.Load()), node.target)
                 self.store(node.target, ast.copy_location(ast.BinOp(load, node.op, node.value), node), node)
+            elif isinstance(node.target, ast.Attribute):  # v.x += 1.0, p.mass += m
+                load_lane = ast.copy_location(ast.Attribute(node.target.value, node.target.attr, ast.Load()),
+                                              node.target)
+                lane_value = ast.copy_location(ast.BinOp(load_lane, node.op, node.value), node)
+                self.assign_attribute(node.target, self.expr(lane_value), node)
             else:
                 raise _Unknown
         elif isinstance(node, ast.Expr):
@@ -329,6 +346,12 @@ class _Walk:
                     raise _Unknown
                 self.assign_value(t, v, node)
             return
+        if isinstance(target, ast.Tuple) and not isinstance(value_node, (ast.Tuple, ast.List, ast.Attribute)):
+            self.unpack(target, self.expr(value_node), node)
+            return
+        if isinstance(target, ast.Attribute):
+            self.assign_attribute(target, self.expr(value_node), node)
+            return
         if not isinstance(target, ast.Name):
             raise _Unknown
         if target.id not in self.env and isinstance(value_node, (ast.Name, ast.Attribute, ast.Call)) and not (
@@ -338,6 +361,26 @@ class _Walk:
                 self.aliases[target.id] = named
                 return
         self.assign_value(target, self.expr(value_node), node)
+
+    def unpack(self, target: ast.Tuple, value: ir.Expr, node: ast.stmt) -> None:
+        """``t, n = hit(...)``: each name or element assigned its element of a tuple (a device
+        function's result) or its lane of a vector, as translate.py's unpack."""
+        if isinstance(value.ty, TupleType):
+            elems = list(value.ty.elems)
+        elif isinstance(value.ty, VectorType):
+            elems = [value.ty.elem] * value.ty.lanes
+        else:
+            raise _Unknown
+        if len(elems) != len(target.elts):
+            raise _Unknown  # the translation's located error
+        for t, ety in zip(target.elts, elems):
+            element = ir.Var("$element", ety, value.loc)
+            if isinstance(t, ast.Name):
+                self.assign_value(t, element, node)
+            elif isinstance(t, ast.Subscript):
+                self.store(t, t, node, element)
+            else:
+                raise _Unknown
 
     def chained_assign(self, node: ast.Assign) -> None:
         """``a = b = value``: as translate.py's chained_assign, the value once (in a temporary
@@ -374,33 +417,15 @@ class _Walk:
             if isinstance(value, ir.Const) and value.weak and self.named_constant(name):
                 self.constants[name] = value.value  # Constants.is_named_constant
                 return
-            if isinstance(value.ty, ThreadIndexType) and self.tr.scope.assign_counts.get(name, 0) > 1:
-                value = ir.Cast(value, I64, value.loc)
             if isinstance(value.ty, ArrayType):
                 self.declared_arrays.add(name)
-            if isinstance(value, ir.Const) and value.weak or is_literal_choice(value):
-                self.literals.names.add(name)
-                if name in self.literals.retype:
-                    value = self.semantics.convert(value, self.literals.retype[name], node)
-            elif isinstance(value, ir.Var) and (value.name in self.literals.names or value.name in self.literals.copies):
-                self.literals.copies[name] = value.name
-            self.env[name] = self.semantics.materialize(value).ty
+            assigned_again = self.tr.scope.assign_counts.get(name, 0) > 1
+            self.env[name] = self.semantics.first_assignment(name, value, node, assigned_again).ty
             return
         declared = self.env[name]
         if isinstance(declared, ThreadIndexType):
-            raise _Failed
-        met = as_scalar(value.ty) if isinstance(declared, ScalarType) else None
-        try:
-            self.semantics.convert_implicit(value, declared, node, f"assignment to {name!r}")
-        except CompileError:
-            if met is not None and not self.literals.mentioned_in(value):
-                self.literals.note_partner(ir.Var(name, declared, value.loc), met)
-            if (met is not None and met.kind == "float" and isinstance(declared, ScalarType)
-                    and declared.kind in ("int", "uint") and name in self.literals.names):
-                self.literals.partners.setdefault(name, []).append(met)
-            raise
-        if met is not None:
-            self.literals.note_partner(ir.Var(name, declared, value.loc), met)
+            raise _Failed((target.lineno, target.col_offset + 1))
+        self.semantics.assignment(name, declared, value, node)
 
     def named_constant(self, name: str) -> bool:
         """Constants.is_named_constant: assigned once, and read only in the block being walked."""
@@ -585,7 +610,13 @@ class _Walk:
                 and isinstance(node.value.value, ast.Name) and isinstance(self.env.get(node.value.value.id), ViewType)):
             return ir.Var("$extent", I64, loc)
         view = self.expr(node.value)
-        if not isinstance(view.ty, (ViewType, ArrayType)) or not isinstance(view.ty.elem, ScalarType):
+        if isinstance(view.ty, VectorType):  # v[k]: a lane chosen at compile time (vectors.indexed_lane)
+            k = self.const_int(node.slice)
+            if k is None or not 0 <= k < view.ty.lanes:
+                raise _Unknown
+            return ir.Var("$lane", view.ty.elem, loc)
+        if not isinstance(view.ty, (ViewType, ArrayType)) or not isinstance(view.ty.elem, (ScalarType, VectorType,
+                                                                                             StructType)):
             raise _Unknown
         if isinstance(view.ty, ArrayType) and (view.ty.barrier or view.ty.fragment):
             raise _Unknown
@@ -614,12 +645,37 @@ class _Walk:
                 raise _Unknown
 
     def attribute(self, node: ast.Attribute) -> ir.Expr:
-        # the translator's visit_Attribute for special registers, warpSize, math.pi; anything
-        # else (a vector lane, a field) the walk does not type
+        # the translator's visit_Attribute: special registers, warpSize, math.pi, a vector's
+        # lane, a struct's field
         value = self.tr.register_or_constant(node, self.env)
-        if value is None:
+        if value is not None:
+            return value
+        base = node.value
+        if isinstance(base, ast.Name) and base.id in self.unknown:
             raise _Unknown
-        return value
+        if isinstance(base, ast.Name) and isinstance(self.env.get(base.id), (VectorType, StructType)) or not isinstance(
+                base, (ast.Name, ast.Attribute)) or isinstance(base, ast.Attribute) and oxide_name(self.tr.module, base) is None:
+            of = self.expr(base)
+            if isinstance(of.ty, VectorType):
+                return self.probe(lambda ctx: vectors.component(ctx, of, node.attr, node))
+            if isinstance(of.ty, StructType):
+                return self.probe(lambda ctx: structs.field(ctx, of, node.attr, node))
+        raise _Unknown
+
+    def assign_attribute(self, target: ast.Attribute, value: ir.Expr, node: ast.stmt) -> None:
+        """``v.x = e``, ``p.mass = e`` on a local (translate.py's assign_attribute): the value
+        converted to the lane's or field's type."""
+        base = target.value
+        if not isinstance(base, ast.Name) or base.id in self.unknown:
+            raise _Unknown
+        ty = self.env.get(base.id)
+        of = ir.Var(base.id, ty, ir.Loc(base.lineno, base.col_offset + 1)) if ty is not None else None
+        if of is not None and isinstance(ty, StructType):
+            self.probe(lambda ctx: structs.set_field(ctx, of, target.attr, value, node))
+        elif of is not None and isinstance(ty, VectorType):
+            self.probe(lambda ctx: vectors.set_lane(ctx, of, target.attr, value, node))
+        else:
+            raise _Unknown
 
     def call(self, node: ast.Call) -> ir.Expr:
         from ..intrinsics import INTRINSICS, KEYWORD_INTRINSICS
@@ -630,6 +686,10 @@ class _Walk:
         loc = ir.Loc(node.lineno, node.col_offset + 1)
         if any(isinstance(a, ast.Starred) for a in node.args):
             raise _Unknown
+        if isinstance(func, ast.Name) and func.id not in self.env and func.id not in self.unknown and getattr(
+                tr.module.symbols.get(func.id), "kind", "") == "struct":
+            struct_name = func.id
+            return self.probe(lambda ctx: structs.construct(ctx, struct_type(tr.module, struct_name), node))
         if isinstance(func, ast.Name) and func.id not in tr.module.symbols and func.id not in self.env:
             if func.id == "len" and len(node.args) == 1 and not node.keywords:
                 view = self.expr(node.args[0])
@@ -668,12 +728,11 @@ class _Walk:
         return self.device_call(node)
 
     def device_call(self, node: ast.Call) -> ir.Expr:
-        """A call of a device function: its arguments typed, each converted to a parameter
-        declared of a scalar type; its result the instance's, where the program already has
-        it, or the declared return type."""
+        """A call of a device function: the instance ``ProgramBuilder.call_signature`` makes
+        of it, each argument converted to a parameter of a scalar type; its result of the
+        declared return type (a scalar, a tuple, a struct)."""
         tr = self.tr
-        if node.keywords or isinstance(node.func, ast.Name) and tr.module.symbols.get(node.func.id) is not None and \
-                tr.module.symbols[node.func.id].kind == "struct":
+        if node.keywords:
             raise _Unknown
         target = tr.builder.resolve_function(tr.module, node.func)
         if target is None:
@@ -684,22 +743,19 @@ class _Walk:
                 not (isinstance(d, ast.Name) or isinstance(d, ast.Attribute)) for d in fdef.decorator_list):
             raise _Unknown  # @extern(...) and the rest: the translation decides
         args = [self.expr(a) for a in node.args]
-        for arg, param, arg_node in zip(args, params, node.args):
-            try:
-                ann = resolve_annotation(module, param.annotation, {}, f"parameter {param.arg!r}")
-            except CompileError:
-                continue
-            if isinstance(ann, ScalarType):
-                try:
-                    self.semantics.convert_implicit(arg, ann, arg_node, f"argument {param.arg!r} of {fdef.name}()")
-                except CompileError:
-                    pass
+        try:
+            typevars, param_types, constexprs = tr.builder.call_signature(tr, module, fdef, args, node)
+        except CompileError:
+            raise _Unknown from None  # the translation reports it
+        for arg, param, pty in zip(args, params, param_types):
+            if isinstance(pty, ScalarType) and param.arg not in constexprs:
+                self.semantics.convert_implicit(arg, pty, node, f"argument {param.arg!r} of {fdef.name}()")
         if fdef.returns is not None:
             try:
-                ret = resolve_annotation(module, fdef.returns, {}, "the return type")
+                ret = resolve_annotation(module, fdef.returns, typevars, "the return type")
             except CompileError:
-                ret = None
-            if isinstance(ret, ScalarType):
+                raise _UnknownResult from None
+            if isinstance(ret, (ScalarType, TupleType, StructType, VectorType)):
                 return ir.Var("$call", ret, ir.Loc(node.lineno, node.col_offset + 1))
         raise _UnknownResult
 

@@ -3,6 +3,7 @@ constraint) and every device-function instance they reach (one per call-site typ
 from __future__ import annotations
 
 import ast
+import os
 import itertools
 from pathlib import Path
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from .optional_views import is_present_name, present_name
 from .decorator_arguments import module_int, module_strings
 from .cpu_implementations import check_cpu_signature, cpu_implementation
 from .generics import bind_from_arguments, extern_symbol
-from .literal_types import RETYPE_ATTEMPTS, LiteralTypes, decide_literal_types
+from .literal_types import LiteralTypes, decide_literal_types
 from .translate import FunctionTranslator
 from .module_memory import check_constant_memory, module_array_decl
 from .view_values import device_param_type
@@ -40,6 +41,20 @@ class FrontendResult:
     program: ir.Program
     kernels: list[KernelSpec]
     error_sites: list[ErrorSite]
+
+
+@dataclass(frozen=True)
+class LiteralDisagreement:
+    """A function whose translation recorded its literal locals meeting other types than
+    literal_types.py's walk decided with (``met`` against ``decided.expected``), or that the
+    walk found failing where the translation did not: the walk lacks one of the translation's
+    rules. The translation stands (it checked every value it made); the record is for tests."""
+
+    file: str
+    function: str
+    line: int
+    decided: LiteralTypes
+    met: dict[str, ScalarType]
 
 
 @dataclass
@@ -63,8 +78,9 @@ class ProgramBuilder:
     externs: dict[str, ir.ExternFunction] = field(default_factory=dict)
     extern_kernels: list[ir.ExternFunction] = field(default_factory=list)
     arrays: dict[str, ir.ModuleArrayDecl] = field(default_factory=dict)  # symbol -> module-level array
-    # translations whose literal locals literal_types.py could not type (_search_literal_types)
-    literal_searches: int = 0
+    # translations that met literal locals otherwise than literal_types.py decided (none is
+    # expected: tests/test_literal_types.py holds every example and fixture to that)
+    literal_disagreements: list[LiteralDisagreement] = field(default_factory=list)
     _counter: int = 0
 
     def module_array(self, module: ModuleSource, name: str) -> ir.ModuleArrayDecl | None:
@@ -79,18 +95,6 @@ class ProgramBuilder:
     def fresh_name(self, hint: str) -> str:
         self._counter += 1
         return f"${hint}{self._counter}"
-
-    def _save(self) -> tuple[int, int, dict[Any, _Instance], dict[str, ir.ExternFunction], int, int]:
-        """What translating a function adds to the builder, to undo a discarded attempt."""
-        return (len(self.functions), len(self.error_sites), dict(self.instances), dict(self.externs),
-                len(self.extern_kernels), self._counter)
-
-    def _restore(self, saved: tuple[int, int, dict[Any, _Instance], dict[str, ir.ExternFunction], int, int]) -> None:
-        functions, sites, instances, externs, extern_kernels, counter = saved
-        del self.functions[functions:], self.error_sites[sites:], self.extern_kernels[extern_kernels:]
-        self.instances = dict(instances)  # the saved copies stay as saved for a later restore
-        self.externs = dict(externs)
-        self._counter = counter
 
     def error_at(self, module: ModuleSource, loc: ir.Loc, message: str, hint: str = "") -> CompileError:
         lines = module.lines
@@ -417,23 +421,27 @@ class ProgramBuilder:
         one list of argument types) as an IR function, with the translator that made it."""
         # A local first assigned a bare literal takes the type of the typed values it meets
         # (`acc = 0.0; acc += x[i]`: f32 with an f32 x). literal_types.py decides those types
-        # before the body is translated, and the body is translated once with them; what the
-        # translation records those locals meeting confirms the decision.
-        saved = self._save()
-        translator, body, failure, decided = self._attempt(module, fdef, typevars, kernel_name, bounds_check,
-                                                           is_kernel, param_types, constexprs, None)
+        # before the body is translated, and the body is translated once, with them.
+        translator = FunctionTranslator(self, module, fdef, typevars, is_kernel, kernel_name, bounds_check, constexprs)
+        self.call_stack.append((module.name, fdef.name))
+        try:
+            translator.translate_signature(param_types)
+            try:
+                decided = decide_literal_types(translator)
+            except CompileError:
+                raise
+            except Exception:  # a bug of the walk's: no decision (a disagreement), never a traceback
+                decided = LiteralTypes({}, {}, settled=False)
+            translator.literals.retype.update(decided.types)
+            body = translator.translate_body()
+        finally:
+            self.call_stack.pop()
         met = translator.literals.met_types()
-        if decided is None or failure is not None and not decided.types and not met:
-            assert failure is not None
-            raise failure  # the signature, or an error the literal locals' types have no part in
-        if failure is None and not decided.types and not met:
-            pass  # the attempts' first, and last: nothing met such a local (however the walk went)
-        elif failure is not None or not decided.settled or met != decided.expected:
-            # the walk missed something such a local meets: the attempts by translation
-            self.literal_searches += 1
-            translator, body = self._search_literal_types(
-                module, fdef, typevars, kernel_name, bounds_check, is_kernel, param_types, constexprs, saved,
-                first=None if decided.types else (translator, body, failure))
+        if not decided.settled or met != decided.expected:
+            # the walk and the translation typed something those locals meet differently (or the
+            # walk could not type it): the function keeps the walk's types, and the record is
+            # an internal-consistency error for the tests to find (tests/test_literal_types.py)
+            self.literal_disagreements.append(LiteralDisagreement(str(module.path), fdef.name, fdef.lineno, decided, met))
         function = ir.Function(
             symbol=symbol, python_name=fdef.name, file=self.relative_file(module), params=translator.scope.params,
             ret=translator.scope.ret or VoidType(), body=body, locals=translator.scope.locals, is_kernel=is_kernel,
@@ -441,73 +449,6 @@ class ProgramBuilder:
             unit_extents=dict(translator.launch.unit_extents),
         )
         return translator, function
-
-    def _attempt(
-        self, module: ModuleSource, fdef: ast.FunctionDef, typevars: dict[str, TypeVarBinding], kernel_name: str,
-        bounds_check: bool, is_kernel: bool, param_types: list[Type] | None,
-        constexprs: Mapping[str, int | bool] | None, retype: dict[str, ScalarType] | None,
-    ) -> tuple[FunctionTranslator, list[ir.Stmt], CompileError | None, LiteralTypes | None]:
-        """One translation of ``fdef``: with the literal locals typed as ``retype`` says, or
-        (None) as literal_types.py decides once the signature is translated."""
-        translator = FunctionTranslator(self, module, fdef, typevars, is_kernel, kernel_name, bounds_check,
-                                        constexprs, retype)
-        decided: LiteralTypes | None = None
-        self.call_stack.append((module.name, fdef.name))
-        try:
-            translator.translate_signature(param_types)
-            if retype is None:
-                decided = decide_literal_types(translator)
-                translator.literals.retype.update(decided.types)
-            return translator, translator.translate_body(), None, decided
-        except CompileError as exc:
-            return translator, [], exc, decided
-        finally:
-            self.call_stack.pop()
-
-    def _search_literal_types(
-        self, module: ModuleSource, fdef: ast.FunctionDef, typevars: dict[str, TypeVarBinding], kernel_name: str,
-        bounds_check: bool, is_kernel: bool, param_types: list[Type] | None,
-        constexprs: Mapping[str, int | bool] | None,
-        saved: tuple[int, int, dict[Any, _Instance], dict[str, ir.ExternFunction], int, int],
-        first: tuple[FunctionTranslator, list[ir.Stmt], CompileError | None] | None,
-    ) -> tuple[FunctionTranslator, list[ir.Stmt]]:
-        """The literal locals' types found by translating: each attempt retypes the locals
-        after the types it saw them meet, the builder's state rolled back in between, and the
-        last attempt that compiled is kept if a retyped one does not. Only for what
-        literal_types.py cannot decide (``first``: the translation with the literal types,
-        already made)."""
-        retype: dict[str, ScalarType] = {}
-        good: dict[str, ScalarType] | None = None
-        tried: list[dict[str, ScalarType]] = []
-        failures: list[CompileError] = []
-        if first is None:
-            self._restore(saved)
-        while True:
-            if first is not None:
-                translator, body, failure = first
-                first = None
-            else:
-                translator, body, failure, _ = self._attempt(module, fdef, typevars, kernel_name, bounds_check,
-                                                             is_kernel, param_types, constexprs, retype)
-            if failure is None:
-                good = retype
-            else:
-                failures.append(failure)
-            tried.append(retype)
-            wanted = {**retype, **translator.literals.met_types()}
-            if wanted in tried or len(tried) > RETYPE_ATTEMPTS:
-                if failure is None:
-                    return translator, body
-                if good is None:
-                    # the attempt that got furthest through the source has the error to fix
-                    raise max(failures, key=lambda e: (e.location.line, e.location.col) if e.location else (0, 0))
-                self._restore(saved)  # a retyped attempt failed: the one that compiled, again
-                translator, body, failure, _ = self._attempt(module, fdef, typevars, kernel_name, bounds_check,
-                                                             is_kernel, param_types, constexprs, good)
-                assert failure is None
-                return translator, body
-            retype = wanted
-            self._restore(saved)
 
     # ---- device functions ------------------------------------------------------------------
 
@@ -531,78 +472,7 @@ class ProgramBuilder:
         if len(args) != len(params):
             raise caller.error(node, f"{fdef.name}() takes {len(params)} argument(s), got {len(args)}",
                                f"see its definition at {module.path.name}:{fdef.lineno}")
-        typevars = self.typevars_of(module, fdef)
-        # bind TypeVars from the argument types: typed arguments first, literals after
-        for weak_pass in (False, True):
-            for arg, param in zip(args, params):
-                is_weak = isinstance(arg, ir.Const) and arg.weak
-                if is_weak != weak_pass or isinstance(arg, ir.NullView):  # None binds nothing
-                    continue
-                if param.annotation is None:  # at the parameter, not at the module (line 0)
-                    raise module.error(param, f"parameter {param.arg!r} of {fdef.name}() has no type annotation",
-                                       f"annotate it with what the call at {caller.module.path.name}:"
-                                       f"{getattr(node, 'lineno', 0)} passes: `{param.arg}: "
-                                       f"{_annotation_for(arg.ty)}` (parameters are not inferred from calls)")
-                if isinstance(param.annotation, ast.Call):
-                    continue  # ox.acc_type(T) binds nothing: another parameter binds T
-                ann = resolve_annotation(module, param.annotation, typevars, f"parameter {param.arg!r}")
-                annotation = optional_inner(module, param.annotation) or param.annotation  # X of Optional[X]
-                if isinstance(ann, TypeVarBinding) and isinstance(annotation, ast.Subscript):
-                    # a view of T (Tensor[T, 2]: the element is not the subscript itself)
-                    if not isinstance(arg.ty, (ViewType, TensorMapType)):
-                        raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() needs a view, "
-                                           f"got {type_name(arg.ty)}")
-                    if arg.ty.elem not in ann.constraints:
-                        raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() has elements "
-                                           f"{arg.ty.elem.name}, not allowed by {ann.name}")
-                    typevars[ann.name] = TypeVarBinding(ann.name, ann.constraints, arg.ty.elem)
-                elif isinstance(ann, TypeVarBinding):
-                    ty = arg.ty
-                    if isinstance(ty, ViewType):
-                        raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() is a scalar {ann.name}, "
-                                           f"got {type_name(ty)}")
-                    scalar = as_scalar(ty)
-                    if scalar is None:
-                        raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() has no value")
-                    if scalar not in ann.constraints:
-                        raise caller.error(
-                            node, f"argument {param.arg!r} of {fdef.name}() is {scalar.name}, but {ann.name} allows "
-                            f"only {', '.join(c.name for c in ann.constraints)}",
-                            "convert the argument, or add the type to the TypeVar's constraints",
-                        )
-                    typevars[ann.name] = TypeVarBinding(ann.name, ann.constraints, scalar)
-                elif isinstance(annotation, ast.Subscript):
-                    inner = annotation.slice
-                    if isinstance(inner, ast.Name) and inner.id in typevars and typevars[inner.id].bound is None:
-                        if not isinstance(arg.ty, (ViewType, ArrayType)):
-                            raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() needs a view, "
-                                               f"got {type_name(arg.ty)}")
-                        tv = typevars[inner.id]
-                        if arg.ty.elem not in tv.constraints:
-                            raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() has elements "
-                                               f"{arg.ty.elem.name}, not allowed by {tv.name}")
-                        typevars[inner.id] = TypeVarBinding(tv.name, tv.constraints, arg.ty.elem)
-        param_types: list[Type] = []
-        for arg, param in zip(args, params):
-            ann = resolve_annotation(module, param.annotation, typevars, f"parameter {param.arg!r}")
-            if isinstance(ann, TypeVarBinding):
-                raise caller.error(node, f"cannot infer {ann.name} for {fdef.name}()")
-            if isinstance(ann, ThreadIndexType) and isinstance(arg.ty, ThreadIndexType):
-                # the instance keeps the argument's axis: a row index is no 1-D index inside
-                ann = arg.ty
-            param_types.append(ann)
-        # Constexpr parameters: one instance per value, which sizes arrays and bounds static_range
-        constexprs: dict[str, int | bool] = {}
-        for arg, param in zip(args, params):
-            kind = _constexpr_kind(module, param.annotation)
-            if kind is None:
-                continue
-            want = bool if kind == "bool" else int
-            if not (isinstance(arg, ir.Const) and isinstance(arg.value, want)
-                    and (kind == "bool" or not isinstance(arg.value, bool))):
-                raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() is a compile-time {kind}",
-                                   "pass a literal, a module constant or a Constexpr parameter")
-            constexprs[param.arg] = arg.value  # type: ignore[assignment]
+        typevars, param_types, constexprs = self.call_signature(caller, module, fdef, args, node)
         converted: list[ir.Expr] = []
         for position, (arg, param, pty) in enumerate(zip(args, params, param_types)):
             what = f"argument {param.arg!r} of {fdef.name}()"
@@ -684,6 +554,89 @@ class ProgramBuilder:
                                "rewrite the recursion as a loop")
         fn = inst.function
         return ir.Call(fn.symbol, converted, fn.ret, caller.loc(node))
+
+    def call_signature(
+        self, caller: FunctionTranslator, module: ModuleSource, fdef: ast.FunctionDef, args: list[ir.Expr],
+        node: ast.Call,
+    ) -> tuple[dict[str, TypeVarBinding], list[Type], dict[str, int | bool]]:
+        """The instance of the device function ``fdef`` that a call with ``args`` (typed values:
+        only their types and which are literals are read) makes: its TypeVars bound, its
+        parameter types and its compile-time arguments. The translation's ``call_device`` and
+        literal_types.py's walk both type a call by it."""
+        params = fdef.args.args
+        typevars = self.typevars_of(module, fdef)
+        # bind TypeVars from the argument types: typed arguments first, literals after
+        for weak_pass in (False, True):
+            for arg, param in zip(args, params):
+                is_weak = isinstance(arg, ir.Const) and arg.weak
+                if is_weak != weak_pass or isinstance(arg, ir.NullView):  # None binds nothing
+                    continue
+                if param.annotation is None:  # at the parameter, not at the module (line 0)
+                    raise module.error(param, f"parameter {param.arg!r} of {fdef.name}() has no type annotation",
+                                       f"annotate it with what the call at {caller.module.path.name}:"
+                                       f"{getattr(node, 'lineno', 0)} passes: `{param.arg}: "
+                                       f"{_annotation_for(arg.ty)}` (parameters are not inferred from calls)")
+                if isinstance(param.annotation, ast.Call):
+                    continue  # ox.acc_type(T) binds nothing: another parameter binds T
+                ann = resolve_annotation(module, param.annotation, typevars, f"parameter {param.arg!r}")
+                annotation = optional_inner(module, param.annotation) or param.annotation  # X of Optional[X]
+                if isinstance(ann, TypeVarBinding) and isinstance(annotation, ast.Subscript):
+                    # a view of T (Tensor[T, 2]: the element is not the subscript itself)
+                    if not isinstance(arg.ty, (ViewType, TensorMapType)):
+                        raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() needs a view, "
+                                           f"got {type_name(arg.ty)}")
+                    if arg.ty.elem not in ann.constraints:
+                        raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() has elements "
+                                           f"{arg.ty.elem.name}, not allowed by {ann.name}")
+                    typevars[ann.name] = TypeVarBinding(ann.name, ann.constraints, arg.ty.elem)
+                elif isinstance(ann, TypeVarBinding):
+                    ty = arg.ty
+                    if isinstance(ty, ViewType):
+                        raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() is a scalar {ann.name}, "
+                                           f"got {type_name(ty)}")
+                    scalar = as_scalar(ty)
+                    if scalar is None:
+                        raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() has no value")
+                    if scalar not in ann.constraints:
+                        raise caller.error(
+                            node, f"argument {param.arg!r} of {fdef.name}() is {scalar.name}, but {ann.name} allows "
+                            f"only {', '.join(c.name for c in ann.constraints)}",
+                            "convert the argument, or add the type to the TypeVar's constraints",
+                        )
+                    typevars[ann.name] = TypeVarBinding(ann.name, ann.constraints, scalar)
+                elif isinstance(annotation, ast.Subscript):
+                    inner = annotation.slice
+                    if isinstance(inner, ast.Name) and inner.id in typevars and typevars[inner.id].bound is None:
+                        if not isinstance(arg.ty, (ViewType, ArrayType)):
+                            raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() needs a view, "
+                                               f"got {type_name(arg.ty)}")
+                        tv = typevars[inner.id]
+                        if arg.ty.elem not in tv.constraints:
+                            raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() has elements "
+                                               f"{arg.ty.elem.name}, not allowed by {tv.name}")
+                        typevars[inner.id] = TypeVarBinding(tv.name, tv.constraints, arg.ty.elem)
+        param_types: list[Type] = []
+        for arg, param in zip(args, params):
+            ann = resolve_annotation(module, param.annotation, typevars, f"parameter {param.arg!r}")
+            if isinstance(ann, TypeVarBinding):
+                raise caller.error(node, f"cannot infer {ann.name} for {fdef.name}()")
+            if isinstance(ann, ThreadIndexType) and isinstance(arg.ty, ThreadIndexType):
+                # the instance keeps the argument's axis: a row index is no 1-D index inside
+                ann = arg.ty
+            param_types.append(ann)
+        # Constexpr parameters: one instance per value, which sizes arrays and bounds static_range
+        constexprs: dict[str, int | bool] = {}
+        for arg, param in zip(args, params):
+            kind = _constexpr_kind(module, param.annotation)
+            if kind is None:
+                continue
+            want = bool if kind == "bool" else int
+            if not (isinstance(arg, ir.Const) and isinstance(arg.value, want)
+                    and (kind == "bool" or not isinstance(arg.value, bool))):
+                raise caller.error(node, f"argument {param.arg!r} of {fdef.name}() is a compile-time {kind}",
+                                   "pass a literal, a module constant or a Constexpr parameter")
+            constexprs[param.arg] = arg.value  # type: ignore[assignment]
+        return typevars, param_types, constexprs
 
     def call_extern(
         self, caller: FunctionTranslator, module: ModuleSource, fdef: ast.FunctionDef, dec: ast.expr,
@@ -821,7 +774,21 @@ def build_program(index: ProjectIndex, module: ModuleSource, bounds_check: bool 
         verify_program(program)
     except IRError as e:
         raise located_error(builder.index, e.file, e.loc, e.message, e.hint) from None
+    if builder.literal_disagreements and os.environ.get("OXIDE_VERIFY_IR", "").strip() not in ("", "0"):
+        # checked with the IR's contract (the tests set it): the walk must have every rule of
+        # the translation's that types what a literal local meets
+        d = builder.literal_disagreements[0]
+        decided = (f"decided their types expecting {_type_names(d.decided.expected)}" if d.decided.settled
+                   else "found no decision")
+        raise located_error(builder.index, d.file, ir.Loc(d.line, 1),
+                            f"internal compiler error: the translation of {d.function}() met its literal-initialized "
+                            f"locals as {_type_names(d.met)}, but literal_types.py {decided}",
+                            "please report this at the oxide issue tracker with the kernel source")
     return FrontendResult(program, kernels, builder.error_sites)
+
+
+def _type_names(types: Mapping[str, ScalarType]) -> str:
+    return "{" + ", ".join(f"{name}: {ty.name}" for name, ty in sorted(types.items())) + "}"
 
 
 RESERVED_SYMBOL_PREFIXES = ("__oxide", "__nv_", "llvm.")  # the generated code's own globals, libdevice

@@ -386,6 +386,46 @@ class Semantics:
         raise self.error(node, f"{what} needs {ty.name}, got {src.name}",
                          f"convert explicitly with {type_spelling(self.typevars, ty)}(...)")
 
+    # ---- a local's assignments: the rule the translation and literal_types.py's walk share --
+
+    def first_assignment(self, name: str, value: ir.Expr, node: ast.AST, assigned_again: bool) -> ir.Expr:
+        """``name = value`` where ``name`` is not yet a local: the value it starts with, its
+        type the local's. A ThreadIndex assigned again (``idx /= HD``) holds a plain i64 from
+        the start; a bare literal or a choice of literals makes the local literal-initialized,
+        typed as decided before the translation (``literals.retype``, literal_types.py) where
+        it met typed values; a copy of such a local is noted as one."""
+        if isinstance(value.ty, ThreadIndexType) and assigned_again:
+            # C's `int idx = blockIdx.x * blockDim.x + threadIdx.x; ... idx /= HD;`
+            value = ir.Cast(value, I64, value.loc)
+        if isinstance(value, ir.Const) and value.weak or is_literal_choice(value):
+            self.literals.names.add(name)
+            if name in self.literals.retype:
+                value = self.convert(value, self.literals.retype[name], node)
+        elif isinstance(value, ir.Var) and (value.name in self.literals.names or value.name in self.literals.copies):
+            self.literals.copies[name] = value.name
+        return self.materialize(value)
+
+    def assignment(self, name: str, declared: Type, value: ir.Expr, node: ast.AST) -> ir.Expr:
+        """``name = value`` into the local ``name`` of type ``declared``: the value converted,
+        and what a literal-initialized local meets noted, a failed conversion included."""
+        met = as_scalar(value.ty) if isinstance(declared, ScalarType) else None
+        try:
+            converted = self.convert_implicit(value, declared, node, f"assignment to {name!r}")
+        except CompileError:
+            # a value whose type came from literal locals (`c1 = 0` still i64) retypes those
+            # locals (note_partners_of_failed_conversion), not the typed target
+            if met is not None and not self.literals.mentioned_in(value):
+                self.literals.note_partner(ir.Var(name, declared, value.loc), met)
+            if (met is not None and met.kind == "float" and isinstance(declared, ScalarType)
+                    and declared.kind in ("int", "uint") and name in self.literals.names):
+                # `sum = 0` then `sum += a[k] * b[k]` (C's `float sum = 0;`): a local first
+                # assigned an integer literal and then a float holds that float, as in Python
+                self.literals.partners.setdefault(name, []).append(met)
+            raise
+        if met is not None:
+            self.literals.note_partner(ir.Var(name, declared, value.loc), met)
+        return converted
+
     def is_thread_coordinate(self, value: ir.Expr) -> bool:
         """``thread.idx.x``, ``block.idx.y``, ``block.dim.x``, ``grid.dim.z`` (never negative), or
         a local assigned once from one."""

@@ -1,7 +1,9 @@
 """Struct values (``@oxide.struct`` classes; docs/language.md, "Structs"): construction with
 positional or keyword fields, field reads ``p.x``, field assignment ``p.x = e`` / ``p.x += e`` on
 a local, and the choice between two structs. The type comes from the class's annotations
-(``annotations.struct_type``); the value is an LLVM struct, passed by value."""
+(``annotations.struct_type``); the value is an LLVM struct, passed by value. What types a value
+(construction, a field read or replaced) takes a ``TypingContext``, the translation's or
+literal_types.py's walk's: one rule for both."""
 from __future__ import annotations
 
 import ast
@@ -11,12 +13,13 @@ from ..ir import nodes as ir
 from ..ir.types import StructType, type_name
 
 if TYPE_CHECKING:
+    from ..intrinsics.context import TypingContext
     from .translate import FunctionTranslator
 
 __all__ = ["construct", "field", "with_field", "set_field"]
 
 
-def construct(tr: FunctionTranslator, sty: StructType, node: ast.Call) -> ir.Expr:
+def construct(tr: TypingContext, sty: StructType, node: ast.Call) -> ir.Expr:
     """``Particle(x, y, mass=1.0)``: every field once, by position or keyword."""
     names = [name for name, _ in sty.fields]
     given: dict[str, tuple[ast.expr, ast.AST]] = {}
@@ -44,7 +47,7 @@ def construct(tr: FunctionTranslator, sty: StructType, node: ast.Call) -> ir.Exp
     return ir.MakeTuple(values, sty, tr.loc(node))
 
 
-def _index(tr: FunctionTranslator, sty: StructType, attr: str, node: ast.AST) -> int:
+def _index(tr: TypingContext, sty: StructType, attr: str, node: ast.AST) -> int:
     k = sty.field_index(attr)
     if k is None:
         raise tr.error(node, f"{sty.name} has no field {attr!r}",
@@ -52,7 +55,7 @@ def _index(tr: FunctionTranslator, sty: StructType, attr: str, node: ast.AST) ->
     return k
 
 
-def field(tr: FunctionTranslator, value: ir.Expr, attr: str, node: ast.AST) -> ir.Expr:
+def field(tr: TypingContext, value: ir.Expr, attr: str, node: ast.AST) -> ir.Expr:
     """``p.x``."""
     sty = value.ty
     assert isinstance(sty, StructType)
@@ -60,7 +63,7 @@ def field(tr: FunctionTranslator, value: ir.Expr, attr: str, node: ast.AST) -> i
     return ir.TupleGet(value, k, sty.fields[k][1], tr.loc(node))
 
 
-def set_field(tr: FunctionTranslator, value: ir.Expr, attr: str, element: ir.Expr, node: ast.AST) -> ir.Expr:
+def set_field(tr: TypingContext, value: ir.Expr, attr: str, element: ir.Expr, node: ast.AST) -> ir.Expr:
     """``value`` with field ``attr`` replaced by ``element`` (a nested ``q.pos.vel = e``)."""
     sty = value.ty
     assert isinstance(sty, StructType)

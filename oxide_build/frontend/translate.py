@@ -124,7 +124,6 @@ class FunctionTranslator(ast.NodeVisitor):
         kernel_name: str,
         bounds_check: bool,
         constexprs: Mapping[str, int | bool] | None = None,
-        retype: Mapping[str, ScalarType] | None = None,
     ) -> None:
         # the function instance: fixed for the whole translation
         self.builder = builder
@@ -138,7 +137,7 @@ class FunctionTranslator(ast.NodeVisitor):
         self.constants = Constants(module, self.scope)
         if constexprs:
             self.constants.values.update(constexprs)
-        self.literals = LiteralLocals(self.scope.locals, dict(retype or {}))
+        self.literals = LiteralLocals(self.scope.locals)  # its retype: literal_types.py's decision
         self.names = Names(builder, module, typevars, self.scope, self.constants)
         self.semantics = Semantics(builder, module, typevars, self.constants, self.literals,
                                    self.scope.thread_coordinates)
@@ -669,19 +668,12 @@ class FunctionTranslator(ast.NodeVisitor):
             self.constants.named.add(name)
             return None
         if name not in self.scope.locals:
-            if isinstance(value.ty, ThreadIndexType) and self.scope.assign_counts.get(name, 0) > 1:
-                # C's `int idx = blockIdx.x * blockDim.x + threadIdx.x; ... idx /= HD;`: a name
-                # assigned again holds a plain i64 from the start (a DisjointSlice write through
-                # it is then refused, since it no longer names the thread's own element)
-                value = ir.Cast(value, I64, value.loc)
+            assigned_again = self.scope.assign_counts.get(name, 0) > 1
+            if isinstance(value.ty, ThreadIndexType) and assigned_again:
+                # a DisjointSlice write through it is then refused: it no longer names the
+                # thread's own element
                 self.scope.reassigned_thread_indices.add(name)
-            if isinstance(value, ir.Const) and value.weak or is_literal_choice(value):
-                self.literals.names.add(name)
-                if name in self.literals.retype:
-                    value = self.convert(value, self.literals.retype[name], node)
-            elif isinstance(value, ir.Var) and (value.name in self.literals.names or value.name in self.literals.copies):
-                self.literals.copies[name] = value.name
-            value = self.materialize(value)
+            value = self.semantics.first_assignment(name, value, node, assigned_again)
             if self.scope.assign_counts.get(name, 0) == 1 and self.loops.positive_step(value, node):  # type: ignore[arg-type]
                 self.scope.positive_names.add(name)
             if self.scope.assign_counts.get(name, 0) == 1 and isinstance(value, ir.SpecialReg):
@@ -693,23 +685,7 @@ class FunctionTranslator(ast.NodeVisitor):
         if isinstance(declared, ThreadIndexType):
             raise self.error(target, f"{name!r} holds a ThreadIndex and cannot be reassigned",
                              "use another name for the new value")
-        met = as_scalar(value.ty) if isinstance(declared, ScalarType) else None
-        try:
-            converted = self.convert_implicit(value, declared, node, f"assignment to {name!r}")
-        except CompileError:
-            # a value whose type came from literal locals (`c1 = 0` still i64) retypes those
-            # locals (note_partners_of_failed_conversion), not the typed target
-            if met is not None and not self.literals.mentioned_in(value):
-                self.literals.note_partner(ir.Var(name, declared, value.loc), met)
-            if (met is not None and met.kind == "float" and isinstance(declared, ScalarType)
-                    and declared.kind in ("int", "uint") and name in self.literals.names):
-                # `sum = 0` then `sum += a[k] * b[k]` (C's `float sum = 0;`): a local first
-                # assigned an integer literal and then a float holds that float, as in Python
-                self.literals.partners.setdefault(name, []).append(met)
-            raise
-        if met is not None:
-            self.literals.note_partner(ir.Var(name, declared, value.loc), met)
-        return ir.Assign(name, converted, self.loc(node))
+        return ir.Assign(name, self.semantics.assignment(name, declared, value, node), self.loc(node))
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ir.Stmt:
         op = BIN_OPS.get(type(node.op))

@@ -13,6 +13,7 @@ from ..ir.ops import BinaryOp
 from ..ir.types import VectorType, type_name
 
 if TYPE_CHECKING:
+    from ..intrinsics.context import TypingContext
     from .semantics import Semantics
     from .translate import FunctionTranslator
 
@@ -87,14 +88,14 @@ def with_indexed_lane(tr: FunctionTranslator, target: ast.Subscript, value: ir.E
     return ir.Assign(name, ir.VectorSet(current, k, element, vty, loc), loc)
 
 
-def lane(tr: FunctionTranslator, vty: VectorType, attr: str, node: ast.AST) -> int:
+def lane(tr: TypingContext, vty: VectorType, attr: str, node: ast.AST) -> int:
     k = LANES.find(attr) if len(attr) == 1 else -1
     if not 0 <= k < vty.lanes:
         raise tr.error(node, f"{vty.name} has no lane {attr!r}", f"its lanes are {', '.join(LANES[:vty.lanes])}")
     return k
 
 
-def component(tr: FunctionTranslator, value: ir.Expr, attr: str, node: ast.AST) -> ir.Expr:
+def component(tr: TypingContext, value: ir.Expr, attr: str, node: ast.AST) -> ir.Expr:
     """``v.x``."""
     vty = value.ty
     assert isinstance(vty, VectorType)
@@ -119,7 +120,7 @@ def with_component(tr: FunctionTranslator, target: ast.Attribute, value: ir.Expr
     return ir.Assign(name, ir.VectorSet(ir.Var(name, vty, loc), k, element, vty, loc), loc)
 
 
-def set_lane(tr: FunctionTranslator, value: ir.Expr, attr: str, element: ir.Expr, node: ast.AST) -> ir.Expr:
+def set_lane(tr: TypingContext, value: ir.Expr, attr: str, element: ir.Expr, node: ast.AST) -> ir.Expr:
     """``value`` with lane ``attr`` replaced by ``element`` (a nested ``q.vel.y = e``)."""
     vty = value.ty
     assert isinstance(vty, VectorType)
