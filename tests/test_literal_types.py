@@ -203,6 +203,43 @@ def test_literal_locals_met_in_struct_fields_vector_lanes_and_tuples_from_device
         assert local in text, local
 
 
+def test_a_device_function_that_declares_no_return_type_is_walked_for_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    made = _Translations(monkeypatch)
+    text = _kernel_ir(tmp_path, """
+    def half(v: f32):
+        h = 0.5
+        return v * h
+
+    def pair(v: f32):
+        return v, 1
+
+    def total(v: f32, w: f32) -> tuple[f32, i32]:
+        s = 0.0
+        s += w
+        return v + s, 0
+
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        acc = 0.0
+        b = 0.0
+        t = 0.0
+        acc += half(x[0])
+        a, n = pair(x[1])
+        b = a
+        t, m = total(x[2], t)
+        if i < len(out):
+            out[i] = acc + b + f32(n) + t + f32(m)
+    """)
+    assert sorted(made.names) == ["half", "k", "pair", "total"]
+    made.assert_once()
+    assert made.disagreements() == []
+    assert "return (v * 0.5:f32)" in text  # h, a named constant, takes the type of v
+    for local in ("acc: f32 = 0.0:f32", "b: f32 = 0.0:f32", "t: f32 = 0.0:f32", "s: f32 = 0.0:f32"):
+        assert local in text, local
+
+
 def test_an_error_is_the_one_of_the_attempt_that_got_furthest(tmp_path: Path) -> None:
     # `d` meets a u32 (then -1 does not fit) and every attempt fails: the error is the one the
     # attempt with `d` an i64 stops at, further down the source

@@ -3,22 +3,25 @@ walk over the function's AST.
 
 A local first assigned a bare literal (``acc = 0.0``, ``j = 0``, ``s = BLOCK // 2``, a choice
 of literals) takes the type of the typed values of its kind that it meets (operands,
-assignments, arguments, stores), as ``float acc = 0.0f`` in C++. The rule is the one the
-translation applies (``LiteralLocals``): a translation with some types for those locals
-(``retype``) records, for each, the other types it met (``met_types``); the types are tried
-again with those, until an attempt finds nothing new (a limited number of attempts, the last
-one that compiled kept where a retyped one fails). This module runs those attempts as walks
-over the AST instead of translations: each expression typed with the translator's own rules
-(``Semantics`` on typed placeholders, the intrinsics' typing functions through a probing
-``TypingContext``), nothing built, nothing of the program changed. Its result is plain data:
-the map ``name -> type`` the one translation of the function then uses (``retype``), and the
-types that translation must find those locals meeting (``expected``), which
-``ProgramBuilder.translate_function`` checks.
+assignments, arguments, stores), as ``float acc = 0.0f`` in C++. With some types for those
+locals (``retype``), what they meet is recorded (``LiteralLocals.met_types``), and the types are
+tried again with those until an attempt finds nothing new (a limited number of attempts, the
+last one that compiled kept where a retyped one fails; where all fail, the one that got
+furthest through the source, whose error is the one to fix). Each attempt is a walk over the
+AST, not a translation: each expression typed by the translator's own rules (``Semantics`` on
+typed placeholders: the operators, conversions and a local's assignments, ``first_assignment``
+and ``assignment``; the intrinsics' typing functions, structs.py's and vectors.py's, through a
+probing ``TypingContext``; a device call's instance by ``ProgramBuilder.call_signature``),
+nothing built, nothing of the program changed. Its result is plain data: the map
+``name -> type`` the one translation of the function uses (``retype``), and the types that
+translation must record those locals meeting (``expected``).
 
-What the walk cannot type (a device function's result, a struct, a tuple) it steps over, the
-names assigned there of unknown type; a local that meets something there is then met by
-something the walk did not see, the translation's record differs from ``expected``, and the
-translation falls back to the attempts by translation (``_search_literal_types``).
+What the walk cannot type (a device function that declares no return type, a construct it has
+no rule for) it steps over, the names assigned there of unknown type. A literal local that
+meets something only there is met by something the walk did not see: the translation records
+it (``ProgramBuilder.translate_function``), keeps the walk's types (it checks every value it
+makes, so the function is well typed, the local of its literal's own type) and notes the
+disagreement, an internal compiler error under ``OXIDE_VERIFY_IR=1``, which the tests set.
 """
 from __future__ import annotations
 
@@ -30,26 +33,27 @@ from oxide.errors import CompileError
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
-from ..scan import constant_value
+from ..scan import ModuleSource, constant_value
 from ..ir.ops import BINARY_OPS_OF_AST, COMPARE_OPS_OF_AST
-from ..ir.types import (BOOL, F64, I64, ArrayType, StructType, ThreadIndexType, TupleType, Type, VectorType, ViewType,
+from ..ir.types import (BOOL, F64, I64, ArrayType, StructType, ThreadIndexType, TupleType, Type, VectorType, ViewType, VoidType,
                         as_scalar, is_int, literal_type)
 from . import structs, vectors
-from .annotations import PYTHON_SCALARS, oxide_name, resolve_annotation, struct_type
+from .annotations import PYTHON_SCALARS, TypeVarBinding, oxide_name, resolve_annotation, struct_type
 from .generics import static_type_test, type_operand
 from .literal_locals import LiteralLocals
 from .module_memory import module_array_decl
 from .names import PYTHON_MATH_CONSTANTS
 from .semantics import Semantics, choice_literal, is_literal_choice
+from .translate import FunctionTranslator
 
 if TYPE_CHECKING:
     from ..intrinsics.context import TypingContext
-    from .translate import FunctionTranslator
 
 __all__ = ["LiteralTypes", "RETYPE_ATTEMPTS", "decide_literal_types"]
 
 RETYPE_ATTEMPTS = 3  # each attempt settles at least one local; more are rare
 _MAX_COPIES = 1024  # static_range bodies walked in one attempt, beyond which the translation decides
+_MAX_DEPTH = 4  # device calls walked into for the return type of a function that declares none
 
 
 @dataclass(frozen=True)
@@ -86,43 +90,54 @@ class _Failed(Exception):
 
 def decide_literal_types(tr: FunctionTranslator) -> LiteralTypes:
     """The literal locals' types of the function ``tr`` translates (its signature translated,
-    its body not yet), by the attempts ``_search_literal_types`` makes by translation, each
-    made as a walk. Reads ``tr``'s module, type variables, constants and parameters; writes
-    nothing of ``tr`` or of the program builder."""
+    its body not yet), by attempts made as walks. Reads ``tr``'s module, type variables,
+    constants and parameters; writes nothing of ``tr`` or of the program builder."""
+    return _decide(tr, 0)[0]
+
+
+def _decide(tr: FunctionTranslator, depth: int) -> tuple[LiteralTypes, _Walk | None]:
+    """The decision, and the walk made with the types decided (None where no local can be
+    first assigned a literal: nothing walked). ``depth``: how many device calls down from the
+    function being translated (a callee walked for its return type)."""
     candidates = _literal_candidates(tr)
     if not candidates:
-        return LiteralTypes({}, {})  # no local can be first assigned a literal
+        return LiteralTypes({}, {}), None  # no local can be first assigned a literal
     retype: dict[str, ScalarType] = {}
-    good: dict[str, ScalarType] | None = None
+    good: _Walk | None = None
     tried: list[dict[str, ScalarType]] = []
-    met: dict[tuple[tuple[str, str], ...], dict[str, ScalarType]] = {}
-    reads: dict[str, list[ast.Name]] = {}
-    for n in ast.walk(tr.fdef):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-            reads.setdefault(n.id, []).append(n)
+    walks: dict[tuple[tuple[str, str], ...], _Walk] = {}
+    reads = _reads(tr.fdef)
     type_tests: dict[int, bool | None] = {}  # static_type_test of a condition, by its node
-    failures: list[tuple[tuple[int, int], dict[str, ScalarType]]] = []  # where each failed attempt stopped
+    failures: list[tuple[tuple[int, int], _Walk]] = []  # where each failed attempt stopped
     while True:
-        walk = _Walk(tr, retype, reads, candidates, type_tests)
+        walk = _Walk(tr, retype, reads, candidates, type_tests, depth)
         failed = walk.run()
         found = walk.literals.met_types()
-        met[_key(retype)] = found
+        walks[_key(retype)] = walk
         if failed is None:
-            good = retype
+            good = walk
         else:
-            failures.append((failed, retype))
+            failures.append((failed, walk))
         tried.append(retype)
         wanted = {**retype, **found}
         if wanted in tried or len(tried) > RETYPE_ATTEMPTS:
             if failed is None:
-                return LiteralTypes(retype, found)
+                return LiteralTypes(retype, found), walk
             if good is None:
                 # every attempt fails: the types of the one that got furthest through the source,
                 # whose error (the translation's, made with them) is the one to fix
                 furthest = max(failures, key=lambda f: f[0])[1]
-                return LiteralTypes(furthest, met[_key(furthest)], settled=False)
-            return LiteralTypes(good, met[_key(good)])
+                return LiteralTypes(furthest.retype, furthest.literals.met_types(), settled=False), furthest
+            return LiteralTypes(good.retype, good.literals.met_types()), good
         retype = wanted
+
+
+def _reads(fdef: ast.FunctionDef) -> dict[str, list[ast.Name]]:
+    reads: dict[str, list[ast.Name]] = {}
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            reads.setdefault(n.id, []).append(n)
+    return reads
 
 
 def _literal_candidates(tr: FunctionTranslator) -> frozenset[str]:
@@ -175,8 +190,11 @@ class _Walk:
     """One attempt as a walk over the body, with the literal locals typed as ``retype`` says."""
 
     def __init__(self, tr: FunctionTranslator, retype: dict[str, ScalarType], reads: dict[str, list[ast.Name]],
-                 candidates: frozenset[str], type_tests: dict[int, bool | None]) -> None:
+                 candidates: frozenset[str], type_tests: dict[int, bool | None], depth: int) -> None:
         self.tr = tr
+        self.retype = dict(retype)
+        self.depth = depth
+        self.ret: Type | None = tr.scope.ret  # the declared return type, or the first return's (translate.py)
         self.env: dict[str, Type] = {p.name: p.ty for p in tr.scope.params}
         self.literals = LiteralLocals(self.env, dict(retype))
         self.semantics = Semantics(tr.builder, tr.module, tr.typevars, tr.constants, self.literals, set())
@@ -297,16 +315,32 @@ class _Walk:
                 self.unsafe_depth -= 1
         elif isinstance(node, ast.Return):
             if node.value is not None:
-                value = self.expr(node.value)
-                ret = self.tr.scope.ret
-                if isinstance(ret, ScalarType):
-                    self.semantics.convert_implicit(value, ret, node, "return value")
+                self.returned(node.value)
         elif isinstance(node, ast.Assert):
             self.guarded(node.test)
         elif isinstance(node, (ast.Pass, ast.Break, ast.Continue)):
             pass
         else:
             raise _Unknown
+
+    def returned(self, node: ast.expr) -> None:
+        """``return value``, as translate.py's visit_Return: each element of a tuple converted
+        to the declared one's type, a value to the declared (or first returned) type."""
+        ret = self.ret
+        if isinstance(ret, TupleType) and isinstance(node, ast.Tuple) and len(node.elts) == len(ret.elems):
+            for k, (e, ty) in enumerate(zip(node.elts, ret.elems)):
+                self.semantics.convert_implicit(self.expr(e), ty, e, f"element {k} of the return value")
+            return
+        value = self.expr(node)
+        if isinstance(value.ty, (ViewType, ArrayType, TupleType)) or not isinstance(ret, (ScalarType, type(None))):
+            if ret is None and isinstance(value.ty, TupleType):
+                self.ret = value.ty
+            return  # a view or array (the translation's error), or a struct, a vector, a tuple: nothing meets
+        if ret is None:
+            value = self.semantics.materialize(value)
+            self.ret = I64 if isinstance(value.ty, ThreadIndexType) else value.ty
+        else:
+            self.semantics.convert_implicit(value, ret, node, "return value")
 
     def type_test(self, node: ast.expr) -> bool | None:
         """generics.static_type_test: a condition on the instance's types (none without type
@@ -573,6 +607,11 @@ class _Walk:
                 a, b = self.semantics.materialize(a), self.semantics.materialize(b)
             _, _, common = self.semantics.unify(a, b, node, "if/else")
             return ir.Var("$select", common, loc)
+        if isinstance(node, ast.Tuple):  # `return a, b` (translate.py's visit_Tuple)
+            values = [self.semantics.materialize(self.expr(e)) for e in node.elts]
+            if any(isinstance(v.ty, (ViewType, ArrayType, TupleType, VoidType)) for v in values):
+                raise _Unknown
+            return ir.Var("$tuple", TupleType(tuple(v.ty for v in values)), loc)
         if isinstance(node, ast.Subscript):
             return self.subscript(node)
         if isinstance(node, ast.Attribute):
@@ -750,14 +789,39 @@ class _Walk:
         for arg, param, pty in zip(args, params, param_types):
             if isinstance(pty, ScalarType) and param.arg not in constexprs:
                 self.semantics.convert_implicit(arg, pty, node, f"argument {param.arg!r} of {fdef.name}()")
+        ret: Type | TypeVarBinding | None
         if fdef.returns is not None:
             try:
                 ret = resolve_annotation(module, fdef.returns, typevars, "the return type")
             except CompileError:
                 raise _UnknownResult from None
-            if isinstance(ret, (ScalarType, TupleType, StructType, VectorType)):
-                return ir.Var("$call", ret, ir.Loc(node.lineno, node.col_offset + 1))
+        else:
+            ret = self.first_returned(module, fdef, typevars, param_types, constexprs)
+        if isinstance(ret, (ScalarType, TupleType, StructType, VectorType)):
+            return ir.Var("$call", ret, ir.Loc(node.lineno, node.col_offset + 1))
         raise _UnknownResult
+
+    def first_returned(self, module: ModuleSource, fdef: ast.FunctionDef, typevars: dict[str, TypeVarBinding],
+                       param_types: list[Type], constexprs: dict[str, int | bool]) -> Type | None:
+        """The return type of the instance of a device function that declares none: its first
+        return's, found by walking it (as its translation will type it, with its own literal
+        locals decided); None where that walk fails or cannot type it."""
+        tr = self.tr
+        if self.depth >= _MAX_DEPTH or (module.name, fdef.name) in tr.builder.call_stack or any(
+                isinstance(t, ArrayType) for t in param_types):
+            return None  # recursion (the translation's error); an array passed as a view (program.py)
+        callee = FunctionTranslator(tr.builder, module, fdef, typevars, False, tr.kernel_name, tr.bounds_check,
+                                    constexprs)
+        try:
+            callee.translate_signature(param_types)
+        except CompileError:
+            return None
+        decided, walk = _decide(callee, self.depth + 1)
+        if walk is None:  # no literal locals: one walk with none
+            walk = _Walk(callee, {}, _reads(fdef), frozenset(), {}, self.depth + 1)
+            if walk.run() is not None:
+                return None
+        return walk.ret if decided.settled else None
 
     def conversion(self, node: ast.Call, to: ScalarType | None = None) -> ir.Expr:
         loc = ir.Loc(node.lineno, node.col_offset + 1)
