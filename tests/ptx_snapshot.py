@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 from oxide.errors import OxideError  # noqa: E402
 from oxide_build.compile import CompileOptions, compile_module  # noqa: E402
 
-__all__ = ["snapshot_modules", "write_snapshot", "compare_snapshot"]
+__all__ = ["snapshot_modules", "modules_of", "write_snapshot", "compare_snapshot"]
 
 VARIANTS: dict[str, CompileOptions] = {
     "checked": CompileOptions(archs=("sm_80", "sm_90"), link_cubins=False, cache=False),
@@ -33,7 +33,11 @@ VARIANTS: dict[str, CompileOptions] = {
 
 def snapshot_modules() -> list[tuple[Path, str, Path]]:
     """(source, dotted module name, import root) of every module that defines GPU code."""
-    files = sorted((ROOT / "examples").rglob("*.py")) + sorted((ROOT / "tests" / "packages").rglob("*.py"))
+    return modules_of(sorted((ROOT / "examples").rglob("*.py")) + sorted((ROOT / "tests" / "packages").rglob("*.py")))
+
+
+def modules_of(files: list[Path]) -> list[tuple[Path, str, Path]]:
+    """(source, dotted module name, import root) of each of ``files`` that may define GPU code."""
     found = []
     for path in files:
         text = path.read_text(encoding="utf-8")

@@ -22,7 +22,7 @@ from oxide_build.ir.printer import print_program
 from oxide_build.ir.types import F32
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ptx_snapshot import ROOT, snapshot_modules  # noqa: E402
+from ptx_snapshot import ROOT, modules_of, snapshot_modules  # noqa: E402
 
 HEADER = ("import oxide as ox\nfrom oxide import Slice, DisjointSlice, MutSlice, f32, f64, i32, i64, "
           "u8, u32, u64, thread, block, warp\n")
@@ -67,20 +67,8 @@ class _Translations:
 def _corpus() -> list[tuple[Path, str, Path]]:
     """snapshot_modules (examples/, tests/packages/), and the benchmarks' and the sample
     project's modules."""
-    found = snapshot_modules()
-    for folder in ("benchmarks", "sample_project"):
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            text = path.read_text(encoding="utf-8")
-            if "oxide" not in text:
-                continue
-            parts = [path.stem] if path.name != "__init__.py" else []
-            root = path.parent
-            while (root / "__init__.py").is_file():
-                parts.insert(0, root.name)
-                root = root.parent
-            if parts:
-                found.append((path, ".".join(parts), root))
-    return found
+    return snapshot_modules() + modules_of(sorted((ROOT / "benchmarks").rglob("*.py"))
+                                           + sorted((ROOT / "sample_project").rglob("*.py")))
 
 
 def _frontend(path: Path, module: str, root: Path) -> str:
@@ -243,19 +231,20 @@ def test_a_device_function_that_declares_no_return_type_is_walked_for_it(
 def test_an_error_is_the_one_of_the_attempt_that_got_furthest(tmp_path: Path) -> None:
     # `d` meets a u32 (then -1 does not fit) and every attempt fails: the error is the one the
     # attempt with `d` an i64 stops at, further down the source
-    with pytest.raises(CompileError) as failed:
-        _kernel_ir(tmp_path, """
-        @ox.kernel
-        def k(x: Slice[u32], out: DisjointSlice[i64]) -> None:
-            i = thread.index_1d()
-            d = -1
-            d += x[0]
-            if i < len(out):
-                out[i] = d
-            e = 0.5
-            out[i] = e
-        """)
-    assert "kern.py:12:14:" in str(failed.value) and "store into out needs i64" in str(failed.value)
+    body = """
+    @ox.kernel
+    def k(x: Slice[u32], out: DisjointSlice[i64]) -> None:
+        i = thread.index_1d()
+        d = -1
+        d += x[0]
+        if i < len(out):
+            out[i] = d
+        e = 0.5
+        out[i] = e
+    """
+    with pytest.raises(CompileError) as walked:
+        _kernel_ir(tmp_path, body)
+    assert "kern.py:12:14:" in str(walked.value) and "store into out needs i64" in str(walked.value)
 
 
 DISAGREES = """

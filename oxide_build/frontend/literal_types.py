@@ -528,6 +528,8 @@ class _Walk:
         if name in self.env and self.env[name] != ty:
             raise _Unknown  # a loop of its own scope (loops.py renames it), or an error
         self.env.setdefault(name, ty)
+        for bound in args:  # each bound in the variable's type (loops.py): a literal must fit it
+            self.semantics.convert(bound, ty, it)
         self.block(node.body)
 
     # ---- expressions ----------------------------------------------------------------------
