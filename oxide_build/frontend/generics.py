@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 from oxide.lang.types import ScalarType
 
 from ..ir import nodes as ir
-from ..ir.types import ViewType, as_scalar, type_name
+from ..ir.types import Type, ViewType, as_scalar, type_name
 from ..link.boundary import c_type
 from ..scan import ModuleSource
 from .annotations import TypeVarBinding, accumulate_alias, accumulate_type, oxide_name, scalar_type_named
@@ -25,7 +25,7 @@ from .annotations import TypeVarBinding, accumulate_alias, accumulate_type, oxid
 if TYPE_CHECKING:
     from .translate import FunctionTranslator
 
-__all__ = ["bind_from_arguments", "extern_symbol", "type_operand", "static_type_test", "type_spelling"]
+__all__ = ["bind_from_arguments", "extern_symbol", "instance_key", "type_operand", "static_type_test", "type_spelling"]
 
 
 def type_operand(tr: FunctionTranslator, node: ast.expr) -> ScalarType | None:
@@ -215,3 +215,11 @@ def extern_symbol(module: ModuleSource, node: ast.expr, pattern: str,
 _IDENT_SPLIT = re.compile(r"\W+")
 _PLACEHOLDER = re.compile(r"\{(\w*)\}")
 _C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def instance_key(module: ModuleSource, fdef: ast.FunctionDef, param_types: list[Type],
+                 constexprs: Mapping[str, int | bool]) -> tuple[str, str, tuple[str, ...], tuple[tuple[str, int | bool], ...]]:
+    """What tells apart the instances of a device function: its parameter types (a view's kind
+    too) and its compile-time arguments."""
+    return (module.name, fdef.name, tuple(type_name(t) + (":" + t.kind if isinstance(t, ViewType) else "")
+                                          for t in param_types), tuple(sorted(constexprs.items())))

@@ -39,7 +39,7 @@ from ..ir.types import (BOOL, F64, I64, ArrayType, StructType, ThreadIndexType, 
                         as_scalar, is_int, literal_type)
 from . import structs, vectors
 from .annotations import PYTHON_SCALARS, TypeVarBinding, oxide_name, resolve_annotation, struct_type
-from .generics import static_type_test, type_operand
+from .generics import instance_key, static_type_test, type_operand
 from .literal_locals import LiteralLocals
 from .module_memory import module_array_decl
 from .names import PYTHON_MATH_CONSTANTS
@@ -92,13 +92,17 @@ def decide_literal_types(tr: FunctionTranslator) -> LiteralTypes:
     """The literal locals' types of the function ``tr`` translates (its signature translated,
     its body not yet), by attempts made as walks. Reads ``tr``'s module, type variables,
     constants and parameters; writes nothing of ``tr`` or of the program builder."""
-    return _decide(tr, 0)[0]
+    return _decide(tr, 0, {})[0]
 
 
-def _decide(tr: FunctionTranslator, depth: int) -> tuple[LiteralTypes, _Walk | None]:
+_Returns = dict[tuple[str, str, tuple[str, ...], tuple[tuple[str, int | bool], ...]], "Type | None"]
+
+
+def _decide(tr: FunctionTranslator, depth: int, returns: _Returns) -> tuple[LiteralTypes, _Walk | None]:
     """The decision, and the walk made with the types decided (None where no local can be
     first assigned a literal: nothing walked). ``depth``: how many device calls down from the
-    function being translated (a callee walked for its return type)."""
+    function being translated (a callee walked for its return type); ``returns``: the return
+    types found so far of the instances that declare none."""
     candidates = _literal_candidates(tr)
     if not candidates:
         return LiteralTypes({}, {}), None  # no local can be first assigned a literal
@@ -110,7 +114,7 @@ def _decide(tr: FunctionTranslator, depth: int) -> tuple[LiteralTypes, _Walk | N
     type_tests: dict[int, bool | None] = {}  # static_type_test of a condition, by its node
     failures: list[tuple[tuple[int, int], _Walk]] = []  # where each failed attempt stopped
     while True:
-        walk = _Walk(tr, retype, reads, candidates, type_tests, depth)
+        walk = _Walk(tr, retype, reads, candidates, type_tests, depth, returns)
         failed = walk.run()
         found = walk.literals.met_types()
         walks[_key(retype)] = walk
@@ -190,10 +194,12 @@ class _Walk:
     """One attempt as a walk over the body, with the literal locals typed as ``retype`` says."""
 
     def __init__(self, tr: FunctionTranslator, retype: dict[str, ScalarType], reads: dict[str, list[ast.Name]],
-                 candidates: frozenset[str], type_tests: dict[int, bool | None], depth: int) -> None:
+                 candidates: frozenset[str], type_tests: dict[int, bool | None], depth: int,
+                 returns: _Returns) -> None:
         self.tr = tr
         self.retype = dict(retype)
         self.depth = depth
+        self.returns = returns
         self.ret: Type | None = tr.scope.ret  # the declared return type, or the first return's (translate.py)
         self.env: dict[str, Type] = {p.name: p.ty for p in tr.scope.params}
         self.literals = LiteralLocals(self.env, dict(retype))
@@ -812,18 +818,22 @@ class _Walk:
         if self.depth >= _MAX_DEPTH or (module.name, fdef.name) in tr.builder.call_stack or any(
                 isinstance(t, ArrayType) for t in param_types):
             return None  # recursion (the translation's error); an array passed as a view (program.py)
-        callee = FunctionTranslator(tr.builder, module, fdef, typevars, False, tr.kernel_name, tr.bounds_check,
-                                    constexprs)
-        try:
-            callee.translate_signature(param_types)
-        except CompileError:
-            return None
-        decided, walk = _decide(callee, self.depth + 1)
-        if walk is None:  # no literal locals: one walk with none
-            walk = _Walk(callee, {}, _reads(fdef), frozenset(), {}, self.depth + 1)
-            if walk.run() is not None:
+        key = instance_key(module, fdef, param_types, constexprs)
+        if key not in self.returns:
+            self.returns[key] = None  # while it is walked: a call of itself inside has no type
+            callee = FunctionTranslator(tr.builder, module, fdef, typevars, False, tr.kernel_name, tr.bounds_check,
+                                        constexprs)
+            try:
+                callee.translate_signature(param_types)
+            except CompileError:
                 return None
-        return walk.ret if decided.settled else None
+            decided, walk = _decide(callee, self.depth + 1, self.returns)
+            if walk is None:  # no literal locals: one walk with none
+                walk = _Walk(callee, {}, _reads(fdef), frozenset(), {}, self.depth + 1, self.returns)
+                if walk.run() is not None:
+                    return None
+            self.returns[key] = walk.ret if decided.settled else None
+        return self.returns[key]
 
     def conversion(self, node: ast.Call, to: ScalarType | None = None) -> ir.Expr:
         loc = ir.Loc(node.lineno, node.col_offset + 1)

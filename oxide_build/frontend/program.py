@@ -27,7 +27,7 @@ from .annotations import TypeVarBinding, dotted_parts, optional_inner, oxide_nam
 from .optional_views import is_present_name, present_name
 from .decorator_arguments import module_int, module_strings
 from .cpu_implementations import check_cpu_signature, cpu_implementation
-from .generics import bind_from_arguments, extern_symbol
+from .generics import bind_from_arguments, extern_symbol, instance_key
 from .literal_types import LiteralTypes, decide_literal_types
 from .translate import FunctionTranslator
 from .module_memory import check_constant_memory, module_array_decl
@@ -525,8 +525,7 @@ class ProgramBuilder:
                 converted.append(arg)
             else:
                 converted.append(caller.convert_implicit(arg, pty, node, what))
-        key = (module.name, fdef.name, tuple(type_name(t) + (":" + t.kind if isinstance(t, ViewType) else "") for t in param_types),
-               tuple(sorted(constexprs.items())))
+        key = instance_key(module, fdef, param_types, constexprs)
         inst = self.instances.get(key)
         if inst is None:
             if (module.name, fdef.name) in self.call_stack:
