@@ -602,7 +602,7 @@ ARRAY_OF_VECTOR_ERRORS = {
     "a[0] = 1.0": "store into a needs f32x4, got f64",
     "out[i] = take(a)": "argument 's' of take() needs Slice[f32], got shared array[32] of f32x4",
     "print(a[0])": "print() cannot print f32x4",
-    "x = ox.bits.bitcast(out[i], f32x4)": "f32x4 is a vector type; a scalar element type goes here",
+    "x = ox.bits.bitcast(out[i], f32x4)": "cannot reinterpret 32-bit f32 as 128-bit f32x4: the widths differ",
 }
 
 
