@@ -85,8 +85,8 @@ def test_code_file_names_stay_in_the_artifact_dir(name: str) -> None:
     (lambda d: {**d, "cubins": {"sm_90": 3}}, "cubins['sm_90']: expected a string, got int 3"),
     (lambda d: {**d, "module": None}, "module: expected a string, got NoneType None"),
     (lambda d: {**d, "sources": {"x.py": 1}}, "sources['x.py']: expected a string, got int 1"),
-    (lambda d: {**d, "format": 99}, "manifest format 99, this oxide reads formats 1, 2, 3, 4 (another oxide release built it)"),
-    (lambda d: {**d, "format": True}, "manifest format True, this oxide reads formats 1, 2, 3, 4 (another oxide release built it)"),
+    (lambda d: {**d, "format": 99}, "manifest format 99, this oxide reads formats 1, 2, 3, 4, 5 (another oxide release built it)"),
+    (lambda d: {**d, "format": True}, "manifest format True, this oxide reads formats 1, 2, 3, 4, 5 (another oxide release built it)"),
 ])
 def test_schema_errors_name_the_field(change: Any, message: str) -> None:
     with pytest.raises(ManifestError) as info:
