@@ -477,9 +477,13 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
                 "the package was built before the kernel was added; rebuild it"
             )
         first = specs[0].params
+
+        def shape_of(params: Any) -> list[tuple[Any, ...]]:  # what every specialization must agree on
+            return [(p.name, p.is_view, p.is_view and vector_lanes(p.dtype) is not None, p.optional) for p in params]
+
+        first_shape = shape_of(first)
         for s in specs[1:]:
-            if [(p.name, p.is_view, p.is_view and vector_lanes(p.dtype) is not None, p.optional) for p in s.params] != [
-                    (p.name, p.is_view, p.is_view and vector_lanes(p.dtype) is not None, p.optional) for p in first]:
+            if shape_of(s.params) != first_shape:
                 from oxide.errors import CudaError
 
                 raise CudaError(f"the specializations of kernel {self.name} in {located.path} disagree on its parameters")
