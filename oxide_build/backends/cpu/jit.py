@@ -60,7 +60,9 @@ def scheduler() -> ModuleType:
     except ImportError as e:
         raise CpuUnavailable(
             "the CPU device's scheduler (oxide_build/backends/cpu/_fibers.c) is not built in this installation: "
-            f"{e}", ) from None
+            f"{e}; if this is a source checkout of oxide on sys.path (python run in its root), it shadows the "
+            "installed oxide-cuda: run from another directory, or install the checkout with `pip install -e .`",
+        ) from None
     for name, address in _fibers.symbols().items():
         llvm.add_symbol(name, address)
     for name, address in special_math_symbols().items():
