@@ -726,3 +726,68 @@ def test_an_environment_without_the_compiler_asks_for_it_only_to_compile(tmp_pat
     ops.write_text(ops.read_text().replace("a * x[i]", "a * x[i] + 1.0"))
     edited = without_compiler(project, "get_requires_for_build_wheel")
     assert isinstance(edited, list) and set(toolchain) <= set(edited)
+
+
+# --- NumPy is optional: no isolated build installs it -------------------------------------------
+
+WITHOUT_NUMPY = """
+import io, json, sys
+from pathlib import Path
+
+
+class NoNumpy:  # an environment without NumPy: every import of it fails
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy" or name.startswith("numpy."):
+            raise ImportError("No module named 'numpy' (blocked by the test)")
+        return None
+
+
+sys.meta_path.insert(0, NoNumpy())
+import oxide
+import oxide_build
+from oxide.runtime.launch import scalar_converter
+from oxide_build.build import compile_project
+from oxide_build.config import load_config
+
+project = Path(sys.argv[1])
+requires = oxide_build.get_requires_for_build_wheel()
+log = io.StringIO()
+build = compile_project(project, load_config(project), project.parent / "staging", log=log)
+f16 = scalar_converter("f16")
+try:
+    oxide.runtime.DeviceArray.empty(4)
+    refused = ""
+except ImportError as exc:
+    refused = str(exc)
+print("RESULT " + json.dumps({
+    "requires": requires, "kernels": build.kernel_count, "log": log.getvalue(), "refused": refused,
+    "f16": [f16(1e6), f16(65519.0), f16(-70000.0)], "numpy": sorted(m for m in sys.modules if m.split(".")[0] == "numpy"),
+}))
+"""
+
+
+def test_oxide_imports_and_builds_without_numpy(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import tomllib as toml_module
+
+    from test_build import subprocess_env
+
+    pyproject = toml_module.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    for name, requirements in [("dependencies", pyproject["project"]["dependencies"]),
+                               *pyproject["project"]["optional-dependencies"].items()]:
+        if name != "test":  # the tests' references are NumPy's
+            assert not [r for r in requirements if r.startswith("numpy")], (name, requirements)
+    project = make_project(tmp_path, {"ops.py": SCALE})
+    result = subprocess.run([sys.executable, "-c", WITHOUT_NUMPY, str(project)], cwd=tmp_path, capture_output=True,
+                            text=True, env=subprocess_env(), timeout=600)
+    assert result.returncode == 0, result.stderr
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
+    got = json.loads(line[len("RESULT "):])
+    assert got["kernels"] == 1 and "oxide: compiled 1 kernel in 1 module" in got["log"], got
+    assert not [r for r in got["requires"] if r.startswith("numpy")], got["requires"]
+    assert (tmp_path / "staging" / "flatproj" / "_oxide" / "flatproj.ops.sm_90.cubin").is_file()
+    # what needs NumPy says so; a launch's f16 scalars round past the largest half without it
+    assert got["refused"].startswith("oxide.runtime.DeviceArray needs NumPy, which is not installed: pip install numpy")
+    assert got["f16"] == [float("inf"), 65519.0, float("-inf")]
+    assert got["numpy"] == []

@@ -341,7 +341,7 @@ def test_an_isolated_build_of_a_project_without_cpp_installs_no_cpp_toolchain(
 # cuda-bindings 12 drives the -cu12 wheels' libraries; oxide-cuda itself comes without its
 # dependencies, which name the CUDA 13 runtime bindings.
 CUDA12_BUILD_ENVIRONMENT = [
-    "cuda-bindings>=12.8,<13", "cuda-pathfinder>=1.3", "llvmlite>=0.45", "numpy", "packaging>=22",
+    "cuda-bindings>=12.8,<13", "cuda-pathfinder>=1.3", "llvmlite>=0.45", "packaging>=22",
     "setuptools>=64", "wheel",
     "nvidia-nvjitlink-cu12>=12.8,<13", "nvidia-cuda-nvrtc-cu12>=12.8,<13", "nvidia-cuda-nvcc-cu12>=12.8,<13",
     "nvidia-nvfatbin-cu12>=12.8,<13", "nvidia-cuda-cccl-cu12>=12.8,<13", "nvidia-cuda-runtime-cu12>=12.8,<13",

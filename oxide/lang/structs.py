@@ -34,9 +34,11 @@ def struct_dtype(cls: type) -> Any:
     device reads a view of its records (C's layout: ``numpy.dtype(..., align=True)``)."""
     import typing
 
-    import numpy as np
+    from oxide.numpy_dependency import import_numpy
 
     from .types import ScalarType
+
+    np = import_numpy("oxide.struct_dtype")
 
     if not getattr(cls, "__oxide_struct__", False):
         raise TypeError(f"{cls!r} is not an @oxide.struct class")

@@ -1,7 +1,8 @@
 """The runtime: find a kernel's precompiled code, load it for the GPU at hand and launch it.
 
-Depends on ``cuda-bindings`` and ``numpy`` only, both imported on first use: importing oxide
-(and defining kernels) does no CUDA work.
+Depends on ``cuda-bindings`` only, imported on first use: importing oxide (and defining kernels)
+does no CUDA work. NumPy is optional: ``DeviceArray`` and the CPU device need it
+(``oxide.numpy_dependency``).
 
 Launches are asynchronous. A kernel that fails a device-side check (an out-of-bounds index, an
 ``assert``) writes a failure record into host-mapped memory and its failing thread exits; the

@@ -35,6 +35,7 @@ import _thread  # threading's locks without importing threading (0.5 ms at impor
 from typing import Any
 
 from oxide.errors import CompileError
+from oxide.numpy_dependency import import_numpy
 
 __all__ = ["CPU_CONTEXT", "CPU_DEVICE_NAME", "SANITIZERS", "CpuCode", "CpuDriver", "CpuFunction", "cpu_driver",
            "sanitizers"]
@@ -215,7 +216,7 @@ def _host_address(obj: Any) -> tuple[int, Any]:
     interface = getattr(obj, "__array_interface__", None)
     if isinstance(interface, dict):
         return int(interface["data"][0]), obj
-    import numpy as np
+    np = import_numpy("the CPU device (OXIDE_DEVICE=cpu)")
 
     array = np.frombuffer(obj, np.uint8)
     return int(array.__array_interface__["data"][0]), array
@@ -322,7 +323,7 @@ class CpuDriver:
     # memory: the host's ----------------------------------------------------------------
 
     def cuMemAlloc(self, nbytes: int) -> tuple[Result, int]:
-        import numpy as np
+        np = import_numpy("the CPU device (OXIDE_DEVICE=cpu)")
 
         nbytes = int(nbytes)
         if nbytes <= 0:

@@ -11,6 +11,7 @@ import math
 import _thread  # threading's locks without importing threading (0.5 ms at import: issue 28)
 from typing import Any
 
+from oxide.numpy_dependency import import_numpy
 from oxide.runtime import device, device_choice
 from oxide.runtime.streams import stream_handle
 
@@ -18,7 +19,7 @@ __all__ = ["DeviceArray"]
 
 
 def _numpy_dtype(dtype: Any) -> Any:
-    import numpy as np
+    np = import_numpy("oxide.runtime.DeviceArray")
 
     numpy_name = getattr(dtype, "numpy_name", None)  # an oxide ScalarType
     if numpy_name is not None:
@@ -114,7 +115,7 @@ class DeviceArray:
     def from_numpy(cls, array: Any, *, stream: Any = None) -> DeviceArray:
         """A device copy of the NumPy array (or anything ``numpy.asarray`` accepts); on
         ``stream`` when one is given (the host array may be reused once this returns)."""
-        import numpy as np
+        np = import_numpy("DeviceArray.from_numpy")
 
         host = np.ascontiguousarray(array)
         out = cls.empty(host.shape, host.dtype, stream=stream)
@@ -130,7 +131,7 @@ class DeviceArray:
     def to_numpy(self) -> Any:
         """A host copy, as a NumPy array of the same shape and dtype (after the work on the
         array's stream, for a stream-ordered one)."""
-        import numpy as np
+        np = import_numpy("DeviceArray.to_numpy")
 
         host = np.empty(self.shape, self.dtype)
         if host.nbytes:

@@ -114,13 +114,14 @@ def _to_float(value: Any, dtype: str) -> float:
 
 def _narrow_float(x: float, dtype: str) -> float:
     # Out of the narrow type's range: round the way a cast on the GPU does (to +-inf), rather
-    # than let struct refuse the value.
+    # than let struct refuse the value. struct rounds to nearest even and refuses exactly the
+    # values that round past the largest finite one (no NumPy: a launch does not need it).
     limit = _FLOAT_MAX.get(dtype)
     if limit is not None and abs(x) > limit and not math.isinf(x):
-        import numpy as np
-
-        with np.errstate(over="ignore"):
-            return float(np.array(x).astype("float16" if dtype == "f16" else "float32"))
+        try:
+            struct.pack("=e" if dtype == "f16" else "=f", x)
+        except OverflowError:
+            return math.copysign(math.inf, x)
     return x
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from oxide.numpy_dependency import import_numpy
+
 from . import artifacts, device, loader
 from .manifest import ModuleArrayRecord
 
@@ -54,7 +56,7 @@ def array_address(array: ModuleArray) -> tuple[int, int]:
 
 
 def read_array(array: ModuleArray) -> Any:
-    import numpy as np
+    np = import_numpy(f"reading the module array {array.module}.{array.name}")
 
     ptr, size = array_address(array)
     host = np.empty(array.shape, np.dtype(array.dtype.numpy_name))
@@ -65,7 +67,7 @@ def read_array(array: ModuleArray) -> Any:
 
 
 def write_array(array: ModuleArray, values: Any) -> None:
-    import numpy as np
+    np = import_numpy(f"writing the module array {array.module}.{array.name}")
 
     ptr, size = array_address(array)
     host = np.asarray(values)
