@@ -19,7 +19,7 @@ import multiprocessing
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, TextIO
@@ -420,21 +420,27 @@ def _compile_in_processes(
     workers: int,
     report: Callable[[int, UnitResult, float], None],
     report_failure: Callable[[int], None],
+    compile_timed: Callable[[CompileUnit], tuple[UnitResult | None, float, str | None]] | None = None,
 ) -> None:
-    """Compiles ``units[i]`` for ``i`` in ``indices`` in forked worker processes.
+    """Compiles ``units[i]`` for ``i`` in ``indices`` in forked worker processes, calling
+    ``report`` for each unit as soon as it is done (the progress line follows the workers).
 
     Processes, not threads: the frontend and lowering are Python, and nvJitLink holds the GIL;
     with threads two jobs took as long as one. Forked from a parent that has initialized the
-    compiler (``_warm_compiler``), the workers start at once.
+    compiler (``_warm_compiler``), the workers start at once. ``compile_timed``:
+    ``_compile_unit_timed`` unless a test gives its own (a module-level function).
     """
+    compile_timed = compile_timed or _compile_unit_timed
     context = multiprocessing.get_context("fork")
     failures: dict[int, str] = {}
     with ProcessPoolExecutor(max_workers=min(workers, len(indices)), mp_context=context) as pool:
         pending: dict[Future[tuple[UnitResult | None, float, str | None]], int] = {
-            pool.submit(_compile_unit_timed, units[i]): i for i in indices
+            pool.submit(compile_timed, units[i]): i for i in indices
         }
         while pending:
-            done, _ = wait(pending, return_when=FIRST_EXCEPTION)
+            # FIRST_COMPLETED: a worker returns its error as a value, so waiting for the first
+            # exception waited for every unit, and the progress came all at once at the end
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 index = pending.pop(future)
                 result, seconds, error = future.result()

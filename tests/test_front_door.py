@@ -591,6 +591,52 @@ def test_progress_on_a_terminal_is_one_line_rewritten() -> None:
     assert log.getvalue() == "[1/1] a.k sm_90 … failed\n"
 
 
+def _unit_taking_its_seconds(unit: object) -> tuple[object, float, str | None]:
+    """A stand-in for a worker's compile of one unit: ``unit`` is how long it takes."""
+    import time
+
+    time.sleep(float(unit))  # type: ignore[arg-type]
+    return f"result of {unit}", float(unit), None  # type: ignore[arg-type]
+
+
+def test_progress_reports_each_unit_as_its_worker_finishes() -> None:
+    """The progress follows the workers: a quick unit is reported while a slow one still runs
+    (waiting with FIRST_EXCEPTION, every unit was reported at once at the end)."""
+    import time
+
+    from oxide_build import build
+
+    if not build._can_fork():
+        pytest.skip("the units run one after another where there is no fork")
+    started = time.perf_counter()
+    reported: list[tuple[int, float]] = []
+    build._compile_in_processes([0.05, 2.0], [0, 1], 2,  # type: ignore[list-item]
+                                lambda index, result, seconds: reported.append((index, time.perf_counter() - started)),
+                                lambda index: None, compile_timed=_unit_taking_its_seconds)  # type: ignore[arg-type]
+    assert [index for index, _ in reported] == [0, 1]
+    assert reported[0][1] < 1.5 < reported[1][1], reported
+
+
+def test_a_build_on_a_terminal_shows_each_unit_then_the_summary(tmp_path: Path) -> None:
+    from oxide_build.build import compile_project
+    from oxide_build.config import load_config
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    project = make_project(tmp_path, {"ops.py": SCALE, "more.py": SCALE.replace("a * x[i]", "a + x[i]")})
+    term = Terminal()
+    compile_project(project, load_config(project, environ={}), tmp_path / "staging", log=term, jobs=2)
+    shown = term.getvalue()
+    units = re.findall(r"\r\033\[K(\[\d/2\] flatproj\.\w+ sm_90)", shown)
+    assert sorted(units) == ["[1/2] flatproj.more sm_90", "[2/2] flatproj.ops sm_90"] or \
+        sorted(units) == ["[1/2] flatproj.ops sm_90", "[2/2] flatproj.more sm_90"], shown
+    summary = shown.rpartition("\r\033[K")[2]  # the progress line erased, the summary stays
+    assert re.fullmatch(r"oxide: compiled 2 kernels in 2 modules for sm_90 in [\d.]+ s "
+                        r"\(2 units, 0 from cache, 2 jobs\)\n", summary), shown
+
+
 def test_cache_dir_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from oxide_build.build import compile_project
     from oxide_build.config import load_config
