@@ -208,6 +208,14 @@ class OxideConfig:
     ``editable.rebuild``). ``false``: run the code the install compiled, with one warning per
     stale module, until the next install."""
 
+    editable_mode: str = field(default="inplace", metadata=setting(choices=("inplace",)))
+    """Where an editable install puts the compiled kernels (scikit-build-core's
+    ``editable.mode``; also spelt ``editable.mode``): ``"inplace"``, next to each kernel
+    module's source (``<package>/_oxide/``), where the runtime looks beside the module it
+    imports. It is the only mode: scikit-build-core's ``"redirect"`` (a build directory behind an
+    import hook) has no counterpart. How the Python files are made importable is setuptools'
+    choice (``-C editable_mode=strict``, ``lenient`` or ``compat``)."""
+
     editable_verbose: bool = True
     """Print a line on stderr when an editable install recompiles a stale module on its first
     launch (what changed, the arch, the time), as scikit-build-core's ``editable.verbose`` does

@@ -29,7 +29,7 @@ PACKAGES = Path(__file__).resolve().parent / "packages"
 SAMPLE = REPO / "sample_project"
 EPOCH = "1700000000"  # 2023-11-14 22:13:20 UTC
 KEYS = (
-    "arch, backend, bounds-check, build-dir, cache-dir, cmake-kernels, defines, editable-rebuild, editable-verbose, fast-math, fatbin, fma, include-dirs, jobs, "
+    "arch, backend, bounds-check, build-dir, cache-dir, cmake-kernels, defines, editable-mode, editable-rebuild, editable-verbose, fast-math, fatbin, fma, include-dirs, jobs, "
     "lineinfo, link, logging-level, max-registers, minimum-version, nvrtc-options, opt-level, packages, ptx, verbose"
 )
 

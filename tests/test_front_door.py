@@ -553,6 +553,19 @@ def test_scikit_build_cores_dotted_spellings(tmp_path: Path) -> None:
         load_config(project, environ={})
 
 
+def test_editable_mode_is_inplace_and_redirect_is_refused(tmp_path: Path) -> None:
+    from oxide_build.config import ConfigError, load_config
+
+    project = write_pyproject(tmp_path, '[tool.oxide]\neditable.mode = "inplace"\n')
+    assert load_config(project, environ={}).editable_mode == "inplace"
+    write_pyproject(tmp_path, '[tool.oxide]\neditable-mode = "redirect"\n')
+    with pytest.raises(ConfigError, match=r"^pyproject.toml:2: \[tool.oxide\]: editable-mode = 'redirect' is not "
+                                          r"allowed; expected 'inplace'"):
+        load_config(project, environ={})
+    with pytest.raises(ConfigError, match="expected 'inplace'"):
+        load_config(project, {"oxide.editable.mode": "redirect"}, environ={"OXIDE_EDITABLE_MODE": "inplace"})
+
+
 def test_the_json_schema_takes_the_dotted_spellings() -> None:
     from oxide_build.config import json_schema
     from validate_pyproject.error_reporting import ValidationError
