@@ -397,8 +397,13 @@ def _cpu(build: ModuleBuild) -> None:
         return
     from .backends.cpu.codegen import lower_for_cpu
 
+    from .backends.cpu.cxx import build_host_cxx
+
     o = build.options
-    build.host = lower_for_cpu(build.program, build.module_name, fast_math=o.fast_math, fma=o.fma, sanitize=o.sanitize)
+    cxx = build_host_cxx(build.program, o.include_dirs, o.defines)
+    build.device.dependencies = list(cxx.dependencies)  # an edited .cu recompiles the module
+    build.host = lower_for_cpu(build.program, build.module_name, fast_math=o.fast_math, fma=o.fma, sanitize=o.sanitize,
+                               cxx=cxx)
     refused = build.host.refused  # their bodies are traps: they read no parameter
     if ({k: v for k, v in build.host.kept_params.items() if k not in refused}
             != {k: v for k, v in build.kept_params.items() if k not in refused}):

@@ -1,7 +1,8 @@
 """``cpu=`` of ``@ox.extern`` and ``@ox.extern_kernel`` (oxide_build/frontend/cpu_implementations.py):
 the Python implementation the CPU device runs in place of CUDA C++. It runs there (device functions
-and C++ kernels, generic ones and ``Ptr`` parameters); a C++ function or kernel without one is
-refused at launch naming it and saying how to give one; an implementation whose signature
+and C++ kernels, generic ones and ``Ptr`` parameters); a C++ function or kernel without one runs its
+C++, compiled for the host (backends/cpu/cxx.py), or, where that cannot run, is refused at launch
+naming it and saying how to give one; an implementation whose signature
 disagrees is a located compile error on both devices; and the GPU build's code is unchanged by it
 (the PTX of the Python side, compared with and without ``cpu=``)."""
 from __future__ import annotations
@@ -53,15 +54,20 @@ SCALED_TANH = """
 """
 
 
-def write(tmp_path: Path, source: str, name: str = "kern") -> Path:
+# C++ the host's compiler cannot compile for the CPU device: inline PTX
+CU_WITH_PTX = ('extern "C" __device__ float scaled_tanh(float x) {\n'
+               '    float y; asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return 2.0f * y;\n}\n')
+
+
+def write(tmp_path: Path, source: str, name: str = "kern", cu: str = CU) -> Path:
     path = tmp_path / f"{name}.py"
     path.write_text(textwrap.dedent(source))
-    (tmp_path / "tanh.cu").write_text(CU)
+    (tmp_path / "tanh.cu").write_text(cu)
     return path
 
 
-def cpu_module(tmp_path: Path, source: str, name: str = "kern"):
-    return engine.compile_module_for_cpu(write(tmp_path, source, name), name, tmp_path)
+def cpu_module(tmp_path: Path, source: str, name: str = "kern", cu: str = CU):
+    return engine.compile_module_for_cpu(write(tmp_path, source, name, cu), name, tmp_path)
 
 
 def launch(m, name: str, blocks: int, threads: int, **args: list[int]) -> None:
@@ -84,12 +90,22 @@ def test_an_extern_runs_its_cpu_implementation(tmp_path: Path) -> None:
     np.testing.assert_allclose(out, 2.0 * np.tanh(x.astype(np.float64)), rtol=1e-6, atol=1e-7)
 
 
-def test_an_extern_without_one_is_refused_naming_it_and_how_to_give_one(tmp_path: Path) -> None:
+def test_an_extern_without_one_runs_its_cpp_compiled_for_the_host(tmp_path: Path) -> None:
+    """backends/cpu/cxx.py: tanh.cu compiled by the host's C++ compiler, called by the kernel."""
     m = cpu_module(tmp_path, SCALED_TANH.replace("{cpu}", ""))
+    x = rng.uniform(-4, 4, 1000).astype(np.float32)
+    out = np.full(1000, np.nan, np.float32)
+    launch(m, "apply", 4, 256, x=view(x), out=view(out))
+    np.testing.assert_allclose(out, 2.0 * np.tanh(x.astype(np.float64)), rtol=1e-6, atol=1e-7)
+
+
+def test_an_extern_whose_cpp_cannot_run_is_refused_naming_it_and_how_to_give_one(tmp_path: Path) -> None:
+    m = cpu_module(tmp_path, SCALED_TANH.replace("{cpu}", ""), cu=CU_WITH_PTX)
     with pytest.raises(CompileError) as info:
         launch(m, "apply", 1, 32, x=[0, 0], out=[0, 0])
     e = info.value
     assert "scaled_tanh()" in e.message and "@extern, declared at kern.py:9" in e.message, e.message
+    assert "tanh.cu:2 uses inline PTX assembly (asm)" in e.message, e.message
     assert "cpu=" in e.hint and "docs/interop.md" in e.hint, e.hint
     assert e.location is not None and e.location.file.endswith("kern.py") and e.location.line == 15
     x = rng.uniform(-1, 1, 100).astype(np.float32)  # the module's other kernels run
@@ -161,12 +177,30 @@ def test_an_extern_kernel_launches_its_cpu_implementation(tmp_path: Path) -> Non
     np.testing.assert_array_equal(out, np.float32(3.0) * x)
 
 
-def test_an_extern_kernel_without_one_is_refused_at_its_stub(tmp_path: Path) -> None:
+SCALE_CU = CU + """
+extern "C" __global__ void scale_cpp(float a, const float* x, long long x_len, float* out, long long out_len) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < out_len && i < x_len) out[i] = a * x[i];
+}
+"""
+
+
+def test_an_extern_kernel_without_one_launches_its_cpp_compiled_for_the_host(tmp_path: Path) -> None:
+    m = cpu_module(tmp_path, EXTERN_KERNEL.replace("{cpu}", ""), cu=SCALE_CU)
+    x = rng.uniform(-1, 1, 700).astype(np.float32)
+    out = np.full(700, np.nan, np.float32)
+    a = int(np.array(3.0, np.float32).view(np.uint32))
+    launch(m, "scale", 3, 256, a=[a], x=view(x), out=view(out))
+    np.testing.assert_array_equal(out, np.float32(3.0) * x)
+
+
+def test_an_extern_kernel_without_one_is_refused_at_its_stub_where_no_source_defines_it(tmp_path: Path) -> None:
     m = cpu_module(tmp_path, EXTERN_KERNEL.replace("{cpu}", ""))
     with pytest.raises(CompileError) as info:
         launch(m, "scale", 1, 32, a=[0], x=[0, 0], out=[0, 0])
     e = info.value
-    assert "the CUDA C++ kernel scale_cpp (an @extern_kernel)" in e.message, e.message
+    assert ("the CUDA C++ kernel scale_cpp (an @extern_kernel, declared at kern.py:12), which none of its sources "
+            "defines for the host") in e.message, e.message
     assert "cpu=" in e.hint and "docs/interop.md" in e.hint, e.hint
     assert e.location is not None and e.location.file.endswith("kern.py") and e.location.line == 12
 

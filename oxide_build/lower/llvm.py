@@ -289,6 +289,10 @@ class ModuleLowering:
         self.cpu = dialect.is_cpu
         self.cpu_shared_bytes = 0
         self.cpu_refused: dict[str, CompileError] = {}  # symbol -> why the CPU device cannot run it
+        # the externs whose C++ the host compiled (called as on the GPU), and why the others'
+        # cannot run (symbol -> NoCpuForm's what and hint): backends/cpu/cxx.py
+        self.cpu_cxx_callable: frozenset[str] = frozenset()
+        self.cpu_cxx_refused: dict[str, tuple[str, str]] = {}
         self.sync_sites: list[tuple[str, int, int]] = []  # id -> (file, line, col)
         self._sync_site_ids: dict[tuple[str, int, int], int] = {}
 
@@ -1328,7 +1332,11 @@ class FunctionLowering:
         return load
 
     def call(self, e: ir.Call) -> ll.Value:
-        if self.parent.cpu and e.symbol in self.parent.c_abi and e.symbol in self.parent.extern_params:
+        if (self.parent.cpu and e.symbol in self.parent.c_abi and e.symbol in self.parent.extern_params
+                and e.symbol not in self.parent.cpu_cxx_callable):
+            refusal = self.parent.cpu_cxx_refused.get(e.symbol)
+            if refusal is not None:  # its C++ cannot be built for the host (backends/cpu/cxx.py)
+                raise NoCpuForm(*refusal)
             stub = next((x for x in self.parent.program.externs if x.symbol == e.symbol), None)
             where = f", declared at {Path(stub.file).name}:{stub.line}" if stub is not None else ""
             raise NoCpuForm(f"the CUDA C++ function {e.symbol}() (an @extern{where})",
@@ -1653,15 +1661,19 @@ class LoweredProgram:
 
 
 def lower_program(program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False,
-                  libnvvm: bool = False, dialect: Dialect = NVPTX, fma: bool = True) -> LoweredProgram:
+                  libnvvm: bool = False, dialect: Dialect = NVPTX, fma: bool = True,
+                  cpu_cxx: tuple[frozenset[str], dict[str, tuple[str, str]]] | None = None) -> LoweredProgram:
     """Lowers ``program`` to an llvmlite module in the forms of ``dialect`` (NVPTX, or NVVM IR
     from ``dialect.nvvm_dialect``); print it with ``module_text``. ``lineinfo`` adds line
     tables that map PTX/SASS back to the Python source; ``libnvvm``: libNVVM compiles the
     program too (an NVVM dialect implies it), so the NVPTX form also uses only the intrinsics
     libNVVM reads. Each kernel entry point declares only the parameters its code reads
     (``LoweredProgram.kept_params``). ``fma``: ``+ - *`` may contract into fused multiply-adds
-    (``CompileOptions.fma``)."""
+    (``CompileOptions.fma``). ``cpu_cxx`` (host code): the externs whose C++ the host compiled,
+    and why each other one cannot run (``backends/cpu/cxx.py``)."""
     lowering = ModuleLowering(program, module_name, fast_math, lineinfo, libnvvm, dialect, fma)
+    if cpu_cxx is not None:
+        lowering.cpu_cxx_callable, lowering.cpu_cxx_refused = cpu_cxx
     module = lowering.lower()
     return LoweredProgram(module, lowering.kept_params, lowering.param_bytes, lowering.cpu_shared_bytes,
                           tuple(lowering.sync_sites), dict(lowering.cpu_refused))

@@ -31,6 +31,7 @@ from ...intrinsics.thread import BARRIER
 from ...ir import nodes as ir
 from ...lower.dialect import cpu_dialect
 from ...lower.index32 import index32_twins
+from .cxx import HostCxx
 
 __all__ = ["HostCode", "KernelMode", "lower_for_cpu", "host_target"]
 
@@ -61,6 +62,7 @@ class HostCode:
     # entry symbol -> why the CPU device cannot run that kernel (it reaches a construct with no
     # CPU form: the located CompileError, raised when it is launched); the others run
     refused: dict[str, CompileError] = field(default_factory=dict)
+    cxx: HostCxx = field(default_factory=HostCxx)  # the externs' C++, built for the host (cxx.py)
 
 
 def host_target() -> tuple[str, str]:
@@ -94,10 +96,14 @@ def _callees(fn: ir.Function) -> set[str]:
             for e in ir.subexpressions(root) if isinstance(e, ir.Call)}
 
 
-def kernel_modes(program: ir.Program) -> dict[str, KernelMode]:
-    """Each kernel's ``KernelMode``, across the functions it calls."""
+def kernel_modes(program: ir.Program, syncing_externs: frozenset[str] = frozenset()) -> dict[str, KernelMode]:
+    """Each kernel's ``KernelMode``, across the functions it calls; ``syncing_externs``: the C++
+    functions (``cxx.py``) whose code has barriers or warp operations."""
     by_symbol = {fn.symbol: fn for fn in program.functions}
     direct = {fn.symbol: _direct_sync(fn) for fn in program.functions}
+    for fn in program.functions:
+        if _callees(fn) & syncing_externs:
+            direct[fn.symbol] = (True, direct[fn.symbol][1])
     calls = {fn.symbol: _callees(fn) & by_symbol.keys() for fn in program.functions}
 
     def reach(symbol: str) -> tuple[bool, bool]:
@@ -376,17 +382,21 @@ def _instrument_accesses(module: ll.Module) -> tuple[tuple[str, int, int], ...]:
     return tuple(sites)
 
 
-def lower_for_cpu(program: ir.Program, module_name: str, fast_math: bool, fma: bool, sanitize: bool = False) -> HostCode:
+def lower_for_cpu(program: ir.Program, module_name: str, fast_math: bool, fma: bool, sanitize: bool = False,
+                  cxx: HostCxx | None = None) -> HostCode:
     """The program as host code with its kernels' thread and block entry points; ``sanitize``:
-    instrumented for memcheck (``_instrument_accesses``)."""
+    instrumented for memcheck (``_instrument_accesses``); ``cxx``: its externs' C++, built for
+    the host (``cxx.py``: the ones it could build are called, the others refused)."""
     from ...lower.llvm import lower_program
 
+    cxx = cxx or HostCxx()
     triple, layout = host_target()
+    callable_ = frozenset(e.symbol for e in program.externs if e.call_symbol in cxx.symbols)
     lowered = lower_program(program, module_name, fast_math=fast_math, lineinfo=sanitize,
-                            dialect=cpu_dialect(triple, layout), fma=fma)
+                            dialect=cpu_dialect(triple, layout), fma=fma, cpu_cxx=(callable_, cxx.refused))
     module = lowered.module
     access_sites = _instrument_accesses(module) if sanitize else ()
-    modes = kernel_modes(program)
+    modes = kernel_modes(program, cxx.syncing & callable_)
     ctx = module.globals.get(cpu_abi.CONTEXT_SYMBOL)
     if ctx is None:
         ctx = ll.GlobalVariable(module, cpu_abi.context_type(), cpu_abi.CONTEXT_SYMBOL)
@@ -399,20 +409,80 @@ def lower_for_cpu(program: ir.Program, module_name: str, fast_math: bool, fma: b
         _thread_function(module, kernel)
         if mode is KernelMode.LOOP:
             _block_function(module, kernel, ctx)
+    # the C++ kernels the host compiled: their entry points call the library's function, which
+    # takes the parameters the GPU kernel does (docs/interop.md's ABI)
+    for ext in program.extern_kernels:
+        if ext.symbol not in cxx.symbols:
+            continue
+        from ...lower.llvm import abi_params
+
+        kernel = ll.Function(module, ll.FunctionType(ll.VoidType(), abi_params(ext.params, kernel=True, c_abi=True)),
+                             ext.symbol)
+        mode = KernelMode.FIBERS if ext.symbol in cxx.syncing else KernelMode.LOOP
+        modes[ext.symbol] = mode
+        _thread_function(module, kernel)
+        if mode is KernelMode.LOOP:
+            _block_function(module, kernel, ctx)
     refused = refused_kernels(program, lowered.cpu_refused)
-    refused.update(_refused_cpp_kernels(program))
+    refused.update(_refused_cpp_kernels(program, cxx))
+    refused.update({k: v for k, v in _cooperative_with_cpp_shared(program, modes, cxx.shared_variables & callable_).items()
+                    if k not in refused})
     return HostCode(str(module), modes, lowered.kept_params, lowered.cpu_shared_bytes, lowered.sync_sites,
-                    access_sites, sanitize, refused)
+                    access_sites, sanitize, refused, cxx)
 
 
-def _refused_cpp_kernels(program: ir.Program) -> dict[str, CompileError]:
+def _cooperative_with_cpp_shared(program: ir.Program, modes: dict[str, KernelMode],
+                                 shared: frozenset[str]) -> dict[str, CompileError]:
+    """The cooperative kernels that reach C++ with ``__shared__`` variables: the host has one copy of
+    each (``cuda_host.py``), which serves the blocks of a launch one after another, but the blocks
+    of a cooperative launch run together."""
+    import linecache
+
+    if not shared:
+        return {}
+    by_symbol = {fn.symbol: fn for fn in program.functions}
+    twins = index32_twins(program)
+    out: dict[str, CompileError] = {}
+    for fn in program.functions:
+        if not fn.is_kernel or modes.get(fn.symbol) is not KernelMode.COOPERATIVE:
+            continue
+        seen, todo, reached = {fn.symbol}, [fn.symbol], ""
+        while todo and not reached:
+            callees = _callees(by_symbol[todo.pop()])
+            reached = next(iter(sorted(callees & shared)), "")
+            for c in sorted((callees & by_symbol.keys()) - seen):
+                seen.add(c)
+                todo.append(c)
+        if reached:
+            error = NoCpuFormError(
+                f"{fn.python_name}() is a cooperative kernel (grid.sync()) that reaches the CUDA C++ function "
+                f"{reached}(), whose __shared__ variables the CPU device keeps once for all blocks: the blocks of a "
+                "cooperative launch run together there", SourceLocation(fn.file, fn.line, 1,
+                                                                          linecache.getline(fn.file, fn.line).rstrip()),
+                f"give {reached}() a Python implementation for the CPU device (cpu= in its declaration, "
+                "docs/interop.md, \"On the CPU device\"); or run this kernel on a GPU")
+            out[fn.symbol] = error
+            if fn.symbol in twins:
+                out[twins[fn.symbol]] = error
+    return out
+
+
+def _refused_cpp_kernels(program: ir.Program, cxx: HostCxx) -> dict[str, CompileError]:
     """Each CUDA C++ kernel (``@extern_kernel``) without a Python implementation (``cpu=``; with one,
-    the frontend compiled that as the kernel): refused at its stub, saying how to give one."""
+    the frontend compiled that as the kernel) whose C++ the host could not build: refused at its
+    stub, saying why and how to give one."""
     import linecache
 
     out: dict[str, CompileError] = {}
     for ext in program.extern_kernels:
+        if ext.symbol in cxx.symbols:
+            continue
         source = linecache.getline(ext.file, ext.line).rstrip("\n")
+        if ext.symbol in cxx.refused:
+            what, hint = cxx.refused[ext.symbol]
+            out[ext.symbol] = NoCpuFormError(f"the CPU device cannot run {what}",
+                                             SourceLocation(ext.file, ext.line, 1, source), hint)
+            continue
         out[ext.symbol] = NoCpuFormError(
             f"the CPU device cannot run the CUDA C++ kernel {ext.symbol} (an @extern_kernel): it has no Python "
             "implementation", SourceLocation(ext.file, ext.line, 1, source),

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ctypes
 import threading
+
+import llvmlite.binding as llvm
 from collections.abc import Callable, Sequence
 
 from oxide.abi import vectors
@@ -50,6 +52,8 @@ def _two_writes(launch: _Launch) -> str:
 
 # one launch at a time in the process: the scheduler's state is global (_fibers.c)
 _launch_lock = threading.Lock()
+# llvm.add_symbol is process-wide: a module's C++ symbols are registered and resolved together
+_symbols_lock = threading.Lock()
 
 
 class _Launch(ctypes.Structure):
@@ -305,6 +309,9 @@ class CpuFunction:
         if 0 <= site < len(sites):
             file, line, col = sites[site]
             return f"{file}:{line}:{col}"
+        cxx = self.module.cxx.site(site)  # a barrier or warp operation of the C++ (cxx.py)
+        if cxx is not None:
+            return f"{cxx[0]}:{cxx[1]}" if cxx[1] else f"{cxx[0]} (or a header it includes)"
         return "?"
 
     def _error(self, launch: _Launch) -> KernelError:
@@ -391,7 +398,14 @@ class CpuModule:
         self._sanitized: CpuModule | None = None
         self.modes = host.modes
         self.refused = host.refused  # entry symbol -> the CompileError its launch raises
-        self.jit = JitModule(host.llvm_ir)
+        self.cxx = host.cxx  # the externs' C++, built for the host (cxx.py)
+        with _symbols_lock:  # the JIT resolves the C++ symbols by name: this module's library's
+            if host.cxx.library:
+                from .cxx import load_host_cxx
+
+                for name, address in load_host_cxx(host.cxx.library, host.cxx.symbols).items():
+                    llvm.add_symbol(name, address)
+            self.jit = JitModule(host.llvm_ir)
         self.lock = threading.RLock()
         self._functions: dict[str, CpuFunction] = {}
         self._param_counts = {name: count for name, count in _declared_params(host.llvm_ir, host.modes).items()}
