@@ -278,6 +278,32 @@ def test_a_driver_older_than_the_toolchain_is_named(
     assert fake_driver.loaded == []
 
 
+@pytest.mark.parametrize(("bindings", "driver", "warned"), [("13.5.0", 12040, True), ("13.5.0", 13000, False),
+                                                          ("12.9.10", 12040, False), ("12.9.10", 13010, False)])
+def test_bindings_newer_than_the_driver_warn_once(monkeypatch: pytest.MonkeyPatch, fake_driver: FakeDriver,
+                                                  bindings: str, driver: int, warned: bool) -> None:
+    # the runtime's own bound (issue 31 item 4): cuda-bindings 13 is made for CUDA 13 drivers
+    from oxide.runtime import loader
+
+    monkeypatch.setattr(loader, "installed_driver_release", lambda: "550.54.14")
+    monkeypatch.setattr(device, "_bindings_version", lambda: bindings)
+    fake_driver.driver_version = driver
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        oxide.runtime.synchronize()
+        oxide.runtime.synchronize()
+    messages = [str(w.message) for w in caught if issubclass(w.category, device.DriverBindingsWarning)]
+    if not warned:
+        assert messages == []
+        return
+    assert messages == [
+        "oxide: cuda-bindings 13.5.0, the runtime's driver bindings, is made for CUDA 13 drivers (R580 or newer); "
+        "this machine's driver 550.54.14, which supports CUDA 12.4, so a driver call may fail. Update the NVIDIA "
+        "driver, or install the bindings of this driver's release: pip install \"cuda-bindings>=12.8,<13\" "
+        "(docs/toolchain.md, \"Which driver a wheel needs\")"
+    ]
+
+
 def test_a_new_enough_driver_loads(tmp_path: Path, fake_driver: FakeDriver) -> None:
     fake_driver.driver_version = 13010
     m = make_module(tmp_path, cuda_driver=13000)

@@ -14,6 +14,7 @@ from typing import Any, Iterator, NamedTuple, NoReturn
 from oxide.errors import CudaError
 
 __all__ = [
+    "DriverBindingsWarning",
     "NO_DRIVER_MESSAGE",
     "NO_DEVICE_MESSAGE",
     "DeviceInfo",
@@ -40,6 +41,13 @@ NO_BINDINGS_MESSAGE = (
     "cuda-bindings is not installed (cuda.bindings.driver could not be imported): "
     "pip install cuda-bindings"
 )
+
+
+
+class DriverBindingsWarning(RuntimeWarning):
+    """cuda-bindings is made for a newer CUDA major release than the driver supports (cuda-bindings
+    13 on a CUDA 12 driver): the runtime runs, but a driver call may fail."""
+
 
 _lock = _thread.allocate_lock()
 _drv: Any = None
@@ -103,8 +111,54 @@ def _init_driver() -> Any:
         if int(err) == int(drv.CUresult.CUDA_ERROR_NO_DEVICE):
             raise CudaError(NO_DEVICE_MESSAGE, code=int(err), name="CUDA_ERROR_NO_DEVICE")
         _check_with(drv, err, "cuInit")
+        _warn_if_bindings_outrun_driver(drv)
         _drv = drv
         return drv
+
+
+# the oldest cuda-bindings of a CUDA major release that the runtime was checked with (docs/toolchain.md)
+_BINDINGS_FLOOR = {12: "12.8"}
+
+
+def _bindings_version() -> str | None:
+    """cuda-bindings' version (``"13.5.0"``): its major is the CUDA release it is made for."""
+    try:
+        from cuda import bindings
+    except ImportError:
+        return None
+    return getattr(bindings, "__version__", None)
+
+
+def _warn_if_bindings_outrun_driver(drv: Any) -> None:
+    """One warning when cuda-bindings is made for a newer CUDA major release than the driver
+    supports, naming the installed driver, the one the bindings are made for and the bindings
+    that match it (docs/toolchain.md: the runtime's own driver bound)."""
+    import warnings
+
+    from oxide.runtime.loader import DRIVER_RELEASE_OF_CUDA, installed_driver_release
+
+    version = _bindings_version()
+    try:
+        made_for = int(str(version).split(".")[0])
+        err, have = drv.cuDriverGetVersion()
+        have = int(have)
+    except Exception:  # a stand-in driver or bindings without a version: nothing to compare
+        return
+    if int(err) != 0 or have <= 0 or have // 1000 >= made_for:
+        return
+    release = installed_driver_release()
+    installed = f"driver {release}, which supports" if release else "driver supports"
+    needed = DRIVER_RELEASE_OF_CUDA.get(made_for)
+    major = have // 1000
+    warnings.warn(
+        f"oxide: cuda-bindings {version}, the runtime's driver bindings, is made for CUDA {made_for} drivers"
+        + (f" ({needed} or newer)" if needed else "")
+        + f"; this machine's {installed} CUDA {major}.{have % 1000 // 10}, so a driver call may fail. Update the "
+        f"NVIDIA driver, or install the bindings of this driver's release: pip install \"cuda-bindings>={_BINDINGS_FLOOR.get(major, f'{major}.0')},"
+        f"<{major + 1}\" (docs/toolchain.md, \"Which driver a wheel needs\")",
+        DriverBindingsWarning,
+        stacklevel=2,
+    )
 
 
 def _forget_driver() -> None:
