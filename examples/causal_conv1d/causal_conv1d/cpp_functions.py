@@ -10,6 +10,7 @@ so ``CAUSAL_CONV1D_DETERMINISTIC`` and ``torch.use_deterministic_algorithms`` ch
 """
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 import torch
@@ -31,6 +32,29 @@ _FLOAT = torch.float32
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device: int) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _cf_bwd_threads(nvec: int, dim: int, device: int) -> int:
+    """Threads a block of the channel-first backward (one block a channel): 128 (four warps wait
+    at each chunk's barrier, not eight) unless its blocks fill the GPU's last round of resident
+    blocks worse than 256's do. A multiprocessor holds 12 blocks of 128 or 6 of 256 (the kernel
+    keeps to 40 registers: 64K registers a multiprocessor)."""
+    if nvec < 256:
+        return _cdiv(nvec, 32) * 32
+    if device < 0:  # the CPU device
+        return 256
+
+    def filled(threads: int) -> float:
+        slots = _sm_count(device) * (65536 // (vk.CF_BWD_REGISTERS * threads))
+        rounds = _cdiv(dim, slots)
+        return dim / (rounds * slots)
+
+    return 128 if filled(128) >= filled(256) - 0.02 else 256
 
 
 def _absent(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -245,7 +269,7 @@ def _bwd(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], do
                                                                         has_bias, width)
         else:
             nvec = seqlen // 8
-            threads = 256 if nvec >= 256 else _cdiv(nvec, 32) * 32
+            threads = _cf_bwd_threads(nvec, dim, x.get_device())
             vk.bwd_channel_first[dim, threads](
                 _words(x), w32, bias_arg, _words(dout), _words(dx), dweight, dbias_arg,
                 batch, nvec, xs[0], xs[1], gs[0], gs[1], ds[0], ds[1], has_bias, silu_activation, width, dt)

@@ -37,7 +37,7 @@ from oxide import MutSlice, MutTensor, Slice, Tensor, bf16x2, block, f16, f16x2,
 
 __all__ = ["fwd_channel_first", "fwd_channel_last", "bwd_channel_first", "bwd_channel_last",
            "reduce_partials", "F32", "F16", "BF16", "CL_STEP",
-           "CL_SEG_BWD", "CL_ROWS", "CF_VECS"]
+           "CL_SEG_BWD", "CL_ROWS", "CF_VECS", "CF_BWD_REGISTERS"]
 
 F32 = 0
 F16 = 1
@@ -46,6 +46,7 @@ CL_STEP = 8           # positions the channel-last forward loads at a time, a th
 CL_SEG_BWD = 16       # and backward
 CL_ROWS = 4           # channel-last blocks: 32 word columns x CL_ROWS position segments
 CF_VECS = 4           # 8-position vectors a thread of the channel-first forward takes, at most
+CF_BWD_REGISTERS = 40  # the channel-first backward's register cap (the host sizes its blocks by it)
 
 
 def lane(w: i32, HI: ox.Constexpr[int], DT: ox.Constexpr[int]) -> f32:
@@ -344,7 +345,62 @@ def unpack_row8(w: Slice[i32], DT: ox.Constexpr[int], dst: MutSlice[f32], AT: ox
             dst[AT + j] = lane(w[FROM + j // 2], j % 2, DT)
 
 
-@ox.kernel(bounds_check=False, index32=False, launch_bounds=256, constexprs={"W": [2, 3, 4], "DT": [0, 1, 2]})
+def load_vec8(x: Slice[i32], vi: i64, DT: ox.Constexpr[int], dst: MutSlice[f32], AT: ox.Constexpr[int]) -> None:
+    """The 8 elements of 16-byte vector ``vi`` of halves (32-byte pair ``vi`` of fp32) into dst[AT …]."""
+    if DT == F32:
+        a = x.load4(vi * 2)
+        q = x.load4(vi * 2 + 1)
+        dst[AT] = ox.bits.bitcast(a.x, f32)
+        dst[AT + 1] = ox.bits.bitcast(a.y, f32)
+        dst[AT + 2] = ox.bits.bitcast(a.z, f32)
+        dst[AT + 3] = ox.bits.bitcast(a.w, f32)
+        dst[AT + 4] = ox.bits.bitcast(q.x, f32)
+        dst[AT + 5] = ox.bits.bitcast(q.y, f32)
+        dst[AT + 6] = ox.bits.bitcast(q.z, f32)
+        dst[AT + 7] = ox.bits.bitcast(q.w, f32)
+    else:
+        a = x.load4(vi)
+        dst[AT] = lane(a.x, 0, DT)
+        dst[AT + 1] = lane(a.x, 1, DT)
+        dst[AT + 2] = lane(a.y, 0, DT)
+        dst[AT + 3] = lane(a.y, 1, DT)
+        dst[AT + 4] = lane(a.z, 0, DT)
+        dst[AT + 5] = lane(a.z, 1, DT)
+        dst[AT + 6] = lane(a.w, 0, DT)
+        dst[AT + 7] = lane(a.w, 1, DT)
+
+
+def load_half_before(x: Slice[i32], vi: i64, DT: ox.Constexpr[int], dst: MutSlice[f32], AT: ox.Constexpr[int]) -> None:
+    """The 4 elements before vector ``vi`` (8- or 16-byte aligned) into dst[AT …]."""
+    if DT == F32:
+        a = x.load4(vi * 2 - 1)
+        dst[AT] = ox.bits.bitcast(a.x, f32)
+        dst[AT + 1] = ox.bits.bitcast(a.y, f32)
+        dst[AT + 2] = ox.bits.bitcast(a.z, f32)
+        dst[AT + 3] = ox.bits.bitcast(a.w, f32)
+    else:
+        h = x.load2(vi * 2 - 1)
+        dst[AT] = lane(h.x, 0, DT)
+        dst[AT + 1] = lane(h.x, 1, DT)
+        dst[AT + 2] = lane(h.y, 0, DT)
+        dst[AT + 3] = lane(h.y, 1, DT)
+
+
+def store_vec8(out: MutSlice[i32], vi: i64, v: Slice[f32], DT: ox.Constexpr[int]) -> None:
+    """v[0 … 7] rounded to the element type, as vector ``vi`` (``load_vec8``'s units)."""
+    with ox.unsafe():
+        if DT == F32:
+            out.store4(vi * 2, ox.bits.bitcast(v[0], i32), ox.bits.bitcast(v[1], i32),
+                       ox.bits.bitcast(v[2], i32), ox.bits.bitcast(v[3], i32))
+            out.store4(vi * 2 + 1, ox.bits.bitcast(v[4], i32), ox.bits.bitcast(v[5], i32),
+                       ox.bits.bitcast(v[6], i32), ox.bits.bitcast(v[7], i32))
+        else:
+            out.store4(vi, pack(v[0], v[1], DT), pack(v[2], v[3], DT), pack(v[4], v[5], DT),
+                       pack(v[6], v[7], DT))
+
+
+@ox.kernel(bounds_check=False, index32=False, launch_bounds=256, max_registers=CF_BWD_REGISTERS,
+           constexprs={"W": [2, 3, 4], "DT": [0, 1, 2]})
 def bwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1], dout: Slice[i32], dx: MutSlice[i32],
                       dweight: MutTensor[f32, 2], dbias: MutTensor[f32, 1], batch: i32, nvec: i32,
                       x_sb: i64, x_sc: i64, g_sb: i64, g_sc: i64, d_sb: i64, d_sc: i64,
@@ -363,7 +419,9 @@ def bwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1
     nthreads = block.dim.x
     nwarps = (nthreads + 31) // 32
     nchunks = (nvec + nthreads - 1) // nthreads
-    ex = ox.shared.array(36, f32)  # ex[4 * w + j]: g at position j of warp w's first vector; w = nwarps: carry
+    # ex[36 * parity + 4 * w + j]: g at position j of warp w's first vector (w = nwarps: the carry
+    # from the chunk after), two buffers taken in turn, so one barrier a chunk orders their use
+    ex = ox.shared.array(72, f32)
     if tid == 0:
         for j0 in ox.static_range(3):
             ex[4 * nwarps + j0] = 0.0
@@ -378,12 +436,14 @@ def bwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1
         dw[k] = 0.0
     db: f32 = 0.0
     for b in range(batch):
-        xr = i64(b) * x_sb + i64(c) * x_sc
-        gr = i64(b) * g_sb + i64(c) * g_sc
-        dr = i64(b) * d_sb + i64(c) * d_sc
+        # the rows' first vectors (their starts are multiples of 8 elements: the host checks)
+        xr = (i64(b) * x_sb + i64(c) * x_sc) // 8
+        gr = (i64(b) * g_sb + i64(c) * g_sc) // 8
+        dr = (i64(b) * d_sb + i64(c) * d_sc) // 8
         for cc in range(nchunks):
             chunk = nchunks - 1 - cc
             v = chunk * nthreads + tid
+            buf = ((b * nchunks + cc) & 1) * 36
             xv = ox.local.array(16, f32)   # xv[8 + j]: x at 8 * v + j, j in -8 … 7
             gv = ox.local.array(12, f32)   # gv[j]: dout, then g, at 8 * v + j, j in 0 … 11
             for j in ox.static_range(16):
@@ -391,10 +451,10 @@ def bwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1
             for j in ox.static_range(12):
                 gv[j] = 0.0
             if v < nvec:
-                load_row8(x, xr + i64(v) * 8, DT, xv, 8)
-                load_row8(dout, gr + i64(v) * 8, DT, gv, 0)
+                load_vec8(x, xr + v, DT, xv, 8)
+                load_vec8(dout, gr + v, DT, gv, 0)
                 if lane_id == 0 and v > 0:
-                    load_row4(x, xr + i64(v) * 8 - 4, DT, xv, 4)
+                    load_half_before(x, xr + v, DT, xv, 4)
             for j in ox.static_range(W - 1):
                 up = warp.shfl_up(xv[16 - (W - 1) + j], 1)
                 if lane_id > 0:
@@ -411,15 +471,14 @@ def bwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1
                 gv[8 + j] = down
             if lane_id == 0:
                 for j in ox.static_range(W - 1):
-                    ex[4 * wid + j] = gv[j]
+                    ex[buf + 4 * wid + j] = gv[j]
             block.sync()
             if lane_id == 31 or tid == nthreads - 1:
                 for j in ox.static_range(W - 1):
-                    gv[8 + j] = ex[4 * (wid + 1) + j]
-            block.sync()
+                    gv[8 + j] = ex[buf + 4 * (wid + 1) + j]
             if tid == 0:
                 for j in ox.static_range(W - 1):
-                    ex[4 * nwarps + j] = gv[j] if chunk > 0 else 0.0
+                    ex[36 - buf + 4 * nwarps + j] = gv[j] if chunk > 0 else 0.0
             if v < nvec:
                 ov = ox.local.array(8, f32)
                 for j in ox.static_range(8):
@@ -429,7 +488,7 @@ def bwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1
                         acc += wv[k] * gv[j + (W - 1) - k]
                         dw[k] += xv[8 + j - (W - 1) + k] * gv[j]
                     ov[j] = acc
-                store_row8(dx, dr + i64(v) * 8, ov, DT)
+                store_vec8(dx, dr + v, ov, DT)
     # the block's sums: each warp's by shuffles, then the warps' in order by thread 0
     red = ox.shared.array(160, f32)  # [warp][W + 1], up to 32 warps
     for k in ox.static_range(W):
