@@ -45,6 +45,35 @@ def test_two_kernels_make_two_parts_and_many_make_parts_of_at_most_eight(tmp_pat
                                          if n in part.kept_lines)
 
 
+def test_parts_are_the_module_with_the_other_kernels_blanked_line_by_line(tmp_path: Path) -> None:
+    """Every part, made from the module cut once at its kernels, is what blanking the other
+    parts' kernels line by line gives: comments and constants between kernels, a CRLF line, a
+    second decorator, no newline at the end."""
+    lines = ["import oxide as ox", "from oxide import DisjointSlice, Slice, f32, thread", "X = 1\r"]
+    for i in range(19):
+        lines += ([f"# before k{i}", f"Y{i} = {i}"] if i % 3 == 0 else [""]) + ["@ox.kernel"] + \
+            (["@ox.kernel"] if i == 5 else []) + [f"def k{i}(a: f32, x: Slice[f32], out: DisjointSlice[f32]) -> None:",
+                                                  "    i = thread.index_1d()", "    if i < len(out):",
+                                                  f"        out[i] = a * x[i] + {i}.0"]
+    text = "\n".join(lines)  # no newline after the last line
+    path = tmp_path / "ops.py"
+    path.write_bytes(text.encode())
+    import ast
+
+    spans = {n.name: (min([n.lineno, *(d.lineno for d in n.decorator_list)]), n.end_lineno)
+             for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)}
+    parts = split_module(path, list(spans), [], False)
+    assert parts is not None and len(parts) == 3
+    source_lines = text.splitlines(keepends=True)
+    for part in parts:
+        others = {n for name, (first, last) in spans.items() if name not in part.kernels
+                  for n in range(first, last + 1)}
+        assert part.text == "".join(("\n" if line.endswith("\n") else "") if n in others else line
+                                    for n, line in enumerate(source_lines, 1))
+        assert part.kept_lines == tuple(n for n in range(1, len(source_lines) + 1) if n not in others)
+        assert part.kept_text == "".join(source_lines[n - 1] for n in part.kept_lines)
+
+
 @pytest.mark.parametrize("why", ["refers", "memory", "extern", "link", "one"])
 def test_modules_whose_kernels_depend_on_each_other_compile_whole(tmp_path: Path, why: str) -> None:
     text = kernels_source(1 if why == "one" else 3)

@@ -113,7 +113,7 @@ class UnitResult:
             if obj.get("format") != _FORMAT:
                 return None
             files = {name: base64.b64decode(text) for name, text in obj["files"].items()}
-            kept = tuple(int(n) for n in obj.get("kept_lines", ()))
+            kept = tuple(map(int, obj.get("kept_lines", ())))
             return UnitResult(ModuleManifest.from_json(obj["manifest"]), files, cached=True, kept_lines=kept)
         except (ValueError, KeyError, TypeError):
             return None  # a damaged entry is a miss

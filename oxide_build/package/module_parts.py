@@ -118,27 +118,44 @@ def split_module(source: Path, kernels: list[str], tree_texts: list[str], link_i
     if spans is None or _refers_to_another_kernel(tree, spans):
         return None
     lines = text.splitlines(keepends=True)
+    # The module cut at its kernels, once: gap i lies before kernel i, the last gap after the
+    # last kernel. A part is then the gaps, its own kernels and the others' blanks, joined: linear
+    # in the module's length a part (blanking line by line for each part was quadratic in it).
+    gaps: list[tuple[str, range]] = []
+    kernel_texts: list[str] = []
+    blanks: list[str] = []
+    at = 1
+    for _, first, last in spans:
+        gaps.append(("".join(lines[at - 1:first - 1]), range(at, first)))
+        own_lines = lines[first - 1:last]
+        kernel_texts.append("".join(own_lines))
+        blanks.append("".join("\n" if line.endswith("\n") else "" for line in own_lines))
+        at = last + 1
+    gaps.append(("".join(lines[at - 1:]), range(at, len(lines) + 1)))
     parts: list[ModulePart] = []
     start = 0
     for number, size in enumerate(_part_sizes(len(spans))):
-        own = spans[start:start + size]
+        mine = range(start, start + size)
         start += size
-        mine = {name for name, _, _ in own}
-        blanked: set[int] = set()
-        for name, first, last in spans:
-            if name not in mine:
-                blanked.update(range(first, last + 1))
         out: list[str] = []
         kept: list[str] = []
         kept_lines: list[int] = []
-        for number_of_line, line in enumerate(lines, 1):
-            if number_of_line in blanked:
-                out.append("\n" if line.endswith("\n") else "")
+        for index, (_, first, last) in enumerate(spans):
+            gap, gap_lines = gaps[index]
+            out.append(gap)
+            kept.append(gap)
+            kept_lines.extend(gap_lines)
+            if index in mine:
+                out.append(kernel_texts[index])
+                kept.append(kernel_texts[index])
+                kept_lines.extend(range(first, last + 1))
             else:
-                out.append(line)
-                kept.append(line)
-                kept_lines.append(number_of_line)
-        parts.append(ModulePart(number, tuple(name for name, _, _ in own), "".join(out), "".join(kept),
+                out.append(blanks[index])
+        gap, gap_lines = gaps[-1]
+        out.append(gap)
+        kept.append(gap)
+        kept_lines.extend(gap_lines)
+        parts.append(ModulePart(number, tuple(spans[i][0] for i in mine), "".join(out), "".join(kept),
                                 tuple(kept_lines)))
     return parts
 
