@@ -59,10 +59,14 @@ def _reports_user_errors(hook: F) -> F:
 
     @functools.wraps(hook)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        import warnings
+
         from oxide.errors import OxideError
 
         try:
-            return hook(*args, **kwargs)
+            with warnings.catch_warnings():
+                warnings.showwarning = _show_warning
+                return hook(*args, **kwargs)
         except OxideError as exc:
             sys.stdout.flush()
             print(f"\n{exc}\n\noxide: build failed", file=sys.stderr, flush=True)
@@ -76,6 +80,22 @@ def _reports_user_errors(hook: F) -> F:
             raise SystemExit(1) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+_python_show_warning = __import__("warnings").showwarning
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """A warning of oxide's (an unusable compile cache) during a build: one line, ``oxide:
+    warning: ...``, as the build's other warnings; not the file and source line inside oxide
+    that raised it. Others' warnings print as Python prints them."""
+    if not category.__module__.startswith(("oxide.", "oxide_build.")):
+        _python_show_warning(message, category, filename, lineno, file, line)
+        return
+    text = str(message)
+    text = text[len("oxide: "):] if text.startswith("oxide: ") else text
+    print(f"oxide: warning: {text}", file=sys.stderr if file is None else file, flush=True)
 
 
 # Top-level modules that the [build] extra of oxide-cuda installs and the hooks import: one of

@@ -263,6 +263,17 @@ def test_a_full_cache_dir_warns_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert "OXIDE_CACHE_DIR" in str(record[0].message)
 
 
+def test_an_unusable_cache_is_one_warning_line_in_the_build(tmp_path: Path) -> None:
+    project = make_project(tmp_path, {"ops.py": SCALE})
+    (tmp_path / "a-file").write_text("")
+    out = tmp_path / "dist"
+    out.mkdir()
+    err = call_hook(project, "build_wheel", str(out), OXIDE_CACHE_DIR=str(tmp_path / "a-file" / "cache")).stderr
+    assert (f"oxide: warning: not using the cache directory {tmp_path / 'a-file' / 'cache'}: {tmp_path / 'a-file'} "
+            "is a file, not a directory") in err, err
+    assert "CacheWarning" not in err and "cache.py" not in err, err  # not the file and line inside oxide
+
+
 def test_requires_without_the_build_extra_is_one_message(tmp_path: Path) -> None:
     import subprocess
 
