@@ -40,17 +40,37 @@ def test_saxpy(n: int, dtype: type, checked: bool) -> None:
     np.testing.assert_allclose(to_numpy(out), ref, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-6)
 
 
-@devices.gpu_only("uses CuPy")
-@pytest.mark.parametrize("n", [1, 1000, 2**24 + 3])
+class _CudaArrayInterface:
+    """What the runtime sees of a CuPy array: ``__cuda_array_interface__`` (GPU memory)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self._a = a
+        self.__cuda_array_interface__ = {"shape": a.shape, "typestr": a.dtype.str, "data": (a.ctypes.data, False),
+                                         "strides": None, "version": 3}
+
+
+@pytest.mark.parametrize("n", [1, 1000, sized(2**24 + 3, 2**16 + 3)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_saxpy_with_cupy_arrays(n: int, dtype: type) -> None:
-    cupy = pytest.importorskip("cupy")
+    """CuPy arrays on the GPU; on the CPU device, which reads host memory, an array of
+    ``__cuda_array_interface__`` (CuPy's) is refused naming the parameter and saying what to pass,
+    and the same data as NumPy arrays runs."""
     from examples.saxpy import saxpy
 
     x, y = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    ref = -0.5 * x.astype(np.float64) + y.astype(np.float64)
+    if devices.on_cpu():
+        out = poisoned(n, dtype)
+        with pytest.raises(TypeError, match=r"parameter 'x' of saxpy is a .*\(__cuda_array_interface__\) \(GPU memory\), "
+                                            r"but kernels run on the CPU device .*: pass a NumPy array"):
+            saxpy[saxpy.grid_for(n, 256), 256](dtype(-0.5), _CudaArrayInterface(x), dev(y), out)
+        assert np.isnan(to_numpy(out)).all()  # nothing ran
+        saxpy[saxpy.grid_for(n, 256), 256](dtype(-0.5), dev(x), dev(y), out)
+        np.testing.assert_allclose(to_numpy(out), ref, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-6)
+        return
+    cupy = pytest.importorskip("cupy")
     out = cupy.full(n, np.nan, dtype=dtype)
     saxpy[saxpy.grid_for(n, 256), 256](dtype(-0.5), cupy.asarray(x), cupy.asarray(y), out)
-    ref = -0.5 * x.astype(np.float64) + y.astype(np.float64)
     np.testing.assert_allclose(cupy.asnumpy(out), ref, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=1e-6)
 
 

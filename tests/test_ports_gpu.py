@@ -54,14 +54,30 @@ def test_bitonic_sort_shared() -> None:
         np.testing.assert_array_equal(to_numpy(out).reshape(blocks, 1024), ref)
 
 
-@devices.gpu_only("warp-synchronous shared memory without __syncwarp: the CPU engine runs a warp's lanes in lockstep only at warp operations")
 @pytest.mark.parametrize("block_size", [128, 256])
-def test_reduction_reduce4(block_size: int) -> None:
+def test_reduction_reduce4(block_size: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warp-unrolled tail (warp_reduce) reads sdata[tid + k] in the step in which lane tid + k
+    writes it: ox.warp.sync() between the steps orders neither before the other, so under CUDA's
+    memory model (independent thread scheduling, since Volta) this is a data race, which a GPU's
+    converged lanes happen to run in lockstep. The CPU device runs a warp's lanes one after another
+    between warp operations: its racecheck reports the race, both accesses at that line."""
     m = port("reduction")
     n = 100_003
     x = rng.standard_normal(n).astype(np.float32)
     blocks = (n + 2 * block_size - 1) // (2 * block_size)
     out = poisoned(blocks)
+    if devices.on_cpu():
+        from oxide.errors import RacecheckError
+        from oxide.runtime import cpu_driver
+
+        monkeypatch.setenv("OXIDE_SANITIZE", "racecheck")
+        monkeypatch.setattr(cpu_driver, "_sanitize", [])  # read again from the environment
+        with pytest.raises(RacecheckError, match=r"a race on shared memory in kernel reduce4, block \(0, 0, 0\): "
+                           r"thread \(\d+, 0, 0\) reads byte \d+ at port_reduction\.py:16:9, and thread \(\d+, 0, 0\) "
+                           r"wrote it at port_reduction\.py:16:9"):
+            m.reduce4[blocks, block_size](dev(x), out, n, block_size)
+            devices.synchronize()
+        return
     m.reduce4[blocks, block_size](dev(x), out, n, block_size)
     ref = np.pad(x.astype(np.float64), (0, blocks * 2 * block_size - n)).reshape(blocks, 2 * block_size).sum(1)
     np.testing.assert_allclose(to_numpy(out), ref, rtol=1e-4, atol=1e-4)

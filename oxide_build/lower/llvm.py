@@ -383,6 +383,8 @@ class ModuleLowering:
             fnty = ll.FunctionType(ret, params)
             self.c_abi.add(ext.symbol)
             self.extern_params[ext.symbol] = ext.params
+            if self.cpu and ext.symbol not in self.cpu_cxx_callable:
+                continue  # never called: a call of it is refused (FunctionLowering.call)
             self.functions[ext.symbol] = ll.Function(self.module, fnty, ext.call_symbol)
         kernels = []
         for fn, llfn, index32 in instances:

@@ -405,7 +405,7 @@ class CpuModule:
 
                 for name, address in load_host_cxx(host.cxx.library, host.cxx.symbols).items():
                     llvm.add_symbol(name, address)
-            self.jit = JitModule(host.llvm_ir)
+            self.jit = JitModule(host.llvm_ir, registered=frozenset(host.cxx.symbols))
         self.lock = threading.RLock()
         self._functions: dict[str, CpuFunction] = {}
         self._param_counts = {name: count for name, count in _declared_params(host.llvm_ir, host.modes).items()}

@@ -100,16 +100,32 @@ def _check_scheduler_symbols(mod: llvm.ModuleRef) -> None:
             "it was built from an older source; rebuild it (pip install -e . in a checkout)")
 
 
-class JitModule:
-    """One host-code module, compiled; kept alive as long as its code may run."""
+def _check_host_symbols(mod: llvm.ModuleRef, registered: frozenset[str]) -> None:
+    """Every other function the code calls is one the process defines (the C library's, libm's)
+    or one registered with the JIT: MCJIT would resolve a missing one to address 0, a crash at
+    the first call (a libdevice function whose host form names a function C lacks)."""
+    import ctypes
 
-    def __init__(self, llvm_ir: str, opt_level: int = 3) -> None:
+    process = ctypes.CDLL(None)
+    missing = sorted(f.name for f in mod.functions if f.is_declaration and not f.name.startswith(("llvm.", "oxide_cpu_"))
+                     and f.name not in registered and not hasattr(process, f.name))
+    if missing:
+        raise CpuUnavailable(f"the CPU device's code calls {', '.join(missing)}, which this process does not define: "
+                             "please report this at the oxide issue tracker with the kernel source")
+
+
+class JitModule:
+    """One host-code module, compiled; kept alive as long as its code may run. ``registered``:
+    the names given to the JIT besides the scheduler's (a module's C++ library, ``cxx.py``)."""
+
+    def __init__(self, llvm_ir: str, opt_level: int = 3, registered: frozenset[str] = frozenset()) -> None:
         scheduler()
         tm = new_target_machine()
         mod = llvm.parse_assembly(llvm_ir)
         mod.triple = tm.triple
         mod.verify()
         _check_scheduler_symbols(mod)
+        _check_host_symbols(mod, registered | {*scheduler().symbols(), *special_math_symbols()})
         if opt_level > 0:
             pto = llvm.create_pipeline_tuning_options(speed_level=min(opt_level, 3))
             pass_builder = llvm.create_pass_builder(tm, pto)
