@@ -41,6 +41,7 @@ from .cuda_host import SHIM_HEADER, SHIM_NAME, SITE_BASE, SITE_FILE_SHIFT, STAND
 
 __all__ = ["HostCxx", "build_host_cxx", "host_cxx_compiler", "load_host_cxx", "CPU_HINT", "KERNEL_HINT"]
 
+_CXX_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx")
 _VERSION = "1"  # of this module's compile recipe: part of the cache key
 _FLAGS = ("-x", "c++", "-std=c++17", "-O2", "-fPIC", "-fno-strict-aliasing", "-ffp-contract=off", "-w")
 
@@ -173,8 +174,11 @@ def _first_errors(log: str) -> str:
 _build_lock = threading.Lock()
 
 
-def build_host_cxx(program: ir.Program, include_dirs: tuple[str, ...] = (), defines: tuple[str, ...] = ()) -> HostCxx:
-    """The C++ of ``program``'s externs, built for the host (see the module's docstring)."""
+def build_host_cxx(program: ir.Program, include_dirs: tuple[str, ...] = (), defines: tuple[str, ...] = (),
+                   link_inputs: tuple[str, ...] = ()) -> HostCxx:
+    """The C++ of ``program``'s externs, built for the host (see the module's docstring);
+    ``link_inputs``: ``[tool.oxide] link``, whose C++ files define externs as their sources do
+    (the other inputs, LTO-IR, PTX, libraries, are GPU code)."""
     from ...link.boundary import BOUNDARY_HEADER, boundary_decls, boundary_header, template_instances
     from ...link.nvrtc import source_dependencies
 
@@ -192,6 +196,9 @@ def build_host_cxx(program: ir.Program, include_dirs: tuple[str, ...] = (), defi
     for ext in externs:
         for src in ext.sources:
             sources.setdefault(src, None)
+    linked = [str(Path(f).resolve()) for f in link_inputs if Path(f).suffix in _CXX_SUFFIXES]
+    for src in linked:
+        sources.setdefault(src, None)
     files = [Path(s) for s in sources]
     refused: dict[str, tuple[str, str]] = {}
     hint = {ext.symbol: (KERNEL_HINT if ext.symbol in kernels else CPU_HINT).format(name=ext.symbol)
@@ -214,7 +221,7 @@ def build_host_cxx(program: ir.Program, include_dirs: tuple[str, ...] = (), defi
         h.update(part.encode() + b"\0")
     units: list[tuple[int, Path, str]] = []  # (index, file, the translation unit's text)
     for k, path in enumerate(files):
-        if path.suffix not in (".cu", ".cuh", ".cpp", ".cc", ".cxx"):
+        if path.suffix not in _CXX_SUFFIXES:
             problems[k] = f"{_display(str(path))} is not C++ source (GPU code the CPU device cannot run)"
             continue
         try:
@@ -269,22 +276,24 @@ def build_host_cxx(program: ir.Program, include_dirs: tuple[str, ...] = (), defi
             if hasattr(handle, ext.call_symbol):
                 defined.add(ext.call_symbol)
     symbols: list[str] = []
+    inputs = {ext.symbol: [*ext.sources, *linked] for ext in externs}  # the files that may define each
     for ext in externs:
-        bad = [problems[files.index(Path(s))] for s in ext.sources if files.index(Path(s)) in problems]
+        # a file that failed may be the one defining it: its problem is the reason then
+        bad = [problems[files.index(Path(s))] for s in inputs[ext.symbol] if files.index(Path(s)) in problems]
         if ext.symbol in kernels and any(is_half_float(p.ty) for p in ext.params):
-            bad.append("an f16/bf16 parameter, which C++ takes as a struct (__half) where the CPU device's launch "
-                       "passes a scalar")
-        if bad:
+            refused[ext.symbol] = (f"{what(ext)}; an f16/bf16 parameter, which C++ takes as a struct (__half) where "
+                                   "the CPU device's launch passes a scalar)", hint[ext.symbol])
+        elif bad and ext.call_symbol not in defined:
             refused[ext.symbol] = (f"{what(ext)}; {bad[0]})", hint[ext.symbol])
         elif ext.call_symbol not in defined:
-            searched = ", ".join(_display(s) for s in ext.sources) or "no sources= given"
+            searched = ", ".join(_display(s) for s in inputs[ext.symbol]) or "no sources= given"
             qualifier = "__global__ void" if ext.symbol in kernels else "__device__"
             refused[ext.symbol] = (f"{what(ext)}), which none of its sources defines for the host ({searched})",
                                    f"define it as extern \"C\" {qualifier} in one of its sources; or "
                                    + hint[ext.symbol])
         else:
             symbols.append(ext.call_symbol)
-    indices = {ext.symbol: [files.index(Path(s)) for s in ext.sources] for ext in externs}
+    indices = {ext.symbol: [files.index(Path(s)) for s in inputs[ext.symbol]] for ext in externs}
     return HostCxx(
         library=library if symbols else "",
         symbols=tuple(symbols),
