@@ -400,7 +400,7 @@ def _cpu(build: ModuleBuild) -> None:
     from .backends.cpu.cxx import build_host_cxx
 
     o = build.options
-    cxx = build_host_cxx(build.program, o.include_dirs, o.defines, o.link_inputs)
+    cxx = build_host_cxx(build.program, o.include_dirs, o.defines, o.link_inputs, build.module_name)
     build.device.dependencies = list(cxx.dependencies)  # an edited .cu recompiles the module
     build.host = lower_for_cpu(build.program, build.module_name, fast_math=o.fast_math, fma=o.fma, sanitize=o.sanitize,
                                cxx=cxx)

@@ -316,3 +316,42 @@ def test_the_library_is_cached_by_content_and_an_edited_source_recompiles(tmp_pa
     assert Path(results[0][0]).is_file()
     np.testing.assert_array_equal(results[0][1], np.float32(3.0) * x)
     np.testing.assert_array_equal(results[2][1], np.float32(5.0) * x)
+
+
+EXPORT_CALLER_CU = r"""
+#include "oxide_exports.h"
+
+// a C++ kernel calling the module's exported Python functions
+extern "C" __global__ void gelu_cpp(const float* x, long long x_len, float* out, long long out_len) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < out_len && i < x_len) out[i] = py_gelu(x[i]) + py_dot(x, 3, x, 3);
+}
+"""
+
+
+def test_cpp_calls_the_modules_exported_python_functions(tmp_path: Path) -> None:
+    m = cpu_module(tmp_path, """
+        import oxide as ox
+        from oxide import MutSlice, Slice, f32
+
+        @ox.device(export="py_gelu")
+        def gelu(x: f32) -> f32:
+            return 0.5 * x * (1.0 + ox.math.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+        @ox.device(export="py_dot")
+        def dot(x: Slice[f32], y: Slice[f32]) -> f32:
+            acc = f32(0.0)
+            for k in range(len(x)):
+                acc += x[k] * y[k]
+            return acc
+
+        @ox.extern_kernel("gelu_cpp", sources=["caller.cu"])
+        def gelu_cpp(x: Slice[f32], out: MutSlice[f32]) -> None: ...
+    """, {"caller.cu": EXPORT_CALLER_CU})
+    n = 5001
+    x = rng.uniform(-6, 6, n).astype(np.float32)
+    out = np.full(n, np.nan, np.float32)
+    launch(m, "gelu_cpp", (n + 255) // 256, 256, x=view(x), out=view(out))
+    x64 = x.astype(np.float64)
+    ref = 0.5 * x64 * (1.0 + np.tanh(0.7978845608 * (x64 + 0.044715 * x64**3))) + (x64[:3] ** 2).sum()
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)

@@ -162,10 +162,49 @@ extern "C" __global__ void gelu_cpp(const float* x, float* out, long long n) {
 '''
 
 
-@devices.gpu_only("links a cubin with nvJitLink and loads it through the CUDA driver itself")
+CPU_CALLER = r'''
+#include "oxide_exports.h"
+
+extern "C" __global__ void gelu_cpp(const float* x, long long x_len, float* out, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = py_gelu(x[i]);
+}
+'''
+
+
+def _cpu_device_gelu_cpp(tmp_path: Path, x: np.ndarray) -> np.ndarray:
+    """The CPU device's form of the test below: the C++ kernel calling py_gelu compiled by the host's
+    C++ compiler (oxide_build/backends/cpu/cxx.py) with the module that exports it, launched from
+    Python as an @extern_kernel."""
+    (tmp_path / "caller.cu").write_text(CPU_CALLER)
+    name = f"exports_{uuid.uuid4().hex[:8]}"
+    src = tmp_path / f"{name}.py"
+    src.write_text((INTEROP / "exports.py").read_text() + '''
+
+@ox.extern_kernel("gelu_cpp", sources=["caller.cu"])
+def gelu_cpp(x: Slice[f32], out: ox.MutSlice[f32]) -> None: ...
+''')
+    spec = importlib.util.spec_from_file_location(name, src)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    out = devices.full(len(x), np.nan, np.float32)
+    module.gelu_cpp[(len(x) + 255) // 256, 256](devices.array(x), out)
+    devices.synchronize()
+    return devices.to_numpy(out)
+
+
 def test_cpp_kernel_calls_exported_python_function(tmp_path: Path) -> None:
     """@device(export="py_gelu") → LTO-IR + header; NVRTC compiles a C++ kernel calling it;
-    nvJitLink links both on this host; the driver loads the cubin."""
+    nvJitLink links both on this host; the driver loads the cubin. On the CPU device: the same
+    C++ kernel, compiled for the host with the module, launched from Python."""
+    if devices.on_cpu():
+        x = np.random.default_rng(2).uniform(-6, 6, 50_001).astype(np.float32)
+        x64 = x.astype(np.float64)
+        ref = 0.5 * x64 * (1.0 + np.tanh(0.7978845608 * (x64 + 0.044715 * x64**3)))
+        np.testing.assert_allclose(_cpu_device_gelu_cpp(tmp_path, x), ref, rtol=1e-5, atol=1e-6)
+        return
     from cuda.bindings import driver
 
     from oxide.runtime import DeviceArray, synchronize

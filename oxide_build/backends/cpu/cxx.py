@@ -39,7 +39,7 @@ from ...ir import nodes as ir
 from ...ir.types import is_half_float
 from .cuda_host import SHIM_HEADER, SHIM_NAME, SITE_BASE, SITE_FILE_SHIFT, STAND_IN_HEADERS
 
-__all__ = ["HostCxx", "build_host_cxx", "host_cxx_compiler", "load_host_cxx", "CPU_HINT", "KERNEL_HINT"]
+__all__ = ["HostCxx", "bind_exports", "build_host_cxx", "host_cxx_compiler", "load_host_cxx", "CPU_HINT", "KERNEL_HINT"]
 
 _CXX_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx")
 _VERSION = "1"  # of this module's compile recipe: part of the cache key
@@ -96,6 +96,7 @@ class HostCxx:
     refused: dict[str, tuple[str, str]] = field(default_factory=dict)
     syncing: frozenset[str] = frozenset()  # externs whose C++ has barriers or warp operations
     shared_variables: frozenset[str] = frozenset()  # externs whose C++ declares __shared__ variables
+    exports: tuple[str, ...] = ()  # the Python functions the C++ may call (their trampolines' pointers)
     files: tuple[str, ...] = ()  # the .cu files by index (OXIDE_CXX_FILE: the sites of their barriers)
     dependencies: tuple[Path, ...] = ()  # the files read (the .cu files and their headers)
 
@@ -175,11 +176,13 @@ _build_lock = threading.Lock()
 
 
 def build_host_cxx(program: ir.Program, include_dirs: tuple[str, ...] = (), defines: tuple[str, ...] = (),
-                   link_inputs: tuple[str, ...] = ()) -> HostCxx:
+                   link_inputs: tuple[str, ...] = (), module_name: str = "") -> HostCxx:
     """The C++ of ``program``'s externs, built for the host (see the module's docstring);
     ``link_inputs``: ``[tool.oxide] link``, whose C++ files define externs as their sources do
     (the other inputs, LTO-IR, PTX, libraries, are GPU code)."""
-    from ...link.boundary import BOUNDARY_HEADER, boundary_decls, boundary_header, template_instances
+    from ...link.boundary import (BOUNDARY_HEADER, EXPORTS_HEADER, boundary_decls, boundary_header, c_argument_names,
+                                  c_params, c_type, template_instances)
+    from ...link.exports import export_decls, export_header
     from ...link.nvrtc import source_dependencies
 
     externs = [*program.externs, *program.extern_kernels]
@@ -210,6 +213,15 @@ def build_host_cxx(program: ir.Program, include_dirs: tuple[str, ...] = (), defi
                                 for e in externs})
     decls = boundary_decls(program)
     boundary = boundary_header(decls)
+    # the Python functions the C++ may call (@device(export=...)): a trampoline each, through a
+    # pointer bound to the JIT's function once the module is compiled (engine.CpuModule)
+    exports = [fn for fn in program.functions if fn.export]
+    exports_header = export_header(export_decls(program), module_name)
+    trampolines = "".join(
+        f'extern "C" {{ __attribute__((visibility("default"))) {c_type(fn.ret)} (*__oxide_export_{fn.symbol})'
+        f'({c_params(fn.params)}) = 0; }}\n'
+        f'extern "C" {c_type(fn.ret)} {fn.symbol}({c_params(fn.params)}) {{ return __oxide_export_{fn.symbol}('
+        f'{", ".join(c_argument_names(fn.params))}); }}\n' for fn in exports)
     first_cu = next((f for f in files if f.suffix == ".cu"), None)
     problems: dict[int, str] = {}  # file index -> why it cannot run
     syncing_files: set[int] = set()
@@ -217,7 +229,7 @@ def build_host_cxx(program: ir.Program, include_dirs: tuple[str, ...] = (), defi
     dependencies: list[Path] = []
     h = hashlib.sha256()
     for part in (_VERSION, *command, _compiler_identity(command), *_FLAGS, SHIM_HEADER, *STAND_IN_HEADERS.values(),
-                 boundary, *include_dirs, *defines):
+                 boundary, exports_header, trampolines, *include_dirs, *defines):
         h.update(part.encode() + b"\0")
     units: list[tuple[int, Path, str]] = []  # (index, file, the translation unit's text)
     for k, path in enumerate(files):
@@ -263,8 +275,8 @@ def build_host_cxx(program: ir.Program, include_dirs: tuple[str, ...] = (), defi
         with _build_lock:
             result = _cached(directory)
             if result is None:
-                result = _compile(directory, command, units, boundary, include_dirs, defines,
-                                  BOUNDARY_HEADER)
+                result = _compile(directory, command, units, {BOUNDARY_HEADER: boundary, EXPORTS_HEADER: exports_header},
+                                  include_dirs, defines, trampolines)
         for index, message in result["problems"].items():
             problems[int(index)] = message
         if result["library"]:
@@ -300,6 +312,7 @@ def build_host_cxx(program: ir.Program, include_dirs: tuple[str, ...] = (), defi
         refused=refused,
         syncing=frozenset(s for s, ks in indices.items() if syncing_files & set(ks)),
         shared_variables=frozenset(s for s, ks in indices.items() if shared_files & set(ks)),
+        exports=tuple(fn.symbol for fn in exports),
         files=tuple(_display(str(f)) for f in files),
         dependencies=tuple(dict.fromkeys(dependencies)),
     )
@@ -315,14 +328,17 @@ def _cached(directory: Path) -> dict | None:  # type: ignore[type-arg]
     return result
 
 
-def _compile(directory: Path, command: tuple[str, ...], units: list[tuple[int, Path, str]], boundary: str,
-             include_dirs: tuple[str, ...], defines: tuple[str, ...], boundary_name: str) -> dict:  # type: ignore[type-arg]
-    """Compiles ``units`` and links those that compiled, in a fresh folder moved to ``directory``
-    when done; the result (the library's name, each failed file's message) also in result.json."""
+def _compile(directory: Path, command: tuple[str, ...], units: list[tuple[int, Path, str]], headers: dict[str, str],
+             include_dirs: tuple[str, ...], defines: tuple[str, ...], trampolines: str) -> dict:  # type: ignore[type-arg]
+    """Compiles ``units`` (each with the first of ``headers``, the boundary, force-included; all of
+    them #include-able) and links those that compiled, with the glue (the scheduler's pointers,
+    the exports' ``trampolines``), in a fresh folder moved to ``directory`` when done; the result
+    (the library's name, each failed file's message) also in result.json."""
     directory.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=directory.parent))
     shim = work / "include"
-    for name, text in {SHIM_NAME: SHIM_HEADER, boundary_name: boundary, **STAND_IN_HEADERS}.items():
+    boundary_name = next(iter(headers))
+    for name, text in {SHIM_NAME: SHIM_HEADER, **headers, **STAND_IN_HEADERS}.items():
         (shim / name).parent.mkdir(parents=True, exist_ok=True)
         (shim / name).write_text(text)
     common = [*command, *_FLAGS, f"-I{shim}", *(f"-I{d}" for d in include_dirs), *(f"-D{d}" for d in defines),
@@ -341,7 +357,8 @@ def _compile(directory: Path, command: tuple[str, ...], units: list[tuple[int, P
             problems[str(k)] = (f"the host's C++ compiler ({Path(command[0]).name}) cannot compile "
                                 f"{_display(str(path))}: {_first_errors(done.replace(str(shim) + os.sep, ''))}")
     glue = work / "glue.cpp"
-    glue.write_text(f'#define OXIDE_CXX_GLUE 1\n#include "{shim / SHIM_NAME}"\n')
+    glue.write_text(f'#define OXIDE_CXX_GLUE 1\n#include "{shim / SHIM_NAME}"\n#include "{shim / boundary_name}"\n'
+                    + trampolines)
     glue_obj = work / "glue.o"
     library = ""
     if objects and _run([*common[:len(command) + len(_FLAGS)], f"-I{shim}", "-c", str(glue), "-o",
@@ -395,3 +412,10 @@ def load_host_cxx(library: str, symbols: tuple[str, ...]) -> dict[str, int]:
                 ctypes.c_void_p.in_dll(handle, variable).value = int(known[target])
         _loaded[library] = handle
     return {s: int(ctypes.cast(getattr(handle, s), ctypes.c_void_p).value or 0) for s in symbols}
+
+
+def bind_exports(library: str, addresses: dict[str, int]) -> None:
+    """Points ``library``'s trampolines of the exported Python functions at the JIT's code."""
+    handle = _loaded[library]
+    for symbol, address in addresses.items():
+        ctypes.c_void_p.in_dll(handle, f"__oxide_export_{symbol}").value = address

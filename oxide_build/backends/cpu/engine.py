@@ -406,6 +406,10 @@ class CpuModule:
                 for name, address in load_host_cxx(host.cxx.library, host.cxx.symbols).items():
                     llvm.add_symbol(name, address)
             self.jit = JitModule(host.llvm_ir, registered=frozenset(host.cxx.symbols))
+            if host.cxx.library and host.cxx.exports:  # the C++'s calls of the exported Python functions
+                from .cxx import bind_exports
+
+                bind_exports(host.cxx.library, {s: self.jit.function_address(s) for s in host.cxx.exports})
         self.lock = threading.RLock()
         self._functions: dict[str, CpuFunction] = {}
         self._param_counts = {name: count for name, count in _declared_params(host.llvm_ir, host.modes).items()}
