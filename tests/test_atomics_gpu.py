@@ -104,7 +104,8 @@ def test_system_scope_totals_in_device_memory(atomk: ModuleType, n: int) -> None
 
 class Managed:
     """A 1-D array in CUDA managed memory (``cuMemAllocManaged``): kernels get its
-    ``__cuda_array_interface__``; the host reads and writes ``host`` in place."""
+    ``__cuda_array_interface__`` (on the CPU device, whose managed memory is host memory, its
+    ``__array_interface__``); the host reads and writes ``host`` in place."""
 
     def __init__(self, values: np.ndarray) -> None:
         from oxide.runtime import device
@@ -116,8 +117,12 @@ class Managed:
         buffer = (ctypes.c_char * values.nbytes).from_address(int(self._ptr))
         self.host = np.frombuffer(memoryview(buffer).cast("B"), values.dtype)
         self.host[:] = values
-        self.__cuda_array_interface__ = {"shape": values.shape, "typestr": values.dtype.str,
-                                         "data": (int(self._ptr), False), "strides": None, "version": 3}
+        interface = {"shape": values.shape, "typestr": values.dtype.str, "data": (int(self._ptr), False),
+                     "strides": None, "version": 3}
+        if devices.on_cpu():
+            self.__array_interface__ = interface
+        else:
+            self.__cuda_array_interface__ = interface
 
     def free(self) -> None:
         from oxide.runtime import device
@@ -127,7 +132,6 @@ class Managed:
         device.check(err, "cuMemFree")
 
 
-@devices.gpu_only("CUDA managed memory (cuMemAllocManaged)")
 @pytest.mark.parametrize("n", SIZES)
 def test_system_scope_totals_in_managed_memory(atomk: ModuleType, n: int) -> None:
     from oxide.runtime import synchronize

@@ -8,7 +8,7 @@ slot packing, DeviceArray, the device-error record, module arrays) runs unchange
 - one device, ordinal 0, named "oxide CPU device", with the attributes of an sm_90 GPU (132
   multiprocessors, 227 KiB of opt-in shared memory per block, 1024 threads per block), and
   one context that is always current;
-- memory is host memory: ``cuMemAlloc`` gives 256-byte aligned host buffers, copies are
+- memory is host memory: ``cuMemAlloc`` (and ``cuMemAllocManaged``) gives 256-byte aligned host buffers, copies are
   ``memmove``, a device pointer is the host address (``cuMemHostGetDevicePointer`` is the
   identity);
 - streams run nothing of their own: every launch has finished when ``cuLaunchKernel`` returns,
@@ -116,6 +116,12 @@ class PointerAttribute(enum.IntEnum):
 class EventFlags(enum.IntEnum):
     CU_EVENT_DEFAULT = 0
     CU_EVENT_DISABLE_TIMING = 2
+
+
+class MemAttachFlags(enum.IntEnum):
+    CU_MEM_ATTACH_GLOBAL = 1
+    CU_MEM_ATTACH_HOST = 2
+    CU_MEM_ATTACH_SINGLE = 4
 
 
 class LaunchAttributeID(enum.IntEnum):
@@ -232,6 +238,7 @@ class CpuDriver:
     CUfunction_attribute = FunctionAttribute
     CUpointer_attribute = PointerAttribute
     CUevent_flags = EventFlags
+    CUmemAttach_flags = MemAttachFlags
     CUlaunchAttributeID = LaunchAttributeID
     CUlaunchAttribute = LaunchAttribute
     CUlaunchConfig = LaunchConfig
@@ -337,6 +344,12 @@ class CpuDriver:
         with self._lock:
             self._allocations[address] = buffer
         return self.OK, address
+
+    def cuMemAllocManaged(self, nbytes: int, flags: int) -> tuple[Result, int]:
+        """Managed memory: host memory, as every allocation of the CPU device is."""
+        if int(flags) not in (1, 2):
+            return Result.CUDA_ERROR_INVALID_VALUE, 0
+        return self.cuMemAlloc(nbytes)
 
     def cuMemAllocAsync(self, nbytes: int, stream: Any) -> tuple[Result, int]:
         return self.cuMemAlloc(nbytes)
