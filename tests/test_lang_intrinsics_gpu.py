@@ -167,7 +167,6 @@ def test_fast_math_per_call() -> None:
     np.testing.assert_array_equal(host(r), 1.0 / d)
 
 
-@devices.gpu_only("the timers' clocks (clock, clock64, globaltimer): the GPU's")
 def test_timers_and_nanosleep() -> None:
     import intrk
 
