@@ -45,18 +45,26 @@ def test_a_slice_of_f32x4(vviewk: ModuleType) -> None:
     assert np.array_equal(got, expected), np.argwhere(got != expected)[:5]
 
 
-@devices.gpu_only("torch and CuPy CUDA arrays")
 def test_a_slice_of_f32x4_from_each_array_kind(vviewk: ModuleType) -> None:
-    import cupy
-    import torch
-
+    """On the GPU: torch and CuPy CUDA arrays and DeviceArrays; on the CPU device the kinds of host
+    memory it takes: NumPy arrays, torch CPU tensors (where torch is installed) and DeviceArrays."""
     from oxide.runtime import DeviceArray, synchronize
 
-    for kind in ("torch", "cupy", "device_array"):
+    torch = devices.torch_or_none()
+    if devices.on_cpu():
+        kinds = ["numpy", *(["torch"] if torch is not None else []), "device_array"]
+    else:
+        import cupy
+        import torch
+
+        kinds = ["torch", "cupy", "device_array"]
+    for kind in kinds:
         x, a = signed(N, 4), np.float32(rng.uniform(0.5, 2.0))
         poison = np.full((N, 4), -12345.5, np.float32)
-        if kind == "torch":
-            dx, dout = torch.from_numpy(x).cuda(), torch.from_numpy(poison).cuda()
+        if kind == "numpy":
+            dx, dout = x.copy(), poison.copy()
+        elif kind == "torch":
+            dx, dout = torch.from_numpy(x).to(devices.torch_device()), torch.from_numpy(poison).to(devices.torch_device())
         elif kind == "cupy":
             dx, dout = cupy.asarray(x), cupy.asarray(poison)
         else:
