@@ -283,9 +283,9 @@ def test_a_driver_older_than_the_toolchain_is_named(
 def test_bindings_newer_than_the_driver_warn_once(monkeypatch: pytest.MonkeyPatch, fake_driver: FakeDriver,
                                                   bindings: str, driver: int, warned: bool) -> None:
     # the runtime's own bound (issue 31 item 4): cuda-bindings 13 is made for CUDA 13 drivers
-    from oxide.runtime import loader
+    from oxide.runtime import driver_release
 
-    monkeypatch.setattr(loader, "installed_driver_release", lambda: "550.54.14")
+    monkeypatch.setattr(driver_release, "installed_driver_release", lambda: "550.54.14")
     monkeypatch.setattr(device, "_bindings_version", lambda: bindings)
     fake_driver.driver_version = driver
     with warnings.catch_warnings(record=True) as caught:

@@ -135,7 +135,7 @@ def _warn_if_bindings_outrun_driver(drv: Any) -> None:
     that match it (docs/toolchain.md: the runtime's own driver bound)."""
     import warnings
 
-    from oxide.runtime.loader import DRIVER_RELEASE_OF_CUDA, installed_driver_release
+    from oxide.runtime.driver_release import DRIVER_RELEASE_OF_CUDA, installed_driver_release
 
     version = _bindings_version()
     try:

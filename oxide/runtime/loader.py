@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from oxide.errors import CudaError
 from oxide.runtime import device, kernel_errors
+from oxide.runtime.driver_release import DRIVER_RELEASE_OF_CUDA, installed_driver_release
 from oxide.runtime.manifest import ErrorSite
 
 if TYPE_CHECKING:
@@ -183,24 +184,11 @@ def load_located(ctx: int, located: LocatedManifest) -> Any:
         return mod
 
 
-# the first Linux driver release of each CUDA major release (NVIDIA's CUDA compatibility table)
-DRIVER_RELEASE_OF_CUDA = {12: "R525", 13: "R580"}
 _driver_version: list[int] = []
 
 
 def _cuda_version_text(version: int) -> str:
     return f"{version // 1000}.{version % 1000 // 10}"
-
-
-def installed_driver_release() -> str | None:
-    """The NVIDIA kernel driver's version (``"550.54.14"``), from /proc/driver/nvidia/version
-    (Linux); None where that is not there."""
-    try:
-        text = Path("/proc/driver/nvidia/version").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    match = re.search(r"Kernel Module\s+(?:for\s+\S+\s+)?(\d+\.\d+(?:\.\d+)?)", text)
-    return match.group(1) if match else None
 
 
 def check_driver(drv: Any, needed: int, module: str) -> None:
