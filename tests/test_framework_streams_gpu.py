@@ -13,7 +13,7 @@ from test_runtime_gpu import _inputs, _reference, _write_module
 
 import devices
 
-pytestmark = [pytest.mark.gpu, devices.gpu_only("PyTorch and CuPy CUDA streams")]
+pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
@@ -21,6 +21,7 @@ def kmod(tmp_path_factory: pytest.TempPathFactory) -> types.ModuleType:
     return _write_module(tmp_path_factory.mktemp("streams"))
 
 
+@devices.gpu_only("a torch CUDA stream kept busy by torch.cuda._sleep: CPU launches are synchronous")
 def test_launch_inside_torch_stream_follows_a_long_producer(kmod: types.ModuleType) -> None:
     """The producer (a 50 ms sleep, then a copy of new inputs) is queued on a side stream; the
     launch without a stream must run after it, on that stream (a launch on the legacy default
@@ -48,6 +49,7 @@ def test_launch_inside_torch_stream_follows_a_long_producer(kmod: types.ModuleTy
                                    err_msg=f"launch {attempt}")
 
 
+@devices.gpu_only("CUDA graph capture (torch.cuda.graph)")
 def test_graph_capture_without_a_stream_argument(kmod: types.ModuleType, tmp_path: Path) -> None:
     """``torch.cuda.graph`` makes its capture stream current: launches with no stream are captured
     and replay with the data the inputs hold at replay time; the kernel's first launch inside
@@ -87,6 +89,7 @@ def test_graph_capture_without_a_stream_argument(kmod: types.ModuleType, tmp_pat
     np.testing.assert_allclose(out.cpu().numpy(), _reference(a, tx.cpu().numpy(), ty.cpu().numpy()), rtol=1e-6, atol=0)
 
 
+@devices.gpu_only("uses CuPy (GPU arrays and CUDA streams)")
 def test_launch_inside_cupy_stream_follows_its_producer(kmod: types.ModuleType) -> None:
     cp = pytest.importorskip("cupy")
     n = 4_000_037

@@ -2,7 +2,10 @@
 PyTorch and CuPy arrays; check every element against NumPy, and the argument errors.
 
 The PTX follows the kernel ABI (a view is a u64 pointer and an i64 length), so these tests need
-no compiler. ``.version 7.8`` / ``.target sm_80`` JIT on any driver from CUDA 11.8 on.
+no compiler on the GPU. ``.version 7.8`` / ``.target sm_80`` JIT on any driver from CUDA 11.8 on.
+On the CPU device (no GPU here: conftest.py) the manifest is not read: the launches compile the
+module's Python source, whose kernels do what the PTX does; the tests that are about the PTX
+itself, GPU streams, faults, CuPy or the C launcher are marked ``gpu_only`` with their reason.
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ import pytest
 
 import devices
 
-pytestmark = [pytest.mark.gpu, devices.gpu_only("hand-written PTX loaded through a manifest, CUDA contexts, streams, CuPy and faults of the GPU runtime")]
+pytestmark = pytest.mark.gpu
 
 SIZES = [1, 1000, 2**24 + 3]
 
@@ -167,25 +170,39 @@ DONE:
 
 SOURCE = """
 import oxide as ox
-from oxide import kernel, f16, f32, f64, i8, i16, i32, i64, u32, u64, boolean, Slice, DisjointSlice, MutSlice
+from oxide import kernel, f16, f32, f64, i8, i16, i32, i64, u16, u32, u64, boolean, Slice, DisjointSlice, MutSlice, thread
 
 T = ox.TypeVar("T", f32, f64)
 
 
 @kernel
 def saxpy(a: T, x: Slice[T], y: Slice[T], out: DisjointSlice[T]) -> None:
-    pass
+    i = thread.index_1d()
+    if i < len(out):
+        out[i] = a * x[i] + y[i]
 
 
 @kernel
 def saxpy32(a: f32, x: Slice[f32], y: Slice[f32], out: DisjointSlice[f32]) -> None:
-    pass
+    i = thread.index_1d()
+    if i < len(out):
+        out[i] = a * x[i] + y[i]
 
 
 @kernel
 def probe(p_i8: i8, p_i16: i16, p_i32: i32, p_i64: i64, p_u32: u32, p_f64: f64, p_bool: boolean,
           p_f16: f16, p_f32: f32, out: MutSlice[u64]) -> None:
-    pass
+    with ox.unsafe():  # one thread writes every element
+        out[0] = ox.bits.bitcast(i64(p_i8), u64)
+        out[1] = ox.bits.bitcast(i64(p_i16), u64)
+        out[2] = ox.bits.bitcast(i64(p_i32), u64)
+        out[3] = ox.bits.bitcast(p_i64, u64)
+        out[4] = u64(p_u32)
+        out[5] = ox.bits.bitcast(p_f64, u64)
+        out[6] = u64(1) if p_bool else u64(0)
+        out[7] = u64(ox.bits.bitcast(p_f16, u16))
+        out[8] = u64(ox.bits.bitcast(p_f32, u32))
+        out[9] = u64(len(out))
 """
 
 
@@ -256,7 +273,16 @@ def _import_source(src: Path, name: str) -> types.ModuleType:
 
 def _compile_for_this_gpu(tmp_path_factory: pytest.TempPathFactory, source: str, prefix: str) -> types.ModuleType:
     """``source`` compiled for this GPU by oxide_build, imported from a temporary directory
-    (``module.SOURCE_FILE`` is its file name); skips without the compiler."""
+    (``module.SOURCE_FILE`` is its file name); skips without the compiler. On the CPU device
+    only written and imported: its launches compile it."""
+    if devices.on_cpu():
+        root = tmp_path_factory.mktemp(prefix)
+        name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+        src = root / f"{name}.py"
+        src.write_text(source)
+        module = _import_source(src, name)
+        module.SOURCE_FILE = src.name  # type: ignore[attr-defined]
+        return module
     pytest.importorskip("llvmlite")
     from oxide.errors import ToolchainError
     from oxide.runtime import device
@@ -328,13 +354,15 @@ def test_saxpy_f64_specialization(kmod: types.ModuleType, n: int) -> None:
 def test_saxpy_torch(kmod: types.ModuleType, n: int) -> None:
     torch = pytest.importorskip("torch")
     a, x, y = _inputs(n, np.float32, 7 * n)
-    tx, ty = torch.as_tensor(x, device="cuda"), torch.as_tensor(y, device="cuda")
-    out = torch.full((n,), float("nan"), dtype=torch.float32, device="cuda")
+    dev = devices.torch_device()  # CPU tensors on the CPU device
+    tx, ty = torch.as_tensor(x, device=dev), torch.as_tensor(y, device=dev)
+    out = torch.full((n,), float("nan"), dtype=torch.float32, device=dev)
     kmod.saxpy[kmod.saxpy.grid_for(n), 256](a, tx, ty, out)
-    torch.cuda.synchronize()
+    devices.synchronize()
     np.testing.assert_allclose(out.cpu().numpy(), _reference(a, x, y), rtol=1e-6, atol=0)
 
 
+@devices.gpu_only("torch CUDA streams (torch.cuda.Stream)")
 def test_saxpy_torch_stream_and_views(kmod: types.ModuleType) -> None:
     torch = pytest.importorskip("torch")
     n = 4096
@@ -349,6 +377,7 @@ def test_saxpy_torch_stream_and_views(kmod: types.ModuleType) -> None:
     np.testing.assert_allclose(out.cpu().numpy(), _reference(a, x[8:], y[8:]), rtol=1e-6, atol=0)
 
 
+@devices.gpu_only("uses CuPy (GPU arrays and CUDA streams)")
 @pytest.mark.parametrize("n", SIZES)
 def test_saxpy_cupy(kmod: types.ModuleType, n: int) -> None:
     cp = pytest.importorskip("cupy")
@@ -362,6 +391,7 @@ def test_saxpy_cupy(kmod: types.ModuleType, n: int) -> None:
     np.testing.assert_allclose(cp.asnumpy(out), _reference(a, x, y), rtol=1e-6, atol=0)
 
 
+@devices.gpu_only("uses CuPy (GPU arrays through DLPack)")
 def test_saxpy_cupy_through_dlpack(kmod: types.ModuleType) -> None:
     cp = pytest.importorskip("cupy")
 
@@ -383,6 +413,7 @@ def test_saxpy_cupy_through_dlpack(kmod: types.ModuleType) -> None:
     np.testing.assert_allclose(cp.asnumpy(out), _reference(a, x, y), rtol=1e-6, atol=0)
 
 
+@devices.gpu_only("Numba CUDA device arrays and cuda.core streams")
 def test_numba_arrays_and_cuda_core_streams(kmod: types.ModuleType) -> None:
     """Numba device arrays (``__cuda_array_interface__``) as arguments, launched on the default
     stream and on a cuda.core stream (``__cuda_stream__``); every element checked."""
@@ -431,6 +462,7 @@ def test_every_scalar_reaches_the_kernel(kmod: types.ModuleType) -> None:
     assert int(got[9]) == 10
 
 
+@devices.gpu_only("loads hand-written PTX: a cubin ptxas assembled from it, and its register count")
 def test_cubin_is_preferred(tmp_path: Path) -> None:
     from cuda.bindings import driver
 
@@ -487,24 +519,37 @@ def test_launch_from_another_thread(kmod: types.ModuleType) -> None:
 
 
 def test_wrong_arguments_on_gpu_arrays(kmod: types.ModuleType) -> None:
-    torch = pytest.importorskip("torch")
-    x = torch.zeros(16, device="cuda")
-    bad: list[tuple[tuple[Any, ...], str]] = [
+    """Arguments the launch refuses, each with its message. On the CPU device host arrays are
+    the arguments (docs/runtime.md): the other checks are the GPU's, made on NumPy arrays."""
+    bad: list[tuple[tuple[Any, ...], str]] = []
+    x: Any
+    if devices.on_cpu():
+        x = np.zeros(16, np.float32)
+        i32s = [x.astype(np.int32) for _ in range(3)]
+        as_f64, as_2d = x.astype(np.float64), x.reshape(4, 4)
+    else:
+        torch = pytest.importorskip("torch")
+        x = torch.zeros(16, device="cuda")
+        i32s = [x.int() for _ in range(3)]
+        as_f64, as_2d = x.double(), x.view(4, 4)
+        bad += [
+            (
+                (1.0, torch.zeros(16), x, x),
+                "parameter 'x' of saxpy needs a device array; got a torch.Tensor (host memory) — copy it to the GPU "
+                "first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x), or run it on the CPU device (OXIDE_DEVICE=cpu)",
+            ),
+            (
+                (1.0, x, np.zeros(16, np.float32), x),
+                "parameter 'y' of saxpy needs a device array; got a numpy.ndarray (host memory) — copy it to the GPU "
+                "first, e.g. torch.as_tensor(y, device='cuda') or cupy.asarray(y), or run it on the CPU device (OXIDE_DEVICE=cpu)",
+            ),
+        ]
+    bad += [
         (
-            (1.0, torch.zeros(16), x, x),
-            "parameter 'x' of saxpy needs a device array; got a torch.Tensor (host memory) — copy it to the GPU "
-            "first, e.g. torch.as_tensor(x, device='cuda') or cupy.asarray(x), or run it on the CPU device (OXIDE_DEVICE=cpu)",
-        ),
-        (
-            (1.0, x, np.zeros(16, np.float32), x),
-            "parameter 'y' of saxpy needs a device array; got a numpy.ndarray (host memory) — copy it to the GPU "
-            "first, e.g. torch.as_tensor(y, device='cuda') or cupy.asarray(y), or run it on the CPU device (OXIDE_DEVICE=cpu)",
-        ),
-        (
-            (1, x.int(), x.int(), x.int()),
+            (1, *i32s),
             "saxpy has no specialization for these arguments (x: i32, y: i32, out: i32); available: (T=f32), (T=f64)",
         ),
-        ((1.0, x.view(4, 4), x, x), "parameter 'x' of saxpy needs a 1-D array; got shape (4, 4)"),
+        ((1.0, as_2d, x, x), "parameter 'x' of saxpy needs a 1-D array; got shape (4, 4)"),
         ((1.0, x, x[::2], x[:8]), "parameter 'y' of saxpy needs a contiguous 1-D array; got a stride of 2 elements"),
         (("2", x, x, x), "parameter 'a' of saxpy needs a number (f32); got str '2'"),
         ((1.0, x, x), "saxpy() takes 4 arguments (a, x, y, out); got 3"),
@@ -514,7 +559,7 @@ def test_wrong_arguments_on_gpu_arrays(kmod: types.ModuleType) -> None:
             kmod.saxpy[1, 32](*args)
         assert str(info.value) == message
     with pytest.raises(TypeError) as info:
-        kmod.saxpy32[1, 32](1.0, x.double(), x, x)
+        kmod.saxpy32[1, 32](1.0, as_f64, x, x)
     assert str(info.value) == "parameter 'x' of saxpy32 needs f32 elements; got f64"
 
 
@@ -558,6 +603,7 @@ def cluster_info(out: MutSlice[u32]) -> None:
 """
 
 
+@devices.gpu_only("loads hand-written PTX: %cluster_ctarank of thread block clusters (clusters have no CPU form)")
 def test_cluster_launch(kmod: types.ModuleType, tmp_path: Path) -> None:
     """``launch(cluster=...)``: each block sees the cluster it was launched in (its size and its
     rank, read from %cluster_nctarank / %cluster_ctarank), and a kernel's results are right."""
@@ -603,6 +649,7 @@ def test_cooperative_launch(kmod: types.ModuleType) -> None:
         kmod.saxpy.launch(a, dx, dy, out, grid=1_000_000, block=256, cooperative=True)
 
 
+@devices.gpu_only("torch CUDA streams and stream-ordered allocation (cuMemAllocAsync)")
 def test_zeros_and_stream_ordered_device_arrays(kmod: types.ModuleType) -> None:
     """DeviceArray.zeros is all zeros; arrays allocated, filled, used and read on a stream
     (cuMemAllocAsync) give the right results without a device-wide synchronization."""
@@ -627,6 +674,7 @@ def test_zeros_and_stream_ordered_device_arrays(kmod: types.ModuleType) -> None:
     stream.synchronize()
 
 
+@devices.gpu_only("a CUDA stream kept busy by torch.cuda._sleep: CPU launches are synchronous")
 def test_launch_waits_for_the_stream_an_array_is_ordered_on(kmod: types.ModuleType) -> None:
     """An array zeroed on a busy stream (behind ~50 ms of GPU sleep; its memory, reused from the
     stream's pool, still holds NaNs until then), used by a launch on another stream: the launch
@@ -660,6 +708,7 @@ def test_launch_waits_for_the_stream_an_array_is_ordered_on(kmod: types.ModuleTy
     producer.synchronize()
 
 
+@devices.gpu_only("CUDA graph capture of a torch stream")
 def test_graph_capture_of_a_stream(kmod: types.ModuleType, tmp_path: Path) -> None:
     """Launches captured into a CUDA graph on a torch stream replay with the data the inputs
     hold at replay time (the C path here; the Python path under OXIDE_PURE_PYTHON=1)."""
@@ -748,9 +797,13 @@ def test_out_of_bounds_read_raises_kernel_error(checked: types.ModuleType) -> No
     host = np.arange(n, dtype=np.float32) + 1
     x = DeviceArray.from_numpy(host)
     out = DeviceArray.from_numpy(np.zeros(n, np.float32))
-    checked.oob[checked.oob.grid_for(n), 256](x, out)
-    with pytest.raises(oxide.KernelError) as info:
-        synchronize()
+    if devices.on_cpu():  # a CPU launch raises its own errors (docs/runtime.md, "The CPU device")
+        with pytest.raises(oxide.KernelError) as info:
+            checked.oob[checked.oob.grid_for(n), 256](x, out)
+    else:
+        checked.oob[checked.oob.grid_for(n), 256](x, out)
+        with pytest.raises(oxide.KernelError) as info:
+            synchronize()
     e = info.value
     line = _line_of(CHECKED_SOURCE, "out[i] = x[i + 1]")
     col = CHECKED_SOURCE.splitlines()[line - 1].index("x[i + 1]") + 1
@@ -768,8 +821,16 @@ def test_out_of_bounds_read_raises_kernel_error(checked: types.ModuleType) -> No
     synchronize()
     np.testing.assert_array_equal(out2.to_numpy(), host)
 
-    # a second failure, now raised by the next launch (after a synchronisation oxide did not see)
+    # a second failure, now raised by the next launch (after a synchronisation oxide did not see);
+    # on the CPU device by the failing launch itself, and the next launch runs
     for _ in range(2):  # twice: the second launch of oob takes the C path
+        if devices.on_cpu():
+            with pytest.raises(oxide.KernelError, match=f"with index {n} but length {n}$"):
+                checked.oob[checked.oob.grid_for(n), 256](x, out)
+            out2 = DeviceArray.from_numpy(np.zeros(n, np.float32))
+            checked.copy[checked.copy.grid_for(n), 256](x, out2)
+            np.testing.assert_array_equal(out2.to_numpy(), host)
+            continue
         checked.oob[checked.oob.grid_for(n), 256](x, out)
         with pytest.raises(oxide.KernelError, match=f"with index {n} but length {n}$"):
             (err,) = device.driver().cuCtxSynchronize()
@@ -787,9 +848,9 @@ def test_assert_failure_raises_kernel_error(checked: types.ModuleType) -> None:
     host = np.ones(n, np.float32)
     host[1234] = -1.0
     out = DeviceArray.from_numpy(np.zeros(n, np.float32))
-    checked.positive[checked.positive.grid_for(n), 256](DeviceArray.from_numpy(host), out)
     with pytest.raises(oxide.KernelError) as info:
-        synchronize()
+        checked.positive[checked.positive.grid_for(n), 256](DeviceArray.from_numpy(host), out)
+        synchronize()  # on the GPU; a CPU launch raises its own errors (docs/runtime.md)
     line = _line_of(CHECKED_SOURCE, "assert x[i] > 0.0")
     assert str(info.value) == (
         f"assertion failed in kernel positive at {checked.SOURCE_FILE}:{line}:9: x[i] > 0.0: x must be positive"
@@ -799,6 +860,7 @@ def test_assert_failure_raises_kernel_error(checked: types.ModuleType) -> None:
     assert got[1234] == 0.0 and np.count_nonzero(got) == n - 1
 
 
+@devices.gpu_only("asynchronous kernel errors found after torch.cuda.synchronize: a CPU launch raises its own")
 def test_kernel_error_after_torch_synchronize(checked: types.ModuleType) -> None:
     torch = pytest.importorskip("torch")
     import oxide
@@ -833,6 +895,7 @@ ILLEGAL_PTX = r"""
 """
 
 
+@devices.gpu_only("loads hand-written PTX: a store to an illegal GPU address, a sticky context fault")
 def test_illegal_address_is_a_cuda_error(tmp_path: Path) -> None:
     """A sticky error ruins the context, so this runs in a process of its own."""
     from oxide.runtime.manifest import KernelSpec, ModuleManifest, ParamSpec, manifest_path
@@ -879,6 +942,7 @@ def test_illegal_address_is_a_cuda_error(tmp_path: Path) -> None:
     assert "NEXT CUDA_ERROR_ILLEGAL_ADDRESS" in result.stdout, result.stdout
 
 
+@devices.gpu_only("the compiled C launcher: every CPU launch takes the Python path")
 def test_c_launcher_is_used_on_the_gpu(kmod: types.ModuleType) -> None:
     """With the extension built, the second launch of a kernel takes the C path."""
     from oxide.runtime import DeviceArray, launcher, synchronize
@@ -962,13 +1026,14 @@ def _c_path_expected() -> bool:
     from oxide.runtime import launcher
 
     # with several GPUs too: torch, CuPy and oxide-allocated DeviceArrays say which device
-    # holds them (a DeviceArray made from a bare pointer does not: its launches stay in Python)
-    return launcher.ENABLED
+    # holds them (a DeviceArray made from a bare pointer does not: its launches stay in Python);
+    # every launch on the CPU device takes the Python path (docs/runtime.md, "The CPU device")
+    return launcher.ENABLED and not devices.on_cpu()
 
 
 def _tensor_kinds() -> list[str]:
     kinds = ["devicearray"]
-    for lib in ("torch", "cupy"):
+    for lib in ("torch",) if devices.on_cpu() else ("torch", "cupy"):  # CuPy arrays are GPU memory
         try:
             __import__(lib)
             kinds.append(lib)
@@ -983,7 +1048,7 @@ def _to_device(kind: str, a: np.ndarray) -> Any:
     if kind == "torch":
         import torch
 
-        return torch.as_tensor(a, device="cuda")
+        return torch.as_tensor(a, device=devices.torch_device())
     if kind == "cupy":
         import cupy as cp
 
@@ -1062,10 +1127,11 @@ def test_parameters_in_c_match_numpy(kmod: types.ModuleType) -> None:
 
     n = 5003
     a, x, y = _inputs(n, np.float32, 31)
-    w = torch.nn.Parameter(torch.as_tensor(x, device="cuda"))
-    b = torch.nn.Parameter(torch.as_tensor(y, device="cuda"), requires_grad=False)
+    dev = devices.torch_device()
+    w = torch.nn.Parameter(torch.as_tensor(x, device=dev))
+    b = torch.nn.Parameter(torch.as_tensor(y, device=dev), requires_grad=False)
     for attempt in range(2):
-        out = torch.full((n,), float("nan"), device="cuda")
+        out = torch.full((n,), float("nan"), device=dev)
         with _PythonLaunches(kmod.saxpy) as python:
             kmod.saxpy[kmod.saxpy.grid_for(n), 256](a, w, b, out)
         synchronize()
@@ -1121,6 +1187,7 @@ def test_constexpr_launches_in_c_match_numpy(views: types.ModuleType, kind: str)
     assert str(info.value) == "parameter 'x' of tscale needs a 2-D array; got shape (4,)"
 
 
+@devices.gpu_only("needs two GPUs")
 def test_two_gpus(kmod: types.ModuleType) -> None:
     """Kernels load on each device; arrays on another device than the current one, or on two
     devices at once, are refused with their names (needs two GPUs)."""

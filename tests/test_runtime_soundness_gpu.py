@@ -23,7 +23,7 @@ from test_runtime_gpu import _compile_for_this_gpu, _inputs, _reference, kmod  #
 
 import devices
 
-pytestmark = [pytest.mark.gpu, devices.gpu_only("CUDA streams, stream-ordered memory and faults of the GPU runtime")]
+pytestmark = pytest.mark.gpu
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -117,6 +117,7 @@ print("BAD", sum(bad), len(bad))
 """
 
 
+@devices.gpu_only("torch CUDA streams, each kept busy by torch.cuda._sleep: CPU launches are synchronous")
 @pytest.mark.parametrize("pure_python", [False, True], ids=["c-launcher", "python-path"])
 def test_stress_producers_and_consumers_across_streams(pure_python: bool) -> None:
     pytest.importorskip("torch")
@@ -131,6 +132,7 @@ def test_stress_producers_and_consumers_across_streams(pure_python: bool) -> Non
 # stream-ordered memory: dropped right after a launch on another stream
 
 
+@devices.gpu_only("stream-ordered GPU memory (cuMemAllocAsync) read on a busy torch CUDA stream")
 def test_collected_stream_ordered_array_outlives_its_consumer(kmod: types.ModuleType) -> None:
     """An array made on a producer stream, read by a launch on a busy consumer stream, dropped at
     once: its memory must not go back to the pool (where the next allocation on the producer
@@ -162,6 +164,7 @@ def test_collected_stream_ordered_array_outlives_its_consumer(kmod: types.Module
     producer.synchronize()
 
 
+@devices.gpu_only("stream-ordered GPU memory (cuMemAllocAsync) freed while a torch CUDA stream is busy")
 def test_a_free_in_another_thread_waits_for_a_launch_on_another_stream(kmod: types.ModuleType) -> None:
     """Issue 26: thread B frees a stream-ordered array (producer stream) while thread A launches
     a kernel reading it on a busy consumer stream, then refills the pool's memory with NaN on
@@ -251,29 +254,30 @@ def test_autograd_learns_of_writes(kmod: types.ModuleType) -> None:
     torch = pytest.importorskip("torch")
     n = 4096
     grid = kmod.saxpy.grid_for(n)
+    dev = devices.torch_device()  # CPU tensors on the CPU device
     a, x, y = _inputs(n, np.float32, 13)
-    tx, ty = torch.as_tensor(x, device="cuda"), torch.as_tensor(y, device="cuda")
+    tx, ty = torch.as_tensor(x, device=dev), torch.as_tensor(y, device=dev)
     for _ in range(3):  # the Python path, then the C launcher
-        w = torch.randn(n, device="cuda", requires_grad=True)
-        saved = torch.rand(n, device="cuda") + 1.0
+        w = torch.randn(n, device=dev, requires_grad=True)
+        saved = torch.rand(n, device=dev) + 1.0
         loss = (w * saved).sum()  # saves `saved` for the gradient of w
         before = saved._version
         kmod.saxpy[grid, 256](a, tx, ty, saved)
         assert saved._version > before
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             loss.backward()
-        leaf = torch.zeros(n, device="cuda", requires_grad=True)
+        leaf = torch.zeros(n, device=dev, requires_grad=True)
         with pytest.raises(TypeError, match=r"^parameter 'out' of saxpy is written by the kernel; got a tensor that requires grad"):
             kmod.saxpy[grid, 256](a, tx, ty, leaf)
         with torch.no_grad():  # as an optimizer's update: allowed
             kmod.saxpy[grid, 256](a, tx, ty, leaf)
-        torch.cuda.synchronize()
+        devices.synchronize()
         np.testing.assert_allclose(leaf.detach().cpu().numpy(), _reference(a, x, y), rtol=1e-6, atol=0)
     with torch.inference_mode():  # no version counter: nothing to bump
-        inf = torch.empty(n, device="cuda")
+        inf = torch.empty(n, device=dev)
         kmod.saxpy[grid, 256](a, tx, ty, inf)
         kmod.saxpy[grid, 256](a, tx, ty, inf)
-    torch.cuda.synchronize()
+    devices.synchronize()
     np.testing.assert_allclose(inf.cpu().numpy(), _reference(a, x, y), rtol=1e-6, atol=0)
 
 
@@ -364,6 +368,7 @@ def _common(module: types.ModuleType) -> str:
     return _COMMON.replace("__ROOT__", repr(root)).replace("__NAME__", repr(module.__name__))
 
 
+@devices.gpu_only("a fault of real GPU memory (CUDA_ERROR_ILLEGAL_ADDRESS) and a primary context reset")
 def test_fault_in_unsafe_code_is_a_cuda_error_and_only_a_new_process_recovers(faulty: types.ModuleType) -> None:
     """What docs/runtime.md promises: the fault is a CudaError (at the next synchronization);
     the context is then dead (every launch and synchronization raises the same CudaError,
@@ -401,6 +406,7 @@ step("STILL", copy_ok)
     assert "NEW_PROCESS True" in fresh and "RECORD 100000 100000" in fresh, fresh
 
 
+@devices.gpu_only("real CUDA context resets (cudaDeviceReset, numba.cuda.close())")
 def test_context_resets_by_other_libraries(faulty: types.ModuleType) -> None:
     """cudaDeviceReset and numba.cuda.close() destroy the primary context under oxide's feet
     (its modules, its pinned memory): the next launches load again and compute the right
