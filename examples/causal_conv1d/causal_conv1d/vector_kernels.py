@@ -99,47 +99,6 @@ def silu_grad(pre: f32) -> f32:
     return ox.math.fma(pre, ox.math.fma(-s, s, s), s)
 
 
-def load_row8(x: Slice[i32], e: i64, DT: ox.Constexpr[int], dst: MutSlice[f32], AT: ox.Constexpr[int]) -> None:
-    """Elements e … e + 7 (e a multiple of 8 words' worth: 16-byte aligned) into dst[AT …]."""
-    if DT == F32:
-        a = x.load4(e // 4)
-        q = x.load4(e // 4 + 1)
-        dst[AT] = ox.bits.bitcast(a.x, f32)
-        dst[AT + 1] = ox.bits.bitcast(a.y, f32)
-        dst[AT + 2] = ox.bits.bitcast(a.z, f32)
-        dst[AT + 3] = ox.bits.bitcast(a.w, f32)
-        dst[AT + 4] = ox.bits.bitcast(q.x, f32)
-        dst[AT + 5] = ox.bits.bitcast(q.y, f32)
-        dst[AT + 6] = ox.bits.bitcast(q.z, f32)
-        dst[AT + 7] = ox.bits.bitcast(q.w, f32)
-    else:
-        a = x.load4(e // 8)
-        dst[AT] = lane(a.x, 0, DT)
-        dst[AT + 1] = lane(a.x, 1, DT)
-        dst[AT + 2] = lane(a.y, 0, DT)
-        dst[AT + 3] = lane(a.y, 1, DT)
-        dst[AT + 4] = lane(a.z, 0, DT)
-        dst[AT + 5] = lane(a.z, 1, DT)
-        dst[AT + 6] = lane(a.w, 0, DT)
-        dst[AT + 7] = lane(a.w, 1, DT)
-
-
-def load_row4(x: Slice[i32], e: i64, DT: ox.Constexpr[int], dst: MutSlice[f32], AT: ox.Constexpr[int]) -> None:
-    """Elements e … e + 3 (e a multiple of 4: 8- or 16-byte aligned) into dst[AT …]."""
-    if DT == F32:
-        a = x.load4(e // 4)
-        dst[AT] = ox.bits.bitcast(a.x, f32)
-        dst[AT + 1] = ox.bits.bitcast(a.y, f32)
-        dst[AT + 2] = ox.bits.bitcast(a.z, f32)
-        dst[AT + 3] = ox.bits.bitcast(a.w, f32)
-    else:
-        h = x.load2(e // 4)
-        dst[AT] = lane(h.x, 0, DT)
-        dst[AT + 1] = lane(h.x, 1, DT)
-        dst[AT + 2] = lane(h.y, 0, DT)
-        dst[AT + 3] = lane(h.y, 1, DT)
-
-
 def store_row8(out: MutSlice[i32], e: i64, v: Slice[f32], DT: ox.Constexpr[int]) -> None:
     """v[0 … 7] rounded to the element type, at elements e … e + 7 (16-byte aligned)."""
     with ox.unsafe():
