@@ -29,7 +29,7 @@ for name in ("torch", "cupy", "numba", "cuda.core", "cuda.bindings", "llvmlite",
 PY
 
 status=0
-$PY -m pytest -q -rs -p no:cacheprovider tests/test_runtime_gpu.py tests/test_runtime.py 2>&1 | tee "$OUT/tests.txt"
+$PY -m pytest -q -rs -p no:cacheprovider tests/test_runtime_gpu.py tests/test_runtime_kernel.py tests/test_runtime_loading.py 2>&1 | tee "$OUT/tests.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 OXIDE_PURE_PYTHON=1 $PY -m pytest -q -rs -p no:cacheprovider tests/test_runtime_gpu.py 2>&1 | tee "$OUT/tests_pure_python.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
