@@ -19,9 +19,7 @@ The kernel parameter block the runtime packs is described in ``oxide.abi.params`
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence, TypeVar
 
@@ -51,6 +49,7 @@ from .vectors import VECTOR_LANES
 from .views import MAX_TENSOR_NDIM, ViewKind
 
 __all__ = [
+    "file_sha256",
     "MANIFEST_FORMAT",
     "PARTS_MANIFEST_FORMAT",
     "OPTIONAL_MANIFEST_FORMAT",
@@ -110,11 +109,44 @@ _MAX_TMA_NDIM = 5  # cuTensorMapEncodeTiled's rank limit
 _MAX_MANIFEST_NDIM = 4 * MAX_TENSOR_NDIM
 _MAX_PRECONDITION_DEPTH = 64
 _MAX_PRECONDITION_NODES = 1 << 16
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
-_SYMBOL = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.]*\Z")
-_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
-_ARCH = re.compile(r"(sm|compute)_[0-9]{2,3}[af]?\Z")
+
+
+# The shapes of names, checked with str methods, not regular expressions: compiling five patterns
+# cost 0.3 ms of a process's first launch, which reads a manifest (issue 28, cold start).
+def _is_identifier(text: str) -> bool:
+    """``[A-Za-z_][A-Za-z0-9_]*``"""
+    return text.isascii() and text.isidentifier()
+
+
+def _is_dotted(text: str) -> bool:
+    """``[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*``"""
+    return text.isascii() and all(part.isidentifier() for part in text.split("."))
+
+
+def _is_symbol(text: str) -> bool:
+    """``[A-Za-z_$][A-Za-z0-9_$.]*``"""
+    return text[:1] != "." and _is_identifier(text.replace("$", "_").replace(".", "_"))
+
+
+def _is_sha256(text: str) -> bool:
+    """``[0-9a-f]{64}``"""
+    return len(text) == 64 and not text.strip("0123456789abcdef")
+
+
+def _is_arch(text: str) -> bool:
+    """``(sm|compute)_[0-9]{2,3}[af]?``"""
+    family, underscore, number = text.partition("_")
+    if family not in ("sm", "compute") or not underscore:
+        return False
+    if number[-1:] in ("a", "f"):
+        number = number[:-1]
+    return 2 <= len(number) <= 3 and number.isascii() and number.isdigit()
+
+
+def _drive_letter(name: str) -> bool:
+    """``[A-Za-z]:`` at the start"""
+    return name[1:2] == ":" and name[:1].isascii() and name[:1].isalpha()
+
 
 # the kinds a kernel parameter may have besides SCALAR_PARAM and CONSTEXPR_PARAM
 _PARAM_VIEW_KINDS = frozenset(k for k in ViewKind if k.is_kernel_param)
@@ -310,10 +342,10 @@ class ModuleManifest(NamedTuple):
         if problem is not None:
             raise ManifestError(f"source: {source!r} is {problem} (the module's source lies beside its _oxide/)")
         source_sha256 = _text(_need(data, "source_sha256", ""), "source_sha256")
-        if source_sha256 and not _SHA256.match(source_sha256):
+        if source_sha256 and not _is_sha256(source_sha256):
             raise ManifestError(f"source_sha256: {source_sha256!r:.80} is not a SHA-256 (64 hex digits)")
         return ModuleManifest(
-            module=_matching(_need(data, "module", ""), "module", _DOTTED, "a dotted module name"),
+            module=_matching(_need(data, "module", ""), "module", _is_dotted, "a dotted module name"),
             source=source,
             source_sha256=source_sha256,
             kernels=kernels,
@@ -403,19 +435,19 @@ def _text(value: Any, where: str, limit: int = _MAX_TEXT) -> str:
     return out
 
 
-def _matching(value: Any, where: str, pattern: re.Pattern[str], what: str) -> str:
+def _matching(value: Any, where: str, pattern: Callable[[str], bool], what: str) -> str:
     out = _text(value, where)
-    if not pattern.match(out):
+    if not pattern(out):
         raise ManifestError(f"{where}: {out!r:.80} is not {what}")
     return out
 
 
 def _identifier(value: Any, where: str) -> str:
-    return _matching(value, where, _IDENTIFIER, "a Python identifier")
+    return _matching(value, where, _is_identifier, "a Python identifier")
 
 
 def _symbol(value: Any, where: str) -> str:
-    return _matching(value, where, _SYMBOL, "a symbol of the compiled code")
+    return _matching(value, where, _is_symbol, "a symbol of the compiled code")
 
 
 def _int(value: Any, where: str) -> int:
@@ -451,9 +483,9 @@ def _sources(value: Any, where: str) -> dict[str, str]:
     into the tree, with ``..``; never absolute) -> SHA-256."""
     files = _str_dict(value, where)
     for name, digest in files.items():
-        if not name or name.startswith(("/", "\\")) or re.match(r"[A-Za-z]:", name) or "\\" in name:
+        if not name or name.startswith(("/", "\\")) or _drive_letter(name) or "\\" in name:
             raise ManifestError(f"{where}: {name!r:.80} is not a relative posix path")
-        if not _SHA256.match(digest):
+        if not _is_sha256(digest):
             raise ManifestError(f"{where}[{name!r:.80}]: {digest!r:.80} is not a SHA-256 (64 hex digits)")
     return files
 
@@ -475,7 +507,7 @@ def code_file_name_problem(name: str) -> str | None:
 
 def _part(value: Any, where: str) -> ModulePart:
     data = _dict(value, where)
-    kernels = tuple(_matching(k, f"{where}.kernels[{i}]", _DOTTED, "a kernel name")
+    kernels = tuple(_matching(k, f"{where}.kernels[{i}]", _is_dotted, "a kernel name")
                     for i, k in enumerate(_list(_need(data, "kernels", where), f"{where}.kernels")))
     return ModulePart(
         kernels=kernels,
@@ -489,7 +521,7 @@ def _part(value: Any, where: str) -> ModulePart:
 def _code_files(value: Any, where: str) -> dict[str, str]:
     files = _str_dict(value, where)
     for arch, name in files.items():
-        if not _ARCH.match(arch):
+        if not _is_arch(arch):
             raise ManifestError(f"{where}: {arch!r:.80} is not a GPU architecture (sm_90, sm_90a, compute_90)")
         problem = code_file_name_problem(name)
         if problem is not None:
@@ -680,8 +712,19 @@ def load_manifest(path: Path) -> ModuleManifest:
     return ModuleManifest.from_json(path.read_text(encoding="utf-8"))
 
 
-def _file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file, hex, from CPython's own SHA-256 (the module ``hashlib`` falls back
+    on). Not ``hashlib.sha256``: that loads and initializes OpenSSL's libcrypto, 2.5 ms of a
+    process's first launch, which checks the module's source (issue 28, cold start); a source
+    file hashes in microseconds either way."""
+    try:
+        from _sha256 import sha256  # CPython 3.10, 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256  # type: ignore[import-not-found, no-redef]  # CPython 3.12 and newer
+        except ImportError:  # another interpreter
+            from hashlib import sha256  # type: ignore[assignment]
+    return sha256(path.read_bytes()).hexdigest()
 
 
 def changed_source(built_from: Path, manifest: ModuleManifest) -> Path | None:
@@ -689,10 +732,10 @@ def changed_source(built_from: Path, manifest: ModuleManifest) -> Path | None:
     module's own source, then each other file its code came from (tree modules with device
     functions, C++ inputs and the headers they include). None when all match. Files that are
     not there (a wheel installed without some of its sources) are not compared."""
-    if built_from.is_file() and manifest.source_sha256 and _file_sha256(built_from) != manifest.source_sha256:
+    if built_from.is_file() and manifest.source_sha256 and file_sha256(built_from) != manifest.source_sha256:
         return built_from
     for relative, digest in manifest.sources.items():
         path = built_from.parent / relative
-        if path.is_file() and _file_sha256(path) != digest:
+        if path.is_file() and file_sha256(path) != digest:
             return path
     return None

@@ -22,6 +22,7 @@ from typing import Any, Callable, NamedTuple
 
 from oxide.errors import CudaError
 from oxide.runtime import device_choice
+from oxide.abi.manifest import file_sha256
 from oxide.runtime.manifest import ModuleManifest, changed_source, load_manifest, manifest_path
 
 __all__ = [
@@ -79,12 +80,6 @@ def kernel_source(func: Callable[..., Any]) -> tuple[Path | None, str]:
     if module == "__main__" or not module:
         module = path.stem if path is not None else "__main__"
     return path, module
-
-
-def file_sha256(path: Path) -> str:
-    import hashlib  # only a first launch needs it; keep kernel-module imports fast
-
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 # What the [build] extra adds that JIT compiling needs at once: oxide_build itself ships in every

@@ -1,0 +1,78 @@
+"""What a process's first launch of a precompiled kernel costs on the host (issue 28, cold start):
+reading the manifest compiles no regular expression and loads no OpenSSL (``hashlib``), and
+the name checks that replaced the expressions accept exactly what the expressions did."""
+from __future__ import annotations
+
+import random
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from oxide.abi import manifest as abi_manifest
+from oxide.runtime.manifest import manifest_path
+from tests.fakes import SAXPY_SOURCE, fresh_runtime, make_module  # noqa: F401
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# the expressions the manifest's checks used to be (match at the start; \Z: the end)
+_EXPRESSIONS = {
+    "_is_identifier": r"[A-Za-z_][A-Za-z0-9_]*\Z",
+    "_is_dotted": r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z",
+    "_is_symbol": r"[A-Za-z_$][A-Za-z0-9_$.]*\Z",
+    "_is_sha256": r"[0-9a-f]{64}\Z",
+    "_is_arch": r"(sm|compute)_[0-9]{2,3}[af]?\Z",
+    "_drive_letter": r"[A-Za-z]:",
+}
+
+
+def _samples() -> list[str]:
+    rnd = random.Random(28)
+    fixed = ["", "_", "if", "a.b", "a..b", ".a", "a.", "$x", "x$.y", "1a", "é", "a\n", "٣", "C:", "c:/x", "é:",
+             "sm_90", "sm_90a", "sm_100f", "compute_90", "sm_9", "sm_1000", "sm_90b", "sm_٩٠", "sm_90\n", "sm__90",
+             "0" * 64, "0" * 63, "0" * 65, "a" * 64 + "\n", "A" * 64, "f" * 63 + "g"]
+    words = ["".join(rnd.choice("aZ_$.09fsmcompute:\n é٣-") for _ in range(rnd.randint(0, 8))) for _ in range(20000)]
+    digests = ["".join(rnd.choice("0123456789abcdefgA") for _ in range(64)) for _ in range(500)]
+    archs = [rnd.choice(["sm_", "compute_", "sm", "smx_", "compute"]) +
+             "".join(rnd.choice("0123456789af_٣") for _ in range(rnd.randint(0, 5))) for _ in range(5000)]
+    return fixed + words + digests + archs
+
+
+def test_name_checks_accept_what_the_expressions_did() -> None:
+    samples = _samples()
+    for name, expression in _EXPRESSIONS.items():
+        check = getattr(abi_manifest, name)
+        pattern = re.compile(expression)
+        wrong = [s for s in samples if check(s) != bool(pattern.match(s))]
+        assert wrong == [], (name, wrong[:5])
+        assert any(check(s) for s in samples) and not all(check(s) for s in samples), name
+
+
+def test_file_sha256_is_hashlibs(tmp_path: Path) -> None:
+    import hashlib
+
+    for data in (b"", b"abc", bytes(range(256)) * 1000):
+        path = tmp_path / "f.bin"
+        path.write_bytes(data)
+        assert abi_manifest.file_sha256(path) == hashlib.sha256(data).hexdigest()
+
+
+def test_reading_a_manifest_compiles_no_expression_and_loads_no_openssl(tmp_path: Path) -> None:
+    """A fresh process reads and checks a manifest (what a first launch does) without importing
+    hashlib (OpenSSL: 2.5 ms) or compiling a regular expression (0.3 ms for the five)."""
+    module = make_module(tmp_path, SAXPY_SOURCE, sources={"helper.py": "0" * 64})
+    path = manifest_path(tmp_path, module.__name__)
+    code = textwrap.dedent(f"""
+        import re, sys
+        from pathlib import Path
+        from oxide.runtime.manifest import changed_source, load_manifest
+        compiled = len(re._cache)
+        m = load_manifest(Path({str(path)!r}))
+        assert m.kernels and m.sources, m
+        assert changed_source(Path({module.__file__!r}), m) is None
+        assert len(re._cache) == compiled, list(re._cache)[compiled:]
+        loaded = sorted(set(sys.modules) & {{"hashlib", "_hashlib", "_ssl"}})
+        assert not loaded, loaded
+    """)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
