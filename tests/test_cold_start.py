@@ -76,3 +76,34 @@ def test_reading_a_manifest_compiles_no_expression_and_loads_no_openssl(tmp_path
         assert not loaded, loaded
     """)
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_array_readers_load_with_their_first_array() -> None:
+    """Reading a DeviceArray or a CUDA-array-interface array (the cold start's first launch)
+    imports no reader of PyTorch, CuPy, NumPy or DLPack arrays; the names the tests and the C
+    launcher read from ``arrays`` still resolve, and an array of another kind loads its reader."""
+    code = textwrap.dedent("""
+        import sys
+        import numpy as np
+        from oxide.runtime import arrays
+        readers = {"oxide.runtime.arrays_torch", "oxide.runtime.arrays_cupy", "oxide.runtime.arrays_dlpack",
+                   "oxide.runtime.arrays_host"}
+        class Cai:
+            __cuda_array_interface__ = {"version": 3, "shape": (4,), "typestr": "<f4", "data": (0x7F0000001000, False),
+                                        "strides": None}
+        assert arrays.view_of(Cai()).length == 4
+        assert not readers & set(sys.modules), readers & set(sys.modules)
+        assert arrays._TORCH_DTYPES["torch.float32"] == "f32" and "oxide.runtime.arrays_torch" in sys.modules
+        from oxide.runtime.arrays import _DLTensor
+        assert _DLTensor.__name__ == "_DLTensor" and "oxide.runtime.arrays_dlpack" in sys.modules
+        try:
+            arrays.no_such_name
+        except AttributeError as e:
+            assert "no_such_name" in str(e)
+        else:
+            raise SystemExit("no AttributeError")
+        from oxide.runtime import device_choice
+        device_choice.set_device("cpu")
+        assert arrays.view_of(np.zeros(3, np.float32)).length == 3 and "oxide.runtime.arrays_host" in sys.modules
+    """)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

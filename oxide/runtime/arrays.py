@@ -13,9 +13,9 @@ GPU memory, and the other way round on the GPU.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from oxide.runtime import arrays_cai, arrays_cupy, arrays_dlpack, arrays_host, arrays_torch, device_choice
+from oxide.runtime import arrays_cai, device_choice
 from oxide.runtime.array_kinds import CAI, CUPY, DEVICE_ARRAY, DLPACK, HOST, TORCH, array_kind
 from oxide.runtime.array_view import (
     ADDRESS_LIMIT,
@@ -32,13 +32,37 @@ from oxide.runtime.array_view import (
     not_a_device_array,
     type_name,
 )
-from oxide.runtime.arrays_dlpack import DLPACK_CUDA_DEVICES
-# read here by the tests and the C launcher's set-up (the DLPack structs, torch's dtype names)
-from oxide.runtime.arrays_dlpack import DLDataType as _DLDataType  # noqa: F401
-from oxide.runtime.arrays_dlpack import DLDevice as _DLDevice  # noqa: F401
-from oxide.runtime.arrays_dlpack import DLTensor as _DLTensor  # noqa: F401
-from oxide.runtime.arrays_torch import TORCH_DTYPES as _TORCH_DTYPES  # noqa: F401
 from oxide.runtime.device_array import DeviceArray
+
+if TYPE_CHECKING:
+    from oxide.runtime.arrays_dlpack import DLPACK_CUDA_DEVICES
+    from oxide.runtime.arrays_dlpack import DLDataType as _DLDataType  # noqa: F401
+    from oxide.runtime.arrays_dlpack import DLDevice as _DLDevice  # noqa: F401
+    from oxide.runtime.arrays_dlpack import DLTensor as _DLTensor  # noqa: F401
+    from oxide.runtime.arrays_torch import TORCH_DTYPES as _TORCH_DTYPES  # noqa: F401
+
+# The readers of PyTorch, CuPy, NumPy and DLPack arrays are imported when an array of their
+# kind is first read (0.3 ms a process's first launch need not pay: issue 28, cold start), and
+# so are the names below, read by the tests and the C launcher's set-up (the DLPack structs,
+# torch's dtype names). The CUDA array interface's reader is the common case: imported here.
+_LAZY = {
+    "DLPACK_CUDA_DEVICES": ("arrays_dlpack", "DLPACK_CUDA_DEVICES"),
+    "_DLDataType": ("arrays_dlpack", "DLDataType"),
+    "_DLDevice": ("arrays_dlpack", "DLDevice"),
+    "_DLTensor": ("arrays_dlpack", "DLTensor"),
+    "_TORCH_DTYPES": ("arrays_torch", "TORCH_DTYPES"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"oxide.runtime.{where[0]}"), where[1])
+    globals()[name] = value
+    return value
 
 __all__ = ["ABSENT", "ArrayView", "TensorView", "ViewError", "view_of", "tensor_view_of", "itemsize", "type_name",
            "TYPESTR_DTYPES", "DLPACK_CUDA_DEVICES", "memory_problem", "may_overlap_itself"]
@@ -57,8 +81,10 @@ def view_of(obj: Any) -> ArrayView:
         dtype = TYPESTR_DTYPES.get(obj.dtype.str) or record_name(obj.dtype) or str(obj.dtype)
         return ArrayView(obj.ptr, obj.shape[0], dtype, False, obj)
     if kind == TORCH:
+        from oxide.runtime import arrays_torch
         return arrays_torch.view(obj)
     if kind == CUPY:
+        from oxide.runtime import arrays_cupy
         return arrays_cupy.view(obj)
     if kind == CAI:
         cai = arrays_cai.cuda_array_interface(obj)
@@ -67,8 +93,10 @@ def view_of(obj: Any) -> ArrayView:
                 raise gpu_memory_error(f"a {type_name(obj)} (__cuda_array_interface__)")
             return arrays_cai.view(obj, cai)
     elif kind == HOST:
+        from oxide.runtime import arrays_host
         return arrays_host.view(obj)
     elif kind == DLPACK:
+        from oxide.runtime import arrays_dlpack
         return arrays_dlpack.view(obj, obj.__dlpack_device__)
     raise not_a_device_array(obj)
 
@@ -101,8 +129,10 @@ def _tensor_view(obj: Any) -> TensorView:
         dtype = TYPESTR_DTYPES.get(obj.dtype.str, str(obj.dtype))
         return TensorView(obj.ptr, shape, contiguous_strides(shape), dtype, False, obj)
     if kind == TORCH:
+        from oxide.runtime import arrays_torch
         return arrays_torch.tensor_view(obj)
     if kind == CUPY:
+        from oxide.runtime import arrays_cupy
         return arrays_cupy.tensor_view(obj)
     if kind == CAI:
         cai = arrays_cai.cuda_array_interface(obj)
@@ -111,8 +141,10 @@ def _tensor_view(obj: Any) -> TensorView:
                 raise gpu_memory_error(f"a {type_name(obj)} (__cuda_array_interface__)")
             return arrays_cai.tensor_view(obj, cai)
     elif kind == HOST:
+        from oxide.runtime import arrays_host
         return arrays_host.tensor_view(obj)
     elif kind == DLPACK:
+        from oxide.runtime import arrays_dlpack
         return arrays_dlpack.tensor_view(obj, obj.__dlpack_device__)
     raise not_a_device_array(obj)
 
