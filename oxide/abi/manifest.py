@@ -17,7 +17,9 @@ expressions of a manifest of format 3 or older are compiled into programs as the
 
 The kernel parameter block the runtime packs is described in ``oxide.abi.params``.
 """
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: typing.NamedTuple compiles each field's string
+# annotation into a ForwardRef, 47 compiles for the classes below, 0.3 ms of a process's first
+# launch (issue 28, cold start). The annotations are evaluated instead (Python 3.10's ``X | Y``).
 
 import json
 from pathlib import Path
@@ -323,7 +325,7 @@ class ModuleManifest(NamedTuple):
         return json.dumps(_plain(self), indent=1, sort_keys=True) + "\n"
 
     @staticmethod
-    def from_json(text: str) -> ModuleManifest:
+    def from_json(text: str) -> "ModuleManifest":
         """Parses and checks a manifest; ``ManifestError`` (a ``ValueError``) names what is
         wrong, ``json.JSONDecodeError`` (also one) says where the JSON is broken."""
         try:
