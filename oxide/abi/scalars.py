@@ -1,7 +1,7 @@
 """The scalar types of the kernel language and how they are laid out: a kernel's scalar
 parameters, array element types and the manifest name them by ``ScalarType.name``."""
-from __future__ import annotations
 
+# No ``from __future__ import annotations``: typing.NamedTuple compiles string annotations (issue 28, cold start).
 from typing import Any, NamedTuple
 
 __all__ = [

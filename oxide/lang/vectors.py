@@ -3,8 +3,8 @@
 is one memory access; the 32-byte ones (``f64x4``, CUDA's ``double4``, and ``f32x8``) are two.
 ``bf16x8`` / ``f16x8`` are the 8 halves of one 16-byte access (the "x128" idiom).
 On the host a vector type builds a tuple, so device functions stay testable on the CPU."""
-from __future__ import annotations
 
+# No ``from __future__ import annotations``: typing.NamedTuple compiles string annotations (issue 28, cold start).
 from typing import Any, NamedTuple
 
 from oxide.abi.scalars import SCALAR_TYPES, ScalarType

@@ -1,7 +1,7 @@
 """What the array adapters make of an array object, and the checks they share: ``ArrayView``
 (1-D contiguous), ``TensorView`` (N-d strided), ``ViewError``, element types and sizes."""
-from __future__ import annotations
 
+# No ``from __future__ import annotations``: typing.NamedTuple compiles string annotations (issue 28, cold start).
 import sys
 from typing import Any, NamedTuple
 

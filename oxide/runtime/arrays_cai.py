@@ -1,7 +1,7 @@
 """The CUDA array interface adapter (CuPy, Numba, PyTorch, oxide.DeviceArray, any producer):
 ``__cuda_array_interface__`` read and checked."""
-from __future__ import annotations
 
+# No ``from __future__ import annotations``: typing.NamedTuple compiles string annotations (issue 28, cold start).
 import operator
 from typing import Any, NamedTuple
 

@@ -10,8 +10,8 @@ into a cache and returns that manifest's path. A stale manifest without a compil
 recompile fails for want of a toolchain piece, is still used, with one warning per module that
 says why.
 """
-from __future__ import annotations
 
+# No ``from __future__ import annotations``: typing.NamedTuple compiles string annotations (issue 28, cold start).
 import importlib
 import importlib.util
 import os

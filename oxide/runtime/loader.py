@@ -5,8 +5,8 @@ capability, so every rule is testable without a GPU: an exact cubin, else a cubi
 major version with a lower minor (binary compatible), else PTX the driver compiles, else an
 error that lists what the package has.
 """
-from __future__ import annotations
 
+# No ``from __future__ import annotations``: typing.NamedTuple compiles string annotations (issue 28, cold start).
 import re
 import _thread  # threading's locks without importing threading (0.5 ms at import: issue 28)
 from pathlib import Path
@@ -158,7 +158,7 @@ def load_module(
         return mod
 
 
-def load_located(ctx: int, located: LocatedManifest) -> Any:
+def load_located(ctx: int, located: "LocatedManifest") -> Any:
     """The ``CUmodule`` of ``located``'s code in context ``ctx`` (current), loaded once: the code
     file :func:`select_code` picks for the context's GPU, or on the CPU device the module compiled
     for the host (``located.cpu``, which ``cpu_driver.CpuDriver`` loads)."""
