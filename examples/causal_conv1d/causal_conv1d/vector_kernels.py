@@ -37,7 +37,7 @@ from oxide import MutSlice, MutTensor, Slice, Tensor, bf16x2, block, f16, f16x2,
 
 __all__ = ["fwd_channel_first", "fwd_channel_last", "bwd_channel_first", "bwd_channel_last",
            "reduce_partials", "F32", "F16", "BF16", "CL_STEP",
-           "CL_SEG_BWD", "CL_ROWS", "CF_VECS", "CF_BWD_VECS", "CF_BWD_REGISTERS"]
+           "CL_SEG_BWD", "CL_ROWS", "CF_VECS", "CF_BWD_REGISTERS"]
 
 F32 = 0
 F16 = 1
@@ -46,8 +46,7 @@ CL_STEP = 8           # positions the channel-last forward loads at a time, a th
 CL_SEG_BWD = 16       # and backward
 CL_ROWS = 4           # channel-last blocks: 32 word columns x CL_ROWS position segments
 CF_VECS = 4           # 8-position vectors a thread of the channel-first forward takes, at most
-CF_BWD_VECS = 1       # consecutive 8-position vectors a thread of the channel-first backward takes a chunk
-CF_BWD_REGISTERS = 40  # its register cap (the host sizes its blocks by it)
+CF_BWD_REGISTERS = 40  # the channel-first backward's register cap (the host sizes its blocks by it)
 
 
 def lane(w: i32, HI: ox.Constexpr[int], DT: ox.Constexpr[int]) -> f32:
@@ -379,7 +378,7 @@ def bwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1
     wid = warp.id()
     nthreads = block.dim.x
     nwarps = (nthreads + 31) // 32
-    nchunks = (nvec + nthreads * CF_BWD_VECS - 1) // (nthreads * CF_BWD_VECS)
+    nchunks = (nvec + nthreads - 1) // nthreads
     # ex[36 * parity + 4 * w + j]: g at position j of warp w's first vector (w = nwarps: the carry
     # from the chunk after), two buffers taken in turn, so one barrier a chunk orders their use
     ex = ox.shared.array(72, f32)
@@ -403,56 +402,53 @@ def bwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1
         dr = (i64(b) * d_sb + i64(c) * d_sc) // 8
         for cc in range(nchunks):
             chunk = nchunks - 1 - cc
-            v = chunk * nthreads + tid  # the thread's vectors: CF_BWD_VECS * v + u
+            v = chunk * nthreads + tid
             buf = ((b * nchunks + cc) & 1) * 36
-            xv = ox.local.array(8 + 8 * CF_BWD_VECS, f32)   # xv[8 + j]: x at P * v + j, j in -8 … P - 1
-            gv = ox.local.array(4 + 8 * CF_BWD_VECS, f32)   # gv[j]: dout, then g, at P * v + j, j in 0 … P + 3
-            for j in ox.static_range(8 + 8 * CF_BWD_VECS):
+            xv = ox.local.array(16, f32)   # xv[8 + j]: x at 8 * v + j, j in -8 … 7
+            gv = ox.local.array(12, f32)   # gv[j]: dout, then g, at 8 * v + j, j in 0 … 11
+            for j in ox.static_range(16):
                 xv[j] = 0.0
-            for j in ox.static_range(4 + 8 * CF_BWD_VECS):
+            for j in ox.static_range(12):
                 gv[j] = 0.0
-            for u in ox.static_range(CF_BWD_VECS):
-                if CF_BWD_VECS * v + u < nvec:
-                    load_vec8(x, xr + CF_BWD_VECS * v + u, DT, xv, 8 + 8 * u)
-                    load_vec8(dout, gr + CF_BWD_VECS * v + u, DT, gv, 8 * u)
-            if lane_id == 0 and v > 0 and CF_BWD_VECS * v < nvec:
-                load_half_before(x, xr + CF_BWD_VECS * v, DT, xv, 4)
+            if v < nvec:
+                load_vec8(x, xr + v, DT, xv, 8)
+                load_vec8(dout, gr + v, DT, gv, 0)
+                if lane_id == 0 and v > 0:
+                    load_half_before(x, xr + v, DT, xv, 4)
             for j in ox.static_range(W - 1):
-                up = warp.shfl_up(xv[8 + 8 * CF_BWD_VECS - (W - 1) + j], 1)
+                up = warp.shfl_up(xv[16 - (W - 1) + j], 1)
                 if lane_id > 0:
                     xv[8 - (W - 1) + j] = up
             if act:
-                for j in ox.static_range(8 * CF_BWD_VECS):
+                for j in ox.static_range(8):
                     pre = bv
                     for k in ox.static_range(W):
                         pre += wv[k] * xv[8 + j - (W - 1) + k]
                     gv[j] = gv[j] * silu_grad(pre)
-            # g after the thread's positions: the lane above's first W - 1
+            # g after the vector: the lane above's first W - 1
             for j in ox.static_range(W - 1):
                 down = warp.shfl_down(gv[j], 1)
-                gv[8 * CF_BWD_VECS + j] = down
+                gv[8 + j] = down
             if lane_id == 0:
                 for j in ox.static_range(W - 1):
                     ex[buf + 4 * wid + j] = gv[j]
             block.sync()
             if lane_id == 31 or tid == nthreads - 1:
                 for j in ox.static_range(W - 1):
-                    gv[8 * CF_BWD_VECS + j] = ex[buf + 4 * (wid + 1) + j]
+                    gv[8 + j] = ex[buf + 4 * (wid + 1) + j]
             if tid == 0:
                 for j in ox.static_range(W - 1):
                     ex[36 - buf + 4 * nwarps + j] = gv[j] if chunk > 0 else 0.0
-            for u in ox.static_range(CF_BWD_VECS):
-                if CF_BWD_VECS * v + u < nvec:
-                    ov = ox.local.array(8, f32)
-                    for j in ox.static_range(8):
-                        p = 8 * u + j
-                        db += gv[p]
-                        acc: f32 = 0.0
-                        for k in ox.static_range(W):
-                            acc += wv[k] * gv[p + (W - 1) - k]
-                            dw[k] += xv[8 + p - (W - 1) + k] * gv[p]
-                        ov[j] = acc
-                    store_vec8(dx, dr + CF_BWD_VECS * v + u, ov, DT)
+            if v < nvec:
+                ov = ox.local.array(8, f32)
+                for j in ox.static_range(8):
+                    db += gv[j]
+                    acc: f32 = 0.0
+                    for k in ox.static_range(W):
+                        acc += wv[k] * gv[j + (W - 1) - k]
+                        dw[k] += xv[8 + j - (W - 1) + k] * gv[j]
+                    ov[j] = acc
+                store_vec8(dx, dr + v, ov, DT)
     # the block's sums: each warp's by shuffles, then the warps' in order by thread 0
     red = ox.shared.array(160, f32)  # [warp][W + 1], up to 32 warps
     for k in ox.static_range(W):
