@@ -347,7 +347,7 @@ class CpuDriver:
 
     def cuMemAllocManaged(self, nbytes: int, flags: int) -> tuple[Result, int]:
         """Managed memory: host memory, as every allocation of the CPU device is."""
-        if int(flags) not in (1, 2):
+        if int(flags) not in (MemAttachFlags.CU_MEM_ATTACH_GLOBAL, MemAttachFlags.CU_MEM_ATTACH_HOST):
             return Result.CUDA_ERROR_INVALID_VALUE, 0
         return self.cuMemAlloc(nbytes)
 

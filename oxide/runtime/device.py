@@ -43,7 +43,6 @@ NO_BINDINGS_MESSAGE = (
 )
 
 
-
 class DriverBindingsWarning(RuntimeWarning):
     """cuda-bindings is made for a newer CUDA major release than the driver supports (cuda-bindings
     13 on a CUDA 12 driver): the runtime runs, but a driver call may fail."""

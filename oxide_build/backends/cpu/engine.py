@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Callable, Sequence
 
 import llvmlite.binding as llvm
-from collections.abc import Callable, Sequence
 
 from oxide.abi import vectors
 from oxide.abi.params import PRESENT_SLOTS
