@@ -396,7 +396,6 @@ def _cpu(build: ModuleBuild) -> None:
     if not build.code.cpu:
         return
     from .backends.cpu.codegen import lower_for_cpu
-
     from .backends.cpu.cxx import build_host_cxx
 
     o = build.options
