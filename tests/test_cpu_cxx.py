@@ -355,3 +355,46 @@ def test_cpp_calls_the_modules_exported_python_functions(tmp_path: Path) -> None
     x64 = x.astype(np.float64)
     ref = 0.5 * x64 * (1.0 + np.tanh(0.7978845608 * (x64 + 0.044715 * x64**3))) + (x64[:3] ** 2).sum()
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_a_cooperative_kernel_reaching_cpp_shared_variables_is_refused_and_the_others_run(tmp_path: Path) -> None:
+    """The host keeps one copy of a C++ ``__shared__`` variable, serving a launch's blocks one after
+    another: a cooperative kernel (grid.sync(), its blocks run together), reaching such a function
+    through a device function of the module, is refused naming both; a plain kernel calling it runs."""
+    cu = ('extern "C" __device__ float ox_first(float v) {\n  __shared__ float s;\n'
+          '  if (threadIdx.x == 0) s = v;\n  __syncthreads();\n  float r = s;\n  __syncthreads();\n  return r;\n}\n')
+    m = cpu_module(tmp_path, """
+        import oxide as ox
+        from oxide import DisjointSlice, Slice, f32, grid, thread
+
+        @ox.extern("ox_first", sources=["first.cu"])
+        def first(v: f32) -> f32: ...
+
+        def via(v: f32) -> f32:
+            return first(v)
+
+        @ox.kernel
+        def together(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            v = via(x[i] if i < len(x) else 0.0)
+            grid.sync()
+            if i < len(out):
+                out[i] = v
+
+        @ox.kernel
+        def apart(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            v = via(x[i] if i < len(x) else 0.0)
+            if i < len(out):
+                out[i] = v
+    """, {"first.cu": cu})
+    with pytest.raises(CompileError) as info:
+        launch(m, "together", 2, 32, x=[0, 0], out=[0, 0])
+    e = info.value
+    assert "together() is a cooperative kernel (grid.sync()) that reaches the CUDA C++ function ox_first()" \
+        in e.message, e.message
+    assert "cpu=" in e.hint, e.hint
+    x = rng.uniform(-1, 1, 64).astype(np.float32)
+    out = np.full(64, np.nan, np.float32)
+    launch(m, "apart", 2, 32, x=view(x), out=view(out))
+    np.testing.assert_array_equal(out, np.repeat(x[[0, 32]], 32))

@@ -96,6 +96,17 @@ def _callees(fn: ir.Function) -> set[str]:
             for e in ir.subexpressions(root) if isinstance(e, ir.Call)}
 
 
+def _reachable(symbol: str, calls: dict[str, set[str]]) -> set[str]:
+    """``symbol`` and every function of the module it calls, directly or not (``calls``: each
+    function's callees in the module)."""
+    seen, todo = {symbol}, [symbol]
+    while todo:
+        for c in calls[todo.pop()] - seen:
+            seen.add(c)
+            todo.append(c)
+    return seen
+
+
 def kernel_modes(program: ir.Program, syncing_externs: frozenset[str] = frozenset()) -> dict[str, KernelMode]:
     """Each kernel's ``KernelMode``, across the functions it calls; ``syncing_externs``: the C++
     functions (``cxx.py``) whose code has barriers or warp operations."""
@@ -105,24 +116,13 @@ def kernel_modes(program: ir.Program, syncing_externs: frozenset[str] = frozense
         if _callees(fn) & syncing_externs:
             direct[fn.symbol] = (True, direct[fn.symbol][1])
     calls = {fn.symbol: _callees(fn) & by_symbol.keys() for fn in program.functions}
-
-    def reach(symbol: str) -> tuple[bool, bool]:
-        seen, todo, sync, grid = {symbol}, [symbol], False, False
-        while todo:
-            s = todo.pop()
-            d = direct[s]
-            sync, grid = sync or d[0], grid or d[1]
-            for c in calls[s] - seen:
-                seen.add(c)
-                todo.append(c)
-        return sync, grid
-
     modes: dict[str, KernelMode] = {}
     twins = index32_twins(program)
     for fn in program.functions:
         if not fn.is_kernel:
             continue
-        sync, grid = reach(fn.symbol)
+        reached = _reachable(fn.symbol, calls)
+        sync, grid = any(direct[s][0] for s in reached), any(direct[s][1] for s in reached)
         mode = KernelMode.COOPERATIVE if grid else KernelMode.FIBERS if sync else KernelMode.LOOP
         modes[fn.symbol] = mode
         if fn.symbol in twins:
@@ -441,18 +441,14 @@ def _cooperative_with_cpp_shared(program: ir.Program, modes: dict[str, KernelMod
     if not shared:
         return {}
     by_symbol = {fn.symbol: fn for fn in program.functions}
+    callees = {fn.symbol: _callees(fn) for fn in program.functions}
+    calls = {symbol: c & by_symbol.keys() for symbol, c in callees.items()}
     twins = index32_twins(program)
     out: dict[str, CompileError] = {}
     for fn in program.functions:
         if not fn.is_kernel or modes.get(fn.symbol) is not KernelMode.COOPERATIVE:
             continue
-        seen, todo, reached = {fn.symbol}, [fn.symbol], ""
-        while todo and not reached:
-            callees = _callees(by_symbol[todo.pop()])
-            reached = next(iter(sorted(callees & shared)), "")
-            for c in sorted((callees & by_symbol.keys()) - seen):
-                seen.add(c)
-                todo.append(c)
+        reached = min((x for s in _reachable(fn.symbol, calls) for x in callees[s] & shared), default="")
         if reached:
             error = NoCpuFormError(
                 f"{fn.python_name}() is a cooperative kernel (grid.sync()) that reaches the CUDA C++ function "
