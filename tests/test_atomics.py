@@ -114,9 +114,79 @@ def test_gpu_test_kernels_compile(backend: str, ptxas: Callable[[str, str], None
     """The kernels of test_atomics_gpu.py, checked here where there is no GPU."""
     src = Path(__file__).parent / "packages" / "atomickernels" / "atomk.py"
     module = compile_module(src, "atomk", CompileOptions(archs=ARCHS, backend=backend, link_cubins=False))
-    assert sorted(k.name for k in module.kernels) == ["block_extremes", "block_histograms", "system_totals"]
+    assert sorted(k.name for k in module.kernels) == ["block_extremes", "block_histograms", "ordered_copy", "relay",
+                                                      "system_totals"]
     assert "atom.cta.shared.add.u32" in atom_instructions(module.ptx["sm_90"], "block_histograms")
     assert "atom.cta.shared.cas.b32" in atom_instructions(module.ptx["sm_90"], "block_extremes")  # f32 max
     assert "atom.sys.global.inc.u32" in atom_instructions(module.ptx["sm_90"], "system_totals")
     for arch in ARCHS:
         ptxas(module.ptx[arch], arch)
+
+
+ORDERED_TYPES = ("i32", "u32", "i64", "u64", "f32", "f64")
+
+
+def ordered_source() -> str:
+    """A kernel per (space, type, order, scope) of ``ox.atomic.load`` and one of
+    ``ox.atomic.store``."""
+    out = ["import oxide as ox\nfrom oxide import MutSlice, f32, f64, i32, i64, thread, u32, u64\n"]
+    for space in ("global", "shared"):
+        for ty in ORDERED_TYPES:
+            for scope in SCOPES:
+                for order in ("relaxed", "acquire"):
+                    target = "t" if space == "global" else "sh"
+                    decl = f"    sh = ox.shared.array(32, {ty})\n" if space == "shared" else ""
+                    out.append(f"\n@ox.kernel(bounds_check=False)\ndef load_{space}_{ty}_{order}_{scope}(t: MutSlice[{ty}]) -> None:\n"
+                               f"{decl}    r = ox.atomic.load({target}, 1, order=\"{order}\", scope=\"{scope}\")\n"
+                               "    with ox.unsafe():\n        t[0] = r\n")
+                for order in ("relaxed", "release"):
+                    target = "t" if space == "global" else "sh"
+                    decl = f"    sh = ox.shared.array(32, {ty})\n" if space == "shared" else ""
+                    out.append(f"\n@ox.kernel(bounds_check=False)\ndef store_{space}_{ty}_{order}_{scope}(t: MutSlice[{ty}], v: {ty}) -> None:\n"
+                               f"{decl}    ox.atomic.store({target}, 1, v, order=\"{order}\", scope=\"{scope}\")\n"
+                               + ("    with ox.unsafe():\n        t[0] = sh[1]\n" if space == "shared" else ""))
+    return "".join(out)
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_ordered_loads_and_stores(backend: str, tmp_path: Path, ptxas: Callable[[str, str], None]) -> None:
+    """``ox.atomic.load(order=...)`` is one ``ld.<order>.<scope>.<space>.b<bits>`` and
+    ``ox.atomic.store`` one ``st.<order>.<scope>.<space>.b<bits>`` (floats move as their bits),
+    for every type, scope and order, in global and shared memory, on both backends; ptxas
+    assembles them for sm_80 and sm_90."""
+    src = tmp_path / "ordered.py"
+    src.write_text(ordered_source())
+    module = compile_module(src, "ordered", CompileOptions(archs=ARCHS, backend=backend, link_cubins=False))
+    wrong = []
+    for k in module.kernels:
+        kind, space, ty, order, scope = k.name.split("_")
+        start = module.ptx["sm_90"].index(f".entry {k.name}(")
+        end = module.ptx["sm_90"].find(".entry ", start + 1)
+        body = module.ptx["sm_90"][start:end if end >= 0 else None]
+        op = "ld" if kind == "load" else "st"
+        ordered = [line.split()[0] for line in body.splitlines()
+                   if line.strip().startswith((f"{op}.relaxed", f"{op}.acquire", f"{op}.release"))]
+        want = f"{op}.{order}.{SCOPES[scope]}.{space}.b{ty[1:]}"
+        if ordered != [want]:
+            wrong.append(f"{k.name}: {ordered} instead of [{want}]")
+    assert len(module.kernels) == 2 * 6 * 3 * 4
+    assert not wrong, "\n".join(wrong)
+    for arch in ARCHS:
+        ptxas(module.ptx[arch], arch)
+
+
+def test_ordered_access_in_a_polling_loop(tmp_path: Path) -> None:
+    """A relaxed load polled in a loop stays in the loop (inline PTX with side effects: never
+    hoisted nor merged), and the store before it is not moved after it."""
+    src = tmp_path / "poll.py"
+    src.write_text("import oxide as ox\nfrom oxide import MutSlice, i64\n\n"
+                   "@ox.kernel(bounds_check=False)\ndef k(flags: MutSlice[i64]) -> None:\n"
+                   "    ox.atomic.store(flags, 0, i64(1), order=\"release\")\n"
+                   "    while ox.atomic.load(flags, 1, order=\"acquire\") == 0:\n        pass\n")
+    ptx = compile_module(src, "poll", CompileOptions(archs=("sm_90",), link_cubins=False)).ptx["sm_90"]
+    lines = [line.strip() for line in ptx.splitlines()]
+    store = next(i for i, line in enumerate(lines) if line.startswith("st.release.gpu.global.b64"))
+    load = next(i for i, line in enumerate(lines) if line.startswith("ld.acquire.gpu.global.b64"))
+    assert store < load
+    branch_back = [line for line in lines[load:] if line.startswith("@%p") and "bra" in line]
+    assert branch_back, "the poll's loop"

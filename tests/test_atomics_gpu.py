@@ -145,3 +145,29 @@ def test_system_scope_totals_in_managed_memory(atomk: ModuleType, n: int) -> Non
     finally:
         for o in outs:
             o.free()
+
+
+@pytest.mark.parametrize("blocks", [1, 2, 97])
+def test_release_acquire_relay_between_blocks(atomk: ModuleType, blocks: int) -> None:
+    """``ox.atomic.store(order="release")`` / ``ox.atomic.load(order="acquire")`` hand plain
+    stores from block to block (ticketed by an atomic counter, so a block waits only on one that
+    started before it); every value is the sum so far, none stale."""
+    values = dev(np.full(blocks, np.nan))
+    flags = dev(np.zeros(blocks, np.uint32))
+    counter = dev(np.zeros(1, np.uint32))
+    atomk.relay[blocks, 32](values, flags, counter)
+    k = np.arange(blocks, dtype=np.float64)
+    np.testing.assert_array_equal(values.to_numpy(), k * (k + 1) / 2)
+    assert flags.to_numpy().tolist() == [1] * blocks and counter.to_numpy().tolist() == [blocks]
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_ordered_loads_and_stores_copy_values(atomk: ModuleType, n: int) -> None:
+    src = rng.standard_normal(n).astype(np.float32)
+    dst = dev(np.full(n, np.nan, np.float32))
+    words = dev(np.zeros(n, np.int64))
+    atomk.ordered_copy[blocks_for(n), BLOCK](dev(src), dst, words)
+    np.testing.assert_array_equal(dst.to_numpy(), src)
+    got = words.to_numpy()
+    np.testing.assert_array_equal(got >> 32, np.arange(n))
+    np.testing.assert_array_equal((got & 0xFFFFFFFF).astype(np.uint32), src.view(np.uint32))

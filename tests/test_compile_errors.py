@@ -200,6 +200,30 @@ CASES: dict[str, tuple[str, str]] = {
         '\n@ox.kernel\ndef k(h: MutSlice[u32]) -> None:\n    ox.atomic.cas(h, 0, 1, 2, order="relaxed")\n',
         'kern.py:6:31: error: oxide.atomic.cas() got an unexpected keyword argument \'order\'\n        ox.atomic.cas(h, 0, 1, 2, order="relaxed")\n                                  ^\n  hint: atomics take one keyword: scope="block", "device" (the default) or "system"',
     ),
+    'atomic_load_without_order': (
+        '\n@ox.kernel\ndef k(h: MutSlice[u32], out: DisjointSlice[u32]) -> None:\n    i = thread.index_1d()\n    out[i] = ox.atomic.load(h, 0)\n',
+        'kern.py:7:14: error: oxide.atomic.load() needs its memory order: order="relaxed" or order="acquire"\n        out[i] = ox.atomic.load(h, 0)\n                 ^\n  hint: relaxed orders no other access; acquire: this thread\'s later accesses stay after it',
+    ),
+    'atomic_load_release': (
+        '\n@ox.kernel\ndef k(h: MutSlice[u32], out: DisjointSlice[u32]) -> None:\n    i = thread.index_1d()\n    out[i] = ox.atomic.load(h, 0, order="release")\n',
+        'kern.py:7:41: error: oxide.atomic.load(): a load cannot release\n        out[i] = ox.atomic.load(h, 0, order="release")\n                                            ^\n  hint: write order="relaxed" or order="acquire"',
+    ),
+    'atomic_store_acquire': (
+        '\n@ox.kernel\ndef k(h: MutSlice[u32]) -> None:\n    ox.atomic.store(h, 0, 1, order="acquire")\n',
+        'kern.py:6:36: error: oxide.atomic.store(): a store cannot acquire\n        ox.atomic.store(h, 0, 1, order="acquire")\n                                       ^\n  hint: write order="relaxed" or order="release"',
+    ),
+    'atomic_store_read_only': (
+        '\n@ox.kernel\ndef k(h: Slice[u32]) -> None:\n    ox.atomic.store(h, 0, 1, order="release")\n',
+        'kern.py:6:21: error: atomic.store cannot modify the read-only Slice \'h\'\n        ox.atomic.store(h, 0, 1, order="release")\n                        ^\n  hint: declare the parameter MutSlice[T] (or DisjointSlice[T])',
+    ),
+    'atomic_load_order_not_constant': (
+        '\n@ox.kernel\ndef k(h: MutSlice[u32], o: i32, out: DisjointSlice[u32]) -> None:\n    i = thread.index_1d()\n    out[i] = ox.atomic.load(h, 0, order=o)\n',
+        'kern.py:7:41: error: the order of oxide.atomic.load() must be a compile-time string, got o\n        out[i] = ox.atomic.load(h, 0, order=o)\n                                            ^\n  hint: write order="relaxed" or order="acquire"',
+    ),
+    'atomic_store_seq_cst': (
+        '\n@ox.kernel\ndef k(h: MutSlice[i64]) -> None:\n    ox.atomic.store(h, 0, 1, order="seq_cst")\n',
+        'kern.py:6:36: error: oxide.atomic.store(): unknown memory order \'seq_cst\'\n        ox.atomic.store(h, 0, 1, order="seq_cst")\n                                       ^\n  hint: write order="relaxed" or order="release"; ox.fence.device() is a sequentially consistent fence',
+    ),
     'atomic_scope_by_position': (
         '\n@ox.kernel\ndef k(h: MutSlice[u32]) -> None:\n    ox.atomic.add(h, 0, 1, "block")\n',
         'kern.py:6:28: error: oxide.atomic.add() takes the scope as a keyword\n        ox.atomic.add(h, 0, 1, "block")\n                               ^\n  hint: write scope="block"',

@@ -129,8 +129,21 @@ class _AtomicCas(Protocol):
     def __call__(self, target: Any, index: int, compare: _E, value: _E, *, scope: AtomicScope = "device") -> _E: ...
 
 
+AtomicLoadOrder = Literal["relaxed", "acquire"]
+AtomicStoreOrder = Literal["relaxed", "release"]
+
+
+class _AtomicLoad(Protocol):
+    def __call__(self, target: Any, index: int, *, order: AtomicLoadOrder, scope: AtomicScope = "device") -> Any: ...
+
+
+class _AtomicStore(Protocol):
+    def __call__(self, target: Any, index: int, value: Any, *, order: AtomicStoreOrder,
+                 scope: AtomicScope = "device") -> None: ...
+
+
 def _atomic_op(name: str) -> Any:
-    def op(*args: Any, scope: AtomicScope = "device") -> NoReturn:
+    def op(*args: Any, **keywords: Any) -> NoReturn:
         _device_only(f"atomic.{name}")
     op.__name__ = op.__qualname__ = name
     return op
@@ -140,7 +153,10 @@ class _Atomic:
     """``ox.atomic.<op>(target, index, value, scope="device")`` on a writable view or a shared
     array returns the element's old value; ``cas(target, index, compare, value)`` stores
     ``value`` where the element equals ``compare`` (bitwise). ``inc``/``dec`` take a u32 limit,
-    like CUDA's atomicInc/atomicDec. ``scope`` is keyword-only (see ``AtomicScope``)."""
+    like CUDA's atomicInc/atomicDec. ``scope`` is keyword-only (see ``AtomicScope``).
+    ``load(target, index, order="relaxed"|"acquire")`` and ``store(target, index, value,
+    order="relaxed"|"release")`` are single-copy atomic accesses with a memory order
+    (``ld.acquire.gpu`` / ``st.release.gpu``; CUDA's ``cuda::atomic_ref`` load and store)."""
 
     add: _AtomicOp = _atomic_op("add")
     sub: _AtomicOp = _atomic_op("sub")
@@ -153,6 +169,8 @@ class _Atomic:
     inc: _AtomicOp = _atomic_op("inc")
     dec: _AtomicOp = _atomic_op("dec")
     cas: _AtomicCas = _atomic_op("cas")
+    load: _AtomicLoad = _atomic_op("load")
+    store: _AtomicStore = _atomic_op("store")
 
 
 thread = _Thread()

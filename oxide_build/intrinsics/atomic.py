@@ -6,7 +6,13 @@ a bf16 add before sm_90, a 16-bit compare-and-swap loop (``atom.cas.b16``) compu
 (``ox.atomic.add(h, k, v)``, ``v`` an ``f16x2``/``bf16x2``: CUDA's ``atomicAdd`` on ``__half2`` /
 ``__nv_bfloat162``) is ``atom.add.noftz.f16x2`` / ``.bf16x2`` (sm_90; a 32-bit compare-and-swap
 loop before). Which form an arch gets is chosen by ``__nvvm_reflect("__CUDA_ARCH")``, which both
-backends fold per arch (as libdevice's own arch tests), so one LLVM module serves every arch."""
+backends fold per arch (as libdevice's own arch tests), so one LLVM module serves every arch.
+
+``atomic.load(x, i, order=...)`` / ``atomic.store(x, i, v, order=...)``: single-copy atomic
+accesses with a memory order (CUDA's ``cuda::atomic_ref::load(memory_order_acquire)`` /
+``store(memory_order_release)``): inline PTX ``ld.relaxed|acquire.<scope>`` /
+``st.relaxed|release.<scope>`` on both backends (LLVM's NVPTX and libNVVM drop or weaken the
+scope of an LLVM atomic load); on the CPU device LLVM's ``load atomic`` / ``store atomic``."""
 from __future__ import annotations
 
 import ast
@@ -16,8 +22,9 @@ from oxide.lang.types import SCALAR_TYPES, ScalarType
 
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp
-from ..ir.types import ArrayType, VectorType, ViewType, as_scalar, type_name
+from ..ir.types import ArrayType, VectorType, ViewType, VoidType, as_scalar, type_name
 from .arguments import check_arg_count
+from .asm import asm_call
 from .entry import IntrinsicInfo, Role
 from .warp import combine
 
@@ -28,7 +35,7 @@ if TYPE_CHECKING:
 else:
     from .lazy_llvm import LLVM_IR as ll
 
-__all__ = ["ENTRIES", "ATOMIC_SCOPES"]
+__all__ = ["ENTRIES", "ATOMIC_SCOPES", "LOAD_ORDERS", "STORE_ORDERS"]
 
 ATOMIC_OPS = ("add", "sub", "min", "max", "exch", "and_", "or_", "xor", "inc", "dec")
 ATOMIC_TYPES = ("i32", "u32", "i64", "u64", "f32", "f64", "f16", "bf16")
@@ -391,7 +398,122 @@ def _from_bits(fl: LoweringContext, value: ll.Value, elem: ScalarType) -> ll.Val
     return fl.b.bitcast(value, fl.elem_type(elem)) if elem.kind == "float" else value
 
 
+LOAD_ORDERS = ("relaxed", "acquire")
+STORE_ORDERS = ("relaxed", "release")
+ORDERS = ("relaxed", "acquire", "release")
+ORDERED_TYPES = ("i32", "u32", "i64", "u64", "f32", "f64")  # what ld/st.relaxed take here (b32, b64)
+
+
+def _type_ordered(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
+    """``atomic.load(x, i, order=, scope=)`` / ``atomic.store(x, i, v, order=, scope=)``."""
+    name, is_store = info.name, info.op == "store"
+    orders = STORE_ORDERS if is_store else LOAD_ORDERS
+    check_arg_count(tr, node, 3 if is_store else 2, name)
+    target = tr.expr(node.args[0])
+    text = ast.unparse(node.args[0])
+    if not isinstance(target.ty, (ViewType, ArrayType)) or isinstance(target.ty, ViewType) and target.ty.is_tensor:
+        raise tr.error(node.args[0], f"{name} needs a 1-D view or a shared or global array, got {type_name(target.ty)}")
+    if isinstance(target.ty, ArrayType) and target.ty.space == "local":
+        raise tr.error(node.args[0], f"{name} needs a view or shared array; {text!r} is a local array, which no "
+                       "other thread can see", "read and write a local array plainly")
+    if is_store and isinstance(target.ty, ArrayType) and target.ty.read_only:
+        raise tr.error(node.args[0], f"{name} cannot modify {text!r}, a read-only "
+                       f"{'constant memory array' if target.ty.space == 'constant' else 'view of a ' + target.ty.space + ' array'}",
+                       "use ox.global_memory.array" if target.ty.space == "constant" else "declare the parameter MutSlice[T]")
+    if is_store and isinstance(target.ty, ViewType) and not target.ty.writable:
+        raise tr.error(node.args[0], f"{name} cannot modify the read-only Slice {text!r}",
+                       "declare the parameter MutSlice[T] (or DisjointSlice[T])")
+    elem = target.ty.elem
+    if elem.name not in ORDERED_TYPES:
+        raise tr.error(node.args[0], f"{name} needs elements of {', '.join(ORDERED_TYPES)}, got {elem.name}",
+                       "pack a flag and a 32-bit value into one u64 (or i64) word to access both at once")
+    order = None
+    scope = "gpu"
+    scopes = ", ".join(f'"{s}"' for s in ATOMIC_SCOPES)
+    spelled = " or ".join(f'order="{o}"' for o in orders)
+    for kw in node.keywords:
+        if kw.arg not in ("order", "scope"):
+            what = "does not take **kwargs" if kw.arg is None else f"got an unexpected keyword argument {kw.arg!r}"
+            raise tr.error(kw, f"oxide.{name}() {what}", f"it takes order= ({', '.join(orders)}) and scope=")
+        value = tr.const_str(kw.value)
+        if value is None:
+            raise tr.error(kw.value, f"the {kw.arg} of oxide.{name}() must be a compile-time string, "
+                           f"got {ast.unparse(kw.value)}", f"write {spelled}" if kw.arg == "order" else f"write one of {scopes}")
+        if kw.arg == "scope":
+            if value not in ATOMIC_SCOPES:
+                raise tr.error(kw.value, f"unknown atomic scope {value!r}", f"write one of {scopes}")
+            scope = ATOMIC_SCOPES[value]
+        elif value not in orders:
+            what = ("a load cannot release" if value == "release" else "a store cannot acquire" if value == "acquire"
+                    else f"unknown memory order {value!r}")
+            raise tr.error(kw.value, f"oxide.{name}(): {what}", f"write {spelled}"
+                           + ("; ox.fence.device() is a sequentially consistent fence" if value not in ORDERS else ""))
+        else:
+            order = value
+    if order is None:
+        raise tr.error(node, f"oxide.{name}() needs its memory order: {spelled}",
+                       "relaxed orders no other access; " + (
+                           "acquire: this thread's later accesses stay after it" if not is_store else
+                           "release: this thread's earlier accesses stay before it"))
+    if isinstance(target.ty, ArrayType) and target.ty.space == "cluster" and scope == "cta":
+        raise tr.error(node, f"{name} at block scope on {text!r}, the shared memory of another block of the cluster",
+                       'leave scope= out (device scope) or write scope="system"')
+    index = tr.index_expr(node.args[1], target.ty)
+    site = tr.check_site(node, target, index, f"{text}[{ast.unparse(node.args[1])}]")
+    if is_store:
+        value_expr = tr.convert_implicit(tr.expr(node.args[2]), elem, node.args[2], f"the {name} value")
+        return ir.Intrinsic(name, [target, index, value_expr], VoidType(), tr.loc(node), site, scope, options=(order,))
+    return ir.Intrinsic(name, [target, index], elem, tr.loc(node), site, scope, options=(order,))
+
+
+def _ordered_address(fl: LoweringContext, e: ir.Intrinsic) -> tuple[ll.Value, ScalarType]:
+    view = fl.view(e.args[0])
+    idx = fl.index(e.args[1])
+    if e.check_site is not None:
+        fl.bounds_check(idx, view.length, e.check_site)
+    return fl.element_address(view, idx), view.elem
+
+
+def _lower_ordered(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    """``ld.<order>.<scope>.<space>.b<bits>`` / ``st.<order>.<scope>.<space>.b<bits>`` as
+    inline PTX with a memory clobber (so neither backend moves other accesses across it, nor
+    merges or hoists it out of a polling loop)."""
+    ptr, elem = _ordered_address(fl, e)
+    order = e.options[0]
+    space = {0: "", 1: ".global", 3: ".shared"}[ptr.type.addrspace]
+    bits = elem.bits
+    ity = ll.IntType(bits)
+    iptr = fl.b.bitcast(ptr, ll.PointerType(ity, ptr.type.addrspace))
+    reg = "l" if bits == 64 else "r"
+    if info.op == "store":
+        value = _to_bits(fl, fl.expr(e.args[2]))
+        asm_call(fl, f"st.{order}.{e.scope}{space}.b{bits} [$0], $1;", f"l,{reg},~{{memory}}", ll.VoidType(),
+                 [iptr, value])
+        return ll.Constant(ll.IntType(32), 0)
+    raw = asm_call(fl, f"ld.{order}.{e.scope}{space}.b{bits} $0, [$1];", f"={reg},l,~{{memory}}", ity, [iptr])
+    return _from_bits(fl, raw, elem)
+
+
+def _cpu_ordered(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    """The CPU device: LLVM's ``load atomic`` / ``store atomic`` of that order (relaxed is
+    ``monotonic``); every scope is the host's."""
+    ptr, elem = _ordered_address(fl, e)
+    ordering = {"relaxed": "monotonic", "acquire": "acquire", "release": "release"}[e.options[0]]
+    iptr = _int_ptr(fl, ptr, elem)
+    if info.op == "store":
+        fl.b.store_atomic(_to_bits(fl, fl.expr(e.args[2])), iptr, ordering, elem.bits // 8)
+        return ll.Constant(ll.IntType(32), 0)
+    return _from_bits(fl, fl.b.load_atomic(iptr, ordering, elem.bits // 8), elem)
+
+
 # an atomic returns the value it replaced: which thread saw which is a race
 ENTRIES = [IntrinsicInfo(f"atomic.{op}", _type_atomic, _lower_atomic, thread_dependent=True, keywords=("scope",),
                          roles=frozenset({Role.LANE_VARYING}))
-           for op in ("cas", *ATOMIC_OPS)]
+           for op in ("cas", *ATOMIC_OPS)] + [
+    # an ordered load sees what other threads (other blocks) write while the kernel runs
+    IntrinsicInfo("atomic.load", _type_ordered, _lower_ordered, thread_dependent=True, keywords=("order", "scope"),
+                  roles=frozenset({Role.LANE_VARYING}), cpu_lowering=_cpu_ordered),
+    # (no value: thread-dependent as every atomic, for the registry's one rule)
+    IntrinsicInfo("atomic.store", _type_ordered, _lower_ordered, thread_dependent=True, keywords=("order", "scope"),
+                  cpu_lowering=_cpu_ordered),
+]

@@ -69,3 +69,32 @@ def system_totals(x: Slice[i64], f: Slice[f64], totals: MutSlice[i64], ftotals: 
         ox.atomic.inc(counters, 0, u32(4294967295), scope="system")
         if ox.atomic.cas(counters, 1, u32(0), u32(1), scope="system") == 0:
             ox.atomic.add(counters, 2, u32(1), scope="system")
+
+
+@ox.kernel
+def relay(values: MutSlice[f64], flags: MutSlice[u32], counter: MutSlice[u32]) -> None:
+    """Blocks hand a running sum on, in the order they take tickets (``counter[0]``, zeroed):
+    ticket k waits for ``flags[k - 1]`` (an acquire load), reads ``values[k - 1]`` plainly and
+    stores ``values[k]`` plainly before setting ``flags[k]`` (a release store), so the plain
+    read sees the plain write. ``values[k]`` ends as 0 + 1 + ... + k."""
+    if thread.idx.x == 0:
+        k = i64(ox.atomic.add(counter, 0, u32(1)))
+        prev = f64(0.0)
+        if k > 0:
+            while ox.atomic.load(flags, k - 1, order="acquire") == u32(0):
+                pass
+            prev = values[k - 1]
+        with ox.unsafe():
+            values[k] = prev + f64(k)
+        ox.atomic.store(flags, k, u32(1), order="release")
+
+
+@ox.kernel
+def ordered_copy(src: MutSlice[f32], dst: MutSlice[f32], words: MutSlice[i64]) -> None:
+    """Relaxed and release stores at every scope of what a relaxed load read: dst[i] = src[i],
+    words[i] = (i << 32) | bits(src[i]) (a flag-and-value pair in one word)."""
+    i = thread.index_1d()
+    if i < len(src) and i < len(dst) and i < len(words):
+        v = ox.atomic.load(src, i, order="relaxed")
+        ox.atomic.store(dst, i, v, order="release", scope=SYSTEM)
+        ox.atomic.store(words, i, (i << 32) | i64(ox.bits.bitcast(v, u32)), order="relaxed", scope="block")
