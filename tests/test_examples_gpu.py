@@ -97,6 +97,49 @@ def test_inclusive_scan(n: int) -> None:
     np.testing.assert_allclose(to_numpy(out), ref, rtol=1e-4, atol=1e-4)
 
 
+LOOKBACK_TILE = 4096  # examples/scan.py TILE, checked below
+
+
+@pytest.mark.parametrize("n", [1, 255, LOOKBACK_TILE, LOOKBACK_TILE + 1, 37 * LOOKBACK_TILE + 1029,
+                               sized(2**20 + 3, 5 * LOOKBACK_TILE + 3), sized(2**24 + 5, 3 * LOOKBACK_TILE - 1)])
+@pytest.mark.parametrize("vecs", [2, 4, 8])
+def test_inclusive_scan_lookback(n: int, vecs: int) -> None:
+    """The single-pass decoupled look-back scan: fresh inputs (a different sum each run),
+    poisoned output past the end too, poisoned tile words (the scan's init kernel zeroes
+    them); the same tolerance as the two-pass scan's test. The second run gets the status words
+    the first left (flags set, the counter at the tile count): each call starts afresh. Each
+    build of the kernel: 512 threads of 2 f32x4, 256 of 4, 128 of 8."""
+    from examples import scan
+
+    assert scan.TILE == LOOKBACK_TILE
+    words: dict[int, object] = {}
+    for _ in range(2):
+        x = rng.random(n).astype(np.float32)
+        out = poisoned(n + 5)
+        scan.inclusive_scan_lookback(dev(x), out, lambda m: words.setdefault(m, devices.full(m, -7, np.int64)), vecs)
+        got = to_numpy(out)
+        ref = np.cumsum(x.astype(np.float64))
+        np.testing.assert_allclose(got[:n], ref, rtol=1e-4, atol=1e-4)
+        assert np.isnan(got[n:]).all(), "wrote past the end"
+
+
+def test_lookback_scan_refuses_an_unzeroed_counter_and_misaligned_arrays() -> None:
+    """A tile counter left from an earlier scan (not zeroed) is a KernelError naming it, not a
+    wrong result; an array that does not start 16-byte aligned is refused before any launch."""
+    import oxide
+    from examples import scan
+
+    n = 3 * LOOKBACK_TILE
+    x = dev(rng.random(n).astype(np.float32))
+    out = poisoned(n)
+    status = devices.array(np.array([0, 0, 0, 3], np.int64))  # the counter where a scan left it
+    with pytest.raises(oxide.KernelError, match="the tile counter .* was not zeroed"):
+        scan.scan_lookback[3, scan.lookback_threads(4)](x, out, status, 4)
+    shifted = dev(rng.random(n + 1).astype(np.float32))[1:]  # one float in: 4 bytes past an aligned start
+    with pytest.raises(ValueError, match=r"x starts at 0x[0-9a-f]+, not 16-byte aligned"):
+        scan.inclusive_scan_lookback(shifted, out, lambda m: devices.zeros(m, np.int64))
+
+
 @pytest.mark.parametrize("n", [1, 1000, sized(10**6 + 3, 10**5 + 3)])
 def test_histogram(n: int) -> None:
     from examples.histogram import histogram
