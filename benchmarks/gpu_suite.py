@@ -221,6 +221,11 @@ def finalize_record(rec: dict[str, Any], ceilings: dict[str, float]) -> dict[str
     if "oxide_python" in rec.get("impls", {}):
         targets["ratio_lto_python"] = {"min": KERNEL_RATIO_TARGET, "value": rec["ratio_lto_python"],
                                        "what": "C++ function through LTO as fast as the same function in Python"}
+    if "oxide_lookback" in rec.get("impls", {}):  # scan: the single-pass scan against torch.cumsum (CUB)
+        lookback, cumsum = _throughput(rec, "oxide_lookback"), _throughput(rec, "torch_cumsum")
+        rec["ratio_lookback_torch"] = lookback / cumsum if lookback and cumsum else None
+        targets["ratio_lookback_torch"] = {"min": 1.0, "value": rec["ratio_lookback_torch"],
+                                           "what": "single-pass look-back scan ≥ torch.cumsum (CUB)"}
     for t in targets.values():
         t["met"] = None if t["value"] is None else bool(t["value"] >= t["min"])
     rec["targets"] = targets
@@ -424,9 +429,26 @@ def bench_scan(ctx: GpuContext) -> Record:
 
         return lambda: scan(x, out, pool())
 
+    def oxide_lookback(vecs: int = 4) -> Callable[[], Callable[[], None]]:
+        def build() -> Callable[[], None]:
+            from examples.scan import inclusive_scan_lookback, lookback_tiles
+
+            status = torch.empty(lookback_tiles(n) + 1, dtype=torch.int64, device="cuda")
+            return lambda: inclusive_scan_lookback(x, out, lambda m: status[:m], vecs)
+        return build
+
+    def torch_cumsum() -> Callable[[], None]:
+        return lambda: torch.cumsum(x, 0, out=out)
+
     measure(ctx, rec, "oxide", oxide, check)
     measure(ctx, rec, "cuda", cuda, check)
     measure(ctx, rec, "numba", numba, check)
+    for vecs, suffix in ((4, ""), (2, "_512x8"), (8, "_128x32")):
+        threads = 1024 // vecs
+        measure(ctx, rec, f"oxide_lookback{suffix}", oxide_lookback(vecs), check,
+                f"single pass, decoupled look-back (examples/scan.py scan_lookback): tiles of {threads} threads x "
+                f"{4 * vecs} floats, with the status words' init kernel")
+    measure(ctx, rec, "torch_cumsum", torch_cumsum, check, "torch.cumsum(x, 0, out=out): CUB's DeviceScan")
     return rec
 
 

@@ -88,6 +88,25 @@ def _fake_results() -> dict:
     }
 
 
+def test_finalize_compares_the_lookback_scan_with_torch_cumsum() -> None:
+    """The scan record's single-pass contender against torch.cumsum: a ratio and a ≥ 1 target;
+    no ratio (and an unknown verdict) when either failed."""
+    from benchmarks.gpu_suite import finalize_record
+
+    ok = {"status": "ok", "median_ms": 0.3, "throughput": 2400.0}
+    scan = {"name": "scan", "metric": "GB/s", "ceiling_key": "copy_gbps", "notes": [],
+            "impls": {"oxide": dict(ok, throughput=900.0), "oxide_lookback": ok,
+                      "torch_cumsum": dict(ok, throughput=2480.0)}}
+    rec = finalize_record(scan, {"copy_gbps": 4000.0})
+    assert rec["ratio_lookback_torch"] == pytest.approx(2400 / 2480)
+    assert rec["targets"]["ratio_lookback_torch"]["met"] is False
+    scan["impls"]["torch_cumsum"] = {"status": "error", "error": "boom"}
+    rec = finalize_record(scan, {"copy_gbps": 4000.0})
+    assert rec["ratio_lookback_torch"] is None and rec["targets"]["ratio_lookback_torch"]["met"] is None
+    saxpy = finalize_record(_fake_results()["kernels"][0], {})
+    assert "ratio_lookback_torch" not in saxpy and "ratio_lookback_torch" not in saxpy["targets"]
+
+
 def test_finalize_computes_ratios_and_verdicts() -> None:
     res = _fake_results()
     saxpy, sgemm = res["kernels"]
