@@ -9,7 +9,10 @@ that many bytes and fills the rest with zeros: a tile's edge past the end of the
 Both indices are in elements; the copied span of each is bounds-checked unless checks are off.
 
 Lowering: ``llvm.nvvm.cp.async.*`` for LLVM's NVPTX; inline PTX where libNVVM compiles the
-module (it has no such intrinsics).
+module (it has no such intrinsics). On the CPU device the copy is done when it is started
+(ordinary loads and stores, which the sanitizers see), one of the orders the GPU may take, and
+committing and waiting do nothing: the thread reads its copies afterwards as on the GPU, and
+other threads after the barrier the GPU needs as well.
 """
 from __future__ import annotations
 
@@ -127,6 +130,44 @@ def _lower_copy(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll
     return ll.Constant(ll.IntType(32), 0)
 
 
+def _cpu_copy(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    """The CPU device: the copy at once, element by element (byte by byte with ``src_bytes``,
+    the bytes from ``src_bytes`` on zeros)."""
+    b = fl.b
+    _, nbytes = e.options
+    dst, dst_index, src, src_index, dst_check, src_check, *src_bytes = e.args
+    fl.expr(dst_check)
+    fl.expr(src_check)
+    shared = fl.view(dst)
+    view = fl.view(src)
+    ety = fl.elem_type(shared.elem)
+    dptr = b.gep(shared.ptr, [fl.expr(dst_index)], source_etype=ety)
+    sptr = b.gep(view.ptr, [fl.expr(src_index)], source_etype=fl.elem_type(view.elem))
+    i8, i32, i64 = ll.IntType(8), ll.IntType(32), ll.IntType(64)
+    if not src_bytes:
+        for k in range(int(nbytes) // view.elem.itemsize):
+            at = ll.Constant(i64, k)
+            b.store(b.load(b.gep(sptr, [at], source_etype=ety)), b.gep(dptr, [at], source_etype=ety))
+        return ll.Constant(i32, 0)
+    limit = fl.expr(src_bytes[0])
+    d8 = b.bitcast(dptr, ll.PointerType(i8, dptr.type.addrspace))
+    s8 = b.bitcast(sptr, ll.PointerType(i8, sptr.type.addrspace))
+    for k in range(int(nbytes)):
+        at = ll.Constant(i64, k)
+        slot = b.gep(d8, [at], source_etype=i8)
+        with b.if_else(b.icmp_signed(">", limit, ll.Constant(i32, k))) as (inside, outside):
+            with inside:
+                b.store(b.load(b.gep(s8, [at], source_etype=i8)), slot)
+            with outside:
+                b.store(ll.Constant(i8, 0), slot)
+    return ll.Constant(i32, 0)
+
+
+def _cpu_nothing(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    """The CPU device: the copies are done when started, so there is nothing to commit or wait for."""
+    return ll.Constant(ll.IntType(32), 0)
+
+
 def _type_commit(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr:
     check_arg_count(tr, node, 0, info.name)
     return ir.Intrinsic(info.name, [], VoidType(), tr.loc(node))
@@ -154,7 +195,7 @@ def _lower_wait(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll
 
 
 ENTRIES = [
-    IntrinsicInfo("cp_async.copy", _type_copy, _lower_copy, keywords=("cache", "src_bytes")),
-    IntrinsicInfo("cp_async.commit_group", _type_commit, _lower_commit),
-    IntrinsicInfo("cp_async.wait_group", _type_wait, _lower_wait),
+    IntrinsicInfo("cp_async.copy", _type_copy, _lower_copy, keywords=("cache", "src_bytes"), cpu_lowering=_cpu_copy),
+    IntrinsicInfo("cp_async.commit_group", _type_commit, _lower_commit, cpu_lowering=_cpu_nothing),
+    IntrinsicInfo("cp_async.wait_group", _type_wait, _lower_wait, cpu_lowering=_cpu_nothing),
 ]
