@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 __all__ = [
-    "BEGIN_MARKER", "END_MARKER", "WHY_PLACEHOLDER", "load_results", "render_markdown", "render_text",
+    "BEGIN_MARKER", "END_MARKER", "WHY_PLACEHOLDER", "library_table", "load_results", "render_markdown", "render_text",
     "update_markdown", "main",
 ]
 
@@ -97,6 +97,40 @@ def kernel_table(results: dict[str, Any]) -> Table:
         ])
     return ("Kernels (oxide against the same algorithm in CUDA C++ and numba-cuda; ratios of throughput, "
             ">1 means oxide is faster)", header, rows)
+
+
+# (fast oxide contender, library contender, ratio key) of the records that time a library op:
+# the "library" contender of gpu_suite.measure_library, or the scan's look-back against torch.cumsum
+_LIBRARY_PAIRS = (("oxide_fast", "library", "ratio_library"), ("oxide_lookback", "torch_cumsum", "ratio_lookback_torch"))
+
+
+def library_table(results: dict[str, Any]) -> Table:
+    """The records with a library contender (the torch op a user would call instead): the fast
+    oxide kernel's time and the library's, their ratio, the target where the issue sets one."""
+    header = ["Kernel", "Size", "oxide fast", "library", "fast / library", "simple / library", "Target", "Met",
+              "Why"]
+    rows = []
+    for rec in results.get("kernels", []):
+        impls = rec.get("impls", {})
+        pair = next((p for p in _LIBRARY_PAIRS if p[1] in impls), None)
+        if pair is None:
+            continue
+        fast_impl, lib_impl, key = pair
+        fast = impls.get(fast_impl, impls.get("oxide"))
+        lib = impls[lib_impl]
+        t = rec.get("targets", {}).get(key)
+        met = t.get("met") if t else None
+        op = (lib.get("note") or "").split(" (")[0].split(":")[0]
+        simple = rec.get("ratio_simple_library")
+        ox_e = impls.get("oxide")
+        if simple is None and ox_e and ox_e.get("status") == "ok" and lib.get("status") == "ok":
+            simple = ox_e["throughput"] / lib["throughput"]
+        rows.append([f"{rec.get('name', '?')}: fast / library", rec.get("size", ""), _ms(fast),
+                     f"{_ms(lib)} {op}".strip(), _ratio(rec.get(key)), _ratio(simple),
+                     f"≥ {t['min']}×" if t else "", _met(met) if t else "—", _why(met) if t else ""])
+    return ("Against the library (issue 28: the fast oxide kernel, oxide_fast or the scan's oxide_lookback, against "
+            "the torch op a user would call instead; >1 means oxide is faster; simple = the example's first kernel)",
+            header, rows)
 
 
 def bounds_table(results: dict[str, Any]) -> Table:
@@ -189,7 +223,7 @@ def launch_table(results: dict[str, Any]) -> Table:
 def all_tables(results: dict[str, Any]) -> list[Table]:
     from benchmarks.ports import ports_table
 
-    tables = [kernel_table(results), bounds_table(results), cold_table(results), launch_table(results),
+    tables = [kernel_table(results), library_table(results), bounds_table(results), cold_table(results), launch_table(results),
               ports_table(results), compile_table(results), build_table(results)]
     return [t for t in tables if t[2]]
 

@@ -154,6 +154,63 @@ def test_update_markdown_keeps_filled_whys(tmp_path: Path) -> None:
     assert "saxpy" in text and "Why" not in text
 
 
+def test_library_contender_ratio_target_and_table() -> None:
+    """A record with a ``library`` contender (issue 28 item 4): the ratio of ``oxide_fast`` (or
+    ``oxide`` where there is no fast kernel) to it, the target for saxpy and softmax only, and
+    the report's table of them."""
+    from benchmarks.gpu_suite import LIBRARY_TARGETS, finalize_record
+
+    def impl(ms: float, tp: float, note: str = "") -> dict:
+        e = {"status": "ok", "median_ms": ms, "min_ms": ms, "p10_ms": ms, "p90_ms": ms, "spread_pct": 0.5,
+             "runs": 50, "throughput": tp}
+        return {**e, "note": note} if note else e
+
+    ceilings = {"copy_gbps": 4200.0}
+    saxpy = finalize_record({"name": "saxpy", "size": "2^28 f32", "metric": "GB/s", "ceiling_key": "copy_gbps",
+                             "notes": [], "status": "ok",
+                             "impls": {"oxide": impl(1.0, 3400.0), "oxide_fast": impl(0.8, 4300.0),
+                                       "library": impl(0.78, 4387.0, "torch.add(y, x, alpha=a, out=out)")}},
+                            ceilings)
+    softmax = finalize_record({"name": "softmax", "size": "16384×4096 f32", "metric": "GB/s",
+                               "ceiling_key": "copy_gbps", "notes": [], "status": "ok",
+                               "impls": {"oxide": impl(1.0, 2200.0), "oxide_fast": impl(0.8, 2600.0),
+                                         "library": impl(0.85, 2510.0, "torch.softmax(x, dim=1) (allocates)")}},
+                              ceilings)
+    scan = finalize_record({"name": "scan", "size": "2^26 f32", "metric": "GB/s", "ceiling_key": "copy_gbps",
+                            "notes": [], "status": "ok",
+                            "impls": {"oxide": impl(1.0, 1000.0), "library": impl(0.5, 2000.0, "torch.cumsum")}},
+                           ceilings)
+    assert LIBRARY_TARGETS["saxpy"][0] == 1.0 and LIBRARY_TARGETS["softmax"][0] == 1.0
+    assert saxpy["ratio_library"] == pytest.approx(4300 / 4387) and saxpy["targets"]["ratio_library"]["met"] is False
+    assert saxpy["ratio_simple_library"] == pytest.approx(3400 / 4387)
+    assert softmax["targets"]["ratio_library"]["met"] is True and "torch.softmax" in \
+        softmax["targets"]["ratio_library"]["what"]
+    assert scan["ratio_library"] == pytest.approx(0.5) and "ratio_library" not in scan["targets"]
+    no_fast = finalize_record({**saxpy, "impls": {**saxpy["impls"], "oxide_fast": {"status": "error", "error": "x"}}},
+                              ceilings)
+    assert no_fast["ratio_library"] is None and no_fast["targets"]["ratio_library"]["met"] is None
+    lookback = finalize_record({"name": "scan", "size": "2^26 f32", "metric": "GB/s", "ceiling_key": "copy_gbps",
+                                "notes": [], "status": "ok",
+                                "impls": {"oxide": impl(1.0, 1000.0), "oxide_lookback": impl(0.4, 2600.0),
+                                          "torch_cumsum": impl(0.42, 2480.0, "torch.cumsum(x, 0, out=out): CUB")}},
+                               ceilings)
+    title, header, rows = report.library_table({"kernels": [lookback]})
+    (row,) = [dict(zip(header, r)) for r in rows]
+    assert row["fast / library"] == "1.048×" and row["Met"] == "yes" and row["library"].endswith("torch.cumsum(x, 0, out=out)")
+    assert row["simple / library"] == "0.403×"
+    results = {"kernels": [saxpy, softmax, scan]}
+    title, header, rows = report.library_table(results)
+    by_name = {r[0]: dict(zip(header, r)) for r in rows}
+    assert by_name["saxpy: fast / library"]["fast / library"] == "0.980×"
+    assert by_name["saxpy: fast / library"]["Met"] == "**no**" and "torch.add" in by_name["saxpy: fast / library"]["library"]
+    assert by_name["softmax: fast / library"]["Met"] == "yes" and by_name["softmax: fast / library"]["Target"] == "≥ 1.0×"
+    assert by_name["scan: fast / library"]["Target"] == "" and by_name["scan: fast / library"]["fast / library"] == "0.500×"
+    md = report.render_markdown(results)
+    assert "| saxpy: fast / library |" in md and report.WHY_PLACEHOLDER in \
+        next(line for line in md.splitlines() if line.startswith("| saxpy: fast / library |"))
+    assert "Against the library" in report.render_text(results)
+
+
 def test_benchmarks_md_has_the_markers() -> None:
     text = (ROOT / "BENCHMARKS.md").read_text()
     assert report.BEGIN_MARKER in text and report.END_MARKER in text
