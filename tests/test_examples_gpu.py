@@ -97,47 +97,110 @@ def test_inclusive_scan(n: int) -> None:
     np.testing.assert_allclose(to_numpy(out), ref, rtol=1e-4, atol=1e-4)
 
 
-LOOKBACK_TILE = 4096  # examples/scan.py TILE, checked below
+LOOKBACK_TILES = (4096, 8192)  # examples/scan.py's tile builds, checked below
+LOOKBACK_BUILDS = [(tile, vecs) for tile in LOOKBACK_TILES for vecs in (4, 8, 16)]
 
 
-@pytest.mark.parametrize("n", [1, 255, LOOKBACK_TILE, LOOKBACK_TILE + 1, 37 * LOOKBACK_TILE + 1029,
-                               sized(2**20 + 3, 5 * LOOKBACK_TILE + 3), sized(2**24 + 5, 3 * LOOKBACK_TILE - 1)])
-@pytest.mark.parametrize("vecs", [2, 4, 8])
-def test_inclusive_scan_lookback(n: int, vecs: int) -> None:
-    """The single-pass decoupled look-back scan: fresh inputs (a different sum each run),
-    poisoned output past the end too, poisoned tile words (the scan's init kernel zeroes
-    them); the same tolerance as the two-pass scan's test. The second run gets the status words
-    the first left (flags set, the counter at the tile count): each call starts afresh. Each
-    build of the kernel: 512 threads of 2 f32x4, 256 of 4, 128 of 8."""
+def _stale_words(m: int) -> object:
+    """Status words as other calls leave them: the counter zero, then words tagged with epochs
+    4 .. 7 (the test's calls have 1 .. 3), both flags, and a huge value: a scan that took one
+    for its own would be far off."""
+    words = np.zeros(m, np.int64)
+    k = np.arange(1, m)
+    tags = (4 + k % 4) * 4 + 1 + k % 2
+    words[1:] = (tags << 32) | np.int64(np.float32(1e9).view(np.uint32))
+    return dev(words)
+
+
+@pytest.mark.parametrize("n", [1, 255, 4096, 4097, 8192, 8193, 37 * 8192 + 1029,
+                               sized(2**20 + 3, 5 * 8192 + 3), sized(2**24 + 5, 3 * 8192 - 1)])
+@pytest.mark.parametrize("build", LOOKBACK_BUILDS, ids=[f"{t}x{v}" for t, v in LOOKBACK_BUILDS])
+def test_inclusive_scan_lookback(n: int, build: tuple[int, int]) -> None:
+    """The single-pass decoupled look-back scan, each build (tiles of 4096 or 8192 floats, 4, 8
+    or 16 f32x4 a thread): fresh inputs (a different sum each run), poisoned output past the end
+    too, the same tolerance as the two-pass scan's test. There is no init launch: the status words
+    start as other calls' words (_stale_words), and three calls share them, each reading the words
+    the one before left (its epoch's flags, the counter it reset) as stale; the last is on a
+    smaller input, over the first words only."""
     from examples import scan
 
-    assert scan.TILE == LOOKBACK_TILE
-    words: dict[int, object] = {}
-    for _ in range(2):
-        x = rng.random(n).astype(np.float32)
-        out = poisoned(n + 5)
-        scan.inclusive_scan_lookback(dev(x), out, lambda m: words.setdefault(m, devices.full(m, -7, np.int64)), vecs)
+    tile, vecs = build
+    assert scan.LB_TILE in LOOKBACK_TILES and scan.EPOCH_LIMIT > 8
+    state = scan.LookbackState(_stale_words)
+    for size in (n, n, max(n // 3, 1)):
+        x = rng.random(size).astype(np.float32)
+        out = poisoned(size + 5)
+        scan.inclusive_scan_lookback(dev(x), out, state, tile, vecs)
         got = to_numpy(out)
         ref = np.cumsum(x.astype(np.float64))
-        np.testing.assert_allclose(got[:n], ref, rtol=1e-4, atol=1e-4)
-        assert np.isnan(got[n:]).all(), "wrote past the end"
+        np.testing.assert_allclose(got[:size], ref, rtol=1e-4, atol=1e-4)
+        assert np.isnan(got[size:]).all(), "wrote past the end"
+        assert int(to_numpy(state.status)[0]) == 0, "the tile counter was not reset for the next call"
+    assert state.allocations == 1 and state.epoch == 3
 
 
-def test_lookback_scan_refuses_an_unzeroed_counter_and_misaligned_arrays() -> None:
-    """A tile counter left from an earlier scan (not zeroed) is a KernelError naming it, not a
-    wrong result; an array that does not start 16-byte aligned is refused before any launch."""
+def test_lookback_state_grows_and_starts_again_before_the_epoch_wraps() -> None:
+    """LookbackState: new zeroed words for a call with more tiles, and when the epochs run out
+    (the last epoch, EPOCH_LIMIT - 1, is used; the next call starts again at 1 on fresh words),
+    and the scan is right each time."""
+    from examples import scan
+
+    made: list[int] = []
+
+    def zeros(m: int) -> object:
+        made.append(m)
+        return devices.zeros(m, np.int64)
+
+    state = scan.LookbackState(zeros)
+    for size, epoch in ((3 * 8192, 1), (5 * 8192 + 1, 2), (8192, 3)):
+        x = rng.random(size).astype(np.float32)
+        out = poisoned(size)
+        scan.inclusive_scan_lookback(dev(x), out, state)
+        np.testing.assert_allclose(to_numpy(out), np.cumsum(x.astype(np.float64)), rtol=1e-4, atol=1e-4)
+        assert state.epoch == epoch
+    assert made == [4, 7]
+    state.epoch = scan.EPOCH_LIMIT - 2
+    for epoch in (scan.EPOCH_LIMIT - 1, 1):
+        x = rng.random(2 * 8192 + 7).astype(np.float32)
+        out = poisoned(len(x))
+        scan.inclusive_scan_lookback(dev(x), out, state)
+        np.testing.assert_allclose(to_numpy(out), np.cumsum(x.astype(np.float64)), rtol=1e-4, atol=1e-4)
+        assert state.epoch == epoch
+    assert made == [4, 7, 4]
+
+
+def test_lookback_scan_refuses_an_unzeroed_counter_bad_epochs_and_misaligned_arrays() -> None:
+    """A tile counter a failed scan left set is a KernelError naming it, not a wrong result; so is
+    an epoch out of range. On the GPU a device-side assertion is reported at the next
+    synchronisation, so each is synchronised inside its raises block, and nothing is left pending
+    for the next test. An array that does not start 16-byte aligned is refused before any launch;
+    an unbuilt tile or vecs likewise."""
     import oxide
     from examples import scan
 
-    n = 3 * LOOKBACK_TILE
+    n = 3 * 8192
     x = dev(rng.random(n).astype(np.float32))
     out = poisoned(n)
-    status = devices.array(np.array([0, 0, 0, 3], np.int64))  # the counter where a scan left it
-    with pytest.raises(oxide.KernelError, match="the tile counter .* was not zeroed"):
-        scan.scan_lookback[3, scan.lookback_threads(4)](x, out, status, 4)
+    threads = scan.lookback_threads(8192, 8)
+    status = devices.array(np.array([3, 0, 0, 0], np.int64))  # the counter as far as 3 tiles take it
+    with pytest.raises(oxide.KernelError, match=r"the tile counter \(status\[0\]\) was not zero at the launch"):
+        scan.scan_lookback[3, threads](x, out, status, 1, 2048, 8)
+        devices.synchronize()
+    for epoch in (0, scan.EPOCH_LIMIT):
+        with pytest.raises(oxide.KernelError, match=r"the epoch is 1 \.\. EPOCH_LIMIT - 1"):
+            scan.scan_lookback[3, threads](x, out, devices.zeros(4, np.int64), epoch, 2048, 8)
+            devices.synchronize()
+    oxide.runtime.check_kernel_errors()  # nothing left behind on the device
+    state = scan.LookbackState(lambda m: devices.zeros(m, np.int64))
     shifted = dev(rng.random(n + 1).astype(np.float32))[1:]  # one float in: 4 bytes past an aligned start
     with pytest.raises(ValueError, match=r"x starts at 0x[0-9a-f]+, not 16-byte aligned"):
-        scan.inclusive_scan_lookback(shifted, out, lambda m: devices.zeros(m, np.int64))
+        scan.inclusive_scan_lookback(shifted, out, state)
+    with pytest.raises(ValueError, match=r"tile=2048, vecs=8: the builds are tile 4096 or 8192"):
+        scan.inclusive_scan_lookback(x, out, state, 2048, 8)
+    assert state.status is None  # nothing was launched
+    host = rng.random(n).astype(np.float32)  # the process is still usable
+    scan.inclusive_scan_lookback(dev(host), out, state)
+    np.testing.assert_allclose(to_numpy(out), np.cumsum(host.astype(np.float64)), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("n", [1, 1000, sized(10**6 + 3, 10**5 + 3)])
