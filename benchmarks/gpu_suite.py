@@ -469,12 +469,13 @@ def bench_scan(ctx: GpuContext) -> Record:
 
         return lambda: scan(x, out, pool())
 
-    def oxide_lookback(vecs: int = 4) -> Callable[[], Callable[[], None]]:
+    def oxide_lookback(tile: int, vecs: int) -> Callable[[], Callable[[], None]]:
         def build() -> Callable[[], None]:
-            from examples.scan import inclusive_scan_lookback, lookback_tiles
+            from examples.scan import LookbackState, inclusive_scan_lookback
 
-            status = torch.empty(lookback_tiles(n) + 1, dtype=torch.int64, device="cuda")
-            return lambda: inclusive_scan_lookback(x, out, lambda m: status[:m], vecs)
+            # the status words and epoch kept between calls, as a user would: no init launch
+            state = LookbackState(lambda m: torch.zeros(m, dtype=torch.int64, device="cuda"))
+            return lambda: inclusive_scan_lookback(x, out, state, tile, vecs)
         return build
 
     def torch_cumsum() -> Callable[[], None]:
@@ -483,11 +484,18 @@ def bench_scan(ctx: GpuContext) -> Record:
     measure(ctx, rec, "oxide", oxide, check)
     measure(ctx, rec, "cuda", cuda, check)
     measure(ctx, rec, "numba", numba, check)
-    for vecs, suffix in ((4, ""), (2, "_512x8"), (8, "_128x32")):
-        threads = 1024 // vecs
-        measure(ctx, rec, f"oxide_lookback{suffix}", oxide_lookback(vecs), check,
+    from examples.scan import LB_TILE, LB_VECS
+
+    # the default build (examples/scan.py LB_TILE, LB_VECS: 8192 floats a tile, 256 threads x 32) is
+    # oxide_lookback, the one ratio_lookback_torch compares; the other 8192-float tiles, and the
+    # fastest 4096-float one of the last round (128 x 32) to compare against
+    builds = [(LB_TILE, LB_VECS)] + [b for b in ((8192, 4), (8192, 16), (4096, 8)) if b != (LB_TILE, LB_VECS)]
+    for tile, vecs in builds:
+        threads = tile // (4 * vecs)
+        suffix = "" if (tile, vecs) == (LB_TILE, LB_VECS) else f"_{threads}x{4 * vecs}"
+        measure(ctx, rec, f"oxide_lookback{suffix}", oxide_lookback(tile, vecs), check,
                 f"single pass, decoupled look-back (examples/scan.py scan_lookback): tiles of {threads} threads x "
-                f"{4 * vecs} floats, with the status words' init kernel")
+                f"{4 * vecs} floats, epoch-tagged status words (no init launch)")
     measure(ctx, rec, "torch_cumsum", torch_cumsum, check, "torch.cumsum(x, 0, out=out): CUB's DeviceScan")
     return rec
 
