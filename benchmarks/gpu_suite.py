@@ -486,10 +486,11 @@ def bench_scan(ctx: GpuContext) -> Record:
     measure(ctx, rec, "numba", numba, check)
     from examples.scan import LB_TILE, LB_VECS
 
-    # the default build (examples/scan.py LB_TILE, LB_VECS: 8192 floats a tile, 256 threads x 32) is
-    # oxide_lookback, the one ratio_lookback_torch compares; the other 8192-float tiles, and the
-    # fastest 4096-float one of the last round (128 x 32) to compare against
-    builds = [(LB_TILE, LB_VECS)] + [b for b in ((8192, 4), (8192, 16), (4096, 8)) if b != (LB_TILE, LB_VECS)]
+    # the default build (examples/scan.py LB_TILE, LB_VECS: 8192 floats a tile, 128 threads x 64) is
+    # oxide_lookback, the one ratio_lookback_torch compares; the other 8192-float tiles (256 x 32,
+    # 512 x 16), the fastest 4096-float build of the last round (128 x 32) and 64 x 64
+    others = ((8192, 8), (8192, 4), (4096, 8), (4096, 16))
+    builds = [(LB_TILE, LB_VECS)] + [b for b in others if b != (LB_TILE, LB_VECS)]
     for tile, vecs in builds:
         threads = tile // (4 * vecs)
         suffix = "" if (tile, vecs) == (LB_TILE, LB_VECS) else f"_{threads}x{4 * vecs}"
