@@ -129,3 +129,32 @@ def test_named_tuples_of_a_cold_start_have_evaluated_annotations() -> None:
     lazy = [(t.__name__, n) for t in tuples for n, a in t.__annotations__.items()
             if isinstance(a, (str, typing.ForwardRef))]
     assert lazy == []
+
+
+def test_cold_start_profile_breaks_a_fake_first_launch_into_its_steps() -> None:
+    """benchmarks/cold_start_profile.py (run on the GPU host for the driver's share) runs with
+    the fake driver: each phase's steps, the driver calls the first launch makes, the modules
+    each phase imports, and the second launch, which loads and imports nothing."""
+    from benchmarks.cold_start_profile import format_profile, profile_cold_start
+
+    rec = profile_cold_start(1, fake=True)
+    rows = {(phase, kind, name): (ms, count) for phase, kind, name, ms, count in rec["rows"]}
+    steps = [name for phase, kind, name in rows if kind == "step"]
+    assert steps == ["import oxide", "import oxcold.kernels", "from oxide.runtime import DeviceArray",
+                     "first launch + synchronize", "second launch + synchronize"], steps
+    launch_calls = {name for phase, kind, name in rows if phase == "launch" and kind == "driver"}
+    assert {"cuInit", "cuModuleLoadData", "cuModuleGetFunction", "cuLaunchKernel", "cuCtxSynchronize"} <= launch_calls
+    assert rows[("launch", "driver", "cuModuleLoadData")][1] == 1
+    imported = {phase: {name for p, kind, name in rows if p == phase and kind == "import"} for phase in ("import", "launch")}
+    assert {"oxide", "oxide.lang", "oxcold.kernels", "oxide.runtime.kernel"} <= imported["import"]
+    assert {"oxide.abi.manifest", "oxide.runtime.loader"} <= imported["launch"]
+    assert not imported["import"] & imported["launch"]
+    second = {(kind, name) for phase, kind, name in rows if phase == "second"}
+    assert ("driver", "cuModuleLoadData") not in second and not any(kind == "import" for kind, _ in second)
+    # each phase's imports are inside its steps (self times: nothing counted twice)
+    for phase in ("import", "launch"):
+        step_ms = sum(ms for (p, kind, _), (ms, _n) in rows.items() if p == phase and kind == "step")
+        import_ms = sum(ms for (p, kind, _), (ms, _n) in rows.items() if p == phase and kind == "import")
+        assert 0 < import_ms <= step_ms, (phase, import_ms, step_ms)
+    text = format_profile(rec)
+    assert "cuModuleLoadData" in text and "python (the rest)" in text and "floor" not in text
