@@ -76,6 +76,22 @@ def _timed_find_and_load(name, import_):
         steps.append([phase[0], "import", name, (total - inner) * 1e3])
 
 
+import gc
+_gc_start = [0.0]
+
+
+def _gc_timer(stage, info):
+    # the cycle collector's runs: a phase that allocates enough starts one (a full one scans
+    # every object numpy, cuda.bindings and oxide made)
+    if stage == "start":
+        _gc_start[0] = clock()
+    else:
+        steps.append([phase[0], "gc", f"collection of generation {info['generation']}", (clock() - _gc_start[0]) * 1e3])
+
+
+gc.callbacks.append(_gc_timer)
+
+
 class TimedDriver:
     """Forwards to a driver module; each ``cu*`` call is recorded with its wall time."""
 
@@ -273,7 +289,7 @@ def format_profile(rec: dict[str, Any]) -> str:
             continue
         step_ms = sum(r[3] for r in mine if r[1] == "step")
         lines.append(f"{ph}: {step_ms:.3f} ms")
-        for kind in ("step", "driver", "file", "import"):
+        for kind in ("step", "driver", "file", "import", "gc"):
             of_kind = sorted((r for r in mine if r[1] == kind), key=lambda r: -r[3]) if kind == "import" else \
                 [r for r in mine if r[1] == kind]
             if not of_kind:
@@ -289,7 +305,8 @@ def format_profile(rec: dict[str, Any]) -> str:
         if ph in ("launch", "second", "import", "init"):
             driver_ms = sum(r[3] for r in mine if r[1] == "driver")
             import_ms = sum(r[3] for r in mine if r[1] == "import")
-            lines.append(f"  python (the rest): {step_ms - driver_ms - import_ms:.3f} ms")
+            gc_ms = sum(r[3] for r in mine if r[1] == "gc")
+            lines.append(f"  python (the rest): {step_ms - driver_ms - import_ms - gc_ms:.3f} ms")
     if rec.get("floor_error"):
         lines.append(f"floor: {rec['floor_error']}")
     return "\n".join(lines)

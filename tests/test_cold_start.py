@@ -149,6 +149,11 @@ def test_cold_start_profile_breaks_a_fake_first_launch_into_its_steps() -> None:
     assert {"oxide", "oxide.lang", "oxcold.kernels", "oxide.runtime.kernel"} <= imported["import"]
     assert {"oxide.abi.manifest", "oxide.runtime.loader"} <= imported["launch"]
     assert not imported["import"] & imported["launch"]
+    # what a kernel without struct, vector-element or TMA parameters does not need, nor a driver
+    # new enough for the package (the driver-release facts are for a too old one's message)
+    lazy = {"oxide.runtime.struct_params", "oxide.runtime.vector_views", "oxide.runtime.tensor_maps",
+            "oxide.runtime.driver_release", "oxide.runtime.manifest", "oxide.runtime.arrays_torch"}
+    assert not lazy & (imported["import"] | imported["launch"]), lazy & (imported["import"] | imported["launch"])
     second = {(kind, name) for phase, kind, name in rows if phase == "second"}
     assert ("driver", "cuModuleLoadData") not in second and not any(kind == "import" for kind, _ in second)
     # each phase's imports are inside its steps (self times: nothing counted twice)
@@ -158,3 +163,41 @@ def test_cold_start_profile_breaks_a_fake_first_launch_into_its_steps() -> None:
         assert 0 < import_ms <= step_ms, (phase, import_ms, step_ms)
     text = format_profile(rec)
     assert "cuModuleLoadData" in text and "python (the rest)" in text and "floor" not in text
+
+
+def test_parse_arch_reads_what_the_expression_did() -> None:
+    """The loader's arch reader, once a regular expression compiled at import (a first launch
+    imports the loader), reads exactly what the expression with two or more digits did."""
+    from oxide.runtime.loader import parse_arch
+
+    pattern = re.compile(r"^(?:sm|compute)_(\d+)([af]?)$")
+
+    def by_expression(arch: str) -> tuple[int, int, str] | None:
+        m = pattern.match(arch)
+        if m is None or len(m.group(1)) < 2:
+            return None
+        return int(m.group(1)[:-1]), int(m.group(1)[-1]), m.group(2)
+
+    samples = _samples() + ["sm_90a\n", "sm_90\n\n", "compute_120f", "sm_٩٠", "sm_90a ", " sm_90", "sm_1234"]
+    wrong = [s for s in samples if parse_arch(s) != by_expression(s)]
+    assert wrong == [], wrong[:5]
+    assert parse_arch("sm_90a") == (9, 0, "a") and parse_arch("sm_120") == (12, 0, "") and parse_arch("sm_9") is None
+
+
+
+def test_loader_names_the_driver_release_facts_on_first_use() -> None:
+    code = textwrap.dedent("""
+        import sys
+        from oxide.runtime import loader
+        assert "oxide.runtime.driver_release" not in sys.modules
+        from oxide.runtime.driver_release import DRIVER_RELEASE_OF_CUDA, installed_driver_release
+        assert loader.DRIVER_RELEASE_OF_CUDA is DRIVER_RELEASE_OF_CUDA
+        assert loader.installed_driver_release is installed_driver_release
+        try:
+            loader.no_such_name
+        except AttributeError as e:
+            assert "no_such_name" in str(e)
+        else:
+            raise SystemExit("no AttributeError")
+    """)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

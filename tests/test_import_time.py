@@ -36,7 +36,8 @@ def test_runtime_names_are_imported_on_first_use() -> None:
 
 def test_tma_and_struct_support_load_on_first_use() -> None:
     """``oxide.tma`` is imported when first named (attribute, from-import, star import) and its
-    descriptor converter joins the multi-slot converters then; ``@ox.struct`` still makes a dataclass."""
+    descriptor converter joins the multi-slot converters then (the struct converter too, when
+    ``struct_params`` is: a kernel with a struct parameter imports it); ``@ox.struct`` still makes a dataclass."""
     import subprocess
 
     code = (
@@ -44,6 +45,8 @@ def test_tma_and_struct_support_load_on_first_use() -> None:
         "lazy = ('oxide.tma', 'oxide.runtime.tensor_maps', 'threading', 'dataclasses')\n"
         "assert not any(m in sys.modules for m in lazy), [m for m in lazy if m in sys.modules]\n"
         "from oxide.runtime.arguments import SEVERAL_SLOTS\n"
+        "assert not SEVERAL_SLOTS and 'oxide.runtime.struct_params' not in sys.modules, SEVERAL_SLOTS\n"
+        "import oxide.runtime.struct_params\n"
         "assert [c.__name__ for c in SEVERAL_SLOTS] == ['FieldsConverter']\n"
         "assert ox.tma.descriptor.__module__ == 'oxide.runtime.tensor_maps' and 'oxide.tma' in sys.modules\n"
         "from oxide import tma\n"

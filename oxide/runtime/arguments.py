@@ -26,13 +26,12 @@ from oxide.runtime.arrays import (
 )
 from oxide.runtime.dispatch import CONSTEXPR, Dispatch, Specialization
 from oxide.runtime.launch import ScalarError
-from oxide.runtime.struct_params import FieldsConverter
-from oxide.runtime.vector_views import vector_view_of
 
 # the converters whose argument takes several slots (a list of values): a struct's fields, and a TMA
-# descriptor's words (oxide.runtime.tensor_maps adds its converter when it is imported, which a kernel
-# with a descriptor parameter does; a kernel without one never imports it)
-SEVERAL_SLOTS: set[type] = {FieldsConverter}
+# descriptor's words. oxide.runtime.struct_params and oxide.runtime.tensor_maps add theirs when they
+# are imported, which a kernel with a struct or descriptor parameter does (Kernel._build_dispatch);
+# a kernel without one imports neither (issue 28, cold start)
+SEVERAL_SLOTS: set[type] = set()
 
 if TYPE_CHECKING:
     from oxide.runtime.arrays import ArrayView
@@ -66,6 +65,8 @@ def prepare(d: Dispatch, kernel: str, args: Sequence[Any]) -> tuple[Specializati
             continue
         try:
             if vector:
+                from oxide.runtime.vector_views import vector_view_of  # views of vector elements only
+
                 view = vector_view_of(args[i], vector, ndim or 1, ndim > 0)
             else:
                 view = tensor_view_of(args[i], ndim) if ndim else view_of(args[i])

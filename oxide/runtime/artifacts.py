@@ -22,8 +22,7 @@ from typing import Any, Callable, NamedTuple
 
 from oxide.errors import CudaError
 from oxide.runtime import device_choice
-from oxide.abi.manifest import file_sha256
-from oxide.runtime.manifest import ModuleManifest, changed_source, load_manifest, manifest_path
+from oxide.abi.manifest import ModuleManifest, changed_source, file_sha256, load_manifest, manifest_path
 
 __all__ = [
     "StaleCodeWarning",

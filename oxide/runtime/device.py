@@ -132,10 +132,6 @@ def _warn_if_bindings_outrun_driver(drv: Any) -> None:
     """One warning when cuda-bindings is made for a newer CUDA major release than the driver
     supports, naming the installed driver, the one the bindings are made for and the bindings
     that match it (docs/toolchain.md: the runtime's own driver bound)."""
-    import warnings
-
-    from oxide.runtime.driver_release import DRIVER_RELEASE_OF_CUDA, installed_driver_release
-
     version = _bindings_version()
     try:
         made_for = int(str(version).split(".")[0])
@@ -145,6 +141,10 @@ def _warn_if_bindings_outrun_driver(drv: Any) -> None:
         return
     if int(err) != 0 or have <= 0 or have // 1000 >= made_for:
         return
+    import warnings
+
+    from oxide.runtime.driver_release import DRIVER_RELEASE_OF_CUDA, installed_driver_release
+
     release = installed_driver_release()
     installed = f"driver {release}, which supports" if release else "driver supports"
     needed = DRIVER_RELEASE_OF_CUDA.get(made_for)

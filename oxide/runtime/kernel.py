@@ -487,8 +487,8 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
                 from oxide.errors import CudaError
 
                 raise CudaError(f"the specializations of kernel {self.name} in {located.path} disagree on its parameters")
-        from oxide.runtime.struct_params import FieldsConverter
-
+        if any(p.is_aggregate for s in specs for p in s.params):
+            from oxide.runtime.struct_params import FieldsConverter  # also a SEVERAL_SLOTS converter
         if any(p.is_tensor_map for s in specs for p in s.params):
             from oxide.runtime.tensor_maps import TensorMapConverter
 

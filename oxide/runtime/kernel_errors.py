@@ -44,7 +44,7 @@ from oxide.abi import error_record
 from oxide.abi.error_record import FLAG, INDEX, LENGTH, MODULE_ID, RECORD_WORDS, SITE_ID
 from oxide.errors import KernelError
 from oxide.runtime import device
-from oxide.runtime.manifest import ErrorSite
+from oxide.abi.manifest import ErrorSite
 
 __all__ = [
     "RECORD_WORDS",

@@ -7,26 +7,23 @@ error that lists what the package has.
 """
 
 # No ``from __future__ import annotations``: typing.NamedTuple compiles string annotations (issue 28, cold start).
-import re
+import sys
 import _thread  # threading's locks without importing threading (0.5 ms at import: issue 28)
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
+from oxide.abi.manifest import ErrorSite
 from oxide.errors import CudaError
 from oxide.runtime import device, kernel_errors
-from oxide.runtime.driver_release import DRIVER_RELEASE_OF_CUDA, installed_driver_release
-from oxide.runtime.manifest import ErrorSite
 
 if TYPE_CHECKING:
     from oxide.runtime.artifacts import LocatedManifest
 
+# also here, imported on first use (module __getattr__): DRIVER_RELEASE_OF_CUDA, installed_driver_release
 __all__ = [
-    "CodeChoice", "DRIVER_RELEASE_OF_CUDA", "parse_arch", "select_code", "load_module", "load_located", "get_function",
-    "LOAD_LOCK",
-    "check_driver", "installed_driver_release",
+    "CodeChoice", "parse_arch", "select_code", "load_module", "load_located", "get_function", "LOAD_LOCK",
+    "check_driver",
 ]
-
-_ARCH = re.compile(r"^(?:sm|compute)_(\d+)([af]?)$")
 
 # Loading is rare and may compile PTX: one lock for all of it keeps it simple and thread-safe.
 LOAD_LOCK = _thread.RLock()
@@ -40,12 +37,19 @@ class CodeChoice(NamedTuple):
 
 
 def parse_arch(arch: str) -> tuple[int, int, str] | None:
-    """``"sm_90a"`` -> ``(9, 0, "a")``; ``"sm_120"`` -> ``(12, 0, "")``; None if unreadable."""
-    m = _ARCH.match(arch)
-    if m is None or len(m.group(1)) < 2:
+    """``"sm_90a"`` -> ``(9, 0, "a")``; ``"sm_120"`` -> ``(12, 0, "")``; None if unreadable.
+
+    What ``re.match(r"^(?:sm|compute)_(\d+)([af]?)$", arch)`` with at least two digits reads,
+    without compiling the expression on a process's first launch (issue 28, cold start)."""
+    text = arch[:-1] if arch.endswith("\n") else arch  # "$" matches before a final newline
+    family, underscore, number = text.partition("_")
+    if family not in ("sm", "compute") or not underscore:
         return None
-    digits = m.group(1)
-    return int(digits[:-1]), int(digits[-1]), m.group(2)
+    suffix = number[-1:] if number[-1:] in ("a", "f") else ""
+    digits = number[: len(number) - len(suffix)]
+    if len(digits) < 2 or not digits.isdecimal():  # isdecimal: what "\d" matches in a str
+        return None
+    return int(digits[:-1]), int(digits[-1]), suffix
 
 
 def _list(keys: dict[str, str]) -> str:
@@ -187,6 +191,18 @@ def load_located(ctx: int, located: "LocatedManifest") -> Any:
 _driver_version: list[int] = []
 
 
+def __getattr__(name: str) -> Any:
+    """``DRIVER_RELEASE_OF_CUDA`` and ``installed_driver_release`` (driver_release.py), imported
+    when first asked for: only the message of a too old driver needs them (issue 28, cold start)."""
+    if name in ("DRIVER_RELEASE_OF_CUDA", "installed_driver_release"):
+        from oxide.runtime import driver_release
+
+        value = getattr(driver_release, name)
+        globals()[name] = value  # a test's monkeypatch.setattr replaces this binding
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _cuda_version_text(version: int) -> str:
     return f"{version // 1000}.{version % 1000 // 10}"
 
@@ -203,9 +219,10 @@ def check_driver(drv: Any, needed: int, module: str) -> None:
     if have >= needed:
         return
     major = needed // 1000
-    release = installed_driver_release()
+    this = sys.modules[__name__]  # through the module: its __getattr__ imports them on first use
+    release = this.installed_driver_release()
     installed = f"driver {release}, which supports" if release else "driver supports"
-    needed_release = DRIVER_RELEASE_OF_CUDA.get(major)
+    needed_release = this.DRIVER_RELEASE_OF_CUDA.get(major)
     raise CudaError(
         f"module {module} was built with the CUDA {major} toolchain: its code needs an NVIDIA driver for CUDA "
         f"{_cuda_version_text(needed)} or newer" + (f" ({needed_release} or newer)" if needed_release else "")

@@ -97,3 +97,12 @@ class FieldsConverter:
         if type(value).__module__ == "numpy" and record_names is not None and getattr(value, "shape", ()) == ():
             return [value[name] for name in names] if list(record_names) == names else None
         return None
+
+
+def _register_converter() -> None:
+    from oxide.runtime.arguments import SEVERAL_SLOTS
+
+    SEVERAL_SLOTS.add(FieldsConverter)
+
+
+_register_converter()
