@@ -4,7 +4,10 @@ Importing oxide does no CUDA work; the driver is touched on the first launch.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .errors import CompileError, CudaError, KernelError, LinkError, OxideError, ToolchainError
+from . import lang
 from .lang import (
     SCALAR_TYPES,
     Constexpr,
@@ -30,10 +33,7 @@ from .lang import (
     wgmma,
     warpgroup,
     block,
-    constant,
     fence,
-    global_memory,
-    ModuleArray,
     local,
     math,
     shared,
@@ -63,44 +63,29 @@ from .lang import (
     u32,
     u64,
     unsafe,
-    VECTOR_TYPES,
-    VectorType,
-    f32x2,
-    f32x4,
-    f64x2,
-    i8x4,
-    i16x2,
-    i32x2,
-    i32x4,
-    i64x2,
-    u8x4,
-    f16x2,
-    bf16x2,
-    f16x4,
-    bf16x4,
-    f16x8,
-    bf16x8,
-    f32x8,
-    f64x4,
-    u16x2,
-    u32x2,
-    u32x4,
-    u64x2,
-    struct,
-    struct_dtype,
 )
+
+if TYPE_CHECKING:
+    from .lang import (VECTOR_TYPES, ModuleArray, VectorType, bf16x2, bf16x4, bf16x8, constant, f16x2, f16x4, f16x8,
+                       f32x2, f32x4, f32x8, f64x2, f64x4, global_memory, i8x4, i16x2, i32x2, i32x4, i64x2, struct,
+                       struct_dtype, u8x4, u16x2, u32x2, u32x4, u64x2)
 
 __version__ = "0.1.0"
 
 
 
 def __getattr__(name: str) -> object:
-    """``oxide.tma`` (TMA descriptors on the host, the kernel language's ``ox.tma.*`` copies) is
-    imported on first use: importing a package of kernels stays cheap (its cold start, issue 28)."""
+    """``oxide.tma`` (TMA descriptors on the host, the kernel language's ``ox.tma.*`` copies), the
+    vector types, module arrays and ``ox.struct`` (``oxide.lang.LAZY``) are imported on first use:
+    importing a package of kernels stays cheap (its cold start, issue 28)."""
     if name == "tma":
         import importlib
 
         return importlib.import_module("oxide.tma")  # also binds oxide.tma: the next access is direct
+    if name in lang.LAZY:
+        value = getattr(lang, name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'oxide' has no attribute {name!r}")
 
 

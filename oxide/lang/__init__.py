@@ -1,11 +1,9 @@
 """The kernel language: types, intrinsics and decorators."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .decorators import device, extern, extern_kernel, kernel
-from .module_memory import ModuleArray, constant, global_memory
-from .structs import struct, struct_dtype
-from .vectors import (VECTOR_TYPES, VectorType, bf16x2, bf16x4, bf16x8, f16x2, f16x4, f16x8, f32x8, f64x4, f32x2, f32x4, f64x2, i8x4, i16x2, i32x2, i32x4, i64x2, u8x4, u16x2,
-                      u32x2, u32x4, u64x2)
 from .intrinsics import (AtomicScope, asm, atomic, bits, block, cluster, cp_async, fence, grid, local, math, mbarrier, mma,
                          shared, static_range, thread, timer, unroll, unsafe, volatile, warp, warpgroup, wgmma)
 from .types import (
@@ -38,6 +36,34 @@ from .types import (
     u32,
     u64,
 )
+
+if TYPE_CHECKING:
+    from .module_memory import ModuleArray, constant, global_memory
+    from .structs import struct, struct_dtype
+    from .vectors import (VECTOR_TYPES, VectorType, bf16x2, bf16x4, bf16x8, f16x2, f16x4, f16x8, f32x8, f64x4, f32x2,
+                          f32x4, f64x2, i8x4, i16x2, i32x2, i32x4, i64x2, u8x4, u16x2, u32x2, u32x4, u64x2)
+
+# Imported on first use (module __getattr__): a package of kernels that names no vector type,
+# module array or struct does not pay for their modules when it is imported (issue 28, cold start).
+LAZY: dict[str, str] = {
+    **dict.fromkeys(("ModuleArray", "constant", "global_memory"), "module_memory"),
+    **dict.fromkeys(("struct", "struct_dtype"), "structs"),
+    **dict.fromkeys(("VECTOR_TYPES", "VectorType", "bf16x2", "bf16x4", "bf16x8", "f16x2", "f16x4", "f16x8", "f32x8",
+                     "f64x4", "f32x2", "f32x4", "f64x2", "i8x4", "i16x2", "i32x2", "i32x4", "i64x2", "u8x4", "u16x2",
+                     "u32x2", "u32x4", "u64x2"), "vectors"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # the next access is direct
+    return value
+
 
 __all__ = [
     "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "bits", "timer", "volatile", "static_range", "unroll", "unsafe",
