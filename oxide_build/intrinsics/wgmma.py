@@ -27,6 +27,11 @@ multiplies together: ``ox.wgmma.mma(acc, a, a_index, b, b_index)`` starts
   ``"m64nNk32"`` accumulator (f32, same fragment layout), K = 32 elements = 32 bytes per
   instruction; a 128-byte swizzled row holds 128 of them. PTX has no transpose for 8-bit
   operands: both are K-major and ``b_major="mn"`` is a located error.
+- TF32: A and B ``f32`` arrays, read as tf32 (the low 13 bits of each fraction ignored), multiply
+  with an ``"m64nNk8"`` accumulator, K = 8 elements = 32 bytes per instruction; a 128-byte
+  swizzled row holds 32 of them. PTX has no transpose for tf32 either: both are K-major
+  (``wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32 d, a-desc, b-desc, scale-d, imm-scale-a,
+  imm-scale-b``), ``b_major="mn"`` and a register A are located errors.
 - ``fence_operand(x, ...)``: the compiler finishes every write of the accumulators or register
   fragments named before this point and starts no read of them above it (CUTLASS's
   ``warpgroup_fence_operand``; no instruction). Fencing a register A right after it is written
@@ -82,7 +87,13 @@ SWIZZLES: dict[int, int] = {128: 1, 64: 2, 32: 3}
 INPUTS = ("f16", "bf16")
 # 8-bit floats (PTX .e4m3/.e5m2): K of 32 per instruction, both operands K-major
 INPUTS_8BIT: dict[str, str] = {"f8e4m3": "e4m3", "f8e5m2": "e5m2"}
+# f32 arrays read as tf32 (PTX .tf32): K of 8 per instruction, both operands K-major
+INPUTS_TF32 = ("f32",)
 FRAGMENT = "wgmma.c:"
+# the K of one instruction (the accumulator's kN) for each input element type
+K_STEP: dict[str, int] = {"f16": 16, "bf16": 16, "f8e4m3": 32, "f8e5m2": 32, "f32": 8}
+# what PTX calls each input type in the instruction's name
+PTX_TYPE: dict[str, str] = {"f16": "f16", "bf16": "bf16", "f8e4m3": "e4m3", "f8e5m2": "e5m2", "f32": "tf32"}
 
 
 def accumulator_shape(fragment: str | None) -> tuple[int, int, int] | None:
@@ -97,11 +108,11 @@ def accumulator_shape(fragment: str | None) -> tuple[int, int, int] | None:
 
 def _shape(tr: TypingContext, node: ast.expr) -> tuple[str, int]:
     text = tr.const_str(node)
-    hint = ("shapes: 'm64nNk16' (f16/bf16 inputs) or 'm64nNk32' (f8e4m3/f8e5m2 inputs) with N a multiple of 8 "
-            "from 8 to 256, e.g. 'm64n256k16'")
-    if text is None or not text.startswith("m64n") or not (text.endswith("k16") or text.endswith("k32")):
+    hint = ("shapes: 'm64nNk16' (f16/bf16 inputs), 'm64nNk32' (f8e4m3/f8e5m2 inputs) or 'm64nNk8' (f32 inputs "
+            "read as tf32) with N a multiple of 8 from 8 to 256, e.g. 'm64n256k16'")
+    if text is None or not text.startswith("m64n") or not text.endswith(("k16", "k32", "k8")):
         raise tr.error(node, f"unknown wgmma shape {ast.unparse(node)}", hint)
-    digits = text[len("m64n"):-len("k16")]
+    digits = text[len("m64n"):text.rindex("k")]
     if not digits.isdigit() or not 8 <= int(digits) <= 256 or int(digits) % 8:
         raise tr.error(node, f"unknown wgmma shape {ast.unparse(node)}", hint)
     return text, int(digits)
@@ -112,7 +123,7 @@ def _type_accumulator(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) ->
     shape, n = _shape(tr, node.args[0])
     if len(node.args) == 2 and tr.element_type(node.args[1]) != F32:
         raise tr.error(node.args[1], f"a wgmma accumulator holds f32, not {ast.unparse(node.args[1])}",
-                       "f16/bf16 inputs accumulate in f32; convert when storing the result")
+                       "every input type accumulates in f32; convert when storing the result")
     return ir.Intrinsic(info.name, [], ArrayType("local", F32, (n // 2,), fragment=FRAGMENT + shape), tr.loc(node))
 
 
@@ -135,8 +146,9 @@ def _operand(tr: TypingContext, node: ast.expr, index_node: ast.expr, what: str)
     if not isinstance(ty, ArrayType) or ty.space != "shared":
         raise tr.error(node, f"wgmma.mma reads {what} from a shared array, got {type_name(ty)}",
                        "declare it ox.shared.array(shape, T, swizzle=128) (or ox.shared.dynamic(T, swizzle=128))")
-    if ty.elem.name not in INPUTS and ty.elem.name not in INPUTS_8BIT:
-        raise tr.error(node, f"wgmma.mma multiplies f16, bf16, f8e4m3 or f8e5m2, {what} holds {ty.elem.name}")
+    if ty.elem.name not in K_STEP:
+        raise tr.error(node, f"wgmma.mma multiplies f16, bf16, f8e4m3, f8e5m2 or f32 (as tf32), {what} holds "
+                       f"{ty.elem.name}")
     if ty.swizzle not in SWIZZLES:
         raise tr.error(node, f"{what} ({ast.unparse(node)}) is a shared array without a swizzle; wgmma reads "
                        "swizzled tiles", "declare it with swizzle=128 (or 64, 32): rows of that many bytes, "
@@ -181,16 +193,17 @@ def _type_mma(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr
         b, b_index, b_ty = _operand(tr, node.args[3], node.args[4], "B")
         b_node = node.args[3]
     eight_bit = a_ty.elem.name in INPUTS_8BIT
+    tf32 = a_ty.elem.name in INPUTS_TF32
     if a_ty.elem != b_ty.elem and not (eight_bit and b_ty.elem.name in INPUTS_8BIT):
         raise tr.error(b_node, f"A holds {a_ty.elem.name} but B holds {b_ty.elem.name}",
-                       "A and B of one wgmma have one 16-bit element type (f16 or bf16), or are both 8-bit "
-                       "floats (f8e4m3/f8e5m2, which may mix)")
+                       "A and B of one wgmma have one 16-bit element type (f16 or bf16), are both f32 (read as "
+                       "tf32), or are both 8-bit floats (f8e4m3/f8e5m2, which may mix)")
     _, n, k_step = accumulator_shape(acc_ty.fragment)  # type: ignore[misc]
-    if k_step != (32 if eight_bit else 16):
-        shape = f"m64n{n}k{32 if eight_bit else 16}"
+    want = K_STEP[a_ty.elem.name]
+    if k_step != want:
         raise tr.error(node.args[0], f"the accumulator's shape m64n{n}k{k_step} does not fit {a_ty.elem.name} inputs: "
-                       f"wgmma multiplies K = {32 if eight_bit else 16} of them per instruction",
-                       f"declare it ox.wgmma.accumulator(\"{shape}\")")
+                       f"wgmma multiplies K = {want} of them per instruction",
+                       f"declare it ox.wgmma.accumulator(\"m64n{n}k{want}\")")
     keywords = {k.arg: k for k in node.keywords}
     for k in node.keywords:
         if k.arg not in info.keywords:
@@ -206,6 +219,10 @@ def _type_mma(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Expr
         raise tr.error(keywords["b_major"].value, f"wgmma with 8-bit operands ({a_ty.elem.name}) reads both A and B "
                        "K-major: PTX has no transpose for them", "store B as rows of K (a row-major Bᵀ, N×K: "
                        "K-contiguous as torch._scaled_mm takes it) and leave b_major out")
+    if tf32 and b_major == "mn":
+        raise tr.error(keywords["b_major"].value, "wgmma with f32 operands (read as tf32) reads both A and B "
+                       "K-major: PTX has no transpose for tf32", "store B as rows of K (a row-major Bᵀ, N×K: "
+                       "bt = b.t().contiguous()) and leave b_major out")
     b_rows = 0
     if b_major == "mn":
         if "b_rows" not in keywords:
@@ -264,10 +281,10 @@ def _lower_mma(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.
     n = int(n_text)
     acc, a, a_index, bb, b_index, scale_d = e.args
     count = n // 2
-    itemsize = 1 if a_elem in INPUTS_8BIT else 2
+    itemsize = 1 if a_elem in INPUTS_8BIT else 4 if a_elem in INPUTS_TF32 else 2
     registers = a_swizzle == "0"
     # the start addresses are byte addresses of element a_index / b_index (a gep over the element
-    # type): a K step of 32 8-bit elements advances 32 bytes, as 16 16-bit elements do
+    # type): a K step of 32 8-bit elements advances 32 bytes, as 16 16-bit or 8 f32 elements do
     if registers:  # four 32-bit registers, two 16-bit elements each, from the fragment's first element
         assert isinstance(a_index, ir.Const)
         a_operands = load_registers(fl, a, int(a_index.value) // 2, 4)
@@ -284,12 +301,11 @@ def _lower_mma(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.
     if registers:
         a_text = "{" + ", ".join(f"${at + i}" for i in range(4)) + "}"
         at += 3  # B's descriptor and scale-d come 3 operands later
-    if a_elem in INPUTS_8BIT:
-        # 8-bit inputs: d, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b (no transpose operands)
-        types = f"{INPUTS_8BIT[a_elem]}.{INPUTS_8BIT[b_elem]}"
+    types = f"{PTX_TYPE[a_elem]}.{PTX_TYPE[b_elem]}"
+    if a_elem in INPUTS_8BIT or a_elem in INPUTS_TF32:
+        # 8-bit and tf32 inputs: d, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b (no transpose operands)
         tail = ""
     else:
-        types = f"{a_elem}.{b_elem}"
         # imm-trans-a (not with a register A), imm-trans-b
         tail = f"{'' if registers else ', 0'}, {1 if b_major == 'mn' else 0}"
     text = ("{\n.reg .pred p;\n"
