@@ -4,10 +4,13 @@ first version mma_gemm_128x128.py; on a 9.0 GPU the sm_90a warp-specialized ``wg
 examples/gemm/wgmma_gemm.py with TMA loads and stores, wgmma_cpasync_gemm.py with cp.async) against ``torch.matmul``; fp8 e4m3 in (mma_gemm_fp8.py and,
 on a 9.0 GPU, the TMA wgmma wgmma_gemm_fp8.py; per-tensor scales, bf16 out) against cuBLASLt through
 ``torch._scaled_mm`` (with and without ``use_fast_accum``: the wgmma kernel's accumulation is the
-fast one's); f32 accumulate; each against a
-Triton matmul; at 4096³, 8192³ and the skinny 16384×1024×4096. Needs a GPU, PyTorch and Triton.
+fast one's); TF32 (f32 in and out; on a 9.0 GPU examples/gemm/wgmma_gemm_tf32.py, C = A @ Btᵀ
+with Bt N×K, against cuBLAS TF32: ``torch.matmul(a, bt.t())`` with
+``torch.backends.cuda.matmul.allow_tf32 = True``; target: oxide ≥ 0.9× cuBLAS, printed after the
+times); f32 accumulate; each against a Triton matmul; at 4096³, 8192³ and the skinny
+16384×1024×4096. Needs a GPU, PyTorch and Triton.
 
-    python benchmarks/gemm.py --out results/ [--reps 30] [--dtypes bf16,f16,e4m3] [--sizes 4096,8192x8192x8192]
+    python benchmarks/gemm.py --out results/ [--reps 30] [--dtypes bf16,f16,e4m3,tf32] [--sizes 4096,8192x8192x8192]
         [--impls "wgmma_gemm (TMA"]  # only the contenders whose names hold one of these, and the reference
 
 Each size and type is checked against torch in float64 on sampled rows first. The timed runs
@@ -35,7 +38,12 @@ SIZES = [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 1024, 4096)]
 # to f32): their check allows 2^-9 · (|A| @ |B|) for it (tests/wgmma_gemm_fp8_cases.py says why)
 FP8_FAST_ACCUMULATION = {"oxide wgmma_gemm_fp8 (TMA)", "cuBLASLt (torch._scaled_mm, fast accum)"}
 TRITON_CONFIGS = {2: [(128, 256, 64, 3, 8), (256, 128, 64, 3, 8), (128, 128, 64, 4, 4)],
-                  1: [(128, 256, 128, 3, 8), (128, 128, 128, 4, 4)]}
+                  1: [(128, 256, 128, 3, 8), (128, 128, 128, 4, 4)],
+                  4: [(128, 256, 32, 3, 8), (256, 128, 32, 3, 8), (128, 128, 32, 4, 4)]}  # tf32: tl.dot's default
+# TF32 (issue 28 item 4): oxide's wgmma_gemm_tf32 against cuBLAS TF32 at this ratio or better
+TF32_TARGET = 0.9
+TF32_ORACLE = "oxide wgmma_gemm_tf32 (TMA)"
+TF32_REFERENCE = "cuBLAS TF32 (torch.matmul)"
 
 
 def triton_matmul(itemsize: int = 2) -> Callable[..., Any] | None:
@@ -101,7 +109,7 @@ def check(torch: Any, name: str, out: Any, a: Any, b: Any, elem: str, scale: flo
     accumulation (``accumulation`` · (|A| @ |B|)) rounded once to the output type meets (≤ 1: right)."""
     rows = torch.randperm(a.shape[0], device=a.device)[:64]
     ref = (a[rows].double() @ b.double()) * scale
-    ulp = 2.0 ** -11 if elem == "f16" else 2.0 ** -8  # bf16 out for bf16 and e4m3
+    ulp = {"f16": 2.0 ** -11, "tf32": 2.0 ** -24}.get(elem, 2.0 ** -8)  # bf16 out for bf16 and e4m3, f32 for tf32
     err = ((out[rows].double() - ref).abs()
            / (ulp * ref.abs() + accumulation * (a[rows].double().abs() @ b.double().abs()) + 1e-6))
     return float(err.max())
@@ -176,6 +184,44 @@ def wgmma_fp8_impls(torch: Any, a: Any, bt: Any, scale: float) -> dict[str, Call
     return {"oxide wgmma_gemm_fp8 (TMA)": run}
 
 
+def tf32_impls(torch: Any, m: int, n: int, k: int,
+               tri: Callable[..., Any] | None) -> tuple[dict[str, Callable[[], Any]], Any, Any, str, float]:
+    """The TF32 contenders (f32 in and out) on fresh inputs: A M×K and Bt N×K, both row-major (B
+    K-contiguous, as tf32 wgmma needs it); examples/gemm/wgmma_gemm_tf32.py with its descriptors
+    made once; cuBLAS through ``torch.matmul(a, bt.t())`` with TF32 allowed; Triton's ``tl.dot``
+    (TF32 by default for f32)."""
+    a = torch.randn(m, k, device="cuda")
+    bt = torch.randn(n, k, device="cuda")
+    impls: dict[str, Callable[[], Any]] = {}
+    if torch.cuda.get_device_capability(0) == (9, 0):  # wgmma needs sm_90a
+        import oxide
+        from examples.gemm import wgmma_gemm_tf32 as wt
+
+        wt.check_operands(a, bt)
+        tiles = ((m + wt.BM - 1) // wt.BM) * ((n + wt.BN - 1) // wt.BN)
+        blocks = min(torch.cuda.get_device_properties(0).multi_processor_count, tiles)
+        launch = wt.wgmma_gemm_tf32[blocks, wt.THREADS, None, wt.SMEM_BYTES]
+        c = torch.full((m, n), float("nan"), device="cuda")  # poisoned: an element never written fails the check
+        a_map = oxide.tma.descriptor(a, box=(wt.BM, wt.BK), swizzle=128)
+        b_map = oxide.tma.descriptor(bt, box=(wt.BN, wt.BK), swizzle=128)
+        c_map = oxide.tma.descriptor(c, box=(64, wt.C_COLS), swizzle=128)
+
+        def oxide_run() -> Any:
+            launch(a_map, b_map, c_map, m, n, k)
+            return c
+
+        impls[TF32_ORACLE] = oxide_run
+
+    def cublas_run() -> Any:
+        torch.backends.cuda.matmul.allow_tf32 = True  # set here: the other rounds leave it as they found it
+        return torch.matmul(a, bt.t())
+
+    impls[TF32_REFERENCE] = cublas_run
+    if tri is not None:
+        impls["Triton"] = lambda: tri(a, bt.t())
+    return impls, a, bt.t(), TF32_REFERENCE, 1.0
+
+
 def sixteen_bit_impls(torch: Any, m: int, n: int, k: int, dt: Any,
                       tri: Callable[..., Any] | None) -> tuple[dict[str, Callable[[], Any]], Any, Any, str, float]:
     """The bf16/f16 contenders on fresh inputs, the inputs, the reference's name and the scale."""
@@ -240,7 +286,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--reps", type=int, default=30)
-    parser.add_argument("--dtypes", default="bf16,f16,e4m3", help="comma-separated: bf16, f16, e4m3")
+    parser.add_argument("--dtypes", default="bf16,f16,e4m3,tf32", help="comma-separated: bf16, f16, e4m3, tf32")
     parser.add_argument("--impls", default=None, help="comma-separated parts of contender names to time (the "
                         "reference is always timed), e.g. 'wgmma_gemm (TMA' (default: all)")
     parser.add_argument("--sizes", default=None, help="MxNxK or an edge of a cube, comma-separated (default: "
@@ -254,6 +300,7 @@ def main() -> None:
     sizes = [(s[0], s[0], s[0]) if len(s) == 1 else (s[0], s[1], s[2]) for s in shapes] or SIZES
     tri16 = triton_matmul(2)
     tri8 = triton_matmul(1) if "e4m3" in chosen else None
+    tri32 = triton_matmul(4) if "tf32" in chosen else None
     results: list[dict[str, Any]] = []
     props = torch.cuda.get_device_properties(0)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "gpu": props.name,
@@ -266,8 +313,11 @@ def main() -> None:
         pass
     for m, n, k in sizes:
         for elem in chosen:
+            allow_tf32 = torch.backends.cuda.matmul.allow_tf32
             if elem == "e4m3":
                 impls, a, b, reference, scale = fp8_impls(torch, m, n, k, tri8)
+            elif elem == "tf32":
+                impls, a, b, reference, scale = tf32_impls(torch, m, n, k, tri32)
             else:
                 impls, a, b, reference, scale = sixteen_bit_impls(torch, m, n, k, dtypes[elem], tri16)
             if args.impls:  # the reference stays: the figures are relative to it
@@ -278,8 +328,10 @@ def main() -> None:
                 try:
                     out = impls[name]()
                     torch.cuda.synchronize()
-                    errors[name] = check(torch, name, out, a, b, elem, scale,
-                                         2.0 ** -9 if name in FP8_FAST_ACCUMULATION else 1e-6)
+                    # tf32: each product off by up to 2^-9 of |a|·|b| (10 fraction bits per input)
+                    accumulation = (2.0 ** -9 + k * 2.0 ** -24 if elem == "tf32"
+                                    else 2.0 ** -9 if name in FP8_FAST_ACCUMULATION else 1e-6)
+                    errors[name] = check(torch, name, out, a, b, elem, scale, accumulation)
                 except Exception as exc:  # a contender that fails (a Triton fp8 config) is reported, not fatal
                     if name.startswith("oxide"):
                         raise
@@ -295,6 +347,7 @@ def main() -> None:
                     print(f"{m}x{n}x{k} {elem} {name}: error {errors[name]:.2f}x the f32-accumulation bound "
                           "(checked on 64 rows against float64)", flush=True)
             times = timed(torch, impls, args.reps)
+            torch.backends.cuda.matmul.allow_tf32 = allow_tf32
             flops = 2.0 * m * n * k
             base = statistics.median(times[reference])
             for name, ts in times.items():
@@ -302,9 +355,16 @@ def main() -> None:
                 row = {"size": f"{m}x{n}x{k}", "dtype": elem, "impl": name, "median_ms": round(med, 4),
                        "min_ms": round(min(ts), 4), "tflops": round(flops / med / 1e9, 1),
                        "vs_cublas": round(base / med, 3), "max_error_ulp_bound": round(errors[name], 3)}
+                if name == TF32_ORACLE:  # issue 28 item 4: ≥ 0.9× cuBLAS TF32
+                    row["target"] = {"min": TF32_TARGET, "value": row["vs_cublas"],
+                                     "met": row["vs_cublas"] >= TF32_TARGET}
                 results.append(row)
                 print(f"{row['size']:>16} {elem:>5} {name:<28} {row['median_ms']:9.3f} ms {row['tflops']:7.1f} TFLOP/s "
                       f"{row['vs_cublas']:6.3f}x {reference.split()[0]}", flush=True)
+            if TF32_ORACLE in times:
+                ratio = base / statistics.median(times[TF32_ORACLE])
+                print(f"{m}x{n}x{k} tf32: {TF32_ORACLE} / {TF32_REFERENCE} = {ratio:.3f}x "
+                      f"(target >= {TF32_TARGET}: {'met' if ratio >= TF32_TARGET else 'NOT met'})", flush=True)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "gemm.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))

@@ -347,7 +347,8 @@ def test_correct_setups_compile(tmp_path: Path, body: str) -> None:
 
 
 @pytest.mark.parametrize("path", [
-    "examples/gemm/wgmma_gemm.py", "examples/gemm/wgmma_gemm_fp8.py", "examples/gemm/wgmma_cpasync_gemm.py",
+    "examples/gemm/wgmma_gemm.py", "examples/gemm/wgmma_gemm_fp8.py", "examples/gemm/wgmma_gemm_tf32.py",
+    "examples/gemm/wgmma_cpasync_gemm.py",
     "tests/packages/tma/tmak.py",
 ])
 def test_the_kernels_of_the_repository_that_use_barriers_compile(path: str) -> None:

@@ -224,7 +224,8 @@ def test_block_sync_keeps_the_stricter_rule(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", [
-    "examples/gemm/wgmma_gemm.py", "examples/gemm/wgmma_gemm_fp8.py", "examples/gemm/wgmma_cpasync_gemm.py",
+    "examples/gemm/wgmma_gemm.py", "examples/gemm/wgmma_gemm_fp8.py", "examples/gemm/wgmma_gemm_tf32.py",
+    "examples/gemm/wgmma_cpasync_gemm.py",
     "tests/packages/wgmmakernels/wgk.py",
 ])
 def test_the_warp_specialized_kernels_of_the_repository_compile(path: str) -> None:

@@ -1,8 +1,8 @@
 """The sm_90a tensor-core intrinsics (oxide_build/intrinsics/wgmma.py, fence.proxy_async,
 swizzled shared arrays) on the CPU: the PTX each backend makes, the descriptors' constant bits,
 the arch each needs (a located error naming the intrinsic and the arch), every misuse a located
-error, the JIT's switch to sm_90a, the 8-bit (e4m3/e5m2) operands, and the SASS of
-examples/gemm/wgmma_gemm.py and wgmma_gemm_fp8.py (HGMMA/QGMMA, no local memory) where cuobjdump is installed. The GPU results are in tests/test_wgmma_gpu.py."""
+error, the JIT's switch to sm_90a, the 8-bit (e4m3/e5m2) and tf32 (f32) operands, and the SASS of
+examples/gemm/wgmma_gemm.py, wgmma_gemm_fp8.py and wgmma_gemm_tf32.py (HGMMA/QGMMA, no local memory) where cuobjdump is installed. The GPU results are in tests/test_wgmma_gpu.py."""
 from __future__ import annotations
 
 import re
@@ -124,7 +124,8 @@ MISUSES = [
     ("acc = ox.wgmma.accumulator('m64n128k16', f16)", "a wgmma accumulator holds f32"),
     ("ox.wgmma.mma(frag, sa, 0, sb, 0)", "acc must be a wgmma accumulator"),
     ("ox.wgmma.mma(acc, plain, 0, sb, 0)", "is a shared array without a swizzle"),
-    ("ox.wgmma.mma(acc, sf, 0, sb, 0)", "wgmma.mma multiplies f16, bf16, f8e4m3 or f8e5m2, A holds f32"),
+    ("ox.wgmma.mma(acc, si, 0, sb, 0)", "wgmma.mma multiplies f16, bf16, f8e4m3, f8e5m2 or f32 (as tf32), A holds i32"),
+    ("ox.wgmma.mma(acc, sf, 0, sb, 0)", "A holds f32 but B holds f16"),
     ("ox.wgmma.mma(acc, loc, 0, sb, 0)", "wgmma.mma reads A from a shared array, got local array"),
     ("ox.wgmma.mma(acc, sa, 0.5, sb, 0)", "the element offset of A must be an integer"),
     ("ox.wgmma.mma(acc, sa, 0, sb)", "takes 5 arguments, got 4"),
@@ -153,6 +154,7 @@ def k(c: MutSlice[f32], n: i32) -> None:
     sa = ox.shared.array(4096, f16, swizzle=128)
     sb = ox.shared.array(4096, f16, swizzle=128)
     sf = ox.shared.array(4096, f32, swizzle=128)
+    si = ox.shared.array(4096, i32, swizzle=128)
     plain = ox.shared.array(4096, f16)
     loc = ox.local.array(64, f16)
     frag = ox.mma.fragment_c("m16n8k16")
@@ -162,7 +164,7 @@ def k(c: MutSlice[f32], n: i32) -> None:
     with pytest.raises(CompileError) as info:
         compile_source(tmp_path, body)
     assert message in str(info.value)
-    assert "kern.py:13:" in str(info.value)  # the line of the misuse
+    assert "kern.py:14:" in str(info.value)  # the line of the misuse
 
 
 TILE_FP8 = """
@@ -213,7 +215,7 @@ FP8_MISUSES = [
     ("ox.wgmma.mma(acc8, sa, 0, s8, 0)", "A holds f16 but B holds f8e4m3"),
     ("ox.wgmma.mma(acc, s8, 0, s8, 0)", "the accumulator's shape m64n64k16 does not fit f8e4m3 inputs"),
     ("ox.wgmma.mma(acc8, sa, 0, sa, 0)", "the accumulator's shape m64n64k32 does not fit f16 inputs"),
-    ("bad = ox.wgmma.accumulator('m64n64k8')", "unknown wgmma shape 'm64n64k8'"),
+    ("bad = ox.wgmma.accumulator('m64n64k4')", "unknown wgmma shape 'm64n64k4'"),
 ]
 
 
@@ -235,6 +237,127 @@ def k(c: MutSlice[f32], n: i32) -> None:
         compile_source(tmp_path, body)
     assert message in str(info.value)
     assert "kern.py:13:" in str(info.value)  # the line of the misuse
+
+
+TILE_TF32 = """
+@ox.kernel
+def tile32(a: Slice[f32], c: MutSlice[f32]) -> None:
+    sa = ox.shared.array(2048, f32, swizzle=128)
+    sb = ox.shared.array(4096, f32, swizzle=128)
+    for i in range(thread.idx.x, 2048, 128):
+        sa[i] = a[i]
+        sb[i] = a[i]
+        sb[i + 2048] = a[i]
+    ox.fence.proxy_async()
+    block.sync()
+    acc = ox.wgmma.accumulator("m64n128k8")
+    ox.wgmma.fence()
+    ox.wgmma.mma(acc, sa, 0, sb, 0, scale_d=False)
+    ox.wgmma.mma(acc, sa, 8, sb, 8)
+    ox.wgmma.commit_group()
+    ox.wgmma.wait_group(0, acc)
+    with ox.unsafe():
+        c[thread.idx.x] = acc[0] + acc[63]
+"""
+
+
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_ptx_of_a_tf32_wgmma(tmp_path: Path, backend: str) -> None:
+    """f32 operands are read as tf32: shape k8, PTX types .tf32.tf32, no imm-trans operands (PTX
+    has none for tf32: both are K-major); ptxas assembles the module for sm_90a."""
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + textwrap.dedent(TILE_TF32))
+    compiled = compile_module(src, "kern", CompileOptions(archs=("sm_90a",), backend=backend))
+    mmas = [line for line in compiled.ptx["sm_90a"].splitlines() if "wgmma.mma_async" in line]
+    assert len(mmas) == 2
+    assert all(line.startswith("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {") for line in mmas)
+    # 64 registers (63 commas), then a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b
+    assert all(line.count(",") == 63 + 5 and line.endswith("p, 1, 1;") for line in mmas)
+    assert set(compiled.cubins) == {"sm_90a"} and compiled.cubins["sm_90a"]  # ptxas took it
+
+
+def test_tf32_descriptors_step_32_bytes_per_k8(tmp_path: Path) -> None:
+    """The K step of 8 f32 elements moves the descriptor's start address by 32 bytes (2 in its
+    16-byte units), as 16 bf16 elements do: the second mma's start is the first's plus 2."""
+    ptx = compile_source(tmp_path, TILE_TF32)["sm_90a"]
+    flat = " ".join(ptx.split())
+    assert "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32" in flat
+    # the constant bits of a K-major 128-byte swizzled descriptor: SBO 1024 bytes, LBO 16, layout 1
+    assert matrix_descriptor_bits(128, 4, False, 0) == matrix_descriptor_bits(128, 2, False, 0)
+
+
+TF32_MISUSES = [
+    ("ox.wgmma.mma(acc32, sf, 0, sf, 0, b_major='mn', b_rows=64)",
+     "wgmma with f32 operands (read as tf32) reads both A and B K-major: PTX has no transpose for tf32"),
+    ("ox.wgmma.mma(acc32, sf, 0, sa, 0)", "A holds f32 but B holds f16"),
+    ("ox.wgmma.mma(acc32, sa, 0, sf, 0)", "A holds f16 but B holds f32"),
+    ("ox.wgmma.mma(acc, sf, 0, sf, 0)", "the accumulator's shape m64n64k16 does not fit f32 inputs: wgmma multiplies "
+     "K = 8 of them"),
+    ("ox.wgmma.mma(acc32, sa, 0, sa, 0)", "the accumulator's shape m64n64k8 does not fit f16 inputs"),
+    ("ox.wgmma.mma(acc32, fa, sf, 0)", "a register A of wgmma.mma is an ox.mma.fragment_a(\"m16n8k16\", T) of f16 "
+     "or bf16"),
+    ("bad = ox.wgmma.accumulator('m64n250k8')", "unknown wgmma shape 'm64n250k8'"),
+]
+
+
+@pytest.mark.parametrize("line, message", TF32_MISUSES, ids=[m[0] for m in TF32_MISUSES])
+def test_tf32_misuse_is_a_located_error(tmp_path: Path, line: str, message: str) -> None:
+    body = f"""
+@ox.kernel
+def k(c: MutSlice[f32], n: i32) -> None:
+    sa = ox.shared.array(4096, f16, swizzle=128)
+    sf = ox.shared.array(4096, f32, swizzle=128)
+    fa = ox.mma.fragment_a("m16n8k8", f32)
+    acc = ox.wgmma.accumulator("m64n64k16")
+    acc32 = ox.wgmma.accumulator("m64n64k8")
+    {line}
+"""
+    with pytest.raises(CompileError) as info:
+        compile_source(tmp_path, body)
+    assert message in str(info.value)
+    assert "kern.py:11:" in str(info.value)  # the line of the misuse
+
+
+def test_sass_of_the_tf32_gemm_holds_hgmma_tf32_and_no_local_memory() -> None:
+    """examples/gemm/wgmma_gemm_tf32.py runs on the warpgroup tensor cores in TF32 (HGMMA
+    64x256x8 .TF32), its 128 accumulators stay in registers, one group in flight, one box of A
+    and one of Bt per stage with UTMALDG, C through 8-byte shared stores and UTMASTG."""
+    from oxide_build.inspect import disassemble, inspect_module
+
+    found = inspect_module(EXAMPLE.parent / "wgmma_gemm_tf32.py", "wgmma_gemm_tf32", "sm_90a")
+    assert list(found.resources) == ["wgmma_gemm_tf32"]
+    for symbol, res in found.resources.items():
+        assert res.local_bytes == 0 and res.spill_stores == 0 and res.spill_loads == 0, symbol
+    try:
+        sass = disassemble(found.cubin)
+    except ToolchainError as e:
+        pytest.skip(f"no SASS: {e}")
+    assert sass.count("HGMMA.64x256x8.F32.TF32") == 8  # 4 per stage, the loop's body twice
+    assert "HMMA" not in sass.replace("HGMMA", "")
+    assert "LDL" not in sass and "STL" not in sass
+    assert "WARPGROUP.DEPBAR.LE gsb0, 0x1" in sass
+    assert sass.count("UTMALDG.2D") == 2
+    assert sass.count("STS.64") == 64 and sass.count("UTMASTG.2D") == 8  # 8 boxes of 64x32 per tile
+
+
+@pytest.mark.parametrize("mnk, message", [
+    ((128, 256, 30), "K = 30 is not a multiple of 4"),
+    ((128, 250, 32), "N = 250 is not a multiple of 4"),
+    ((0, 256, 32), "M, N and K must be positive"),
+    ((2**31, 256, 32), "does not fit the kernel's 32-bit sizes"),
+    ((2**20, 2**20, 2**12), "does not fit the kernel's 32-bit sizes"),
+])
+def test_the_tf32_gemm_refuses_sizes_it_cannot_take(mnk: tuple[int, int, int], message: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """gemm_tf32's size rules (tests/wgmma_gemm_tf32_cases.py checks the rest on the GPU: dtypes,
+    layouts, devices, alignment): TMA needs rows of a multiple of 16 bytes; any M is taken."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    from examples.gemm.wgmma_gemm_tf32 import check_sizes
+
+    with pytest.raises(ValueError, match=message):
+        check_sizes(*mnk)
+    for fine in ((1, 4, 4), (999, 520, 328), (77, 8, 40), (4096, 4096, 4096)):
+        check_sizes(*fine)
 
 
 def test_sass_of_the_fp8_gemm_holds_qgmma_and_no_local_memory() -> None:

@@ -1,7 +1,7 @@
 """Hopper tensor cores on the GPU (issue #18): one-warpgroup wgmma tiles (K-major and N-major
 B, written by ordinary stores and fenced for the async proxy), the TMA + wgmma GEMM of
 examples/gemm/wgmma_gemm.py and its cp.async variant examples/gemm/wgmma_cpasync_gemm.py, and the
-e4m3 one examples/gemm/wgmma_gemm_fp8.py, against torch in float64, at odd sizes and with more tiles than SMs. Inputs are fresh random non-zero
+e4m3 one examples/gemm/wgmma_gemm_fp8.py and the TF32 one wgmma_gemm_tf32.py, against torch in float64, at odd sizes and with more tiles than SMs. Inputs are fresh random non-zero
 values, outputs are poisoned with NaN before every launch and every element is checked. The
 modules need sm_90a: on a 9.0 GPU the JIT compiles them for it (their kernels need it),
 elsewhere the tests skip. Kernels: packages/wgmmakernels/, examples/gemm/."""
@@ -93,6 +93,20 @@ def test_wgmma_tma_gemm_fp8() -> None:
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"the fp8 TMA GEMM did not finish in 120 s (a barrier never completed?); it printed:\n{e.stdout}")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_wgmma_tma_gemm_tf32() -> None:
+    """examples/gemm/wgmma_gemm_tf32.py (f32 in, read as tf32, f32 out, C = A @ Btᵀ) at every
+    size of TF32_GEMM_SIZES and on 3 blocks walking 16 tiles, every element within tf32's bound and
+    the RMS error within 2^-8 of the result's, and gemm_tf32's refusals, in a process of its own
+    with a timeout."""
+    try:
+        result = subprocess.run([sys.executable, str(Path(__file__).resolve().parent / "wgmma_gemm_tf32_cases.py")],
+                                capture_output=True, text=True, timeout=180, cwd=ROOT)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the tf32 TMA GEMM did not finish in 180 s (a barrier never completed?); it printed:\n{e.stdout}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count(": ok") == 7 + 8, result.stdout  # 7 GEMM cases, 8 refusals
 
 
 def cpasync_gemm(a: Any, b: Any, c: Any, blocks: int) -> None:

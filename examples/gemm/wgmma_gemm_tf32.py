@@ -152,40 +152,48 @@ def wgmma_gemm_tf32(a: ox.tma.Descriptor[f32, 2], bt: ox.tma.Descriptor[f32, 2],
             ox.tma.store_wait(0)  # shared memory stays until the last box is written
 
 
-def check_operands(a, bt, out=None):  # type: ignore[no-untyped-def]
-    """``(m, n, k)`` of ``C = A @ Btᵀ`` for torch tensors ``a`` (M×K) and ``bt`` (N×K), or a
-    ``ValueError`` naming what ``wgmma_gemm_tf32`` cannot take: not 2-D f32 CUDA tensors, not
-    row-major contiguous, K that differ, N or K not a multiple of 4 (the rows of A, Bt and C must
-    be a multiple of 16 bytes for TMA), a data pointer not 16-byte aligned, an ``out`` not M×N f32."""
-    import torch
-
-    for name, x in (("a", a), ("bt", bt)):
-        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.dtype != torch.float32 or not x.is_cuda:
-            raise ValueError(f"gemm_tf32: {name} must be a 2-D float32 CUDA tensor, got "
-                             f"{getattr(x, 'dtype', type(x).__name__)} of shape {tuple(getattr(x, 'shape', ()))}")
-        if not x.is_contiguous():
-            raise ValueError(f"gemm_tf32: {name} must be row-major contiguous (for a K×N b pass "
-                             "bt = b.t().contiguous())")
-        if x.data_ptr() % 16:
-            raise ValueError(f"gemm_tf32: {name}'s data must be 16-byte aligned for TMA")
-    (m, k), (n, kb) = a.shape, bt.shape
-    if k != kb:
-        raise ValueError(f"gemm_tf32: a is {m}x{k} but bt is {n}x{kb}: bt holds B transposed, N×K with the same K")
-    if m == 0 or n == 0 or k == 0:
-        raise ValueError(f"gemm_tf32: empty operands ({m}x{k} and {n}x{kb})")
+def check_sizes(m: int, n: int, k: int) -> None:
+    """A ``ValueError`` for the sizes ``wgmma_gemm_tf32`` cannot take: empty, past its 32-bit
+    indices, N or K not a multiple of 4 (TMA needs the rows of A, Bt and C to be a multiple of 16
+    bytes). Any M is fine: TMA zero-fills the boxes past the edges and clips the stores."""
+    if m <= 0 or n <= 0 or k <= 0:
+        raise ValueError(f"gemm_tf32: M, N and K must be positive, got {m}x{n}x{k}")
+    stages = ((m + BM - 1) // BM) * ((n + BN - 1) // BN) * ((k + BK - 1) // BK)
+    if max(m, n, k) >= 2**31 or stages >= 2**31:  # the kernel counts tiles and stages in i32
+        raise ValueError(f"gemm_tf32: {m}x{n}x{k} does not fit the kernel's 32-bit sizes")
     for what, v in (("K", k), ("N", n)):
         if v % 4:
             raise ValueError(f"gemm_tf32: {what} = {v} is not a multiple of 4: TMA needs the rows of A, Bt and C "
                              "to be a multiple of 16 bytes (pad with zeros to the next multiple of 4)")
-    if m >= 2**31 or n >= 2**31 or k >= 2**31:
-        raise ValueError(f"gemm_tf32: {m}x{n}x{k} does not fit the kernel's 32-bit sizes")
-    if out is not None:
-        if (not isinstance(out, torch.Tensor) or out.dtype != torch.float32 or tuple(out.shape) != (m, n)
-                or not out.is_contiguous() or out.device != a.device or out.data_ptr() % 16):
-            raise ValueError(f"gemm_tf32: out must be a contiguous, 16-byte aligned {m}x{n} float32 tensor on "
-                             f"{a.device}")
-    if bt.device != a.device:
-        raise ValueError(f"gemm_tf32: a is on {a.device} but bt on {bt.device}")
+
+
+def check_operands(a, bt, out=None):  # type: ignore[no-untyped-def]
+    """``(m, n, k)`` of ``C = A @ Btᵀ`` for torch tensors ``a`` (M×K) and ``bt`` (N×K), or a
+    ``ValueError`` naming what ``wgmma_gemm_tf32`` cannot take: not 2-D f32 CUDA tensors on one
+    device, not row-major contiguous, K that differ, sizes ``check_sizes`` refuses, a data pointer
+    not 16-byte aligned, an ``out`` that is not a contiguous M×N f32 tensor beside them."""
+    import torch
+
+    for name, x in (("a", a), ("bt", bt)):
+        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.dtype != torch.float32:
+            raise ValueError(f"gemm_tf32: {name} must be a 2-D float32 tensor, got "
+                             f"{getattr(x, 'dtype', type(x).__name__)} of shape {tuple(getattr(x, 'shape', ()))}")
+    (m, k), (n, kb) = a.shape, bt.shape
+    if k != kb:
+        raise ValueError(f"gemm_tf32: a is {m}x{k} but bt is {n}x{kb}: bt holds B transposed, N×K with the same K")
+    check_sizes(m, n, k)
+    for name, x in (("a", a), ("bt", bt)):
+        if not x.is_contiguous():
+            raise ValueError(f"gemm_tf32: {name} must be row-major contiguous (for a K×N b pass "
+                             "bt = b.t().contiguous())")
+        if not x.is_cuda or x.device != a.device:
+            raise ValueError(f"gemm_tf32: a and bt must be CUDA tensors on one device, got {a.device} and {bt.device}")
+        if x.data_ptr() % 16:
+            raise ValueError(f"gemm_tf32: {name}'s data must be 16-byte aligned for TMA")
+    if out is not None and (not isinstance(out, torch.Tensor) or out.dtype != torch.float32
+                            or tuple(out.shape) != (m, n) or not out.is_contiguous() or out.device != a.device
+                            or out.data_ptr() % 16):
+        raise ValueError(f"gemm_tf32: out must be a contiguous, 16-byte aligned {m}x{n} float32 tensor on {a.device}")
     return m, n, k
 
 
