@@ -503,18 +503,98 @@ def test_guard_on_a_size_argument_versions_the_kernel(tmp_path: Path) -> None:
     """)[:2] == ["bounds x[i]", "bounds out[i]"]
 
 
-@pytest.mark.parametrize("body", [
-    """
+SHARED_GUARDED = """
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[f32], n: i32) -> None:
+        tile = ox.shared.array(256, f32)
+        i = thread.index_1d()
+        if i < n:
+            tile[thread.idx.x % 256] = x[i]
+        block.sync()
+        if i < n:
+            if thread.idx.x < 128:
+                scratch = ox.shared.array(128, f32)
+                scratch[thread.idx.x] = tile[0]
+            out[i] = tile[0]
+"""
+
+
+def test_kernel_with_shared_arrays_is_versioned_with_one_allocation(tmp_path: Path) -> None:
+    """Both copies address the same shared arrays: their declarations (one nested in a branch)
+    stand once, before the launch test, and the module allocates each once."""
+    text = _ir_after_bounds(tmp_path, SHARED_GUARDED)
+    before, _, versioned = text.partition("  if ((len(x) >= i64(n)) and (len(out) >= i64(n))):  ; launch-versioned\n")
+    assert versioned, text
+    assert "tile: shared array[256] of f32" in before and "scratch: shared array[128] of f32" in before
+    assert "shared array" not in versioned
+    src = tmp_path / "k.py"
+    compiled = compile_module(src, "k", CompileOptions(archs=("sm_90",), link_cubins=False, cache=False))
+    allocations = [line for line in compiled.llvm_ir.splitlines() if "__oxide_shared." in line and " = internal " in line]
+    assert len(allocations) == 2, allocations  # tile and scratch, once each (not per copy)
+    # a device function's shared array is its function's: one however many calls reach it
+    src.write_text(HEADER + textwrap.dedent("""
+        def stage(v: f32) -> f32:
+            buf = ox.shared.array(64, f32)
+            buf[thread.idx.x % 64] = v
+            block.sync()
+            return buf[0]
+
         @ox.kernel
         def k(x: Slice[f32], out: DisjointSlice[f32], n: i32) -> None:
-            tile = ox.shared.array(256, f32)
             i = thread.index_1d()
+            v = 0.0
             if i < n:
-                tile[thread.idx.x % 256] = x[i]
+                v = x[i]
+            w = stage(f32(v))
+            if i < n:
+                out[i] = w
+    """))
+    compiled = compile_module(src, "k", CompileOptions(archs=("sm_90",), link_cubins=False, cache=False))
+    assert "launch-versioned" in _ir_after_bounds(tmp_path, src.read_text()[len(HEADER):])
+    allocations = [line for line in compiled.llvm_ir.splitlines() if "__oxide_shared." in line and " = internal " in line]
+    assert len(allocations) == 1, allocations
+
+
+def test_block_shape_versioning(tmp_path: Path) -> None:
+    """Checks of a shared tile indexed by thread.idx hold when the block is no larger than the
+    tile: the kernel is versioned on block.dim at entry; the fast copy has none of the tile's
+    checks, the other all of them (a larger block is reported as before)."""
+    text = _ir_after_bounds(tmp_path, """
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+            tile = ox.shared.array((32, 33), f32)
+            for i in range(0, 32, 8):  # thread.idx.y + i <= 7 + 24 when block.dim.y <= 8
+                tile[thread.idx.y + i, thread.idx.x] = 1.0
             block.sync()
-            if i < n:
-                out[i] = tile[0]
-    """,
+            with ox.unsafe():
+                out[0] = tile[thread.idx.y, thread.idx.x + 1]
+    """)
+    fast, _, slow = text.partition("  else:\n")
+    assert "if ((32:i64 >= i64(%ntid.x)) and (8:i64 >= i64(%ntid.y))):  ; launch-versioned" in fast
+    assert "checked_index" not in fast
+    assert slow.count("checked_index") == 4
+    # no thread.idx, or an index no block shape proves: not versioned
+    for body in ("""
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32], j: i32) -> None:
+            tile = ox.shared.array(32, f32)
+            tile[j] = 1.0
+            block.sync()
+            with ox.unsafe():
+                out[0] = tile[0]
+    """, """
+        @ox.kernel
+        def k(x: Slice[f32], out: MutSlice[f32]) -> None:
+            tile = ox.shared.array(32, f32)
+            tile[thread.idx.x - 1] = 1.0
+            block.sync()
+            with ox.unsafe():
+                out[0] = tile[0]
+    """):
+        assert "launch-versioned" not in _ir_after_bounds(tmp_path, body)
+
+
+@pytest.mark.parametrize("body", [
     """
         @ox.kernel
         def k(x: Slice[f32], sizes: Slice[i32], out: DisjointSlice[f32]) -> None:
@@ -533,8 +613,8 @@ def test_guard_on_a_size_argument_versions_the_kernel(tmp_path: Path) -> None:
         def k(x: Slice[f32], out: MutSlice[f32], n: i32) -> None:
             copy(x, out, i32(thread.idx.x), n)
     """,
-], ids=["shared array", "bound loaded from memory", "device function"])
+], ids=["bound loaded from memory", "device function"])
 def test_no_launch_versioning(tmp_path: Path, body: str) -> None:
-    """A shared array would be allocated twice; a bound read from memory is no launch fact; a
-    device function's checks stay (only a kernel's entry is tested)."""
+    """A bound read from memory is no launch fact; a device function's checks stay (only a
+    kernel's entry is tested)."""
     assert "launch-versioned" not in _ir_after_bounds(tmp_path, body)

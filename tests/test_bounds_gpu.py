@@ -97,3 +97,26 @@ def test_launch_versioned_kernel_runs_unchecked_and_still_reports() -> None:
     devices.fill(out, np.nan)  # the process is still usable
     versioned.guarded_axpy[(n + 255) // 256, 256](np.float32(1.5), dev(x), dev(y), out, n)
     np.testing.assert_allclose(to_numpy(out), np.float32(1.5) * x + y, rtol=1e-6, atol=1e-6)
+
+
+def test_block_shape_versioned_kernel_runs_unchecked_and_still_reports() -> None:
+    """A 16 x 16 shared tile indexed by thread.idx: a launch with blocks of at most 16 x 16 runs the
+    copy whose tile checks are proven (results exact); a larger block takes the checked copy, which
+    reports the tile access a thread past the tile makes."""
+    import oxide
+    import versioned
+
+    n = 50  # not a multiple of the tile: the edge blocks' guards matter
+    x = rng.standard_normal((n, n)).astype(np.float32)
+    out = devices.full((n * n,), np.nan)
+    tiles = (n + versioned.TILE - 1) // versioned.TILE
+    versioned.tile_transpose[(tiles, tiles), (versioned.TILE, versioned.TILE)](dev(x.ravel()), out, n)
+    np.testing.assert_array_equal(to_numpy(out), x.T.ravel())
+    with pytest.raises(oxide.KernelError, match=r"bounds check failed in kernel tile_transpose at .*versioned\.py:\d+:\d+: "
+                       r"axis 1 index tx \(size 16\) with index (1[6-9]|2\d|3[01]) but length 16$"):
+        versioned.tile_transpose[(tiles, tiles), (2 * versioned.TILE, versioned.TILE)](dev(x.ravel()), out, n)
+        devices.synchronize()
+        oxide.runtime.check_kernel_errors()
+    devices.fill(out, np.nan)  # the process is still usable
+    versioned.tile_transpose[(tiles, tiles), (versioned.TILE, versioned.TILE)](dev(x.ravel()), out, n)
+    np.testing.assert_array_equal(to_numpy(out), x.T.ravel())

@@ -23,29 +23,34 @@ lowering divides unsigned, without the sign fix-up and the guards.
 
 **Launch versioning** (``launch_versioning``): a check of a kernel that no fact proves, but that
 a launch-invariant fact would — ``len(x) >= N`` for a guard ``i < N`` in scope (N an integer
-argument or a view length), ``len(A) >= R·C`` for two guards — is noted; when the kernel has
-such checks (and no shared array, which a copy would allocate twice), its body after the
-leading asserts becomes ``if <those facts>: <the body proven under them> else: <the body as
-proven without them>`` (``If.launch_versioned``). The test reads only arguments and lengths, in
-i64 where no value can overflow, so every thread of the grid takes the same branch; the checked
-copy keeps every check and error site, so a failing access is reported as without the test.
+argument or a view length), ``len(A) >= R·C`` for two guards, or a limit on the block's shape
+for an index of ``thread.idx`` (``tile[thread.idx.y + i, thread.idx.x]`` of a 32 x 33 tile, i
+< 32 by 8: ``block.dim.x <= 32 and block.dim.y <= 8``; per axis the largest limit that proves
+the check, the least of those over the kernel's checks) — is noted; when the kernel has such
+checks, its body after the leading asserts becomes ``if <those facts>: <the body proven under
+them> else: <the body as proven without them>`` (``If.launch_versioned``). The test reads only
+arguments, lengths and ``block.dim``, in i64 where no value can overflow, so every thread of the
+grid takes the same branch; the checked copy keeps every check and error site, so a failing
+access is reported as without the test. The kernel's shared arrays are declared once, before
+the test: both copies address the same allocation (one runs per launch).
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 from oxide.abi.manifest import ErrorSite
 
 from ..intrinsics import intrinsic_info
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp, CompareOp, LogicOp
-from ..ir.types import BOOL, I64, ArrayType, ScalarType, ViewType, as_scalar, int_limits, is_present_name
+from ..ir.types import BOOL, I32, I64, ArrayType, ScalarType, ViewType, as_scalar, int_limits, is_present_name
 from .bounds_prover import Poly, Prover, add, atom, const, mul
 
 __all__ = ["BoundsElimination"]
+
+T = TypeVar("T")
 
 Access = ir.ViewLoad | ir.ViewSlice | ir.Intrinsic | ir.Store  # what a bounds check guards
 
@@ -108,6 +113,12 @@ def _guarded_by_presence(cond: ir.Expr) -> list[tuple[frozenset[str], ir.Expr]]:
 
 
 _MAX_VERSIONED_SIZE = 4096  # IR nodes of the kernel body that may be versioned (it doubles)
+_BLOCK_DIM_MAX = {"x": 1024, "y": 1024, "z": 64}  # the hardware's limits on block.dim
+
+
+def _block_fact(axis: str, limit: int) -> Poly:
+    """``block.dim.<axis> <= limit`` as a fact (limit - ntid >= 0)."""
+    return add(const(limit), atom(("reg", f"ntid.{axis}")), -1)
 
 
 class _FunctionProofs:
@@ -134,11 +145,15 @@ class _FunctionProofs:
         self.find_hypotheses = (versioning and hypotheses is None and fn.is_kernel and self.checked_function
                                 and self._versionable(fn.body))
         self.hypotheses: dict[object, tuple[Poly, Poly, Poly]] = {}  # key -> (fact, bound, needed)
+        # the block shape under which such checks are proven (``tile[thread.idx.y + 8 * i]``):
+        # axis -> the largest block.dim along it that proves all of them
+        self.block_limits: dict[str, int] = {}
+        self.block_memo: dict[object, dict[str, int] | None] = {}  # (index, bound) -> its limits
 
     def run(self) -> None:
-        original = copy.deepcopy(self.fn.body) if self.find_hypotheses else None
+        original = _clone(self.fn.body, {}) if self.find_hypotheses else None
         self.fn.body = self.block(self.fn.body)
-        if original is not None and self.hypotheses:
+        if original is not None and (self.hypotheses or self.block_limits):
             self.version(original)
         for assumed in self.prover.grid_checks():
             site = self.fn.grid_sites[assumed.axis]
@@ -167,7 +182,11 @@ class _FunctionProofs:
         loc: ir.Loc = getattr(region[0], "loc", ir.Loc(0, 0))
         tests: list[ir.Expr] = []
         facts: list[Poly] = []
-        for fact, bound, needed in self.hypotheses.values():
+        hypotheses = list(self.hypotheses.values())
+        for axis, limit in sorted(self.block_limits.items()):
+            dim = atom(("reg", f"ntid.{axis}"))
+            hypotheses.append((_block_fact(axis, limit), const(limit), dim))
+        for fact, bound, needed in hypotheses:
             left, right = self.launch_value(bound, loc), self.launch_value(needed, loc)
             if left is None or right is None:
                 continue
@@ -187,30 +206,20 @@ class _FunctionProofs:
         kept = {a.check_site for a in fast.checked} | {st.site for st in ir.statements(fast_body) if isinstance(st, ir.Check)}
         self.removed.difference_update(kept)  # a loop guard the fast copy keeps, say
         test = tests[0] if len(tests) == 1 else ir.BoolOp(LogicOp.AND, tests, BOOL, loc)
-        self.fn.body = self.fn.body[:k] + [ir.If(test, fast_body[k:], self.fn.body[k:], loc, launch_versioned=True)]
+        # the shared arrays: one allocation, declared before the test, which both copies address
+        # (one runs per launch); lowering makes each declaration's pointer in the entry block
+        # whatever its place, so declaring it earlier changes nothing else
+        fast_region, _ = _without_shared(fast_body[k:])
+        slow_region, shared = _without_shared(self.fn.body[k:])
+        self.fn.body = self.fn.body[:k] + shared + [ir.If(test, fast_region, slow_region, loc, launch_versioned=True)]
 
     def _versionable(self, body: list[ir.Stmt]) -> bool:
-        """Small enough to copy, and without shared arrays (its own or its callees')."""
+        """Small enough to copy, and each of its shared arrays declared once under its own name
+        (``version`` declares them before the two copies, which share them). A device function's
+        shared arrays are its own LLVM function's, one allocation however many calls reach it."""
         size = sum(1 for st in ir.statements(body) for r in ir.statement_roots(st) for _ in ir.subexpressions(r))
-        return size <= _MAX_VERSIONED_SIZE and not _declares_shared(body) and not self._calls_shared(body)
-
-    def _calls_shared(self, body: list[ir.Stmt]) -> bool:
-        """Does the body call a device function that declares a shared array (or calls one)?"""
-        by_symbol = {f.symbol: f for f in self.program.functions}
-        seen: set[str] = set()
-        todo = [body]
-        while todo:
-            stmts = todo.pop()
-            for st in ir.statements(stmts):
-                for root in ir.statement_roots(st):
-                    for x in ir.subexpressions(root):
-                        callee = by_symbol.get(getattr(x, "symbol", "")) if isinstance(x, ir.Call) else None
-                        if callee is not None and callee.symbol not in seen:
-                            seen.add(callee.symbol)
-                            if _declares_shared(callee.body):
-                                return True
-                            todo.append(callee.body)
-        return False
+        names = [st.name for st in ir.statements(body) if isinstance(st, ir.ArrayDecl) and _is_shared_decl(st)]
+        return size <= _MAX_VERSIONED_SIZE and len(names) == len(set(names))
 
     def launch_value(self, p: Poly, loc: ir.Loc) -> ir.Expr | None:
         """``p`` (over parameters and view lengths) as an i64 expression the kernel can
@@ -224,9 +233,11 @@ class _FunctionProofs:
             factors: list[ir.Expr] = []
             for a in mono:
                 ty = params.get(a[1])
-                if ty is None:
+                if a[0] == "reg" and a[1][:-2] == "ntid":  # block.dim: the same in every thread
+                    factors.append(ir.Cast(ir.SpecialReg(a[1], I32, loc), I64, loc))
+                elif ty is None:
                     return None
-                if a[0] == "var" and isinstance(ty, ScalarType) and ty.kind in ("int", "uint"):
+                elif a[0] == "var" and isinstance(ty, ScalarType) and ty.kind in ("int", "uint"):
                     var: ir.Expr = ir.Var(a[1], ty, loc)
                     factors.append(var if ty == I64 else ir.Cast(var, I64, loc))
                 elif a[0] == "len" and isinstance(ty, ViewType):
@@ -258,6 +269,8 @@ class _FunctionProofs:
         guards' (``r < R and c < C``: R·C)."""
         if not all(self._launch_invariant(a) for m in bound for a in m):
             return
+        if self.find_block_limits(index, bound, facts):
+            return
         prover = self.prover
         limits: list[Poly] = []
         for f in facts:
@@ -276,6 +289,72 @@ class _FunctionProofs:
             if proven:
                 self.hypotheses.setdefault(key, (fact, bound, needed))
                 return
+
+    def find_block_limits(self, index: Poly, bound: Poly, facts: list[Poly]) -> bool:
+        """Block-shape limits (``block.dim.y <= 8``) under which ``0 <= index < bound`` is
+        proven, for an index of ``thread.idx``/``block.dim``: the largest along each axis the
+        index reads, searched from the axis of the largest stride (``ty * 16 + tx``: y, then x
+        with y's limit), the other axes at 1 until searched; kept as the least over the checks."""
+        strides: dict[str, int] = {}
+        for m, c in index.items():
+            for a in m:
+                if a[0] == "reg" and a[1][:-2] in ("tid", "ntid"):
+                    axis = a[1][-1]
+                    strides[axis] = max(strides.get(axis, 0), abs(c))
+        if not strides:
+            return False
+        key = (_poly_key(index), _poly_key(bound))
+        if key in self.block_memo:  # the same access in another copy of an unrolled body
+            return self.block_memo[key] is not None
+        found = self.block_memo[key] = self._block_limits_of(index, bound, facts, strides)
+        if found is None:
+            return False
+        for axis, limit in found.items():
+            self.block_limits[axis] = min(self.block_limits.get(axis, limit), limit)
+        return True
+
+    def _block_limits_of(self, index: Poly, bound: Poly, facts: list[Poly],
+                         strides: dict[str, int]) -> dict[str, int] | None:
+        prover = self.prover
+
+        def under(limits: dict[str, int], question: Callable[[list[Poly]], T]) -> T:
+            extra = [_block_fact(axis, limit) for axis, limit in sorted(limits.items())]
+            saved = (set(prover.used), set(prover.active), dict(prover.assumptions), dict(prover.grid_limit))
+            try:
+                return question(facts + extra)
+            finally:
+                prover.used, prover.active, prover.assumptions, prover.grid_limit = saved
+
+        def proven_with(limits: dict[str, int]) -> bool:
+            return under(limits, lambda more: prover.in_range(index, bound, more))
+
+        def highest(limits: dict[str, int]) -> int:
+            return under(limits, lambda more: prover.interval(index, more)[1])
+
+        limits = {axis: 1 for axis in strides}
+        if not proven_with(limits):
+            return None  # not a matter of the block's shape
+        found: dict[str, int] = {}
+        for axis in sorted(strides, key=lambda a: (-strides[a], a)):
+            lo, hi = 1, _BLOCK_DIM_MAX[axis]
+            if proven_with({**limits, axis: hi}):
+                limits[axis] = hi
+                continue  # this axis does not matter
+            top = _constant(bound)
+            if top is not None:  # the index's interval grows by a stride a thread: the limit it allows first
+                first, second = highest({**limits, axis: 1}), highest({**limits, axis: 2})
+                if second > first:
+                    guess = min(max((top - 1 - first) // (second - first) + 1, 1), hi - 1)
+                    if proven_with({**limits, axis: guess}):
+                        lo, hi = guess, guess + 1  # the interval's own limit, taken as the largest
+            while hi - lo > 1:  # lo proves it, hi does not
+                mid = (lo + hi) // 2
+                if proven_with({**limits, axis: mid}):
+                    lo = mid
+                else:
+                    hi = mid
+            limits[axis] = found[axis] = lo
+        return found
 
     def _stable(self, name: str) -> bool:
         """Does ``name`` keep one value while it is visible (so facts about it stay true)?"""
@@ -502,6 +581,10 @@ class _FunctionProofs:
         positive = p.nonneg(add(st, const(-1)), facts)
         if positive:  # step ≥ 1: start ≤ v < stop
             body = [add(v, lo, -1), add(add(hi, v, -1), const(-1))]
+            start, stop, step = (_constant(q) for q in (lo, hi, st))
+            if start is not None and stop is not None and step is not None and stop > start:
+                # v ≤ the last value it takes (range(0, 32, 8): 24)
+                body.append(add(const(start + (stop - start - 1) // step * step), v, -1))
             # v + step must not wrap: stop - 1 + step ≤ max
             no_wrap = add(add(const(limits[1] + 1), hi, -1), st, -1)
         elif p.nonneg(add(const(-1), st, -1), facts):  # step ≤ -1: stop < v ≤ start
@@ -632,6 +715,43 @@ class _FunctionProofs:
 
 
 
+def _clone(x: T, memo: dict[int, object]) -> T:
+    """A deep copy of IR ``x`` (an expression used twice stays one), without copying what
+    cannot change: frozen dataclasses (types, locations), strings, numbers. copy.deepcopy's
+    generic walk took most of the pass's time on kernels with large unrolled bodies."""
+    cls = type(x)
+    leaf = _LEAF_TYPES.get(cls)
+    if leaf is None:
+        params = getattr(cls, "__dataclass_params__", None)
+        leaf = _LEAF_TYPES[cls] = cls not in (list, tuple, dict, set) and (params is None or params.frozen)
+    if leaf:
+        return x
+    if cls is list:
+        return [_clone(v, memo) for v in x]  # type: ignore[attr-defined, return-value]
+    if cls is tuple:
+        return tuple(_clone(v, memo) for v in x)  # type: ignore[attr-defined, return-value]
+    if cls is dict:
+        return {k: _clone(v, memo) for k, v in x.items()}  # type: ignore[attr-defined, return-value]
+    if cls is set:
+        return set(x)  # type: ignore[call-overload, no-any-return]
+    if id(x) in memo:
+        return memo[id(x)]  # type: ignore[return-value]
+    new = object.__new__(cls)
+    memo[id(x)] = new
+    fields = new.__dict__
+    for name, value in x.__dict__.items():
+        fields[name] = _clone(value, memo)
+    return new
+
+
+_LEAF_TYPES: dict[type, bool] = {}  # a type _clone need not copy (immutable): True
+
+
+def _constant(p: Poly) -> int | None:
+    """The value of a constant polynomial, else None."""
+    return None if set(p) - {()} else p.get((), 0)
+
+
 def _poly_key(p: Poly) -> object:
     return tuple(sorted(p.items()))
 
@@ -642,10 +762,32 @@ def _prefix_length(body: list[ir.Stmt]) -> int:
     return max((n + 1 for n, st in enumerate(body) if isinstance(st, ir.Check) and st.hoistable), default=0)
 
 
-def _declares_shared(stmts: list[ir.Stmt]) -> bool:
-    """Does any statement declare a shared array (one allocation per declaration)?"""
-    return any(isinstance(st, ir.ArrayDecl) and isinstance(st.ty, ArrayType) and st.ty.space == "shared"
-               for st in ir.statements(stmts))
+def _is_shared_decl(st: ir.Stmt) -> bool:
+    """Does ``st`` declare a shared array (one allocation per declaration)?"""
+    return isinstance(st, ir.ArrayDecl) and isinstance(st.ty, ArrayType) and st.ty.space == "shared"
+
+
+def _without_shared(stmts: list[ir.Stmt]) -> tuple[list[ir.Stmt], list[ir.Stmt]]:
+    """``stmts`` (and the bodies nested in them) without their shared-array declarations, and
+    those declarations in source order."""
+    decls: list[ir.Stmt] = []
+
+    def strip(body: list[ir.Stmt]) -> list[ir.Stmt]:
+        out: list[ir.Stmt] = []
+        for st in body:
+            if _is_shared_decl(st):
+                decls.append(st)
+                continue
+            if isinstance(st, ir.If):
+                st.then, st.orelse = strip(st.then), strip(st.orelse)
+            elif isinstance(st, ir.While):
+                st.body, st.step = strip(st.body), strip(st.step)
+            elif isinstance(st, ir.Block):
+                st.body = strip(st.body)
+            out.append(st)
+        return out
+
+    return strip(stmts), decls
 
 
 

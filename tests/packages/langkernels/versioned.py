@@ -1,6 +1,6 @@
 """A kernel whose checks hold under launch-invariant facts: launch-versioned (tests/test_bounds_gpu.py)."""
 import oxide as ox
-from oxide import DisjointSlice, Slice, f32, i32, thread
+from oxide import DisjointSlice, MutSlice, Slice, block, f32, i32, thread
 
 
 @ox.kernel
@@ -10,3 +10,26 @@ def guarded_axpy(a: f32, x: Slice[f32], y: Slice[f32], out: DisjointSlice[f32], 
     i = thread.index_1d()
     if i < n:
         out[i] = a * x[i] + y[i]
+
+
+TILE = 16
+
+
+@ox.kernel
+def tile_transpose(x: Slice[f32], out: MutSlice[f32], n: i32) -> None:
+    """An n x n transpose through a 16 x 16 shared tile indexed by ``thread.idx``: its checks hold
+    when block.dim <= 16 along x and y, so the kernel is launch-versioned on that (one tile, which
+    both copies address); a larger block takes the checked copy, whose ``tile[...]`` check reports."""
+    tile = ox.shared.array((TILE, TILE), f32)
+    tx = thread.idx.x
+    ty = thread.idx.y
+    in_row = block.idx.y * TILE + ty
+    in_col = block.idx.x * TILE + tx
+    if in_row < n and in_col < n:
+        tile[ty, tx] = x[in_row * n + in_col]
+    block.sync()
+    out_row = block.idx.x * TILE + ty
+    out_col = block.idx.y * TILE + tx
+    if out_row < n and out_col < n:
+        with ox.unsafe():
+            out[out_row * n + out_col] = tile[tx, ty]
