@@ -345,6 +345,8 @@ def bench_saxpy(ctx: GpuContext) -> Record:
             "examples/saxpy.py saxpy_fast: 16-byte accesses, 4 vectors in flight a thread, grid-stride over tiles, "
             "fast_grid blocks (BLOCKS_PER_SM per SM)")
     measure(ctx, rec, "oxide_fast_8sm", fast(8), check, "saxpy_fast on 8 blocks per SM (tuning: not in the ratios)")
+    measure(ctx, rec, "oxide_fast_1tile", fast(1 << 20), check, "saxpy_fast on one block a tile, no grid-stride (tuning: not in the ratios)")
+    measure(ctx, rec, "oxide_fast_2sm", fast(2), check, "saxpy_fast on 2 blocks per SM (tuning: not in the ratios)")
     measure_library(ctx, rec, "torch.add(y, x, alpha=a, out=out)", library, check)
     return rec
 
