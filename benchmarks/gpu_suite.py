@@ -342,11 +342,9 @@ def bench_saxpy(ctx: GpuContext) -> Record:
     measure(ctx, rec, "cuda", cuda, check)
     measure(ctx, rec, "numba", numba, check)
     measure(ctx, rec, "oxide_fast", fast(None), check,
-            "examples/saxpy.py saxpy_fast: 16-byte accesses, 4 vectors in flight a thread, grid-stride over tiles, "
-            "fast_grid blocks (BLOCKS_PER_SM per SM)")
-    measure(ctx, rec, "oxide_fast_8sm", fast(8), check, "saxpy_fast on 8 blocks per SM (tuning: not in the ratios)")
-    measure(ctx, rec, "oxide_fast_1tile", fast(1 << 20), check, "saxpy_fast on one block a tile, no grid-stride (tuning: not in the ratios)")
-    measure(ctx, rec, "oxide_fast_2sm", fast(2), check, "saxpy_fast on 2 blocks per SM (tuning: not in the ratios)")
+            "examples/saxpy.py saxpy_fast: 16-byte accesses, 4 vectors in flight a thread, fast_grid's blocks "
+            "(BLOCKS_PER_SM: None, one block a tile)")
+    measure(ctx, rec, "oxide_fast_4sm", fast(4), check, "saxpy_fast on 4 blocks per SM walking the tiles (tuning: not in the ratios)")
     measure_library(ctx, rec, "torch.add(y, x, alpha=a, out=out)", library, check)
     return rec
 

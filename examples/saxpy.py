@@ -14,8 +14,9 @@ checked on the host) and the loop bounds prove every index in range: no bounds c
 in the device code (``oxide inspect examples/saxpy.py::saxpy_fast`` says "checks left in the
 device code: 0"). The stores go through a ``MutSlice`` inside ``ox.unsafe()`` because a
 grid-stride loop writes elements other than ``thread.index_1d()``, which a ``DisjointSlice``
-does not allow; the indices are still checked, and proven. The grid is a few blocks per
-multiprocessor (:func:`fast_grid`), not one thread per element.
+does not allow; the indices are still checked, and proven. The grid (:func:`fast_grid`) is one
+block a tile by default, so each block's loop runs once; with ``blocks_per_sm`` a few blocks a
+multiprocessor walk the tiles instead (slower on an H200: 4106 against 4315 GB/s).
 """
 import oxide as ox
 from oxide import DisjointSlice, MutSlice, Slice, block, f32, f64, grid, i64, kernel, thread
@@ -43,7 +44,7 @@ def saxpy_unchecked(a: T, x: Slice[T], y: Slice[T], out: DisjointSlice[T]) -> No
 BLOCK = 256  # threads per block of saxpy_fast
 VECS = 4  # vectors in flight per thread and input
 TILE = VECS * BLOCK  # vectors per tile
-BLOCKS_PER_SM = 4
+BLOCKS_PER_SM: int | None = None  # None: one block a tile, no grid-stride (the fastest on an H200, 2026-12-03)
 
 
 @kernel
@@ -83,12 +84,17 @@ def saxpy_fast(a: T, x: Slice[T], y: Slice[T], out: MutSlice[T]) -> None:
             out[j] = a * x[j] + y[j]
 
 
-def fast_grid(n: int, sm_count: int | None = None, blocks_per_sm: int = BLOCKS_PER_SM) -> int:
-    """The grid of ``saxpy_fast`` for ``n`` elements: ``blocks_per_sm`` blocks per multiprocessor
-    (of the current device when ``sm_count`` is None), no more than there are tiles, at least 1."""
+def fast_grid(n: int, sm_count: int | None = None, blocks_per_sm: int | None = BLOCKS_PER_SM) -> int:
+    """The grid of ``saxpy_fast`` for ``n`` elements: one block a tile when ``blocks_per_sm`` is
+    None (each block's loop runs once, as torch's elementwise kernels: on an H200 at 2^28 floats
+    that was 4315 GB/s against 4106 for 4 blocks a multiprocessor), else ``blocks_per_sm`` blocks
+    per multiprocessor (of the current device when ``sm_count`` is None) walking the tiles, no
+    more than there are tiles; at least 1."""
+    tiles = (n // 4 + TILE - 1) // TILE
+    if blocks_per_sm is None:
+        return max(1, tiles)
     if sm_count is None:
         sm_count = multiprocessor_count()
-    tiles = (n // 4 + TILE - 1) // TILE
     return max(1, min(sm_count * blocks_per_sm, tiles))
 
 

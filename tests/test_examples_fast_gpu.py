@@ -59,8 +59,9 @@ def test_saxpy_fast(n: int, dtype: type, grid: object) -> None:
 def test_saxpy_fast_grid() -> None:
     from examples.saxpy import TILE, fast_grid
 
-    assert fast_grid(1 << 28, sm_count=132) == 132 * 4  # a few blocks per multiprocessor
-    assert fast_grid(1 << 28, sm_count=132, blocks_per_sm=8) == 132 * 8
+    assert fast_grid(1 << 28, sm_count=132) == (1 << 26) // TILE  # one block a tile
+    assert fast_grid(1 << 28, sm_count=132, blocks_per_sm=4) == 132 * 4  # or a few a multiprocessor, walking them
+    assert fast_grid(4 * TILE * 3, sm_count=132, blocks_per_sm=4) == 3
     assert fast_grid(4 * TILE * 3, sm_count=132) == 3  # no more blocks than tiles
     assert fast_grid(4 * TILE * 3 + 4, sm_count=132) == 4  # a last, partial tile
     assert fast_grid(4 * TILE * 3 + 3, sm_count=132) == 3  # the last n % 4 elements need no tile
