@@ -23,7 +23,7 @@ The kernel parameter block the runtime packs is described in ``oxide.abi.params`
 
 import json
 from pathlib import Path
-from typing import Any, Callable, NamedTuple, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 from .params import (
     AGGREGATE_PARAMS,
@@ -49,6 +49,11 @@ from .records import is_record_dtype
 from .scalars import SCALAR_TYPES
 from .vectors import VECTOR_LANES
 from .views import MAX_TENSOR_NDIM, ViewKind
+
+if TYPE_CHECKING:  # type checkers see NamedTuple; oxide.abi.records_base says why not at run time
+    from typing import NamedTuple as Record
+else:
+    from .records_base import Record
 
 __all__ = [
     "file_sha256",
@@ -158,7 +163,7 @@ class ManifestError(ValueError):
     """A manifest that does not follow the schema; the message names the field."""
 
 
-class ParamSpec(NamedTuple):
+class ParamSpec(Record):
     name: str
     # SCALAR_PARAM, CONSTEXPR_PARAM (compiled in, not passed), STRUCT_PARAM, VECTOR_PARAM,
     # TENSOR_MAP_PARAM (a TMA descriptor: dtype its element type, ndim its rank) or a ViewKind value
@@ -216,7 +221,7 @@ class ParamSpec(NamedTuple):
         return self.is_view and ViewKind(self.kind).is_tensor
 
 
-class Precondition(NamedTuple):
+class Precondition(Record):
     """A kernel ``assert`` (or a limit its bounds proofs assume) that depends only on launch
     arguments and launch dimensions: the runtime checks it before launching, so the device
     does not. ``site`` is its ErrorSite; ``code`` is the condition's program (the encoding of
@@ -226,7 +231,7 @@ class Precondition(NamedTuple):
     code: tuple[Instruction, ...]
 
 
-class KernelSpec(NamedTuple):
+class KernelSpec(Record):
     name: str  # the Python name of the kernel
     symbol: str  # the entry point in the cubin
     params: tuple[ParamSpec, ...]
@@ -265,7 +270,7 @@ def entry_param_starts(params: Sequence[ParamSpec]) -> list[int]:
     return starts
 
 
-class ErrorSite(NamedTuple):
+class ErrorSite(Record):
     """A place in the source where a device-side check can fail (bounds check, assert)."""
 
     id: int
@@ -277,7 +282,7 @@ class ErrorSite(NamedTuple):
     what: str  # e.g. "x[i]"
 
 
-class ModuleArrayRecord(NamedTuple):
+class ModuleArrayRecord(Record):
     """A module-level array in device memory (``ox.constant.array``, ``ox.global_memory.array``):
     the host reads and writes it by ``symbol`` in the loaded code (``cuModuleGetGlobal``)."""
 
@@ -288,7 +293,7 @@ class ModuleArrayRecord(NamedTuple):
     shape: tuple[int, ...]
 
 
-class ModulePart(NamedTuple):
+class ModulePart(Record):
     """Kernels of a module compiled on their own, into code of their own (a build splits a
     module of many kernels into parts that compile in parallel and are cached one by one): the
     runtime loads the part's code for a kernel it holds, with the part's error sites."""
@@ -299,7 +304,7 @@ class ModulePart(NamedTuple):
     error_sites: tuple[ErrorSite, ...] = ()
 
 
-class ModuleManifest(NamedTuple):
+class ModuleManifest(Record):
     module: str  # dotted module name, e.g. "sample.kernels"
     source: str  # source file name, relative to the module's directory
     source_sha256: str

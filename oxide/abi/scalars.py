@@ -1,8 +1,13 @@
 """The scalar types of the kernel language and how they are laid out: a kernel's scalar
 parameters, array element types and the manifest name them by ``ScalarType.name``."""
 
-# No ``from __future__ import annotations``: typing.NamedTuple compiles string annotations (issue 28, cold start).
-from typing import Any, NamedTuple
+# Annotations evaluated (no ``from __future__ import annotations``), as typing.NamedTuple wants them.
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # type checkers see NamedTuple; oxide.abi.records_base says why not at run time
+    from typing import NamedTuple as Record
+else:
+    from .records_base import Record
 
 __all__ = [
     "ScalarType", "SCALAR_TYPES",
@@ -11,7 +16,7 @@ __all__ = [
 ]
 
 
-class ScalarType(NamedTuple):
+class ScalarType(Record):
     """A scalar type of the kernel language (``f32``, ``i64``, ...). (A NamedTuple, not a
     dataclass: importing ``dataclasses`` and generating the class would cost milliseconds at
     ``import oxide``.)"""

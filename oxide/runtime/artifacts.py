@@ -11,18 +11,23 @@ recompile fails for want of a toolchain piece, is still used, with one warning p
 says why.
 """
 
-# No ``from __future__ import annotations``: typing.NamedTuple compiles string annotations (issue 28, cold start).
+# Annotations evaluated (no ``from __future__ import annotations``), as typing.NamedTuple wants them.
 import importlib
 import importlib.util
 import os
 import _thread  # threading's locks without importing threading (0.5 ms at import: issue 28)
 import warnings
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable
 
 from oxide.errors import CudaError
 from oxide.runtime import device_choice
 from oxide.abi.manifest import ModuleManifest, changed_source, file_sha256, load_manifest, manifest_path
+
+if TYPE_CHECKING:  # type checkers see NamedTuple; oxide.abi.records_base says why not at run time
+    from typing import NamedTuple as Record
+else:
+    from oxide.abi.records_base import Record
 
 __all__ = [
     "StaleCodeWarning",
@@ -41,7 +46,7 @@ class StaleCodeWarning(RuntimeWarning):
     """The precompiled kernels were built from a different version of their source."""
 
 
-class LocatedManifest(NamedTuple):
+class LocatedManifest(Record):
     manifest: ModuleManifest
     path: Path  # the manifest file (on the CPU device: the source's path and "#cpu", a key)
     directory: Path  # where its code files are (the manifest's directory)

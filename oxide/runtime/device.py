@@ -9,9 +9,14 @@ from __future__ import annotations
 import contextlib
 import sys
 import _thread  # threading's locks without importing threading (0.5 ms at import: issue 28)
-from typing import Any, Iterator, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, Iterator, NoReturn
 
 from oxide.errors import CudaError
+
+if TYPE_CHECKING:  # type checkers see NamedTuple; oxide.abi.records_base says why not at run time
+    from typing import NamedTuple as Record
+else:
+    from oxide.abi.records_base import Record
 
 __all__ = [
     "DriverBindingsWarning",
@@ -54,7 +59,7 @@ _primary: dict[int, Any] = {}  # device ordinal -> retained primary CUcontext (n
 _devices: dict[int, DeviceInfo] = {}  # context handle -> the device it runs on
 
 
-class DeviceInfo(NamedTuple):
+class DeviceInfo(Record):
     """A GPU as the code selection sees it."""
 
     ordinal: int

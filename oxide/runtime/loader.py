@@ -6,13 +6,18 @@ major version with a lower minor (binary compatible), else PTX the driver compil
 error that lists what the package has.
 """
 
-# No ``from __future__ import annotations``: typing.NamedTuple compiles string annotations (issue 28, cold start).
+# Annotations evaluated (no ``from __future__ import annotations``), as typing.NamedTuple wants them.
 import sys
 import _thread  # threading's locks without importing threading (0.5 ms at import: issue 28)
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from oxide.abi.manifest import ErrorSite
+
+if TYPE_CHECKING:  # type checkers see NamedTuple; oxide.abi.records_base says why not at run time
+    from typing import NamedTuple as Record
+else:
+    from oxide.abi.records_base import Record
 from oxide.errors import CudaError
 from oxide.runtime import device, kernel_errors
 
@@ -30,7 +35,7 @@ LOAD_LOCK = _thread.RLock()
 _modules: dict[tuple[int, str], Any] = {}  # (context uid, code file) -> CUmodule
 
 
-class CodeChoice(NamedTuple):
+class CodeChoice(Record):
     kind: str  # "cubin" or "ptx"
     arch: str  # the manifest key, e.g. "sm_90"
     file: str  # file name inside the artifact directory
