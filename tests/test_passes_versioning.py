@@ -50,9 +50,9 @@ def features(A: Slice[f32], out: DisjointSlice[f32], NX: i32, NY: i32, c: i32) -
 '''
 
 
-def _program(tmp_path: Path) -> ir.Program:
+def _program(tmp_path: Path, source: str = SOURCE) -> ir.Program:
     src = tmp_path / "vk.py"
-    src.write_text(textwrap.dedent(SOURCE).replace("i64(", "ox.i64("))
+    src.write_text(textwrap.dedent(source).replace("i64(", "ox.i64("))
     index = ProjectIndex(tmp_path)
     program = build_program(index, index.add_file(src, "vk")).program
     names = {"bounds-elimination", "check-versioning"}  # the kernels as written, not launch-versioned
@@ -87,6 +87,8 @@ def _eval(e: ir.Expr, env: dict[str, int]) -> int:
         return _wrap(_eval(e.operand, env), e.ty)
     if isinstance(e, ir.BinOp):
         a, b = _eval(e.left, env), _eval(e.right, env)
+        if e.op.value == "//":
+            return _wrap(a // b, e.ty)  # floor, as the IR's // is
         return _wrap({"+": a + b, "-": a - b, "*": a * b}[e.op.value], e.ty)
     if isinstance(e, ir.Compare):
         a, b = _eval(e.left, env), _eval(e.right, env)
@@ -159,3 +161,89 @@ def test_the_test_before_the_loop_is_sound_and_holds_for_ordinary_sizes(tmp_path
                     "$stop1": 64, "$stop3": 64, "$stop5": 64}
         assert _eval(cond, ordinary), fn.python_name
         assert held > 100, (fn.python_name, held)
+
+
+STEPPED = '''
+import oxide as ox
+from oxide import DisjointSlice, Slice, block, f32, i32, thread
+
+
+@ox.kernel
+def strided(A: Slice[f32], out: DisjointSlice[f32], W: i32, N: i32, c: i32) -> None:
+    p = thread.index_1d()
+    if p < W:
+        out[p] = 0.0
+        for r in range(1, N, 3):
+            out[p] += A[i32(p) + r * W - c]
+
+
+@ox.kernel
+def tiled(A: Slice[f32], out: DisjointSlice[f32], W: i32, c: i32) -> None:
+    tile = ox.shared.array((32, 33), f32)
+    for i in range(0, 32, 8):
+        tile[thread.idx.y + i, thread.idx.x] = A[c + i * W]
+    block.sync()
+    out[thread.index_1d()] = tile[thread.idx.x, thread.idx.y]
+'''
+
+
+def test_a_loop_of_constant_step_and_one_indexing_a_2d_array_are_versioned(tmp_path: Path) -> None:
+    """range(start, stop, s) with a constant s > 1 (the tiles of a transpose), and a body that
+    indexes a 2-D shared array (flat_index, checked_index: index arithmetic, no barrier)."""
+    program = _program(tmp_path, STEPPED)
+    for fn in program.functions:
+        fast = _versioned(fn).then[0]
+        assert isinstance(fast, ir.While)
+        loads = [x for s in ir.statements(fast.body) for root in ir.statement_roots(s)
+                 for x in ir.subexpressions(root) if isinstance(x, ir.ViewLoad) and x.view.name == "A"]  # type: ignore[union-attr]
+        assert loads and all(x.check_site is None for x in loads), fn.python_name
+
+
+def test_the_test_before_a_stepped_loop_is_sound(tmp_path: Path) -> None:
+    """The last index the loop takes is start + the largest multiple of s <= stop - 1 - start,
+    not stop - 1: a test that held with stop - 1 would refuse sizes it need not, one with a
+    wrong last value would let an index out of range through."""
+    fn = next(f for f in _program(tmp_path, STEPPED).functions if f.python_name == "strided")
+    test = _versioned(fn)
+    loop = test.then[0]
+    assert isinstance(loop, ir.While) and isinstance(loop.cond, ir.Compare) and isinstance(loop.cond.right, ir.Var)
+    stop_name = loop.cond.right.name
+    rng = random.Random(29)
+    held = 0
+    for trial in range(4000):
+        w, n = rng.choice([rng.randrange(0, 200), 2**30 + 7, 2**31 - 1]), rng.randrange(0, 40)
+        c, p = rng.choice([0, 1, -7, 2**31 - 1, rng.randrange(0, 100)]), rng.randrange(0, 50)
+        length = rng.choice([w * n, w * n + 1, max(w * n - 1, 0), w * (n - 1) + 50, 2**62, rng.randrange(0, 5000)])
+        env = {"W": w, "N": n, "c": c, "p": p, "len A": length, stop_name: n}
+        ok = all(0 <= _wrap(_wrap(_wrap(p + _wrap(r * w, I32), I32) - c, I32), I32) < length for r in range(1, n, 3))
+        if _eval(test.cond, env):
+            held += 1
+            assert ok, env
+    # the last r of range(1, 12, 3) is 10, not 11: an array of 10 * W + p + 1 elements holds every index
+    env = {"W": 64, "N": 12, "c": 0, "p": 3, "len A": 10 * 64 + 4, stop_name: 12}
+    assert _eval(test.cond, env)
+    env["len A"] -= 1
+    assert not _eval(test.cond, env)
+    assert held > 100, held
+
+
+def test_the_transpose_tile_loops_run_unchecked_in_the_fast_copy() -> None:
+    """cuda-samples transposeNoBankConflicts: ``for i in range(0, TILE_DIM, BLOCK_ROWS)`` (step 8)
+    over a 2-D shared tile. Its global load and store each kept a check in the block-shape
+    versioned copy, and a check between one load and the next shared store serializes the
+    loads (ptxas issues the next load only after the store, which waits for the data); now each
+    loop has an unchecked copy behind one test."""
+    root = Path(__file__).resolve().parent / "packages" / "ports"
+    index = ProjectIndex(root)
+    program = run_pipeline(build_program(index, index.add_file(root / "port_transpose_coalesced.py", "ptc")).program)
+    fn = next(f for f in program.functions if f.python_name == "transpose_no_bank_conflicts")
+    launch = next(s for s in fn.body if isinstance(s, ir.If) and s.launch_versioned)
+    tests = [s for s in launch.then if isinstance(s, ir.If)]
+    assert len(tests) == 2  # the load loop and the store loop
+    for test in tests:
+        fast = test.then[0]
+        assert isinstance(fast, ir.While)
+        sites = [x for s in ir.statements(fast.body) for x in ([s] if isinstance(s, ir.Store) else [])
+                 + [y for root in ir.statement_roots(s) for y in ir.subexpressions(root) if isinstance(y, ir.ViewLoad)]
+                 if x.check_site is not None]
+        assert sites == []

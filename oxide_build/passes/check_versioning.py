@@ -3,12 +3,14 @@ proves them in range (``for j in range(NY): A[i * NY + j]`` under ``if i < NX``,
 ``NY`` arguments the compiler cannot tie to ``len(A)``), runs an unchecked copy when one test
 before the loop shows every index it can take in range, and the checked loop otherwise.
 
-For an innermost ``for j in range(start, stop)`` (step 1, ``j`` not assigned in the body) and a
+For an innermost ``for j in range(start, stop, s)`` (``s`` a constant >= 1, ``j`` not assigned in the body) and a
 checked load or store ``v[e]`` in it, with ``v`` and every other name in ``e`` unchanged by the
 loop and ``e`` built of ``+``, ``-``, ``*`` by a loop-invariant value, negation and integer casts
 over ``j``: ``e`` is linear in ``j`` modulo its width, ``e(j) = A + B·(j - start)`` with ``A =
 e(start)`` and ``B = e(start + 1) - e(start)`` computed as the machine computes them. The test
-(in i64, before the loop) asks ``0 <= D = stop - 1 - start < 2**31``, ``|B| < 2**31`` and both
+(in i64, before the loop) asks ``0 <= stop - 1 - start < 2**31``, then with ``D`` the last value
+``j`` takes less ``start`` (``stop - 1 - start`` for step 1, else its largest multiple of ``s``:
+every ``j`` is ``start`` plus a multiple of ``s`` in ``[0, D]``), ``|B| < 2**31`` and both
 ends, ``A`` and ``A + B·D`` (exact in i64 then), within ``[0, len(v))`` and within the index
 type; the ends of a linear function bound every value between them, so no index the loop takes
 is out of range and none wrapped. Each widening cast of a sub-expression that moves with ``j``
@@ -73,8 +75,9 @@ class CheckVersioning:
 
     def _version(self, loop: ir.While) -> ir.If | None:
         r = loop.range
-        if r is None or r.rebinds or not (isinstance(r.step, ir.Const) and r.step.value == 1):
+        if r is None or r.rebinds or not (isinstance(r.step, ir.Const) and type(r.step.value) is int and r.step.value >= 1):
             return None
+        step = r.step.value
         cond = loop.cond  # j < $stop: the stop as the loop evaluated it, before its first trip
         if not (isinstance(cond, ir.Compare) and cond.op == CompareOp.LT and isinstance(cond.left, ir.Var)
                 and cond.left.name == r.var and isinstance(cond.right, ir.Var)):
@@ -96,8 +99,13 @@ class CheckVersioning:
             return None
         loc = loop.loc
         start64 = _i64(copy.deepcopy(r.start), loc)
-        span = _sub(_sub(_i64(copy.deepcopy(cond.right), loc), _const(1, loc), loc), start64, loc)  # D
-        tests: list[ir.Expr] = [_cmp(CompareOp.GE, span, _const(0, loc), loc), _cmp(CompareOp.LT, span, _const(_LIMIT, loc), loc)]
+        raw = _sub(_sub(_i64(copy.deepcopy(cond.right), loc), _const(1, loc), loc), start64, loc)  # stop - 1 - start
+        tests: list[ir.Expr] = [_cmp(CompareOp.GE, raw, _const(0, loc), loc), _cmp(CompareOp.LT, raw, _const(_LIMIT, loc), loc)]
+        # D: the last value j takes, less start (for step s, the largest multiple of s <= raw;
+        # raw >= 0 there, so // is the floor), within [0, raw]
+        span = raw if step == 1 else ir.BinOp(
+            BinaryOp.MUL, ir.BinOp(BinaryOp.FLOOR_DIV, copy.deepcopy(raw), _const(step, loc), I64, loc),
+            _const(step, loc), I64, loc)
         # locals the body assigns once, as a statement of its own: their value stands for them
         # in the accesses of later statements (the value's names do not change in the loop)
         counts: dict[str, int] = {}
@@ -131,7 +139,14 @@ class CheckVersioning:
         return ir.If(ir.BoolOp(LogicOp.AND, tests, BOOL, loc), [fast], [loop], loc)
 
 
+# the IR's own index markers (lower/intrinsics.py): an array's flattened index and a checked one,
+# plain arithmetic (and a check) with no barrier in them
+_INDEX_MARKERS = frozenset({"flat_index", "checked_index"})
+
+
 def _convergent(x: ir.Intrinsic) -> bool:
+    if x.name in _INDEX_MARKERS:
+        return False
     info = intrinsic_info(x.name)
     return info is None or info.convergent
 
