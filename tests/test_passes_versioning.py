@@ -173,7 +173,7 @@ def strided(A: Slice[f32], out: DisjointSlice[f32], W: i32, N: i32, c: i32) -> N
     p = thread.index_1d()
     if p < W:
         out[p] = 0.0
-        for r in range(1, N, 3):
+        for r in range(2, N, 3):
             out[p] += A[i32(p) + r * W - c]
 
 
@@ -215,16 +215,22 @@ def test_the_test_before_a_stepped_loop_is_sound(tmp_path: Path) -> None:
         c, p = rng.choice([0, 1, -7, 2**31 - 1, rng.randrange(0, 100)]), rng.randrange(0, 50)
         length = rng.choice([w * n, w * n + 1, max(w * n - 1, 0), w * (n - 1) + 50, 2**62, rng.randrange(0, 5000)])
         env = {"W": w, "N": n, "c": c, "p": p, "len A": length, stop_name: n}
-        ok = all(0 <= _wrap(_wrap(_wrap(p + _wrap(r * w, I32), I32) - c, I32), I32) < length for r in range(1, n, 3))
+        ok = all(0 <= _wrap(_wrap(_wrap(p + _wrap(r * w, I32), I32) - c, I32), I32) < length for r in range(2, n, 3))
         if _eval(test.cond, env):
             held += 1
             assert ok, env
-    # the last r of range(1, 12, 3) is 10, not 11: an array of 10 * W + p + 1 elements holds every index
-    env = {"W": 64, "N": 12, "c": 0, "p": 3, "len A": 10 * 64 + 4, stop_name: 12}
+    # the last r of range(2, 13, 3) is 11, not 12: an array of 11 * W + p + 1 elements holds every index
+    env = {"W": 64, "N": 13, "c": 0, "p": 3, "len A": 11 * 64 + 4, stop_name: 13}
     assert _eval(test.cond, env)
     env["len A"] -= 1
     assert not _eval(test.cond, env)
     assert held > 100, held
+    # every index in range (W = 0), but r + 3 wraps past N = 2**31 - 1 after the last r
+    # (2**31 - 3): the loop would go on with negative r, so the test must not hold
+    env = {"W": 0, "N": 2**31 - 1, "c": 0, "p": 3, "len A": 2**62, stop_name: 2**31 - 1}
+    assert not _eval(test.cond, env)
+    env[stop_name] = env["N"] = 2**31 - 3  # last r 2**31 - 6, then 2**31 - 3: no wrap
+    assert _eval(test.cond, env)
 
 
 def test_the_transpose_tile_loops_run_unchecked_in_the_fast_copy() -> None:

@@ -10,7 +10,8 @@ over ``j``: ``e`` is linear in ``j`` modulo its width, ``e(j) = A + B·(j - star
 e(start)`` and ``B = e(start + 1) - e(start)`` computed as the machine computes them. The test
 (in i64, before the loop) asks ``0 <= stop - 1 - start < 2**31``, then with ``D`` the last value
 ``j`` takes less ``start`` (``stop - 1 - start`` for step 1, else its largest multiple of ``s``:
-every ``j`` is ``start`` plus a multiple of ``s`` in ``[0, D]``), ``|B| < 2**31`` and both
+every ``j`` is ``start`` plus a multiple of ``s`` in ``[0, D]``; for ``s > 1`` also
+``start + D + s`` within ``j``'s type, so that ``j`` cannot wrap past ``stop``), ``|B| < 2**31`` and both
 ends, ``A`` and ``A + B·D`` (exact in i64 then), within ``[0, len(v))`` and within the index
 type; the ends of a linear function bound every value between them, so no index the loop takes
 is out of range and none wrapped. Each widening cast of a sub-expression that moves with ``j``
@@ -106,6 +107,11 @@ class CheckVersioning:
         span = raw if step == 1 else ir.BinOp(
             BinaryOp.MUL, ir.BinOp(BinaryOp.FLOOR_DIV, copy.deepcopy(raw), _const(step, loc), I64, loc),
             _const(step, loc), I64, loc)
+        if step > 1:
+            # the last j plus s within j's type: else j wraps past stop and the loop goes on
+            # with values outside [start, start + D] (a step of 1 stops at stop <= the maximum)
+            top = min(_type_bounds(r.ty)[1], (1 << 63) - 1)
+            tests.append(_cmp(CompareOp.LE, copy.deepcopy(start64), _sub(_const(top - step, loc), copy.deepcopy(span), loc), loc))
         # locals the body assigns once, as a statement of its own: their value stands for them
         # in the accesses of later statements (the value's names do not change in the loop)
         counts: dict[str, int] = {}
