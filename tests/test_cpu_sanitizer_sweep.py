@@ -89,6 +89,47 @@ def test_oxide_sanitize_finds_a_race_at_the_launch(tmp_path: Path, on_cpu_device
     np.testing.assert_array_equal(out[1:], x[:-1])
 
 
+RELAY = '''\
+import oxide as ox
+from oxide import MutSlice, f64, i64, thread, u32
+
+
+@ox.kernel
+def relay(values: MutSlice[f64], flags: MutSlice[u32], counter: MutSlice[u32], ordered: bool) -> None:
+    if thread.idx.x == 0:
+        k = i64(ox.atomic.add(counter, 0, u32(1)))
+        prev = f64(0.0)
+        if k > 0:
+            if ordered:
+                while ox.atomic.load(flags, k - 1, order="acquire") == u32(0):
+                    pass
+            else:
+                while ox.atomic.load(flags, k - 1, order="relaxed") == u32(0):
+                    pass
+            prev = values[k - 1]
+        with ox.unsafe():
+            values[k] = prev + f64(k)
+        if ordered:
+            ox.atomic.store(flags, k, u32(1), order="release")
+        else:
+            ox.atomic.store(flags, k, u32(1), order="relaxed")
+'''
+
+
+def test_racecheck_orders_blocks_by_acquire_and_release(tmp_path: Path, on_cpu_device: Any) -> None:
+    """Plain data handed from block to block behind a flag: no race with a release store and an
+    acquire load of the flag (``ox.atomic.store/load(order=...)``), a race with relaxed ones."""
+    source = tmp_path / "relay.py"
+    source.write_text(RELAY)
+    m = compiled_package([source], "sanrelay", tmp_path)
+    for blocks in (2, 5):
+        values = np.full(blocks, np.nan)
+        m.relay[blocks, 32](values, np.zeros(blocks, np.uint32), np.zeros(1, np.uint32), True)
+        np.testing.assert_array_equal(values, np.cumsum(np.arange(blocks, dtype=np.float64)))
+    with pytest.raises(RacecheckError, match=r"a race on global memory in kernel relay.*relay\.py:\d+"):
+        m.relay[2, 32](np.full(2, np.nan), np.zeros(2, np.uint32), np.zeros(1, np.uint32), False)
+
+
 def test_gpu_tests_pass_under_every_sanitizer() -> None:
     if gpu_available():
         pytest.skip("this machine runs the gpu tests on its GPU; the sweep is for the CPU device")

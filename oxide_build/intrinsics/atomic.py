@@ -496,14 +496,23 @@ def _lower_ordered(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) ->
 
 def _cpu_ordered(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     """The CPU device: LLVM's ``load atomic`` / ``store atomic`` of that order (relaxed is
-    ``monotonic``); every scope is the host's."""
+    ``monotonic``); every scope is the host's. A release store has a fence before it and an
+    acquire load one after it: the same order on the host, and the fence-then-atomic pairs that
+    racecheck's release/acquire model orders blocks by (``_global_races.h``)."""
     ptr, elem = _ordered_address(fl, e)
-    ordering = {"relaxed": "monotonic", "acquire": "acquire", "release": "release"}[e.options[0]]
+    order = e.options[0]
+    ordering = {"relaxed": "monotonic", "acquire": "acquire", "release": "release"}[order]
     iptr = _int_ptr(fl, ptr, elem)
     if info.op == "store":
-        fl.b.store_atomic(_to_bits(fl, fl.expr(e.args[2])), iptr, ordering, elem.bits // 8)
+        value = _to_bits(fl, fl.expr(e.args[2]))
+        if order == "release":
+            fl.b.fence("seq_cst")
+        fl.b.store_atomic(value, iptr, ordering, elem.bits // 8)
         return ll.Constant(ll.IntType(32), 0)
-    return _from_bits(fl, fl.b.load_atomic(iptr, ordering, elem.bits // 8), elem)
+    loaded = fl.b.load_atomic(iptr, ordering, elem.bits // 8)
+    if order == "acquire":
+        fl.b.fence("seq_cst")
+    return _from_bits(fl, loaded, elem)
 
 
 # an atomic returns the value it replaced: which thread saw which is a race

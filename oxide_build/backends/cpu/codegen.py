@@ -331,10 +331,11 @@ def _instrument_accesses(module: ll.Module) -> tuple[tuple[str, int, int], ...]:
             for instr in list(block.instructions):
                 # atomic and volatile loads and stores: PTX's relaxed accesses, which do not race
                 # with each other (racecheck orders blocks through them and fences)
-                if isinstance(instr, ll.LoadInstr):
+                # (llvmlite's LoadAtomicInstr and StoreAtomicInstr are not LoadInstr/StoreInstr)
+                if isinstance(instr, (ll.LoadInstr, ll.LoadAtomicInstr)):
                     relaxed = isinstance(instr, ll.LoadAtomicInstr) or getattr(instr, "volatile", False)
                     ptr, access, ty = instr.operands[0], 3 if relaxed else 0, instr.type
-                elif isinstance(instr, ll.StoreInstr):
+                elif isinstance(instr, (ll.StoreInstr, ll.StoreAtomicInstr)):
                     relaxed = isinstance(instr, ll.StoreAtomicInstr) or getattr(instr, "volatile", False)
                     ptr, access, ty = instr.operands[1], 4 if relaxed else 1, instr.operands[0].type
                 elif isinstance(instr, (ll.AtomicRMW, ll.CmpXchg)):
@@ -367,7 +368,7 @@ def _instrument_accesses(module: ll.Module) -> tuple[tuple[str, int, int], ...]:
                     ids[where] = len(sites)
                     sites.append(where)
                 value: ll.Value = ll.Constant(ll.PointerType(I8), None)
-                if isinstance(instr, ll.StoreInstr):  # the stored bytes, for the write-write check
+                if isinstance(instr, (ll.StoreInstr, ll.StoreAtomicInstr)):  # the stored bytes, for the write-write check
                     key = (fn.name, str(ty))
                     if key not in spills:
                         b.position_at_start(fn.blocks[0])
