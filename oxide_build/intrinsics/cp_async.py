@@ -104,9 +104,10 @@ def _type_copy(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.Exp
     return ir.Intrinsic(info.name, args, VoidType(), loc, options=(cache, str(nbytes)))
 
 
-def _lower_copy(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def _copy_operands(fl: LoweringContext, e: ir.Intrinsic) -> tuple[ll.Value, ll.Value, ll.Type, int, ll.Value | None]:
+    """A copy's bounds checks done, then (its shared destination's address, its source's, their
+    element's LLVM type and size, ``src_bytes`` or None)."""
     b = fl.b
-    cache, nbytes = e.options
     dst, dst_index, src, src_index, dst_check, src_check, *src_bytes = e.args
     fl.expr(dst_check)
     fl.expr(src_check)
@@ -114,9 +115,17 @@ def _lower_copy(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll
     view = fl.view(src)
     dptr = b.gep(shared.ptr, [fl.expr(dst_index)], source_etype=fl.elem_type(shared.elem))
     sptr = b.gep(view.ptr, [fl.expr(src_index)], source_etype=fl.elem_type(view.elem))
+    return (dptr, sptr, fl.elem_type(view.elem), view.elem.itemsize,
+            fl.expr(src_bytes[0]) if src_bytes else None)
+
+
+def _lower_copy(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    b = fl.b
+    cache, nbytes = e.options
+    dptr, sptr, ety, _, src_bytes = _copy_operands(fl, e)
     if sptr.type.addrspace != 1:
-        sptr = b.addrspacecast(sptr, ll.PointerType(fl.elem_type(view.elem), 1))
-    extra = [fl.expr(src_bytes[0])] if src_bytes else []
+        sptr = b.addrspacecast(sptr, ll.PointerType(ety, 1))
+    extra = [src_bytes] if src_bytes is not None else []
     if fl.libnvvm:
         text = f"cp.async.{cache}.shared.global [$0], [$1], {nbytes}" + (", $2;" if extra else ";")
         args = [b.ptrtoint(dptr, ll.IntType(64)), b.ptrtoint(sptr, ll.IntType(64)), *extra]
@@ -135,21 +144,13 @@ def _cpu_copy(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.V
     the bytes from ``src_bytes`` on zeros)."""
     b = fl.b
     _, nbytes = e.options
-    dst, dst_index, src, src_index, dst_check, src_check, *src_bytes = e.args
-    fl.expr(dst_check)
-    fl.expr(src_check)
-    shared = fl.view(dst)
-    view = fl.view(src)
-    ety = fl.elem_type(shared.elem)
-    dptr = b.gep(shared.ptr, [fl.expr(dst_index)], source_etype=ety)
-    sptr = b.gep(view.ptr, [fl.expr(src_index)], source_etype=fl.elem_type(view.elem))
+    dptr, sptr, ety, itemsize, limit = _copy_operands(fl, e)
     i8, i32, i64 = ll.IntType(8), ll.IntType(32), ll.IntType(64)
-    if not src_bytes:
-        for k in range(int(nbytes) // view.elem.itemsize):
+    if limit is None:
+        for k in range(int(nbytes) // itemsize):
             at = ll.Constant(i64, k)
             b.store(b.load(b.gep(sptr, [at], source_etype=ety)), b.gep(dptr, [at], source_etype=ety))
         return ll.Constant(i32, 0)
-    limit = fl.expr(src_bytes[0])
     d8 = b.bitcast(dptr, ll.PointerType(i8, dptr.type.addrspace))
     s8 = b.bitcast(sptr, ll.PointerType(i8, sptr.type.addrspace))
     for k in range(int(nbytes)):
