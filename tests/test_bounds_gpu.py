@@ -122,3 +122,42 @@ def test_block_shape_versioned_kernel_runs_unchecked_and_still_reports() -> None
     devices.fill(out, np.nan)  # the process is still usable
     versioned.tile_transpose[(tiles, tiles), (versioned.TILE, versioned.TILE)](dev(x.ravel()), out, n)
     np.testing.assert_array_equal(to_numpy(out), x.T.ravel())
+
+
+def test_run_versioned_kernel_runs_unchecked_and_still_reports() -> None:
+    """A straight-line run of loads tested once (passes/run_versioning.py): in range, the copy
+    without the checks gives the results; a short view takes the run as written, which reports
+    the first access that fails, at its own line, with its index and length."""
+    import oxide
+    import versioned
+
+    pitch, blocks = 256, 4
+    x = rng.standard_normal(4 * pitch).astype(np.float32)
+    out = devices.full((blocks * 64,), np.nan)
+    versioned.column_taps[blocks, 64](dev(x), out, pitch, 4)
+    col = np.arange(blocks * 64)
+    np.testing.assert_allclose(to_numpy(out), x[col] + x[col + pitch] + x[col + 2 * pitch] + x[col + 3 * pitch],
+                               rtol=1e-6, atol=1e-6)
+    versioned.column_taps[blocks, 64](dev(x), out, pitch, 2)  # the third load skipped
+    np.testing.assert_allclose(to_numpy(out), x[col] + x[col + pitch] + x[col + 3 * pitch], rtol=1e-6, atol=1e-6)
+    # the fourth row is short: threads past its end fail there (the first three rows are in range)
+    lines = Path(versioned.__file__).read_text().splitlines()
+    line_of = {text: lines.index(f"    {text}") + 1 for text in ("b = src[col + pitch]", "d = src[col + 3 * pitch]")}
+    short = dev(x[: 3 * pitch + 100])
+    with pytest.raises(oxide.KernelError, match=rf"bounds check failed in kernel column_taps at .*versioned\.py:"
+                       rf"{line_of['d = src[col + 3 * pitch]']}:\d+: src\[col \+ 3 \* pitch\] with index \d+ but length "
+                       rf"{3 * pitch + 100}$"):
+        versioned.column_taps[blocks, 64](short, out, pitch, 4)
+        devices.synchronize()
+        oxide.runtime.check_kernel_errors()
+    # no second row: every thread's first failing access is that one
+    shorter = dev(x[:pitch])
+    with pytest.raises(oxide.KernelError, match=rf"bounds check failed in kernel column_taps at .*versioned\.py:"
+                       rf"{line_of['b = src[col + pitch]']}:\d+: src\[col \+ pitch\] with index \d+ but length {pitch}$"):
+        versioned.column_taps[1, 64](shorter, out, pitch, 4)
+        devices.synchronize()
+        oxide.runtime.check_kernel_errors()
+    devices.fill(out, np.nan)  # the process is still usable
+    versioned.column_taps[blocks, 64](dev(x), out, pitch, 4)
+    np.testing.assert_allclose(to_numpy(out), x[col] + x[col + pitch] + x[col + 2 * pitch] + x[col + 3 * pitch],
+                               rtol=1e-6, atol=1e-6)

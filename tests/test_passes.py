@@ -34,7 +34,7 @@ def test_the_pipeline_is_one_visible_list_of_named_passes() -> None:
     assert pass_names() == [p.name for p in PIPELINE] == [
         "arch-requirements", "bounds-elimination", "launch-preconditions", "disjoint-launch-shape", "barrier-divergence",
         "warpgroup-divergence", "mbarrier-lint", "shared-memory-limit", "wgmma-order", "wgmma-fence",
-        "check-versioning", "fma-contraction", "constant-loop-unroll", "canonicalize", "fp8-archs"]
+        "check-versioning", "fma-contraction", "constant-loop-unroll", "run-versioning", "canonicalize", "fp8-archs"]
     assert len(set(pass_names())) == len(PIPELINE)
 
 

@@ -50,12 +50,12 @@ def features(A: Slice[f32], out: DisjointSlice[f32], NX: i32, NY: i32, c: i32) -
 '''
 
 
-def _program(tmp_path: Path, source: str = SOURCE) -> ir.Program:
+def _program(tmp_path: Path, source: str = SOURCE, also: tuple[str, ...] = ()) -> ir.Program:
     src = tmp_path / "vk.py"
     src.write_text(textwrap.dedent(source).replace("i64(", "ox.i64("))
     index = ProjectIndex(tmp_path)
     program = build_program(index, index.add_file(src, "vk")).program
-    names = {"bounds-elimination", "check-versioning"}  # the kernels as written, not launch-versioned
+    names = {"bounds-elimination", "check-versioning", *also}  # the kernels as written, not launch-versioned
     passes = tuple(replace(p, launch_versioning=False) if isinstance(p, BoundsElimination) else p
                    for p in PIPELINE if p.name in names)
     return run_pipeline(program, passes=passes)
@@ -88,11 +88,15 @@ def _eval(e: ir.Expr, env: dict[str, int]) -> int:
     if isinstance(e, ir.BinOp):
         a, b = _eval(e.left, env), _eval(e.right, env)
         if e.op.value == "//":
-            return _wrap(a // b, e.ty)  # floor, as the IR's // is
+            return _wrap(a // b if b else 0, e.ty)  # floor, as the IR's // is (x // 0 == 0)
+        if e.op.value == "%":
+            return _wrap(a % b if b else a, e.ty)
         return _wrap({"+": a + b, "-": a - b, "*": a * b}[e.op.value], e.ty)
     if isinstance(e, ir.Compare):
         a, b = _eval(e.left, env), _eval(e.right, env)
         return int({"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[e.op.value])
+    if isinstance(e, ir.Not):
+        return int(not _eval(e.operand, env))
     if isinstance(e, ir.BoolOp):
         values = (_eval(v, env) for v in e.values)
         return int(all(values)) if e.op.value == "and" else int(any(values))
@@ -253,3 +257,63 @@ def test_the_transpose_tile_loops_run_unchecked_in_the_fast_copy() -> None:
                  + [y for root in ir.statement_roots(s) for y in ir.subexpressions(root) if isinstance(y, ir.ViewLoad)]
                  if x.check_site is not None]
         assert sites == []
+
+
+RUNS = '''
+import oxide as ox
+from oxide import MutSlice, Slice, f32, i32, thread
+
+
+@ox.kernel
+def taps(src: Slice[f32], out: MutSlice[f32], p: i32, rows: i32, w: i32) -> None:
+    c = thread.index_1d()
+    q = p * 3 + w
+    a = src[c]
+    b = src[c + q] if rows > 2 else 0.0
+    r = (c + p) % w
+    s = src[r * p - w] + src[c // w]
+    with ox.unsafe():
+        out[c + p] = a + b + s
+'''
+
+
+def _taps_in_range(env: dict[str, int]) -> bool:
+    """Every access of ``taps`` that runs is in range: c a ThreadIndex (i64), q an i32 that wraps,
+    ``//`` and ``%`` Python's (x // 0 == 0, x % 0 == x)."""
+    c, p, rows, w, q, n, m = env["c"], env["p"], env["rows"], env["w"], env["q"], env["len src"], env["len out"]
+    r = (c + p) % w if w else c + p
+    indices = [(c, n), (r * p - w, n), (c // w if w else 0, n), (c + p, m)]
+    if rows > 2:
+        indices.append((c + q, n))
+    return all(0 <= i < length for i, length in indices)
+
+
+def test_the_test_before_a_run_is_sound_and_holds_for_ordinary_sizes(tmp_path: Path) -> None:
+    """run-versioning: wherever the test before a run holds, every access it removed the check
+    of is in range (evaluated with the machine's wrapping arithmetic, Python's // and %, over
+    sizes where the i32 index math wraps, divisors of 0 and negative ones); and it holds for
+    ordinary sizes."""
+    (fn,) = _program(tmp_path, RUNS, also=("run-versioning",)).functions
+    found = [s for s in ir.statements(fn.body) if isinstance(s, ir.If) and s.check_versioned]
+    assert len(found) == 1
+    fast, slow = found[0].then, found[0].orelse
+    checked = lambda body: [x for s in ir.statements(body) for r in ir.statement_roots(s) for x in ir.subexpressions(r)  # noqa: E731
+                            if isinstance(x, ir.ViewLoad) and x.check_site is not None] + [
+        s for s in ir.statements(body) if isinstance(s, ir.Store) and s.check_site is not None]
+    assert not checked(fast) and len(checked(slow)) == 5
+    cond = found[0].cond
+    rng = random.Random(28)
+    values = [0, 1, 2, 3, -1, -7, 64, 1000, 46341, 2**31 - 1, -2**31, 2**30 + 5]
+    held = 0
+    for trial in range(20000):
+        pick = (lambda: rng.choice(values)) if trial % 2 else (lambda: rng.randrange(-50, 300))
+        env = {"c": rng.randrange(0, 400), "p": pick(), "rows": rng.choice([0, 2, 3, 9]), "w": pick()}
+        env["q"] = _wrap(env["p"] * 3 + env["w"], I32)
+        env["len src"] = rng.choice([0, 5, 100, 400, 1000, 2**31, 2**40])
+        env["len out"] = rng.choice([0, 100, 700, 2**40])
+        if _eval(cond, env):
+            held += 1
+            assert _taps_in_range(env), env
+    ordinary = {"c": 5, "p": 64, "rows": 4, "w": 16, "q": 208, "len src": 4096, "len out": 4096}
+    assert _eval(cond, ordinary)
+    assert held > 1000, held

@@ -415,6 +415,9 @@ class If:
     # the bounds-elimination pass's test of launch-invariant facts: ``then`` is the kernel
     # without the checks they prove, ``orelse`` the kernel as written (which reports the failure)
     launch_versioned: bool = False
+    # the test of check versioning (a loop) or run versioning (straight-line code): ``then`` is
+    # the code without the checks the test shows hold, ``orelse`` the code as written
+    check_versioned: bool = False
 
 
 @dataclass

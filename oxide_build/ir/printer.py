@@ -58,7 +58,8 @@ def _block(stmts: list[ir.Stmt], depth: int, out: list[str], local_types: dict[s
         elif isinstance(s, ir.Store):
             out.append(f"{pad}{print_expr(s.view)}[{print_expr(s.index)}]{_site(s.check_site)} = {print_expr(s.value)}")
         elif isinstance(s, ir.If):
-            out.append(f"{pad}if {print_expr(s.cond)}:" + ("  ; launch-versioned" if s.launch_versioned else ""))
+            out.append(f"{pad}if {print_expr(s.cond)}:" + ("  ; launch-versioned" if s.launch_versioned else "")
+                       + ("  ; check-versioned" if s.check_versioned else ""))
             _block(s.then, depth + 1, out, local_types)
             if s.orelse:
                 out.append(f"{pad}else:")

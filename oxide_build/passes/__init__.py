@@ -37,6 +37,7 @@ from .fma import FmaContraction
 from .fp8_arch import Fp8Archs
 from .launch_preconditions import LaunchPreconditions
 from .mbarrier_lint import MbarrierLint
+from .run_versioning import RunVersioning
 from .shared_memory import SharedMemoryLimit
 from .warpgroup_divergence import WarpgroupDivergence
 from .wgmma_fence import WgmmaFence
@@ -66,6 +67,7 @@ PIPELINE: tuple[Pass, ...] = (
     CheckVersioning(),  # after the lints: they see the source's control flow, not its two copies
     FmaContraction(),
     ConstantLoopUnroll(),
+    RunVersioning(),  # after the unrolling hints: they weigh a loop body as the source wrote it
     Canonicalize(),  # last of the rewrites: the passes before it read conditions as the source wrote them
     Fp8Archs(),
 )

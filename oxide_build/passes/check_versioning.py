@@ -142,7 +142,7 @@ class CheckVersioning:
         for n, (_, access) in enumerate(_checked_accesses(fast)):
             if n in versioned:
                 access.check_site = None
-        return ir.If(ir.BoolOp(LogicOp.AND, tests, BOOL, loc), [fast], [loop], loc)
+        return ir.If(ir.BoolOp(LogicOp.AND, tests, BOOL, loc), [fast], [loop], loc, check_versioned=True)
 
 
 # the IR's own index markers (lower/intrinsics.py): an array's flattened index and a checked one,

@@ -33,3 +33,17 @@ def tile_transpose(x: Slice[f32], out: MutSlice[f32], n: i32) -> None:
     if out_row < n and out_col < n:
         with ox.unsafe():
             out[out_row * n + out_col] = tile[tx, ty]
+
+
+@ox.kernel
+def column_taps(src: Slice[f32], out: MutSlice[f32], pitch: i32, rows: i32) -> None:
+    """Four rows of a column read in one straight-line run (the third only where ``rows > 2``):
+    run-versioned, one test of the five accesses before them, the copy without their checks when
+    it holds; else the run as written, whose first failing access reports."""
+    col = block.idx.x * block.dim.x + thread.idx.x
+    a = src[col]
+    b = src[col + pitch]
+    c = src[col + 2 * pitch] if rows > 2 else 0.0
+    d = src[col + 3 * pitch]
+    with ox.unsafe():
+        out[col] = a + b + c + d
