@@ -10,13 +10,15 @@ up where the unchecked code issues the eight loads together. In the copy that on
 there are no branches between them.
 
 A run is a maximal sequence of statements of one statement list that are assignments, stores,
-expression statements and ``if``s of such statements, with no call of a device function, no
-convergent intrinsic (a barrier or warp operation must not end up under a test that threads
-may take differently), no loop, ``return``, ``break``, ``continue``, ``assert`` or array
-declaration. For each checked access of a 1-D view or array (and each ``checked_index`` of a
+expression statements and ``if``s of such statements, with no convergent intrinsic, in them
+or in the device functions they call (a barrier or warp operation must not end up under a
+test that threads may take differently), no loop, ``return``, ``break``, ``continue``, ``assert`` or array
+declaration, nor an ``if`` whose condition a test cannot recompute or that assigns such a
+local (the pass looks into its branches instead). For each checked access of a 1-D view or array (and each ``checked_index`` of a
 tensor or array axis) in the run, the test asks ``0 <= index < length``, with the index as the
 run's start sees it: the locals the run assigns before the access replaced by the values they
-were assigned (pure integer arithmetic: ``+ - * // % << >> & | ^``, comparisons, casts between
+were assigned (a run ends after a local assigned what a test cannot recompute, a load or a call's
+result, that a later index or condition reads: the accesses after it are tested after it) (pure integer arithmetic: ``+ - * // % << >> & | ^``, comparisons, casts between
 integers, selects; oxide's ``//`` and ``%`` are defined for every operand) and the view not
 rebound in the run. An access that only runs where a condition holds (inside an ``if`` of the
 run, a conditional expression's branch, a later operand of ``and``/``or``) is tested as ``not
@@ -59,27 +61,28 @@ class RunVersioning:
     max_run_size: int = 1536
 
     def apply(self, program: ir.Program) -> ir.Program:
+        calls = _CallsConvergent({fn.symbol: fn for fn in program.functions})
         for fn in program.functions:
-            fn.body = self._block(fn.body)
+            fn.body = self._block(fn.body, calls)
         return program
 
-    def _block(self, stmts: list[ir.Stmt]) -> list[ir.Stmt]:
+    def _block(self, stmts: list[ir.Stmt], calls: _CallsConvergent) -> list[ir.Stmt]:
         out: list[ir.Stmt] = []
         run: list[ir.Stmt] = []
         for s in stmts:
-            if _runnable(s):
+            if _runnable(s, calls):
                 run.append(s)
                 continue
             out += self._runs(run)
             run = []
             if isinstance(s, ir.If) and (s.launch_versioned or s.check_versioned):
-                s.then = self._block(s.then)  # the else branch is the checked copy: a check fails there
+                s.then = self._block(s.then, calls)  # the else branch is the checked copy: a check fails there
             elif isinstance(s, ir.If):
-                s.then, s.orelse = self._block(s.then), self._block(s.orelse)
+                s.then, s.orelse = self._block(s.then, calls), self._block(s.orelse, calls)
             elif isinstance(s, ir.While):
-                s.body = self._block(s.body)
+                s.body = self._block(s.body, calls)
             elif isinstance(s, ir.Block):
-                s.body = self._block(s.body)
+                s.body = self._block(s.body, calls)
             out.append(s)
         return out + self._runs(run)
 
@@ -88,13 +91,20 @@ class RunVersioning:
         out: list[ir.Stmt] = []
         piece: list[ir.Stmt] = []
         size = 0
-        for s in run:
+        later: list[set[str]] = [set()]  # the names the indices and conditions after each statement read
+        for s in reversed(run[1:]):
+            later.append(later[-1] | _index_names([s]))
+        later.reverse()
+        for s, after in zip(run, later):
             n = _size(s)
             if piece and size + n > self.max_run_size:
                 out += self._version(piece)
                 piece, size = [], 0
             piece.append(s)
             size += n
+            if _opaque(s) & after:  # the accesses after it that read it can be tested after it only
+                out += self._version(piece)
+                piece, size = [], 0
         if piece:
             out += self._version(piece)
         return out
@@ -142,18 +152,68 @@ def _convergent(x: ir.Intrinsic) -> bool:
     return info is None or info.convergent
 
 
-def _runnable(s: ir.Stmt) -> bool:
+class _CallsConvergent:
+    """Whether a device function reaches a convergent intrinsic (a barrier, a warp operation),
+    through the functions it calls; an unknown callee (C++) counts as one."""
+
+    def __init__(self, functions: dict[str, ir.Function]) -> None:
+        self.functions = functions
+        self.known: dict[str, bool] = {}
+
+    def __call__(self, symbol: str) -> bool:
+        if symbol not in self.known:
+            self.known[symbol] = True  # a recursive call: assumed convergent
+            fn = self.functions.get(symbol)
+            self.known[symbol] = fn is None or any(
+                not _runnable_expr(r, self) for st in ir.statements(fn.body) for r in ir.statement_roots(st))
+        return self.known[symbol]
+
+
+def _opaque(s: ir.Stmt) -> set[str]:
+    """The locals ``s`` leaves a value a test before it cannot recompute: assigned a load or a
+    call's result, or in a branch of an ``if``."""
+    if isinstance(s, ir.Assign):
+        return {s.name} if _expanded(s.value, {}) is None else set()
     if isinstance(s, ir.If):
-        return not s.launch_versioned and not s.check_versioned and _runnable_expr(s.cond) \
-            and all(_runnable(x) for x in (*s.then, *s.orelse))
+        return _assigned(s.then) | _assigned(s.orelse)
+    return set()
+
+
+def _index_names(stmts: list[ir.Stmt]) -> set[str]:
+    """The names read by the indices and the conditions of ``stmts``."""
+    roots: list[ir.Expr] = []
+    for st in ir.statements(stmts):
+        if isinstance(st, ir.Store):
+            roots.append(st.index)
+        elif isinstance(st, ir.If):
+            roots.append(st.cond)
+        for r in ir.statement_roots(st):
+            for x in ir.subexpressions(r):
+                if isinstance(x, ir.ViewLoad):
+                    roots.append(x.index)
+                elif isinstance(x, ir.Intrinsic) and x.name == "checked_index":
+                    roots.append(x.args[0])
+                elif isinstance(x, ir.Select) and x.scoped:
+                    roots.append(x.cond)
+                elif isinstance(x, ir.BoolOp):
+                    roots += x.values[:-1]
+    return {x.name for r in roots for x in ir.subexpressions(r) if isinstance(x, ir.Var)}
+
+
+def _runnable(s: ir.Stmt, calls: _CallsConvergent) -> bool:
+    if isinstance(s, ir.If):  # its condition recomputed in the test, for the accesses it guards
+        return not s.launch_versioned and not s.check_versioned and _expanded(s.cond, {}) is not None \
+            and all(_runnable(x, calls) for x in (*s.then, *s.orelse)) \
+            and not set().union(*(_opaque(x) for x in ir.statements([*s.then, *s.orelse]))) & _index_names([*s.then, *s.orelse])
     if not isinstance(s, (ir.Assign, ir.Store, ir.ExprStmt)):
         return False
-    return all(_runnable_expr(r) for r in ir.statement_roots(s))
+    return all(_runnable_expr(r, calls) for r in ir.statement_roots(s))
 
 
-def _runnable_expr(e: ir.Expr) -> bool:
+def _runnable_expr(e: ir.Expr, calls: _CallsConvergent) -> bool:
+    """No convergent intrinsic in ``e``, nor in the device functions it calls."""
     for x in ir.subexpressions(e):
-        if isinstance(x, ir.Call) or isinstance(x, ir.Intrinsic) and _convergent(x):
+        if isinstance(x, ir.Call) and calls(x.symbol) or isinstance(x, ir.Intrinsic) and _convergent(x):
             return False
     return True
 

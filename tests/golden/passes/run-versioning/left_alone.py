@@ -1,10 +1,12 @@
 """run-versioning leaves alone a run with one check (the test would cost what the check does),
-an index that reads what the run loads, and checks split by a barrier or a device call."""
+an index that reads what the run loads, and checks split by a barrier or by a call of a device
+function that reaches one."""
 import oxide as ox
 from oxide import MutSlice, Slice, block, f32, i32, thread
 
 
 def twice(x: f32) -> f32:
+    block.sync()
     return 2.0 * x
 
 

@@ -36,3 +36,31 @@ def k(dst: MutSlice[f32], src: Slice[f32], W: i32, H: i32) -> None:
 # CHECK-NEXT: else:
 # CHECK-NEXT: dst[base]!{{\d+}} =
 # CHECK-NEXT: dst[(base + W)]!{{\d+}} =
+
+
+def clamp(x: i32, hi: i32) -> i32:
+    return x if x < hi else hi
+
+
+def synced(x: f32) -> f32:
+    block.sync()
+    return x
+
+
+@ox.kernel
+def calls(dst: MutSlice[f32], src: Slice[f32], W: i32) -> None:
+    i = thread.idx.x + W
+    a = src[clamp(i, W)] + src[i + 1] + src[i + 4]
+    b = synced(src[i + 2]) + src[i + 3]
+    with ox.unsafe():
+        dst[i] = a + b
+
+# A call of a device function without barriers stays in a run (its index is not the run's to
+# test: it keeps its check); one that reaches a barrier ends the run.
+# CHECK-LABEL: kernel calls(
+# CHECK: if ({{.*}}(i64((i + 1:i32)) < len(src)){{.*}}(i64((i + 4:i32)) < len(src)){{.*}}):  ; check-versioned
+# CHECK-NEXT: a: f32 = ((src[call {{\S+}}clamp{{\S*}}(i, W)]!{{\d+}} + src[(i + 1:i32)]) + src[(i + 4:i32)])
+# CHECK-NEXT: else:
+# CHECK-NOT: check-versioned
+# CHECK: b: f32 = (call {{\S+}}synced{{\S*}}(src[(i + 2:i32)]!{{\d+}}) + src[(i + 3:i32)]!{{\d+}})
+# CHECK-NOT: check-versioned
