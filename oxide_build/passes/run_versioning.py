@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ..intrinsics import intrinsic_info
 from ..ir import nodes as ir
@@ -63,30 +63,30 @@ class RunVersioning:
     def apply(self, program: ir.Program) -> ir.Program:
         calls = _CallsConvergent({fn.symbol: fn for fn in program.functions})
         for fn in program.functions:
-            fn.body = self._block(fn.body, calls)
+            fn.body = self._block(fn.body, _Context(fn, calls))
         return program
 
-    def _block(self, stmts: list[ir.Stmt], calls: _CallsConvergent) -> list[ir.Stmt]:
+    def _block(self, stmts: list[ir.Stmt], cx: _Context) -> list[ir.Stmt]:
         out: list[ir.Stmt] = []
         run: list[ir.Stmt] = []
         for s in stmts:
-            if _runnable(s, calls):
+            if _runnable(s, cx.calls):
                 run.append(s)
                 continue
-            out += self._runs(run)
+            out += self._runs(run, cx)
             run = []
             if isinstance(s, ir.If) and (s.launch_versioned or s.check_versioned):
-                s.then = self._block(s.then, calls)  # the else branch is the checked copy: a check fails there
+                s.then = self._block(s.then, cx)  # the else branch is the checked copy: a check fails there
             elif isinstance(s, ir.If):
-                s.then, s.orelse = self._block(s.then, calls), self._block(s.orelse, calls)
+                s.then, s.orelse = self._block(s.then, cx), self._block(s.orelse, cx)
             elif isinstance(s, ir.While):
-                s.body = self._block(s.body, calls)
+                s.body = self._block(s.body, cx)
             elif isinstance(s, ir.Block):
-                s.body = self._block(s.body, calls)
+                s.body = self._block(s.body, cx)
             out.append(s)
-        return out + self._runs(run)
+        return out + self._runs(run, cx)
 
-    def _runs(self, run: list[ir.Stmt]) -> list[ir.Stmt]:
+    def _runs(self, run: list[ir.Stmt], cx: _Context) -> list[ir.Stmt]:
         """``run`` cut into pieces of at most ``max_run_size`` nodes, each versioned."""
         out: list[ir.Stmt] = []
         piece: list[ir.Stmt] = []
@@ -98,33 +98,53 @@ class RunVersioning:
         for s, after in zip(run, later):
             n = _size(s)
             if piece and size + n > self.max_run_size:
-                out += self._version(piece)
+                out += self._version(piece, cx)
                 piece, size = [], 0
             piece.append(s)
             size += n
             if _opaque(s) & after:  # the accesses after it that read it can be tested after it only
-                out += self._version(piece)
+                out += self._version(piece, cx)
                 piece, size = [], 0
         if piece:
-            out += self._version(piece)
+            out += self._version(piece, cx)
         return out
 
-    def _version(self, run: list[ir.Stmt]) -> list[ir.Stmt]:
+    def _version(self, run: list[ir.Stmt], cx: _Context) -> list[ir.Stmt]:
         # the statements before the first checked access and after the last stay outside
         marks = [any(True for _ in _accesses([s])) for s in run]
         if sum(marks) == 0:
             return run
         first, last = marks.index(True), len(marks) - marks[::-1].index(True)
         head, run, tail = run[:first], run[first:last], run[last:]
-        return head + self._versioned(run, {}) + tail
+        if len(run) == 1 and isinstance(run[0], ir.If):
+            # one if: its branches are runs of their own, whose values need no guard in the test
+            s = run[0]
+            s.then, s.orelse = self._block(s.then, cx), self._block(s.orelse, cx)
+            return head + run + tail
+        return head + self._versioned(run, cx.fn) + tail
 
-    def _versioned(self, run: list[ir.Stmt], env: dict[str, ir.Expr | None]) -> list[ir.Stmt]:
+    def _versioned(self, run: list[ir.Stmt], fn: ir.Function) -> list[ir.Stmt]:
         if sum(1 for _ in _accesses(run)) < self.min_checks or _size_of(run) > self.max_run_size:
             return run
         tests: list[ir.Expr] = []
         seen: set[str] = set()
         removable: list[int] = []
-        for n, (access, guards, at) in enumerate(_accesses_in_order(run, env)):
+        prelude: list[ir.Assign] = []  # the values the run assigns, computed once for the test
+        taken = set(fn.locals)
+        env: dict[str, ir.Expr | None] = {}
+
+        def hoist(value: ir.Expr, loc: ir.Loc) -> ir.Expr:
+            if isinstance(value, (ir.Var, ir.Const, ir.SpecialReg)) or as_scalar(value.ty) is None:
+                return value
+            n = len(prelude)
+            while f"$run{n}" in taken:
+                n += 1
+            name = f"$run{n}"
+            taken.add(name)
+            prelude.append(ir.Assign(name, value, loc, tracked=False))
+            return ir.Var(name, value.ty, loc)
+
+        for n, (access, guards, at) in enumerate(_accesses_in_order(run, env, hoist)):
             test = _in_range(access, guards, at)
             if test is not None:
                 text = print_expr(test)
@@ -140,7 +160,15 @@ class RunVersioning:
             if n in chosen:
                 access.check_site = None
         loc = _loc(run[0])
-        return [ir.If(ir.BoolOp(LogicOp.AND, tests, BOOL, loc), fast, run, loc, check_versioned=True)]
+        for a in prelude:
+            fn.locals[a.name] = a.value.ty
+        return [*prelude, ir.If(ir.BoolOp(LogicOp.AND, tests, BOOL, loc), fast, run, loc, check_versioned=True)]
+
+
+@dataclass(frozen=True)
+class _Context:
+    fn: ir.Function
+    calls: _CallsConvergent
 
 
 # ---- what a run may hold --------------------------------------------------------------------
@@ -254,17 +282,21 @@ def _accesses(run: list[ir.Stmt]) -> Iterator[Access]:
 _Guarded = tuple[Access, list[ir.Expr | None], dict[str, "ir.Expr | None"]]
 
 
-def _accesses_in_order(run: list[ir.Stmt], env: dict[str, ir.Expr | None]) -> Iterator[_Guarded]:
+Hoist = Callable[[ir.Expr, ir.Loc], ir.Expr]
+
+
+def _accesses_in_order(run: list[ir.Stmt], env: dict[str, ir.Expr | None], hoist: Hoist | None = None) -> Iterator[_Guarded]:
     """Every checked access of ``run`` (each expression once, in a fixed order: the same in a
     copy), with the conditions under which it runs (None: one the run's start cannot see) and
     the locals' values, from the run's start, where it runs (None: unknown there). ``env`` is
-    updated as the walk passes the run's assignments."""
+    updated as the walk passes the run's assignments; ``hoist`` makes a local of the value of an
+    assignment the run always makes (so the test computes it once, however many indices read it)."""
     seen: set[int] = set()
-    yield from _walk(run, [], env, seen)
+    yield from _walk(run, [], env, seen, hoist)
 
 
 def _walk(stmts: list[ir.Stmt], guards: list[ir.Expr | None], env: dict[str, ir.Expr | None],
-          seen: set[int]) -> Iterator[_Guarded]:
+          seen: set[int], hoist: Hoist | None = None) -> Iterator[_Guarded]:
     for s in stmts:
         if isinstance(s, ir.If):
             yield from _walk_expr(s.cond, guards, env, seen)
@@ -283,7 +315,12 @@ def _walk(stmts: list[ir.Stmt], guards: list[ir.Expr | None], env: dict[str, ir.
                 yield s, list(guards), dict(env)
         elif isinstance(s, ir.Assign):
             yield from _walk_expr(s.value, guards, env, seen)
-            env[s.name] = _expanded(s.value, env)  # in a branch: its value where the branch runs
+            value = _expanded(s.value, env)  # in a branch: its value where the branch runs
+            if value is not None and hoist is not None and not guards:
+                # computed before the test, where the facts that marked its casts and divisions
+                # hold too (those of the run's start)
+                value = hoist(value, s.loc)
+            env[s.name] = value
         elif isinstance(s, ir.ExprStmt):
             yield from _walk_expr(s.value, guards, env, seen)
 
