@@ -141,11 +141,13 @@ def k(x: Slice[f32], out: DisjointSlice[f32], D: i64) -> None:
 @pytest.mark.parametrize("index, unsigned", [("i64(i) // D", False), ("i64(i) // len(x)", True),
                                             ("i64(i) % (len(x) + 1)", True), ("(i64(i) - 1) % len(x)", False)])
 def test_nonneg_operands_divide_unsigned(tmp_path: Path, index: str, unsigned: bool) -> None:
-    """A dividend and a divisor proven >= 0 divide unsigned (no signed divide left); a
-    parameter of unknown sign or a dividend that may be negative divide signed."""
+    """A dividend and a divisor proven >= 0 divide unsigned as they are; a parameter of unknown
+    sign or a dividend that may be negative divide their magnitudes (llvm.py floor_division: the
+    PTX takes ``abs``) and fix the sign."""
     src = tmp_path / "k.py"
     src.write_text(textwrap.dedent(SPLIT).replace("SPLIT_INDEX", index))
     options = CompileOptions(archs=("sm_90",), link_cubins=False, cache=False, bounds_check=False)
     ptx = compile_module(src, "k", options).ptx["sm_90"]
-    signed = "div.s64" in ptx or "rem.s64" in ptx
+    assert "div.s64" not in ptx and "rem.s64" not in ptx and ("div.u64" in ptx or "rem.u64" in ptx)
+    signed = "abs.s64" in ptx
     assert signed != unsigned, ptx

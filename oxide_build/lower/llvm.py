@@ -1539,15 +1539,12 @@ class FunctionLowering:
         guarded = not divisor_nonzero and not (
             isinstance(r, ll.Constant) and int(r.constant) & mask not in (0, mask if signed else 0))
         zero = ll.Constant(l.type, 0)
+        if signed and guarded:
+            return floor_division(b, op, l, r)
         divisor_zero: ll.Value | None = None
         if guarded:
             divisor_zero = b.icmp_unsigned("==", r, zero)
-            bad = divisor_zero
-            if signed:
-                minimum = ll.Constant(l.type, 1 << (l.type.width - 1))
-                overflow = b.and_(b.icmp_unsigned("==", l, minimum), b.icmp_unsigned("==", r, ll.Constant(l.type, mask)))
-                bad = b.or_(divisor_zero, overflow)
-            r = b.select(bad, ll.Constant(l.type, 1), r)
+            r = b.select(divisor_zero, ll.Constant(l.type, 1), r)
         if not signed:
             result = b.udiv(l, r) if op == "//" else b.urem(l, r)
         else:
@@ -1660,6 +1657,36 @@ class LoweredProgram:
 
     def text(self) -> str:
         return module_text(self.module)
+
+
+def floor_division(b: ll.IRBuilder, op: str, l: ll.Value, r: ll.Value) -> ll.Value:
+    """Signed ``//`` and ``%`` by a divisor that may be 0 or -1: one unsigned divide of the
+    magnitudes, rounded toward -inf (up, for operands of different signs, before the quotient
+    is negated). The magnitudes' divide has
+    no ``MIN // -1`` overflow, so the only guard left is the zero divisor's, and it does not read
+    the dividend: what the divide needs of the divisor (its magnitude and the reciprocal ptxas
+    builds from it) is computed once for a loop- or kernel-invariant divisor and in parallel with
+    the dividend otherwise (a guard that read the dividend chained each division of an index
+    split after the one before). ``x // 0`` divides 0 by 1; the remainder is ``x - (x // y) * y``,
+    which is Python's also at 0 and -1 (``x % 0 == x``, ``x % -1 == 0``)."""
+    ty = l.type
+    zero, one = ll.Constant(ty, 0), ll.Constant(ty, 1)
+
+    def magnitude(v: ll.Value) -> ll.Value:
+        return b.select(b.icmp_signed("<", v, zero), b.sub(zero, v), v)
+
+    divisor_zero = b.icmp_unsigned("==", r, zero)
+    n = b.select(divisor_zero, zero, magnitude(l))
+    d = b.select(divisor_zero, one, magnitude(r))
+    signs_differ = b.icmp_signed("<", b.xor(l, r), zero)
+    # the quotient of operands of different signs is -ceil(n / d) = -((n + d - 1) // d): both
+    # magnitudes are at most 2**(width-1), so n + d - 1 does not wrap
+    n = b.select(signs_differ, b.add(n, b.sub(d, one)), n)
+    uq = b.udiv(n, d)
+    q = b.select(signs_differ, b.sub(zero, uq), uq)
+    if op == "//":
+        return q
+    return b.sub(l, b.mul(q, r))
 
 
 def lower_program(program: ir.Program, module_name: str, fast_math: bool = False, lineinfo: bool = False,
