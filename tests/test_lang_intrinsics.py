@@ -466,14 +466,14 @@ def test_grid_sync_is_a_global_barrier_and_marks_the_kernel_cooperative(tmp_path
     compiled = compile_module(src, "kern", CompileOptions(archs=("sm_90",), backend=backend, cache=False), root=tmp_path)
     assert {k.name: k.cooperative for k in compiled.kernels} == {"k": True, "direct": True, "plain": False}
     ptx = compiled.ptx["sm_90"]
-    assert "__oxide_grid_barrier" in ptx and ("atom.global.add.u32" in ptx or "atom.add.u32" in ptx)
+    assert "__oxide_grid_barrier" in ptx and "atom.add.release.gpu.global.u32" in ptx
     body = ptx.split(".entry direct")[1].split(".entry")[0]
-    # block barrier, release fence, arrive, poll, acquire fence, block barrier; acquire/release
-    # at GPU scope as cooperative groups' barrier, not seq_cst fences and system-scope polls
-    order = [body.index(s) for s in ("bar.sync", "fence.acq_rel.gpu", "__oxide_grid_barrier", "ld.relaxed.gpu.global.u32")]
-    assert order == sorted(order), body
-    assert body.rindex("fence.acq_rel.gpu") > body.index("ld.relaxed.gpu.global.u32")
-    assert body.count("bar.sync") == 2 and body.count("fence.acq_rel.gpu") == 2
+    # block barrier, arrive (a release add), poll (acquire reads), block barrier: acquire/release
+    # at GPU scope as cooperative groups' barrier, not seq_cst fences and system-scope polls,
+    # and no fence after the wait
+    order = [body.index(s) for s in ("bar.sync", "atom.add.release.gpu.global.u32", "ld.acquire.gpu.global.u32")]
+    assert order == sorted(order) and body.rindex("bar.sync") > order[-1], body
+    assert body.count("bar.sync") == 2 and "fence" not in body
     assert "membar.gl" not in body and "fence.sc" not in body and "ld.volatile" not in body
     assert "__oxide_grid_barrier" not in ptx.split(".entry plain")[1].split(".entry")[0]
 
