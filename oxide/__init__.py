@@ -4,66 +4,92 @@ Importing oxide does no CUDA work; the driver is touched on the first launch.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import gc as _gc
 
-from .errors import CompileError, CudaError, KernelError, LinkError, OxideError, ToolchainError
-from . import lang
-from .lang import (
-    SCALAR_TYPES,
-    Constexpr,
-    DisjointSlice,
-    MutSlice,
-    Ptr,
-    MutTensor,
-    DisjointTensor,
-    Tensor,
-    ScalarType,
-    Slice,
-    ThreadIndex,
-    TypeVar,
-    acc_type,
-    bf16,
-    asm,
-    atomic,
-    bits,
-    cp_async,
-    cluster,
-    mbarrier,
-    mma,
-    wgmma,
-    warpgroup,
-    block,
-    fence,
-    local,
-    math,
-    shared,
-    static_range,
-    timer,
-    unroll,
-    volatile,
-    warp,
-    boolean,
-    device,
-    extern,
-    extern_kernel,
-    f8e4m3,
-    f8e5m2,
-    f16,
-    f32,
-    f64,
-    grid,
-    i8,
-    i16,
-    i32,
-    i64,
-    kernel,
-    thread,
-    u8,
-    u16,
-    u32,
-    u64,
-    unsafe,
-)
+
+class _CollectorPaused:
+    """``with _CollectorPaused():`` runs its body with the cycle collector off, and turns it back
+    on afterwards if it was on. Used for oxide's own one-time work of a process's cold start
+    (this package's import, the runtime's import under the first ``@kernel``, a kernel's first
+    launch: modules, classes and the manifest's records, a few thousand objects that all live on),
+    where the collector otherwise ran a dozen young-generation collections and older ones that walk
+    every object the process has (issue 28 item 5). Reference counting still frees everything at
+    once; the first collection afterwards looks at the paused work's objects once. A thread that
+    turns the collector off itself while another thread's cold start is under way finds it on
+    again afterwards."""
+
+    __slots__ = ("enabled",)
+
+    def __enter__(self) -> None:
+        self.enabled = _gc.isenabled()
+        _gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
+            _gc.enable()
+
+
+with _CollectorPaused():
+    from typing import TYPE_CHECKING
+
+    from .errors import CompileError, CudaError, KernelError, LinkError, OxideError, ToolchainError
+    from . import lang
+    from .lang import (
+        SCALAR_TYPES,
+        Constexpr,
+        DisjointSlice,
+        MutSlice,
+        Ptr,
+        MutTensor,
+        DisjointTensor,
+        Tensor,
+        ScalarType,
+        Slice,
+        ThreadIndex,
+        TypeVar,
+        acc_type,
+        bf16,
+        asm,
+        atomic,
+        bits,
+        cp_async,
+        cluster,
+        mbarrier,
+        mma,
+        wgmma,
+        warpgroup,
+        block,
+        fence,
+        local,
+        math,
+        shared,
+        static_range,
+        timer,
+        unroll,
+        volatile,
+        warp,
+        boolean,
+        device,
+        extern,
+        extern_kernel,
+        f8e4m3,
+        f8e5m2,
+        f16,
+        f32,
+        f64,
+        grid,
+        i8,
+        i16,
+        i32,
+        i64,
+        kernel,
+        thread,
+        u8,
+        u16,
+        u32,
+        u64,
+        unsafe,
+    )
 
 if TYPE_CHECKING:
     from .lang import (VECTOR_TYPES, ModuleArray, VectorType, bf16x2, bf16x4, bf16x8, constant, f16x2, f16x4, f16x8,
@@ -71,7 +97,6 @@ if TYPE_CHECKING:
                        struct_dtype, u8x4, u16x2, u32x2, u32x4, u64x2)
 
 __version__ = "0.1.0"
-
 
 
 def __getattr__(name: str) -> object:

@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from oxide.abi import manifest as abi_manifest
 from oxide.runtime.manifest import manifest_path
 from tests.fakes import SAXPY_SOURCE, fresh_runtime, make_module  # noqa: F401
@@ -201,3 +203,64 @@ def test_loader_names_the_driver_release_facts_on_first_use() -> None:
             raise SystemExit("no AttributeError")
     """)
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_the_collector_is_paused_for_oxides_import_and_back_on_after() -> None:
+    """With the cycle collector made to run at every allocation, it never runs inside the modules
+    that importing oxide executes (it did hundreds of times before the pause); it is on again
+    afterwards, and a collector its program turned off stays off (oxide/__init__.py,
+    ``_CollectorPaused``)."""
+    code = textwrap.dedent("""
+        import gc, os, sys, typing
+        inside = []
+        def runs(phase, info):
+            frame = sys._getframe(1) if phase == "start" else None
+            while frame is not None:
+                path = frame.f_code.co_filename
+                if os.sep + "oxide" + os.sep in path and not path.endswith(os.path.join("oxide", "__init__.py")):
+                    inside.append(path)
+                    break
+                frame = frame.f_back
+        gc.callbacks.append(runs)
+        gc.set_threshold(1)
+        import oxide
+        gc.set_threshold(700)
+        assert gc.isenabled()
+        assert "oxide.lang.intrinsics" in sys.modules and not inside, inside[:5]
+        for name in [m for m in sys.modules if m == "oxide" or m.startswith("oxide.")]:
+            del sys.modules[name]
+        gc.disable()
+        import oxide
+        assert not gc.isenabled()
+    """)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_a_first_launch_turns_the_collector_back_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first launch pauses the collector while it imports the launch modules, reads the
+    manifest and loads the code, and turns it back on, also when that launch fails; a collector
+    the program turned off stays off."""
+    import gc
+
+    from oxide.errors import CudaError
+    from oxide.runtime import device
+    from tests.fakes import SAXPY_KERNELS, FakeArray, FakeDriver, slot_types
+
+    drv = FakeDriver()
+    monkeypatch.setattr(device, "_import_bindings", lambda: drv)
+    m = make_module(tmp_path)
+    drv.signatures = {"scale": slot_types(SAXPY_KERNELS[2].params)}
+    assert gc.isenabled()
+    m.scale[1, 64](1.5, FakeArray(), FakeArray())
+    assert gc.isenabled() and drv.launches
+    missing = make_module(tmp_path, write_manifest=False)
+    with pytest.raises(CudaError, match="no precompiled code"):
+        missing.scale[1, 64](1.5, FakeArray(), FakeArray())
+    assert gc.isenabled()
+    drv.signatures["saxpy__f32"] = slot_types(SAXPY_KERNELS[0].params)
+    gc.disable()
+    try:
+        m.saxpy[1, 64](2.0, FakeArray(), FakeArray(), FakeArray())
+        assert not gc.isenabled() and len(drv.launches) == 2
+    finally:
+        gc.enable()

@@ -31,7 +31,10 @@ def kernel(func: Callable[..., Any] | None = None, **options: Any) -> Any:
         raise TypeError(f"@kernel got unknown option(s) {sorted(unknown)}; known: {sorted(KERNEL_OPTIONS)}")
 
     def wrap(f: Callable[..., Any]) -> Any:
-        from oxide.runtime.kernel import Kernel
+        from oxide import _CollectorPaused
+
+        with _CollectorPaused():  # the first @kernel imports the runtime's launch side (cold start)
+            from oxide.runtime.kernel import Kernel
 
         return Kernel(f, dict(options))
 

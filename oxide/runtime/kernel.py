@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from oxide import _CollectorPaused
 from oxide.abi.vectors import vector_lanes
 from oxide.runtime import device_choice, launcher
 from oxide.runtime.launch import (
@@ -223,10 +224,15 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
     ) -> None:
         """``stream`` None: the current stream of the arguments' framework, on its device
         (:func:`oxide.runtime.streams.framework_of`)."""
-        if not _imported:
-            _import_launch_modules()
-        kernel_errors.check_kernel_errors()  # a failure of an earlier kernel is raised first
-        variant, values, keep = self._prepare(args)
+        if self._dispatch is None:  # the first launch: modules, the manifest, the table (cold start)
+            with _CollectorPaused():
+                if not _imported:
+                    _import_launch_modules()
+                kernel_errors.check_kernel_errors()  # a failure of an earlier kernel is raised first
+                variant, values, keep = self._prepare(args)
+        else:
+            kernel_errors.check_kernel_errors()
+            variant, values, keep = self._prepare(args)
         cooperative = cooperative or variant.spec.cooperative  # it reaches grid.sync()
         if grid[0] == 0 or grid[1] == 0 or grid[2] == 0:
             return  # an empty grid (grid_for(0)) is a launch of nothing, not an error
@@ -262,7 +268,8 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             handle, uid = device.current()
         fn = variant.functions.get(uid)
         if fn is None:
-            fn, handle, uid = self._load(variant)
+            with _CollectorPaused():  # the code's first load in this context
+                fn, handle, uid = self._load(variant)
         several_gpus = device.device_count() > 1
         if several_gpus and len(keep):
             assert self._dispatch is not None

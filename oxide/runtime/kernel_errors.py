@@ -9,7 +9,7 @@ fences, and exits; the other threads carry on. With no record set the thread tra
 driver reports as a sticky ``CudaError`` (``CUDA_ERROR_LAUNCH_FAILED``).
 
 The host side, here: one record of 5 x int64 per CUDA context, in a page of host memory this
-module maps itself (``mmap``, never unmapped) and registers with the context as mapped pinned
+module allocates itself (never freed) and registers with the context as mapped pinned
 memory (``cuMemHostRegister(DEVICEMAP | PORTABLE)``), so the host sees a failure by reading its
 own memory, without synchronising. Because oxide owns the page, reading a record stays safe
 after the context is reset or destroyed (which unmaps memory the driver allocated); records are
@@ -34,7 +34,7 @@ is kept until it is raised: later ones are dropped.
 from __future__ import annotations
 
 import ctypes
-import mmap
+import os
 import struct
 import _thread  # threading's locks without importing threading (0.5 ms at import: issue 28)
 import time
@@ -88,7 +88,7 @@ class ErrorRecord:
 
 _lock = _thread.RLock()
 _records: dict[int, ErrorRecord] = {}  # context uid -> its record
-_pages: list[mmap.mmap] = []  # the records' memory: kept for the life of the process
+_pages: list[ctypes.Array[ctypes.c_char]] = []  # the records' memory: kept for the life of the process
 # Every record, read by each launch. A tuple replaced on change, so readers need no lock.
 _watched: tuple[ErrorRecord, ...] = ()
 _sites: dict[int, tuple[str, dict[int, ErrorSite]]] = {}  # module id -> (module name, sites by id)
@@ -115,6 +115,15 @@ def _records_changed() -> None:
         listener(addresses)
 
 
+def _page_size() -> int:
+    sysconf = getattr(os, "sysconf", None)
+    if sysconf is not None:
+        return int(sysconf("SC_PAGESIZE"))
+    import mmap  # Windows
+
+    return mmap.PAGESIZE
+
+
 def record_for_context(ctx: int) -> ErrorRecord:
     """The record of context ``ctx`` (current on this thread), allocated on first use."""
     uid = device.context_uid(ctx)
@@ -128,9 +137,11 @@ def record_for_context(ctx: int) -> ErrorRecord:
             return rec
         drv = device.driver()
         flags = int(drv.CU_MEMHOSTREGISTER_DEVICEMAP) | int(drv.CU_MEMHOSTREGISTER_PORTABLE)
-        page = mmap.mmap(-1, mmap.PAGESIZE)  # page-aligned, zeroed, and ours
-        host_address = ctypes.addressof(ctypes.c_char.from_buffer(page))  # pins the page: never closed
-        nbytes = mmap.PAGESIZE
+        # a zeroed page of our own, page-aligned inside a buffer of two (not mmap: importing it
+        # loads a library, 0.2-0.4 ms of a process's first launch, issue 28 item 5)
+        nbytes = _page_size()
+        page = (ctypes.c_char * (2 * nbytes))()
+        host_address = (ctypes.addressof(page) + nbytes - 1) & ~(nbytes - 1)
         (err,) = drv.cuMemHostRegister(host_address, nbytes, flags)
         device.check(err, f"cuMemHostRegister({nbytes} bytes, DEVICEMAP | PORTABLE) for the kernel error record")
         ctypes.memset(host_address, 0, RECORD_WORDS * 8)
