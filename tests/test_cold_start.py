@@ -264,3 +264,37 @@ def test_a_first_launch_turns_the_collector_back_on(tmp_path: Path, monkeypatch:
         assert not gc.isenabled() and len(drv.launches) == 2
     finally:
         gc.enable()
+
+
+def test_the_manifest_fields_quick_acceptance_refuses_what_the_checks_refuse(tmp_path: Path) -> None:
+    """The manifest reader accepts most fields without naming them (``_ACCEPTS``); a value any
+    check refuses still fails naming its field, as before."""
+    import json
+
+    module = make_module(tmp_path, SAXPY_SOURCE)
+    good = json.loads(manifest_path(tmp_path, module.__name__).read_text())
+    good["kernels"][0]["preconditions"] = [{"code": [[0, 1], [0, 1], [13, 0]], "site": 0}]
+    abi_manifest.ModuleManifest.from_json(json.dumps(good))
+    cases = {
+        ("name", "1x"): "kernels[0].name: '1x' is not a Python identifier",
+        ("name", "é"): "kernels[0].name: 'é' is not a Python identifier",
+        ("symbol", ".s"): "kernels[0].symbol: '.s' is not a symbol",
+        ("line", True): "kernels[0].line: expected an integer, got bool",
+        ("line", -1): "kernels[0].line: -1 is outside 0 to",
+        ("line", 2**31): "kernels[0].line: 2147483648 is outside",
+        ("cooperative", 1): "kernels[0].cooperative: expected true or false, got int",
+        ("file", "a\0b"): "kernels[0].file: 'a\\x00b' contains a NUL character",
+        ("file", "x" * 5000): "kernels[0].file: a string of 5000 characters",
+        ("file", 3): "kernels[0].file: expected a string, got int",
+    }
+    for (key, value), message in cases.items():
+        bad = json.loads(json.dumps(good))
+        bad["kernels"][0][key] = value
+        with pytest.raises(abi_manifest.ManifestError) as e:
+            abi_manifest.ModuleManifest.from_json(json.dumps(bad))
+        assert message in str(e.value), (key, value, str(e.value))
+    for insn in ([True, 0], [1, False], [1.0, 0]):
+        bad = json.loads(json.dumps(good))
+        bad["kernels"][0]["preconditions"][0]["code"][0] = insn
+        with pytest.raises(abi_manifest.ManifestError, match=r"preconditions\[0\]\.code\[0\]: .* is not an \[opcode, operand\] pair"):
+            abi_manifest.ModuleManifest.from_json(json.dumps(bad))

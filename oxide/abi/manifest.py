@@ -157,6 +157,8 @@ def _drive_letter(name: str) -> bool:
 
 # the kinds a kernel parameter may have besides SCALAR_PARAM and CONSTEXPR_PARAM
 _PARAM_VIEW_KINDS = frozenset(k for k in ViewKind if k.is_kernel_param)
+_PARAM_KINDS = frozenset((SCALAR_PARAM, CONSTEXPR_PARAM, TENSOR_MAP_PARAM, *AGGREGATE_PARAMS, *_PARAM_VIEW_KINDS))
+_TENSOR_KINDS = frozenset(k for k in _PARAM_VIEW_KINDS if k.is_tensor)
 
 
 class ManifestError(ValueError):
@@ -498,9 +500,34 @@ def _sources(value: Any, where: str) -> dict[str, str]:
 
 
 def _field(data: dict[str, Any], key: str, where: str, check: Callable[[Any, str], _T], default: _T | None = None) -> _T:
-    if key not in data and default is not None:
+    if key in data:
+        value = data[key]
+        accepts = _ACCEPTS.get(check)
+        if accepts is not None and accepts(value):
+            return value  # type: ignore[no-any-return]
+        return check(value, f"{where}.{key}")
+    if default is not None:
         return default
     return check(_need(data, key, where), f"{where}.{key}")
+
+
+def _plain_text(value: Any) -> bool:
+    return type(value) is str and len(value) <= _MAX_TEXT and "\0" not in value
+
+
+# What each check of _field takes, decided without naming the field: most fields pass, and
+# building each one's "kernels[0].params[1].dtype" only for a field that fails keeps a first
+# launch's manifest read short (issue 28 item 5). Each says yes only where its check would
+# accept the value as it is (exact types: what json.loads makes); anything else goes through the
+# check, which accepts it or names the field.
+_ACCEPTS: dict[Callable[..., Any], Callable[[Any], bool]] = {
+    _str: _plain_text,
+    _identifier: lambda v: _plain_text(v) and _is_identifier(v),
+    _symbol: lambda v: _plain_text(v) and _is_symbol(v),
+    _int: lambda v: type(v) is int,
+    _line: lambda v: type(v) is int and 0 <= v <= _MAX_LINE,
+    _bool: lambda v: type(v) is bool,
+}
 
 
 def code_file_name_problem(name: str) -> str | None:
@@ -539,10 +566,10 @@ def _code_files(value: Any, where: str) -> dict[str, str]:
 def _param(value: Any, where: str) -> ParamSpec:
     data = _dict(value, where)
     kind = _field(data, "kind", where, _str)
-    if kind not in (SCALAR_PARAM, CONSTEXPR_PARAM, TENSOR_MAP_PARAM, *AGGREGATE_PARAMS, *_PARAM_VIEW_KINDS):
+    if kind not in _PARAM_KINDS:
         raise ManifestError(f"{where}.kind: unknown parameter kind {kind!r}")
     ndim = _field(data, "ndim", where, _int, 1)
-    tensor = kind in _PARAM_VIEW_KINDS and ViewKind(kind).is_tensor
+    tensor = kind in _TENSOR_KINDS
     low, high = ((1, _MAX_MANIFEST_NDIM) if tensor else (1, _MAX_TMA_NDIM) if kind == TENSOR_MAP_PARAM
                  else (1, 1) if kind in _PARAM_VIEW_KINDS else (0, _MAX_MANIFEST_NDIM))
     if not low <= ndim <= high:

@@ -115,10 +115,12 @@ def program_problem(program: Sequence[Any], slot_dtypes: Sequence[str]) -> str |
     type names, one per slot), or None; the ``i``-th instruction is named ``[i]``."""
     height = 0
     for i, insn in enumerate(program):
-        if not isinstance(insn, (list, tuple)) or len(insn) != 2 or not all(
-                isinstance(x, int) and not isinstance(x, bool) for x in insn):
+        if not isinstance(insn, (list, tuple)) or len(insn) != 2:
             return f"[{i}]: {str(insn)[:60]} is not an [opcode, operand] pair of integers"
         op, operand = insn
+        if not (type(op) is int or isinstance(op, int) and not isinstance(op, bool)) or not (
+                type(operand) is int or isinstance(operand, int) and not isinstance(operand, bool)):
+            return f"[{i}]: {str(insn)[:60]} is not an [opcode, operand] pair of integers"
         name = OPCODES[op] if 0 <= op < len(OPCODES) - 1 else None  # "check": a launcher's, never a manifest's
         if name is None:
             return f"[{i}]: {op} is not an opcode of the encoding (0 to {len(OPCODES) - 2})"
