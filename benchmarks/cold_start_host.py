@@ -43,6 +43,9 @@ HOST_CHILD = textwrap.dedent('''
     if profile:
         import cProfile
         prof = cProfile.Profile()
+    import gc
+    collections = []
+    gc.callbacks.append(lambda phase, info: phase == "start" and collections.append(info["generation"]))
     t0 = time.thread_time()
     if profile: prof.enable()
     from oxcold.kernels import saxpy
@@ -64,7 +67,8 @@ HOST_CHILD = textwrap.dedent('''
     if profile:
         import pstats
         pstats.Stats(prof, stream=sys.stderr).sort_stats("cumulative").print_stats(40)
-    print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_launch_ms": (t3 - t2) * 1e3}))
+    print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_launch_ms": (t3 - t2) * 1e3,
+                      "collections": len(collections), "old_collections": sum(g > 0 for g in collections)}))
 ''')
 
 
@@ -95,6 +99,8 @@ def cold_start_host(runs: int, arch: str = "sm_90", profile: bool = False) -> di
             samples.append(json.loads(proc.stdout.splitlines()[-1]))
     rec = {k: statistics.median(s[k] for s in samples) for k in ("import_ms", "first_launch_ms")}
     rec["import_plus_launch_ms"] = statistics.median(s["import_ms"] + s["first_launch_ms"] for s in samples)
+    for k in ("collections", "old_collections"):  # the cycle collector's runs (older generations: 1 and 2)
+        rec[k] = statistics.median(s[k] for s in samples)
     return rec
 
 
@@ -106,7 +112,8 @@ def main() -> None:
     args = ap.parse_args()
     rec = cold_start_host(args.runs, args.arch, args.profile)
     print(f"cold start, fake driver, host CPU: import {rec['import_ms']:.2f} ms, first launch "
-          f"{rec['first_launch_ms']:.2f} ms, import + launch {rec['import_plus_launch_ms']:.2f} ms "
+          f"{rec['first_launch_ms']:.2f} ms, import + launch {rec['import_plus_launch_ms']:.2f} ms; "
+          f"{rec['collections']:g} cycle collections, {rec['old_collections']:g} of older generations "
           f"(median of {1 if args.profile else args.runs})")
 
 
