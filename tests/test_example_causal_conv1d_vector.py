@@ -80,10 +80,13 @@ def reference_backward(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, do
 @pytest.mark.parametrize("dt", [F32, F16, BF16])
 @pytest.mark.parametrize("width", [2, 3, 4])
 @pytest.mark.parametrize("act, with_bias", [(True, True), (False, False)])
-@pytest.mark.parametrize("nvec, threads", [(40, 64), (300, 256), (1100, 256), (300, 128)])
+@pytest.mark.parametrize("nvec, threads, bpb", [(40, 64, 1), (300, 256, 3), (1100, 256, 2), (300, 128, 1)])
 def test_channel_first_backward(vk: ModuleType, dt: int, width: int, act: bool, with_bias: bool, nvec: int,
-                                threads: int) -> None:
-    batch, dim, seqlen = 2, 3, 8 * nvec
+                                threads: int, bpb: int) -> None:
+    """bpb batches a block: 1 and 2 leave several blocks a channel, whose sums the last to arrive
+    adds (launched twice: the arrival counters are back at 0 and the sums have the same bits);
+    3 (= batch) a block a channel, which writes them itself."""
+    batch, dim, seqlen = 3, 3, 8 * nvec
     x_words, x = to_words(rng.standard_normal((batch, dim, seqlen)), dt)
     g_words, dout = to_words(rng.standard_normal((batch, dim, seqlen)), dt)
     w = rng.standard_normal((dim, width)).astype(np.float32)
@@ -92,9 +95,18 @@ def test_channel_first_backward(vk: ModuleType, dt: int, width: int, act: bool, 
     dweight = devices.full((dim, width), np.nan)
     dbias = devices.full(dim, np.nan)
     bias_arg = devices.array(bias if bias is not None else np.zeros(dim, np.float32))
-    vk.bwd_channel_first[dim, threads](
-        devices.array(x_words), devices.array(w), bias_arg, devices.array(g_words), dx, dweight, dbias,
-        batch, nvec, dim * seqlen, seqlen, dim * seqlen, seqlen, dim * seqlen, seqlen, with_bias, act, width, dt)
+    ngroups = -(-batch // bpb)
+    partials = devices.full(dim * (width + 1) * ngroups, np.nan)
+    arrived = devices.array(np.zeros(dim, np.uint32))
+    args = (devices.array(x_words), devices.array(w), bias_arg, devices.array(g_words), dx, dweight, dbias, partials,
+            arrived, batch, dim, nvec, bpb, dim * seqlen, seqlen, dim * seqlen, seqlen, dim * seqlen, seqlen,
+            with_bias, act, width, dt)
+    vk.bwd_channel_first[dim * ngroups, threads](*args)
+    first_dw, first_db = to_numpy(dweight).copy(), to_numpy(dbias).copy()
+    assert (to_numpy(arrived) == 0).all(), "every channel's counter wraps back to 0"
+    vk.bwd_channel_first[dim * ngroups, threads](*args)
+    assert to_numpy(dweight).tobytes() == first_dw.tobytes(), "the same sums, bit for bit, the second launch"
+    assert to_numpy(dbias).tobytes() == first_db.tobytes()
     want_dx, want_dw, want_db = reference_backward(x, w.astype(np.float64), None if bias is None else
                                                    bias.astype(np.float64), dout, act)
     got_dx = from_words(to_numpy(dx), dt, x.shape)

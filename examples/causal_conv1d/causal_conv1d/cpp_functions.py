@@ -26,7 +26,7 @@ _DT = {torch.float32: vk.F32, torch.float16: vk.F16, torch.bfloat16: vk.BF16}
 _WORD_ELEMENTS = {torch.float32: 1, torch.float16: 2, torch.bfloat16: 2}  # elements a 32-bit word
 _INT_VIEW = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
 _I32_MAX = 2**31 - 1
-_dummies: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+_dummies: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = {}
 _FLOAT = torch.float32
 
 
@@ -39,34 +39,49 @@ def _sm_count(device: int) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
-def _cf_bwd_threads(nvec: int, dim: int, device: int) -> int:
-    """Threads a block of the channel-first backward (one block a channel): 128 (four warps wait
-    at each chunk's barrier, not eight) unless its blocks fill the GPU's last round of resident
-    blocks worse than 256's do. A multiprocessor holds 12 blocks of 128 or 6 of 256 (the kernel
-    keeps to 40 registers: 64K registers a multiprocessor)."""
-    if nvec < 256:
-        return _cdiv(nvec, 32) * 32
-    if device < 0:  # the CPU device
-        return 256
-
-    def filled(threads: int) -> float:
-        slots = _sm_count(device) * (65536 // (vk.CF_BWD_REGISTERS * threads))
-        rounds = _cdiv(dim, slots)
-        return dim / (rounds * slots)
-
-    return 128 if filled(128) >= filled(256) - 0.02 else 256
+def _cf_bwd_plan(nvec: int, batch: int, dim: int, device: int) -> tuple[int, int]:
+    """(threads a block, batches a block) of the channel-first backward: 128 threads (a row of
+    up to 255 vectors in one chunk of whole warps), and as many batches a block as make about 8
+    chunks of work a block, so a block's start and end (the weights, the sums) are paid over
+    enough rows, while the grid keeps at least two rounds of the GPU's resident blocks (a
+    multiprocessor holds 12 blocks of 128: the kernel keeps to 40 registers)."""
+    threads = _cdiv(nvec, 32) * 32 if nvec < 256 else 128
+    if device < 0:  # the CPU device: the fewest blocks
+        return threads, batch
+    bpb = max(1, min(batch, 8 // _cdiv(nvec, threads)))
+    slots = _sm_count(device) * (65536 // (vk.CF_BWD_REGISTERS * threads))
+    while bpb > 1 and dim * _cdiv(batch, bpb) < 2 * slots:
+        bpb //= 2
+    return threads, bpb
 
 
-def _absent(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+_arrivals: dict[tuple[int, int], torch.Tensor] = {}
+
+
+def _arrived(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """The channel-first backward's arrival counters (uint32, at least ``dim``) for x's device
+    and the current stream: zero between launches (the last block of a channel wraps its
+    counter back to 0), so they are zeroed once; one set a stream, since launches on one stream
+    do not overlap."""
+    key = (x.get_device(), torch.cuda.current_stream(x.device).cuda_stream if x.is_cuda else 0)
+    found = _arrivals.get(key)
+    if found is None or found.numel() < dim:
+        found = _arrivals[key] = torch.zeros(max(dim, 1024), dtype=torch.uint32, device=x.device)
+    return found
+
+
+def _absent(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The tensors the vector kernels take for an absent bias and dbias (fp32, 1-D: two tensors,
     since a kernel's read-only and written arguments must not overlap; [2], [3]) on x's device:
-    never read nor written (has_bias is False). The general and state kernels take None for
-    what is absent (optional views)."""
+    never read nor written (has_bias is False), and the channel-first backward's partial sums when
+    a block has a whole channel ([4]). The general and state kernels take None for what is
+    absent (optional views)."""
     index = x.get_device()
     found = _dummies.get(index)
     if found is None:
         seq = torch.zeros((1, 1), dtype=torch.int32, device=x.device)
         found = _dummies[index] = (seq, seq[0], torch.zeros((1,), dtype=torch.float32, device=x.device),
+                                   torch.zeros((1,), dtype=torch.float32, device=x.device),
                                    torch.zeros((1,), dtype=torch.float32, device=x.device))
     return found
 
@@ -269,10 +284,12 @@ def _bwd(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], do
                                                                         has_bias, width)
         else:
             nvec = seqlen // 8
-            threads = _cf_bwd_threads(nvec, dim, x.get_device())
-            vk.bwd_channel_first[dim, threads](
-                _words(x), w32, bias_arg, _words(dout), _words(dx), dweight, dbias_arg,
-                batch, nvec, xs[0], xs[1], gs[0], gs[1], ds[0], ds[1], has_bias, silu_activation, width, dt)
+            threads, bpb = _cf_bwd_plan(nvec, batch, dim, x.get_device())
+            ngroups = _cdiv(batch, bpb)
+            partials = dweight.new_empty((dim * (width + 1) * ngroups,)) if ngroups > 1 else _absent(x)[4]
+            vk.bwd_channel_first[dim * ngroups, threads](
+                _words(x), w32, bias_arg, _words(dout), _words(dx), dweight, dbias_arg, partials, _arrived(x, dim),
+                batch, dim, nvec, bpb, xs[0], xs[1], gs[0], gs[1], ds[0], ds[1], has_bias, silu_activation, width, dt)
         return
     if seq_idx is not None and (seq_idx.dtype != torch.int32 or seq_idx.shape != (batch, seqlen)):
         raise ValueError(f"causal_conv1d: seq_idx must be int32 of shape ({batch}, {seqlen})")
@@ -302,7 +319,7 @@ def causal_conv1d_bwd_function(x: torch.Tensor, weight: torch.Tensor, bias: torc
     width = weight.shape[-1]
     if dx is None:
         dx = torch.empty_like(x)
-    # every element is written (fixed-order sums, no atomics): no zeros needed
+    # every element is written (fixed-order sums, no float atomics): no zeros needed
     dweight = weight.new_empty(weight.shape) if weight.dtype is _FLOAT else weight.new_empty(weight.shape, dtype=_FLOAT)
     dbias = None
     if bias is not None:

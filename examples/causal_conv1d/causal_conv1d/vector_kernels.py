@@ -33,7 +33,7 @@ index32 instance (``index32=False``), which would double the compile time for no
 from __future__ import annotations
 
 import oxide as ox
-from oxide import MutSlice, MutTensor, Slice, Tensor, bf16x2, block, f16, f16x2, f32, f32x2, grid, i16, i32, i64, thread, warp
+from oxide import MutSlice, MutTensor, Slice, Tensor, bf16x2, block, f16, f16x2, f32, f32x2, grid, i16, i32, i64, thread, u32, warp
 
 __all__ = ["fwd_channel_first", "fwd_channel_last", "bwd_channel_first", "bwd_channel_last",
            "reduce_partials", "F32", "F16", "BF16", "CL_STEP",
@@ -362,17 +362,28 @@ def store_vec8(out: MutSlice[i32], vi: i64, v: Slice[f32], DT: ox.Constexpr[int]
 @ox.kernel(bounds_check=False, index32=False, launch_bounds=256, max_registers=CF_BWD_REGISTERS,
            constexprs={"W": [2, 3, 4], "DT": [0, 1, 2]})
 def bwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1], dout: Slice[i32], dx: MutSlice[i32],
-                      dweight: MutTensor[f32, 2], dbias: MutTensor[f32, 1], batch: i32, nvec: i32,
+                      dweight: MutTensor[f32, 2], dbias: MutTensor[f32, 1], partials: MutSlice[f32],
+                      arrived: MutSlice[u32], batch: i32, dim: i32, nvec: i32, bpb: i32,
                       x_sb: i64, x_sc: i64, g_sb: i64, g_sc: i64, d_sb: i64, d_sc: i64,
                       has_bias: bool, act: bool, W: ox.Constexpr[int], DT: ox.Constexpr[int]) -> None:
-    """One block per channel, over every batch and position of it, 8 positions a thread, the
-    block's chunks of ``block.dim.x`` vectors taken last to first (as upstream's), so dweight
-    and dbias are summed in the block in one fixed order: deterministic, with no atomics and no
-    second pass. The gradient g of the pre-activation is computed once a position: the W - 1
-    values after a thread's vector come from the lane above by a shuffle, from the next warp's
-    first lane through shared memory, and for the block's last thread from the chunk after,
-    done before (``ex[nwarps]``). Rows as ``fwd_channel_first``'s."""
-    c = block.idx.x
+    """Block ``bg * dim + c`` takes the rows (b, c) of channel c for the ``bpb`` batches b of
+    group bg (blocks in memory order), 8 positions a thread, each row's chunks of
+    ``block.dim.x`` vectors last to first (as upstream's). The gradient g of the pre-activation
+    is computed once a position: the W - 1 values after a thread's vector come from the lane
+    above by a shuffle, from the next warp's first lane through shared memory, and for the
+    block's last thread from the chunk after, done before (``ex[nwarps]``). Rows as
+    ``fwd_channel_first``'s.
+
+    dweight and dbias, deterministic with no float atomics: a block's sums go to
+    ``partials[(c * (W + 1) + k) * ngroups + bg]`` (k = W: dbias); the last of a channel's
+    ngroups blocks to arrive (``ox.atomic.inc`` on ``arrived[c]``, which wraps back to 0 for
+    the next launch) adds them in group order and writes dweight[c] and dbias[c]. With one group
+    the block writes them itself (``partials`` and ``arrived`` untouched)."""
+    c = block.idx.x % dim
+    bg = block.idx.x // dim
+    ngroups = (batch + bpb - 1) // bpb
+    b0 = bg * bpb
+    b1 = min(b0 + bpb, batch)
     tid = thread.idx.x
     lane_id = warp.lane()
     wid = warp.id()
@@ -395,7 +406,7 @@ def bwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1
     for k in ox.static_range(4):
         dw[k] = 0.0
     db: f32 = 0.0
-    for b in range(batch):
+    for b in range(b0, b1):
         # the rows' first vectors (their starts are multiples of 8 elements: the host checks)
         xr = (i64(b) * x_sb + i64(c) * x_sc) // 8
         gr = (i64(b) * g_sb + i64(c) * g_sc) // 8
@@ -403,7 +414,7 @@ def bwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1
         for cc in range(nchunks):
             chunk = nchunks - 1 - cc
             v = chunk * nthreads + tid
-            buf = ((b * nchunks + cc) & 1) * 36
+            buf = (((b - b0) * nchunks + cc) & 1) * 36
             xv = ox.local.array(16, f32)   # xv[8 + j]: x at 8 * v + j, j in -8 … 7
             gv = ox.local.array(12, f32)   # gv[j]: dout, then g, at 8 * v + j, j in 0 … 11
             for j in ox.static_range(16):
@@ -449,7 +460,7 @@ def bwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1
                         dw[k] += xv[8 + j - (W - 1) + k] * gv[j]
                     ov[j] = acc
                 store_vec8(dx, dr + v, ov, DT)
-    # the block's sums: each warp's by shuffles, then the warps' in order by thread 0
+    # the block's sums: each warp's by shuffles, then the warps' in order by threads 0 … W
     red = ox.shared.array(160, f32)  # [warp][W + 1], up to 32 warps
     for k in ox.static_range(W):
         s = warp.reduce_sum(dw[k])
@@ -459,19 +470,41 @@ def bwd_channel_first(x: Slice[i32], weight: Tensor[f32, 2], bias: Tensor[f32, 1
     if lane_id == 0:
         red[wid * 5 + 4] = sb
     block.sync()
-    if tid == 0:
-        for k in ox.static_range(W):
-            total: f32 = 0.0
-            for w_ in range(nwarps):
-                total += red[w_ * 5 + k]
+    total: f32 = 0.0
+    if tid <= W:
+        at = tid if tid < W else 4
+        for w_ in range(nwarps):
+            total += red[w_ * 5 + at]
+    if ngroups == 1:
+        if tid <= W:
+            write_sum(dweight, dbias, c, tid, total, has_bias, W)
+    else:
+        slot = (i64(c) * (W + 1) + tid) * ngroups
+        if tid <= W:
             with ox.unsafe():
-                dweight[c, k] = total
-        if has_bias:
-            tb: f32 = 0.0
-            for w2 in range(nwarps):
-                tb += red[w2 * 5 + 4]
-            with ox.unsafe():
-                dbias[c] = tb
+                partials[slot + bg] = total
+            ox.fence.device()  # the partial is seen before this block's arrival is
+        last = ox.shared.array(1, i32)
+        block.sync()
+        if tid == 0:
+            last[0] = 1 if ox.atomic.inc(arrived, c, u32(ngroups - 1)) == u32(ngroups - 1) else 0
+        block.sync()
+        if last[0] == 1 and tid <= W:
+            ox.fence.device()  # every other group's partial, seen before its arrival, is seen here
+            sum_: f32 = 0.0
+            for g in range(ngroups):
+                sum_ += partials[slot + g]
+            write_sum(dweight, dbias, c, tid, sum_, has_bias, W)
+
+
+def write_sum(dweight: MutTensor[f32, 2], dbias: MutTensor[f32, 1], c: i32, k: i32, total: f32, has_bias: bool,
+              W: ox.Constexpr[int]) -> None:
+    """dweight[c, k] = total for k < W; dbias[c] = total for k = W (with a bias)."""
+    with ox.unsafe():
+        if k < W:
+            dweight[c, k] = total
+        elif has_bias:
+            dbias[c] = total
 
 
 @ox.kernel(bounds_check=False, index32=False, launch_bounds=128, constexprs={"W": [2, 3, 4], "DT": [0, 1, 2]})
