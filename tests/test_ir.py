@@ -57,7 +57,10 @@ def test_the_printer_shows_types_checks_and_structure(tmp_path: Path) -> None:
               pass
             else:
               continue
-          out[n]!2 = call __ox_kern_twice__f32(x[i]!1)
+          if (((i64(i) >= 0:i64) and (i64(i) < len(x))) and ((n >= 0:i64) and (n < len(out)))):  ; check-versioned
+            out[n] = call __ox_kern_twice__f32(x[i])
+          else:
+            out[n]!2 = call __ox_kern_twice__f32(x[i]!1)
         """)
 
 
