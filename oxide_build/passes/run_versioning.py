@@ -47,7 +47,7 @@ from ..ir import nodes as ir
 from ..ir.ops import CompareOp, LogicOp
 from ..ir.printer import print_expr
 from ..ir.types import BOOL, I64, ArrayType, ViewType, as_scalar
-from .bounds_elimination import _clone
+from .bounds_elimination import _clone, _set_children
 
 __all__ = ["RunVersioning"]
 
@@ -443,7 +443,7 @@ def _expanded(e: ir.Expr, env: dict[str, ir.Expr | None]) -> ir.Expr | None:
         new = [go(k) for k in kids]
         if any(k is None for k in new):
             return None
-        _set(out, new)  # type: ignore[arg-type]
+        _set_children(out, new)  # type: ignore[arg-type]
         return out
 
     return go(e)
@@ -451,16 +451,3 @@ def _expanded(e: ir.Expr, env: dict[str, ir.Expr | None]) -> ir.Expr | None:
 
 def _count(e: ir.Expr) -> int:
     return sum(1 for _ in ir.subexpressions(e))
-
-
-def _set(e: ir.Expr, kids: list[ir.Expr]) -> None:
-    if isinstance(e, (ir.BinOp, ir.Compare)):
-        e.left, e.right = kids
-    elif isinstance(e, (ir.Not, ir.Neg, ir.Cast)):
-        (e.operand,) = kids
-    elif isinstance(e, ir.Select):
-        e.cond, e.if_true, e.if_false = kids
-    elif isinstance(e, ir.BoolOp):
-        e.values = kids
-    else:
-        assert not kids
