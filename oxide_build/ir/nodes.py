@@ -418,6 +418,10 @@ class If:
     # the test of check versioning (a loop) or run versioning (straight-line code): ``then`` is
     # the code without the checks the test shows hold, ``orelse`` the code as written
     check_versioned: bool = False
+    # ``orelse`` never reaches the code after the ``if``: a check in it fails wherever it runs
+    # (run versioning's test fails only where one of the checks it removed fails); lowered with
+    # no edge back, so the branch is an out-of-line path, as a check's failure path is
+    orelse_fails: bool = False
 
 
 @dataclass

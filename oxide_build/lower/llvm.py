@@ -879,7 +879,9 @@ class FunctionLowering:
             then_bb = self.llfn.append_basic_block("then")
             else_bb = self.llfn.append_basic_block("else") if s.orelse else None
             merge = self.llfn.append_basic_block("endif")
-            b.cbranch(self.expr(s.cond), then_bb, else_bb or merge)
+            branch = b.cbranch(self.expr(s.cond), then_bb, else_bb or merge)
+            if s.orelse_fails:
+                self.branch_weights(branch, [1 << 20, 1])
             b.position_at_end(then_bb)
             self.stmts(s.then)
             if not b.block.is_terminated:
@@ -887,7 +889,9 @@ class FunctionLowering:
             if else_bb is not None:
                 b.position_at_end(else_bb)
                 self.stmts(s.orelse)
-                if not b.block.is_terminated:
+                if not b.block.is_terminated and s.orelse_fails:
+                    self.trap()  # never reached: a check of the branch failed and ended the thread
+                elif not b.block.is_terminated:
                     b.branch(merge)
             b.position_at_end(merge)
         elif isinstance(s, ir.While):
@@ -952,6 +956,15 @@ class FunctionLowering:
         b.call(self.parent.fail_function(), [ll.Constant(I64T, site), index, length])
         b.unreachable()
         b.position_at_end(cont_bb)
+
+    def trap(self) -> None:
+        """A trap that ends the block: where the compiler knows no thread arrives."""
+        b = self.b
+        if self.cpu:
+            b.call(self.cpu_runtime("oxide_cpu_trap"), [])
+        else:
+            b.asm(ll.FunctionType(ll.VoidType(), []), "trap;", "", [], side_effect=True)
+        b.unreachable()
 
     # ---- the forms that differ between the dialects (dialect.py) ---------------------------
 

@@ -162,7 +162,8 @@ class RunVersioning:
         loc = _loc(run[0])
         for a in prelude:
             fn.locals[a.name] = a.value.ty
-        return [*prelude, ir.If(ir.BoolOp(LogicOp.AND, tests, BOOL, loc), fast, run, loc, check_versioned=True)]
+        return [*prelude, ir.If(ir.BoolOp(LogicOp.AND, tests, BOOL, loc), fast, run, loc, check_versioned=True,
+                                  orelse_fails=True)]
 
 
 @dataclass(frozen=True)
