@@ -120,6 +120,9 @@ def test_the_fast_copy_has_no_checks_of_the_moving_indices(tmp_path: Path) -> No
 
 
 def _indices_in_range(fn: str, env: dict[str, int]) -> bool:
+    # out[k], the same in every trip, is tested before the loop too
+    if not 0 <= env[{"rows": "i", "features": "p"}.get(fn, "j")] < env["len out"]:
+        return False
     if fn == "rows":
         i, ny = env["i"], env["NY"]
         return all(0 <= i * ny + j < env["len A"] and 0 <= j < env["len x"] for j in range(ny))
@@ -145,7 +148,7 @@ def test_the_test_before_the_loop_is_sound_and_holds_for_ordinary_sizes(tmp_path
             stop = ny if fn.python_name == "rows" else nx
             env = {"NX": nx, "NY": ny, "c": rng.choice([0, 1, -5, 2**31 - 1]),
                    "len A": rng.choice([0, 10, nx * ny, nx * ny + 1, max(nx * ny - 1, 0), 2**62]),
-                   "len x": rng.choice([ny, max(ny - 1, 0), 0, 10**6])}
+                   "len x": rng.choice([ny, max(ny - 1, 0), 0, 10**6]), "len out": rng.choice([0, 3, 300, 2**40])}
             env["i" if fn.python_name == "rows" else "j"] = rng.randrange(0, max(nx if fn.python_name == "rows" else ny, 1) + 2)
             env["p"] = rng.randrange(0, max(nx, 1) + 2)
             if fn.python_name == "features":
@@ -157,11 +160,11 @@ def test_the_test_before_the_loop_is_sound_and_holds_for_ordinary_sizes(tmp_path
         # the i32 row offset r * NY - c wraps between the loop's ends: both ends are in range,
         # the middle is not; only the test that the narrow value did not wrap catches it
         for nx, ny, c in ((5, 2**31 - 1, 2**31 - 1), (4, 2**30 + 5, 2**30), (7, 2**29 + 3, 0)):
-            env = {"NX": nx, "NY": ny, "c": c, "len A": 2**62, "len x": ny, "i": 0, "j": 0,
+            env = {"NX": nx, "NY": ny, "c": c, "len A": 2**62, "len x": ny, "len out": 2**40, "i": 0, "j": 0,
                    "$stop1": _wrap(ny, I32), "$stop3": nx}
             if fn.python_name == "columns":
                 assert not _eval(cond, env) or _indices_in_range(fn.python_name, env), env
-        ordinary = {"NX": 64, "NY": 64, "c": 0, "len A": 64 * 64, "len x": 64, "i": 5, "j": 5, "p": 5,
+        ordinary = {"NX": 64, "NY": 64, "c": 0, "len A": 64 * 64, "len x": 64, "len out": 64, "i": 5, "j": 5, "p": 5,
                     "$stop1": 64, "$stop3": 64, "$stop5": 64}
         assert _eval(cond, ordinary), fn.python_name
         assert held > 100, (fn.python_name, held)
@@ -218,20 +221,20 @@ def test_the_test_before_a_stepped_loop_is_sound(tmp_path: Path) -> None:
         w, n = rng.choice([rng.randrange(0, 200), 2**30 + 7, 2**31 - 1]), rng.randrange(0, 40)
         c, p = rng.choice([0, 1, -7, 2**31 - 1, rng.randrange(0, 100)]), rng.randrange(0, 50)
         length = rng.choice([w * n, w * n + 1, max(w * n - 1, 0), w * (n - 1) + 50, 2**62, rng.randrange(0, 5000)])
-        env = {"W": w, "N": n, "c": c, "p": p, "len A": length, stop_name: n}
-        ok = all(0 <= _wrap(_wrap(_wrap(p + _wrap(r * w, I32), I32) - c, I32), I32) < length for r in range(2, n, 3))
+        env = {"W": w, "N": n, "c": c, "p": p, "len A": length, "len out": rng.choice([0, 10, 60, 2**40]), stop_name: n}
+        ok = 0 <= p < env["len out"] and all(0 <= _wrap(_wrap(_wrap(p + _wrap(r * w, I32), I32) - c, I32), I32) < length for r in range(2, n, 3))
         if _eval(test.cond, env):
             held += 1
             assert ok, env
     # the last r of range(2, 13, 3) is 11, not 12: an array of 11 * W + p + 1 elements holds every index
-    env = {"W": 64, "N": 13, "c": 0, "p": 3, "len A": 11 * 64 + 4, stop_name: 13}
+    env = {"W": 64, "N": 13, "c": 0, "p": 3, "len A": 11 * 64 + 4, "len out": 64, stop_name: 13}
     assert _eval(test.cond, env)
     env["len A"] -= 1
     assert not _eval(test.cond, env)
     assert held > 100, held
     # every index in range (W = 0), but r + 3 wraps past N = 2**31 - 1 after the last r
     # (2**31 - 3): the loop would go on with negative r, so the test must not hold
-    env = {"W": 0, "N": 2**31 - 1, "c": 0, "p": 3, "len A": 2**62, stop_name: 2**31 - 1}
+    env = {"W": 0, "N": 2**31 - 1, "c": 0, "p": 3, "len A": 2**62, "len out": 64, stop_name: 2**31 - 1}
     assert not _eval(test.cond, env)
     env[stop_name] = env["N"] = 2**31 - 3  # last r 2**31 - 6, then 2**31 - 3: no wrap
     assert _eval(test.cond, env)
@@ -328,3 +331,48 @@ def test_the_test_before_a_run_is_sound_and_holds_for_ordinary_sizes(tmp_path: P
     ordinary = {"c": 5, "p": 64, "rows": 4, "w": 16, "q": 208, "len src": 4096, "len out": 4096}
     assert evaluate(ordinary)
     assert held > 1000, held
+
+
+INVARIANT = '''
+import oxide as ox
+from oxide import MutSlice, Slice, f32, i32, thread
+
+
+@ox.kernel
+def rows(a: Slice[f32], y: MutSlice[f32], tmp: MutSlice[f32], n: i32) -> None:
+    i = thread.index_1d()
+    with ox.unsafe():
+        for j in range(n):
+            tmp[i] += a[j]
+            y[i] += a[j]
+        y[i] = tmp[i] + y[i]
+'''
+
+
+def test_the_checks_that_are_the_same_in_every_trip_are_tested_before_the_loop(tmp_path: Path) -> None:
+    """check-versioning: ``tmp[i]`` and ``y[i]`` in a loop over ``j`` are tested once before the
+    loop, and the fast copy has no check of them (LLVM did not hoist them, and a test in the
+    loop would stay there); the test is sound. run-versioning leaves the loop body alone, and
+    versions the run after the loop."""
+    (fn,) = _program(tmp_path, INVARIANT, also=("run-versioning",)).functions
+    loop_test = _versioned(fn)
+    fast = loop_test.then[0]
+    assert isinstance(fast, ir.While)
+    checked = [x for s in ir.statements(fast.body) for r in ir.statement_roots(s) for x in ir.subexpressions(r)
+               if isinstance(x, ir.ViewLoad) and x.check_site is not None]
+    checked += [s for s in ir.statements(fast.body) if isinstance(s, (ir.Store, ir.If)) and getattr(s, "check_site", None) is not None
+                or isinstance(s, ir.If) and s.check_versioned]
+    assert checked == []
+    after = [s for s in fn.body if isinstance(s, ir.If) and s.check_versioned and s is not loop_test]
+    assert len(after) == 1 and after[0].orelse_fails  # y[i] = tmp[i] + y[i]: two tests, after the loop
+    rng = random.Random(7)
+    held = 0
+    for _ in range(5000):
+        env = {"i": rng.choice([-3, -1, 0, 1, 5, 99, 100, 2**31 - 1, rng.randrange(0, 300)]), "n": rng.choice([0, 1, 7, 300]),
+               "len a": 300, "len tmp": rng.choice([0, 1, 100, 200]), "len y": rng.choice([0, 6, 100, 400])}
+        env["j"] = 0
+        env["$stop1"] = env["n"]
+        if _eval(loop_test.cond, env):
+            held += 1
+            assert 0 <= env["i"] < min(env["len tmp"], env["len y"]), env
+    assert held > 200

@@ -884,6 +884,12 @@ class FunctionLowering:
                 self.branch_weights(branch, [1 << 20, 1])
             b.position_at_end(then_bb)
             self.stmts(s.then)
+            if not b.block.is_terminated and (s.launch_versioned or s.check_versioned) and not s.orelse_fails \
+                    and not self.parent.dialect.is_nvvm:  # LLVM 7 (libNVVM) has no llvm.sideeffect
+                # the fast copy ends in an instruction the checked copy has not: LLVM's SimplifyCFG
+                # would else sink the instructions both end with into the code after them, and
+                # the fast copy's last loads would sit behind a branch, apart from those before
+                b.call(self.intrinsic("llvm.sideeffect", ll.VoidType(), []), [])
             if not b.block.is_terminated:
                 b.branch(merge)
             if else_bb is not None:

@@ -20,8 +20,9 @@ the widened value is the exact one).
 
 When the test holds, no check of those accesses could fail, so dropping them changes nothing
 observable; when it fails (or the loop runs no trip), the original loop runs with every check,
-and a failing access is reported exactly as without the pass. Checks of indices that do not
-move with ``j`` stay in both copies (LLVM hoists them out of the loop).
+and a failing access is reported exactly as without the pass. An index that does not move with
+``j`` and reads nothing the loop assigns (``tmp[i] += a[i * N + j]``) is tested as it is, ``0 <=
+e < len(v)``, before the loop. The other checks stay in both copies.
 
 A loop is left alone when its body holds a loop, a call of a device function or a convergent
 intrinsic (barriers must not end up under the test), or is larger than ``max_body_size`` IR
@@ -37,7 +38,7 @@ from typing import Iterator
 from ..intrinsics import intrinsic_info
 from ..ir import nodes as ir
 from ..ir.ops import BinaryOp, CompareOp, LogicOp
-from ..ir.types import BOOL, I64, ArrayType, ScalarType, ViewType
+from ..ir.types import BOOL, I64, ArrayType, ScalarType, ViewType, as_scalar
 
 __all__ = ["CheckVersioning"]
 
@@ -125,6 +126,16 @@ class CheckVersioning:
             view, index = access.view, _expanded(access.index, defs, at)
             length = _length(view, assigned, loc)
             if length is None:
+                continue
+            if not _depends(index, r.var) and isinstance(as_scalar(index.ty), ScalarType) \
+                    and as_scalar(index.ty).kind in ("int", "uint"):  # type: ignore[union-attr]
+                # the same on every trip: tested once, before the loop, as it is (LLVM does not
+                # hoist the check out of the loop when the loop's other checks are gone)
+                if _invariant(index, assigned):
+                    at_start = _i64(copy.deepcopy(index), loc)
+                    tests += [_cmp(CompareOp.GE, at_start, _const(0, loc), loc),
+                              _cmp(CompareOp.LT, copy.deepcopy(at_start), length, loc)]
+                    versioned.append(n)
                 continue
             if not _depends(index, r.var) or not isinstance(index.ty, ScalarType) or index.ty.kind not in ("int", "uint"):
                 continue

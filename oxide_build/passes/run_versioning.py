@@ -31,7 +31,15 @@ the run as written does; where it fails, the run as written runs, and the first 
 is reported at its own file:line as without the pass. The test reads only values known at the
 run's start, each computed as the access computes it.
 
-A run is versioned when at least ``min_checks`` of its checks go; a run larger than
+An access inside a loop whose test reads nothing the innermost loop around it assigns keeps its
+check: check versioning tests such an index before a counted loop, and a test inside the loop
+would be taken on every trip. Where the test fails, one of the checks it removed fails in the
+run as written, which ends the thread there: that copy never reaches the code after the run,
+and it is lowered as an out-of-line path with no edge back (``If.orelse_fails``; a merge there
+would keep LLVM from unrolling the loop around the run, and its instructions from sinking).
+
+A run is versioned when its test has at least ``min_checks`` distinct parts (a load and a store of
+one index are one: LLVM folds the second check into the first); a run larger than
 ``max_run_size`` IR nodes is cut into pieces of at most that size, each versioned on its own
 (the pass copies what it versions). It runs after check versioning and inside its and the
 launch versioning's fast copies only (the checked copies run when a check may fail).
@@ -39,7 +47,7 @@ launch versioning's fast copies only (the checked copies run when a check may fa
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
 from ..intrinsics import intrinsic_info
@@ -80,7 +88,8 @@ class RunVersioning:
             elif isinstance(s, ir.If):
                 s.then, s.orelse = self._block(s.then, cx), self._block(s.orelse, cx)
             elif isinstance(s, ir.While):
-                s.body = self._block(s.body, cx)
+                assigned = frozenset(st.name for st in ir.statements([*s.body, *s.step]) if isinstance(st, ir.Assign))
+                s.body = self._block(s.body, replace(cx, loop_assigned=assigned))
             elif isinstance(s, ir.Block):
                 s.body = self._block(s.body, cx)
             out.append(s)
@@ -121,9 +130,10 @@ class RunVersioning:
             s = run[0]
             s.then, s.orelse = self._block(s.then, cx), self._block(s.orelse, cx)
             return head + run + tail
-        return head + self._versioned(run, cx.fn) + tail
+        return head + self._versioned(run, cx) + tail
 
-    def _versioned(self, run: list[ir.Stmt], fn: ir.Function) -> list[ir.Stmt]:
+    def _versioned(self, run: list[ir.Stmt], cx: _Context) -> list[ir.Stmt]:
+        fn = cx.fn
         if sum(1 for _ in _accesses(run)) < self.min_checks or _size_of(run) > self.max_run_size:
             return run
         tests: list[ir.Expr] = []
@@ -146,13 +156,16 @@ class RunVersioning:
 
         for n, (access, guards, at) in enumerate(_accesses_in_order(run, env, hoist)):
             test = _in_range(access, guards, at)
+            if test is not None and cx.loop_assigned is not None \
+                    and not _reads(test, {a.name: a.value for a in prelude}) & cx.loop_assigned:
+                continue  # the same in every trip of the loop: LLVM hoists its check out of it
             if test is not None:
                 text = print_expr(test)
                 if text not in seen:  # the same index checked again (tid.x of each row of a tile)
                     seen.add(text)
                     tests.append(test)
                 removable.append(n)
-        if len(removable) < self.min_checks:
+        if len(tests) < self.min_checks:  # one test: no fewer branches than the checks it stands for
             return run
         fast = _clone(run, {})
         chosen = set(removable)
@@ -170,6 +183,17 @@ class RunVersioning:
 class _Context:
     fn: ir.Function
     calls: _CallsConvergent
+    # the locals the innermost loop around the run assigns (None outside loops)
+    loop_assigned: frozenset[str] | None = None
+
+
+def _reads(e: ir.Expr, prelude: dict[str, ir.Expr]) -> set[str]:
+    """The locals ``e`` reads, through the prelude's values it reads."""
+    names: set[str] = set()
+    for x in ir.subexpressions(e):
+        if isinstance(x, ir.Var):
+            names |= _reads(prelude[x.name], prelude) if x.name in prelude else {x.name}
+    return names
 
 
 # ---- what a run may hold --------------------------------------------------------------------
