@@ -37,6 +37,7 @@ from typing import Iterator
 
 from ..intrinsics import intrinsic_info
 from ..ir import nodes as ir
+from ..ir.printer import print_expr
 from ..ir.ops import BinaryOp, CompareOp, LogicOp
 from ..ir.types import BOOL, I64, ArrayType, ScalarType, ViewType, as_scalar
 
@@ -153,7 +154,9 @@ class CheckVersioning:
         for n, (_, access) in enumerate(_checked_accesses(fast)):
             if n in versioned:
                 access.check_site = None
-        return ir.If(ir.BoolOp(LogicOp.AND, tests, BOOL, loc), [fast], [loop], loc, check_versioned=True)
+        # an access read and written (out[i] += ...) asks the same of its index twice
+        unique = list({print_expr(t): t for t in tests}.values())
+        return ir.If(ir.BoolOp(LogicOp.AND, unique, BOOL, loc), [fast], [loop], loc, check_versioned=True)
 
 
 # the IR's own index markers (lower/intrinsics.py): an array's flattened index and a checked one,
