@@ -102,6 +102,8 @@ def _eval(e: ir.Expr, env: dict[str, int]) -> int:
         return int(all(values)) if e.op.value == "and" else int(any(values))
     if isinstance(e, ir.Select):
         return _eval(e.if_true, env) if _eval(e.cond, env) else _eval(e.if_false, env)
+    if isinstance(e, ir.Intrinsic) and not e.args:
+        return env[e.name]  # warp.lane()
     raise AssertionError(f"unexpected {type(e).__name__}")
 
 
@@ -376,3 +378,50 @@ def test_the_checks_that_are_the_same_in_every_trip_are_tested_before_the_loop(t
             held += 1
             assert 0 <= env["i"] < min(env["len tmp"], env["len y"]), env
     assert held > 200
+
+
+LANES = """
+import oxide as ox
+from oxide import MutSlice, Slice, block, f32, i32, warp
+
+
+@ox.kernel
+def row_sums(inp: Slice[f32], out: MutSlice[f32], N: i32, C: i32) -> None:
+    row = block.idx.x * (block.dim.x // 32) + warp.id()
+    if row >= N:
+        return
+    x = inp[row * C:]
+    s = f32(0.0)
+    for i in range(warp.lane(), C, 32):
+        s += x[i]
+    s = warp.reduce_sum(s)
+    if warp.lane() == 0:
+        with ox.unsafe():
+            out[row] = s
+"""
+
+
+def test_a_loop_from_the_lane_in_steps_of_the_warp_is_versioned_soundly(tmp_path: Path) -> None:
+    """``for i in range(warp.lane(), C, 32)`` over a row (a warp per row, llm.c's layer norm):
+    the lane is evaluated again in the test before the loop, and the fast copy reads ``x[i]``
+    unchecked; the test holds only when every ``i`` the lane takes is inside ``x``."""
+    (fn,) = _program(tmp_path, LANES).functions
+    test = _versioned(fn)
+    fast = test.then[0]
+    assert isinstance(fast, ir.While)
+    loads = [x for s in ir.statements(fast.body) for r in ir.statement_roots(s) for x in ir.subexpressions(r)
+             if isinstance(x, ir.ViewLoad)]
+    assert loads and all(x.check_site is None for x in loads)
+    assert any(isinstance(x, ir.Intrinsic) and x.name == "warp.lane" for x in ir.subexpressions(test.cond))
+    assert isinstance(fast.cond, ir.Compare) and isinstance(fast.cond.right, ir.Var)
+    stop_name = fast.cond.right.name
+    rng = random.Random(3)
+    held = 0
+    for _ in range(4000):
+        lane, c = rng.randrange(0, 32), rng.choice([0, 1, 31, 32, 33, 768, rng.randrange(0, 2000), 2**31 - 1])
+        length = rng.choice([c, c - 1, c + 1, 0, 700, rng.randrange(0, 2000)])
+        env = {"warp.lane": lane, "C": c, stop_name: c, "len x": length}
+        if _eval(test.cond, env):
+            held += 1
+            assert all(0 <= i < length for i in range(lane, c, 32)), env
+    assert held > 500, held

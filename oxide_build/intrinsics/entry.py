@@ -56,6 +56,10 @@ class Role(Enum):
     MBARRIER_INVALIDATE = auto()
     MBARRIER_INIT_FENCE = auto()  # makes inits visible to the async proxy (or may: inline PTX)
     ASYNC_BYTES = auto()  # counts the bytes it moves on a barrier it names (TMA)
+    # a value of the thread's place in the launch (its lane, its warp): no operands, no
+    # memory, the same wherever the thread evaluates it, so a pass may evaluate it again
+    # elsewhere (passes/check_versioning.py: a loop's start, tested before the loop)
+    POSITION = auto()
     # the CPU device (backends/cpu/codegen.py): lets the other threads run (nanosleep), so its
     # kernel's threads run as fibers
     YIELDS = auto()

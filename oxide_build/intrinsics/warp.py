@@ -414,9 +414,10 @@ def combine(fl: LoweringContext, op: str, a: ll.Value, c: ll.Value, st: ScalarTy
 
 # one answer per lane or per warp, four warps to a warpgroup
 LANE = frozenset({Role.LANE_VARYING})
+POSITION = frozenset({Role.LANE_VARYING, Role.POSITION})  # warp.lane(), warp.id()
 ENTRIES = [
-    IntrinsicInfo("warp.lane", _type_id, _lower_lane, thread_dependent=True, value_range=(0, 31), roles=LANE),
-    IntrinsicInfo("warp.id", _type_id, _lower_warp_id, thread_dependent=True, value_range=(0, 31), roles=LANE,
+    IntrinsicInfo("warp.lane", _type_id, _lower_lane, thread_dependent=True, value_range=(0, 31), roles=POSITION),
+    IntrinsicInfo("warp.id", _type_id, _lower_warp_id, thread_dependent=True, value_range=(0, 31), roles=POSITION,
                   thread_stride=32),
     IntrinsicInfo("warp.sync", _type_sync, _lower_sync, thread_dependent=True, convergent=True, keywords=("mask",),
                   roles=frozenset({Role.LANE_VARYING, Role.ORDERS_THREADS}), cpu_lowering=_cpu_sync),

@@ -293,14 +293,17 @@ Expr = Union[
 ]
 
 
-def is_pure(e: Expr) -> bool:
-    """True when evaluating ``e`` cannot fault or have effects (no loads, calls, intrinsics)."""
+def is_pure(e: Expr, also: Callable[[Expr], bool] | None = None) -> bool:
+    """True when evaluating ``e`` cannot fault or have effects (no loads, calls, intrinsics;
+    ``also`` accepts more leaves: a pass's own knowledge of some intrinsics)."""
+    if also is not None and also(e):
+        return True
     if not isinstance(e, (Const, Var, ThreadIndex1D, SpecialReg, ViewLen, ViewDim,
                           BinOp, Compare, Not, Neg, Cast, Select, BoolOp)):
         return False
     if isinstance(e, BinOp) and e.op in ("/", "//", "%") and e.ty.kind != "float":
         return False  # integer division by zero is undefined behaviour
-    return all(is_pure(c) for c in children(e))
+    return all(is_pure(c, also) for c in children(e))
 
 
 def subexpressions(e: Expr) -> Iterator[Expr]:

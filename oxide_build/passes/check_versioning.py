@@ -3,7 +3,9 @@ proves them in range (``for j in range(NY): A[i * NY + j]`` under ``if i < NX``,
 ``NY`` arguments the compiler cannot tie to ``len(A)``), runs an unchecked copy when one test
 before the loop shows every index it can take in range, and the checked loop otherwise.
 
-For an innermost ``for j in range(start, stop, s)`` (``s`` a constant >= 1, ``j`` not assigned in the body) and a
+For an innermost ``for j in range(start, stop, s)`` (``s`` a constant >= 1, ``j`` not assigned in
+the body, ``start`` free of loads and calls: arithmetic of arguments, ``thread.idx``, ``warp.lane()``
+and the like, evaluated again in the test) and a
 checked load or store ``v[e]`` in it, with ``v`` and every other name in ``e`` unchanged by the
 loop and ``e`` built of ``+``, ``-``, ``*`` by a loop-invariant value, negation and integer casts
 over ``j``: ``e`` is linear in ``j`` modulo its width, ``e(j) = A + B·(j - start)`` with ``A =
@@ -35,7 +37,7 @@ import copy
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Iterator
 
-from ..intrinsics import intrinsic_info
+from ..intrinsics import Role, intrinsic_info
 from ..ir import nodes as ir
 from ..ir.printer import print_expr
 from ..ir.ops import BinaryOp, CompareOp, LogicOp
@@ -85,7 +87,7 @@ class CheckVersioning:
         if not (isinstance(cond, ir.Compare) and cond.op == CompareOp.LT and isinstance(cond.left, ir.Var)
                 and cond.left.name == r.var and isinstance(cond.right, ir.Var)):
             return None
-        if not ir.is_pure(r.start) or _depends(r.start, r.var):
+        if not ir.is_pure(r.start, _position) or _depends(r.start, r.var):
             return None
         body = [*loop.body, *loop.step]
         size = 0
@@ -236,8 +238,16 @@ def _depends(e: ir.Expr, var: str) -> bool:
     return any(isinstance(x, ir.Var) and x.name == var for x in ir.subexpressions(e))
 
 
+def _position(e: ir.Expr) -> bool:
+    """``e`` is the thread's lane or warp (``warp.lane()``): the same wherever it is evaluated."""
+    if not isinstance(e, ir.Intrinsic) or e.args:
+        return False
+    info = intrinsic_info(e.name)
+    return info is not None and info.has(Role.POSITION)
+
+
 def _invariant(e: ir.Expr, assigned: set[str]) -> bool:
-    return ir.is_pure(e) and not any(isinstance(x, ir.Var) and x.name in assigned for x in ir.subexpressions(e))
+    return ir.is_pure(e, _position) and not any(isinstance(x, ir.Var) and x.name in assigned for x in ir.subexpressions(e))
 
 
 def _linear(e: ir.Expr, var: str, assigned: set[str], items: list[tuple[ir.Expr, ir.Expr, ir.Expr]]) -> bool:
