@@ -145,6 +145,44 @@ def test_literal_locals_met_inside_an_intrinsic_call_and_a_failed_conversion(
     assert "offset: i32 = 16:i32" in text and "c1: u32 = 0:u32" in text
 
 
+def test_literal_locals_meet_the_other_operand_of_the_expression_they_are_in(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``z_re * z_re - z_im * z_im + c_re`` with an f32 ``c_re``: the literal locals that gave
+    the left operand its f64 meet the f32 (C's ``float z_re = 0.0f``), so the iteration runs in
+    f32 (numba-cuda's Mandelbrot example); ``j * N + i`` with an i32 ``i`` makes a constant
+    range's ``j`` an i32 with an i32 ``thread.idx.x``. A local that also meets an f64 stays f64."""
+    made = _Translations(monkeypatch)
+    text = _kernel_ir(tmp_path, """
+    N = 64
+
+
+    def mandel(x: f32, y: f32, d: f64, max_iters: i32) -> i32:
+        z_re = 0.0
+        z_im = 0.0
+        w = 0.0
+        for i in range(max_iters):
+            z_re, z_im = z_re * z_re - z_im * z_im + x, 2 * z_re * z_im + y
+            w = w * d + x
+            if (z_re * z_re + z_im * z_im) >= 4:
+                return i
+        return max_iters + i32(w)
+
+
+    @ox.kernel
+    def k(x: Slice[f32], out: DisjointSlice[i32]) -> None:
+        i = thread.index_1d()
+        if i < len(out):
+            acc = 0
+            for j in range(N):
+                acc += i32(x[j * N + thread.idx.x])
+            out[i] = mandel(x[i], x[i], f64(x[i]), 20) + acc
+    """)
+    made.assert_once()
+    assert "z_re: f32 = 0.0:f32" in text and "z_im: f32 = 0.0:f32" in text
+    assert "w: f64 = 0.0:f64" in text
+    assert "j: i32 = 0:i32" in text
+
+
 def test_literal_locals_met_in_struct_fields_vector_lanes_and_tuples_from_device_functions(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     made = _Translations(monkeypatch)

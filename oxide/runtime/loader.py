@@ -42,7 +42,7 @@ class CodeChoice(Record):
 
 
 def parse_arch(arch: str) -> tuple[int, int, str] | None:
-    """``"sm_90a"`` -> ``(9, 0, "a")``; ``"sm_120"`` -> ``(12, 0, "")``; None if unreadable.
+    r"""``"sm_90a"`` -> ``(9, 0, "a")``; ``"sm_120"`` -> ``(12, 0, "")``; None if unreadable.
 
     What ``re.match(r"^(?:sm|compute)_(\d+)([af]?)$", arch)`` with at least two digits reads,
     without compiling the expression on a process's first launch (issue 28, cold start)."""

@@ -38,6 +38,12 @@ class LiteralLocals:
         if isinstance(mine, ScalarType) and mine != other and _same_kind(mine, other):
             self.partners.setdefault(value.name, []).append(other)
 
+    def note_partners_within(self, value: ir.Expr, other: ScalarType) -> None:
+        """``value`` met a typed value of type ``other`` as the other operand of an operator:
+        each literal-initialized local among the operands that gave ``value`` its type is a
+        candidate for ``other`` (``z * z + c``: ``z``, as in ``z + c``)."""
+        self.note_partners_of_failed_conversion(value, other)
+
     def note_partners_of_failed_conversion(self, value: ir.Expr, ty: ScalarType) -> None:
         """``c0 = mulhi(B, _c2) ^ c1 ^ k0`` into a ``u32`` ``c0`` failed because ``c1`` and ``c2``
         (through its copy ``_c2``) are still the ``i64`` of their ``0``: each such local in the

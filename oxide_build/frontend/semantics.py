@@ -178,8 +178,10 @@ class Semantics:
         if op != "if/else" or lt != rt and not (lw or rw):  # choosing between fp8 values moves bytes
             self.refuse_fp8(node, f"operator {op}", lt, rt)
         if not lw and not rw:
-            self.literals.note_partner(left, rt)
-            self.literals.note_partner(right, lt)
+            # the literal locals that gave an operand its type meet the other operand's
+            # (z = 0.0; z = z * z + c with c an f32: z is C's `float z = 0.0f`)
+            self.literals.note_partners_within(left, rt)
+            self.literals.note_partners_within(right, lt)
         if lw and not rw:
             ty = self.literal_partner_type(left, rt)  # type: ignore[arg-type]
         elif rw and not lw:
