@@ -67,6 +67,7 @@ with _CollectorPaused():
         timer,
         unroll,
         volatile,
+        cache,
         warp,
         boolean,
         device,
@@ -116,7 +117,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "CompileError", "CudaError", "KernelError", "LinkError", "OxideError", "ToolchainError",
-    "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "bits", "timer", "volatile", "static_range", "unroll", "unsafe",
+    "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "bits", "timer", "volatile", "cache", "static_range", "unroll", "unsafe",
     "asm", "mma", "cp_async", "wgmma", "warpgroup", "mbarrier", "tma", "cluster",
     "constant", "global_memory", "ModuleArray", "struct", "struct_dtype",
     "VectorType", "VECTOR_TYPES", "f32x2", "f32x4", "f64x2", "i32x2", "i32x4", "u32x2", "u32x4", "i64x2", "u64x2",

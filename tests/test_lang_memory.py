@@ -844,3 +844,47 @@ def test_nested_fields_and_lanes_are_assigned_through_their_local(tmp_path: Path
     """)
     assert "b: Body = b.with_0(b.0.with_1(b.0.1.with_y(2.0:f32)))" in text
     assert "b: Body = b.with_0(b.0.with_2((b.0.2 + 0.5:f32)))" in text
+
+
+def test_cache_hinted_accesses_compile_to_hinted_ptx_and_keep_their_checks(tmp_path: Path) -> None:
+    src = source(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], y: MutSlice[f32], n: i64, j: i64) -> None:
+        i = thread.index_1d()
+        if i < n:
+            with ox.unsafe():
+                ox.cache.store(y, i, ox.cache.load(x, j, "cs") + ox.cache.load(y, i, "cv"), "cs")
+    """)
+    ptx = compile_module(src, "kern", CompileOptions(archs=("sm_90",), link_cubins=False)).ptx["sm_90"]
+    assert "ld.global.cs.b32" in ptx and "ld.global.cv.b32" in ptx and "st.global.cs.b32" in ptx
+    text = ir_text(tmp_path, """
+    @ox.kernel
+    def k(x: Slice[f32], y: MutSlice[f32], n: i64, j: i64) -> None:
+        i = thread.index_1d()
+        if i < n:
+            with ox.unsafe():
+                ox.cache.store(y, i, ox.cache.load(x, j, "cs"), "cs")
+    """)
+    assert "cache.load['cs'](x, j)!" in text and "cache.store['cs'](y, i, " in text  # checked like x[j]
+
+
+@pytest.mark.parametrize("body, message", [
+    ("v = ox.cache.load(x, i, 'cz')", "the hint of cache.load is one of \"cs\", \"cg\", \"ca\", \"lu\", \"cv\", got 'cz'"),
+    ("v = ox.cache.load(x, i, hint)", "the hint of cache.load is one of"),
+    ("ox.cache.store(x, i, 1.0, 'cs')", "cache.store cannot write the read-only Slice 'x'"),
+    ("ox.cache.store(y, i, 1.0, 'cs')", "writing the MutSlice 'y' needs `with oxide.unsafe():`"),
+    ("ox.cache.store(y, i, 1.0, 'lu')", "the hint of cache.store is one of \"cs\", \"cg\", \"wb\", \"wt\", got 'lu'"),
+    ("v = ox.cache.load(b, i, 'cs')", "cache.load moves elements of 2, 4 or 8 bytes; 'b' holds u8"),
+    ("v = ox.cache.load(ox.shared.array(32, f32), 0, 'cs')", "cache.load needs a 1-D view of global memory"),
+    ("v = ox.cache.load(x, i)", "cache.load"),
+])
+def test_cache_hint_errors(tmp_path: Path, body: str, message: str) -> None:
+    err = compile_error(tmp_path, f"""
+    from oxide import u8
+
+    @ox.kernel
+    def k(x: Slice[f32], y: MutSlice[f32], b: Slice[u8], hint: i32) -> None:
+        i = thread.index_1d()
+        {body}
+    """)
+    assert message in err, err

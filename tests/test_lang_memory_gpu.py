@@ -363,3 +363,23 @@ def test_a_record_dtype_of_another_layout_is_refused(recordk: ModuleType) -> Non
         with pytest.raises(TypeError, match=r"parameter 'particles' of step needs record\{x:f32@0,y:f32@4,id:i64@8"):
             recordk.step[1, 128](dev(np.zeros(8, bad)), np.float32(0.1), dev(np.zeros(8, same_layout)),
                                  dev(np.zeros(8, np.int64)))
+
+
+def test_cache_hinted_loads_and_stores(viewk: ModuleType) -> None:
+    """ox.cache.load / ox.cache.store (ld.global.cs, st.global.cs, ...): the same values as
+    plain accesses, every element; an index past the end is the bounds error of x[i]."""
+    n = 5 * BLOCK + 77
+    x = values(n)
+    y0 = values(n)
+    h = values(n).astype(np.float16)
+    y, hy, z = dev(y0), dev(np.full(n, 7, np.float16)), dev(values(n))
+    viewk.hinted_axpy[(n + BLOCK - 1) // BLOCK, BLOCK](dev(x), dev(h), y, hy, z, n)
+    sync()
+    np.testing.assert_array_equal(y.to_numpy(), (2 * x.astype(np.float64) + y0).astype(np.float32))
+    np.testing.assert_array_equal(hy.to_numpy(), h)
+    np.testing.assert_array_equal(z.to_numpy(), x - np.float32(1.0))
+    from oxide.errors import KernelError
+
+    with pytest.raises(KernelError, match=rf"x\[i\] .*index {n} but length {n}"):
+        viewk.hinted_axpy[(n + BLOCK) // BLOCK, BLOCK](dev(x), dev(h), y, hy, z, n + 1)
+        sync()

@@ -425,3 +425,31 @@ def test_a_loop_from_the_lane_in_steps_of_the_warp_is_versioned_soundly(tmp_path
             held += 1
             assert all(0 <= i < length for i in range(lane, c, 32)), env
     assert held > 500, held
+
+
+HINTED = """
+import oxide as ox
+from oxide import MutSlice, Slice, f32, i32
+
+
+@ox.kernel
+def hinted_rows(A: Slice[f32], out: MutSlice[f32], NY: i32, r: i32) -> None:
+    for j in range(NY):
+        with ox.unsafe():
+            ox.cache.store(out, j, ox.cache.load(A, r * NY + j, "cs"), "cs")
+"""
+
+
+def test_a_loop_of_cache_hinted_accesses_is_versioned_like_indexing(tmp_path: Path) -> None:
+    """``ox.cache.load(A, r * NY + j, "cs")`` and ``ox.cache.store(out, j, v, "cs")`` are checked
+    like ``A[r * NY + j]`` and ``out[j]``: the fast copy has neither check, the other both."""
+    (fn,) = _program(tmp_path, HINTED).functions
+    test = _versioned(fn)
+    fast, slow = test.then[0], test.orelse[0]
+    assert isinstance(fast, ir.While) and isinstance(slow, ir.While)
+
+    def hinted(loop: ir.While) -> list[ir.Intrinsic]:
+        return [x for s in ir.statements(loop.body) for root in ir.statement_roots(s) for x in ir.subexpressions(root)
+                if isinstance(x, ir.Intrinsic) and x.name.startswith("cache.")]
+    assert len(hinted(fast)) == 2 and all(x.check_site is None for x in hinted(fast))
+    assert len(hinted(slow)) == 2 and all(x.check_site is not None for x in hinted(slow))

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 from .decorators import device, extern, extern_kernel, kernel
 from .intrinsics import (AtomicScope, asm, atomic, bits, block, cluster, cp_async, fence, grid, local, math, mbarrier, mma,
-                         shared, static_range, thread, timer, unroll, unsafe, volatile, warp, warpgroup, wgmma)
+                         shared, static_range, thread, timer, unroll, unsafe, volatile, cache, warp, warpgroup, wgmma)
 from .types import (
     SCALAR_TYPES,
     Constexpr,
@@ -66,7 +66,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "bits", "timer", "volatile", "static_range", "unroll", "unsafe",
+    "kernel", "device", "extern", "extern_kernel", "thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "bits", "timer", "volatile", "cache", "static_range", "unroll", "unsafe",
     "asm", "mma", "cp_async", "wgmma", "warpgroup", "mbarrier", "cluster",
     "AtomicScope", "constant", "global_memory", "ModuleArray", "struct", "struct_dtype",
     "VectorType", "VECTOR_TYPES", "f32x2", "f32x4", "f64x2", "i32x2", "i32x4", "u32x2", "u32x4", "i64x2", "u64x2",

@@ -7,7 +7,7 @@ from typing import Any, Iterator, Literal, NoReturn, Protocol, TypeVar
 from .types import ThreadIndex
 
 __all__ = ["thread", "block", "grid", "warp", "shared", "local", "atomic", "math", "fence", "unsafe", "static_range", "unroll",
-           "AtomicScope", "bits", "timer", "volatile", "asm", "mma", "cp_async", "wgmma", "warpgroup", "mbarrier",
+           "AtomicScope", "bits", "timer", "volatile", "cache", "asm", "mma", "cp_async", "wgmma", "warpgroup", "mbarrier",
            "cluster"]
 
 
@@ -203,6 +203,9 @@ bits = _Space("bits", ("popc", "clz", "brev", "ffs", "byte_perm", "funnelshift_l
 timer = _Space("timer", ("clock", "clock64", "globaltimer", "nanosleep"))
 # load(x, i) / store(x, i, v): accesses that always reach memory, like CUDA's volatile T*
 volatile = _Space("volatile", ("load", "store"))
+# load(x, i, hint) / store(x, i, v, hint): a global access with a cache hint, CUDA's __ldcs(&x[i])
+# ("cs", "cg", "ca", "lu", "cv") and __stcs(&x[i], v) ("cs", "cg", "wb", "wt")
+cache = _Space("cache", ("load", "store"))
 
 # tensor cores (sm_80): fragment_a/b(shape, T), fragment_c(shape), sync(d, a, b, c),
 # ldmatrix(dst..., smem, index, trans=False), stmatrix(src..., smem, index, trans=False) (sm_90),

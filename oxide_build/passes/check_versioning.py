@@ -126,7 +126,8 @@ class CheckVersioning:
                 if isinstance(st, ir.Assign) and counts[st.name] == 1 and st.name != r.var}
         versioned: list[int] = []
         for n, (at, access) in enumerate(_checked_accesses(loop)):
-            view, index = access.view, _expanded(access.index, defs, at)
+            view, index = _view_index(access)
+            index = _expanded(index, defs, at)
             length = _length(view, assigned, loc)
             if length is None:
                 continue
@@ -197,17 +198,36 @@ def _signed_narrow(b: ir.Expr, bits: int, loc: ir.Loc) -> ir.Expr:
     return ir.Select(_cmp(CompareOp.GE, b, top, loc), wrapped, copy.deepcopy(b), I64, loc)
 
 
-def _checked_accesses(loop: ir.While) -> Iterator[tuple[int, ir.ViewLoad | ir.Store]]:
-    """The checked loads and stores of ``loop``, with the position of the statement of its body
-    (or step) that holds each, in a fixed order (the same in a copy)."""
+Access = ir.ViewLoad | ir.Store | ir.Intrinsic
+
+
+def _checked_accesses(loop: ir.While) -> Iterator[tuple[int, Access]]:
+    """The checked loads and stores of ``loop`` (also those of an intrinsic that accesses one
+    element, ``cache.load(x, i, "cs")``: view and index first, as bounds elimination reads
+    them), with the position of the statement of its body (or step) that holds each, in a
+    fixed order (the same in a copy)."""
     for at, top in enumerate([*loop.body, *loop.step]):
         for s in ir.statements([top]):
             if isinstance(s, ir.Store) and s.check_site is not None:
                 yield at, s
             for root in ir.statement_roots(s):
                 for x in ir.subexpressions(root):
-                    if isinstance(x, ir.ViewLoad) and x.check_site is not None:
+                    if isinstance(x, ir.ViewLoad) and x.check_site is not None \
+                            or isinstance(x, ir.Intrinsic) and _element_intrinsic(x):
                         yield at, x
+
+
+def _element_intrinsic(x: ir.Intrinsic) -> bool:
+    if x.check_site is None or x.name in _INDEX_MARKERS or len(x.args) < 2:
+        return False
+    info = intrinsic_info(x.name)
+    return info is not None and info.vector_lanes is None and isinstance(x.args[0].ty, (ViewType, ArrayType))
+
+
+def _view_index(access: Access) -> tuple[ir.Expr, ir.Expr]:
+    if isinstance(access, ir.Intrinsic):
+        return access.args[0], access.args[1]
+    return access.view, access.index
 
 
 def _expanded(index: ir.Expr, defs: dict[str, tuple[int, ir.Expr]], at: int) -> ir.Expr:

@@ -2,7 +2,7 @@
 functions, slices and offsets, views held in locals. Checked against NumPy by
 tests/test_lang_memory_gpu.py."""
 import oxide as ox
-from oxide import DisjointSlice, MutSlice, Slice, block, f32, i32, i64, thread
+from oxide import DisjointSlice, MutSlice, Slice, block, f16, f32, i32, i64, thread
 
 BLOCK = 256
 
@@ -141,3 +141,18 @@ def tail_sum(x: Slice[f32], k: i64, out: DisjointSlice[f32]) -> None:
     i = thread.index_1d()
     if i < len(out):
         out[i] = total(x + k)
+
+
+
+@ox.kernel
+def hinted_axpy(x: Slice[f32], h: Slice[f16], y: MutSlice[f32], hy: MutSlice[f16], z: MutSlice[f32], n: i64) -> None:
+    """y[i] = 2 x[i] + y[i], hy[i] = h[i] and z[i] = x[i] - 1 through cache-hinted loads and
+    stores (CUDA's __ldcs, __ldcv, __ldlu, __ldca, __ldcg and __stcs, __stcg, __stwt), each
+    checked like x[i]."""
+    i = thread.index_1d()
+    if i < n:
+        v = ox.cache.load(x, i, "cs") * 2.0 + ox.cache.load(y, i, "cv")
+        with ox.unsafe():
+            ox.cache.store(y, i, v, "cs")
+            ox.cache.store(hy, i, ox.cache.load(h, i, "lu"), "cg")
+            ox.cache.store(z, i, ox.cache.load(x, i, "ca") - ox.cache.load(z, i, "cg") * 0.0 - 1.0, "wt")

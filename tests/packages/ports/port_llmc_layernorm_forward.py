@@ -3,8 +3,8 @@
 Ported from llm.c (Andrej Karpathy, MIT), dev/cuda/layernorm_forward.cu
 (`layernorm_forward_kernel3`), the way its author writes it: the row from the block and the warp's
 rank in it, strided sums over the row, `cg::reduce` as `warp.reduce_sum`, `rsqrtf` of the variance
-plus 1e-5, the statistics written by lane 0. The original's streaming hints (`__ldcs`, `__stcs`)
-are plain loads and stores here."""
+plus 1e-5, the statistics written by lane 0, the original's streaming hints (`__ldcs`, `__stcs`)
+as `ox.cache.load(..., "cs")` and `ox.cache.store(..., "cs")`."""
 import oxide as ox
 from oxide import MutSlice, Slice, block, f32, i32, thread, warp
 
@@ -23,7 +23,7 @@ def layernorm_forward_kernel3(out: MutSlice[f32], mean: MutSlice[f32], rstd: Mut
     m = sum / C
     if warp.lane() == 0:
         with ox.unsafe():
-            mean[idx] = m
+            ox.cache.store(mean, idx, m, "cs")
     sum = 0.0
     for i in range(warp.lane(), C, 32):
         diff = x[i] - m
@@ -32,9 +32,9 @@ def layernorm_forward_kernel3(out: MutSlice[f32], mean: MutSlice[f32], rstd: Mut
     s = ox.math.rsqrt(sum / C + 1e-5)
     if warp.lane() == 0:
         with ox.unsafe():
-            rstd[idx] = s
+            ox.cache.store(rstd, idx, s, "cs")
     o = out[idx * C:]
     for c in range(warp.lane(), C, 32):
-        n = s * (x[c] - m)
+        n = s * (ox.cache.load(x, c, "cs") - m)
         with ox.unsafe():
-            o[c] = n * weight[c] + bias[c]
+            ox.cache.store(o, c, n * weight[c] + bias[c], "cs")

@@ -2,7 +2,7 @@
 
 Ported from llm.c (Andrej Karpathy, MIT), dev/cuda/attention_forward.cu (`permute_kernel`), the
 way its author writes it: the flat index split into (b, nh_, n, d_) by `/` and `%` in int, the
-source index summed from its strides, three loads (`__ldcs` in the original; plain here)."""
+source index summed from its strides, three streaming loads (`__ldcs`: `ox.cache.load(..., "cs")`)."""
 import oxide as ox
 from oxide import MutSlice, Slice, block, f32, i32, thread
 
@@ -20,6 +20,6 @@ def permute_kernel(q: MutSlice[f32], k: MutSlice[f32], v: MutSlice[f32], inp: Sl
         d_ = rest % d
         inp_idx = (b * N * 3 * NH * d) + (n * 3 * NH * d) + (0 * NH * d) + (nh_ * d) + d_
         with ox.unsafe():
-            q[idx] = inp[inp_idx]
-            k[idx] = inp[inp_idx + NH * d]
-            v[idx] = inp[inp_idx + 2 * (NH * d)]
+            q[idx] = ox.cache.load(inp, inp_idx, "cs")
+            k[idx] = ox.cache.load(inp, inp_idx + NH * d, "cs")
+            v[idx] = ox.cache.load(inp, inp_idx + 2 * (NH * d), "cs")
