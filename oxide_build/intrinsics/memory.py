@@ -118,17 +118,7 @@ def _type_volatile(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir
                        f"got {type_name(target.ty)}")
     index = tr.index_expr(node.args[1], target.ty)
     if is_store and isinstance(target.ty, ViewType):
-        kind = target.ty.kind
-        if kind == ViewKind.SLICE:
-            raise tr.error(node.args[0], f"{info.name} cannot write the read-only Slice {text!r}",
-                           "declare the parameter MutSlice[T] (or DisjointSlice[T])")
-        if kind == ViewKind.DISJOINT_SLICE and not (isinstance(index.ty, ThreadIndexType) and index.ty.axis == "1d"):
-            raise tr.error(node.args[1], "a DisjointSlice can only be written at the calling thread's ThreadIndex; "
-                           f"{ast.unparse(node.args[1])!r} is {type_name(index.ty)}",
-                           "index with the value of thread.index_1d(), or use MutSlice inside `with oxide.unsafe():`")
-        if kind == ViewKind.MUT_SLICE and tr.unsafe_depth == 0:
-            raise tr.error(node, f"writing the MutSlice {text!r} needs `with oxide.unsafe():`",
-                           "wrap the store in `with oxide.unsafe():`")
+        _refuse_store(tr, info, node, target.ty, index, text)
     elem = target.ty.elem
     site = tr.check_site(node, target, index, f"{text}[{ast.unparse(node.args[1])}]")
     if is_store:
