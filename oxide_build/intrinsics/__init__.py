@@ -3,7 +3,7 @@ lowering and its attributes (thread-dependent, convergent, keywords, value range
 
 The entries live in one module per group, beside the functions they point to:
 ``thread.py`` (thread indices, ``block.sync``, special registers), ``memory.py`` (shared/local
-arrays, fences), ``vector.py`` (the view methods ``load2/4``, ``store2/4``), ``warp.py``,
+arrays, fences, volatile and cache-hinted access), ``vector.py`` (the view methods ``load2/4``, ``store2/4``), ``warp.py``,
 ``atomic.py``, ``math.py``, ``bits.py``, ``timer.py``, ``printing.py`` (``print()``), ``asm.py`` (inline PTX),
 ``mma.py`` (tensor-core fragments, ``mma.sync``, ``ldmatrix``, swizzle), ``cp_async.py`` (asynchronous global-to-shared
 copies), ``wgmma.py`` (sm_90a warpgroup MMA, ``warpgroup.*``, ``fence.proxy_async``), ``mbarrier.py`` (shared-memory
