@@ -30,7 +30,7 @@ def test_every_registered_intrinsic_has_a_language_stub() -> None:
 def test_every_entry_lives_with_its_typing_and_lowering() -> None:
     """One module per group holds an intrinsic's entry, typing and lowering: adding one touches
     that module (plus the language's stub, docs and tests)."""
-    module_of_group = {"shared": "memory", "local": "memory", "fence": "memory", "volatile": "memory", "block": "thread", "grid": "thread",
+    module_of_group = {"shared": "memory", "local": "memory", "fence": "memory", "volatile": "memory", "cache": "memory", "block": "thread", "grid": "thread",
                        "builtin": "printing",
                        "view": "vector", "warpgroup": "wgmma"}
     module_of_builtin = {"min": "selection", "max": "selection", "abs": "selection"}  # the others: print
