@@ -77,25 +77,29 @@ def _tensor_slots(n: int, shapes_of: int) -> list[int]:
 
 def test_the_lltm_backward_reads_each_tensors_pointer_and_strides_and_one_shape(lltm: CompiledModule) -> None:
     """13 tensors: the asserts are launch preconditions, so only d_old_cell's shape (the guard)
-    is read; the index32 block is the CUDA C++ kernel's 216 bytes (it was 312)."""
+    is read; the index32 instance reads no last-axis stride either (the runtime gives it only
+    contiguous rows: 1), so its block is 13 pointers and row strides and one shape, smaller than
+    the CUDA C++ kernel's 216 bytes (it was 312, then 216)."""
     kept = _tensor_slots(13, shapes_of=9)
+    kept32 = [i for i in kept if i % 5 != 4]
     (spec,) = [k for k in lltm.kernels if k.symbol == "lltm_backward_f32"]
-    assert spec.param_slots == spec.index32_param_slots == tuple(kept)
+    assert spec.param_slots == tuple(kept) and spec.index32_param_slots == tuple(kept32)
     for arch in ("sm_80", "sm_90"):
         narrow = _declared(lltm.ptx[arch], "lltm_backward_f32__index32")
         wide = _declared(lltm.ptx[arch], "lltm_backward_f32")
-        assert len(narrow) == len(wide) == len(kept)
-        assert narrow == [".u64" if i % 5 == 0 else ".u32" for i in kept]
-        assert _block_bytes(narrow) == 13 * (8 + 4 + 4) + 2 * 4 == 216 == lltm.param_bytes["lltm_backward_f32__index32"]
+        assert len(narrow) == len(kept32) and len(wide) == len(kept)
+        assert narrow == [".u64" if i % 5 == 0 else ".u32" for i in kept32]
+        assert _block_bytes(narrow) == 12 * 16 + (8 + 4 + 4 + 4) == 212 == lltm.param_bytes["lltm_backward_f32__index32"]
         assert _block_bytes(wide) == 13 * 3 * 8 + 2 * 8 == 328 == lltm.param_bytes["lltm_backward_f32"]  # was 520
 
 
 def test_the_lltm_forward_reads_new_h_shape_alone(lltm: CompiledModule) -> None:
     kept = tuple(_tensor_slots(9, shapes_of=4))
+    kept32 = tuple(i for i in kept if i % 5 != 4)  # no last-axis stride in the index32 instance
     for k in lltm.kernels:
         if k.name == "lltm_forward":
-            assert k.param_slots == k.index32_param_slots == kept
-            assert len(_declared(lltm.ptx["sm_90"], k.index32_symbol)) == len(kept)
+            assert k.param_slots == kept and k.index32_param_slots == kept32
+            assert len(_declared(lltm.ptx["sm_90"], k.index32_symbol)) == len(kept32)
 
 
 READS_ALL = """
@@ -125,8 +129,10 @@ def test_a_kernel_that_reads_every_parameter_keeps_them_all_and_one_that_reads_n
     src.write_text(textwrap.dedent(READS_ALL))
     compiled = compile_module(src, "reads", CompileOptions(archs=("sm_90",), backend=backend))
     specs = {k.name: k for k in compiled.kernels}
-    assert specs["every"].param_slots is None and specs["every"].index32_param_slots is None
+    # the index32 instance reads every parameter but x's last stride, which is 1 there (index32.h)
+    assert specs["every"].param_slots is None and specs["every"].index32_param_slots == (0, 1, 2, 3, 5, 6, 7, 8, 9)
     assert len(_declared(compiled.ptx["sm_90"], "every")) == len(entry_param_starts(specs["every"].params)) == 10
+    assert len(_declared(compiled.ptx["sm_90"], "every__index32")) == 9
     # only out's pointer and length (the guard) are read
     assert specs["unread"].param_slots == specs["unread"].index32_param_slots == (8, 9)
     assert _declared(compiled.ptx["sm_90"], "unread__index32") == [".u64", ".u64"]
@@ -138,8 +144,10 @@ def test_mixed_kernel_keeps_exactly_what_it_reads() -> None:
     compiled = compile_module(ROOT / "tests" / "packages" / "index32k" / "idx32k.py", "idx32k",
                               CompileOptions(archs=("sm_90",), link_cubins=False))
     (spec,) = [k for k in compiled.kernels if k.name == "mixed"]
-    # a: 0 ptr, 1-2 shape, 3-4 strides; unused: 5; b: 6, 7-8, 9-10; bias: 11 ptr, 12 len; s: 13; out: 14-18
-    assert spec.param_slots == spec.index32_param_slots == (0, 3, 4, 6, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18)
+    # a: 0 ptr, 1-2 shape, 3-4 strides; unused: 5; b: 6, 7-8, 9-10; bias: 11 ptr, 12 len; s: 13; out: 14-18;
+    # the index32 instance reads no last-axis stride (4, 10, 18: 1 there)
+    assert spec.param_slots == (0, 3, 4, 6, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18)
+    assert spec.index32_param_slots == (0, 3, 6, 8, 9, 11, 13, 14, 15, 16, 17)
 
 
 # --- the analysis of the LLVM module ------------------------------------------------------------
@@ -351,7 +359,8 @@ def _full(a: FakeArray, s: float, out: FakeArray) -> list[object]:
 
 
 def _cases() -> list[tuple[FakeArray, FakeArray, str]]:
-    small = FakeArray(shape=(3, 4), strides=(4, 12), ptr=0x1000), FakeArray(shape=(3, 4), ptr=0x2000)
+    # rows of 5 elements apart, contiguous along them (the index32 instance takes only those)
+    small = FakeArray(shape=(3, 4), strides=(20, 4), ptr=0x1000), FakeArray(shape=(3, 4), ptr=0x2000)
     # a stride past 2**31 - 1: the kernel as written
     big = FakeArray(shape=(2, 2), strides=(4 * 2**31, 4), ptr=0x3000), FakeArray(shape=(2, 2), ptr=1 << 40)
     return [(*small, NARROW), (*big, "tadd")]
@@ -396,14 +405,16 @@ def test_a_module_linked_with_cpp_declares_only_the_read_parameters(backend: str
     specs = {k.symbol: k for k in compiled.kernels}
     # a 0; x 1 ptr, 2 length; unused 3; b 4; out 5 ptr, 6 length
     assert specs["axpb_checked"].param_slots == (0, 1, 4, 5, 6)
-    # a 0; x 1 ptr, 2-3 shape, 4-5 strides; b 6; out 7 ptr, 8-9 shape, 10-11 strides
-    assert specs["axpb_2d"].param_slots == specs["axpb_2d"].index32_param_slots == (0, 1, 4, 5, 6, 7, 8, 9, 10, 11)
+    # a 0; x 1 ptr, 2-3 shape, 4-5 strides; b 6; out 7 ptr, 8-9 shape, 10-11 strides; the index32
+    # instance reads no last-axis stride (5, 11: 1 there)
+    assert specs["axpb_2d"].param_slots == (0, 1, 4, 5, 6, 7, 8, 9, 10, 11)
+    assert specs["axpb_2d"].index32_param_slots == (0, 1, 4, 6, 7, 8, 9, 10)
     linked = compiled.ptx_fallback["sm_90"]  # nvJitLink -lto of the same LTO-IR, as PTX
     # the linked entry's parameters are numbered anew: one per kept slot, in order
     assert _declared(linked, "axpb_checked") == [".f32", ".u64", ".f32", ".u64", ".u64"]
-    assert _declared(linked, "axpb_2d__index32") == [".f32", ".u64", ".u32", ".u32", ".f32",
-                                                     ".u64", ".u32", ".u32", ".u32", ".u32"]
-    assert compiled.param_bytes["axpb_2d"] == 80 and compiled.param_bytes["axpb_2d__index32"] == 56
+    assert _declared(linked, "axpb_2d__index32") == [".f32", ".u64", ".u32", ".f32",
+                                                     ".u64", ".u32", ".u32", ".u32"]
+    assert compiled.param_bytes["axpb_2d"] == 80 and compiled.param_bytes["axpb_2d__index32"] == 44
     # the module's own PTX (what `oxide compile --emit ptx` shows) declares the same
     assert _declared(compiled.ptx["sm_90"], "axpb_checked") == _declared(linked, "axpb_checked")
 
@@ -414,4 +425,4 @@ def test_oxide_inspect_counts_what_the_linked_entry_points_declare() -> None:
     root = ROOT / "tests" / "packages" / "interop"
     resources, *_ = inspect_module(root / "pruned_kernels.py", "pruned_kernels", "sm_90", root=root)
     assert {s: r.param_bytes for s, r in resources.items()} == {"axpb_checked": 40, "axpb_2d": 80,
-                                                                "axpb_2d__index32": 56}
+                                                                "axpb_2d__index32": 44}

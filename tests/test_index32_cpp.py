@@ -1,6 +1,7 @@
 """oxide/include/oxide/launch.hpp launches a kernel's index32 instance (the manifest's
 ``index32_symbol``, oxide_build/lower/index32.py) only when every tensor argument spans at most
-2**31 - 1 elements and has no extent or |stride| beyond that, the kernel as written otherwise; on the CPU, against a stand-in libcuda.so.1
+2**31 - 1 elements, has no extent or |stride| beyond that and a contiguous last axis (or one of one
+element), the kernel as written otherwise; on the CPU, against a stand-in libcuda.so.1
 (built here) that prints the entry point each launch runs."""
 from __future__ import annotations
 
@@ -44,6 +45,9 @@ int main(int, char** argv) {
       {0, 8589934592, 8589934592, 1},    // empty, an extent past it
       {0, 9, 9, 1},                      // empty
       {3, 1073741824, 1, 4},             // (cols - 1) * stride = 2**32 - 4
+      {2, 2, 1, 2},                      // a transposed 2 x 2: its last axis is not contiguous
+      {2, 1, 1, 5},                      // a last axis of one element: its stride is never read
+      {0, 2, 1, 3},                      // empty, its last axis not contiguous: no element to read
   };
   for (const auto& c : cases)
     k.launch({1}, {32}, nullptr, oxide::tensor<const float>(a, {c[0], c[1]}, {c[2], c[3]}), 1.5f,
@@ -80,7 +84,7 @@ def test_launch_hpp_takes_the_index32_instance_only_when_every_tensor_fits(tmp_p
     assert lines == [
         f"{narrow} 2", f"{narrow} 2147483647", f"{wide} 2147483648", f"{narrow} 2", f"{wide} 2", f"{narrow} 2",
         f"{wide} 2", f"{narrow} 2", f"{wide} 2", f"{wide} 2", f"{wide} 8589934592", f"{narrow} 9",
-        f"{wide} 1073741824",
+        f"{wide} 1073741824", f"{wide} 2", f"{narrow} 1", f"{narrow} 2",
     ]
 
 
@@ -88,7 +92,7 @@ def test_launch_hpp_takes_the_index32_instance_only_when_every_tensor_fits(tmp_p
 def test_launch_hpp_without_an_index32_instance_launches_the_kernel_as_written(tmp_path: Path) -> None:
     lines = run(tmp_path, {"name": "tadd", "symbol": "tadd", "file": "t.py", "line": 3, "params": PARAMS})
     assert lines == ["launch tadd " + n for n in ("2", "2147483647", "2147483648", "2", "2", "2", "2", "2", "2", "2",
-                                                  "8589934592", "9", "1073741824")]
+                                                  "8589934592", "9", "1073741824", "2", "1", "2")]
 
 
 @needs_compilers
@@ -103,7 +107,7 @@ def test_launch_hpp_passes_the_slots_each_entry_point_declares(tmp_path: Path) -
     assert lines == [
         f"{narrow} 1", f"{narrow} 1", f"{wide} 2147483648", f"{narrow} 1", f"{wide} 2147483648", f"{narrow} 1",
         f"{wide} -2147483647", f"{narrow} 1", f"{wide} 2147483648", f"{wide} 0", f"{wide} 8589934592", f"{narrow} 1",
-        f"{wide} 1",
+        f"{wide} 1", f"{wide} 1", f"{narrow} 5", f"{narrow} 3",
     ]
 
 
@@ -113,7 +117,7 @@ CASES = [
     ((2, 2, 1073741824, 1), True), ((2, 2, 2147483648, 1), False), ((2, 2, -1073741824, 1), True),
     ((2, 2, -2147483647, 1), False), ((1, 2, 2147483647, 1), True), ((1, 2, 2147483648, 1), False),
     ((2147483648, 2, 0, 1), False), ((0, 8589934592, 8589934592, 1), False), ((0, 9, 9, 1), True),
-    ((3, 1073741824, 1, 4), False),
+    ((3, 1073741824, 1, 4), False), ((2, 2, 1, 2), False), ((2, 1, 1, 5), True), ((0, 2, 1, 3), True),
 ]
 
 

@@ -125,12 +125,17 @@ def prepare(d: Dispatch, kernel: str, args: Sequence[Any]) -> tuple[Specializati
 def fits_index32(views: list[Any]) -> bool:
     """Whether every tensor among ``views`` spans at most ``INDEX32_LIMIT`` elements and has no
     extent or stride beyond it, so that a kernel's index32 instance (oxide_build/lower/index32.py)
-    reads its shape and strides as i32 and computes each offset exactly: the rule of
+    reads its shape and strides as i32 and computes each offset exactly, and whose last axis is
+    contiguous (stride 1) or of one element, as the instance reads that stride as 1: the rule of
     oxide/include/oxide/index32.h, which the C launcher and launch.hpp apply (tests/test_index32_cpp.py
     holds the three to one table)."""
     for v in views:
-        if type(v) is TensorView and (v.length > INDEX32_LIMIT or any(d > INDEX32_LIMIT for d in v.shape)
-                                      or any(abs(s) > INDEX32_LIMIT for s in v.strides)):
+        if type(v) is not TensorView:
+            continue
+        if v.length > INDEX32_LIMIT or any(d > INDEX32_LIMIT for d in v.shape) or any(abs(s) > INDEX32_LIMIT for s in v.strides):
+            return False
+        # the instance reads the last axis's stride as 1 (an empty tensor has no element to read)
+        if v.shape and v.shape[-1] > 1 and v.strides[-1] != 1 and all(d > 0 for d in v.shape):
             return False
     return True
 

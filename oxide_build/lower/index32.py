@@ -11,7 +11,13 @@ sign-extended (``FunctionLowering.index``). That is exact whenever the true offs
 declares each tensor's shape and strides as i32 parameters (``abi_params``): the low halves of
 the same 8-byte slots, so the runtime packs both instances alike, and the block the launch copies
 is smaller. The runtime launches the index32 instance only when every tensor argument's span,
-extents and |strides| are at most ``oxide.abi.launcher.INDEX32_LIMIT``, else the one as written.
+extents and |strides| are at most ``oxide.abi.launcher.INDEX32_LIMIT`` and its last axis is
+contiguous (stride 1, or one element, or the tensor empty), else the one as written. The
+instance reads the last axis's stride as the constant 1 (its parameter is not declared), and
+adds that axis's index to the sign-extended 32-bit sum of the other terms in 64 bits (exact for
+an element in bounds): a loop along a row then steps its address by a constant, as a C++
+kernel's raw pointer does, where a 32-bit offset of a 64-bit loop variable would be truncated,
+multiplied and extended on every trip (``FunctionLowering.index``).
 A kernel declared ``@kernel(index32=False)`` has none (its tensors are small parameter
 tables, say, whose offsets cost nothing: the second instance would only double its compile
 time). Device functions that take a tensor get an index32 twin too (internal), which the index32

@@ -26,6 +26,8 @@ from oxide.lang.types import ScalarType, f32 as F32
 from ..ir import nodes as ir
 from oxide.abi.params import TENSOR_MAP_ALIGN, TENSOR_MAP_BYTES
 
+from ..ir.ops import BinaryOp
+from ..ir.types import I64 as IR_I64
 from ..ir.types import (
     THREAD_INDEX_DIM, ArrayType, StructType, TensorMapType, VectorType, ThreadIndexType, TupleType, Type, ViewType, VoidType,
     as_scalar, is_int, scalar_leaves,
@@ -723,8 +725,13 @@ class FunctionLowering:
                     d.name, st.name = f"{p.name}.shape{k}", f"{p.name}.stride{k}"
                 dims32 = None
                 if self.index32 and self.fn.is_kernel:  # i32 parameters (abi_params), exact as i64
+                    # the runtime launches this instance only on tensors whose last axis is
+                    # contiguous or of one element (index32.h): its stride is 1, a constant, so a
+                    # loop along a row steps its address by a constant
+                    strides[-1] = ll.Constant(I32T, 1)
                     dims32 = shape + strides
-                    shape, strides = [self.b.sext(d, I64T) for d in shape], [self.b.sext(d, I64T) for d in strides]
+                    shape, strides = [self.b.sext(d, I64T) for d in shape], [self.b.sext(d, I64T) for d in strides[:-1]]
+                    strides.append(ll.Constant(I64T, 1))
                 self.views[p.name] = _View(ptr, shape[0], p.ty.elem, shape, strides, read_only=not p.ty.writable,
                                            dims32=dims32)
             elif isinstance(p.ty, ViewType):
@@ -1147,13 +1154,49 @@ class FunctionLowering:
             # a tensor element's offset: exact modulo 2**32 for an element in bounds of a tensor
             # the runtime let this instance take (index32.py); its terms are then at most the
             # offset in size, so the products and sums have no signed overflow
-            return self.b.sext(self.opaque_i32(self.narrow_offset(e.args[0], top=True)), I64T)
+            rest, unit = self.split_unit_term(e.args[0])
+            if unit is None:
+                return self.b.sext(self.opaque_i32(self.narrow_offset(e.args[0], top=True)), I64T)
+            # the term of an axis of stride 1 is its index itself, exact in i64 (an element in
+            # bounds): added in i64 after the sign extension of the others, a loop along that
+            # axis steps the address by a constant, as a raw pointer's loop does
+            last = self.index(unit)
+            if rest is None:
+                return last
+            head = self.b.sext(self.opaque_i32(self.narrow_offset(rest, top=True)), I64T)
+            return self.b.add(head, last, flags=["nsw"])
         value = self.expr(e)
         scalar = as_scalar(e.ty)
         assert scalar is not None
         if scalar.bits < 64:
             value = self.b.sext(value, I64T) if scalar.kind == "int" else self.b.zext(value, I64T)
         return value
+
+    def split_unit_term(self, e: ir.Expr) -> tuple[ir.Expr | None, ir.Expr | None]:
+        """``e``, a sum ``Σ index·stride``, as (the sum of the other terms, the index of the last
+        term whose stride is the constant 1: a contiguous last axis of an index32 instance's
+        tensor); (e, None) when no term's stride is 1."""
+        terms: list[ir.Expr] = []
+        stack = [e]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, ir.BinOp) and x.op == "+":
+                stack += [x.right, x.left]
+            else:
+                terms.append(x)
+        for k in range(len(terms) - 1, -1, -1):
+            t = terms[k]
+            if isinstance(t, ir.BinOp) and t.op == "*" and isinstance(t.right, ir.ViewDim) and t.right.which == "stride":
+                v = self.view(t.right.view)
+                stride = v.dims32[len(v.shape) + t.right.axis] if v.dims32 is not None and v.shape is not None else \
+                    v.strides[t.right.axis] if v.strides is not None else None
+                if isinstance(stride, ll.Constant) and stride.constant == 1:
+                    others = terms[:k] + terms[k + 1:]
+                    rest: ir.Expr | None = None
+                    for o in others:
+                        rest = o if rest is None else ir.BinOp(BinaryOp.ADD, rest, o, IR_I64, o.loc)
+                    return rest, t.left
+        return e, None
 
     def opaque_i32(self, value: ll.Value) -> ll.Value:
         """``value``, hidden from InstCombine, which would otherwise rewrite the sign-extension
