@@ -101,8 +101,11 @@ def test_shape_strides_and_device_functions_in_both_instances() -> None:
         pytest.skip("needs 9 GiB of GPU memory")
     g = torch.Generator(device="cuda").manual_seed(19)
     variant = _f32_variant_of(idx32k.shifted)
-    _shifted(torch.randn(301, 77, device="cuda", generator=g).t())  # strides (1, 77): index32
-    assert variant.index32.functions and not variant.functions
+    _shifted(torch.randn(77, 602, device="cuda", generator=g)[:, 1::2][:, :150])  # strides (602, 2): as written
+    assert variant.functions and not variant.index32.functions
+    _shifted(torch.randn(77, 350, device="cuda", generator=g)[3:, 5:301])  # strides (350, 1): index32
+    assert variant.index32.functions
+    _shifted(torch.randn(301, 77, device="cuda", generator=g).t())  # strides (1, 77): not contiguous along rows
     big = torch.empty(2**31 + 4096, device="cuda")
     x = big.as_strided((3, 1000), (2**30, 1))  # spans 2**31 + 1000 elements
     x.copy_(torch.randn(3, 1000, device="cuda", generator=g))
@@ -130,14 +133,14 @@ def test_entry_points_that_read_only_some_shapes_compute_every_element() -> None
 
     g = torch.Generator(device="cuda").manual_seed(23)
     rows, cols = 37, 301
-    a = torch.randn(cols, rows, device="cuda", generator=g).t()  # strides (1, rows)
-    b = torch.randn(rows, 2 * cols, device="cuda", generator=g)[:, ::2]  # strides (2 * cols, 2)
+    a = torch.randn(rows, 3 * cols, device="cuda", generator=g)[:, cols:2 * cols]  # strides (3 * cols, 1)
+    b = torch.randn(rows, 2 * cols, device="cuda", generator=g)[:, :cols]  # strides (2 * cols, 1)
     bias = torch.randn(cols, device="cuda", generator=g)
     s = 0.8125
     want = a.double() * s + b.double() + bias.double() + cols % 7
     variant = _f32_variant_of(idx32k.mixed)
-    assert variant.spec.param_slots == variant.index32.spec.param_slots == (0, 3, 4, 6, 8, 9, 10, 11, 13, 14, 15, 16,
-                                                                              17, 18)
+    assert variant.spec.param_slots == (0, 3, 4, 6, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18)
+    assert variant.index32.spec.param_slots == (0, 3, 6, 8, 9, 11, 13, 14, 15, 16, 17)  # no last-axis stride
     grid, block = (-(-cols // 32), -(-rows // 8)), (32, 8)
 
     def check(launch: Any) -> None:

@@ -265,9 +265,9 @@ def test_cpp_linked_kernels_without_their_unread_parameters(pruned: types.Module
         devices.synchronize()
         np.testing.assert_allclose(devices.to_numpy(out), a * x.astype(np.float64) + b, rtol=1e-6, atol=1e-6)
     rows, cols = 45, 133
-    x2 = rng.standard_normal((cols, rows)).astype(np.float32)
-    t2 = devices.permuted(devices.array(x2), (1, 0))  # strides (1, rows)
-    want = a * x2.T.astype(np.float64) + b
+    x2 = rng.standard_normal((rows, cols)).astype(np.float32)
+    t2 = devices.array(x2)  # contiguous rows: the index32 instance
+    want = a * x2.astype(np.float64) + b
     grid, block = (-(-cols // 32), -(-rows // 8)), (32, 8)
     for _ in range(3):
         out2 = devices.full((rows, cols), np.nan)
@@ -283,5 +283,11 @@ def test_cpp_linked_kernels_without_their_unread_parameters(pruned: types.Module
     finally:
         arguments.fits_index32 = fits
     np.testing.assert_allclose(devices.to_numpy(out2), want, rtol=1e-6, atol=1e-6)
+    # a transposed input (strides (1, rows)) is not contiguous along its rows: the one as written
+    xt = rng.standard_normal((cols, rows)).astype(np.float32)
+    out2 = devices.full((rows, cols), np.nan)
+    pruned.axpb_2d[grid, block](a, devices.permuted(devices.array(xt), (1, 0)), b, out2)
+    devices.synchronize()
+    np.testing.assert_allclose(devices.to_numpy(out2), a * xt.T.astype(np.float64) + b, rtol=1e-6, atol=1e-6)
     (variant,) = pruned.axpb_2d._dispatch.variants
     assert variant.functions and variant.index32.functions  # both instances ran

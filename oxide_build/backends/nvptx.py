@@ -14,6 +14,10 @@ _init_lock = threading.Lock()
 _initialized = False
 _emit_lock = threading.Lock()  # the FMA level is a process-wide LLVM option
 _fma_level: int | None = None
+SCEV_EXPANSION_BUDGET = 12
+UNROLL_MAX_COUNT = 4
+
+
 def _llvm():  # type: ignore[no-untyped-def]
     global _initialized
     try:
@@ -24,6 +28,14 @@ def _llvm():  # type: ignore[no-untyped-def]
         if not _initialized:
             llvm.initialize_all_targets()
             llvm.initialize_all_asmprinters()
+            # runtime unrolling as NVVM does it: a strided loop's trip count (from the thread, by
+            # 256, to a run-time stop: a max and a divide) costs more than SCEV's default budget
+            # of 4 instructions, so LLVM refused to unroll the row loops nvcc unrolls by 4; and no
+            # runtime or partial unroll by more than 4, which NVVM does not either (by 8 the
+            # unrolled row loops held more registers than they saved: measured in BENCHMARKS.md,
+            # sixteenth session)
+            llvm.set_option("oxide", f"-scev-cheap-expansion-budget={SCEV_EXPANSION_BUDGET}")
+            llvm.set_option("oxide", f"-unroll-max-count={UNROLL_MAX_COUNT}")
             _initialized = True
     return llvm
 
