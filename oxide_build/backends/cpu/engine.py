@@ -139,13 +139,13 @@ class CpuFunction:
         else:
             values = [int(v) & 0xFFFFFFFFFFFFFFFF for v in kernel_params]
             total = self._total_slots()
-            if len(values) == total and self._spec is not None and self._spec.param_slots is not None \
-                    and total != self.param_count:
+            declared_slots = self._declared_slots
+            if len(values) == total and declared_slots is not None and total != self.param_count:
                 every = values  # every slot of the parameter block: the declared ones are passed
-                values = [every[k] for k in self._spec.param_slots]
+                values = [every[k] for k in declared_slots]
                 slot_block = (ctypes.c_uint64 * max(len(every), 1))(*every)
                 pointers = (ctypes.c_void_p * max(len(values), 1))(
-                    *(ctypes.addressof(slot_block) + 8 * k for k in self._spec.param_slots))
+                    *(ctypes.addressof(slot_block) + 8 * k for k in declared_slots))
                 kernel_params = ctypes.addressof(pointers)
                 keep_all = (slot_block, pointers)
                 self._launch_params(grid, block, dynamic_shared_bytes, kernel_params, keep_all)
@@ -159,6 +159,17 @@ class CpuFunction:
             keep = (slot_block, pointers)
             params = ctypes.addressof(pointers)
         self._launch_params(grid, block, dynamic_shared_bytes, params, keep)
+
+    @property
+    def _declared_slots(self) -> tuple[int, ...] | None:
+        """The slots this entry point declares (the manifest's record for the kernel as written or
+        for its index32 instance, which may read fewer: no last-axis stride); None: every slot."""
+        spec = self._spec
+        if spec is None:
+            return None
+        if spec.index32_symbol and self.name == spec.index32_symbol:
+            return spec.index32_param_slots
+        return spec.param_slots
 
     def _total_slots(self) -> int:
         spec = self._spec
@@ -204,7 +215,8 @@ class CpuFunction:
         if spec is None:
             return []
         total = sum(p.slot_count for p in spec.params)
-        declared = list(spec.param_slots) if spec.param_slots is not None else list(range(total))
+        declared_slots = self._declared_slots
+        declared = list(declared_slots) if declared_slots is not None else list(range(total))
         if not declared or not params:
             return [None] * total
         pointers = (ctypes.c_void_p * len(declared)).from_address(params)
