@@ -38,16 +38,13 @@ class LiteralLocals:
         if isinstance(mine, ScalarType) and mine != other and _same_kind(mine, other):
             self.partners.setdefault(value.name, []).append(other)
 
-    def note_partners_within(self, value: ir.Expr, other: ScalarType) -> None:
-        """``value`` met a typed value of type ``other`` as the other operand of an operator:
-        each literal-initialized local among the operands that gave ``value`` its type is a
-        candidate for ``other`` (``z * z + c``: ``z``, as in ``z + c``)."""
-        self.note_partners_of_failed_conversion(value, other)
-
-    def note_partners_of_failed_conversion(self, value: ir.Expr, ty: ScalarType) -> None:
-        """``c0 = mulhi(B, _c2) ^ c1 ^ k0`` into a ``u32`` ``c0`` failed because ``c1`` and ``c2``
-        (through its copy ``_c2``) are still the ``i64`` of their ``0``: each such local in the
-        value is a candidate for ``ty``, so the next attempt types them as C's `unsigned c1 = 0`."""
+    def note_partners_within(self, value: ir.Expr, ty: ScalarType) -> None:
+        """``value`` met a typed value of type ``ty``: each literal-initialized local (or copy of
+        one) among the operands that gave ``value`` its type is a candidate for ``ty``. As the
+        other operand of an operator: ``z * z + c`` with an f32 ``c`` makes ``z`` an f32, as
+        ``z + c`` does. As a conversion that failed: ``c0 = mulhi(B, _c2) ^ c1 ^ k0`` into a
+        ``u32`` ``c0`` failed because ``c1`` and ``c2`` (through its copy ``_c2``) are still the
+        ``i64`` of their ``0``, so the next attempt types them as C's `unsigned c1 = 0`."""
         stack = [value]
         while stack:
             e = stack.pop()

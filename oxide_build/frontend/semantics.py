@@ -384,7 +384,7 @@ class Semantics:
             # C's `unsigned int tid = threadIdx.x;`: the ids and sizes are never negative, so
             # their i32 converts to an unsigned type without loss
             return ir.Cast(value, ty, value.loc)
-        self.literals.note_partners_of_failed_conversion(value, ty)
+        self.literals.note_partners_within(value, ty)
         raise self.error(node, f"{what} needs {ty.name}, got {src.name}",
                          f"convert explicitly with {type_spelling(self.typevars, ty)}(...)")
 
@@ -415,7 +415,7 @@ class Semantics:
             converted = self.convert_implicit(value, declared, node, f"assignment to {name!r}")
         except CompileError:
             # a value whose type came from literal locals (`c1 = 0` still i64) retypes those
-            # locals (note_partners_of_failed_conversion), not the typed target
+            # locals (note_partners_within), not the typed target
             if met is not None and not self.literals.mentioned_in(value):
                 self.literals.note_partner(ir.Var(name, declared, value.loc), met)
             if (met is not None and met.kind == "float" and isinstance(declared, ScalarType)

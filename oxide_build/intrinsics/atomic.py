@@ -26,6 +26,7 @@ from ..ir.types import ArrayType, VectorType, ViewType, VoidType, as_scalar, typ
 from .arguments import check_arg_count
 from .asm import asm_call
 from .entry import IntrinsicInfo, Role
+from .memory import checked_element
 from .warp import combine
 
 if TYPE_CHECKING:
@@ -467,11 +468,8 @@ def _type_ordered(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir.
 
 
 def _ordered_address(fl: LoweringContext, e: ir.Intrinsic) -> tuple[ll.Value, ScalarType]:
-    view = fl.view(e.args[0])
-    idx = fl.index(e.args[1])
-    if e.check_site is not None:
-        fl.bounds_check(idx, view.length, e.check_site)
-    return fl.element_address(view, idx), view.elem
+    ptr, view = checked_element(fl, e)
+    return ptr, view.elem
 
 
 def _lower_ordered(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:

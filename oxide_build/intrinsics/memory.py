@@ -127,12 +127,19 @@ def _type_volatile(tr: TypingContext, info: IntrinsicInfo, node: ast.Call) -> ir
     return ir.Intrinsic(info.name, [target, index], elem, tr.loc(node), site)
 
 
-def _lower_volatile(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+def checked_element(fl: LoweringContext, e: ir.Intrinsic) -> tuple[ll.Value, LoweredView]:
+    """The address of element ``e.args[1]`` of the view or array ``e.args[0]`` (checked against
+    its length where ``e`` keeps its check site), and the view: volatile, cache-hinted and
+    ordered (atomic.py) accesses of one element."""
     view = fl.view(e.args[0])
     idx = fl.index(e.args[1])
     if e.check_site is not None:
         fl.bounds_check(idx, view.length, e.check_site)
-    ptr = fl.element_address(view, idx)
+    return fl.element_address(view, idx), view
+
+
+def _lower_volatile(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
+    ptr, view = checked_element(fl, e)
     align = view.elem.itemsize
     if info.op == "store":
         value = fl.expr(e.args[2])
@@ -202,20 +209,12 @@ def _refuse_store(tr: TypingContext, info: IntrinsicInfo, node: ast.Call, vt: Vi
                        "wrap the store in `with oxide.unsafe():`")
 
 
-def _hinted_address(fl: LoweringContext, e: ir.Intrinsic) -> tuple[ll.Value, LoweredView]:
-    view = fl.view(e.args[0])
-    idx = fl.index(e.args[1])
-    if e.check_site is not None:
-        fl.bounds_check(idx, view.length, e.check_site)
-    return fl.element_address(view, idx), view
-
-
 def _lower_hinted(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     """``ld.global.<hint>.b<bits>`` / ``st.global.<hint>.b<bits>`` as inline PTX. A load of a
     read-only view reads memory nothing writes while the kernel runs: no clobber, so LLVM may
     schedule, merge or hoist it like a plain ``ld.global.nc``; any other load and every store
     clobbers memory, so they stay in order with the thread's other accesses."""
-    ptr, view = _hinted_address(fl, e)
+    ptr, view = checked_element(fl, e)
     bits = view.elem.bits
     ity = ll.IntType(bits)
     space = ".global" if ptr.type.addrspace == 1 else ""  # a generic address: the hint applies where it is global
@@ -237,7 +236,7 @@ def _lower_hinted(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> 
 
 def _cpu_hinted(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll.Value:
     """The CPU device: a plain load or store (the host has no such hint)."""
-    ptr, view = _hinted_address(fl, e)
+    ptr, view = checked_element(fl, e)
     align = view.elem.itemsize
     if info.op == "store":
         fl.b.store(fl.expr(e.args[2]), ptr, align=align)

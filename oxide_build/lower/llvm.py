@@ -27,9 +27,8 @@ from ..ir import nodes as ir
 from oxide.abi.params import TENSOR_MAP_ALIGN, TENSOR_MAP_BYTES
 
 from ..ir.ops import BinaryOp
-from ..ir.types import I64 as IR_I64
 from ..ir.types import (
-    THREAD_INDEX_DIM, ArrayType, StructType, TensorMapType, VectorType, ThreadIndexType, TupleType, Type, ViewType, VoidType,
+    I64 as IR_I64, THREAD_INDEX_DIM, ArrayType, StructType, TensorMapType, VectorType, ThreadIndexType, TupleType, Type, ViewType, VoidType,
     as_scalar, is_int, scalar_leaves,
 )
 from ..passes.shared_memory import STATIC_SHARED_LIMIT  # also checked per kernel, across calls, by the pass
@@ -1187,9 +1186,8 @@ class FunctionLowering:
         for k in range(len(terms) - 1, -1, -1):
             t = terms[k]
             if isinstance(t, ir.BinOp) and t.op == "*" and isinstance(t.right, ir.ViewDim) and t.right.which == "stride":
-                v = self.view(t.right.view)
-                stride = v.dims32[len(v.shape) + t.right.axis] if v.dims32 is not None and v.shape is not None else \
-                    v.strides[t.right.axis] if v.strides is not None else None
+                strides = self.view(t.right.view).strides  # i64; the constant 1 where index32 knows it
+                stride = strides[t.right.axis] if strides is not None else None
                 if isinstance(stride, ll.Constant) and stride.constant == 1:
                     others = terms[:k] + terms[k + 1:]
                     rest: ir.Expr | None = None

@@ -37,7 +37,7 @@ import copy
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Iterator
 
-from ..intrinsics import Role, intrinsic_info
+from ..intrinsics import Role, has_role, intrinsic_info
 from ..ir import nodes as ir
 from ..ir.printer import print_expr
 from ..ir.ops import BinaryOp, CompareOp, LogicOp
@@ -260,10 +260,7 @@ def _depends(e: ir.Expr, var: str) -> bool:
 
 def _position(e: ir.Expr) -> bool:
     """``e`` is the thread's lane or warp (``warp.lane()``): the same wherever it is evaluated."""
-    if not isinstance(e, ir.Intrinsic) or e.args:
-        return False
-    info = intrinsic_info(e.name)
-    return info is not None and info.has(Role.POSITION)
+    return has_role(e, Role.POSITION) and not e.args  # type: ignore[union-attr]
 
 
 def _invariant(e: ir.Expr, assigned: set[str]) -> bool:
