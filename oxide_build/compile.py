@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from oxide.abi.manifest import Precondition, entry_param_starts
 from oxide.abi.preconditions import compile_expression
@@ -307,12 +307,21 @@ def _passes(build: ModuleBuild) -> None:
         raise located_error(build.index, e.file, e.loc, e.message, e.hint) from None
     # the manifest's kernel specs take the preconditions and the launch kind the passes settled
     # on, and the entry point of the index32 instance the lowering makes (lower/index32.py)
+    # and the fast instance the launch-instances pass split off (passes/launch_instances.py)
     settled = {f.symbol: f for f in frontend.program.functions if f.is_kernel}
     twins = index32_twins(frontend.program)
+
+    def fast_fields(fn: ir.Function) -> dict[str, Any]:
+        if not fn.fast_symbol:
+            return {}
+        assert fn.fast_condition is not None
+        return dict(fast_symbol=fn.fast_symbol, fast_condition=tuple(compile_expression(fn.fast_condition)),
+                    fast_index32_symbol=twins.get(fn.fast_symbol, ""))
+
     frontend.kernels = [k._replace(preconditions=tuple(Precondition(c.site, tuple(compile_expression(c.expr)))
                                                        for c in settled[k.symbol].preconditions),
                                    cooperative=settled[k.symbol].cooperative,
-                                   index32_symbol=twins.get(k.symbol, ""))
+                                   index32_symbol=twins.get(k.symbol, ""), **fast_fields(settled[k.symbol]))
                         if k.symbol in settled else k for k in frontend.kernels]
 
 
@@ -575,5 +584,7 @@ def _with_param_slots(kernels: list[KernelSpec], kept: dict[str, tuple[int, ...]
         starts = entry_param_starts(k.params)
         return tuple(starts[i] for i in kept[symbol])
 
-    return tuple(k._replace(param_slots=slots(k, k.symbol), index32_param_slots=slots(k, k.index32_symbol))
+    return tuple(k._replace(param_slots=slots(k, k.symbol), index32_param_slots=slots(k, k.index32_symbol),
+                            fast_param_slots=slots(k, k.fast_symbol),
+                            fast_index32_param_slots=slots(k, k.fast_index32_symbol))
                  for k in kernels)

@@ -116,8 +116,8 @@ def inspect_module(source: Path, module_name: str, arch: str, options: CompileOp
     else:  # as the build compiles it: a whole program
         cubin, log = ptx_cubin_with_log(compiled.ptx[arch], arch, ptxas_options(opts), module_name)
     resources = parse_info_log(log)
-    names = {k.symbol: k.name for k in compiled.kernels}
-    names.update({k.index32_symbol: k.name for k in compiled.kernels if k.index32_symbol})  # docs/runtime.md
+    # every entry point of each kernel: as written, index32, fast (docs/runtime.md)
+    names = {symbol: k.name for k in compiled.kernels for symbol in k.instances()}
     at_launch = {c.site for k in compiled.kernels for c in k.preconditions}
     resources = {s: replace(r, param_bytes=compiled.param_bytes.get(s, 0)) for s, r in resources.items()}
     return Inspection({s: r for s, r in resources.items() if s in names}, cubin, names,

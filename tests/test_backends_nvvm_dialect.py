@@ -85,8 +85,9 @@ def test_nvvm_form_is_what_libnvvm_reads(tmp_path: Path) -> None:
         assert re.search(rf'^declare \w+ @"{re.escape(intrinsic)}"\(', text, re.M), intrinsic
     assert "call void @\"llvm.nvvm.membar.gl\"()" in text
     used = next(line for line in text.splitlines() if line.startswith('@"llvm.used"'))
-    assert 'appending global [4 x i8*]' in used and 'section "llvm.metadata"' in used
-    for symbol in ('@"every_form"', '@"ox_neg"'):  # the kernel and the export, not internal functions
+    assert 'appending global [5 x i8*]' in used and 'section "llvm.metadata"' in used
+    # the kernel, its fast instance (passes/launch_instances.py) and the export, not internal functions
+    for symbol in ('@"every_form"', '@"every_form__fast"', '@"ox_neg"'):
         assert re.search(rf"i8\* bitcast \(\w+ \(.*?\)\* {symbol} to i8\*\)", used), symbol
     for runtime_global in ('@"__oxide_error_ptr"', '@"__oxide_module_id"'):
         assert re.search(rf"i8\* addrspacecast \(\S+ addrspace\(1\)\* {runtime_global} to i8\*\)", used)

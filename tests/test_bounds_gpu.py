@@ -99,6 +99,49 @@ def test_launch_versioned_kernel_runs_unchecked_and_still_reports() -> None:
     np.testing.assert_allclose(to_numpy(out), np.float32(1.5) * x + y, rtol=1e-6, atol=1e-6)
 
 
+def test_launch_versioned_kernel_is_two_entry_points_the_launch_chooses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launch-instances pass splits a launch-versioned kernel: the runtime evaluates the test
+    (len(x), len(y), len(out) >= n; a block of at most 16 x 16) over the packed arguments and
+    launches the fast instance where it holds, the kernel as written (its checked copy) elsewhere.
+    Each choice's first launch in a process goes through the Python path, which is watched here."""
+    import oxide
+    import versioned
+    from oxide.runtime.kernel import Kernel
+
+    launched: list[str] = []
+    real = Kernel._launch_in_context
+
+    def watched(self, args, variant, *rest, **kw):  # type: ignore[no-untyped-def]
+        launched.append(variant.spec.symbol)
+        return real(self, args, variant, *rest, **kw)
+
+    monkeypatch.setattr(Kernel, "_launch_in_context", watched)
+    n = 4099
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    out = devices.full((n,), np.nan)
+    versioned.guarded_axpy[(n + 255) // 256, 256](np.float32(0.5), dev(x), dev(y), out, n)
+    np.testing.assert_allclose(to_numpy(out), np.float32(0.5) * x + y, rtol=1e-6, atol=1e-6)
+    assert launched and launched[-1].startswith("guarded_axpy__fast"), launched
+    with pytest.raises(oxide.KernelError, match=r"y\[i\] with index \d+ but length 4000$"):
+        versioned.guarded_axpy[(n + 255) // 256, 256](np.float32(0.5), dev(x), dev(y[:4000]), out, n)
+        devices.synchronize()
+        oxide.runtime.check_kernel_errors()
+    assert not launched[-1].startswith("guarded_axpy__fast"), launched
+    # a block shape the tile proofs do not cover: the kernel as written
+    m = 32
+    a = rng.standard_normal((m, m)).astype(np.float32)
+    t = devices.full((m * m,), np.nan)
+    versioned.tile_transpose[(2, 2), (16, 16)](dev(a.ravel()), t, m)
+    np.testing.assert_array_equal(to_numpy(t), a.T.ravel())
+    assert launched[-1].startswith("tile_transpose__fast"), launched
+    with pytest.raises(oxide.KernelError, match=r"tile_transpose .*axis [01] index tx \(size 16\)"):
+        versioned.tile_transpose[(2, 2), (32, 16)](dev(a.ravel()), t, m)
+        devices.synchronize()
+        oxide.runtime.check_kernel_errors()
+    assert not launched[-1].startswith("tile_transpose__fast"), launched
+
+
 def test_block_shape_versioned_kernel_runs_unchecked_and_still_reports() -> None:
     """A 16 x 16 shared tile indexed by thread.idx: a launch with blocks of at most 16 x 16 runs the
     copy whose tile checks are proven (results exact); a larger block takes the checked copy, which

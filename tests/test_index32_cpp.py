@@ -62,10 +62,11 @@ PARAMS = [{"name": "a", "kind": "tensor", "dtype": "f32", "ndim": 2}, {"name": "
           {"name": "out", "kind": "mut_tensor", "dtype": "f32", "ndim": 2}]
 
 
-def run(tmp_path: Path, kernel: dict[str, object]) -> list[str]:
+def run(tmp_path: Path, kernel: dict[str, object], main: str = MAIN) -> list[str]:
+    """The lines the stand-in driver prints when ``main`` launches ``kernel`` (a manifest record)."""
     tmp_path.mkdir(exist_ok=True)
     lib = build_stand_in_driver(tmp_path, LAUNCH)
-    build_launch_program(tmp_path, MAIN)
+    build_launch_program(tmp_path, main)
     art = tmp_path / "art"
     art.mkdir()
     (art / "t.sm_90.cubin").write_bytes(b"stand-in")

@@ -12,7 +12,7 @@ from oxide.errors import CompileError
 from oxide_build.cli import main
 from oxide_build.compile import build_ir
 from oxide_build.ir import nodes as ir
-from oxide_build.ir.printer import print_program
+from oxide_build.ir.printer import print_function, print_program
 from oxide_build.passes import PIPELINE, pass_names, run_pipeline
 
 HEADER = "import oxide as ox\nfrom oxide import Slice, DisjointSlice, MutSlice, f32, i64, thread, block\n"
@@ -32,7 +32,8 @@ def compile_error(tmp_path: Path, body: str) -> str:
 
 def test_the_pipeline_is_one_visible_list_of_named_passes() -> None:
     assert pass_names() == [p.name for p in PIPELINE] == [
-        "arch-requirements", "bounds-elimination", "launch-preconditions", "disjoint-launch-shape", "barrier-divergence",
+        "arch-requirements", "bounds-elimination", "launch-instances", "launch-preconditions", "disjoint-launch-shape",
+        "barrier-divergence",
         "warpgroup-divergence", "mbarrier-lint", "shared-memory-limit", "wgmma-order", "wgmma-fence",
         "check-versioning", "fma-contraction", "constant-loop-unroll", "run-versioning", "canonicalize", "fp8-archs"]
     assert len(set(pass_names())) == len(PIPELINE)
@@ -134,7 +135,9 @@ def test_leading_asserts_on_the_launch_move_to_the_runtime(tmp_path: Path) -> No
         "  check (half < 100:i64)!3  ; hoistable",  # a local: not a launch value
         "  i: ThreadIndex = index_1d()",
     ]
-    after = run_pipeline(before, passes=PIPELINE[1:3])  # bounds elimination, then this pass
+    # bounds elimination, the launch instances, then this pass
+    after = run_pipeline(before, passes=tuple(p for p in PIPELINE if p.name in (
+        "bounds-elimination", "launch-instances", "launch-preconditions")))
     text = print_program(after)
     assert "  ; precondition !1 ['eq', ['arg', 1], ['arg', 3]]" in text
     assert "  ; precondition !2 ['gt', ['arg', 4], ['const', 0]]" in text
@@ -235,12 +238,11 @@ def test_calls_that_every_thread_makes_compile(tmp_path: Path) -> None:
 def _canonical_body(tmp_path: Path, body: str) -> list[str]:
     """The kernel's body as printed after the whole pipeline (canonicalize runs last), without
     the launch-shape precondition its DisjointSlice write gets (tests/test_disjoint_launch_shape.py);
-    of a launch-versioned kernel, the copy with its checks (the else branch)."""
+    of a launch-versioned kernel, the copy with its checks (the kernel as written: the
+    launch-instances pass made the other copy an entry point of its own)."""
     program = build_ir(source(tmp_path, body), "kern")[1].program
-    lines = [line for line in print_program(program).splitlines()[1:] if not line.startswith("  ; precondition")]
-    if lines and lines[0].endswith("; launch-versioned"):  # the kernel as written: the checked copy
-        lines = ["  " + line[4:] for line in lines[lines.index("  else:") + 1:]]
-    return lines
+    kernel = next(fn for fn in program.functions if fn.symbol == "k")
+    return [line for line in print_function(kernel).splitlines()[1:] if not line.startswith("  ; ")]
 
 
 def test_an_if_without_else_branches_past_its_body_on_the_negated_test(tmp_path: Path) -> None:

@@ -169,7 +169,8 @@ def test_a_thread_index_is_still_no_kernel_parameter(tmp_path: Path) -> None:
 def module(tmp_path: Path, drv: FakeDriver) -> Any:
     frontend = compiled(tmp_path)
     specs = tuple(frontend.kernels)
-    drv.signatures = {k.symbol: slot_types(k.params) for k in specs}
+    # every entry point of each kernel (its fast instance too): no lowering, so each takes every slot
+    drv.signatures = {symbol: slot_types(k.params) for k in specs for symbol in k.instances()}
     return make_module(tmp_path, SOURCE, specs, error_sites=tuple(frontend.error_sites))
 
 

@@ -41,7 +41,7 @@ def compiles(tmp_path: Path, text: str) -> None:
     src = tmp_path / "kern.py"
     src.write_text(text)
     _, frontend = build_ir(src, "kern", SM90A)
-    assert [fn.python_name for fn in frontend.program.functions if fn.is_kernel] == ["k"]
+    assert [fn.python_name for fn in frontend.program.functions if fn.is_kernel and not fn.fast_of] == ["k"]
 
 
 def test_the_first_mma_needs_a_fence(tmp_path: Path) -> None:

@@ -255,6 +255,22 @@ class KernelSpec(Record):
     # only these to the launch. None: every parameter (what manifests written before it mean)
     param_slots: tuple[int, ...] | None = None
     index32_param_slots: tuple[int, ...] | None = None  # the same for ``index32_symbol``
+    # the entry point of the kernel's fast instance (oxide_build/passes/launch_instances.py): the
+    # body proven under launch-invariant facts (view lengths, sizes, block.dim), launched instead
+    # of ``symbol`` when ``fast_condition`` (a program of oxide.abi.preconditions over the same
+    # slots and the launch dimensions) holds; ``symbol`` then holds the checked copy alone. The
+    # fast instance has the same parameters and preconditions, and its own index32 instance and
+    # declared slots. "" when there is none (older manifests; older runtimes ignore it and launch
+    # ``symbol``, which is correct)
+    fast_symbol: str = ""
+    fast_condition: tuple[Instruction, ...] = ()
+    fast_param_slots: tuple[int, ...] | None = None
+    fast_index32_symbol: str = ""
+    fast_index32_param_slots: tuple[int, ...] | None = None
+
+    def instances(self) -> list[str]:
+        """Every entry point of the kernel: as written, its index32 instance, its fast ones."""
+        return [s for s in (self.symbol, self.index32_symbol, self.fast_symbol, self.fast_index32_symbol) if s]
 
 
 def entry_param_starts(params: Sequence[ParamSpec]) -> list[int]:
@@ -380,7 +396,7 @@ def _plain(value: Any) -> Any:
         names = [n for n in value._fields
                  if not (n == "fields" and isinstance(value, ParamSpec) and not value.fields)
                  and not (n == "optional" and isinstance(value, ParamSpec) and not value.optional)
-                 and not (n == "index32_symbol" and isinstance(value, KernelSpec) and not value.index32_symbol)
+                 and not (n in _EMPTY_SYMBOL_FIELDS and isinstance(value, KernelSpec) and not getattr(value, n))
                  and not (n in _ALL_SLOTS_FIELDS and isinstance(value, KernelSpec) and getattr(value, n) is None)
                  and not (n == "cuda_driver" and isinstance(value, ModuleManifest) and not value.cuda_driver)
                  and not (n == "parts" and isinstance(value, ModuleManifest) and not value.parts)]
@@ -396,7 +412,10 @@ def _plain(value: Any) -> Any:
     return value
 
 
-_ALL_SLOTS_FIELDS = ("param_slots", "index32_param_slots")  # None (every parameter): not written
+# None (every parameter): not written
+_ALL_SLOTS_FIELDS = ("param_slots", "index32_param_slots", "fast_param_slots", "fast_index32_param_slots")
+# "" (no such instance), () (no fast condition): not written
+_EMPTY_SYMBOL_FIELDS = ("index32_symbol", "fast_symbol", "fast_condition", "fast_index32_symbol")
 
 
 # --- the schema ---------------------------------------------------------------------------------
@@ -686,6 +705,21 @@ def _kernel(value: Any, where: str, fmt: int) -> KernelSpec:
     if sum(len(c.code) + 1 for c in preconditions) > KERNEL_PROGRAM_LIMIT:
         raise ManifestError(f"{where}.preconditions: more than {KERNEL_PROGRAM_LIMIT} instructions in all "
                             "(oxide.abi.preconditions.KERNEL_PROGRAM_LIMIT)")
+    fast_symbol = _field(data, "fast_symbol", where, _str, "")
+    fast_index32_symbol = _field(data, "fast_index32_symbol", where, _str, "")
+    fast_condition: tuple[Instruction, ...] = ()
+    for key, sym in (("fast_symbol", fast_symbol), ("fast_index32_symbol", fast_index32_symbol)):
+        if sym:
+            _symbol(sym, f"{where}.{key}")
+    if fast_index32_symbol and not fast_symbol:
+        raise ManifestError(f"{where}.fast_index32_symbol: a kernel without a fast_symbol has no fast index32 instance")
+    if fast_symbol:
+        program = _list(_need(data, "fast_condition", where), f"{where}.fast_condition", KERNEL_PROGRAM_LIMIT)
+        problem = program_problem(program, slot_dtypes)
+        if problem is not None or not program:
+            raise ManifestError(f"{where}.fast_condition{problem if problem and problem.startswith('[') else ': ' + (problem or 'empty')} "
+                                "(oxide.abi.preconditions)")
+        fast_condition = tuple((op, operand) for op, operand in program)
     return KernelSpec(
         name=_field(data, "name", where, _identifier),
         symbol=_field(data, "symbol", where, _symbol),
@@ -698,6 +732,11 @@ def _kernel(value: Any, where: str, fmt: int) -> KernelSpec:
         index32_symbol=index32_symbol,
         param_slots=_param_slots(data, "param_slots", where, params),
         index32_param_slots=_param_slots(data, "index32_param_slots", where, params),
+        fast_symbol=fast_symbol,
+        fast_condition=fast_condition,
+        fast_param_slots=_param_slots(data, "fast_param_slots", where, params),
+        fast_index32_symbol=fast_index32_symbol,
+        fast_index32_param_slots=_param_slots(data, "fast_index32_param_slots", where, params),
     )
 
 

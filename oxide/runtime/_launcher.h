@@ -146,6 +146,12 @@ typedef struct {
        (KernelSpec.param_slots): kernelParams points at these alone; NULL: at every slot */
     int16_t *passed, *passed32;
     int n_passed, n_passed32;
+    /* the variant of its fast instance (KernelSpec.fast_symbol), launched instead when fast_code
+       (KernelSpec.fast_condition, with its check) holds; -1: none; -2: this variant is a fast
+       instance, which arguments never match */
+    int fast;
+    int n_fast_code;
+    PInsn *fast_code;
 } Variant;
 
 typedef struct {

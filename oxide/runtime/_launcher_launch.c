@@ -234,6 +234,7 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     int matches = 0;
     for (Py_ssize_t k = 0; k < plan->n_variants && (var == NULL || absent); k++) {
         Variant *cand = &plan->variants[k];
+        if (cand->fast == -2) continue; /* a fast instance: chosen below, by its condition */
         Py_ssize_t j = 0;
         while (j < v && (cand->view_codes[j] == views[j].code || views[j].code == DT_NONE)) j++;
         if (j != v) continue;
@@ -270,6 +271,9 @@ static int plan_launch(LaunchBase *self, PyObject *const *args, Py_ssize_t nargs
     /* a precondition that does not hold: Python re-checks it and raises its KernelError */
     if (var->n_pre && preconditions_failed(var->pre, var->n_pre, slots, self->grid, self->block) >= 0)
         return FALLBACK;
+    /* the launch-invariant facts of its fast instance hold: no check of that one can fail */
+    if (var->fast >= 0 && preconditions_failed(var->fast_code, var->n_fast_code, slots, self->grid, self->block) < 0)
+        var = &plan->variants[var->fast];
     /* reading the arguments ran Python: the slot is still this context's unless it was reset */
     index32 = index32 && var->has_index32;
     void *fn = plan->contexts[slot].uid == (uint64_t)uid ? (index32 ? var->fns32 : var->fns)[slot] : NULL;

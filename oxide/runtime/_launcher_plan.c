@@ -11,6 +11,7 @@ static void plan_clear(Plan *self) {
             PyMem_Free(self->variants[i].pre);
             PyMem_Free(self->variants[i].passed);
             PyMem_Free(self->variants[i].passed32);
+            PyMem_Free(self->variants[i].fast_code);
         }
         PyMem_Free(self->variants);
     }
@@ -134,10 +135,13 @@ static void slot_codes_of(const Plan *plan, const Variant *var, int8_t *out) {
    parameter, whether it is a view, written, the N of a Tensor[T, N] (0 otherwise), a Constexpr, a view
    that may be None (ParamSpec.optional: its flag slot follows its view's); variants
    is a sequence of (view_codes, scalar_codes, unique[, constexpr_values[, preconditions[,
-   has_index32[, passed[, passed32]]]]]), the preconditions being the programs (`code`) of
-   KernelSpec.preconditions, has_index32 whether the variant has an index32 instance, passed and
-   passed32 the slots its entry points declare (KernelSpec.param_slots, index32_param_slots; None:
-   all). Returns whether launches may
+   has_index32[, passed[, passed32[, fast[, fast_condition]]]]]]]), the preconditions being the
+   programs (`code`) of KernelSpec.preconditions, has_index32 whether the variant has an index32
+   instance, passed and passed32 the slots its entry points declare (KernelSpec.param_slots,
+   index32_param_slots; None: all), fast the index of the variant that is its fast instance
+   (KernelSpec.fast_symbol: launched instead when fast_condition, a sequence of one program,
+   holds; -1: none; -2: this variant is a fast instance, never matched by arguments). Returns
+   whether launches may
    take the C path (False: a parameter layout or a precondition it does not take). Once only:
    a configured plan ignores it (another thread may be inside plan_launch, between two Python
    calls, reading it); reset() first to redo it. */
@@ -187,16 +191,24 @@ static PyObject *plan_configure(Plan *self, PyObject *args) {
     fits = fits && slots <= MAX_SLOTS && constexprs <= MAX_SLOTS && self->n_params <= MAX_SLOTS;
     for (Py_ssize_t i = 0; i < nv; i++) {
         PyObject *view_codes, *scalar_codes, *constexpr_values = NULL, *preconditions = NULL, *passed = NULL,
-                 *passed32 = NULL;
-        int unique, has_index32 = 0;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "OOp|OOpOO", &view_codes, &scalar_codes, &unique,
-                              &constexpr_values, &preconditions, &has_index32, &passed, &passed32)) {
+                 *passed32 = NULL, *fast_condition = NULL;
+        int unique, has_index32 = 0, fast_variant = -1;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "OOp|OOpOOiO", &view_codes, &scalar_codes, &unique,
+                              &constexpr_values, &preconditions, &has_index32, &passed, &passed32, &fast_variant,
+                              &fast_condition)) {
             Py_DECREF(fast);
             goto fail;
         }
         Variant *var = &self->variants[i];
         var->unique = unique;
         var->has_index32 = has_index32;
+        if (fast_variant < -2 || fast_variant >= nv || fast_variant == i ||
+            (fast_variant >= 0 && (fast_condition == NULL || fast_condition == Py_None))) {
+            Py_DECREF(fast);
+            PyErr_SetString(PyExc_ValueError, "a fast instance needs a variant of the plan and its condition");
+            goto fail;
+        }
+        var->fast = fast_variant;
         if (constexpr_values == NULL && constexprs > 0) {
             Py_DECREF(fast);
             PyErr_SetString(PyExc_ValueError, "a kernel with Constexpr parameters needs their values per variant");
@@ -219,6 +231,16 @@ static PyObject *plan_configure(Plan *self, PyObject *args) {
                 goto fail;
             }
             if (!ok) fits = 0; /* every launch of this kernel goes through Python, which checks them */
+        }
+        if (fits && fast_variant >= 0) {
+            int8_t slot_codes[MAX_SLOTS];
+            slot_codes_of(self, var, slot_codes);
+            int ok = compile_preconditions(fast_condition, slot_codes, slots, &var->fast_code, &var->n_fast_code);
+            if (ok < 0) {
+                Py_DECREF(fast);
+                goto fail;
+            }
+            if (!ok || var->n_fast_code == 0) fits = 0; /* Python evaluates it */
         }
     }
     Py_DECREF(fast);

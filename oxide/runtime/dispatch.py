@@ -25,7 +25,7 @@ class Specialization:
     """One compiled instance of a kernel (one per TypeVar assignment) and its launch state."""
 
     __slots__ = ("spec", "packer", "converters", "index", "functions", "planned", "shared_limits", "index32",
-                 "is_index32")
+                 "is_index32", "fast", "fast_condition")
 
     def __init__(
         self,
@@ -34,6 +34,7 @@ class Specialization:
         converters: list[Callable[[Any], Any] | None],  # per parameter; None for views
         index: int = 0,  # position among the kernel's specializations (the C plan's variant)
         is_index32: bool = False,  # the index32 instance of the specialization at ``index``
+        fast_index: int | None = None,  # the C plan's variant of its fast instance, if it has one
     ) -> None:
         self.spec = spec
         self.packer = packer
@@ -50,6 +51,21 @@ class Specialization:
                 spec._replace(symbol=spec.index32_symbol, index32_symbol="", param_slots=spec.index32_param_slots,
                               index32_param_slots=None),
                 packer.passing(spec.index32_param_slots), converters, index, is_index32=True)
+        # its fast instance (oxide_build/passes/launch_instances.py: the body proven under
+        # launch-invariant facts), launched instead when ``fast_condition`` holds over the packed
+        # slots and the launch dimensions (preconditions.evaluate); None when it has none. The
+        # index32 instance's fast instance is the fast instance's index32 instance.
+        self.fast: Specialization | None = None
+        self.fast_condition = spec.fast_condition
+        if spec.fast_symbol and fast_index is not None and not is_index32:
+            self.fast = Specialization(
+                spec._replace(symbol=spec.fast_symbol, param_slots=spec.fast_param_slots,
+                              index32_symbol=spec.fast_index32_symbol,
+                              index32_param_slots=spec.fast_index32_param_slots, fast_symbol="", fast_condition=(),
+                              fast_param_slots=None, fast_index32_symbol="", fast_index32_param_slots=None),
+                packer.passing(spec.fast_param_slots), converters, fast_index)
+            if self.index32 is not None:
+                self.index32.fast = self.fast.index32
         self.functions: dict[int, Any] = {}  # context uid (device.context_uid) -> CUfunction
         # context uid -> the dynamic shared bytes the C plan was told its function there takes
         self.planned: dict[int, int] = {}

@@ -238,6 +238,11 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
             return  # an empty grid (grid_for(0)) is a launch of nothing, not an error
         if variant.spec.preconditions:
             self._check_preconditions(variant, values, grid, block)
+        if variant.fast is not None:
+            from . import preconditions
+
+            if preconditions.evaluate(variant.fast_condition, values, grid, block):
+                variant = variant.fast  # no check of it can fail (passes/launch_instances.py)
         drv = device.driver()
         handle, uid = device.current()  # a reset context is made again (device._revive)
         if stream is None:
@@ -499,13 +504,18 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
         if any(p.is_tensor_map for s in specs for p in s.params):
             from oxide.runtime.tensor_maps import TensorMapConverter
 
+        # the C plan's variants: the specializations, then their fast instances
+        fast_index: dict[int, int] = {}
+        for index, s in enumerate(specs):
+            if s.fast_symbol:
+                fast_index[index] = len(specs) + len(fast_index)
         variants = [
             Specialization(
                 s, ArgPacker(s.params, s.param_slots),
                 [CONSTEXPR if p.is_constexpr else None if p.is_view else FieldsConverter(p) if p.is_aggregate
                  else TensorMapConverter(p.dtype, p.ndim) if p.is_tensor_map
                  else scalar_converter(p.dtype) for p in s.params],
-                index
+                index, fast_index=fast_index.get(index)
             )
             for index, s in enumerate(specs)
         ]
@@ -586,8 +596,13 @@ class Kernel(launcher.KernelBase):  # type: ignore[misc]
                     # the slots each entry point declares (KernelSpec.param_slots); None: all
                     v.packer.passed,
                     v.index32.packer.passed if v.index32 is not None else None,
+                    # its fast instance's variant (-1: none; -2: this is one, never matched)
+                    v.fast.index if v.fast is not None else -2 if fast else -1,
+                    [v.fast_condition] if v.fast is not None else None,
                 )
-                for v, key, c in zip(d.variants, keys, constexprs)
+                for v, key, c, fast in [*((v, key, c, False) for v, key, c in zip(d.variants, keys, constexprs)),
+                                        *((v.fast, key, c, True) for v, key, c in zip(d.variants, keys, constexprs)
+                                          if v.fast is not None)]
             ],
             [p.ndim if p.is_tensor else 0 for p in first],
             [p.is_constexpr for p in first],

@@ -551,6 +551,19 @@ class Function:
     # y and z): extent ("block.dim.y") -> the write that needs it, its line and column
     # (passes/disjoint_launch_shape.py)
     unit_extents: dict[str, tuple[str, int, int]] = field(default_factory=dict)
+    # kernels split by passes/launch_instances.py: this one's body is the checked copy (the
+    # passes that version fast code leave it as written), and ``fast_symbol`` is the entry point
+    # of the copy proven under launch-invariant facts, which the runtime launches instead when
+    # ``fast_condition`` (those facts in the launch-precondition encoding) holds
+    fast_symbol: str = ""
+    fast_condition: list[Any] | None = None
+    # the fast instance of the kernel ``fast_of`` names (the same Python kernel)
+    fast_of: str = ""
+
+    @property
+    def checked_copy(self) -> bool:
+        """The body is a split kernel's checked copy: it runs only when a check may fail."""
+        return bool(self.fast_symbol)
 
 
 @dataclass

@@ -38,6 +38,10 @@ def print_function(fn: ir.Function) -> str:
     if fn.max_registers:
         extras.append(f"max_registers {fn.max_registers}")
     extras += [f"precondition !{p.site} {p.expr}" for p in fn.preconditions]
+    if fn.fast_symbol:
+        extras.append(f"checked copy: the runtime launches {fn.fast_symbol} when {fn.fast_condition}")
+    if fn.fast_of:
+        extras.append(f"fast instance of {fn.fast_of}")
     lines = [header] + [f"  ; {e}" for e in extras]
     _block(fn.body, 1, lines, fn.locals)
     return "\n".join(lines) + "\n"

@@ -35,6 +35,7 @@ from .disjoint_launch_shape import DisjointLaunchShape
 from .divergence import BarrierDivergence
 from .fma import FmaContraction
 from .fp8_arch import Fp8Archs
+from .launch_instances import LaunchInstances
 from .launch_preconditions import LaunchPreconditions
 from .mbarrier_lint import MbarrierLint
 from .run_versioning import RunVersioning
@@ -56,6 +57,7 @@ class Pass(Protocol):
 PIPELINE: tuple[Pass, ...] = (
     ArchRequirements(),  # first: a module that cannot be built for its archs says so before any lint
     BoundsElimination(),  # first: the checks it keeps are what the others see
+    LaunchInstances(),  # before the preconditions: both instances keep the leading asserts
     LaunchPreconditions(),
     DisjointLaunchShape(),  # after it: its precondition comes after the kernel's own asserts
     BarrierDivergence(),

@@ -32,7 +32,8 @@ them> else: <the body as proven without them>`` (``If.launch_versioned``). The t
 arguments, lengths and ``block.dim``, in i64 where no value can overflow, so every thread of the
 grid takes the same branch; the checked copy keeps every check and error site, so a failing
 access is reported as without the test. The kernel's shared arrays are declared once, before
-the test: both copies address the same allocation (one runs per launch).
+the test: both copies address the same allocation (one runs per launch). The launch-instances
+pass, next, makes the two copies two entry points where the launchers can evaluate the test.
 """
 from __future__ import annotations
 

@@ -8,7 +8,9 @@ the runtime before the launch, so a 2-D launch of a 1-D kernel is refused with a
 ``KernelError`` instead of threads racing on one element.
 
 The frontend records, per function, the extents its disjoint writes leave out
-(``Function.unit_extents``); this pass follows the calls.
+(``Function.unit_extents``); this pass follows the calls. A kernel's fast instance
+(passes/launch_instances.py) shares its kernel's condition and error site: the runtime checks the
+kernel's preconditions for either.
 """
 from __future__ import annotations
 
@@ -34,15 +36,20 @@ class DisjointLaunchShape:
             return program
         calls, _ = calls_and_barriers(program, None)
         by_symbol = {fn.symbol: fn for fn in program.functions}
+        added: dict[str, ir.LaunchCondition] = {}
         for kernel in program.functions:
-            if not kernel.is_kernel:
+            if not kernel.is_kernel or kernel.fast_of:
                 continue
             needed: dict[str, tuple[str, int, int, str]] = {}
             for fn in reached_from(kernel, program, calls, by_symbol):
                 for extent, write in fn.unit_extents.items():
                     needed.setdefault(extent, (*write, fn.file))
             if needed:
-                kernel.preconditions.append(_precondition(program, kernel, needed))
+                added[kernel.symbol] = _precondition(program, kernel, needed)
+                kernel.preconditions.append(added[kernel.symbol])
+        for kernel in program.functions:  # a fast instance: the same launch, the same condition and site
+            if kernel.fast_of in added:
+                kernel.preconditions.append(added[kernel.fast_of])
         return program
 
 

@@ -71,7 +71,8 @@ class RunVersioning:
     def apply(self, program: ir.Program) -> ir.Program:
         calls = _CallsConvergent({fn.symbol: fn for fn in program.functions})
         for fn in program.functions:
-            fn.body = self._block(fn.body, _Context(fn, calls))
+            if not fn.checked_copy:  # a split kernel's checked copy runs when a check may fail
+                fn.body = self._block(fn.body, _Context(fn, calls))
         return program
 
     def _block(self, stmts: list[ir.Stmt], cx: _Context) -> list[ir.Stmt]:

@@ -37,7 +37,9 @@
 // beyond that, the kernel as written otherwise, as the Python runtime chooses (docs/runtime.md,
 // "Code for the device"). Each entry point declares only the parameters its code reads (the
 // manifest's "param_slots" and "index32_param_slots"): every slot is packed, and the launch
-// passes those.
+// passes those. A kernel whose bounds checks launch-invariant facts prove (len(x) >= n for the
+// guard i < n) has a fast instance without them (the manifest's "fast_symbol"), launched when its
+// "fast_condition" holds over the packed slots, as the Python runtime chooses.
 //
 // Launch preconditions (the asserts over arguments and launch dimensions the compiler moves to
 // the launch, and the grid limits its bounds proofs assume: a DisjointSlice written at
@@ -512,6 +514,19 @@ bool fits_index32(const Tensor<T>& t) {
 }
 }  // namespace detail
 
+// A kernel's fast instance (the manifest's "fast_symbol", oxide_build/passes/launch_instances.py):
+// its body proven under launch-invariant facts (view lengths, sizes, the block's shape), launched
+// instead of the kernel as written when `condition` (the manifest's "fast_condition", a program of
+// the launch-precondition encoding over the same slots) holds; its own index32 instance and
+// declared slots.
+struct FastInstance {
+  std::string symbol;
+  json::Value condition;
+  std::optional<std::vector<size_t>> param_slots;
+  std::string index32_symbol;
+  std::optional<std::vector<size_t>> index32_param_slots;
+};
+
 class Kernel {
  public:
   // index32_symbol: the entry point of the kernel's index32 instance ("" if none), launched
@@ -522,10 +537,12 @@ class Kernel {
   Kernel(std::shared_ptr<detail::LoadedCode> code, std::string symbol, std::string name, std::string where,
          std::vector<Param> params, std::vector<LaunchCheck> checks = {}, std::string index32_symbol = "",
          std::optional<std::vector<size_t>> param_slots = std::nullopt,
-         std::optional<std::vector<size_t>> index32_param_slots = std::nullopt)
+         std::optional<std::vector<size_t>> index32_param_slots = std::nullopt,
+         std::optional<FastInstance> fast = std::nullopt)
       : code_(std::move(code)), symbol_(std::move(symbol)), name_(std::move(name)), where_(std::move(where)),
         params_(std::move(params)), index32_symbol_(std::move(index32_symbol)),
-        param_slots_(std::move(param_slots)), index32_param_slots_(std::move(index32_param_slots)) {
+        param_slots_(std::move(param_slots)), index32_param_slots_(std::move(index32_param_slots)),
+        fast_(std::move(fast)) {
     for (const auto& p : params_) {
       if (p.kind != OXIDE_PARAM_SCALAR && p.kind != OXIDE_PARAM_CONSTEXPR && p.kind != OXIDE_PARAM_TENSOR_MAP &&
           !detail::view_kind(p.kind))
@@ -540,7 +557,13 @@ class Kernel {
       messages_.push_back(std::move(check.message));
     }
     preconditions_ = detail::precondition_code(programs, slot_codes_, where_ + ": kernel '" + name_ + "'");
-    for (const auto* declared : {&param_slots_, &index32_param_slots_})
+    if (fast_ && fast_->symbol.empty()) fast_.reset();
+    if (fast_)
+      fast_code_ = detail::precondition_code({&fast_->condition}, slot_codes_,
+                                             where_ + ": kernel '" + name_ + "' (its fast instance's condition)");
+    std::vector<const std::optional<std::vector<size_t>>*> all_declared{&param_slots_, &index32_param_slots_};
+    if (fast_) all_declared.insert(all_declared.end(), {&fast_->param_slots, &fast_->index32_param_slots});
+    for (const auto* declared : all_declared)
       if (*declared)
         for (size_t s : **declared) {
           bool known = false;
@@ -583,13 +606,18 @@ class Kernel {
       throw Error(messages_[static_cast<size_t>(failed)] + " (kernel '" + name_ + "', grid " + std::to_string(g[0]) +
                   "x" + std::to_string(g[1]) + "x" + std::to_string(g[2]) + ", block " + std::to_string(b[0]) + "x" +
                   std::to_string(b[1]) + "x" + std::to_string(b[2]) + ")");
+    // the fast instance where its launch-invariant facts hold: no check of it can fail
+    const bool fast = fast_ && detail::check_preconditions(fast_code_, slots, g, b) < 0;
+    const std::string& wide = fast ? fast_->symbol : symbol_;
+    const std::string& narrow = fast ? fast_->index32_symbol : index32_symbol_;
     // the arguments are checked first: a wrong call fails the same with or without a GPU
-    const bool index32 = !index32_symbol_.empty() && (detail::fits_index32(args) && ...);
+    const bool index32 = !narrow.empty() && (detail::fits_index32(args) && ...);
     // every slot is packed; kernelParams points at those the entry point declares
-    const auto& declared = index32 ? index32_param_slots_ : param_slots_;
+    const auto& declared = fast ? (index32 ? fast_->index32_param_slots : fast_->param_slots)
+                                : (index32 ? index32_param_slots_ : param_slots_);
     std::vector<void*> pointers;
     for (size_t s : declared ? *declared : starts_) pointers.push_back(&slots[s]);
-    driver::CUfunction fn = detail::function_of(*code_, index32 ? index32_symbol_ : symbol_);
+    driver::CUfunction fn = detail::function_of(*code_, index32 ? narrow : wide);
     if (shared_bytes > 0) detail::allow_dynamic_shared(*code_, fn, shared_bytes, name_, where_);
     const auto& api = driver::api();
     driver::check(api.cuLaunchKernel(fn, g[0], g[1], g[2], b[0], b[1], b[2], shared_bytes,
@@ -603,6 +631,8 @@ class Kernel {
   std::vector<Param> params_;
   std::string index32_symbol_;
   std::optional<std::vector<size_t>> param_slots_, index32_param_slots_;
+  std::optional<FastInstance> fast_;
+  std::vector<oxide_pre_insn> fast_code_;  // its condition, with its check
   std::vector<int8_t> slot_codes_;  // the dtype code of each packed slot
   std::vector<size_t> starts_;   // the slot where each parameter of the full entry point begins
   std::vector<oxide_pre_insn> preconditions_;  // oxide/preconditions.h's code of the manifest's
@@ -918,8 +948,15 @@ class Module {
       for (const auto& s : list->items) out.push_back(static_cast<size_t>(s.number));
       return out;
     };
+    std::optional<FastInstance> fast;
+    if (const auto* f = found->find("fast_symbol"); f && f->kind == json::Value::String && !f->text.empty()) {
+      std::string fast_narrow;
+      if (const auto* n = found->find("fast_index32_symbol"); n && n->kind == json::Value::String) fast_narrow = n->text;
+      fast = FastInstance{f->text, found->at("fast_condition", path), slots_of("fast_param_slots"), fast_narrow,
+                          slots_of("fast_index32_param_slots")};
+    }
     return Kernel(code, found->at("symbol", path).text, name, where, params, std::move(checks), index32_symbol,
-                  slots_of("param_slots"), slots_of("index32_param_slots"));
+                  slots_of("param_slots"), slots_of("index32_param_slots"), std::move(fast));
   }
 
  private:

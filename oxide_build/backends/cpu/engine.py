@@ -98,7 +98,7 @@ class CpuFunction:
         jit = module.jit
         self._thread_fn = jit.function_address(f"__oxide_cpu_thread.{name}")
         self._block_fn = jit.function_address(f"__oxide_cpu_block.{name}") if mode is KernelMode.LOOP else 0
-        self._spec = next((k for k in module.kernels if name in (k.symbol, k.index32_symbol)), None)
+        self._spec = next((k for k in module.kernels if name in k.instances()), None)
         self._checks = 0  # the instrumented build's sanitizers of the launch under way
 
     def __repr__(self) -> str:
@@ -169,6 +169,10 @@ class CpuFunction:
             return None
         if spec.index32_symbol and self.name == spec.index32_symbol:
             return spec.index32_param_slots
+        if spec.fast_symbol and self.name == spec.fast_symbol:
+            return spec.fast_param_slots
+        if spec.fast_index32_symbol and self.name == spec.fast_index32_symbol:
+            return spec.fast_index32_param_slots
         return spec.param_slots
 
     def _total_slots(self) -> int:
@@ -430,14 +434,14 @@ class CpuModule:
         return f"<CpuModule {self.module_name}: {', '.join(sorted(self.modes))}>"
 
     def function(self, symbol: str) -> CpuFunction:
-        """The kernel entry ``symbol`` (``KernelSpec.symbol`` or ``index32_symbol``)."""
+        """The kernel entry ``symbol`` (one of ``KernelSpec.instances()``)."""
         if symbol not in self._functions:
             if symbol in self.refused:  # it reaches what the CPU device cannot run (or is C++)
                 raise self.refused[symbol]
             if symbol not in self.modes:
                 raise KeyError(f"module {self.module_name} has no kernel entry {symbol!r}; it has "
                                f"{', '.join(sorted(self.modes)) or 'none'}")
-            spec = next((k for k in self.kernels if symbol in (k.symbol, k.index32_symbol)), None)
+            spec = next((k for k in self.kernels if symbol in k.instances()), None)
             bound = getattr(spec, "launch_bounds", None) or MAX_BLOCK_THREADS
             self._functions[symbol] = CpuFunction(self, symbol, self.modes[symbol], self._param_counts[symbol],
                                                   int(bound))
