@@ -574,7 +574,9 @@ def test_block_shape_versioning(tmp_path: Path) -> None:
                 out[0] = tile[thread.idx.y, thread.idx.x + 1]
     """)
     fast, _, slow = text.partition("  else:\n")
-    assert "if ((32:i64 >= i64(%ntid.x)) and (8:i64 >= i64(%ntid.y))):  ; launch-versioned" in fast
+    # out[0]: a constant extent, len(out) >= 1
+    assert ("if ((len(out) >= 1:i64) and (32:i64 >= i64(%ntid.x)) and (8:i64 >= i64(%ntid.y))):  ; launch-versioned"
+            in fast)
     assert "checked_index" not in fast
     assert slow.count("checked_index") == 4
     # no thread.idx, or an index no block shape proves: not versioned
@@ -595,7 +597,8 @@ def test_block_shape_versioning(tmp_path: Path) -> None:
             with ox.unsafe():
                 out[0] = tile[0]
     """):
-        assert "launch-versioned" not in _ir_after_bounds(tmp_path, body)
+        tests = [line for line in _ir_after_bounds(tmp_path, body).splitlines() if "launch-versioned" in line]
+        assert all("ntid" not in line for line in tests), tests  # out[0] may version on len(out) >= 1
 
 
 @pytest.mark.parametrize("body", [
@@ -620,5 +623,7 @@ def test_block_shape_versioning(tmp_path: Path) -> None:
 ], ids=["bound loaded from memory", "device function"])
 def test_no_launch_versioning(tmp_path: Path, body: str) -> None:
     """A bound read from memory is no launch fact; a device function's checks stay (only a
-    kernel's entry is tested)."""
-    assert "launch-versioned" not in _ir_after_bounds(tmp_path, body)
+    kernel's entry is tested). (sizes[0] is in range where len(sizes) >= 1: a test of that
+    alone may stand.)"""
+    tests = [line for line in _ir_after_bounds(tmp_path, body).splitlines() if "launch-versioned" in line]
+    assert all("len(x)" not in line and "len(out)" not in line for line in tests), tests

@@ -26,7 +26,10 @@ a launch-invariant fact would — ``len(x) >= N`` for a guard ``i < N`` in scope
 argument or a view length), ``len(A) >= R·C`` for two guards, or a limit on the block's shape
 for an index of ``thread.idx`` (``tile[thread.idx.y + i, thread.idx.x]`` of a 32 x 33 tile, i
 < 32 by 8: ``block.dim.x <= 32 and block.dim.y <= 8``; per axis the largest limit that proves
-the check, the least of those over the kernel's checks) — is noted; when the kernel has such
+the check, the least of those over the kernel's checks), or ``len(x) >= C`` for an index the
+guards keep within constants (``A[(i + 1) * NJ + j]`` under ``0 < i < NI - 1`` with NI and NJ
+module constants: the largest extent a view's checks need, one test per view) — is noted; when
+the kernel has such
 checks, its body after the leading asserts becomes ``if <those facts>: <the body proven under
 them> else: <the body as proven without them>`` (``If.launch_versioned``). The test reads only
 arguments, lengths and ``block.dim``, in i64 where no value can overflow, so every thread of the
@@ -114,6 +117,10 @@ def _guarded_by_presence(cond: ir.Expr) -> list[tuple[frozenset[str], ir.Expr]]:
 
 
 _MAX_VERSIONED_SIZE = 4096  # IR nodes of the kernel body that may be versioned (it doubles)
+# a constant extent a hypothesis asks a length for is below 2**31 - 1 and not one a narrower
+# integer type's range gives (i < n for an n of that type): those say nothing about the sizes
+_CONSTANT_EXTENT_LIMIT = (1 << 31) - 1
+_TYPE_EXTENTS = frozenset((1 << k) - 1 for k in (7, 8, 15, 16))
 _BLOCK_DIM_MAX = {"x": 1024, "y": 1024, "z": 64}  # the hardware's limits on block.dim
 
 
@@ -290,6 +297,33 @@ class _FunctionProofs:
             if proven:
                 self.hypotheses.setdefault(key, (fact, bound, needed))
                 return
+        self._constant_extent(index, bound, facts)
+
+    def _constant_extent(self, index: Poly, bound: Poly, facts: list[Poly]) -> None:
+        """``bound >= hi + 1`` for an index the facts in scope keep within constants ``[0, hi]``
+        (``A[(i + 1) * NJ + j]`` under ``0 < i < NI - 1``, ``0 < j < NJ - 1`` with NI and NJ module
+        constants): one hypothesis per bound, the largest extent its checks need."""
+        prover = self.prover
+        saved = (set(prover.used), set(prover.active), dict(prover.assumptions), dict(prover.grid_limit))
+        try:
+            hi = prover._unassumed(lambda: prover.upper_bound(index, facts))
+        finally:
+            prover.used, prover.active, prover.assumptions, prover.grid_limit = saved
+        if hi + 1 >= _CONSTANT_EXTENT_LIMIT or hi + 1 in _TYPE_EXTENTS:
+            return  # an extent the index's type gave (i < n with n an i32 read from memory), no size
+        key = (_poly_key(bound), "constant extent")
+        known = self.hypotheses.get(key)
+        if known is not None and known[2].get((), 0) > hi:
+            return  # a larger extent of the same bound is already needed: its fact proves this
+        needed = const(hi + 1)
+        fact = add(bound, needed, -1)
+        saved = (set(prover.used), set(prover.active), dict(prover.assumptions), dict(prover.grid_limit))
+        try:
+            proven = prover.in_range(index, bound, facts + [fact])
+        finally:
+            prover.used, prover.active, prover.assumptions, prover.grid_limit = saved
+        if proven:
+            self.hypotheses[key] = (fact, bound, needed)
 
     def find_block_limits(self, index: Poly, bound: Poly, facts: list[Poly]) -> bool:
         """Block-shape limits (``block.dim.y <= 8``) under which ``0 <= index < bound`` is

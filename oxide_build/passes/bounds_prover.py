@@ -6,7 +6,10 @@ once set, ``len(x)``, ``x.shape[k]``, the special registers, ``warp.lane()`` —
 coefficients. A local assigned once is replaced by the polynomial of its value, so
 ``i = i64(r) * cols + c`` and the guard ``r < rows`` speak about the same atoms. A polynomial is
 only formed when the machine arithmetic that computes it provably does not wrap (intervals of
-the atoms, refined by the facts in scope); otherwise the value stays an opaque atom.
+the atoms, refined by the facts in scope); otherwise the value stays an opaque atom. A product
+of atoms is refined by the facts in which it is a term as well: ``i < 4095`` with
+``i = block.idx.y * block.dim.y + thread.idx.y`` bounds ``ctaid.y·ntid.y`` by 4094, so
+``(i + 1) * 4096`` is exact in i32 where the atoms' ranges alone would allow 2^36.
 
 Facts are polynomials known to be ≥ 0: guards of ``if``/``elif``/``while``, conditional
 expressions, ``and`` chains, ``assert``, early returns, ``range`` loops, hardware limits
@@ -139,6 +142,8 @@ class Prover:
         self._touched: set[str] = set()  # axes relied on by the proof under way
         self._range_memo: dict[tuple[object, ...], tuple[dict[Atom, tuple[int, int]], tuple[Poly, ...]]] = {}
         self._range_uses: dict[tuple[int, Atom], tuple[Poly, ...]] = {}  # (memo dict, atom) -> facts used
+        # (memo dict, monomial of several atoms) -> its range narrowed by facts, and those facts
+        self._monomial_ranges: dict[tuple[int, Mono], tuple[tuple[int, int], tuple[Poly, ...]]] = {}
         self._use_log: list[Poly] = []
         for axis in GRID_AXES:  # thread.idx < block.dim, block.idx < grid.dim
             for inner, outer in (("tid", "ntid"), ("ctaid", "nctaid")):
@@ -348,9 +353,65 @@ class Prover:
                 if a not in cache:
                     cache[a] = self._atom_range(a, facts, cache)
                 r = _mul_range(r, cache[a])
+            if len(m) > 1:
+                r = self._monomial_range(m, r, facts, cache)
             lo += min(c * r[0], c * r[1])
             hi += max(c * r[0], c * r[1])
         return lo, hi
+
+    def _monomial_range(self, m: Mono, r: tuple[int, int], facts: list[Poly],
+                        cache: dict[Atom, tuple[int, int]]) -> tuple[int, int]:
+        """The range ``r`` of a product of atoms (the product of theirs), narrowed by the facts in
+        which that product is a term: ``4094 - ctaid.y·ntid.y - tid.y >= 0`` (``i < 4095`` of
+        ``i = block.idx.y * block.dim.y + thread.idx.y``) bounds ``ctaid.y·ntid.y`` by 4094, where
+        the atoms' own ranges give 65535·1024. Sound for any fact: the rest of it is bounded by its
+        interval."""
+        key = (id(cache), m)
+        known = self._monomial_ranges.get(key)
+        if known is None:
+            lo, hi = r
+            used: list[Poly] = []
+            for f in (*facts, *self.global_facts):
+                c = f.get(m)
+                if not c:
+                    continue
+                rest_hi = 0
+                for m2, k in f.items():
+                    if m2 == m:
+                        continue
+                    r2 = (1, 1)
+                    for b in m2:
+                        if b not in cache:
+                            cache[b] = self._atom_range(b, facts, cache)
+                        r2 = _mul_range(r2, cache[b])
+                    rest_hi += max(k * r2[0], k * r2[1])
+                if c > 0 and -(rest_hi // c) > lo:  # c·m ≥ -rest
+                    lo = -(rest_hi // c)
+                    used.append(f)
+                elif c < 0 and rest_hi // -c < hi:
+                    hi = rest_hi // -c
+                    used.append(f)
+            known = self._monomial_ranges[key] = ((lo, hi), tuple(used))
+        for f in known[1]:
+            self._use(f)
+        (lo, hi) = known[0]
+        return max(lo, r[0]), min(hi, r[1])
+
+    def upper_bound(self, p: Poly, facts: list[Poly]) -> int:
+        """An upper bound of ``p`` wherever ``facts`` hold: the least that ``p``'s interval, or
+        its interval once one or two facts are subtracted to cancel its terms, gives."""
+        cache = self._ranges(facts)
+        neg = add(Poly(), p, -1)
+        best = self.interval(p, facts, cache)[1]
+        candidates = [*facts, *self.global_facts]
+        for f1 in candidates:
+            for k1 in _multipliers(neg, f1):
+                g1 = add(neg, f1, -k1)  # -p = k1·f1 + g1 with f1 >= 0: p <= -min(g1)
+                best = min(best, -self.interval(g1, facts, cache)[0])
+                for f2 in candidates:
+                    for k2 in _multipliers(g1, f2):
+                        best = min(best, -self.interval(add(g1, f2, -k2), facts, cache)[0])
+        return best
 
     def _atom_range(self, a: Atom, facts: list[Poly], cache: dict[Atom, tuple[int, int]],
                     depth: int = 2) -> tuple[int, int]:
