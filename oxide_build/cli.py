@@ -373,7 +373,7 @@ def _inspect(args: argparse.Namespace) -> int:
     from oxide_build.jit import jit_compile_options, project_dir_of, tree_root
 
     options = jit_compile_options(project_dir_of(tree_root(source)), arch)  # the build's [tool.oxide]
-    resources, cubin, names, checks, launch_checks = inspect_module(
+    resources, cubin, names, checks, launch_checks, fast_sites = inspect_module(
         source, module, arch, options, root=args.root or _default_root(source, module))
     rows = [r for sym, r in sorted(resources.items()) if not kernel or names.get(sym) == kernel]
     if kernel and not rows:
@@ -384,12 +384,18 @@ def _inspect(args: argparse.Namespace) -> int:
         print(f"{r.symbol:<28} {r.registers:>5} {r.shared_bytes:>8} {r.local_bytes:>7} {r.stack_bytes:>6} "
               f"{r.spill_stores:>9} {r.spill_loads:>9} {r.barriers:>5} {r.param_bytes or '?':>6}")
     shown = {names.get(r.symbol) for r in rows}
+    # a kernel's fast instances (passes/launch_instances.py), launched where their facts hold
+    fast_of = {name: [sym for sym in sorted(fast_sites) if names.get(sym) == name] for name in shown}
     for title, sites in (("checks left in the device code", checks), ("checked at launch", launch_checks)):
         kept = [c for c in sites if c.kernel in shown]
-        unique = list(dict.fromkeys((c.file, c.line, c.col, c.kind, c.what, c.kernel) for c in kept))
-        print(f"{title}: {len(unique)}")
-        for file, line, col, kind, what, kernel in unique:
-            print(f"  {file}:{line}:{col}: {kind} {what}  [{kernel}]")
+        ids: dict[tuple[str, int, int, str, str, str], set[int]] = {}
+        for c in kept:
+            ids.setdefault((c.file, c.line, c.col, c.kind, c.what, c.kernel), set()).add(c.id)
+        print(f"{title}: {len(ids)}")
+        for (file, line, col, kind, what, kernel), site_ids in ids.items():
+            absent = [sym for sym in fast_of.get(kernel, []) if not site_ids & fast_sites[sym]]
+            where = kernel + (f"; not in {', '.join(absent)}" if absent and sites is checks else "")
+            print(f"  {file}:{line}:{col}: {kind} {what}  [{where}]")
     if args.emit == "sass":
         print(disassemble(cubin))
     return 0

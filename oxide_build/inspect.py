@@ -14,7 +14,8 @@ from typing import NamedTuple
 from oxide.errors import ToolchainError
 from oxide.runtime.manifest import ErrorSite
 
-from .compile import CompileOptions, compile_module, ptxas_options
+from .compile import CompileOptions, build_ir, compile_module, ptxas_options
+from .ir import nodes as ir
 from .toolchain import find_tool
 
 __all__ = ["KernelResources", "inspect_module", "disassemble"]
@@ -82,6 +83,28 @@ class Inspection(NamedTuple):
     names: dict[str, str]  # entry symbol -> Python kernel name
     checks: list[ErrorSite]  # the bounds checks and asserts that remain in the device code
     launch_checks: list[ErrorSite]  # asserts the runtime checks at launch (preconditions)
+    # a kernel's fast instance (passes/launch_instances.py) -> the error sites its code keeps
+    # (those of the device functions it calls included): the checks of ``checks`` it has not
+    fast_sites: dict[str, frozenset[int]] = {}
+
+
+def _sites_of(fn: ir.Function, by_symbol: dict[str, ir.Function], seen: set[str] | None = None) -> set[int]:
+    """The error sites ``fn``'s code can report, and those of the functions it calls."""
+    seen = set() if seen is None else seen
+    seen.add(fn.symbol)
+    sites: set[int] = set()
+    for st in ir.statements(fn.body):
+        for attr in ("check_site", "site"):
+            value = getattr(st, attr, None)
+            if isinstance(value, int):
+                sites.add(value)
+        for root in ir.statement_roots(st):
+            for e in ir.subexpressions(root):
+                if isinstance(getattr(e, "check_site", None), int):
+                    sites.add(e.check_site)  # type: ignore[union-attr]
+                if isinstance(e, ir.Call) and e.symbol in by_symbol and e.symbol not in seen:
+                    sites |= _sites_of(by_symbol[e.symbol], by_symbol, seen)
+    return sites
 
 
 def inspect_module(source: Path, module_name: str, arch: str, options: CompileOptions | None = None,
@@ -120,9 +143,15 @@ def inspect_module(source: Path, module_name: str, arch: str, options: CompileOp
     names = {symbol: k.name for k in compiled.kernels for symbol in k.instances()}
     at_launch = {c.site for k in compiled.kernels for c in k.preconditions}
     resources = {s: replace(r, param_bytes=compiled.param_bytes.get(s, 0)) for s, r in resources.items()}
+    fast_sites: dict[str, frozenset[int]] = {}
+    if any(k.fast_symbol for k in compiled.kernels):  # which checks each fast instance keeps
+        _, frontend = build_ir(source, module_name, opts, root=root)
+        by_symbol = {fn.symbol: fn for fn in frontend.program.functions}
+        fast_sites = {fn.symbol: frozenset(_sites_of(fn, by_symbol)) for fn in frontend.program.functions
+                      if fn.fast_of}
     return Inspection({s: r for s, r in resources.items() if s in names}, cubin, names,
                       [s for s in compiled.error_sites if s.id not in at_launch],
-                      [s for s in compiled.error_sites if s.id in at_launch])
+                      [s for s in compiled.error_sites if s.id in at_launch], fast_sites)
 
 
 def disassemble(cubin: bytes) -> str:

@@ -54,7 +54,7 @@ def test_lltm_kernels_keep_no_bounds_checks() -> None:
     no check (the kernels then compile to what the CUDA C++ version does, benchmarks/lltm.py)."""
     from oxide_build.inspect import inspect_module
 
-    _, _, names, checks, _ = inspect_module(ROOT / "examples" / "lltm" / "kernels.py", "examples.lltm.kernels",
+    _, _, names, checks, *_ = inspect_module(ROOT / "examples" / "lltm" / "kernels.py", "examples.lltm.kernels",
                                             "sm_90", root=ROOT)
     symbols = ["lltm_backward_f32", "lltm_backward_f64", "lltm_forward_f32", "lltm_forward_f64"]
     assert sorted(names) == sorted(symbols + [s + "__index32" for s in symbols])  # docs/runtime.md: index32

@@ -170,7 +170,7 @@ def test_oxide_inspect_shows_both_instances() -> None:
     from oxide_build.inspect import inspect_module
 
     package = Path(__file__).parent / "packages" / "index32k"
-    resources, _, names, _, _ = inspect_module(package / "idx32k.py", "idx32k", "sm_90", root=package)
+    resources, _, names, *_ = inspect_module(package / "idx32k.py", "idx32k", "sm_90", root=package)
     assert names == {"shifted": "shifted", "shifted__index32": "shifted", "mixed": "mixed", "mixed__index32": "mixed"}
     assert set(resources) == set(names)
     assert 0 < resources["shifted__index32"].registers <= resources["shifted"].registers

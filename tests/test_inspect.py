@@ -23,7 +23,7 @@ def test_parse_info_log() -> None:
 
 
 def test_inspect_sgemm_uses_two_tiles_of_shared_memory() -> None:
-    resources, cubin, names, checks, launch_checks = inspect_module(ROOT / "examples" / "sgemm.py", "examples.sgemm", "sm_90", root=ROOT)
+    resources, cubin, names, checks, launch_checks, _ = inspect_module(ROOT / "examples" / "sgemm.py", "examples.sgemm", "sm_90", root=ROOT)
     r = resources["sgemm"]
     assert r.shared_bytes >= 2 * 32 * 32 * 4
     assert 0 < r.registers <= 255 and r.spill_stores == 0 and r.barriers == 1
@@ -68,9 +68,11 @@ def test_inspect_module_that_links_cpp(tmp_path: Path, monkeypatch) -> None:  # 
     .cu sources: its PTX alone has unresolved externs (nvJitLink said ERROR_INTERNAL)."""
     monkeypatch.setenv("OXIDE_CACHE_DIR", str(tmp_path / "cache"))
     source = ROOT / "examples" / "cub_reduce" / "block_sum.py"
-    resources, cubin, names, checks, _ = inspect_module(source, "examples.cub_reduce.block_sum", "sm_90", root=ROOT)
-    assert names == {"total": "total", "total_by_warps": "total_by_warps"}
-    assert set(resources) == {"total", "total_by_warps"}
+    resources, cubin, names, checks, *_ = inspect_module(source, "examples.cub_reduce.block_sum", "sm_90", root=ROOT)
+    # out[0] holds where len(out) >= 1: each kernel has a fast instance (passes/launch_instances.py)
+    assert names == {"total": "total", "total_by_warps": "total_by_warps", "total__fast": "total",
+                     "total_by_warps__fast": "total_by_warps"}
+    assert set(resources) == set(names)
     # cub::BlockReduce keeps its partials in shared memory and synchronizes the block
     assert resources["total"].shared_bytes > 0 and resources["total"].barriers >= 1
     assert 0 < resources["total_by_warps"].registers <= 255
@@ -86,7 +88,7 @@ def test_cli_inspect_cub_reduce(capsys, tmp_path: Path, monkeypatch) -> None:  #
     captured = capsys.readouterr()
     assert rc == 0, captured.err
     rows = captured.out.splitlines()
-    assert [line.split()[0] for line in rows[1:3]] == ["total", "total_by_warps"]
+    assert [line.split()[0] for line in rows[1:5]] == ["total", "total__fast", "total_by_warps", "total_by_warps__fast"]
 
 
 def test_cli_inspect_reads_the_project_config(capsys, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -120,6 +122,24 @@ def test_inspect_cpp_calling_an_exported_python_function(tmp_path: Path, monkeyp
         "    return 2.0 * x\n\n\n"
         "@ox.extern_kernel(\"cpp_twice\", sources=[\"both.cu\"])\n"
         "def cpp_twice(x: Slice[f32], out: MutSlice[f32]) -> None: ...\n")
-    resources, cubin, names, _, _ = inspect_module(tmp_path / "both.py", "both", "sm_90", root=tmp_path)
+    resources, cubin, names, *_ = inspect_module(tmp_path / "both.py", "both", "sm_90", root=tmp_path)
     assert names == {"cpp_twice": "cpp_twice"} and set(resources) == {"cpp_twice"}
     assert cubin[:4] == b"\x7fELF"
+
+
+def test_cli_inspect_says_which_checks_a_fast_instance_has_not(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A kernel split by the launch-instances pass: both entry points on their rows, and each
+    check left in the device code says the fast instance has not got it (the guard's len(x) >= n
+    is the launch's test)."""
+    from oxide_build.cli import main
+
+    (tmp_path / "lv.py").write_text(
+        "import oxide as ox\nfrom oxide import MutSlice, Slice, f32, i32, thread\n\n\n"
+        "@ox.kernel\ndef k(x: Slice[f32], out: MutSlice[f32], n: i32) -> None:\n"
+        "    i = thread.index_1d()\n    if i < n:\n        with ox.unsafe():\n            out[i] = x[i]\n")
+    rc = main(["inspect", str(tmp_path / "lv.py"), "--root", str(tmp_path), "--arch", "sm_90"])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0
+    assert [line.split()[0] for line in out[1:3]] == ["k", "k__fast"]
+    assert out[3] == "checks left in the device code: 2"
+    assert all(line.endswith("[k; not in k__fast]") for line in out[4:6]), out

@@ -307,10 +307,13 @@ class _FunctionProofs:
         saved = (set(prover.used), set(prover.active), dict(prover.assumptions), dict(prover.grid_limit))
         try:
             hi = prover._unassumed(lambda: prover.upper_bound(index, facts))
+            # what the atoms' own ranges allow: thread.idx.x < 1024 is the hardware's, no size
+            unguarded = prover._unassumed(lambda: prover.interval(index, []))[1]
         finally:
             prover.used, prover.active, prover.assumptions, prover.grid_limit = saved
-        if hi + 1 >= _CONSTANT_EXTENT_LIMIT or hi + 1 in _TYPE_EXTENTS:
-            return  # an extent the index's type gave (i < n with n an i32 read from memory), no size
+        constant = all(not m for m in index)  # out[0]
+        if hi + 1 >= _CONSTANT_EXTENT_LIMIT or hi + 1 in _TYPE_EXTENTS or (not constant and hi >= unguarded):
+            return  # an extent the index's type or the hardware gave (i < n with n read from memory)
         key = (_poly_key(bound), "constant extent")
         known = self.hypotheses.get(key)
         if known is not None and known[2].get((), 0) > hi:
