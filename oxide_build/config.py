@@ -161,7 +161,8 @@ class OxideConfig:
     """More NVRTC options for CUDA C++ sources, e.g. ``["-std=c++20"]``."""
 
     fast_math: bool = False
-    """Approximate division, square root, ``exp``, ``log``, ``sin`` and ``cos``; flush
+    """Approximate division, square root, ``exp``, ``log``, ``sin``, ``cos`` and ``tanh``
+    (``f32``: ``tanh.approx.f32``, as nvcc ``-use_fast_math`` makes ``tanhf``); flush
     denormals; no guarantees about NaN and infinity."""
 
     fma: bool = True

@@ -207,6 +207,26 @@ def test_fast_math_per_call(tmp_path: Path, backend: str) -> None:
     assert "sin.approx" not in ptx and "div.approx" not in ptx and "div.rn.f32" in ptx
 
 
+@pytest.mark.parametrize("backend", ["nvptx", "nvvm"])
+def test_fast_math_tanh_is_the_hardware_approximation_as_under_use_fast_math(tmp_path: Path, backend: str) -> None:
+    """[tool.oxide] fast-math: f32 tanh is tanh.approx.f32 (one MUFU.TANH, what nvcc
+    -use_fast_math makes of tanhf on sm_75 and later); f64 tanh, and tanh without fast-math,
+    stay libdevice's."""
+    src = tmp_path / "kern.py"
+    src.write_text(HEADER + textwrap.dedent("""
+        @ox.kernel
+        def k(x: Slice[f32], y: Slice[f64], out: DisjointSlice[f32]) -> None:
+            i = thread.index_1d()
+            if i < len(x) and i < len(y) and i < len(out):
+                out[i] = ox.math.tanh(x[i]) + f32(ox.math.tanh(y[i]))
+        """))
+    for fast, count in ((True, 1), (False, 0)):
+        compiled = compile_module(src, "kern", CompileOptions(archs=("sm_90",), backend=backend, cache=False,
+                                                              fast_math=fast), root=tmp_path)
+        assert compiled.cubins["sm_90"]
+        assert compiled.ptx["sm_90"].count("tanh.approx.f32") == count
+
+
 def test_fast_math_refuses_f64(tmp_path: Path) -> None:
     msg = compile_error(tmp_path, """
         @ox.kernel

@@ -351,6 +351,11 @@ def _lower_math(fl: LoweringContext, info: IntrinsicInfo, e: ir.Intrinsic) -> ll
     ll_i32 = ll.IntType(32)
     in_types = [t if p == "x" else ll_i32 for p in fn.params]
     result_ll = [t if r == "x" else ll.IntType(RESULT_BITS[r]) for r in fn.result]
+    if op == "tanh" and fl.fast_math and not is64 and not fl.cpu:
+        # what nvcc -use_fast_math makes of tanhf on sm_75 and later: one MUFU.TANH (max
+        # relative error about 2^-11), where libdevice's __nv_tanhf takes an exp, a reciprocal
+        # and a polynomial
+        return b.asm(ll.FunctionType(t, [t]), "tanh.approx.f32 $0, $1;", "=f,f", args, False)
     name = fn.libdevice[is64]
     if fl.fast_math and not is64 and op in LIBDEVICE_FAST:
         name = LIBDEVICE_FAST[op]
