@@ -33,7 +33,7 @@ def ir_text(tmp_path: Path, body: str) -> str:
 
     index = ProjectIndex(tmp_path)
     program = build_program(index, index.add_file(source(tmp_path, body), "kern")).program
-    return print_program(run_pipeline(program, passes=(BoundsElimination(),)))
+    return print_program(run_pipeline(program, passes=(BoundsElimination(launch_versioning=False),)))
 
 
 def compile_error(tmp_path: Path, body: str) -> str:
@@ -345,7 +345,9 @@ def test_shared_arrays_declared_in_loop_bodies(tmp_path: Path) -> None:
         if i < len(out):
             out[i] = tile[i % 3]
     """), "kern", CompileOptions(archs=("sm_90",), link_cubins=False, cache=False)).ptx["sm_90"]
-    assert ptx.count(".shared .align") == 1
+    # one allocation in the kernel as written (its fast instance, out[i] proven where len(x) >= 3,
+    # comes after it with its own)
+    assert ptx.split(".visible .entry ")[1].count(".shared .align") == 1
 
 
 def test_literal_initialized_locals_take_the_type_they_meet(tmp_path: Path) -> None:
