@@ -121,6 +121,10 @@ _MAX_VERSIONED_SIZE = 4096  # IR nodes of the kernel body that may be versioned 
 # integer type's range gives (i < n for an n of that type): those say nothing about the sizes
 _CONSTANT_EXTENT_LIMIT = (1 << 31) - 1
 _TYPE_EXTENTS = frozenset((1 << k) - 1 for k in (7, 8, 15, 16))
+_EXTENT_KEY = "constant extent"
+# a kernel versioned on constant extents alone removes at least two checks: a second entry point
+# to compile for one check run once (out[0] = total) is not worth it
+_MIN_EXTENT_WEIGHT = 2
 _BLOCK_DIM_MAX = {"x": 1024, "y": 1024, "z": 64}  # the hardware's limits on block.dim
 
 
@@ -153,6 +157,9 @@ class _FunctionProofs:
         self.find_hypotheses = (versioning and hypotheses is None and fn.is_kernel and self.checked_function
                                 and self._versionable(fn.body))
         self.hypotheses: dict[object, tuple[Poly, Poly, Poly]] = {}  # key -> (fact, bound, needed)
+        # the checks the constant-extent hypotheses would remove (a check in a counted loop is
+        # check versioning's: one test before the loop)
+        self.extent_weight = 0
         # the block shape under which such checks are proven (``tile[thread.idx.y + 8 * i]``):
         # axis -> the largest block.dim along it that proves all of them
         self.block_limits: dict[str, int] = {}
@@ -191,6 +198,9 @@ class _FunctionProofs:
         tests: list[ir.Expr] = []
         facts: list[Poly] = []
         hypotheses = list(self.hypotheses.values())
+        extents = [k for k in self.hypotheses if isinstance(k, tuple) and k[-1] == _EXTENT_KEY]
+        if len(extents) == len(hypotheses) and not self.block_limits and self.extent_weight < _MIN_EXTENT_WEIGHT:
+            return
         for axis, limit in sorted(self.block_limits.items()):
             dim = atom(("reg", f"ntid.{axis}"))
             hypotheses.append((_block_fact(axis, limit), const(limit), dim))
@@ -314,9 +324,10 @@ class _FunctionProofs:
         constant = all(not m for m in index)  # out[0]
         if hi + 1 >= _CONSTANT_EXTENT_LIMIT or hi + 1 in _TYPE_EXTENTS or (not constant and hi >= unguarded):
             return  # an extent the index's type or the hardware gave (i < n with n read from memory)
-        key = (_poly_key(bound), "constant extent")
+        key = (_poly_key(bound), _EXTENT_KEY)
         known = self.hypotheses.get(key)
         if known is not None and known[2].get((), 0) > hi:
+            self.extent_weight += 1
             return  # a larger extent of the same bound is already needed: its fact proves this
         needed = const(hi + 1)
         fact = add(bound, needed, -1)
@@ -327,6 +338,7 @@ class _FunctionProofs:
             prover.used, prover.active, prover.assumptions, prover.grid_limit = saved
         if proven:
             self.hypotheses[key] = (fact, bound, needed)
+            self.extent_weight += 1
 
     def find_block_limits(self, index: Poly, bound: Poly, facts: list[Poly]) -> bool:
         """Block-shape limits (``block.dim.y <= 8``) under which ``0 <= index < bound`` is
