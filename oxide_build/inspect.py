@@ -100,8 +100,9 @@ def _sites_of(fn: ir.Function, by_symbol: dict[str, ir.Function], seen: set[str]
                 sites.add(value)
         for root in ir.statement_roots(st):
             for e in ir.subexpressions(root):
-                if isinstance(getattr(e, "check_site", None), int):
-                    sites.add(e.check_site)  # type: ignore[union-attr]
+                site = getattr(e, "check_site", None)
+                if isinstance(site, int):
+                    sites.add(site)
                 if isinstance(e, ir.Call) and e.symbol in by_symbol and e.symbol not in seen:
                     sites |= _sites_of(by_symbol[e.symbol], by_symbol, seen)
     return sites
