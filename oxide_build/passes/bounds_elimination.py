@@ -299,12 +299,7 @@ class _FunctionProofs:
         for needed in needs:
             key = (_poly_key(bound), _poly_key(needed))
             fact = self.hypotheses[key][0] if key in self.hypotheses else add(bound, needed, -1)
-            saved = (set(prover.used), set(prover.active), dict(prover.assumptions), dict(prover.grid_limit))
-            try:
-                proven = prover.in_range(index, bound, facts + [fact])
-            finally:
-                prover.used, prover.active, prover.assumptions, prover.grid_limit = saved
-            if proven:
+            if prover.trial(lambda: prover.in_range(index, bound, facts + [fact])):
                 self.hypotheses.setdefault(key, (fact, bound, needed))
                 return
         self._constant_extent(index, bound, facts)
@@ -314,13 +309,9 @@ class _FunctionProofs:
         (``A[(i + 1) * NJ + j]`` under ``0 < i < NI - 1``, ``0 < j < NJ - 1`` with NI and NJ module
         constants): one hypothesis per bound, the largest extent its checks need."""
         prover = self.prover
-        saved = (set(prover.used), set(prover.active), dict(prover.assumptions), dict(prover.grid_limit))
-        try:
-            hi = prover._unassumed(lambda: prover.upper_bound(index, facts))
-            # what the atoms' own ranges allow: thread.idx.x < 1024 is the hardware's, no size
-            unguarded = prover._unassumed(lambda: prover.interval(index, []))[1]
-        finally:
-            prover.used, prover.active, prover.assumptions, prover.grid_limit = saved
+        hi = prover.trial(lambda: prover._unassumed(lambda: prover.upper_bound(index, facts)))
+        # what the atoms' own ranges allow: thread.idx.x < 1024 is the hardware's, no size
+        unguarded = prover.trial(lambda: prover._unassumed(lambda: prover.interval(index, [])))[1]
         constant = all(not m for m in index)  # out[0]
         if hi + 1 >= _CONSTANT_EXTENT_LIMIT or hi + 1 in _TYPE_EXTENTS or (not constant and hi >= unguarded):
             return  # an extent the index's type or the hardware gave (i < n with n read from memory)
@@ -331,12 +322,7 @@ class _FunctionProofs:
             return  # a larger extent of the same bound is already needed: its fact proves this
         needed = const(hi + 1)
         fact = add(bound, needed, -1)
-        saved = (set(prover.used), set(prover.active), dict(prover.assumptions), dict(prover.grid_limit))
-        try:
-            proven = prover.in_range(index, bound, facts + [fact])
-        finally:
-            prover.used, prover.active, prover.assumptions, prover.grid_limit = saved
-        if proven:
+        if prover.trial(lambda: prover.in_range(index, bound, facts + [fact])):
             self.hypotheses[key] = (fact, bound, needed)
             self.extent_weight += 1
 
@@ -369,11 +355,7 @@ class _FunctionProofs:
 
         def under(limits: dict[str, int], question: Callable[[list[Poly]], T]) -> T:
             extra = [_block_fact(axis, limit) for axis, limit in sorted(limits.items())]
-            saved = (set(prover.used), set(prover.active), dict(prover.assumptions), dict(prover.grid_limit))
-            try:
-                return question(facts + extra)
-            finally:
-                prover.used, prover.active, prover.assumptions, prover.grid_limit = saved
+            return prover.trial(lambda: question(facts + extra))
 
         def proven_with(limits: dict[str, int]) -> bool:
             return under(limits, lambda more: prover.in_range(index, bound, more))

@@ -375,21 +375,13 @@ class Prover:
                 c = f.get(m)
                 if not c:
                     continue
-                rest_hi = 0
-                for m2, k in f.items():
-                    if m2 == m:
-                        continue
-                    r2 = (1, 1)
-                    for b in m2:
-                        if b not in cache:
-                            cache[b] = self._atom_range(b, facts, cache)
-                        r2 = _mul_range(r2, cache[b])
-                    rest_hi += max(k * r2[0], k * r2[1])
-                if c > 0 and -(rest_hi // c) > lo:  # c·m ≥ -rest
-                    lo = -(rest_hi // c)
-                    used.append(f)
-                elif c < 0 and rest_hi // -c < hi:
-                    hi = rest_hi // -c
+                def atom_range(b: Atom) -> tuple[int, int]:
+                    if b not in cache:
+                        cache[b] = self._atom_range(b, facts, cache)
+                    return cache[b]
+
+                lo, hi, narrowed = _narrowed(lo, hi, c, _rest_high(f, m, atom_range))
+                if narrowed:
                     used.append(f)
             known = self._monomial_ranges[key] = ((lo, hi), tuple(used))
         for f in known[1]:
@@ -429,19 +421,10 @@ class Prover:
             c = f.get(single)
             if not c or any(a in m for m in f if m != single):
                 continue
-            rest_hi = 0
-            for m, k in f.items():
-                if m == single:
-                    continue
-                r = (1, 1)
-                for b in m:
-                    r = _mul_range(r, self._atom_range(b, facts, cache, depth - 1) if depth else self._base_range(b))
-                rest_hi += max(k * r[0], k * r[1])
-            if c > 0 and -(rest_hi // c) > lo:  # c·a ≥ -rest
-                lo = -(rest_hi // c)
-                self._use(f)
-            elif c < 0 and rest_hi // -c < hi:
-                hi = rest_hi // -c
+            rest_hi = _rest_high(f, single, lambda b: self._atom_range(b, facts, cache, depth - 1) if depth
+                                 else self._base_range(b))
+            lo, hi, narrowed = _narrowed(lo, hi, c, rest_hi)
+            if narrowed:
                 self._use(f)
         if depth == 2:
             cache[a] = (lo, hi)
@@ -538,6 +521,15 @@ class Prover:
             self.active |= self._touched
         return proven
 
+    def trial(self, f: Callable[[], T]) -> T:
+        """``f()`` with what proofs record (the facts used, the grid assumptions and limits)
+        as it was before: a question asked to choose a hypothesis, not a proof the code keeps."""
+        saved = (set(self.used), set(self.active), dict(self.assumptions), dict(self.grid_limit))
+        try:
+            return f()
+        finally:
+            self.used, self.active, self.assumptions, self.grid_limit = saved
+
     def _unassumed(self, f: Callable[[], T]) -> T:
         """``f()`` with the hardware's own grid limits, not the assumed ones."""
         saved, self.grid_limit = self.grid_limit, {}
@@ -623,6 +615,29 @@ class Prover:
 
 def _mentions_grid(p: Poly, axis: str) -> bool:
     return any(("reg", f"ctaid.{axis}") in m or ("reg", f"nctaid.{axis}") in m for m in p)
+
+
+def _rest_high(f: Poly, term: Mono, atom_range: Callable[[Atom], tuple[int, int]]) -> int:
+    """The largest value of ``f`` without its ``term``, each atom in ``atom_range``."""
+    high = 0
+    for m, k in f.items():
+        if m == term:
+            continue
+        r = (1, 1)
+        for b in m:
+            r = _mul_range(r, atom_range(b))
+        high += max(k * r[0], k * r[1])
+    return high
+
+
+def _narrowed(lo: int, hi: int, c: int, rest_high: int) -> tuple[int, int, bool]:
+    """``[lo, hi]``, the range of a term t, narrowed by the fact ``c·t + rest >= 0`` whose rest is
+    at most ``rest_high``; and whether it narrowed."""
+    if c > 0 and -(rest_high // c) > lo:  # c·t ≥ -rest
+        return -(rest_high // c), hi, True
+    if c < 0 and rest_high // -c < hi:
+        return lo, rest_high // -c, True
+    return lo, hi, False
 
 
 def _multipliers(g: Poly, f: Poly) -> set[int]:
