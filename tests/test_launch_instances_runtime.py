@@ -161,3 +161,33 @@ def test_launch_hpp_launches_the_fast_instance_where_its_condition_holds(tmp_pat
         ["tadd__index32", "2"], ["tadd__index32", "2"], ["tadd__index32", "2"],
         ["tadd__fast", str(0x3FC00000)], ["tadd", "2147483648"], ["tadd", "2147483648"], ["tadd", "2147483648"]]
     assert lines[0].split()[1] == "tadd__fast__index32"
+
+
+# repeat(x: Slice[f32], REPS: Constexpr, k: i32, out: DisjointSlice[f32]): x 0 ptr, 1 len; k 2;
+# out 3 ptr, 4 len. Each Constexpr specialization has its own fast instance, taken where
+# len(x) >= k (the second one's only where k >= 4 too): the plan's variant of each fast instance
+# follows the specializations' (kernel.py), and the C path must find the right one.
+def _repeat_specs() -> tuple[KernelSpec, ...]:
+    out = []
+    for spec, extra in zip(TENSOR_KERNELS[1:], ([], [["ge", ["arg", 2], ["const", 4]]])):
+        cond = ["and", [["ge", ["arg", 1], ["cast", "i64", ["arg", 2]]], *extra]]
+        out.append(spec._replace(fast_symbol=spec.symbol + "__fast",
+                                 fast_condition=tuple((op, x) for op, x in compile_expression(cond))))
+    return (KernelSpec("tadd", "tadd", TADD_PARAMS),) + tuple(out)
+
+
+@needs_launcher
+def test_each_constexpr_specialization_takes_its_own_fast_instance_on_both_paths(
+        tmp_path: Path, c_driver: CFakeDriver) -> None:
+    specs = _repeat_specs()
+    m = make_module(tmp_path, TENSOR_SOURCE, specs)
+    c_driver.signatures = {symbol: slot_types(k.params) for k in specs for symbol in k.instances()}
+    x, out = FakeArray(8, ptr=0x100), FakeArray(8, ptr=0x1000)
+    calls = [(1, 5), (3, 5), (3, 2), (1, 9), (3, 8), (1, 5), (3, 2), (3, 5), (1, 9)]
+    for reps, k in calls:
+        m.repeat[1, 32](x, reps, k, out)
+    want = {(1, 5): "repeat_REPS1__fast", (3, 5): "repeat_REPS3__fast", (3, 2): "repeat_REPS3",
+            (1, 9): "repeat_REPS1", (3, 8): "repeat_REPS3__fast"}
+    assert [launch["fn"] for launch in c_driver.launches] == [want[c] for c in calls]
+    # the second round is the C path's: every entry point was taught by its first launch
+    assert paths(c_driver)[5:] == ["c", "c", "c", "c"]
