@@ -142,6 +142,43 @@ def test_launch_versioned_kernel_is_two_entry_points_the_launch_chooses(monkeypa
     assert not launched[-1].startswith("tile_transpose__fast"), launched
 
 
+def test_argument_index_is_tested_at_the_launch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``src[t]`` with t an argument: the fast instance runs where 0 <= t < len(src) holds (the
+    launcher's test), the checked copy reports t out of range either way; the stencil's taps are
+    exact in i32 under the guards (the row above, in the ``else`` of ``i == 0``)."""
+    import oxide
+    import versioned
+    from oxide.runtime.kernel import Kernel
+
+    launched: list[str] = []
+    real = Kernel._launch_in_context
+
+    def watched(self, args, variant, *rest, **kw):  # type: ignore[no-untyped-def]
+        launched.append(variant.spec.symbol)
+        return real(self, args, variant, *rest, **kw)
+
+    monkeypatch.setattr(Kernel, "_launch_in_context", watched)
+    n = versioned.FDTD_N
+    src = rng.standard_normal(9).astype(np.float32)
+    e0 = rng.standard_normal(n * n).astype(np.float32)
+    h = rng.standard_normal(n * n).astype(np.float32)
+    for t in (0, 4, 8):
+        e = dev(e0)
+        versioned.fdtd_source_row[(2, 8), (32, 8)](dev(src), e, dev(h), t)
+        ref = e0.reshape(n, n).astype(np.float64)
+        hh = h.reshape(n, n).astype(np.float64)
+        ref[1:] = ref[1:] - 0.5 * (hh[1:] - hh[:-1])
+        ref[0] = src[t]
+        np.testing.assert_allclose(to_numpy(e).reshape(n, n), ref, rtol=1e-6, atol=1e-6)
+        assert launched[-1].startswith("fdtd_source_row__fast"), launched
+    for t in (9, -1):
+        with pytest.raises(oxide.KernelError, match=rf"src\[t\] with index {t} but length 9$"):
+            versioned.fdtd_source_row[(2, 8), (32, 8)](dev(src), dev(e0), dev(h), t)
+            devices.synchronize()
+            oxide.runtime.check_kernel_errors()
+        assert not launched[-1].startswith("fdtd_source_row__fast"), launched
+
+
 def test_block_shape_versioned_kernel_runs_unchecked_and_still_reports() -> None:
     """A 16 x 16 shared tile indexed by thread.idx: a launch with blocks of at most 16 x 16 runs the
     copy whose tile checks are proven (results exact); a larger block takes the checked copy, which

@@ -67,6 +67,11 @@ class BinOp:
     # sign fix-up or the MIN // -1 guard) and whose divisor it proves >= 1 (no x // 0 guard)
     operands_nonneg: bool = False
     divisor_positive: bool = False
+    # ``+``, ``-``, ``*`` of integers that the bounds-elimination pass proves exact in their type
+    # where they stand (no wrap-around): the lowering marks them ``nsw`` (signed) or ``nuw``
+    # (unsigned), as C's signed arithmetic is, so LLVM may fold ``(i - 1) * n + j`` into a base
+    # and constant offsets. A copy evaluated elsewhere (a versioning test) must not keep it.
+    no_wrap: bool = False
 
 
 @dataclass

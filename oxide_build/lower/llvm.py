@@ -1558,6 +1558,9 @@ class FunctionLowering:
         simple: dict[str, Callable[[ll.Value, ll.Value], ll.Value]] = {
             "+": b.add, "-": b.sub, "*": b.mul, "&": b.and_, "|": b.or_, "^": b.xor,
         }
+        if e.no_wrap and e.op in ("+", "-", "*"):  # proven exact where it stands (bounds elimination), as C's int is
+            exact = {"+": b.add, "-": b.sub, "*": b.mul}[e.op]
+            return exact(l, r, flags=["nsw" if signed else "nuw"])
         if e.op in simple:
             return simple[e.op](l, r)
         if e.op in ("<<", ">>"):
@@ -1671,6 +1674,14 @@ class FunctionLowering:
             v = b.fpext(v, ll.FloatType())
         dt = scalar_ll(dst)
         signed = dst.kind == "int"
+        if not self.parent.cpu and dst.bits in (32, 64) and not isinstance(v, ll.Constant):
+            # PTX's cvt.rzi to a 32- or 64-bit integer is this conversion: toward zero, clamped
+            # to the type's range, NaN → 0 (one F2I; ptxas folds a floor before it into F2I.FLOOR)
+            wide = v.type == ll.DoubleType()
+            text = f"cvt.rzi.{'s' if signed else 'u'}{dst.bits}.{'f64' if wide else 'f32'} $0, $1;"
+            cvt = ll.InlineAsm(ll.FunctionType(dt, [v.type]), text, f"={'l' if dst.bits == 64 else 'r'},{'d' if wide else 'f'}",
+                               side_effect=False)
+            return b.call(cvt, [v])
         low = -float(1 << (dst.bits - 1)) if signed else -1.0
         high = float(1 << (dst.bits - 1 if signed else dst.bits))
         maximum = ll.Constant(dt, (1 << (dst.bits - 1 if signed else dst.bits)) - 1)

@@ -21,6 +21,12 @@ Signed ``//`` and ``%`` whose operands it proves >= 0 are marked (``BinOp.operan
 and ``divisor_positive`` for a divisor >= 1): Python's rounding and C's agree there, so the
 lowering divides unsigned, without the sign fix-up and the guards.
 
+Integer ``+``, ``-``, ``*`` that the facts show exact in their type are marked ``no_wrap`` (the
+lowering's ``nsw`` / ``nuw``), and an unchecked access's 32-bit index ``rest + c`` through exact
+sums and products by constants (``(i - 1) * n + (j + 1)``) becomes ``i64(rest) + c`` where rest is
+exact too (``constant_offset``): a stencil's taps share one address, as C's ``int`` indices do
+after their sign extension. Both only where the proof costs no run-time check.
+
 **Launch versioning** (``launch_versioning``): a check of a kernel that no fact proves, but that
 a launch-invariant fact would — ``len(x) >= N`` for a guard ``i < N`` in scope (N an integer
 argument or a view length), ``len(A) >= R·C`` for two guards, or a limit on the block's shape
@@ -290,6 +296,9 @@ class _FunctionProofs:
         if self.find_block_limits(index, bound, facts):
             return
         prover = self.prover
+        if index and all(self._launch_invariant(a) for m in index for a in m):
+            self._invariant_index(index, bound, facts)  # x[t]: t an argument
+            return
         limits: list[Poly] = []
         for f in facts:
             invariant = Poly({m: c for m, c in f.items() if all(self._launch_invariant(a) for a in m)})
@@ -303,6 +312,23 @@ class _FunctionProofs:
                 self.hypotheses.setdefault(key, (fact, bound, needed))
                 return
         self._constant_extent(index, bound, facts)
+
+    def _invariant_index(self, index: Poly, bound: Poly, facts: list[Poly]) -> None:
+        """``bound >= index + 1`` (and ``index >= 0`` where its type allows less) for an index of
+        arguments alone (``fict[t]`` with t a kernel argument): the same in every thread, so a
+        test the launcher makes once."""
+        prover = self.prover
+        needs = [(bound, add(index, const(1)))]
+        if prover.trial(lambda: prover._unassumed(lambda: prover._base_interval(index)))[0] < 0:
+            needs.append((index, const(0)))
+        found = []
+        for b, needed in needs:
+            key = (_poly_key(b), _poly_key(needed))
+            fact = self.hypotheses[key][0] if key in self.hypotheses else add(b, needed, -1)
+            found.append((key, (fact, b, needed)))
+        if prover.trial(lambda: prover.in_range(index, bound, facts + [h[0] for _, h in found])):
+            for key, h in found:
+                self.hypotheses.setdefault(key, h)
 
     def _constant_extent(self, index: Poly, bound: Poly, facts: list[Poly]) -> None:
         """``bound >= hi + 1`` for an index the facts in scope keep within constants ``[0, hi]``
@@ -437,6 +463,8 @@ class _FunctionProofs:
                 s.check_site = None
             elif s.check_site is not None:
                 self.checked.append(s)
+            if s.check_site is None:
+                s.index = self.constant_offset(s.index)
         elif isinstance(s, ir.If):
             s.cond = self.expr(s.cond)
             s.then = self.block(s.then, self.scope_where(s.cond, negated=False))
@@ -553,6 +581,8 @@ class _FunctionProofs:
         if isinstance(e, ir.ViewLoad) and e.check_site is not None and self.element_proven(e.view, e.index):
             self.removed.add(e.check_site)
             e.check_site = None
+        if isinstance(e, ir.ViewLoad) and e.check_site is None:
+            e.index = self.constant_offset(e.index)
         elif isinstance(e, ir.ViewSlice) and e.check_site is not None and self.slice_proven(e):
             self.removed.add(e.check_site)
             e.check_site = None
@@ -560,6 +590,8 @@ class _FunctionProofs:
             self.mark_nonneg_widening(e.left, e.right)
         elif _signed_division(e):
             self.mark_nonneg_division(e)  # type: ignore[arg-type]
+        if _wrapping(e):
+            self.mark_no_wrap(e)  # type: ignore[arg-type]
         return e
 
     def expr_where(self, e: ir.Expr, scope: _Scope) -> ir.Expr:
@@ -721,6 +753,50 @@ class _FunctionProofs:
         for c in signed:
             c.nonneg = True
 
+    def mark_no_wrap(self, e: ir.BinOp) -> None:
+        """``a + b``, ``a - b``, ``a * b`` of integers whose value the facts here keep within its
+        type (the prover forms its polynomial only then): ``no_wrap``, which the lowering makes
+        ``nsw`` / ``nuw``. Only where the proof costs nothing at run time: no grid limit beyond
+        those already checked at launch, no loop entry guard that would otherwise go."""
+        prover = self.prover
+        facts = self.scopes[-1].facts
+        used, active = set(prover.used), set(prover.active)
+
+        def exact() -> bool:
+            p = prover.poly(e, facts)
+            return p is not None and p.assumes <= active and not (prover.used - used) & self.guarded_facts
+
+        e.no_wrap = prover.trial(exact)
+
+    def constant_offset(self, index: ir.Expr) -> ir.Expr:
+        """An unchecked access's index of 32 bits or fewer, ``(i - 1) * n + (j + 1)``, as
+        ``i64(i * n + j) + (1 - n)`` where ``i * n + j`` is exact too: its constant apart and in
+        i64, as C's ``int`` index is after its sign extension (signed overflow being undefined
+        there), so the accesses of a stencil share one address and differ by immediate offsets.
+        The index as it is where the rest could wrap, or it has no constant term."""
+        ty = as_scalar(index.ty)
+        if ty is None or ty.kind not in ("int", "uint") or ty.bits >= 64 or not _wrapping(index):
+            return index
+        rest, offset = _constant_terms(index, ty)
+        if rest is None or offset == 0:
+            return index
+        prover = self.prover
+        facts = self.scopes[-1].facts
+        used, active = set(prover.used), set(prover.active)
+
+        def exact() -> bool:  # the index as computed is its value, and so is the rest
+            p, q = prover.poly(index, facts), prover.poly(rest, facts)
+            return (p is not None and q is not None and p.assumes <= active and q.assumes <= active
+                    and not (prover.used - used) & self.guarded_facts)
+
+        if not prover.trial(exact):
+            return index
+        for x in ir.subexpressions(rest):
+            if _wrapping(x):
+                x.no_wrap = True  # type: ignore[union-attr]  # a part of an exact sum is exact
+        loc = index.loc  # type: ignore[attr-defined]
+        return ir.BinOp(BinaryOp.ADD, ir.Cast(rest, I64, loc), ir.Const(offset, I64, loc), I64, loc, no_wrap=True)
+
     def mark_nonneg_division(self, e: ir.BinOp) -> None:
         """``a // b``, ``a % b`` of signed integers with a, b ≥ 0 proven: Python's floor and C's
         truncation agree, so it lowers to one unsigned divide (no sign fix-up, no ``MIN // -1``
@@ -874,6 +950,41 @@ def _has_checks(stmts: list[ir.Stmt]) -> bool:
         return True
     return any(isinstance(e, (ir.ViewLoad, ir.ViewSlice, ir.Intrinsic)) and e.check_site is not None
                or isinstance(e, ir.BinOp) and e.widening or _signed_division(e) for e in _expressions(stmts))
+
+
+def _constant_terms(e: ir.Expr, ty: ScalarType) -> tuple[ir.Expr | None, int]:
+    """``e`` as (rest, c) with e = rest + c in integers, through the sums, differences and
+    products by a constant of type ``ty`` inside it; rest is a new expression (None: e is
+    constant). Machine arithmetic agrees only where e and rest are exact: the caller proves it."""
+    if isinstance(e, ir.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return None, e.value
+    if not (_wrapping(e) and e.ty == ty):
+        return e, 0
+    assert isinstance(e, ir.BinOp)
+    (left, a), (right, b) = _constant_terms(e.left, ty), _constant_terms(e.right, ty)
+    if e.op == BinaryOp.MUL:
+        if left is None and right is not None:
+            return ir.BinOp(BinaryOp.MUL, right, ir.Const(a, e.ty, e.loc), e.ty, e.loc), a * b
+        if right is None and left is not None:
+            return ir.BinOp(BinaryOp.MUL, left, ir.Const(b, e.ty, e.loc), e.ty, e.loc), a * b
+        return e, 0
+    sign = 1 if e.op == BinaryOp.ADD else -1
+    if right is None:
+        return left, a + sign * b
+    if left is None:
+        if sign < 0:
+            return e, 0  # c - x: no rest without a negation
+        return right, a + b
+    return ir.BinOp(e.op, left, right, e.ty, e.loc), a + sign * b
+
+
+def _wrapping(e: ir.Expr) -> bool:
+    """``+``, ``-`` or ``*`` of integer scalars: machine arithmetic that wraps."""
+    return (isinstance(e, ir.BinOp) and e.op in _WRAPPING_OPS and isinstance(e.ty, ScalarType)
+            and e.ty.kind in ("int", "uint"))
+
+
+_WRAPPING_OPS = frozenset({BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL})
 
 
 def _signed_division(e: ir.Expr) -> bool:

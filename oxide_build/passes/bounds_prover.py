@@ -606,6 +606,13 @@ class Prover:
             return [add(left, right, -1)]
         if op == "==":
             return [add(right, left, -1), add(left, right, -1)]
+        if op == "!=":  # at an end of the difference's range (``else`` of ``i == 0``, i ≥ 0): one past it
+            d = add(left, right, -1)
+            lo, hi = self._unassumed(lambda: self._base_interval(d))
+            if lo == 0:
+                return [add(d, minus_one)]
+            if hi == 0:
+                return [add(add(Poly(), d, -1), minus_one)]
         return []
 
     def grid_checks(self) -> list[GridAssumption]:

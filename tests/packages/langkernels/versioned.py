@@ -47,3 +47,20 @@ def column_taps(src: Slice[f32], out: MutSlice[f32], pitch: i32, rows: i32) -> N
     d = src[col + 3 * pitch]
     with ox.unsafe():
         out[col] = a + b + c + d
+
+
+FDTD_N = 64
+
+
+@ox.kernel
+def fdtd_source_row(src: Slice[f32], e: MutSlice[f32], h: Slice[f32], t: i32) -> None:
+    """PolyBench FDTD's first step: row 0 takes src[t] (t an argument: the fast instance's test
+    `0 <= t < len(src)` is the launcher's), the other rows a difference with the row above."""
+    j = block.idx.x * block.dim.x + thread.idx.x
+    i = block.idx.y * block.dim.y + thread.idx.y
+    if i < FDTD_N and j < FDTD_N:
+        with ox.unsafe():
+            if i == 0:
+                e[i * FDTD_N + j] = src[t]
+            else:
+                e[i * FDTD_N + j] = e[i * FDTD_N + j] - 0.5 * (h[i * FDTD_N + j] - h[(i - 1) * FDTD_N + j])
