@@ -453,3 +453,55 @@ def test_a_loop_of_cache_hinted_accesses_is_versioned_like_indexing(tmp_path: Pa
                 if isinstance(x, ir.Intrinsic) and x.name.startswith("cache.")]
     assert len(hinted(fast)) == 2 and all(x.check_site is None for x in hinted(fast))
     assert len(hinted(slow)) == 2 and all(x.check_site is not None for x in hinted(slow))
+
+
+DERIVED = """
+import oxide as ox
+from oxide import MutSlice, Slice, f32, i32
+
+
+@ox.kernel
+def columns_of(A: Slice[f32], out: MutSlice[f32], K: i32, col0: i32, step: i32, a0: i32) -> None:
+    col = col0
+    for j in range(K):
+        with ox.unsafe():
+            out[col] = A[a0 + j]
+        col += step
+        with ox.unsafe():
+            out[col] = 1.0
+"""
+
+
+def test_a_derived_induction_variable_is_versioned_soundly(tmp_path: Path) -> None:
+    """``col += step`` once a trip (im2col's column pointer): at trip j the index is col's value
+    at the loop's entry plus j increments (j + 1 after the increment), so the test before the
+    loop covers ``out[col]`` on both sides of it; evaluated with the machine's i32 wrapping, it
+    holds only when every index the loop takes is inside ``out`` (and ``A``)."""
+    (fn,) = _program(tmp_path, DERIVED).functions
+    test = _versioned(fn)
+    fast = test.then[0]
+    assert isinstance(fast, ir.While)
+    accesses = [s for s in ir.statements(fast.body) if isinstance(s, ir.Store)]
+    accesses += [x for s in ir.statements(fast.body) for r in ir.statement_roots(s) for x in ir.subexpressions(r)
+                 if isinstance(x, ir.ViewLoad)]
+    assert len(accesses) == 3 and all(a.check_site is None for a in accesses)
+    assert isinstance(fast.cond, ir.Compare) and isinstance(fast.cond.right, ir.Var)
+    stop_name = fast.cond.right.name
+    rng = random.Random(27)
+    held = 0
+    for trial in range(6000):
+        k = rng.choice([0, 1, 2, 5, 17, rng.randrange(0, 40)])
+        step = rng.choice([0, 1, -1, 3, -7, 16, 2**30, -(2**31), 2**31 - 1, rng.randrange(-50, 50)])
+        col0 = rng.choice([0, 1, 5, 100, 2**31 - 1, -(2**31), rng.randrange(-20, 400)])
+        length = rng.choice([0, 1, 64, 400, 2**31, rng.randrange(0, 500)])
+        a0 = rng.choice([0, 3, -1, rng.randrange(-5, 50)])
+        env = {"K": k, stop_name: k, "col": col0, "col0": col0, "step": step, "a0": a0,
+               "len out": length, "len A": rng.choice([40, 60, 2**31])}
+        if _eval(test.cond, env):
+            held += 1
+            col = col0
+            for j in range(k):  # the machine's values, step by step
+                assert 0 <= col < length and 0 <= _wrap(a0 + j, I32) < env["len A"], env
+                col = _wrap(col + step, I32)
+                assert 0 <= col < length, env
+    assert held > 300, held

@@ -125,10 +125,22 @@ class CheckVersioning:
                 counts[st.name] = counts.get(st.name, 0) + 1
         defs = {st.name: (t, st.value) for t, st in enumerate(loop.body)
                 if isinstance(st, ir.Assign) and counts[st.name] == 1 and st.name != r.var}
+        derived = _derived(loop, r, defs, assigned) if step == 1 else {}
+        for name in derived:
+            del defs[name]
         versioned: list[int] = []
         for n, (at, access) in enumerate(_checked_accesses(loop)):
             view, index = _view_index(access)
             index = _expanded(index, defs, at)
+            if derived and any(_depends(index, name) for name in derived):
+                # a derived variable at trip j: its value at the loop's entry (what the test
+                # reads) plus its increment once for every trip before (and, after the
+                # increment's statement, including) this one
+                for name, (t, inc) in derived.items():
+                    index = _substituted(index, name, _derived_value(name, inc, r, 1 if at > t else 0, loc))
+                scope = assigned - derived.keys()
+            else:
+                scope = assigned
             length = _length(view, assigned, loc)
             if length is None:
                 continue
@@ -136,7 +148,7 @@ class CheckVersioning:
                     and as_scalar(index.ty).kind in ("int", "uint"):  # type: ignore[union-attr]
                 # the same on every trip: tested once, before the loop, as it is (LLVM does not
                 # hoist the check out of the loop when the loop's other checks are gone)
-                if _invariant(index, assigned):
+                if _invariant(index, scope):
                     at_start = _i64(copy.deepcopy(index), loc)
                     tests += [_cmp(CompareOp.GE, at_start, _const(0, loc), loc),
                               _cmp(CompareOp.LT, copy.deepcopy(at_start), length, loc)]
@@ -145,7 +157,7 @@ class CheckVersioning:
             if not _depends(index, r.var) or not isinstance(index.ty, ScalarType) or index.ty.kind not in ("int", "uint"):
                 continue
             items: list[tuple[ir.Expr, ir.Expr, ir.Expr]] = []  # (expression, lowest, highest)
-            if not _linear(index, r.var, assigned, items):
+            if not _linear(index, r.var, scope, items):
                 continue
             low, high = _type_bounds(index.ty)
             items.append((index, _const(max(low, 0), loc), _min(_const(high, loc), _sub(length, _const(1, loc), loc), loc)))
@@ -223,6 +235,44 @@ def _element_intrinsic(x: ir.Intrinsic) -> bool:
         return False
     info = intrinsic_info(x.name)
     return info is not None and info.vector_lanes is None and isinstance(x.args[0].ty, (ViewType, ArrayType))
+
+
+def _derived(loop: ir.While, r: ir.ForRange, defs: dict[str, tuple[int, ir.Expr]],
+             assigned: set[str]) -> dict[str, tuple[int, ir.Expr]]:
+    """The body's derived induction variables: ``col += inc`` as a statement of the body's own
+    (so once every trip), its only assignment there, ``inc`` the same on every trip; name ->
+    (the statement's position, inc). None in a body with ``continue`` (a trip that skips the
+    increment), nor one that another local's value reads (its value there depends on where)."""
+    if any(isinstance(s, ir.Continue) for s in ir.statements(loop.body)):
+        return {}
+    out: dict[str, tuple[int, ir.Expr]] = {}
+    for name, (t, value) in defs.items():
+        ty = as_scalar(value.ty)
+        if not (isinstance(value, ir.BinOp) and value.op == BinaryOp.ADD and ty is not None
+                and ty.kind in ("int", "uint") and name != r.var):
+            continue
+        for own, inc in ((value.left, value.right), (value.right, value.left)):
+            if isinstance(own, ir.Var) and own.name == name and own.ty == value.ty and inc.ty == value.ty \
+                    and _invariant(inc, assigned):
+                out[name] = (t, inc)
+                break
+    for name in list(out):
+        if any(_depends(value, name) for other, (_, value) in defs.items() if other != name):
+            del out[name]
+    return out
+
+
+def _derived_value(name: str, inc: ir.Expr, r: ir.ForRange, extra: int, loc: ir.Loc) -> ir.Expr:
+    """``name + (j - start + extra) * inc`` in name's type, as the machine computes it after
+    that many increments (a step of 1)."""
+    ty = inc.ty
+    assert isinstance(ty, ScalarType)
+    trips: ir.Expr = ir.BinOp(BinaryOp.SUB, ir.Var(r.var, r.ty, loc), copy.deepcopy(r.start), r.ty, loc)
+    if extra:
+        trips = ir.BinOp(BinaryOp.ADD, trips, ir.Const(extra, r.ty, loc), r.ty, loc)
+    if r.ty != ty:
+        trips = ir.Cast(trips, ty, loc)
+    return ir.BinOp(BinaryOp.ADD, ir.Var(name, ty, loc), ir.BinOp(BinaryOp.MUL, trips, copy.deepcopy(inc), ty, loc), ty, loc)
 
 
 def _view_index(access: Access) -> tuple[ir.Expr, ir.Expr]:
