@@ -76,6 +76,22 @@ def test_gather_stencil(shape: tuple[int, int]) -> None:
     np.testing.assert_allclose(to_numpy(out), ref.ravel(), rtol=1e-5, atol=1e-5)
 
 
+def _watch_launches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The symbols of the entry points launched from now on (each choice's first launch in a
+    process goes through the Python path, which is watched)."""
+    from oxide.runtime.kernel import Kernel
+
+    launched: list[str] = []
+    real = Kernel._launch_in_context
+
+    def watched(self, args, variant, *rest, **kw):  # type: ignore[no-untyped-def]
+        launched.append(variant.spec.symbol)
+        return real(self, args, variant, *rest, **kw)
+
+    monkeypatch.setattr(Kernel, "_launch_in_context", watched)
+    return launched
+
+
 def test_launch_versioned_kernel_runs_unchecked_and_still_reports() -> None:
     """The copy proven under len(...) >= n gives the results; a short view takes the checked copy,
     which reports the first failing access as before."""
@@ -106,16 +122,8 @@ def test_launch_versioned_kernel_is_two_entry_points_the_launch_chooses(monkeypa
     Each choice's first launch in a process goes through the Python path, which is watched here."""
     import oxide
     import versioned
-    from oxide.runtime.kernel import Kernel
 
-    launched: list[str] = []
-    real = Kernel._launch_in_context
-
-    def watched(self, args, variant, *rest, **kw):  # type: ignore[no-untyped-def]
-        launched.append(variant.spec.symbol)
-        return real(self, args, variant, *rest, **kw)
-
-    monkeypatch.setattr(Kernel, "_launch_in_context", watched)
+    launched = _watch_launches(monkeypatch)
     n = 4099
     x = rng.standard_normal(n).astype(np.float32)
     y = rng.standard_normal(n).astype(np.float32)
@@ -148,16 +156,8 @@ def test_argument_index_is_tested_at_the_launch(monkeypatch: pytest.MonkeyPatch)
     exact in i32 under the guards (the row above, in the ``else`` of ``i == 0``)."""
     import oxide
     import versioned
-    from oxide.runtime.kernel import Kernel
 
-    launched: list[str] = []
-    real = Kernel._launch_in_context
-
-    def watched(self, args, variant, *rest, **kw):  # type: ignore[no-untyped-def]
-        launched.append(variant.spec.symbol)
-        return real(self, args, variant, *rest, **kw)
-
-    monkeypatch.setattr(Kernel, "_launch_in_context", watched)
+    launched = _watch_launches(monkeypatch)
     n = versioned.FDTD_N
     src = rng.standard_normal(9).astype(np.float32)
     e0 = rng.standard_normal(n * n).astype(np.float32)
