@@ -76,11 +76,18 @@ def test_gather_stencil(shape: tuple[int, int]) -> None:
     np.testing.assert_allclose(to_numpy(out), ref.ravel(), rtol=1e-5, atol=1e-5)
 
 
-def _watch_launches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The symbols of the entry points launched from now on (each choice's first launch in a
-    process goes through the Python path, which is watched)."""
+def _watch_launches(monkeypatch: pytest.MonkeyPatch, *kernels: object) -> list[str]:
+    """The symbols of the entry points launched from now on. A choice's first launch in a process
+    goes through the Python path, which is watched; ``kernels`` start afresh for the test (no
+    launch configuration, no C plan), whatever an earlier test in this process launched."""
+    from oxide.runtime import launcher
     from oxide.runtime.kernel import Kernel
 
+    for k in kernels:
+        monkeypatch.setattr(k, "_configs", {})
+        monkeypatch.setattr(k, "_plan", launcher.new_plan())
+        monkeypatch.setattr(k, "_planned", False)
+        monkeypatch.setattr(k, "_dispatch", None)
     launched: list[str] = []
     real = Kernel._launch_in_context
 
@@ -123,7 +130,7 @@ def test_launch_versioned_kernel_is_two_entry_points_the_launch_chooses(monkeypa
     import oxide
     import versioned
 
-    launched = _watch_launches(monkeypatch)
+    launched = _watch_launches(monkeypatch, versioned.guarded_axpy, versioned.tile_transpose)
     n = 4099
     x = rng.standard_normal(n).astype(np.float32)
     y = rng.standard_normal(n).astype(np.float32)
@@ -157,7 +164,7 @@ def test_argument_index_is_tested_at_the_launch(monkeypatch: pytest.MonkeyPatch)
     import oxide
     import versioned
 
-    launched = _watch_launches(monkeypatch)
+    launched = _watch_launches(monkeypatch, versioned.fdtd_source_row)
     n = versioned.FDTD_N
     src = rng.standard_normal(9).astype(np.float32)
     e0 = rng.standard_normal(n * n).astype(np.float32)

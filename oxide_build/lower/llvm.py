@@ -1674,14 +1674,6 @@ class FunctionLowering:
             v = b.fpext(v, ll.FloatType())
         dt = scalar_ll(dst)
         signed = dst.kind == "int"
-        if not self.parent.cpu and dst.bits in (32, 64) and not isinstance(v, ll.Constant):
-            # PTX's cvt.rzi to a 32- or 64-bit integer is this conversion: toward zero, clamped
-            # to the type's range, NaN → 0 (one F2I; ptxas folds a floor before it into F2I.FLOOR)
-            wide = v.type == ll.DoubleType()
-            text = f"cvt.rzi.{'s' if signed else 'u'}{dst.bits}.{'f64' if wide else 'f32'} $0, $1;"
-            cvt = ll.InlineAsm(ll.FunctionType(dt, [v.type]), text, f"={'l' if dst.bits == 64 else 'r'},{'d' if wide else 'f'}",
-                               side_effect=False)
-            return b.call(cvt, [v])
         low = -float(1 << (dst.bits - 1)) if signed else -1.0
         high = float(1 << (dst.bits - 1 if signed else dst.bits))
         maximum = ll.Constant(dt, (1 << (dst.bits - 1 if signed else dst.bits)) - 1)
