@@ -24,7 +24,11 @@ When the test holds, no check of those accesses could fail, so dropping them cha
 observable; when it fails (or the loop runs no trip), the original loop runs with every check,
 and a failing access is reported exactly as without the pass. An index that does not move with
 ``j`` and reads nothing the loop assigns (``tmp[i] += a[i * N + j]``) is tested as it is, ``0 <=
-e < len(v)``, before the loop. The other checks stay in both copies.
+e < len(v)``, before the loop. A derived induction variable — ``col += inc`` as a statement of
+the body's own, its only assignment there, ``inc`` the same every trip, no ``continue`` — stands
+for ``col + (j - start) * inc`` in the indices before that statement and ``col + (j - start + 1)
+* inc`` after it (for a step of 1), ``col`` then being its value at the loop's entry, which the
+test reads. The other checks stay in both copies.
 
 A loop is left alone when its body holds a loop, a call of a device function or a convergent
 intrinsic (barriers must not end up under the test), or is larger than ``max_body_size`` IR
