@@ -581,8 +581,6 @@ class _FunctionProofs:
         if isinstance(e, ir.ViewLoad) and e.check_site is not None and self.element_proven(e.view, e.index):
             self.removed.add(e.check_site)
             e.check_site = None
-        if isinstance(e, ir.ViewLoad) and e.check_site is None:
-            e.index = self.constant_offset(e.index)
         elif isinstance(e, ir.ViewSlice) and e.check_site is not None and self.slice_proven(e):
             self.removed.add(e.check_site)
             e.check_site = None
@@ -590,6 +588,8 @@ class _FunctionProofs:
             self.mark_nonneg_widening(e.left, e.right)
         elif _signed_division(e):
             self.mark_nonneg_division(e)  # type: ignore[arg-type]
+        if isinstance(e, ir.ViewLoad) and e.check_site is None:
+            e.index = self.constant_offset(e.index)
         if _wrapping(e):
             self.mark_no_wrap(e)  # type: ignore[arg-type]
         return e
