@@ -758,15 +758,22 @@ class _FunctionProofs:
         type (the prover forms its polynomial only then): ``no_wrap``, which the lowering makes
         ``nsw`` / ``nuw``. Only where the proof costs nothing at run time: no grid limit beyond
         those already checked at launch, no loop entry guard that would otherwise go."""
+        e.no_wrap = self.exact_here(e)
+
+    def exact_here(self, *values: ir.Expr) -> bool:
+        """Does the machine arithmetic of each of ``values`` give its exact value under the facts
+        here, with a proof that costs nothing at run time (no grid limit beyond those already
+        checked at launch, no loop entry guard that would otherwise go)? Records nothing."""
         prover = self.prover
         facts = self.scopes[-1].facts
         used, active = set(prover.used), set(prover.active)
 
         def exact() -> bool:
-            p = prover.poly(e, facts)
-            return p is not None and p.assumes <= active and not (prover.used - used) & self.guarded_facts
+            polys = [prover.poly(v, facts) for v in values]
+            return (all(p is not None and p.assumes <= active for p in polys)
+                    and not (prover.used - used) & self.guarded_facts)
 
-        e.no_wrap = prover.trial(exact)
+        return prover.trial(exact)
 
     def constant_offset(self, index: ir.Expr) -> ir.Expr:
         """An unchecked access's index of 32 bits or fewer, ``(i - 1) * n + (j + 1)``, as
@@ -780,16 +787,7 @@ class _FunctionProofs:
         rest, offset = _constant_terms(index, ty)
         if rest is None or offset == 0:
             return index
-        prover = self.prover
-        facts = self.scopes[-1].facts
-        used, active = set(prover.used), set(prover.active)
-
-        def exact() -> bool:  # the index as computed is its value, and so is the rest
-            p, q = prover.poly(index, facts), prover.poly(rest, facts)
-            return (p is not None and q is not None and p.assumes <= active and q.assumes <= active
-                    and not (prover.used - used) & self.guarded_facts)
-
-        if not prover.trial(exact):
+        if not self.exact_here(index, rest):  # the index as computed is its value, and so is the rest
             return index
         for x in ir.subexpressions(rest):
             if _wrapping(x):
